@@ -1,0 +1,5 @@
+import sys
+
+from geminibot.cli import main
+
+sys.exit(main())

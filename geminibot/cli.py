@@ -1,0 +1,49 @@
+"""The ``geminibot`` command. Each package registers its own subcommands here."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+
+from geminibot import __version__
+from geminibot.cliutil import EXIT_USAGE, CommandError
+from geminibot.policy import cli as policy_cli
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="geminibot",
+        description=(
+            "Well-behaved bots for Gemini and the web. "
+            "Run 'geminibot COMMAND --help' for the details of each command."
+        ),
+    )
+    parser.add_argument("--version", action="version", version=f"geminibot {__version__}")
+    commands = parser.add_subparsers(title="commands", metavar="COMMAND")
+    policy_cli.register(commands)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    run = getattr(args, "run", None)
+    if run is None:
+        parser.print_help(sys.stderr)
+        return EXIT_USAGE
+    try:
+        code: int = run(args)
+    except CommandError as exc:
+        print(f"geminibot: {exc.message}", file=sys.stderr)
+        return exc.exit_code
+    except KeyboardInterrupt:
+        print("geminibot: interrupted", file=sys.stderr)
+        return 130
+    except BrokenPipeError:
+        return 0
+    return code
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,48 @@
+"""Small helpers shared by every command line entry point.
+
+Exit codes across all commands: 0 success / everything allowed, 1 a negative answer
+(something disallowed, lint errors, policies differ), 2 a usage or input error.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from typing import Any, TextIO
+
+EXIT_OK = 0
+EXIT_NEGATIVE = 1
+EXIT_USAGE = 2
+
+
+class CommandError(Exception):
+    """A problem with what the user asked for or gave us; printed without a traceback."""
+
+    def __init__(self, message: str, exit_code: int = EXIT_USAGE) -> None:
+        super().__init__(message)
+        self.message = message
+        self.exit_code = exit_code
+
+
+def emit_json(obj: Any, stream: TextIO | None = None) -> None:
+    """Write one JSON object on one line (JSON Lines), keys in a stable order."""
+    out = stream if stream is not None else sys.stdout
+    out.write(json.dumps(obj, ensure_ascii=False, sort_keys=False) + "\n")
+
+
+def read_source(source: str) -> tuple[str, bytes]:
+    """Read a SOURCE argument: a file path, or ``-`` for standard input.
+
+    Returns (display name, raw bytes). Raises CommandError with a clear message on failure.
+    """
+    if source == "-":
+        return "<stdin>", sys.stdin.buffer.read()
+    try:
+        with open(source, "rb") as fh:
+            return source, fh.read()
+    except FileNotFoundError:
+        raise CommandError(f"{source}: no such file") from None
+    except IsADirectoryError:
+        raise CommandError(f"{source}: is a directory, expected a file") from None
+    except OSError as exc:
+        raise CommandError(f"{source}: cannot read: {exc.strerror}") from None

@@ -1,0 +1,1 @@
+"""The policy engine: pure functions and objects over bytes and strings, no I/O."""
