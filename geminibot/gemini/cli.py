@@ -102,7 +102,12 @@ def run_fetch(args: argparse.Namespace) -> int:
     if args.max_size < 0 or args.timeout <= 0:
         raise CommandError("--max-size must be >= 0 and --timeout > 0")
     url = args.url if "://" in args.url else "gemini://" + args.url
-    store: KnownHosts = FileKnownHosts(args.known_hosts) if args.known_hosts else MemoryKnownHosts()
+    store: KnownHosts = MemoryKnownHosts()
+    if args.known_hosts:
+        try:
+            store = FileKnownHosts(args.known_hosts)
+        except OSError as exc:
+            raise CommandError(f"--known-hosts {args.known_hosts}: {exc.strerror or exc}") from None
     client = GeminiClient(
         known_hosts=store,
         strict_tofu=args.strict_tofu,
