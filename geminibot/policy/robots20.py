@@ -272,6 +272,24 @@ class V2File:
         first = next((j for j in judged if not j.allowed), judged[0])
         return V2Decision(allowed, path, tuple(judged), first.reason)
 
+    def visit_refusals(
+        self,
+        agent: str,
+        virtual_agents: Iterable[str] = (),
+        strict: bool = False,
+        at: datetime | None = None,
+    ) -> tuple[tuple[int, Window], ...]:
+        """The Visit-time windows (line, window) of the bot's sets that exclude ``at``."""
+        if at is None:
+            return ()
+        return tuple(
+            (line, window)
+            for applied in self.select(agent, virtual_agents, strict)
+            for rule_set in applied.sets
+            for line, window in rule_set.visit_times
+            if not window.contains(at)
+        )
+
     def request_interval(
         self,
         agent: str,
