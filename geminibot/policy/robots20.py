@@ -640,7 +640,8 @@ def make_rule(
         return V2Rule(
             line, allow, source, "regex", (not allow) and source in _MATCH_ALL_REGEXES, compiled
         )
-    pattern = pattern_text(value)
+    # A literal '#' can only appear in a URL path escaped, as %23.
+    pattern = pattern_text(value).replace("#", "%23")
     if _REGEX_HINTS.search(value):
         diags.append(
             Diagnostic(
