@@ -191,7 +191,7 @@ class SitePolicy:
         robots2: Fetched | None = None,
         agents: Fetched | None = None,
         *,
-        robots2_url: str = "/robots2.txt",
+        robots2_url: str = ROBOTS2,
         chain_fetch: ChainFetch | None = None,
     ) -> SitePolicy:
         """From the fetch results of the files (None: not fetched, nothing known)."""
@@ -278,11 +278,7 @@ class SitePolicy:
         if v2 is not None and v2.has_version_lines:
             d2 = v2.decide(url, bot.token, bot.virtual_agents, bot.strict, at)
             for s in d2.sets:
-                line = (
-                    s.rule.line
-                    if s.rule
-                    else (s.rule_set.agent_lines[0] if s.rule_set.agent_lines else 0)
-                )
+                line = s.line
                 out.append(
                     Reason(
                         ROBOTS,
