@@ -103,7 +103,9 @@ def test_delay_is_the_most_restrictive_limit() -> None:
     only_agents = SitePolicy.from_texts("gemini", agents=agents_file("/ ALLOW limit=2"))
     assert only_agents.delay(BOT, NOON).seconds == 30.0
     slow = SitePolicy.from_texts(
-        "gemini", "User-agent: *\nRobot-version: 2.0\nRequest-rate: 1/30m\nDisallow: /x\n", "rate: 60\n"
+        "gemini",
+        "User-agent: *\nRobot-version: 2.0\nRequest-rate: 1/30m\nDisallow: /x\n",
+        "rate: 60\n",
     )
     d = slow.delay(BOT, NOON)
     assert (d.seconds, d.line) == (1800.0, 3)
@@ -138,7 +140,9 @@ def test_frommitz_through_site_policy_with_visit_time() -> None:
     assert policy.may_fetch("http://www.frommitz.biz/products.html", bot, early).allowed
     late = policy.may_fetch("http://www.frommitz.biz/products.html", bot, NOON)
     assert not late.allowed and late.reasons[0].line == 68
-    assert not policy.may_fetch("http://www.frommitz.biz/products.html", Bot("alfred"), NOON).allowed
+    assert not policy.may_fetch(
+        "http://www.frommitz.biz/products.html", Bot("alfred"), NOON
+    ).allowed
     assert policy.delay(Bot("hackerbot"), NOON).seconds == 1800.0
 
 
