@@ -226,6 +226,8 @@ class Capsule:
                 return NOT_FOUND
             if not real.is_relative_to(self.root):
                 return NOT_FOUND
+        elif path.endswith("/"):
+            return NOT_FOUND  # a file asked for as if it were a folder
         if not real.is_file() or (real.parent == self.root and real.name in NOT_SERVED):
             return NOT_FOUND
         name = segments[-1] if segments and not path.endswith("/") else INDEX_FILE
