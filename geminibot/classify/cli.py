@@ -1,0 +1,245 @@
+"""``geminibot classify``: which virtual agents and robots2.txt categories a bot is."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import textwrap
+from dataclasses import replace
+from typing import Any, TextIO
+
+from geminibot.classify.activities import Activity
+from geminibot.classify.profile import (
+    Profile,
+    ProfileError,
+    check_token,
+    profile_from_flags,
+    profile_from_toml,
+)
+from geminibot.classify.registry import Bot, RegistryError, load_registry
+from geminibot.classify.rules import Assignment, Classification
+from geminibot.cliutil import EXIT_OK, CommandError, emit_json, read_source
+
+
+def _activity_help() -> str:
+    width = max(len(a.value) for a in Activity)
+    lines = []
+    for a in Activity:
+        wrapped = textwrap.wrap(a.meaning, 96 - width - 4)
+        lines.append(f"  {a.value:<{width}}  {wrapped[0]}")
+        lines.extend(f"  {'':<{width}}  {more}" for more in wrapped[1:])
+    return "\n".join(lines)
+
+
+DESCRIPTION = """\
+Say which Gemini virtual user agents (archiver, indexer, researcher, webproxy) and which
+robots2.txt agent categories a bot is, from what it does with the content it fetches, and
+why: each answer names the activity and quotes the sentence of the specification it rests on.
+
+Describe the bot in one of three ways:
+  a profile file    name = "mybot" / token = "mybot" / activities = ["search-index"]
+  --does A,B,...    the activities, comma-separated
+  --bot NAME        a known bot from the registry (--list shows them)
+
+Activities:
+{activities}
+
+Rules in short: archive -> archiver, search-index -> indexer, statistics -> researcher (only
+while nothing is rehosted, linked to or searchable), web-proxy -> webproxy. A bot that fits
+several virtual agents obeys the most restrictive combination: a URL is allowed only if every
+applicable group allows it. Activities that no virtual agent describes (training, answering
+users, advertising, ...) leave the bot with `*` and its own token on Gemini; the output warns
+and recommends strict mode when a virtual agent's group would grant more than was meant.
+See docs/classify.md for every rule and its source.
+"""
+
+EPILOG = """\
+examples:
+  geminibot classify --does search-index,statistics
+  geminibot classify --bot GPTBot --json
+  geminibot classify mybot.toml --against capsules/va-groups.test --agent mybot
+  geminibot classify --list
+"""
+
+
+def register(commands: Any) -> None:
+    parser: argparse.ArgumentParser = commands.add_parser(
+        "classify",
+        help="which virtual agents and robots2.txt categories a bot is, and what it must obey",
+        description=DESCRIPTION.format(activities=_activity_help()),
+        epilog=EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("profile", nargs="?", metavar="PROFILE.toml", help="a bot profile file")
+    parser.add_argument("--bot", metavar="NAME", help="a known bot: id, token or name")
+    parser.add_argument(
+        "--does", metavar="ACTIVITY,...", help="the bot's activities, comma-separated"
+    )
+    parser.add_argument(
+        "--agent",
+        metavar="TOKEN",
+        help="the bot's own robots.txt product token (overrides the profile's or registry's)",
+    )
+    parser.add_argument(
+        "--adapts",
+        action="store_true",
+        help="the bot applies each virtual agent's rules only to that activity's fetches",
+    )
+    parser.add_argument(
+        "--list", action="store_true", help="list the registry of known bots and exit"
+    )
+    parser.add_argument("--json", action="store_true", help="one JSON object per line")
+    parser.set_defaults(run=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    if args.list:
+        if args.profile or args.bot or args.does:
+            raise CommandError("classify: --list takes no bot")
+        return _list(args.json)
+    profile, bot = _profile(args)
+    result = profile.classify()
+    if args.json:
+        emit_json(_as_json(profile, bot, result))
+    else:
+        _print(profile, bot, result, sys.stdout)
+    return EXIT_OK
+
+
+def _profile(args: argparse.Namespace) -> tuple[Profile, Bot | None]:
+    given = [x for x in (args.profile, args.bot, args.does) if x]
+    if len(given) != 1:
+        raise CommandError(
+            "classify: describe the bot in exactly one way: PROFILE.toml, --bot NAME or "
+            "--does ACTIVITY,... (see 'geminibot classify --help')"
+        )
+    try:
+        if args.does:
+            return (
+                profile_from_flags(args.does, token=args.agent, adapts_per_activity=args.adapts),
+                None,
+            )
+        if args.bot:
+            bot = _registry_bot(args.bot)
+            profile = bot.profile()
+        else:
+            name, data = read_source(args.profile)
+            profile = profile_from_toml(data, name)
+            bot = None
+        if args.agent is not None:
+            profile = replace(profile, token=check_token(args.agent, "--agent"))
+        if args.adapts:
+            profile = replace(profile, adapts_per_activity=True)
+    except ProfileError as exc:
+        raise CommandError(str(exc)) from None
+    return profile, bot
+
+
+def _registry_bot(name: str) -> Bot:
+    try:
+        registry = load_registry()
+    except RegistryError as exc:  # a broken package, not the user's fault: still say what
+        raise CommandError(f"the bot registry is malformed: {exc}") from None
+    bot = registry.find(name)
+    if bot is None:
+        raise CommandError(
+            f"unknown bot {name!r}; 'geminibot classify --list' shows the known bots"
+        )
+    return bot
+
+
+def _list(as_json: bool) -> int:
+    try:
+        registry = load_registry()
+    except RegistryError as exc:
+        raise CommandError(f"the bot registry is malformed: {exc}") from None
+    rows = []
+    for bot in registry.bots:
+        result = bot.profile().classify()
+        if as_json:
+            emit_json({**bot.as_dict(), "classification": _summary(result)})
+            continue
+        rows.append(
+            (
+                bot.id,
+                bot.token or "-",
+                bot.protocol,
+                ",".join(a.value for a in bot.activities),
+                ",".join(result.virtual_agent_names) or "-",
+                ",".join(result.category_names) or "-",
+            )
+        )
+    if not as_json:
+        header = ("ID", "TOKEN", "PROTOCOL", "ACTIVITIES", "VIRTUAL AGENTS", "ROBOTS2 CATEGORIES")
+        widths = [max(len(r[i]) for r in [header, *rows]) for i in range(len(header))]
+        for row in [header, *rows]:
+            print("  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)).rstrip())
+    return EXIT_OK
+
+
+def _summary(result: Classification) -> dict[str, object]:
+    return {
+        "virtual_agents": list(result.virtual_agent_names),
+        "categories": list(result.category_names),
+        "recommended_mode": result.recommended_mode,
+        "warnings": [w.code for w in result.warnings],
+    }
+
+
+def _as_json(profile: Profile, bot: Bot | None, result: Classification) -> dict[str, object]:
+    return {
+        "profile": profile.as_dict(),
+        "registry": bot.as_dict() if bot else None,
+        "classification": result.as_dict(),
+    }
+
+
+def _print_assignments(title: str, items: tuple[Assignment, ...], out: TextIO) -> None:
+    if not items:
+        out.write(f"{title}: none\n")
+        return
+    out.write(f"{title}:\n")
+    for item in items:
+        for i, reason in enumerate(item.reasons):
+            label = item.name if i == 0 else ""
+            out.write(f"  {label:<17} <- {reason.activity.value}: {reason.source.cite()}\n")
+
+
+def _print(profile: Profile, bot: Bot | None, result: Classification, out: TextIO) -> None:
+    who = profile.name or "bot"
+    token = f" (own token: {profile.token})" if profile.token else " (no own token)"
+    out.write(f"{who}{token}\n")
+    if bot is not None:
+        out.write(f"  documented as: {bot.documented_as}\n  source: {bot.source}\n")
+        if bot.obeys:
+            out.write(f"  documented to obey: {', '.join(bot.obeys)}\n")
+        if bot.notes:
+            out.write(f"  notes: {bot.notes}\n")
+    out.write(f"activities: {', '.join(a.value for a in result.activities) or 'none'}\n\n")
+    _print_assignments("Gemini virtual agents", result.virtual_agents, out)
+    _print_assignments("robots2.txt categories", result.categories, out)
+    if result.directives:
+        out.write(
+            f"robots2.txt directives that answer its activities: "
+            f"{', '.join(result.directive_names)}\n"
+        )
+    if result.combination:
+        out.write(f"combination: {result.combination}\n")
+    out.write(f"mode: {result.recommended_mode} ({result.mode_reason})\n")
+    if bot is not None and bot.missing_virtual_agents:
+        out.write(
+            f"note: not documented to obey {', '.join(bot.missing_virtual_agents)}, "
+            f"which its activities call for\n"
+        )
+    if result.warnings:
+        out.write("warnings:\n")
+        for w in result.warnings:
+            out.write(
+                textwrap.fill(
+                    f"[{w.code}] {w.message}",
+                    96,
+                    initial_indent="  ",
+                    subsequent_indent="      ",
+                )
+                + "\n"
+            )
