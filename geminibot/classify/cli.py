@@ -6,9 +6,11 @@ import argparse
 import sys
 import textwrap
 from dataclasses import replace
+from datetime import UTC, datetime
 from typing import Any, TextIO
 
 from geminibot.classify.activities import Activity
+from geminibot.classify.against import ModeReport, SiteReport, effective_policy
 from geminibot.classify.profile import (
     Profile,
     ProfileError,
@@ -18,7 +20,8 @@ from geminibot.classify.profile import (
 )
 from geminibot.classify.registry import Bot, RegistryError, load_registry
 from geminibot.classify.rules import Assignment, Classification
-from geminibot.cliutil import EXIT_OK, CommandError, emit_json, read_source
+from geminibot.classify.sources import site_from_source
+from geminibot.cliutil import EXIT_NEGATIVE, EXIT_OK, CommandError, emit_json, read_source
 
 
 def _activity_help() -> str:
@@ -88,6 +91,35 @@ def register(commands: Any) -> None:
     parser.add_argument(
         "--list", action="store_true", help="list the registry of known bots and exit"
     )
+    parser.add_argument(
+        "--against",
+        nargs="+",
+        metavar="SOURCE",
+        help=(
+            "also say what the bot must obey on each site: a policy file (robots.txt, "
+            "robots2.txt, agents.txt by name) or a capsule folder"
+        ),
+    )
+    parser.add_argument(
+        "--path",
+        action="append",
+        default=[],
+        metavar="PATH",
+        help="with --against: a path to decide as well (repeatable); exit 1 if one is "
+        "disallowed in the recommended mode",
+    )
+    parser.add_argument(
+        "--at",
+        metavar="TIME",
+        help="with --against: the UTC time for Visit-time windows (ISO 8601; default now)",
+    )
+    parser.add_argument(
+        "--protocol",
+        choices=("gemini", "http"),
+        default="gemini",
+        help="with --against and a policy file: the protocol of the host (default gemini; "
+        "on Gemini hosts robots2.txt's 'ask' counts as 'no')",
+    )
     parser.add_argument("--json", action="store_true", help="one JSON object per line")
     parser.set_defaults(run=run)
 
@@ -99,11 +131,45 @@ def run(args: argparse.Namespace) -> int:
         return _list(args.json)
     profile, bot = _profile(args)
     result = profile.classify()
+    if (args.path or args.at) and not args.against:
+        raise CommandError("classify: --path and --at need --against")
+    at = _parse_at(args.at)
+    reports = [
+        effective_policy(
+            site_from_source(source, args.protocol),
+            agent=profile.token,
+            virtual_agents=result.virtual_agent_names,
+            categories=result.category_names,
+            relevant_directives=result.directive_names,
+            recommended_mode=result.recommended_mode,
+            paths=args.path,
+            at=at,
+            source=source,
+        )
+        for source in args.against or ()
+    ]
     if args.json:
-        emit_json(_as_json(profile, bot, result))
+        emit_json({**_as_json(profile, bot, result), "against": [r.as_dict() for r in reports]})
     else:
         _print(profile, bot, result, sys.stdout)
-    return EXIT_OK
+        for report in reports:
+            _print_report(report, sys.stdout)
+    refused = any(
+        not v.allowed for r in reports for v in r.mode(r.recommended_mode).verdicts if v.explicit
+    )
+    return EXIT_NEGATIVE if refused else EXIT_OK
+
+
+def _parse_at(text: str | None) -> datetime:
+    if text is None:
+        return datetime.now(UTC)
+    try:
+        value = datetime.fromisoformat(text)
+    except ValueError:
+        raise CommandError(
+            f"--at: {text!r} is not an ISO 8601 time (e.g. 2026-01-01T23:00Z)"
+        ) from None
+    return value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
 
 
 def _profile(args: argparse.Namespace) -> tuple[Profile, Bot | None]:
@@ -243,3 +309,68 @@ def _print(profile: Profile, bot: Bot | None, result: Classification, out: TextI
                 )
                 + "\n"
             )
+
+
+def _yes(allowed: bool) -> str:
+    return "allowed" if allowed else "disallowed"
+
+
+def _print_mode(mode: ModeReport, recommended: bool, out: TextIO) -> None:
+    groups = ", ".join(
+        f"{token} ({role}, line {', '.join(str(n) for n in lines)})"
+        for token, role, lines in mode.groups
+    )
+    mark = " (recommended)" if recommended else ""
+    out.write(f"  {mode.mode}{mark}: robots.txt groups: {groups or 'none'}\n")
+    out.write(
+        f"    waiting time: {mode.delay.seconds:g} s ({mode.delay.rule}"
+        f"{', ' + mode.delay.file if mode.delay.file else ''}"
+        f"{' line ' + str(mode.delay.line) if mode.delay.line else ''}); "
+        f"`*` gets {mode.star_delay.seconds:g} s\n"
+    )
+    differing = mode.differing
+    if differing:
+        out.write("    differs from `*`:\n")
+        for v in differing:
+            out.write(
+                f"      {v.path:<28} {_yes(v.allowed):<10} (`*`: {_yes(v.star_allowed)}) "
+                f"{v.reason}\n"
+            )
+    else:
+        out.write(f"    same as `*` on all {len(mode.verdicts)} paths examined\n")
+    explicit = [v for v in mode.verdicts if v.explicit]
+    if explicit:
+        out.write("    paths asked:\n")
+        for v in explicit:
+            robots = (
+                ""
+                if v.robots_allowed == v.allowed
+                else f" (robots.txt alone: {_yes(v.robots_allowed)})"
+            )
+            out.write(f"      {v.path:<28} {_yes(v.allowed)}{robots}: {v.reason}\n")
+
+
+def _print_report(report: SiteReport, out: TextIO) -> None:
+    who = f"agent {report.agent}" if report.agent else "no own token"
+    as_ = ", ".join(report.virtual_agents) or "no virtual agent"
+    out.write(f"\nagainst {report.source} ({who}; {as_})\n")
+    for mode in (report.precedence, report.strict):
+        _print_mode(mode, mode.mode == report.recommended_mode, out)
+    if report.truncated:
+        out.write("  (only the first derived paths were examined: the file has very many rules)\n")
+    stated = [u for u in report.usage if u.answer.value is not None]
+    if not stated:
+        note = report.usage[0].answer.note if report.usage else ""
+        out.write(f"  AI usage (robots2.txt): nothing stated ({note})\n")
+        return
+    out.write("  AI usage (robots2.txt; * marks the directives its activities need):\n")
+    for u in report.usage:
+        a = u.answer
+        where = f"{a.file} line {a.line}" if a.line else a.file
+        several = len(report.categories) > 1 and u.category
+        label = f"most restrictive of the categories: {u.category}" if several else ""
+        extra = "; ".join(x for x in (a.note, label) if x)
+        out.write(
+            f"   {'*' if u.relevant else ' '} {a.directive:<12} {a.value or 'not stated':<13}"
+            f" {where}{'  ' + extra if extra else ''}\n"
+        )
