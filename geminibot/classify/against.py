@@ -16,9 +16,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime
 
-from geminibot.classify.rules import Mode
 from geminibot.policy.paths import path_of
-from geminibot.policy.robots import RobotsFile
+from geminibot.policy.robots import Mode, RobotsFile
 from geminibot.policy.robots2 import DIRECTIVE_VALUES, USAGE_DIRECTIVES
 from geminibot.policy.site_policy import Bot, DelayAnswer, SitePolicy, UsageAnswer
 

@@ -10,39 +10,18 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Literal
 
 from geminibot.classify.activities import Activity
+from geminibot.policy.robots import VIRTUAL_AGENTS, Mode
+from geminibot.policy.robots2 import CATEGORIES, USAGE_DIRECTIVES
 
 GEMINI_DOC = "gemini-robots-virtual-agents.txt"
 ROBOTS2_DOC = "robots2-ai-policy-v0.2.1.txt"
 PROJECT_DOC = "specs/README.md"
 
-Mode = Literal["precedence", "strict"]
-
-VIRTUAL_AGENT_NAMES: tuple[str, ...] = ("archiver", "indexer", "researcher", "webproxy")
-CATEGORY_NAMES: tuple[str, ...] = (
-    "search-indexer",
-    "ai-assistant",
-    "ai-researcher",
-    "code-assistant",
-    "data-harvester",
-    "content-generator",
-    "ad-network",
-    "monitoring",
-)
-#: robots2.txt directives about the use of content, in the order of the specification.
-DIRECTIVE_NAMES: tuple[str, ...] = (
-    "crawl",
-    "read",
-    "summarise",
-    "quote",
-    "derivative",
-    "train",
-    "store",
-    "personalise",
-    "monetise",
-)
+#: The Gemini virtual agents and the robots2.txt categories, in their specifications' order.
+VIRTUAL_AGENT_NAMES: tuple[str, ...] = VIRTUAL_AGENTS
+CATEGORY_NAMES: tuple[str, ...] = CATEGORIES
 
 
 @dataclass(frozen=True, slots=True)
@@ -185,6 +164,12 @@ DIRECTIVE_RULES: dict[Activity, tuple[str, ...]] = {
     Activity.UPTIME: ("crawl",),
     Activity.SEO_AUDIT: ("crawl", "read"),
 }
+
+#: The robots2.txt directives some activity needs, in the policy engine's answer order (the
+#: others, compete, attribution, link-back, announce, are obligations, not activities).
+DIRECTIVE_NAMES: tuple[str, ...] = tuple(
+    d for d in USAGE_DIRECTIVES if any(d in used for used in DIRECTIVE_RULES.values())
+)
 
 #: Activities that disqualify a bot from being *purely* a researcher: rehosting
 #: (archive, web proxy), linking to content, allowing search of it.
