@@ -7,6 +7,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from capsule_server.expect import Check, load_expectation
 from geminibot.classify.against import (
@@ -244,3 +246,59 @@ def test_cli_against_text(capsys: pytest.CaptureFixture[str], tmp_path: Path) ->
     assert "differs from `*`" in out and "precedence (recommended)" in out
     assert "/a                           disallowed" in out
     assert "AI usage (robots2.txt): nothing stated (no robots2.txt)" in out
+
+
+# -- properties over generated policies ----------------------------------------------------------
+
+GROUP_TOKENS = ("mybot", "indexer", "archiver", "researcher", "*")
+patterns = st.sampled_from(["/", "/a", "/a/", "/a/b", "/b*", "/*.gmi", "/a$", "/c/*/d", "*x"])
+rules = st.lists(st.tuples(st.booleans(), patterns), max_size=4)
+groups = st.lists(st.tuples(st.sampled_from(GROUP_TOKENS), rules), max_size=5)
+
+
+def render(spec: list[tuple[str, list[tuple[bool, str]]]]) -> str:
+    lines = []
+    for token, group_rules in spec:
+        lines.append(f"User-agent: {token}")
+        lines += [f"{'Allow' if allow else 'Disallow'}: {p}" for allow, p in group_rules]
+        lines.append("")
+    return "\n".join(lines)
+
+
+@settings(max_examples=60, deadline=None)
+@given(groups, st.sets(st.sampled_from(("indexer", "archiver", "researcher"))), st.booleans())
+def test_strict_is_never_more_permissive(
+    spec: list[tuple[str, list[tuple[bool, str]]]], vas: set[str], own: bool
+) -> None:
+    site = SitePolicy.from_texts("gemini", robots=render(spec))
+    report = effective_policy(
+        site, agent="mybot" if own else None, virtual_agents=sorted(vas), at=AT
+    )
+    assert report.precedence.verdicts and report.strict.verdicts
+    for strict in report.strict.verdicts:
+        loose = report.precedence.verdict(strict.path)
+        assert loose is not None
+        if strict.robots_allowed:
+            assert loose.robots_allowed, strict.path  # strict applies a superset of groups
+            assert strict.star_robots_allowed, strict.path  # ... always including `*`
+        assert strict.allowed == strict.robots_allowed  # robots.txt is the only file here
+    if not own and not vas:  # the baseline bot gets exactly what `*` gets
+        assert not report.precedence.differing and not report.strict.differing
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.binary(max_size=300), st.binary(max_size=300), st.binary(max_size=300))
+def test_any_bytes_give_a_report_never_a_crash(
+    robots: bytes, robots2: bytes, agents: bytes
+) -> None:
+    site = SitePolicy.from_texts("gemini", robots=robots, robots2=robots2, agents=agents)
+    report = effective_policy(
+        site,
+        agent="mybot",
+        virtual_agents=["indexer"],
+        categories=["search-indexer", "data-harvester"],
+        paths=["/", "/x%zz", "/é"],
+        at=AT,
+    )
+    json.dumps(report.as_dict())
+    assert report.precedence.verdict("/") is not None
