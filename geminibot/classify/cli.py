@@ -61,6 +61,7 @@ examples:
   geminibot classify --does search-index,statistics
   geminibot classify --bot GPTBot --json
   geminibot classify mybot.toml --against capsules/va-groups.test --agent mybot
+  geminibot classify --bot tlgs --against gemini://example.org/ --path /private/
   geminibot classify --list
 """
 
@@ -97,7 +98,7 @@ def register(commands: Any) -> None:
         metavar="SOURCE",
         help=(
             "also say what the bot must obey on each site: a policy file (robots.txt, "
-            "robots2.txt, agents.txt by name) or a capsule folder"
+            "robots2.txt, agents.txt by name), a capsule folder, or a gemini:// URL"
         ),
     )
     parser.add_argument(

@@ -11,14 +11,21 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from capsule_server.expect import Check, load_expectation
+from capsule_server.testing import running_server
 from geminibot.classify.against import (
     MAX_CANDIDATE_PATHS,
     candidate_paths,
     concrete_paths,
     effective_policy,
 )
-from geminibot.classify.sources import site_from_capsule, site_from_source
+from geminibot.classify.sources import (
+    MAX_POLICY_FILE_BYTES,
+    site_from_capsule,
+    site_from_source,
+    site_from_url,
+)
 from geminibot.cli import main
+from geminibot.gemini.client import GeminiClient, Limits
 from geminibot.policy.site_policy import SitePolicy
 
 CAPSULES = Path(__file__).resolve().parents[2] / "capsules"
@@ -302,3 +309,60 @@ def test_any_bytes_give_a_report_never_a_crash(
     )
     json.dumps(report.as_dict())
     assert report.precedence.verdict("/") is not None
+
+
+# -- over the network: a gemini:// URL gives what the capsule folder gives ---------------------
+
+
+async def test_gemini_url_sources_match_the_capsule_folders(tmp_path: Path) -> None:
+    folders = [f for f in sorted(CAPSULES.iterdir()) if (f / "expect.toml").is_file()]
+    async with running_server(CAPSULES, tmp_path) as server:
+        client = GeminiClient(
+            connect_to=lambda host, port: ("127.0.0.1", server.port),
+            limits=Limits(max_body_size=MAX_POLICY_FILE_BYTES, total_timeout=20),
+        )
+        for folder in folders:
+            over_network = await site_from_url(f"gemini://{folder.name}/", client)
+            from_folder = site_from_capsule(folder)
+            for check in load_expectation(folder).checks:
+                kwargs = {
+                    "agent": check.agent,
+                    "virtual_agents": check.virtual_agents,
+                    "categories": ["search-indexer", "data-harvester"],
+                    "paths": (*check.allowed, *check.disallowed),
+                    "at": AT,
+                }
+                assert (
+                    effective_policy(over_network, **kwargs).as_dict()  # type: ignore[arg-type]
+                    == effective_policy(from_folder, **kwargs).as_dict()  # type: ignore[arg-type]
+                ), folder.name
+
+
+async def test_unreachable_host_disallows_everything() -> None:
+    client = GeminiClient(limits=Limits(connect_timeout=5, total_timeout=5))
+    # nothing listens on port 1 of the loopback: connection refused, robots.txt unreachable
+    site = await site_from_url("gemini://127.0.0.1:1/", client)
+    report = effective_policy(site, agent="mybot", virtual_agents=["indexer"], paths=["/"], at=AT)
+    verdict = report.precedence.verdict("/")
+    assert verdict is not None and not verdict.allowed and not verdict.robots_allowed
+    assert "unreachable" in verdict.reason
+
+
+def test_cli_against_a_gemini_url(capsys: pytest.CaptureFixture[str]) -> None:
+    code = main(
+        [
+            "classify",
+            "--does",
+            "archive",
+            "--against",
+            "gemini://127.0.0.1:1/",
+            "--path",
+            "/a",
+            "--json",
+        ]
+    )
+    obj = json.loads(capsys.readouterr().out)
+    assert code == 1
+    assert obj["against"][0]["modes"][0]["explicit"][0]["allowed"] is False
+    assert main(["classify", "--does", "archive", "--against", "gemini://"]) == 2
+    assert "gemini://" in capsys.readouterr().err
