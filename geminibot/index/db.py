@@ -34,6 +34,7 @@ _V1 = (
         last_duration REAL,
         slow_downs INTEGER NOT NULL DEFAULT 0,
         not_before REAL NOT NULL DEFAULT 0,
+        urls_total INTEGER NOT NULL DEFAULT 0,
         skipped_reason TEXT
     )""",
     # Frontier and visited set: one row per normalised URL ever seen.
