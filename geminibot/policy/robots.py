@@ -1,0 +1,710 @@
+"""robots.txt (RFC 9309) with Gemini's virtual user agents.
+
+Parsing follows Google's open-source reference parser line for line (see docs/policy.md
+for the list): lines end at CR, LF or CRLF; a UTF-8 byte order mark (or a prefix of one)
+is skipped; ``#`` starts a comment anywhere; keys are matched by case-insensitive prefix,
+with Google's accepted typos; a missing ``:`` is accepted when the line has exactly two
+words; a ``User-agent`` line after any other key:value line starts a new group; product
+tokens are the leading run of ``[A-Za-z_-]`` of the value; ``*`` matches any run of
+characters and a final ``$`` anchors; the longest matching pattern wins and an allow wins
+a tie. Two intended differences: ``/robots.txt`` is always allowed, and the URL is
+percent-encoding normalised before matching (:mod:`geminibot.policy.paths`).
+
+Nothing here raises on any input: what the parser noticed is kept as diagnostics.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Literal
+
+from geminibot.policy.diagnostics import Diagnostic, Level
+from geminibot.policy.paths import normalise_pattern, path_of
+
+#: RFC 9309 section 2.5: crawlers must parse at least 500 KiB; we parse exactly that much.
+MAX_ROBOTS_BYTES = 500 * 1024
+#: Google's parser keeps at most this many bytes of one line (2083 * 8, less its NUL).
+MAX_LINE_BYTES = 2083 * 8 - 1
+#: The Gemini virtual user agents (gemini-robots-virtual-agents.txt).
+VIRTUAL_AGENTS: tuple[str, ...] = ("archiver", "indexer", "researcher", "webproxy")
+#: The path that is always allowed (RFC 9309 section 2.2.2).
+ROBOTS_PATH = "/robots.txt"
+
+Mode = Literal["precedence", "strict"]
+Role = Literal["own", "virtual", "default"]
+
+_LINE_BREAK = re.compile(rb"\r\n|\r|\n")
+_PRODUCT_TOKEN = re.compile(rb"[A-Za-z_-]*")
+_WHITESPACE = b" \t"
+_BOM = b"\xef\xbb\xbf"
+
+_USER_AGENT_KEYS = (b"user-agent", b"useragent", b"user agent")
+_DISALLOW_KEYS = (b"disallow", b"dissallow", b"dissalow", b"disalow", b"diasllow", b"disallaw")
+_SITEMAP_KEYS = (b"sitemap", b"site-map")
+#: Fields some crawlers read that RFC 9309 does not define: noted, not warned about.
+_KNOWN_EXTENSIONS = {
+    b"crawl-delay": "read as the group's crawl delay (not part of RFC 9309; Google ignores it)",
+    b"host": "a Yandex extension; ignored",
+    b"clean-param": "a Yandex extension; ignored",
+    b"request-rate": "a robots 'version 2.0' extension; read by the site policy, not here",
+    b"visit-time": "a robots 'version 2.0' extension; read by the site policy, not here",
+    b"robot-version": "a robots 'version 2.0' extension; read by the site policy, not here",
+    b"comment": "a robots 'version 2.0' extension; ignored",
+    b"noindex": "not a robots.txt field (Google stopped reading it in 2019); ignored",
+}
+
+
+@dataclass(frozen=True, slots=True)
+class Rule:
+    """One Allow or Disallow line. ``pattern`` is percent-encoding normalised."""
+
+    line: int
+    allow: bool
+    pattern: str
+    #: Set on the extra rule Google derives from ``Allow: .../index.htm...`` (``.../$``).
+    derived_from: str | None = None
+
+    @property
+    def directive(self) -> str:
+        return "Allow" if self.allow else "Disallow"
+
+    def describe(self) -> str:
+        text = f"'{self.directive}: {self.derived_from or self.pattern}' (line {self.line}"
+        if self.derived_from is not None:
+            text += f", read as '{self.pattern}' by Google's index.html rule"
+        return text + ")"
+
+    def as_dict(self) -> dict[str, object]:
+        return {"line": self.line, "directive": self.directive, "pattern": self.pattern}
+
+
+@dataclass(frozen=True, slots=True)
+class AgentLine:
+    """One ``User-agent`` line: the value as written and the token it matches as."""
+
+    line: int
+    value: str
+    #: ``*`` for the global group, else the lower-cased product token ("" matches nothing).
+    token: str
+
+
+@dataclass(frozen=True, slots=True)
+class Group:
+    """A group: consecutive User-agent lines and the lines that follow until the next group."""
+
+    agents: tuple[AgentLine, ...]
+    rules: tuple[Rule, ...]
+    crawl_delay: float | None = None
+
+    @property
+    def lines(self) -> tuple[int, ...]:
+        return tuple(a.line for a in self.agents)
+
+    @property
+    def is_global(self) -> bool:
+        return any(a.token == "*" for a in self.agents)
+
+
+@dataclass(frozen=True, slots=True)
+class AppliedGroup:
+    """The rules for one token (all groups naming it, merged) and what they said."""
+
+    token: str
+    role: Role
+    lines: tuple[int, ...]
+    rule: Rule | None
+    allowed: bool
+
+    def describe(self) -> str:
+        where = ", ".join(str(n) for n in self.lines)
+        plural = "s" if len(self.lines) > 1 else ""
+        return f"the group for {self.token} (User-agent line{plural} {where})"
+
+    def as_dict(self) -> dict[str, object]:
+        return {
+            "token": self.token,
+            "role": self.role,
+            "lines": list(self.lines),
+            "allowed": self.allowed,
+            "rule": self.rule.as_dict() if self.rule else None,
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class Decision:
+    """Whether a URL may be fetched, which groups applied, which rule decided, and why."""
+
+    url: str
+    path: str
+    allowed: bool
+    mode: Mode
+    groups: tuple[AppliedGroup, ...]
+    #: The deciding rule: for a refusal the first refusing group's rule; else the first rule
+    #: that matched in an allowing group; None when no rule matched.
+    rule: Rule | None
+    reason: str
+
+    def as_dict(self) -> dict[str, object]:
+        return {
+            "url": self.url,
+            "path": self.path,
+            "allowed": self.allowed,
+            "reason": self.reason,
+            "rule": self.rule.as_dict() if self.rule else None,
+            "mode": self.mode,
+            "groups": [g.as_dict() for g in self.groups],
+        }
+
+
+# --------------------------------------------------------------------------------------
+# Matching
+# --------------------------------------------------------------------------------------
+
+
+class _Matcher:
+    """Longest-match evaluation of a merged rule list, indexed by each pattern's literal head.
+
+    A pattern is split at ``*`` into literal segments; the first segment must be a prefix
+    of the path, so rules are bucketed by it and only buckets whose key is a prefix of the
+    path are looked at. Wildcard segments are found left-most-first with ``str.find``,
+    which is exact for ``*``-only patterns and linear in the path: no regular expressions,
+    so a hostile pattern cannot make matching slow.
+    """
+
+    __slots__ = ("_buckets", "_lengths")
+
+    def __init__(self, rules: Iterable[Rule]) -> None:
+        buckets: dict[str, list[tuple[int, int, Rule, tuple[str, ...] | None, bool]]] = {}
+        for rule in rules:
+            pattern = rule.pattern
+            if not pattern:
+                continue  # An empty pattern matches with priority 0, which never decides.
+            anchored = pattern.endswith("$")
+            body = pattern[:-1] if anchored else pattern
+            segments = tuple(body.split("*")) if "*" in body else None
+            head = segments[0] if segments is not None else body
+            # Sort key: longer first, and allow before disallow on a tie.
+            entry = (-len(pattern), 0 if rule.allow else 1, rule, segments, anchored)
+            buckets.setdefault(head, []).append(entry)
+        for entries in buckets.values():
+            entries.sort(key=lambda e: (e[0], e[1], e[2].line))
+        self._buckets = buckets
+        self._lengths = sorted({len(k) for k in buckets})
+
+    def best(self, path: str) -> Rule | None:
+        """The rule that decides ``path`` (longest pattern, allow on ties), or None."""
+        best_key: tuple[int, int] | None = None
+        best: Rule | None = None
+        n = len(path)
+        buckets = self._buckets
+        for length in self._lengths:
+            if length > n:
+                break
+            entries = buckets.get(path[:length])
+            if entries is None:
+                continue
+            for neg_len, kind, rule, segments, anchored in entries:
+                if best_key is not None and (neg_len, kind) >= best_key:
+                    break  # Entries are sorted: nothing further here can do better.
+                if segments is None:
+                    matched = not anchored or n == length
+                else:
+                    matched = _match_segments(path, length, segments, anchored)
+                if matched:
+                    best_key = (neg_len, kind)
+                    best = rule
+                    break
+        return best
+
+
+def _match_segments(path: str, pos: int, segments: tuple[str, ...], anchored: bool) -> bool:
+    """Match ``segments[1:]`` (separated by ``*``) from ``pos``; the head already matched."""
+    last = len(segments) - 1
+    for i in range(1, last):
+        found = path.find(segments[i], pos)
+        if found < 0:
+            return False
+        pos = found + len(segments[i])
+    tail = segments[last]
+    if anchored:
+        return len(path) - len(tail) >= pos and path.endswith(tail)
+    return path.find(tail, pos) >= 0
+
+
+# --------------------------------------------------------------------------------------
+# The parsed file
+# --------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class _PlanEntry:
+    token: str
+    role: Role
+    lines: tuple[int, ...]
+    matcher: _Matcher
+    crawl_delay: float | None
+
+
+@dataclass(eq=False)
+class RobotsFile:
+    """A parsed robots.txt. Build it with :func:`parse_robots`; it is read-only after that."""
+
+    groups: tuple[Group, ...] = ()
+    sitemaps: tuple[str, ...] = ()
+    diagnostics: tuple[Diagnostic, ...] = ()
+    #: Size of the input in bytes, and whether it was cut at MAX_ROBOTS_BYTES.
+    size: int = 0
+    truncated: bool = False
+    #: For a policy that stands for a fetch outcome, not a file: True allows everything,
+    #: False disallows everything but /robots.txt; ``blanket_reason`` says why.
+    blanket: bool | None = None
+    blanket_reason: str = ""
+    _by_token: dict[str, list[Group]] = field(default_factory=dict, repr=False)
+    _global: list[Group] = field(default_factory=list, repr=False)
+    _matchers: dict[str, _Matcher] = field(default_factory=dict, repr=False)
+    _plans: dict[tuple[str, tuple[str, ...], bool], tuple[_PlanEntry, ...]] = field(
+        default_factory=dict, repr=False
+    )
+
+    def __post_init__(self) -> None:
+        for group in self.groups:
+            tokens = {a.token for a in group.agents}
+            for token in tokens:
+                if token == "*":
+                    self._global.append(group)
+                elif token:
+                    self._by_token.setdefault(token, []).append(group)
+
+    @classmethod
+    def allow_all(cls, reason: str) -> RobotsFile:
+        """The policy of a host whose robots.txt is unavailable: everything is allowed."""
+        return cls(blanket=True, blanket_reason=reason)
+
+    @classmethod
+    def disallow_all(cls, reason: str) -> RobotsFile:
+        """The policy of a host whose robots.txt is unreachable: nothing but /robots.txt."""
+        return cls(blanket=False, blanket_reason=reason)
+
+    @property
+    def tokens(self) -> frozenset[str]:
+        """Every product token a group names (lower-cased), without ``*``."""
+        return frozenset(self._by_token)
+
+    def names_agent(self, token: str) -> bool:
+        return token.lower() in self._by_token
+
+    # -- deciding -----------------------------------------------------------------------
+
+    def allowed(
+        self,
+        url: str,
+        agent: str,
+        virtual_agents: Iterable[str] = (),
+        strict: bool = False,
+    ) -> bool:
+        """Whether ``agent`` (acting as ``virtual_agents``) may fetch ``url``."""
+        path = path_of(url)
+        if path == ROBOTS_PATH:
+            return True
+        if self.blanket is not None:
+            return self.blanket
+        for entry in self._plan(agent, virtual_agents, strict):
+            rule = entry.matcher.best(path)
+            if rule is not None and not rule.allow:
+                return False
+        return True
+
+    def decide(
+        self,
+        url: str,
+        agent: str,
+        virtual_agents: Iterable[str] = (),
+        strict: bool = False,
+    ) -> Decision:
+        """Like :meth:`allowed`, with the groups that applied, the deciding rule and why."""
+        path = path_of(url)
+        vas = tuple(virtual_agents)
+        mode: Mode = "strict" if strict else "precedence"
+        if path == ROBOTS_PATH:
+            reason = "allowed: /robots.txt itself is always allowed (RFC 9309 section 2.2.2)"
+            return Decision(url, path, True, mode, (), None, reason)
+        if self.blanket is not None:
+            verdict = "allowed" if self.blanket else "disallowed"
+            return Decision(
+                url, path, self.blanket, mode, (), None, f"{verdict}: {self.blanket_reason}"
+            )
+        plan = self._plan(agent, vas, strict)
+        applied = tuple(
+            AppliedGroup(e.token, e.role, e.lines, rule, rule is None or rule.allow)
+            for e in plan
+            for rule in (e.matcher.best(path),)
+        )
+        allowed = all(g.allowed for g in applied)
+        deciding = next((g for g in applied if not g.allowed), None) if not allowed else None
+        if deciding is None:
+            deciding = next((g for g in applied if g.rule is not None), None)
+        rule = deciding.rule if deciding else None
+        reason = _explain(agent, vas, path, allowed, applied, deciding, strict)
+        return Decision(url, path, allowed, mode, applied, rule, reason)
+
+    def crawl_delay(
+        self, agent: str, virtual_agents: Iterable[str] = (), strict: bool = False
+    ) -> float | None:
+        """The largest Crawl-delay among the groups that apply, or None if none sets one."""
+        delays = [e.crawl_delay for e in self._plan(agent, virtual_agents, strict)]
+        present = [d for d in delays if d is not None]
+        return max(present) if present else None
+
+    def applicable_groups(
+        self, agent: str, virtual_agents: Iterable[str] = (), strict: bool = False
+    ) -> tuple[tuple[str, Role, tuple[int, ...]], ...]:
+        """Which token groups apply to this bot: (token, role, User-agent lines) each."""
+        return tuple((e.token, e.role, e.lines) for e in self._plan(agent, virtual_agents, strict))
+
+    def _plan(
+        self, agent: str, virtual_agents: Iterable[str], strict: bool
+    ) -> tuple[_PlanEntry, ...]:
+        vas = tuple(virtual_agents)
+        key = (agent.lower(), vas, strict)
+        plan = self._plans.get(key)
+        if plan is None:
+            plan = self._build_plan(key[0], vas, strict)
+            self._plans[key] = plan
+        return plan
+
+    def _build_plan(self, agent: str, vas: tuple[str, ...], strict: bool) -> tuple[_PlanEntry, ...]:
+        unknown = [v for v in vas if v.lower() not in VIRTUAL_AGENTS]
+        if unknown:
+            known = ", ".join(VIRTUAL_AGENTS)
+            raise ValueError(f"unknown virtual agent {unknown[0]!r}; known: {known}")
+        own = self._entry(agent, "own", self._by_token.get(agent, []))
+        virtual = [
+            entry
+            for va in dict.fromkeys(v.lower() for v in vas)
+            if va != agent
+            for entry in (self._entry(va, "virtual", self._by_token.get(va, [])),)
+            if entry is not None
+        ]
+        default = self._entry("*", "default", self._global)
+        if strict:
+            return tuple(e for e in (own, *virtual, default) if e is not None)
+        if own is not None:
+            return (own,)
+        if virtual:
+            return tuple(virtual)
+        return (default,) if default is not None else ()
+
+    def _entry(self, token: str, role: Role, groups: Sequence[Group]) -> _PlanEntry | None:
+        if not groups:
+            return None
+        matcher = self._matchers.get(token)
+        if matcher is None:
+            matcher = _Matcher(rule for g in groups for rule in g.rules)
+            self._matchers[token] = matcher
+        lines = tuple(line for g in groups for line in g.lines)
+        delays = [g.crawl_delay for g in groups if g.crawl_delay is not None]
+        return _PlanEntry(token, role, lines, matcher, max(delays) if delays else None)
+
+
+def _explain(
+    agent: str,
+    vas: tuple[str, ...],
+    path: str,
+    allowed: bool,
+    applied: tuple[AppliedGroup, ...],
+    deciding: AppliedGroup | None,
+    strict: bool,
+) -> str:
+    verdict = "allowed" if allowed else "disallowed"
+    if not applied:
+        names = ", ".join([agent, *vas, "*"])
+        return f"allowed: no group names any of {names}, so nothing is disallowed"
+    if len(applied) == 1:
+        group = applied[0]
+        if group.rule is None:
+            return f"allowed: no rule in {group.describe()} matches {path}"
+        return f"{verdict} by {group.rule.describe()} in {group.describe()}"
+    mode = "strict mode" if strict else "precedence mode"
+    tokens = ", ".join(g.token for g in applied)
+    if not allowed and deciding is not None and deciding.rule is not None:
+        return (
+            f"disallowed by {deciding.rule.describe()} in {deciding.describe()}; "
+            f"{mode} applies {tokens} and takes the most restrictive"
+        )
+    return f"allowed by every applicable group ({tokens}, {mode})"
+
+
+# --------------------------------------------------------------------------------------
+# Parsing
+# --------------------------------------------------------------------------------------
+
+
+class _Collector:
+    """Accumulates groups and diagnostics while lines are read."""
+
+    def __init__(self) -> None:
+        self.groups: list[Group] = []
+        self.sitemaps: list[str] = []
+        self.diagnostics: list[Diagnostic] = []
+        self._agents: list[AgentLine] = []
+        self._rules: list[Rule] = []
+        self._delay: float | None = None
+        self._open = False  # a group is being filled
+        self._separator = False  # a non-User-agent line was seen since the last User-agent
+
+    def note(self, line: int, level: Level, code: str, message: str) -> None:
+        self.diagnostics.append(Diagnostic(line, level, code, message))
+
+    def close_group(self) -> None:
+        if self._open:
+            if not self._rules:
+                first = self._agents[0].line
+                self.note(
+                    first,
+                    "warning",
+                    "empty-group",
+                    "group has no Allow or Disallow rule: everything is allowed to the agents it names",
+                )
+            self.groups.append(Group(tuple(self._agents), tuple(self._rules), self._delay))
+        self._agents, self._rules, self._delay = [], [], None
+        self._open = False
+
+    def user_agent(self, line: int, raw: bytes) -> None:
+        if self._open and self._separator:
+            self.close_group()
+        self._open = True
+        self._separator = False
+        value = _decode(raw)
+        if raw[:1] == b"*" and (len(raw) == 1 or raw[1:2].isspace()):
+            if len(raw) > 1:
+                self.note(line, "info", "agent-star-text", f"'{value}' is read as '*'")
+            self._agents.append(AgentLine(line, value, "*"))
+            return
+        match = _PRODUCT_TOKEN.match(raw)
+        token = match.group(0).decode("ascii").lower() if match else ""
+        if not token:
+            self.note(
+                line,
+                "warning",
+                "agent-no-token",
+                f"User-agent '{value}' has no product token (letters, '-', '_'): it matches no crawler",
+            )
+        elif len(token) != len(raw):
+            self.note(
+                line,
+                "warning",
+                "agent-token-cut",
+                f"User-agent '{value}' matches crawlers as '{match.group(0).decode() if match else ''}' "
+                "(a product token is letters, '-' and '_' only)",
+            )
+        self._agents.append(AgentLine(line, value, token))
+
+    def rule(self, line: int, allow: bool, raw: bytes) -> None:
+        directive = "Allow" if allow else "Disallow"
+        if not self._open:
+            self.note(
+                line,
+                "error",
+                "rule-outside-group",
+                f"{directive} before any User-agent line belongs to no group and is ignored",
+            )
+            return
+        self._separator = True
+        pattern = normalise_pattern(raw)
+        if pattern and pattern[0] not in "/*":
+            self.note(
+                line,
+                "warning",
+                "pattern-no-slash",
+                f"{directive} pattern '{pattern}' does not start with '/' or '*': it can never match",
+            )
+        if not pattern and not allow:
+            self.note(line, "info", "empty-disallow", "empty Disallow: allows everything")
+        self._rules.append(Rule(line, allow, pattern))
+        if allow:
+            slash = pattern.rfind("/")
+            if slash != -1 and pattern.startswith("/index.htm", slash):
+                derived = pattern[: slash + 1] + "$"
+                self._rules.append(Rule(line, True, derived, derived_from=pattern))
+
+    def other(self, line: int, key: bytes, raw: bytes) -> None:
+        self._separator = True
+        lowered = key.lower()
+        if lowered == b"crawl-delay":
+            self._crawl_delay(line, raw)
+            return
+        extension = _KNOWN_EXTENSIONS.get(lowered)
+        if extension is not None:
+            self.note(line, "info", "extension-field", f"'{_decode(key)}': {extension}")
+        else:
+            self.note(
+                line, "warning", "unknown-field", f"unknown field '{_decode(key)}' is ignored"
+            )
+
+    def _crawl_delay(self, line: int, raw: bytes) -> None:
+        text = _decode(raw)
+        try:
+            delay = float(text)
+        except ValueError:
+            delay = -1.0
+        if not (0 <= delay < float("inf")):
+            self.note(
+                line,
+                "warning",
+                "bad-crawl-delay",
+                f"Crawl-delay '{text}' is not a number of seconds; ignored",
+            )
+        elif not self._open:
+            self.note(
+                line,
+                "warning",
+                "delay-outside-group",
+                "Crawl-delay before any User-agent line is ignored",
+            )
+        else:
+            self._delay = delay if self._delay is None else max(self._delay, delay)
+
+    def sitemap(self, line: int, raw: bytes) -> None:
+        self._separator = True
+        url = _decode(raw)
+        if "://" not in url:
+            self.note(
+                line, "warning", "sitemap-not-absolute", f"Sitemap '{url}' is not an absolute URL"
+            )
+        self.sitemaps.append(url)
+
+
+def _decode(raw: bytes) -> str:
+    return raw.decode("utf-8", "replace")
+
+
+def _to_bytes(data: bytes | str) -> bytes:
+    if isinstance(data, bytes):
+        return data
+    try:
+        return data.encode("utf-8", "surrogateescape")
+    except UnicodeEncodeError:
+        return data.encode("utf-8", "surrogatepass")
+
+
+def _split_key_value(line: bytes) -> tuple[bytes, bytes, bool] | None:
+    """(key, value, colon_missing) of a comment-stripped, whitespace-stripped line."""
+    colon = line.find(b":")
+    missing = colon == -1
+    if missing:
+        # Google: a forgotten colon is accepted when the line is exactly two words
+        # separated by spaces or tabs.
+        gaps = [i for i in (line.find(b" "), line.find(b"\t")) if i != -1]
+        if not gaps:
+            return None
+        key, value = line[: min(gaps)], line[min(gaps) :].lstrip(_WHITESPACE)
+        if b" " in value or b"\t" in value:
+            return None
+    else:
+        key, value = line[:colon], line[colon + 1 :]
+    key, value = key.strip(), value.strip()
+    if not key:
+        return None
+    return key, value, missing
+
+
+def _key_kind(lowered: bytes) -> tuple[str, str | None]:
+    """(kind, canonical spelling if the key was accepted as a variant of it)."""
+    for kind, canonical, variants in (
+        ("user-agent", "User-agent", _USER_AGENT_KEYS),
+        ("allow", "Allow", (b"allow",)),
+        ("disallow", "Disallow", _DISALLOW_KEYS),
+        ("sitemap", "Sitemap", _SITEMAP_KEYS),
+    ):
+        for variant in variants:
+            if lowered.startswith(variant):
+                exact = lowered == canonical.lower().encode()
+                return kind, None if exact else canonical
+    return "other", None
+
+
+def parse_robots(data: bytes | str) -> RobotsFile:
+    """Parse a robots.txt body. Never raises; see the module docstring for the rules."""
+    raw = _to_bytes(data)
+    out = _Collector()
+    size = len(raw)
+    truncated = size > MAX_ROBOTS_BYTES
+    if truncated:
+        cut = raw[:MAX_ROBOTS_BYTES]
+        last_break = max(cut.rfind(b"\n"), cut.rfind(b"\r"))
+        raw = cut[: last_break + 1] if last_break >= 0 else b""
+    bom = 0
+    while bom < 3 and bom < len(raw) and raw[bom] == _BOM[bom]:
+        bom += 1
+    if bom:
+        out.note(1, "info", "bom", "a UTF-8 byte order mark was skipped")
+        raw = raw[bom:]
+    lines = _LINE_BREAK.split(raw)
+    if truncated:
+        out.note(
+            len(lines),
+            "warning",
+            "size-limit",
+            f"file is {size} bytes; only the first {MAX_ROBOTS_BYTES} bytes (whole lines) are read",
+        )
+    for number, line in enumerate(lines, start=1):
+        if not line:
+            continue
+        _parse_line(out, number, line)
+    out.close_group()
+    return RobotsFile(
+        groups=tuple(out.groups),
+        sitemaps=tuple(out.sitemaps),
+        diagnostics=tuple(out.diagnostics),
+        size=size,
+        truncated=truncated,
+    )
+
+
+def _parse_line(out: _Collector, number: int, line: bytes) -> None:
+    if len(line) > MAX_LINE_BYTES:
+        out.note(number, "warning", "line-too-long", f"line is cut at {MAX_LINE_BYTES} bytes")
+        line = line[:MAX_LINE_BYTES]
+    nul = line.find(b"\0")
+    if nul != -1:
+        out.note(number, "error", "nul-byte", "NUL byte: the rest of the line is ignored")
+        line = line[:nul]
+    hash_at = line.find(b"#")
+    if hash_at != -1:
+        line = line[:hash_at]
+    line = line.strip()
+    if not line:
+        return
+    try:
+        line.decode("utf-8")
+    except UnicodeDecodeError:
+        out.note(number, "warning", "not-utf8", "line is not valid UTF-8")
+    parts = _split_key_value(line)
+    if parts is None:
+        out.note(
+            number, "error", "no-separator", f"'{_decode(line)}' is not 'field: value'; ignored"
+        )
+        return
+    key, value, colon_missing = parts
+    kind, canonical = _key_kind(key.lower())
+    if colon_missing:
+        out.note(
+            number,
+            "warning",
+            "missing-colon",
+            f"no ':' after '{_decode(key)}'; read as '{_decode(key)}: {_decode(value)}'",
+        )
+    if canonical is not None:
+        out.note(number, "warning", "typo-accepted", f"'{_decode(key)}' is read as '{canonical}'")
+    if kind == "user-agent":
+        out.user_agent(number, value)
+    elif kind == "allow":
+        out.rule(number, True, value)
+    elif kind == "disallow":
+        out.rule(number, False, value)
+    elif kind == "sitemap":
+        out.sitemap(number, value)
+    else:
+        out.other(number, key, value)
