@@ -23,8 +23,8 @@ from __future__ import annotations
 import sqlite3
 from collections.abc import Callable
 from dataclasses import dataclass
-from urllib.parse import urlsplit
 
+from geminibot.gemini.urls import parse_url
 from geminibot.index import transaction
 
 #: Longest URL accepted, in UTF-8 bytes: a Gemini request is at most 1024 bytes with CRLF.
@@ -35,9 +35,6 @@ MAX_QUERIES_PER_PATH = 16
 DEFAULT_MAX_DEPTH = 16
 #: Most URLs one host may put into the frontier (stops endless generated link mazes).
 MAX_URLS_PER_HOST = 5_000
-
-#: The port Gemini URLs have when they do not name one.
-GEMINI_PORT = 1965
 
 
 @dataclass(frozen=True)
@@ -58,21 +55,11 @@ class Claim:
 
 
 def host_key(url: str) -> str:
-    """The politeness and bookkeeping key of a URL: ``host`` or ``host:port`` (not 1965)."""
-    parts = urlsplit(url)
-    host = (parts.hostname or "").lower()
-    if ":" in host:
-        host = f"[{host}]"
-    try:
-        port = parts.port
-    except ValueError:
-        port = None
-    return host if port in (None, GEMINI_PORT) else f"{host}:{port}"
+    """The politeness and bookkeeping key of a Gemini URL: ``host`` or ``host:port``.
 
-
-def _path_and_query(url: str) -> tuple[str, bool]:
-    parts = urlsplit(url)
-    return parts.path or "/", bool(parts.query)
+    Raises :class:`~geminibot.gemini.errors.InvalidURL` for anything but a valid
+    ``gemini://`` URL."""
+    return parse_url(url).authority
 
 
 class Frontier:
@@ -88,7 +75,7 @@ class Frontier:
     # --- writes that belong to a larger transaction (the caller holds it) ---
 
     def add(self, url: str, depth: int, parent: str | None = None) -> str:
-        """Put a normalised URL in the frontier; call inside a transaction.
+        """Put a normalised ``gemini://`` URL in the frontier; call inside a transaction.
 
         Returns ``"queued"``, ``"known"`` (already seen, in any state) or
         ``"trapped: <bound>"`` (recorded, never fetched).
@@ -96,8 +83,8 @@ class Frontier:
         conn = self.conn
         if conn.execute("SELECT 1 FROM urls WHERE url = ?", (url,)).fetchone():
             return "known"
-        host = host_key(url)
-        path, has_query = _path_and_query(url)
+        parsed = parse_url(url)
+        host, path, has_query = parsed.authority, parsed.path, parsed.query is not None
         now = self.clock()
         conn.execute(
             "INSERT INTO hosts (host, first_seen) VALUES (?, ?) ON CONFLICT (host) DO NOTHING",
