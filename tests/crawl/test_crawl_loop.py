@@ -1,13 +1,14 @@
 """The crawl loop against a scripted site (injected fetcher), under trio's mock clock."""
 
+import itertools
 import sqlite3
 from pathlib import Path
 
 import pytest
 import trio
-
 from crawl_fakes import FakeSite, generated_site, gmi
-from geminibot.crawl.crawler import ConfigMismatch, CrawlOptions, Crawler, Response
+
+from geminibot.crawl.crawler import ConfigMismatch, Crawler, CrawlOptions, Response
 from geminibot.crawl.frontier import Limits
 from geminibot.crawl.politeness import DEFAULT_MIN_DELAY
 from geminibot.index import connect, search, stats
@@ -85,7 +86,7 @@ async def test_default_delay_between_requests(tmp_path: Path, autojump_clock: ob
     site = FakeSite(site_a(), latency=0.5)
     await crawl(tmp_path / "c.db", site, ["gemini://a.test/"], max_pages=3)
     times = [t for t, _ in site.log]
-    gaps = [b - a for a, b in zip(times, times[1:], strict=False)]
+    gaps = [b - a for a, b in itertools.pairwise(times)]
     assert len(times) == 4  # robots.txt and three pages
     assert min(gaps) >= DEFAULT_MIN_DELAY + 0.5  # end-to-start wait plus the request
 
@@ -99,7 +100,7 @@ async def test_crawl_delay_and_slow_down(tmp_path: Path, autojump_clock: object)
     site = FakeSite(pages)
     await crawl(tmp_path / "c.db", site, ["gemini://a.test/"], test_range=True)
     log = site.log
-    for (t0, _), (t1, _) in zip(log, log[1:], strict=False):
+    for (t0, _), (t1, _) in itertools.pairwise(log):
         assert t1 - t0 >= 3.0  # Crawl-delay, even on a test range
     b_times = [t for t, u in log if u == "gemini://a.test/b.gmi"]
     assert len(b_times) == 3
@@ -138,7 +139,7 @@ async def test_absurd_slow_down_skips_host(tmp_path: Path, autojump_clock: objec
 
 async def test_concurrency_across_hosts(tmp_path: Path, autojump_clock: object) -> None:
     site = FakeSite(generated_site(4, 10), latency=1.0)
-    crawler, conn = await crawl(
+    crawler, _ = await crawl(
         tmp_path / "c.db",
         site,
         [f"gemini://h{h}.test/" for h in range(4)],
@@ -159,7 +160,7 @@ async def test_max_pages_and_depth(tmp_path: Path, autojump_clock: object) -> No
     )
     assert conn.execute("SELECT count(*) FROM pages").fetchone()[0] == 5
     site2 = FakeSite(generated_site(1, 50))
-    _, conn2 = await crawl(
+    await crawl(
         tmp_path / "d.db",
         site2,
         ["gemini://h0.test/"],
