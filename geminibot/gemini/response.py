@@ -175,6 +175,11 @@ class ResponseReader:
         elif not self._done:
             self._buffer += data
 
+    @property
+    def has_buffered_data(self) -> bool:
+        """True if received bytes are waiting to be turned into events."""
+        return bool(self._buffer)
+
     def next_event(self) -> Event | _NeedData:
         if self._done:
             return EndOfResponse()
