@@ -20,11 +20,13 @@ leases of the requests it interrupts, so a stopped crawl resumes exactly where i
 from __future__ import annotations
 
 import fnmatch
+import math
 import sqlite3
 import time
 import uuid
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field, replace
+from datetime import UTC, datetime
 from typing import Protocol
 
 import trio
@@ -38,12 +40,29 @@ from geminibot.gemini.gemtext import resolve_link
 from geminibot.index import store_page, transaction
 from geminibot.index.db import get_setting, set_setting
 from geminibot.index.pages import find_by_hash
-from geminibot.policy import Decision, RobotsFile, fetch_outcome
+from geminibot.policy import fetch_outcome
+from geminibot.policy.site_policy import (
+    AGENTS,
+    ROBOTS,
+    ROBOTS2,
+    Bot,
+    FetchDecision,
+    Fetched,
+    SitePolicy,
+)
 
 #: Requests in flight across all hosts, by default.
 DEFAULT_CONCURRENCY = 16
-#: How many 44 SLOW DOWN answers to robots.txt are sat out before it counts as unreachable.
-MAX_ROBOTS_SLOW_DOWNS = 3
+#: The policy files read before the first page of a host, in this order.
+POLICY_FILES = (ROBOTS, ROBOTS2, AGENTS)
+#: robots2.txt category each role declares (project decision; None: global directives only).
+ROLE_CATEGORIES: dict[str, str | None] = {
+    "indexer": "search-indexer",
+    "archiver": "data-harvester",
+    "researcher": None,
+}
+#: Resolution of the search for the opening of a visit window (seconds).
+VISIT_WINDOW_STEP = 60.0
 #: Seconds between two progress reports.
 PROGRESS_INTERVAL = 0.5
 #: Roles the crawler can declare (virtual user agents it acts as).
@@ -130,6 +149,9 @@ class Crawler:
         self.politeness = Politeness(self.clock, test_range=options.test_range)
         self.lease = uuid.uuid4().hex
         self.progress = Progress(started=self._wall0)
+        self.bot = Bot(
+            options.agent, (options.role,), ROLE_CATEGORIES.get(options.role), options.strict
+        )
         self._patterns = tuple(p.lower() for p in options.allow_hosts)
         self._running: set[str] = set()
         self._skipped: dict[str, str] = {}
@@ -259,8 +281,8 @@ class Crawler:
 
     async def _worker(self, host: str) -> None:
         try:
-            robots = await self._site_policy(host)
-            if robots is None:
+            policy = await self._site_policy(host)
+            if policy is None:
                 return
             while not self._stopping and not self._limit_reached():
                 claim = self.frontier.claim(host, self.lease)
@@ -268,7 +290,7 @@ class Crawler:
                     return
                 done = False
                 try:
-                    done = await self._visit(claim, robots)
+                    done = await self._visit(claim, policy)
                 finally:
                     if not done:
                         with transaction(self.conn):
@@ -281,11 +303,19 @@ class Crawler:
             self._running.discard(host)
             self._wake.set()
 
-    async def _request(self, host: str, url: str) -> tuple[Response, float, float] | None:
+    async def _request(
+        self, host: str, url: str, policy: SitePolicy | None = None
+    ) -> tuple[Response, float, float] | None:
         """Wait for the host's turn, then fetch; None if the host is skipped for now.
 
-        Returns (response, start time, duration)."""
+        ``policy`` sets the pace (with none, the default delay applies: the policy files
+        themselves are fetched before it is known). Returns (response, start, duration)."""
         assert self._limiter is not None
+        if policy is not None:
+            last_duration = self.politeness.state(host)[1]
+            answer = policy.delay(self.bot, self._at(), last_duration, url)
+            delay = answer.seconds if answer.file else None  # "": the rule of thumb
+            self.politeness.set_pace(host, HostPace(delay=delay))
         while True:
             at = self.politeness.ready_at(host)
             if at is None:
@@ -325,64 +355,96 @@ class Crawler:
             (last_end, last_duration, not_before, slow_downs, host),
         )
 
-    async def _site_policy(self, host: str) -> RobotsFile | None:
-        """The host's robots.txt policy (cached or fetched now); None: skip the host."""
-        cached = robots_cache.load(self.conn, host, "robots.txt", self.clock())
-        if cached is None:
-            url = f"gemini://{host}/robots.txt"
-            hops = slow_downs = 0
-            while True:
-                got = await self._request(host, url)
-                if got is None:
-                    self._skip(host, self.politeness.skipped(host) or "skipped")
+    async def _site_policy(self, host: str) -> SitePolicy | None:
+        """The host's policy from robots.txt, robots2.txt and agents.txt (cached, or fetched
+        now, robots.txt first); None when the host is skipped for now."""
+        files: dict[str, Fetched] = {}
+        known: SitePolicy | None = None  # what the files read so far say (pace)
+        for name in POLICY_FILES:
+            cached = robots_cache.load(self.conn, host, name, self.clock())
+            if cached is None:
+                cached = await self._fetch_policy_file(host, name, known)
+                if cached is None:
                     return None
-                with transaction(self.conn):
-                    self._log_fetch(host, url, got)
-                response = got[0]
-                if response.status == 44 and slow_downs < MAX_ROBOTS_SLOW_DOWNS:
-                    slow_downs += 1
-                    self.progress.slow_downs += 1
+            if name == ROBOTS and cached.outcome.kind == "unreachable":
+                reason = f"robots.txt unreachable ({cached.outcome.reason}): retry later"
+                self._skip(host, reason)
+                return None
+            files[name] = Fetched(cached.outcome, cached.body)
+            known = SitePolicy.build(
+                "gemini", files.get(ROBOTS), files.get(ROBOTS2), files.get(AGENTS)
+            )
+        return known
+
+    async def _fetch_policy_file(
+        self, host: str, name: str, known: SitePolicy | None
+    ) -> robots_cache.CachedFile | None:
+        """Fetch /NAME, following same-host redirects; cache and return the outcome."""
+        url = f"gemini://{host}/{name}"
+        hops = 0
+        while True:
+            got = await self._request(host, url, known)
+            if got is None:
+                self._skip(host, self.politeness.skipped(host) or "skipped")
+                return None
+            with transaction(self.conn):
+                self._log_fetch(host, url, got)
+            response = got[0]
+            if response.status == 44:
+                self.progress.slow_downs += 1
+            outcome = fetch_outcome(
+                "gemini",
+                response.status,
+                meta=response.meta,
+                failure=response.error,
+                redirects_followed=hops,
+            )
+            if outcome.kind == "redirect" and outcome.location is not None:
+                target = resolve_link(outcome.location.strip(), url)
+                if _same_host(target, host):
+                    url, hops = target, hops + 1
                     continue
-                outcome = fetch_outcome(
-                    "gemini",
-                    response.status,
-                    meta=response.meta,
-                    failure=response.error,
-                    redirects_followed=hops,
+                outcome = fetch_outcome("gemini", 51, meta=f"redirect to {target} not followed")
+            body = response.body if outcome.kind == "success" else None
+            with transaction(self.conn):
+                return robots_cache.save(
+                    self.conn, host, name, self.clock(), outcome, response.status, body
                 )
-                if outcome.kind == "redirect" and outcome.location is not None:
-                    target = resolve_link(outcome.location.strip(), url)
-                    if _same_host(target, host):
-                        url, hops = target, hops + 1
-                        continue
-                    outcome = fetch_outcome("gemini", 51, meta=f"redirect to {target} not followed")
-                body = response.body if outcome.kind == "success" else None
-                with transaction(self.conn):
-                    cached = robots_cache.save(
-                        self.conn, host, "robots.txt", self.clock(), outcome, response.status, body
-                    )
-                break
-        if cached.outcome.kind == "unreachable":
-            self._skip(host, f"robots.txt unreachable ({cached.outcome.reason}): retry later")
-            return None
-        robots = cached.outcome.policy(cached.body)
-        role = (self.options.role,)
-        delay = robots.crawl_delay(self.options.agent, role, self.options.strict)
-        self.politeness.set_pace(host, HostPace(delay=delay))
-        return robots
 
-    def _decide(self, robots: RobotsFile, url: str) -> Decision:
-        return robots.decide(url, self.options.agent, (self.options.role,), self.options.strict)
+    def _at(self) -> datetime:
+        return datetime.fromtimestamp(self.clock(), UTC)
 
-    def _record_decision(self, claim: Claim, decision: Decision) -> None:
+    def _visit_window(self, policy: SitePolicy, url: str) -> Callable[[float], float]:
+        """For a URL refused only by Visit-time: when may it be fetched (or never soon)?"""
+
+        def opens(t: float) -> float:
+            for step in range(int(self.politeness.max_wait // VISIT_WINDOW_STEP) + 2):
+                at = t + step * VISIT_WINDOW_STEP
+                when = datetime.fromtimestamp(at, UTC)
+                if policy.may_fetch(url, self.bot, when).allowed:
+                    return at
+            return math.inf
+
+        return opens
+
+    def _record_decision(self, claim: Claim, decision: FetchDecision) -> None:
         self.conn.execute(
             "INSERT INTO decisions (url, host, allowed, reason, at) VALUES (?, ?, ?, ?, ?)",
             (claim.url, claim.host, int(decision.allowed), decision.reason, self.clock()),
         )
 
-    async def _visit(self, claim: Claim, robots: RobotsFile) -> bool:
+    async def _visit(self, claim: Claim, policy: SitePolicy) -> bool:
         """Decide, fetch and commit one URL; True when its row is closed (not leased)."""
-        decision = self._decide(robots, claim.url)
+        decision = policy.may_fetch(claim.url, self.bot, self._at())
+        refusals = [r for r in decision.reasons if not r.allowed]
+        if refusals and all(r.rule.startswith("Visit-time") for r in refusals):
+            # outside the visit window: wait for it (or skip the host for now)
+            self.politeness.set_pace(
+                claim.host, HostPace(window_opens=self._visit_window(policy, claim.url))
+            )
+            if self.politeness.ready_at(claim.host) is None:
+                return False
+            decision = policy.may_fetch(claim.url, self.bot, self._at())
         if not decision.allowed:
             with transaction(self.conn):
                 self._record_decision(claim, decision)
@@ -391,7 +453,7 @@ class Crawler:
             return True
         self._reserved += 1
         try:
-            got = await self._request(claim.host, claim.url)
+            got = await self._request(claim.host, claim.url, policy)
         finally:
             self._reserved -= 1
         if got is None:

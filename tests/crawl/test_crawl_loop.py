@@ -32,6 +32,10 @@ def site_a() -> dict[str, Response | list[Response]]:
     }
 
 
+def policy_files(host: str) -> list[str]:
+    return [f"gemini://{host}/{name}" for name in ("robots.txt", "robots2.txt", "agents.txt")]
+
+
 def mock_wall_clock() -> float:
     """Wall-clock time that follows trio's mock clock, the same for every crawl in a test."""
     return 1.7e9 + trio.current_time()
@@ -54,6 +58,8 @@ async def test_crawl_obeys_robots_and_indexes(tmp_path: Path, autojump_clock: ob
     assert urls[0] == "gemini://a.test/robots.txt"
     assert set(urls) == {
         "gemini://a.test/robots.txt",
+        "gemini://a.test/robots2.txt",
+        "gemini://a.test/agents.txt",
         "gemini://a.test/",
         "gemini://a.test/b.gmi",
         "gemini://a.test/copy.gmi",
@@ -78,7 +84,11 @@ async def test_crawl_obeys_robots_and_indexes(tmp_path: Path, autojump_clock: ob
     data = stats(conn)
     assert data["refusals"] == 1
     assert data["mime"]["image/png"] == 1
-    assert data["robots"] == {"robots.txt success": 1}
+    assert data["robots"] == {
+        "agents.txt unavailable": 1,
+        "robots.txt success": 1,
+        "robots2.txt unavailable": 1,
+    }
     assert site.max_in_flight_per_host == 1
 
 
@@ -87,7 +97,7 @@ async def test_default_delay_between_requests(tmp_path: Path, autojump_clock: ob
     await crawl(tmp_path / "c.db", site, ["gemini://a.test/"], max_pages=3)
     times = [t for t, _ in site.log]
     gaps = [b - a for a, b in itertools.pairwise(times)]
-    assert len(times) == 4  # robots.txt and three pages
+    assert len(times) == 6  # robots.txt, robots2.txt, agents.txt and three pages
     assert min(gaps) >= DEFAULT_MIN_DELAY + 0.5  # end-to-start wait plus the request
 
 
@@ -132,7 +142,7 @@ async def test_absurd_slow_down_skips_host(tmp_path: Path, autojump_clock: objec
     pages["gemini://a.test/"] = Response(44, "86400")
     site = FakeSite(pages)
     crawler, _ = await crawl(tmp_path / "c.db", site, ["gemini://a.test/"], test_range=True)
-    assert site.urls() == ["gemini://a.test/robots.txt", "gemini://a.test/"]
+    assert site.urls() == [*policy_files("a.test"), "gemini://a.test/"]
     assert "a.test" in crawler.progress.hosts_skipped
     assert crawler.frontier.state_of("gemini://a.test/") == ("queued", None)
 
@@ -147,7 +157,7 @@ async def test_concurrency_across_hosts(tmp_path: Path, autojump_clock: object) 
         concurrency=4,
     )
     assert site.max_in_flight_per_host == 1
-    assert len(site.urls()) == len(set(site.urls())) == 4 * (1 + 1 + 12)
+    assert len(site.urls()) == len(set(site.urls())) == 4 * (3 + 1 + 12)
     assert crawler.progress.pages == 4 * 13
     # four hosts in parallel: about a quarter of the sequential time
     assert trio.current_time() < 4 * 14 * 1.0 / 2
@@ -168,7 +178,7 @@ async def test_max_pages_and_depth(tmp_path: Path, autojump_clock: object) -> No
         limits=Limits(max_depth=2),
     )
     assert set(site2.urls()) == {
-        "gemini://h0.test/robots.txt",
+        *policy_files("h0.test"),
         "gemini://h0.test/",
         "gemini://h0.test/0.gmi",
         "gemini://h0.test/1.gmi",
