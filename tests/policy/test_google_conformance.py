@@ -167,14 +167,10 @@ GROUP_THEN_SITEMAP = (
 GROUP_THEN_UNKNOWN = (
     "User-agent: FooBot\nInvalid-Unknown-Line: unknown\nUser-agent: *\nDisallow: /\n"
 )
-NOT_CLOSED = (
-    "Google's parser ends a group only at an Allow/Disallow line; ours also ends it at "
-    "a Sitemap or unknown line, so the named agent gets an empty group (allow all)"
-)
 LINE_SYNTAX_GROUPS_OTHER_RULES = [
     Row(GROUP_THEN_SITEMAP, "FooBot", "http://foo.bar/", False),
-    Row(GROUP_THEN_SITEMAP, "BarBot", "http://foo.bar/", False, xfail=NOT_CLOSED),
-    Row(GROUP_THEN_UNKNOWN, "FooBot", "http://foo.bar/", False, xfail=NOT_CLOSED),
+    Row(GROUP_THEN_SITEMAP, "BarBot", "http://foo.bar/", False),
+    Row(GROUP_THEN_UNKNOWN, "FooBot", "http://foo.bar/", False),
     Row(GROUP_THEN_UNKNOWN, "BarBot", "http://foo.bar/", False),
 ]
 
