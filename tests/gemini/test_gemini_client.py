@@ -15,6 +15,8 @@ from pathlib import Path
 import pytest
 import trio
 from certs import CertPair, cert_pair
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from geminibot.gemini import errors
 from geminibot.gemini.client import GeminiClient, Limits
@@ -404,3 +406,34 @@ async def test_invalid_url_and_too_long_request_fail_before_connecting() -> None
         await client.fetch("https://example.org/")
     with pytest.raises(errors.RequestTooLong):
         await client.fetch("gemini://h.test/" + "a" * 1100)
+
+
+_HEADERS = st.one_of(
+    st.binary(max_size=40),
+    st.sampled_from([b"20 text/gemini\r\n", b"30 /x\r\n", b"44 5\r\n", b"20 \xff\r\n", b"2"]),
+)
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    parts=st.lists(st.one_of(_HEADERS, st.binary(max_size=300)), max_size=5),
+    close_notify=st.booleans(),
+)
+async def test_any_server_bytes_give_a_response_or_a_documented_error(
+    parts: list[bytes], close_notify: bool
+) -> None:
+    limits = Limits(
+        connect_timeout=2.0,
+        header_timeout=0.5,
+        idle_timeout=0.5,
+        total_timeout=3.0,
+        max_body_size=500,
+    )
+    with trio.fail_after(TEST_DEADLINE):
+        async with serve(replying(*parts), close_notify=close_notify) as server:
+            try:
+                response = await client_for(server).fetch(f"gemini://{HOST}/x", limits=limits)
+            except errors.GeminiError:
+                return
+    assert 10 <= response.status <= 69
+    assert len(response.body) <= 500
