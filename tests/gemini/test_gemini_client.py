@@ -176,27 +176,38 @@ def dripping(header: bytes, interval: float) -> Handler:
     return handler
 
 
-async def test_byte_a_second_drip_ends_at_the_idle_timeout() -> None:
-    limits = Limits(idle_timeout=0.2, total_timeout=5.0)
+@pytest.mark.parametrize(
+    ("name", "header", "interval", "limits", "error"),
+    [
+        (
+            "a byte a second ends at the idle timeout",
+            b"20 text/plain\r\n",
+            1.0,
+            Limits(idle_timeout=0.2, total_timeout=5.0),
+            errors.IdleTimeout,
+        ),
+        (
+            "a fast drip ends at the total deadline",
+            b"20 text/plain\r\n",
+            0.02,
+            Limits(idle_timeout=1.0, total_timeout=0.5),
+            errors.DeadlineExceeded,
+        ),
+        (
+            "a dripping header ends at the header timeout",
+            b"2",
+            0.05,
+            Limits(header_timeout=0.3),
+            errors.HeaderTimeout,
+        ),
+    ],
+)
+async def test_drips_end_at_their_timeout(
+    name: str, header: bytes, interval: float, limits: Limits, error: type[Exception]
+) -> None:
     with trio.fail_after(TEST_DEADLINE):
-        async with serve(dripping(b"20 text/plain\r\n", 1.0)) as server:
-            with pytest.raises(errors.IdleTimeout):
-                await client_for(server).fetch(f"gemini://{HOST}/", limits=limits)
-
-
-async def test_fast_drip_ends_at_the_total_deadline() -> None:
-    limits = Limits(idle_timeout=1.0, total_timeout=0.5)
-    with trio.fail_after(TEST_DEADLINE):
-        async with serve(dripping(b"20 text/plain\r\n", 0.02)) as server:
-            with pytest.raises(errors.DeadlineExceeded):
-                await client_for(server).fetch(f"gemini://{HOST}/", limits=limits)
-
-
-async def test_header_drip_ends_at_the_header_timeout() -> None:
-    limits = Limits(header_timeout=0.3)
-    with trio.fail_after(TEST_DEADLINE):
-        async with serve(dripping(b"2", 0.05)) as server:
-            with pytest.raises(errors.HeaderTimeout):
+        async with serve(dripping(header, interval)) as server:
+            with pytest.raises(error):
                 await client_for(server).fetch(f"gemini://{HOST}/", limits=limits)
 
 
