@@ -6,6 +6,7 @@ is a failure, and expects one specific documented error: any other exception fai
 
 from __future__ import annotations
 
+import socket
 import ssl
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
@@ -49,6 +50,7 @@ async def serve(
     tls: bool = True,
     close_notify: bool = True,
     context: ssl.SSLContext | None = None,
+    address: str = "127.0.0.1",
 ) -> AsyncIterator[Server]:
     """Run ``handler`` for each connection on a loopback port until the block ends."""
     if context is None:
@@ -75,7 +77,7 @@ async def serve(
             await trio.aclose_forcefully(stream) if not close_notify else await stream.aclose()
 
     async with trio.open_nursery() as nursery:
-        listeners = await nursery.start(partial(trio.serve_tcp, connection, 0, host="127.0.0.1"))
+        listeners = await nursery.start(partial(trio.serve_tcp, connection, 0, host=address))
         server = Server(listeners[0].socket.getsockname()[1])
         yield server
         nursery.cancel_scope.cancel()
@@ -448,3 +450,21 @@ async def test_any_server_bytes_give_a_response_or_a_documented_error(
                 return
     assert 10 <= response.status <= 69
     assert len(response.body) <= 500
+
+
+def has_ipv6_loopback() -> bool:
+    try:
+        with socket.socket(socket.AF_INET6) as sock:
+            sock.bind(("::1", 0))
+    except OSError:
+        return False
+    return True
+
+
+@pytest.mark.skipif(not has_ipv6_loopback(), reason="no IPv6 loopback here")
+async def test_ipv6_literal_url() -> None:
+    with trio.fail_after(TEST_DEADLINE):
+        async with serve(replying(b"20 text/plain\r\nsix"), address="::1") as server:
+            response = await GeminiClient().fetch(f"gemini://[::1]:{server.port}/")
+    assert response.body == b"six"
+    assert str(response.url) == f"gemini://[::1]:{server.port}/"
