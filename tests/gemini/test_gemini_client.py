@@ -25,11 +25,13 @@ from geminibot.gemini.tofu import FileKnownHosts, MemoryKnownHosts, Trust
 
 HOST = "h.test"
 TEST_DEADLINE = 10.0
-SHORT = Limits(
-    connect_timeout=1.0,
-    header_timeout=1.0,
-    idle_timeout=1.0,
-    total_timeout=5.0,
+# Generous timeouts (a loaded machine must not make a test flaky); tests of a timeout pass
+# their own short Limits. TEST_DEADLINE is longer still, so a hang fails the test.
+LIMITS = Limits(
+    connect_timeout=4.0,
+    header_timeout=4.0,
+    idle_timeout=4.0,
+    total_timeout=8.0,
     max_body_size=100_000,
 )
 Handler = Callable[[trio.abc.Stream], Awaitable[None]]
@@ -84,7 +86,7 @@ async def serve(
 
 
 def client_for(server: Server, **options: object) -> GeminiClient:
-    return GeminiClient(connect_to={HOST: ("127.0.0.1", server.port)}, limits=SHORT, **options)  # type: ignore[arg-type]
+    return GeminiClient(connect_to={HOST: ("127.0.0.1", server.port)}, limits=LIMITS, **options)  # type: ignore[arg-type]
 
 
 async def read_request(stream: trio.abc.Stream, server: Server | None = None) -> bytes:
@@ -160,7 +162,7 @@ async def test_endless_body_stops_at_the_size_limit() -> None:
 
 
 async def test_body_of_exactly_the_size_limit_is_accepted() -> None:
-    body = b"y" * SHORT.max_body_size
+    body = b"y" * LIMITS.max_body_size
     with trio.fail_after(TEST_DEADLINE):
         async with serve(replying(b"20 text/plain\r\n", body)) as server:
             response = await client_for(server).fetch(f"gemini://{HOST}/")
@@ -383,7 +385,7 @@ async def test_closed_port_is_a_connection_failure() -> None:
     await listener.bind(("127.0.0.1", 0))
     port = listener.getsockname()[1]
     listener.close()
-    client = GeminiClient(connect_to={HOST: ("127.0.0.1", port)}, limits=SHORT)
+    client = GeminiClient(connect_to={HOST: ("127.0.0.1", port)}, limits=LIMITS)
     with trio.fail_after(TEST_DEADLINE), pytest.raises(errors.ConnectionFailed):
         await client.fetch(f"gemini://{HOST}/")
 
