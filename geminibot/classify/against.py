@@ -102,7 +102,8 @@ class UsageReport:
     """One robots2.txt usage directive: the value the bot obeys and where it comes from."""
 
     answer: UsageAnswer
-    #: The category whose answer this is (the most restrictive among the bot's), if any.
+    #: With several categories whose answers differ: the one whose (most restrictive)
+    #: answer this is; None when they agree or there is one category or none.
     category: str | None
     #: Whether the directive answers one of the bot's activities.
     relevant: bool
@@ -283,7 +284,8 @@ def usage_answers(
             ((c, answers[directive]) for c, answers in per_category),
             key=lambda pair: _restrictiveness(pair[1]),
         )
-        out.append(UsageReport(answer, category, directive in wanted))
+        agree = len({answers[directive].value for _, answers in per_category}) == 1
+        out.append(UsageReport(answer, None if agree else category, directive in wanted))
     return tuple(out)
 
 

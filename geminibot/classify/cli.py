@@ -318,7 +318,7 @@ def _yes(allowed: bool) -> str:
 
 def _print_mode(mode: ModeReport, recommended: bool, out: TextIO) -> None:
     groups = ", ".join(
-        f"{token} ({role}, line {', '.join(str(n) for n in lines)})"
+        f"{token} ({role}, line{'s' if len(lines) > 1 else ''} {', '.join(map(str, lines))})"
         for token, role, lines in mode.groups
     )
     mark = " (recommended)" if recommended else ""
@@ -367,11 +367,13 @@ def _print_report(report: SiteReport, out: TextIO) -> None:
     out.write("  AI usage (robots2.txt; * marks the directives its activities need):\n")
     for u in report.usage:
         a = u.answer
+        mark = "*" if u.relevant else " "
+        if a.value is None:
+            out.write(f"   {mark} {a.directive:<12} not stated\n")
+            continue
         where = f"{a.file} line {a.line}" if a.line else a.file
-        several = len(report.categories) > 1 and u.category
-        label = f"most restrictive of the categories: {u.category}" if several else ""
+        label = f"the most restrictive, for {u.category}" if u.category else ""
         extra = "; ".join(x for x in (a.note, label) if x)
         out.write(
-            f"   {'*' if u.relevant else ' '} {a.directive:<12} {a.value or 'not stated':<13}"
-            f" {where}{'  ' + extra if extra else ''}\n"
+            f"   {mark} {a.directive:<12} {a.value:<13} {where}{'  (' + extra + ')' if extra else ''}\n"
         )

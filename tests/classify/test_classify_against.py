@@ -163,6 +163,10 @@ def test_several_categories_take_the_most_restrictive_answer() -> None:
     assert {u.answer.directive: u.answer.value for u in one.usage}["summarise"] == "yes"
     assert value["summarise"] == ("no", "monitoring")
     assert value["read"] == ("no", "monitoring")
+    agree = effective_policy(
+        site, agent="bot", virtual_agents=[], categories=["ai-assistant", "search-indexer"], at=AT
+    )
+    assert {u.answer.directive: u.category for u in agree.usage}["summarise"] is None
 
 
 def test_crawl_delay_is_the_waiting_time_and_star_differs() -> None:
