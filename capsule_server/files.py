@@ -26,6 +26,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import unquote_to_bytes
 
+from geminibot.gemini.status import Status
+
 INDEX_FILE = "index.gmi"
 CONFIG_FILE = "serve.toml"
 EXPECT_FILE = "expect.toml"
@@ -179,7 +181,7 @@ def _url_path(value: object, where: Path) -> str:
     return value
 
 
-NOT_FOUND = Resolution(51, "Not found")
+NOT_FOUND = Resolution(Status.NOT_FOUND, "Not found")
 
 
 class Capsule:
@@ -201,10 +203,12 @@ class Capsule:
             return Resolution(special.status, special.meta)
         generated = config.generated.get(path)
         if generated is not None:
-            return Resolution(20, generated[1], generated=generated[0])
+            return Resolution(Status.SUCCESS, generated[1], generated=generated[0])
         if config.maze_prefix is not None and path.startswith(config.maze_prefix):
             return Resolution(
-                20, f"text/gemini; {TEXT_UTF8}", body=maze_page(config.maze_prefix, path)
+                Status.SUCCESS,
+                f"text/gemini; {TEXT_UTF8}",
+                body=maze_page(config.maze_prefix, path),
             )
         segments = _decode_segments(path)
         if segments is None:
@@ -218,7 +222,7 @@ class Capsule:
             return NOT_FOUND
         if real.is_dir():
             if not path.endswith("/"):
-                return Resolution(31, path + "/")
+                return Resolution(Status.REDIRECT_PERMANENT, path + "/")
             real = real / INDEX_FILE
             try:
                 real = Path(os.path.realpath(real, strict=True))
@@ -226,11 +230,13 @@ class Capsule:
                 return NOT_FOUND
             if not real.is_relative_to(self.root):
                 return NOT_FOUND
+        elif path.endswith("/"):
+            return NOT_FOUND  # a file asked for as if it were a folder
         if not real.is_file() or (real.parent == self.root and real.name in NOT_SERVED):
             return NOT_FOUND
         name = segments[-1] if segments and not path.endswith("/") else INDEX_FILE
         mime = config.mime.get(path) or mime_type(name)
-        return Resolution(20, mime, file=real)
+        return Resolution(Status.SUCCESS, mime, file=real)
 
 
 def _decode_segments(path: str) -> list[str] | None:

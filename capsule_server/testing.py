@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+import ssl
 from collections.abc import AsyncIterator, Callable
-from contextlib import asynccontextmanager
+from contextlib import asynccontextmanager, suppress
 from pathlib import Path
 
 import trio
@@ -30,3 +31,46 @@ async def running_server(
             yield server
         finally:
             server.shutdown()
+
+
+def client_context() -> ssl.SSLContext:
+    """A TLS client context that accepts self-signed certificates (pinning is not tested here)."""
+    ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+    ctx.check_hostname = False
+    ctx.verify_mode = ssl.CERT_NONE
+    return ctx
+
+
+RAW_RESPONSE_LIMIT = 64 * 1024 * 1024
+"""raw_request stops reading after this many bytes."""
+
+
+async def raw_request(
+    port: int,
+    data: bytes,
+    sni: str | None,
+    *,
+    tls: bool = True,
+    host: str = "127.0.0.1",
+    context: ssl.SSLContext | None = None,
+) -> bytes:
+    """Send ``data`` as is (over TLS with SNI ``sni`` unless ``tls`` is False) and return
+    everything the server sends until it closes. A reset or TLS error ends the read."""
+    stream: trio.abc.Stream = await trio.open_tcp_stream(host, port)
+    if tls:
+        stream = trio.SSLStream(stream, context or client_context(), server_hostname=sni)
+    out = bytearray()
+    try:
+        if data:
+            await stream.send_all(data)
+        while len(out) < RAW_RESPONSE_LIMIT:
+            chunk = await stream.receive_some(65536)
+            if not chunk:
+                break
+            out += chunk
+    except (trio.BrokenResourceError, ssl.SSLError, OSError):
+        pass
+    finally:
+        with suppress(trio.BrokenResourceError, ssl.SSLError, OSError):
+            await stream.aclose()
+    return bytes(out)

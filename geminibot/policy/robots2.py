@@ -350,15 +350,6 @@ def parse_robots2(data: bytes | str) -> Robots2File:
                     continue
             scope[key] = Setting(normal, number, value)
             continue
-        if scope is not directives and (key in SIGNAL_VALUES or key in ("market", "report-to")):
-            diags.append(
-                Diagnostic(
-                    number,
-                    "info",
-                    "site-wide",
-                    f"{key}: is site-wide; it counts for the whole file, not only {scope_name}",
-                )
-            )
         if key in SIGNAL_VALUES:
             allowed = SIGNAL_VALUES[key]
             low = value.lower()

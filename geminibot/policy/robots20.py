@@ -190,6 +190,8 @@ class SetDecision:
     allowed: bool
     rule: V2Rule | None
     reason: str
+    #: The line that decided: the rule's, the Visit-time's, else the first User-agent line.
+    line: int = 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -322,14 +324,18 @@ def _judge(applied: AppliedSets, path: str, at: datetime | None) -> list[SetDeci
             allowed, rule, reason = _decide_10(rules, path)
         else:
             allowed, rule, reason = _decide_20(rules, path)
-        out.append(SetDecision(applied.role, applied.token, group[0], allowed, rule, reason))
+        line = rule.line if rule else group[0].agent_lines[0] if group[0].agent_lines else 0
+        out.append(SetDecision(applied.role, applied.token, group[0], allowed, rule, reason, line))
     if at is not None:
         for rule_set in sets:
             for line, window in rule_set.visit_times:
                 if not window.contains(at):
                     reason = f"line {line}: Visit-time {window} UTC does not include {at:%H:%M}"
                     out.insert(
-                        0, SetDecision(applied.role, applied.token, rule_set, False, None, reason)
+                        0,
+                        SetDecision(
+                            applied.role, applied.token, rule_set, False, None, reason, line
+                        ),
                     )
     return out
 
@@ -640,7 +646,8 @@ def make_rule(
         return V2Rule(
             line, allow, source, "regex", (not allow) and source in _MATCH_ALL_REGEXES, compiled
         )
-    pattern = pattern_text(value)
+    # A literal '#' can only appear in a URL path escaped, as %23.
+    pattern = pattern_text(value).replace("#", "%23")
     if _REGEX_HINTS.search(value):
         diags.append(
             Diagnostic(

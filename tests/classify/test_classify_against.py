@@ -170,14 +170,15 @@ def test_several_categories_take_the_most_restrictive_answer() -> None:
 
 
 def test_crawl_delay_is_the_waiting_time_and_star_differs() -> None:
-    robots = (
-        b"User-agent: *\nCrawl-delay: 5\n\nUser-agent: indexer\nCrawl-delay: 30\nDisallow: /x\n"
-    )
+    # (a group needs a rule before the next User-agent line, or the two groups merge)
+    robots = b"User-agent: *\nDisallow: /p\nCrawl-delay: 5\n\n"
+    robots += b"User-agent: indexer\nCrawl-delay: 30\nDisallow: /x\n"
     site = SitePolicy.from_texts("gemini", robots=robots)
     report = effective_policy(site, agent="me", virtual_agents=["indexer"], at=AT)
     assert report.precedence.delay.seconds == 30 and report.precedence.star_delay.seconds == 5
     assert report.strict.delay.seconds == 30
-    assert [v.path for v in report.precedence.differing] == ["/x", "/x/x"]
+    assert [v.path for v in report.precedence.differing] == ["/p", "/p/x", "/x", "/x/x"]
+    assert [v.path for v in report.strict.differing] == ["/x", "/x/x"]
     none = effective_policy(
         SitePolicy.from_texts("gemini", robots=b""), agent=None, virtual_agents=[], at=AT
     )
