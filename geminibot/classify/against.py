@@ -144,16 +144,20 @@ class SiteReport:
 # -- candidate paths ---------------------------------------------------------------------------
 
 
-def concrete_paths(pattern: str) -> tuple[str, ...]:
+def concrete_paths(pattern: str, *, glob: bool = False) -> tuple[str, ...]:
     """Concrete paths around one rule pattern: the pattern with each wildcard filled, the
     same just past its end, and its parent directory.
 
     ``/private/*.gmi$`` gives ``/private/x.gmi``, ``/private/x.gmix`` (past the anchor)
-    and ``/private/``; ``/tmp`` gives ``/tmp``, ``/tmp/x`` and ``/``.
+    and ``/private/``; ``/tmp`` gives ``/tmp``, ``/tmp/x`` and ``/``. In robots.txt only
+    ``*`` and a final ``$`` are special; ``glob`` (a version 2.0 shell glob) also fills
+    ``?`` and ``[...]``.
     """
-    anchored = pattern.endswith("$")
+    anchored = pattern.endswith("$") and not glob
     body = pattern[:-1] if anchored else pattern
-    body = _GLOB_CLASS.sub(FILLER, body).replace("*", FILLER).replace("?", FILLER)
+    if glob:
+        body = _GLOB_CLASS.sub(FILLER, body).replace("?", FILLER)
+    body = body.replace("*", FILLER)
     if not body.startswith("/"):
         body = "/" + body
     out = [body]
@@ -165,23 +169,27 @@ def concrete_paths(pattern: str) -> tuple[str, ...]:
     return tuple(dict.fromkeys(out))
 
 
-def _patterns(site: SitePolicy) -> list[str]:
-    patterns: list[str] = []
+def _patterns(site: SitePolicy) -> list[tuple[str, bool]]:
+    """Every rule pattern of the site's files, each with whether it is a shell glob."""
+    patterns: list[tuple[str, bool]] = []
 
     def from_robots(robots: RobotsFile | None) -> None:
         if robots is not None:
-            patterns.extend(rule.pattern for g in robots.groups for rule in g.rules)
+            patterns.extend((rule.pattern, False) for g in robots.groups for rule in g.rules)
 
     from_robots(site.robots)
     if site.robots_v2 is not None and site.robots_v2.has_version_lines:
         patterns.extend(
-            r.pattern for s in site.robots_v2.sets for r in s.rules if r.kind != "regex"
+            (r.pattern, r.kind == "glob")
+            for s in site.robots_v2.sets
+            for r in s.rules
+            if r.kind != "regex"
         )
     if site.robots2 is not None:
         for link in site.robots2.links:
             from_robots(link.file.robots())
     if site.agents is not None:
-        patterns.extend(d.path for d in site.agents.directives)
+        patterns.extend((d.path, False) for d in site.agents.directives)
     return patterns
 
 
@@ -189,9 +197,9 @@ def candidate_paths(site: SitePolicy) -> tuple[tuple[str, ...], bool]:
     """The paths derived from the site's rules (always with ``/``), and whether the list
     was cut at MAX_CANDIDATE_PATHS."""
     found = {"/"}
-    for pattern in _patterns(site):
+    for pattern, glob in _patterns(site):
         if pattern:
-            found.update(path_of(p) for p in concrete_paths(pattern))
+            found.update(path_of(p) for p in concrete_paths(pattern, glob=glob))
     found.discard("/robots.txt")
     ordered = sorted(found)
     return tuple(ordered[:MAX_CANDIDATE_PATHS]), len(ordered) > MAX_CANDIDATE_PATHS

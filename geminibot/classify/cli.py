@@ -282,6 +282,10 @@ def _print(profile: Profile, bot: Bot | None, result: Classification, out: TextI
             out.write(f"  documented to obey: {', '.join(bot.obeys)}\n")
         if bot.notes:
             out.write(f"  notes: {bot.notes}\n")
+        if bot.protocol == "web":
+            out.write(
+                "  (a web bot: its virtual agents matter when it fetches from Gemini hosts)\n"
+            )
     out.write(f"activities: {', '.join(a.value for a in result.activities) or 'none'}\n\n")
     _print_assignments("Gemini virtual agents", result.virtual_agents, out)
     _print_assignments("robots2.txt categories", result.categories, out)

@@ -203,11 +203,16 @@ def test_own_token_group_decides_alone_in_precedence_only() -> None:
         ("/dir/", ("/dir/", "/dir/x", "/")),
         ("*.pdf", ("/x.pdf", "/x.pdf/x", "/")),
         ("/", ("/", "/x")),
-        ("/a/[bc]?.txt", ("/a/xx.txt", "/a/xx.txt/x", "/a/")),
+        ("/search?q=*", ("/search?q=x", "/search?q=x/x", "/")),
     ],
 )
 def test_concrete_paths(pattern: str, paths: tuple[str, ...]) -> None:
     assert concrete_paths(pattern) == paths
+
+
+def test_concrete_paths_of_a_shell_glob() -> None:
+    assert concrete_paths("/a/[bc]?.txt", glob=True) == ("/a/xx.txt", "/a/xx.txt/x", "/a/")
+    assert concrete_paths("/a$b", glob=True) == ("/a$b", "/a$b/x", "/")
 
 
 def test_candidate_paths_are_bounded() -> None:
