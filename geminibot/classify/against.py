@@ -124,6 +124,8 @@ class SiteReport:
     usage: tuple[UsageReport, ...]
     #: True when more paths could be derived than MAX_CANDIDATE_PATHS.
     truncated: bool
+    #: For a bot that adapts per activity: each virtual agent's own policy (recommended mode).
+    per_agent: tuple[tuple[str, ModeReport], ...] = ()
 
     def mode(self, mode: Mode) -> ModeReport:
         return self.strict if mode == "strict" else self.precedence
@@ -138,6 +140,7 @@ class SiteReport:
             "modes": [self.precedence.as_dict(), self.strict.as_dict()],
             "usage": [u.as_dict() for u in self.usage],
             "truncated": self.truncated,
+            "per_agent": [{"virtual_agent": va, **m.as_dict()} for va, m in self.per_agent],
         }
 
 
@@ -305,11 +308,16 @@ def effective_policy(
     categories: Iterable[str] = (),
     relevant_directives: Iterable[str] = (),
     recommended_mode: Mode = "precedence",
+    adapts_per_activity: bool = False,
     paths: Iterable[str] = (),
     at: datetime,
     source: str = "",
 ) -> SiteReport:
-    """The effective policy for a bot on ``site`` in both modes, at time ``at`` (UTC)."""
+    """The effective policy for a bot on ``site`` in both modes, at time ``at`` (UTC).
+
+    A bot that adapts per activity and has several virtual agents also gets, for each of
+    them, the policy (in the recommended mode) of the fetches made for that activity alone.
+    """
     vas = tuple(virtual_agents)
     cats = tuple(categories)
     derived, truncated = candidate_paths(site)
@@ -328,5 +336,16 @@ def effective_policy(
         precedence=reports[0],
         strict=reports[1],
         usage=usage_answers(site, agent, vas, cats, relevant_directives),
+        per_agent=tuple(
+            (
+                va,
+                _mode_report(
+                    site, agent, (va,), cats, recommended_mode == "strict", every, explicit, at
+                ),
+            )
+            for va in vas
+        )
+        if adapts_per_activity and len(vas) > 1
+        else (),
         truncated=truncated,
     )

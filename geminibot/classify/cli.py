@@ -143,6 +143,7 @@ def run(args: argparse.Namespace) -> int:
             categories=result.category_names,
             relevant_directives=result.directive_names,
             recommended_mode=result.recommended_mode,
+            adapts_per_activity=result.adapts_per_activity,
             paths=args.path,
             at=at,
             source=source,
@@ -361,6 +362,9 @@ def _print_report(report: SiteReport, out: TextIO) -> None:
     out.write(f"\nagainst {report.source} ({who}; {as_})\n")
     for mode in (report.precedence, report.strict):
         _print_mode(mode, mode.mode == report.recommended_mode, out)
+    for va, mode in report.per_agent:
+        out.write(f"  adapting per activity, the fetches made as {va} alone:\n")
+        _print_mode(mode, False, out)
     if report.truncated:
         out.write("  (only the first derived paths were examined: the file has very many rules)\n")
     stated = [u for u in report.usage if u.answer.value is not None]

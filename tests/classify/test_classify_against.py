@@ -376,3 +376,32 @@ def test_cli_against_a_gemini_url(capsys: pytest.CaptureFixture[str]) -> None:
     assert obj["against"][0]["modes"][0]["explicit"][0]["allowed"] is False
     assert main(["classify", "--does", "archive", "--against", "gemini://"]) == 2
     assert "gemini://" in capsys.readouterr().err
+
+
+def test_a_bot_that_adapts_gets_each_virtual_agents_policy(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    folder = CAPSULES / "va-groups.test"
+    site = site_from_capsule(folder)
+    combined = effective_policy(site, agent=None, virtual_agents=["archiver", "indexer"], at=AT)
+    assert combined.per_agent == ()
+    adapting = effective_policy(
+        site,
+        agent=None,
+        virtual_agents=["archiver", "indexer"],
+        adapts_per_activity=True,
+        paths=["/index-no/a.gmi", "/archive-no/a.gmi"],
+        at=AT,
+    )
+    (archiver, as_archiver), (indexer, as_indexer) = adapting.per_agent
+    assert (archiver, indexer) == ("archiver", "indexer")
+    both = adapting.precedence
+    for path in ("/index-no/a.gmi", "/archive-no/a.gmi"):
+        verdict = both.verdict(path)
+        assert verdict is not None and not verdict.allowed  # the combination refuses both
+    index_no = as_archiver.verdict("/index-no/a.gmi")
+    archive_no = as_indexer.verdict("/archive-no/a.gmi")
+    assert index_no is not None and index_no.allowed  # an archiver may take /index-no/
+    assert archive_no is not None and archive_no.allowed
+    main(["classify", "--does", "archive,search-index", "--adapts", "--against", str(folder)])
+    assert "adapting per activity, the fetches made as indexer alone" in capsys.readouterr().out
