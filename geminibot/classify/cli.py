@@ -297,6 +297,8 @@ def _print(profile: Profile, bot: Bot | None, result: Classification, out: TextI
         )
     if result.combination:
         out.write(f"combination: {result.combination}\n")
+        if result.combination_source:
+            out.write(f"  <- {result.combination_source.cite()}\n")
     out.write(f"mode: {result.recommended_mode} ({result.mode_reason})\n")
     if bot is not None and bot.missing_virtual_agents:
         out.write(
