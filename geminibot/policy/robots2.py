@@ -378,8 +378,8 @@ def parse_robots2(data: bytes | str) -> Robots2File:
                 )
             )
     path_text = "\n".join(path_lines) + "\n"
-    robots_diags = parse_robots(path_text).diagnostics
-    all_diags = sorted([*diags, *robots_diags], key=lambda d: d.line)
+    robots = parse_robots(path_text)
+    all_diags = sorted([*diags, *robots.diagnostics], key=lambda d: d.line)
     return Robots2File(
         directives,
         blocks,
@@ -391,6 +391,7 @@ def parse_robots2(data: bytes | str) -> Robots2File:
         chain,
         path_text,
         tuple(all_diags),
+        [robots],
     )
 
 

@@ -221,6 +221,9 @@ class AppliedSets:
 class V2File:
     sets: tuple[RuleSet, ...]
     diagnostics: tuple[Diagnostic, ...]
+    _selected: dict[tuple[str, tuple[str, ...], bool], tuple[AppliedSets, ...]] = field(
+        default_factory=dict, repr=False, compare=False
+    )
 
     @property
     def has_version_lines(self) -> bool:
@@ -231,6 +234,15 @@ class V2File:
         self, agent: str, virtual_agents: Iterable[str] = (), strict: bool = False
     ) -> tuple[AppliedSets, ...]:
         """The rule sets that apply to a bot, grouped by the token that selected them."""
+        key = (agent.lower(), tuple(virtual_agents), strict)
+        found = self._selected.get(key)
+        if found is None:
+            found = self._selected[key] = self._select(agent, key[1], strict)
+        return found
+
+    def _select(
+        self, agent: str, virtual_agents: tuple[str, ...], strict: bool
+    ) -> tuple[AppliedSets, ...]:
         usable = [s for s in self.sets if s.kind != "ignored"]
 
         def named(token: str) -> tuple[RuleSet, ...]:
