@@ -1,0 +1,346 @@
+"""A trio Gemini client that no server can hang or crash.
+
+::
+
+    client = GeminiClient(known_hosts=FileKnownHosts("~/.geminibot/known_hosts"))
+    response = await client.fetch("gemini://example.org/")
+
+One request per connection (Gemini has no reuse), so the per-request work is kept small:
+the ``SSLContext`` is built once per client and loads no CA bundle.
+
+- TLS 1.2 or newer, SNI set to the URL's host. Python's ``ssl`` module sends no SNI for an
+  IP address literal (``gemini://127.0.0.1/``); nothing can be done about that here.
+- Certificates are not checked against CAs but pinned trust-on-first-use per host and
+  port (:mod:`geminibot.gemini.tofu`).
+- Time limits (:class:`Limits`): connect (TCP connect plus TLS handshake), header
+  (request sent and header received), idle (longest silence inside the body) and a total
+  deadline over the whole fetch, redirects included. Each is a trio cancel scope.
+- A maximum body size; redirects followed up to :data:`MAX_REDIRECTS` hops, a loop
+  refused as soon as it closes, a switch to another scheme refused unless allowed (then
+  the redirect is returned, not followed).
+- A body that ends without TLS ``close_notify`` is returned with
+  ``possibly_truncated=True``.
+
+Only :class:`~geminibot.gemini.errors.GeminiError` subclasses leave :meth:`GeminiClient.fetch`
+(and trio's own ``Cancelled`` when the caller cancels).
+"""
+
+from __future__ import annotations
+
+import ssl
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+
+import trio
+
+from geminibot.gemini.errors import (
+    ConnectionFailed,
+    ConnectTimeout,
+    DeadlineExceeded,
+    HeaderTimeout,
+    IdleTimeout,
+    InvalidMeta,
+    InvalidURL,
+    RedirectLoop,
+    SchemeSwitchRefused,
+    TLSFailure,
+    TooManyRedirects,
+)
+from geminibot.gemini.response import (
+    NEED_DATA,
+    Body,
+    EndOfResponse,
+    MimeType,
+    ResponseHeader,
+    ResponseReader,
+    decode_text,
+)
+from geminibot.gemini.status import Family
+from geminibot.gemini.tofu import KnownHosts, MemoryKnownHosts, Trust, check_pin, fingerprint
+from geminibot.gemini.urls import SCHEME, GeminiURL, parse_url, resolve_reference
+
+#: Seconds for the TCP connect plus the TLS handshake.
+DEFAULT_CONNECT_TIMEOUT = 10.0
+#: Seconds from the end of the handshake until the whole header has arrived.
+DEFAULT_HEADER_TIMEOUT = 15.0
+#: Longest silence, in seconds, allowed between two reads of the body.
+DEFAULT_IDLE_TIMEOUT = 15.0
+#: Seconds for the whole fetch, redirects included.
+DEFAULT_TOTAL_TIMEOUT = 60.0
+#: Largest body, in bytes, read before giving up with BodyTooLarge.
+DEFAULT_MAX_BODY_SIZE = 16 * 1024 * 1024
+#: Most redirects followed in one fetch (the specification's limit).
+MAX_REDIRECTS = 5
+#: Seconds allowed for sending our close_notify before the socket is simply closed.
+CLOSE_TIMEOUT = 1.0
+_RECEIVE_SIZE = 65536
+
+ConnectTo = Mapping[str, tuple[str, int]] | Callable[[str, int], tuple[str, int]]
+"""Where to connect for a URL's host and port, instead of resolving the name: a mapping
+from ``"host:port"`` or ``"host"`` to ``(address, port)``, or a function of (host, port).
+SNI and the TOFU pin still use the URL's host and port."""
+
+
+@dataclass(frozen=True, slots=True)
+class Limits:
+    connect_timeout: float = DEFAULT_CONNECT_TIMEOUT
+    header_timeout: float = DEFAULT_HEADER_TIMEOUT
+    idle_timeout: float = DEFAULT_IDLE_TIMEOUT
+    total_timeout: float = DEFAULT_TOTAL_TIMEOUT
+    max_body_size: int = DEFAULT_MAX_BODY_SIZE
+    max_redirects: int = MAX_REDIRECTS
+
+
+@dataclass(frozen=True, slots=True)
+class Response:
+    url: GeminiURL
+    """The URL that gave this response (after redirects)."""
+    header: ResponseHeader
+    body: bytes
+    certificate: str
+    """SHA-256 fingerprint of the server's certificate."""
+    trust: Trust
+    previous_certificate: str | None = None
+    """The fingerprint pinned before, when ``trust`` is CHANGED."""
+    redirects: tuple[GeminiURL, ...] = field(default=())
+    """Every URL that redirected, in order; ``len(redirects)`` hops were followed."""
+    possibly_truncated: bool = False
+    """The body ended without TLS close_notify: the server may have been cut off."""
+
+    @property
+    def status(self) -> int:
+        return self.header.status
+
+    @property
+    def meta(self) -> str:
+        return self.header.meta
+
+    @property
+    def family(self) -> Family:
+        return self.header.family
+
+    @property
+    def mime(self) -> MimeType | None:
+        return self.header.mime
+
+    @property
+    def redirect_url(self) -> str | None:
+        """For a ``3x`` response: its target resolved against :attr:`url`."""
+        target = self.header.redirect_target
+        return None if target is None else resolve_reference(str(self.url), target)
+
+    def text(self) -> str:
+        """The body decoded by the MIME charset (UTF-8 by default; bad bytes replaced)."""
+        return decode_text(self.body, self.mime)
+
+
+def make_ssl_context() -> ssl.SSLContext:
+    """TLS 1.2 or newer, no CA checks (trust on first use replaces them)."""
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+    context.check_hostname = False
+    context.verify_mode = ssl.CERT_NONE
+    context.minimum_version = ssl.TLSVersion.TLSv1_2
+    return context
+
+
+@dataclass(slots=True)
+class _Hop:
+    header: ResponseHeader
+    body: bytes
+    certificate: str
+    trust: Trust
+    previous: str | None
+    truncated: bool
+
+
+class GeminiClient:
+    """Fetches Gemini URLs; see the module docstring. Safe to share between tasks."""
+
+    def __init__(
+        self,
+        *,
+        known_hosts: KnownHosts | None = None,
+        strict_tofu: bool = False,
+        limits: Limits | None = None,
+        connect_to: ConnectTo | None = None,
+        allow_scheme_switch: bool = False,
+    ) -> None:
+        self.known_hosts: KnownHosts = (
+            known_hosts if known_hosts is not None else MemoryKnownHosts()
+        )
+        self.strict_tofu = strict_tofu
+        self.limits = limits if limits is not None else Limits()
+        self.connect_to = connect_to
+        self.allow_scheme_switch = allow_scheme_switch
+        self._ssl_context = make_ssl_context()
+
+    async def fetch(
+        self,
+        url: str | GeminiURL,
+        *,
+        follow_redirects: bool = True,
+        limits: Limits | None = None,
+    ) -> Response:
+        """Fetch ``url``, following redirects; raises only GeminiError subclasses."""
+        limits = limits if limits is not None else self.limits
+        current = url if isinstance(url, GeminiURL) else parse_url(url)
+        redirects: list[GeminiURL] = []
+        with trio.move_on_after(limits.total_timeout) as deadline:
+            while True:
+                hop = await self._exchange(current, limits)
+                response = Response(
+                    current,
+                    hop.header,
+                    hop.body,
+                    hop.certificate,
+                    hop.trust,
+                    hop.previous,
+                    tuple(redirects),
+                    hop.truncated,
+                )
+                if hop.header.family is not Family.REDIRECT or not follow_redirects:
+                    return response
+                target = self._redirect_target(response, redirects, limits)
+                if target is None:
+                    return response
+                redirects.append(current)
+                current = target
+        assert deadline.cancelled_caught
+        raise DeadlineExceeded(f"fetch of {url} took longer than {limits.total_timeout} s")
+
+    def _redirect_target(
+        self, response: Response, redirects: list[GeminiURL], limits: Limits
+    ) -> GeminiURL | None:
+        location = response.redirect_url
+        assert location is not None
+        scheme = location.partition(":")[0].lower()
+        if scheme != SCHEME:
+            if self.allow_scheme_switch:
+                return None
+            raise SchemeSwitchRefused(f"{response.url} redirects to another scheme: {location}")
+        try:
+            target = parse_url(location)
+        except InvalidURL as exc:
+            raise InvalidMeta(f"{response.url} redirects to an invalid URL: {exc}") from None
+        if target == response.url or target in redirects:
+            raise RedirectLoop(f"redirect loop: {response.url} leads back to {target}")
+        if len(redirects) >= limits.max_redirects:
+            raise TooManyRedirects(f"more than {limits.max_redirects} redirects, last to {target}")
+        return target
+
+    def _address(self, host: str, port: int) -> tuple[str, int]:
+        if self.connect_to is None:
+            return host, port
+        if callable(self.connect_to):
+            return self.connect_to(host, port)
+        found = self.connect_to.get(f"{host}:{port}") or self.connect_to.get(host)
+        return found if found is not None else (host, port)
+
+    async def _exchange(self, url: GeminiURL, limits: Limits) -> _Hop:
+        request = url.request_line()
+        address, port = self._address(url.host, url.port)
+        stream: trio.SSLStream[trio.SocketStream] | None = None
+        try:
+            with trio.move_on_after(limits.connect_timeout) as connecting:
+                try:
+                    tcp = await trio.open_tcp_stream(address, port)
+                except OSError as exc:
+                    raise ConnectionFailed(
+                        f"cannot connect to {address} port {port}: {exc}"
+                    ) from None
+                stream = trio.SSLStream(tcp, self._ssl_context, server_hostname=url.host)
+                try:
+                    await stream.do_handshake()
+                except trio.BrokenResourceError as exc:
+                    raise TLSFailure(
+                        f"TLS handshake with {url.authority} failed: {exc.__cause__}"
+                    ) from None
+            if connecting.cancelled_caught:
+                raise ConnectTimeout(
+                    f"no TLS connection to {url.authority} within {limits.connect_timeout} s"
+                )
+            assert stream is not None
+            der = stream.getpeercert(binary_form=True)
+            if der is None:  # pragma: no cover - a TLS server always sends a certificate
+                raise TLSFailure(f"{url.authority} sent no certificate")
+            seen = fingerprint(der)
+            trust, previous = check_pin(
+                self.known_hosts, url.host, url.port, seen, strict=self.strict_tofu
+            )
+            reader = ResponseReader(limits.max_body_size)
+            with trio.move_on_after(limits.header_timeout) as waiting:
+                await _send(stream, request)
+                header = await _read_header(stream, reader)
+            if waiting.cancelled_caught:
+                raise HeaderTimeout(
+                    f"no header from {url.authority} within {limits.header_timeout} s"
+                )
+            assert header is not None
+            body, truncated = await _read_body(stream, reader, limits.idle_timeout)
+        except BaseException:
+            if stream is not None:
+                await trio.aclose_forcefully(stream)
+            raise
+        await _close(stream)
+        return _Hop(header, body, seen, trust, previous, truncated)
+
+
+async def _send(stream: trio.SSLStream[trio.SocketStream], data: bytes) -> None:
+    try:
+        await stream.send_all(data)
+    except trio.BrokenResourceError as exc:
+        raise ConnectionFailed(
+            f"connection broke while sending the request: {exc.__cause__}"
+        ) from None
+
+
+async def _receive(stream: trio.SSLStream[trio.SocketStream]) -> tuple[bytes, bool]:
+    """(data, clean): b"" at the end; clean is False when the end had no close_notify."""
+    try:
+        return bytes(await stream.receive_some(_RECEIVE_SIZE)), True
+    except trio.BrokenResourceError:
+        return b"", False
+
+
+async def _read_header(
+    stream: trio.SSLStream[trio.SocketStream], reader: ResponseReader
+) -> ResponseHeader | None:
+    while True:
+        event = reader.next_event()
+        if isinstance(event, ResponseHeader):
+            return event
+        assert event is NEED_DATA
+        data, clean = await _receive(stream)
+        if not data and not clean and not reader.has_buffered_data:
+            raise ConnectionFailed("the connection broke before the response header")
+        reader.receive_data(data)
+
+
+async def _read_body(
+    stream: trio.SSLStream[trio.SocketStream], reader: ResponseReader, idle_timeout: float
+) -> tuple[bytes, bool]:
+    chunks: list[bytes] = []
+    clean = True
+    while True:
+        event = reader.next_event()
+        if isinstance(event, Body):
+            chunks.append(event.data)
+        elif isinstance(event, EndOfResponse):
+            return b"".join(chunks), not clean
+        else:
+            with trio.move_on_after(idle_timeout) as idle:
+                data, clean = await _receive(stream)
+            if idle.cancelled_caught:
+                raise IdleTimeout(f"body stalled for more than {idle_timeout} s")
+            reader.receive_data(data)
+
+
+async def _close(stream: trio.SSLStream[trio.SocketStream]) -> None:
+    """Send our close_notify if the peer lets us within CLOSE_TIMEOUT, then close."""
+    with trio.move_on_after(CLOSE_TIMEOUT):
+        try:
+            await stream.aclose()
+            return
+        except (trio.BrokenResourceError, trio.ClosedResourceError):
+            pass
+    await trio.aclose_forcefully(stream)

@@ -1,0 +1,133 @@
+"""A text/gemini parser: lines in, typed lines out; no I/O, never raises.
+
+Line types (specification section 5): text, ``=>`` link (URL, then an optional label after
+whitespace), ```` ``` ```` preformatting toggle (the text after the opening toggle is the
+block's alt text; an unclosed block runs to the end), ``#``/``##``/``###`` headings, ``* ``
+list items and ``>`` quotes. Link URLs are resolved against the page's URL; a resolved
+``gemini://`` URL is normalised (see :mod:`geminibot.gemini.urls`). The title is the text
+of the first heading of any level.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from geminibot.gemini.errors import InvalidURL
+from geminibot.gemini.urls import GeminiURL, parse_url, resolve_reference
+
+
+@dataclass(frozen=True, slots=True)
+class TextLine:
+    text: str
+
+
+@dataclass(frozen=True, slots=True)
+class LinkLine:
+    url: str
+    """Absolute when the page URL was given; normalised when it is a valid gemini:// URL."""
+    label: str
+    raw_url: str
+    """The URL exactly as written on the line."""
+
+
+@dataclass(frozen=True, slots=True)
+class HeadingLine:
+    level: int
+    text: str
+
+
+@dataclass(frozen=True, slots=True)
+class ListItem:
+    text: str
+
+
+@dataclass(frozen=True, slots=True)
+class QuoteLine:
+    text: str
+
+
+@dataclass(frozen=True, slots=True)
+class Preformatted:
+    """A whole preformatted block: its alt text and its lines, verbatim."""
+
+    alt: str
+    lines: tuple[str, ...]
+
+
+Line = TextLine | LinkLine | HeadingLine | ListItem | QuoteLine | Preformatted
+
+
+@dataclass(frozen=True, slots=True)
+class Document:
+    lines: tuple[Line, ...]
+
+    @property
+    def title(self) -> str | None:
+        for line in self.lines:
+            if isinstance(line, HeadingLine):
+                return line.text
+        return None
+
+    @property
+    def links(self) -> tuple[LinkLine, ...]:
+        return tuple(line for line in self.lines if isinstance(line, LinkLine))
+
+
+def parse_gemtext(text: str, base: GeminiURL | str | None = None) -> Document:
+    """Parse a text/gemini document; ``base`` is the page's URL for resolving links.
+
+    Lines end with LF or CR LF (other Unicode line breaks are text).
+    """
+    base_text = str(base) if base is not None else None
+    lines: list[Line] = []
+    pre_alt: str | None = None
+    pre_lines: list[str] = []
+    rows = text.split("\n")
+    if rows[-1] == "":
+        rows.pop()  # the text ends with a line end, not with an empty line
+    for row in rows:
+        raw = row[:-1] if row.endswith("\r") else row
+        if raw.startswith("```"):
+            if pre_alt is None:
+                pre_alt = raw[3:].strip()
+                pre_lines = []
+            else:
+                lines.append(Preformatted(pre_alt, tuple(pre_lines)))
+                pre_alt = None
+        elif pre_alt is not None:
+            pre_lines.append(raw)
+        elif raw.startswith("=>"):
+            lines.append(_link(raw, base_text))
+        elif raw.startswith("#"):
+            level = len(raw) - len(raw.lstrip("#"))
+            level = min(level, 3)
+            lines.append(HeadingLine(level, raw[level:].strip()))
+        elif raw.startswith("* "):
+            lines.append(ListItem(raw[2:].strip()))
+        elif raw.startswith(">"):
+            lines.append(QuoteLine(raw[1:].strip()))
+        else:
+            lines.append(TextLine(raw))
+    if pre_alt is not None:
+        lines.append(Preformatted(pre_alt, tuple(pre_lines)))
+    return Document(tuple(lines))
+
+
+def _link(raw: str, base: str | None) -> Line:
+    parts = raw[2:].strip().split(maxsplit=1)
+    if not parts:
+        return TextLine(raw)  # "=>" with no URL: nothing to link to
+    raw_url = parts[0]
+    label = parts[1].strip() if len(parts) > 1 else ""
+    return LinkLine(resolve_link(raw_url, base), label, raw_url)
+
+
+def resolve_link(raw_url: str, base: str | None) -> str:
+    """Resolve a link against the page URL and normalise it if it is a valid Gemini URL."""
+    url = resolve_reference(base, raw_url) if base is not None else raw_url
+    if url[:9].lower() == "gemini://":
+        try:
+            return str(parse_url(url))
+        except InvalidURL:
+            return url
+    return url
