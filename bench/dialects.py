@@ -29,48 +29,12 @@ from geminibot.policy.robots20 import parse_v2
 ROOT = Path(__file__).resolve().parent.parent
 FROMMITZ = (ROOT / "tests" / "policy" / "data" / "frommitz-robots.txt").read_text()
 ROBOTS2 = (ROOT / "tests" / "policy" / "data" / "robots2-example.txt").read_bytes()
-BOTS = [
-    "fredsbot",
-    "pandabot",
-    "chives",
-    "popularsite",
-    "alfred",
-    "newchives",
-    "oscarbot",
-    "hackerbot",
-    "suckemdry",
-    "vacuumweb",
-    "spanwebbot",
-    "spiderbot",
-    "someotherbot",
-]
+#: Every bot the file names, and one it does not.
+BOTS = [a for s in parse_v2(FROMMITZ).sets for a in s.agents if a != "*"] + ["someotherbot"]
 PAGES = [
-    "/index.html",
-    "/images/index.html",
-    "/images/fromlogo.jpg",
-    "/images/navbar.jpg",
-    "/images/blueball.gif",
-    "/images/redball.gif",
-    "/images/usamap.gif",
-    "/images/portrait.jpg",
-    "/products.html",
-    "/order.html",
-    "/order.shtml",
-    "/order.cgi",
-    "/blackhole/index.html",
-    "/blackhole/info98.html",
-    "/blackhole/info98.shtml",
-    "/blackhole/info99.html",
-    "/blackhole/info99.gif",
-    "/blackhole/info8.html",
-    "/blackhole/page3.html",
-    "/blackhole/info/index.html",
-    "/blackhole/info/page1.html",
-    "/blackhole/info/page2.shtml",
-    "/blackhole/info/page4.html",
-    "/blackhole/info/thankyou.html",
-    "/overview.html",
-    "/thankyou.html",
+    line
+    for line in (ROOT / "tests" / "policy" / "data" / "frommitz-pages.txt").read_text().splitlines()
+    if line.startswith("/")
 ]
 AT = datetime(2026, 11, 23, 7, 0, tzinfo=UTC)
 PARSE_REPEAT = 200

@@ -11,34 +11,11 @@ from geminibot.policy.robots20 import REGEX_PREFIX, Window, parse_v2, strip_comm
 
 FROMMITZ = (Path(__file__).parent / "data" / "frommitz-robots.txt").read_text()
 
-#: The site structure listed in the document (blackhole/info/ holds the last five pages).
-PAGES = (
-    "/index.html",
-    "/images/index.html",
-    "/images/fromlogo.jpg",
-    "/images/navbar.jpg",
-    "/images/blueball.gif",
-    "/images/redball.gif",
-    "/images/usamap.gif",
-    "/images/portrait.jpg",
-    "/products.html",
-    "/order.html",
-    "/order.shtml",
-    "/order.cgi",
-    "/blackhole/index.html",
-    "/blackhole/info98.html",
-    "/blackhole/info98.shtml",
-    "/blackhole/info99.html",
-    "/blackhole/info99.gif",
-    "/blackhole/info8.html",
-    "/blackhole/page3.html",
-    "/blackhole/info/index.html",
-    "/blackhole/info/page1.html",
-    "/blackhole/info/page2.shtml",
-    "/blackhole/info/page4.html",
-    "/blackhole/info/thankyou.html",
-    "/overview.html",
-    "/thankyou.html",
+#: The site structure listed in the document, one page a line.
+PAGES = tuple(
+    line
+    for line in (Path(__file__).parent / "data" / "frommitz-pages.txt").read_text().splitlines()
+    if line.startswith("/")
 )
 
 # fredsbot, pandabot, chives (1.0): nothing under /images or /blackhole, no order.shtml/.cgi.
