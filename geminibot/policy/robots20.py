@@ -683,6 +683,16 @@ def make_rule(
             )
         )
     if not _GLOB_CHARS.intersection(pattern):
+        if pattern.endswith("/"):
+            diags.append(
+                Diagnostic(
+                    line,
+                    "warning",
+                    "explicit-directory",
+                    f"in a 2.0 set {pattern!r} matches that exact path only, nothing below it; "
+                    f"write '{pattern}*' for everything below",
+                )
+            )
         return V2Rule(line, allow, pattern, "explicit")
     regex = re.compile(fnmatch.translate(pattern), re.DOTALL)
     return V2Rule(
