@@ -298,6 +298,25 @@ class _Matcher:
         return best
 
 
+def match_length(pattern: str, path: str) -> int:
+    """The priority of ``pattern`` against ``path``: its length in octets if it matches
+    under RFC 9309 (``*`` any run, a final ``$`` anchors), else -1. An empty pattern gives
+    -1: it matches with priority 0, which never decides. Linear in the path for any
+    pattern; the indexed :class:`_Matcher` gives the same answers over many rules."""
+    if not pattern:
+        return -1
+    anchored = pattern.endswith("$")
+    body = pattern[:-1] if anchored else pattern
+    if "*" not in body:
+        matched = path == body if anchored else path.startswith(body)
+    else:
+        segments = tuple(body.split("*"))
+        matched = path.startswith(segments[0]) and _match_segments(
+            path, len(segments[0]), segments, anchored
+        )
+    return len(pattern) if matched else -1
+
+
 def _match_segments(path: str, pos: int, segments: tuple[str, ...], anchored: bool) -> bool:
     """Match ``segments[1:]`` (separated by ``*``) from ``pos``; the head already matched."""
     last = len(segments) - 1

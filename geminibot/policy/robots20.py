@@ -33,13 +33,34 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from functools import lru_cache
 from typing import Literal, Protocol, TypeVar
+
+import re2
 
 from geminibot.policy.diagnostics import Diagnostic
 from geminibot.policy.paths import path_of
-from geminibot.policy.robots import MAX_ROBOTS_BYTES
+from geminibot.policy.robots import MAX_ROBOTS_BYTES, match_length
 from geminibot.policy.textlines import numbered_lines, pattern_text, whole_lines_within
+
+
+class RegexLike(Protocol):
+    """What a compiled rule pattern offers: Python's ``re`` for globs, RE2 for regexes."""
+
+    def match(self, string: str) -> object | None: ...
+
+    def search(self, string: str) -> object | None: ...
+
+
+#: Regex rules run on RE2: linear time in the path whatever the pattern (Python's
+#: backtracking ``re`` can be made to run for hours by a ten-character pattern).
+_RE2_OPTIONS = re2.Options()
+_RE2_OPTIONS.log_errors = False
+
+
+def _re2_message(exc: Exception) -> str:
+    text = exc.args[0] if exc.args else str(exc)
+    return text.decode("utf-8", "replace") if isinstance(text, bytes) else str(text)
+
 
 REGEX_PREFIX = "~"
 #: Longest regular expression accepted in a rule; longer ones are an error (and ignored
@@ -52,7 +73,6 @@ Role = Literal["own", "virtual", "default"]
 
 _GLOB_CHARS = frozenset("*?[")
 _REGEX_HINTS = re.compile(r"\.\*|\.\+|\\[dws.]|[\^()|+{}]")
-_NESTED_QUANTIFIER = re.compile(r"\([^)]*[+*][^)]*\)\s*[+*{]")
 _MATCH_ALL_PATTERNS = frozenset({"*", "/*", "**"})
 _MATCH_ALL_REGEXES = frozenset({"", ".*", "^.*", "^/", "^/.*", "/", ".*$", "^.*$"})
 _TOKEN = re.compile(r"[A-Za-z_-]+")
@@ -92,19 +112,9 @@ def strip_comment(line: str) -> tuple[str, bool]:
     return line, "#" in line
 
 
-@lru_cache(maxsize=4096)
-def _rfc_regex(pattern: str) -> re.Pattern[str]:
-    anchored = pattern.endswith("$")
-    body = pattern[:-1] if anchored else pattern
-    regex = ".*".join(re.escape(part) for part in body.split("*"))
-    return re.compile(regex + (r"\Z" if anchored else ""), re.DOTALL)
-
-
 def rfc_match_length(pattern: str, path: str) -> int:
     """Octet length of ``pattern`` if it matches ``path`` under RFC 9309, else -1."""
-    if pattern == "":
-        return -1
-    return len(pattern) if _rfc_regex(pattern).match(path) else -1
+    return match_length(pattern, path)
 
 
 class PatternRule(Protocol):
@@ -168,7 +178,7 @@ class V2Rule:
     pattern: str
     kind: MatchKind
     default_deny: bool = False
-    _regex: re.Pattern[str] | None = field(default=None, compare=False, repr=False)
+    _regex: RegexLike | None = field(default=None, compare=False, repr=False)
     _broken: bool = False
 
     def matches(self, path: str) -> bool:
@@ -651,16 +661,14 @@ def make_rule(
     if value.startswith(REGEX_PREFIX):
         source = value[len(REGEX_PREFIX) :].strip()
         problem = None
-        compiled: re.Pattern[str] | None = None
+        compiled: RegexLike | None = None
         if len(source) > MAX_REGEX_LENGTH:
             problem = f"regular expression longer than {MAX_REGEX_LENGTH} characters"
-        elif _NESTED_QUANTIFIER.search(source):
-            problem = "nested quantifier (catastrophic backtracking risk) refused"
         else:
             try:
-                compiled = re.compile(source)
-            except re.error as exc:
-                problem = f"bad regular expression: {exc}"
+                compiled = re2.compile(source, options=_RE2_OPTIONS)
+            except re2.error as exc:
+                problem = f"not a regular expression RE2 accepts: {_re2_message(exc)}"
         if problem is not None:
             effect = "never matches" if allow else "matches every path"
             diags.append(Diagnostic(line, "error", "bad-regex", f"{problem}; this rule {effect}"))

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -214,7 +216,7 @@ def test_glob_class_and_question_mark() -> None:
     ("line", "code", "level"),
     [
         ("Disallow: /a/.*\\.cgi", "ambiguous-pattern", "warning"),
-        ("Disallow: ~ ([a-z]+)+x", "bad-regex", "error"),
+        ("Disallow: ~ (a)\\1", "bad-regex", "error"),
         ("Disallow: ~ [unclosed", "bad-regex", "error"),
         ("Disallow: *.html$", "ambiguous-pattern", "warning"),
         ("Request-rate: fast", "bad-rate", "error"),
@@ -262,6 +264,47 @@ def test_virtual_agent_modes_follow_the_core() -> None:
     assert robots.decide("/a/b", "geminibot", ["indexer"]).allowed
     assert not robots.decide("/a/b", "geminibot", ["indexer"], strict=True).allowed
     assert robots.decide("/robots.txt", "geminibot", ["indexer"], strict=True).allowed
+
+
+HOSTILE_RULES = [
+    "Disallow: ~ (a|a)*b",
+    "Disallow: ~ a*a*a*a*a*a*a*a*a*a*a*a*b",
+    "Disallow: ~ (a+)+b",
+    "Disallow: ~ (.*a){20}b",
+    "Allow: *a*a*a*a*a*a*a*a*a*a*a*a*b",
+]
+
+
+#: Decides one hostile 2.0 rule, and hostile 1.0 wildcards read inside a 2.0 file.
+HOSTILE_PROGRAM = """
+import sys
+from geminibot.policy.robots20 import parse_v2
+path = "/" + "a" * 5000
+v2 = parse_v2("User-agent: *\\nRobot-version: 2.0\\n" + sys.argv[1] + "\\n")
+v1 = parse_v2(
+    "User-agent: x\\nRobot-version: 2.0\\nDisallow: /x\\n\\n"
+    "User-agent: *\\nDisallow: /*a*a*a*a*a*a*a*a*a*a*a*a*b\\n"
+)
+print(v2.decide(path, "bot").allowed, v1.decide(path, "bot").allowed)
+"""
+
+
+@pytest.mark.parametrize("rule", HOSTILE_RULES)
+def test_hostile_patterns_cannot_stall_a_decision(rule: str) -> None:
+    """Each rule makes a backtracking matcher run for hours on this path. The decision is
+    made in a subprocess with a generous limit, so a regression fails instead of hanging."""
+    proc = subprocess.run(
+        [sys.executable, "-c", HOSTILE_PROGRAM, rule],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert proc.returncode == 0, proc.stderr
+    # No rule matches (the path has no 'b'): a Disallow leaves it allowed, and a 2.0 set
+    # with an Allow refuses what no Allow matches.
+    v2_allowed = rule.startswith("Disallow")
+    assert proc.stdout.split() == [str(v2_allowed), "True"]
 
 
 def test_hostile_input_never_raises() -> None:
