@@ -330,6 +330,16 @@ def _chunked(data: bytes) -> Iterator[bytes]:
         yield data[i : i + GENERATED_CHUNK]
 
 
+def bundled_capsules() -> Path | None:
+    """The capsules shipped with the project: ``capsules/`` beside the package in a source
+    checkout (and an editable install), ``capsule_server/capsules/`` in a wheel install."""
+    here = Path(__file__).resolve().parent
+    for candidate in (here.parent / "capsules", here / "capsules"):
+        if candidate.is_dir():
+            return candidate
+    return None
+
+
 def load_capsules(directory: Path) -> dict[str, Capsule]:
     """One Capsule per sub-folder whose name looks like a host name (contains a dot)."""
     capsules: dict[str, Capsule] = {}
