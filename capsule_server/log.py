@@ -32,10 +32,6 @@ class AccessRecord:
     request: str | None = None
     time: str = ""
 
-    @classmethod
-    def failure(cls, client: str, error: str, duration: float) -> AccessRecord:
-        return cls(client=client, error=error or None, duration=duration)
-
     def as_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {
             "time": self.time or now_iso(),

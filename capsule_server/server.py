@@ -116,7 +116,6 @@ class CapsuleServer:
         self.ssl_context = _context(cert_dir, FALLBACK_HOST)  # also used when there is no SNI
         self.ssl_context.sni_callback = self._choose_context
         self._accept_scope = trio.CancelScope()
-        self._handlers_scope = trio.CancelScope()
         self.port: int | None = None
 
     def _choose_context(
@@ -134,7 +133,6 @@ class CapsuleServer:
     ) -> None:
         """Accept on ``listeners`` until :meth:`shutdown`; then let connections finish."""
         async with trio.open_nursery() as handlers:
-            self._handlers_scope = handlers.cancel_scope
             with self._accept_scope:
                 async with trio.open_nursery() as acceptors:
                     for listener in listeners:
@@ -152,30 +150,28 @@ class CapsuleServer:
     async def _accept_loop(self, listener: trio.SocketListener, handlers: trio.Nursery) -> None:
         while True:
             try:
-                accepted, _ = await listener.socket.accept()
+                accepted, address = await listener.socket.accept()
             except OSError as exc:  # EMFILE and friends: back off instead of spinning
-                self._emit(AccessRecord.failure("", f"accept: {exc.strerror}", 0.0))
+                self._emit(AccessRecord("", error=f"accept: {exc.strerror}"))
                 await trio.sleep(0.1)
                 continue
             # From here on OpenSSL drives the socket itself (see capsule_server.tls).
             sock = socket.socket(
                 accepted.family, accepted.type, accepted.proto, fileno=accepted.detach()
             )
+            client = str(address[0]) if isinstance(address, tuple) else ""
             if self._open >= self.limits.max_open:
                 sock.close()
+                self._emit(AccessRecord(client, error="over the open connection limit"))
                 continue
             with suppress(OSError):
                 sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
             self._open += 1
-            handlers.start_soon(self._handle, sock)
+            handlers.start_soon(self._handle, sock, client)
 
-    async def _handle(self, sock: socket.socket) -> None:
+    async def _handle(self, sock: socket.socket, client: str) -> None:
         started = self._clock()
-        try:
-            client = str(sock.getpeername()[0])
-        except OSError:
-            client = ""
-        record = AccessRecord.failure(client, "", 0.0)
+        record = AccessRecord(client)
         try:
             record = await self._converse(sock, client)
         finally:
@@ -184,7 +180,7 @@ class CapsuleServer:
             self._emit(record)
 
     async def _converse(self, sock: socket.socket, client: str) -> AccessRecord:
-        record = AccessRecord.failure(client, "", 0.0)
+        record = AccessRecord(client)
         try:
             conn = TLSConnection(sock, self.ssl_context)
         except (ssl.SSLError, OSError) as exc:
