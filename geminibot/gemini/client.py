@@ -27,6 +27,7 @@ Only :class:`~geminibot.gemini.errors.GeminiError` subclasses leave :meth:`Gemin
 
 from __future__ import annotations
 
+import contextlib
 import ssl
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -71,8 +72,6 @@ DEFAULT_TOTAL_TIMEOUT = 60.0
 DEFAULT_MAX_BODY_SIZE = 16 * 1024 * 1024
 #: Most redirects followed in one fetch (the specification's limit).
 MAX_REDIRECTS = 5
-#: Seconds allowed for sending our close_notify before the socket is simply closed.
-CLOSE_TIMEOUT = 1.0
 _RECEIVE_SIZE = 65536
 
 ConnectTo = Mapping[str, tuple[str, int]] | Callable[[str, int], tuple[str, int]]
@@ -275,7 +274,6 @@ class GeminiClient:
                 raise HeaderTimeout(
                     f"no header from {url.authority} within {limits.header_timeout} s"
                 )
-            assert header is not None
             body, truncated = await _read_body(stream, reader, limits.idle_timeout)
         except BaseException:
             if stream is not None:
@@ -304,7 +302,7 @@ async def _receive(stream: trio.SSLStream[trio.SocketStream]) -> tuple[bytes, bo
 
 async def _read_header(
     stream: trio.SSLStream[trio.SocketStream], reader: ResponseReader
-) -> ResponseHeader | None:
+) -> ResponseHeader:
     while True:
         event = reader.next_event()
         if isinstance(event, ResponseHeader):
@@ -336,11 +334,6 @@ async def _read_body(
 
 
 async def _close(stream: trio.SSLStream[trio.SocketStream]) -> None:
-    """Send our close_notify if the peer lets us within CLOSE_TIMEOUT, then close."""
-    with trio.move_on_after(CLOSE_TIMEOUT):
-        try:
-            await stream.aclose()
-            return
-        except (trio.BrokenResourceError, trio.ClosedResourceError):
-            pass
-    await trio.aclose_forcefully(stream)
+    """Send our close_notify (one small write, bounded by the total deadline) and close."""
+    with contextlib.suppress(trio.BrokenResourceError):  # the peer has gone: closed anyway
+        await stream.aclose()

@@ -127,7 +127,8 @@ def parse_request(line: bytes) -> GeminiURL:
     """Validate a request line as a server receives it and return its normalised URL.
 
     ``line`` may end with CR LF or not. Checks, each with its own error: at most
-    :data:`MAX_REQUEST_BYTES` bytes, no byte order mark, UTF-8, no control characters,
+    :data:`MAX_REQUEST_BYTES` bytes, no byte order mark, UTF-8, no control characters
+    (a space inside the URL is tolerated and percent-encoded, as is non-ASCII),
     absolute, scheme ``gemini`` (:class:`UnsupportedScheme`; a server answers 53), a host,
     no userinfo, no fragment. The returned path is still percent-encoded and has no dot
     segments; decode it only after that (``%2F`` decodes to ``/``).

@@ -34,18 +34,17 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from functools import lru_cache
-from typing import Literal
+from typing import Literal, Protocol, TypeVar
 
 from geminibot.policy.diagnostics import Diagnostic
 from geminibot.policy.paths import path_of
-from geminibot.policy.textlines import numbered_lines, pattern_text
+from geminibot.policy.robots import MAX_ROBOTS_BYTES
+from geminibot.policy.textlines import numbered_lines, pattern_text, whole_lines_within
 
 REGEX_PREFIX = "~"
 #: Longest regular expression accepted in a rule; longer ones are an error (and ignored
 #: for an allow, match-everything for a disallow).
 MAX_REGEX_LENGTH = 256
-#: Only the first this many lines of a file are read (about the RFC 9309 500 KiB floor).
-MAX_LINES = 50_000
 
 MatchKind = Literal["general", "explicit", "glob", "regex"]
 SetKind = Literal["1.0", "2.0", "ignored"]
@@ -106,6 +105,27 @@ def rfc_match_length(pattern: str, path: str) -> int:
     if pattern == "":
         return -1
     return len(pattern) if _rfc_regex(pattern).match(path) else -1
+
+
+class PatternRule(Protocol):
+    @property
+    def allow(self) -> bool: ...
+    @property
+    def pattern(self) -> str: ...
+
+
+R = TypeVar("R", bound=PatternRule)
+
+
+def longest_match(rules: Iterable[R], path: str) -> R | None:
+    """The RFC 9309 deciding rule: the longest matching pattern, allow winning a tie."""
+    best: R | None = None
+    best_len = -1
+    for rule in rules:
+        n = rfc_match_length(rule.pattern, path)
+        if n >= 0 and (n > best_len or (n == best_len and rule.allow)):
+            best, best_len = rule, n
+    return best
 
 
 @dataclass(frozen=True, slots=True)
@@ -221,6 +241,9 @@ class AppliedSets:
 class V2File:
     sets: tuple[RuleSet, ...]
     diagnostics: tuple[Diagnostic, ...]
+    _selected: dict[tuple[str, tuple[str, ...], bool], tuple[AppliedSets, ...]] = field(
+        default_factory=dict, repr=False, compare=False
+    )
 
     @property
     def has_version_lines(self) -> bool:
@@ -231,6 +254,15 @@ class V2File:
         self, agent: str, virtual_agents: Iterable[str] = (), strict: bool = False
     ) -> tuple[AppliedSets, ...]:
         """The rule sets that apply to a bot, grouped by the token that selected them."""
+        key = (agent.lower(), tuple(virtual_agents), strict)
+        found = self._selected.get(key)
+        if found is None:
+            found = self._selected[key] = self._select(agent, key[1], strict)
+        return found
+
+    def _select(
+        self, agent: str, virtual_agents: tuple[str, ...], strict: bool
+    ) -> tuple[AppliedSets, ...]:
         usable = [s for s in self.sets if s.kind != "ignored"]
 
         def named(token: str) -> tuple[RuleSet, ...]:
@@ -341,12 +373,7 @@ def _judge(applied: AppliedSets, path: str, at: datetime | None) -> list[SetDeci
 
 
 def _decide_10(rules: list[V2Rule], path: str) -> tuple[bool, V2Rule | None, str]:
-    best: V2Rule | None = None
-    best_len = -1
-    for rule in rules:
-        n = rfc_match_length(rule.pattern, path)
-        if n >= 0 and (n > best_len or (n == best_len and rule.allow)):
-            best, best_len = rule, n
+    best = longest_match(rules, path)
     if best is None:
         return True, None, "no rule matches (1.0 set): allowed"
     verdict = "allowed" if best.allow else "disallowed"
@@ -378,14 +405,9 @@ def parse_v2(data: bytes | str) -> V2File:
     diags: list[Diagnostic] = []
     sets: list[RuleSet] = []
     builder: _SetBuilder | None = None
+    # The robots.txt engine reports the size cut; read the same whole lines as it does.
+    data, _ = whole_lines_within(data, MAX_ROBOTS_BYTES)
     lines = numbered_lines(data)
-    if len(lines) > MAX_LINES:
-        diags.append(
-            Diagnostic(
-                MAX_LINES + 1, "warning", "too-long", f"only the first {MAX_LINES} lines are read"
-            )
-        )
-        lines = lines[:MAX_LINES]
     for number, raw in lines:
         text, hash_in_value = strip_comment(raw)
         text = text.strip()
@@ -677,6 +699,16 @@ def make_rule(
             )
         )
     if not _GLOB_CHARS.intersection(pattern):
+        if pattern.endswith("/"):
+            diags.append(
+                Diagnostic(
+                    line,
+                    "warning",
+                    "explicit-directory",
+                    f"in a 2.0 set {pattern!r} matches that exact path only, nothing below it; "
+                    f"write '{pattern}*' for everything below",
+                )
+            )
         return V2Rule(line, allow, pattern, "explicit")
     regex = re.compile(fnmatch.translate(pattern), re.DOTALL)
     return V2Rule(

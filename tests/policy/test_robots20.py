@@ -11,34 +11,11 @@ from geminibot.policy.robots20 import REGEX_PREFIX, Window, parse_v2, strip_comm
 
 FROMMITZ = (Path(__file__).parent / "data" / "frommitz-robots.txt").read_text()
 
-#: The site structure listed in the document (blackhole/info/ holds the last five pages).
-PAGES = (
-    "/index.html",
-    "/images/index.html",
-    "/images/fromlogo.jpg",
-    "/images/navbar.jpg",
-    "/images/blueball.gif",
-    "/images/redball.gif",
-    "/images/usamap.gif",
-    "/images/portrait.jpg",
-    "/products.html",
-    "/order.html",
-    "/order.shtml",
-    "/order.cgi",
-    "/blackhole/index.html",
-    "/blackhole/info98.html",
-    "/blackhole/info98.shtml",
-    "/blackhole/info99.html",
-    "/blackhole/info99.gif",
-    "/blackhole/info8.html",
-    "/blackhole/page3.html",
-    "/blackhole/info/index.html",
-    "/blackhole/info/page1.html",
-    "/blackhole/info/page2.shtml",
-    "/blackhole/info/page4.html",
-    "/blackhole/info/thankyou.html",
-    "/overview.html",
-    "/thankyou.html",
+#: The site structure listed in the document, one page a line.
+PAGES = tuple(
+    line
+    for line in (Path(__file__).parent / "data" / "frommitz-pages.txt").read_text().splitlines()
+    if line.startswith("/")
 )
 
 # fredsbot, pandabot, chives (1.0): nothing under /images or /blackhole, no order.shtml/.cgi.
@@ -244,6 +221,8 @@ def test_glob_class_and_question_mark() -> None:
         ("Request-rate: 0/5m", "bad-rate", "error"),
         ("Visit-time: 2500-0100", "bad-visit-time", "error"),
         ("Robot-version: 2.0", "repeated-version", "error"),
+        ("Disallow: /", "explicit-directory", "warning"),
+        ("Disallow: /images/", "explicit-directory", "warning"),
     ],
 )
 def test_lint_finds_planted_error_on_its_line(line: str, code: str, level: str) -> None:
@@ -286,6 +265,10 @@ def test_virtual_agent_modes_follow_the_core() -> None:
 
 
 def test_hostile_input_never_raises() -> None:
-    junk = b"\xff\xfe\x00User-agent: \x00\nRobot-version: \xff\nDisallow: ~ " + b"(" * 300 + b"\n"
+    junk = b"\xff\xfe\x00\nUser-agent: j\x00\nRobot-version: 2.0\nDisallow: ~ " + b"(" * 300 + b"\n"
     robots = parse_v2(junk)
-    assert robots.decide("/x", "anything").allowed in (True, False)
+    assert [(d.line, d.code) for d in robots.diagnostics] == [
+        (1, "unknown-field"),
+        (4, "bad-regex"),
+    ]
+    assert not robots.decide("/x", "j").allowed  # the broken disallow fails safe
