@@ -32,7 +32,7 @@ import trio
 
 from capsule_server.certs import FALLBACK_HOST, ensure_certificate
 from capsule_server.files import Capsule, Resolution
-from capsule_server.log import AccessRecord
+from capsule_server.log import AccessRecord, now_iso
 from capsule_server.ratelimit import RateLimiter
 from capsule_server.tls import TLSConnection
 from geminibot.gemini.errors import InvalidURL, UnsupportedScheme
@@ -170,11 +170,12 @@ class CapsuleServer:
             handlers.start_soon(self._handle, sock, client)
 
     async def _handle(self, sock: socket.socket, client: str) -> None:
-        started = self._clock()
+        started, accepted_at = self._clock(), now_iso()
         record = AccessRecord(client)
         try:
             record = await self._converse(sock, client)
         finally:
+            record.time = accepted_at
             self._open -= 1
             record.duration = self._clock() - started
             self._emit(record)
