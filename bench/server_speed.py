@@ -34,8 +34,9 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from capsule_server.certs import ensure_certificate  # noqa: E402
-from capsule_server.testing import client_context  # noqa: E402
+from capsule_server.testing import open_tls  # noqa: E402
 from capsule_server.tls import TLSConnection  # noqa: E402
+from geminibot.gemini.client import make_ssl_context  # noqa: E402
 
 HOST = "va-groups.test"
 PAGE = "/"
@@ -84,7 +85,7 @@ async def _worker(port: int, stop_at: float, counts: list[int]) -> None:
     TLS runs over OpenSSL's socket BIO (capsule_server.tls), so that the generator costs as
     little CPU as it can: on a small machine it shares the cores with the server it drives.
     """
-    ctx = client_context()
+    ctx = make_ssl_context()
     request = f"gemini://{HOST}{PAGE}\r\n".encode()
     while trio.current_time() < stop_at:
         conn = None
@@ -128,16 +129,13 @@ def run_load(pool: multiprocessing.pool.Pool, port: int, concurrency: int) -> tu
 
 
 async def _hold_idle(port: int, n: int, measure: object) -> int:
-    ctx = client_context()
+    ctx = make_ssl_context()
     held = []
     opened = 0
     with trio.move_on_after(60):
         for _ in range(n):
             try:
-                tls = trio.SSLStream(
-                    await trio.open_tcp_stream("127.0.0.1", port), ctx, server_hostname=HOST
-                )
-                await tls.do_handshake()
+                tls = await open_tls(port, HOST, context=ctx)
                 held.append(tls)
                 opened += 1
             except (OSError, ssl.SSLError, trio.BrokenResourceError):
