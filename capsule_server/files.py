@@ -6,8 +6,9 @@ is a thin loop around :meth:`Capsule.resolve`.
 Safety: nothing outside the capsule folder is ever served. A path is split on ``/`` *before*
 percent-decoding, and a segment is refused (51) if, decoded, it is ``.`` or ``..``, starts
 with ``.`` (hidden files), contains ``/``, ``\\``, a NUL or another control character, or is
-not UTF-8. The joined path is then resolved with symbolic links followed and must still lie
-inside the capsule's resolved folder, so a link that leaves the folder is refused as well.
+not UTF-8. The path is then walked from the capsule's resolved folder with ``lstat``; if a
+symbolic link is met, the whole path is resolved with links followed and must still lie
+inside that folder, so a link that leaves the folder is refused as well.
 
 A capsule folder may hold ``serve.toml`` to describe what a static folder cannot: special
 responses (41, 44, a redirect), per-path MIME types, generated bodies (an oversized

@@ -7,12 +7,14 @@ One connection carries one request. The flow of a connection:
    named, or the ``localhost`` fallback certificate for a missing or unknown name.
 3. Read the request line within ``Limits.header_timeout`` (slowloris): more than 1024 bytes
    before CRLF gives 59, the timeout closes the connection.
-4. More than ``Limits.max_connections`` being served, or the client address over its rate
-   (a token bucket of ``Limits.rate_burst`` requests refilled at ``Limits.rate_per_second``):
-   ``44 SECONDS``.
-5. Validation (:func:`geminibot.gemini.urls.parse_request`, plus the CRLF): 59 malformed,
-   53 another scheme, a host not served, or a host other than the SNI name.
-6. :meth:`Capsule.resolve`: a file, a generated body, a special response, or 51.
+4. Validation (:func:`geminibot.gemini.urls.parse_request`, plus the CRLF): 59 malformed,
+   53 another scheme.
+5. The client address over its rate (a token bucket of ``Limits.rate_burst`` requests
+   refilled at ``Limits.rate_per_second``), or more than ``Limits.max_connections``
+   connections open: ``44 SECONDS``.
+6. 53 for a host not served, or a host other than the SNI name.
+7. :meth:`Capsule.resolve`: a file, a generated body, a special response, or 51; sent within
+   ``Limits.send_timeout``, then TLS close_notify.
 
 Every connection that got as far as TCP gives one access-log record (:mod:`capsule_server.log`).
 """
