@@ -21,8 +21,8 @@ demo: $(STAMP)
 	$(BIN)/python -m geminibot.demo
 
 lint: $(STAMP)
-	$(BIN)/ruff check geminibot capsule_server tests bench
-	$(BIN)/ruff format --check geminibot capsule_server tests bench
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
 
 typecheck: $(STAMP)
 	$(BIN)/mypy

@@ -9,6 +9,7 @@ from collections.abc import Sequence
 from geminibot import __version__
 from geminibot.cliutil import EXIT_USAGE, CommandError
 from geminibot.crawl import cli as crawl_cli
+from geminibot.gemini import cli as gemini_cli
 from geminibot.policy import cli as policy_cli
 
 
@@ -23,6 +24,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"geminibot {__version__}")
     commands = parser.add_subparsers(title="commands", metavar="COMMAND")
     policy_cli.register(commands)
+    gemini_cli.register(commands)
     crawl_cli.register(commands)
     return parser
 

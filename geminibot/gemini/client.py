@@ -344,14 +344,3 @@ async def _close(stream: trio.SSLStream[trio.SocketStream]) -> None:
         except (trio.BrokenResourceError, trio.ClosedResourceError):
             pass
     await trio.aclose_forcefully(stream)
-
-
-_default_client: GeminiClient | None = None
-
-
-async def fetch(url: str | GeminiURL, *, follow_redirects: bool = True) -> Response:
-    """Fetch with a shared default client (in-memory pins, default limits)."""
-    global _default_client  # noqa: PLW0603 - one lazily built client per process
-    if _default_client is None:
-        _default_client = GeminiClient()
-    return await _default_client.fetch(url, follow_redirects=follow_redirects)

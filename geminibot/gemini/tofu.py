@@ -63,8 +63,9 @@ class MemoryKnownHosts:
 class FileKnownHosts(MemoryKnownHosts):
     """Pins in a text file, one ``host port fingerprint`` per line; ``#`` starts a comment.
 
-    The file is read once when the store is made (a missing file is an empty store;
-    malformed lines are skipped) and rewritten atomically on every change.
+    The file is read once when the store is made (a missing file is an empty store,
+    malformed lines are skipped, an unreadable file raises OSError) and rewritten
+    atomically on every change.
     """
 
     def __init__(self, path: str | os.PathLike[str]) -> None:
@@ -80,18 +81,22 @@ class FileKnownHosts(MemoryKnownHosts):
                 self.pins[(fields[0], int(fields[1]))] = fields[2]
 
     def put(self, host: str, port: int, fingerprint: str) -> None:
+        """Pin, then rewrite the file; if it cannot be written, log a warning and keep
+        the pin in memory (fetching goes on)."""
         super().put(host, port, fingerprint)
         lines = [f"{h} {p} {fp}\n" for (h, p), fp in sorted(self.pins.items())]
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=self.path.parent, prefix=".known_hosts.")
+        tmp: str | None = None
         try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            fd, tmp = tempfile.mkstemp(dir=self.path.parent, prefix=".known_hosts.")
             with os.fdopen(fd, "w", encoding="utf-8") as fh:
                 fh.write("# geminibot known hosts: host port sha256-fingerprint\n")
                 fh.writelines(lines)
             os.replace(tmp, self.path)
-        except BaseException:
-            Path(tmp).unlink(missing_ok=True)
-            raise
+        except OSError as exc:
+            log.warning("cannot write known hosts file %s: %s", self.path, exc)
+            if tmp is not None:
+                Path(tmp).unlink(missing_ok=True)
 
 
 def check_pin(

@@ -54,36 +54,50 @@ def normalise_path(path: str) -> str:
     return path
 
 
+_PATH_START = re.compile(r"[/?;]")
+#: scheme://authority then the path (up to a fragment): the common absolute URL.
+_ABSOLUTE = re.compile(r"[A-Za-z0-9]+://[^/?;#]*([^#]*)")
+
+
 def path_of(url: str) -> str:
     """The normalised path, params and query of ``url``; always starts with ``/``.
 
     ``url`` may be absolute (``gemini://host/p?q``, ``https://host/p``), scheme-relative
     (``//host/p``) or a bare path (``/p?q``). Something with no path at all gives ``/``.
     """
-    search_start = 2 if url.startswith("//") else 0
-    early_path = _find_first_of(url, search_start)
-    protocol_end = url.find("://", search_start)
-    if protocol_end == -1 or (early_path != -1 and early_path < protocol_end):
-        protocol_end = search_start
+    absolute = _ABSOLUTE.match(url)
+    if absolute is not None:
+        path = absolute.group(1)
+    elif url[:1] == "/" and url[1:2] != "/":
+        hash_pos = url.find("#")
+        path = url if hash_pos == -1 else url[:hash_pos]
     else:
-        protocol_end += 3
-    path_start = _find_first_of(url, protocol_end)
-    if path_start == -1:
-        return "/"
-    hash_pos = url.find("#", search_start)
-    if hash_pos != -1 and hash_pos < path_start:
-        return "/"
-    path = url[path_start:] if hash_pos == -1 else url[path_start:hash_pos]
-    if not path.startswith("/"):
+        path = _general_path(url)
+    if path[:1] != "/":
         path = "/" + path
+    if path.isascii() and "%" not in path:
+        return path
     return normalise_path(path)
 
 
-def _find_first_of(s: str, start: int) -> int:
-    """Index of the first of ``/``, ``?`` or ``;`` at or after ``start``, or -1."""
-    best = -1
-    for ch in "/?;":
-        i = s.find(ch, start)
-        if i != -1 and (best == -1 or i < best):
-            best = i
-    return best
+def _general_path(url: str) -> str:
+    """Google's ``GetPathParamsQuery`` for the forms the fast paths above do not take."""
+    found = _PATH_START.search(url, _authority_start(url))
+    if found is None:
+        return "/"
+    hash_pos = url.find("#")
+    if hash_pos == -1:
+        return url[found.start() :]
+    if hash_pos < found.start():
+        return "/"
+    return url[found.start() : hash_pos]
+
+
+def _authority_start(url: str) -> int:
+    """Where to look for the path, as Google's ``GetPathParamsQuery`` decides it."""
+    search_start = 2 if url.startswith("//") else 0
+    early = _PATH_START.search(url, search_start)
+    protocol_end = url.find("://", search_start)
+    if protocol_end == -1 or (early is not None and early.start() < protocol_end):
+        return search_start
+    return protocol_end + 3

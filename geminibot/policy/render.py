@@ -346,7 +346,7 @@ def _record_lines(rule_set: RuleSet) -> list[str]:
     if not rule_set.fallback_allow and not has_root:
         lines.append("Disallow: /")
     if not lines:
-        lines.append("Disallow:")
+        lines.append("Allow: /")
     return lines
 
 

@@ -4,7 +4,8 @@ Parsing follows Google's open-source reference parser line for line (see docs/po
 for the list): lines end at CR, LF or CRLF; a UTF-8 byte order mark (or a prefix of one)
 is skipped; ``#`` starts a comment anywhere; keys are matched by case-insensitive prefix,
 with Google's accepted typos; a missing ``:`` is accepted when the line has exactly two
-words; a ``User-agent`` line after any other key:value line starts a new group; product
+words; a ``User-agent`` line after an Allow or Disallow line starts a new group (other
+lines, such as Sitemap or Crawl-delay, do not end a group); product
 tokens are the leading run of ``[A-Za-z_-]`` of the value; ``*`` matches any run of
 characters and a final ``$`` anchors; the longest matching pattern wins and an allow wins
 a tie. Two intended differences: ``/robots.txt`` is always allowed, and the URL is
@@ -163,20 +164,103 @@ class Decision:
 # --------------------------------------------------------------------------------------
 
 
+#: A bucket with more wildcard rules than this gets a trigram index (see _Bucket).
+_INDEX_AT = 8
+_GRAM = 3
+
+_Entry = tuple[int, int, Rule, tuple[str, ...] | None, bool]
+
+
+class _Bucket:
+    """The rules that share one literal head, sorted best first (longer, then allow).
+
+    Plain literal rules need no work once the head matched: the best non-anchored one
+    matches any path here, the best anchored one only the head itself. Wildcard rules are
+    tried best first and the first match decides. When a bucket holds many wildcard rules
+    (``Disallow: /*.pdf$``, ``Disallow: /*?session=`` ...), each is filed under the least
+    common three-character piece of its later segments, which must occur in any path it
+    matches; a path then tries only the rules whose piece it contains.
+    """
+
+    __slots__ = ("always", "exact", "grams", "plain", "simple", "top", "wild")
+
+    def __init__(self, entries: list[_Entry]) -> None:
+        entries.sort(key=lambda e: (e[0], e[1], e[2].line))
+        self.top = (entries[0][0], entries[0][1])
+        self.plain = next((e for e in entries if e[3] is None and not e[4]), None)
+        self.exact = next((e for e in entries if e[3] is None and e[4]), None)
+        self.wild = [e for e in entries if e[3] is not None]
+        #: The deciding rule when the best entry is a plain prefix (it always matches here).
+        self.simple = entries[0][2] if entries[0][3] is None and not entries[0][4] else None
+        self.grams: dict[str, list[int]] | None = None
+        self.always: list[int] = []
+        if len(self.wild) > _INDEX_AT:
+            self._index()
+
+    def _index(self) -> None:
+        pieces: list[set[str]] = []
+        frequency: dict[str, int] = {}
+        for entry in self.wild:
+            segments = entry[3] or ()
+            grams = {
+                seg[i : i + _GRAM] for seg in segments[1:] for i in range(len(seg) - _GRAM + 1)
+            }
+            pieces.append(grams)
+            for gram in grams:
+                frequency[gram] = frequency.get(gram, 0) + 1
+        index: dict[str, list[int]] = {}
+        for position, grams in enumerate(pieces):
+            if grams:
+                rarest = min(grams, key=lambda g: (frequency[g], g))
+                index.setdefault(rarest, []).append(position)
+            else:
+                self.always.append(position)
+        self.grams = index
+
+    def best(self, path: str, head_length: int, bound: tuple[int, int] | None) -> _Entry | None:
+        """The best entry matching ``path`` that beats ``bound``, or None."""
+        found: _Entry | None = None
+        for entry in (self.plain, self.exact):
+            if entry is None or (bound is not None and (entry[0], entry[1]) >= bound):
+                continue
+            if entry[4] and len(path) != head_length:
+                continue
+            found, bound = entry, (entry[0], entry[1])
+        if self.grams is None:
+            candidates: Iterable[int] = range(len(self.wild))
+        else:
+            grams = self.grams
+            chosen = set(self.always)
+            for i in range(head_length, len(path) - _GRAM + 1):
+                hit = grams.get(path[i : i + _GRAM])
+                if hit is not None:
+                    chosen.update(hit)
+            candidates = sorted(chosen)
+        wild = self.wild
+        for position in candidates:
+            entry = wild[position]
+            if bound is not None and (entry[0], entry[1]) >= bound:
+                break
+            if _match_segments(path, head_length, entry[3] or ("",), entry[4]):
+                return entry
+        return found
+
+
 class _Matcher:
     """Longest-match evaluation of a merged rule list, indexed by each pattern's literal head.
 
-    A pattern is split at ``*`` into literal segments; the first segment must be a prefix
-    of the path, so rules are bucketed by it and only buckets whose key is a prefix of the
-    path are looked at. Wildcard segments are found left-most-first with ``str.find``,
-    which is exact for ``*``-only patterns and linear in the path: no regular expressions,
-    so a hostile pattern cannot make matching slow.
+    A pattern is split at ``*`` into literal segments; the first segment (the head) must be
+    a prefix of the path, so rules are bucketed by it and only buckets whose head is a
+    prefix of the path are looked at (one ``str.startswith`` over all heads rejects most
+    paths outright). Later segments are found left-most first with ``str.find``, which is
+    exact for ``*``-only patterns and linear in the path: no regular expressions, so a
+    hostile pattern cannot make matching slow.
     """
 
-    __slots__ = ("_buckets", "_lengths")
+    __slots__ = ("_buckets", "_heads", "_lengths")
 
     def __init__(self, rules: Iterable[Rule]) -> None:
-        buckets: dict[str, list[tuple[int, int, Rule, tuple[str, ...] | None, bool]]] = {}
+        grouped: dict[str, list[_Entry]] = {}
         for rule in rules:
             pattern = rule.pattern
             if not pattern:
@@ -185,37 +269,32 @@ class _Matcher:
             body = pattern[:-1] if anchored else pattern
             segments = tuple(body.split("*")) if "*" in body else None
             head = segments[0] if segments is not None else body
-            # Sort key: longer first, and allow before disallow on a tie.
             entry = (-len(pattern), 0 if rule.allow else 1, rule, segments, anchored)
-            buckets.setdefault(head, []).append(entry)
-        for entries in buckets.values():
-            entries.sort(key=lambda e: (e[0], e[1], e[2].line))
-        self._buckets = buckets
-        self._lengths = sorted({len(k) for k in buckets})
+            grouped.setdefault(head, []).append(entry)
+        self._buckets = {head: _Bucket(entries) for head, entries in grouped.items()}
+        self._heads = tuple(grouped)
+        self._lengths = sorted({len(k) for k in grouped})
 
     def best(self, path: str) -> Rule | None:
         """The rule that decides ``path`` (longest pattern, allow on ties), or None."""
-        best_key: tuple[int, int] | None = None
+        if not path.startswith(self._heads):
+            return None
+        bound: tuple[int, int] | None = None
         best: Rule | None = None
-        n = len(path)
         buckets = self._buckets
+        n = len(path)
         for length in self._lengths:
             if length > n:
                 break
-            entries = buckets.get(path[:length])
-            if entries is None:
+            bucket = buckets.get(path[:length])
+            if bucket is None or (bound is not None and bucket.top >= bound):
                 continue
-            for neg_len, kind, rule, segments, anchored in entries:
-                if best_key is not None and (neg_len, kind) >= best_key:
-                    break  # Entries are sorted: nothing further here can do better.
-                if segments is None:
-                    matched = not anchored or n == length
-                else:
-                    matched = _match_segments(path, length, segments, anchored)
-                if matched:
-                    best_key = (neg_len, kind)
-                    best = rule
-                    break
+            if bucket.simple is not None:
+                bound, best = bucket.top, bucket.simple
+                continue
+            entry = bucket.best(path, length, bound)
+            if entry is not None:
+                bound, best = (entry[0], entry[1]), entry[2]
         return best
 
 
@@ -366,12 +445,21 @@ class RobotsFile:
     def _plan(
         self, agent: str, virtual_agents: Iterable[str], strict: bool
     ) -> tuple[_PlanEntry, ...]:
+        # Cached under the caller's own key when it is hashable and stable (a tuple), so
+        # the common call costs one dict lookup; else under the normalised key.
+        stable = isinstance(virtual_agents, tuple)
+        if isinstance(virtual_agents, tuple):
+            plan = self._plans.get((agent, virtual_agents, strict))
+            if plan is not None:
+                return plan
         vas = tuple(virtual_agents)
         key = (agent.lower(), vas, strict)
         plan = self._plans.get(key)
         if plan is None:
             plan = self._build_plan(key[0], vas, strict)
             self._plans[key] = plan
+        if stable:
+            self._plans[(agent, vas, strict)] = plan
         return plan
 
     def _build_plan(self, agent: str, vas: tuple[str, ...], strict: bool) -> tuple[_PlanEntry, ...]:
@@ -452,7 +540,8 @@ class _Collector:
         self._rules: list[Rule] = []
         self._delay: float | None = None
         self._open = False  # a group is being filled
-        self._separator = False  # a non-User-agent line was seen since the last User-agent
+        self._separator = False  # an Allow/Disallow line was seen since the last User-agent
+        self._between: tuple[int, str] | None = None  # another line between User-agent lines
 
     def note(self, line: int, level: Level, code: str, message: str) -> None:
         self.diagnostics.append(Diagnostic(line, level, code, message))
@@ -471,9 +560,24 @@ class _Collector:
         self._agents, self._rules, self._delay = [], [], None
         self._open = False
 
+    def _note_joining(self, line: int, what: str) -> None:
+        """Remember a non-rule line between User-agent lines: it does not end the group."""
+        if self._open and not self._separator and self._between is None:
+            self._between = (line, what)
+
     def user_agent(self, line: int, raw: bytes) -> None:
         if self._open and self._separator:
             self.close_group()
+        elif self._open and self._between is not None:
+            where, what = self._between
+            self.note(
+                where,
+                "warning",
+                "group-not-closed",
+                f"{what} does not end a group: the User-agent lines before it and line {line} "
+                "share the rules that follow (as in Google's parser); add the rules in between",
+            )
+        self._between = None
         self._open = True
         self._separator = False
         value = _decode(raw)
@@ -530,7 +634,7 @@ class _Collector:
                 self._rules.append(Rule(line, True, derived, derived_from=pattern))
 
     def other(self, line: int, key: bytes, raw: bytes) -> None:
-        self._separator = True
+        self._note_joining(line, "'" + _decode(key) + "'")
         lowered = key.lower()
         if lowered == b"crawl-delay":
             self._crawl_delay(line, raw)
@@ -567,7 +671,7 @@ class _Collector:
             self._delay = delay if self._delay is None else max(self._delay, delay)
 
     def sitemap(self, line: int, raw: bytes) -> None:
-        self._separator = True
+        self._note_joining(line, "Sitemap")
         url = _decode(raw)
         if "://" not in url:
             self.note(

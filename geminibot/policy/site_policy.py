@@ -19,6 +19,7 @@ Time is always a parameter: nothing here reads a clock.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime
@@ -45,6 +46,7 @@ from geminibot.policy.robots2 import (
     resolve_chain,
 )
 from geminibot.policy.robots20 import V2File, parse_v2
+from geminibot.policy.textlines import numbered_lines
 
 Protocol = Literal["gemini", "http"]
 #: The floor of the rule of thumb when no file sets a pace (seconds).
@@ -191,7 +193,7 @@ class SitePolicy:
         robots2: Fetched | None = None,
         agents: Fetched | None = None,
         *,
-        robots2_url: str = "/robots2.txt",
+        robots2_url: str = ROBOTS2,
         chain_fetch: ChainFetch | None = None,
     ) -> SitePolicy:
         """From the fetch results of the files (None: not fetched, nothing known)."""
@@ -278,11 +280,7 @@ class SitePolicy:
         if v2 is not None and v2.has_version_lines:
             d2 = v2.decide(url, bot.token, bot.virtual_agents, bot.strict, at)
             for s in d2.sets:
-                line = (
-                    s.rule.line
-                    if s.rule
-                    else (s.rule_set.agent_lines[0] if s.rule_set.agent_lines else 0)
-                )
+                line = s.line
                 out.append(
                     Reason(
                         ROBOTS,
@@ -410,3 +408,31 @@ class SitePolicy:
 
     def usage_map(self, bot: Bot) -> Mapping[str, str | None]:
         return {u.directive: u.value for u in self.usage(bot)}
+
+
+Dialect = Literal["robots", "robots2", "agents"]
+DIALECT_FILES: dict[Dialect, str] = {"robots": ROBOTS, "robots2": ROBOTS2, "agents": AGENTS}
+_AGENTS_HASH_LINE = re.compile(r"\*[0-9a-fA-F]{64}\s*")
+_ROBOTS2_LINE = re.compile(
+    r"\s*(\[\s*agent\s*:|(crawl|read|summari[sz]e|quote|derivative|train|store|compete|"
+    r"personali[sz]e|moneti[sz]e|attribution|link-back|rate|announce|honest|report-to|chain)\s*:)",
+    re.IGNORECASE,
+)
+
+
+def detect_dialect(name: str, data: bytes | str) -> Dialect:
+    """Which policy dialect a file is: by its name first, else by its content."""
+    base = name.replace("\\", "/").rsplit("/", 1)[-1].lower()
+    if "robots2" in base:
+        return "robots2"
+    if "agents" in base:
+        return "agents"
+    if "robots" in base:
+        return "robots"
+    lines = [t for _, t in numbered_lines(data)]
+    content = [t for t in lines if t.strip() and not t.startswith("#")]
+    if content and _AGENTS_HASH_LINE.fullmatch(content[0]):
+        return "agents"
+    if any(_ROBOTS2_LINE.match(t) for t in content):
+        return "robots2"
+    return "robots"

@@ -1,0 +1,57 @@
+"""Trust on first use: the pin policy and the known-hosts file."""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+
+import pytest
+
+from geminibot.cli import main
+from geminibot.gemini.errors import CertificateChanged
+from geminibot.gemini.tofu import FileKnownHosts, MemoryKnownHosts, Trust, check_pin, fingerprint
+
+
+def test_policy_default_and_strict(caplog: pytest.LogCaptureFixture) -> None:
+    store = MemoryKnownHosts()
+    assert check_pin(store, "h", 1965, "A") == (Trust.NEW, None)
+    assert check_pin(store, "h", 1965, "A") == (Trust.TRUSTED, "A")
+    assert check_pin(store, "h", 1966, "B") == (Trust.NEW, None)  # per port
+    with pytest.raises(CertificateChanged):
+        check_pin(store, "h", 1965, "B", strict=True)
+    assert store.get("h", 1965) == "A"
+    with caplog.at_level(logging.WARNING, logger="geminibot.gemini"):
+        assert check_pin(store, "h", 1965, "B") == (Trust.CHANGED, "A")
+    assert "changed" in caplog.text
+    assert store.get("h", 1965) == "B"
+
+
+def test_fingerprint_format() -> None:
+    fp = fingerprint(b"")
+    assert fp.startswith("E3:B0:C4:42")
+    assert len(fp) == 32 * 3 - 1
+
+
+def test_file_store_round_trip_and_junk(tmp_path: Path) -> None:
+    path = tmp_path / "kh"
+    path.write_text("# comment\nh.test 1965 AA:BB\ngarbage line\nx notaport CC\n\xff\n")
+    store = FileKnownHosts(path)
+    assert store.pins == {("h.test", 1965): "AA:BB"}
+    store.put("::1", 1970, "DD")
+    assert FileKnownHosts(path).pins == {("h.test", 1965): "AA:BB", ("::1", 1970): "DD"}
+    assert FileKnownHosts(tmp_path / "missing").pins == {}
+
+
+def test_unwritable_file_keeps_the_pin_in_memory(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    store = FileKnownHosts(tmp_path / "sub" / "kh")
+    (tmp_path / "sub").write_text("a file where the folder should be")
+    with caplog.at_level(logging.WARNING, logger="geminibot.gemini"):
+        store.put("h", 1965, "AA")
+    assert store.get("h", 1965) == "AA"
+    assert "cannot write" in caplog.text
+
+
+def test_cli_rejects_an_unreadable_known_hosts_file(tmp_path: Path) -> None:
+    assert main(["fetch", "gemini://h.test/", "--known-hosts", str(tmp_path)]) == 2

@@ -1,0 +1,83 @@
+"""Run jetforce (a real Gemini server from PyPI) on loopback in a subprocess.
+
+Used by the interoperability tests and by ``bench/client_speed.py`` (importable as
+``jetforce_peer`` once ``tests/`` is on ``sys.path``).
+"""
+
+from __future__ import annotations
+
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+from certs import cert_pair
+
+#: Seconds to wait for jetforce to accept connections.
+STARTUP_TIMEOUT = 20.0
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+        return port
+
+
+@contextmanager
+def running_jetforce(root: Path, hostname: str = "localhost") -> Iterator[int]:
+    """Serve ``root`` as ``hostname`` on 127.0.0.1; yields the port. The certificate is
+    ``certs.cert_pair(hostname)``."""
+    with tempfile.TemporaryDirectory() as tmp:
+        cert_path, key_path = cert_pair(hostname).write(Path(tmp))
+        log_path = Path(tmp) / "jetforce.log"
+        port = free_port()
+        with log_path.open("wb") as log:
+            proc = subprocess.Popen(
+                [
+                    sys.executable,
+                    "-m",
+                    "jetforce",
+                    "--host",
+                    "127.0.0.1",
+                    "--port",
+                    str(port),
+                    "--hostname",
+                    hostname,
+                    "--tls-certfile",
+                    str(cert_path),
+                    "--tls-keyfile",
+                    str(key_path),
+                    "--dir",
+                    str(root),
+                ],
+                stdout=log,
+                stderr=subprocess.STDOUT,
+            )
+        try:
+            _wait_for(port, proc, log_path)
+            yield port
+        finally:
+            proc.terminate()
+            try:
+                proc.wait(timeout=5)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+
+
+def _wait_for(port: int, proc: subprocess.Popen[bytes], log_path: Path) -> None:
+    deadline = time.monotonic() + STARTUP_TIMEOUT
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise RuntimeError(f"jetforce exited: {log_path.read_text(errors='replace')}")
+        try:
+            with socket.create_connection(("127.0.0.1", port), timeout=0.5):
+                return
+        except OSError:
+            time.sleep(0.05)
+    raise RuntimeError(f"jetforce did not listen on port {port} within {STARTUP_TIMEOUT} s")
