@@ -7,6 +7,7 @@ import sys
 from collections.abc import Sequence
 
 from geminibot import __version__
+from geminibot.classify import cli as classify_cli
 from geminibot.cliutil import EXIT_USAGE, CommandError
 from geminibot.crawl import cli as crawl_cli
 from geminibot.gemini import cli as gemini_cli
@@ -25,6 +26,7 @@ def build_parser() -> argparse.ArgumentParser:
     commands = parser.add_subparsers(title="commands", metavar="COMMAND")
     policy_cli.register(commands)
     gemini_cli.register(commands)
+    classify_cli.register(commands)
     crawl_cli.register(commands)
     return parser
 
