@@ -54,8 +54,14 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from geminibot.policy.agents_txt import content_hash
-from geminibot.policy.robots2 import CATEGORIES, DIRECTIVE_VALUES, SIGNAL_VALUES, SPEC_VERSION
-from geminibot.policy.robots20 import rfc_match_length
+from geminibot.policy.robots2 import (
+    CATEGORIES,
+    DIRECTIVE_VALUES,
+    SIGNAL_VALUES,
+    SPEC_VERSION,
+    USAGE_DIRECTIVES,
+)
+from geminibot.policy.robots20 import longest_match
 
 Format = Literal["robots", "robots2", "agents"]
 FORMATS: tuple[Format, ...] = ("robots", "robots2", "agents")
@@ -63,23 +69,8 @@ GENERATOR = "geminibot policy render"
 _TOKEN = re.compile(r"[A-Za-z_-]+")
 _PATTERN = re.compile(r"/[^\s#]*")
 _AGENTS_PATH = re.compile(r"/[A-Za-z0-9\-._~%!&'()+,;=:@/?]*")
-_AI_ORDER = (
-    "crawl",
-    "read",
-    "summarise",
-    "quote",
-    "derivative",
-    "train",
-    "store",
-    "compete",
-    "personalise",
-    "monetise",
-    "attribution",
-    "link-back",
-    "rate",
-    "announce",
-    "honest",
-)
+#: robots2 directives in the order they are written: the usage ones, then rate and honest.
+_AI_ORDER = (*USAGE_DIRECTIVES, "rate", "honest")
 _AI_EXTRA = ("market", "report_to", "chain", "chain_id")
 
 
@@ -100,12 +91,7 @@ class RuleSet:
     fallback_allow: bool
 
     def allows(self, path: str) -> bool:
-        best: PolicyRule | None = None
-        best_len = -1
-        for rule in self.rules:
-            n = rfc_match_length(rule.pattern, path)
-            if n >= 0 and (n > best_len or (n == best_len and rule.allow)):
-                best, best_len = rule, n
+        best = longest_match(self.rules, path)
         return self.fallback_allow if best is None else best.allow
 
 
