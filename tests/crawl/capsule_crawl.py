@@ -120,8 +120,12 @@ async def crawl_host(
     return await crawler.run(), conn
 
 
-def check_fetched(hits: list[Hit], table: dict[str, Any], honeypots: list[str]) -> None:
-    """The crawl's requests against one ``[crawl.ROLE]`` table (see capsules/README.md)."""
+def check_fetched(hits: list[Hit], expect: dict[str, Any], role: str) -> None:
+    """The crawl's requests against the ``[crawl.ROLE]`` table (see capsules/README.md)."""
+    table = expect["crawl"][role]
+    honeypots = expect["capsule"].get("honeypots", [])
+    # the policy files a compliant reader may fetch: robots2.txt's chain too
+    policy_files = {*POLICY_FILES, *expect.get("robots2", {}).get("chain", [])}
     paths = [h.path for h in hits]
     assert paths, "nothing was fetched"
     assert paths[0] == "/robots.txt", "robots.txt must come first"
@@ -129,7 +133,7 @@ def check_fetched(hits: list[Hit], table: dict[str, Any], honeypots: list[str]) 
         assert not any(hit.path.startswith(h) for h in honeypots), f"honeypot {hit.path}"
     # robots2.txt and agents.txt count only where the table names them (capsules/README.md)
     named = set(table.get("fetched", [])) | set(table.get("must_fetch", []))
-    got = set(paths) - {p for p in POLICY_FILES if p not in named}
+    got = set(paths) - {p for p in policy_files if p not in named}
     if "fetched" in table:
         assert got == set(table["fetched"]), sorted(got ^ set(table["fetched"]))
     else:

@@ -80,7 +80,7 @@ async def test_capsule_crawl(
             CrawlOptions(role=role, test_range=True, limits=limits),
             wall_clock=clock_at(NIGHT),  # type: ignore[arg-type]
         )
-    check_fetched(served.hits[host], expect["crawl"][role], expect["capsule"].get("honeypots", []))
+    check_fetched(served.hits[host], expect, role)
     check_slow_downs_obeyed(served.hits[host])
     report = served.report()
     assert report.compliant, report.as_dict()
@@ -136,9 +136,24 @@ async def test_rate_limited_server_44s_obeyed(
         )
     assert check_slow_downs_obeyed(served.hits[host]) >= 3
     assert progress.slow_downs >= 3
-    check_fetched(served.hits[host], expectation(host)["crawl"]["indexer"], [])
+    check_fetched(served.hits[host], expectation(host), "indexer")
     report = served.report()
     assert report.compliant, report.as_dict()
     assert report.rate_refused  # the server did slow the crawler down ...
     assert not report.during_wait  # ... and it waited every time
     assert search(conn, "virtual")
+
+
+async def test_robots2_chain_followed(
+    cert_dir: Path, tmp_path: Path, mock_clock: trio.testing.MockClock
+) -> None:
+    mock_clock.autojump_threshold = AUTOJUMP
+    host = "robots2-chain.test"
+    async with serving([host], tmp_path / "capsules", cert_dir, FAST) as served:
+        await crawl_host(served.port, host, tmp_path / "c.db", CrawlOptions(test_range=True))
+    paths = [h.path for h in served.hits[host]]
+    chain = expectation(host)["robots2"]["chain"]
+    assert [p for p in paths if p in chain] == chain  # in order, each once
+    rate = float(expectation(host)["robots2"]["directives"]["rate"])  # requests per minute
+    times = [h.at for h in served.hits[host] if h.path not in chain and h.path != "/robots.txt"]
+    assert all(b - a >= 60 / rate for a, b in itertools.pairwise(times[1:]))
