@@ -47,23 +47,7 @@ def clock_at(start: float) -> "object":
     return lambda: start + trio.current_time() - t0
 
 
-#: Capsules whose expect.toml disagrees with the policy core, reported to the lead:
-#: robots-v2.test expects "/" and "/public/a.gmi" fetched, but its 2.0 set has an Allow rule
-#: and the specs (section 4) say a URL no disallow matches must then match some allow;
-#: SitePolicy (branch dialects) reads it so and refuses them.
-DISPUTED = {"robots-v2.test"}
-
-
-def cases() -> list[object]:
-    return [
-        pytest.param(h, r, marks=pytest.mark.xfail(strict=True, reason="see DISPUTED"))
-        if h in DISPUTED
-        else (h, r)
-        for h, r in crawl_cases(("indexer", "archiver", "researcher"))
-    ]
-
-
-@pytest.mark.parametrize(("host", "role"), cases())
+@pytest.mark.parametrize(("host", "role"), crawl_cases(("indexer", "archiver", "researcher")))
 async def test_capsule_crawl(
     host: str, role: str, cert_dir: Path, tmp_path: Path, mock_clock: trio.testing.MockClock
 ) -> None:
@@ -93,7 +77,7 @@ async def test_visit_time_outside_window(
     mock_clock.autojump_threshold = AUTOJUMP
     host = "robots-v2.test"
     async with serving([host], tmp_path / "capsules", cert_dir, FAST) as served:
-        _, conn = await crawl_host(
+        progress, conn = await crawl_host(
             served.port,
             host,
             tmp_path / "c.db",
@@ -102,8 +86,8 @@ async def test_visit_time_outside_window(
         )
     fetched = {h.path for h in served.hits[host]} - {"/robots2.txt", "/agents.txt"}
     assert fetched == set(expectation(host)["crawl"]["indexer"]["fetched_outside_visit_time"])
-    refused = conn.execute("SELECT reason FROM decisions WHERE NOT allowed").fetchall()
-    assert any("Visit-time" in r for (r,) in refused)
+    assert "more than" in progress.hosts_skipped[host]  # the window opens 10 hours later
+    assert conn.execute("SELECT state FROM urls").fetchall() == [("queued",)]
 
 
 async def test_robots_v2_request_rate_obeyed(
