@@ -157,7 +157,9 @@ def test_ctrl_c_stops_cleanly_and_resumes(served: int, tmp_path: Path) -> None:
         stderr=subprocess.PIPE,
         text=True,
     )
-    time.sleep(1.5)
+    deadline = time.monotonic() + TIMEOUT
+    while time.monotonic() < deadline and pages_in(db) < 5:  # the crawl is under way
+        time.sleep(0.05)
     proc.send_signal(signal.SIGINT)
     out, err = proc.communicate(timeout=TIMEOUT)
     assert proc.returncode == 130, err
@@ -171,6 +173,18 @@ def test_ctrl_c_stops_cleanly_and_resumes(served: int, tmp_path: Path) -> None:
     conn = sqlite3.connect(db)
     urls = [u for (u,) in conn.execute("SELECT url FROM fetches")]
     assert len(urls) == len(set(urls))  # nothing fetched twice across the stop
+
+
+def pages_in(db: Path) -> int:
+    if not db.exists():
+        return 0
+    conn = sqlite3.connect(db)
+    try:
+        return int(conn.execute("SELECT count(*) FROM pages").fetchone()[0])
+    except sqlite3.OperationalError:  # not created yet
+        return 0
+    finally:
+        conn.close()
 
 
 @pytest.mark.parametrize(
