@@ -9,6 +9,7 @@ from collections.abc import Sequence
 from geminibot import __version__
 from geminibot.classify import cli as classify_cli
 from geminibot.cliutil import EXIT_USAGE, CommandError
+from geminibot.crawl import cli as crawl_cli
 from geminibot.gemini import cli as gemini_cli
 from geminibot.policy import cli as policy_cli
 
@@ -26,6 +27,7 @@ def build_parser() -> argparse.ArgumentParser:
     policy_cli.register(commands)
     gemini_cli.register(commands)
     classify_cli.register(commands)
+    crawl_cli.register(commands)
     return parser
 
 

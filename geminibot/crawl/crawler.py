@@ -20,7 +20,6 @@ leases of the requests it interrupts, so a stopped crawl resumes exactly where i
 from __future__ import annotations
 
 import fnmatch
-import math
 import sqlite3
 import time
 import uuid
@@ -37,10 +36,12 @@ from geminibot.crawl.page import extract
 from geminibot.crawl.politeness import HostPace, Politeness
 from geminibot.gemini.errors import InvalidURL
 from geminibot.gemini.gemtext import resolve_link
+from geminibot.gemini.urls import parse_url
 from geminibot.index import store_page, transaction
 from geminibot.index.db import get_setting, set_setting
 from geminibot.index.pages import find_by_hash
 from geminibot.policy import fetch_outcome
+from geminibot.policy.robots2 import ChainWalker, parse_robots2
 from geminibot.policy.site_policy import (
     AGENTS,
     ROBOTS,
@@ -53,16 +54,23 @@ from geminibot.policy.site_policy import (
 
 #: Requests in flight across all hosts, by default.
 DEFAULT_CONCURRENCY = 16
-#: The policy files read before the first page of a host, in this order.
+#: The policy files read before the first page of a host, in this order (and the files a
+#: robots2.txt ``chain:`` names on the same host, after it).
 POLICY_FILES = (ROBOTS, ROBOTS2, AGENTS)
+ROBOTS2_PATH = "/robots2.txt"
 #: robots2.txt category each role declares (project decision; None: global directives only).
 ROLE_CATEGORIES: dict[str, str | None] = {
     "indexer": "search-indexer",
-    "archiver": "data-harvester",
+    "archiver": None,
     "researcher": None,
 }
-#: Resolution of the search for the opening of a visit window (seconds).
+#: 44 SLOW DOWN answers to a policy file sat out (then retried) before it counts as
+#: unreachable; a wait longer than the politeness bound skips the host at once.
+MAX_POLICY_SLOW_DOWNS = 3
+#: Resolution of the search for the opening of a visit window (seconds) ...
 VISIT_WINDOW_STEP = 60.0
+#: ... and how far ahead it looks (a window opens at least once a day).
+VISIT_WINDOW_HORIZON = 24 * 3600.0
 #: Seconds between two progress reports.
 PROGRESS_INTERVAL = 0.5
 #: Roles the crawler can declare (virtual user agents it acts as).
@@ -158,6 +166,7 @@ class Crawler:
         self._wake = trio.Event()
         self._stopping = False
         self._reserved = 0
+        self._opens: dict[str, float] = {}  # host -> when its visit window opens
         self._pages_before = 0
         self._limiter: trio.CapacityLimiter | None = None
         self._cancel: trio.CancelScope | None = None
@@ -225,7 +234,8 @@ class Crawler:
         self._limiter = trio.CapacityLimiter(max(1, self.options.concurrency))
         async with trio.open_nursery() as nursery:
             self._cancel = nursery.cancel_scope
-            nursery.start_soon(self._report_progress)
+            if self.on_progress is not None:
+                nursery.start_soon(self._report_progress, self.on_progress)
             while not self._stopping:
                 self._spawn(nursery)
                 if not self._running:
@@ -257,11 +267,10 @@ class Crawler:
             return False
         return self._pages_before + self.progress.pages + self._reserved >= limit
 
-    async def _report_progress(self) -> None:
+    async def _report_progress(self, report: Callable[[Progress], None]) -> None:
         while True:
             self._update_progress()
-            if self.on_progress is not None:
-                self.on_progress(self.progress)
+            report(self.progress)
             await trio.sleep(PROGRESS_INTERVAL)
 
     def _update_progress(self) -> None:
@@ -315,7 +324,9 @@ class Crawler:
             last_duration = self.politeness.state(host)[1]
             answer = policy.delay(self.bot, self._at(), last_duration, url)
             delay = answer.seconds if answer.file else None  # "": the rule of thumb
-            self.politeness.set_pace(host, HostPace(delay=delay))
+            opens = self._opens.pop(host, None)
+            window = None if opens is None else (lambda t: max(t, opens))
+            self.politeness.set_pace(host, HostPace(delay=delay, window_opens=window))
         while True:
             at = self.politeness.ready_at(host)
             if at is None:
@@ -356,32 +367,57 @@ class Crawler:
         )
 
     async def _site_policy(self, host: str) -> SitePolicy | None:
-        """The host's policy from robots.txt, robots2.txt and agents.txt (cached, or fetched
-        now, robots.txt first); None when the host is skipped for now."""
+        """The host's policy from robots.txt, robots2.txt (and its chain) and agents.txt
+        (cached, or fetched now, robots.txt first); None when the host is skipped for now."""
         files: dict[str, Fetched] = {}
+        chain: dict[str, bytes | None] = {}
         known: SitePolicy | None = None  # what the files read so far say (pace)
         for name in POLICY_FILES:
-            cached = robots_cache.load(self.conn, host, name, self.clock())
+            cached = await self._policy_file(host, name, known)
             if cached is None:
-                cached = await self._fetch_policy_file(host, name, known)
-                if cached is None:
-                    return None
-            if name == ROBOTS and cached.outcome.kind == "unreachable":
-                reason = f"robots.txt unreachable ({cached.outcome.reason}): retry later"
-                self._skip(host, reason)
+                return None
+            if cached.outcome.kind == "unreachable":
+                # disallow everything until a later fetch succeeds: leave the URLs queued
+                self._skip(host, f"{name} unreachable ({cached.outcome.reason}): retry later")
                 return None
             files[name] = Fetched(cached.outcome, cached.body)
+            if name == ROBOTS2 and cached.outcome.kind == "success":
+                walker = ChainWalker(parse_robots2(cached.body or b""), ROBOTS2_PATH)
+                while (target := walker.next_url()) is not None:
+                    body = None
+                    path = _same_host_path(target, host)
+                    if path is not None:  # a chain is followed on its own host only
+                        link = await self._policy_file(host, path.lstrip("/"), known)
+                        if link is None:
+                            return None
+                        body = link.body if link.outcome.kind == "success" else None
+                    chain[target] = body
+                    walker.feed(target, body)
             known = SitePolicy.build(
-                "gemini", files.get(ROBOTS), files.get(ROBOTS2), files.get(AGENTS)
+                "gemini",
+                files.get(ROBOTS),
+                files.get(ROBOTS2),
+                files.get(AGENTS),
+                robots2_url=ROBOTS2_PATH,
+                chain_fetch=chain,
             )
         return known
+
+    async def _policy_file(
+        self, host: str, name: str, known: SitePolicy | None
+    ) -> robots_cache.CachedFile | None:
+        """A policy file from the cache, or fetched now; None when the host is skipped."""
+        cached = robots_cache.load(self.conn, host, name, self.clock())
+        if cached is None:
+            cached = await self._fetch_policy_file(host, name, known)
+        return cached
 
     async def _fetch_policy_file(
         self, host: str, name: str, known: SitePolicy | None
     ) -> robots_cache.CachedFile | None:
         """Fetch /NAME, following same-host redirects; cache and return the outcome."""
         url = f"gemini://{host}/{name}"
-        hops = 0
+        hops = slow_downs = 0
         while True:
             got = await self._request(host, url, known)
             if got is None:
@@ -392,6 +428,9 @@ class Crawler:
             response = got[0]
             if response.status == 44:
                 self.progress.slow_downs += 1
+                slow_downs += 1
+                if slow_downs <= MAX_POLICY_SLOW_DOWNS:
+                    continue  # the politeness schedule sits out the wait first
             outcome = fetch_outcome(
                 "gemini",
                 response.status,
@@ -414,18 +453,15 @@ class Crawler:
     def _at(self) -> datetime:
         return datetime.fromtimestamp(self.clock(), UTC)
 
-    def _visit_window(self, policy: SitePolicy, url: str) -> Callable[[float], float]:
-        """For a URL refused only by Visit-time: when may it be fetched (or never soon)?"""
-
-        def opens(t: float) -> float:
-            for step in range(int(self.politeness.max_wait // VISIT_WINDOW_STEP) + 2):
-                at = t + step * VISIT_WINDOW_STEP
-                when = datetime.fromtimestamp(at, UTC)
-                if policy.may_fetch(url, self.bot, when).allowed:
-                    return at
-            return math.inf
-
-        return opens
+    def _window_opens(self, policy: SitePolicy, url: str) -> float | None:
+        """For a URL refused now: the first time within :data:`VISIT_WINDOW_HORIZON` at
+        which the policy would allow it (a visit window opening), or None."""
+        now = self.clock()
+        for step in range(1, int(VISIT_WINDOW_HORIZON // VISIT_WINDOW_STEP) + 1):
+            at = now + step * VISIT_WINDOW_STEP
+            if policy.may_fetch(url, self.bot, datetime.fromtimestamp(at, UTC)).allowed:
+                return at
+        return None
 
     def _record_decision(self, claim: Claim, decision: FetchDecision) -> None:
         self.conn.execute(
@@ -436,15 +472,15 @@ class Crawler:
     async def _visit(self, claim: Claim, policy: SitePolicy) -> bool:
         """Decide, fetch and commit one URL; True when its row is closed (not leased)."""
         decision = policy.may_fetch(claim.url, self.bot, self._at())
-        refusals = [r for r in decision.reasons if not r.allowed]
-        if refusals and all(r.rule.startswith("Visit-time") for r in refusals):
-            # outside the visit window: wait for it (or skip the host for now)
-            self.politeness.set_pace(
-                claim.host, HostPace(window_opens=self._visit_window(policy, claim.url))
-            )
-            if self.politeness.ready_at(claim.host) is None:
-                return False
-            decision = policy.may_fetch(claim.url, self.bot, self._at())
+        if not decision.allowed and any(
+            "Visit-time" in f"{r.rule} {r.text}" for r in decision.reasons if not r.allowed
+        ):
+            opens = self._window_opens(policy, claim.url)
+            if opens is not None:  # outside the visit window: wait for it, or come back later
+                self._opens[claim.host] = opens
+                if self.politeness.ready_at(claim.host) is None:
+                    return False
+                decision = policy.may_fetch(claim.url, self.bot, datetime.fromtimestamp(opens, UTC))
         if not decision.allowed:
             with transaction(self.conn):
                 self._record_decision(claim, decision)
@@ -501,6 +537,17 @@ class Crawler:
         if woke:
             self._wake.set()
         return True
+
+
+def _same_host_path(target: str, host: str) -> str | None:
+    """The path and query of ``target`` (a path, or a URL) if it is on ``host``."""
+    if target.startswith("/"):
+        return target
+    try:
+        url = parse_url(target)
+    except InvalidURL:
+        return None
+    return url.path_query if url.authority == host else None
 
 
 def _same_host(url: str, host: str) -> bool:
