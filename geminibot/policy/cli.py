@@ -3,13 +3,26 @@
 from __future__ import annotations
 
 import argparse
+import os
 import re
 import sys
+from datetime import UTC, datetime
 from typing import Any
 
 from geminibot.cliutil import EXIT_NEGATIVE, EXIT_OK, CommandError, emit_json, read_source
-from geminibot.policy.diagnostics import has_errors
+from geminibot.policy.agents_txt import parse_agents
+from geminibot.policy.diagnostics import Diagnostic, has_errors
+from geminibot.policy.render import FORMATS, PolicyError, load_policy, render
 from geminibot.policy.robots import VIRTUAL_AGENTS, parse_robots
+from geminibot.policy.robots2 import CATEGORIES, parse_robots2
+from geminibot.policy.robots20 import parse_v2
+from geminibot.policy.site_policy import (
+    DIALECT_FILES,
+    Bot,
+    Dialect,
+    SitePolicy,
+    detect_dialect,
+)
 
 _TOKEN = re.compile(r"[A-Za-z_-]+")
 
@@ -21,9 +34,17 @@ modes:
   strict (--strict)     own token, every matching virtual agent and '*' all apply;
                         a URL is allowed only if all of them allow it.
 
+sources:
+  The leading arguments that name existing files (the first always counts) are policy
+  files: robots.txt, robots2.txt and agents.txt, at most one of each, recognised by name
+  (robots2*, agents*, robots*) or else by content. A URL is allowed only if every file
+  allows it; see docs/dialects.md.
+
 examples:
   geminibot policy check robots.txt --agent mybot --as indexer gemini://example.org/a.gmi
   curl -s https://example.org/robots.txt | geminibot policy check - --agent mybot --json /x /y
+  geminibot policy check robots.txt robots2.txt agents.txt --agent mybot \
+      --category search-indexer --at 2026-11-23T07:00Z --json https://example.org/a
 
 exit status: 0 every URL allowed, 1 some URL disallowed, 2 usage or input error.
 """
@@ -50,8 +71,13 @@ def register(commands: Any) -> None:
         epilog=CHECK_EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    check.add_argument("source", metavar="SOURCE", help="the robots.txt file, or - for stdin")
-    check.add_argument("urls", metavar="URL", nargs="+", help="gemini://, http(s):// URLs or paths")
+    check.add_argument("source", metavar="SOURCE", help="a policy file, or - for stdin")
+    check.add_argument(
+        "items",
+        metavar="[SOURCE...] URL",
+        nargs="+",
+        help="more policy files, then gemini://, http(s):// URLs or paths",
+    )
     check.add_argument(
         "--agent",
         required=True,
@@ -68,19 +94,55 @@ def register(commands: Any) -> None:
     check.add_argument(
         "--strict", action="store_true", help="apply own, virtual and * groups together"
     )
+    check.add_argument(
+        "--category",
+        choices=CATEGORIES,
+        metavar="CATEGORY",
+        help=f"the bot's robots2.txt category: {', '.join(CATEGORIES)}",
+    )
+    check.add_argument(
+        "--at",
+        type=parse_time,
+        metavar="TIME",
+        help="the time to decide at, ISO 8601 (UTC unless an offset is given); default now",
+    )
+    check.add_argument(
+        "--protocol",
+        choices=("auto", "gemini", "http"),
+        default="auto",
+        help="the host's protocol (robots2 'ask' counts as 'no' on Gemini); default from the URLs",
+    )
+    check.add_argument(
+        "--last-duration",
+        type=float,
+        metavar="SECONDS",
+        help="how long the last fetch took, for the rule of thumb when no file sets a pace",
+    )
     check.add_argument("--json", action="store_true", help="one JSON object per URL")
     check.set_defaults(run=run_check)
 
     lint = actions.add_parser(
         "lint",
         help="report what the parser will do with each doubtful line",
-        description="Lint robots.txt files.",
+        description="Lint robots.txt, robots2.txt and agents.txt files (dialect by name or content).",
         epilog=LINT_EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    lint.add_argument("files", metavar="FILE", nargs="+", help="a robots.txt file, or - for stdin")
+    lint.add_argument("files", metavar="FILE", nargs="+", help="a policy file, or - for stdin")
     lint.add_argument("--json", action="store_true", help="one JSON object per finding")
     lint.set_defaults(run=run_lint)
+
+    render_cmd = actions.add_parser(
+        "render",
+        help="render a structured agent policy (TOML) as robots.txt, robots2.txt or agents.txt",
+        description=(
+            "Render POLICY.toml deterministically: the same policy gives byte-identical output. "
+            "The file format is described in docs/dialects.md."
+        ),
+    )
+    render_cmd.add_argument("policy", metavar="POLICY.toml", help="the policy file, or - for stdin")
+    render_cmd.add_argument("--format", choices=FORMATS, required=True, help="what to write")
+    render_cmd.set_defaults(run=run_render)
 
 
 def parse_virtual_agents(text: str) -> tuple[str, ...]:
@@ -94,6 +156,44 @@ def parse_virtual_agents(text: str) -> tuple[str, ...]:
     return names
 
 
+def parse_time(text: str) -> datetime:
+    """``--at``: ISO 8601; a trailing Z and a missing offset both mean UTC."""
+    try:
+        value = datetime.fromisoformat(text.strip().replace("Z", "+00:00").replace("z", "+00:00"))
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"'{text}' is not an ISO 8601 time, e.g. 2026-11-23T07:00Z"
+        ) from None
+    return value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
+
+
+def _split_sources(items: list[str]) -> tuple[list[str], list[str]]:
+    """Leading items naming existing files are more sources; the rest are URLs."""
+    n = 0
+    while n < len(items) and "://" not in items[n] and os.path.isfile(items[n]):
+        n += 1
+    return items[:n], items[n:]
+
+
+def _load_sources(sources: list[str]) -> dict[Dialect, tuple[str, bytes]]:
+    loaded: dict[Dialect, tuple[str, bytes]] = {}
+    for source in sources:
+        name, data = read_source(source)
+        dialect = detect_dialect(name, data)
+        if dialect in loaded:
+            raise CommandError(
+                f"{name} and {loaded[dialect][0]} are both {DIALECT_FILES[dialect]} files; give one"
+            )
+        loaded[dialect] = (name, data)
+    return loaded
+
+
+def _protocol(choice: str, urls: list[str]) -> str:
+    if choice != "auto":
+        return choice
+    return "http" if any(u.lower().startswith(("http://", "https://")) for u in urls) else "gemini"
+
+
 def run_check(args: argparse.Namespace) -> int:
     vas = parse_virtual_agents(args.virtual_agents)
     agent: str = args.agent
@@ -105,31 +205,84 @@ def run_check(args: argparse.Namespace) -> int:
             "it only matches a User-agent line naming exactly that",
             file=sys.stderr,
         )
-    name, data = read_source(args.source)
-    robots = parse_robots(data)
-    if has_errors(robots.diagnostics):
-        errors = sum(1 for d in robots.diagnostics if d.level == "error")
-        print(
-            f"geminibot: note: {name} has {errors} line(s) the parser ignores; "
-            f"see 'geminibot policy lint {name}'",
-            file=sys.stderr,
-        )
-    delay = robots.crawl_delay(agent, vas, args.strict)
+    more, urls = _split_sources(args.items)
+    sources = [args.source, *more]
+    if not urls:
+        raise CommandError("give at least one URL to check after the policy file(s)")
+    loaded = _load_sources(sources)
+    for name, data in loaded.values():
+        diags = _lint_file(name, data)
+        errors = sum(1 for d in diags if d.level == "error")
+        if errors:
+            print(
+                f"geminibot: note: {name} has {errors} line(s) the parser ignores or cannot "
+                f"read; see 'geminibot policy lint {name}'",
+                file=sys.stderr,
+            )
+    protocol = _protocol(args.protocol, urls)
+    site = SitePolicy.from_texts(
+        "http" if protocol == "http" else "gemini",
+        loaded["robots"][1] if "robots" in loaded else None,
+        loaded["robots2"][1] if "robots2" in loaded else None,
+        loaded["agents"][1] if "agents" in loaded else None,
+    )
+    bot = Bot(agent, vas, args.category, args.strict)
+    at: datetime = args.at if args.at is not None else datetime.now(UTC)
+    delay = site.delay(bot, at, args.last_duration)
+    usage = site.usage(bot) if site.robots2 is not None or site.robots2_blocked else ()
+    names = {d: n for d, (n, _) in loaded.items()}
+    robots = site.robots
     any_refused = False
-    for url in args.urls:
-        decision = robots.decide(url, agent, vas, args.strict)
+    for url in urls:
+        decision = site.may_fetch(url, bot, at)
         any_refused = any_refused or not decision.allowed
         if args.json:
             record: dict[str, object] = {"url": url, "allowed": decision.allowed}
+            if robots is not None:
+                record.update(robots.decide(url, agent, vas, args.strict).as_dict())
             record.update(decision.as_dict())
             record.update(
-                {"agent": agent, "virtual_agents": list(vas), "source": name, "crawl_delay": delay}
+                {
+                    "agent": agent,
+                    "virtual_agents": list(vas),
+                    "category": args.category,
+                    "source": ", ".join(names.values()),
+                    "sources": {DIALECT_FILES[d]: n for d, n in names.items()},
+                    "at": at.isoformat(),
+                    "crawl_delay": robots.crawl_delay(agent, vas, args.strict) if robots else None,
+                    "delay": delay.as_dict(),
+                    "usage": [u.as_dict() for u in usage],
+                }
             )
             emit_json(record)
         else:
             verdict = "allowed" if decision.allowed else "DISALLOWED"
             print(f"{verdict:<11} {url}\n            {decision.reason}")
+    if not args.json:
+        where = (
+            f" ({delay.file} line {delay.line}: {delay.rule})" if delay.file else f" ({delay.rule})"
+        )
+        print(f"{'wait':<11} {delay.seconds:g} s between requests{where}")
+        for u in usage:
+            origin = f"{u.file}:{u.line}" if u.line else (u.note or "not stated")
+            note = f"; {u.note}" if u.note and u.line else ""
+            print(f"{'usage':<11} {u.directive}: {u.value or '-'} ({origin}{note})")
     return EXIT_NEGATIVE if any_refused else EXIT_OK
+
+
+def _lint_file(name: str, data: bytes) -> tuple[Diagnostic, ...]:
+    dialect = detect_dialect(name, data)
+    if dialect == "agents":
+        return parse_agents(data).diagnostics
+    if dialect == "robots2":
+        return parse_robots2(data).diagnostics
+    diags = list(parse_robots(data).diagnostics)
+    v2 = parse_v2(data)
+    if v2.has_version_lines or any(s.rates or s.visit_times for s in v2.sets):
+        seen = {d.line for d in diags if d.level != "info"}
+        diags.extend(d for d in v2.diagnostics if d.code != "unknown-field" and d.line not in seen)
+        diags.sort(key=lambda d: d.line)
+    return tuple(diags)
 
 
 def run_lint(args: argparse.Namespace) -> int:
@@ -137,15 +290,27 @@ def run_lint(args: argparse.Namespace) -> int:
     counts = {"error": 0, "warning": 0, "info": 0}
     for source in args.files:
         name, data = read_source(source)
-        robots = parse_robots(data)
-        for diag in robots.diagnostics:
+        dialect = DIALECT_FILES[detect_dialect(name, data)]
+        diagnostics = _lint_file(name, data)
+        for diag in diagnostics:
             counts[diag.level] += 1
             if args.json:
-                emit_json({"file": name, "dialect": "robots.txt", **diag.as_dict()})
+                emit_json({"file": name, "dialect": dialect, **diag.as_dict()})
             else:
                 print(diag.format(name))
-        found_errors = found_errors or has_errors(robots.diagnostics)
+        found_errors = found_errors or has_errors(diagnostics)
     if not args.json:
         summary = ", ".join(f"{n} {level}{'s' if n != 1 else ''}" for level, n in counts.items())
         print(f"{len(args.files)} file(s): {summary}", file=sys.stderr)
     return EXIT_NEGATIVE if found_errors else EXIT_OK
+
+
+def run_render(args: argparse.Namespace) -> int:
+    name, data = read_source(args.policy)
+    try:
+        text = render(load_policy(data), args.format)
+    except PolicyError as exc:
+        raise CommandError(f"{name}: {exc}") from None
+    sys.stdout.buffer.write(text.encode("utf-8"))
+    sys.stdout.flush()
+    return EXIT_OK

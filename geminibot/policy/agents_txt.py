@@ -1,0 +1,246 @@
+"""AGENTS.TXT (draft): a hash-verified plaintext policy that fails closed.
+
+The first line that is neither a comment (``#`` in the first column) nor blank is the hash
+line: ``*`` and the lowercase hex SHA-256 of the *canonical content*: the file's UTF-8 text
+with the hash line, comment lines and blank lines removed, the remaining lines (line ends
+``\\n``, ``\\r\\n`` or ``\\r`` taken off) joined with ``\\n``. Every other line is a directive
+``<path> <ALLOW|DISALLOW> [key=value ...]``.
+
+Any fault (text not UTF-8, hash line missing or malformed, hash mismatch, a directive that
+does not parse) makes the whole file *restricted*: every URL of the site is disallowed
+except ``/agents.txt`` itself (so that a corrected file can be fetched) and
+``/robots.txt``. Callers must drop any cached copy (:attr:`AgentsFile.valid` is False).
+
+Project readings (docs/dialects.md): a directive's path is a literal prefix of the URL path
+(no wildcards; the draft shows none), the longest matching path wins, DISALLOW wins a tie,
+and a URL no directive covers is allowed. ``limit=N`` is read as at most N requests per
+minute to the URLs the directive covers (so at least 60/N seconds between them), the same
+unit as robots2.txt ``rate``. Unknown parameters are kept and reported, not a fault.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from geminibot.policy.diagnostics import Diagnostic
+from geminibot.policy.paths import path_of
+from geminibot.policy.textlines import numbered_lines, pattern_text
+
+_HASH_LINE = re.compile(r"\*([0-9a-f]{64})")
+_PATH = re.compile(r"/[A-Za-z0-9\-._~%!$&'()*+,;=:@/?]*")
+_PARAM = re.compile(r"([A-Za-z][A-Za-z0-9._-]*)=([A-Za-z0-9\-._~%!$&'()*+,;:@/?]*)")
+_BAD_ESCAPE = re.compile(r"%(?![0-9A-Fa-f]{2})")
+_META = re.compile(r"#\s*([A-Za-z][A-Za-z0-9_-]*)\s*:\s*(.*)")
+KNOWN_PARAMETERS = frozenset({"limit"})
+ALWAYS_ALLOWED = ("/agents.txt", "/robots.txt")
+
+
+@dataclass(frozen=True, slots=True)
+class Directive:
+    line: int
+    path: str
+    allow: bool
+    params: tuple[tuple[str, str], ...]
+
+    @property
+    def limit(self) -> int | None:
+        """``limit=`` as requests per minute, if given."""
+        for key, value in self.params:
+            if key == "limit":
+                return int(value)
+        return None
+
+    def text(self) -> str:
+        extra = "".join(f" {k}={v}" for k, v in self.params)
+        return f"{self.path} {'ALLOW' if self.allow else 'DISALLOW'}{extra}"
+
+
+@dataclass(frozen=True, slots=True)
+class AgentsDecision:
+    allowed: bool
+    path: str
+    directive: Directive | None
+    reason: str
+
+
+@dataclass(frozen=True)
+class AgentsFile:
+    directives: tuple[Directive, ...]
+    diagnostics: tuple[Diagnostic, ...]
+    fault: str | None
+    fault_line: int
+    declared_hash: str | None
+    computed_hash: str | None
+    metadata: tuple[tuple[str, str], ...]
+
+    @property
+    def valid(self) -> bool:
+        return self.fault is None
+
+    @classmethod
+    def restricted(cls, reason: str) -> AgentsFile:
+        """A file that restricts the whole site (for an unreachable agents.txt)."""
+        return cls((), (), reason, 0, None, None, ())
+
+    def decide(self, url: str) -> AgentsDecision:
+        path = path_of(url)
+        if path in ALWAYS_ALLOWED:
+            return AgentsDecision(True, path, None, f"{path} is always allowed")
+        if self.fault is not None:
+            where = f"line {self.fault_line}: " if self.fault_line else ""
+            return AgentsDecision(False, path, None, f"{where}{self.fault}: whole site restricted")
+        best = self.matching(path)
+        if best is None:
+            return AgentsDecision(True, path, None, "no directive covers the path: allowed")
+        verdict = "allowed" if best.allow else "disallowed"
+        return AgentsDecision(best.allow, path, best, f"line {best.line}: {best.text()}: {verdict}")
+
+    def matching(self, path: str) -> Directive | None:
+        """The deciding directive: longest path prefix, DISALLOW wins a tie."""
+        best: Directive | None = None
+        for d in self.directives:
+            if not path.startswith(d.path):
+                continue
+            if (
+                best is None
+                or len(d.path) > len(best.path)
+                or (len(d.path) == len(best.path) and not d.allow)
+            ):
+                best = d
+        return best
+
+    def limit_interval(self, url: str | None = None) -> tuple[float, Directive] | None:
+        """Seconds between requests from ``limit=`` (for ``url``, or the strictest of all)."""
+        if self.fault is not None:
+            return None
+        candidates: Iterable[Directive]
+        if url is None:
+            candidates = self.directives
+        else:
+            path = path_of(url)
+            candidates = [d for d in self.directives if path.startswith(d.path)]
+        best: tuple[float, Directive] | None = None
+        for d in candidates:
+            limit = d.limit
+            if limit is not None and (best is None or 60.0 / limit > best[0]):
+                best = (60.0 / limit, d)
+        return best
+
+
+def canonical_content(lines: Iterable[str]) -> str:
+    """The hashed text: directive lines (already without hash, comments, blanks) joined."""
+    return "\n".join(lines)
+
+
+def content_hash(lines: Iterable[str]) -> str:
+    return hashlib.sha256(canonical_content(lines).encode("utf-8")).hexdigest()
+
+
+def _is_comment(text: str) -> bool:
+    return text.startswith("#")
+
+
+def _is_blank(text: str) -> bool:
+    return text.strip() == ""
+
+
+def parse_agents(data: bytes | str) -> AgentsFile:
+    """Parse and verify an agents.txt. Never raises; a fault restricts the whole site."""
+    diags: list[Diagnostic] = []
+    if isinstance(data, bytes):
+        try:
+            data.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            line = data[: exc.start].count(b"\n") + 1
+            diag = Diagnostic(line, "error", "not-utf8", "agents.txt is not valid UTF-8")
+            return AgentsFile((), (diag,), "not valid UTF-8", line, None, None, ())
+    metadata: list[tuple[str, str]] = []
+    hash_line = 0
+    declared: str | None = None
+    body: list[tuple[int, str]] = []
+    for number, text in numbered_lines(data):
+        if _is_comment(text):
+            if m := _META.fullmatch(text.strip()):
+                metadata.append((m.group(1).lower(), m.group(2).strip()))
+            continue
+        if _is_blank(text):
+            continue
+        if not hash_line:
+            hash_line = number
+            m = _HASH_LINE.fullmatch(text)
+            if m is None:
+                msg = "first directive line must be '*' and 64 lowercase hex digits (SHA-256)"
+                diags.append(Diagnostic(number, "error", "bad-hash-line", msg))
+            else:
+                declared = m.group(1)
+            continue
+        body.append((number, text))
+    computed = content_hash(t for _, t in body)
+    fault: str | None = None
+    fault_line = 0
+    if not hash_line:
+        fault, fault_line = "no hash line", 0
+        diags.append(Diagnostic(0, "error", "no-hash-line", "agents.txt has no hash line"))
+    elif declared is None:
+        fault, fault_line = "malformed hash line", hash_line
+    elif declared != computed:
+        fault, fault_line = "hash mismatch", hash_line
+        diags.append(
+            Diagnostic(
+                hash_line,
+                "error",
+                "hash-mismatch",
+                f"hash line says {declared[:12]}..., content hashes to {computed[:12]}...",
+            )
+        )
+    directives: list[Directive] = []
+    for number, text in body:
+        directive, problem = _parse_directive(number, text)
+        if problem is not None:
+            diags.append(Diagnostic(number, "error", "bad-directive", problem))
+            if fault is None:
+                fault, fault_line = f"syntax error ({problem})", number
+            continue
+        assert directive is not None
+        for key, _ in directive.params:
+            if key not in KNOWN_PARAMETERS:
+                diags.append(
+                    Diagnostic(number, "warning", "unknown-parameter", f"unknown parameter {key!r}")
+                )
+        directives.append(directive)
+    diags.sort(key=lambda d: d.line)
+    return AgentsFile(
+        tuple(directives) if fault is None else (),
+        tuple(diags),
+        fault,
+        fault_line,
+        declared,
+        computed,
+        tuple(metadata),
+    )
+
+
+def _parse_directive(number: int, text: str) -> tuple[Directive | None, str | None]:
+    parts = text.split(" ")
+    if len(parts) < 2 or any(p == "" for p in parts):
+        return None, "expected '<path> <ALLOW|DISALLOW> [key=value ...]' separated by single spaces"
+    path, action, *params = parts
+    if _PATH.fullmatch(path) is None or _BAD_ESCAPE.search(path):
+        return None, f"path {path[:40]!r} must start with '/' and use URI characters only"
+    if action not in ("ALLOW", "DISALLOW"):
+        return None, f"action {action[:20]!r} must be ALLOW or DISALLOW"
+    pairs: list[tuple[str, str]] = []
+    for param in params:
+        m = _PARAM.fullmatch(param)
+        if m is None or _BAD_ESCAPE.search(param):
+            return None, f"parameter {param[:40]!r} is not key=value in URI syntax"
+        key, value = m.group(1), m.group(2)
+        if any(key == k for k, _ in pairs):
+            return None, f"parameter {key!r} repeated"
+        if key == "limit" and (not value.isdigit() or int(value) == 0):
+            return None, f"limit={value[:20]} must be a positive integer (requests per minute)"
+        pairs.append((key, value))
+    return Directive(number, pattern_text(path), action == "ALLOW", tuple(pairs)), None

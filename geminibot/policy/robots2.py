@@ -1,0 +1,658 @@
+"""robots2.txt v0.2.1: the AI usage layer on top of robots.txt, and its ask protocol.
+
+Pure logic: :func:`parse_robots2` reads a file (never raises), :func:`resolve_chain` follows
+``chain:`` through an injected fetch mapping or callable, :func:`ask_request` describes the
+HEAD request of the ask protocol and :func:`ask_outcome` turns a response into what the bot
+may do and for how long it may remember it. The HTTP exchange itself belongs to the caller.
+
+Project readings (docs/dialects.md has the reasons):
+
+* Path rules (``User-agent``/``Allow``/``Disallow``/``Sitemap``/``Crawl-delay``) are read by
+  the robots.txt engine from a copy of the file in which every other line is blanked, so
+  line numbers stay true. They are global even when written inside an override block.
+* Everything after ``[agent: CATEGORY]`` belongs to that block until the next block header,
+  except the site-wide lines (content signals, ``market``, ``report-to``, ``chain``).
+* An unknown value counts as the most restrictive value of its directive (reported). A
+  directive repeated in one scope keeps its most restrictive value (reported).
+* ``rate`` is requests per minute; ``polite`` leaves the pace to the bot's rule of thumb.
+* ``chain:`` counts only on the last non-blank line. A chained file fills in what the files
+  before it leave unset; it never overrides them.
+* Ask scopes are globs whose ``*`` matches any run of characters, ``/`` included (the spec's
+  example reads "/blog/*" as everything under /blog/).
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import re
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from typing import Literal
+from urllib.parse import quote, urljoin
+
+from geminibot.policy.diagnostics import Diagnostic
+from geminibot.policy.paths import path_of
+from geminibot.policy.robots import RobotsFile, parse_robots
+from geminibot.policy.robots20 import strip_comment
+from geminibot.policy.textlines import numbered_lines
+
+SPEC_VERSION = "0.2.1"
+
+#: Allowed values of each directive, from least to most restrictive. ``rate`` and the free
+#: text ``market`` are handled apart.
+DIRECTIVE_VALUES: dict[str, tuple[str, ...]] = {
+    "crawl": ("yes", "ask", "no"),
+    "read": ("yes", "ask", "no"),
+    "summarise": ("yes", "ask", "no"),
+    "quote": ("yes", "short-only", "no"),
+    "derivative": ("yes", "ask", "no"),
+    "train": ("yes", "ask", "no"),
+    "store": ("yes", "session-only", "no"),
+    "compete": ("yes", "no"),
+    "personalise": ("yes", "no"),
+    "monetise": ("yes", "ask", "no"),
+    "attribution": ("none", "preferred", "required"),
+    "link-back": ("none", "preferred", "required"),
+    "announce": ("no", "yes"),
+    "honest": ("yes",),
+}
+#: The directives a usage question is about, in the order answers are given.
+USAGE_DIRECTIVES: tuple[str, ...] = (
+    "crawl",
+    "read",
+    "summarise",
+    "quote",
+    "derivative",
+    "train",
+    "store",
+    "compete",
+    "personalise",
+    "monetise",
+    "attribution",
+    "link-back",
+    "announce",
+)
+ASKABLE = frozenset(d for d, values in DIRECTIVE_VALUES.items() if "ask" in values)
+SIGNAL_VALUES: dict[str, tuple[str, ...] | None] = {
+    "content-type": (
+        "opinion",
+        "news",
+        "reference",
+        "satire",
+        "commercial",
+        "research",
+        "personal",
+    ),
+    "editorialised": ("yes", "no", "partial"),
+    "ai-assisted": ("yes", "no", "partial"),
+    "primary-language": None,
+}
+CATEGORIES: tuple[str, ...] = (
+    "search-indexer",
+    "ai-assistant",
+    "ai-researcher",
+    "code-assistant",
+    "data-harvester",
+    "content-generator",
+    "ad-network",
+    "monitoring",
+)
+META_KEYS = (
+    "spec-version",
+    "last-update",
+    "update-frequency",
+    "significant-change",
+    "authored-by",
+    "contact",
+    "jurisdiction",
+    "licence",
+    "chain-id",
+)
+PATH_FIELDS = frozenset(
+    {"user-agent", "useragent", "user agent", "allow", "disallow", "sitemap", "crawl-delay"}
+)
+_SPELLINGS = {"summarize": "summarise", "personalize": "personalise", "monetize": "monetise"}
+#: The value an unknown ``rate`` counts as: 1 request per minute.
+RATE_FALLBACK = "1"
+#: Robots2 chains are followed at most this many files deep (the first file included).
+MAX_CHAIN_DEPTH = 3
+_LANGUAGE_TAG = re.compile(r"[A-Za-z]{2,8}(-[A-Za-z0-9]{1,8})*")
+_BLOCK = re.compile(r"\[\s*agent\s*:\s*([^\]]*?)\s*\]")
+_META = re.compile(r"#\s*meta\s*:\s*([A-Za-z][A-Za-z0-9_-]*)\s*:?\s*(.*)", re.IGNORECASE)
+
+
+@dataclass(frozen=True, slots=True)
+class Setting:
+    """One directive's value and where it came from (``source`` is set for chained files)."""
+
+    value: str
+    line: int
+    stated: str
+    source: str = ""
+
+
+@dataclass(frozen=True)
+class Robots2File:
+    directives: Mapping[str, Setting]
+    blocks: Mapping[str, Mapping[str, Setting]]
+    block_lines: Mapping[str, int]
+    signals: Mapping[str, Setting]
+    market: Setting | None
+    report_to: tuple[Setting, ...]
+    meta: tuple[tuple[int, str, str], ...]
+    chain: Setting | None
+    path_text: str
+    diagnostics: tuple[Diagnostic, ...]
+    _robots: list[RobotsFile] = field(default_factory=list, repr=False, compare=False)
+
+    @property
+    def chain_id(self) -> str | None:
+        for _, key, value in self.meta:
+            if key == "chain-id" and value:
+                return value
+        return None
+
+    def setting(self, directive: str, category: str | None = None) -> Setting | None:
+        """The block's value for ``category`` if it names the directive, else the global."""
+        if category is not None:
+            found = self.blocks.get(category, {}).get(directive)
+            if found is not None:
+                return found
+        return self.directives.get(directive)
+
+    def robots(self) -> RobotsFile:
+        """The file's path rules, read by the robots.txt engine (line numbers kept)."""
+        if not self._robots:
+            self._robots.append(parse_robots(self.path_text))
+        return self._robots[0]
+
+    @property
+    def rate_interval(self) -> Setting | None:
+        return self.directives.get("rate")
+
+    def with_source(self, source: str) -> Robots2File:
+        def tag(s: Setting) -> Setting:
+            return Setting(s.value, s.line, s.stated, source)
+
+        return Robots2File(
+            {k: tag(v) for k, v in self.directives.items()},
+            {c: {k: tag(v) for k, v in b.items()} for c, b in self.blocks.items()},
+            self.block_lines,
+            {k: tag(v) for k, v in self.signals.items()},
+            tag(self.market) if self.market else None,
+            tuple(tag(s) for s in self.report_to),
+            self.meta,
+            tag(self.chain) if self.chain else None,
+            self.path_text,
+            self.diagnostics,
+        )
+
+
+def rate_seconds(setting: Setting | None) -> float | None:
+    """Seconds between requests from a ``rate`` setting (None for ``polite`` or unset)."""
+    if setting is None or setting.value == "polite":
+        return None
+    return 60.0 / int(setting.value)
+
+
+def _most_restrictive(directive: str, a: str, b: str) -> str:
+    if directive == "rate":
+        if a == "polite":
+            return b
+        if b == "polite":
+            return a
+        return a if int(a) <= int(b) else b
+    order = DIRECTIVE_VALUES[directive]
+    return a if order.index(a) >= order.index(b) else b
+
+
+def _normalise_value(directive: str, raw: str, line: int, diags: list[Diagnostic]) -> str:
+    value = raw.strip().lower()
+    if directive == "rate":
+        if value == "polite" or (value.isdigit() and value.isascii() and int(value) > 0):
+            return str(int(value)) if value != "polite" else value
+        diags.append(
+            Diagnostic(
+                line,
+                "warning",
+                "unknown-value",
+                f"rate: {raw.strip()[:30]!r} is not a positive integer or 'polite'; "
+                f"read as the most restrictive, {RATE_FALLBACK} request per minute",
+            )
+        )
+        return RATE_FALLBACK
+    values = DIRECTIVE_VALUES[directive]
+    if value in values:
+        return value
+    strictest = values[-1]
+    diags.append(
+        Diagnostic(
+            line,
+            "warning",
+            "unknown-value",
+            f"{directive}: {raw.strip()[:30]!r} is not one of {' | '.join(values)}; "
+            f"read as the most restrictive value, {strictest}",
+        )
+    )
+    return strictest
+
+
+def parse_robots2(data: bytes | str) -> Robots2File:
+    """Parse a robots2.txt. Never raises; every finding is a diagnostic with its line."""
+    diags: list[Diagnostic] = []
+    directives: dict[str, Setting] = {}
+    blocks: dict[str, dict[str, Setting]] = {}
+    block_lines: dict[str, int] = {}
+    signals: dict[str, Setting] = {}
+    market: Setting | None = None
+    report_to: list[Setting] = []
+    meta: list[tuple[int, str, str]] = []
+    chain: Setting | None = None
+    lines = numbered_lines(data)
+    path_lines = [""] * len(lines)
+    last_line = max((n for n, t in lines if t.strip()), default=0)
+    scope: dict[str, Setting] = directives
+    scope_name = "global"
+    for number, raw in lines:
+        stripped = raw.strip()
+        if stripped.startswith("#"):
+            if m := _META.fullmatch(stripped):
+                key = m.group(1).lower()
+                meta.append((number, key, m.group(2).strip()))
+                if key not in META_KEYS:
+                    diags.append(
+                        Diagnostic(
+                            number, "info", "unknown-meta", f"meta key {key!r} is not in the spec"
+                        )
+                    )
+            continue
+        text = strip_comment(raw)[0].strip()
+        if not text:
+            continue
+        if block := _BLOCK.fullmatch(text):
+            category = block.group(1).lower()
+            if category not in CATEGORIES:
+                diags.append(
+                    Diagnostic(
+                        number,
+                        "warning",
+                        "unknown-category",
+                        f"[agent: {category}] is not a standard category; its block applies to no bot",
+                    )
+                )
+            elif category in blocks:
+                diags.append(
+                    Diagnostic(
+                        number,
+                        "warning",
+                        "repeated-block",
+                        f"second [agent: {category}] block merged into the first",
+                    )
+                )
+            scope = blocks.setdefault(category, {})
+            block_lines.setdefault(category, number)
+            scope_name = f"[agent: {category}]"
+            continue
+        name, sep, value = text.partition(":")
+        key = name.strip().lower()
+        value = value.strip()
+        if not sep:
+            diags.append(
+                Diagnostic(number, "error", "no-colon", f"not 'key: value': {text[:60]!r}")
+            )
+            continue
+        if key in PATH_FIELDS:
+            path_lines[number - 1] = raw
+            if scope is not directives:
+                diags.append(
+                    Diagnostic(
+                        number,
+                        "info",
+                        "path-rule-in-block",
+                        f"path rules are global; this one is not limited to {scope_name}",
+                    )
+                )
+            continue
+        if key in _SPELLINGS:
+            diags.append(
+                Diagnostic(number, "info", "spelling", f"{key}: read as {_SPELLINGS[key]}:")
+            )
+            key = _SPELLINGS[key]
+        if key == "chain":
+            if number != last_line:
+                diags.append(
+                    Diagnostic(
+                        number, "warning", "chain-not-last", "chain: is not the last line; ignored"
+                    )
+                )
+            elif not value:
+                diags.append(
+                    Diagnostic(number, "warning", "empty-chain", "chain: without a URL; ignored")
+                )
+            else:
+                chain = Setting(value, number, value)
+            continue
+        if key in DIRECTIVE_VALUES or key == "rate":
+            normal = _normalise_value(key, value, number, diags)
+            previous = scope.get(key)
+            if previous is not None:
+                normal = _most_restrictive(key, previous.value, normal)
+                diags.append(
+                    Diagnostic(
+                        number,
+                        "warning",
+                        "repeated-directive",
+                        f"{key}: repeated in {scope_name} (line {previous.line}); the most restrictive value, {normal}, counts",
+                    )
+                )
+                if normal == previous.value:
+                    continue
+            scope[key] = Setting(normal, number, value)
+            continue
+        if key in SIGNAL_VALUES:
+            allowed = SIGNAL_VALUES[key]
+            low = value.lower()
+            ok = _LANGUAGE_TAG.fullmatch(value) is not None if allowed is None else low in allowed
+            if not ok:
+                expected = "an IETF language tag" if allowed is None else " | ".join(allowed)
+                diags.append(
+                    Diagnostic(
+                        number,
+                        "warning",
+                        "unknown-value",
+                        f"{key}: {value[:30]!r} is not {expected}; signal ignored",
+                    )
+                )
+                continue
+            signals[key] = Setting(value if allowed is None else low, number, value)
+        elif key == "market":
+            market = Setting(value, number, value)
+        elif key == "report-to":
+            if value:
+                report_to.append(Setting(value, number, value))
+        else:
+            diags.append(
+                Diagnostic(
+                    number, "warning", "unknown-directive", f"unknown directive {key!r} ignored"
+                )
+            )
+    path_text = "\n".join(path_lines) + "\n"
+    robots_diags = parse_robots(path_text).diagnostics
+    all_diags = sorted([*diags, *robots_diags], key=lambda d: d.line)
+    return Robots2File(
+        directives,
+        blocks,
+        block_lines,
+        signals,
+        market,
+        tuple(report_to),
+        tuple(meta),
+        chain,
+        path_text,
+        tuple(all_diags),
+    )
+
+
+# --------------------------------------------------------------------------------------
+# Chains
+# --------------------------------------------------------------------------------------
+
+ChainFetch = Callable[[str], bytes | str | None] | Mapping[str, bytes | str | None]
+
+
+@dataclass(frozen=True, slots=True)
+class ChainLink:
+    url: str
+    file: Robots2File
+
+
+@dataclass(frozen=True, slots=True)
+class Chain:
+    """The files collected along a chain, first (the site's own) first, and why it ended."""
+
+    links: tuple[ChainLink, ...]
+    stop: str
+
+    def setting(self, directive: str, category: str | None = None) -> Setting | None:
+        """The first file that says something wins (its block, then its global value)."""
+        for link in self.links:
+            found = link.file.setting(directive, category)
+            if found is not None:
+                return found
+        return None
+
+    def signal(self, name: str) -> Setting | None:
+        for link in self.links:
+            if name in link.file.signals:
+                return link.file.signals[name]
+        return None
+
+
+def resolve_chain(first: Robots2File, url: str, fetch: ChainFetch) -> Chain:
+    """Follow ``chain:`` lines from ``first`` (fetched from ``url``).
+
+    ``fetch(url)`` (or ``fetch[url]``) gives the body, or None when the fetch failed. At
+    most :data:`MAX_CHAIN_DEPTH` files are collected; a file whose chain-id (or, lacking
+    one, URL) was already seen ends the chain; what was collected is kept.
+    """
+    links = [ChainLink(url, first.with_source(url))]
+    seen_urls = {url}
+    seen_ids = {first.chain_id} if first.chain_id else set()
+    current, current_url = first, url
+    while current.chain is not None:
+        if len(links) >= MAX_CHAIN_DEPTH:
+            return Chain(tuple(links), f"depth limit of {MAX_CHAIN_DEPTH} files reached")
+        target = urljoin(current_url, current.chain.value)
+        if target in seen_urls:
+            return Chain(tuple(links), f"loop: {target} was already read")
+        seen_urls.add(target)
+        body = fetch.get(target) if isinstance(fetch, Mapping) else fetch(target)
+        if body is None:
+            return Chain(tuple(links), f"could not fetch {target}")
+        parsed = parse_robots2(body)
+        if parsed.chain_id is not None and parsed.chain_id in seen_ids:
+            return Chain(tuple(links), f"loop: chain-id {parsed.chain_id!r} was already read")
+        if parsed.chain_id:
+            seen_ids.add(parsed.chain_id)
+        links.append(ChainLink(target, parsed.with_source(target)))
+        current, current_url = parsed, target
+    return Chain(tuple(links), "end of chain")
+
+
+# --------------------------------------------------------------------------------------
+# The ask protocol
+# --------------------------------------------------------------------------------------
+
+ASK_PATH = "/.well-known/robots2-ask"
+#: An ``allow`` may be remembered at most this long (the spec's SHOULD, 24 hours).
+ASK_ALLOW_CACHE = timedelta(hours=24)
+#: A ``deny`` (or a 404: no endpoint) is remembered this long, so the bot does not ask again
+#: for every URL; ask again after that.
+ASK_DENY_CACHE = timedelta(hours=24)
+#: Wait after a 429 without a usable Retry-After, and the longest wait a Retry-After can ask.
+ASK_RETRY_DEFAULT = timedelta(seconds=60)
+ASK_RETRY_MAX = timedelta(hours=24)
+
+AskKind = Literal["allow", "allow-once", "deny", "not-found", "retry", "unparseable", "no-endpoint"]
+
+
+@dataclass(frozen=True, slots=True)
+class AskRequest:
+    """The HEAD request of the ask protocol; the HTTP helper only performs it."""
+
+    method: str
+    path: str
+    query: str
+    headers: tuple[tuple[str, str], ...]
+
+    @property
+    def target(self) -> str:
+        return f"{self.path}?{self.query}"
+
+
+def agent_identity(name: str, version: str, category: str | None = None) -> str:
+    """``name/version (category)``, the X-Agent-Identity value the spec recommends."""
+    ident = f"{name}/{version}"
+    return f"{ident} ({category})" if category else ident
+
+
+def ask_request(directive: str, identity: str) -> AskRequest:
+    """Describe the ask for ``directive`` by a bot announcing itself as ``identity``."""
+    if directive not in ASKABLE:
+        raise ValueError(f"{directive!r} cannot be asked; askable: {', '.join(sorted(ASKABLE))}")
+    agent = identity.split(" ", 1)[0]
+    query = f"directive={quote(directive, safe='')}&agent={quote(agent, safe='/')}"
+    return AskRequest("HEAD", ASK_PATH, query, (("X-Agent-Identity", identity),))
+
+
+@dataclass(frozen=True, slots=True)
+class AskResponse:
+    """What came back: ``status`` None means no endpoint could be reached at all."""
+
+    status: int | None
+    headers: tuple[tuple[str, str], ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class AskOutcome:
+    kind: AskKind
+    #: Whether the bot may go ahead (for the paths ``scopes`` covers).
+    proceed: bool
+    #: Glob scopes the decision is limited to; empty means site-wide.
+    scopes: tuple[str, ...]
+    #: Until when the outcome may be reused; None means ask again next time.
+    cache_until: datetime | None
+    #: For 429: not before this time.
+    retry_at: datetime | None
+    reason: str
+
+    def covers(self, path: str) -> bool:
+        """Whether ``path`` (or a URL) is inside the scopes of this decision."""
+        if not self.scopes:
+            return True
+        p = path_of(path)
+        return any(fnmatch.fnmatchcase(p, scope) for scope in self.scopes)
+
+
+def _header_values(headers: Iterable[tuple[str, str]], name: str) -> list[str]:
+    low = name.lower()
+    return [v.strip() for k, v in headers if k.strip().lower() == low]
+
+
+def ask_outcome(response: AskResponse, now: datetime) -> AskOutcome:
+    """The state machine of the ask protocol: one response in, what the bot may do out."""
+    status = response.status
+    if status is None:
+        return AskOutcome("no-endpoint", False, (), None, None, "no ask endpoint: ask counts as no")
+    if status == 404:
+        return AskOutcome(
+            "not-found",
+            False,
+            (),
+            now + ASK_DENY_CACHE,
+            None,
+            "404: no ask endpoint, treated as deny",
+        )
+    if status == 429:
+        wait = ASK_RETRY_DEFAULT
+        values = _header_values(response.headers, "Retry-After")
+        if values and values[0].isdigit() and values[0].isascii():
+            wait = min(timedelta(seconds=int(values[0])), ASK_RETRY_MAX)
+        return AskOutcome(
+            "retry",
+            False,
+            (),
+            None,
+            now + wait,
+            f"429: rate limited, ask again after {int(wait.total_seconds())} s",
+        )
+    if status != 200:
+        return AskOutcome(
+            "unparseable",
+            False,
+            (),
+            None,
+            None,
+            f"status {status}: not an ask answer, do not proceed",
+        )
+    decisions = {v.lower() for v in _header_values(response.headers, "X-Robots2-Decision")}
+    if len(decisions) != 1:
+        what = "no" if not decisions else "conflicting"
+        return AskOutcome(
+            "unparseable",
+            False,
+            (),
+            None,
+            None,
+            f"{what} X-Robots2-Decision header: do not proceed",
+        )
+    decision = decisions.pop()
+    scopes: list[str] = []
+    for value in _header_values(response.headers, "X-Robots2-Scope"):
+        for scope in (s.strip() for s in value.split(",")):
+            if not scope.startswith("/") or any(c.isspace() for c in scope):
+                return AskOutcome(
+                    "unparseable",
+                    False,
+                    (),
+                    None,
+                    None,
+                    f"bad X-Robots2-Scope {scope[:40]!r}: do not proceed",
+                )
+            scopes.append(scope)
+    where = f" for {', '.join(scopes)}" if scopes else " site-wide"
+    if decision == "allow":
+        return AskOutcome(
+            "allow",
+            True,
+            tuple(scopes),
+            now + ASK_ALLOW_CACHE,
+            None,
+            f"allowed{where}; reuse for up to 24 h",
+        )
+    if decision == "allow-once":
+        return AskOutcome(
+            "allow-once",
+            True,
+            tuple(scopes),
+            None,
+            None,
+            f"allowed once{where}; never cached, ask again",
+        )
+    if decision == "deny":
+        return AskOutcome("deny", False, (), now + ASK_DENY_CACHE, None, "denied")
+    return AskOutcome(
+        "unparseable", False, (), None, None, f"unknown decision {decision[:20]!r}: do not proceed"
+    )
+
+
+@dataclass
+class AskLedger:
+    """Remembered ask outcomes per directive, consulted with an explicit time."""
+
+    entries: dict[str, AskOutcome] = field(default_factory=dict)
+
+    def record(self, directive: str, outcome: AskOutcome) -> None:
+        if outcome.cache_until is not None or outcome.retry_at is not None:
+            self.entries[directive] = outcome
+        else:
+            self.entries.pop(directive, None)
+
+    def answer(self, directive: str, url: str, now: datetime) -> tuple[bool, str] | None:
+        """(may proceed, why) from a still-valid remembered outcome; None: ask (again)."""
+        outcome = self.entries.get(directive)
+        if outcome is None:
+            return None
+        if outcome.retry_at is not None:
+            if now < outcome.retry_at:
+                return False, f"{directive}: {outcome.reason}"
+            return None
+        if outcome.cache_until is None or now >= outcome.cache_until:
+            return None
+        if outcome.proceed and not outcome.covers(url):
+            return (
+                False,
+                f"{directive}: outside the scopes of the remembered allow ({', '.join(outcome.scopes)})",
+            )
+        return outcome.proceed, f"{directive}: remembered ask answer: {outcome.reason}"

@@ -1,0 +1,38 @@
+"""Splitting a policy file into numbered lines, the same way for every dialect.
+
+Every dialect's parser takes ``bytes | str``. Bytes are decoded as UTF-8 with
+``surrogateescape`` so that an invalid octet never raises and still reaches the pattern
+normaliser octet for octet (:func:`geminibot.policy.paths.normalise_pattern`).
+"""
+
+from __future__ import annotations
+
+import re
+
+from geminibot.policy.paths import normalise_pattern
+
+_LINE_BREAK = re.compile(r"\r\n|\r|\n")
+
+
+def decode(data: bytes | str) -> str:
+    """``data`` as text; invalid UTF-8 octets survive as surrogate escapes."""
+    if isinstance(data, str):
+        return data
+    text = data.decode("utf-8", "surrogateescape")
+    return text[1:] if text.startswith("\ufeff") else text
+
+
+def numbered_lines(data: bytes | str) -> list[tuple[int, str]]:
+    """``(line number, text)`` for every line; CR LF, CR and LF all end a line."""
+    text = decode(data)
+    if text.startswith("\ufeff"):
+        text = text[1:]
+    parts = _LINE_BREAK.split(text)
+    if parts and parts[-1] == "":
+        parts.pop()
+    return list(enumerate(parts, start=1))
+
+
+def pattern_text(value: str) -> str:
+    """A pattern from a file, percent-normalised like the paths it is matched against."""
+    return normalise_pattern(value.encode("utf-8", "surrogateescape"))

@@ -1,0 +1,291 @@
+"""Version 2.0 rule sets: the frommitz.biz worked examples, match kinds, times, comments, lint."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pytest
+
+from geminibot.policy.robots20 import REGEX_PREFIX, Window, parse_v2, strip_comment
+
+FROMMITZ = (Path(__file__).parent / "data" / "frommitz-robots.txt").read_text()
+
+#: The site structure listed in the document (blackhole/info/ holds the last five pages).
+PAGES = (
+    "/index.html",
+    "/images/index.html",
+    "/images/fromlogo.jpg",
+    "/images/navbar.jpg",
+    "/images/blueball.gif",
+    "/images/redball.gif",
+    "/images/usamap.gif",
+    "/images/portrait.jpg",
+    "/products.html",
+    "/order.html",
+    "/order.shtml",
+    "/order.cgi",
+    "/blackhole/index.html",
+    "/blackhole/info98.html",
+    "/blackhole/info98.shtml",
+    "/blackhole/info99.html",
+    "/blackhole/info99.gif",
+    "/blackhole/info8.html",
+    "/blackhole/page3.html",
+    "/blackhole/info/index.html",
+    "/blackhole/info/page1.html",
+    "/blackhole/info/page2.shtml",
+    "/blackhole/info/page4.html",
+    "/blackhole/info/thankyou.html",
+    "/overview.html",
+    "/thankyou.html",
+)
+
+# fredsbot, pandabot, chives (1.0): nothing under /images or /blackhole, no order.shtml/.cgi.
+FREDSBOT_ALLOWED = {
+    "/index.html",
+    "/products.html",
+    "/order.html",
+    "/overview.html",
+    "/thankyou.html",
+}
+# popularsite (1.0): the longer list; everything not listed is allowed.
+POPULARSITE_DISALLOWED = {
+    *(p for p in PAGES if p.startswith("/images")),
+    "/order.shtml",
+    "/order.cgi",
+    "/blackhole/info98.shtml",
+    "/blackhole/info99.html",
+    "/blackhole/info99.gif",
+    "/blackhole/info8.html",
+    "/blackhole/info/page2.shtml",
+}
+# alfred, newchives, oscarbot (2.0): index pages, /images/index.html explicitly, the
+# /blackhole/info* pages, but no server-side includes, images, CGI, info99*, info8.html;
+# the set has allow rules, so a page no allow matches is not allowed either.
+ALFRED_ALLOWED = {
+    "/index.html",
+    "/images/index.html",
+    "/blackhole/index.html",
+    "/blackhole/info98.html",
+    "/blackhole/info/index.html",
+    "/blackhole/info/page1.html",
+    "/blackhole/info/page4.html",
+    "/blackhole/info/thankyou.html",
+}
+# hackerbot: "only allowed to retrieve index.html files".
+INDEX_PAGES = {p for p in PAGES if p.endswith("/index.html") or p == "/index.html"}
+# suckemdry and the vacuumweb trio: "any HTML document" (not .shtml).
+HTML_PAGES = {p for p in PAGES if p.endswith(".html")}
+
+MORNING = datetime(2026, 11, 23, 7, 0, tzinfo=UTC)  # inside suckemdry's 0600-0845
+
+
+def expected(bot: str, page: str) -> bool:
+    if bot in ("fredsbot", "pandabot", "chives"):
+        return page in FREDSBOT_ALLOWED
+    if bot == "popularsite":
+        return page not in POPULARSITE_DISALLOWED
+    if bot in ("alfred", "newchives", "oscarbot"):
+        return page in ALFRED_ALLOWED
+    if bot == "hackerbot":
+        return page in INDEX_PAGES
+    if bot in ("suckemdry", "vacuumweb", "spanwebbot", "spiderbot"):
+        return page in HTML_PAGES
+    return False  # everyone else: "go away you bother us"
+
+
+BOTS = (
+    "fredsbot",
+    "pandabot",
+    "chives",
+    "popularsite",
+    "alfred",
+    "newchives",
+    "oscarbot",
+    "hackerbot",
+    "suckemdry",
+    "vacuumweb",
+    "spanwebbot",
+    "spiderbot",
+    "someotherbot",
+)
+
+
+@pytest.mark.parametrize("bot", BOTS)
+def test_frommitz_every_bot_every_page(bot: str) -> None:
+    robots = parse_v2(FROMMITZ)
+    wrong = {
+        page: robots.decide(f"http://www.frommitz.biz{page}", bot, at=MORNING).reason
+        for page in PAGES
+        if robots.decide(f"http://www.frommitz.biz{page}", bot, at=MORNING).allowed
+        != expected(bot, page)
+    }
+    assert wrong == {}
+
+
+def test_frommitz_parses_cleanly_with_the_right_set_kinds() -> None:
+    robots = parse_v2(FROMMITZ)
+    assert robots.diagnostics == ()
+    assert [s.kind for s in robots.sets] == ["1.0", "1.0", "2.0", "2.0", "2.0", "2.0", "1.0"]
+    assert robots.sets[5].comments[0][1].startswith("because you guys")
+
+
+def test_frommitz_struck_disallow_star_would_not_change_alfred() -> None:
+    # The struck-out "Disallow: *" is the set's default deny, ranked below pattern allows.
+    text = FROMMITZ.replace(
+        "Disallow: *.shtml                # don't", "Disallow: *\nDisallow: *.shtml  # don't"
+    )
+    robots = parse_v2(text)
+    for page in PAGES:
+        assert robots.decide(page, "alfred").allowed == (page in ALFRED_ALLOWED), page
+
+
+def test_frommitz_explicit_allow_beats_disallow_and_pattern_allow_does_not() -> None:
+    robots = parse_v2(FROMMITZ)
+    d = robots.decide("/images/index.html", "oscarbot")
+    assert d.allowed and d.sets[0].rule is not None and d.sets[0].rule.kind == "explicit"
+    d = robots.decide("/blackhole/info99.html", "oscarbot")  # Allow /blackhole/info* loses
+    assert not d.allowed and d.sets[0].rule is not None
+    assert d.sets[0].rule.pattern == "/blackhole/info99*"
+
+
+@pytest.mark.parametrize(
+    ("hour", "minute", "allowed"),
+    [(5, 59, False), (6, 0, True), (8, 45, True), (8, 46, False), (23, 0, False)],
+)
+def test_frommitz_suckemdry_visit_time(hour: int, minute: int, allowed: bool) -> None:
+    robots = parse_v2(FROMMITZ)
+    at = datetime(2026, 11, 23, hour, minute, tzinfo=UTC)
+    assert robots.decide("/index.html", "suckemdry", at=at).allowed is allowed
+
+
+@pytest.mark.parametrize(
+    ("hour", "seconds"),
+    [
+        (13, 600.0),
+        (16, 600.0),
+        (17, 1200.0),
+        (23, 1200.0),
+        (2, 1200.0),
+        (4, 1200.0),
+        (5, 12.0),
+        (12, 12.0),
+    ],
+)
+def test_frommitz_vacuumweb_request_rate_windows(hour: int, seconds: float) -> None:
+    robots = parse_v2(FROMMITZ)
+    at = datetime(2026, 11, 23, hour, 30, tzinfo=UTC)
+    for bot in ("vacuumweb", "spanwebbot", "spiderbot"):
+        rate = robots.request_interval(bot, at=at)
+        assert rate is not None and rate.interval == seconds
+
+
+def test_frommitz_hackerbot_rate_and_others_none() -> None:
+    robots = parse_v2(FROMMITZ)
+    rate = robots.request_interval("hackerbot", at=MORNING)
+    assert rate is not None and rate.interval == 1800.0 and rate.line == 56
+    assert robots.request_interval("fredsbot", at=MORNING) is None
+
+
+def test_unwindowed_rates_slowest_normalised_wins() -> None:
+    text = "User-agent: a\nRobot-version: 2.0\nRequest-rate: 100/24h\nRequest-rate: 10/60\n"
+    rate = parse_v2(text).request_interval("a")
+    assert rate is not None and rate.interval == 864.0  # the document's example
+
+
+def test_window_wrapping_midnight_inclusive_ends() -> None:
+    w = Window(17 * 60, 4 * 60 + 59)
+    assert w.contains(datetime(2026, 1, 1, 17, 0, tzinfo=UTC))
+    assert w.contains(datetime(2026, 1, 1, 0, 0, tzinfo=UTC))
+    assert w.contains(datetime(2026, 1, 1, 4, 59, tzinfo=UTC))
+    assert not w.contains(datetime(2026, 1, 1, 5, 0, tzinfo=UTC))
+    assert not w.contains(datetime(2026, 1, 1, 16, 59, tzinfo=UTC))
+
+
+def test_comment_only_at_line_start_or_after_whitespace() -> None:
+    assert strip_comment("Disallow: * # we don't like this bot") == ("Disallow: * ", False)
+    assert strip_comment("#so is this") == ("", False)
+    assert strip_comment("Disallow: /a#b") == ("Disallow: /a#b", True)
+    robots = parse_v2("User-agent: x\nRobot-version: 2.0\nDisallow: /a#b\n")
+    assert not robots.decide("/a%23b", "x").allowed  # '#' in a path is always escaped
+    assert robots.decide("/a", "x").allowed
+    assert [d.code for d in robots.diagnostics] == ["ambiguous-comment"]
+    assert robots.diagnostics[0].line == 3
+
+
+def test_regex_rules_use_the_tilde_prefix() -> None:
+    text = (
+        "User-agent: r\nRobot-version: 2.0\n"
+        f"Disallow: {REGEX_PREFIX} ^/blackhole/info9[89]\\.s?html$\n"
+    )
+    robots = parse_v2(text)
+    assert robots.diagnostics == ()
+    assert not robots.decide("/blackhole/info98.shtml", "r").allowed
+    assert not robots.decide("/blackhole/info99.html", "r").allowed
+    assert robots.decide("/blackhole/info97.html", "r").allowed
+
+
+def test_glob_class_and_question_mark() -> None:
+    robots = parse_v2("User-agent: g\nRobot-version: 2.0\nDisallow: /info[0-9]?.html\n")
+    assert not robots.decide("/info98.html", "g").allowed
+    assert robots.decide("/infox8.html", "g").allowed
+    assert [d.code for d in robots.diagnostics] == ["glob-question-mark"]
+
+
+@pytest.mark.parametrize(
+    ("line", "code", "level"),
+    [
+        ("Disallow: /a/.*\\.cgi", "ambiguous-pattern", "warning"),
+        ("Disallow: ~ ([a-z]+)+x", "bad-regex", "error"),
+        ("Disallow: ~ [unclosed", "bad-regex", "error"),
+        ("Disallow: *.html$", "ambiguous-pattern", "warning"),
+        ("Request-rate: fast", "bad-rate", "error"),
+        ("Request-rate: 0/5m", "bad-rate", "error"),
+        ("Visit-time: 2500-0100", "bad-visit-time", "error"),
+        ("Robot-version: 2.0", "repeated-version", "error"),
+    ],
+)
+def test_lint_finds_planted_error_on_its_line(line: str, code: str, level: str) -> None:
+    text = f"# header\nUser-agent: bot\nRobot-version: 2.0\nAllow: /ok\n{line}\n"
+    found = [d for d in parse_v2(text).diagnostics if d.code == code]
+    assert found and found[0].line == 5 and found[0].level == level
+
+
+def test_bad_regex_disallow_fails_safe() -> None:
+    robots = parse_v2("User-agent: b\nRobot-version: 2.0\nDisallow: ~ [oops\n")
+    assert not robots.decide("/anything", "b").allowed
+    robots = parse_v2("User-agent: b\nRobot-version: 2.0\nAllow: ~ [oops\n")
+    assert not robots.decide("/anything", "b").allowed  # the set has an allow: must match it
+
+
+def test_versions_experimental_ignored_and_late_version_is_10() -> None:
+    text = (
+        "User-agent: exp\nRobot-version: 2.1\nDisallow: *\n"
+        "User-agent: late\nDisallow: /x\nRobot-version: 2.0\n"
+        "User-agent: old\nRobot-version: 1.0\nDisallow: /x\n"
+        "User-agent: *\nDisallow: /private\n"
+    )
+    robots = parse_v2(text)
+    assert [s.kind for s in robots.sets] == ["ignored", "1.0", "1.0", "1.0"]
+    assert robots.decide("/open", "exp").allowed  # falls back to '*'
+    assert not robots.decide("/private", "exp").allowed
+    assert not robots.decide("/x/y", "late").allowed  # 1.0 prefix reading
+    codes = {d.code: d.line for d in robots.diagnostics}
+    assert codes == {"experimental-version": 2, "late-version": 6}
+    assert parse_v2("User-agent: a\nRobot-version: 2.2.0\nAllow: /x\n").sets[0].kind == "2.0"
+
+
+def test_virtual_agent_modes_follow_the_core() -> None:
+    text = "User-agent: indexer\nRobot-version: 2.0\nDisallow: *.gmi\nUser-agent: *\nDisallow: /a\n"
+    robots = parse_v2(text)
+    assert not robots.decide("/x.gmi", "geminibot", ["indexer"]).allowed
+    assert robots.decide("/a/b", "geminibot", ["indexer"]).allowed
+    assert not robots.decide("/a/b", "geminibot", ["indexer"], strict=True).allowed
+    assert robots.decide("/robots.txt", "geminibot", ["indexer"], strict=True).allowed
+
+
+def test_hostile_input_never_raises() -> None:
+    junk = b"\xff\xfe\x00User-agent: \x00\nRobot-version: \xff\nDisallow: ~ " + b"(" * 300 + b"\n"
+    robots = parse_v2(junk)
+    assert robots.decide("/x", "anything").allowed in (True, False)
