@@ -1,10 +1,101 @@
-"""The ``capsule-server`` command."""
+"""The ``capsule-server`` command: serve, certs, report."""
 
 from __future__ import annotations
 
 import argparse
+import signal
 import sys
 from collections.abc import Sequence
+from pathlib import Path
+
+import trio
+
+from capsule_server.certs import FALLBACK_HOST, ensure_certificate, list_certificates
+from capsule_server.files import CapsuleConfigError, load_capsules
+from capsule_server.log import JsonLinesLog
+from capsule_server.server import RATE_BURST, RATE_PER_SECOND, CapsuleServer, Limits
+from geminibot.cliutil import EXIT_OK, EXIT_USAGE, CommandError, emit_json
+
+DEFAULT_CERT_DIR = Path("var/capsule-server/certs")
+"""Certificates are kept here, relative to the working directory, unless --certs says."""
+
+
+def bundled_capsules() -> Path:
+    """The capsules shipped with the project: ``capsules/`` beside the package in a source
+    checkout (and an editable install), ``capsule_server/capsules/`` in a wheel install."""
+    here = Path(__file__).resolve().parent
+    for candidate in (here.parent / "capsules", here / "capsules"):
+        if candidate.is_dir():
+            return candidate
+    raise CommandError("no bundled capsules found; give a DIR")
+
+
+def _serve(args: argparse.Namespace) -> int:
+    directory = Path(args.dir) if args.dir else bundled_capsules()
+    if not directory.is_dir():
+        raise CommandError(f"{directory}: not a folder")
+    try:
+        capsules = load_capsules(directory)
+    except CapsuleConfigError as exc:
+        raise CommandError(str(exc)) from None
+    if not capsules:
+        raise CommandError(f"{directory}: no capsule folders (named like host.test)")
+    limits = Limits(rate_burst=args.rate_burst, rate_per_second=args.rate)
+    log_stream = open(args.log, "a", encoding="utf-8") if args.log else sys.stdout  # noqa: SIM115
+    try:
+        server = CapsuleServer(capsules, Path(args.certs), limits, JsonLinesLog(log_stream))
+        trio.run(_serve_until_signal, server, args.host, args.port)
+    finally:
+        if args.log:
+            log_stream.close()
+    return EXIT_OK
+
+
+async def _serve_until_signal(server: CapsuleServer, host: str, port: int) -> None:
+    try:
+        listeners = await trio.open_tcp_listeners(port, host=host)
+    except OSError as exc:
+        raise CommandError(f"cannot listen on {host}:{port}: {exc.strerror}") from None
+    server.port = listeners[0].socket.getsockname()[1]
+    with trio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
+        async with trio.open_nursery() as nursery:
+            await nursery.start(server.serve, listeners)
+            hosts = ", ".join(sorted(server.capsules))
+            print(
+                f"capsule-server: serving {hosts} on {host}:{server.port}",
+                file=sys.stderr,
+                flush=True,
+            )
+            async for signum in signals:
+                print(
+                    f"capsule-server: {signal.Signals(signum).name}, shutting down",
+                    file=sys.stderr,
+                    flush=True,
+                )
+                server.shutdown()
+                break
+
+
+def _certs(args: argparse.Namespace) -> int:
+    cert_dir = Path(args.certs)
+    infos = list_certificates(cert_dir)
+    if args.json:
+        for info in infos:
+            emit_json(info.as_dict())
+    else:
+        if not infos:
+            print(f"no certificates in {cert_dir} (they are made on the first 'serve')")
+        for info in infos:
+            print(f"{info.host}  SHA256:{info.sha256}  until {info.not_after.date()}")
+    return EXIT_OK
+
+
+def _make_certs(args: argparse.Namespace) -> int:
+    """Make (or keep) certificates for every capsule of DIR without serving."""
+    directory = Path(args.dir) if args.dir else bundled_capsules()
+    for host in [*sorted(load_capsules(directory)), FALLBACK_HOST]:
+        ensure_certificate(Path(args.certs), host)
+    return _certs(args)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -12,8 +103,44 @@ def build_parser() -> argparse.ArgumentParser:
         prog="capsule-server",
         description="Serve test capsules over Gemini and report which bots broke their policy.",
     )
-    parser.add_subparsers(title="commands", metavar="COMMAND")
+    commands = parser.add_subparsers(title="commands", metavar="COMMAND")
+
+    serve = commands.add_parser("serve", help="serve a folder of capsules (one per host name)")
+    serve.add_argument("dir", nargs="?", metavar="DIR", help="capsules folder (default: bundled)")
+    serve.add_argument("--host", default="127.0.0.1", help="address to listen on")
+    serve.add_argument("--port", type=int, default=1965, help="port (0 picks a free one)")
+    serve.add_argument("--certs", default=str(DEFAULT_CERT_DIR), help="certificate folder")
+    serve.add_argument("--log", metavar="FILE", help="append the JSON access log here")
+    serve.add_argument(
+        "--rate", type=float, default=RATE_PER_SECOND, help="requests/s per client address"
+    )
+    serve.add_argument(
+        "--rate-burst", type=int, default=RATE_BURST, help="burst allowed per client address"
+    )
+    serve.set_defaults(run=_serve)
+
+    certs = commands.add_parser("certs", help="list the certificates with SHA-256 fingerprints")
+    certs.add_argument("--certs", default=str(DEFAULT_CERT_DIR), help="certificate folder")
+    certs.add_argument("--json", action="store_true", help="one JSON object per certificate")
+    certs.add_argument(
+        "--make",
+        dest="dir",
+        nargs="?",
+        const="",
+        default=None,
+        metavar="DIR",
+        help="first make missing certificates for the capsules of DIR (default: bundled)",
+    )
+    certs.set_defaults(run=_certs_command)
+
+    from capsule_server import report
+
+    report.register(commands)
     return parser
+
+
+def _certs_command(args: argparse.Namespace) -> int:
+    return _make_certs(args) if args.dir is not None else _certs(args)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -22,8 +149,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     run = getattr(args, "run", None)
     if run is None:
         parser.print_help(sys.stderr)
-        return 2
-    code: int = run(args)
+        return EXIT_USAGE
+    try:
+        code: int = run(args)
+    except CommandError as exc:
+        print(f"capsule-server: {exc.message}", file=sys.stderr)
+        return exc.exit_code
+    except KeyboardInterrupt:
+        return 130
+    except BrokenPipeError:
+        return 0
     return code
 
 

@@ -1,0 +1,42 @@
+"""Per-client-address rate limit: a token bucket, with the clock passed in (no I/O)."""
+
+from __future__ import annotations
+
+MAX_TRACKED_CLIENTS = 10_000
+"""Buckets kept at most; when over, buckets that have refilled completely are dropped."""
+
+
+class RateLimiter:
+    """``burst`` requests at once, refilled at ``per_second``; ``take`` says how long to wait."""
+
+    def __init__(self, burst: int, per_second: float) -> None:
+        if burst < 1 or per_second <= 0:
+            raise ValueError("burst must be >= 1 and per_second > 0")
+        self.burst = burst
+        self.per_second = per_second
+        self._buckets: dict[str, tuple[float, float]] = {}  # client: (tokens, when)
+
+    def take(self, client: str, now: float) -> float | None:
+        """Spend one token for ``client``: None if allowed, else seconds until one is free."""
+        tokens, when = self._buckets.get(client, (float(self.burst), now))
+        tokens = min(float(self.burst), tokens + (now - when) * self.per_second)
+        if tokens >= 1.0:
+            self._buckets[client] = (tokens - 1.0, now)
+            if len(self._buckets) > MAX_TRACKED_CLIENTS:
+                self._prune(now)
+            return None
+        self._buckets[client] = (tokens, now)
+        return (1.0 - tokens) / self.per_second
+
+    def _prune(self, now: float) -> None:
+        full = [
+            c
+            for c, (tokens, when) in self._buckets.items()
+            if tokens + (now - when) * self.per_second >= self.burst
+        ]
+        for client in full:
+            del self._buckets[client]
+        if len(self._buckets) > MAX_TRACKED_CLIENTS:  # still too many: forget the oldest
+            oldest = sorted(self._buckets, key=lambda c: self._buckets[c][1])
+            for client in oldest[: len(self._buckets) - MAX_TRACKED_CLIENTS]:
+                del self._buckets[client]

@@ -1,0 +1,76 @@
+"""Start a capsule server in-process on 127.0.0.1 and an ephemeral port (for tests, benches)."""
+
+from __future__ import annotations
+
+import ssl
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager, suppress
+from pathlib import Path
+
+import trio
+
+from capsule_server.files import load_capsules
+from capsule_server.log import AccessRecord
+from capsule_server.server import CapsuleServer, Limits
+
+
+@asynccontextmanager
+async def running_server(
+    directory: Path,
+    cert_dir: Path,
+    limits: Limits | None = None,
+    log: Callable[[AccessRecord], None] | None = None,
+) -> AsyncIterator[CapsuleServer]:
+    """Serve ``directory`` on 127.0.0.1:0; ``server.port`` is the port. Shuts down on exit."""
+    server = CapsuleServer(load_capsules(directory), cert_dir, limits, log)
+    listeners = await trio.open_tcp_listeners(0, host="127.0.0.1")
+    server.port = listeners[0].socket.getsockname()[1]
+    async with trio.open_nursery() as nursery:
+        await nursery.start(server.serve, listeners)
+        try:
+            yield server
+        finally:
+            server.shutdown()
+
+
+def client_context() -> ssl.SSLContext:
+    """A TLS client context that accepts self-signed certificates (pinning is not tested here)."""
+    ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+    ctx.check_hostname = False
+    ctx.verify_mode = ssl.CERT_NONE
+    return ctx
+
+
+RAW_RESPONSE_LIMIT = 64 * 1024 * 1024
+"""raw_request stops reading after this many bytes."""
+
+
+async def raw_request(
+    port: int,
+    data: bytes,
+    sni: str | None,
+    *,
+    tls: bool = True,
+    host: str = "127.0.0.1",
+    context: ssl.SSLContext | None = None,
+) -> bytes:
+    """Send ``data`` as is (over TLS with SNI ``sni`` unless ``tls`` is False) and return
+    everything the server sends until it closes. A reset or TLS error ends the read."""
+    stream: trio.abc.Stream = await trio.open_tcp_stream(host, port)
+    if tls:
+        stream = trio.SSLStream(stream, context or client_context(), server_hostname=sni)
+    out = bytearray()
+    try:
+        if data:
+            await stream.send_all(data)
+        while len(out) < RAW_RESPONSE_LIMIT:
+            chunk = await stream.receive_some(65536)
+            if not chunk:
+                break
+            out += chunk
+    except (trio.BrokenResourceError, ssl.SSLError, OSError):
+        pass
+    finally:
+        with suppress(trio.BrokenResourceError, ssl.SSLError, OSError):
+            await stream.aclose()
+    return bytes(out)

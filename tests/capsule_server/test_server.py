@@ -1,0 +1,213 @@
+"""The server over real TLS sockets: virtual hosting, statuses, limits, log, shutdown."""
+
+from __future__ import annotations
+
+import hashlib
+import ssl
+from pathlib import Path
+
+import pytest
+import trio
+
+from capsule_server.files import binary_sha256, large_robots
+from capsule_server.log import AccessRecord
+from capsule_server.server import CapsuleServer, Limits
+from capsule_server.testing import client_context, raw_request, running_server
+
+
+def split(response: bytes) -> tuple[str, bytes]:
+    header, _, body = response.partition(b"\r\n")
+    return header.decode("utf-8"), body
+
+
+async def get(server: CapsuleServer, host: str, path: str, sni: str | None = "") -> bytes:
+    assert server.port is not None
+    return await raw_request(
+        server.port, f"gemini://{host}{path}\r\n".encode(), host if sni == "" else sni
+    )
+
+
+async def test_serves_index_with_mime(server: CapsuleServer, capsules_dir: Path) -> None:
+    header, body = split(await get(server, "va-groups.test", "/"))
+    assert header == "20 text/gemini; charset=utf-8"
+    assert body == (capsules_dir / "va-groups.test" / "index.gmi").read_bytes()
+
+
+async def test_robots_txt_is_text_plain(server: CapsuleServer, capsules_dir: Path) -> None:
+    header, body = split(await get(server, "wildcards.test", "/robots.txt"))
+    assert header == "20 text/plain; charset=utf-8"
+    assert body == (capsules_dir / "wildcards.test" / "robots.txt").read_bytes()
+
+
+async def test_virtual_hosting_by_sni(server: CapsuleServer) -> None:
+    a = split(await get(server, "va-groups.test", "/robots.txt"))[1]
+    b = split(await get(server, "own-token.test", "/robots.txt"))[1]
+    assert b"archiver" in a and b"geminibot" in b and a != b
+
+
+async def test_each_host_gets_its_own_certificate(server: CapsuleServer) -> None:
+    assert server.port is not None
+    seen = set()
+    for host in ("va-groups.test", "maze.test"):
+        tcp = await trio.open_tcp_stream("127.0.0.1", server.port)
+        tls = trio.SSLStream(tcp, client_context(), server_hostname=host)
+        await tls.do_handshake()
+        der = tls.getpeercert(binary_form=True)
+        assert der is not None
+        seen.add(hashlib.sha256(der).hexdigest())
+        await tls.send_all(f"gemini://{host}/\r\n".encode())
+        await tls.aclose()
+    assert len(seen) == 2
+
+
+async def test_host_not_served_is_53(server: CapsuleServer) -> None:
+    header, body = split(await get(server, "nowhere.test", "/"))
+    assert header.startswith("53 ") and body == b""
+
+
+async def test_sni_and_url_host_must_agree(server: CapsuleServer) -> None:
+    header, _ = split(await get(server, "maze.test", "/", sni="va-groups.test"))
+    assert header.startswith("53 ")
+    header, _ = split(await get(server, "maze.test", "/", sni="unknown.test"))
+    assert header.startswith("53 ")
+
+
+async def test_no_sni_is_served_by_url_host(server: CapsuleServer) -> None:
+    header, _ = split(await get(server, "maze.test", "/", sni=None))
+    assert header == "20 text/gemini; charset=utf-8"
+
+
+async def test_missing_is_51_and_directory_redirects(server: CapsuleServer) -> None:
+    assert split(await get(server, "va-groups.test", "/nope.gmi"))[0] == "51 Not found"
+    assert split(await get(server, "va-groups.test", "/public"))[0] == "31 /public/"
+
+
+async def test_special_responses(server: CapsuleServer) -> None:
+    assert split(await get(server, "robots-41.test", "/robots.txt"))[0].startswith("41 ")
+    assert split(await get(server, "robots-44.test", "/robots.txt"))[0] == "44 60"
+    assert split(await get(server, "robots-redirect.test", "/robots.txt"))[0] == (
+        "31 /old-robots.txt"
+    )
+
+
+async def test_generated_bodies(server: CapsuleServer) -> None:
+    header, body = split(await get(server, "robots-large.test", "/robots.txt"))
+    assert header == "20 text/plain; charset=utf-8"
+    assert body == large_robots(614400) and len(body) > 500 * 1024
+    header, body = split(await get(server, "large-file.test", "/files/big.bin"))
+    assert header == "20 application/octet-stream"
+    assert len(body) == 16 * 1024 * 1024
+    assert hashlib.sha256(body).hexdigest() == binary_sha256(16 * 1024 * 1024)
+
+
+async def test_charset_overrides(server: CapsuleServer) -> None:
+    header, body = split(await get(server, "non-utf8.test", "/latin1.gmi"))
+    assert header == "20 text/gemini; charset=iso-8859-1"
+    assert "Café".encode("latin-1") in body
+
+
+async def test_percent_encoded_names(server: CapsuleServer) -> None:
+    header, body = split(await get(server, "percent.test", "/caf%C3%A9/a.gmi"))
+    assert header.startswith("20 ") and b"caf" in body
+    assert split(await get(server, "percent.test", "/space%20dir/a.gmi"))[0].startswith("20 ")
+
+
+async def test_access_log_fields(server: CapsuleServer, access_log: list[AccessRecord]) -> None:
+    await get(server, "va-groups.test", "/public/a.gmi")
+    await get(server, "va-groups.test", "/nope")
+    ok, missing = access_log[-2:]
+    d = ok.as_dict()
+    assert set(d) >= {"time", "client", "host", "path", "status", "bytes", "duration"}
+    assert d["client"] == "127.0.0.1" and d["host"] == "va-groups.test"
+    assert d["path"] == "/public/a.gmi" and d["status"] == 20 and d["bytes"] > 0
+    assert d["duration"] > 0 and d["time"].endswith("Z")
+    assert missing.status == 51 and missing.bytes == 0
+
+
+async def test_header_timeout_closes_slow_client(
+    capsules_dir: Path, cert_dir: Path, access_log: list[AccessRecord]
+) -> None:
+    limits = Limits(header_timeout=0.3)
+    async with running_server(capsules_dir, cert_dir, limits, access_log.append) as srv:
+        assert srv.port is not None
+        tcp = await trio.open_tcp_stream("127.0.0.1", srv.port)
+        tls = trio.SSLStream(tcp, client_context(), server_hostname="maze.test")
+        await tls.do_handshake()
+        await tls.send_all(b"gemini://maze.test/")  # never finishes the line
+        with trio.fail_after(5):
+            try:
+                rest = await tls.receive_some(100)
+            except trio.BrokenResourceError:
+                rest = b""
+        assert rest == b""
+        # and a client that only opens TCP is dropped as well
+        with trio.fail_after(5):
+            raw = await trio.open_tcp_stream("127.0.0.1", srv.port)
+            assert await raw.receive_some(100) == b""
+    assert [r.error for r in access_log] == ["header timeout", "header timeout"]
+
+
+async def test_rate_limit_answers_44_with_seconds(
+    capsules_dir: Path, cert_dir: Path, access_log: list[AccessRecord]
+) -> None:
+    limits = Limits(rate_burst=3, rate_per_second=0.5)
+    async with running_server(capsules_dir, cert_dir, limits, access_log.append) as srv:
+        answers = [split(await get(srv, "maze.test", "/"))[0] for _ in range(5)]
+    assert answers[:3] == ["20 text/gemini; charset=utf-8"] * 3
+    assert answers[3:] == ["44 2", "44 2"]
+    assert [r.limited for r in access_log] == [None, None, None, "rate", "rate"]
+
+
+async def test_busy_server_answers_44(capsules_dir: Path, cert_dir: Path) -> None:
+    limits = Limits(max_connections=2, overload_retry=7)
+    async with running_server(capsules_dir, cert_dir, limits) as srv:
+        assert srv.port is not None
+        holders = []
+        for _ in range(2):  # two idle connections hold the capacity
+            tls = trio.SSLStream(
+                await trio.open_tcp_stream("127.0.0.1", srv.port),
+                client_context(),
+                server_hostname="maze.test",
+            )
+            await tls.do_handshake()
+            holders.append(tls)
+        assert split(await get(srv, "maze.test", "/"))[0] == "44 7"
+        for tls in holders:
+            await tls.aclose()
+
+
+async def test_over_max_open_is_closed_before_tls(capsules_dir: Path, cert_dir: Path) -> None:
+    limits = Limits(max_open=1)
+    async with running_server(capsules_dir, cert_dir, limits) as srv:
+        assert srv.port is not None
+        holder = await trio.open_tcp_stream("127.0.0.1", srv.port)
+        await trio.sleep(0.05)  # let the server accept the holder
+        with pytest.raises((ssl.SSLError, trio.BrokenResourceError)):
+            tls = trio.SSLStream(
+                await trio.open_tcp_stream("127.0.0.1", srv.port),
+                client_context(),
+                server_hostname="maze.test",
+            )
+            await tls.do_handshake()
+        await holder.aclose()
+
+
+async def test_shutdown_lets_in_flight_request_finish(capsules_dir: Path, cert_dir: Path) -> None:
+    async with running_server(capsules_dir, cert_dir) as srv:
+        assert srv.port is not None
+        port = srv.port
+        tls = trio.SSLStream(
+            await trio.open_tcp_stream("127.0.0.1", port),
+            client_context(),
+            server_hostname="maze.test",
+        )
+        await tls.do_handshake()
+        srv.shutdown()
+        await trio.sleep(0.05)
+        await tls.send_all(b"gemini://maze.test/\r\n")
+        data = b""
+        while chunk := await tls.receive_some(65536):
+            data += chunk
+        assert data.startswith(b"20 ")
+    with pytest.raises(OSError):
+        await trio.open_tcp_stream("127.0.0.1", port)
