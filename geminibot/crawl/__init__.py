@@ -1,0 +1,1 @@
+"""The polite crawler: frontier, politeness schedule and the trio crawl loop."""

@@ -1,0 +1,510 @@
+"""The crawl loop: a trio nursery of per-host workers around the frontier, the politeness
+schedule, the site policies and the index.
+
+Per host, one worker: it first gets the host's robots.txt (from the cache, or fetched
+under the same politeness rules as any request), then claims the host's queued URLs one
+by one, checks each against the site policy for the declared bot (the decision is
+recorded), waits its turn, fetches, and commits the page, its links and the new frontier
+rows in one transaction. A shared :class:`trio.CapacityLimiter` bounds the requests in
+flight across hosts (``concurrency``); a worker holds it only while its request runs.
+
+The fetcher is injected (``fetch(url) -> Response``): the command line passes the Gemini
+client, tests may pass anything that answers. The clock is wall-clock time advanced by
+trio's clock, so the politeness state persisted in the database stays meaningful across
+restarts, and tests under trio's mock clock do not sleep.
+
+Crash safety: see :mod:`geminibot.crawl.frontier`. Cancellation (Ctrl-C) releases the
+leases of the requests it interrupts, so a stopped crawl resumes exactly where it was.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import math
+import sqlite3
+import time
+import uuid
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field, replace
+from datetime import UTC, datetime
+from typing import Protocol
+
+import trio
+
+from geminibot.crawl import robots_cache
+from geminibot.crawl.frontier import Claim, Frontier, Limits, host_key
+from geminibot.crawl.page import extract
+from geminibot.crawl.politeness import HostPace, Politeness
+from geminibot.gemini.errors import InvalidURL
+from geminibot.gemini.gemtext import resolve_link
+from geminibot.index import store_page, transaction
+from geminibot.index.db import get_setting, set_setting
+from geminibot.index.pages import find_by_hash
+from geminibot.policy import fetch_outcome
+from geminibot.policy.site_policy import (
+    AGENTS,
+    ROBOTS,
+    ROBOTS2,
+    Bot,
+    FetchDecision,
+    Fetched,
+    SitePolicy,
+)
+
+#: Requests in flight across all hosts, by default.
+DEFAULT_CONCURRENCY = 16
+#: The policy files read before the first page of a host, in this order.
+POLICY_FILES = (ROBOTS, ROBOTS2, AGENTS)
+#: robots2.txt category each role declares (project decision; None: global directives only).
+ROLE_CATEGORIES: dict[str, str | None] = {
+    "indexer": "search-indexer",
+    "archiver": "data-harvester",
+    "researcher": None,
+}
+#: Resolution of the search for the opening of a visit window (seconds).
+VISIT_WINDOW_STEP = 60.0
+#: Seconds between two progress reports.
+PROGRESS_INTERVAL = 0.5
+#: Roles the crawler can declare (virtual user agents it acts as).
+ROLES = ("indexer", "archiver", "researcher")
+#: The crawler's own product token.
+DEFAULT_AGENT = "geminibot"
+
+
+@dataclass(frozen=True)
+class Response:
+    """What a fetcher returns: a status and meta, or an error (status None)."""
+
+    status: int | None
+    meta: str = ""
+    body: bytes = b""
+    error: str | None = None
+
+
+Fetch = Callable[[str], Awaitable[Response]]
+
+
+class Archive(Protocol):
+    """Where ``--as archiver`` keeps every response (WARC files)."""
+
+    def write(self, url: str, response: Response, fetched_at: float) -> None: ...
+
+
+@dataclass(frozen=True)
+class CrawlOptions:
+    role: str = "indexer"
+    agent: str = DEFAULT_AGENT
+    strict: bool = False
+    max_pages: int | None = None
+    limits: Limits = field(default_factory=Limits)
+    allow_hosts: tuple[str, ...] = ()  # fnmatch patterns; empty: the seeds' hosts
+    concurrency: int = DEFAULT_CONCURRENCY
+    test_range: bool = False
+
+
+@dataclass
+class Progress:
+    """Live counters (this run) and a few gauges, for the progress display."""
+
+    started: float
+    pages: int = 0
+    requests: int = 0
+    errors: int = 0
+    refused: int = 0
+    slow_downs: int = 0
+    queued: int = 0
+    hosts_active: int = 0
+    hosts_seen: int = 0
+    hosts_skipped: dict[str, str] = field(default_factory=dict)
+    elapsed: float = 0.0
+
+    @property
+    def rate(self) -> float:
+        return self.pages / self.elapsed if self.elapsed > 0 else 0.0
+
+
+class ConfigMismatch(Exception):
+    """The database was crawled with another role or agent; resuming would mix them."""
+
+
+class Crawler:
+    def __init__(
+        self,
+        conn: sqlite3.Connection,
+        fetch: Fetch,
+        options: CrawlOptions,
+        *,
+        archive: Archive | None = None,
+        on_progress: Callable[[Progress], None] | None = None,
+        wall_clock: Callable[[], float] = time.time,
+    ) -> None:
+        self.conn = conn
+        self.fetch = fetch
+        self.options = options
+        self.archive = archive
+        self.on_progress = on_progress
+        self._wall0 = wall_clock()
+        self._trio0: float | None = None
+        self.frontier = Frontier(conn, self.clock, options.limits)
+        self.politeness = Politeness(self.clock, test_range=options.test_range)
+        self.lease = uuid.uuid4().hex
+        self.progress = Progress(started=self._wall0)
+        self.bot = Bot(
+            options.agent, (options.role,), ROLE_CATEGORIES.get(options.role), options.strict
+        )
+        self._patterns = tuple(p.lower() for p in options.allow_hosts)
+        self._running: set[str] = set()
+        self._skipped: dict[str, str] = {}
+        self._wake = trio.Event()
+        self._stopping = False
+        self._reserved = 0
+        self._pages_before = 0
+        self._limiter: trio.CapacityLimiter | None = None
+        self._cancel: trio.CancelScope | None = None
+
+    # --- time ---
+
+    def clock(self) -> float:
+        """Wall-clock seconds, advanced by trio's clock once the crawl runs."""
+        if self._trio0 is None:
+            return self._wall0
+        return self._wall0 + (trio.current_time() - self._trio0)
+
+    # --- setup ---
+
+    def check_settings(self) -> None:
+        """Refuse to resume a database crawled with another role or agent."""
+        with transaction(self.conn):
+            for key, value in (("role", self.options.role), ("agent", self.options.agent)):
+                stored = get_setting(self.conn, key)
+                if stored is None:
+                    set_setting(self.conn, key, value)
+                elif stored != value:
+                    raise ConfigMismatch(
+                        f"this database was crawled with {key} {stored!r}, not {value!r}: "
+                        "use another --db or the same setting"
+                    )
+
+    def seed(self, urls: list[str]) -> dict[str, str]:
+        """Queue the seeds (known ones stay as they are); without --allow-host patterns,
+        the seeds' hosts are the crawl's hosts."""
+        if not self._patterns:
+            self._patterns = tuple(sorted({host_key(u) for u in urls}))
+        return self.frontier.seed(urls)
+
+    def host_allowed(self, host: str) -> bool:
+        name = host.lower()
+        return any(fnmatch.fnmatchcase(name, p) for p in self._patterns)
+
+    def _restore_hosts(self) -> None:
+        with transaction(self.conn):
+            self.conn.execute("UPDATE hosts SET skipped_reason = NULL")
+        rows = self.conn.execute(
+            "SELECT host, last_fetch_at, coalesce(last_duration, 0), not_before, slow_downs"
+            " FROM hosts"
+        ).fetchall()
+        for host, last, duration, not_before, slow_downs in rows:
+            self.politeness.restore(
+                host,
+                last_end=last,
+                last_duration=duration,
+                not_before=not_before,
+                slow_downs=slow_downs,
+            )
+
+    # --- the run ---
+
+    async def run(self) -> Progress:
+        """Crawl until the frontier is empty (for the hosts that can go on), the page
+        limit is reached, or :meth:`stop` is called. Returns the final counters."""
+        self._trio0 = trio.current_time()
+        self.check_settings()
+        self.frontier.recover()
+        self._restore_hosts()
+        (self._pages_before,) = self.conn.execute("SELECT count(*) FROM pages").fetchone()
+        self._limiter = trio.CapacityLimiter(max(1, self.options.concurrency))
+        async with trio.open_nursery() as nursery:
+            self._cancel = nursery.cancel_scope
+            nursery.start_soon(self._report_progress)
+            while not self._stopping:
+                self._spawn(nursery)
+                if not self._running:
+                    break
+                self._wake = trio.Event()
+                await self._wake.wait()
+            nursery.cancel_scope.cancel()
+        self._update_progress()
+        return self.progress
+
+    def stop(self) -> None:
+        """Stop now: interrupt requests in flight (their URLs go back to the queue)."""
+        self._stopping = True
+        if self._cancel is not None:
+            self._cancel.cancel()
+
+    def _spawn(self, nursery: trio.Nursery) -> None:
+        if self._limit_reached():
+            return
+        for host in self.frontier.hosts_with_work():
+            if host in self._running or host in self._skipped or not self.host_allowed(host):
+                continue
+            self._running.add(host)
+            nursery.start_soon(self._worker, host)
+
+    def _limit_reached(self) -> bool:
+        limit = self.options.max_pages
+        if limit is None:
+            return False
+        return self._pages_before + self.progress.pages + self._reserved >= limit
+
+    async def _report_progress(self) -> None:
+        while True:
+            self._update_progress()
+            if self.on_progress is not None:
+                self.on_progress(self.progress)
+            await trio.sleep(PROGRESS_INTERVAL)
+
+    def _update_progress(self) -> None:
+        p = self.progress
+        p.elapsed = self.clock() - self._wall0
+        p.queued = self.frontier.queued()
+        p.hosts_active = len(self._running)
+        p.hosts_seen = int(self.conn.execute("SELECT count(*) FROM hosts").fetchone()[0])
+        p.hosts_skipped = dict(self._skipped)
+
+    def _skip(self, host: str, reason: str) -> None:
+        self._skipped[host] = reason
+        with transaction(self.conn):
+            self.conn.execute("UPDATE hosts SET skipped_reason = ? WHERE host = ?", (reason, host))
+
+    # --- one host ---
+
+    async def _worker(self, host: str) -> None:
+        try:
+            policy = await self._site_policy(host)
+            if policy is None:
+                return
+            while not self._stopping and not self._limit_reached():
+                claim = self.frontier.claim(host, self.lease)
+                if claim is None:
+                    return
+                done = False
+                try:
+                    done = await self._visit(claim, policy)
+                finally:
+                    if not done:
+                        with transaction(self.conn):
+                            self.frontier.release(claim.url)
+                skipped = self.politeness.skipped(host)
+                if skipped:
+                    self._skip(host, skipped)
+                    return
+        finally:
+            self._running.discard(host)
+            self._wake.set()
+
+    async def _request(
+        self, host: str, url: str, policy: SitePolicy | None = None
+    ) -> tuple[Response, float, float] | None:
+        """Wait for the host's turn, then fetch; None if the host is skipped for now.
+
+        ``policy`` sets the pace (with none, the default delay applies: the policy files
+        themselves are fetched before it is known). Returns (response, start, duration)."""
+        assert self._limiter is not None
+        if policy is not None:
+            last_duration = self.politeness.state(host)[1]
+            answer = policy.delay(self.bot, self._at(), last_duration, url)
+            delay = answer.seconds if answer.file else None  # "": the rule of thumb
+            self.politeness.set_pace(host, HostPace(delay=delay))
+        while True:
+            at = self.politeness.ready_at(host)
+            if at is None:
+                return None
+            wait = at - self.clock()
+            if wait <= 0:
+                break
+            await trio.sleep(wait)
+        async with self._limiter:
+            self.politeness.start(host)
+            started = self.clock()
+            response: Response | None = None
+            try:
+                response = await self.fetch(url)
+            except Exception as exc:  # a fetcher should not raise; count it as a failure
+                response = Response(None, error=f"{type(exc).__name__}: {exc}")
+            finally:
+                duration = max(0.0, self.clock() - started)
+                status, meta = (None, "") if response is None else (response.status, response.meta)
+                self.politeness.finish(host, duration, status, meta)
+        self.progress.requests += 1
+        if response.status is None:
+            self.progress.errors += 1
+        return response, started, duration
+
+    def _log_fetch(self, host: str, url: str, got: tuple[Response, float, float]) -> None:
+        response, started, duration = got
+        last_end, last_duration, not_before, slow_downs = self.politeness.state(host)
+        self.conn.execute(
+            "INSERT INTO fetches (url, host, status, meta, error, started_at, duration)"
+            " VALUES (?, ?, ?, ?, ?, ?, ?)",
+            (url, host, response.status, response.meta, response.error, started, duration),
+        )
+        self.conn.execute(
+            "UPDATE hosts SET last_fetch_at = ?, last_duration = ?, not_before = ?,"
+            " slow_downs = ? WHERE host = ?",
+            (last_end, last_duration, not_before, slow_downs, host),
+        )
+
+    async def _site_policy(self, host: str) -> SitePolicy | None:
+        """The host's policy from robots.txt, robots2.txt and agents.txt (cached, or fetched
+        now, robots.txt first); None when the host is skipped for now."""
+        files: dict[str, Fetched] = {}
+        known: SitePolicy | None = None  # what the files read so far say (pace)
+        for name in POLICY_FILES:
+            cached = robots_cache.load(self.conn, host, name, self.clock())
+            if cached is None:
+                cached = await self._fetch_policy_file(host, name, known)
+                if cached is None:
+                    return None
+            if name == ROBOTS and cached.outcome.kind == "unreachable":
+                reason = f"robots.txt unreachable ({cached.outcome.reason}): retry later"
+                self._skip(host, reason)
+                return None
+            files[name] = Fetched(cached.outcome, cached.body)
+            known = SitePolicy.build(
+                "gemini", files.get(ROBOTS), files.get(ROBOTS2), files.get(AGENTS)
+            )
+        return known
+
+    async def _fetch_policy_file(
+        self, host: str, name: str, known: SitePolicy | None
+    ) -> robots_cache.CachedFile | None:
+        """Fetch /NAME, following same-host redirects; cache and return the outcome."""
+        url = f"gemini://{host}/{name}"
+        hops = 0
+        while True:
+            got = await self._request(host, url, known)
+            if got is None:
+                self._skip(host, self.politeness.skipped(host) or "skipped")
+                return None
+            with transaction(self.conn):
+                self._log_fetch(host, url, got)
+            response = got[0]
+            if response.status == 44:
+                self.progress.slow_downs += 1
+            outcome = fetch_outcome(
+                "gemini",
+                response.status,
+                meta=response.meta,
+                failure=response.error,
+                redirects_followed=hops,
+            )
+            if outcome.kind == "redirect" and outcome.location is not None:
+                target = resolve_link(outcome.location.strip(), url)
+                if _same_host(target, host):
+                    url, hops = target, hops + 1
+                    continue
+                outcome = fetch_outcome("gemini", 51, meta=f"redirect to {target} not followed")
+            body = response.body if outcome.kind == "success" else None
+            with transaction(self.conn):
+                return robots_cache.save(
+                    self.conn, host, name, self.clock(), outcome, response.status, body
+                )
+
+    def _at(self) -> datetime:
+        return datetime.fromtimestamp(self.clock(), UTC)
+
+    def _visit_window(self, policy: SitePolicy, url: str) -> Callable[[float], float]:
+        """For a URL refused only by Visit-time: when may it be fetched (or never soon)?"""
+
+        def opens(t: float) -> float:
+            for step in range(int(self.politeness.max_wait // VISIT_WINDOW_STEP) + 2):
+                at = t + step * VISIT_WINDOW_STEP
+                when = datetime.fromtimestamp(at, UTC)
+                if policy.may_fetch(url, self.bot, when).allowed:
+                    return at
+            return math.inf
+
+        return opens
+
+    def _record_decision(self, claim: Claim, decision: FetchDecision) -> None:
+        self.conn.execute(
+            "INSERT INTO decisions (url, host, allowed, reason, at) VALUES (?, ?, ?, ?, ?)",
+            (claim.url, claim.host, int(decision.allowed), decision.reason, self.clock()),
+        )
+
+    async def _visit(self, claim: Claim, policy: SitePolicy) -> bool:
+        """Decide, fetch and commit one URL; True when its row is closed (not leased)."""
+        decision = policy.may_fetch(claim.url, self.bot, self._at())
+        refusals = [r for r in decision.reasons if not r.allowed]
+        if refusals and all(r.rule.startswith("Visit-time") for r in refusals):
+            # outside the visit window: wait for it (or skip the host for now)
+            self.politeness.set_pace(
+                claim.host, HostPace(window_opens=self._visit_window(policy, claim.url))
+            )
+            if self.politeness.ready_at(claim.host) is None:
+                return False
+            decision = policy.may_fetch(claim.url, self.bot, self._at())
+        if not decision.allowed:
+            with transaction(self.conn):
+                self._record_decision(claim, decision)
+                self.frontier.finish(claim.url, "refused", decision.reason)
+            self.progress.refused += 1
+            return True
+        self._reserved += 1
+        try:
+            got = await self._request(claim.host, claim.url, policy)
+        finally:
+            self._reserved -= 1
+        if got is None:
+            return False
+        response, started, _duration = got
+        if response.status == 44:
+            self.progress.slow_downs += 1
+            with transaction(self.conn):
+                self._log_fetch(claim.host, claim.url, got)
+                self.frontier.release(claim.url)
+            return True
+        if response.status is None:
+            with transaction(self.conn):
+                self._record_decision(claim, decision)
+                self._log_fetch(claim.host, claim.url, got)
+                self.frontier.finish(claim.url, "failed", response.error)
+            return True
+        fetched_at = started
+        extracted = extract(
+            claim.url, claim.host, response.status, response.meta, response.body, fetched_at
+        )
+        page, links = extracted.page, extracted.links
+        if page.content_hash is not None:
+            original = find_by_hash(self.conn, page.content_hash, page.url)
+            if original is not None:
+                page, links = replace(page, duplicate_of=original, links=()), ()
+        if self.archive is not None:
+            self.archive.write(claim.url, response, fetched_at)
+        woke = False
+        with transaction(self.conn):
+            self._record_decision(claim, decision)
+            self._log_fetch(claim.host, claim.url, got)
+            for link in links:
+                try:
+                    target_host = host_key(link)
+                except InvalidURL:
+                    continue  # not a gemini:// URL, or a broken one
+                if not self.host_allowed(target_host):
+                    continue
+                added = self.frontier.add(link, claim.depth + 1, claim.url)
+                woke = woke or (added == "queued" and target_host not in self._running)
+            store_page(self.conn, page, self.options.role)
+            self.frontier.finish(claim.url, "done")
+        self.progress.pages += 1
+        if woke:
+            self._wake.set()
+        return True
+
+
+def _same_host(url: str, host: str) -> bool:
+    try:
+        return host_key(url) == host
+    except InvalidURL:
+        return False

@@ -1,0 +1,191 @@
+"""The frontier and visited set, kept in the crawl database (table ``urls``).
+
+Every normalised URL the crawl ever meets has one row, so "seen before" is one indexed
+lookup and survives restarts. A row moves through these states:
+
+``queued`` -> ``leased`` (claimed by a worker, in one transaction) -> ``done`` (the page,
+its links and the rows for those links committed in one transaction) or ``refused``
+(site policy said no) or ``failed`` (network/TLS error). A URL the trap bounds reject is
+stored as ``trapped`` with the bound it broke, and never fetched.
+
+Crash safety: a ``kill -9`` can only leave rows ``leased``. :meth:`Frontier.recover`, run
+once at start, puts them back to ``queued``; nothing else needs repair because every other
+change is a committed transaction. A URL whose request was on the wire when the process
+died is fetched again (at most once per kill): a server cannot be part of our transaction.
+
+Trap bounds (named, documented, tested at their edges) stop link mazes and calendars:
+:data:`MAX_URL_LENGTH`, :data:`MAX_QUERIES_PER_PATH`, :data:`DEFAULT_MAX_DEPTH`,
+:data:`MAX_URLS_PER_HOST`.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from geminibot.gemini.urls import parse_url
+from geminibot.index import transaction
+
+#: Longest URL accepted, in UTF-8 bytes: a Gemini request is at most 1024 bytes with CRLF.
+MAX_URL_LENGTH = 1022
+#: Most distinct query strings followed under one path (stops calendars and search forms).
+MAX_QUERIES_PER_PATH = 16
+#: Links further than this from a seed are not followed (seeds are depth 0).
+DEFAULT_MAX_DEPTH = 16
+#: Most URLs one host may put into the frontier (stops endless generated link mazes).
+MAX_URLS_PER_HOST = 5_000
+
+
+@dataclass(frozen=True)
+class Limits:
+    max_depth: int = DEFAULT_MAX_DEPTH
+    max_url_length: int = MAX_URL_LENGTH
+    max_queries_per_path: int = MAX_QUERIES_PER_PATH
+    max_urls_per_host: int = MAX_URLS_PER_HOST
+
+
+@dataclass(frozen=True)
+class Claim:
+    """A URL a worker holds the lease on."""
+
+    url: str
+    host: str
+    depth: int
+
+
+def host_key(url: str) -> str:
+    """The politeness and bookkeeping key of a Gemini URL: ``host`` or ``host:port``.
+
+    Raises :class:`~geminibot.gemini.errors.InvalidURL` for anything but a valid
+    ``gemini://`` URL."""
+    return parse_url(url).authority
+
+
+class Frontier:
+    """Queue operations over the ``urls`` table; ``clock`` gives wall-clock seconds."""
+
+    def __init__(
+        self, conn: sqlite3.Connection, clock: Callable[[], float], limits: Limits | None = None
+    ) -> None:
+        self.conn = conn
+        self.clock = clock
+        self.limits = limits or Limits()
+
+    # --- writes that belong to a larger transaction (the caller holds it) ---
+
+    def add(self, url: str, depth: int, parent: str | None = None) -> str:
+        """Put a normalised ``gemini://`` URL in the frontier; call inside a transaction.
+
+        Returns ``"queued"``, ``"known"`` (already seen, in any state) or
+        ``"trapped: <bound>"`` (recorded, never fetched).
+        """
+        conn = self.conn
+        if conn.execute("SELECT 1 FROM urls WHERE url = ?", (url,)).fetchone():
+            return "known"
+        parsed = parse_url(url)
+        host, path, has_query = parsed.authority, parsed.path, parsed.query is not None
+        now = self.clock()
+        conn.execute(
+            "INSERT INTO hosts (host, first_seen) VALUES (?, ?) ON CONFLICT (host) DO NOTHING",
+            (host, now),
+        )
+        reason = self._trap(url, host, path, has_query, depth)
+        state = "trapped" if reason else "queued"
+        conn.execute(
+            "INSERT INTO urls (url, host, path, has_query, depth, parent, state, reason,"
+            " updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            (url, host, path, int(has_query), depth, parent, state, reason, now),
+        )
+        if reason:
+            return f"trapped: {reason}"
+        conn.execute("UPDATE hosts SET urls_total = urls_total + 1 WHERE host = ?", (host,))
+        return "queued"
+
+    def _trap(self, url: str, host: str, path: str, has_query: bool, depth: int) -> str | None:
+        lim = self.limits
+        if len(url.encode("utf-8", "surrogatepass")) > lim.max_url_length:
+            return f"URL longer than {lim.max_url_length} bytes"
+        if depth > lim.max_depth:
+            return f"deeper than {lim.max_depth} links"
+        (total,) = self.conn.execute(
+            "SELECT urls_total FROM hosts WHERE host = ?", (host,)
+        ).fetchone()
+        if total >= lim.max_urls_per_host:
+            return f"more than {lim.max_urls_per_host} URLs on the host"
+        if has_query:
+            (n,) = self.conn.execute(
+                "SELECT count(*) FROM urls WHERE host = ? AND path = ? AND has_query = 1"
+                " AND state != 'trapped'",
+                (host, path),
+            ).fetchone()
+            if n >= lim.max_queries_per_path:
+                return f"more than {lim.max_queries_per_path} query strings on the path"
+        return None
+
+    def finish(self, url: str, state: str, reason: str | None = None) -> None:
+        """Close a leased URL as done/refused/failed; call inside a transaction."""
+        self.conn.execute(
+            "UPDATE urls SET state = ?, reason = ?, lease = NULL, updated_at = ? WHERE url = ?",
+            (state, reason, self.clock(), url),
+        )
+
+    def release(self, url: str) -> None:
+        """Give a leased URL back to the queue (44 SLOW DOWN, host skipped, interrupted)."""
+        self.conn.execute(
+            "UPDATE urls SET state = 'queued', lease = NULL WHERE url = ? AND state = 'leased'",
+            (url,),
+        )
+
+    # --- self-contained transactions ---
+
+    def seed(self, urls: list[str]) -> dict[str, str]:
+        """Add seed URLs (depth 0) in one transaction; returns what happened to each."""
+        with transaction(self.conn):
+            return {url: self.add(url, 0) for url in urls}
+
+    def recover(self) -> int:
+        """Return leases left by a killed run to the queue; returns how many."""
+        with transaction(self.conn):
+            cur = self.conn.execute(
+                "UPDATE urls SET state = 'queued', lease = NULL WHERE state = 'leased'"
+            )
+            return cur.rowcount
+
+    def claim(self, host: str, lease: str) -> Claim | None:
+        """Lease the oldest queued URL of ``host`` (one transaction), or None if none."""
+        with transaction(self.conn):
+            row = self.conn.execute(
+                "SELECT url, depth FROM urls WHERE host = ? AND state = 'queued'"
+                " ORDER BY id LIMIT 1",
+                (host,),
+            ).fetchone()
+            if row is None:
+                return None
+            self.conn.execute(
+                "UPDATE urls SET state = 'leased', lease = ?, updated_at = ? WHERE url = ?",
+                (lease, self.clock(), row[0]),
+            )
+        return Claim(url=row[0], host=host, depth=int(row[1]))
+
+    # --- reads ---
+
+    def hosts_with_work(self) -> list[str]:
+        """Hosts with queued URLs, oldest work first."""
+        rows = self.conn.execute(
+            "SELECT host FROM urls WHERE state = 'queued' GROUP BY host ORDER BY min(id)"
+        ).fetchall()
+        return [str(r[0]) for r in rows]
+
+    def queued(self) -> int:
+        return int(
+            self.conn.execute("SELECT count(*) FROM urls WHERE state = 'queued'").fetchone()[0]
+        )
+
+    def leased(self) -> list[str]:
+        rows = self.conn.execute("SELECT url FROM urls WHERE state = 'leased' ORDER BY id")
+        return [str(r[0]) for r in rows.fetchall()]
+
+    def state_of(self, url: str) -> tuple[str, str | None] | None:
+        row = self.conn.execute("SELECT state, reason FROM urls WHERE url = ?", (url,)).fetchone()
+        return None if row is None else (str(row[0]), row[1])

@@ -1,0 +1,83 @@
+"""From one Gemini response to what the index keeps and the frontier grows by (pure).
+
+- ``20`` with ``text/gemini``: title (first heading), headings, text (every line, link
+  labels included, preformatted blocks too), links (resolved and normalised);
+- ``20`` with another ``text/*``: decoded text, no links;
+- ``20`` with anything else: metadata only (MIME type, size, content hash);
+- ``3x``: the redirect target is recorded and becomes a link;
+- other statuses: the status and meta line only.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass, replace
+
+from geminibot.gemini.errors import InvalidMeta
+from geminibot.gemini.gemtext import HeadingLine, LinkLine, Preformatted, parse_gemtext
+from geminibot.gemini.gemtext import resolve_link as resolve
+from geminibot.gemini.response import decode_text, parse_mime
+from geminibot.index import Link, Page
+
+#: Most links taken from one page (the rest are ignored; a trap bound).
+MAX_LINKS_PER_PAGE = 1_000
+#: Longest title taken from the first line of a plain text page (characters).
+MAX_TITLE_LENGTH = 200
+
+
+@dataclass(frozen=True)
+class Extracted:
+    page: Page
+    links: tuple[str, ...]  # absolute URLs to consider for the frontier, in page order
+
+
+def content_hash(body: bytes) -> str:
+    return hashlib.sha256(body).hexdigest()
+
+
+def extract(
+    url: str, host: str, status: int, meta: str, body: bytes, fetched_at: float
+) -> Extracted:
+    """What one response contributes (see module docstring); never raises."""
+    base = Page(url=url, host=host, status=status, meta=meta, fetched_at=fetched_at)
+    if 30 <= status <= 39:
+        target = resolve(meta.strip(), url)
+        return Extracted(replace(base, redirect_to=target, links=(Link(target),)), (target,))
+    if not 20 <= status <= 29:
+        return Extracted(base, ())
+    try:
+        mime = parse_mime(meta)
+    except InvalidMeta:
+        return Extracted(replace(base, size=len(body), content_hash=content_hash(body)), ())
+    base = replace(base, size=len(body), content_hash=content_hash(body), mime=mime.essence)
+    if not mime.essence.startswith("text/"):
+        return Extracted(base, ())
+    text = decode_text(body, mime)
+    if not mime.is_gemtext:
+        first = next((line.strip() for line in text.splitlines() if line.strip()), "")
+        return Extracted(replace(base, title=first[:MAX_TITLE_LENGTH], text=text), ())
+    doc = parse_gemtext(text, url)
+    links: list[Link] = []
+    headings: list[str] = []
+    words: list[str] = []
+    for line in doc.lines:
+        if isinstance(line, LinkLine):
+            if len(links) < MAX_LINKS_PER_PAGE:
+                links.append(Link(line.url, line.label))
+            if line.label:
+                words.append(line.label)
+        elif isinstance(line, HeadingLine):
+            headings.append(line.text)
+        elif isinstance(line, Preformatted):
+            words.extend(line.lines)
+        else:
+            words.append(line.text)
+    page = replace(
+        base,
+        lang=mime.lang,
+        title=doc.title or "",
+        headings=tuple(headings),
+        text="\n".join(w for w in words if w),
+        links=tuple(links),
+    )
+    return Extracted(page, tuple(link.target for link in links))

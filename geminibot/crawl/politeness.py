@@ -1,0 +1,158 @@
+"""When may the next request to a host start? A pure schedule with an injected clock.
+
+Rules, per host:
+
+- one request in flight at a time;
+- between the end of one request and the start of the next, wait the site policy's delay
+  (``Crawl-delay``, ``Request-rate``, robots2.txt ``rate``); with no policy delay, the
+  rule of thumb of the robots 2.0 document: the larger of twice the last request's duration
+  and :data:`DEFAULT_MIN_DELAY`. ``test_range=True`` (local test capsules only) drops that
+  default to zero; a delay a policy sets is always obeyed;
+- ``44 SLOW DOWN``: wait the larger of the seconds in its meta (if an integer) and an
+  exponential back-off that doubles with each consecutive 44 (:data:`SLOW_DOWN_BASE`,
+  reset by any other answer);
+- visit windows: the next request waits for the window to open;
+- any wait longer than ``max_wait`` (:data:`MAX_WAIT`) means "skip this host for now":
+  its URLs stay queued for a later run.
+
+Times are seconds on the injected clock (the crawler uses wall-clock time so that the
+schedule can be restored from the database after a restart).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+#: With no delay from any policy: wait at least this long between requests (seconds).
+DEFAULT_MIN_DELAY = 10.0
+#: ... and at least this many times the last request's duration.
+DEFAULT_DURATION_FACTOR = 2.0
+#: First back-off after a 44 SLOW DOWN without a usable wait in its meta (seconds).
+SLOW_DOWN_BASE = 1.0
+#: Longest wait the crawler sits out; anything longer skips the host for now (seconds).
+MAX_WAIT = 600.0
+
+
+@dataclass(frozen=True)
+class HostPace:
+    """What the site policy says about pace."""
+
+    delay: float | None = None  # seconds between requests, None when no policy sets one
+    window_opens: Callable[[float], float] | None = None  # now -> earliest allowed time >= now
+
+
+@dataclass
+class _Host:
+    pace: HostPace = field(default_factory=HostPace)
+    in_flight: bool = False
+    last_end: float | None = None
+    last_duration: float = 0.0
+    not_before: float = 0.0
+    slow_downs: int = 0
+    skipped: str | None = None
+
+
+def slow_down_wait(meta: str, consecutive: int) -> float:
+    """Seconds to wait after the ``consecutive``-th 44 in a row (1 for the first)."""
+    backoff = SLOW_DOWN_BASE * 2.0 ** max(consecutive - 1, 0)
+    text = meta.strip()
+    asked = float(text) if text.isdigit() else 0.0
+    return max(asked, backoff)
+
+
+class Politeness:
+    def __init__(
+        self, clock: Callable[[], float], *, test_range: bool = False, max_wait: float = MAX_WAIT
+    ) -> None:
+        self.clock = clock
+        self.test_range = test_range
+        self.max_wait = max_wait
+        self._hosts: dict[str, _Host] = {}
+
+    def _host(self, host: str) -> _Host:
+        return self._hosts.setdefault(host, _Host())
+
+    def set_pace(self, host: str, pace: HostPace) -> None:
+        self._host(host).pace = pace
+
+    def restore(
+        self,
+        host: str,
+        *,
+        last_end: float | None,
+        last_duration: float,
+        not_before: float,
+        slow_downs: int,
+    ) -> None:
+        """Seed a host's state from the database (after a restart)."""
+        h = self._host(host)
+        h.last_end, h.last_duration = last_end, last_duration
+        h.not_before, h.slow_downs = not_before, slow_downs
+
+    def delay(self, host: str) -> float:
+        """The wait between two requests to ``host`` (see module docstring)."""
+        h = self._host(host)
+        if h.pace.delay is not None:
+            return h.pace.delay
+        if self.test_range:
+            return 0.0
+        return max(DEFAULT_MIN_DELAY, DEFAULT_DURATION_FACTOR * h.last_duration)
+
+    def ready_at(self, host: str) -> float | None:
+        """Earliest time the next request to ``host`` may start; None if the host is
+        skipped for now (see :meth:`skipped`). Marks a host skipped when the wait is absurd."""
+        h = self._host(host)
+        if h.skipped:
+            return None
+        now = self.clock()
+        at = max(now, h.not_before)
+        if h.last_end is not None:
+            at = max(at, h.last_end + self.delay(host))
+        if h.pace.window_opens is not None:
+            at = max(at, h.pace.window_opens(at))
+        if at - now > self.max_wait:
+            h.skipped = (
+                f"next request allowed only in {at - now:.0f} s (more than {self.max_wait:.0f} s)"
+            )
+            return None
+        return at
+
+    def skipped(self, host: str) -> str | None:
+        return self._host(host).skipped
+
+    def in_flight(self, host: str) -> bool:
+        return self._host(host).in_flight
+
+    def start(self, host: str) -> None:
+        """A request to ``host`` starts now; it must be allowed now."""
+        h = self._host(host)
+        if h.in_flight:
+            raise RuntimeError(f"{host}: a request is already in flight")
+        at = self.ready_at(host)
+        if at is None or at > self.clock():
+            raise RuntimeError(f"{host}: request started before it was allowed")
+        h.in_flight = True
+
+    def finish(self, host: str, duration: float, status: int | None, meta: str = "") -> float:
+        """The request to ``host`` ended now with ``status`` (None: no answer).
+
+        Returns the extra wait a 44 imposed (0 otherwise).
+        """
+        h = self._host(host)
+        h.in_flight = False
+        now = self.clock()
+        h.last_end = now
+        h.last_duration = duration
+        if status != 44:
+            h.slow_downs = 0
+            return 0.0
+        h.slow_downs += 1
+        wait = slow_down_wait(meta, h.slow_downs)
+        h.not_before = max(h.not_before, now + wait)
+        return wait
+
+    def state(self, host: str) -> tuple[float | None, float, float, int]:
+        """(last end, last duration, not before, consecutive 44s) to persist."""
+        h = self._host(host)
+        return h.last_end, h.last_duration, h.not_before, h.slow_downs

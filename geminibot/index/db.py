@@ -1,0 +1,197 @@
+"""The one SQLite file a crawl lives in: connection settings, schema, migrations by version.
+
+Everything the crawler knows is in this file: the frontier and visited set (``urls``), the
+hosts and their politeness state, the robots cache, every policy decision, every fetch, and
+the index itself (``pages``, ``links`` and the FTS5 table ``pages_fts``).
+
+Safety under ``kill -9`` comes from SQLite, not from recovery code of ours: WAL mode, short
+``BEGIN IMMEDIATE`` transactions (:func:`transaction`) and idempotent writes. With WAL,
+``synchronous=NORMAL`` never loses a committed transaction when the *process* dies; only a
+power cut may drop the last few, which the crawler's lease protocol tolerates too.
+
+The schema version is ``PRAGMA user_version``. :data:`MIGRATIONS` is append-only: version N
+is the list of statements that take a database from N-1 to N, applied in one transaction.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+#: How long a connection waits for another writer before giving up (milliseconds).
+BUSY_TIMEOUT_MS = 10_000
+
+_V1 = (
+    # Crawl settings that a resumed run must agree with (role, agent).
+    "CREATE TABLE settings (key TEXT PRIMARY KEY, value TEXT NOT NULL)",
+    # Hosts ("host" or "host:port" when the port is not 1965) and their politeness state.
+    """CREATE TABLE hosts (
+        host TEXT PRIMARY KEY,
+        first_seen REAL NOT NULL,
+        last_fetch_at REAL,
+        last_duration REAL,
+        slow_downs INTEGER NOT NULL DEFAULT 0,
+        not_before REAL NOT NULL DEFAULT 0,
+        urls_total INTEGER NOT NULL DEFAULT 0,
+        skipped_reason TEXT
+    )""",
+    # Frontier and visited set: one row per normalised URL ever seen.
+    # state: queued -> leased -> done | refused | failed ; or trapped/skipped at enqueue.
+    """CREATE TABLE urls (
+        id INTEGER PRIMARY KEY,
+        url TEXT NOT NULL UNIQUE,
+        host TEXT NOT NULL,
+        path TEXT NOT NULL,
+        has_query INTEGER NOT NULL,
+        depth INTEGER NOT NULL,
+        parent TEXT,
+        state TEXT NOT NULL,
+        reason TEXT,
+        lease TEXT,
+        updated_at REAL NOT NULL
+    )""",
+    "CREATE INDEX urls_host_state ON urls (host, state, id)",
+    "CREATE INDEX urls_state ON urls (state)",
+    "CREATE INDEX urls_host_path ON urls (host, path, has_query)",
+    # Policy files per host (robots.txt, robots2.txt, agents.txt) and how their fetch went.
+    """CREATE TABLE robots (
+        host TEXT NOT NULL,
+        name TEXT NOT NULL,
+        fetched_at REAL NOT NULL,
+        expires_at REAL NOT NULL,
+        outcome TEXT NOT NULL,
+        reason TEXT NOT NULL,
+        status INTEGER,
+        body BLOB,
+        PRIMARY KEY (host, name)
+    )""",
+    # Every policy decision taken about a URL (allowed or refused) and why.
+    """CREATE TABLE decisions (
+        id INTEGER PRIMARY KEY,
+        url TEXT NOT NULL,
+        host TEXT NOT NULL,
+        allowed INTEGER NOT NULL,
+        reason TEXT NOT NULL,
+        at REAL NOT NULL
+    )""",
+    "CREATE INDEX decisions_url ON decisions (url)",
+    # Every request sent: the crawl's own access log.
+    """CREATE TABLE fetches (
+        id INTEGER PRIMARY KEY,
+        url TEXT NOT NULL,
+        host TEXT NOT NULL,
+        status INTEGER,
+        meta TEXT NOT NULL DEFAULT '',
+        error TEXT,
+        started_at REAL NOT NULL,
+        duration REAL NOT NULL
+    )""",
+    # The index: one row per fetched URL (including redirects and failures).
+    """CREATE TABLE pages (
+        id INTEGER PRIMARY KEY,
+        url TEXT NOT NULL UNIQUE,
+        host TEXT NOT NULL,
+        status INTEGER NOT NULL,
+        meta TEXT NOT NULL,
+        mime TEXT,
+        lang TEXT,
+        size INTEGER NOT NULL,
+        content_hash TEXT,
+        fetched_at REAL NOT NULL,
+        title TEXT NOT NULL DEFAULT '',
+        duplicate_of TEXT,
+        redirect_to TEXT,
+        text_indexed INTEGER NOT NULL DEFAULT 0
+    )""",
+    "CREATE INDEX pages_hash ON pages (content_hash)",
+    "CREATE INDEX pages_host ON pages (host)",
+    """CREATE TABLE links (
+        page_id INTEGER NOT NULL REFERENCES pages (id) ON DELETE CASCADE,
+        position INTEGER NOT NULL,
+        target TEXT NOT NULL,
+        label TEXT NOT NULL,
+        PRIMARY KEY (page_id, position)
+    )""",
+    """CREATE VIRTUAL TABLE pages_fts USING fts5 (
+        title, headings, body, url, tokenize = 'unicode61 remove_diacritics 2'
+    )""",
+)
+
+#: Append-only: MIGRATIONS[n - 1] takes a database from version n - 1 to n.
+MIGRATIONS: tuple[tuple[str, ...], ...] = (_V1,)
+SCHEMA_VERSION = len(MIGRATIONS)
+
+
+class DatabaseError(Exception):
+    """The database file cannot be used (not SQLite, from a newer geminibot, unreadable)."""
+
+
+def connect(path: str | Path, *, create: bool = True) -> sqlite3.Connection:
+    """Open (and create or migrate) a geminibot database; raise :class:`DatabaseError`.
+
+    The connection is in autocommit mode: writes go through :func:`transaction`.
+    With ``create=False`` a missing file is an error (for read-only commands).
+    """
+    path = Path(path)
+    if not create and not path.exists():
+        raise DatabaseError(f"{path}: no such database")
+    try:
+        conn = sqlite3.connect(path, isolation_level=None, timeout=BUSY_TIMEOUT_MS / 1000)
+    except sqlite3.Error as exc:
+        raise DatabaseError(f"{path}: cannot open: {exc}") from None
+    try:
+        conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+        conn.execute("PRAGMA journal_mode = WAL")
+        conn.execute("PRAGMA synchronous = NORMAL")
+        conn.execute("PRAGMA foreign_keys = ON")
+        _migrate(conn, path)
+    except sqlite3.DatabaseError as exc:
+        conn.close()
+        raise DatabaseError(f"{path}: not a usable geminibot database: {exc}") from None
+    except DatabaseError:
+        conn.close()
+        raise
+    return conn
+
+
+def _migrate(conn: sqlite3.Connection, path: Path) -> None:
+    version = int(conn.execute("PRAGMA user_version").fetchone()[0])
+    if version > SCHEMA_VERSION:
+        raise DatabaseError(
+            f"{path}: database schema version {version} is newer than this geminibot "
+            f"understands ({SCHEMA_VERSION})"
+        )
+    if version == 0 and conn.execute("SELECT count(*) FROM sqlite_master").fetchone()[0]:
+        raise DatabaseError(f"{path}: an SQLite database, but not a geminibot one")
+    for target in range(version + 1, SCHEMA_VERSION + 1):
+        with transaction(conn):
+            for statement in MIGRATIONS[target - 1]:
+                conn.execute(statement)
+            conn.execute(f"PRAGMA user_version = {target}")
+
+
+@contextmanager
+def transaction(conn: sqlite3.Connection) -> Iterator[sqlite3.Connection]:
+    """One short write transaction: ``BEGIN IMMEDIATE`` ... ``COMMIT``, rolled back on error."""
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        yield conn
+    except BaseException:
+        conn.execute("ROLLBACK")
+        raise
+    conn.execute("COMMIT")
+
+
+def get_setting(conn: sqlite3.Connection, key: str) -> str | None:
+    row = conn.execute("SELECT value FROM settings WHERE key = ?", (key,)).fetchone()
+    return None if row is None else str(row[0])
+
+
+def set_setting(conn: sqlite3.Connection, key: str, value: str) -> None:
+    conn.execute(
+        "INSERT INTO settings (key, value) VALUES (?, ?) "
+        "ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+        (key, value),
+    )

@@ -1,0 +1,100 @@
+"""Writing fetched pages into the index.
+
+A :class:`Page` is what the crawler learned from one response, already extracted (title,
+headings, text, links). :func:`store_page` writes it: metadata always, outgoing links
+always, and the searchable text only when the page is text and the role allows it
+(``researcher`` keeps statistics and links, never page text).
+
+:func:`store_page` runs inside the caller's transaction, so a page, its links and the
+frontier rows for those links commit together or not at all. Writing the same page twice
+replaces the first copy (idempotent).
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from dataclasses import dataclass, field
+
+#: Roles whose index keeps page text (title, headings, body) for search.
+TEXT_ROLES = frozenset({"indexer", "archiver"})
+
+
+@dataclass(frozen=True)
+class Link:
+    target: str
+    label: str = ""
+
+
+@dataclass(frozen=True)
+class Page:
+    """One fetched URL as it goes into the index."""
+
+    url: str
+    host: str
+    status: int
+    meta: str
+    fetched_at: float
+    size: int = 0
+    mime: str | None = None
+    lang: str | None = None
+    content_hash: str | None = None
+    title: str = ""
+    headings: tuple[str, ...] = ()
+    text: str | None = None  # None: not a text page (metadata only)
+    links: tuple[Link, ...] = field(default_factory=tuple)
+    duplicate_of: str | None = None
+    redirect_to: str | None = None
+
+
+def store_page(conn: sqlite3.Connection, page: Page, role: str) -> int:
+    """Insert or replace ``page``; return its row id. Call inside a transaction."""
+    keep_text = role in TEXT_ROLES and page.text is not None and page.duplicate_of is None
+    old = conn.execute("SELECT id FROM pages WHERE url = ?", (page.url,)).fetchone()
+    if old is not None:
+        conn.execute("DELETE FROM pages_fts WHERE rowid = ?", (old[0],))
+        conn.execute("DELETE FROM pages WHERE id = ?", (old[0],))
+    cur = conn.execute(
+        "INSERT INTO pages (url, host, status, meta, mime, lang, size, content_hash, fetched_at,"
+        " title, duplicate_of, redirect_to, text_indexed)"
+        " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        (
+            page.url,
+            page.host,
+            page.status,
+            page.meta,
+            page.mime,
+            page.lang,
+            page.size,
+            page.content_hash,
+            page.fetched_at,
+            page.title if keep_text else "",
+            page.duplicate_of,
+            page.redirect_to,
+            int(keep_text),
+        ),
+    )
+    page_id = cur.lastrowid
+    assert page_id is not None
+    conn.executemany(
+        "INSERT INTO links (page_id, position, target, label) VALUES (?, ?, ?, ?)",
+        [
+            (page_id, i, link.target, link.label if keep_text else "")
+            for i, link in enumerate(page.links)
+        ],
+    )
+    if keep_text:
+        conn.execute(
+            "INSERT INTO pages_fts (rowid, title, headings, body, url) VALUES (?, ?, ?, ?, ?)",
+            (page_id, page.title, "\n".join(page.headings), page.text, page.url),
+        )
+    return page_id
+
+
+def find_by_hash(conn: sqlite3.Connection, content_hash: str, url: str) -> str | None:
+    """The URL of an already indexed page with the same content, other than ``url``."""
+    row = conn.execute(
+        "SELECT url FROM pages WHERE content_hash = ? AND url != ? AND duplicate_of IS NULL"
+        " ORDER BY id LIMIT 1",
+        (content_hash, url),
+    ).fetchone()
+    return None if row is None else str(row[0])

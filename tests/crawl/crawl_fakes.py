@@ -1,0 +1,92 @@
+"""A scripted Gemini site for crawler tests: a fetch function over a dict, with an access log.
+
+Not a mock of our own I/O: the crawler's fetcher is an injected dependency, and this is
+the smallest honest server there is. End-to-end tests use the real capsule server.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import trio
+
+from geminibot.crawl.crawler import Response
+
+Answer = Response | list[Response]
+
+
+class FakeSite:
+    def __init__(self, pages: dict[str, Answer], *, latency: float = 0.0) -> None:
+        self.pages = pages
+        self.latency = latency
+        self.log: list[tuple[float, str]] = []  # (trio time, url) per request
+        self.in_flight: dict[str, int] = {}
+        self.max_in_flight_per_host = 0
+        self.on_request: Callable[[str], None] | None = None
+
+    async def fetch(self, url: str) -> Response:
+        host = url.split("/")[2]
+        self.log.append((trio.current_time(), url))
+        if self.on_request is not None:
+            self.on_request(url)
+        self.in_flight[host] = self.in_flight.get(host, 0) + 1
+        self.max_in_flight_per_host = max(self.max_in_flight_per_host, self.in_flight[host])
+        try:
+            if self.latency:
+                await trio.sleep(self.latency)
+            answer = self.pages.get(url, Response(51, "not found"))
+            if isinstance(answer, list):
+                return answer.pop(0) if len(answer) > 1 else answer[0]
+            return answer
+        finally:
+            self.in_flight[host] -= 1
+
+    def urls(self) -> list[str]:
+        return [u for _, u in self.log]
+
+
+def gmi(text: str) -> Response:
+    return Response(20, "text/gemini", text.encode())
+
+
+def generated_site(hosts: int, pages: int) -> dict[str, Answer]:
+    """``hosts`` hosts of ``pages`` pages each; every page links to the next two and to
+    the same page on the next host. robots.txt disallows /private/."""
+    site: dict[str, Answer] = {}
+    for h in range(hosts):
+        name = f"h{h}.test"
+        site[f"gemini://{name}/robots.txt"] = Response(
+            20, "text/plain", b"User-agent: *\nDisallow: /private/\n"
+        )
+        for p in range(pages):
+            nxt = f"gemini://h{(h + 1) % hosts}.test/{p}.gmi"
+            body = (
+                f"# Page {p} of {name}\nword{p} common text\n"
+                f"=> /{p + 1}.gmi next\n=> /{p + 2}.gmi skip\n=> {nxt} across\n"
+                f"=> /private/{p}.gmi hidden\n"
+            )
+            site[f"gemini://{name}/{p}.gmi"] = gmi(body)
+        site[f"gemini://{name}/"] = gmi(f"# {name}\n=> /0.gmi start\n")
+    return site
+
+
+def main(db: str, log: str) -> None:
+    """Crawl a generated site into ``db``, appending each request to ``log`` as it is
+    received (the site's access log, written before the answer, so it survives a kill)."""
+    import os
+
+    from geminibot.crawl.crawler import Crawler, CrawlOptions
+    from geminibot.index import connect
+
+    site = FakeSite(generated_site(3, 40), latency=0.02)
+    fd = os.open(log, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+    site.on_request = lambda url: os.write(fd, url.encode() + b"\n") and None
+    crawler = Crawler(connect(db), site.fetch, CrawlOptions(test_range=True))
+    crawler.seed([f"gemini://h{h}.test/" for h in range(3)])
+    trio.run(crawler.run)
+
+
+if __name__ == "__main__":
+    import sys
+
+    main(sys.argv[1], sys.argv[2])

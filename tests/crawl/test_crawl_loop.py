@@ -1,0 +1,241 @@
+"""The crawl loop against a scripted site (injected fetcher), under trio's mock clock."""
+
+import itertools
+import sqlite3
+from pathlib import Path
+
+import pytest
+import trio
+from crawl_fakes import FakeSite, generated_site, gmi
+
+from geminibot.crawl.crawler import ConfigMismatch, Crawler, CrawlOptions, Response
+from geminibot.crawl.frontier import Limits
+from geminibot.crawl.politeness import DEFAULT_MIN_DELAY
+from geminibot.index import connect, search, stats
+
+ROBOTS = Response(20, "text/plain", b"User-agent: indexer\nDisallow: /private/\n")
+
+
+def site_a() -> dict[str, Response | list[Response]]:
+    return {
+        "gemini://a.test/robots.txt": ROBOTS,
+        "gemini://a.test/": gmi(
+            "# Home\nHello garden.\n=> /b.gmi B\n=> /private/x.gmi secret\n"
+            "=> gemini://elsewhere.test/ other host\n=> https://example.org/ web\n=> /copy.gmi\n"
+            "=> /moved\n=> /img.png picture\n"
+        ),
+        "gemini://a.test/b.gmi": gmi("# Bee\n## Pollination\nbees visit flowers\n=> / home\n"),
+        "gemini://a.test/copy.gmi": gmi("# Bee\n## Pollination\nbees visit flowers\n=> / home\n"),
+        "gemini://a.test/moved": Response(31, "/b2.gmi"),
+        "gemini://a.test/b2.gmi": gmi("# Moved here\n"),
+        "gemini://a.test/img.png": Response(20, "image/png", b"\x89PNG..."),
+    }
+
+
+def policy_files(host: str) -> list[str]:
+    return [f"gemini://{host}/{name}" for name in ("robots.txt", "robots2.txt", "agents.txt")]
+
+
+def mock_wall_clock() -> float:
+    """Wall-clock time that follows trio's mock clock, the same for every crawl in a test."""
+    return 1.7e9 + trio.current_time()
+
+
+async def crawl(
+    db: Path, site: FakeSite, seeds: list[str], **kw: object
+) -> tuple[Crawler, sqlite3.Connection]:
+    conn = connect(db)
+    crawler = Crawler(conn, site.fetch, CrawlOptions(**kw), wall_clock=mock_wall_clock)  # type: ignore[arg-type]
+    crawler.seed(seeds)
+    await crawler.run()
+    return crawler, conn
+
+
+async def test_crawl_obeys_robots_and_indexes(tmp_path: Path, autojump_clock: object) -> None:
+    site = FakeSite(site_a())
+    crawler, conn = await crawl(tmp_path / "c.db", site, ["gemini://a.test/"], test_range=True)
+    urls = site.urls()
+    assert urls[0] == "gemini://a.test/robots.txt"
+    assert set(urls) == {
+        "gemini://a.test/robots.txt",
+        "gemini://a.test/robots2.txt",
+        "gemini://a.test/agents.txt",
+        "gemini://a.test/",
+        "gemini://a.test/b.gmi",
+        "gemini://a.test/copy.gmi",
+        "gemini://a.test/moved",
+        "gemini://a.test/b2.gmi",
+        "gemini://a.test/img.png",
+    }
+    assert len(urls) == len(set(urls))  # nothing fetched twice
+    assert crawler.frontier.state_of("gemini://a.test/private/x.gmi") == (
+        "refused",
+        conn.execute("SELECT reason FROM decisions WHERE NOT allowed").fetchone()[0],
+    )
+    assert [r.url for r in search(conn, "pollination")] == ["gemini://a.test/b.gmi"]
+    row = conn.execute(
+        "SELECT duplicate_of FROM pages WHERE url = 'gemini://a.test/copy.gmi'"
+    ).fetchone()
+    assert row == ("gemini://a.test/b.gmi",)
+    redirect = conn.execute(
+        "SELECT status, redirect_to FROM pages WHERE url = 'gemini://a.test/moved'"
+    ).fetchone()
+    assert redirect == (31, "gemini://a.test/b2.gmi")
+    data = stats(conn)
+    assert data["refusals"] == 1
+    assert data["mime"]["image/png"] == 1
+    assert data["robots"] == {
+        "agents.txt unavailable": 1,
+        "robots.txt success": 1,
+        "robots2.txt unavailable": 1,
+    }
+    assert site.max_in_flight_per_host == 1
+
+
+async def test_default_delay_between_requests(tmp_path: Path, autojump_clock: object) -> None:
+    site = FakeSite(site_a(), latency=0.5)
+    await crawl(tmp_path / "c.db", site, ["gemini://a.test/"], max_pages=3)
+    times = [t for t, _ in site.log]
+    gaps = [b - a for a, b in itertools.pairwise(times)]
+    assert len(times) == 6  # robots.txt, robots2.txt, agents.txt and three pages
+    assert min(gaps) >= DEFAULT_MIN_DELAY + 0.5  # end-to-start wait plus the request
+
+
+async def test_crawl_delay_and_slow_down(tmp_path: Path, autojump_clock: object) -> None:
+    pages = site_a()
+    pages["gemini://a.test/robots.txt"] = Response(
+        20, "text/plain", b"User-agent: *\nCrawl-delay: 3\n"
+    )
+    pages["gemini://a.test/b.gmi"] = [Response(44, "7"), Response(44, "1"), gmi("# Bee\n")]
+    site = FakeSite(pages)
+    await crawl(tmp_path / "c.db", site, ["gemini://a.test/"], test_range=True)
+    log = site.log
+    for (t0, _), (t1, _) in itertools.pairwise(log):
+        assert t1 - t0 >= 3.0  # Crawl-delay, even on a test range
+    b_times = [t for t, u in log if u == "gemini://a.test/b.gmi"]
+    assert len(b_times) == 3
+    assert b_times[1] - b_times[0] >= 7.0  # the 44's own wait
+    assert b_times[2] - b_times[1] >= 3.0  # second 44: max(1 s, back-off 2 s), then delay
+
+
+async def test_unreachable_robots_skips_host(tmp_path: Path, autojump_clock: object) -> None:
+    pages = site_a()
+    pages["gemini://a.test/robots.txt"] = Response(None, error="connection refused")
+    site = FakeSite(pages)
+    crawler, conn = await crawl(tmp_path / "c.db", site, ["gemini://a.test/"], test_range=True)
+    assert site.urls() == ["gemini://a.test/robots.txt"]
+    assert "unreachable" in crawler.progress.hosts_skipped["a.test"]
+    assert crawler.frontier.queued() == 1  # the seed waits for a later run
+    assert stats(conn)["robots"] == {"robots.txt unreachable": 1}
+
+
+async def test_missing_robots_allows_all(tmp_path: Path, autojump_clock: object) -> None:
+    pages = site_a()
+    del pages["gemini://a.test/robots.txt"]
+    site = FakeSite(pages)
+    await crawl(tmp_path / "c.db", site, ["gemini://a.test/"], test_range=True)
+    assert "gemini://a.test/private/x.gmi" in site.urls()
+
+
+async def test_absurd_slow_down_skips_host(tmp_path: Path, autojump_clock: object) -> None:
+    pages = site_a()
+    pages["gemini://a.test/"] = Response(44, "86400")
+    site = FakeSite(pages)
+    crawler, _ = await crawl(tmp_path / "c.db", site, ["gemini://a.test/"], test_range=True)
+    assert site.urls() == [*policy_files("a.test"), "gemini://a.test/"]
+    assert "a.test" in crawler.progress.hosts_skipped
+    assert crawler.frontier.state_of("gemini://a.test/") == ("queued", None)
+
+
+async def test_concurrency_across_hosts(tmp_path: Path, autojump_clock: object) -> None:
+    site = FakeSite(generated_site(4, 10), latency=1.0)
+    crawler, _ = await crawl(
+        tmp_path / "c.db",
+        site,
+        [f"gemini://h{h}.test/" for h in range(4)],
+        test_range=True,
+        concurrency=4,
+    )
+    assert site.max_in_flight_per_host == 1
+    assert len(site.urls()) == len(set(site.urls())) == 4 * (3 + 1 + 12)
+    assert crawler.progress.pages == 4 * 13
+    # four hosts in parallel: about a quarter of the sequential time
+    assert trio.current_time() < 4 * 14 * 1.0 / 2
+
+
+async def test_max_pages_and_depth(tmp_path: Path, autojump_clock: object) -> None:
+    site = FakeSite(generated_site(1, 50))
+    _, conn = await crawl(
+        tmp_path / "c.db", site, ["gemini://h0.test/"], test_range=True, max_pages=5
+    )
+    assert conn.execute("SELECT count(*) FROM pages").fetchone()[0] == 5
+    site2 = FakeSite(generated_site(1, 50))
+    await crawl(
+        tmp_path / "d.db",
+        site2,
+        ["gemini://h0.test/"],
+        test_range=True,
+        limits=Limits(max_depth=2),
+    )
+    assert set(site2.urls()) == {
+        *policy_files("h0.test"),
+        "gemini://h0.test/",
+        "gemini://h0.test/0.gmi",
+        "gemini://h0.test/1.gmi",
+        "gemini://h0.test/2.gmi",
+    }
+
+
+async def test_resume_fetches_nothing_twice(tmp_path: Path, autojump_clock: object) -> None:
+    site = FakeSite(generated_site(2, 30))
+    seeds = ["gemini://h0.test/", "gemini://h1.test/"]
+    _, conn = await crawl(tmp_path / "c.db", site, seeds, test_range=True, max_pages=20)
+    conn.close()
+    _, conn = await crawl(tmp_path / "c.db", site, seeds, test_range=True)
+    urls = site.urls()
+    assert len(urls) == len(set(urls))  # robots.txt came from the cache the second time
+    whole = FakeSite(generated_site(2, 30))
+    _, conn2 = await crawl(tmp_path / "d.db", whole, seeds, test_range=True)
+    assert sorted(urls) == sorted(whole.urls())
+    assert pages_of(conn) == pages_of(conn2)
+
+
+def pages_of(conn: sqlite3.Connection) -> list[tuple[object, ...]]:
+    return conn.execute(
+        "SELECT url, status, title, content_hash, duplicate_of FROM pages ORDER BY url"
+    ).fetchall()
+
+
+async def test_role_mismatch_refused(tmp_path: Path, autojump_clock: object) -> None:
+    site = FakeSite(site_a())
+    _, conn = await crawl(tmp_path / "c.db", site, ["gemini://a.test/"], test_range=True)
+    conn.close()
+    with pytest.raises(ConfigMismatch, match="role 'indexer'"):
+        await crawl(tmp_path / "c.db", site, ["gemini://a.test/"], role="researcher")
+
+
+async def test_stop_releases_leases(tmp_path: Path, autojump_clock: object) -> None:
+    site = FakeSite(generated_site(2, 20), latency=1.0)
+    conn = connect(tmp_path / "c.db")
+    crawler = Crawler(conn, site.fetch, CrawlOptions(test_range=True), wall_clock=mock_wall_clock)
+    crawler.seed(["gemini://h0.test/", "gemini://h1.test/"])
+
+    def stop_after_some(url: str) -> None:
+        if len(site.log) == 8:
+            crawler.stop()
+
+    site.on_request = stop_after_some
+    await crawler.run()
+    assert crawler.frontier.leased() == []
+    before = set(site.urls())
+    conn.close()
+    site.on_request = None
+    seeds = ["gemini://h0.test/", "gemini://h1.test/"]
+    _, conn = await crawl(tmp_path / "c.db", site, seeds, test_range=True)
+    # the interrupted requests are the only ones repeated
+    assert len(site.urls()) - len(set(site.urls())) <= 2
+    assert before <= set(site.urls())
+    whole = FakeSite(generated_site(2, 20))
+    _, conn2 = await crawl(tmp_path / "d.db", whole, seeds, test_range=True)
+    assert set(site.urls()) == set(whole.urls())
+    assert pages_of(conn) == pages_of(conn2)

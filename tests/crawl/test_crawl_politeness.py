@@ -1,0 +1,109 @@
+"""The politeness schedule with a fake clock: delays, 44 back-off, windows, absurd waits."""
+
+import pytest
+
+from geminibot.crawl.politeness import (
+    DEFAULT_MIN_DELAY,
+    MAX_WAIT,
+    SLOW_DOWN_BASE,
+    HostPace,
+    Politeness,
+    slow_down_wait,
+)
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def test_default_delay_is_rule_of_thumb() -> None:
+    clock = Clock()
+    p = Politeness(clock)
+    assert p.ready_at("a") == 1000.0  # first request at once
+    p.start("a")
+    clock.now += 0.5
+    p.finish("a", 0.5, 20)
+    assert p.ready_at("a") == 1000.5 + DEFAULT_MIN_DELAY
+    p.start("b")  # other hosts are independent
+    clock.now += 8
+    p.finish("b", 8.0, 20)
+    assert p.ready_at("b") == clock.now + 16.0  # twice the last duration
+
+
+def test_one_request_in_flight_and_not_early() -> None:
+    clock = Clock()
+    p = Politeness(clock)
+    p.start("a")
+    with pytest.raises(RuntimeError, match="in flight"):
+        p.start("a")
+    p.finish("a", 0.1, 20)
+    with pytest.raises(RuntimeError, match="before it was allowed"):
+        p.start("a")
+
+
+def test_test_range_and_policy_delay() -> None:
+    clock = Clock()
+    p = Politeness(clock, test_range=True)
+    p.start("a")
+    p.finish("a", 0.1, 20)
+    assert p.ready_at("a") == clock.now  # no default delay on a test range
+    p.set_pace("a", HostPace(delay=3.0))
+    assert p.ready_at("a") == clock.now + 3.0  # a policy delay always holds
+
+
+def test_slow_down_backoff() -> None:
+    assert slow_down_wait("", 1) == SLOW_DOWN_BASE
+    assert slow_down_wait("", 3) == 4 * SLOW_DOWN_BASE
+    assert slow_down_wait("5", 1) == 5.0
+    assert slow_down_wait("5", 4) == 8.0 * SLOW_DOWN_BASE
+    assert slow_down_wait("soon", 1) == SLOW_DOWN_BASE
+    clock = Clock()
+    p = Politeness(clock, test_range=True)
+    waits = []
+    for _ in range(3):
+        at = p.ready_at("a")
+        assert at is not None
+        clock.now = at
+        p.start("a")
+        waits.append(p.finish("a", 0.0, 44, "2"))
+    assert waits == [2.0, 2.0, 4.0]
+    assert p.ready_at("a") == clock.now + 4.0
+    clock.now += 4.0
+    p.start("a")
+    assert p.finish("a", 0.0, 20) == 0.0
+    assert p.state("a")[3] == 0  # back-off reset
+
+
+def test_absurd_wait_skips_host_edge() -> None:
+    clock = Clock()
+    p = Politeness(clock, test_range=True)
+    p.start("a")
+    p.finish("a", 0.0, 44, str(int(MAX_WAIT)))
+    assert p.ready_at("a") == clock.now + MAX_WAIT  # exactly the cap is still waited
+    p.start("b")
+    p.finish("b", 0.0, 44, str(int(MAX_WAIT) + 1))
+    assert p.ready_at("b") is None
+    assert "more than" in (p.skipped("b") or "")
+
+
+def test_visit_window_reschedules() -> None:
+    clock = Clock()
+    p = Politeness(clock, test_range=True)
+    p.set_pace("a", HostPace(window_opens=lambda t: max(t, 1100.0)))
+    assert p.ready_at("a") == 1100.0
+    p.set_pace("b", HostPace(window_opens=lambda t: t + MAX_WAIT + 1))
+    assert p.ready_at("b") is None
+
+
+def test_restore_after_restart() -> None:
+    clock = Clock()
+    p = Politeness(clock, test_range=True)
+    p.restore("a", last_end=990.0, last_duration=0.1, not_before=1005.0, slow_downs=2)
+    assert p.ready_at("a") == 1005.0
+    clock.now = 1005.0
+    p.start("a")
+    assert p.finish("a", 0.0, 44) == 4 * SLOW_DOWN_BASE  # third 44 in a row

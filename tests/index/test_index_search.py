@@ -1,0 +1,148 @@
+"""Index writes, search ranking and snippets, safe query strings, statistics."""
+
+import contextlib
+import sqlite3
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from geminibot.index import Link, Page, QueryError, connect, search, stats, store_page, transaction
+from geminibot.index.search import MAX_LIMIT, MAX_QUERY_LENGTH, to_fts_query
+from geminibot.index.stats import format_stats
+
+
+def page(url: str, title: str = "", text: str | None = "", **kw: object) -> Page:
+    kw.setdefault("mime", "text/gemini")
+    return Page(
+        url=url,
+        host="a.test",
+        status=20,
+        meta="text/gemini",
+        fetched_at=1000.0,
+        size=len(text or ""),
+        title=title,
+        text=text,
+        **kw,  # type: ignore[arg-type]
+    )
+
+
+@pytest.fixture
+def db(tmp_path: Path) -> sqlite3.Connection:
+    conn = connect(tmp_path / "idx.db")
+    with transaction(conn):
+        store_page(
+            conn, page("gemini://a.test/", "Welcome", "A capsule about gardening."), "indexer"
+        )
+        store_page(
+            conn,
+            page(
+                "gemini://a.test/crawler",
+                "Crawlers",
+                "A polite crawler obeys robots.txt. The crawler waits between requests.",
+                headings=("Politeness", "Gemini crawler design"),
+                links=(Link("gemini://a.test/", "home"),),
+            ),
+            "indexer",
+        )
+        store_page(conn, page("gemini://a.test/img.png", text=None, mime="image/png"), "indexer")
+    return conn
+
+
+def test_ranking_and_snippet(db: sqlite3.Connection) -> None:
+    results = search(db, "crawler")
+    assert [r.url for r in results] == ["gemini://a.test/crawler"]
+    assert "[crawler]" in results[0].snippet
+    assert results[0].title == "Crawlers"
+    assert search(db, "gardening")[0].url == "gemini://a.test/"
+
+
+def test_title_outranks_body(tmp_path: Path) -> None:
+    conn = connect(tmp_path / "r.db")
+    with transaction(conn):
+        store_page(conn, page("gemini://a.test/1", "Other", "mentions tomato once"), "indexer")
+        store_page(conn, page("gemini://a.test/2", "Tomato", "a page"), "indexer")
+    assert [r.url for r in search(conn, "tomato")] == ["gemini://a.test/2", "gemini://a.test/1"]
+
+
+def test_query_syntax(db: sqlite3.Connection) -> None:
+    assert [r.url for r in search(db, "crawl*")] == ["gemini://a.test/crawler"]
+    assert search(db, '"obeys robots"')[0].url == "gemini://a.test/crawler"
+    assert search(db, '"robots obeys"') == []
+    assert search(db, "crawler -polite") == []
+    assert {r.url for r in search(db, "gardening OR politeness")} == {
+        "gemini://a.test/",
+        "gemini://a.test/crawler",
+    }
+
+
+@pytest.mark.parametrize(
+    "query",
+    ['"', "AND", "NOT crawler", "crawler:", "(crawler", 'crawler"', "^crawler", "col:x", "a -b*"],
+)
+def test_fts_syntax_in_user_queries_is_harmless(db: sqlite3.Connection, query: str) -> None:
+    with contextlib.suppress(QueryError):  # a clear error is fine; sqlite3.Error is not
+        search(db, query)
+
+
+@pytest.mark.parametrize("query", ["", "   ", "-crawler", "!!! ???", "OR"])
+def test_empty_queries_are_clear_errors(db: sqlite3.Connection, query: str) -> None:
+    with pytest.raises(QueryError, match="nothing to search for"):
+        search(db, query)
+
+
+def test_limits(db: sqlite3.Connection) -> None:
+    with pytest.raises(QueryError, match="too long"):
+        search(db, "a" * (MAX_QUERY_LENGTH + 1))
+    search(db, "a" * MAX_QUERY_LENGTH)
+    with pytest.raises(QueryError, match="limit"):
+        search(db, "crawler", limit=0)
+    with pytest.raises(QueryError, match="limit"):
+        search(db, "crawler", limit=MAX_LIMIT + 1)
+    assert len(search(db, "a* OR c*", limit=1)) == 1
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.text(max_size=60))
+def test_any_query_is_valid_fts_or_a_query_error(query: str) -> None:
+
+    conn = sqlite3.connect(":memory:")
+    conn.execute("CREATE VIRTUAL TABLE t USING fts5 (a)")
+    try:
+        expr = to_fts_query(query)
+    except QueryError:
+        return
+    conn.execute("SELECT * FROM t WHERE t MATCH ?", (expr,)).fetchall()
+
+
+def test_researcher_keeps_links_not_text(tmp_path: Path) -> None:
+    conn = connect(tmp_path / "res.db")
+    with transaction(conn):
+        store_page(
+            conn,
+            page("gemini://a.test/", "Secret title", "secret words", links=(Link("/x", "lbl"),)),
+            "researcher",
+        )
+    assert search(conn, "secret") == []
+    row = conn.execute("SELECT title, text_indexed, size FROM pages").fetchone()
+    assert row == ("", 0, len("secret words"))
+    assert conn.execute("SELECT target, label FROM links").fetchall() == [("/x", "")]
+
+
+def test_store_is_idempotent(db: sqlite3.Connection) -> None:
+    with transaction(db):
+        store_page(db, page("gemini://a.test/", "Welcome", "A capsule about gardening."), "indexer")
+    assert len(search(db, "gardening")) == 1
+    assert db.execute("SELECT count(*) FROM pages").fetchone()[0] == 3
+
+
+def test_stats(db: sqlite3.Connection) -> None:
+    data = stats(db)
+    assert data["pages"] == 3
+    assert data["pages_with_text"] == 2
+    assert data["mime"] == {"text/gemini": 2, "image/png": 1}
+    assert data["links"] == 1
+    text = format_stats(data)
+    assert "MIME types:" in text
+    assert "image/png" in text
