@@ -10,8 +10,9 @@ from pathlib import Path
 
 import trio
 
+from capsule_server import report
 from capsule_server.certs import FALLBACK_HOST, ensure_certificate, list_certificates
-from capsule_server.files import CapsuleConfigError, load_capsules
+from capsule_server.files import CapsuleConfigError, bundled_capsules, load_capsules
 from capsule_server.log import JsonLinesLog
 from capsule_server.server import RATE_BURST, RATE_PER_SECOND, CapsuleServer, Limits
 from geminibot.cliutil import EXIT_OK, EXIT_USAGE, CommandError, emit_json
@@ -20,18 +21,18 @@ DEFAULT_CERT_DIR = Path("var/capsule-server/certs")
 """Certificates are kept here, relative to the working directory, unless --certs says."""
 
 
-def bundled_capsules() -> Path:
-    """The capsules shipped with the project: ``capsules/`` beside the package in a source
-    checkout (and an editable install), ``capsule_server/capsules/`` in a wheel install."""
-    here = Path(__file__).resolve().parent
-    for candidate in (here.parent / "capsules", here / "capsules"):
-        if candidate.is_dir():
-            return candidate
-    raise CommandError("no bundled capsules found; give a DIR")
+def capsules_dir(given: str | None) -> Path:
+    """DIR as given, else the bundled capsules."""
+    if given:
+        return Path(given)
+    found = bundled_capsules()
+    if found is None:
+        raise CommandError("no bundled capsules found; give a DIR")
+    return found
 
 
 def _serve(args: argparse.Namespace) -> int:
-    directory = Path(args.dir) if args.dir else bundled_capsules()
+    directory = capsules_dir(args.dir)
     if not directory.is_dir():
         raise CommandError(f"{directory}: not a folder")
     try:
@@ -92,7 +93,7 @@ def _certs(args: argparse.Namespace) -> int:
 
 def _make_certs(args: argparse.Namespace) -> int:
     """Make (or keep) certificates for every capsule of DIR without serving."""
-    directory = Path(args.dir) if args.dir else bundled_capsules()
+    directory = capsules_dir(args.dir)
     for host in [*sorted(load_capsules(directory)), FALLBACK_HOST]:
         ensure_certificate(Path(args.certs), host)
     return _certs(args)
@@ -132,8 +133,6 @@ def build_parser() -> argparse.ArgumentParser:
         help="first make missing certificates for the capsules of DIR (default: bundled)",
     )
     certs.set_defaults(run=_certs_command)
-
-    from capsule_server import report
 
     report.register(commands)
     return parser

@@ -26,6 +26,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import unquote_to_bytes
 
+from geminibot.gemini.status import Status
+
 INDEX_FILE = "index.gmi"
 CONFIG_FILE = "serve.toml"
 EXPECT_FILE = "expect.toml"
@@ -179,7 +181,7 @@ def _url_path(value: object, where: Path) -> str:
     return value
 
 
-NOT_FOUND = Resolution(51, "Not found")
+NOT_FOUND = Resolution(Status.NOT_FOUND, "Not found")
 
 
 class Capsule:
@@ -201,10 +203,12 @@ class Capsule:
             return Resolution(special.status, special.meta)
         generated = config.generated.get(path)
         if generated is not None:
-            return Resolution(20, generated[1], generated=generated[0])
+            return Resolution(Status.SUCCESS, generated[1], generated=generated[0])
         if config.maze_prefix is not None and path.startswith(config.maze_prefix):
             return Resolution(
-                20, f"text/gemini; {TEXT_UTF8}", body=maze_page(config.maze_prefix, path)
+                Status.SUCCESS,
+                f"text/gemini; {TEXT_UTF8}",
+                body=maze_page(config.maze_prefix, path),
             )
         segments = _decode_segments(path)
         if segments is None:
@@ -218,7 +222,7 @@ class Capsule:
             return NOT_FOUND
         if real.is_dir():
             if not path.endswith("/"):
-                return Resolution(31, path + "/")
+                return Resolution(Status.REDIRECT_PERMANENT, path + "/")
             real = real / INDEX_FILE
             try:
                 real = Path(os.path.realpath(real, strict=True))
@@ -232,7 +236,7 @@ class Capsule:
             return NOT_FOUND
         name = segments[-1] if segments and not path.endswith("/") else INDEX_FILE
         mime = config.mime.get(path) or mime_type(name)
-        return Resolution(20, mime, file=real)
+        return Resolution(Status.SUCCESS, mime, file=real)
 
 
 def _decode_segments(path: str) -> list[str] | None:
@@ -324,6 +328,16 @@ def binary_sha256(size: int) -> str:
 def _chunked(data: bytes) -> Iterator[bytes]:
     for i in range(0, len(data), GENERATED_CHUNK):
         yield data[i : i + GENERATED_CHUNK]
+
+
+def bundled_capsules() -> Path | None:
+    """The capsules shipped with the project: ``capsules/`` beside the package in a source
+    checkout (and an editable install), ``capsule_server/capsules/`` in a wheel install."""
+    here = Path(__file__).resolve().parent
+    for candidate in (here.parent / "capsules", here / "capsules"):
+        if candidate.is_dir():
+            return candidate
+    return None
 
 
 def load_capsules(directory: Path) -> dict[str, Capsule]:

@@ -10,7 +10,8 @@ One connection carries one request. The flow of a connection:
 4. More than ``Limits.max_connections`` being served, or the client address over its rate
    (a token bucket of ``Limits.rate_burst`` requests refilled at ``Limits.rate_per_second``):
    ``44 SECONDS``.
-5. Validation (:func:`check_request`): 59 malformed, 53 another scheme or a host not served.
+5. Validation (:func:`geminibot.gemini.urls.parse_request`, plus the CRLF): 59 malformed,
+   53 another scheme, a host not served, or a host other than the SNI name.
 6. :meth:`Capsule.resolve`: a file, a generated body, a special response, or 51.
 
 Every connection that got as far as TCP gives one access-log record (:mod:`capsule_server.log`).
@@ -19,6 +20,7 @@ Every connection that got as far as TCP gives one access-log record (:mod:`capsu
 from __future__ import annotations
 
 import math
+import socket
 import ssl
 import time
 from collections.abc import Callable
@@ -32,7 +34,10 @@ from capsule_server.certs import FALLBACK_HOST, ensure_certificate
 from capsule_server.files import Capsule, Resolution
 from capsule_server.log import AccessRecord
 from capsule_server.ratelimit import RateLimiter
-from capsule_server.request import MAX_REQUEST_BYTES, RequestError, parse_request
+from capsule_server.tls import TLSConnection
+from geminibot.gemini.errors import InvalidURL, UnsupportedScheme
+from geminibot.gemini.status import Status
+from geminibot.gemini.urls import MAX_REQUEST_BYTES, parse_request
 
 HEADER_TIMEOUT = 10.0
 """Seconds a client has, from TCP accept, to finish TLS and send its request line."""
@@ -57,6 +62,9 @@ RATE_PER_SECOND = 10.0
 
 SHUTDOWN_GRACE = 5.0
 """Seconds in-flight connections get to finish after SIGINT/SIGTERM."""
+
+MAX_REQUEST_LINE = MAX_REQUEST_BYTES + 2
+"""The longest request line: a 1024-byte URL and CRLF."""
 
 READ_CHUNK = 4096
 FILE_CHUNK = 64 * 1024
@@ -144,69 +152,72 @@ class CapsuleServer:
     async def _accept_loop(self, listener: trio.SocketListener, handlers: trio.Nursery) -> None:
         while True:
             try:
-                stream = await listener.accept()
+                accepted, _ = await listener.socket.accept()
             except OSError as exc:  # EMFILE and friends: back off instead of spinning
                 self._emit(AccessRecord.failure("", f"accept: {exc.strerror}", 0.0))
                 await trio.sleep(0.1)
                 continue
+            # From here on OpenSSL drives the socket itself (see capsule_server.tls).
+            sock = socket.socket(
+                accepted.family, accepted.type, accepted.proto, fileno=accepted.detach()
+            )
             if self._open >= self.limits.max_open:
-                with suppress(OSError, trio.BrokenResourceError):
-                    stream.socket.close()
+                sock.close()
                 continue
+            with suppress(OSError):
+                sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
             self._open += 1
-            handlers.start_soon(self._handle, stream)
+            handlers.start_soon(self._handle, sock)
 
-    async def _handle(self, tcp: trio.SocketStream) -> None:
+    async def _handle(self, sock: socket.socket) -> None:
         started = self._clock()
         try:
-            peer = tcp.socket.getpeername()
-            client = str(peer[0])
+            client = str(sock.getpeername()[0])
         except OSError:
             client = ""
         record = AccessRecord.failure(client, "", 0.0)
         try:
-            record = await self._converse(tcp, client, started)
+            record = await self._converse(sock, client)
         finally:
             self._open -= 1
             record.duration = self._clock() - started
             self._emit(record)
 
-    async def _converse(self, tcp: trio.SocketStream, client: str, started: float) -> AccessRecord:
+    async def _converse(self, sock: socket.socket, client: str) -> AccessRecord:
         record = AccessRecord.failure(client, "", 0.0)
-        tls = trio.SSLStream(tcp, self.ssl_context, server_side=True)
+        try:
+            conn = TLSConnection(sock, self.ssl_context)
+        except (ssl.SSLError, OSError) as exc:
+            sock.close()
+            record.error = f"tls: {_reason(exc)}"
+            return record
         try:
             line: bytes | None = None
             sni = 0
             with trio.move_on_after(self.limits.header_timeout):
                 try:
-                    await tls.do_handshake()
-                except (trio.BrokenResourceError, ssl.SSLError, OSError) as exc:
+                    await conn.do_handshake()
+                except (ssl.SSLError, OSError) as exc:
                     record.error = f"tls: {_reason(exc)}"
                     return record
-                sni = id(tls.context)
-                line = await _read_request_line(tls)
+                sni = id(conn.context)
+                line = await _read_request_line(conn)
             if line is None:
                 record.error = "header timeout"
                 return record
             resolution = self._answer(line, record, self._sni_host(sni))
             with trio.move_on_after(self.limits.send_timeout) as send_scope:
-                record.bytes = await _send(tls, resolution)
+                record.bytes = await _send(conn, resolution)
                 record.status = resolution.status
-                record.meta = resolution.meta if resolution.status != 20 else None
+                record.meta = resolution.meta if resolution.status != Status.SUCCESS else None
             if send_scope.cancelled_caught:
                 record.error = "send timeout"
-        except (trio.BrokenResourceError, ssl.SSLError, OSError) as exc:
+        except (ssl.SSLError, OSError) as exc:
             record.error = f"connection: {_reason(exc)}"
         except _ClientClosed:
             record.error = "closed before sending a request"
         finally:
-            with trio.move_on_after(1.0) as close_scope:
-                close_scope.shield = True
-                with suppress(trio.BrokenResourceError, ssl.SSLError, OSError):
-                    await tls.aclose()
-            if close_scope.cancelled_caught:
-                with suppress(OSError):
-                    tcp.socket.close()
+            conn.close()
         return record
 
     def _sni_host(self, context_id: int) -> str | None:
@@ -216,28 +227,35 @@ class CapsuleServer:
         return self._host_of.get(context_id)
 
     def _answer(self, line: bytes, record: AccessRecord, sni_host: str | None) -> Resolution:
-        if len(line) > MAX_REQUEST_BYTES:
-            return Resolution(59, "Request longer than 1024 bytes")
+        if not line.endswith(b"\r\n") or len(line) > MAX_REQUEST_LINE:
+            record.request = _excerpt(line)
+            too_long = len(line) > MAX_REQUEST_LINE
+            meta = "Request longer than 1024 bytes" if too_long else "Request must end with CRLF"
+            return Resolution(Status.BAD_REQUEST, meta)
         try:
-            request = parse_request(line)
-        except RequestError as exc:
-            record.request = line[:200].decode("utf-8", "replace")
-            return Resolution(exc.status, exc.meta)
-        record.path = request.path or "/"
-        record.host = request.host
-        now = self._clock()
-        wait = self._rate.take(record.client, now)
+            url = parse_request(line)
+        except UnsupportedScheme as exc:
+            record.request = _excerpt(line)
+            return Resolution(
+                Status.PROXY_REQUEST_REFUSED, f"This server does not serve {exc.scheme}: URLs"
+            )
+        except InvalidURL as exc:
+            record.request = _excerpt(line)
+            return Resolution(Status.BAD_REQUEST, str(exc)[:200])
+        record.host = url.host
+        record.path = url.path_query
+        wait = self._rate.take(record.client, self._clock())
         if wait is not None:
             record.limited = "rate"
-            return Resolution(44, str(max(1, math.ceil(wait))))
+            return Resolution(Status.SLOW_DOWN, str(max(1, math.ceil(wait))))
         if self._open > self.limits.max_connections:
             record.limited = "busy"
-            return Resolution(44, str(self.limits.overload_retry))
-        capsule = self.capsules.get(request.host)
+            return Resolution(Status.SLOW_DOWN, str(self.limits.overload_retry))
+        capsule = self.capsules.get(url.host)
         # No SNI (a client connecting by IP address) is allowed; a different name is not.
-        if capsule is None or (sni_host is not None and sni_host != request.host):
-            return Resolution(53, "This server does not serve that host")
-        return capsule.resolve(request.path)
+        if capsule is None or (sni_host is not None and sni_host != url.host):
+            return Resolution(Status.PROXY_REQUEST_REFUSED, "This server does not serve that host")
+        return capsule.resolve(url.path)
 
     def _emit(self, record: AccessRecord) -> None:
         if self._log is not None:
@@ -257,11 +275,15 @@ def _reason(exc: BaseException) -> str:
     return type(exc).__name__ if not str(exc) else str(exc)
 
 
-async def _read_request_line(stream: trio.SSLStream[trio.SocketStream]) -> bytes:
+def _excerpt(line: bytes) -> str:
+    return line[:200].decode("utf-8", "replace")
+
+
+async def _read_request_line(stream: TLSConnection) -> bytes:
     """Bytes up to and including the first LF; stops early past ``MAX_REQUEST_BYTES``.
 
     A line that ends in a bare LF is returned as is (the parser rejects it); a line longer
-    than the limit is returned truncated to ``MAX_REQUEST_BYTES + 1`` bytes.
+    than the limit is returned truncated to ``MAX_REQUEST_LINE + 1`` bytes.
     """
     buf = bytearray()
     while True:
@@ -274,14 +296,14 @@ async def _read_request_line(stream: trio.SSLStream[trio.SocketStream]) -> bytes
         end = buf.find(b"\n")
         if end != -1:
             return bytes(buf[: end + 1])
-        if len(buf) > MAX_REQUEST_BYTES:
-            return bytes(buf[: MAX_REQUEST_BYTES + 1])
+        if len(buf) > MAX_REQUEST_LINE:
+            return bytes(buf[: MAX_REQUEST_LINE + 1])
 
 
-async def _send(stream: trio.SSLStream[trio.SocketStream], resolution: Resolution) -> int:
+async def _send(stream: TLSConnection, resolution: Resolution) -> int:
     """Send header and body; the number of body bytes sent."""
     header = resolution.header
-    if resolution.status != 20:
+    if resolution.status != Status.SUCCESS:
         await stream.send_all(header)
         return 0
     if resolution.body is not None:

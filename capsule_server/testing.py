@@ -53,10 +53,12 @@ async def raw_request(
     tls: bool = True,
     host: str = "127.0.0.1",
     context: ssl.SSLContext | None = None,
+    local_address: str | None = None,
 ) -> bytes:
     """Send ``data`` as is (over TLS with SNI ``sni`` unless ``tls`` is False) and return
-    everything the server sends until it closes. A reset or TLS error ends the read."""
-    stream: trio.abc.Stream = await trio.open_tcp_stream(host, port)
+    everything the server sends until it closes. A reset or TLS error ends the read.
+    ``local_address`` (such as 127.0.0.2) makes the request come from another client."""
+    stream: trio.abc.Stream = await trio.open_tcp_stream(host, port, local_address=local_address)
     if tls:
         stream = trio.SSLStream(stream, context or client_context(), server_hostname=sni)
     out = bytearray()

@@ -7,7 +7,9 @@ import sys
 from collections.abc import Sequence
 
 from geminibot import __version__
+from geminibot.classify import cli as classify_cli
 from geminibot.cliutil import EXIT_USAGE, CommandError
+from geminibot.crawl import cli as crawl_cli
 from geminibot.gemini import cli as gemini_cli
 from geminibot.policy import cli as policy_cli
 
@@ -24,6 +26,8 @@ def build_parser() -> argparse.ArgumentParser:
     commands = parser.add_subparsers(title="commands", metavar="COMMAND")
     policy_cli.register(commands)
     gemini_cli.register(commands)
+    classify_cli.register(commands)
+    crawl_cli.register(commands)
     return parser
 
 

@@ -75,7 +75,7 @@ POLICY_FILES = (ROBOTS, ROBOTS2, AGENTS)
 #: robots2.txt category each role declares (project decision; None: global directives only).
 ROLE_CATEGORIES: dict[str, str | None] = {
     "indexer": "search-indexer",
-    "archiver": "data-harvester",
+    "archiver": None,
     "researcher": None,
 }
 #: Resolution of the search for the opening of a visit window (seconds).

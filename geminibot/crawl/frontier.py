@@ -35,8 +35,9 @@ MAX_URL_LENGTH = 1022
 MAX_QUERIES_PER_PATH = 16
 #: Links further than this from a seed are not followed (seeds are depth 0).
 DEFAULT_MAX_DEPTH = 16
-#: Most URLs one host may put into the frontier (stops endless generated link mazes).
-MAX_URLS_PER_HOST = 5_000
+#: Most URLs one host may put into the frontier (stops endless generated link mazes). With
+#: the default 10 s between requests that is well over an hour of one host's time per crawl.
+MAX_URLS_PER_HOST = 500
 
 
 @dataclass(frozen=True)

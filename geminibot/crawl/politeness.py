@@ -24,14 +24,17 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from geminibot.policy.outcomes import MAX_SLOW_DOWN_SECONDS
+
 #: With no delay from any policy: wait at least this long between requests (seconds).
 DEFAULT_MIN_DELAY = 10.0
 #: ... and at least this many times the last request's duration.
 DEFAULT_DURATION_FACTOR = 2.0
 #: First back-off after a 44 SLOW DOWN without a usable wait in its meta (seconds).
 SLOW_DOWN_BASE = 1.0
-#: Longest wait the crawler sits out; anything longer skips the host for now (seconds).
-MAX_WAIT = 600.0
+#: Longest wait the crawler sits out; anything longer skips the host for now (seconds);
+#: the same bound the policy core applies to a 44 on robots.txt.
+MAX_WAIT = MAX_SLOW_DOWN_SECONDS
 
 
 @dataclass(frozen=True)

@@ -44,8 +44,11 @@ def stats(conn: sqlite3.Connection) -> dict[str, Any]:
             conn,
             "SELECT name || ' ' || outcome, count(*) FROM robots GROUP BY 1 ORDER BY 1",
         ),
-        "frontier": _counts(
-            conn, "SELECT coalesce(reason, state), count(*) FROM urls GROUP BY 1 ORDER BY 2 DESC, 1"
+        "frontier": _counts(conn, "SELECT state, count(*) FROM urls GROUP BY 1 ORDER BY 2 DESC, 1"),
+        "traps": _counts(
+            conn,
+            "SELECT reason, count(*) FROM urls WHERE state = 'trapped'"
+            " GROUP BY 1 ORDER BY 2 DESC, 1",
         ),
         "refusals": int(one("SELECT count(*) FROM decisions WHERE NOT allowed").fetchone()[0]),
         "refusals_by_host": _counts(
@@ -72,6 +75,7 @@ def format_stats(data: dict[str, Any]) -> str:
         ("MIME types", "mime"),
         ("robots outcomes", "robots"),
         ("frontier", "frontier"),
+        ("trap bounds hit", "traps"),
         ("refusals by host", "refusals_by_host"),
     ):
         table: dict[str, int] = data[key]

@@ -6,7 +6,7 @@ with the hash line, comment lines and blank lines removed, the remaining lines (
 ``\\n``, ``\\r\\n`` or ``\\r`` taken off) joined with ``\\n``. Every other line is a directive
 ``<path> <ALLOW|DISALLOW> [key=value ...]``.
 
-Any fault (text not UTF-8, hash line missing or malformed, hash mismatch, a directive that
+Any fault (a file over MAX_AGENTS_BYTES, text not UTF-8, hash line missing or malformed, hash mismatch, a directive that
 does not parse) makes the whole file *restricted*: every URL of the site is disallowed
 except ``/agents.txt`` itself (so that a corrected file can be fetched) and
 ``/robots.txt``. Callers must drop any cached copy (:attr:`AgentsFile.valid` is False).
@@ -36,6 +36,8 @@ _BAD_ESCAPE = re.compile(r"%(?![0-9A-Fa-f]{2})")
 _META = re.compile(r"#\s*([A-Za-z][A-Za-z0-9_-]*)\s*:\s*(.*)")
 KNOWN_PARAMETERS = frozenset({"limit"})
 ALWAYS_ALLOWED = ("/agents.txt", "/robots.txt")
+#: A larger agents.txt is a fault (restricted): cutting it would break its hash anyway.
+MAX_AGENTS_BYTES = 500 * 1024
 
 
 @dataclass(frozen=True, slots=True)
@@ -150,6 +152,11 @@ def _is_blank(text: str) -> bool:
 def parse_agents(data: bytes | str) -> AgentsFile:
     """Parse and verify an agents.txt. Never raises; a fault restricts the whole site."""
     diags: list[Diagnostic] = []
+    size = len(data if isinstance(data, bytes) else data.encode("utf-8", "surrogateescape"))
+    if size > MAX_AGENTS_BYTES:
+        too_big = f"larger than {MAX_AGENTS_BYTES} bytes"
+        diag = Diagnostic(0, "error", "size-limit", f"agents.txt is {size} bytes, {too_big}")
+        return AgentsFile((), (diag,), too_big, 0, None, None, ())
     if isinstance(data, bytes):
         try:
             data.decode("utf-8")

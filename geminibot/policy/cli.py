@@ -56,13 +56,32 @@ info (worth knowing). Exit status: 0 no errors, 1 errors found, 2 a file could n
 """
 
 
+class _IntermixedParser(argparse.ArgumentParser):
+    """Lets options sit between positionals: ``check a.txt b.txt --agent x URL``."""
+
+    _inner = False
+
+    def parse_known_args(  # type: ignore[override]
+        self, args: Any = None, namespace: Any = None
+    ) -> tuple[argparse.Namespace, list[str]]:
+        if self._inner:
+            return super().parse_known_args(args, namespace)
+        self._inner = True
+        try:
+            return self.parse_known_intermixed_args(args, namespace)
+        finally:
+            self._inner = False
+
+
 def register(commands: Any) -> None:
     parser: argparse.ArgumentParser = commands.add_parser(
         "policy",
         help="check URLs against robots.txt and lint policy files",
         description="Decide URLs against policy files and lint them.",
     )
-    actions = parser.add_subparsers(title="policy commands", metavar="ACTION")
+    actions = parser.add_subparsers(
+        title="policy commands", metavar="ACTION", parser_class=_IntermixedParser
+    )
 
     check = actions.add_parser(
         "check",
@@ -279,8 +298,10 @@ def _lint_file(name: str, data: bytes) -> tuple[Diagnostic, ...]:
     diags = list(parse_robots(data).diagnostics)
     v2 = parse_v2(data)
     if v2.has_version_lines or any(s.rates or s.visit_times for s in v2.sets):
-        seen = {d.line for d in diags if d.level != "info"}
-        diags.extend(d for d in v2.diagnostics if d.code != "unknown-field" and d.line not in seen)
+        seen = {(d.line, d.code) for d in diags}
+        diags.extend(
+            d for d in v2.diagnostics if d.code != "unknown-field" and (d.line, d.code) not in seen
+        )
         diags.sort(key=lambda d: d.line)
     return tuple(diags)
 

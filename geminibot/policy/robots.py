@@ -4,7 +4,8 @@ Parsing follows Google's open-source reference parser line for line (see docs/po
 for the list): lines end at CR, LF or CRLF; a UTF-8 byte order mark (or a prefix of one)
 is skipped; ``#`` starts a comment anywhere; keys are matched by case-insensitive prefix,
 with Google's accepted typos; a missing ``:`` is accepted when the line has exactly two
-words; a ``User-agent`` line after any other key:value line starts a new group; product
+words; a ``User-agent`` line after an Allow or Disallow line starts a new group (other
+lines, such as Sitemap or Crawl-delay, do not end a group); product
 tokens are the leading run of ``[A-Za-z_-]`` of the value; ``*`` matches any run of
 characters and a final ``$`` anchors; the longest matching pattern wins and an allow wins
 a tie. Two intended differences: ``/robots.txt`` is always allowed, and the URL is
@@ -539,7 +540,8 @@ class _Collector:
         self._rules: list[Rule] = []
         self._delay: float | None = None
         self._open = False  # a group is being filled
-        self._separator = False  # a non-User-agent line was seen since the last User-agent
+        self._separator = False  # an Allow/Disallow line was seen since the last User-agent
+        self._between: tuple[int, str] | None = None  # another line between User-agent lines
 
     def note(self, line: int, level: Level, code: str, message: str) -> None:
         self.diagnostics.append(Diagnostic(line, level, code, message))
@@ -558,9 +560,24 @@ class _Collector:
         self._agents, self._rules, self._delay = [], [], None
         self._open = False
 
+    def _note_joining(self, line: int, what: str) -> None:
+        """Remember a non-rule line between User-agent lines: it does not end the group."""
+        if self._open and not self._separator and self._between is None:
+            self._between = (line, what)
+
     def user_agent(self, line: int, raw: bytes) -> None:
         if self._open and self._separator:
             self.close_group()
+        elif self._open and self._between is not None:
+            where, what = self._between
+            self.note(
+                where,
+                "warning",
+                "group-not-closed",
+                f"{what} does not end a group: the User-agent lines before it and line {line} "
+                "share the rules that follow (as in Google's parser); add the rules in between",
+            )
+        self._between = None
         self._open = True
         self._separator = False
         value = _decode(raw)
@@ -617,7 +634,7 @@ class _Collector:
                 self._rules.append(Rule(line, True, derived, derived_from=pattern))
 
     def other(self, line: int, key: bytes, raw: bytes) -> None:
-        self._separator = True
+        self._note_joining(line, "'" + _decode(key) + "'")
         lowered = key.lower()
         if lowered == b"crawl-delay":
             self._crawl_delay(line, raw)
@@ -654,7 +671,7 @@ class _Collector:
             self._delay = delay if self._delay is None else max(self._delay, delay)
 
     def sitemap(self, line: int, raw: bytes) -> None:
-        self._separator = True
+        self._note_joining(line, "Sitemap")
         url = _decode(raw)
         if "://" not in url:
             self.note(

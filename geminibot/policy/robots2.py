@@ -35,7 +35,7 @@ from geminibot.policy.diagnostics import Diagnostic
 from geminibot.policy.paths import path_of
 from geminibot.policy.robots import RobotsFile, parse_robots
 from geminibot.policy.robots20 import strip_comment
-from geminibot.policy.textlines import numbered_lines
+from geminibot.policy.textlines import numbered_lines, whole_lines_within
 
 SPEC_VERSION = "0.2.1"
 
@@ -115,6 +115,8 @@ PATH_FIELDS = frozenset(
 _SPELLINGS = {"summarize": "summarise", "personalize": "personalise", "monetize": "monetise"}
 #: The value an unknown ``rate`` counts as: 1 request per minute.
 RATE_FALLBACK = "1"
+#: Only the first this many bytes (whole lines) of a robots2.txt are read, as for robots.txt.
+MAX_ROBOTS2_BYTES = 500 * 1024
 #: Robots2 chains are followed at most this many files deep (the first file included).
 MAX_CHAIN_DEPTH = 3
 _LANGUAGE_TAG = re.compile(r"[A-Za-z]{2,8}(-[A-Za-z0-9]{1,8})*")
@@ -249,7 +251,17 @@ def parse_robots2(data: bytes | str) -> Robots2File:
     report_to: list[Setting] = []
     meta: list[tuple[int, str, str]] = []
     chain: Setting | None = None
+    data, cut = whole_lines_within(data, MAX_ROBOTS2_BYTES)
     lines = numbered_lines(data)
+    if cut:
+        diags.append(
+            Diagnostic(
+                len(lines) + 1,
+                "warning",
+                "size-limit",
+                f"only the first {MAX_ROBOTS2_BYTES} bytes (whole lines) are read",
+            )
+        )
     path_lines = [""] * len(lines)
     last_line = max((n for n, t in lines if t.strip()), default=0)
     scope: dict[str, Setting] = directives
@@ -378,8 +390,8 @@ def parse_robots2(data: bytes | str) -> Robots2File:
                 )
             )
     path_text = "\n".join(path_lines) + "\n"
-    robots_diags = parse_robots(path_text).diagnostics
-    all_diags = sorted([*diags, *robots_diags], key=lambda d: d.line)
+    robots = parse_robots(path_text)
+    all_diags = sorted([*diags, *robots.diagnostics], key=lambda d: d.line)
     return Robots2File(
         directives,
         blocks,
@@ -391,6 +403,7 @@ def parse_robots2(data: bytes | str) -> Robots2File:
         chain,
         path_text,
         tuple(all_diags),
+        [robots],
     )
 
 

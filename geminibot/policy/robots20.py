@@ -38,14 +38,13 @@ from typing import Literal
 
 from geminibot.policy.diagnostics import Diagnostic
 from geminibot.policy.paths import path_of
-from geminibot.policy.textlines import numbered_lines, pattern_text
+from geminibot.policy.robots import MAX_ROBOTS_BYTES
+from geminibot.policy.textlines import numbered_lines, pattern_text, whole_lines_within
 
 REGEX_PREFIX = "~"
 #: Longest regular expression accepted in a rule; longer ones are an error (and ignored
 #: for an allow, match-everything for a disallow).
 MAX_REGEX_LENGTH = 256
-#: Only the first this many lines of a file are read (about the RFC 9309 500 KiB floor).
-MAX_LINES = 50_000
 
 MatchKind = Literal["general", "explicit", "glob", "regex"]
 SetKind = Literal["1.0", "2.0", "ignored"]
@@ -221,6 +220,9 @@ class AppliedSets:
 class V2File:
     sets: tuple[RuleSet, ...]
     diagnostics: tuple[Diagnostic, ...]
+    _selected: dict[tuple[str, tuple[str, ...], bool], tuple[AppliedSets, ...]] = field(
+        default_factory=dict, repr=False, compare=False
+    )
 
     @property
     def has_version_lines(self) -> bool:
@@ -231,6 +233,15 @@ class V2File:
         self, agent: str, virtual_agents: Iterable[str] = (), strict: bool = False
     ) -> tuple[AppliedSets, ...]:
         """The rule sets that apply to a bot, grouped by the token that selected them."""
+        key = (agent.lower(), tuple(virtual_agents), strict)
+        found = self._selected.get(key)
+        if found is None:
+            found = self._selected[key] = self._select(agent, key[1], strict)
+        return found
+
+    def _select(
+        self, agent: str, virtual_agents: tuple[str, ...], strict: bool
+    ) -> tuple[AppliedSets, ...]:
         usable = [s for s in self.sets if s.kind != "ignored"]
 
         def named(token: str) -> tuple[RuleSet, ...]:
@@ -378,14 +389,9 @@ def parse_v2(data: bytes | str) -> V2File:
     diags: list[Diagnostic] = []
     sets: list[RuleSet] = []
     builder: _SetBuilder | None = None
+    # The robots.txt engine reports the size cut; read the same whole lines as it does.
+    data, _ = whole_lines_within(data, MAX_ROBOTS_BYTES)
     lines = numbered_lines(data)
-    if len(lines) > MAX_LINES:
-        diags.append(
-            Diagnostic(
-                MAX_LINES + 1, "warning", "too-long", f"only the first {MAX_LINES} lines are read"
-            )
-        )
-        lines = lines[:MAX_LINES]
     for number, raw in lines:
         text, hash_in_value = strip_comment(raw)
         text = text.strip()

@@ -22,6 +22,19 @@ def decode(data: bytes | str) -> str:
     return text[1:] if text.startswith("\ufeff") else text
 
 
+def whole_lines_within(data: bytes | str, limit: int) -> tuple[bytes | str, bool]:
+    """``data`` cut to the whole lines of its first ``limit`` bytes, and whether it was cut.
+
+    The same cut as the robots.txt engine makes at MAX_ROBOTS_BYTES.
+    """
+    raw = data if isinstance(data, bytes) else data.encode("utf-8", "surrogateescape")
+    if len(raw) <= limit:
+        return data, False
+    cut = raw[:limit]
+    last_break = max(cut.rfind(b"\n"), cut.rfind(b"\r"))
+    return (cut[: last_break + 1] if last_break >= 0 else b""), True
+
+
 def numbered_lines(data: bytes | str) -> list[tuple[int, str]]:
     """``(line number, text)`` for every line; CR LF, CR and LF all end a line."""
     text = decode(data)

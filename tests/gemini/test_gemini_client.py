@@ -6,6 +6,7 @@ is a failure, and expects one specific documented error: any other exception fai
 
 from __future__ import annotations
 
+import socket
 import ssl
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
@@ -15,6 +16,8 @@ from pathlib import Path
 import pytest
 import trio
 from certs import CertPair, cert_pair
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from geminibot.gemini import errors
 from geminibot.gemini.client import GeminiClient, Limits
@@ -22,11 +25,13 @@ from geminibot.gemini.tofu import FileKnownHosts, MemoryKnownHosts, Trust
 
 HOST = "h.test"
 TEST_DEADLINE = 10.0
-SHORT = Limits(
-    connect_timeout=1.0,
-    header_timeout=1.0,
-    idle_timeout=1.0,
-    total_timeout=5.0,
+# Generous timeouts (a loaded machine must not make a test flaky); tests of a timeout pass
+# their own short Limits. TEST_DEADLINE is longer still, so a hang fails the test.
+LIMITS = Limits(
+    connect_timeout=4.0,
+    header_timeout=4.0,
+    idle_timeout=4.0,
+    total_timeout=8.0,
     max_body_size=100_000,
 )
 Handler = Callable[[trio.abc.Stream], Awaitable[None]]
@@ -47,6 +52,7 @@ async def serve(
     tls: bool = True,
     close_notify: bool = True,
     context: ssl.SSLContext | None = None,
+    address: str = "127.0.0.1",
 ) -> AsyncIterator[Server]:
     """Run ``handler`` for each connection on a loopback port until the block ends."""
     if context is None:
@@ -73,14 +79,14 @@ async def serve(
             await trio.aclose_forcefully(stream) if not close_notify else await stream.aclose()
 
     async with trio.open_nursery() as nursery:
-        listeners = await nursery.start(partial(trio.serve_tcp, connection, 0, host="127.0.0.1"))
+        listeners = await nursery.start(partial(trio.serve_tcp, connection, 0, host=address))
         server = Server(listeners[0].socket.getsockname()[1])
         yield server
         nursery.cancel_scope.cancel()
 
 
 def client_for(server: Server, **options: object) -> GeminiClient:
-    return GeminiClient(connect_to={HOST: ("127.0.0.1", server.port)}, limits=SHORT, **options)  # type: ignore[arg-type]
+    return GeminiClient(connect_to={HOST: ("127.0.0.1", server.port)}, limits=LIMITS, **options)  # type: ignore[arg-type]
 
 
 async def read_request(stream: trio.abc.Stream, server: Server | None = None) -> bytes:
@@ -156,7 +162,7 @@ async def test_endless_body_stops_at_the_size_limit() -> None:
 
 
 async def test_body_of_exactly_the_size_limit_is_accepted() -> None:
-    body = b"y" * SHORT.max_body_size
+    body = b"y" * LIMITS.max_body_size
     with trio.fail_after(TEST_DEADLINE):
         async with serve(replying(b"20 text/plain\r\n", body)) as server:
             response = await client_for(server).fetch(f"gemini://{HOST}/")
@@ -174,27 +180,38 @@ def dripping(header: bytes, interval: float) -> Handler:
     return handler
 
 
-async def test_byte_a_second_drip_ends_at_the_idle_timeout() -> None:
-    limits = Limits(idle_timeout=0.2, total_timeout=5.0)
+@pytest.mark.parametrize(
+    ("name", "header", "interval", "limits", "error"),
+    [
+        (
+            "a byte a second ends at the idle timeout",
+            b"20 text/plain\r\n",
+            1.0,
+            Limits(idle_timeout=0.2, total_timeout=5.0),
+            errors.IdleTimeout,
+        ),
+        (
+            "a fast drip ends at the total deadline",
+            b"20 text/plain\r\n",
+            0.02,
+            Limits(idle_timeout=1.0, total_timeout=0.5),
+            errors.DeadlineExceeded,
+        ),
+        (
+            "a dripping header ends at the header timeout",
+            b"2",
+            0.05,
+            Limits(header_timeout=0.3),
+            errors.HeaderTimeout,
+        ),
+    ],
+)
+async def test_drips_end_at_their_timeout(
+    name: str, header: bytes, interval: float, limits: Limits, error: type[Exception]
+) -> None:
     with trio.fail_after(TEST_DEADLINE):
-        async with serve(dripping(b"20 text/plain\r\n", 1.0)) as server:
-            with pytest.raises(errors.IdleTimeout):
-                await client_for(server).fetch(f"gemini://{HOST}/", limits=limits)
-
-
-async def test_fast_drip_ends_at_the_total_deadline() -> None:
-    limits = Limits(idle_timeout=1.0, total_timeout=0.5)
-    with trio.fail_after(TEST_DEADLINE):
-        async with serve(dripping(b"20 text/plain\r\n", 0.02)) as server:
-            with pytest.raises(errors.DeadlineExceeded):
-                await client_for(server).fetch(f"gemini://{HOST}/", limits=limits)
-
-
-async def test_header_drip_ends_at_the_header_timeout() -> None:
-    limits = Limits(header_timeout=0.3)
-    with trio.fail_after(TEST_DEADLINE):
-        async with serve(dripping(b"2", 0.05)) as server:
-            with pytest.raises(errors.HeaderTimeout):
+        async with serve(dripping(header, interval)) as server:
+            with pytest.raises(error):
                 await client_for(server).fetch(f"gemini://{HOST}/", limits=limits)
 
 
@@ -368,7 +385,7 @@ async def test_closed_port_is_a_connection_failure() -> None:
     await listener.bind(("127.0.0.1", 0))
     port = listener.getsockname()[1]
     listener.close()
-    client = GeminiClient(connect_to={HOST: ("127.0.0.1", port)}, limits=SHORT)
+    client = GeminiClient(connect_to={HOST: ("127.0.0.1", port)}, limits=LIMITS)
     with trio.fail_after(TEST_DEADLINE), pytest.raises(errors.ConnectionFailed):
         await client.fetch(f"gemini://{HOST}/")
 
@@ -404,3 +421,52 @@ async def test_invalid_url_and_too_long_request_fail_before_connecting() -> None
         await client.fetch("https://example.org/")
     with pytest.raises(errors.RequestTooLong):
         await client.fetch("gemini://h.test/" + "a" * 1100)
+
+
+_HEADERS = st.one_of(
+    st.binary(max_size=40),
+    st.sampled_from([b"20 text/gemini\r\n", b"30 /x\r\n", b"44 5\r\n", b"20 \xff\r\n", b"2"]),
+)
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    parts=st.lists(st.one_of(_HEADERS, st.binary(max_size=300)), max_size=5),
+    close_notify=st.booleans(),
+)
+async def test_any_server_bytes_give_a_response_or_a_documented_error(
+    parts: list[bytes], close_notify: bool
+) -> None:
+    limits = Limits(
+        connect_timeout=2.0,
+        header_timeout=0.5,
+        idle_timeout=0.5,
+        total_timeout=3.0,
+        max_body_size=500,
+    )
+    with trio.fail_after(TEST_DEADLINE):
+        async with serve(replying(*parts), close_notify=close_notify) as server:
+            try:
+                response = await client_for(server).fetch(f"gemini://{HOST}/x", limits=limits)
+            except errors.GeminiError:
+                return
+    assert 10 <= response.status <= 69
+    assert len(response.body) <= 500
+
+
+def has_ipv6_loopback() -> bool:
+    try:
+        with socket.socket(socket.AF_INET6) as sock:
+            sock.bind(("::1", 0))
+    except OSError:
+        return False
+    return True
+
+
+@pytest.mark.skipif(not has_ipv6_loopback(), reason="no IPv6 loopback here")
+async def test_ipv6_literal_url() -> None:
+    with trio.fail_after(TEST_DEADLINE):
+        async with serve(replying(b"20 text/plain\r\nsix"), address="::1") as server:
+            response = await GeminiClient().fetch(f"gemini://[::1]:{server.port}/")
+    assert response.body == b"six"
+    assert str(response.url) == f"gemini://[::1]:{server.port}/"

@@ -157,6 +157,8 @@ def test_parse_request_accepts_a_valid_line() -> None:
         (b"gemini://h/\rx", errors.MalformedRequestLine),
         (b"gemini://h/\nx\r\n", errors.MalformedRequestLine),
         (b"gemini://h/\x00", errors.MalformedRequestLine),
+        (b"gemini://h/a b", errors.MalformedRequestLine),
+        (b" gemini://h/", errors.MalformedRequestLine),
         (b"/relative", errors.NotAbsoluteURL),
         (b"https://h/", errors.UnsupportedScheme),
         (b"gemini://u@h/", errors.UserinfoInURL),

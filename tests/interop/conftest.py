@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from capsule_server.cli import bundled_capsules
+from capsule_server.files import bundled_capsules
 from capsule_server.log import AccessRecord
 from capsule_server.server import CapsuleServer, Limits
 from capsule_server.testing import running_server
@@ -19,7 +19,9 @@ TEST_LIMITS = Limits(rate_burst=100_000, rate_per_second=100_000.0, header_timeo
 
 @pytest.fixture(scope="session")
 def capsules_dir() -> Path:
-    return bundled_capsules()
+    found = bundled_capsules()
+    assert found is not None
+    return found
 
 
 @pytest.fixture(scope="session")

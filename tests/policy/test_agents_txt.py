@@ -110,3 +110,19 @@ def test_unknown_parameter_is_reported_not_fatal() -> None:
     f = parse_agents(make_file(["/a ALLOW burst=5"]))
     assert f.valid
     assert [(d.line, d.code) for d in f.diagnostics] == [(5, "unknown-parameter")]
+
+
+def test_size_limit_edge() -> None:
+    from geminibot.policy.agents_txt import MAX_AGENTS_BYTES
+
+    def sized(total: int) -> bytes:
+        head = make_file(["/a DISALLOW"])
+        pad = total - len(head)
+        return head[:-1] + b"\n#" + b"x" * (pad - 2) + b"\n" if pad > 2 else head
+
+    at_limit = sized(MAX_AGENTS_BYTES)
+    assert len(at_limit) == MAX_AGENTS_BYTES
+    assert parse_agents(at_limit).valid
+    over = sized(MAX_AGENTS_BYTES + 1)
+    assert len(over) == MAX_AGENTS_BYTES + 1
+    assert_restricted(over)

@@ -184,13 +184,16 @@ class TestParsing:
         assert robots.allowed("/b", "bot")
         assert [d.code for d in robots.diagnostics if d.line == 3] == ["no-separator"]
 
-    def test_group_ends_at_any_non_agent_line(self) -> None:
-        # As in Google's parser, a Sitemap or unknown line between User-agent lines splits them.
-        robots = parse_robots(b"User-agent: a\nFoo: bar\nUser-agent: b\nDisallow: /\n")
-        assert robots.allowed("/x", "a")
-        assert not robots.allowed("/x", "b")
-        merged = parse_robots(b"User-agent: a\nUser-agent: b\nDisallow: /\n")
-        assert not merged.allowed("/x", "a")
+    def test_only_rules_end_a_group(self) -> None:
+        # As Google's ID_LineSyntax_Groups_OtherRules: Sitemap, Crawl-delay and unknown
+        # lines between User-agent lines do not end the group.
+        for between in (b"Foo: bar", b"Sitemap: gemini://h/s", b"Crawl-delay: 5"):
+            robots = parse_robots(b"User-agent: a\n" + between + b"\nUser-agent: b\nDisallow: /\n")
+            assert not robots.allowed("/x", "a"), between
+            assert not robots.allowed("/x", "b"), between
+            assert [d.line for d in robots.diagnostics if d.code == "group-not-closed"] == [2]
+        split = parse_robots(b"User-agent: a\nDisallow: /x\nUser-agent: b\nDisallow: /\n")
+        assert split.allowed("/y", "a") and not split.allowed("/y", "b")
 
     def test_groups_for_one_token_are_merged(self) -> None:
         robots = parse_robots(
@@ -218,7 +221,7 @@ class TestParsing:
 
     def test_crawl_delay_and_sitemaps(self) -> None:
         robots = parse_robots(
-            b"User-agent: *\nCrawl-delay: 3\nUser-agent: indexer\nCrawl-delay: 7.5\nDisallow:\n"
+            b"User-agent: *\nCrawl-delay: 3\nDisallow: /x\nUser-agent: indexer\nCrawl-delay: 7.5\nDisallow:\n"
             b"Sitemap: gemini://h/map.gmi\nCrawl-delay: soon\n"
         )
         assert robots.crawl_delay("bot") == 3
@@ -226,7 +229,7 @@ class TestParsing:
         assert robots.crawl_delay("bot", ("indexer",), strict=True) == 7.5
         assert robots.crawl_delay("other", ("webproxy",)) == 3
         assert robots.sitemaps == ("gemini://h/map.gmi",)
-        assert any(d.code == "bad-crawl-delay" and d.line == 7 for d in robots.diagnostics)
+        assert any(d.code == "bad-crawl-delay" and d.line == 8 for d in robots.diagnostics)
 
     def test_unknown_fields_are_reported(self) -> None:
         robots = parse_robots(b"User-agent: *\nFrobnicate: yes\nHost: example.org\n")

@@ -312,3 +312,18 @@ def test_ask_429_retry_later() -> None:
     assert default.retry_at == NOW + timedelta(seconds=60)
     capped = ask_outcome(response(429, ("Retry-After", "99999999")), NOW)
     assert capped.retry_at == NOW + timedelta(hours=24)
+
+
+def test_size_limit_edge() -> None:
+    from geminibot.policy.robots2 import MAX_ROBOTS2_BYTES
+
+    head = b"train: no\n"
+    tail = b"crawl: no\n"
+    filler = b"#" + b"x" * (MAX_ROBOTS2_BYTES - len(head) - len(tail) - 2) + b"\n"
+    inside = head + filler + tail
+    assert len(inside) == MAX_ROBOTS2_BYTES
+    assert parse_robots2(inside).directives["crawl"].value == "no"
+    outside = head + b"#" + filler + tail
+    f = parse_robots2(outside)
+    assert "crawl" not in f.directives and f.directives["train"].value == "no"
+    assert [d.code for d in f.diagnostics] == ["size-limit"]

@@ -11,34 +11,11 @@ from geminibot.policy.robots20 import REGEX_PREFIX, Window, parse_v2, strip_comm
 
 FROMMITZ = (Path(__file__).parent / "data" / "frommitz-robots.txt").read_text()
 
-#: The site structure listed in the document (blackhole/info/ holds the last five pages).
-PAGES = (
-    "/index.html",
-    "/images/index.html",
-    "/images/fromlogo.jpg",
-    "/images/navbar.jpg",
-    "/images/blueball.gif",
-    "/images/redball.gif",
-    "/images/usamap.gif",
-    "/images/portrait.jpg",
-    "/products.html",
-    "/order.html",
-    "/order.shtml",
-    "/order.cgi",
-    "/blackhole/index.html",
-    "/blackhole/info98.html",
-    "/blackhole/info98.shtml",
-    "/blackhole/info99.html",
-    "/blackhole/info99.gif",
-    "/blackhole/info8.html",
-    "/blackhole/page3.html",
-    "/blackhole/info/index.html",
-    "/blackhole/info/page1.html",
-    "/blackhole/info/page2.shtml",
-    "/blackhole/info/page4.html",
-    "/blackhole/info/thankyou.html",
-    "/overview.html",
-    "/thankyou.html",
+#: The site structure listed in the document, one page a line.
+PAGES = tuple(
+    line
+    for line in (Path(__file__).parent / "data" / "frommitz-pages.txt").read_text().splitlines()
+    if line.startswith("/")
 )
 
 # fredsbot, pandabot, chives (1.0): nothing under /images or /blackhole, no order.shtml/.cgi.
@@ -289,3 +266,24 @@ def test_hostile_input_never_raises() -> None:
     junk = b"\xff\xfe\x00User-agent: \x00\nRobot-version: \xff\nDisallow: ~ " + b"(" * 300 + b"\n"
     robots = parse_v2(junk)
     assert robots.decide("/x", "anything").allowed in (True, False)
+
+
+def test_regex_length_limit_edge() -> None:
+    from geminibot.policy.robots20 import MAX_REGEX_LENGTH
+
+    ok = "^/" + "a" * (MAX_REGEX_LENGTH - 2)
+    robots = parse_v2(f"User-agent: r\nRobot-version: 2.0\nDisallow: ~ {ok}\n")
+    assert robots.diagnostics == () and robots.decide("/b", "r").allowed
+    robots = parse_v2(f"User-agent: r\nRobot-version: 2.0\nDisallow: ~ {ok}a\n")
+    assert [d.code for d in robots.diagnostics] == ["bad-regex"]
+    assert not robots.decide("/b", "r").allowed
+
+
+def test_size_limit_matches_the_robots_engine() -> None:
+    from geminibot.policy.robots import MAX_ROBOTS_BYTES
+
+    head = "User-agent: r\nRobot-version: 2.0\n"
+    tail = "Disallow: /a\n"
+    filler = "#" + "x" * (MAX_ROBOTS_BYTES - len(head) - len(tail) - 2) + "\n"
+    assert not parse_v2(head + filler + tail).decide("/a", "r").allowed
+    assert parse_v2(head + "#" + filler + tail).decide("/a", "r").allowed

@@ -1,0 +1,377 @@
+"""``geminibot classify``: which virtual agents and robots2.txt categories a bot is."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import textwrap
+from dataclasses import replace
+from datetime import UTC, datetime
+from typing import Any, TextIO
+
+from geminibot.classify.activities import Activity
+from geminibot.classify.against import ModeReport, SiteReport, effective_policy
+from geminibot.classify.profile import (
+    Profile,
+    ProfileError,
+    check_token,
+    profile_from_flags,
+    profile_from_toml,
+)
+from geminibot.classify.registry import Bot, RegistryError, load_registry
+from geminibot.classify.rules import Assignment, Classification
+from geminibot.classify.sources import site_from_source
+from geminibot.cliutil import EXIT_NEGATIVE, EXIT_OK, CommandError, emit_json, read_source
+
+
+def _activity_help() -> str:
+    width = max(len(a.value) for a in Activity)
+    lines = []
+    for a in Activity:
+        wrapped = textwrap.wrap(a.meaning, 96 - width - 4)
+        lines.append(f"  {a.value:<{width}}  {wrapped[0]}")
+        lines.extend(f"  {'':<{width}}  {more}" for more in wrapped[1:])
+    return "\n".join(lines)
+
+
+DESCRIPTION = """\
+Say which Gemini virtual user agents (archiver, indexer, researcher, webproxy) and which
+robots2.txt agent categories a bot is, from what it does with the content it fetches, and
+why: each answer names the activity and quotes the sentence of the specification it rests on.
+
+Describe the bot in one of three ways:
+  a profile file    name = "mybot" / token = "mybot" / activities = ["search-index"]
+  --does A,B,...    the activities, comma-separated
+  --bot NAME        a known bot from the registry (--list shows them)
+
+Activities:
+{activities}
+
+Rules in short: archive -> archiver, search-index -> indexer, statistics -> researcher (only
+while nothing is rehosted, linked to or searchable), web-proxy -> webproxy. A bot that fits
+several virtual agents obeys the most restrictive combination: a URL is allowed only if every
+applicable group allows it. Activities that no virtual agent describes (training, answering
+users, advertising, ...) leave the bot with `*` and its own token on Gemini; the output warns
+and recommends strict mode when a virtual agent's group would grant more than was meant.
+See docs/classify.md for every rule and its source.
+"""
+
+EPILOG = """\
+examples:
+  geminibot classify --does search-index,statistics
+  geminibot classify --bot GPTBot --json
+  geminibot classify mybot.toml --against capsules/va-groups.test --agent mybot
+  geminibot classify --bot tlgs --against gemini://example.org/ --path /private/
+  geminibot classify --list
+"""
+
+
+def register(commands: Any) -> None:
+    parser: argparse.ArgumentParser = commands.add_parser(
+        "classify",
+        help="which virtual agents and robots2.txt categories a bot is, and what it must obey",
+        description=DESCRIPTION.format(activities=_activity_help()),
+        epilog=EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("profile", nargs="?", metavar="PROFILE.toml", help="a bot profile file")
+    parser.add_argument("--bot", metavar="NAME", help="a known bot: id, token or name")
+    parser.add_argument(
+        "--does", metavar="ACTIVITY,...", help="the bot's activities, comma-separated"
+    )
+    parser.add_argument(
+        "--agent",
+        metavar="TOKEN",
+        help="the bot's own robots.txt product token (overrides the profile's or registry's)",
+    )
+    parser.add_argument(
+        "--adapts",
+        action="store_true",
+        help="the bot applies each virtual agent's rules only to that activity's fetches",
+    )
+    parser.add_argument(
+        "--list", action="store_true", help="list the registry of known bots and exit"
+    )
+    parser.add_argument(
+        "--against",
+        nargs="+",
+        metavar="SOURCE",
+        help=(
+            "also say what the bot must obey on each site: a policy file (robots.txt, "
+            "robots2.txt, agents.txt by name), a capsule folder, or a gemini:// URL"
+        ),
+    )
+    parser.add_argument(
+        "--path",
+        action="append",
+        default=[],
+        metavar="PATH",
+        help="with --against: a path to decide as well (repeatable); exit 1 if one is "
+        "disallowed in the recommended mode",
+    )
+    parser.add_argument(
+        "--at",
+        metavar="TIME",
+        help="with --against: the UTC time for Visit-time windows (ISO 8601; default now)",
+    )
+    parser.add_argument(
+        "--protocol",
+        choices=("gemini", "http"),
+        default="gemini",
+        help="with --against and a policy file: the protocol of the host (default gemini; "
+        "on Gemini hosts robots2.txt's 'ask' counts as 'no')",
+    )
+    parser.add_argument("--json", action="store_true", help="one JSON object per line")
+    parser.set_defaults(run=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    if args.list:
+        if args.profile or args.bot or args.does:
+            raise CommandError("classify: --list takes no bot")
+        return _list(args.json)
+    profile, bot = _profile(args)
+    result = profile.classify()
+    if (args.path or args.at) and not args.against:
+        raise CommandError("classify: --path and --at need --against")
+    at = _parse_at(args.at)
+    reports = [
+        effective_policy(
+            site_from_source(source, args.protocol),
+            agent=profile.token,
+            virtual_agents=result.virtual_agent_names,
+            categories=result.category_names,
+            relevant_directives=result.directive_names,
+            recommended_mode=result.recommended_mode,
+            paths=args.path,
+            at=at,
+            source=source,
+        )
+        for source in args.against or ()
+    ]
+    if args.json:
+        emit_json({**_as_json(profile, bot, result), "against": [r.as_dict() for r in reports]})
+    else:
+        _print(profile, bot, result, sys.stdout)
+        for report in reports:
+            _print_report(report, sys.stdout)
+    refused = any(
+        not v.allowed for r in reports for v in r.mode(r.recommended_mode).verdicts if v.explicit
+    )
+    return EXIT_NEGATIVE if refused else EXIT_OK
+
+
+def _parse_at(text: str | None) -> datetime:
+    if text is None:
+        return datetime.now(UTC)
+    try:
+        value = datetime.fromisoformat(text)
+    except ValueError:
+        raise CommandError(
+            f"--at: {text!r} is not an ISO 8601 time (e.g. 2026-01-01T23:00Z)"
+        ) from None
+    return value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
+
+
+def _profile(args: argparse.Namespace) -> tuple[Profile, Bot | None]:
+    given = [x for x in (args.profile, args.bot, args.does) if x]
+    if len(given) != 1:
+        raise CommandError(
+            "classify: describe the bot in exactly one way: PROFILE.toml, --bot NAME or "
+            "--does ACTIVITY,... (see 'geminibot classify --help')"
+        )
+    try:
+        if args.does:
+            return (
+                profile_from_flags(args.does, token=args.agent, adapts_per_activity=args.adapts),
+                None,
+            )
+        if args.bot:
+            bot = _registry_bot(args.bot)
+            profile = bot.profile()
+        else:
+            name, data = read_source(args.profile)
+            profile = profile_from_toml(data, name)
+            bot = None
+        if args.agent is not None:
+            profile = replace(profile, token=check_token(args.agent, "--agent"))
+        if args.adapts:
+            profile = replace(profile, adapts_per_activity=True)
+    except ProfileError as exc:
+        raise CommandError(str(exc)) from None
+    return profile, bot
+
+
+def _registry_bot(name: str) -> Bot:
+    try:
+        registry = load_registry()
+    except RegistryError as exc:  # a broken package, not the user's fault: still say what
+        raise CommandError(f"the bot registry is malformed: {exc}") from None
+    bot = registry.find(name)
+    if bot is None:
+        raise CommandError(
+            f"unknown bot {name!r}; 'geminibot classify --list' shows the known bots"
+        )
+    return bot
+
+
+def _list(as_json: bool) -> int:
+    try:
+        registry = load_registry()
+    except RegistryError as exc:
+        raise CommandError(f"the bot registry is malformed: {exc}") from None
+    rows = []
+    for bot in registry.bots:
+        result = bot.profile().classify()
+        if as_json:
+            emit_json({**bot.as_dict(), "classification": _summary(result)})
+            continue
+        rows.append(
+            (
+                bot.id,
+                bot.token or "-",
+                bot.protocol,
+                ",".join(a.value for a in bot.activities),
+                ",".join(result.virtual_agent_names) or "-",
+                ",".join(result.category_names) or "-",
+            )
+        )
+    if not as_json:
+        header = ("ID", "TOKEN", "PROTOCOL", "ACTIVITIES", "VIRTUAL AGENTS", "ROBOTS2 CATEGORIES")
+        widths = [max(len(r[i]) for r in [header, *rows]) for i in range(len(header))]
+        for row in [header, *rows]:
+            print("  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)).rstrip())
+    return EXIT_OK
+
+
+def _summary(result: Classification) -> dict[str, object]:
+    return {
+        "virtual_agents": list(result.virtual_agent_names),
+        "categories": list(result.category_names),
+        "recommended_mode": result.recommended_mode,
+        "warnings": [w.code for w in result.warnings],
+    }
+
+
+def _as_json(profile: Profile, bot: Bot | None, result: Classification) -> dict[str, object]:
+    return {
+        "profile": profile.as_dict(),
+        "registry": bot.as_dict() if bot else None,
+        "classification": result.as_dict(),
+    }
+
+
+def _print_assignments(title: str, items: tuple[Assignment, ...], out: TextIO) -> None:
+    if not items:
+        out.write(f"{title}: none\n")
+        return
+    out.write(f"{title}:\n")
+    for item in items:
+        for i, reason in enumerate(item.reasons):
+            label = item.name if i == 0 else ""
+            out.write(f"  {label:<17} <- {reason.activity.value}: {reason.source.cite()}\n")
+
+
+def _print(profile: Profile, bot: Bot | None, result: Classification, out: TextIO) -> None:
+    who = profile.name or "bot"
+    token = f" (own token: {profile.token})" if profile.token else " (no own token)"
+    out.write(f"{who}{token}\n")
+    if bot is not None:
+        out.write(f"  documented as: {bot.documented_as}\n  source: {bot.source}\n")
+        if bot.obeys:
+            out.write(f"  documented to obey: {', '.join(bot.obeys)}\n")
+        if bot.notes:
+            out.write(f"  notes: {bot.notes}\n")
+    out.write(f"activities: {', '.join(a.value for a in result.activities) or 'none'}\n\n")
+    _print_assignments("Gemini virtual agents", result.virtual_agents, out)
+    _print_assignments("robots2.txt categories", result.categories, out)
+    if result.directives:
+        out.write(
+            f"robots2.txt directives that answer its activities: "
+            f"{', '.join(result.directive_names)}\n"
+        )
+    if result.combination:
+        out.write(f"combination: {result.combination}\n")
+    out.write(f"mode: {result.recommended_mode} ({result.mode_reason})\n")
+    if bot is not None and bot.missing_virtual_agents:
+        out.write(
+            f"note: not documented to obey {', '.join(bot.missing_virtual_agents)}, "
+            f"which its activities call for\n"
+        )
+    if result.warnings:
+        out.write("warnings:\n")
+        for w in result.warnings:
+            out.write(
+                textwrap.fill(
+                    f"[{w.code}] {w.message}",
+                    96,
+                    initial_indent="  ",
+                    subsequent_indent="      ",
+                )
+                + "\n"
+            )
+
+
+def _yes(allowed: bool) -> str:
+    return "allowed" if allowed else "disallowed"
+
+
+def _print_mode(mode: ModeReport, recommended: bool, out: TextIO) -> None:
+    groups = ", ".join(
+        f"{token} ({role}, line {', '.join(str(n) for n in lines)})"
+        for token, role, lines in mode.groups
+    )
+    mark = " (recommended)" if recommended else ""
+    out.write(f"  {mode.mode}{mark}: robots.txt groups: {groups or 'none'}\n")
+    out.write(
+        f"    waiting time: {mode.delay.seconds:g} s ({mode.delay.rule}"
+        f"{', ' + mode.delay.file if mode.delay.file else ''}"
+        f"{' line ' + str(mode.delay.line) if mode.delay.line else ''}); "
+        f"`*` gets {mode.star_delay.seconds:g} s\n"
+    )
+    differing = mode.differing
+    if differing:
+        out.write("    differs from `*`:\n")
+        for v in differing:
+            out.write(
+                f"      {v.path:<28} {_yes(v.allowed):<10} (`*`: {_yes(v.star_allowed)}) "
+                f"{v.reason}\n"
+            )
+    else:
+        out.write(f"    same as `*` on all {len(mode.verdicts)} paths examined\n")
+    explicit = [v for v in mode.verdicts if v.explicit]
+    if explicit:
+        out.write("    paths asked:\n")
+        for v in explicit:
+            robots = (
+                ""
+                if v.robots_allowed == v.allowed
+                else f" (robots.txt alone: {_yes(v.robots_allowed)})"
+            )
+            out.write(f"      {v.path:<28} {_yes(v.allowed)}{robots}: {v.reason}\n")
+
+
+def _print_report(report: SiteReport, out: TextIO) -> None:
+    who = f"agent {report.agent}" if report.agent else "no own token"
+    as_ = ", ".join(report.virtual_agents) or "no virtual agent"
+    out.write(f"\nagainst {report.source} ({who}; {as_})\n")
+    for mode in (report.precedence, report.strict):
+        _print_mode(mode, mode.mode == report.recommended_mode, out)
+    if report.truncated:
+        out.write("  (only the first derived paths were examined: the file has very many rules)\n")
+    stated = [u for u in report.usage if u.answer.value is not None]
+    if not stated:
+        note = report.usage[0].answer.note if report.usage else ""
+        out.write(f"  AI usage (robots2.txt): nothing stated ({note})\n")
+        return
+    out.write("  AI usage (robots2.txt; * marks the directives its activities need):\n")
+    for u in report.usage:
+        a = u.answer
+        where = f"{a.file} line {a.line}" if a.line else a.file
+        several = len(report.categories) > 1 and u.category
+        label = f"most restrictive of the categories: {u.category}" if several else ""
+        extra = "; ".join(x for x in (a.note, label) if x)
+        out.write(
+            f"   {'*' if u.relevant else ' '} {a.directive:<12} {a.value or 'not stated':<13}"
+            f" {where}{'  ' + extra if extra else ''}\n"
+        )

@@ -1,0 +1,82 @@
+"""The crawler's edge: the Gemini client as a ``fetch(url) -> Response`` function, and the
+address overrides (``--resolve``) and loopback guard (``--test-range``) of the command line.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import ipaddress
+
+from geminibot.crawl.crawler import Fetch, Response
+from geminibot.gemini.client import GeminiClient
+from geminibot.gemini.errors import ConnectionFailed, GeminiError
+
+#: Names that always mean this machine.
+LOOPBACK_NAMES = frozenset({"localhost", "localhost.localdomain"})
+
+
+class ResolveError(ValueError):
+    """A ``--resolve`` rule that cannot be read."""
+
+
+def parse_resolve(rule: str) -> tuple[str, str, int]:
+    """``PATTERN=ADDRESS:PORT`` (IPv6 as ``[::1]:PORT``) -> (pattern, address, port)."""
+    pattern, sep, target = rule.partition("=")
+    address, colon, port_text = target.rpartition(":")
+    if not sep or not pattern or not colon or not address:
+        raise ResolveError(f"--resolve {rule!r}: expected PATTERN=ADDRESS:PORT")
+    address = address.removeprefix("[").removesuffix("]")
+    try:
+        port = int(port_text)
+    except ValueError:
+        raise ResolveError(f"--resolve {rule!r}: the port is not a number") from None
+    if not 0 < port < 65536:
+        raise ResolveError(f"--resolve {rule!r}: port out of range")
+    return pattern.lower(), address, port
+
+
+def is_loopback(address: str) -> bool:
+    if address.lower() in LOOPBACK_NAMES:
+        return True
+    try:
+        return ipaddress.ip_address(address).is_loopback
+    except ValueError:
+        return False
+
+
+class Resolver:
+    """Where to connect for a host: the first matching ``--resolve`` rule, else the host.
+
+    With ``loopback_only`` (``--test-range``) anything that is not a loopback address is
+    refused before a connection is tried."""
+
+    def __init__(self, rules: list[tuple[str, str, int]], *, loopback_only: bool) -> None:
+        self.rules = rules
+        self.loopback_only = loopback_only
+
+    def address(self, host: str, port: int) -> tuple[str, int]:
+        for pattern, address, to_port in self.rules:
+            if fnmatch.fnmatchcase(host.lower(), pattern):
+                return address, to_port
+        return host, port
+
+    def __call__(self, host: str, port: int) -> tuple[str, int]:
+        address, to_port = self.address(host, port)
+        if self.loopback_only and not is_loopback(address):
+            raise ConnectionFailed(
+                f"--test-range: {host} is not on this machine ({address}); refused"
+            )
+        return address, to_port
+
+
+def gemini_fetch(client: GeminiClient) -> Fetch:
+    """The client as a crawler fetcher: one request, redirects returned, not followed."""
+
+    async def fetch(url: str) -> Response:
+        try:
+            response = await client.fetch(url, follow_redirects=False)
+        except GeminiError as exc:
+            return Response(None, error=f"{type(exc).__name__}: {exc}")
+        return Response(response.status, response.meta, response.body)
+
+    return fetch

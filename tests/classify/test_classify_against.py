@@ -1,0 +1,366 @@
+"""``classify --against``: the capsules' expectations, candidate paths, delays, usage answers."""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from capsule_server.expect import Check, load_expectation
+from capsule_server.testing import running_server
+from geminibot.classify.against import (
+    MAX_CANDIDATE_PATHS,
+    candidate_paths,
+    concrete_paths,
+    effective_policy,
+)
+from geminibot.classify.sources import (
+    MAX_POLICY_FILE_BYTES,
+    site_from_capsule,
+    site_from_source,
+    site_from_url,
+)
+from geminibot.cli import main
+from geminibot.gemini.client import GeminiClient, Limits
+from geminibot.policy.site_policy import SitePolicy
+
+CAPSULES = Path(__file__).resolve().parents[2] / "capsules"
+#: Inside robots-v2.test's Visit-time window (2200-0600 UTC): checks are about path rules.
+AT = datetime(2026, 1, 1, 23, 0, tzinfo=UTC)
+#: An activity per virtual agent, to describe a check's bot with --does.
+ACTIVITY_OF = {
+    "archiver": "archive",
+    "indexer": "search-index",
+    "researcher": "statistics",
+    "webproxy": "web-proxy",
+}
+
+
+def capsule_checks() -> list[tuple[str, int, Check]]:
+    out = []
+    for folder in sorted(CAPSULES.iterdir()):
+        if (folder / "expect.toml").is_file():
+            for i, check in enumerate(load_expectation(folder).checks):
+                out.append((folder.name, i, check))
+    return out
+
+
+CHECKS = capsule_checks()
+
+
+def test_there_are_capsules_to_check() -> None:
+    assert len({name for name, _, _ in CHECKS}) >= 15
+
+
+@pytest.mark.parametrize(("capsule", "index", "check"), CHECKS, ids=lambda x: str(x)[:24])
+def test_against_each_capsule_matches_its_expectations(
+    capsule: str, index: int, check: Check
+) -> None:
+    site = site_from_capsule(CAPSULES / capsule)
+    report = effective_policy(
+        site,
+        agent=check.agent,
+        virtual_agents=check.virtual_agents,
+        paths=(*check.allowed, *check.disallowed),
+        at=AT,
+        source=capsule,
+    )
+    mode = report.mode("strict" if check.strict else "precedence")
+    for path in check.allowed:
+        verdict = mode.verdict(path)
+        assert verdict is not None and verdict.explicit
+        assert verdict.robots_allowed, f"{capsule} check {index + 1}: {path}: {verdict.reason}"
+    for path in check.disallowed:
+        verdict = mode.verdict(path)
+        assert verdict is not None
+        assert not verdict.robots_allowed, f"{capsule} check {index + 1}: {path}"
+        assert not verdict.allowed  # robots.txt refusing is enough for every file together
+
+
+def test_cli_against_va_groups_gives_every_check(capsys: pytest.CaptureFixture[str]) -> None:
+    folder = CAPSULES / "va-groups.test"
+    for check in load_expectation(folder).checks:
+        does = ",".join(ACTIVITY_OF[va] for va in check.virtual_agents) or "uptime"
+        argv = [
+            "classify",
+            "--does",
+            does,
+            "--agent",
+            check.agent,
+            "--json",
+            "--at",
+            AT.isoformat(),
+        ]
+        argv += ["--against", str(folder)]
+        for path in (*check.allowed, *check.disallowed):
+            argv += ["--path", path]
+        code = main(argv)
+        obj = json.loads(capsys.readouterr().out)
+        (site,) = obj["against"]
+        mode = site["modes"][1 if check.strict else 0]
+        verdicts = {v["path"]: v["robots_allowed"] for v in mode["explicit"]}
+        assert verdicts == {
+            **dict.fromkeys(check.allowed, True),
+            **dict.fromkeys(check.disallowed, False),
+        }
+        recommended = site["modes"][0 if site["recommended_mode"] == "precedence" else 1]
+        refused = any(not v["allowed"] for v in recommended["explicit"])
+        assert code == (1 if refused else 0)
+
+
+def test_agents_txt_with_a_bad_hash_restricts_beyond_robots_txt() -> None:
+    site = site_from_capsule(CAPSULES / "agents-bad.test")
+    report = effective_policy(
+        site, agent="geminibot", virtual_agents=["indexer"], paths=["/status"], at=AT
+    )
+    verdict = report.precedence.verdict("/status")
+    assert verdict is not None
+    assert verdict.robots_allowed and not verdict.allowed
+    assert "agents.txt" in verdict.reason
+
+
+def test_unreachable_robots_disallows_everything() -> None:
+    site = site_from_capsule(CAPSULES / "robots-41.test")
+    report = effective_policy(site, agent=None, virtual_agents=[], paths=["/a.gmi"], at=AT)
+    verdict = report.strict.verdict("/a.gmi")
+    assert verdict is not None and not verdict.allowed and not verdict.star_allowed
+
+
+def test_robots2_usage_answers_take_the_category_block() -> None:
+    site = site_from_capsule(CAPSULES / "robots2-chain.test")
+    harvester = effective_policy(
+        site,
+        agent="GPTBot",
+        virtual_agents=[],
+        categories=["data-harvester"],
+        relevant_directives=["crawl", "train"],
+        at=AT,
+    )
+    usage = {u.answer.directive: u for u in harvester.usage}
+    assert usage["crawl"].answer.value == "no" and usage["crawl"].relevant
+    assert usage["train"].answer.value == "no"
+    assert usage["summarise"].answer.value == "no"  # ask counts as no on Gemini
+    assert not usage["quote"].relevant
+    # crawl: no for data-harvesters: every path differs from `*`
+    assert harvester.precedence.verdict("/") is not None
+    assert all(not v.allowed for v in harvester.precedence.verdicts)
+    assert harvester.precedence.delay.seconds == pytest.approx(2.0)  # rate: 30 per minute
+
+
+def test_several_categories_take_the_most_restrictive_answer() -> None:
+    robots2 = b"summarise: yes\n[agent: ai-assistant]\nsummarise: yes\n[agent: monitoring]\n"
+    robots2 += b"summarise: no\nread: no\n"
+    site = SitePolicy.from_texts("http", robots2=robots2)
+    one = effective_policy(site, agent="bot", virtual_agents=[], categories=["ai-assistant"], at=AT)
+    both = effective_policy(
+        site, agent="bot", virtual_agents=[], categories=["ai-assistant", "monitoring"], at=AT
+    )
+    value = {u.answer.directive: (u.answer.value, u.category) for u in both.usage}
+    assert {u.answer.directive: u.answer.value for u in one.usage}["summarise"] == "yes"
+    assert value["summarise"] == ("no", "monitoring")
+    assert value["read"] == ("no", "monitoring")
+
+
+def test_crawl_delay_is_the_waiting_time_and_star_differs() -> None:
+    robots = b"User-agent: *\nCrawl-delay: 5\nDisallow:\n\nUser-agent: indexer\nCrawl-delay: 30\nDisallow: /x\n"
+    site = SitePolicy.from_texts("gemini", robots=robots)
+    report = effective_policy(site, agent="me", virtual_agents=["indexer"], at=AT)
+    assert report.precedence.delay.seconds == 30 and report.precedence.star_delay.seconds == 5
+    assert report.strict.delay.seconds == 30
+    assert [v.path for v in report.precedence.differing] == ["/x", "/x/x"]
+    none = effective_policy(
+        SitePolicy.from_texts("gemini", robots=b""), agent=None, virtual_agents=[], at=AT
+    )
+    assert none.precedence.delay.seconds == 10  # the version 2.0 rule of thumb
+
+
+def test_own_token_group_decides_alone_in_precedence_only() -> None:
+    robots = b"User-agent: mybot\nDisallow: /mine\n\nUser-agent: *\nDisallow: /all\n"
+    site = SitePolicy.from_texts("gemini", robots=robots)
+    report = effective_policy(site, agent="mybot", virtual_agents=[], paths=["/all"], at=AT)
+    p, s = report.precedence.verdict("/all"), report.strict.verdict("/all")
+    assert p is not None and p.allowed and not p.star_allowed
+    assert s is not None and not s.allowed
+    assert [g[0] for g in report.strict.groups] == ["mybot", "*"]
+
+
+@pytest.mark.parametrize(
+    ("pattern", "paths"),
+    [
+        ("/private/*.gmi$", ("/private/x.gmi", "/private/x.gmix", "/private/")),
+        ("/tmp", ("/tmp", "/tmp/x", "/")),
+        ("/dir/", ("/dir/", "/dir/x", "/")),
+        ("*.pdf", ("/x.pdf", "/x.pdf/x", "/")),
+        ("/", ("/", "/x")),
+        ("/a/[bc]?.txt", ("/a/xx.txt", "/a/xx.txt/x", "/a/")),
+    ],
+)
+def test_concrete_paths(pattern: str, paths: tuple[str, ...]) -> None:
+    assert concrete_paths(pattern) == paths
+
+
+def test_candidate_paths_are_bounded() -> None:
+    def site(n: int) -> SitePolicy:
+        rules = "".join(f"Disallow: /p{i:05d}/\n" for i in range(n))
+        return SitePolicy.from_texts("gemini", robots="User-agent: *\n" + rules)
+
+    # each rule gives 2 paths ("/pN/" and "/pN/x") besides the shared "/"
+    at_limit = (MAX_CANDIDATE_PATHS - 1) // 2
+    paths, truncated = candidate_paths(site(at_limit))
+    assert len(paths) == 1 + 2 * at_limit <= MAX_CANDIDATE_PATHS and not truncated
+    paths, truncated = candidate_paths(site(at_limit + 1))
+    assert len(paths) == MAX_CANDIDATE_PATHS and truncated
+
+
+def test_file_sources_are_known_by_name(tmp_path: Path) -> None:
+    robots2 = tmp_path / "robots2.txt"
+    robots2.write_text("train: no\n")
+    site = site_from_source(str(robots2), "gemini")
+    assert site.robots is None and site.robots2 is not None
+    other = tmp_path / "site-policy.txt"
+    other.write_text("User-agent: *\nDisallow: /\n")
+    assert site_from_source(str(other), "gemini").robots is not None
+
+
+def test_cli_against_errors(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    assert main(["classify", "--does", "archive", "--path", "/x"]) == 2
+    assert "--path and --at need --against" in capsys.readouterr().err
+    assert main(["classify", "--does", "archive", "--against", "/nonexistent/robots.txt"]) == 2
+    assert "no such file" in capsys.readouterr().err
+    robots = tmp_path / "robots.txt"
+    robots.write_bytes(b"User-agent: *\nDisallow: /private/\n")
+    assert main(["classify", "--does", "archive", "--against", str(robots), "--at", "soon"]) == 2
+    assert "not an ISO 8601 time" in capsys.readouterr().err
+    bad = tmp_path / "bad.test"
+    bad.mkdir()
+    (bad / "serve.toml").write_text("[[special]\n")
+    assert main(["classify", "--does", "archive", "--against", str(bad)]) == 2
+    assert str(bad) in capsys.readouterr().err
+
+
+def test_cli_against_text(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    robots = tmp_path / "robots.txt"
+    robots.write_bytes(b"User-agent: *\nDisallow: /private/\n\nUser-agent: archiver\nDisallow: /\n")
+    code = main(["classify", "--does", "archive", "--against", str(robots), "--path", "/a"])
+    out = capsys.readouterr().out
+    assert code == 1
+    assert "differs from `*`" in out and "precedence (recommended)" in out
+    assert "/a                           disallowed" in out
+    assert "AI usage (robots2.txt): nothing stated (no robots2.txt)" in out
+
+
+# -- properties over generated policies ----------------------------------------------------------
+
+GROUP_TOKENS = ("mybot", "indexer", "archiver", "researcher", "*")
+patterns = st.sampled_from(["/", "/a", "/a/", "/a/b", "/b*", "/*.gmi", "/a$", "/c/*/d", "*x"])
+rules = st.lists(st.tuples(st.booleans(), patterns), max_size=4)
+groups = st.lists(st.tuples(st.sampled_from(GROUP_TOKENS), rules), max_size=5)
+
+
+def render(spec: list[tuple[str, list[tuple[bool, str]]]]) -> str:
+    lines = []
+    for token, group_rules in spec:
+        lines.append(f"User-agent: {token}")
+        lines += [f"{'Allow' if allow else 'Disallow'}: {p}" for allow, p in group_rules]
+        lines.append("")
+    return "\n".join(lines)
+
+
+@settings(max_examples=60, deadline=None)
+@given(groups, st.sets(st.sampled_from(("indexer", "archiver", "researcher"))), st.booleans())
+def test_strict_is_never_more_permissive(
+    spec: list[tuple[str, list[tuple[bool, str]]]], vas: set[str], own: bool
+) -> None:
+    site = SitePolicy.from_texts("gemini", robots=render(spec))
+    report = effective_policy(
+        site, agent="mybot" if own else None, virtual_agents=sorted(vas), at=AT
+    )
+    assert report.precedence.verdicts and report.strict.verdicts
+    for strict in report.strict.verdicts:
+        loose = report.precedence.verdict(strict.path)
+        assert loose is not None
+        if strict.robots_allowed:
+            assert loose.robots_allowed, strict.path  # strict applies a superset of groups
+            assert strict.star_robots_allowed, strict.path  # ... always including `*`
+        assert strict.allowed == strict.robots_allowed  # robots.txt is the only file here
+    if not own and not vas:  # the baseline bot gets exactly what `*` gets
+        assert not report.precedence.differing and not report.strict.differing
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.binary(max_size=300), st.binary(max_size=300), st.binary(max_size=300))
+def test_any_bytes_give_a_report_never_a_crash(
+    robots: bytes, robots2: bytes, agents: bytes
+) -> None:
+    site = SitePolicy.from_texts("gemini", robots=robots, robots2=robots2, agents=agents)
+    report = effective_policy(
+        site,
+        agent="mybot",
+        virtual_agents=["indexer"],
+        categories=["search-indexer", "data-harvester"],
+        paths=["/", "/x%zz", "/é"],
+        at=AT,
+    )
+    json.dumps(report.as_dict())
+    assert report.precedence.verdict("/") is not None
+
+
+# -- over the network: a gemini:// URL gives what the capsule folder gives ---------------------
+
+
+async def test_gemini_url_sources_match_the_capsule_folders(tmp_path: Path) -> None:
+    folders = [f for f in sorted(CAPSULES.iterdir()) if (f / "expect.toml").is_file()]
+    async with running_server(CAPSULES, tmp_path) as server:
+        client = GeminiClient(
+            connect_to=lambda host, port: ("127.0.0.1", server.port),
+            limits=Limits(max_body_size=MAX_POLICY_FILE_BYTES, total_timeout=20),
+        )
+        for folder in folders:
+            over_network = await site_from_url(f"gemini://{folder.name}/", client)
+            from_folder = site_from_capsule(folder)
+            for check in load_expectation(folder).checks:
+                kwargs = {
+                    "agent": check.agent,
+                    "virtual_agents": check.virtual_agents,
+                    "categories": ["search-indexer", "data-harvester"],
+                    "paths": (*check.allowed, *check.disallowed),
+                    "at": AT,
+                }
+                assert (
+                    effective_policy(over_network, **kwargs).as_dict()  # type: ignore[arg-type]
+                    == effective_policy(from_folder, **kwargs).as_dict()  # type: ignore[arg-type]
+                ), folder.name
+
+
+async def test_unreachable_host_disallows_everything() -> None:
+    client = GeminiClient(limits=Limits(connect_timeout=5, total_timeout=5))
+    # nothing listens on port 1 of the loopback: connection refused, robots.txt unreachable
+    site = await site_from_url("gemini://127.0.0.1:1/", client)
+    report = effective_policy(site, agent="mybot", virtual_agents=["indexer"], paths=["/"], at=AT)
+    verdict = report.precedence.verdict("/")
+    assert verdict is not None and not verdict.allowed and not verdict.robots_allowed
+    assert "unreachable" in verdict.reason
+
+
+def test_cli_against_a_gemini_url(capsys: pytest.CaptureFixture[str]) -> None:
+    code = main(
+        [
+            "classify",
+            "--does",
+            "archive",
+            "--against",
+            "gemini://127.0.0.1:1/",
+            "--path",
+            "/a",
+            "--json",
+        ]
+    )
+    obj = json.loads(capsys.readouterr().out)
+    assert code == 1
+    assert obj["against"][0]["modes"][0]["explicit"][0]["allowed"] is False
+    assert main(["classify", "--does", "archive", "--against", "gemini://"]) == 2
+    assert "gemini://" in capsys.readouterr().err

@@ -1,0 +1,116 @@
+"""End to end on loopback: the crawler against capsule_server serving the test capsules.
+
+For every capsule and every role it has a ``[crawl.ROLE]`` table for, the set of paths
+requested is exactly what the table allows, robots.txt comes first, no honeypot is
+touched, and every 44 is sat out. Time is trio's mock clock (shared with the server), so
+policy delays cost no real time.
+"""
+
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pytest
+import trio
+import trio.testing
+
+from capsule_crawl import (
+    check_fetched,
+    check_slow_downs_obeyed,
+    crawl_cases,
+    crawl_host,
+    expectation,
+    serving,
+)
+from capsule_server.server import Limits
+from geminibot.crawl.crawler import CrawlOptions
+from geminibot.index import search
+
+#: Real seconds the loop must be idle before the mock clock jumps to the next timer: long
+#: enough that a loopback TLS exchange never looks idle, short enough to keep tests quick.
+AUTOJUMP = 0.25
+NIGHT = datetime(2026, 11, 23, 23, 0, tzinfo=UTC).timestamp()  # inside robots-v2's window
+NOON = datetime(2026, 11, 23, 12, 0, tzinfo=UTC).timestamp()  # outside it
+
+
+@pytest.fixture(scope="module")
+def cert_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return tmp_path_factory.mktemp("certs")
+
+
+def clock_at(start: float) -> "object":
+    t0 = trio.current_time()
+    return lambda: start + trio.current_time() - t0
+
+
+@pytest.mark.parametrize(("host", "role"), crawl_cases(("indexer", "archiver", "researcher")))
+async def test_capsule_crawl(
+    host: str, role: str, cert_dir: Path, tmp_path: Path, mock_clock: trio.testing.MockClock
+) -> None:
+    mock_clock.autojump_threshold = AUTOJUMP
+    expect = expectation(host)
+    async with serving([host], tmp_path / "capsules", cert_dir) as (server, hits):
+        assert server.port is not None
+        await crawl_host(
+            server.port,
+            host,
+            tmp_path / "c.db",
+            CrawlOptions(role=role, test_range=True),
+            wall_clock=clock_at(NIGHT),  # type: ignore[arg-type]
+        )
+    check_fetched(hits[host], expect["crawl"][role], expect["capsule"].get("honeypots", []))
+    check_slow_downs_obeyed(hits[host])
+
+
+async def test_visit_time_outside_window(
+    cert_dir: Path, tmp_path: Path, mock_clock: trio.testing.MockClock
+) -> None:
+    mock_clock.autojump_threshold = AUTOJUMP
+    host = "robots-v2.test"
+    async with serving([host], tmp_path / "capsules", cert_dir) as (server, hits):
+        assert server.port is not None
+        progress, _ = await crawl_host(
+            server.port,
+            host,
+            tmp_path / "c.db",
+            CrawlOptions(test_range=True),
+            wall_clock=clock_at(NOON),  # type: ignore[arg-type]
+        )
+    fetched = {h.path for h in hits[host]} - {"/robots2.txt", "/agents.txt"}
+    assert fetched == set(expectation(host)["crawl"]["indexer"]["fetched_outside_visit_time"])
+    assert "Visit-time" in progress.hosts_skipped[host] or "in " in progress.hosts_skipped[host]
+
+
+async def test_robots_v2_request_rate_obeyed(
+    cert_dir: Path, tmp_path: Path, mock_clock: trio.testing.MockClock
+) -> None:
+    mock_clock.autojump_threshold = AUTOJUMP
+    host = "robots-v2.test"
+    async with serving([host], tmp_path / "capsules", cert_dir) as (server, hits):
+        assert server.port is not None
+        await crawl_host(
+            server.port,
+            host,
+            tmp_path / "c.db",
+            CrawlOptions(test_range=True),
+            wall_clock=clock_at(NIGHT),  # type: ignore[arg-type]
+        )
+    interval = expectation(host)["rate"]["min_interval_seconds"]
+    times = [h.at for h in hits[host]][1:]  # the pace is known once robots.txt is read
+    assert all(b - a >= interval for a, b in zip(times, times[1:], strict=False))
+
+
+async def test_rate_limited_server_44s_obeyed(
+    cert_dir: Path, tmp_path: Path, mock_clock: trio.testing.MockClock
+) -> None:
+    mock_clock.autojump_threshold = AUTOJUMP
+    host = "va-groups.test"
+    limits = Limits(rate_burst=2, rate_per_second=0.5)
+    async with serving([host], tmp_path / "capsules", cert_dir, limits) as (server, hits):
+        assert server.port is not None
+        progress, conn = await crawl_host(
+            server.port, host, tmp_path / "c.db", CrawlOptions(test_range=True)
+        )
+    assert check_slow_downs_obeyed(hits[host]) >= 3
+    assert progress.slow_downs >= 3
+    check_fetched(hits[host], expectation(host)["crawl"]["indexer"], [])
+    assert search(conn, "virtual")
