@@ -274,7 +274,6 @@ class GeminiClient:
                 raise HeaderTimeout(
                     f"no header from {url.authority} within {limits.header_timeout} s"
                 )
-            assert header is not None
             body, truncated = await _read_body(stream, reader, limits.idle_timeout)
         except BaseException:
             if stream is not None:
@@ -303,7 +302,7 @@ async def _receive(stream: trio.SSLStream[trio.SocketStream]) -> tuple[bytes, bo
 
 async def _read_header(
     stream: trio.SSLStream[trio.SocketStream], reader: ResponseReader
-) -> ResponseHeader | None:
+) -> ResponseHeader:
     while True:
         event = reader.next_event()
         if isinstance(event, ResponseHeader):

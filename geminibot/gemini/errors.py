@@ -75,7 +75,7 @@ class RequestHasBOM(InvalidURL):
 
 
 class MalformedRequestLine(InvalidURL):
-    """The request line is empty or holds spaces or control characters (CR, LF, NUL...)."""
+    """The request line is empty or holds control characters (stray CR, LF, NUL...)."""
 
 
 # --- the server's fault ------------------------------------------------------------------

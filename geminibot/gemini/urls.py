@@ -56,7 +56,7 @@ _PATH_SAFE = _UNRESERVED | frozenset("!$&'()*+,;=:@/")
 _QUERY_SAFE = _PATH_SAFE | frozenset("?")
 _HEX = frozenset("0123456789abcdefABCDEF")
 _HOST_LABEL = re.compile(r"[a-z0-9_](?:[a-z0-9_-]*[a-z0-9_])?")
-_CONTROL_OR_SPACE = re.compile(r"[\x00-\x20\x7f]")
+_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 
 
 @dataclass(frozen=True, slots=True)
@@ -127,8 +127,8 @@ def parse_request(line: bytes) -> GeminiURL:
     """Validate a request line as a server receives it and return its normalised URL.
 
     ``line`` may end with CR LF or not. Checks, each with its own error: at most
-    :data:`MAX_REQUEST_BYTES` bytes, no byte order mark, UTF-8, no spaces or control
-    characters (a URI has none; clients percent-encode them; non-ASCII is accepted),
+    :data:`MAX_REQUEST_BYTES` bytes, no byte order mark, UTF-8, no control characters
+    (a space inside the URL is tolerated and percent-encoded, as is non-ASCII),
     absolute, scheme ``gemini`` (:class:`UnsupportedScheme`; a server answers 53), a host,
     no userinfo, no fragment. The returned path is still percent-encoded and has no dot
     segments; decode it only after that (``%2F`` decodes to ``/``).
@@ -145,10 +145,10 @@ def parse_request(line: bytes) -> GeminiURL:
         raise RequestNotUTF8(f"request is not UTF-8 (byte {exc.start})") from None
     if not text:
         raise MalformedRequestLine("empty request")
-    bad = _CONTROL_OR_SPACE.search(text)
-    if bad is not None:
+    control = _CONTROL.search(text)
+    if control is not None:
         raise MalformedRequestLine(
-            f"space or control character {bad.group()!r} at position {bad.start()} of the request"
+            f"control character {control.group()!r} at position {control.start()} of the request"
         )
     match = _REFERENCE.fullmatch(text)
     assert match is not None

@@ -144,6 +144,7 @@ def test_request_line_limit_edge() -> None:
 def test_parse_request_accepts_a_valid_line() -> None:
     assert parse_request(b"gemini://h.test/a/../b\r\n") == GeminiURL("h.test", 1965, "/b", None)
     assert parse_request("gemini://h.test/é".encode()) == parse_url("gemini://h.test/%C3%A9")
+    assert parse_request(b"gemini://h.test/a b").path == "/a%20b"  # tolerated, encoded
 
 
 @pytest.mark.parametrize(
@@ -157,8 +158,7 @@ def test_parse_request_accepts_a_valid_line() -> None:
         (b"gemini://h/\rx", errors.MalformedRequestLine),
         (b"gemini://h/\nx\r\n", errors.MalformedRequestLine),
         (b"gemini://h/\x00", errors.MalformedRequestLine),
-        (b"gemini://h/a b", errors.MalformedRequestLine),
-        (b" gemini://h/", errors.MalformedRequestLine),
+        (b" gemini://h/", errors.NotAbsoluteURL),
         (b"/relative", errors.NotAbsoluteURL),
         (b"https://h/", errors.UnsupportedScheme),
         (b"gemini://u@h/", errors.UserinfoInURL),
