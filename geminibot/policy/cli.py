@@ -86,16 +86,19 @@ def register(commands: Any) -> None:
     check = actions.add_parser(
         "check",
         help="may this bot fetch these URLs? one verdict and reason per URL",
-        description="Decide each URL against a robots.txt for a bot, and say why.",
+        description=(
+            "Decide each URL against a host's policy files (robots.txt, robots2.txt, "
+            "agents.txt) for a bot, and say why."
+        ),
         epilog=CHECK_EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     check.add_argument("source", metavar="SOURCE", help="a policy file, or - for stdin")
     check.add_argument(
         "items",
-        metavar="[SOURCE...] URL",
+        metavar="URL",
         nargs="+",
-        help="more policy files, then gemini://, http(s):// URLs or paths",
+        help="gemini://, http(s):// URLs or paths; more policy files may come first",
     )
     check.add_argument(
         "--agent",

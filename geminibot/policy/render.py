@@ -55,7 +55,7 @@ from typing import Any, Literal
 
 from geminibot.policy.agents_txt import content_hash
 from geminibot.policy.robots2 import CATEGORIES, DIRECTIVE_VALUES, SIGNAL_VALUES, SPEC_VERSION
-from geminibot.policy.robots20 import rfc_match_length
+from geminibot.policy.robots20 import longest_match
 
 Format = Literal["robots", "robots2", "agents"]
 FORMATS: tuple[Format, ...] = ("robots", "robots2", "agents")
@@ -100,12 +100,7 @@ class RuleSet:
     fallback_allow: bool
 
     def allows(self, path: str) -> bool:
-        best: PolicyRule | None = None
-        best_len = -1
-        for rule in self.rules:
-            n = rfc_match_length(rule.pattern, path)
-            if n >= 0 and (n > best_len or (n == best_len and rule.allow)):
-                best, best_len = rule, n
+        best = longest_match(self.rules, path)
         return self.fallback_allow if best is None else best.allow
 
 

@@ -34,7 +34,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from functools import lru_cache
-from typing import Literal
+from typing import Literal, Protocol, TypeVar
 
 from geminibot.policy.diagnostics import Diagnostic
 from geminibot.policy.paths import path_of
@@ -105,6 +105,27 @@ def rfc_match_length(pattern: str, path: str) -> int:
     if pattern == "":
         return -1
     return len(pattern) if _rfc_regex(pattern).match(path) else -1
+
+
+class PatternRule(Protocol):
+    @property
+    def allow(self) -> bool: ...
+    @property
+    def pattern(self) -> str: ...
+
+
+R = TypeVar("R", bound=PatternRule)
+
+
+def longest_match(rules: Iterable[R], path: str) -> R | None:
+    """The RFC 9309 deciding rule: the longest matching pattern, allow winning a tie."""
+    best: R | None = None
+    best_len = -1
+    for rule in rules:
+        n = rfc_match_length(rule.pattern, path)
+        if n >= 0 and (n > best_len or (n == best_len and rule.allow)):
+            best, best_len = rule, n
+    return best
 
 
 @dataclass(frozen=True, slots=True)
@@ -352,12 +373,7 @@ def _judge(applied: AppliedSets, path: str, at: datetime | None) -> list[SetDeci
 
 
 def _decide_10(rules: list[V2Rule], path: str) -> tuple[bool, V2Rule | None, str]:
-    best: V2Rule | None = None
-    best_len = -1
-    for rule in rules:
-        n = rfc_match_length(rule.pattern, path)
-        if n >= 0 and (n > best_len or (n == best_len and rule.allow)):
-            best, best_len = rule, n
+    best = longest_match(rules, path)
     if best is None:
         return True, None, "no rule matches (1.0 set): allowed"
     verdict = "allowed" if best.allow else "disallowed"
@@ -683,6 +699,16 @@ def make_rule(
             )
         )
     if not _GLOB_CHARS.intersection(pattern):
+        if pattern.endswith("/"):
+            diags.append(
+                Diagnostic(
+                    line,
+                    "warning",
+                    "explicit-directory",
+                    f"in a 2.0 set {pattern!r} matches that exact path only, nothing below it; "
+                    f"write '{pattern}*' for everything below",
+                )
+            )
         return V2Rule(line, allow, pattern, "explicit")
     regex = re.compile(fnmatch.translate(pattern), re.DOTALL)
     return V2Rule(

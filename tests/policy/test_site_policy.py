@@ -179,3 +179,22 @@ def test_bot_validation() -> None:
         Bot("x", ("spider",))
     with pytest.raises(ValueError):
         Bot("x", (), "crawler")
+
+
+def test_chained_robots2_fills_in_usage_with_its_url() -> None:
+    ok = fetch_outcome("http", 200)
+    base = "https://base.example/baseline.txt"
+    policy = SitePolicy.build(
+        "http",
+        robots2=Fetched(ok, "train: no\nchain: https://base.example/baseline.txt\n"),
+        robots2_url="https://h.example/robots2.txt",
+        chain_fetch={base: "train: yes\nstore: no\nrate: 2\n"},
+    )
+    answers = {u.directive: u for u in policy.usage(BOT)}
+    assert (answers["train"].value, answers["train"].file) == (
+        "no",
+        "https://h.example/robots2.txt",
+    )
+    assert (answers["store"].value, answers["store"].file, answers["store"].line) == ("no", base, 2)
+    d = policy.delay(BOT, NOON)
+    assert (d.seconds, d.file, d.line) == (30.0, base, 3)
