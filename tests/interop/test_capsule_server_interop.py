@@ -1,0 +1,182 @@
+"""Two independent clients get the expected status, meta and body for every capsule.
+
+Peers: the ``ignition`` library (blocking, run in a thread; names ending in ``.test`` are
+resolved to 127.0.0.1 by wrapping ``socket.getaddrinfo``) and geminibot's own trio client
+(``connect_to`` sends every host to 127.0.0.1:PORT; SNI stays the host name).
+Expected answers are written out here, bodies come from the capsule files on disk.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import socket
+import warnings
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import cryptography.hazmat.primitives.serialization  # noqa: F401  (before ignition, see PEERS.md)
+import pytest
+import trio
+
+from capsule_server.files import binary_sha256, large_robots, maze_page
+from capsule_server.server import CapsuleServer
+from geminibot.gemini.client import GeminiClient, Limits
+
+with warnings.catch_warnings():  # ignition imports the deprecated cgi module
+    warnings.simplefilter("ignore", DeprecationWarning)
+    import ignition
+
+pytestmark = pytest.mark.filterwarnings(
+    "ignore:Properties that return a na:cryptography.utils.CryptographyDeprecationWarning"
+)
+
+GMI = "text/gemini; charset=utf-8"
+TXT = "text/plain; charset=utf-8"
+BIG = 16 * 1024 * 1024
+
+# (host, path, status, meta, body): body is a file path in the capsule, bytes, or None (empty)
+Body = str | bytes | None
+EXPECTED: list[tuple[str, str, int, str, Body]] = [
+    ("va-groups.test", "/robots.txt", 20, TXT, "robots.txt"),
+    ("va-groups.test", "/public/a.gmi", 20, GMI, "public/a.gmi"),
+    ("va-conflict.test", "/robots.txt", 20, TXT, "robots.txt"),
+    ("own-token.test", "/robots.txt", 20, TXT, "robots.txt"),
+    ("wildcards.test", "/robots.txt", 20, TXT, "robots.txt"),
+    ("wildcards.test", "/docs/b.pdf", 20, "application/pdf", "docs/b.pdf"),
+    ("percent.test", "/robots.txt", 20, TXT, "robots.txt"),
+    ("percent.test", "/caf%C3%A9/a.gmi", 20, GMI, "café/a.gmi"),
+    ("percent.test", "/%E2%82%AC/a.gmi", 20, GMI, "€/a.gmi"),
+    ("percent.test", "/space%20dir/a.gmi", 20, GMI, "space dir/a.gmi"),
+    ("robots-missing.test", "/robots.txt", 51, "Not found", None),
+    ("robots-41.test", "/robots.txt", 41, "robots.txt is being regenerated", None),
+    ("robots-44.test", "/robots.txt", 44, "60", None),
+    ("robots-redirect.test", "/robots.txt", 31, "/old-robots.txt", None),
+    (
+        "robots-redirect.test",
+        "/old-robots.txt",
+        30,
+        "gemini://robots-redirect.test/policy/robots.txt",
+        None,
+    ),
+    ("robots-redirect.test", "/policy/robots.txt", 20, TXT, "policy/robots.txt"),
+    ("robots-large.test", "/robots.txt", 20, TXT, large_robots(614400)),
+    ("robots-malformed.test", "/robots.txt", 20, TXT, "robots.txt"),
+    ("robots2-chain.test", "/robots2.txt", 20, TXT, "robots2.txt"),
+    ("robots2-chain.test", "/policies/robots2-b.txt", 20, TXT, "policies/robots2-b.txt"),
+    ("agents-good.test", "/agents.txt", 20, TXT, "agents.txt"),
+    ("agents-bad.test", "/agents.txt", 20, TXT, "agents.txt"),
+    ("robots-v2.test", "/robots.txt", 20, TXT, "robots.txt"),
+    ("honeypot.test", "/robots2.txt", 20, TXT, "robots2.txt"),
+    ("honeypot.test", "/trap/a.gmi", 20, GMI, "trap/a.gmi"),
+    ("maze.test", "/maze/", 20, GMI, maze_page("/maze/", "/maze/")),
+    ("maze.test", "/maze/0123abcd/", 20, GMI, maze_page("/maze/", "/maze/0123abcd/")),
+    ("non-utf8.test", "/latin1.gmi", 20, "text/gemini; charset=iso-8859-1", "latin1.gmi"),
+    ("non-utf8.test", "/sjis.txt", 20, "text/plain; charset=shift_jis", "sjis.txt"),
+    ("non-utf8.test", "/mislabelled.gmi", 20, GMI, "mislabelled.gmi"),
+    ("large-file.test", "/robots.txt", 20, TXT, "robots.txt"),
+    ("no-such-host.test", "/", 53, "This server does not serve that host", None),
+    ("va-groups.test", "/nope.gmi", 51, "Not found", None),
+]
+HOSTS = sorted({host for host, *_ in EXPECTED} - {"no-such-host.test"})
+CASES = EXPECTED + [(h, "/", 20, GMI, "index.gmi") for h in HOSTS]
+CASES += [(h, "/README.gmi", 20, GMI, "README.gmi") for h in HOSTS]
+
+
+def expected_body(capsules_dir: Path, host: str, body: Body) -> bytes:
+    if body is None:
+        return b""
+    if isinstance(body, bytes):
+        return body
+    return (capsules_dir / host / body).read_bytes()
+
+
+def test_every_capsule_is_covered(capsules_dir: Path) -> None:
+    served = {p.name for p in capsules_dir.iterdir() if p.is_dir()}
+    assert served == set(HOSTS)
+
+
+@pytest.fixture
+def dot_test_resolves_to_loopback(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    real = socket.getaddrinfo
+
+    def fake(host: Any, *args: Any, **kwargs: Any) -> Any:
+        if isinstance(host, str) and host.endswith(".test"):
+            host = "127.0.0.1"
+        return real(host, *args, **kwargs)
+
+    monkeypatch.setattr(socket, "getaddrinfo", fake)
+    yield
+
+
+@pytest.fixture
+def ignition_hosts(tmp_path: Path) -> None:
+    ignition.set_default_hosts_file(str(tmp_path / "known_hosts"))
+
+
+def client_for(server: CapsuleServer) -> GeminiClient:
+    port = server.port
+    assert port is not None
+    return GeminiClient(
+        connect_to=lambda host, _port: ("127.0.0.1", port),
+        limits=Limits(max_body_size=2 * BIG),
+    )
+
+
+@pytest.mark.usefixtures("dot_test_resolves_to_loopback", "ignition_hosts")
+@pytest.mark.parametrize(
+    ("host", "path", "status", "meta", "body"), CASES, ids=[f"{c[0]}{c[1]}" for c in CASES]
+)
+async def test_ignition(
+    server: CapsuleServer,
+    capsules_dir: Path,
+    host: str,
+    path: str,
+    status: int,
+    meta: str,
+    body: Body,
+) -> None:
+    url = f"gemini://{host}:{server.port}{path}"
+    response = await trio.to_thread.run_sync(lambda: ignition.request(url, timeout=10))
+    assert (int(response.status), response.meta) == (status, meta)
+    got = response.raw_body or b""
+    assert got == expected_body(capsules_dir, host, body)
+
+
+@pytest.mark.parametrize(
+    ("host", "path", "status", "meta", "body"), CASES, ids=[f"{c[0]}{c[1]}" for c in CASES]
+)
+async def test_geminibot_client(
+    server: CapsuleServer,
+    capsules_dir: Path,
+    host: str,
+    path: str,
+    status: int,
+    meta: str,
+    body: Body,
+) -> None:
+    response = await client_for(server).fetch(f"gemini://{host}{path}", follow_redirects=False)
+    assert (response.status, response.meta) == (status, meta)
+    assert response.body == expected_body(capsules_dir, host, body)
+    assert not response.possibly_truncated  # the server ends with close_notify
+
+
+async def test_large_binary_with_both_clients(server: CapsuleServer) -> None:
+    response = await client_for(server).fetch("gemini://large-file.test/files/big.bin")
+    assert (response.status, response.meta) == (20, "application/octet-stream")
+    assert len(response.body) == BIG
+    assert hashlib.sha256(response.body).hexdigest() == binary_sha256(BIG)
+
+
+@pytest.mark.usefixtures("dot_test_resolves_to_loopback", "ignition_hosts")
+async def test_large_binary_with_ignition(server: CapsuleServer) -> None:
+    url = f"gemini://large-file.test:{server.port}/files/big.bin"
+    response = await trio.to_thread.run_sync(lambda: ignition.request(url, timeout=30))
+    assert len(response.raw_body) == BIG
+    assert hashlib.sha256(response.raw_body).hexdigest() == binary_sha256(BIG)
+
+
+async def test_client_follows_the_robots_redirect_chain(server: CapsuleServer) -> None:
+    response = await client_for(server).fetch("gemini://robots-redirect.test/robots.txt")
+    assert response.status == 20 and len(response.redirects) == 2
+    assert b"Disallow: /private/" in response.body
