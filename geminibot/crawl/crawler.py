@@ -9,14 +9,16 @@ rows in one transaction. A shared :class:`trio.CapacityLimiter` bounds the reque
 flight across hosts (``concurrency``); a worker holds it only while its request runs.
 
 The fetcher is injected (``fetch(url) -> Response``): the command line passes a
-:class:`geminibot.crawl.fetch.ProtocolFetcher` (Gemini and http(s)), tests may pass anything
+:class:`geminibot.crawl.fetcher.ProtocolFetcher` (Gemini and http(s)), tests may pass anything
 that answers. Web hosts are crawled by the same loop (see :mod:`geminibot.crawl.schemes`
 for their host keys): the fetcher is then also called with ``method`` and ``headers``
 (``X-Agent-Identity`` when a robots2.txt says ``announce: yes``; the HEAD request of the
 robots2 ask protocol when ``crawl: ask``), and 429 and 503 slow the host down as 44 does.
-A crawl follows links only to the protocols of its seeds, plus those of ``follow``. The clock is wall-clock time advanced by
-trio's clock, so the politeness state persisted in the database stays meaningful across
-restarts, and tests under trio's mock clock do not sleep.
+A crawl follows links only to the protocols of its seeds, plus those of ``follow``.
+
+The clock is wall-clock time advanced by trio's clock, so the politeness state persisted in
+the database stays meaningful across restarts, and tests under trio's mock clock do not
+sleep.
 
 Crash safety: see :mod:`geminibot.crawl.frontier`. Cancellation (Ctrl-C) releases the
 leases of the requests it interrupts, so a stopped crawl resumes exactly where it was.

@@ -40,6 +40,7 @@ import trio
 
 from geminibot import __version__
 from geminibot.gemini.client import ConnectTo, Limits
+from geminibot.gemini.errors import GeminiError
 from geminibot.gemini.urls import resolve_reference
 from geminibot.http.errors import (
     BodyTooLarge,
@@ -195,7 +196,10 @@ class WebClient:
         if self.connect_to is None:
             return str(url), {}
         if callable(self.connect_to):
-            address = self.connect_to(url.host, url.port)
+            try:
+                address = self.connect_to(url.host, url.port)
+            except (GeminiError, OSError) as exc:  # a resolver may refuse (--test-range)
+                raise ConnectionFailed(str(exc)) from None
         else:
             found = self.connect_to.get(f"{url.host}:{url.port}") or self.connect_to.get(url.host)
             address = found if found is not None else (url.host, url.port)

@@ -11,7 +11,7 @@ import pytest
 from webserver import Page, WebServer, html, redirect, serve, text
 
 from geminibot.crawl.crawler import Crawler, CrawlOptions
-from geminibot.crawl.fetch import ProtocolFetcher
+from geminibot.crawl.fetcher import ProtocolFetcher
 from geminibot.gemini.client import Limits
 from geminibot.http.client import WebClient
 from geminibot.index import connect, search
@@ -119,7 +119,7 @@ async def test_robots_txt_status_is_mapped_by_rfc_9309(
 async def test_robots_txt_redirect_is_followed(tmp_path: Path) -> None:
     routes = {**PAGES, "/robots.txt": redirect("/real-robots.txt", 301)}
     routes["/real-robots.txt"] = text("User-agent: *\nDisallow: /about\n")
-    web, conn, _ = await crawl_site(tmp_path, routes)
+    web, _conn, _ = await crawl_site(tmp_path, routes)
     assert "/real-robots.txt" in fetched(web)
     assert "/about.html" not in fetched(web) and "/private/x.html" in fetched(web)
 
@@ -196,7 +196,7 @@ async def test_ask_allow_once_is_asked_for_every_page(tmp_path: Path) -> None:
     robots = text("User-agent: *\nDisallow: /private/\n")
     routes: dict[str, object] = {**PAGES, "/robots.txt": robots, "/robots2.txt": ASK_ROBOTS2}
     routes[ASK_PATH] = ask_endpoint(decision("allow-once"))
-    web, conn, _ = await crawl_site(tmp_path, routes)
+    web, _conn, _ = await crawl_site(tmp_path, routes)
     pages = fetched(web) - POLICY
     assert pages == {"/", "/blog/a.html", "/about.html"}
     assert len(asks(web)) == len(pages)  # never cached: one ask per page
