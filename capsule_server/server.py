@@ -206,10 +206,10 @@ class CapsuleServer:
                 record.error = "header timeout"
                 return record
             resolution = self._answer(line, record, self._sni_host(sni))
+            record.status = resolution.status
+            record.meta = resolution.meta if resolution.status != Status.SUCCESS else None
             with trio.move_on_after(self.limits.send_timeout) as send_scope:
-                record.bytes = await _send(conn, resolution)
-                record.status = resolution.status
-                record.meta = resolution.meta if resolution.status != Status.SUCCESS else None
+                await _send(conn, resolution, record)
             if send_scope.cancelled_caught:
                 record.error = "send timeout"
         except (ssl.SSLError, OSError) as exc:
@@ -300,30 +300,29 @@ async def _read_request_line(stream: TLSConnection) -> bytes:
             return bytes(buf[: MAX_REQUEST_LINE + 1])
 
 
-async def _send(stream: TLSConnection, resolution: Resolution) -> int:
-    """Send header and body; the number of body bytes sent."""
+async def _send(stream: TLSConnection, resolution: Resolution, record: AccessRecord) -> None:
+    """Send header and body, counting body bytes in ``record.bytes`` as they go."""
     header = resolution.header
     if resolution.status != Status.SUCCESS:
         await stream.send_all(header)
-        return 0
+        return
     if resolution.body is not None:
         await stream.send_all(header + resolution.body)
-        return len(resolution.body)
+        record.bytes = len(resolution.body)
+        return
     if resolution.generated is not None:
         await stream.send_all(header)
-        sent = 0
         for chunk in resolution.generated.chunks():
             await stream.send_all(chunk)
-            sent += len(chunk)
-        return sent
+            record.bytes += len(chunk)
+        return
     assert resolution.file is not None
     with open(resolution.file, "rb") as fh:  # local file: reads do not block for long
         first = fh.read(SMALL_FILE)
         await stream.send_all(header + first)
-        sent = len(first)
+        record.bytes = len(first)
         if len(first) < SMALL_FILE:
-            return sent
+            return
         while chunk := await trio.to_thread.run_sync(fh.read, FILE_CHUNK):
             await stream.send_all(chunk)
-            sent += len(chunk)
-    return sent
+            record.bytes += len(chunk)

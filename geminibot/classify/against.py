@@ -102,7 +102,8 @@ class UsageReport:
     """One robots2.txt usage directive: the value the bot obeys and where it comes from."""
 
     answer: UsageAnswer
-    #: The category whose answer this is (the most restrictive among the bot's), if any.
+    #: With several categories whose answers differ: the one whose (most restrictive)
+    #: answer this is; None when they agree or there is one category or none.
     category: str | None
     #: Whether the directive answers one of the bot's activities.
     relevant: bool
@@ -123,6 +124,8 @@ class SiteReport:
     usage: tuple[UsageReport, ...]
     #: True when more paths could be derived than MAX_CANDIDATE_PATHS.
     truncated: bool
+    #: For a bot that adapts per activity: each virtual agent's own policy (recommended mode).
+    per_agent: tuple[tuple[str, ModeReport], ...] = ()
 
     def mode(self, mode: Mode) -> ModeReport:
         return self.strict if mode == "strict" else self.precedence
@@ -137,22 +140,27 @@ class SiteReport:
             "modes": [self.precedence.as_dict(), self.strict.as_dict()],
             "usage": [u.as_dict() for u in self.usage],
             "truncated": self.truncated,
+            "per_agent": [{"virtual_agent": va, **m.as_dict()} for va, m in self.per_agent],
         }
 
 
 # -- candidate paths ---------------------------------------------------------------------------
 
 
-def concrete_paths(pattern: str) -> tuple[str, ...]:
+def concrete_paths(pattern: str, *, glob: bool = False) -> tuple[str, ...]:
     """Concrete paths around one rule pattern: the pattern with each wildcard filled, the
     same just past its end, and its parent directory.
 
     ``/private/*.gmi$`` gives ``/private/x.gmi``, ``/private/x.gmix`` (past the anchor)
-    and ``/private/``; ``/tmp`` gives ``/tmp``, ``/tmp/x`` and ``/``.
+    and ``/private/``; ``/tmp`` gives ``/tmp``, ``/tmp/x`` and ``/``. In robots.txt only
+    ``*`` and a final ``$`` are special; ``glob`` (a version 2.0 shell glob) also fills
+    ``?`` and ``[...]``.
     """
-    anchored = pattern.endswith("$")
+    anchored = pattern.endswith("$") and not glob
     body = pattern[:-1] if anchored else pattern
-    body = _GLOB_CLASS.sub(FILLER, body).replace("*", FILLER).replace("?", FILLER)
+    if glob:
+        body = _GLOB_CLASS.sub(FILLER, body).replace("?", FILLER)
+    body = body.replace("*", FILLER)
     if not body.startswith("/"):
         body = "/" + body
     out = [body]
@@ -164,23 +172,27 @@ def concrete_paths(pattern: str) -> tuple[str, ...]:
     return tuple(dict.fromkeys(out))
 
 
-def _patterns(site: SitePolicy) -> list[str]:
-    patterns: list[str] = []
+def _patterns(site: SitePolicy) -> list[tuple[str, bool]]:
+    """Every rule pattern of the site's files, each with whether it is a shell glob."""
+    patterns: list[tuple[str, bool]] = []
 
     def from_robots(robots: RobotsFile | None) -> None:
         if robots is not None:
-            patterns.extend(rule.pattern for g in robots.groups for rule in g.rules)
+            patterns.extend((rule.pattern, False) for g in robots.groups for rule in g.rules)
 
     from_robots(site.robots)
     if site.robots_v2 is not None and site.robots_v2.has_version_lines:
         patterns.extend(
-            r.pattern for s in site.robots_v2.sets for r in s.rules if r.kind != "regex"
+            (r.pattern, r.kind == "glob")
+            for s in site.robots_v2.sets
+            for r in s.rules
+            if r.kind != "regex"
         )
     if site.robots2 is not None:
         for link in site.robots2.links:
             from_robots(link.file.robots())
     if site.agents is not None:
-        patterns.extend(d.path for d in site.agents.directives)
+        patterns.extend((d.path, False) for d in site.agents.directives)
     return patterns
 
 
@@ -188,9 +200,9 @@ def candidate_paths(site: SitePolicy) -> tuple[tuple[str, ...], bool]:
     """The paths derived from the site's rules (always with ``/``), and whether the list
     was cut at MAX_CANDIDATE_PATHS."""
     found = {"/"}
-    for pattern in _patterns(site):
+    for pattern, glob in _patterns(site):
         if pattern:
-            found.update(path_of(p) for p in concrete_paths(pattern))
+            found.update(path_of(p) for p in concrete_paths(pattern, glob=glob))
     found.discard("/robots.txt")
     ordered = sorted(found)
     return tuple(ordered[:MAX_CANDIDATE_PATHS]), len(ordered) > MAX_CANDIDATE_PATHS
@@ -283,7 +295,8 @@ def usage_answers(
             ((c, answers[directive]) for c, answers in per_category),
             key=lambda pair: _restrictiveness(pair[1]),
         )
-        out.append(UsageReport(answer, category, directive in wanted))
+        agree = len({answers[directive].value for _, answers in per_category}) == 1
+        out.append(UsageReport(answer, None if agree else category, directive in wanted))
     return tuple(out)
 
 
@@ -295,11 +308,16 @@ def effective_policy(
     categories: Iterable[str] = (),
     relevant_directives: Iterable[str] = (),
     recommended_mode: Mode = "precedence",
+    adapts_per_activity: bool = False,
     paths: Iterable[str] = (),
     at: datetime,
     source: str = "",
 ) -> SiteReport:
-    """The effective policy for a bot on ``site`` in both modes, at time ``at`` (UTC)."""
+    """The effective policy for a bot on ``site`` in both modes, at time ``at`` (UTC).
+
+    A bot that adapts per activity and has several virtual agents also gets, for each of
+    them, the policy (in the recommended mode) of the fetches made for that activity alone.
+    """
     vas = tuple(virtual_agents)
     cats = tuple(categories)
     derived, truncated = candidate_paths(site)
@@ -318,5 +336,16 @@ def effective_policy(
         precedence=reports[0],
         strict=reports[1],
         usage=usage_answers(site, agent, vas, cats, relevant_directives),
+        per_agent=tuple(
+            (
+                va,
+                _mode_report(
+                    site, agent, (va,), cats, recommended_mode == "strict", every, explicit, at
+                ),
+            )
+            for va in vas
+        )
+        if adapts_per_activity and len(vas) > 1
+        else (),
         truncated=truncated,
     )

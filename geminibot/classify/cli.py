@@ -143,6 +143,7 @@ def run(args: argparse.Namespace) -> int:
             categories=result.category_names,
             relevant_directives=result.directive_names,
             recommended_mode=result.recommended_mode,
+            adapts_per_activity=result.adapts_per_activity,
             paths=args.path,
             at=at,
             source=source,
@@ -282,6 +283,10 @@ def _print(profile: Profile, bot: Bot | None, result: Classification, out: TextI
             out.write(f"  documented to obey: {', '.join(bot.obeys)}\n")
         if bot.notes:
             out.write(f"  notes: {bot.notes}\n")
+        if bot.protocol == "web":
+            out.write(
+                "  (a web bot: its virtual agents matter when it fetches from Gemini hosts)\n"
+            )
     out.write(f"activities: {', '.join(a.value for a in result.activities) or 'none'}\n\n")
     _print_assignments("Gemini virtual agents", result.virtual_agents, out)
     _print_assignments("robots2.txt categories", result.categories, out)
@@ -292,6 +297,8 @@ def _print(profile: Profile, bot: Bot | None, result: Classification, out: TextI
         )
     if result.combination:
         out.write(f"combination: {result.combination}\n")
+        if result.combination_source:
+            out.write(f"  <- {result.combination_source.cite()}\n")
     out.write(f"mode: {result.recommended_mode} ({result.mode_reason})\n")
     if bot is not None and bot.missing_virtual_agents:
         out.write(
@@ -318,7 +325,7 @@ def _yes(allowed: bool) -> str:
 
 def _print_mode(mode: ModeReport, recommended: bool, out: TextIO) -> None:
     groups = ", ".join(
-        f"{token} ({role}, line {', '.join(str(n) for n in lines)})"
+        f"{token} ({role}, line{'s' if len(lines) > 1 else ''} {', '.join(map(str, lines))})"
         for token, role, lines in mode.groups
     )
     mark = " (recommended)" if recommended else ""
@@ -357,6 +364,9 @@ def _print_report(report: SiteReport, out: TextIO) -> None:
     out.write(f"\nagainst {report.source} ({who}; {as_})\n")
     for mode in (report.precedence, report.strict):
         _print_mode(mode, mode.mode == report.recommended_mode, out)
+    for va, mode in report.per_agent:
+        out.write(f"  adapting per activity, the fetches made as {va} alone:\n")
+        _print_mode(mode, False, out)
     if report.truncated:
         out.write("  (only the first derived paths were examined: the file has very many rules)\n")
     stated = [u for u in report.usage if u.answer.value is not None]
@@ -367,11 +377,13 @@ def _print_report(report: SiteReport, out: TextIO) -> None:
     out.write("  AI usage (robots2.txt; * marks the directives its activities need):\n")
     for u in report.usage:
         a = u.answer
+        mark = "*" if u.relevant else " "
+        if a.value is None:
+            out.write(f"   {mark} {a.directive:<12} not stated\n")
+            continue
         where = f"{a.file} line {a.line}" if a.line else a.file
-        several = len(report.categories) > 1 and u.category
-        label = f"most restrictive of the categories: {u.category}" if several else ""
+        label = f"the most restrictive, for {u.category}" if u.category else ""
         extra = "; ".join(x for x in (a.note, label) if x)
         out.write(
-            f"   {'*' if u.relevant else ' '} {a.directive:<12} {a.value or 'not stated':<13}"
-            f" {where}{'  ' + extra if extra else ''}\n"
+            f"   {mark} {a.directive:<12} {a.value:<13} {where}{'  (' + extra + ')' if extra else ''}\n"
         )

@@ -9,7 +9,7 @@ function :func:`classify` only applies them and adds the warnings for ambiguous 
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from geminibot.classify.activities import Activity
 from geminibot.policy.robots import VIRTUAL_AGENTS, Mode
@@ -240,7 +240,8 @@ class Classification:
     recommended_mode: Mode
     mode_reason: str
     adapts_per_activity: bool = False
-    notes: tuple[str, ...] = field(default=())
+    #: The sentence the combination rule rests on, when there is a combination.
+    combination_source: SpecRef | None = None
 
     @property
     def virtual_agent_names(self) -> tuple[str, ...]:
@@ -262,6 +263,9 @@ class Classification:
             "directives": [a.as_dict() for a in self.directives],
             "warnings": [w.as_dict() for w in self.warnings],
             "combination": self.combination,
+            "combination_source": (
+                self.combination_source.as_dict() if self.combination_source else None
+            ),
             "recommended_mode": self.recommended_mode,
             "mode_reason": self.mode_reason,
             "adapts_per_activity": self.adapts_per_activity,
@@ -362,6 +366,7 @@ def classify(
         recommended_mode=mode,
         mode_reason=mode_reason,
         adapts_per_activity=adapts_per_activity,
+        combination_source=G_COMBINATION if combination else None,
     )
 
 

@@ -30,7 +30,7 @@ from geminibot.crawl.fetcher import (
     Resolver,
     gemini_fetch,
     is_loopback,
-    parse_resolve,
+    parse_connect_to,
 )
 from geminibot.crawl.frontier import DEFAULT_MAX_DEPTH, MAX_URLS_PER_HOST, Limits
 from geminibot.crawl.schemes import PROTOCOLS, normalise, parse_any
@@ -113,11 +113,12 @@ def register(commands: Any) -> None:
         "delay between requests when no policy sets one",
     )
     crawl.add_argument(
-        "--resolve",
+        "--connect-to",
         action="append",
         default=[],
-        metavar="PATTERN=ADDR:PORT",
-        help="connect to ADDR:PORT for hosts matching PATTERN (SNI stays the host name)",
+        metavar="HOST:PORT:ADDR:PORT2",
+        help="connect to ADDR:PORT2 for HOST:PORT; HOST may be a shell pattern (*.test); "
+        "SNI stays the host name; repeatable",
     )
     crawl.add_argument(
         "--warc-dir", metavar="DIR", help="--as archiver: WARC folder (default: DB.warc/)"
@@ -170,7 +171,7 @@ def _options(args: argparse.Namespace) -> tuple[list[str], CrawlOptions, Resolve
     if args.max_depth < 0:
         raise CommandError("--max-depth must be 0 or more")
     try:
-        rules = [parse_resolve(r) for r in args.resolve]
+        rules = [parse_connect_to(r) for r in args.connect_to]
     except ResolveError as exc:
         raise CommandError(str(exc)) from None
     resolver = Resolver(rules, loopback_only=args.test_range)
@@ -181,7 +182,7 @@ def _options(args: argparse.Namespace) -> tuple[list[str], CrawlOptions, Resolve
             if not is_loopback(address):
                 raise CommandError(
                     f"--test-range is for local test capsules only: {url.host} is not on this "
-                    "machine (use --resolve to point test host names at 127.0.0.1)"
+                    "machine (use --connect-to to point test host names at 127.0.0.1)"
                 )
     options = CrawlOptions(
         role=args.role,

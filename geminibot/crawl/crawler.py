@@ -27,7 +27,6 @@ leases of the requests it interrupts, so a stopped crawl resumes exactly where i
 from __future__ import annotations
 
 import fnmatch
-import math
 import sqlite3
 import time
 import uuid
@@ -80,8 +79,13 @@ ROLE_CATEGORIES: dict[str, str | None] = {
     "archiver": None,
     "researcher": None,
 }
-#: Resolution of the search for the opening of a visit window (seconds).
+#: 44 SLOW DOWN answers to a policy file sat out (then retried) before it counts as
+#: unreachable; a wait longer than the politeness bound skips the host at once.
+MAX_POLICY_SLOW_DOWNS = 3
+#: Resolution of the search for the opening of a visit window (seconds) ...
 VISIT_WINDOW_STEP = 60.0
+#: ... and how far ahead it looks (a window opens at least once a day).
+VISIT_WINDOW_HORIZON = 24 * 3600.0
 #: Seconds between two progress reports.
 PROGRESS_INTERVAL = 0.5
 #: Roles the crawler can declare (virtual user agents it acts as).
@@ -194,6 +198,7 @@ class Crawler:
         self._wake = trio.Event()
         self._stopping = False
         self._reserved = 0
+        self._opens: dict[str, float] = {}  # host -> when its visit window opens
         self._pages_before = 0
         self._limiter: trio.CapacityLimiter | None = None
         self._cancel: trio.CancelScope | None = None
@@ -273,7 +278,8 @@ class Crawler:
         self._limiter = trio.CapacityLimiter(max(1, self.options.concurrency))
         async with trio.open_nursery() as nursery:
             self._cancel = nursery.cancel_scope
-            nursery.start_soon(self._report_progress)
+            if self.on_progress is not None:
+                nursery.start_soon(self._report_progress, self.on_progress)
             while not self._stopping:
                 self._spawn(nursery)
                 if not self._running:
@@ -305,11 +311,10 @@ class Crawler:
             return False
         return self._pages_before + self.progress.pages + self._reserved >= limit
 
-    async def _report_progress(self) -> None:
+    async def _report_progress(self, report: Callable[[Progress], None]) -> None:
         while True:
             self._update_progress()
-            if self.on_progress is not None:
-                self.on_progress(self.progress)
+            report(self.progress)
             await trio.sleep(PROGRESS_INTERVAL)
 
     def _update_progress(self) -> None:
@@ -371,7 +376,9 @@ class Crawler:
             last_duration = self.politeness.state(host)[1]
             answer = policy.delay(self.bot, self._at(), last_duration, url)
             delay = answer.seconds if answer.file else None  # "": the rule of thumb
-            self.politeness.set_pace(host, HostPace(delay=delay))
+            opens = self._opens.pop(host, None)
+            window = None if opens is None else (lambda t: max(t, opens))
+            self.politeness.set_pace(host, HostPace(delay=delay, window_opens=window))
         while True:
             at = self.politeness.ready_at(host)
             if at is None:
@@ -443,9 +450,9 @@ class Crawler:
                 cached = await self._fetch_policy_file(host, name, known)
                 if cached is None:
                     return None
-            if name == ROBOTS and cached.outcome.kind == "unreachable":
-                reason = f"robots.txt unreachable ({cached.outcome.reason}): retry later"
-                self._skip(host, reason)
+            if cached.outcome.kind == "unreachable":
+                # disallow everything until a later fetch succeeds: leave the URLs queued
+                self._skip(host, f"{name} unreachable ({cached.outcome.reason}): retry later")
                 return None
             files[name] = Fetched(cached.outcome, cached.body)
             known = SitePolicy.build(
@@ -459,7 +466,7 @@ class Crawler:
         """Fetch /NAME, following same-host redirects; cache and return the outcome."""
         url = host_url(host, f"/{name}")
         protocol = host_protocol(host)
-        hops = 0
+        hops = slow_downs = 0
         while True:
             got = await self._request(host, url, known)
             if got is None:
@@ -470,6 +477,9 @@ class Crawler:
             response = got[0]
             if self._slows_down(host, response.status):
                 self.progress.slow_downs += 1
+                slow_downs += 1
+                if slow_downs <= MAX_POLICY_SLOW_DOWNS:
+                    continue  # the politeness schedule sits out the wait first
             outcome = fetch_outcome(
                 protocol,
                 response.status,
@@ -498,18 +508,15 @@ class Crawler:
     def _at(self) -> datetime:
         return datetime.fromtimestamp(self.clock(), UTC)
 
-    def _visit_window(self, policy: SitePolicy, url: str) -> Callable[[float], float]:
-        """For a URL refused only by Visit-time: when may it be fetched (or never soon)?"""
-
-        def opens(t: float) -> float:
-            for step in range(int(self.politeness.max_wait // VISIT_WINDOW_STEP) + 2):
-                at = t + step * VISIT_WINDOW_STEP
-                when = datetime.fromtimestamp(at, UTC)
-                if policy.may_fetch(url, self.bot, when).allowed:
-                    return at
-            return math.inf
-
-        return opens
+    def _window_opens(self, policy: SitePolicy, url: str) -> float | None:
+        """For a URL refused now: the first time within :data:`VISIT_WINDOW_HORIZON` at
+        which the policy would allow it (a visit window opening), or None."""
+        now = self.clock()
+        for step in range(1, int(VISIT_WINDOW_HORIZON // VISIT_WINDOW_STEP) + 1):
+            at = now + step * VISIT_WINDOW_STEP
+            if policy.may_fetch(url, self.bot, datetime.fromtimestamp(at, UTC)).allowed:
+                return at
+        return None
 
     def _record_decision(self, claim: Claim, decision: FetchDecision) -> None:
         self.conn.execute(
@@ -558,15 +565,20 @@ class Crawler:
                 self.frontier.release(claim.url)
             return True
         decision = decided
-        refusals = [r for r in decision.reasons if not r.allowed]
-        if refusals and all(r.rule.startswith("Visit-time") for r in refusals):
-            # outside the visit window: wait for it (or skip the host for now)
-            self.politeness.set_pace(
-                claim.host, HostPace(window_opens=self._visit_window(policy, claim.url))
-            )
-            if self.politeness.ready_at(claim.host) is None:
-                return False
-            decision = policy.may_fetch(claim.url, self.bot, self._at(), self._asks[claim.host])
+        if not decision.allowed and any(
+            "Visit-time" in f"{r.rule} {r.text}" for r in decision.reasons if not r.allowed
+        ):
+            opens = self._window_opens(policy, claim.url)
+            if opens is not None:  # outside the visit window: wait for it, or come back later
+                self._opens[claim.host] = opens
+                if self.politeness.ready_at(claim.host) is None:
+                    return False
+                decision = policy.may_fetch(
+                    claim.url,
+                    self.bot,
+                    datetime.fromtimestamp(opens, UTC),
+                    self._asks[claim.host],
+                )
         if not decision.allowed:
             with transaction(self.conn):
                 self._record_decision(claim, decision)

@@ -1,12 +1,13 @@
 """The crawler's edge: the Gemini client as a ``fetch(url) -> Response`` function, the
 protocol-dispatching fetcher that adds the http(s) client (:class:`ProtocolFetcher`), and the
-address overrides (``--resolve``) and loopback guard (``--test-range``) of the command line.
+address overrides (``--connect-to``) and loopback guard (``--test-range``) of the command line.
 """
 
 from __future__ import annotations
 
 import fnmatch
 import ipaddress
+import re
 from collections.abc import Sequence
 
 from geminibot.crawl.crawler import WEB_SLOW_DOWN, Fetch, Response
@@ -21,23 +22,22 @@ LOOPBACK_NAMES = frozenset({"localhost", "localhost.localdomain"})
 
 
 class ResolveError(ValueError):
-    """A ``--resolve`` rule that cannot be read."""
+    """A ``--connect-to`` rule that cannot be read."""
 
 
-def parse_resolve(rule: str) -> tuple[str, str, int]:
-    """``PATTERN=ADDRESS:PORT`` (IPv6 as ``[::1]:PORT``) -> (pattern, address, port)."""
-    pattern, sep, target = rule.partition("=")
-    address, colon, port_text = target.rpartition(":")
-    if not sep or not pattern or not colon or not address:
-        raise ResolveError(f"--resolve {rule!r}: expected PATTERN=ADDRESS:PORT")
-    address = address.removeprefix("[").removesuffix("]")
-    try:
-        port = int(port_text)
-    except ValueError:
-        raise ResolveError(f"--resolve {rule!r}: the port is not a number") from None
-    if not 0 < port < 65536:
-        raise ResolveError(f"--resolve {rule!r}: port out of range")
-    return pattern.lower(), address, port
+_CONNECT_TO = re.compile(r"([^:]+):(\d+):(\[[0-9A-Fa-f:.]+\]|[^:\[\]]+):(\d+)")
+
+
+def parse_connect_to(rule: str) -> tuple[str, int, str, int]:
+    """``HOST:PORT:ADDR:PORT2`` as for ``geminibot fetch --connect-to``, except that HOST
+    may be a shell pattern (``*.test``) -> (pattern, port, address, port2)."""
+    m = _CONNECT_TO.fullmatch(rule)
+    if m is None:
+        raise ResolveError(f"--connect-to {rule!r}: expected HOST:PORT:ADDR:PORT2")
+    port, port2 = int(m[2]), int(m[4])
+    if not (0 < port < 65536 and 0 < port2 < 65536):
+        raise ResolveError(f"--connect-to {rule!r}: port out of range")
+    return m[1].lower(), port, m[3].strip("[]"), port2
 
 
 def is_loopback(address: str) -> bool:
@@ -50,18 +50,18 @@ def is_loopback(address: str) -> bool:
 
 
 class Resolver:
-    """Where to connect for a host: the first matching ``--resolve`` rule, else the host.
+    """Where to connect for a host: the first matching ``--connect-to`` rule, else the host.
 
     With ``loopback_only`` (``--test-range``) anything that is not a loopback address is
     refused before a connection is tried."""
 
-    def __init__(self, rules: list[tuple[str, str, int]], *, loopback_only: bool) -> None:
+    def __init__(self, rules: list[tuple[str, int, str, int]], *, loopback_only: bool) -> None:
         self.rules = rules
         self.loopback_only = loopback_only
 
     def address(self, host: str, port: int) -> tuple[str, int]:
-        for pattern, address, to_port in self.rules:
-            if fnmatch.fnmatchcase(host.lower(), pattern):
+        for pattern, from_port, address, to_port in self.rules:
+            if from_port == port and fnmatch.fnmatchcase(host.lower(), pattern):
                 return address, to_port
         return host, port
 

@@ -54,7 +54,13 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from geminibot.policy.agents_txt import content_hash
-from geminibot.policy.robots2 import CATEGORIES, DIRECTIVE_VALUES, SIGNAL_VALUES, SPEC_VERSION
+from geminibot.policy.robots2 import (
+    CATEGORIES,
+    DIRECTIVE_VALUES,
+    SIGNAL_VALUES,
+    SPEC_VERSION,
+    USAGE_DIRECTIVES,
+)
 from geminibot.policy.robots20 import longest_match
 
 Format = Literal["robots", "robots2", "agents"]
@@ -63,23 +69,8 @@ GENERATOR = "geminibot policy render"
 _TOKEN = re.compile(r"[A-Za-z_-]+")
 _PATTERN = re.compile(r"/[^\s#]*")
 _AGENTS_PATH = re.compile(r"/[A-Za-z0-9\-._~%!&'()+,;=:@/?]*")
-_AI_ORDER = (
-    "crawl",
-    "read",
-    "summarise",
-    "quote",
-    "derivative",
-    "train",
-    "store",
-    "compete",
-    "personalise",
-    "monetise",
-    "attribution",
-    "link-back",
-    "rate",
-    "announce",
-    "honest",
-)
+#: robots2 directives in the order they are written: the usage ones, then rate and honest.
+_AI_ORDER = (*USAGE_DIRECTIVES, "rate", "honest")
 _AI_EXTRA = ("market", "report_to", "chain", "chain_id")
 
 

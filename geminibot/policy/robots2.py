@@ -1,7 +1,7 @@
 """robots2.txt v0.2.1: the AI usage layer on top of robots.txt, and its ask protocol.
 
-Pure logic: :func:`parse_robots2` reads a file (never raises), :func:`resolve_chain` follows
-``chain:`` through an injected fetch mapping or callable, :func:`ask_request` describes the
+Pure logic: :func:`parse_robots2` reads a file (never raises), :class:`ChainWalker` (or
+:func:`resolve_chain`, with an injected fetch mapping or callable) follows ``chain:``, :func:`ask_request` describes the
 HEAD request of the ask protocol and :func:`ask_outcome` turns a response into what the bot
 may do and for how long it may remember it. The HTTP exchange itself belongs to the caller.
 
@@ -442,35 +442,70 @@ class Chain:
         return None
 
 
-def resolve_chain(first: Robots2File, url: str, fetch: ChainFetch) -> Chain:
-    """Follow ``chain:`` lines from ``first`` (fetched from ``url``).
+class ChainWalker:
+    """The chain rules as a sans-I/O state machine, for callers that fetch asynchronously.
 
-    ``fetch(url)`` (or ``fetch[url]``) gives the body, or None when the fetch failed. At
-    most :data:`MAX_CHAIN_DEPTH` files are collected; a file whose chain-id (or, lacking
-    one, URL) was already seen ends the chain; what was collected is kept.
+    ``next_url()`` names the file to fetch next (None: the chain is finished), ``feed(url,
+    body)`` hands over its body (None when the fetch failed), ``result()`` gives the
+    :class:`Chain`. At most :data:`MAX_CHAIN_DEPTH` files are collected (the first
+    included); a file whose chain-id, or lacking one its URL, was already seen ends the
+    chain; what was collected is kept.
     """
-    links = [ChainLink(url, first.with_source(url))]
-    seen_urls = {url}
-    seen_ids = {first.chain_id} if first.chain_id else set()
-    current, current_url = first, url
-    while current.chain is not None:
-        if len(links) >= MAX_CHAIN_DEPTH:
-            return Chain(tuple(links), f"depth limit of {MAX_CHAIN_DEPTH} files reached")
-        target = urljoin(current_url, current.chain.value)
-        if target in seen_urls:
-            return Chain(tuple(links), f"loop: {target} was already read")
-        seen_urls.add(target)
-        body = fetch.get(target) if isinstance(fetch, Mapping) else fetch(target)
+
+    def __init__(self, first: Robots2File, url: str) -> None:
+        self._links = [ChainLink(url, first.with_source(url))]
+        self._seen_urls = {url}
+        self._seen_ids = {first.chain_id} if first.chain_id else set()
+        self._current, self._current_url = first, url
+        self._stop: str | None = None
+        self._pending: str | None = None
+        self._advance()
+
+    def _advance(self) -> None:
+        if self._current.chain is None:
+            self._stop = "end of chain"
+        elif len(self._links) >= MAX_CHAIN_DEPTH:
+            self._stop = f"depth limit of {MAX_CHAIN_DEPTH} files reached"
+        else:
+            target = urljoin(self._current_url, self._current.chain.value)
+            if target in self._seen_urls:
+                self._stop = f"loop: {target} was already read"
+            else:
+                self._seen_urls.add(target)
+                self._pending = target
+
+    def next_url(self) -> str | None:
+        return self._pending
+
+    def feed(self, url: str, body: bytes | str | None) -> None:
+        if url != self._pending:
+            raise ValueError(f"expected the body of {self._pending!r}, got {url!r}")
+        self._pending = None
         if body is None:
-            return Chain(tuple(links), f"could not fetch {target}")
+            self._stop = f"could not fetch {url}"
+            return
         parsed = parse_robots2(body)
-        if parsed.chain_id is not None and parsed.chain_id in seen_ids:
-            return Chain(tuple(links), f"loop: chain-id {parsed.chain_id!r} was already read")
+        if parsed.chain_id is not None and parsed.chain_id in self._seen_ids:
+            self._stop = f"loop: chain-id {parsed.chain_id!r} was already read"
+            return
         if parsed.chain_id:
-            seen_ids.add(parsed.chain_id)
-        links.append(ChainLink(target, parsed.with_source(target)))
-        current, current_url = parsed, target
-    return Chain(tuple(links), "end of chain")
+            self._seen_ids.add(parsed.chain_id)
+        self._links.append(ChainLink(url, parsed.with_source(url)))
+        self._current, self._current_url = parsed, url
+        self._advance()
+
+    def result(self) -> Chain:
+        stop = self._stop if self._stop is not None else "unfinished: chain not fetched further"
+        return Chain(tuple(self._links), stop)
+
+
+def resolve_chain(first: Robots2File, url: str, fetch: ChainFetch) -> Chain:
+    """Follow ``chain:`` lines from ``first`` (fetched from ``url``) with a synchronous
+    ``fetch(url)`` or mapping ``fetch[url]`` (None: the fetch failed). See ChainWalker."""
+    walker = ChainWalker(first, url)
+    while (target := walker.next_url()) is not None:
+        walker.feed(target, fetch.get(target) if isinstance(fetch, Mapping) else fetch(target))
+    return walker.result()
 
 
 # --------------------------------------------------------------------------------------

@@ -10,6 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from capsule_server.files import (
+    MAX_GENERATED_SIZE,
     MAZE_BRANCHES,
     MAZE_MAX_PATH,
     Capsule,
@@ -186,6 +187,7 @@ def test_serve_toml(tmp_path: Path) -> None:
         "[[special]]\npath = '/r'\nmeta = 'x'\n",
         "[[generated]]\npath = '/g'\nkind = 'binary'\nsize = 0\n",
         "[[generated]]\npath = '/g'\nkind = 'video'\nsize = 10\n",
+        f"[[generated]]\npath = '/g'\nkind = 'binary'\nsize = {MAX_GENERATED_SIZE + 1}\n",
         "[maze]\nprefix = '/maze'\n",
         "not toml [",
     ],

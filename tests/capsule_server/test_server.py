@@ -211,3 +211,33 @@ async def test_shutdown_lets_in_flight_request_finish(capsules_dir: Path, cert_d
         assert data.startswith(b"20 ")
     with pytest.raises(OSError):
         await trio.open_tcp_stream("127.0.0.1", port)
+
+
+async def test_send_timeout_drops_a_client_that_does_not_read(
+    capsules_dir: Path, cert_dir: Path, access_log: list[AccessRecord]
+) -> None:
+    limits = Limits(send_timeout=0.3)
+    async with running_server(capsules_dir, cert_dir, limits, access_log.append) as srv:
+        assert srv.port is not None
+        tls = trio.SSLStream(
+            await trio.open_tcp_stream("127.0.0.1", srv.port),
+            client_context(),
+            server_hostname="large-file.test",
+        )
+        await tls.send_all(b"gemini://large-file.test/files/big.bin\r\n")
+        with trio.fail_after(10):
+            while not access_log:  # 16 MiB do not fit in the socket buffers
+                await trio.sleep(0.05)
+        await tls.transport_stream.aclose()
+    [record] = access_log
+    assert record.error == "send timeout" and 0 < record.bytes < 16 * 1024 * 1024
+
+
+async def test_shutdown_grace_cuts_idle_connections(capsules_dir: Path, cert_dir: Path) -> None:
+    limits = Limits(shutdown_grace=0.2, header_timeout=30.0)
+    with trio.fail_after(10):  # far less than the header timeout: the grace period ended it
+        async with running_server(capsules_dir, cert_dir, limits) as srv:
+            assert srv.port is not None
+            idle = await trio.open_tcp_stream("127.0.0.1", srv.port)
+            await trio.sleep(0.05)
+        assert await idle.receive_some(10) == b""

@@ -163,15 +163,22 @@ def test_several_categories_take_the_most_restrictive_answer() -> None:
     assert {u.answer.directive: u.answer.value for u in one.usage}["summarise"] == "yes"
     assert value["summarise"] == ("no", "monitoring")
     assert value["read"] == ("no", "monitoring")
+    agree = effective_policy(
+        site, agent="bot", virtual_agents=[], categories=["ai-assistant", "search-indexer"], at=AT
+    )
+    assert {u.answer.directive: u.category for u in agree.usage}["summarise"] is None
 
 
 def test_crawl_delay_is_the_waiting_time_and_star_differs() -> None:
-    robots = b"User-agent: *\nCrawl-delay: 5\nDisallow:\n\nUser-agent: indexer\nCrawl-delay: 30\nDisallow: /x\n"
+    # (a group needs a rule before the next User-agent line, or the two groups merge)
+    robots = b"User-agent: *\nDisallow: /p\nCrawl-delay: 5\n\n"
+    robots += b"User-agent: indexer\nCrawl-delay: 30\nDisallow: /x\n"
     site = SitePolicy.from_texts("gemini", robots=robots)
     report = effective_policy(site, agent="me", virtual_agents=["indexer"], at=AT)
     assert report.precedence.delay.seconds == 30 and report.precedence.star_delay.seconds == 5
     assert report.strict.delay.seconds == 30
-    assert [v.path for v in report.precedence.differing] == ["/x", "/x/x"]
+    assert [v.path for v in report.precedence.differing] == ["/p", "/p/x", "/x", "/x/x"]
+    assert [v.path for v in report.strict.differing] == ["/x", "/x/x"]
     none = effective_policy(
         SitePolicy.from_texts("gemini", robots=b""), agent=None, virtual_agents=[], at=AT
     )
@@ -196,11 +203,16 @@ def test_own_token_group_decides_alone_in_precedence_only() -> None:
         ("/dir/", ("/dir/", "/dir/x", "/")),
         ("*.pdf", ("/x.pdf", "/x.pdf/x", "/")),
         ("/", ("/", "/x")),
-        ("/a/[bc]?.txt", ("/a/xx.txt", "/a/xx.txt/x", "/a/")),
+        ("/search?q=*", ("/search?q=x", "/search?q=x/x", "/")),
     ],
 )
 def test_concrete_paths(pattern: str, paths: tuple[str, ...]) -> None:
     assert concrete_paths(pattern) == paths
+
+
+def test_concrete_paths_of_a_shell_glob() -> None:
+    assert concrete_paths("/a/[bc]?.txt", glob=True) == ("/a/xx.txt", "/a/xx.txt/x", "/a/")
+    assert concrete_paths("/a$b", glob=True) == ("/a$b", "/a$b/x", "/")
 
 
 def test_candidate_paths_are_bounded() -> None:
@@ -364,3 +376,32 @@ def test_cli_against_a_gemini_url(capsys: pytest.CaptureFixture[str]) -> None:
     assert obj["against"][0]["modes"][0]["explicit"][0]["allowed"] is False
     assert main(["classify", "--does", "archive", "--against", "gemini://"]) == 2
     assert "gemini://" in capsys.readouterr().err
+
+
+def test_a_bot_that_adapts_gets_each_virtual_agents_policy(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    folder = CAPSULES / "va-groups.test"
+    site = site_from_capsule(folder)
+    combined = effective_policy(site, agent=None, virtual_agents=["archiver", "indexer"], at=AT)
+    assert combined.per_agent == ()
+    adapting = effective_policy(
+        site,
+        agent=None,
+        virtual_agents=["archiver", "indexer"],
+        adapts_per_activity=True,
+        paths=["/index-no/a.gmi", "/archive-no/a.gmi"],
+        at=AT,
+    )
+    (archiver, as_archiver), (indexer, as_indexer) = adapting.per_agent
+    assert (archiver, indexer) == ("archiver", "indexer")
+    both = adapting.precedence
+    for path in ("/index-no/a.gmi", "/archive-no/a.gmi"):
+        verdict = both.verdict(path)
+        assert verdict is not None and not verdict.allowed  # the combination refuses both
+    index_no = as_archiver.verdict("/index-no/a.gmi")
+    archive_no = as_indexer.verdict("/archive-no/a.gmi")
+    assert index_no is not None and index_no.allowed  # an archiver may take /index-no/
+    assert archive_no is not None and archive_no.allowed
+    main(["classify", "--does", "archive,search-index", "--adapts", "--against", str(folder)])
+    assert "adapting per activity, the fetches made as indexer alone" in capsys.readouterr().out

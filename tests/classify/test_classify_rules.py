@@ -198,6 +198,8 @@ def test_several_virtual_agents_obey_the_combination() -> None:
     assert result.combination is not None
     assert "most restrictive" in result.combination
     assert "every one" in result.combination
+    assert result.combination_source == G_COMBINATION
+    assert classify([A.ARCHIVE]).combination_source is None
     assert result.recommended_mode == "precedence"
 
 

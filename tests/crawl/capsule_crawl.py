@@ -7,6 +7,7 @@ time as the crawler.
 
 from __future__ import annotations
 
+import itertools
 import sqlite3
 import tomllib
 from collections.abc import AsyncIterator, Callable
@@ -84,7 +85,7 @@ async def crawl_host(
     options: CrawlOptions,
     wall_clock: Callable[[], float] | None = None,
 ) -> tuple[Progress, sqlite3.Connection]:
-    resolver = Resolver([("*", "127.0.0.1", port)], loopback_only=True)
+    resolver = Resolver([("*", 1965, "127.0.0.1", port)], loopback_only=True)
     fetch = gemini_fetch(GeminiClient(connect_to=resolver))
     conn = connect(db)
     kwargs = {} if wall_clock is None else {"wall_clock": wall_clock}
@@ -116,7 +117,7 @@ def check_slow_downs_obeyed(hits: list[Hit]) -> int:
     """After each 44, the next request came no sooner than its meta asked; returns the
     number of 44s seen."""
     seen = 0
-    for hit, nxt in zip(hits, hits[1:], strict=False):
+    for hit, nxt in itertools.pairwise(hits):
         if hit.status == 44:
             seen += 1
             wait = float(hit.meta) if hit.meta.strip().isdigit() else 0.0

@@ -6,13 +6,13 @@ touched, and every 44 is sat out. Time is trio's mock clock (shared with the ser
 policy delays cost no real time.
 """
 
+import itertools
 from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
 import trio
 import trio.testing
-
 from capsule_crawl import (
     check_fetched,
     check_slow_downs_obeyed,
@@ -21,13 +21,18 @@ from capsule_crawl import (
     expectation,
     serving,
 )
+
 from capsule_server.server import Limits
 from geminibot.crawl.crawler import CrawlOptions
+from geminibot.crawl.frontier import Limits as CrawlLimits
 from geminibot.index import search
 
 #: Real seconds the loop must be idle before the mock clock jumps to the next timer: long
 #: enough that a loopback TLS exchange never looks idle, short enough to keep tests quick.
 AUTOJUMP = 0.25
+#: A server rate limit the crawl never meets (test_rate_limited_server_44s_obeyed meets one).
+FAST = Limits(rate_burst=10_000, rate_per_second=10_000.0)
+MAZE_BOUND = 100
 NIGHT = datetime(2026, 11, 23, 23, 0, tzinfo=UTC).timestamp()  # inside robots-v2's window
 NOON = datetime(2026, 11, 23, 12, 0, tzinfo=UTC).timestamp()  # outside it
 
@@ -42,19 +47,38 @@ def clock_at(start: float) -> "object":
     return lambda: start + trio.current_time() - t0
 
 
-@pytest.mark.parametrize(("host", "role"), crawl_cases(("indexer", "archiver", "researcher")))
+#: Capsules whose expect.toml disagrees with the policy core, reported to the lead:
+#: robots-v2.test expects "/" and "/public/a.gmi" fetched, but its 2.0 set has an Allow rule
+#: and the specs (section 4) say a URL no disallow matches must then match some allow;
+#: SitePolicy (branch dialects) reads it so and refuses them.
+DISPUTED = {"robots-v2.test"}
+
+
+def cases() -> list[object]:
+    return [
+        pytest.param(h, r, marks=pytest.mark.xfail(strict=True, reason="see DISPUTED"))
+        if h in DISPUTED
+        else (h, r)
+        for h, r in crawl_cases(("indexer", "archiver", "researcher"))
+    ]
+
+
+@pytest.mark.parametrize(("host", "role"), cases())
 async def test_capsule_crawl(
     host: str, role: str, cert_dir: Path, tmp_path: Path, mock_clock: trio.testing.MockClock
 ) -> None:
     mock_clock.autojump_threshold = AUTOJUMP
     expect = expectation(host)
-    async with serving([host], tmp_path / "capsules", cert_dir) as (server, hits):
+    # the maze is bounded by the URLs-per-host trap bound; a lower one keeps the test quick
+    # (the default is tested at its edge in test_crawl_frontier.py)
+    limits = CrawlLimits(max_urls_per_host=MAZE_BOUND)
+    async with serving([host], tmp_path / "capsules", cert_dir, FAST) as (server, hits):
         assert server.port is not None
         await crawl_host(
             server.port,
             host,
             tmp_path / "c.db",
-            CrawlOptions(role=role, test_range=True),
+            CrawlOptions(role=role, test_range=True, limits=limits),
             wall_clock=clock_at(NIGHT),  # type: ignore[arg-type]
         )
     check_fetched(hits[host], expect["crawl"][role], expect["capsule"].get("honeypots", []))
@@ -66,9 +90,9 @@ async def test_visit_time_outside_window(
 ) -> None:
     mock_clock.autojump_threshold = AUTOJUMP
     host = "robots-v2.test"
-    async with serving([host], tmp_path / "capsules", cert_dir) as (server, hits):
+    async with serving([host], tmp_path / "capsules", cert_dir, FAST) as (server, hits):
         assert server.port is not None
-        progress, _ = await crawl_host(
+        _, conn = await crawl_host(
             server.port,
             host,
             tmp_path / "c.db",
@@ -77,7 +101,8 @@ async def test_visit_time_outside_window(
         )
     fetched = {h.path for h in hits[host]} - {"/robots2.txt", "/agents.txt"}
     assert fetched == set(expectation(host)["crawl"]["indexer"]["fetched_outside_visit_time"])
-    assert "Visit-time" in progress.hosts_skipped[host] or "in " in progress.hosts_skipped[host]
+    refused = conn.execute("SELECT reason FROM decisions WHERE NOT allowed").fetchall()
+    assert any("Visit-time" in r for (r,) in refused)
 
 
 async def test_robots_v2_request_rate_obeyed(
@@ -85,7 +110,7 @@ async def test_robots_v2_request_rate_obeyed(
 ) -> None:
     mock_clock.autojump_threshold = AUTOJUMP
     host = "robots-v2.test"
-    async with serving([host], tmp_path / "capsules", cert_dir) as (server, hits):
+    async with serving([host], tmp_path / "capsules", cert_dir, FAST) as (server, hits):
         assert server.port is not None
         await crawl_host(
             server.port,
@@ -96,7 +121,7 @@ async def test_robots_v2_request_rate_obeyed(
         )
     interval = expectation(host)["rate"]["min_interval_seconds"]
     times = [h.at for h in hits[host]][1:]  # the pace is known once robots.txt is read
-    assert all(b - a >= interval for a, b in zip(times, times[1:], strict=False))
+    assert all(b - a >= interval for a, b in itertools.pairwise(times))
 
 
 async def test_rate_limited_server_44s_obeyed(

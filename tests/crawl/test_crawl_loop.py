@@ -2,6 +2,7 @@
 
 import itertools
 import sqlite3
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
@@ -239,3 +240,32 @@ async def test_stop_releases_leases(tmp_path: Path, autojump_clock: object) -> N
     _, conn2 = await crawl(tmp_path / "d.db", whole, seeds, test_range=True)
     assert set(site.urls()) == set(whole.urls())
     assert pages_of(conn) == pages_of(conn2)
+
+
+@pytest.mark.parametrize(("start_hour", "fetched"), [(23.5, True), (12.0, False)])
+async def test_visit_window_waits_or_skips(
+    tmp_path: Path, autojump_clock: object, start_hour: float, fetched: bool
+) -> None:
+    pages = site_a()
+    pages["gemini://a.test/robots.txt"] = Response(
+        20, "text/plain", b"User-agent: *\nVisit-time: 0000-0100\nDisallow: /private/\n"
+    )
+    site = FakeSite(pages)
+    start = datetime(2026, 11, 23, tzinfo=UTC).timestamp() + start_hour * 3600
+    t0 = trio.current_time()
+    conn = connect(tmp_path / "c.db")
+    crawler = Crawler(
+        conn,
+        site.fetch,
+        CrawlOptions(test_range=True),
+        wall_clock=lambda: start + trio.current_time() - t0,
+    )
+    crawler.seed(["gemini://a.test/"])
+    await crawler.run()
+    page_times = [t for t, u in site.log if "robots" not in u and "agents" not in u]
+    if fetched:  # half an hour to midnight: wait for the window, then crawl
+        assert page_times and min(page_times) - t0 >= 1800
+    else:  # noon: the window is 12 hours away, more than the longest wait
+        assert page_times == []
+        assert "more than" in crawler.progress.hosts_skipped["a.test"]
+        assert crawler.frontier.state_of("gemini://a.test/") == ("queued", None)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import socket
+import sys
 import warnings
 from collections.abc import Iterator
 from pathlib import Path
@@ -80,7 +81,7 @@ EXPECTED: list[tuple[str, str, int, str, Body]] = [
 ]
 HOSTS = sorted({host for host, *_ in EXPECTED} - {"no-such-host.test"})
 CASES = EXPECTED + [(h, "/", 20, GMI, "index.gmi") for h in HOSTS]
-CASES += [(h, "/README.gmi", 20, GMI, "README.gmi") for h in HOSTS]
+README_CASES = [(h, "/README.gmi", 20, GMI, "README.gmi") for h in HOSTS]
 
 
 def expected_body(capsules_dir: Path, host: str, body: Body) -> bytes:
@@ -144,7 +145,9 @@ async def test_ignition(
 
 
 @pytest.mark.parametrize(
-    ("host", "path", "status", "meta", "body"), CASES, ids=[f"{c[0]}{c[1]}" for c in CASES]
+    ("host", "path", "status", "meta", "body"),
+    CASES + README_CASES,
+    ids=[f"{c[0]}{c[1]}" for c in CASES + README_CASES],
 )
 async def test_geminibot_client(
     server: CapsuleServer,
@@ -180,3 +183,33 @@ async def test_client_follows_the_robots_redirect_chain(server: CapsuleServer) -
     response = await client_for(server).fetch("gemini://robots-redirect.test/robots.txt")
     assert response.status == 20 and len(response.redirects) == 2
     assert b"Disallow: /private/" in response.body
+
+
+FETCH_CASES = [
+    ("va-groups.test", "/robots.txt", "20 text/plain; charset=utf-8", "robots.txt"),
+    ("non-utf8.test", "/latin1.gmi", "20 text/gemini; charset=iso-8859-1", "latin1.gmi"),
+    ("robots-44.test", "/robots.txt", "44 60", None),
+    ("robots-redirect.test", "/robots.txt", "20 text/plain; charset=utf-8", "policy/robots.txt"),
+]
+
+
+@pytest.mark.parametrize(("host", "path", "header", "body"), FETCH_CASES)
+async def test_geminibot_fetch_command(
+    server: CapsuleServer,
+    capsules_dir: Path,
+    tmp_path: Path,
+    host: str,
+    path: str,
+    header: str,
+    body: str | None,
+) -> None:
+    """The ``geminibot fetch`` command line, as a user would run it against the server."""
+    argv = [
+        sys.executable, "-m", "geminibot", "fetch", f"gemini://{host}{path}", "--raw",
+        "--connect-to", f"{host}:1965:127.0.0.1:{server.port}",
+        "--known-hosts", str(tmp_path / "known_hosts"),
+    ]  # fmt: skip
+    proc = await trio.run_process(argv, capture_stdout=True, capture_stderr=True, check=False)
+    assert proc.stderr.decode().splitlines()[-1] == header
+    assert proc.returncode == (0 if header.startswith("20") else 1)
+    assert proc.stdout == expected_body(capsules_dir, host, body)

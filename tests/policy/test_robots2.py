@@ -327,3 +327,20 @@ def test_size_limit_edge() -> None:
     f = parse_robots2(outside)
     assert "crawl" not in f.directives and f.directives["train"].value == "no"
     assert [d.code for d in f.diagnostics] == ["size-limit"]
+
+
+def test_chain_walker_is_driven_by_the_caller() -> None:
+    from geminibot.policy.robots2 import ChainWalker
+
+    walker = ChainWalker(parse_robots2("train: no\nchain: /b.txt\n"), "https://w.example/a.txt")
+    assert walker.next_url() == "https://w.example/b.txt"
+    with pytest.raises(ValueError):
+        walker.feed("https://w.example/other.txt", "x: y\n")
+    walker.feed("https://w.example/b.txt", "store: no\nchain: c.txt\n")
+    assert walker.next_url() == "https://w.example/c.txt"
+    assert "unfinished" in walker.result().stop  # may stop early: keeps what it has
+    walker.feed("https://w.example/c.txt", "chain: /d.txt\n")
+    assert walker.next_url() is None  # three files: the depth limit
+    chain = walker.result()
+    assert [link.url.rsplit("/", 1)[1] for link in chain.links] == ["a.txt", "b.txt", "c.txt"]
+    assert "depth" in chain.stop
