@@ -141,8 +141,10 @@ class _Parser(HTMLParser):
             self._flush()
         if tag in _HEADINGS:
             s.heading = []
-        if tag == "a" and "href" in a:
-            s.link = (a["href"], [])
+        if tag == "a":
+            s.current.append(" ")  # adjacent links are separate words
+            if "href" in a:
+                s.link = (a["href"], [])
 
     def handle_startendtag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
         self.handle_starttag(tag, attrs)
@@ -170,10 +172,12 @@ class _Parser(HTMLParser):
             if text:
                 s.headings.append(text)
             s.heading = None
-        if tag == "a" and s.link is not None:
-            href, label = s.link
-            self._add_link(href, _SPACE.sub(" ", "".join(label)).strip())
-            s.link = None
+        if tag == "a":
+            s.current.append(" ")
+            if s.link is not None:
+                href, label = s.link
+                self._add_link(href, _SPACE.sub(" ", "".join(label)).strip())
+                s.link = None
         if tag in _BLOCK:
             self._flush()
 
