@@ -393,7 +393,10 @@ class Crawler:
             response: Response | None = None
             try:
                 if web:
-                    sent = headers + self._announce(policy)
+                    given = {name.lower() for name, _ in headers}
+                    sent = headers + tuple(
+                        h for h in self._announce(policy) if h[0].lower() not in given
+                    )
                     response = await self.fetch(url, method=method, headers=sent)
                 else:
                     response = await self.fetch(url)

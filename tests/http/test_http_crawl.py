@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gzip
 import sqlite3
 from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler
@@ -12,6 +13,7 @@ from webserver import Page, WebServer, html, redirect, serve, text
 
 from geminibot.crawl.crawler import Crawler, CrawlOptions
 from geminibot.crawl.fetcher import ProtocolFetcher
+from geminibot.crawl.warc import WarcArchive
 from geminibot.gemini.client import Limits
 from geminibot.http.client import WebClient
 from geminibot.index import connect, search
@@ -54,14 +56,18 @@ def decision(value: str, *scopes: str) -> Answer:
 
 
 async def crawl_site(
-    tmp_path: Path, routes: dict[str, object], seeds: tuple[str, ...] = ("/",), **options: object
+    tmp_path: Path,
+    routes: dict[str, object],
+    seeds: tuple[str, ...] = ("/",),
+    archive: WarcArchive | None = None,
+    **options: object,
 ) -> tuple[WebServer, sqlite3.Connection, Crawler]:
     with serve(routes) as web:  # type: ignore[arg-type]
         route = {"web.test": ("127.0.0.1", web.port)}
         async with WebClient(limits=FAST, connect_to=route) as client:
             conn = connect(tmp_path / "crawl.db")
             opts = CrawlOptions(test_range=True, **options)  # type: ignore[arg-type]
-            crawler = Crawler(conn, ProtocolFetcher(web=client), opts)
+            crawler = Crawler(conn, ProtocolFetcher(web=client), opts, archive=archive)
             crawler.seed([f"http://web.test{path}" for path in seeds])
             await crawler.run()
     return web, conn, crawler
@@ -168,7 +174,7 @@ async def test_ask_allow_is_cached_and_sent_with_identity(tmp_path: Path) -> Non
     assert fetched(web) - POLICY == {"/", "/blog/a.html", "/about.html"}
     assert asks(web) == [f"{ASK_PATH}?directive=crawl&agent=geminibot/0.1.0"]
     head = next(r for r in web.log if r.method == "HEAD")
-    assert head.headers["X-Agent-Identity"] == IDENTITY
+    assert [v for k, v in head.header_lines if k == "X-Agent-Identity"] == [IDENTITY]
     assert ask_fetches(conn) == [200]
     assert states(conn)["/private/x.html"] == "refused"  # robots.txt decides before any ask
 
@@ -279,3 +285,25 @@ async def test_x_robots_tag_noindex_keeps_metadata_only(tmp_path: Path) -> None:
     assert conn.execute("SELECT mime FROM pages WHERE url = 'http://web.test/'").fetchone() == (
         "text/html",
     )
+
+
+async def test_archiver_writes_http_records(tmp_path: Path) -> None:
+    from warcio.archiveiterator import ArchiveIterator  # type: ignore[import-untyped]
+
+    gzipped = Page(
+        body=gzip.compress(b"<p>zipped words</p>"), headers=(("Content-Encoding", "gzip"),)
+    )
+    archive = WarcArchive(tmp_path / "warc", "run", 0.0)
+    await crawl_site(
+        tmp_path, {"/robots.txt": ROBOTS, "/": gzipped}, archive=archive, role="archiver"
+    )
+    archive.close()
+    with archive.path.open("rb") as fh:
+        records = [
+            (r.rec_headers.get_header("WARC-Target-URI"), r.http_headers, r.content_stream().read())
+            for r in ArchiveIterator(fh)
+        ]
+    assert [url for url, _, _ in records] == ["http://web.test/"]
+    _, headers, body = records[0]
+    assert headers.get_statuscode() == "200" and body == b"<p>zipped words</p>"
+    assert headers.get_header("Content-Encoding") is None

@@ -43,6 +43,7 @@ class Request:
     method: str
     path: str
     headers: dict[str, str]
+    header_lines: list[tuple[str, str]]  # as received, repeats included
 
 
 @dataclass
@@ -63,7 +64,8 @@ def _handler(server: WebServer) -> type[BaseHTTPRequestHandler]:
             pass
 
         def _answer(self) -> None:
-            server.log.append(Request(self.command, self.path, dict(self.headers.items())))
+            items = list(self.headers.items())
+            server.log.append(Request(self.command, self.path, dict(items), items))
             route = server.routes.get(self.path.split("?", 1)[0])
             if route is None:
                 route = Page(404, b"not found", content_type="text/plain")
