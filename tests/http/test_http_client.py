@@ -16,6 +16,7 @@ from geminibot.http.client import WebClient, user_agent
 from geminibot.http.errors import (
     BodyTooLarge,
     ConnectionFailed,
+    ConnectTimeout,
     DeadlineExceeded,
     HeaderTimeout,
     IdleTimeout,
@@ -236,3 +237,17 @@ async def test_https_with_sni_through_connect_to() -> None:
         httpd.shutdown()
         httpd.server_close()
         thread.join()
+
+
+async def test_stalled_tls_handshake_hits_the_connect_timeout() -> None:
+    async def mute(stream: trio.SocketStream) -> None:
+        await trio.sleep(5)  # never answers the ClientHello
+
+    limits = Limits(connect_timeout=0.3, header_timeout=2, idle_timeout=2, total_timeout=5)
+    async with trio.open_nursery() as nursery:
+        listeners = await nursery.start(trio.serve_tcp, mute, 0)
+        port = listeners[0].socket.getsockname()[1]
+        async with WebClient(limits=limits) as client:
+            with pytest.raises(ConnectTimeout):
+                await client.fetch(f"https://127.0.0.1:{port}/")
+        nursery.cancel_scope.cancel()
