@@ -6,10 +6,10 @@ web side read with ``protocol="http"``, the Gemini side with ``"gemini"``) and a
 
 * paths one side allows and the other forbids. The candidates come from the rules
   themselves (:func:`candidate_paths`): every path pattern of every file on both sides
-  (robots.txt groups and version 2.0 sets, robots2.txt path rules, agents.txt
-  directives) becomes a few concrete paths: each ``*`` filled with :data:`FILLERS`, a
-  ``$`` honoured (the exact path, and one character past it), and boundary variants (one
-  character short, one longer, a sub-path). Every candidate is decided by both sides with
+  (:func:`~geminibot.policy.candidates.rule_patterns`) becomes a few concrete paths: the
+  ``*`` filled with each of :data:`FILLERS`, a ``$`` honoured (the exact path, and one
+  character past it), and boundary variants (one character short, one longer, a
+  sub-path, the parent directory). Every candidate is decided by both sides with
   :meth:`SitePolicy.may_fetch`; the disagreeing ones are grouped by the rules that
   decided them on each side, and each group is one disagreement, shown by its shortest
   path;
@@ -23,27 +23,24 @@ Time is a parameter (``Visit-time`` windows and timed ``Request-rate`` lines dep
 
 from __future__ import annotations
 
-import itertools
-import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 
+from geminibot.policy.candidates import concrete_paths, rule_patterns
+from geminibot.policy.paths import path_of
 from geminibot.policy.robots import VIRTUAL_AGENTS, RobotsFile
 from geminibot.policy.site_policy import Bot, DelayAnswer, FetchDecision, SitePolicy, UsageAnswer
 
-#: What each ``*`` of a pattern is replaced by when making candidate paths.
+#: What the ``*`` of a pattern are replaced by when making candidate paths (all the stars
+#: of one pattern get the same filler, so a pattern gives a bounded number of paths).
 FILLERS = ("", "x", "a/b")
-#: Stars beyond this many in one pattern are filled with "" only (bounds the combinations).
-MAX_EXPANDED_STARS = 3
 #: Most candidate paths decided per comparison (the shortest are kept).
 MAX_CANDIDATES = 5_000
 #: Paths every comparison decides, whatever the rules say.
 BASE_PATHS = ("/", "/index.html", "/x")
 #: The token of the ``*`` class: a bot no group names (a suffix is added if a file names it).
 ANONYMOUS_TOKEN = "anybot"
-_REGEX_META = re.compile(r"[.^$*+?{}\[\]\\|()]")
-_GLOB_CLASS = re.compile(r"\[!?\]?[^\]]*\]")
 
 
 @dataclass(frozen=True)
@@ -61,6 +58,13 @@ class BotClass:
             "category": self.bot.category,
             "strict": self.bot.strict,
         }
+
+
+def _robots_files(policy: SitePolicy) -> list[RobotsFile]:
+    files = [policy.robots] if policy.robots is not None else []
+    if policy.robots2 is not None:
+        files.extend(link.file.robots() for link in policy.robots2.links)
+    return files
 
 
 def _tokens(policy: SitePolicy) -> set[str]:
@@ -100,67 +104,29 @@ def bot_classes(
 # --- candidate paths ----------------------------------------------------------------------
 
 
-def _robots_files(policy: SitePolicy) -> list[RobotsFile]:
-    files = [policy.robots] if policy.robots is not None else []
-    if policy.robots2 is not None:
-        files.extend(link.file.robots() for link in policy.robots2.links)
-    return files
-
-
-def rule_patterns(policy: SitePolicy) -> list[str]:
-    """Every path pattern of every file of ``policy``, as RFC 9309 style patterns."""
-    patterns: list[str] = []
-    for robots in _robots_files(policy):
-        patterns.extend(rule.pattern for group in robots.groups for rule in group.rules)
-    if policy.robots_v2 is not None:
-        for rule_set in policy.robots_v2.sets:
-            for rule in rule_set.rules:
-                if rule.kind == "regex":
-                    literal = _REGEX_META.split(rule.pattern.removeprefix("^"), maxsplit=1)[0]
-                    patterns.append(literal + "*")
-                elif rule.kind == "glob":
-                    text = _GLOB_CLASS.sub(
-                        lambda m: m.group(0).lstrip("[!").lstrip("]")[:1], rule.pattern
-                    )
-                    patterns.append(text.replace("?", "x"))
-                elif rule.kind == "explicit":
-                    patterns.append(rule.pattern + "$")
-                else:
-                    patterns.append(rule.pattern)
-    if policy.agents is not None:
-        patterns.extend(d.path for d in policy.agents.directives)
-    return patterns
-
-
-def pattern_paths(pattern: str) -> list[str]:
-    """Concrete paths for one pattern (see the module docstring)."""
-    anchored = pattern.endswith("$")
-    body = pattern[:-1] if anchored else pattern
-    body = body.replace("$", "")
-    if not body.startswith(("/", "*")):
-        body = "/" + body
-    parts = body.split("*")
-    stars = len(parts) - 1
-    expanded = min(stars, MAX_EXPANDED_STARS)
+def pattern_paths(pattern: str, *, glob: bool = False) -> list[str]:
+    """Concrete paths for one pattern: :func:`~geminibot.policy.candidates.concrete_paths`
+    with each filler of :data:`FILLERS` (the pattern, just past its end or its ``$``, its
+    parent), plus the filled pattern one character longer and one character short (the
+    two sides of a prefix rule's edge)."""
     out: list[str] = []
-    for fill in itertools.product(FILLERS, repeat=expanded):
-        fills = (*fill, *([""] * (stars - expanded)))
-        path = parts[0] + "".join(f + p for f, p in zip(fills, parts[1:], strict=True))
-        if not path.startswith("/"):
-            path = "/" + path
-        out.extend((path, path + "x", path + "/", path + "/x"))
-        if len(path) > 1:
-            out.append(path[:-1])
+    for filler in FILLERS:
+        paths = concrete_paths(pattern, glob=glob, filler=filler)
+        filled = paths[0]
+        out.extend((*paths, filled + "x"))
+        if len(filled) > 1:
+            out.append(filled[:-1])
     return out
 
 
 def candidate_paths(*policies: SitePolicy) -> tuple[str, ...]:
-    """Every candidate path from the rules of ``policies``: deduplicated, shortest first,
-    at most :data:`MAX_CANDIDATES`."""
+    """Every candidate path from the rules of ``policies`` (normalised, deduplicated,
+    shortest first, at most :data:`MAX_CANDIDATES`), always with :data:`BASE_PATHS`."""
     found = set(BASE_PATHS)
     for policy in policies:
-        for pattern in rule_patterns(policy):
-            found.update(pattern_paths(pattern))
+        for pattern, glob in rule_patterns(policy):
+            found.update(path_of(p) for p in pattern_paths(pattern, glob=glob))
+    found.discard("/robots.txt")
     return tuple(sorted(found, key=lambda p: (len(p), p))[:MAX_CANDIDATES])
 
 
