@@ -39,7 +39,7 @@ import httpx
 import trio
 
 from geminibot import __version__
-from geminibot.gemini.client import ConnectTo, Limits
+from geminibot.gemini.client import ConnectTo, Limits, route
 from geminibot.gemini.errors import GeminiError
 from geminibot.gemini.urls import resolve_reference
 from geminibot.http.errors import (
@@ -193,16 +193,10 @@ class WebClient:
 
     def _route(self, url: WebURL) -> tuple[str, dict[str, Any]]:
         """The URL to connect to, and the request extensions that keep SNI on the host."""
-        if self.connect_to is None:
-            return str(url), {}
-        if callable(self.connect_to):
-            try:
-                address = self.connect_to(url.host, url.port)
-            except (GeminiError, OSError) as exc:  # a resolver may refuse (--test-range)
-                raise ConnectionFailed(str(exc)) from None
-        else:
-            found = self.connect_to.get(f"{url.host}:{url.port}") or self.connect_to.get(url.host)
-            address = found if found is not None else (url.host, url.port)
+        try:
+            address = route(self.connect_to, url.host, url.port)
+        except (GeminiError, OSError) as exc:  # a resolver may refuse (--test-range)
+            raise ConnectionFailed(str(exc)) from None
         if address == (url.host, url.port):
             return str(url), {}
         host = f"[{address[0]}]" if ":" in address[0] else address[0]
