@@ -98,7 +98,7 @@ def register(commands: Any) -> None:
         metavar="SOURCE",
         help=(
             "also say what the bot must obey on each site: a policy file (robots.txt, "
-            "robots2.txt, agents.txt by name), a capsule folder, or a gemini:// URL"
+            "robots2.txt, agents.txt by name), a folder holding them, or a gemini:// URL"
         ),
     )
     parser.add_argument(

@@ -4,10 +4,9 @@ A SOURCE is one site:
 
 * a policy file: ``robots2.txt`` and ``agents.txt`` are known by their names, any other
   file is read as robots.txt (a successful fetch of it, on a Gemini host by default);
-* a capsule folder (as served by ``capsule-server``, ``serve.toml`` included): the three
-  policy files are asked for exactly as the server would answer, redirects are followed,
-  and each answer is read through RFC 9309's fetch outcomes (a 41 disallows everything,
-  a 51 allows everything), so the policy is the one a bot would obtain over the network;
+* a folder (a capsule's or a site's document root): the three policy files in it, read as
+  files (a missing one as an unavailable fetch: no restriction). How a server answers for
+  them (a redirect, a temporary failure) is only seen through a URL;
 * a ``gemini://`` URL: the three files are fetched from that host with the Gemini client
   (one after the other, then the robots2.txt chain), read through the same outcomes.
 """
@@ -19,7 +18,6 @@ from urllib.parse import urljoin, urlsplit
 
 import trio
 
-from capsule_server.files import Capsule, CapsuleConfigError
 from geminibot.cliutil import CommandError, read_source
 from geminibot.gemini.client import GeminiClient, Limits
 from geminibot.gemini.errors import GeminiError, RedirectRefused, TooManyRedirects
@@ -55,50 +53,39 @@ def site_from_file(source: str, protocol: Protocol) -> SitePolicy:
     )
 
 
-def fetch_from_capsule(capsule: Capsule, path: str) -> Fetched:
-    """What a bot gets asking ``capsule`` for ``path``: the outcome and, on success, the body.
-
-    Redirects within the capsule are followed (at most MAX_ROBOTS_REDIRECTS); a redirect
-    to another host counts as unavailable, since this capsule's files say nothing there.
-    """
-    hops = 0
-    while True:
-        answer = capsule.resolve(path)
-        outcome = fetch_outcome("gemini", answer.status, meta=answer.meta, redirects_followed=hops)
-        if outcome.kind != "redirect":
-            return Fetched(outcome, answer.read_body() if outcome.kind == "success" else None)
-        target = urlsplit(outcome.location or answer.meta)
-        if target.netloc and target.hostname != capsule.host:
-            return Fetched(fetch_outcome("gemini", 51, meta="redirect to another host"))
-        path = target.path or "/"
-        hops += 1
-        if hops > MAX_ROBOTS_REDIRECTS:  # fetch_outcome ends the loop first; a bound anyway
-            return Fetched(fetch_outcome("gemini", 51, meta="too many redirects"))
-
-
-def site_from_capsule(folder: Path) -> SitePolicy:
-    """The policy a bot obtains from a capsule folder (its name is the host name)."""
+def fetch_from_folder(folder: Path, name: str) -> Fetched:
+    """One policy file of ``folder`` read as a fetch: present is a success, absent (or
+    not a regular file) is unavailable, unreadable is unreachable."""
+    path = folder / name
+    if not path.is_file():
+        return Fetched(fetch_outcome("gemini", 51, meta=f"no {name} in {folder}"))
     try:
-        capsule = Capsule(folder.name, folder)
-    except CapsuleConfigError as exc:
-        raise CommandError(f"{folder}: {exc}") from None
+        body = path.read_bytes()
     except OSError as exc:
-        raise CommandError(f"{folder}: cannot read: {exc.strerror}") from None
-    host = capsule.host
+        return Fetched(fetch_outcome("gemini", failure=f"cannot read {path}: {exc.strerror}"))
+    return Fetched(fetch_outcome("gemini", 20), body)
+
+
+def site_from_folder(folder: Path) -> SitePolicy:
+    """The policy of a folder's robots.txt, robots2.txt and agents.txt (its name is taken
+    as the host name; a robots2.txt chain is followed to files of the same folder)."""
+    host = folder.name
 
     def chain_fetch(url: str) -> bytes | None:
         parts = urlsplit(url)
         if parts.scheme not in ("", "gemini") or (parts.hostname or host) != host:
             return None
-        fetched = fetch_from_capsule(capsule, parts.path or "/")
-        body = fetched.body
-        return body if isinstance(body, bytes) else None
+        relative = (parts.path or "/").lstrip("/")
+        if not relative or ".." in relative.split("/"):
+            return None
+        fetched = fetch_from_folder(folder, relative)
+        return fetched.body if isinstance(fetched.body, bytes) else None
 
     return SitePolicy.build(
         "gemini",
-        fetch_from_capsule(capsule, "/" + ROBOTS),
-        fetch_from_capsule(capsule, "/" + ROBOTS2),
-        fetch_from_capsule(capsule, "/" + AGENTS),
+        fetch_from_folder(folder, ROBOTS),
+        fetch_from_folder(folder, ROBOTS2),
+        fetch_from_folder(folder, AGENTS),
         robots2_url=f"gemini://{host}/{ROBOTS2}",
         chain_fetch=chain_fetch,
     )
@@ -155,7 +142,7 @@ async def site_from_url(url: str, client: GeminiClient) -> SitePolicy:
 def site_from_source(
     source: str, protocol: Protocol, client: GeminiClient | None = None
 ) -> SitePolicy:
-    """A SOURCE argument (file, ``-``, capsule folder or gemini:// URL) as a SitePolicy."""
+    """A SOURCE argument (file, ``-``, folder or gemini:// URL) as a SitePolicy."""
     if source.lower().startswith("gemini://"):
         try:
             parse_url(source)
@@ -165,5 +152,5 @@ def site_from_source(
         return trio.run(site_from_url, source, fetcher)
     folder = Path(source)
     if source != "-" and folder.is_dir():
-        return site_from_capsule(folder)
+        return site_from_folder(folder)
     return site_from_file(source, protocol)

@@ -565,6 +565,21 @@ def test_google_only_documentation_checks(row: Row) -> None:
     check(row)
 
 
+@pytest.mark.parametrize(
+    "url", ["http://foo.bar/robots.txt", "gemini://foo.bar/robots.txt", "/robots.txt"]
+)
+def test_intended_difference_robots_txt_always_allowed(url: str) -> None:
+    """Not a Google test: the other intended difference, shown on a Google-style file.
+
+    Google's parser would refuse /robots.txt to FooBot here; RFC 9309 section 2.2.2 says
+    it is always allowed, and so do we.
+    """
+    robots = parse_robots(FOOBOT_DISALLOW_ALL)
+    # intended difference: /robots.txt is allowed although "disallow: /" covers it.
+    assert robots.allowed(url, "FooBot")
+    assert not robots.allowed(url + "x", "FooBot")
+
+
 # --------------------------------------------------------------------------------------
 # Line numbers, byte order marks, sitemaps: Google's parse-handler tests, observed through
 # the parsed groups (User-agent and rule line numbers), the sitemaps and the diagnostics.

@@ -6,7 +6,9 @@
 - with no group for the bot's own token, strict mode never allows what precedence mode
   forbids (strict applies a superset of the groups);
 - over generated patterns with ``*`` and ``$`` and generated paths, the engine agrees with
-  a small independent reference of RFC 9309's longest-match rule written here.
+  a small independent reference of RFC 9309's longest-match rule written here;
+- ``path_of`` agrees with a step-by-step reference of Google's ``GetPathParamsQuery`` on
+  generated URLs (ASCII without ``%``, where our normalisation changes nothing).
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from geminibot.policy import VIRTUAL_AGENTS, parse_robots
+from geminibot.policy.paths import path_of
 
 BOT = "geminibot"
 #: Tokens whose groups can apply to the bot: its own, the virtual agents, the default.
@@ -251,3 +254,56 @@ def test_agrees_with_reference_longest_match(
             assert (len(decision.rule.pattern), decision.rule.allow) == (length, want)
         else:
             assert decision.rule is None
+
+
+# --------------------------------------------------------------------------------------
+# An independent reference of Google's path extraction
+# --------------------------------------------------------------------------------------
+
+
+def _first_of(url: str, start: int) -> int | None:
+    found = [i for i in (url.find(c, start) for c in "/?;") if i != -1]
+    return min(found) if found else None
+
+
+def reference_path(url: str) -> str:
+    """Google's ``GetPathParamsQuery`` (robots.cc), one step at a time.
+
+    Skip a leading ``//``; the scheme ends at the first ``://`` unless a ``/``, ``?`` or
+    ``;`` comes before it; the path starts at the next ``/``, ``?`` or ``;``; a ``#``
+    before that start means no path, one after it ends the path; prepend ``/`` if needed.
+    """
+    start = 2 if url.startswith("//") else 0
+    early = _first_of(url, start)
+    scheme_end = url.find("://", start)
+    if scheme_end == -1 or (early is not None and early < scheme_end):
+        authority = start
+    else:
+        authority = scheme_end + 3
+    path_start = _first_of(url, authority)
+    if path_start is None:
+        return "/"
+    hash_pos = url.find("#", start)
+    if hash_pos != -1 and hash_pos < path_start:
+        return "/"
+    path = url[path_start : len(url) if hash_pos == -1 else hash_pos]
+    return path if path.startswith("/") else "/" + path
+
+
+URL_CHARS = "ab1:/?;#."
+urls = st.one_of(
+    st.text(alphabet=URL_CHARS, max_size=14),
+    st.builds(
+        lambda lead, scheme, host, rest: f"{lead}{scheme}://{host}{rest}",
+        st.sampled_from(["", "/", "//", "a/", "?"]),
+        st.sampled_from(["gemini", "https", "a1", ""]),
+        st.text(alphabet="ab1.:#", max_size=5),
+        st.text(alphabet=URL_CHARS, max_size=10),
+    ),
+)
+
+
+@PROPERTY
+@given(urls)
+def test_path_of_agrees_with_google_path_extraction(target: str) -> None:
+    assert path_of(target) == reference_path(target)
