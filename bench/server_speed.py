@@ -3,10 +3,11 @@
 Both servers run as subprocesses on 127.0.0.1 with the same ECDSA P-256 certificate and
 the same capsule folder; one load generator (trio TLS clients, one request per connection,
 as Gemini does, spread over LOAD_PROCESSES processes) drives both in turn. For each
-concurrency in CONCURRENCY the generator runs for SECONDS_PER_CELL seconds. Reported:
-requests/second, server CPU milliseconds per request (from /proc, which is steadier than
-rps on a shared machine), errors; then each server's peak resident memory while holding
-IDLE_CONNECTIONS idle TLS connections.
+concurrency in CONCURRENCY the generator runs for SECONDS_PER_CELL seconds, ROUNDS times,
+alternating between the servers. Reported: requests/second (best round), server CPU
+milliseconds per request (from /proc; steadier than req/s on a shared machine), errors;
+then each server's resident memory before and while it holds IDLE_CONNECTIONS idle TLS
+connections.
 
 Run: .venv/bin/python bench/server_speed.py   (about a minute; loopback only)
 """
@@ -33,12 +34,15 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from capsule_server.certs import ensure_certificate  # noqa: E402
-from capsule_server.testing import client_context  # noqa: E402
+from capsule_server.testing import open_tls  # noqa: E402
+from capsule_server.tls import TLSConnection  # noqa: E402
+from geminibot.gemini.client import make_ssl_context  # noqa: E402
 
 HOST = "va-groups.test"
 PAGE = "/"
 CONCURRENCY = (1, 16, 64)
 SECONDS_PER_CELL = 3.0
+ROUNDS = 2
 LOAD_PROCESSES = 2
 IDLE_CONNECTIONS = 1000
 STARTUP_TIMEOUT = 20.0
@@ -76,20 +80,32 @@ def memory_kib(pid: int, key: str) -> int:
 
 
 async def _worker(port: int, stop_at: float, counts: list[int]) -> None:
-    ctx = client_context()
+    """One client: connect, TLS, request, read to the end, close; again until ``stop_at``.
+
+    TLS runs over OpenSSL's socket BIO (capsule_server.tls), so that the generator costs as
+    little CPU as it can: on a small machine it shares the cores with the server it drives.
+    """
+    ctx = make_ssl_context()
     request = f"gemini://{HOST}{PAGE}\r\n".encode()
     while trio.current_time() < stop_at:
+        conn = None
         try:
-            tcp = await trio.open_tcp_stream("127.0.0.1", port)
-            tls = trio.SSLStream(tcp, ctx, server_hostname=HOST)
-            await tls.send_all(request)
+            tsock = trio.socket.socket()
+            tsock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            await tsock.connect(("127.0.0.1", port))
+            sock = socket.socket(fileno=tsock.detach())
+            conn = TLSConnection(sock, ctx, server_hostname=HOST)
+            await conn.do_handshake()
+            await conn.send_all(request)
             data = b""
-            while chunk := await tls.receive_some(65536):
+            while chunk := await conn.receive_some(65536):
                 data += chunk
-            await tls.aclose()
-            counts[0 if data.startswith(b"20 ") else 1] += 1
-        except (OSError, ssl.SSLError, trio.BrokenResourceError):
+            counts[0 if data.startswith(b"20 ") and len(data) > 100 else 1] += 1
+        except (OSError, ssl.SSLError):
             counts[1] += 1
+        finally:
+            if conn is not None:
+                conn.close()
 
 
 async def _load(port: int, workers: int, seconds: float) -> list[int]:
@@ -113,16 +129,13 @@ def run_load(pool: multiprocessing.pool.Pool, port: int, concurrency: int) -> tu
 
 
 async def _hold_idle(port: int, n: int, measure: object) -> int:
-    ctx = client_context()
+    ctx = make_ssl_context()
     held = []
     opened = 0
     with trio.move_on_after(60):
         for _ in range(n):
             try:
-                tls = trio.SSLStream(
-                    await trio.open_tcp_stream("127.0.0.1", port), ctx, server_hostname=HOST
-                )
-                await tls.do_handshake()
+                tls = await open_tls(port, HOST, context=ctx)
                 held.append(tls)
                 opened += 1
             except (OSError, ssl.SSLError, trio.BrokenResourceError):
@@ -179,10 +192,11 @@ def main() -> int:
             str(capsules / HOST),
         ],
     }
-    rows: list[tuple[str, int, float, float, int]] = []
+    procs: dict[str, tuple[subprocess.Popen[bytes], int]] = {}
+    best: dict[tuple[str, int], tuple[float, float, int]] = {}
     idle: dict[str, tuple[int, int, int]] = {}
     ctx = multiprocessing.get_context("fork")
-    with ctx.Pool(LOAD_PROCESSES) as pool:
+    try:
         for name, argv in servers.items():
             port = free_port()
             proc = subprocess.Popen(
@@ -191,26 +205,37 @@ def main() -> int:
                 stdout=subprocess.DEVNULL,
                 stderr=subprocess.DEVNULL,
             )
-            try:
-                wait_listening(port, proc)
+            procs[name] = (proc, port)
+            wait_listening(port, proc)
+        with ctx.Pool(LOAD_PROCESSES) as pool:
+            for _proc, port in procs.values():
                 run_load(pool, port, 4)  # warm up
-                for c in CONCURRENCY:
-                    cpu0, t0 = cpu_seconds(proc.pid), time.monotonic()
-                    ok, errors = run_load(pool, port, c)
-                    cpu, wall = cpu_seconds(proc.pid) - cpu0, time.monotonic() - t0
-                    rows.append((name, c, ok / wall, 1000 * cpu / max(ok, 1), errors))
-                base = memory_kib(proc.pid, "VmRSS")
-                peak = [0]
+            # Interleaved rounds, best of ROUNDS per cell: the machine is shared, and a
+            # neighbour's burst should not decide which server looks faster.
+            for c in CONCURRENCY:
+                for _ in range(ROUNDS):
+                    for name, (proc, port) in procs.items():
+                        cpu0, t0 = cpu_seconds(proc.pid), time.monotonic()
+                        ok, errors = run_load(pool, port, c)
+                        cpu, wall = cpu_seconds(proc.pid) - cpu0, time.monotonic() - t0
+                        cell = (ok / wall, 1000 * cpu / max(ok, 1), errors)
+                        if (name, c) not in best or cell[0] > best[(name, c)][0]:
+                            best[(name, c)] = cell
+        for name, (proc, port) in procs.items():
+            base = memory_kib(proc.pid, "VmRSS")
+            peak = [0]
 
-                def measure(pid: int = proc.pid, peak: list[int] = peak) -> None:
-                    peak[0] = memory_kib(pid, "VmRSS")
+            def measure(pid: int = proc.pid, peak: list[int] = peak) -> None:
+                peak[0] = memory_kib(pid, "VmRSS")
 
-                opened = trio.run(_hold_idle, port, IDLE_CONNECTIONS, measure)
-                idle[name] = (opened, base, peak[0])
-            finally:
-                proc.terminate()
-                proc.wait(10)
+            opened = trio.run(_hold_idle, port, IDLE_CONNECTIONS, measure)
+            idle[name] = (opened, base, peak[0])
+    finally:
+        for proc, _ in procs.values():
+            proc.terminate()
+            proc.wait(10)
     shutil.rmtree(tmp, ignore_errors=True)
+    rows = [(name, c, *best[(name, c)]) for c in CONCURRENCY for name in servers]
 
     cpu_model = next(
         (
@@ -222,7 +247,7 @@ def main() -> int:
     )
     print(f"machine: nproc={os.cpu_count()} cpu={cpu_model} python={platform.python_version()}")
     print(
-        f"page: gemini://{HOST}{PAGE}, {SECONDS_PER_CELL:g} s per cell, "
+        f"page: gemini://{HOST}{PAGE}, best of {ROUNDS} rounds of {SECONDS_PER_CELL:g} s per cell, "
         f"{LOAD_PROCESSES} load processes, one request per TLS connection\n"
     )
     print(f"{'server':<16}{'conc':>6}{'req/s':>10}{'cpu ms/req':>12}{'errors':>8}")

@@ -6,8 +6,9 @@ is a thin loop around :meth:`Capsule.resolve`.
 Safety: nothing outside the capsule folder is ever served. A path is split on ``/`` *before*
 percent-decoding, and a segment is refused (51) if, decoded, it is ``.`` or ``..``, starts
 with ``.`` (hidden files), contains ``/``, ``\\``, a NUL or another control character, or is
-not UTF-8. The joined path is then resolved with symbolic links followed and must still lie
-inside the capsule's resolved folder, so a link that leaves the folder is refused as well.
+not UTF-8. The path is then walked from the capsule's resolved folder with ``lstat``; if a
+symbolic link is met, the whole path is resolved with links followed and must still lie
+inside that folder, so a link that leaves the folder is refused as well.
 
 A capsule folder may hold ``serve.toml`` to describe what a static folder cannot: special
 responses (41, 44, a redirect), per-path MIME types, generated bodies (an oversized
@@ -20,6 +21,7 @@ from __future__ import annotations
 import functools
 import hashlib
 import os
+import stat
 import tomllib
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -190,6 +192,8 @@ class Capsule:
     def __init__(self, host: str, root: Path) -> None:
         self.host = host
         self.root = root.resolve(strict=True)
+        self._root = str(self.root)
+        self._root_mode = os.stat(self._root).st_mode
         self.config = load_config(self.root)
 
     def resolve(self, raw_path: str) -> Resolution:
@@ -213,30 +217,51 @@ class Capsule:
         segments = _decode_segments(path)
         if segments is None:
             return NOT_FOUND
-        target = self.root.joinpath(*segments)
-        try:
-            real = Path(os.path.realpath(target, strict=True))
-        except OSError:
+        found = self._inside(segments)
+        if found is None:
             return NOT_FOUND
-        if real != self.root and not real.is_relative_to(self.root):
-            return NOT_FOUND
-        if real.is_dir():
+        real, mode = found
+        if stat.S_ISDIR(mode):
             if not path.endswith("/"):
                 return Resolution(Status.REDIRECT_PERMANENT, path + "/")
-            real = real / INDEX_FILE
-            try:
-                real = Path(os.path.realpath(real, strict=True))
-            except OSError:
+            found = self._inside([*segments, INDEX_FILE])
+            if found is None:
                 return NOT_FOUND
-            if not real.is_relative_to(self.root):
-                return NOT_FOUND
+            real, mode = found
         elif path.endswith("/"):
             return NOT_FOUND  # a file asked for as if it were a folder
-        if not real.is_file() or (real.parent == self.root and real.name in NOT_SERVED):
+        if not stat.S_ISREG(mode) or (
+            os.path.dirname(real) == self._root and (os.path.basename(real) in NOT_SERVED)
+        ):
             return NOT_FOUND
         name = segments[-1] if segments and not path.endswith("/") else INDEX_FILE
         mime = config.mime.get(path) or mime_type(name)
-        return Resolution(Status.SUCCESS, mime, file=real)
+        return Resolution(Status.SUCCESS, mime, file=Path(real))
+
+    def _inside(self, segments: list[str]) -> tuple[str, int] | None:
+        """The real path of ``segments`` under the root and its mode, or None if it does
+        not exist or (symbolic links followed) lies outside the capsule.
+
+        Walks with ``lstat`` from the already resolved root; only a path with a symbolic
+        link in it pays for a full ``realpath``."""
+        root = self._root
+        current = root
+        mode = self._root_mode
+        for segment in segments:
+            current = current + os.sep + segment
+            try:
+                mode = os.lstat(current).st_mode
+            except OSError:
+                return None
+            if stat.S_ISLNK(mode):
+                real = os.path.realpath(os.path.join(root, *segments))
+                if real != root and not real.startswith(root + os.sep):
+                    return None
+                try:
+                    return real, os.stat(real).st_mode
+                except OSError:
+                    return None
+        return current, mode
 
 
 def _decode_segments(path: str) -> list[str] | None:

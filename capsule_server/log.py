@@ -1,8 +1,9 @@
-"""The access log: one JSON object per connection, one per line (JSON Lines).
+"""The access log: one JSON object per connection, one per line (JSON Lines), written
+when the connection ends (so concurrent connections may appear out of ``time`` order).
 
-Fields: ``time`` (ISO 8601 UTC, when the record was written), ``client`` (address),
-``host`` (from the request URL; null before a request was read), ``path`` (still
-percent-encoded, as requested), ``status`` (null if no response was sent), ``bytes`` (body
+Fields: ``time`` (ISO 8601 UTC, when the connection was accepted), ``client`` (address),
+``host`` (from the request URL; null before a request was read), ``path`` (path and
+query as the URL parser normalised them, still percent-encoded), ``status`` (null if no response was sent), ``bytes`` (body
 bytes sent), ``duration`` (seconds from accept to close). Optional: ``meta`` (the meta of a
 non-20 answer), ``limited`` (``rate`` or ``busy`` for a 44 the server chose), ``error`` (why
 a connection ended without an answer), ``request`` (the start of a malformed request line).
@@ -31,10 +32,6 @@ class AccessRecord:
     error: str | None = None
     request: str | None = None
     time: str = ""
-
-    @classmethod
-    def failure(cls, client: str, error: str, duration: float) -> AccessRecord:
-        return cls(client=client, error=error or None, duration=duration)
 
     def as_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {

@@ -124,7 +124,8 @@ def build_report(
     blocked_until: dict[tuple[str, str], float] = {}
     last_request: dict[tuple[str, str], float] = {}
     broken: dict[str, set[str]] = {}
-    for record in records:
+    # Records are written when connections end; order them by when they began.
+    for record in sorted(records, key=lambda r: _when(r) or 0.0):
         if record.host is None or record.path is None:
             continue  # no request was read (timeout, TLS failure, malformed line)
         report = reports.setdefault(record.client, ClientReport(record.client))

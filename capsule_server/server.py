@@ -7,12 +7,14 @@ One connection carries one request. The flow of a connection:
    named, or the ``localhost`` fallback certificate for a missing or unknown name.
 3. Read the request line within ``Limits.header_timeout`` (slowloris): more than 1024 bytes
    before CRLF gives 59, the timeout closes the connection.
-4. More than ``Limits.max_connections`` being served, or the client address over its rate
-   (a token bucket of ``Limits.rate_burst`` requests refilled at ``Limits.rate_per_second``):
-   ``44 SECONDS``.
-5. Validation (:func:`geminibot.gemini.urls.parse_request`, plus the CRLF): 59 malformed,
-   53 another scheme, a host not served, or a host other than the SNI name.
-6. :meth:`Capsule.resolve`: a file, a generated body, a special response, or 51.
+4. Validation (:func:`geminibot.gemini.urls.parse_request`, plus the CRLF): 59 malformed,
+   53 another scheme.
+5. The client address over its rate (a token bucket of ``Limits.rate_burst`` requests
+   refilled at ``Limits.rate_per_second``), or more than ``Limits.max_connections``
+   connections open: ``44 SECONDS``.
+6. 53 for a host not served, or a host other than the SNI name.
+7. :meth:`Capsule.resolve`: a file, a generated body, a special response, or 51; sent within
+   ``Limits.send_timeout``, then TLS close_notify.
 
 Every connection that got as far as TCP gives one access-log record (:mod:`capsule_server.log`).
 """
@@ -32,7 +34,7 @@ import trio
 
 from capsule_server.certs import FALLBACK_HOST, ensure_certificate
 from capsule_server.files import Capsule, Resolution
-from capsule_server.log import AccessRecord
+from capsule_server.log import AccessRecord, now_iso
 from capsule_server.ratelimit import RateLimiter
 from capsule_server.tls import TLSConnection
 from geminibot.gemini.errors import InvalidURL, UnsupportedScheme
@@ -116,7 +118,6 @@ class CapsuleServer:
         self.ssl_context = _context(cert_dir, FALLBACK_HOST)  # also used when there is no SNI
         self.ssl_context.sni_callback = self._choose_context
         self._accept_scope = trio.CancelScope()
-        self._handlers_scope = trio.CancelScope()
         self.port: int | None = None
 
     def _choose_context(
@@ -134,7 +135,6 @@ class CapsuleServer:
     ) -> None:
         """Accept on ``listeners`` until :meth:`shutdown`; then let connections finish."""
         async with trio.open_nursery() as handlers:
-            self._handlers_scope = handlers.cancel_scope
             with self._accept_scope:
                 async with trio.open_nursery() as acceptors:
                     for listener in listeners:
@@ -152,39 +152,38 @@ class CapsuleServer:
     async def _accept_loop(self, listener: trio.SocketListener, handlers: trio.Nursery) -> None:
         while True:
             try:
-                accepted, _ = await listener.socket.accept()
+                accepted, address = await listener.socket.accept()
             except OSError as exc:  # EMFILE and friends: back off instead of spinning
-                self._emit(AccessRecord.failure("", f"accept: {exc.strerror}", 0.0))
+                self._emit(AccessRecord("", error=f"accept: {exc.strerror}"))
                 await trio.sleep(0.1)
                 continue
             # From here on OpenSSL drives the socket itself (see capsule_server.tls).
             sock = socket.socket(
                 accepted.family, accepted.type, accepted.proto, fileno=accepted.detach()
             )
+            client = str(address[0]) if isinstance(address, tuple) else ""
             if self._open >= self.limits.max_open:
                 sock.close()
+                self._emit(AccessRecord(client, error="over the open connection limit"))
                 continue
             with suppress(OSError):
                 sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
             self._open += 1
-            handlers.start_soon(self._handle, sock)
+            handlers.start_soon(self._handle, sock, client)
 
-    async def _handle(self, sock: socket.socket) -> None:
-        started = self._clock()
-        try:
-            client = str(sock.getpeername()[0])
-        except OSError:
-            client = ""
-        record = AccessRecord.failure(client, "", 0.0)
+    async def _handle(self, sock: socket.socket, client: str) -> None:
+        started, accepted_at = self._clock(), now_iso()
+        record = AccessRecord(client)
         try:
             record = await self._converse(sock, client)
         finally:
+            record.time = accepted_at
             self._open -= 1
             record.duration = self._clock() - started
             self._emit(record)
 
     async def _converse(self, sock: socket.socket, client: str) -> AccessRecord:
-        record = AccessRecord.failure(client, "", 0.0)
+        record = AccessRecord(client)
         try:
             conn = TLSConnection(sock, self.ssl_context)
         except (ssl.SSLError, OSError) as exc:

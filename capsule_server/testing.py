@@ -12,6 +12,7 @@ import trio
 from capsule_server.files import load_capsules
 from capsule_server.log import AccessRecord
 from capsule_server.server import CapsuleServer, Limits
+from geminibot.gemini.client import make_ssl_context
 
 
 @asynccontextmanager
@@ -33,12 +34,23 @@ async def running_server(
             server.shutdown()
 
 
-def client_context() -> ssl.SSLContext:
-    """A TLS client context that accepts self-signed certificates (pinning is not tested here)."""
-    ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
-    ctx.check_hostname = False
-    ctx.verify_mode = ssl.CERT_NONE
-    return ctx
+async def open_tls(
+    port: int,
+    sni: str,
+    *,
+    handshake: bool = True,
+    host: str = "127.0.0.1",
+    context: ssl.SSLContext | None = None,
+) -> trio.SSLStream[trio.SocketStream]:
+    """A TLS connection to the server with SNI ``sni`` (certificates not checked)."""
+    tls = trio.SSLStream(
+        await trio.open_tcp_stream(host, port),
+        context or make_ssl_context(),
+        server_hostname=sni,
+    )
+    if handshake:
+        await tls.do_handshake()
+    return tls
 
 
 RAW_RESPONSE_LIMIT = 64 * 1024 * 1024
@@ -60,7 +72,7 @@ async def raw_request(
     ``local_address`` (such as 127.0.0.2) makes the request come from another client."""
     stream: trio.abc.Stream = await trio.open_tcp_stream(host, port, local_address=local_address)
     if tls:
-        stream = trio.SSLStream(stream, context or client_context(), server_hostname=sni)
+        stream = trio.SSLStream(stream, context or make_ssl_context(), server_hostname=sni)
     out = bytearray()
     try:
         if data:

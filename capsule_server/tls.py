@@ -20,11 +20,19 @@ SEND_CHUNK = 16 * 1024
 
 
 class TLSConnection:
-    """One accepted connection. Errors surface as ``ssl.SSLError`` or ``OSError``."""
+    """One connection (server side unless ``server_hostname`` is given, as the benchmark's
+    load generator does). Errors surface as ``ssl.SSLError`` or ``OSError``."""
 
-    def __init__(self, sock: socket.socket, context: ssl.SSLContext) -> None:
+    def __init__(
+        self, sock: socket.socket, context: ssl.SSLContext, server_hostname: str | None = None
+    ) -> None:
         sock.setblocking(False)
-        self.tls = context.wrap_socket(sock, server_side=True, do_handshake_on_connect=False)
+        self.tls = context.wrap_socket(
+            sock,
+            server_side=server_hostname is None,
+            server_hostname=server_hostname,
+            do_handshake_on_connect=False,
+        )
 
     @property
     def context(self) -> ssl.SSLContext:

@@ -78,3 +78,16 @@ def test_certs_command_lists_fingerprints(
     assert main(["certs", "--certs", str(tmp_path)]) == 0
     assert f"a.test  SHA256:{a.sha256}" in capsys.readouterr().out
     assert list_certificates(tmp_path / "missing") == []
+
+
+def test_certs_make_for_a_capsules_folder(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    site = tmp_path / "caps" / "one.test"
+    site.mkdir(parents=True)
+    certs = tmp_path / "certs"
+    assert main(["certs", "--certs", str(certs), "--make", str(tmp_path / "caps")]) == 0
+    assert sorted(p.name for p in certs.glob("*.crt")) == ["localhost.crt", "one.test.crt"]
+    first = capsys.readouterr().out
+    assert main(["certs", "--certs", str(certs), "--make", str(tmp_path / "caps")]) == 0
+    assert capsys.readouterr().out == first  # reused, same fingerprints

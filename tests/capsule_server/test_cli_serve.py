@@ -16,7 +16,8 @@ import pytest
 import trio
 
 from capsule_server.cli import main
-from capsule_server.testing import client_context, raw_request
+from capsule_server.testing import open_tls, raw_request
+from geminibot.gemini.client import make_ssl_context
 
 LOAD_CONNECTIONS = 1000
 LOAD_DEADLINE = 90.0
@@ -99,7 +100,7 @@ async def _load(tmp_path: Path) -> None:
     expected_body = (Path(__file__).parents[2] / "capsules/va-groups.test/index.gmi").read_bytes()
     args = ("--certs", str(tmp_path / "certs"), "--log", str(tmp_path / "log"))
     async with serve_process(*args, "--rate-burst", "100000", "--rate", "100000") as (proc, port):
-        ctx = client_context()
+        ctx = make_ssl_context()
         go = trio.Event()
         results: list[bytes | str] = []
         connected = 0
@@ -108,12 +109,7 @@ async def _load(tmp_path: Path) -> None:
         async def one() -> None:
             nonlocal connected
             try:
-                tls = trio.SSLStream(
-                    await trio.open_tcp_stream("127.0.0.1", port),
-                    ctx,
-                    server_hostname="va-groups.test",
-                )
-                await tls.do_handshake()
+                tls = await open_tls(port, "va-groups.test", context=ctx)
                 connected += 1
                 if connected == LOAD_CONNECTIONS:
                     all_connected.set()

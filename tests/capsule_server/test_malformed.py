@@ -13,7 +13,8 @@ import pytest
 import trio
 
 from capsule_server.server import CapsuleServer
-from capsule_server.testing import client_context, raw_request
+from capsule_server.testing import open_tls, raw_request
+from geminibot.gemini.client import make_ssl_context
 
 M = "maze.test"
 V = "va-groups.test"
@@ -154,7 +155,7 @@ async def test_without_tls_is_closed(server: CapsuleServer, data: bytes) -> None
 
 async def test_old_tls_versions_are_refused(server: CapsuleServer) -> None:
     assert server.port is not None
-    ctx = client_context()
+    ctx = make_ssl_context()
     try:
         ctx.set_ciphers("DEFAULT:@SECLEVEL=0")  # let this client offer TLS 1.0/1.1 at all
         with warnings.catch_warnings():
@@ -163,9 +164,7 @@ async def test_old_tls_versions_are_refused(server: CapsuleServer) -> None:
             ctx.maximum_version = ssl.TLSVersion.TLSv1_1
     except (ValueError, ssl.SSLError):
         pytest.skip("this OpenSSL cannot offer TLS 1.1")
-    tls = trio.SSLStream(
-        await trio.open_tcp_stream("127.0.0.1", server.port), ctx, server_hostname="maze.test"
-    )
+    tls = await open_tls(server.port, "maze.test", handshake=False, context=ctx)
     with pytest.raises(trio.BrokenResourceError) as caught:
         await tls.do_handshake()
     assert "PROTOCOL_VERSION" in str(caught.value.__cause__)  # the server's alert

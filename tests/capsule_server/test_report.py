@@ -130,3 +130,9 @@ def test_report_input_errors(tmp_path: Path, capsys: pytest.CaptureFixture[str])
     bad.write_text('{"client": "a"}\nnot json\n')
     assert main(["report", str(bad)]) == 2
     assert "bad.jsonl:2: not JSON" in capsys.readouterr().err
+
+
+def test_records_are_ordered_by_accept_time() -> None:
+    # the long robots.txt connection ended (and was logged) after the page request
+    [report] = build_report([rec(2, "/"), rec(1, "/robots.txt")], POLICIES)
+    assert report.robots_first == {"x.test": True}

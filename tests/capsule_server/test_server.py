@@ -12,7 +12,7 @@ import trio
 from capsule_server.files import binary_sha256, large_robots
 from capsule_server.log import AccessRecord
 from capsule_server.server import CapsuleServer, Limits
-from capsule_server.testing import client_context, raw_request, running_server
+from capsule_server.testing import open_tls, raw_request, running_server
 
 
 def split(response: bytes) -> tuple[str, bytes]:
@@ -49,9 +49,7 @@ async def test_each_host_gets_its_own_certificate(server: CapsuleServer) -> None
     assert server.port is not None
     seen = set()
     for host in ("va-groups.test", "maze.test"):
-        tcp = await trio.open_tcp_stream("127.0.0.1", server.port)
-        tls = trio.SSLStream(tcp, client_context(), server_hostname=host)
-        await tls.do_handshake()
+        tls = await open_tls(server.port, host)
         der = tls.getpeercert(binary_form=True)
         assert der is not None
         seen.add(hashlib.sha256(der).hexdigest())
@@ -130,9 +128,7 @@ async def test_header_timeout_closes_slow_client(
     limits = Limits(header_timeout=0.3)
     async with running_server(capsules_dir, cert_dir, limits, access_log.append) as srv:
         assert srv.port is not None
-        tcp = await trio.open_tcp_stream("127.0.0.1", srv.port)
-        tls = trio.SSLStream(tcp, client_context(), server_hostname="maze.test")
-        await tls.do_handshake()
+        tls = await open_tls(srv.port, "maze.test")
         await tls.send_all(b"gemini://maze.test/")  # never finishes the line
         with trio.fail_after(5):
             try:
@@ -164,12 +160,7 @@ async def test_busy_server_answers_44(capsules_dir: Path, cert_dir: Path) -> Non
         assert srv.port is not None
         holders = []
         for _ in range(2):  # two idle connections hold the capacity
-            tls = trio.SSLStream(
-                await trio.open_tcp_stream("127.0.0.1", srv.port),
-                client_context(),
-                server_hostname="maze.test",
-            )
-            await tls.do_handshake()
+            tls = await open_tls(srv.port, "maze.test")
             holders.append(tls)
         assert split(await get(srv, "maze.test", "/"))[0] == "44 7"
         for tls in holders:
@@ -183,12 +174,7 @@ async def test_over_max_open_is_closed_before_tls(capsules_dir: Path, cert_dir: 
         holder = await trio.open_tcp_stream("127.0.0.1", srv.port)
         await trio.sleep(0.05)  # let the server accept the holder
         with pytest.raises((ssl.SSLError, trio.BrokenResourceError)):
-            tls = trio.SSLStream(
-                await trio.open_tcp_stream("127.0.0.1", srv.port),
-                client_context(),
-                server_hostname="maze.test",
-            )
-            await tls.do_handshake()
+            await open_tls(srv.port, "maze.test")
         await holder.aclose()
 
 
@@ -196,12 +182,7 @@ async def test_shutdown_lets_in_flight_request_finish(capsules_dir: Path, cert_d
     async with running_server(capsules_dir, cert_dir) as srv:
         assert srv.port is not None
         port = srv.port
-        tls = trio.SSLStream(
-            await trio.open_tcp_stream("127.0.0.1", port),
-            client_context(),
-            server_hostname="maze.test",
-        )
-        await tls.do_handshake()
+        tls = await open_tls(port, "maze.test")
         srv.shutdown()
         await trio.sleep(0.05)
         await tls.send_all(b"gemini://maze.test/\r\n")
@@ -219,11 +200,7 @@ async def test_send_timeout_drops_a_client_that_does_not_read(
     limits = Limits(send_timeout=0.3)
     async with running_server(capsules_dir, cert_dir, limits, access_log.append) as srv:
         assert srv.port is not None
-        tls = trio.SSLStream(
-            await trio.open_tcp_stream("127.0.0.1", srv.port),
-            client_context(),
-            server_hostname="large-file.test",
-        )
+        tls = await open_tls(srv.port, "large-file.test", handshake=False)
         await tls.send_all(b"gemini://large-file.test/files/big.bin\r\n")
         with trio.fail_after(10):
             while not access_log:  # 16 MiB do not fit in the socket buffers
