@@ -1,46 +1,91 @@
 """``make demo``: the main job on the bundled data.
 
-Until the crawler lands this is a policy check: the bundled example robots.txt, decided
-for a few typical bots and URLs, with the reason for each verdict.
+Serves the bundled test capsules on 127.0.0.1 (capsule_server, in this process), crawls
+every one of them as an indexer (``--test-range``: no default delay, but every policy's
+delay, 44 and visit window still hold), then shows what the index says: statistics and a
+few searches. Bounded: at most :data:`DEMO_SECONDS` of crawling and :data:`DEMO_HOST_URLS`
+URLs per capsule (the link maze would take the default 500).
 """
 
 from __future__ import annotations
 
-from importlib import resources
+import tempfile
+import time
+from pathlib import Path
 
-from geminibot.policy import parse_robots
+import trio
 
-BOTS: tuple[tuple[str, str, tuple[str, ...], bool], ...] = (
-    ("a search crawler", "searchbot", ("indexer",), False),
-    ("an archive crawler", "archivebot", ("archiver",), False),
-    ("a crawler that indexes and archives", "bothbot", ("indexer", "archiver"), False),
-    ("a web proxy", "proxybot", ("webproxy",), False),
-    ("geminibot as indexer", "geminibot", ("indexer",), False),
-    ("geminibot as indexer, strict mode", "geminibot", ("indexer",), True),
-)
-URLS = (
-    "gemini://example.org/",
-    "gemini://example.org/journal/2026-11-01.gmi",
-    "gemini://example.org/journal/drafts/idea.gmi",
-    "gemini://example.org/journal/drafts/published-1.gmi",
-    "gemini://example.org/private/open.gmi",
-    "gemini://example.org/robots.txt",
-)
+from capsule_server.files import bundled_capsules, load_capsules
+from capsule_server.server import Limits as ServerLimits
+from capsule_server.testing import running_server
+from geminibot.crawl.crawler import Crawler, CrawlOptions, Progress
+from geminibot.crawl.fetcher import Resolver, gemini_fetch
+from geminibot.crawl.frontier import Limits
+from geminibot.gemini.client import GeminiClient
+from geminibot.index import connect, search
+from geminibot.index.stats import format_stats, stats
+
+#: Longest the demo crawls (seconds of wall-clock time). Most capsules are done in a few
+#: seconds; robots-44.test answers robots.txt with ``44 60`` and is still being waited
+#: out when the demo stops (a real crawl would come back to it).
+DEMO_SECONDS = 12.0
+#: The demo server's rate limit per client (requests/s, burst): above the crawl's pace on
+#: most capsules, so a few 44s show up without slowing the demo down.
+DEMO_RATE = (50.0, 100)
+#: URLs taken from one capsule (the maze never ends).
+DEMO_HOST_URLS = 40
+QUERIES = ("virtual agent", "honeypot", "maze", "robots.txt redirect")
+
+
+async def crawl_capsules(directory: Path, db: Path, certs: Path) -> Progress:
+    hosts = sorted(load_capsules(directory))
+    limits = ServerLimits(rate_per_second=DEMO_RATE[0], rate_burst=DEMO_RATE[1])
+    async with running_server(directory, certs, limits) as server:
+        assert server.port is not None
+        resolver = Resolver([("*.test", 1965, "127.0.0.1", server.port)], loopback_only=True)
+        options = CrawlOptions(
+            role="indexer",
+            test_range=True,
+            allow_hosts=("*.test",),
+            limits=Limits(max_urls_per_host=DEMO_HOST_URLS),
+        )
+        crawler = Crawler(connect(db), gemini_fetch(GeminiClient(connect_to=resolver)), options)
+        crawler.seed([f"gemini://{host}/" for host in hosts])
+        print(f"Crawling {len(hosts)} capsules served on 127.0.0.1:{server.port} ...")
+        with trio.move_on_after(DEMO_SECONDS):
+            return await crawler.run()
+        crawler.stop()
+        return crawler.progress
 
 
 def main() -> None:
-    source = resources.files("geminibot") / "data" / "example-robots.txt"
-    robots = parse_robots(source.read_bytes())
-    print(f"Policy: {source} ({len(robots.groups)} groups)\n")
-    for label, agent, vas, strict in BOTS:
-        mode = "strict" if strict else "precedence"
-        print(f"== {label}: --agent {agent} --as {','.join(vas)} ({mode})")
-        for url in URLS:
-            decision = robots.decide(url, agent, vas, strict)
-            verdict = "allowed" if decision.allowed else "DISALLOWED"
-            print(f"  {verdict:<11} {url}\n              {decision.reason}")
-        print()
-    print("Try it yourself: .venv/bin/geminibot policy check --help")
+    directory = bundled_capsules()
+    if directory is None:
+        raise SystemExit("demo: the bundled capsules are missing from this installation")
+    with tempfile.TemporaryDirectory() as tmp:
+        db = Path(tmp) / "demo.db"
+        started = time.monotonic()
+        progress = trio.run(crawl_capsules, directory, db, Path(tmp) / "certs")
+        print(
+            f"{progress.pages} pages, {progress.requests} requests, {progress.refused} URLs "
+            f"refused by policy, {progress.slow_downs} 44 SLOW DOWN obeyed, "
+            f"in {time.monotonic() - started:.1f} s"
+        )
+        for host, reason in sorted(progress.hosts_skipped.items()):
+            print(f"  skipped for now: {host}: {reason}")
+        if progress.queued:
+            print(
+                f"  stopped after {DEMO_SECONDS:g} s with {progress.queued} URLs queued "
+                "(hosts still waiting out a 44); a real crawl resumes them next run"
+            )
+        conn = connect(db)
+        print("\n== geminibot stats\n" + format_stats(stats(conn)))
+        for query in QUERIES:
+            print(f"\n== geminibot search {query!r}")
+            for n, r in enumerate(search(conn, query, 3), 1):
+                print(f"{n}. {r.title or r.url}\n   {r.url}\n   {r.snippet}")
+        conn.close()
+    print("\nTry it yourself: .venv/bin/geminibot crawl --help (docs/crawl.md)")
 
 
 if __name__ == "__main__":

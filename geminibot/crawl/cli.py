@@ -146,7 +146,11 @@ def register(commands: Any) -> None:
 def _exclusive(db: Path) -> Iterator[None]:
     """One crawl per database at a time (the lock goes with the process, even on kill -9)."""
     lock_path = db.with_name(db.name + ".lock")
-    with lock_path.open("w") as lock:
+    try:
+        lock = lock_path.open("w")
+    except OSError as exc:
+        raise CommandError(f"{db}: cannot create the database there: {exc.strerror}") from None
+    with lock:
         try:
             fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
@@ -260,6 +264,10 @@ def run_crawl(args: argparse.Namespace) -> int:
         )
         fetch = ProtocolFetcher(gemini=gemini_fetch(GeminiClient(connect_to=resolver)), web=web)
         crawler = Crawler(conn, fetch, options)
+        try:
+            crawler.check_settings()
+        except ConfigMismatch as exc:
+            raise CommandError(f"{db}: {exc}") from None
         archive = None
         if options.role == "archiver":
             warc_dir = Path(args.warc_dir) if args.warc_dir else db.with_name(db.name + ".warc")
@@ -269,8 +277,6 @@ def run_crawl(args: argparse.Namespace) -> int:
         try:
             crawler.seed(seeds)
             progress, interrupted = trio.run(_crawl, crawler, web)
-        except ConfigMismatch as exc:
-            raise CommandError(f"{db}: {exc}") from None
         finally:
             display.end()
             if archive is not None:

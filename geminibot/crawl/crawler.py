@@ -51,6 +51,7 @@ from geminibot.crawl.schemes import (
     host_protocol,
     host_url,
     normalise,
+    parse_any,
     protocol_of,
 )
 from geminibot.gemini.gemtext import resolve_link
@@ -58,7 +59,15 @@ from geminibot.index import store_page, transaction
 from geminibot.index.db import get_setting, set_setting
 from geminibot.index.pages import find_by_hash
 from geminibot.policy import fetch_outcome
-from geminibot.policy.robots2 import AskLedger, AskOutcome, AskRequest, AskResponse, ask_outcome
+from geminibot.policy.robots2 import (
+    AskLedger,
+    AskOutcome,
+    AskRequest,
+    AskResponse,
+    ChainWalker,
+    ask_outcome,
+    parse_robots2,
+)
 from geminibot.policy.site_policy import (
     AGENTS,
     ROBOTS,
@@ -71,8 +80,10 @@ from geminibot.policy.site_policy import (
 
 #: Requests in flight across all hosts, by default.
 DEFAULT_CONCURRENCY = 16
-#: The policy files read before the first page of a host, in this order.
+#: The policy files read before the first page of a host, in this order (and the files a
+#: robots2.txt ``chain:`` names on the same host, after it).
 POLICY_FILES = (ROBOTS, ROBOTS2, AGENTS)
+ROBOTS2_PATH = "/robots2.txt"
 #: robots2.txt category each role declares (project decision; None: global directives only).
 ROLE_CATEGORIES: dict[str, str | None] = {
     "indexer": "search-indexer",
@@ -443,25 +454,50 @@ class Crawler:
         )
 
     async def _site_policy(self, host: str) -> SitePolicy | None:
-        """The host's policy from robots.txt, robots2.txt and agents.txt (cached, or fetched
-        now, robots.txt first); None when the host is skipped for now."""
+        """The host's policy from robots.txt, robots2.txt (and its chain) and agents.txt
+        (cached, or fetched now, robots.txt first); None when the host is skipped for now."""
         files: dict[str, Fetched] = {}
+        chain: dict[str, bytes | None] = {}
         known: SitePolicy | None = None  # what the files read so far say (pace)
         for name in POLICY_FILES:
-            cached = robots_cache.load(self.conn, host, name, self.clock())
+            cached = await self._policy_file(host, name, known)
             if cached is None:
-                cached = await self._fetch_policy_file(host, name, known)
-                if cached is None:
-                    return None
+                return None
             if cached.outcome.kind == "unreachable":
                 # disallow everything until a later fetch succeeds: leave the URLs queued
                 self._skip(host, f"{name} unreachable ({cached.outcome.reason}): retry later")
                 return None
             files[name] = Fetched(cached.outcome, cached.body)
+            if name == ROBOTS2 and cached.outcome.kind == "success":
+                walker = ChainWalker(parse_robots2(cached.body or b""), ROBOTS2_PATH)
+                while (target := walker.next_url()) is not None:
+                    body = None
+                    path = _same_host_path(target, host)
+                    if path is not None:  # a chain is followed on its own host only
+                        link = await self._policy_file(host, path.lstrip("/"), known)
+                        if link is None:
+                            return None
+                        body = link.body if link.outcome.kind == "success" else None
+                    chain[target] = body
+                    walker.feed(target, body)
             known = SitePolicy.build(
-                host_protocol(host), files.get(ROBOTS), files.get(ROBOTS2), files.get(AGENTS)
+                host_protocol(host),
+                files.get(ROBOTS),
+                files.get(ROBOTS2),
+                files.get(AGENTS),
+                robots2_url=ROBOTS2_PATH,
+                chain_fetch=chain,
             )
         return known
+
+    async def _policy_file(
+        self, host: str, name: str, known: SitePolicy | None
+    ) -> robots_cache.CachedFile | None:
+        """A policy file from the cache, or fetched now; None when the host is skipped."""
+        cached = robots_cache.load(self.conn, host, name, self.clock())
+        if cached is None:
+            cached = await self._fetch_policy_file(host, name, known)
+        return cached
 
     async def _fetch_policy_file(
         self, host: str, name: str, known: SitePolicy | None
@@ -650,6 +686,16 @@ class Crawler:
         if woke:
             self._wake.set()
         return True
+
+
+def _same_host_path(target: str, host: str) -> str | None:
+    """The path and query of ``target`` (a path, or a URL) if it is on ``host``."""
+    if target.startswith("/"):
+        return target
+    try:
+        return parse_any(target).path_query if host_key(target) == host else None
+    except ValueError:
+        return None
 
 
 def _same_host(url: str, host: str) -> bool:

@@ -12,7 +12,8 @@ import sqlite3
 import tomllib
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +21,7 @@ import trio
 
 from capsule_server.files import load_capsules
 from capsule_server.log import AccessRecord
+from capsule_server.report import ClientReport, build_report, load_policies
 from capsule_server.server import CapsuleServer, Limits
 from geminibot.crawl.crawler import Crawler, CrawlOptions, Progress
 from geminibot.crawl.fetcher import Resolver, gemini_fetch
@@ -28,6 +30,7 @@ from geminibot.index import connect
 
 CAPSULES = Path(__file__).resolve().parents[2] / "capsules"
 POLICY_FILES = ("/robots.txt", "/robots2.txt", "/agents.txt")
+EPOCH = 1.8e9  # where the access log's clock starts
 
 
 def expectation(host: str) -> dict[str, Any]:
@@ -52,28 +55,51 @@ class Hit:
     limited: str | None
 
 
+@dataclass
+class Served:
+    server: CapsuleServer
+    root: Path
+    hits: dict[str, list[Hit]] = field(default_factory=dict)
+    records: list[AccessRecord] = field(default_factory=list)
+
+    @property
+    def port(self) -> int:
+        assert self.server.port is not None
+        return self.server.port
+
+    def report(self) -> ClientReport:
+        """The server's compliance report on the one client (the crawler)."""
+        (report,) = build_report(self.records, load_policies(self.root))
+        return report
+
+
 @asynccontextmanager
 async def serving(
     hosts: list[str], root: Path, cert_dir: Path, limits: Limits | None = None
-) -> AsyncIterator[tuple[CapsuleServer, dict[str, list[Hit]]]]:
-    """Serve only ``hosts`` (copied by symlink into ``root``); yields (server, hits by host)."""
+) -> AsyncIterator[Served]:
+    """Serve only ``hosts`` (linked into ``root``), logging on trio's clock."""
     root.mkdir(parents=True, exist_ok=True)
     for host in hosts:
         (root / host).symlink_to(CAPSULES / host, target_is_directory=True)
-    hits: dict[str, list[Hit]] = {}
+    t0 = trio.current_time()
+    served: Served
 
     def log(r: AccessRecord) -> None:
+        # the report reads times from the log: give it trio's (mock) time
+        r.time = datetime.fromtimestamp(EPOCH + trio.current_time() - t0, UTC).isoformat()
+        served.records.append(r)
         if r.host is not None and r.path is not None:
             hit = Hit(trio.current_time(), r.path, r.status, r.meta or "", r.limited)
-            hits.setdefault(r.host, []).append(hit)
+            served.hits.setdefault(r.host, []).append(hit)
 
     server = CapsuleServer(load_capsules(root), cert_dir, limits, log, clock=trio.current_time)
+    served = Served(server, root)
     listeners = await trio.open_tcp_listeners(0, host="127.0.0.1")
     server.port = listeners[0].socket.getsockname()[1]
     async with trio.open_nursery() as nursery:
         await nursery.start(server.serve, listeners)
         try:
-            yield server, hits
+            yield served
         finally:
             server.shutdown()
 
@@ -94,8 +120,12 @@ async def crawl_host(
     return await crawler.run(), conn
 
 
-def check_fetched(hits: list[Hit], table: dict[str, Any], honeypots: list[str]) -> None:
-    """The crawl's requests against one ``[crawl.ROLE]`` table (see capsules/README.md)."""
+def check_fetched(hits: list[Hit], expect: dict[str, Any], role: str) -> None:
+    """The crawl's requests against the ``[crawl.ROLE]`` table (see capsules/README.md)."""
+    table = expect["crawl"][role]
+    honeypots = expect["capsule"].get("honeypots", [])
+    # the policy files a compliant reader may fetch: robots2.txt's chain too
+    policy_files = {*POLICY_FILES, *expect.get("robots2", {}).get("chain", [])}
     paths = [h.path for h in hits]
     assert paths, "nothing was fetched"
     assert paths[0] == "/robots.txt", "robots.txt must come first"
@@ -103,7 +133,7 @@ def check_fetched(hits: list[Hit], table: dict[str, Any], honeypots: list[str]) 
         assert not any(hit.path.startswith(h) for h in honeypots), f"honeypot {hit.path}"
     # robots2.txt and agents.txt count only where the table names them (capsules/README.md)
     named = set(table.get("fetched", [])) | set(table.get("must_fetch", []))
-    got = set(paths) - {p for p in POLICY_FILES if p not in named}
+    got = set(paths) - {p for p in policy_files if p not in named}
     if "fetched" in table:
         assert got == set(table["fetched"]), sorted(got ^ set(table["fetched"]))
     else:

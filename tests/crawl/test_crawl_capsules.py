@@ -72,17 +72,19 @@ async def test_capsule_crawl(
     # the maze is bounded by the URLs-per-host trap bound; a lower one keeps the test quick
     # (the default is tested at its edge in test_crawl_frontier.py)
     limits = CrawlLimits(max_urls_per_host=MAZE_BOUND)
-    async with serving([host], tmp_path / "capsules", cert_dir, FAST) as (server, hits):
-        assert server.port is not None
+    async with serving([host], tmp_path / "capsules", cert_dir, FAST) as served:
         await crawl_host(
-            server.port,
+            served.port,
             host,
             tmp_path / "c.db",
             CrawlOptions(role=role, test_range=True, limits=limits),
             wall_clock=clock_at(NIGHT),  # type: ignore[arg-type]
         )
-    check_fetched(hits[host], expect["crawl"][role], expect["capsule"].get("honeypots", []))
-    check_slow_downs_obeyed(hits[host])
+    check_fetched(served.hits[host], expect, role)
+    check_slow_downs_obeyed(served.hits[host])
+    report = served.report()
+    assert report.compliant, report.as_dict()
+    assert role in report.consistent_with, report.as_dict()
 
 
 async def test_visit_time_outside_window(
@@ -90,16 +92,15 @@ async def test_visit_time_outside_window(
 ) -> None:
     mock_clock.autojump_threshold = AUTOJUMP
     host = "robots-v2.test"
-    async with serving([host], tmp_path / "capsules", cert_dir, FAST) as (server, hits):
-        assert server.port is not None
+    async with serving([host], tmp_path / "capsules", cert_dir, FAST) as served:
         _, conn = await crawl_host(
-            server.port,
+            served.port,
             host,
             tmp_path / "c.db",
             CrawlOptions(test_range=True),
             wall_clock=clock_at(NOON),  # type: ignore[arg-type]
         )
-    fetched = {h.path for h in hits[host]} - {"/robots2.txt", "/agents.txt"}
+    fetched = {h.path for h in served.hits[host]} - {"/robots2.txt", "/agents.txt"}
     assert fetched == set(expectation(host)["crawl"]["indexer"]["fetched_outside_visit_time"])
     refused = conn.execute("SELECT reason FROM decisions WHERE NOT allowed").fetchall()
     assert any("Visit-time" in r for (r,) in refused)
@@ -110,17 +111,16 @@ async def test_robots_v2_request_rate_obeyed(
 ) -> None:
     mock_clock.autojump_threshold = AUTOJUMP
     host = "robots-v2.test"
-    async with serving([host], tmp_path / "capsules", cert_dir, FAST) as (server, hits):
-        assert server.port is not None
+    async with serving([host], tmp_path / "capsules", cert_dir, FAST) as served:
         await crawl_host(
-            server.port,
+            served.port,
             host,
             tmp_path / "c.db",
             CrawlOptions(test_range=True),
             wall_clock=clock_at(NIGHT),  # type: ignore[arg-type]
         )
     interval = expectation(host)["rate"]["min_interval_seconds"]
-    times = [h.at for h in hits[host]][1:]  # the pace is known once robots.txt is read
+    times = [h.at for h in served.hits[host]][1:]  # the pace is known once robots.txt is read
     assert all(b - a >= interval for a, b in itertools.pairwise(times))
 
 
@@ -130,12 +130,30 @@ async def test_rate_limited_server_44s_obeyed(
     mock_clock.autojump_threshold = AUTOJUMP
     host = "va-groups.test"
     limits = Limits(rate_burst=2, rate_per_second=0.5)
-    async with serving([host], tmp_path / "capsules", cert_dir, limits) as (server, hits):
-        assert server.port is not None
+    async with serving([host], tmp_path / "capsules", cert_dir, limits) as served:
         progress, conn = await crawl_host(
-            server.port, host, tmp_path / "c.db", CrawlOptions(test_range=True)
+            served.port, host, tmp_path / "c.db", CrawlOptions(test_range=True)
         )
-    assert check_slow_downs_obeyed(hits[host]) >= 3
+    assert check_slow_downs_obeyed(served.hits[host]) >= 3
     assert progress.slow_downs >= 3
-    check_fetched(hits[host], expectation(host)["crawl"]["indexer"], [])
+    check_fetched(served.hits[host], expectation(host), "indexer")
+    report = served.report()
+    assert report.compliant, report.as_dict()
+    assert report.rate_refused  # the server did slow the crawler down ...
+    assert not report.during_wait  # ... and it waited every time
     assert search(conn, "virtual")
+
+
+async def test_robots2_chain_followed(
+    cert_dir: Path, tmp_path: Path, mock_clock: trio.testing.MockClock
+) -> None:
+    mock_clock.autojump_threshold = AUTOJUMP
+    host = "robots2-chain.test"
+    async with serving([host], tmp_path / "capsules", cert_dir, FAST) as served:
+        await crawl_host(served.port, host, tmp_path / "c.db", CrawlOptions(test_range=True))
+    paths = [h.path for h in served.hits[host]]
+    chain = expectation(host)["robots2"]["chain"]
+    assert [p for p in paths if p in chain] == chain  # in order, each once
+    rate = float(expectation(host)["robots2"]["directives"]["rate"])  # requests per minute
+    times = [h.at for h in served.hits[host] if h.path not in chain and h.path != "/robots.txt"]
+    assert all(b - a >= 60 / rate for a, b in itertools.pairwise(times[1:]))

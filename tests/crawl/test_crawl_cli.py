@@ -1,0 +1,229 @@
+"""The commands end to end, in subprocesses, over loopback: ``geminibot crawl`` against the
+real ``capsule-server serve`` and against jetforce (a peer from PyPI) serving a copy of the
+same capsule, then ``geminibot search`` and ``geminibot stats``; Ctrl-C and resume; the
+archiver's WARC file; usage errors."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import signal
+import socket
+import sqlite3
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from capsule_crawl import CAPSULES, POLICY_FILES, expectation
+from jetforce_peer import free_port, running_jetforce
+from warcio.archiveiterator import ArchiveIterator
+
+from geminibot.cli import main
+
+HOST = "va-groups.test"
+#: Bound on any one command.
+TIMEOUT = 60.0
+
+
+def geminibot(*args: str, timeout: float = TIMEOUT) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "geminibot", *args],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        check=False,
+    )
+
+
+def _wait_listening(port: int, proc: subprocess.Popen[bytes]) -> None:
+    deadline = time.monotonic() + TIMEOUT
+    while time.monotonic() < deadline:
+        assert proc.poll() is None, "capsule-server exited"
+        try:
+            with socket.create_connection(("127.0.0.1", port), timeout=0.5):
+                return
+        except OSError:
+            time.sleep(0.05)
+    raise AssertionError("capsule-server did not start")
+
+
+@pytest.fixture(scope="module")
+def capsule_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[int, Path]]:
+    """``capsule-server serve`` on the bundled capsules; yields (port, access log)."""
+    tmp = tmp_path_factory.mktemp("server")
+    port, log = free_port(), tmp / "access.log"
+    proc = subprocess.Popen(
+        [
+            str(Path(sys.executable).with_name("capsule-server")),
+            "serve",
+            str(CAPSULES),
+            "--port",
+            str(port),
+            "--certs",
+            str(tmp / "certs"),
+            "--log",
+            str(log),
+            "--rate",
+            "10000",
+            "--rate-burst",
+            "10000",
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        _wait_listening(port, proc)
+        yield port, log
+    finally:
+        proc.terminate()
+        proc.wait(10)
+
+
+def crawl(db: Path, port: int, *extra: str) -> subprocess.CompletedProcess[str]:
+    return geminibot(
+        "crawl",
+        f"gemini://{HOST}/",
+        "--db",
+        str(db),
+        "--test-range",
+        "--connect-to",
+        f"*.test:1965:127.0.0.1:{port}",
+        "--json",
+        *extra,
+    )
+
+
+def fetched_paths(db: Path) -> set[str]:
+    conn = sqlite3.connect(db)
+    paths = {u.split(HOST, 1)[1] for (u,) in conn.execute("SELECT url FROM fetches")}
+    conn.close()
+    return paths - set(POLICY_FILES[1:])
+
+
+def index(db: Path) -> list[tuple[object, ...]]:
+    conn = sqlite3.connect(db)
+    rows = conn.execute(
+        "SELECT url, status, size, content_hash, title FROM pages ORDER BY url"
+    ).fetchall()
+    conn.close()
+    return rows
+
+
+def test_crawl_search_stats(capsule_server: tuple[int, Path], tmp_path: Path) -> None:
+    port, _ = capsule_server
+    db = tmp_path / "c.db"
+    proc = crawl(db, port)
+    assert proc.returncode == 0, proc.stderr
+    summary = json.loads(proc.stdout)
+    assert summary["pages"] == 7 and summary["refused"] == 1 and not summary["interrupted"]
+    assert fetched_paths(db) == set(expectation(HOST)["crawl"]["indexer"]["fetched"])
+
+    found = geminibot("search", "virtual agent", "--db", str(db), "--json")
+    assert found.returncode == 0, found.stderr
+    results = [json.loads(line) for line in found.stdout.splitlines()]
+    assert results and all(r["url"].startswith(f"gemini://{HOST}/") for r in results)
+    assert "[" in results[0]["snippet"]
+    text = geminibot("search", "virtual", "--db", str(db), "--limit", "1")
+    assert text.returncode == 0 and text.stdout.count("gemini://") == 1
+    assert geminibot("search", "zzzznothing", "--db", str(db)).returncode == 1
+    bad = geminibot("search", "--db", str(db), "--", "-only")
+    assert bad.returncode == 2 and "nothing to search for" in bad.stderr
+
+    numbers = geminibot("stats", "--db", str(db), "--json")
+    data = json.loads(numbers.stdout)
+    assert data["pages"] == 7 and data["refusals"] == 1
+    assert data["robots"]["robots.txt success"] == 1
+    assert "MIME types" in geminibot("stats", "--db", str(db)).stdout
+
+    again = crawl(db, port)  # resuming a finished crawl fetches nothing
+    assert json.loads(again.stdout)["requests"] == 0
+
+
+def test_jetforce_gives_the_same_result(capsule_server: tuple[int, Path], tmp_path: Path) -> None:
+    copy = tmp_path / "copy"
+    shutil.copytree(CAPSULES / HOST, copy, ignore=shutil.ignore_patterns("expect.toml"))
+    with running_jetforce(copy, HOST) as jet_port:
+        proc = crawl(tmp_path / "jet.db", jet_port)
+    assert proc.returncode == 0, proc.stderr
+    assert crawl(tmp_path / "ours.db", capsule_server[0]).returncode == 0
+    assert fetched_paths(tmp_path / "jet.db") == set(
+        expectation(HOST)["crawl"]["indexer"]["fetched"]
+    )
+    assert index(tmp_path / "jet.db") == index(tmp_path / "ours.db")
+
+
+def test_archiver_writes_warc(capsule_server: tuple[int, Path], tmp_path: Path) -> None:
+    db = tmp_path / "a.db"
+    proc = crawl(db, capsule_server[0], "--as", "archiver")
+    assert proc.returncode == 0, proc.stderr
+    warc = Path(json.loads(proc.stdout)["warc"])
+    with warc.open("rb") as fh:
+        records = [
+            (r.rec_headers.get_header("WARC-Target-URI"), r.content_stream().read())
+            for r in ArchiveIterator(fh)
+        ]
+    urls = {u for u, _ in records}
+    assert urls == {
+        f"gemini://{HOST}{p}" for p in expectation(HOST)["crawl"]["archiver"]["fetched"]
+    } - {f"gemini://{HOST}/robots.txt"}
+    assert all(body.startswith(b"20 text/gemini") for _, body in records)
+
+
+def test_researcher_keeps_no_text(capsule_server: tuple[int, Path], tmp_path: Path) -> None:
+    db = tmp_path / "r.db"
+    assert crawl(db, capsule_server[0], "--as", "researcher").returncode == 0
+    assert fetched_paths(db) == set(expectation(HOST)["crawl"]["researcher"]["fetched"])
+    assert geminibot("search", "virtual", "--db", str(db)).returncode == 1
+    assert json.loads(geminibot("stats", "--db", str(db), "--json").stdout)["links"] > 0
+    mixed = crawl(db, capsule_server[0], "--as", "indexer")
+    assert mixed.returncode == 2 and "crawled with role 'researcher'" in mixed.stderr
+
+
+def test_ctrl_c_stops_cleanly_and_resumes(capsule_server: tuple[int, Path], tmp_path: Path) -> None:
+    db = tmp_path / "m.db"
+    port = capsule_server[0]
+    args = ["gemini://maze.test/", "--db", str(db), "--test-range", "--json"]
+    args += ["--connect-to", f"*.test:1965:127.0.0.1:{port}"]
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "geminibot", "crawl", *args],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    time.sleep(1.5)
+    proc.send_signal(signal.SIGINT)
+    out, err = proc.communicate(timeout=TIMEOUT)
+    assert proc.returncode == 130, err
+    first = json.loads(out)
+    assert first["interrupted"] and first["pages"] > 0 and first["queued"] > 0
+    conn = sqlite3.connect(db)
+    assert conn.execute("SELECT count(*) FROM urls WHERE state = 'leased'").fetchone()[0] == 0
+    conn.close()
+    rest = geminibot("crawl", *args)
+    assert rest.returncode == 0, rest.stderr
+    conn = sqlite3.connect(db)
+    urls = [u for (u,) in conn.execute("SELECT url FROM fetches")]
+    assert len(urls) == len(set(urls))  # nothing fetched twice across the stop
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["crawl", "http://x.test/", "--db", "D"], "not a gemini:// URL"),
+        (["crawl", "gemini://example.org/", "--db", "D", "--test-range"], "local test capsules"),
+        (["crawl", "gemini://a.test/", "--db", "D", "--max-pages", "0"], "at least 1"),
+        (["crawl", "gemini://a.test/", "--db", "D", "--connect-to", "x"], "HOST:PORT:ADDR:PORT2"),
+        (["search", "x", "--db", "NOPE"], "no such database"),
+        (["stats", "--db", "NOPE"], "no such database"),
+        (["crawl", "gemini://a.test/", "--db", "/nonexistent/dir/c.db"], "cannot create"),
+    ],
+)
+def test_usage_errors(
+    argv: list[str], message: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    argv = [str(tmp_path / a) if a in ("D", "NOPE") else a for a in argv]
+    assert main(argv) == 2
+    assert message in capsys.readouterr().err
