@@ -36,6 +36,10 @@ from urllib.parse import urlsplit
 import cryptography.hazmat.primitives.serialization  # noqa: F401 - ignition needs it first
 from protego import Protego
 
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests" / "crawl"))
+
+from served_capsules import capsule_server, generate
+
 with warnings.catch_warnings():
     warnings.simplefilter("ignore")
     import ignition
@@ -43,81 +47,7 @@ warnings.filterwarnings("ignore", message="Properties that return a na")
 
 #: Bound on each subprocess (seconds).
 RUN_TIMEOUT = 900.0
-ROBOTS = b"User-agent: *\nDisallow: /private/\n"
 LINK = re.compile(r"^=>\s*(\S+)", re.MULTILINE)
-
-
-def generate(root: Path, hosts: int, pages: int) -> list[str]:
-    """``hosts`` capsules sharing ``pages`` pages (home pages included); returns the seeds."""
-    per_host = max(2, -(-pages // hosts))
-    words = [
-        "gemini",
-        "capsule",
-        "crawler",
-        "index",
-        "search",
-        "polite",
-        "robots",
-        "agent",
-        "archive",
-        "text",
-    ]
-    for h in range(hosts):
-        host = root / f"host{h:02d}.test"
-        host.mkdir(parents=True)
-        (host / "robots.txt").write_bytes(ROBOTS)
-        (host / "private").mkdir()
-        (host / "private" / "x.gmi").write_text("# not for bots\n")
-        links = "\n".join(f"=> /p{i}.gmi page {i}" for i in range(min(per_host - 1, 5)))
-        (host / "index.gmi").write_text(f"# host {h}\n{links}\n=> /private/x.gmi private\n")
-        for i in range(per_host - 1):
-            text = " ".join(words[(i + k) % len(words)] for k in range(60))
-            nxt = f"gemini://host{(h + 1) % hosts:02d}.test/p{i}.gmi"
-            body = (
-                f"# Page {i} of host {h}\n\n{text}\n\n"
-                + "".join(f"=> /p{(i * 3 + k) % (per_host - 1)}.gmi more\n" for k in (1, 2, 3))
-                + f"=> {nxt} elsewhere\n=> /private/x.gmi private\n"
-            )
-            (host / f"p{i}.gmi").write_text(body)
-    return [f"gemini://host{h:02d}.test/" for h in range(hosts)]
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
-
-
-def serve(root: Path, certs: Path) -> tuple[subprocess.Popen[bytes], int]:
-    port = free_port()
-    server = Path(sys.executable).with_name("capsule-server")
-    proc = subprocess.Popen(
-        [
-            str(server),
-            "serve",
-            str(root),
-            "--port",
-            str(port),
-            "--certs",
-            str(certs),
-            "--rate",
-            "1000000",
-            "--rate-burst",
-            "1000000",
-        ],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:
-        try:
-            with socket.create_connection(("127.0.0.1", port), timeout=0.5):
-                return proc, port
-        except OSError:
-            time.sleep(0.1)
-    proc.kill()
-    raise SystemExit("capsule-server did not start")
 
 
 def crawl_geminibot(
@@ -205,8 +135,7 @@ def main() -> None:
                 continue
             root = tmp / f"capsules-{total}"
             seeds = generate(root, args.hosts, total)
-            server, port = serve(root, tmp / "certs")
-            try:
+            with capsule_server(root, tmp / "certs") as port:
                 per_host = total // args.hosts + 10
                 summary, rss = crawl_geminibot(
                     seeds, port, tmp / f"crawl-{total}.db", args.concurrency, per_host
@@ -214,9 +143,6 @@ def main() -> None:
                 naive = None
                 if total == args.pages:
                     naive = crawl_naive(seeds, port, args.naive_seconds, tmp)
-            finally:
-                server.terminate()
-                server.wait(10)
             rows.append((total, summary, rss, naive))
     print()
     print(

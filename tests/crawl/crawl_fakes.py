@@ -68,25 +68,3 @@ def generated_site(hosts: int, pages: int) -> dict[str, Answer]:
             site[f"gemini://{name}/{p}.gmi"] = gmi(body)
         site[f"gemini://{name}/"] = gmi(f"# {name}\n=> /0.gmi start\n")
     return site
-
-
-def main(db: str, log: str) -> None:
-    """Crawl a generated site into ``db``, appending each request to ``log`` as it is
-    received (the site's access log, written before the answer, so it survives a kill)."""
-    import os
-
-    from geminibot.crawl.crawler import Crawler, CrawlOptions
-    from geminibot.index import connect
-
-    site = FakeSite(generated_site(3, 40), latency=0.02)
-    fd = os.open(log, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
-    site.on_request = lambda url: os.write(fd, url.encode() + b"\n") and None
-    crawler = Crawler(connect(db), site.fetch, CrawlOptions(test_range=True))
-    crawler.seed([f"gemini://h{h}.test/" for h in range(3)])
-    trio.run(crawler.run)
-
-
-if __name__ == "__main__":
-    import sys
-
-    main(sys.argv[1], sys.argv[2])

@@ -8,7 +8,6 @@ from __future__ import annotations
 import json
 import shutil
 import signal
-import socket
 import sqlite3
 import subprocess
 import sys
@@ -18,7 +17,8 @@ from pathlib import Path
 
 import pytest
 from capsule_crawl import CAPSULES, POLICY_FILES, expectation
-from jetforce_peer import free_port, running_jetforce
+from jetforce_peer import running_jetforce
+from served_capsules import capsule_server
 from warcio.archiveiterator import ArchiveIterator
 
 from geminibot.cli import main
@@ -38,48 +38,12 @@ def geminibot(*args: str, timeout: float = TIMEOUT) -> subprocess.CompletedProce
     )
 
 
-def _wait_listening(port: int, proc: subprocess.Popen[bytes]) -> None:
-    deadline = time.monotonic() + TIMEOUT
-    while time.monotonic() < deadline:
-        assert proc.poll() is None, "capsule-server exited"
-        try:
-            with socket.create_connection(("127.0.0.1", port), timeout=0.5):
-                return
-        except OSError:
-            time.sleep(0.05)
-    raise AssertionError("capsule-server did not start")
-
-
 @pytest.fixture(scope="module")
-def capsule_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[int, Path]]:
-    """``capsule-server serve`` on the bundled capsules; yields (port, access log)."""
+def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[int]:
+    """``capsule-server serve`` on the bundled capsules; yields the port."""
     tmp = tmp_path_factory.mktemp("server")
-    port, log = free_port(), tmp / "access.log"
-    proc = subprocess.Popen(
-        [
-            str(Path(sys.executable).with_name("capsule-server")),
-            "serve",
-            str(CAPSULES),
-            "--port",
-            str(port),
-            "--certs",
-            str(tmp / "certs"),
-            "--log",
-            str(log),
-            "--rate",
-            "10000",
-            "--rate-burst",
-            "10000",
-        ],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    try:
-        _wait_listening(port, proc)
-        yield port, log
-    finally:
-        proc.terminate()
-        proc.wait(10)
+    with capsule_server(CAPSULES, tmp / "certs") as port:
+        yield port
 
 
 def crawl(db: Path, port: int, *extra: str) -> subprocess.CompletedProcess[str]:
@@ -112,8 +76,8 @@ def index(db: Path) -> list[tuple[object, ...]]:
     return rows
 
 
-def test_crawl_search_stats(capsule_server: tuple[int, Path], tmp_path: Path) -> None:
-    port, _ = capsule_server
+def test_crawl_search_stats(served: int, tmp_path: Path) -> None:
+    port = served
     db = tmp_path / "c.db"
     proc = crawl(db, port)
     assert proc.returncode == 0, proc.stderr
@@ -142,22 +106,22 @@ def test_crawl_search_stats(capsule_server: tuple[int, Path], tmp_path: Path) ->
     assert json.loads(again.stdout)["requests"] == 0
 
 
-def test_jetforce_gives_the_same_result(capsule_server: tuple[int, Path], tmp_path: Path) -> None:
+def test_jetforce_gives_the_same_result(served: int, tmp_path: Path) -> None:
     copy = tmp_path / "copy"
     shutil.copytree(CAPSULES / HOST, copy, ignore=shutil.ignore_patterns("expect.toml"))
     with running_jetforce(copy, HOST) as jet_port:
         proc = crawl(tmp_path / "jet.db", jet_port)
     assert proc.returncode == 0, proc.stderr
-    assert crawl(tmp_path / "ours.db", capsule_server[0]).returncode == 0
+    assert crawl(tmp_path / "ours.db", served).returncode == 0
     assert fetched_paths(tmp_path / "jet.db") == set(
         expectation(HOST)["crawl"]["indexer"]["fetched"]
     )
     assert index(tmp_path / "jet.db") == index(tmp_path / "ours.db")
 
 
-def test_archiver_writes_warc(capsule_server: tuple[int, Path], tmp_path: Path) -> None:
+def test_archiver_writes_warc(served: int, tmp_path: Path) -> None:
     db = tmp_path / "a.db"
-    proc = crawl(db, capsule_server[0], "--as", "archiver")
+    proc = crawl(db, served, "--as", "archiver")
     assert proc.returncode == 0, proc.stderr
     warc = Path(json.loads(proc.stdout)["warc"])
     with warc.open("rb") as fh:
@@ -172,19 +136,19 @@ def test_archiver_writes_warc(capsule_server: tuple[int, Path], tmp_path: Path) 
     assert all(body.startswith(b"20 text/gemini") for _, body in records)
 
 
-def test_researcher_keeps_no_text(capsule_server: tuple[int, Path], tmp_path: Path) -> None:
+def test_researcher_keeps_no_text(served: int, tmp_path: Path) -> None:
     db = tmp_path / "r.db"
-    assert crawl(db, capsule_server[0], "--as", "researcher").returncode == 0
+    assert crawl(db, served, "--as", "researcher").returncode == 0
     assert fetched_paths(db) == set(expectation(HOST)["crawl"]["researcher"]["fetched"])
     assert geminibot("search", "virtual", "--db", str(db)).returncode == 1
     assert json.loads(geminibot("stats", "--db", str(db), "--json").stdout)["links"] > 0
-    mixed = crawl(db, capsule_server[0], "--as", "indexer")
+    mixed = crawl(db, served, "--as", "indexer")
     assert mixed.returncode == 2 and "crawled with role 'researcher'" in mixed.stderr
 
 
-def test_ctrl_c_stops_cleanly_and_resumes(capsule_server: tuple[int, Path], tmp_path: Path) -> None:
+def test_ctrl_c_stops_cleanly_and_resumes(served: int, tmp_path: Path) -> None:
     db = tmp_path / "m.db"
-    port = capsule_server[0]
+    port = served
     args = ["gemini://maze.test/", "--db", str(db), "--test-range", "--json"]
     args += ["--connect-to", f"*.test:1965:127.0.0.1:{port}"]
     proc = subprocess.Popen(

@@ -1,0 +1,90 @@
+"""Capsules generated on disk and ``capsule-server serve`` in a subprocess, for the crawl
+tests that run commands end to end and for ``bench/crawl_speed.py``."""
+
+from __future__ import annotations
+
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+#: Seconds to wait for the server to listen.
+STARTUP_TIMEOUT = 60.0
+ROBOTS = b"User-agent: *\nDisallow: /private/\n"
+WORDS = [
+    "gemini",
+    "capsule",
+    "crawler",
+    "index",
+    "search",
+    "polite",
+    "robots",
+    "agent",
+    "archive",
+    "text",
+]
+
+
+def generate(root: Path, hosts: int, pages: int) -> list[str]:
+    """``hosts`` capsules ``host00.test``... with ``pages`` pages in all (home pages
+    included): each page links to three pages of its host, the same page on the next host
+    and a page robots.txt disallows. Returns the seeds (the home pages)."""
+    per_host = max(2, -(-pages // hosts))
+    for h in range(hosts):
+        host = root / f"host{h:02d}.test"
+        (host / "private").mkdir(parents=True)
+        (host / "robots.txt").write_bytes(ROBOTS)
+        (host / "private" / "x.gmi").write_text("# not for bots\n")
+        links = "\n".join(f"=> /p{i}.gmi page {i}" for i in range(min(per_host - 1, 5)))
+        (host / "index.gmi").write_text(f"# host {h}\n{links}\n=> /private/x.gmi private\n")
+        for i in range(per_host - 1):
+            text = " ".join(WORDS[(i + k) % len(WORDS)] for k in range(60))
+            nxt = f"gemini://host{(h + 1) % hosts:02d}.test/p{i}.gmi"
+            body = (
+                f"# Page {i} of host {h}\n\nword{i} {text}\n\n"
+                + "".join(f"=> /p{(i * 3 + k) % (per_host - 1)}.gmi more\n" for k in (1, 2, 3))
+                + f"=> {nxt} elsewhere\n=> /private/x.gmi private\n"
+            )
+            (host / f"p{i}.gmi").write_text(body)
+    return [f"gemini://host{h:02d}.test/" for h in range(hosts)]
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+        return port
+
+
+@contextmanager
+def capsule_server(
+    root: Path, certs: Path, log: Path | None = None, rate: float = 1e6
+) -> Iterator[int]:
+    """``capsule-server serve ROOT`` on 127.0.0.1 (rate limit ``rate`` per second, burst
+    the same); yields the port."""
+    port = free_port()
+    argv = [str(Path(sys.executable).with_name("capsule-server")), "serve", str(root)]
+    argv += ["--port", str(port), "--certs", str(certs)]
+    argv += ["--rate", str(rate), "--rate-burst", str(int(rate))]
+    if log is not None:
+        argv += ["--log", str(log)]
+    proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + STARTUP_TIMEOUT
+        while True:
+            if proc.poll() is not None:
+                raise RuntimeError("capsule-server exited")
+            try:
+                with socket.create_connection(("127.0.0.1", port), timeout=0.5):
+                    break
+            except OSError:
+                if time.monotonic() > deadline:
+                    raise RuntimeError("capsule-server did not start") from None
+                time.sleep(0.05)
+        yield port
+    finally:
+        proc.terminate()
+        proc.wait(10)
