@@ -176,7 +176,8 @@ def test_ctrl_c_stops_cleanly_and_resumes(served: int, tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     ("argv", "message"),
     [
-        (["crawl", "http://x.test/", "--db", "D"], "not a gemini:// URL"),
+        (["crawl", "ftp://x.test/", "--db", "D"], "not a gemini:// or http(s):// URL"),
+        (["crawl", "https://example.org/", "--db", "D", "--test-range"], "local test capsules"),
         (["crawl", "gemini://example.org/", "--db", "D", "--test-range"], "local test capsules"),
         (["crawl", "gemini://a.test/", "--db", "D", "--max-pages", "0"], "at least 1"),
         (["crawl", "gemini://a.test/", "--db", "D", "--connect-to", "x"], "HOST:PORT:ADDR:PORT2"),
