@@ -199,6 +199,10 @@ def test_cli_exit_codes_and_json(tmp_path: Path, capsys: pytest.CaptureFixture[s
         ["compare", "--web", *same_web, "--gemini", *same_gem, "--agent", "bad token"],
         ["compare", "--web", *same_web, "--gemini", *same_gem, "--agent", "x:nosuchagent"],
         ["compare", "--web", str(tmp_path / "missing.txt"), "--gemini", *same_gem],
+        ["compare", "https://host.test/"],
+        ["compare", "bad host.test", "--timeout", "1"],
+        ["compare", "host.test", "--connect-to", "nonsense"],
+        ["compare", "host.test", "--web-ca", str(tmp_path / "no-ca.pem")],
     ):
         assert main(argv) == 2, argv
     capsys.readouterr()

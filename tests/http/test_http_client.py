@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import ssl
 import threading
-from http.server import ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import certs
 import pytest
@@ -251,3 +251,21 @@ async def test_stalled_tls_handshake_hits_the_connect_timeout() -> None:
             with pytest.raises(ConnectTimeout):
                 await client.fetch(f"https://127.0.0.1:{port}/")
         nursery.cancel_scope.cancel()
+
+
+async def test_endless_redirects_end_at_the_hop_limit() -> None:
+    """A server that redirects to a new URL every time (no URL repeats, so no loop is
+    seen): the client stops after MAX_REDIRECTS hops."""
+
+    def onwards(handler: BaseHTTPRequestHandler) -> None:
+        n = int(handler.path.partition("?n=")[2] or 0)
+        handler.send_response(302)
+        handler.send_header("Location", f"/next?n={n + 1}")
+        handler.send_header("Content-Length", "0")
+        handler.end_headers()
+
+    with serve({"/next": onwards}) as web:
+        async with WebClient(limits=FAST) as client:
+            with pytest.raises(TooManyRedirects):
+                await client.fetch(f"http://127.0.0.1:{web.port}/next")
+    assert len(web.log) == MAX_REDIRECTS + 1

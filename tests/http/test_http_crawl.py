@@ -307,3 +307,25 @@ async def test_archiver_writes_http_records(tmp_path: Path) -> None:
     _, headers, body = records[0]
     assert headers.get_statuscode() == "200" and body == b"<p>zipped words</p>"
     assert headers.get_header("Content-Encoding") is None
+
+
+async def test_503_with_retry_after_slows_the_host_down(tmp_path: Path) -> None:
+    answers = [Page(503, b"busy", (("Retry-After", "1"),)), html("<p>calm again</p>")]
+
+    def busy_then_calm(handler: BaseHTTPRequestHandler) -> None:
+        page = answers.pop(0) if len(answers) > 1 else answers[0]
+        handler.send_response(page.status)
+        length = ("Content-Length", str(len(page.body)))
+        for name, value in (*page.headers, ("Content-Type", page.content_type), length):
+            handler.send_header(name, value)
+        handler.end_headers()
+        handler.wfile.write(page.body)
+
+    _web, conn, crawler = await crawl_site(tmp_path, {"/robots.txt": ROBOTS, "/": busy_then_calm})
+    rows = conn.execute(
+        "SELECT status, started_at, duration FROM fetches WHERE url = 'http://web.test/' ORDER BY id"
+    ).fetchall()
+    assert [r[0] for r in rows] == [503, 200]
+    assert rows[1][1] - (rows[0][1] + rows[0][2]) >= 1.0  # Retry-After obeyed
+    assert crawler.progress.slow_downs == 1
+    assert [r.url for r in search(conn, "calm")] == ["http://web.test/"]
