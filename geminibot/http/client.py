@@ -30,7 +30,8 @@ Only :class:`~geminibot.http.errors.WebError` subclasses leave :meth:`WebClient.
 from __future__ import annotations
 
 import ssl
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from types import TracebackType
 from typing import Any
@@ -264,29 +265,18 @@ async def _read_body(url: WebURL, response: httpx.Response, limits: Limits) -> b
         chunks.append(chunk)
 
 
-class _mapped_errors:
-    """Turn httpx's exceptions into :mod:`geminibot.http.errors` (a context manager)."""
-
-    def __init__(self, url: WebURL) -> None:
-        self.url = url
-
-    def __enter__(self) -> None:
-        return None
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        if exc is None or not isinstance(exc, httpx.HTTPError) or isinstance(exc, WebError):
-            return
-        where = self.url.authority
+@contextmanager
+def _mapped_errors(url: WebURL) -> Iterator[None]:
+    """Turn httpx's exceptions into :mod:`geminibot.http.errors`."""
+    try:
+        yield
+    except (httpx.HTTPError, httpx.InvalidURL) as exc:
+        where = url.authority
         error: WebError
         if isinstance(exc, httpx.ConnectError) and _is_tls(exc):
             error = TLSFailure(f"TLS with {where} failed: {exc}")
         elif isinstance(exc, httpx.UnsupportedProtocol | httpx.InvalidURL):
-            error = InvalidWebURL(f"{self.url}: {exc}")
+            error = InvalidWebURL(f"{url}: {exc}")
         elif isinstance(exc, httpx.ProtocolError | httpx.DecodingError):
             error = RemoteProtocolError(f"{where} broke HTTP: {exc}")
         else:
