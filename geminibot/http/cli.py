@@ -84,7 +84,10 @@ def register(commands: Any) -> None:
         "--web-ca", metavar="FILE", help="CA certificates (PEM) to trust for https instead"
     )
     parser.add_argument(
-        "--web-scheme", choices=("https", "http"), default="https", help="default https"
+        "--web-scheme",
+        choices=("https", "http"),
+        default="https",
+        help="the web side's scheme (default https)",
     )
     parser.add_argument(
         "--timeout",
