@@ -4,32 +4,29 @@ what ``*`` gets, its waiting time and its robots2.txt usage answers.
 Pure: the site comes in as a :class:`~geminibot.policy.site_policy.SitePolicy` (built from
 files or fetches at the edge), the time as a parameter.
 
-The paths examined are derived from the policy files themselves (:func:`candidate_paths`):
-every rule's pattern made concrete, plus a few variants around it, so that each rule is
-exercised on both of its sides. Paths asked for explicitly are added to them.
+The paths examined are derived from the policy files themselves (:func:`candidate_paths`,
+built on :mod:`geminibot.policy.candidates`): every rule's pattern made concrete, plus a
+few variants around it, so that each rule is exercised on both of its sides. Paths asked
+for explicitly are added to them.
 """
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime
 
+from geminibot.policy.candidates import concrete_paths, rule_patterns
 from geminibot.policy.paths import path_of
-from geminibot.policy.robots import Mode, RobotsFile
+from geminibot.policy.robots import Mode
 from geminibot.policy.robots2 import DIRECTIVE_VALUES, USAGE_DIRECTIVES
 from geminibot.policy.site_policy import Bot, DelayAnswer, SitePolicy, UsageAnswer
 
 #: At most this many derived paths are examined per site (a 500 KiB robots.txt has tens of
 #: thousands of rules); explicit paths always are. Derived paths are taken in sorted order.
 MAX_CANDIDATE_PATHS = 400
-#: What stands in for a pattern's ``*`` (and a glob's ``?`` or ``[...]``) in a concrete path.
-FILLER = "x"
 #: The token of the baseline bot: no group names it, so it gets exactly the ``*`` group.
 BASELINE_TOKEN = ""
-
-_GLOB_CLASS = re.compile(r"\[[^\]]*\]")
 
 
 @dataclass(frozen=True, slots=True)
@@ -147,60 +144,11 @@ class SiteReport:
 # -- candidate paths ---------------------------------------------------------------------------
 
 
-def concrete_paths(pattern: str, *, glob: bool = False) -> tuple[str, ...]:
-    """Concrete paths around one rule pattern: the pattern with each wildcard filled, the
-    same just past its end, and its parent directory.
-
-    ``/private/*.gmi$`` gives ``/private/x.gmi``, ``/private/x.gmix`` (past the anchor)
-    and ``/private/``; ``/tmp`` gives ``/tmp``, ``/tmp/x`` and ``/``. In robots.txt only
-    ``*`` and a final ``$`` are special; ``glob`` (a version 2.0 shell glob) also fills
-    ``?`` and ``[...]``.
-    """
-    anchored = pattern.endswith("$") and not glob
-    body = pattern[:-1] if anchored else pattern
-    if glob:
-        body = _GLOB_CLASS.sub(FILLER, body).replace("?", FILLER)
-    body = body.replace("*", FILLER)
-    if not body.startswith("/"):
-        body = "/" + body
-    out = [body]
-    if anchored or body.endswith("/"):
-        out.append(body + FILLER)
-    else:
-        out.append(body + "/" + FILLER)
-    out.append(body[: body.rstrip("/").rfind("/") + 1] or "/")
-    return tuple(dict.fromkeys(out))
-
-
-def _patterns(site: SitePolicy) -> list[tuple[str, bool]]:
-    """Every rule pattern of the site's files, each with whether it is a shell glob."""
-    patterns: list[tuple[str, bool]] = []
-
-    def from_robots(robots: RobotsFile | None) -> None:
-        if robots is not None:
-            patterns.extend((rule.pattern, False) for g in robots.groups for rule in g.rules)
-
-    from_robots(site.robots)
-    if site.robots_v2 is not None and site.robots_v2.has_version_lines:
-        patterns.extend(
-            (r.pattern, r.kind == "glob")
-            for s in site.robots_v2.sets
-            for r in s.rules
-            if r.kind != "regex"
-        )
-    if site.robots2 is not None:
-        for link in site.robots2.links:
-            from_robots(link.file.robots())
-    if site.agents is not None:
-        patterns.extend((d.path, False) for d in site.agents.directives)
-    return patterns
-
-
 def candidate_paths(site: SitePolicy) -> tuple[tuple[str, ...], bool]:
     """The paths derived from the site's rules (always with ``/``), and whether the list
     was cut at MAX_CANDIDATE_PATHS."""
     found = {"/"}
-    for pattern, glob in _patterns(site):
+    for pattern, glob in rule_patterns(site):
         if pattern:
             found.update(path_of(p) for p in concrete_paths(pattern, glob=glob))
     found.discard("/robots.txt")

@@ -25,6 +25,7 @@ from geminibot.crawl.crawler import (
     Progress,
 )
 from geminibot.crawl.fetcher import (
+    ProtocolFetcher,
     ResolveError,
     Resolver,
     gemini_fetch,
@@ -32,10 +33,10 @@ from geminibot.crawl.fetcher import (
     parse_connect_to,
 )
 from geminibot.crawl.frontier import DEFAULT_MAX_DEPTH, MAX_URLS_PER_HOST, Limits
+from geminibot.crawl.schemes import PROTOCOLS, normalise, parse_any
 from geminibot.crawl.warc import WarcArchive
 from geminibot.gemini.client import GeminiClient
-from geminibot.gemini.errors import InvalidURL
-from geminibot.gemini.urls import parse_url
+from geminibot.http.client import DEFAULT_INFO_URL, WebClient, user_agent
 from geminibot.index import DatabaseError, QueryError, connect, search, stats
 from geminibot.index.stats import format_stats
 
@@ -48,14 +49,30 @@ EXIT_INTERRUPTED = 130
 def register(commands: Any) -> None:
     crawl = commands.add_parser(
         "crawl",
-        help="crawl Gemini capsules politely into a searchable SQLite index",
+        help="crawl Gemini capsules (and websites) politely into a searchable SQLite index",
         description=(
             "Crawl from the SEED URLs as the declared virtual agent, obeying robots.txt, "
             "robots2.txt and agents.txt, one request at a time per host. State lives in --db: "
             "run the same command again after a stop or a crash to resume."
         ),
     )
-    crawl.add_argument("seeds", nargs="+", metavar="SEED", help="gemini:// URLs to start from")
+    crawl.add_argument(
+        "seeds", nargs="+", metavar="SEED", help="gemini:// or http(s):// URLs to start from"
+    )
+    crawl.add_argument(
+        "--follow",
+        action="append",
+        choices=PROTOCOLS,
+        default=[],
+        help="also follow links to this protocol (the seeds' protocols are always followed): "
+        "--follow http lets a Gemini crawl reach the web, --follow gemini the reverse",
+    )
+    crawl.add_argument(
+        "--contact",
+        default=DEFAULT_INFO_URL,
+        metavar="URL",
+        help="where web site owners read about this bot (in the User-Agent)",
+    )
     crawl.add_argument("--db", required=True, metavar="PATH", help="crawl database (SQLite)")
     crawl.add_argument(
         "--as", dest="role", choices=ROLES, default="indexer", help="virtual agent (activity)"
@@ -145,8 +162,8 @@ def _options(args: argparse.Namespace) -> tuple[list[str], CrawlOptions, Resolve
     seeds = []
     for seed in args.seeds:
         try:
-            seeds.append(str(parse_url(seed)))
-        except InvalidURL as exc:
+            seeds.append(normalise(seed))
+        except ValueError as exc:
             raise CommandError(f"seed {seed!r}: {exc}") from None
     for name, value in (
         ("--max-pages", args.max_pages),
@@ -164,7 +181,7 @@ def _options(args: argparse.Namespace) -> tuple[list[str], CrawlOptions, Resolve
     resolver = Resolver(rules, loopback_only=args.test_range)
     if args.test_range:
         for seed in seeds:
-            url = parse_url(seed)
+            url = parse_any(seed)
             address, _ = resolver.address(url.host, url.port)
             if not is_loopback(address):
                 raise CommandError(
@@ -180,6 +197,7 @@ def _options(args: argparse.Namespace) -> tuple[list[str], CrawlOptions, Resolve
         allow_hosts=tuple(args.allow_host),
         concurrency=args.concurrency,
         test_range=args.test_range,
+        follow=tuple(args.follow),
     )
     return seeds, options, resolver
 
@@ -214,7 +232,7 @@ class Display:
             self.stream.flush()
 
 
-async def _crawl(crawler: Crawler) -> tuple[Progress, bool]:
+async def _crawl(crawler: Crawler, web: WebClient) -> tuple[Progress, bool]:
     interrupted = False
 
     async def on_signal() -> None:
@@ -225,7 +243,7 @@ async def _crawl(crawler: Crawler) -> tuple[Progress, bool]:
                 crawler.stop()
                 return
 
-    async with trio.open_nursery() as nursery:
+    async with web, trio.open_nursery() as nursery:
         nursery.start_soon(on_signal)
         progress = await crawler.run()
         nursery.cancel_scope.cancel()
@@ -241,7 +259,11 @@ def run_crawl(args: argparse.Namespace) -> int:
         except DatabaseError as exc:
             raise CommandError(str(exc)) from None
         display = Display(sys.stderr)
-        crawler = Crawler(conn, gemini_fetch(GeminiClient(connect_to=resolver)), options)
+        web = WebClient(
+            user_agent=user_agent(options.agent, info_url=args.contact), connect_to=resolver
+        )
+        fetch = ProtocolFetcher(gemini=gemini_fetch(GeminiClient(connect_to=resolver)), web=web)
+        crawler = Crawler(conn, fetch, options)
         try:
             crawler.check_settings()
         except ConfigMismatch as exc:
@@ -254,7 +276,7 @@ def run_crawl(args: argparse.Namespace) -> int:
         crawler.on_progress = display
         try:
             crawler.seed(seeds)
-            progress, interrupted = trio.run(_crawl, crawler)
+            progress, interrupted = trio.run(_crawl, crawler, web)
         finally:
             display.end()
             if archive is not None:

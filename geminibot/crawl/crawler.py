@@ -8,10 +8,17 @@ recorded), waits its turn, fetches, and commits the page, its links and the new 
 rows in one transaction. A shared :class:`trio.CapacityLimiter` bounds the requests in
 flight across hosts (``concurrency``); a worker holds it only while its request runs.
 
-The fetcher is injected (``fetch(url) -> Response``): the command line passes the Gemini
-client, tests may pass anything that answers. The clock is wall-clock time advanced by
-trio's clock, so the politeness state persisted in the database stays meaningful across
-restarts, and tests under trio's mock clock do not sleep.
+The fetcher is injected (``fetch(url) -> Response``): the command line passes a
+:class:`geminibot.crawl.fetcher.ProtocolFetcher` (Gemini and http(s)), tests may pass anything
+that answers. Web hosts are crawled by the same loop (see :mod:`geminibot.crawl.schemes`
+for their host keys): the fetcher is then also called with ``method`` and ``headers``
+(``X-Agent-Identity`` when a robots2.txt says ``announce: yes``; the HEAD request of the
+robots2 ask protocol when ``crawl: ask``), and 429 and 503 slow the host down as 44 does.
+A crawl follows links only to the protocols of its seeds, plus those of ``follow``.
+
+The clock is wall-clock time advanced by trio's clock, so the politeness state persisted in
+the database stays meaningful across restarts, and tests under trio's mock clock do not
+sleep.
 
 Crash safety: see :mod:`geminibot.crawl.frontier`. Cancellation (Ctrl-C) releases the
 leases of the requests it interrupts, so a stopped crawl resumes exactly where it was.
@@ -25,23 +32,42 @@ import time
 import uuid
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field, replace
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Protocol
 
 import trio
 
+from geminibot import __version__
 from geminibot.crawl import robots_cache
-from geminibot.crawl.frontier import Claim, Frontier, Limits, host_key
-from geminibot.crawl.page import extract
+from geminibot.crawl.frontier import Claim, Frontier, Limits
+from geminibot.crawl.page import extract, extract_web
 from geminibot.crawl.politeness import HostPace, Politeness
-from geminibot.gemini.errors import InvalidURL
+from geminibot.crawl.schemes import (
+    Protocol as Scheme,
+)
+from geminibot.crawl.schemes import (
+    host_key,
+    host_name,
+    host_protocol,
+    host_url,
+    normalise,
+    parse_any,
+    protocol_of,
+)
 from geminibot.gemini.gemtext import resolve_link
-from geminibot.gemini.urls import parse_url
 from geminibot.index import store_page, transaction
 from geminibot.index.db import get_setting, set_setting
 from geminibot.index.pages import find_by_hash
 from geminibot.policy import fetch_outcome
-from geminibot.policy.robots2 import ChainWalker, parse_robots2
+from geminibot.policy.robots2 import (
+    AskLedger,
+    AskOutcome,
+    AskRequest,
+    AskResponse,
+    ChainWalker,
+    ask_outcome,
+    parse_robots2,
+)
 from geminibot.policy.site_policy import (
     AGENTS,
     ROBOTS,
@@ -77,6 +103,10 @@ PROGRESS_INTERVAL = 0.5
 ROLES = ("indexer", "archiver", "researcher")
 #: The crawler's own product token.
 DEFAULT_AGENT = "geminibot"
+#: HTTP statuses that ask a web crawler to slow down, as Gemini's 44 does.
+WEB_SLOW_DOWN = frozenset({429, 503})
+#: An ask answer is applied to the decision it was asked for during this long.
+ASK_DECISION_WINDOW = timedelta(seconds=1)
 
 
 @dataclass(frozen=True)
@@ -87,9 +117,15 @@ class Response:
     meta: str = ""
     body: bytes = b""
     error: str | None = None
+    headers: tuple[tuple[str, str], ...] = ()  # http(s) response headers
+
+    def header(self, name: str) -> str | None:
+        low = name.lower()
+        return next((v for k, v in self.headers if k.lower() == low), None)
 
 
-Fetch = Callable[[str], Awaitable[Response]]
+#: ``fetch(url)``; for web URLs also ``fetch(url, method=..., headers=...)``.
+Fetch = Callable[..., Awaitable[Response]]
 
 
 class Archive(Protocol):
@@ -108,6 +144,7 @@ class CrawlOptions:
     allow_hosts: tuple[str, ...] = ()  # fnmatch patterns; empty: the seeds' hosts
     concurrency: int = DEFAULT_CONCURRENCY
     test_range: bool = False
+    follow: tuple[Scheme, ...] = ()  # protocols followed beyond the seeds' own
 
 
 @dataclass
@@ -158,9 +195,15 @@ class Crawler:
         self.lease = uuid.uuid4().hex
         self.progress = Progress(started=self._wall0)
         self.bot = Bot(
-            options.agent, (options.role,), ROLE_CATEGORIES.get(options.role), options.strict
+            options.agent,
+            (options.role,),
+            ROLE_CATEGORIES.get(options.role),
+            options.strict,
+            __version__,
         )
         self._patterns = tuple(p.lower() for p in options.allow_hosts)
+        self._protocols: set[Scheme] = set(options.follow)
+        self._asks: dict[str, AskLedger] = {}
         self._running: set[str] = set()
         self._skipped: dict[str, str] = {}
         self._wake = trio.Event()
@@ -197,13 +240,25 @@ class Crawler:
     def seed(self, urls: list[str]) -> dict[str, str]:
         """Queue the seeds (known ones stay as they are); without --allow-host patterns,
         the seeds' hosts are the crawl's hosts."""
+        valid = []
+        for url in urls:
+            try:
+                valid.append(host_key(url))
+                self._protocols.add(protocol_of(url))
+            except ValueError:
+                pass
         if not self._patterns:
-            self._patterns = tuple(sorted({host_key(u) for u in urls}))
+            self._patterns = tuple(sorted({host_name(key) for key in valid}))
         return self.frontier.seed(urls)
 
     def host_allowed(self, host: str) -> bool:
-        name = host.lower()
-        return any(fnmatch.fnmatchcase(name, p) for p in self._patterns)
+        """Whether a host key matches an --allow-host pattern (by key, or by host name
+        alone, so a pattern covers the Gemini and web sides of a host)."""
+        key = host.lower()
+        name = host_name(key)
+        return any(
+            fnmatch.fnmatchcase(key, p) or fnmatch.fnmatchcase(name, p) for p in self._patterns
+        )
 
     def _restore_hosts(self) -> None:
         with transaction(self.conn):
@@ -313,12 +368,20 @@ class Crawler:
             self._wake.set()
 
     async def _request(
-        self, host: str, url: str, policy: SitePolicy | None = None
+        self,
+        host: str,
+        url: str,
+        policy: SitePolicy | None = None,
+        *,
+        method: str = "GET",
+        headers: tuple[tuple[str, str], ...] = (),
     ) -> tuple[Response, float, float] | None:
         """Wait for the host's turn, then fetch; None if the host is skipped for now.
 
         ``policy`` sets the pace (with none, the default delay applies: the policy files
-        themselves are fetched before it is known). Returns (response, start, duration)."""
+        themselves are fetched before it is known) and, on the web, whether to announce
+        the bot. Returns (response, start, duration)."""
+        web = host_protocol(host) == "http"
         assert self._limiter is not None
         if policy is not None:
             last_duration = self.politeness.state(host)[1]
@@ -340,17 +403,41 @@ class Crawler:
             started = self.clock()
             response: Response | None = None
             try:
-                response = await self.fetch(url)
+                if web:
+                    given = {name.lower() for name, _ in headers}
+                    sent = headers + tuple(
+                        h for h in self._announce(policy) if h[0].lower() not in given
+                    )
+                    response = await self.fetch(url, method=method, headers=sent)
+                else:
+                    response = await self.fetch(url)
             except Exception as exc:  # a fetcher should not raise; count it as a failure
                 response = Response(None, error=f"{type(exc).__name__}: {exc}")
             finally:
                 duration = max(0.0, self.clock() - started)
                 status, meta = (None, "") if response is None else (response.status, response.meta)
-                self.politeness.finish(host, duration, status, meta)
+                self.politeness.finish(
+                    host, duration, status, meta, slow_down=self._slows_down(host, status)
+                )
         self.progress.requests += 1
         if response.status is None:
             self.progress.errors += 1
         return response, started, duration
+
+    def _announce(self, policy: SitePolicy | None) -> tuple[tuple[str, str], ...]:
+        """``X-Agent-Identity`` when the host's robots2.txt says ``announce: yes``."""
+        if policy is None or policy.robots2 is None:
+            return ()
+        setting = policy.robots2.setting("announce", self.bot.category)
+        if setting is None or setting.value != "yes":
+            return ()
+        return (("X-Agent-Identity", self.bot.identity),)
+
+    @staticmethod
+    def _slows_down(host: str, status: int | None) -> bool:
+        if host_protocol(host) == "http":
+            return status in WEB_SLOW_DOWN
+        return status == 44
 
     def _log_fetch(self, host: str, url: str, got: tuple[Response, float, float]) -> None:
         response, started, duration = got
@@ -394,7 +481,7 @@ class Crawler:
                     chain[target] = body
                     walker.feed(target, body)
             known = SitePolicy.build(
-                "gemini",
+                host_protocol(host),
                 files.get(ROBOTS),
                 files.get(ROBOTS2),
                 files.get(AGENTS),
@@ -416,7 +503,8 @@ class Crawler:
         self, host: str, name: str, known: SitePolicy | None
     ) -> robots_cache.CachedFile | None:
         """Fetch /NAME, following same-host redirects; cache and return the outcome."""
-        url = f"gemini://{host}/{name}"
+        url = host_url(host, f"/{name}")
+        protocol = host_protocol(host)
         hops = slow_downs = 0
         while True:
             got = await self._request(host, url, known)
@@ -426,24 +514,30 @@ class Crawler:
             with transaction(self.conn):
                 self._log_fetch(host, url, got)
             response = got[0]
-            if response.status == 44:
+            if self._slows_down(host, response.status):
                 self.progress.slow_downs += 1
                 slow_downs += 1
                 if slow_downs <= MAX_POLICY_SLOW_DOWNS:
                     continue  # the politeness schedule sits out the wait first
             outcome = fetch_outcome(
-                "gemini",
+                protocol,
                 response.status,
                 meta=response.meta,
                 failure=response.error,
                 redirects_followed=hops,
+                retry_after=_retry_after(response) if protocol == "http" else None,
             )
             if outcome.kind == "redirect" and outcome.location is not None:
                 target = resolve_link(outcome.location.strip(), url)
-                if _same_host(target, host):
+                # RFC 9309 2.3.1.2: on the web, redirects are followed across authorities
+                if _same_host(target, host) or (protocol == "http" and _is_web(target)):
                     url, hops = target, hops + 1
                     continue
-                outcome = fetch_outcome("gemini", 51, meta=f"redirect to {target} not followed")
+                outcome = fetch_outcome(
+                    protocol,
+                    51 if protocol == "gemini" else 404,
+                    meta=f"redirect to {target} not followed",
+                )
             body = response.body if outcome.kind == "success" else None
             with transaction(self.conn):
                 return robots_cache.save(
@@ -469,9 +563,47 @@ class Crawler:
             (claim.url, claim.host, int(decision.allowed), decision.reason, self.clock()),
         )
 
+    async def _ask(
+        self, claim: Claim, policy: SitePolicy, request: AskRequest
+    ) -> AskOutcome | None:
+        """Perform the robots2 ask exchange (HEAD) for ``claim``'s host; log the request.
+        None when the host is skipped for now."""
+        url = host_url(claim.host, request.target)
+        got = await self._request(
+            claim.host, url, policy, method=request.method, headers=request.headers
+        )
+        if got is None:
+            return None
+        response = got[0]
+        with transaction(self.conn):
+            self._log_fetch(claim.host, url, got)
+        return ask_outcome(AskResponse(response.status, response.headers), self._at())
+
+    async def _decide(self, claim: Claim, policy: SitePolicy) -> FetchDecision | None:
+        """The site policy's decision, after the ask exchange when robots2.txt says
+        ``crawl: ask`` and nothing else refuses. None: ask again later (429, skipped)."""
+        asks = self._asks.setdefault(claim.host, AskLedger())
+        decision = policy.may_fetch(claim.url, self.bot, self._at(), asks)
+        refusals = [r for r in decision.reasons if not r.allowed]
+        if decision.ask is None or len(refusals) != 1:
+            return decision
+        outcome = await self._ask(claim, policy, decision.ask)
+        if outcome is None or outcome.kind == "retry":
+            return None  # the 429 slowed the host down; the URL is asked about again later
+        asks.record("crawl", outcome)
+        # Apply this answer to this decision (an allow-once is never remembered beyond it).
+        now = self._at()
+        once = AskLedger({"crawl": replace(outcome, cache_until=now + ASK_DECISION_WINDOW)})
+        return policy.may_fetch(claim.url, self.bot, now, once)
+
     async def _visit(self, claim: Claim, policy: SitePolicy) -> bool:
         """Decide, fetch and commit one URL; True when its row is closed (not leased)."""
-        decision = policy.may_fetch(claim.url, self.bot, self._at())
+        decided = await self._decide(claim, policy)
+        if decided is None:
+            with transaction(self.conn):
+                self.frontier.release(claim.url)
+            return True
+        decision = decided
         if not decision.allowed and any(
             "Visit-time" in f"{r.rule} {r.text}" for r in decision.reasons if not r.allowed
         ):
@@ -480,7 +612,12 @@ class Crawler:
                 self._opens[claim.host] = opens
                 if self.politeness.ready_at(claim.host) is None:
                     return False
-                decision = policy.may_fetch(claim.url, self.bot, datetime.fromtimestamp(opens, UTC))
+                decision = policy.may_fetch(
+                    claim.url,
+                    self.bot,
+                    datetime.fromtimestamp(opens, UTC),
+                    self._asks[claim.host],
+                )
         if not decision.allowed:
             with transaction(self.conn):
                 self._record_decision(claim, decision)
@@ -495,7 +632,7 @@ class Crawler:
         if got is None:
             return False
         response, started, _duration = got
-        if response.status == 44:
+        if self._slows_down(claim.host, response.status):
             self.progress.slow_downs += 1
             with transaction(self.conn):
                 self._log_fetch(claim.host, claim.url, got)
@@ -508,9 +645,20 @@ class Crawler:
                 self.frontier.finish(claim.url, "failed", response.error)
             return True
         fetched_at = started
-        extracted = extract(
-            claim.url, claim.host, response.status, response.meta, response.body, fetched_at
-        )
+        if host_protocol(claim.host) == "http":
+            extracted = extract_web(
+                claim.url,
+                claim.host,
+                response.status,
+                response.meta,
+                response.body,
+                fetched_at,
+                response.header("x-robots-tag") or "",
+            )
+        else:
+            extracted = extract(
+                claim.url, claim.host, response.status, response.meta, response.body, fetched_at
+            )
         page, links = extracted.page, extracted.links
         if page.content_hash is not None:
             original = find_by_hash(self.conn, page.content_hash, page.url)
@@ -522,12 +670,13 @@ class Crawler:
         with transaction(self.conn):
             self._record_decision(claim, decision)
             self._log_fetch(claim.host, claim.url, got)
-            for link in links:
+            for raw in links:
                 try:
-                    target_host = host_key(link)
-                except InvalidURL:
-                    continue  # not a gemini:// URL, or a broken one
-                if not self.host_allowed(target_host):
+                    link, target_host = normalise(raw), host_key(raw)
+                    followed = protocol_of(raw) in self._protocols
+                except ValueError:
+                    continue  # neither gemini:// nor http(s)://, or a broken URL
+                if not followed or not self.host_allowed(target_host):
                     continue
                 added = self.frontier.add(link, claim.depth + 1, claim.url)
                 woke = woke or (added == "queued" and target_host not in self._running)
@@ -544,14 +693,26 @@ def _same_host_path(target: str, host: str) -> str | None:
     if target.startswith("/"):
         return target
     try:
-        url = parse_url(target)
-    except InvalidURL:
+        return parse_any(target).path_query if host_key(target) == host else None
+    except ValueError:
         return None
-    return url.path_query if url.authority == host else None
 
 
 def _same_host(url: str, host: str) -> bool:
     try:
         return host_key(url) == host
-    except InvalidURL:
+    except ValueError:
         return False
+
+
+def _is_web(url: str) -> bool:
+    try:
+        return protocol_of(url) == "http"
+    except ValueError:
+        return False
+
+
+def _retry_after(response: Response) -> float | None:
+    """HTTP Retry-After in seconds (the delay form; a date counts as absent)."""
+    value = (response.header("retry-after") or "").strip()
+    return float(value) if value.isascii() and value.isdigit() else None

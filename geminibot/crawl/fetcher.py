@@ -1,4 +1,5 @@
-"""The crawler's edge: the Gemini client as a ``fetch(url) -> Response`` function, and the
+"""The crawler's edge: the Gemini client as a ``fetch(url) -> Response`` function, the
+protocol-dispatching fetcher that adds the http(s) client (:class:`ProtocolFetcher`), and the
 address overrides (``--connect-to``) and loopback guard (``--test-range``) of the command line.
 """
 
@@ -7,10 +8,14 @@ from __future__ import annotations
 import fnmatch
 import ipaddress
 import re
+from collections.abc import Sequence
 
-from geminibot.crawl.crawler import Fetch, Response
+from geminibot.crawl.crawler import WEB_SLOW_DOWN, Fetch, Response
+from geminibot.crawl.schemes import protocol_of
 from geminibot.gemini.client import GeminiClient
 from geminibot.gemini.errors import ConnectionFailed, GeminiError
+from geminibot.http.client import WebClient, WebResponse
+from geminibot.http.errors import WebError
 
 #: Names that always mean this machine.
 LOOPBACK_NAMES = frozenset({"localhost", "localhost.localdomain"})
@@ -80,3 +85,48 @@ def gemini_fetch(client: GeminiClient) -> Fetch:
         return Response(response.status, response.meta, response.body)
 
     return fetch
+
+
+def web_meta(response: WebResponse) -> str:
+    if 300 <= response.status <= 399:
+        return response.header("location") or ""
+    if 200 <= response.status <= 299:
+        return response.content_type
+    if response.status in WEB_SLOW_DOWN:
+        retry = response.header("retry-after")
+        if retry is not None:
+            return retry.strip()
+    return response.reason
+
+
+class ProtocolFetcher:
+    """One crawler fetcher for both protocols, dispatching on the URL's scheme.
+
+    ``gemini`` is a fetcher such as :func:`gemini_fetch` gives, ``web`` the http(s) client;
+    a protocol without one answers with an error response. For the web, ``meta`` holds
+    the ``Location`` of a 3xx, the ``Content-Type`` of a 2xx, the ``Retry-After`` of a 429
+    or 503 (when given), else the reason phrase; ``headers`` are the response headers. No
+    redirect is followed: the crawler decides each hop."""
+
+    def __init__(self, *, gemini: Fetch | None = None, web: WebClient | None = None):
+        self.gemini = gemini
+        self.web = web
+
+    async def __call__(
+        self, url: str, *, method: str = "GET", headers: Sequence[tuple[str, str]] = ()
+    ) -> Response:
+        try:
+            protocol = protocol_of(url)
+        except ValueError as exc:
+            return Response(None, error=f"{type(exc).__name__}: {exc}")
+        if protocol == "gemini":
+            if self.gemini is None:
+                return Response(None, error="this crawl has no Gemini client")
+            return await self.gemini(url)
+        if self.web is None:
+            return Response(None, error="this crawl has no http(s) client")
+        try:
+            w = await self.web.fetch(url, method=method, headers=headers, follow_redirects=False)
+        except WebError as exc:
+            return Response(None, error=f"{type(exc).__name__}: {exc}")
+        return Response(w.status, web_meta(w), w.body, headers=w.headers)

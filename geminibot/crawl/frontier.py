@@ -24,8 +24,10 @@ import sqlite3
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from geminibot.gemini.urls import parse_url
+from geminibot.crawl.schemes import host_key, parse_any
 from geminibot.index import transaction
+
+__all__ = ["Claim", "Frontier", "Limits", "host_key"]
 
 #: Longest URL accepted, in UTF-8 bytes: a Gemini request is at most 1024 bytes with CRLF.
 MAX_URL_LENGTH = 1022
@@ -55,14 +57,6 @@ class Claim:
     depth: int
 
 
-def host_key(url: str) -> str:
-    """The politeness and bookkeeping key of a Gemini URL: ``host`` or ``host:port``.
-
-    Raises :class:`~geminibot.gemini.errors.InvalidURL` for anything but a valid
-    ``gemini://`` URL."""
-    return parse_url(url).authority
-
-
 class Frontier:
     """Queue operations over the ``urls`` table; ``clock`` gives wall-clock seconds."""
 
@@ -76,7 +70,8 @@ class Frontier:
     # --- writes that belong to a larger transaction (the caller holds it) ---
 
     def add(self, url: str, depth: int, parent: str | None = None) -> str:
-        """Put a normalised ``gemini://`` URL in the frontier; call inside a transaction.
+        """Put a normalised ``gemini://`` or ``http(s)://`` URL in the frontier; call inside a
+        transaction.
 
         Returns ``"queued"``, ``"known"`` (already seen, in any state) or
         ``"trapped: <bound>"`` (recorded, never fetched).
@@ -84,8 +79,8 @@ class Frontier:
         conn = self.conn
         if conn.execute("SELECT 1 FROM urls WHERE url = ?", (url,)).fetchone():
             return "known"
-        parsed = parse_url(url)
-        host, path, has_query = parsed.authority, parsed.path, parsed.query is not None
+        parsed = parse_any(url)
+        host, path, has_query = host_key(url), parsed.path, parsed.query is not None
         now = self.clock()
         conn.execute(
             "INSERT INTO hosts (host, first_seen) VALUES (?, ?) ON CONFLICT (host) DO NOTHING",

@@ -1,4 +1,4 @@
-"""From one Gemini response to what the index keeps and the frontier grows by (pure).
+"""From one Gemini (or http(s): :func:`extract_web`) response to what the index keeps and the frontier grows by (pure).
 
 - ``20`` with ``text/gemini``: title (first heading), headings, text (every line, link
   labels included, preformatted blocks too), links (resolved and normalised);
@@ -12,11 +12,13 @@ from __future__ import annotations
 
 import hashlib
 from dataclasses import dataclass, replace
+from types import MappingProxyType
 
 from geminibot.gemini.errors import InvalidMeta
 from geminibot.gemini.gemtext import HeadingLine, LinkLine, Preformatted, parse_gemtext
 from geminibot.gemini.gemtext import resolve_link as resolve
-from geminibot.gemini.response import decode_text, parse_mime
+from geminibot.gemini.response import MimeType, decode_text, parse_mime
+from geminibot.http.html import parse_html, robots_directives, sniff_charset
 from geminibot.index import Link, Page
 
 #: Most links taken from one page (the rest are ignored; a trap bound).
@@ -81,3 +83,63 @@ def extract(
         links=tuple(links),
     )
     return Extracted(page, tuple(link.target for link in links))
+
+
+#: MIME types read as HTML.
+HTML_TYPES = frozenset({"text/html", "application/xhtml+xml"})
+
+
+def extract_web(
+    url: str,
+    host: str,
+    status: int,
+    meta: str,
+    body: bytes,
+    fetched_at: float,
+    robots_tag: str = "",
+) -> Extracted:
+    """What one http(s) response contributes; ``meta`` is the Content-Type of a 2xx and
+    the Location of a 3xx, ``robots_tag`` the X-Robots-Tag header. Never raises.
+
+    HTML is read by :func:`geminibot.http.html.parse_html`; ``noindex`` (meta robots or
+    X-Robots-Tag) keeps metadata only, ``nofollow`` keeps no links."""
+    base = Page(url=url, host=host, status=status, meta=meta, fetched_at=fetched_at)
+    if 300 <= status <= 399:
+        if not meta.strip():
+            return Extracted(base, ())
+        target = resolve(meta.strip(), url)
+        return Extracted(replace(base, redirect_to=target, links=(Link(target),)), (target,))
+    if not 200 <= status <= 299:
+        return Extracted(base, ())
+    base = replace(base, size=len(body), content_hash=content_hash(body))
+    try:
+        mime = parse_mime(meta) if meta.strip() else None
+    except InvalidMeta:
+        mime = None
+    if mime is None:
+        return Extracted(base, ())
+    base = replace(base, mime=mime.essence)
+    header_noindex, header_nofollow = robots_directives(robots_tag)
+    if mime.essence in HTML_TYPES:
+        if "charset" not in mime.params:
+            sniffed = sniff_charset(body)
+            if sniffed:
+                mime = MimeType(mime.essence, MappingProxyType({"charset": sniffed}))
+        doc = parse_html(decode_text(body, mime), url)
+        if header_noindex or doc.noindex:
+            return Extracted(base, ())
+        links = () if header_nofollow or doc.nofollow else doc.links[:MAX_LINKS_PER_PAGE]
+        page = replace(
+            base,
+            lang=doc.lang,
+            title=doc.title[:MAX_TITLE_LENGTH],
+            headings=doc.headings,
+            text=doc.text,
+            links=tuple(Link(link.url, link.label) for link in links),
+        )
+        return Extracted(page, tuple(link.url for link in links))
+    if not mime.essence.startswith("text/") or header_noindex:
+        return Extracted(base, ())
+    text = decode_text(body, mime)
+    first = next((line.strip() for line in text.splitlines() if line.strip()), "")
+    return Extracted(replace(base, title=first[:MAX_TITLE_LENGTH], text=text), ())

@@ -8,7 +8,7 @@ Rules, per host:
   rule of thumb of the robots 2.0 document: the larger of twice the last request's duration
   and :data:`DEFAULT_MIN_DELAY`. ``test_range=True`` (local test capsules only) drops that
   default to zero; a delay a policy sets is always obeyed;
-- ``44 SLOW DOWN``: wait the larger of the seconds in its meta (if an integer) and an
+- ``44 SLOW DOWN`` (and the web's 429 and 503): wait the larger of the seconds in its meta (if an integer) and an
   exponential back-off that doubles with each consecutive 44 (:data:`SLOW_DOWN_BASE`,
   reset by any other answer);
 - visit windows: the next request waits for the window to open;
@@ -137,17 +137,27 @@ class Politeness:
             raise RuntimeError(f"{host}: request started before it was allowed")
         h.in_flight = True
 
-    def finish(self, host: str, duration: float, status: int | None, meta: str = "") -> float:
+    def finish(
+        self,
+        host: str,
+        duration: float,
+        status: int | None,
+        meta: str = "",
+        *,
+        slow_down: bool | None = None,
+    ) -> float:
         """The request to ``host`` ended now with ``status`` (None: no answer).
 
-        Returns the extra wait a 44 imposed (0 otherwise).
+        ``slow_down`` says whether the answer asks to slow down (default: status 44; the
+        web's 429 and 503 pass True with their Retry-After as ``meta``). Returns the extra
+        wait it imposed (0 otherwise).
         """
         h = self._host(host)
         h.in_flight = False
         now = self.clock()
         h.last_end = now
         h.last_duration = duration
-        if status != 44:
+        if not (status == 44 if slow_down is None else slow_down):
             h.slow_downs = 0
             return 0.0
         h.slow_downs += 1

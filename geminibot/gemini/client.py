@@ -80,6 +80,16 @@ from ``"host:port"`` or ``"host"`` to ``(address, port)``, or a function of (hos
 SNI and the TOFU pin still use the URL's host and port."""
 
 
+def route(connect_to: ConnectTo | None, host: str, port: int) -> tuple[str, int]:
+    """Where to connect for ``host`` and ``port`` under a :data:`ConnectTo` override."""
+    if connect_to is None:
+        return host, port
+    if callable(connect_to):
+        return connect_to(host, port)
+    found = connect_to.get(f"{host}:{port}") or connect_to.get(host)
+    return found if found is not None else (host, port)
+
+
 @dataclass(frozen=True, slots=True)
 class Limits:
     connect_timeout: float = DEFAULT_CONNECT_TIMEOUT
@@ -228,12 +238,7 @@ class GeminiClient:
         return target
 
     def _address(self, host: str, port: int) -> tuple[str, int]:
-        if self.connect_to is None:
-            return host, port
-        if callable(self.connect_to):
-            return self.connect_to(host, port)
-        found = self.connect_to.get(f"{host}:{port}") or self.connect_to.get(host)
-        return found if found is not None else (host, port)
+        return route(self.connect_to, host, port)
 
     async def _exchange(self, url: GeminiURL, limits: Limits) -> _Hop:
         request = url.request_line()

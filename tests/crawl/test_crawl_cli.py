@@ -190,7 +190,8 @@ def pages_in(db: Path) -> int:
 @pytest.mark.parametrize(
     ("argv", "message"),
     [
-        (["crawl", "http://x.test/", "--db", "D"], "not a gemini:// URL"),
+        (["crawl", "ftp://x.test/", "--db", "D"], "not a gemini:// or http(s):// URL"),
+        (["crawl", "https://example.org/", "--db", "D", "--test-range"], "local test capsules"),
         (["crawl", "gemini://example.org/", "--db", "D", "--test-range"], "local test capsules"),
         (["crawl", "gemini://a.test/", "--db", "D", "--max-pages", "0"], "at least 1"),
         (["crawl", "gemini://a.test/", "--db", "D", "--connect-to", "x"], "HOST:PORT:ADDR:PORT2"),

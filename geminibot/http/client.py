@@ -1,0 +1,293 @@
+"""An http(s) client on httpx, run under trio, with the Gemini client's limits.
+
+::
+
+    async with WebClient(user_agent=user_agent("geminibot")) as client:
+        response = await client.fetch("https://example.org/robots.txt")
+
+- The limits are :class:`geminibot.gemini.client.Limits`, the same object and the same
+  defaults as the Gemini client: connect (TCP plus TLS), header (request sent, status line
+  and headers received), idle (longest silence inside the body), a total deadline over the
+  whole fetch (redirects included), the largest body and the redirect hops. Every time
+  limit is a trio cancel scope; the connect and header limits are one scope whose deadline
+  moves when httpcore reports (through its ``trace`` extension) that the request starts
+  going out, so a pooled connection gets the header limit only.
+- The body is read as a stream and reading stops as soon as it passes the size limit
+  (a ``Content-Length`` above the limit stops it before any byte of the body). The limit
+  applies to the decoded body, so a gzip bomb stops at the cap too.
+- Redirects (301, 302, 303, 307, 308 with a ``Location``) are followed by this module, not
+  by httpx, up to ``max_redirects`` hops; a loop is refused as soon as it closes; a switch
+  to a scheme other than http/https is refused unless ``allow_scheme_switch`` (then the
+  redirect is returned unfollowed).
+- ``connect_to`` routes a host to another address (tests reach loopback this way), with
+  the same type and meaning as the Gemini client's: the request goes to the address, the
+  ``Host`` header and TLS SNI (and so certificate checks) keep the URL's host.
+- Every request carries a real ``User-Agent`` (:func:`user_agent`).
+
+Only :class:`~geminibot.http.errors.WebError` subclasses leave :meth:`WebClient.fetch`.
+"""
+
+from __future__ import annotations
+
+import ssl
+from collections.abc import AsyncIterator, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from types import TracebackType
+from typing import Any
+
+import httpx
+import trio
+
+from geminibot import __version__
+from geminibot.gemini.client import ConnectTo, Limits, route
+from geminibot.gemini.errors import GeminiError
+from geminibot.gemini.urls import resolve_reference
+from geminibot.http.errors import (
+    BodyTooLarge,
+    ConnectionFailed,
+    ConnectTimeout,
+    DeadlineExceeded,
+    HeaderTimeout,
+    IdleTimeout,
+    InvalidWebURL,
+    RedirectLoop,
+    RemoteProtocolError,
+    SchemeSwitchRefused,
+    TLSFailure,
+    TooManyRedirects,
+    WebError,
+)
+from geminibot.http.urls import WebURL, is_web_url, parse_web_url
+
+#: Where a site owner reads who the bot is; put in the User-Agent (override with --contact).
+DEFAULT_INFO_URL = "https://geminibot.invalid/about"
+#: Statuses whose Location is followed.
+REDIRECT_STATUSES = frozenset({301, 302, 303, 307, 308})
+Headers = tuple[tuple[str, str], ...]
+
+
+def user_agent(
+    token: str = "geminibot", version: str = __version__, info_url: str = DEFAULT_INFO_URL
+) -> str:
+    """``token/version (+info_url)``: the product token robots.txt groups match on."""
+    return f"{token}/{version} (+{info_url})"
+
+
+@dataclass(frozen=True, slots=True)
+class WebResponse:
+    url: WebURL
+    """The URL that gave this response (after redirects)."""
+    status: int
+    reason: str
+    headers: Headers
+    body: bytes
+    redirects: tuple[WebURL, ...] = field(default=())
+    """Every URL that redirected, in order."""
+
+    def header(self, name: str) -> str | None:
+        """The first value of header ``name`` (case-insensitive), or None."""
+        low = name.lower()
+        return next((v for k, v in self.headers if k.lower() == low), None)
+
+    @property
+    def content_type(self) -> str:
+        return self.header("content-type") or ""
+
+    @property
+    def redirect_url(self) -> str | None:
+        """For a 3xx with a Location: its target resolved against :attr:`url`."""
+        location = self.header("location")
+        if not 300 <= self.status <= 399 or not location:
+            return None
+        return resolve_reference(str(self.url), location.strip())
+
+
+class WebClient:
+    """Fetches http(s) URLs; see the module docstring. Share one per trio run; close it."""
+
+    def __init__(
+        self,
+        *,
+        user_agent: str = user_agent(),
+        limits: Limits | None = None,
+        connect_to: ConnectTo | None = None,
+        verify: ssl.SSLContext | bool = True,
+        allow_scheme_switch: bool = False,
+    ) -> None:
+        self.user_agent = user_agent
+        self.limits = limits if limits is not None else Limits()
+        self.connect_to = connect_to
+        self.allow_scheme_switch = allow_scheme_switch
+        self._client = httpx.AsyncClient(
+            verify=verify,
+            trust_env=False,
+            follow_redirects=False,
+            timeout=httpx.Timeout(None),
+            headers={"User-Agent": user_agent},
+        )
+
+    async def __aenter__(self) -> WebClient:
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self.aclose()
+
+    async def aclose(self) -> None:
+        await self._client.aclose()
+
+    async def fetch(
+        self,
+        url: str | WebURL,
+        *,
+        method: str = "GET",
+        headers: Sequence[tuple[str, str]] = (),
+        follow_redirects: bool = True,
+        limits: Limits | None = None,
+    ) -> WebResponse:
+        """Fetch ``url`` (GET or HEAD); raises only WebError subclasses."""
+        limits = limits if limits is not None else self.limits
+        current = url if isinstance(url, WebURL) else parse_web_url(url)
+        redirects: list[WebURL] = []
+        with trio.move_on_after(limits.total_timeout) as deadline:
+            while True:
+                status, reason, got, body = await self._exchange(
+                    current, method, tuple(headers), limits
+                )
+                response = WebResponse(current, status, reason, got, body, tuple(redirects))
+                if not follow_redirects or status not in REDIRECT_STATUSES:
+                    return response
+                target = self._redirect_target(response, redirects, limits)
+                if target is None:
+                    return response
+                redirects.append(current)
+                current = target
+        assert deadline.cancelled_caught
+        raise DeadlineExceeded(f"fetch of {url} took longer than {limits.total_timeout} s")
+
+    def _redirect_target(
+        self, response: WebResponse, redirects: list[WebURL], limits: Limits
+    ) -> WebURL | None:
+        location = response.redirect_url
+        if location is None:
+            return None
+        if not is_web_url(location):
+            if self.allow_scheme_switch:
+                return None
+            raise SchemeSwitchRefused(f"{response.url} redirects to another scheme: {location}")
+        try:
+            target = parse_web_url(location)
+        except InvalidWebURL as exc:
+            raise RemoteProtocolError(
+                f"{response.url} redirects to an invalid URL: {exc}"
+            ) from None
+        if target == response.url or target in redirects:
+            raise RedirectLoop(f"redirect loop: {response.url} leads back to {target}")
+        if len(redirects) >= limits.max_redirects:
+            raise TooManyRedirects(f"more than {limits.max_redirects} redirects, last to {target}")
+        return target
+
+    def _route(self, url: WebURL) -> tuple[str, dict[str, Any]]:
+        """The URL to connect to, and the request extensions that keep SNI on the host."""
+        try:
+            address = route(self.connect_to, url.host, url.port)
+        except (GeminiError, OSError) as exc:  # a resolver may refuse (--test-range)
+            raise ConnectionFailed(str(exc)) from None
+        if address == (url.host, url.port):
+            return str(url), {}
+        host = f"[{address[0]}]" if ":" in address[0] else address[0]
+        return f"{url.scheme}://{host}:{address[1]}{url.path_query}", {"sni_hostname": url.host}
+
+    async def _exchange(
+        self, url: WebURL, method: str, headers: Headers, limits: Limits
+    ) -> tuple[int, str, Headers, bytes]:
+        target, extensions = self._route(url)
+        phase = ["connect"]
+
+        with trio.CancelScope() as scope:
+            scope.deadline = trio.current_time() + limits.connect_timeout
+
+            async def trace(event: str, info: dict[str, Any]) -> None:
+                if event == "http11.send_request_headers.started":
+                    phase[0] = "header"
+                    scope.deadline = trio.current_time() + limits.header_timeout
+
+            request = self._client.build_request(
+                method,
+                target,
+                headers=[("Host", url.authority), *headers],
+                extensions={**extensions, "trace": trace},
+            )
+            with _mapped_errors(url):
+                response = await self._client.send(request, stream=True)
+        if scope.cancelled_caught:
+            if phase[0] == "connect":
+                raise ConnectTimeout(
+                    f"no connection to {url.authority} within {limits.connect_timeout} s"
+                )
+            raise HeaderTimeout(f"no header from {url.authority} within {limits.header_timeout} s")
+        try:
+            got = tuple(response.headers.multi_items())
+            if method == "HEAD":
+                return response.status_code, response.reason_phrase, got, b""
+            declared = response.headers.get("content-length", "").strip()
+            if declared.isdigit() and int(declared) > limits.max_body_size:
+                raise BodyTooLarge(
+                    f"{url} declares {declared} bytes, more than {limits.max_body_size}"
+                )
+            body = await _read_body(url, response, limits)
+            return response.status_code, response.reason_phrase, got, body
+        finally:
+            with trio.CancelScope(shield=True), _mapped_errors(url):
+                await response.aclose()
+
+
+async def _read_body(url: WebURL, response: httpx.Response, limits: Limits) -> bytes:
+    chunks: list[bytes] = []
+    size = 0
+    stream: AsyncIterator[bytes] = response.aiter_bytes()
+    while True:
+        with trio.move_on_after(limits.idle_timeout) as idle, _mapped_errors(url):
+            try:
+                chunk = await stream.__anext__()
+            except StopAsyncIteration:
+                return b"".join(chunks)
+        if idle.cancelled_caught:
+            raise IdleTimeout(f"body of {url} stalled for more than {limits.idle_timeout} s")
+        size += len(chunk)
+        if size > limits.max_body_size or response.num_bytes_downloaded > limits.max_body_size:
+            raise BodyTooLarge(f"body of {url} is larger than {limits.max_body_size} bytes")
+        chunks.append(chunk)
+
+
+@contextmanager
+def _mapped_errors(url: WebURL) -> Iterator[None]:
+    """Turn httpx's exceptions into :mod:`geminibot.http.errors`."""
+    try:
+        yield
+    except (httpx.HTTPError, httpx.InvalidURL) as exc:
+        where = url.authority
+        error: WebError
+        if isinstance(exc, httpx.ConnectError) and _is_tls(exc):
+            error = TLSFailure(f"TLS with {where} failed: {exc}")
+        elif isinstance(exc, httpx.UnsupportedProtocol | httpx.InvalidURL):
+            error = InvalidWebURL(f"{url}: {exc}")
+        elif isinstance(exc, httpx.ProtocolError | httpx.DecodingError):
+            error = RemoteProtocolError(f"{where} broke HTTP: {exc}")
+        else:
+            error = ConnectionFailed(f"{where}: {type(exc).__name__}: {exc}")
+        raise error from None
+
+
+def _is_tls(exc: BaseException) -> bool:
+    seen: BaseException | None = exc
+    while seen is not None:
+        if isinstance(seen, ssl.SSLError | ssl.CertificateError):
+            return True
+        seen = seen.__cause__ or seen.__context__
+    return "SSL" in str(exc) or "certificate" in str(exc).lower()
