@@ -14,7 +14,7 @@ A SOURCE is one site:
 from __future__ import annotations
 
 from pathlib import Path
-from urllib.parse import urljoin, urlsplit
+from urllib.parse import urlsplit
 
 import trio
 
@@ -126,7 +126,7 @@ async def site_from_url(url: str, client: GeminiClient) -> SitePolicy:
             link = parse_robots2(body).chain
             if link is None:
                 break
-            key, real = urljoin(key, link.value), resolve_reference(real, link.value)
+            key = real = resolve_reference(real, link.value)
             if key in chain:
                 break
             fetched = await fetch_policy_file(client, real)

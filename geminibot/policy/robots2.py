@@ -29,8 +29,9 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Literal
-from urllib.parse import quote, urljoin
+from urllib.parse import quote
 
+from geminibot.gemini.urls import resolve_reference
 from geminibot.policy.diagnostics import Diagnostic
 from geminibot.policy.paths import path_of
 from geminibot.policy.robots import RobotsFile, parse_robots
@@ -467,7 +468,7 @@ class ChainWalker:
         elif len(self._links) >= MAX_CHAIN_DEPTH:
             self._stop = f"depth limit of {MAX_CHAIN_DEPTH} files reached"
         else:
-            target = urljoin(self._current_url, self._current.chain.value)
+            target = resolve_reference(self._current_url, self._current.chain.value)
             if target in self._seen_urls:
                 self._stop = f"loop: {target} was already read"
             else:

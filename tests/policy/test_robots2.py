@@ -344,3 +344,16 @@ def test_chain_walker_is_driven_by_the_caller() -> None:
     chain = walker.result()
     assert [link.url.rsplit("/", 1)[1] for link in chain.links] == ["a.txt", "b.txt", "c.txt"]
     assert "depth" in chain.stop
+
+
+def test_relative_chain_on_a_gemini_host_resolves_and_loops_are_loops() -> None:
+    # urllib's urljoin leaves relative references unresolved for gemini://; the chain
+    # must resolve them (RFC 3986) or a loop back to the first file is never seen.
+    files = {
+        "gemini://h/robots2.txt": b"crawl: yes\nchain: more/b.txt\n",
+        "gemini://h/more/b.txt": b"train: no\nchain: ../robots2.txt\n",
+    }
+    first = parse_robots2(files["gemini://h/robots2.txt"])
+    chain = resolve_chain(first, "gemini://h/robots2.txt", files)
+    assert [link.url for link in chain.links] == ["gemini://h/robots2.txt", "gemini://h/more/b.txt"]
+    assert chain.stop == "loop: gemini://h/robots2.txt was already read"
