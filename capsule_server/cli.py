@@ -15,7 +15,7 @@ from capsule_server.certs import FALLBACK_HOST, ensure_certificate, list_certifi
 from capsule_server.files import CapsuleConfigError, bundled_capsules, load_capsules
 from capsule_server.log import JsonLinesLog
 from capsule_server.server import RATE_BURST, RATE_PER_SECOND, CapsuleServer, Limits
-from geminibot.cliutil import EXIT_OK, EXIT_USAGE, CommandError, emit_json
+from geminibot.cliutil import EXIT_OK, CommandError, emit_json, run_command
 
 DEFAULT_CERT_DIR = Path("var/capsule-server/certs")
 """Certificates are kept here, relative to the working directory, unless --certs says."""
@@ -143,22 +143,7 @@ def _certs_command(args: argparse.Namespace) -> int:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = build_parser()
-    args = parser.parse_args(argv)
-    run = getattr(args, "run", None)
-    if run is None:
-        parser.print_help(sys.stderr)
-        return EXIT_USAGE
-    try:
-        code: int = run(args)
-    except CommandError as exc:
-        print(f"capsule-server: {exc.message}", file=sys.stderr)
-        return exc.exit_code
-    except KeyboardInterrupt:
-        return 130
-    except BrokenPipeError:
-        return 0
-    return code
+    return run_command(build_parser(), argv)
 
 
 if __name__ == "__main__":

@@ -8,7 +8,7 @@ from collections.abc import Sequence
 
 from geminibot import __version__
 from geminibot.classify import cli as classify_cli
-from geminibot.cliutil import EXIT_USAGE, CommandError
+from geminibot.cliutil import run_command
 from geminibot.crawl import cli as crawl_cli
 from geminibot.gemini import cli as gemini_cli
 from geminibot.http import cli as http_cli
@@ -34,23 +34,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = build_parser()
-    args = parser.parse_args(argv)
-    run = getattr(args, "run", None)
-    if run is None:
-        parser.print_help(sys.stderr)
-        return EXIT_USAGE
-    try:
-        code: int = run(args)
-    except CommandError as exc:
-        print(f"geminibot: {exc.message}", file=sys.stderr)
-        return exc.exit_code
-    except KeyboardInterrupt:
-        print("geminibot: interrupted", file=sys.stderr)
-        return 130
-    except BrokenPipeError:
-        return 0
-    return code
+    return run_command(build_parser(), argv)
 
 
 if __name__ == "__main__":

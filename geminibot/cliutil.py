@@ -6,8 +6,10 @@ Exit codes across all commands: 0 success / everything allowed, 1 a negative ans
 
 from __future__ import annotations
 
+import argparse
 import json
 import sys
+from collections.abc import Sequence
 from typing import Any, TextIO
 
 EXIT_OK = 0
@@ -46,3 +48,27 @@ def read_source(source: str) -> tuple[str, bytes]:
         raise CommandError(f"{source}: is a directory, expected a file") from None
     except OSError as exc:
         raise CommandError(f"{source}: cannot read: {exc.strerror}") from None
+
+
+def run_command(parser: argparse.ArgumentParser, argv: Sequence[str] | None) -> int:
+    """Parse ``argv`` and run the chosen subcommand's ``run(args) -> int``.
+
+    A missing subcommand prints the help (exit 2); a CommandError prints its message
+    without a traceback; Ctrl-C exits 130; a closed pipe (``| head``) exits quietly.
+    """
+    args = parser.parse_args(argv)
+    run = getattr(args, "run", None)
+    if run is None:
+        parser.print_help(sys.stderr)
+        return EXIT_USAGE
+    try:
+        code: int = run(args)
+    except CommandError as exc:
+        print(f"{parser.prog}: {exc.message}", file=sys.stderr)
+        return exc.exit_code
+    except KeyboardInterrupt:
+        print(f"{parser.prog}: interrupted", file=sys.stderr)
+        return 130
+    except BrokenPipeError:
+        return 0
+    return code
