@@ -17,9 +17,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from cryptography import x509
-from cryptography.hazmat.primitives import hashes, serialization
-from cryptography.hazmat.primitives.asymmetric import ec
-from cryptography.x509.oid import NameOID
+from cryptography.hazmat.primitives import serialization
+
+from capsule_server.certs import make_certificate
 
 
 @dataclass(frozen=True)
@@ -55,27 +55,6 @@ class CertPair:
 def cert_pair(host: str = "localhost", variant: int = 0) -> CertPair:
     """A self-signed certificate and key for ``host`` (cached per host and variant)."""
     del variant  # only part of the cache key
-    key = ec.generate_private_key(ec.SECP256R1())
-    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, host)])
-    now = dt.datetime.now(dt.UTC)
-    cert = (
-        x509.CertificateBuilder()
-        .subject_name(name)
-        .issuer_name(name)
-        .public_key(key.public_key())
-        .serial_number(x509.random_serial_number())
-        .not_valid_before(now - dt.timedelta(days=1))
-        .not_valid_after(now + dt.timedelta(days=365))
-        .add_extension(x509.SubjectAlternativeName([x509.DNSName(host)]), critical=False)
-        .sign(key, hashes.SHA256())
-    )
-    return CertPair(
-        host=host,
-        cert_pem=cert.public_bytes(serialization.Encoding.PEM),
-        key_pem=key.private_bytes(
-            serialization.Encoding.PEM,
-            serialization.PrivateFormat.PKCS8,
-            serialization.NoEncryption(),
-        ),
-        der=cert.public_bytes(serialization.Encoding.DER),
-    )
+    cert_pem, key_pem = make_certificate(host, dt.datetime.now(dt.UTC))
+    der = x509.load_pem_x509_certificate(cert_pem).public_bytes(serialization.Encoding.DER)
+    return CertPair(host=host, cert_pem=cert_pem, key_pem=key_pem, der=der)
