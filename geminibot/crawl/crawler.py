@@ -664,7 +664,12 @@ class Crawler:
             original = find_by_hash(self.conn, page.content_hash, page.url)
             if original is not None:
                 page, links = replace(page, duplicate_of=original, links=()), ()
-        if self.archive is not None:
+        keeps_copies = _may_store(policy, self.bot)
+        if not keeps_copies:
+            # robots2.txt store: no / session-only: nothing of the content is persisted;
+            # the index keeps the page's metadata and links only, and no WARC record.
+            page = replace(page, title="", headings=(), text=None)
+        if self.archive is not None and keeps_copies:
             self.archive.write(claim.url, response, fetched_at)
         woke = False
         with transaction(self.conn):
@@ -686,6 +691,15 @@ class Crawler:
         if woke:
             self._wake.set()
         return True
+
+
+#: robots2.txt ``store`` values under which no content may be persisted.
+NO_STORE_VALUES = frozenset({"no", "session-only"})
+
+
+def _may_store(policy: SitePolicy, bot: Bot) -> bool:
+    """Whether the host's robots2.txt lets ``bot`` keep what it fetched."""
+    return policy.usage_map(bot).get("store") not in NO_STORE_VALUES
 
 
 def _same_host_path(target: str, host: str) -> str | None:

@@ -75,12 +75,16 @@ class Served:
 
 @asynccontextmanager
 async def serving(
-    hosts: list[str], root: Path, cert_dir: Path, limits: Limits | None = None
+    hosts: list[str],
+    root: Path,
+    cert_dir: Path,
+    limits: Limits | None = None,
+    source: Path = CAPSULES,
 ) -> AsyncIterator[Served]:
-    """Serve only ``hosts`` (linked into ``root``), logging on trio's clock."""
+    """Serve only ``hosts`` of ``source`` (linked into ``root``), logging on trio's clock."""
     root.mkdir(parents=True, exist_ok=True)
     for host in hosts:
-        (root / host).symlink_to(CAPSULES / host, target_is_directory=True)
+        (root / host).symlink_to(source / host, target_is_directory=True)
     t0 = trio.current_time()
     served: Served
 

@@ -141,3 +141,27 @@ async def test_robots2_chain_followed(
     rate = float(expectation(host)["robots2"]["directives"]["rate"])  # requests per minute
     times = [h.at for h in served.hits[host] if h.path not in chain and h.path != "/robots.txt"]
     assert all(b - a >= 60 / rate for a, b in itertools.pairwise(times[1:]))
+
+
+@pytest.mark.parametrize("store", ["no", "session-only", "yes"])
+async def test_robots2_store_decides_what_the_index_keeps(
+    cert_dir: Path, tmp_path: Path, mock_clock: trio.testing.MockClock, store: str
+) -> None:
+    """robots2.txt `store: no` or `session-only`: nothing of the content is persisted,
+    so the page is indexed by its metadata only and a search finds nothing."""
+    mock_clock.autojump_threshold = AUTOJUMP
+    host = "store.test"
+    capsule = tmp_path / "source" / host
+    capsule.mkdir(parents=True)
+    (capsule / "robots.txt").write_text("User-agent: *\nDisallow:\n")
+    (capsule / "robots2.txt").write_text(f"crawl: yes\nstore: {store}\n")
+    (capsule / "index.gmi").write_text("# Unicorn meadow\nA page about unicorns.\n")
+    async with serving([host], tmp_path / "capsules", cert_dir, FAST, tmp_path / "source") as s:
+        _, conn = await crawl_host(s.port, host, tmp_path / "c.db", CrawlOptions(test_range=True))
+    assert "/" in {h.path for h in s.hits[host]}
+    (text_indexed,) = conn.execute("SELECT text_indexed FROM pages").fetchone()
+    found = search(conn, "unicorns")
+    if store == "yes":
+        assert text_indexed == 1 and [r.url for r in found] == [f"gemini://{host}/"]
+    else:
+        assert text_indexed == 0 and found == []
