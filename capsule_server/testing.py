@@ -21,9 +21,16 @@ async def running_server(
     cert_dir: Path,
     limits: Limits | None = None,
     log: Callable[[AccessRecord], None] | None = None,
+    clock: Callable[[], float] | None = None,
 ) -> AsyncIterator[CapsuleServer]:
-    """Serve ``directory`` on 127.0.0.1:0; ``server.port`` is the port. Shuts down on exit."""
-    server = CapsuleServer(load_capsules(directory), cert_dir, limits, log)
+    """Serve ``directory`` on 127.0.0.1:0; ``server.port`` is the port. Shuts down on exit.
+
+    ``clock`` replaces the server's monotonic clock (e.g. ``trio.current_time``, so a test
+    under trio's mock clock sees the rate limiter on the same time as its client)."""
+    if clock is None:
+        server = CapsuleServer(load_capsules(directory), cert_dir, limits, log)
+    else:
+        server = CapsuleServer(load_capsules(directory), cert_dir, limits, log, clock=clock)
     listeners = await trio.open_tcp_listeners(0, host="127.0.0.1")
     server.port = listeners[0].socket.getsockname()[1]
     async with trio.open_nursery() as nursery:

@@ -19,10 +19,10 @@ from typing import Any
 
 import trio
 
-from capsule_server.files import load_capsules
 from capsule_server.log import AccessRecord
 from capsule_server.report import ClientReport, build_report, load_policies
 from capsule_server.server import CapsuleServer, Limits
+from capsule_server.testing import running_server
 from geminibot.crawl.crawler import Crawler, CrawlOptions, Progress
 from geminibot.crawl.fetcher import Resolver, gemini_fetch
 from geminibot.gemini.client import GeminiClient
@@ -96,16 +96,9 @@ async def serving(
             hit = Hit(trio.current_time(), r.path, r.status, r.meta or "", r.limited)
             served.hits.setdefault(r.host, []).append(hit)
 
-    server = CapsuleServer(load_capsules(root), cert_dir, limits, log, clock=trio.current_time)
-    served = Served(server, root)
-    listeners = await trio.open_tcp_listeners(0, host="127.0.0.1")
-    server.port = listeners[0].socket.getsockname()[1]
-    async with trio.open_nursery() as nursery:
-        await nursery.start(server.serve, listeners)
-        try:
-            yield served
-        finally:
-            server.shutdown()
+    async with running_server(root, cert_dir, limits, log, clock=trio.current_time) as server:
+        served = Served(server, root)
+        yield served
 
 
 async def crawl_host(
