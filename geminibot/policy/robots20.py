@@ -549,18 +549,8 @@ class _SetBuilder:
             return
         self.version = value
         parts = value.split(".")
-        if not (2 <= len(parts) <= 3 and all(p.isdigit() for p in parts)):
-            self.kind = "ignored"
-            diags.append(
-                Diagnostic(
-                    line,
-                    "warning",
-                    "bad-version",
-                    f"unknown Robot-version {value!r}: rule set ignored",
-                )
-            )
-            return
-        major, minor = int(parts[0]), int(parts[1])
+        wellformed = 2 <= len(parts) <= 3 and all(p.isdigit() for p in parts)
+        major, minor = (int(parts[0]), int(parts[1])) if wellformed else (0, 0)
         if major == 1:
             self.kind = "1.0"
         elif major == 2 and minor % 2 == 0:
