@@ -10,7 +10,6 @@ from dataclasses import dataclass
 from typing import Literal
 
 Level = Literal["error", "warning", "info"]
-LEVELS: tuple[Level, ...] = ("error", "warning", "info")
 
 
 @dataclass(frozen=True, slots=True)

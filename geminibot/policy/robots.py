@@ -103,10 +103,6 @@ class Group:
     def lines(self) -> tuple[int, ...]:
         return tuple(a.line for a in self.agents)
 
-    @property
-    def is_global(self) -> bool:
-        return any(a.token == "*" for a in self.agents)
-
 
 @dataclass(frozen=True, slots=True)
 class AppliedGroup:
@@ -389,9 +385,6 @@ class RobotsFile:
     def tokens(self) -> frozenset[str]:
         """Every product token a group names (lower-cased), without ``*``."""
         return frozenset(self._by_token)
-
-    def names_agent(self, token: str) -> bool:
-        return token.lower() in self._by_token
 
     # -- deciding -----------------------------------------------------------------------
 
