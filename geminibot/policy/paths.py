@@ -55,8 +55,10 @@ def normalise_path(path: str) -> str:
 
 
 _PATH_START = re.compile(r"[/?;]")
-#: scheme://authority then the path (up to a fragment): the common absolute URL.
-_ABSOLUTE = re.compile(r"[A-Za-z0-9]+://[^/?;#]*([^#]*)")
+#: The scheme and authority of the common absolute URL, which :func:`path_of` drops.
+SCHEME_AND_AUTHORITY = r"[A-Za-z0-9]+://[^/?;#]*"
+#: scheme://authority then the path (up to a fragment).
+_ABSOLUTE = re.compile(SCHEME_AND_AUTHORITY + "([^#]*)")
 
 
 def path_of(url: str) -> str:

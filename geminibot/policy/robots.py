@@ -19,10 +19,10 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Literal, Protocol
 
 from geminibot.policy.diagnostics import Diagnostic, Level
-from geminibot.policy.paths import normalise_pattern, path_of
+from geminibot.policy.paths import SCHEME_AND_AUTHORITY, normalise_pattern, path_of
 
 #: RFC 9309 section 2.5: crawlers must parse at least 500 KiB; we parse exactly that much.
 MAX_ROBOTS_BYTES = 500 * 1024
@@ -159,16 +159,134 @@ class Decision:
 # Matching
 # --------------------------------------------------------------------------------------
 
+#: A rule list of at most this many rules is matched by one compiled expression
+#: (:class:`_ExpressionMatcher`); a longer one by the head index (:class:`_IndexedMatcher`).
+#: Both give the same answers; the expression is faster up to several hundred rules.
+EXPRESSION_MAX_RULES = 512
+#: ... and with at most this many characters after the first ``*`` of its patterns, all
+#: rules together. The expression looks for each ``*`` segment at every position of the
+#: path, so its worst case grows with this text; ``str.find`` in the index does not.
+EXPRESSION_MAX_WILD_TEXT = 256
+
+#: How rules rank when several match: the longer pattern first, then an allow, then the
+#: earlier line (the line Google's parser reports when two rules tie).
+_Rank = tuple[int, int, int]
+
+
+def _rank(rule: Rule) -> _Rank:
+    return (-len(rule.pattern), 0 if rule.allow else 1, rule.line)
+
+
+def _wild_text(pattern: str) -> int:
+    """How many characters of ``pattern`` follow its first ``*`` (0 without one)."""
+    star = pattern.find("*")
+    return 0 if star == -1 else len(pattern) - star - 1
+
+
+class _Matcher(Protocol):
+    def best(self, url: str) -> Rule | None:
+        """The rule that decides ``url`` (a URL or a path, as :func:`path_of` takes it):
+        the best by :func:`_rank` of those matching its path, or None if none matches."""
+        ...
+
+
+def _matcher_for(rules: Iterable[Rule]) -> _Matcher:
+    """The matcher for one merged rule list: an expression when it is small enough."""
+    ranked = sorted((rule for rule in rules if rule.pattern), key=_rank)
+    # An empty pattern matches with priority 0, which never decides: it is left out.
+    if (
+        len(ranked) <= EXPRESSION_MAX_RULES
+        and sum(_wild_text(rule.pattern) for rule in ranked) <= EXPRESSION_MAX_WILD_TEXT
+    ):
+        return _ExpressionMatcher(ranked)
+    return _IndexedMatcher(ranked)
+
+
+def _expression(pattern: str) -> str:
+    """One rule as a regular expression for ``re.match`` with DOTALL, read as
+    :func:`_match_segments` reads it: the head (up to the first ``*``) literally, each
+    middle segment at its left-most occurrence, the last segment anywhere after that
+    (or, with ``$``, at the very end). No part ever gives back what it matched, so no
+    backtracking can multiply work: a path of n characters costs at most n comparisons
+    per character of the segments after ``*``.
+    """
+    anchored = pattern.endswith("$")
+    head, *rest = (pattern[:-1] if anchored else pattern).split("*")
+    if not rest:
+        return re.escape(head) + (r"\Z" if anchored else "")
+    *middle, tail = rest
+    parts = [re.escape(head)]
+    parts += [_left_most(segment) for segment in middle if segment]
+    if tail and anchored:
+        # Jump to the end, at least len(tail) characters on, and look back at them.
+        parts.append(f"(?>.{{{len(tail)},}})(?<={re.escape(tail)})")
+    elif tail:
+        # Any occurrence will do: from the end backwards, which ``re`` scans fastest.
+        parts.append(f"(?>.*{re.escape(tail)})")
+    return "".join(parts)
+
+
+def _left_most(segment: str) -> str:
+    """Up to and over the first occurrence of ``segment``: runs without its first
+    character, and that character where the rest does not follow, taken possessively."""
+    first, rest = re.escape(segment[0]), re.escape(segment[1:])
+    skip = f"[^{first}]*+"
+    if rest:
+        skip += f"(?:{first}(?!{rest})[^{first}]*+)*+"
+    return skip + re.escape(segment)
+
+
+#: Before the rules, to match a URL as it stands: its scheme and authority as
+#: :func:`path_of` drops them, then a path that starts with ``/``.
+_URL_HEAD = SCHEME_AND_AUTHORITY + "(?=/)"
+
+
+class _ExpressionMatcher:
+    """A small rule list as one alternation of :func:`_expression` branches, best first.
+
+    ``re`` tries branches in order and stops at the first that matches, which is then the
+    best matching rule; each branch ends in an empty group, so ``lastindex`` says which
+    (None: no rule matched). Branches start with their literal head, so ``re`` rejects
+    most of them after a character or two.
+
+    A plain URL (ASCII, nothing to normalise, no fragment, not scheme-relative) is matched
+    as it stands, by a second expression that first skips its scheme and authority, so
+    the common call costs one ``re`` match. Anything else, and a URL whose authority is
+    not followed by ``/``, is matched on :func:`path_of`.
+    """
+
+    __slots__ = ("_in_path", "_in_url", "_rules")
+
+    def __init__(self, ranked: Sequence[Rule]) -> None:
+        branches = "|".join(_expression(rule.pattern) + "()" for rule in ranked)
+        rules = f"(?:{branches})?" if ranked else ""
+        self._in_path = re.compile(rules, re.DOTALL).match
+        self._in_url = re.compile(_URL_HEAD + rules, re.DOTALL).match
+        #: Group n closes branch n; there is no group 0.
+        self._rules: tuple[Rule | None, ...] = (None, *ranked)
+
+    def best(self, url: str) -> Rule | None:
+        found = None
+        if url.isascii() and "%" not in url and "#" not in url:
+            if url[:1] != "/":
+                found = self._in_url(url)
+            elif url[1:2] != "/":
+                found = self._in_path(url)
+        if found is None:
+            found = self._in_path(path_of(url))
+        return self._rules[found.lastindex or 0] if found is not None else None
+
 
 #: A bucket with more wildcard rules than this gets a trigram index (see _Bucket).
 _INDEX_AT = 8
 _GRAM = 3
 
-_Entry = tuple[int, int, Rule, tuple[str, ...] | None, bool]
+#: (rank, rule, literal segments or None for a plain prefix, anchored by ``$``)
+_Entry = tuple[_Rank, Rule, tuple[str, ...] | None, bool]
 
 
 class _Bucket:
-    """The rules that share one literal head, sorted best first (longer, then allow).
+    """The rules that share one literal head, sorted best first (see :func:`_rank`).
 
     Plain literal rules need no work once the head matched: the best non-anchored one
     matches any path here, the best anchored one only the head itself. Wildcard rules are
@@ -181,13 +299,13 @@ class _Bucket:
     __slots__ = ("always", "exact", "grams", "plain", "simple", "top", "wild")
 
     def __init__(self, entries: list[_Entry]) -> None:
-        entries.sort(key=lambda e: (e[0], e[1], e[2].line))
-        self.top = (entries[0][0], entries[0][1])
-        self.plain = next((e for e in entries if e[3] is None and not e[4]), None)
-        self.exact = next((e for e in entries if e[3] is None and e[4]), None)
-        self.wild = [e for e in entries if e[3] is not None]
+        entries.sort(key=lambda e: e[0])
+        self.top = entries[0][0]
+        self.plain = next((e for e in entries if e[2] is None and not e[3]), None)
+        self.exact = next((e for e in entries if e[2] is None and e[3]), None)
+        self.wild = [e for e in entries if e[2] is not None]
         #: The deciding rule when the best entry is a plain prefix (it always matches here).
-        self.simple = entries[0][2] if entries[0][3] is None and not entries[0][4] else None
+        self.simple = entries[0][1] if entries[0][2] is None and not entries[0][3] else None
         self.grams: dict[str, list[int]] | None = None
         self.always: list[int] = []
         if len(self.wild) > _INDEX_AT:
@@ -197,7 +315,7 @@ class _Bucket:
         pieces: list[set[str]] = []
         frequency: dict[str, int] = {}
         for entry in self.wild:
-            segments = entry[3] or ()
+            segments = entry[2] or ()
             grams = {
                 seg[i : i + _GRAM] for seg in segments[1:] for i in range(len(seg) - _GRAM + 1)
             }
@@ -213,15 +331,15 @@ class _Bucket:
                 self.always.append(position)
         self.grams = index
 
-    def best(self, path: str, head_length: int, bound: tuple[int, int] | None) -> _Entry | None:
+    def best(self, path: str, head_length: int, bound: _Rank | None) -> _Entry | None:
         """The best entry matching ``path`` that beats ``bound``, or None."""
         found: _Entry | None = None
         for entry in (self.plain, self.exact):
-            if entry is None or (bound is not None and (entry[0], entry[1]) >= bound):
+            if entry is None or (bound is not None and entry[0] >= bound):
                 continue
-            if entry[4] and len(path) != head_length:
+            if entry[3] and len(path) != head_length:
                 continue
-            found, bound = entry, (entry[0], entry[1])
+            found, bound = entry, entry[0]
         if self.grams is None:
             candidates: Iterable[int] = range(len(self.wild))
         else:
@@ -235,47 +353,41 @@ class _Bucket:
         wild = self.wild
         for position in candidates:
             entry = wild[position]
-            if bound is not None and (entry[0], entry[1]) >= bound:
+            if bound is not None and entry[0] >= bound:
                 break
-            if _match_segments(path, head_length, entry[3] or ("",), entry[4]):
+            if _match_segments(path, head_length, entry[2] or ("",), entry[3]):
                 return entry
         return found
 
 
-class _Matcher:
-    """Longest-match evaluation of a merged rule list, indexed by each pattern's literal head.
+class _IndexedMatcher:
+    """Longest-match evaluation of a long rule list, indexed by each pattern's literal head.
 
     A pattern is split at ``*`` into literal segments; the first segment (the head) must be
-    a prefix of the path, so rules are bucketed by it and only buckets whose head is a
-    prefix of the path are looked at (one ``str.startswith`` over all heads rejects most
-    paths outright). Later segments are found left-most first with ``str.find``, which is
-    exact for ``*``-only patterns and linear in the path: no regular expressions, so a
-    hostile pattern cannot make matching slow.
+    a prefix of the path, so rules are bucketed by it and only the buckets of the path's
+    own prefixes are looked at: one dict lookup per distinct head length. Later segments
+    are found left-most first with ``str.find``, which is exact for ``*``-only patterns
+    and linear in the path, however long the segments: a hostile pattern cannot make
+    matching slow.
     """
 
-    __slots__ = ("_buckets", "_heads", "_lengths")
+    __slots__ = ("_buckets", "_lengths")
 
-    def __init__(self, rules: Iterable[Rule]) -> None:
+    def __init__(self, ranked: Iterable[Rule]) -> None:
         grouped: dict[str, list[_Entry]] = {}
-        for rule in rules:
+        for rule in ranked:
             pattern = rule.pattern
-            if not pattern:
-                continue  # An empty pattern matches with priority 0, which never decides.
             anchored = pattern.endswith("$")
             body = pattern[:-1] if anchored else pattern
             segments = tuple(body.split("*")) if "*" in body else None
             head = segments[0] if segments is not None else body
-            entry = (-len(pattern), 0 if rule.allow else 1, rule, segments, anchored)
-            grouped.setdefault(head, []).append(entry)
+            grouped.setdefault(head, []).append((_rank(rule), rule, segments, anchored))
         self._buckets = {head: _Bucket(entries) for head, entries in grouped.items()}
-        self._heads = tuple(grouped)
         self._lengths = sorted({len(k) for k in grouped})
 
-    def best(self, path: str) -> Rule | None:
-        """The rule that decides ``path`` (longest pattern, allow on ties), or None."""
-        if not path.startswith(self._heads):
-            return None
-        bound: tuple[int, int] | None = None
+    def best(self, url: str) -> Rule | None:
+        path = path_of(url)
+        bound: _Rank | None = None
         best: Rule | None = None
         buckets = self._buckets
         n = len(path)
@@ -290,7 +402,7 @@ class _Matcher:
                 continue
             entry = bucket.best(path, length, bound)
             if entry is not None:
-                bound, best = (entry[0], entry[1]), entry[2]
+                bound, best = entry[0], entry[1]
         return best
 
 
@@ -298,7 +410,7 @@ def match_length(pattern: str, path: str) -> int:
     """The priority of ``pattern`` against ``path``: its length in octets if it matches
     under RFC 9309 (``*`` any run, a final ``$`` anchors), else -1. An empty pattern gives
     -1: it matches with priority 0, which never decides. Linear in the path for any
-    pattern; the indexed :class:`_Matcher` gives the same answers over many rules."""
+    pattern; the matchers from :func:`_matcher_for` give the same answers over many rules."""
     if not pattern:
         return -1
     anchored = pattern.endswith("$")
@@ -361,6 +473,11 @@ class RobotsFile:
     _plans: dict[tuple[str, tuple[str, ...], bool], tuple[_PlanEntry, ...]] = field(
         default_factory=dict, repr=False
     )
+    #: The last plan asked for, under the caller's own (agent, virtual agents, strict)
+    #: objects: a bot asks about many URLs in a row with the same ones.
+    _last_plan: tuple[str, tuple[str, ...], bool, tuple[_PlanEntry, ...]] | None = field(
+        default=None, repr=False
+    )
 
     def __post_init__(self) -> None:
         for group in self.groups:
@@ -396,13 +513,12 @@ class RobotsFile:
         strict: bool = False,
     ) -> bool:
         """Whether ``agent`` (acting as ``virtual_agents``) may fetch ``url``."""
-        path = path_of(url)
-        if path == ROBOTS_PATH:
+        if ROBOTS_PATH in url and path_of(url) == ROBOTS_PATH:
             return True
         if self.blanket is not None:
             return self.blanket
         for entry in self._plan(agent, virtual_agents, strict):
-            rule = entry.matcher.best(path)
+            rule = entry.matcher.best(url)
             if rule is not None and not rule.allow:
                 return False
         return True
@@ -430,7 +546,7 @@ class RobotsFile:
         applied = tuple(
             AppliedGroup(e.token, e.role, e.lines, rule, rule is None or rule.allow)
             for e in plan
-            for rule in (e.matcher.best(path),)
+            for rule in (e.matcher.best(url),)
         )
         allowed = all(g.allowed for g in applied)
         deciding = next((g for g in applied if not g.allowed), None) if not allowed else None
@@ -457,21 +573,21 @@ class RobotsFile:
     def _plan(
         self, agent: str, virtual_agents: Iterable[str], strict: bool
     ) -> tuple[_PlanEntry, ...]:
-        # Cached under the caller's own key when it is hashable and stable (a tuple), so
-        # the common call costs one dict lookup; else under the normalised key.
-        stable = isinstance(virtual_agents, tuple)
-        if isinstance(virtual_agents, tuple):
-            plan = self._plans.get((agent, virtual_agents, strict))
-            if plan is not None:
-                return plan
+        last = self._last_plan
+        if (
+            last is not None
+            and last[0] is agent
+            and last[1] is virtual_agents
+            and last[2] is strict
+        ):
+            return last[3]
         vas = tuple(virtual_agents)
         key = (agent.lower(), vas, strict)
         plan = self._plans.get(key)
         if plan is None:
-            plan = self._build_plan(key[0], vas, strict)
-            self._plans[key] = plan
-        if stable:
-            self._plans[(agent, vas, strict)] = plan
+            plan = self._plans[key] = self._build_plan(*key)
+        if isinstance(virtual_agents, tuple):  # immutable: safe to know again by identity
+            self._last_plan = (agent, virtual_agents, strict, plan)
         return plan
 
     def _build_plan(self, agent: str, vas: tuple[str, ...], strict: bool) -> tuple[_PlanEntry, ...]:
@@ -501,7 +617,7 @@ class RobotsFile:
             return None
         matcher = self._matchers.get(token)
         if matcher is None:
-            matcher = _Matcher(rule for g in groups for rule in g.rules)
+            matcher = _matcher_for(rule for g in groups for rule in g.rules)
             self._matchers[token] = matcher
         lines = tuple(line for g in groups for line in g.lines)
         delays = [g.crawl_delay for g in groups if g.crawl_delay is not None]
