@@ -268,10 +268,9 @@ class _ExpressionMatcher:
     def best(self, url: str) -> Rule | None:
         found = None
         if url.isascii() and "%" not in url and "#" not in url:
-            if url[:1] != "/":
-                found = self._in_url(url)
-            elif url[1:2] != "/":
-                found = self._in_path(url)
+            found = self._in_url(url)
+            if found is None and url[:1] == "/" and url[1:2] != "/":
+                found = self._in_path(url)  # a bare path, not scheme-relative
         if found is None:
             found = self._in_path(path_of(url))
         return self._rules[found.lastindex or 0] if found is not None else None
@@ -517,7 +516,18 @@ class RobotsFile:
             return True
         if self.blanket is not None:
             return self.blanket
-        for entry in self._plan(agent, virtual_agents, strict):
+        # _plan's first step, inline: allowed() is the per-URL hot path of a bot.
+        last = self._last_plan
+        if (
+            last is not None
+            and last[0] is agent
+            and last[1] is virtual_agents
+            and last[2] is strict
+        ):
+            plan = last[3]
+        else:
+            plan = self._plan(agent, virtual_agents, strict)
+        for entry in plan:
             rule = entry.matcher.best(url)
             if rule is not None and not rule.allow:
                 return False
