@@ -5,9 +5,15 @@ the same capsule folder; one load generator (trio TLS clients, one request per c
 as Gemini does, spread over LOAD_PROCESSES processes) drives both in turn. For each
 concurrency in CONCURRENCY the generator runs for SECONDS_PER_CELL seconds, ROUNDS times,
 alternating between the servers. Reported: requests/second (best round), server CPU
-milliseconds per request (from /proc; steadier than req/s on a shared machine), errors;
-then each server's resident memory before and while it holds IDLE_CONNECTIONS idle TLS
+milliseconds per request (from /proc; steadier than req/s on a shared machine), the load
+generator's CPU milliseconds per request, how busy the whole machine was, errors; then
+each server's resident memory before and while it holds IDLE_CONNECTIONS idle TLS
 connections.
+
+Server and load generator share the machine's cores, so requests/second can be at most
+cores / (server + generator CPU per request). The last lines say, from the measured
+generator cost, how little CPU per request a server would need to reach TARGET_RATIO times
+jetforce on this machine.
 
 Run: .venv/bin/python bench/server_speed.py   (about a minute; loopback only)
 """
@@ -46,6 +52,8 @@ ROUNDS = 2
 LOAD_PROCESSES = 2
 IDLE_CONNECTIONS = 1000
 STARTUP_TIMEOUT = 20.0
+#: Issue 5: capsule-server at least this many times jetforce's requests/second (at 16, 64).
+TARGET_RATIO = 2.0
 
 
 def free_port() -> int:
@@ -70,6 +78,13 @@ def wait_listening(port: int, proc: subprocess.Popen[bytes]) -> None:
 def cpu_seconds(pid: int) -> float:
     fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def machine_seconds() -> tuple[float, float]:
+    """All CPU seconds of the machine since boot, and the idle ones among them."""
+    fields = [int(x) for x in Path("/proc/stat").read_text().splitlines()[0].split()[1:]]
+    tick = os.sysconf("SC_CLK_TCK")
+    return sum(fields) / tick, (fields[3] + fields[4]) / tick
 
 
 def memory_kib(pid: int, key: str) -> int:
@@ -117,15 +132,22 @@ async def _load(port: int, workers: int, seconds: float) -> list[int]:
     return counts
 
 
-def _load_process(args: tuple[int, int, float]) -> list[int]:
-    return trio.run(_load, *args)
+def _load_process(args: tuple[int, int, float]) -> tuple[int, int, float]:
+    """(answers, errors, CPU seconds this load process spent)."""
+    cpu = time.process_time()
+    ok, errors = trio.run(_load, *args)
+    return ok, errors, time.process_time() - cpu
 
 
-def run_load(pool: multiprocessing.pool.Pool, port: int, concurrency: int) -> tuple[int, int]:
+def run_load(
+    pool: multiprocessing.pool.Pool, port: int, concurrency: int
+) -> tuple[int, int, float]:
+    """(answers, errors, CPU seconds of the load generator) for one cell."""
     procs = min(LOAD_PROCESSES, concurrency)
     shares = [concurrency // procs + (1 if i < concurrency % procs else 0) for i in range(procs)]
     results = pool.map(_load_process, [(port, n, SECONDS_PER_CELL) for n in shares])
-    return sum(r[0] for r in results), sum(r[1] for r in results)
+    ok, errors, cpu = zip(*results, strict=True)
+    return sum(ok), sum(errors), sum(cpu)
 
 
 async def _hold_idle(port: int, n: int, measure: object) -> int:
@@ -193,7 +215,8 @@ def main() -> int:
         ],
     }
     procs: dict[str, tuple[subprocess.Popen[bytes], int]] = {}
-    best: dict[tuple[str, int], tuple[float, float, int]] = {}
+    #: (req/s, server CPU ms/req, generator CPU ms/req, machine busy share, errors)
+    best: dict[tuple[str, int], tuple[float, float, float, float, int]] = {}
     idle: dict[str, tuple[int, int, int]] = {}
     ctx = multiprocessing.get_context("fork")
     try:
@@ -216,9 +239,13 @@ def main() -> int:
                 for _ in range(ROUNDS):
                     for name, (proc, port) in procs.items():
                         cpu0, t0 = cpu_seconds(proc.pid), time.monotonic()
-                        ok, errors = run_load(pool, port, c)
+                        all0, idle0 = machine_seconds()
+                        ok, errors, load_cpu = run_load(pool, port, c)
                         cpu, wall = cpu_seconds(proc.pid) - cpu0, time.monotonic() - t0
-                        cell = (ok / wall, 1000 * cpu / max(ok, 1), errors)
+                        all1, idle1 = machine_seconds()
+                        busy = 1 - (idle1 - idle0) / max(all1 - all0, 1e-9)
+                        n = max(ok, 1)
+                        cell = (ok / wall, 1000 * cpu / n, 1000 * load_cpu / n, busy, errors)
                         if (name, c) not in best or cell[0] > best[(name, c)][0]:
                             best[(name, c)] = cell
         for name, (proc, port) in procs.items():
@@ -250,14 +277,26 @@ def main() -> int:
         f"page: gemini://{HOST}{PAGE}, best of {ROUNDS} rounds of {SECONDS_PER_CELL:g} s per cell, "
         f"{LOAD_PROCESSES} load processes, one request per TLS connection\n"
     )
-    print(f"{'server':<16}{'conc':>6}{'req/s':>10}{'cpu ms/req':>12}{'errors':>8}")
-    for name, c, rps, ms, errors in rows:
-        print(f"{name:<16}{c:>6}{rps:>10.0f}{ms:>12.2f}{errors:>8}")
+    print(
+        f"{'server':<16}{'conc':>6}{'req/s':>10}{'server ms/req':>15}{'load ms/req':>13}"
+        f"{'busy':>7}{'errors':>8}"
+    )
+    for name, c, rps, ms, load_ms, busy, errors in rows:
+        print(f"{name:<16}{c:>6}{rps:>10.0f}{ms:>15.2f}{load_ms:>13.2f}{busy:>7.0%}{errors:>8}")
     print()
-    by = {(n, c): rps for n, c, rps, _, _ in rows}
+    cores = len(os.sched_getaffinity(0))
     for c in CONCURRENCY:
-        ratio = by[("capsule-server", c)] / max(by[("jetforce", c)], 1e-9)
-        print(f"capsule-server / jetforce at concurrency {c}: {ratio:.2f}x")
+        ours, theirs = best[("capsule-server", c)], best[("jetforce", c)]
+        print(
+            f"capsule-server / jetforce at concurrency {c}: {ours[0] / max(theirs[0], 1e-9):.2f}x"
+        )
+        # cores / (server + generator) >= TARGET_RATIO x jetforce's rate, at 100% busy:
+        budget = 1000 * cores / (TARGET_RATIO * theirs[0]) - ours[2]
+        print(
+            f"  {TARGET_RATIO:g}x would be {TARGET_RATIO * theirs[0]:.0f} req/s: with the load "
+            f"generator at {ours[2]:.2f} ms/req on these {cores} cores, a server may then "
+            f"spend at most {budget:.2f} ms/req (capsule-server spends {ours[1]:.2f})"
+        )
     print(f"\n{'server':<16}{'idle conns':>11}{'RSS before MiB':>16}{'RSS with idle MiB':>19}")
     for name, (opened, base, peak_kib) in idle.items():
         print(f"{name:<16}{opened:>11}{base / 1024:>16.1f}{peak_kib / 1024:>19.1f}")
