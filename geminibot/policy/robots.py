@@ -472,8 +472,8 @@ class RobotsFile:
     _plans: dict[tuple[str, tuple[str, ...], bool], tuple[_PlanEntry, ...]] = field(
         default_factory=dict, repr=False
     )
-    #: The last plan asked for, under the caller's own (agent, virtual agents, strict)
-    #: objects: a bot asks about many URLs in a row with the same ones.
+    #: The last plan made or found, under the caller's own (agent, virtual agents, strict)
+    #: objects, for :meth:`allowed` to know again by identity.
     _last_plan: tuple[str, tuple[str, ...], bool, tuple[_PlanEntry, ...]] | None = field(
         default=None, repr=False
     )
@@ -516,7 +516,8 @@ class RobotsFile:
             return True
         if self.blanket is not None:
             return self.blanket
-        # _plan's first step, inline: allowed() is the per-URL hot path of a bot.
+        # A bot asks about many URLs in a row with the same arguments: the plan _plan
+        # made last is known again by identity, without a call (the per-URL hot path).
         last = self._last_plan
         if (
             last is not None
@@ -583,14 +584,6 @@ class RobotsFile:
     def _plan(
         self, agent: str, virtual_agents: Iterable[str], strict: bool
     ) -> tuple[_PlanEntry, ...]:
-        last = self._last_plan
-        if (
-            last is not None
-            and last[0] is agent
-            and last[1] is virtual_agents
-            and last[2] is strict
-        ):
-            return last[3]
         vas = tuple(virtual_agents)
         key = (agent.lower(), vas, strict)
         plan = self._plans.get(key)

@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-import subprocess
-import sys
 from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
+from fresh_python import run_python
 
 from geminibot.policy.robots20 import REGEX_PREFIX, Window, parse_v2, strip_comment
 
@@ -293,18 +292,11 @@ print(v2.decide(path, "bot").allowed, v1.decide(path, "bot").allowed)
 def test_hostile_patterns_cannot_stall_a_decision(rule: str) -> None:
     """Each rule makes a backtracking matcher run for hours on this path. The decision is
     made in a subprocess with a generous limit, so a regression fails instead of hanging."""
-    proc = subprocess.run(
-        [sys.executable, "-c", HOSTILE_PROGRAM, rule],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
-    assert proc.returncode == 0, proc.stderr
+    out = run_python(HOSTILE_PROGRAM, rule)
     # No rule matches (the path has no 'b'): a Disallow leaves it allowed, and a 2.0 set
     # with an Allow refuses what no Allow matches.
     v2_allowed = rule.startswith("Disallow")
-    assert proc.stdout.split() == [str(v2_allowed), "True"]
+    assert out.split() == [str(v2_allowed), "True"]
 
 
 def test_hostile_input_never_raises() -> None:
