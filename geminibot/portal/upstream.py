@@ -224,9 +224,7 @@ class Upstream:
         while True:
             self._routes[(url.host, url.port)] = await self.guard.address(url.host, url.port)
             lock = self._host_locks.setdefault(host, trio.Lock())
-            with trio.move_on_at(deadline) as waiting:
-                await lock.acquire()
-            if waiting.cancelled_caught:
+            if not await _acquire_by(lock, deadline):
                 raise Busy(self.limits.max_wait, f"too many requests for {host} are waiting")
             try:
                 at = self.pace.ready_at(host)
@@ -234,9 +232,7 @@ class Upstream:
                 if at > deadline:
                     raise Busy(at - self.clock(), self._pause_reason(host))
                 await trio.sleep_until(at)
-                with trio.move_on_at(deadline) as waiting:
-                    await self._slots.acquire()
-                if waiting.cancelled_caught:
+                if not await _acquire_by(self._slots, deadline):
                     raise Busy(self.limits.max_wait, "all the portal's upstream slots are busy")
                 try:
                     response = await self._send(host, url, client, limits)
@@ -367,6 +363,19 @@ class Upstream:
         while self._page_bytes > self.limits.page_cache_bytes:
             _, gone = self.pages.popitem(last=False)
             self._page_bytes -= len(gone.response.body)
+
+
+async def _acquire_by(lock: trio.Lock | trio.CapacityLimiter, deadline: float) -> bool:
+    """Acquire ``lock`` at once if it is free, else wait for it until ``deadline``."""
+    try:
+        lock.acquire_nowait()
+        return True
+    except trio.WouldBlock:
+        pass
+    with trio.move_on_at(deadline):
+        await lock.acquire()
+        return True
+    return False
 
 
 def _cache_seconds(seen: list[tuple[str, int | None, bytes]]) -> float:
