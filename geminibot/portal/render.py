@@ -125,6 +125,11 @@ def render_gemtext(doc: Document, href: Callable[[str], str | None]) -> str:
             items, i = _run(lines, i, ListItem)
             out.append("<ul>" + "".join(f"<li>{esc(x.text)}</li>" for x in items) + "</ul>")
             continue
+        if isinstance(line, TextLine) and line.text.strip():
+            # consecutive text lines: one paragraph, their line breaks kept
+            texts, i = _run(lines, i, TextLine, nonblank=True)
+            out.append("<p>" + "<br>\n".join(esc(t.text) for t in texts) + "</p>")
+            continue
         if isinstance(line, QuoteLine):
             quotes, i = _run(lines, i, QuoteLine)
             inner = "".join(f"<p>{esc(q.text)}</p>" for q in quotes if q.text)
@@ -135,9 +140,13 @@ def render_gemtext(doc: Document, href: Callable[[str], str | None]) -> str:
     return "\n".join(x for x in out if x)
 
 
-def _run(lines: tuple[Line, ...], start: int, kind: type) -> tuple[list, int]:  # type: ignore[type-arg]
+def _run(
+    lines: tuple[Line, ...], start: int, kind: type, nonblank: bool = False
+) -> tuple[list, int]:  # type: ignore[type-arg]
     end = start
     while end < len(lines) and isinstance(lines[end], kind):
+        if nonblank and not lines[end].text.strip():  # type: ignore[union-attr]
+            break
         end += 1
     return list(lines[start:end]), end
 
