@@ -407,7 +407,7 @@ class PortalApp:
                 text = lines.get(reason.line, text)
             file_link = self.href(root + reason.file) if "/" not in reason.file else None
             named = f'<a href="{esc(file_link)}">{where}</a>' if file_link else where
-            parts.append(f"{named}:" + (quote_block(text) if text else "") + esc(reason.text))
+            parts.append(f"{named}: " + (quote_block(text) if text else "") + esc(reason.text))
         home = self.href(root)
         parts.append(
             (f'<a href="{esc(home)}">The capsule\'s home page</a> \u00b7 ' if home else "")
