@@ -175,29 +175,36 @@ async def _serve_until_signal(
     app: PortalApp, guard: AddressGuard, host: str, port: int, say: Callable[[str], None]
 ) -> None:
     config = hypercorn_config(host, port)
+    asgi: Any = app  # hypercorn's own ASGI types, which PortalApp satisfies
+    stop = trio.Event()
+    started = False
+    failed: OSError | None = None
+
+    async def until_stopped() -> None:
+        await stop.wait()
+
     with trio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
-        stop = trio.Event()
-
-        async def until_stopped() -> None:
-            await stop.wait()
-
-        asgi: Any = app  # hypercorn's own ASGI types, which PortalApp satisfies
-        async with trio.open_nursery() as nursery:
-            try:
+        try:
+            async with trio.open_nursery() as nursery:
                 binds = await nursery.start(
                     partial(serve, asgi, config, shutdown_trigger=until_stopped)
                 )
-            except OSError as exc:
-                raise CommandError(f"cannot listen on {host}:{port}: {exc.strerror}") from None
-            for bind in binds:
-                address, _, bound = bind.rpartition(":")
-                guard.own.add((address.split("//")[-1].strip("[]"), int(bound)))
-            say(binds[0])
-            async for signum in signals:
-                print(
-                    f"geminibot portal: {signal.Signals(signum).name}, stopping",
-                    file=sys.stderr,
-                    flush=True,
-                )
-                stop.set()
-                break
+                started = True
+                for bind in binds:
+                    address, _, bound = bind.rpartition(":")
+                    guard.own.add((address.split("//")[-1].strip("[]"), int(bound)))
+                say(binds[0])
+                async for signum in signals:
+                    name = signal.Signals(signum).name
+                    print(f"geminibot portal: {name}, stopping", file=sys.stderr, flush=True)
+                    stop.set()
+                    break
+        except* OSError as group:
+            if started:
+                raise
+            leaf: BaseException = group
+            while isinstance(leaf, BaseExceptionGroup):  # hypercorn's own nursery nests one
+                leaf = leaf.exceptions[0]
+            failed = leaf if isinstance(leaf, OSError) else OSError(str(leaf))
+    if failed is not None:
+        raise CommandError(f"cannot listen on {host}:{port}: {failed.strerror}")

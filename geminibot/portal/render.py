@@ -80,13 +80,13 @@ CSP = (
     f"default-src 'none'; style-src 'sha256-{_CSS_HASH}'; img-src 'self'; "
     "form-action 'self'; base-uri 'none'; frame-ancestors 'none'"
 )
+_SURROGATE = re.compile("[\ud800-\udfff]")
 _LANG = re.compile(r"[A-Za-z]{1,8}(?:-[A-Za-z0-9]{1,8})*")
 
 
 def esc(text: str) -> str:
     """Text for HTML content or a quoted attribute; lone surrogates become U+FFFD."""
-    clean = text.encode("utf-8", "replace").decode("utf-8")
-    return escape(clean, quote=True)
+    return escape(_SURROGATE.sub("\ufffd", text), quote=True)
 
 
 def safe_lang(value: str | None) -> str | None:
