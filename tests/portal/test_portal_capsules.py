@@ -4,6 +4,7 @@ one trio run: what it shows, what it refuses, how it paces itself."""
 from __future__ import annotations
 
 import itertools
+import json
 import re
 from pathlib import Path
 
@@ -12,6 +13,7 @@ import trio
 import trio.testing
 from portal_fixtures import AUTOJUMP, browser, make_app, portal, serving
 
+from capsule_server.cli import main as capsule_server_main
 from capsule_server.report import build_report, load_policies
 from capsule_server.server import Limits
 from geminibot.portal.limits import PortalLimits
@@ -308,7 +310,10 @@ async def test_page_cache(
 
 
 async def test_every_capsule_page_through_the_portal_is_webproxy_compliant(
-    tmp_path: Path, cert_dir: Path, mock_clock: trio.testing.MockClock
+    tmp_path: Path,
+    cert_dir: Path,
+    mock_clock: trio.testing.MockClock,
+    capsys: pytest.CaptureFixture[str],
 ) -> None:
     """A person clicks every link of every bundled capsule's home page; the server's
     compliance report judges the portal's traffic as webproxy's."""
@@ -335,3 +340,10 @@ async def test_every_capsule_page_through_the_portal_is_webproxy_compliant(
     assert report.compliant, report.as_dict()
     assert "webproxy" in report.consistent_with, report.as_dict()
     assert not report.honeypots
+    # the same judgement from the command line, on the access log as a file
+    log = tmp_path / "access.log"
+    log.write_text("".join(json.dumps(r.as_dict()) + "\n" for r in served.records))
+    assert capsule_server_main(["report", str(log), "--capsules", str(served.root)]) == 0
+    out = capsys.readouterr().out
+    assert "robots.txt first: yes" in out
+    assert re.search(r"consistent with: .*webproxy", out), out
