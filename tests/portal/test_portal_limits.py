@@ -8,8 +8,9 @@ from pathlib import Path
 import pytest
 import trio
 import trio.testing
-from portal_fixtures import AUTOJUMP, browser, portal
+from portal_fixtures import AUTOJUMP, CAPSULES, browser, portal
 
+from capsule_server.files import Capsule
 from geminibot.cli import main
 from geminibot.portal.app import PortalApp
 from geminibot.portal.limits import ClientBuckets, PortalLimits
@@ -190,3 +191,59 @@ def test_cli_usage_errors(capsys: pytest.CaptureFixture[str]) -> None:
     assert "HOST:PORT:ADDR:PORT2" in capsys.readouterr().err
     assert main(["portal", "--max-upstream", "0"]) == 2
     assert "max_upstream" in capsys.readouterr().err
+
+
+def open_limits(**changes: float) -> PortalLimits:
+    base = {"rate_per_second": 1e6, "rate_burst": 1000, "min_host_delay": 0.0}
+    return PortalLimits(**{**base, **changes})  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(("hosts", "robots_fetches"), [(2, 1), (1, 2)])
+async def test_policy_cache_hosts_edge(
+    tmp_path: Path, cert_dir: Path, hosts: int, robots_fetches: int
+) -> None:
+    limits = open_limits(policy_cache_hosts=hosts)
+    async with portal(tmp_path / "c", cert_dir, limits=limits) as (served, web):
+        await web.get("/gemini/va-groups.test/")
+        await web.get("/gemini/wildcards.test/")
+        await web.get("/gemini/va-groups.test/public/a.gmi")
+    assert served.paths("va-groups.test").count("/robots.txt") == robots_fetches
+
+
+async def test_page_cache_bytes_edge(tmp_path: Path, cert_dir: Path) -> None:
+    size = len((CAPSULES / "va-groups.test" / "public" / "a.gmi").read_bytes())
+    for budget, fetches in ((size, 1), (size - 1, 2)):
+        async with portal(
+            tmp_path / f"c{budget}", cert_dir, limits=open_limits(page_cache_bytes=budget)
+        ) as (served, web):
+            for _ in range(2):
+                await web.get("/gemini/va-groups.test/public/a.gmi")
+        assert served.paths("va-groups.test").count("/public/a.gmi") == fetches
+
+
+async def test_max_policy_bytes_edge(tmp_path: Path, cert_dir: Path) -> None:
+    capsule = Capsule("robots-large.test", CAPSULES / "robots-large.test")
+    size = capsule.config.generated["/robots.txt"][0].total()
+    for cap, status in ((size, 200), (size - 1, 403)):
+        async with portal(
+            tmp_path / f"c{cap}", cert_dir, limits=open_limits(max_policy_bytes=cap)
+        ) as (_, web):
+            r = await web.get("/gemini/robots-large.test/")
+        assert r.status_code == status
+        if status == 403:
+            assert "robots.txt is unreachable" in r.text
+
+
+@pytest.mark.parametrize("retries", [0, 2])
+async def test_slow_down_retries_edge(
+    tmp_path: Path, cert_dir: Path, mock_clock: trio.testing.MockClock, retries: int
+) -> None:
+    """robots-44.test always answers "44 60": sat out ``retries`` times, then a 503."""
+    mock_clock.autojump_threshold = AUTOJUMP
+    limits = open_limits(max_wait=1000.0, max_slow_down_retries=retries)
+    async with portal(tmp_path / "c", cert_dir, limits=limits) as (served, web):
+        r = await web.get("/gemini/robots-44.test/a.gmi")
+    assert r.status_code == 503
+    times = [h.at for h in served.hits]
+    assert len(times) == retries + 1
+    assert all(b - a >= 60 for a, b in itertools.pairwise(times))
