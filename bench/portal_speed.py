@@ -36,6 +36,11 @@ from pathlib import Path
 import httpx
 import trio
 
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests" / "crawl"))
+
+from served_capsules import capsule_server, free_port
+
+from capsule_server.files import bundled_capsules
 from geminibot.gemini.client import GeminiClient
 
 BIN = Path(sys.executable).parent
@@ -48,12 +53,6 @@ COLD_HOSTS = [
     "percent.test",
 ]
 STARTUP_BOUND = 60.0
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 def wait_listening(port: int, proc: subprocess.Popen[bytes]) -> None:
@@ -170,22 +169,13 @@ def main() -> None:
     parser.add_argument("--requests", type=int, default=2000, help="per cell (2000)")
     parser.add_argument("--seconds", type=float, default=10.0, help="per cell (10)")
     args = parser.parse_args()
-    gemini_port, http_port = free_port(), free_port()
-    with tempfile.TemporaryDirectory() as tmp:
-        serve = [
-            str(BIN / "capsule-server"),
-            "serve",
-            "--port",
-            str(gemini_port),
-            "--certs",
-            str(Path(tmp) / "certs"),
-            "--rate",
-            "1000000",
-            "--rate-burst",
-            "1000000",
-            "--log",
-            os.devnull,
-        ]
+    http_port = free_port()
+    capsules = bundled_capsules()
+    assert capsules is not None
+    with (
+        tempfile.TemporaryDirectory() as tmp,
+        capsule_server(capsules, Path(tmp) / "certs", Path(os.devnull), rate=1e6) as gemini_port,
+    ):
         portal = [
             str(BIN / "geminibot"),
             "portal",
@@ -199,7 +189,7 @@ def main() -> None:
             "--rate-burst",
             "1000000",
         ]
-        with process(serve, gemini_port), process(portal, http_port):
+        with process(portal, http_port):
             rows = trio.run(
                 run, gemini_port, f"http://127.0.0.1:{http_port}", args.requests, args.seconds
             )

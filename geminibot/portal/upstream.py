@@ -142,7 +142,9 @@ class _PolicyClient(GeminiClient):
         self, url: str | GeminiURL, *, follow_redirects: bool = True, limits: Limits | None = None
     ) -> Response:
         target = url if isinstance(url, GeminiURL) else parse_url(url)
-        record = self.seen.setdefault(target.authority, [])
+        # only the files of a host whose policy is being built are kept (not a chain's
+        # files on other hosts: nothing would ever collect them)
+        record = self.seen.get(target.authority, [])
         try:
             response = await self.upstream.follow(
                 target, self, limits or self.limits, follow=follow_redirects
@@ -306,9 +308,11 @@ class Upstream:
             if cached is not None and cached.expires > self.clock():
                 self.policies.move_to_end(host)
                 return cached
-            self.policy_client.seen.pop(host, None)
-            policy = await self._obtain(url)
-            seen = self.policy_client.seen.pop(host, [])
+            self.policy_client.seen[host] = []
+            try:
+                policy = await self._obtain(url)
+            finally:
+                seen = self.policy_client.seen.pop(host, [])
             cached = CachedPolicy(policy, self.clock() + _cache_seconds(seen), _bodies(seen))
             self.policies[host] = cached
             self.policies.move_to_end(host)
