@@ -266,7 +266,7 @@ class PortalApp:
     async def show(self, url: GeminiURL, *, hide_query: bool = False) -> HTTPResponse:
         shown = str(url).split("?", 1)[0] if hide_query else str(url)
         try:
-            response = await self.upstream.page(url)
+            response = await self.upstream.page(url, cache=not hide_query)
         except Refused as refused:
             return self._refusal(url, refused)
         except Busy as busy:

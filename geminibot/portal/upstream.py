@@ -330,9 +330,11 @@ class Upstream:
 
     # -- a page for a web user ---------------------------------------------------------
 
-    async def page(self, url: GeminiURL) -> Response:
+    async def page(self, url: GeminiURL, *, cache: bool = True) -> Response:
         """The response to show for ``url``: raises :class:`Refused`, :class:`Busy`,
-        :class:`UpstreamRefused` or a GeminiError when there is none to show."""
+        :class:`UpstreamRefused` or a GeminiError when there is none to show. With
+        ``cache=False`` (the answer to an ``11`` prompt) nothing is read from or kept in
+        the page cache."""
 
         async def check(hop: GeminiURL) -> None:
             cached = await self.site_policy(hop)
@@ -342,12 +344,13 @@ class Upstream:
 
         await check(url)
         key = str(url)
-        hit = self.pages.get(key)
+        hit = self.pages.get(key) if cache else None
         if hit is not None and hit.expires > self.clock():
             self.pages.move_to_end(key)
             return hit.response
         response = await self.follow(url, self.page_client, self.page_client.limits, check=check)
-        self._remember(key, response)
+        if cache:
+            self._remember(key, response)
         return response
 
     def _remember(self, key: str, response: Response) -> None:

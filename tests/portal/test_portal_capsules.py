@@ -16,6 +16,7 @@ from portal_fixtures import AUTOJUMP, browser, make_app, portal, serving
 from capsule_server.cli import main as capsule_server_main
 from capsule_server.report import build_report, load_policies
 from capsule_server.server import Limits
+from geminibot.portal.app import PortalApp
 from geminibot.portal.limits import PortalLimits
 
 HTML = "text/html; charset=utf-8"
@@ -106,12 +107,20 @@ async def test_sensitive_input_is_a_password_field_kept_out_of_the_address(
         shown = await web.post(
             "/gemini/input.test/secret", data={"input": "hunter2", "sensitive": "1"}
         )
+        # a page that answers 20 whatever the query: its answer is not kept either
+        found = await web.post(
+            "/gemini/input.test/page.gmi", data={"input": "hunter2", "sensitive": "1"}
+        )
+        app: PortalApp = web._transport.app  # type: ignore[attr-defined]
     assert 'type="password"' in prompt.text
     assert "Password &lt;please&gt;" in prompt.text  # the meta is escaped
     assert shown.status_code == 200  # shown at once: no redirect puts it in the address bar
     assert "hunter2" not in shown.text
     assert shown.headers["cache-control"] == "no-store"
     assert "/secret?hunter2" in served.paths("input.test")
+    assert "<h1>A page</h1>" in found.text
+    assert "/page.gmi?hunter2" in served.paths("input.test")
+    assert not [key for key in app.upstream.pages if "hunter2" in key]  # not kept
 
 
 async def test_input_longer_than_a_gemini_request_is_refused(
