@@ -367,7 +367,8 @@ class _Judge:
 
         if policy is None:
             return
-        if any(path.startswith(prefix) for prefix in policy.honeypots):
+        trapped = any(path.startswith(prefix) for prefix in policy.honeypots)
+        if trapped:  # the honeypot breach stands for the forbidden request too
             refusal = _first_refusal(policy.site.may_fetch(url, Bot(NOBODY), at or _EPOCH))
             file, line, rule = refusal if refusal else ("expect.toml", 0, "honeypots")
             self.everyone(breach("honeypot", file=file, line=line, rule=rule), (path,))
@@ -391,7 +392,7 @@ class _Judge:
         for ident in self.idents:
             decision = policy.site.may_fetch(url, ident.bot, at)
             refusal = _first_refusal(decision)
-            if refusal is not None:
+            if refusal is not None and not trapped:
                 file, line, rule = refusal
                 found = Breach("forbidden", record.time, host, path, file, line, rule)
                 self.add(found, ("forbidden", host, file, line, rule), (ident.name,))
