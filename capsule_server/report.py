@@ -43,6 +43,7 @@ from __future__ import annotations
 import argparse
 import datetime as dt
 import json
+import textwrap
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -427,8 +428,7 @@ def _first_refusal(decision: FetchDecision) -> tuple[str, int, str] | None:
 
 def _short_file(file: str) -> str:
     """A chain link's URL as its path (the host is the breach's own)."""
-    parts = urlsplit(file)
-    return parts.path.lstrip("/") if parts.scheme else file
+    return (urlsplit(file).path if "://" in file else file).lstrip("/")
 
 
 def build_report(
@@ -548,14 +548,27 @@ def _breach_lines(report: ClientReport) -> list[str]:
     for b in report.breaches:
         times = f" ({b.count} requests)" if b.count > 1 else ""
         lines.append(f"  {_short_time(b.time)}  {b.kind}{times}")
-        lines.append(f"    gemini://{_safe(b.host)}{_safe(b.path)}")
+        lines.extend(_wrap(_safe(f"gemini://{b.host}{b.path}"), "    "))
         broke = b.where or "-"
-        lines.append(f"    broke {_safe(broke)}" + (f"; {b.detail}" if b.detail else ""))
+        lines.extend(_wrap(_safe(f"broke {broke}" + (f"; {b.detail}" if b.detail else "")), "    "))
     return lines
 
 
+#: Human output fits this many columns.
+WIDTH = 80
+
+
+def _wrap(text: str, indent: str) -> list[str]:
+    return textwrap.wrap(
+        text, WIDTH, initial_indent=indent, subsequent_indent=indent + "  ", break_on_hyphens=False
+    )
+
+
 def format_text(report: ClientReport) -> list[str]:
-    lines = [f"{_safe(report.client)}: {report.verdict()}"]
+    head, _, first = report.verdict().partition(", first at ")
+    lines = [f"{_safe(report.client)}: {head}"]
+    if first:
+        lines.extend(_wrap(_safe(f"first at {first}"), "  "))
     refused = f", {len(report.rate_refused)} refused with 44" if report.rate_refused else ""
     lines.append(f"  {report.requests} requests to {len(report.hosts)} hosts{refused}")
     lines.append(f"  consistent with: {', '.join(report.consistent_with) or 'no identity'}")
@@ -565,7 +578,8 @@ def format_text(report: ClientReport) -> list[str]:
     lines.append("  scorecard:")
     width = max((len(h) for h in report.capsules), default=0)
     for host, score in report.scorecard():
-        lines.append(f"    {host:<{width}}  {_safe(score)}")
+        line = f"    {host:<{width}}  {_safe(score)}"
+        lines.append(line if len(line) <= WIDTH else line[: WIDTH - 3] + "...")
     lines.append(f"  verdict: {'compliant' if report.compliant else 'not compliant'}")
     return lines
 
