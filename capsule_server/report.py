@@ -174,6 +174,8 @@ class ClientReport:
     #: The identity the details are for: ``--as``, else the closest one.
     judged_as: str = ""
     capsules: tuple[str, ...] = ()
+    #: Per identity name: the numbers (in time order) of the requests that broke a rule.
+    offending: dict[str, set[int]] = field(default_factory=dict)
     #: Requests the server itself refused with 44 for going over its rate (not a breach).
     rate_refused: list[Breach] = field(default_factory=list)
 
@@ -197,7 +199,8 @@ class ClientReport:
 
     @property
     def forbidden_requests(self) -> int:
-        return sum(b.count for b in self.breaches)
+        """How many requests broke a rule as :attr:`judged_as` (one may break several)."""
+        return len(self.offending.get(self.judged_as, ()))
 
     @property
     def robots_first(self) -> dict[str, bool]:
@@ -247,9 +250,7 @@ class ClientReport:
             "forbidden_requests": self.forbidden_requests,
             "refused_with_44": len(self.rate_refused),
             "robots_first": self.robots_first,
-            "identities": {
-                name: sum(b.count for b in found) for name, found in self.by_identity.items()
-            },
+            "identities": {name: len(self.offending[name]) for name in self.by_identity},
             "scorecard": dict(self.scorecard()),
         }
 
@@ -295,7 +296,11 @@ class _Judge:
     def __init__(
         self, client: str, policies: Mapping[str, HostPolicy], idents: Sequence[Identity]
     ) -> None:
-        self.report = ClientReport(client, by_identity={i.name: [] for i in idents})
+        self.report = ClientReport(
+            client,
+            by_identity={i.name: [] for i in idents},
+            offending={i.name: set() for i in idents},
+        )
         self.policies = policies
         self.idents = idents
         self.hosts: dict[str, _HostState] = {}
@@ -304,6 +309,7 @@ class _Judge:
 
     def add(self, breach: Breach, key: tuple[object, ...], who: Iterable[str]) -> None:
         for name in who:
+            self.report.offending[name].add(self.report.requests)
             found = self.folded.get((name, key))
             if found is not None:
                 found.count += 1
@@ -460,7 +466,7 @@ def build_report(
         if judge_as is not None:
             report.judged_as = judge_as
         else:
-            report.judged_as = min(names, key=lambda n: sum(b.count for b in report.by_identity[n]))
+            report.judged_as = min(names, key=lambda n: len(report.offending[n]))
         reports.append(report)
     return reports
 
@@ -686,9 +692,6 @@ def add_judging_options(parser: argparse.ArgumentParser) -> None:
         help="detail the breaches of this identity (indexer, 'indexer (strict)', *, the "
         "--agent token...; default: the one the client came closest to)",
     )
-    parser.add_argument(
-        "--format", choices=FORMATS, default="text", help="output format (default: text)"
-    )
 
 
 def register(commands: Any) -> None:
@@ -706,5 +709,8 @@ def register(commands: Any) -> None:
         help="capsules folder the log was served from (default: bundled)",
     )
     add_judging_options(parser)
+    parser.add_argument(
+        "--format", choices=FORMATS, default="text", help="output format (default: text)"
+    )
     parser.add_argument("--json", action="store_true", help="same as --format json")
     parser.set_defaults(run=run_report)

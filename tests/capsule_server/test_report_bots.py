@@ -209,7 +209,7 @@ async def test_rude_bot_each_breach_reported_once(
         ("size", "large-file.test", "", 0, 1),
     ]
     assert got["verdict"].startswith(
-        "not compliant: 14 forbidden requests, first at 2026-11-23 12:00:30 "
+        "not compliant: 13 forbidden requests, first at 2026-11-23 12:00:30 "
         "gemini://robots-v2.test/ (forbidden)"
     )
     card = got["scorecard"]
@@ -221,7 +221,7 @@ async def test_rude_bot_each_breach_reported_once(
     # the text and gemtext scorecards say the same, ending with a one-line verdict
     assert main(["report", str(log), "--as", "indexer"]) == 1
     text = capsys.readouterr().out.splitlines()
-    assert text[0] == "127.0.0.3: not compliant: 14 forbidden requests"
+    assert text[0] == "127.0.0.3: not compliant: 13 forbidden requests"
     assert text[-1] == "  verdict: not compliant"
     assert max(len(line) for line in text) <= 80
     assert main(["report", str(log), "--as", "indexer", "--format", "gmi"]) == 1
