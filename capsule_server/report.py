@@ -173,6 +173,8 @@ class ClientReport:
     by_identity: dict[str, list[Breach]] = field(default_factory=dict)
     #: The identity the details are for: ``--as``, else the closest one.
     judged_as: str = ""
+    #: True when ``--as`` chose :attr:`judged_as`: then only that identity can pass.
+    judged_as_given: bool = False
     capsules: tuple[str, ...] = ()
     #: Per identity name: the numbers (in time order) of the requests that broke a rule.
     offending: dict[str, set[int]] = field(default_factory=dict)
@@ -190,6 +192,9 @@ class ClientReport:
 
     @property
     def compliant(self) -> bool:
+        """Consistent with the ``--as`` identity, or without one with any identity."""
+        if self.judged_as_given:
+            return self.judged_as in self.consistent_with
         return bool(self.consistent_with)
 
     @property
@@ -208,7 +213,7 @@ class ClientReport:
         return {host: host not in late for host in self.hosts}
 
     def verdict(self) -> str:
-        if self.compliant and self.judged_as in self.consistent_with:
+        if self.compliant:
             return f"compliant as {', '.join(self.consistent_with)}"
         first = self.breaches[0]
         n = self.forbidden_requests
@@ -464,7 +469,7 @@ def build_report(
         for found in report.by_identity.values():
             found.sort(key=lambda b: (_when_text(b.time), KINDS.index(b.kind)))
         if judge_as is not None:
-            report.judged_as = judge_as
+            report.judged_as, report.judged_as_given = judge_as, True
         else:
             report.judged_as = min(names, key=lambda n: len(report.offending[n]))
         reports.append(report)
@@ -572,12 +577,13 @@ def _wrap(text: str, indent: str) -> list[str]:
 
 def format_text(report: ClientReport) -> list[str]:
     head, _, first = report.verdict().partition(", first at ")
-    lines = [f"{_safe(report.client)}: {head}"]
+    lines = _wrap(f"{_safe(report.client)}: {head}", "")
     if first:
         lines.extend(_wrap(_safe(f"first at {first}"), "  "))
     refused = f", {len(report.rate_refused)} refused with 44" if report.rate_refused else ""
     lines.append(f"  {report.requests} requests to {len(report.hosts)} hosts{refused}")
-    lines.append(f"  consistent with: {', '.join(report.consistent_with) or 'no identity'}")
+    if not report.compliant:
+        lines.append("  consistent with: no identity")
     if report.breaches:
         lines.append(f"  breaches as {report.judged_as}:")
         lines.extend("  " + line for line in _breach_lines(report))

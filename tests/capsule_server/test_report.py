@@ -43,10 +43,8 @@ def rec(
 
 
 def test_compliant_indexer_leads_with_a_verdict() -> None:
-    [report] = build_report(
-        [rec(0, "/robots.txt"), rec(10, "/"), rec(20, "/private/a"), rec(30, "/no-archive/a")],
-        POLICIES,
-    )
+    records = [rec(0, "/robots.txt"), rec(10, "/"), rec(20, "/private/a"), rec(30, "/no-archive/a")]
+    [report] = build_report(records, POLICIES)
     assert report.consistent_with == ("indexer",)
     assert report.compliant and report.judged_as == "indexer"
     assert report.verdict() == "compliant as indexer"
@@ -54,6 +52,10 @@ def test_compliant_indexer_leads_with_a_verdict() -> None:
     # the archiver's breaches name the rule: robots.txt line 5, Disallow: /no-archive/
     [archiver] = report.by_identity["archiver"]
     assert (archiver.kind, archiver.file, archiver.line) == ("forbidden", "robots.txt", 5)
+    # --as asks about one identity: as an archiver the same client is not compliant
+    [as_archiver] = build_report(records, POLICIES, judge_as="archiver")
+    assert not as_archiver.compliant
+    assert as_archiver.verdict().startswith("not compliant: 1 forbidden request, first at ")
 
 
 def test_each_rule_broken_is_one_line_with_a_count() -> None:
