@@ -663,6 +663,8 @@ def read_records(log: Path) -> list[AccessRecord]:
     for number, record in numbered:
         if not record.client or not record.time:
             raise CommandError(f"{log}:{number}: not an access log record (no client or time)")
+        if _when(record) is None:
+            raise CommandError(f"{log}:{number}: time {_safe(record.time)!r} is not ISO 8601")
     records = [r for _, r in numbered]
     if not any(r.host is not None and r.path is not None for r in records):
         raise CommandError(f"{log}: no requests in the log, nothing to judge")
@@ -672,6 +674,11 @@ def read_records(log: Path) -> list[AccessRecord]:
 def run_report(args: argparse.Namespace) -> int:
     records = read_records(Path(args.log))
     policies = policies_for(args.capsules)
+    if not any(r.host in policies for r in records):
+        raise CommandError(
+            f"{args.log}: no request for any of these capsules; give the --capsules DIR "
+            "the log was served from"
+        )
     try:
         reports = build_report(records, policies, args.agent, args.judge_as)
     except ValueError as exc:

@@ -168,6 +168,7 @@ def one_error_line(capsys: pytest.CaptureFixture[str]) -> str:
         ('{"foo": 1}\n', ":1: not an access log record (no client or time)"),
         ("not json\n", ":1: not JSON"),
         ("[1, 2]\n", ":1: not a JSON object"),
+        ('{"client": "a", "time": "noon"}\n', ":1: time 'noon' is not ISO 8601"),
     ],
 )
 def test_report_refuses_what_is_not_an_access_log(
@@ -185,12 +186,16 @@ def test_report_input_errors(tmp_path: Path, capsys: pytest.CaptureFixture[str])
     assert main(["report", str(tmp_path)]) == 2
     assert "is a directory, expected an access log file" in one_error_line(capsys)
     log = tmp_path / "access.jsonl"
-    log.write_text(json.dumps(rec(0, "/robots.txt").as_dict()) + "\n")
+    log.write_text(json.dumps(rec(0, "/robots.txt", host="honeypot.test").as_dict()) + "\n")
     empty = tmp_path / "empty"
     empty.mkdir()
     assert main(["report", str(log), "--capsules", str(empty)]) == 2
     assert "no capsule folders" in one_error_line(capsys)
     assert main(["report", str(log), "--capsules", str(log)]) == 2
     assert "not a folder of capsules" in one_error_line(capsys)
+    other = tmp_path / "other"
+    (other / "z.test").mkdir(parents=True)
+    assert main(["report", str(log), "--capsules", str(other)]) == 2
+    assert "no request for any of these capsules" in one_error_line(capsys)
     assert main(["report", str(log), "--as", "nobody"]) == 2
     assert "unknown identity 'nobody'" in one_error_line(capsys)
