@@ -361,21 +361,21 @@ class _Judge:
                 rule = "fetch /robots.txt (to the end of its redirects) first"
                 self.everyone(breach("before robots.txt", file="robots.txt", rule=rule), ())
 
-        if now is not None and state.wait_until is not None:
-            if now < state.wait_until:
-                detail = f"{state.wait_until - now:.1f} s early"
-                self.everyone(
-                    breach("during 44 wait", rule=state.wait_rule, detail=detail),
-                    (state.wait_rule,),
-                )
-            else:
-                state.wait_until = None
+        during = now is not None and state.wait_until is not None and now < state.wait_until
+        if during and now is not None and state.wait_until is not None:
+            detail = f"{state.wait_until - now:.1f} s early"
+            self.everyone(
+                breach("during 44 wait", rule=state.wait_rule, detail=detail),
+                (state.wait_rule,),
+            )
         if record.status == 44 and record.limited == "rate":
             report.rate_refused.append(breach("refused with 44", rule="the server's rate"))
         if record.status == 44 and now is not None:
             seconds = _wait_seconds(record.meta)
             state.wait_until = now + seconds
-            state.wait_rule = f"44 at {_short_time(record.time)[11:]} asked for {seconds:g} s"
+            if not during:  # a 44 answered to a request made during a wait extends that wait
+                when = _short_time(record.time)[11:]
+                state.wait_rule = f"44 at {when} asked for {seconds:g} s"
 
         if policy is None:
             return

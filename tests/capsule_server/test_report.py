@@ -86,6 +86,17 @@ def test_each_rule_broken_is_one_line_with_a_count() -> None:
     assert dict(report.scorecard())["x.test"].startswith("fail: before robots.txt / (")
 
 
+def test_hammering_through_44s_is_one_breach() -> None:
+    records = [rec(0, "/robots.txt"), rec(1, "/a", status=44, meta="5")]
+    records += [rec(2 + i * 0.5, "/a", status=44, meta="5") for i in range(6)]
+    records += [rec(20, "/a"), rec(21, "/b", status=44, meta="5"), rec(22, "/b")]
+    [report] = build_report(records, POLICIES, judge_as="indexer")
+    assert [(b.kind, b.rule, b.count) for b in report.breaches] == [
+        ("during 44 wait", "44 at 10:00:01 asked for 5 s", 6),
+        ("during 44 wait", "44 at 10:00:21 asked for 5 s", 1),
+    ]
+
+
 def test_crawl_delay_is_judged_for_the_identities_it_binds() -> None:
     records = [rec(0, "/robots.txt"), rec(10, "/"), rec(12, "/a"), rec(20, "/b")]
     [report] = build_report(records, POLICIES)
