@@ -50,16 +50,15 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
-from capsule_server.expect import ExpectError, load_expectation
-from capsule_server.files import Capsule, CapsuleConfigError, bundled_capsules, load_capsules
+from capsule_server.expect import ExpectError, load_expectation, served_policy
+from capsule_server.files import CapsuleConfigError, bundled_capsules, load_capsules
 from capsule_server.log import AccessRecord, LogFormatError, read_log
 from geminibot.cliutil import EXIT_NEGATIVE, EXIT_OK, CommandError, emit_json
 from geminibot.crawl.crawler import ROLE_CATEGORIES
 from geminibot.gemini.client import MAX_REDIRECTS
 from geminibot.gemini.gemtext import resolve_link
-from geminibot.policy import VIRTUAL_AGENTS, RobotsFile, fetch_outcome
-from geminibot.policy.robots2 import ChainWalker, parse_robots2
-from geminibot.policy.site_policy import Bot, FetchDecision, Fetched, SitePolicy
+from geminibot.policy import VIRTUAL_AGENTS, RobotsFile
+from geminibot.policy.site_policy import Bot, FetchDecision, SitePolicy
 
 POLICY_FILES = ("/robots.txt", "/robots2.txt", "/agents.txt")
 NO_VIRTUAL_AGENT = "*"
@@ -481,51 +480,6 @@ def _when_text(time: str) -> float:
 
 
 # -- the policies the capsules serve ----------------------------------------------------
-
-
-def _fetch(capsule: Capsule, path: str) -> tuple[Fetched, list[str]]:
-    """A policy file as the server answers it, same-host redirects followed: the
-    outcome and body, and every path requested on the way."""
-    visited = [path]
-    hops = 0
-    while True:
-        answer = capsule.resolve(path)
-        outcome = fetch_outcome("gemini", answer.status, meta=answer.meta, redirects_followed=hops)
-        if outcome.kind != "redirect":
-            body = answer.read_body() if answer.status == 20 else None
-            return Fetched(outcome, body), visited
-        target = urlsplit(resolve_link(outcome.location or "", f"gemini://{capsule.host}{path}"))
-        if target.netloc != capsule.host:
-            gone = fetch_outcome("gemini", 51, meta="redirect to another host not followed")
-            return Fetched(gone), visited
-        path = target.path or "/"
-        visited.append(path)
-        hops += 1
-
-
-def served_policy(capsule: Capsule) -> tuple[SitePolicy, frozenset[str]]:
-    """The SitePolicy a bot obtains from ``capsule``, and the paths it fetches for it."""
-    robots, robots_paths = _fetch(capsule, "/robots.txt")
-    robots2, robots2_paths = _fetch(capsule, "/robots2.txt")
-    agents, agents_paths = _fetch(capsule, "/agents.txt")
-    chain: dict[str, bytes | None] = {}
-    paths = {*robots_paths, *robots2_paths, *agents_paths}
-    if robots2.outcome.kind == "success":
-        walker = ChainWalker(parse_robots2(robots2.body or b""), "/robots2.txt")
-        while (target := walker.next_url()) is not None:
-            parts = urlsplit(target)
-            body: bytes | None = None
-            if parts.netloc in ("", capsule.host):  # a chain is followed on its own host only
-                link, link_paths = _fetch(capsule, parts.path or "/")
-                paths.update(link_paths)
-                if link.outcome.kind == "success" and isinstance(link.body, bytes):
-                    body = link.body
-            chain[target] = body
-            walker.feed(target, body)
-    site = SitePolicy.build(
-        "gemini", robots, robots2, agents, robots2_url="/robots2.txt", chain_fetch=chain
-    )
-    return site, frozenset(paths)
 
 
 def load_policies(directory: Path) -> dict[str, HostPolicy]:

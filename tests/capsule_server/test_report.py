@@ -210,3 +210,9 @@ def test_report_input_errors(tmp_path: Path, capsys: pytest.CaptureFixture[str])
     assert "no request for any of these capsules" in one_error_line(capsys)
     assert main(["report", str(log), "--as", "nobody"]) == 2
     assert "unknown identity 'nobody'" in one_error_line(capsys)
+
+
+def test_every_capsule_says_what_the_range_judges_there(capsules_dir: Path) -> None:
+    for host in load_policies(capsules_dir):
+        readme = (capsules_dir / host / "README.gmi").read_text(encoding="utf-8")
+        assert "\n## What the range judges here\n" in readme, host
