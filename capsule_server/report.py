@@ -357,8 +357,10 @@ class _Judge:
                 else:
                     state.robots_next = "/robots.txt"  # unreachable: fetch again later
             elif not is_policy:
-                rule = "fetch /robots.txt (to the end of its redirects) first"
-                self.everyone(breach("before robots.txt", file="robots.txt", rule=rule), ())
+                detail = "robots.txt not read (to the end of its redirects)"
+                self.everyone(
+                    breach("before robots.txt", rule="robots.txt first", detail=detail), ()
+                )
 
         during = now is not None and state.wait_until is not None and now < state.wait_until
         if during and now is not None and state.wait_until is not None:
@@ -416,7 +418,7 @@ class _Judge:
                         record.time,
                         host,
                         path,
-                        pace.file,
+                        _short_file(pace.file),
                         pace.line,
                         pace.rule,
                         f"{gap:.2f} s after the previous request",

@@ -195,7 +195,7 @@ async def test_rude_bot_each_breach_reported_once(
     breaches = [(b["kind"], b["host"], b["file"], b["line"], b["count"]) for b in got["breaches"]]
     assert breaches == [
         ("forbidden", "robots-v2.test", "robots.txt", 5, 1),  # Visit-time: 2200-0600
-        ("before robots.txt", "wildcards.test", "robots.txt", 0, 1),
+        ("before robots.txt", "wildcards.test", "", 0, 1),
         ("honeypot", "honeypot.test", "robots.txt", 11, 1),  # Disallow: /trap/
         ("forbidden", "va-groups.test", "robots.txt", 6, 1),  # Disallow: /index-no/
         ("too fast", "robots-v2.test", "robots.txt", 4, 1),  # Request-rate: 6/1m
