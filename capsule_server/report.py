@@ -43,6 +43,7 @@ from __future__ import annotations
 import argparse
 import datetime as dt
 import json
+import re
 import textwrap
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
@@ -408,7 +409,7 @@ class _Judge:
             if refusal is not None and not trapped:
                 file, line, rule = refusal
                 found = Breach("forbidden", record.time, host, path, file, line, rule)
-                self.add(found, ("forbidden", host, file, line, rule), (ident.name,))
+                self.add(found, ("forbidden", host, file, line), (ident.name,))
             if state.last is not None and now is not None:
                 pace = policy.site.delay(ident.bot, at, url=url)
                 gap = now - state.last
@@ -434,8 +435,12 @@ _EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.UTC)
 def _first_refusal(decision: FetchDecision) -> tuple[str, int, str] | None:
     for reason in decision.reasons:
         if not reason.allowed:
-            return _short_file(reason.file), reason.line, reason.rule or reason.text
+            rule = reason.rule or _LINE_PREFIX.sub("", reason.text)  # the line is given apart
+            return _short_file(reason.file), reason.line, rule
     return None
+
+
+_LINE_PREFIX = re.compile(r"^line \d+: ")
 
 
 def _short_file(file: str) -> str:

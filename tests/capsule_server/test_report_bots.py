@@ -171,7 +171,8 @@ async def test_rude_bot_each_breach_reported_once(
                 await get(port, "127.0.0.3", host, path)
                 await trio.sleep(pause)
 
-        await visit("robots-v2.test", "/robots.txt", "/")  # outside Visit-time (noon)
+        await visit("robots-v2.test", "/robots.txt", "/", "/public/a.gmi")  # at noon: 2 requests
+        # outside Visit-time, one breach (its rule's text names each request's own minute)
         await trio.sleep(NIGHT - NOON)
         await visit("wildcards.test", "/", "/robots.txt")  # robots.txt not first
         await visit("honeypot.test", "/robots.txt", "/trap/a.gmi")
@@ -194,7 +195,7 @@ async def test_rude_bot_each_breach_reported_once(
     assert code == 1 and got["consistent_with"] == []
     breaches = [(b["kind"], b["host"], b["file"], b["line"], b["count"]) for b in got["breaches"]]
     assert breaches == [
-        ("forbidden", "robots-v2.test", "robots.txt", 5, 1),  # Visit-time: 2200-0600
+        ("forbidden", "robots-v2.test", "robots.txt", 5, 2),  # Visit-time: 2200-0600
         ("before robots.txt", "wildcards.test", "", 0, 1),
         ("honeypot", "honeypot.test", "robots.txt", 11, 1),  # Disallow: /trap/
         ("forbidden", "va-groups.test", "robots.txt", 6, 1),  # Disallow: /index-no/
@@ -209,7 +210,7 @@ async def test_rude_bot_each_breach_reported_once(
         ("size", "large-file.test", "", 0, 1),
     ]
     assert got["verdict"].startswith(
-        "not compliant: 13 forbidden requests, first at 2026-11-23 12:00:30 "
+        "not compliant: 14 forbidden requests, first at 2026-11-23 12:00:30 "
         "gemini://robots-v2.test/ (forbidden)"
     )
     card = got["scorecard"]
@@ -221,7 +222,7 @@ async def test_rude_bot_each_breach_reported_once(
     # the text and gemtext scorecards say the same, ending with a one-line verdict
     assert main(["report", str(log), "--as", "indexer"]) == 1
     text = capsys.readouterr().out.splitlines()
-    assert text[0] == "127.0.0.3: not compliant: 13 forbidden requests"
+    assert text[0] == "127.0.0.3: not compliant: 14 forbidden requests"
     assert text[-1] == "  verdict: not compliant"
     assert max(len(line) for line in text) <= 80
     assert main(["report", str(log), "--as", "indexer", "--format", "gmi"]) == 1
