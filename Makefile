@@ -18,7 +18,7 @@ $(STAMP): pyproject.toml
 	touch $(STAMP)
 
 demo: $(STAMP)
-	$(BIN)/python -m geminibot.demo
+	$(BIN)/python -m capsule_server.demo
 
 lint: $(STAMP)
 	$(BIN)/ruff check .
