@@ -153,7 +153,8 @@ class GeminiClient:
         follow_redirects: bool = True,
         limits: Limits | None = None,
     ) -> Response:
-        """Fetch ``url``, following redirects; raises only GeminiError subclasses."""
+        """Fetch ``url``, following redirects; raises only FetchError subclasses (InvalidURL
+        for a ``url`` that cannot be requested)."""
         limits = limits if limits is not None else self.limits
         current = parse_url(str(url))
         redirects: list[URL] = []
