@@ -57,7 +57,7 @@ from geminibot.net.errors import (
     TLSFailure,
 )
 from geminibot.net.limits import Limits
-from geminibot.net.redirects import RedirectRules, next_hop
+from geminibot.net.redirects import RedirectRules, follow_chain
 from geminibot.urls import URL, resolve_reference
 
 _RECEIVE_SIZE = 65536
@@ -115,14 +115,8 @@ def make_ssl_context() -> ssl.SSLContext:
     return context
 
 
-@dataclass(slots=True)
-class _Hop:
-    header: ResponseHeader
-    body: bytes
-    certificate: str
-    trust: Trust
-    previous: str | None
-    truncated: bool
+def _redirect_target(response: Response) -> str | None:
+    return response.header.redirect_target if response.family is Family.REDIRECT else None
 
 
 class GeminiClient:
@@ -157,45 +151,26 @@ class GeminiClient:
         for a ``url`` that cannot be requested)."""
         limits = limits if limits is not None else self.limits
         current = parse_url(str(url))
-        redirects: list[URL] = []
-        with trio.move_on_after(limits.total_timeout) as deadline:
-            while True:
-                hop = await self._exchange(current, limits)
-                response = Response(
-                    current,
-                    hop.header,
-                    hop.body,
-                    hop.certificate,
-                    hop.trust,
-                    hop.previous,
-                    tuple(redirects),
-                    hop.truncated,
-                )
-                if hop.header.family is not Family.REDIRECT or not follow_redirects:
-                    return response
-                target = self._redirect_target(response, redirects, limits)
-                if target is None:
-                    return response
-                redirects.append(current)
-                current = target
-        assert deadline.cancelled_caught
-        raise DeadlineExceeded(f"fetch of {url} took longer than {limits.total_timeout} s")
+        rules = None
+        if follow_redirects:
+            rules = RedirectRules(
+                (SCHEME,),
+                limits.max_redirects,
+                switch_schemes=self.allow_scheme_switch,
+                max_url_bytes=MAX_REQUEST_BYTES,
+            )
 
-    def _redirect_target(
-        self, response: Response, redirects: list[URL], limits: Limits
-    ) -> URL | None:
-        rules = RedirectRules(
-            (SCHEME,),
-            limits.max_redirects,
-            switch_schemes=self.allow_scheme_switch,
-            max_url_bytes=MAX_REQUEST_BYTES,
-        )
-        return next_hop(response.url, response.header.redirect_target, redirects, rules)
+        async def exchange(url: URL, followed: tuple[URL, ...]) -> Response:
+            return await self._exchange(url, followed, limits)
+
+        with trio.move_on_after(limits.total_timeout):
+            return await follow_chain(current, exchange, _redirect_target, rules)
+        raise DeadlineExceeded(f"fetch of {url} took longer than {limits.total_timeout} s")
 
     def _address(self, host: str, port: int) -> tuple[str, int]:
         return route(self.connect_to, host, port)
 
-    async def _exchange(self, url: URL, limits: Limits) -> _Hop:
+    async def _exchange(self, url: URL, followed: tuple[URL, ...], limits: Limits) -> Response:
         request = request_line(url)
         address, port = self._address(url.host, url.port)
         stream: trio.SSLStream[trio.SocketStream] | None = None
@@ -240,7 +215,7 @@ class GeminiClient:
                 await trio.aclose_forcefully(stream)
             raise
         await _close(stream)
-        return _Hop(header, body, seen, trust, previous, truncated)
+        return Response(url, header, body, seen, trust, previous, followed, truncated)
 
 
 async def _send(stream: trio.SSLStream[trio.SocketStream], data: bytes) -> None:

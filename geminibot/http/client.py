@@ -55,7 +55,7 @@ from geminibot.net.errors import (
     TLSFailure,
 )
 from geminibot.net.limits import Limits
-from geminibot.net.redirects import RedirectRules, next_hop
+from geminibot.net.redirects import RedirectRules, follow_chain
 from geminibot.urls import URL, WEB_SCHEMES, InvalidURL, resolve_reference
 
 #: Where a site owner reads who the bot is; put in the User-Agent (override with --contact).
@@ -152,30 +152,19 @@ class WebClient:
         a bad ``url``)."""
         limits = limits if limits is not None else self.limits
         current = parse_web_url(str(url))
-        redirects: list[URL] = []
-        with trio.move_on_after(limits.total_timeout) as deadline:
-            while True:
-                status, reason, got, body = await self._exchange(
-                    current, method, tuple(headers), limits
-                )
-                response = WebResponse(current, status, reason, got, body, tuple(redirects))
-                if not follow_redirects or status not in REDIRECT_STATUSES:
-                    return response
-                target = self._redirect_target(response, redirects, limits)
-                if target is None:
-                    return response
-                redirects.append(current)
-                current = target
-        assert deadline.cancelled_caught
-        raise DeadlineExceeded(f"fetch of {url} took longer than {limits.total_timeout} s")
+        rules = None
+        if follow_redirects:
+            rules = RedirectRules(
+                WEB_SCHEMES, limits.max_redirects, switch_schemes=self.allow_scheme_switch
+            )
 
-    def _redirect_target(
-        self, response: WebResponse, redirects: list[URL], limits: Limits
-    ) -> URL | None:
-        rules = RedirectRules(
-            WEB_SCHEMES, limits.max_redirects, switch_schemes=self.allow_scheme_switch
-        )
-        return next_hop(response.url, response.header("location"), redirects, rules)
+        async def exchange(url: URL, followed: tuple[URL, ...]) -> WebResponse:
+            status, reason, got, body = await self._exchange(url, method, tuple(headers), limits)
+            return WebResponse(url, status, reason, got, body, followed)
+
+        with trio.move_on_after(limits.total_timeout):
+            return await follow_chain(current, exchange, _redirect_target, rules)
+        raise DeadlineExceeded(f"fetch of {url} took longer than {limits.total_timeout} s")
 
     def _route(self, url: URL) -> tuple[str, dict[str, Any]]:
         """The URL to connect to, and the request extensions that keep SNI on the host."""
@@ -230,6 +219,10 @@ class WebClient:
         finally:
             with trio.CancelScope(shield=True), _mapped_errors(url):
                 await response.aclose()
+
+
+def _redirect_target(response: WebResponse) -> str | None:
+    return response.header("location") if response.status in REDIRECT_STATUSES else None
 
 
 async def _read_body(url: URL, response: httpx.Response, limits: Limits) -> bytes:

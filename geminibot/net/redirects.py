@@ -1,4 +1,5 @@
-"""The redirect policy, without I/O (in the manner of httpx's ``_build_redirect_request``).
+"""The redirect policy, without I/O (in the manner of httpx's ``_build_redirect_request``),
+and :func:`follow_chain`, the one loop that applies it around a client's requests.
 
 Given the URL that answered with a redirect, its target (Gemini's meta, HTTP's
 ``Location``) and the URLs already redirected from in this fetch, :func:`next_hop`
@@ -24,8 +25,9 @@ The checks, in order:
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
+from typing import TypeVar
 
 from geminibot.net.errors import (
     InvalidRedirect,
@@ -36,6 +38,8 @@ from geminibot.net.errors import (
 )
 from geminibot.net.limits import MAX_REDIRECTS
 from geminibot.urls import URL, InvalidURL, parse_url, resolve_reference
+
+R = TypeVar("R")
 
 
 @dataclass(frozen=True, slots=True)
@@ -80,3 +84,30 @@ def next_hop(
     if len(followed) >= rules.max_redirects:
         raise TooManyRedirects(f"more than {rules.max_redirects} redirects, last to {url}")
     return url
+
+
+async def follow_chain(
+    first: URL,
+    exchange: Callable[[URL, tuple[URL, ...]], Awaitable[R]],
+    location: Callable[[R], str | None],
+    rules: RedirectRules | None,
+) -> R:
+    """Drive one fetch through its redirects; the I/O is the caller's.
+
+    ``exchange(url, followed)`` makes one request (``followed``: the URLs that redirected
+    before it) and returns its response; ``location(response)`` is the redirect target
+    of a response, or None when it is not a redirect. Each target goes through
+    :func:`next_hop`; the last response is returned (a redirect ``next_hop`` hands back,
+    included). With ``rules`` None, no redirect is followed."""
+    followed: list[URL] = []
+    current = first
+    while True:
+        response = await exchange(current, tuple(followed))
+        target = location(response)
+        if rules is None or target is None:
+            return response
+        hop = next_hop(current, target, followed, rules)
+        if hop is None:
+            return response
+        followed.append(current)
+        current = hop

@@ -3,6 +3,8 @@ its edge."""
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
+
 import pytest
 
 from geminibot.net.errors import (
@@ -12,7 +14,7 @@ from geminibot.net.errors import (
     SchemeSwitchRefused,
     TooManyRedirects,
 )
-from geminibot.net.redirects import RedirectRules, next_hop
+from geminibot.net.redirects import RedirectRules, follow_chain, next_hop
 from geminibot.urls import URL, WEB_SCHEMES, parse_url
 
 GEMINI = RedirectRules(("gemini",), max_redirects=5, max_url_bytes=1024)
@@ -102,3 +104,48 @@ def test_same_origin_only() -> None:
     for elsewhere in ("gemini://other.test/robots.txt", "gemini://h.test:1966/robots.txt"):
         with pytest.raises(OffSiteRedirect):
             next_hop(here, elsewhere, [], rules)
+
+
+def site(
+    locations: dict[str, str | None],
+) -> tuple[
+    list[tuple[str, tuple[str, ...]]],
+    Callable[[URL, tuple[URL, ...]], Awaitable[tuple[str, str | None]]],
+]:
+    """An exchange over a table path -> redirect target (None: a final answer); it logs
+    each request with the URLs it was told had redirected before it."""
+    log: list[tuple[str, tuple[str, ...]]] = []
+
+    async def exchange(url: URL, followed: tuple[URL, ...]) -> tuple[str, str | None]:
+        log.append((url.path, tuple(u.path for u in followed)))
+        return url.path, locations[url.path]
+
+    return log, exchange
+
+
+def location(response: tuple[str, str | None]) -> str | None:
+    return response[1]
+
+
+async def test_follow_chain_drives_the_requests() -> None:
+    log, exchange = site({"/a": "/b", "/b": "c", "/c": None})
+    start = parse_url("gemini://h.test/a")
+    assert await follow_chain(start, exchange, location, GEMINI) == ("/c", None)
+    assert log == [("/a", ()), ("/b", ("/a",)), ("/c", ("/a", "/b"))]
+    log.clear()
+    assert await follow_chain(start, exchange, location, None) == ("/a", "/b")
+    assert log == [("/a", ())]
+
+
+async def test_follow_chain_stops_at_the_limit_and_hands_back() -> None:
+    _, endless = site({f"/r{i}": f"/r{i + 1}" for i in range(10)})
+    start = parse_url("gemini://h.test/r0")
+    with pytest.raises(TooManyRedirects):
+        await follow_chain(start, endless, location, GEMINI)
+    log, exchange = site({"/r0": "/r1", "/r1": "https://h.test/"})
+    handed_back = RedirectRules(("gemini",), switch_schemes=True)
+    assert await follow_chain(start, exchange, location, handed_back) == (
+        "/r1",
+        "https://h.test/",
+    )
+    assert len(log) == 2
