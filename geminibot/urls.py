@@ -160,8 +160,7 @@ def parse_url(text: str, schemes: Collection[str] = tuple(DEFAULT_PORTS)) -> URL
         raise NotAbsoluteURL(f"not an absolute URL (no scheme): {text!r}")
     scheme = scheme.lower()
     if scheme not in schemes or scheme not in DEFAULT_PORTS:
-        wanted = " or ".join(f"{s}://" for s in schemes)
-        raise UnsupportedScheme(f"not a {wanted} URL: {text!r}", scheme)
+        raise UnsupportedScheme(f"not {_describe(schemes)} URL: {text!r}", scheme)
     if not authority:
         raise MissingHost(f"URL has no host: {text!r}")
     host, port = parse_authority(authority, DEFAULT_PORTS[scheme])
@@ -169,6 +168,16 @@ def parse_url(text: str, schemes: Collection[str] = tuple(DEFAULT_PORTS)) -> URL
     if query is not None:
         query = _normalise_escapes(query, _QUERY_SAFE)
     return URL(scheme, host, port, path, query)
+
+
+def _describe(schemes: Collection[str]) -> str:
+    """``a gemini://``, ``an http(s)://``, ``a gemini:// or http(s)://``..."""
+    names = [f"{s}://" for s in schemes if s not in WEB_SCHEMES]
+    web = [s for s in WEB_SCHEMES if s in schemes]
+    if web:
+        names.append("http(s)://" if len(web) == 2 else f"{web[0]}://")
+    text = " or ".join(names)
+    return ("an " if text.startswith("h") else "a ") + text
 
 
 def resolve_reference(base: str, reference: str) -> str:
