@@ -12,9 +12,10 @@ the ``SSLContext`` is built once per client and loads no CA bundle.
   IP address literal (``gemini://127.0.0.1/``); nothing can be done about that here.
 - Certificates are not checked against CAs but pinned trust-on-first-use per host and
   port (:mod:`geminibot.gemini.tofu`).
-- Time limits (:class:`~geminibot.net.limits.Limits`): connect (TCP connect plus TLS handshake), header
-  (request sent and header received), idle (longest silence inside the body) and a total
-  deadline over the whole fetch, redirects included. Each is a trio cancel scope.
+- Time limits (:class:`~geminibot.net.limits.Limits`): connect (TCP connect plus TLS
+  handshake), header (request sent and header received), idle (longest silence inside the
+  body) and a total deadline over the whole fetch, redirects included. Each is a trio
+  cancel scope.
 - A maximum body size; redirects decided by :mod:`geminibot.net.redirects`: followed up
   to ``max_redirects`` hops, a loop refused as soon as it closes, a switch to another
   scheme refused unless allowed (then the redirect is returned, not followed), a target
@@ -160,8 +161,8 @@ class GeminiClient:
                 max_url_bytes=MAX_REQUEST_BYTES,
             )
 
-        async def exchange(url: URL, followed: tuple[URL, ...]) -> Response:
-            return await self._exchange(url, followed, limits)
+        async def exchange(hop: URL, followed: tuple[URL, ...]) -> Response:
+            return await self._exchange(hop, followed, limits)
 
         with trio.move_on_after(limits.total_timeout):
             return await follow_chain(current, exchange, _redirect_target, rules)

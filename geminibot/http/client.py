@@ -158,9 +158,9 @@ class WebClient:
                 WEB_SCHEMES, limits.max_redirects, switch_schemes=self.allow_scheme_switch
             )
 
-        async def exchange(url: URL, followed: tuple[URL, ...]) -> WebResponse:
-            status, reason, got, body = await self._exchange(url, method, tuple(headers), limits)
-            return WebResponse(url, status, reason, got, body, followed)
+        async def exchange(hop: URL, followed: tuple[URL, ...]) -> WebResponse:
+            status, reason, got, body = await self._exchange(hop, method, tuple(headers), limits)
+            return WebResponse(hop, status, reason, got, body, followed)
 
         with trio.move_on_after(limits.total_timeout):
             return await follow_chain(current, exchange, _redirect_target, rules)
