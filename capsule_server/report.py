@@ -56,8 +56,8 @@ from capsule_server.files import CapsuleConfigError, bundled_capsules, load_caps
 from capsule_server.log import AccessRecord, LogFormatError, read_log
 from geminibot.cliutil import EXIT_NEGATIVE, EXIT_OK, CommandError, emit_json
 from geminibot.crawl.crawler import ROLE_CATEGORIES
-from geminibot.gemini.client import MAX_REDIRECTS
 from geminibot.gemini.gemtext import resolve_link
+from geminibot.net.limits import MAX_REDIRECTS
 from geminibot.policy import VIRTUAL_AGENTS, RobotsFile
 from geminibot.policy.site_policy import Bot, FetchDecision, SitePolicy
 

@@ -25,11 +25,12 @@ from capsule_server.log import AccessRecord, JsonLinesLog
 from capsule_server.server import CapsuleServer, Limits
 from capsule_server.testing import raw_request, running_server
 from geminibot.crawl.crawler import Crawler, CrawlOptions
-from geminibot.crawl.fetcher import Resolver, gemini_fetch
+from geminibot.crawl.fetcher import gemini_fetch
 from geminibot.crawl.frontier import Limits as CrawlLimits
 from geminibot.gemini.client import GeminiClient
 from geminibot.gemini.gemtext import resolve_link
 from geminibot.index import connect
+from geminibot.net.connect import ConnectRule, Resolver
 
 #: Real seconds of idleness before the mock clock jumps (see tests/crawl).
 AUTOJUMP = 0.25
@@ -81,7 +82,8 @@ async def test_geminibot_crawler_is_compliant(
     log = tmp_path / "access.jsonl"
     hosts = sorted(load_capsules(capsules_dir))
     async with logged_server(capsules_dir, cert_dir, log, NIGHT) as srv:
-        resolver = Resolver([("*", 1965, "127.0.0.1", srv.port or 0)], loopback_only=True)
+        rule = ConnectRule("*", 1965, "127.0.0.1", srv.port or 0)
+        resolver = Resolver([rule], loopback_only=True)
         t0 = trio.current_time()
         crawler = Crawler(
             connect(tmp_path / "crawl.db"),
