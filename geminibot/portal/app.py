@@ -23,10 +23,10 @@ from urllib.parse import parse_qs, quote
 import trio
 
 from geminibot.gemini.client import Response
-from geminibot.gemini.errors import BodyTooLarge, GeminiError, InvalidURL
 from geminibot.gemini.gemtext import parse_gemtext
 from geminibot.gemini.status import Family, known_status
-from geminibot.gemini.urls import MAX_REQUEST_BYTES, GeminiURL, parse_url
+from geminibot.gemini.urls import MAX_REQUEST_BYTES, parse_url
+from geminibot.net.errors import BodyTooLarge, FetchError
 from geminibot.policy.textlines import numbered_lines
 from geminibot.portal.limits import ClientBuckets
 from geminibot.portal.render import (
@@ -42,6 +42,7 @@ from geminibot.portal.render import (
     safe_lang,
 )
 from geminibot.portal.upstream import Busy, Refused, Upstream, UpstreamRefused
+from geminibot.urls import URL, InvalidURL
 
 Scope = MutableMapping[str, Any]
 Receive = Callable[[], Awaitable[MutableMapping[str, Any]]]
@@ -84,7 +85,7 @@ class PortalApp:
         self,
         upstream: Upstream,
         *,
-        capsule: GeminiURL | None = None,
+        capsule: URL | None = None,
         clock: Callable[[], float] = trio.current_time,
     ) -> None:
         self.upstream = upstream
@@ -243,7 +244,7 @@ class PortalApp:
 
     # -- showing a page ----------------------------------------------------------------
 
-    async def _answer_prompt(self, url: GeminiURL, request: Request) -> HTTPResponse:
+    async def _answer_prompt(self, url: URL, request: Request) -> HTTPResponse:
         answer = request.form.get("input", [""])[0]
         sensitive = request.form.get("sensitive", [""])[0] == "1"
         base = str(url).split("?", 1)[0]
@@ -263,7 +264,7 @@ class PortalApp:
             return HTTPResponse(303, b"", [(b"location", where.encode("ascii", "replace"))])
         return await self.show(target, hide_query=True)
 
-    async def show(self, url: GeminiURL, *, hide_query: bool = False) -> HTTPResponse:
+    async def show(self, url: URL, *, hide_query: bool = False) -> HTTPResponse:
         shown = str(url).split("?", 1)[0] if hide_query else str(url)
         try:
             response = await self.upstream.page(url, cache=not hide_query)
@@ -301,7 +302,7 @@ class PortalApp:
                 ),
                 strip=Strip(shown),
             )
-        except GeminiError as exc:
+        except FetchError as exc:
             return self._html(
                 502,
                 "Could not fetch the page",
@@ -389,7 +390,7 @@ class PortalApp:
             headers.append((b"content-disposition", f'attachment; filename="{name}"'.encode()))
         return HTTPResponse(200, response.body, headers)
 
-    def _refusal(self, url: GeminiURL, refused: Refused) -> HTTPResponse:
+    def _refusal(self, url: URL, refused: Refused) -> HTTPResponse:
         root = f"gemini://{refused.host}/"
         parts = [
             f"The capsule <code>{esc(refused.host)}</code> asks web proxies (the "

@@ -14,14 +14,14 @@ from hypercorn.config import Config
 from hypercorn.trio import serve
 
 from geminibot.cliutil import EXIT_OK, CommandError
-from geminibot.crawl.fetcher import ResolveError, parse_connect_to
-from geminibot.gemini.errors import InvalidURL
 from geminibot.gemini.tofu import FileKnownHosts, KnownHosts, MemoryKnownHosts
 from geminibot.gemini.urls import parse_url
+from geminibot.net.connect import ConnectToError, parse_connect_to
 from geminibot.policy.site_policy import Bot
 from geminibot.portal import limits as L
 from geminibot.portal.app import PortalApp
 from geminibot.portal.upstream import DEFAULT_AGENT, VIRTUAL_AGENT, AddressGuard, Upstream
+from geminibot.urls import InvalidURL
 
 DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 8965
@@ -110,7 +110,7 @@ def register(commands: Any) -> None:
 def build(args: argparse.Namespace) -> tuple[PortalApp, AddressGuard]:
     try:
         rules = [parse_connect_to(r) for r in args.connect_to]
-    except ResolveError as exc:
+    except ConnectToError as exc:
         raise CommandError(str(exc)) from None
     capsule = None
     if args.capsule:

@@ -31,17 +31,20 @@ from datetime import UTC, datetime
 import trio
 
 from geminibot.classify.sources import site_from_url
-from geminibot.crawl.fetcher import Resolver
 from geminibot.crawl.politeness import HostPace, Politeness
-from geminibot.gemini.client import GeminiClient, Limits, Response
-from geminibot.gemini.errors import ConnectionFailed, GeminiError
+from geminibot.gemini.client import GeminiClient, Response
 from geminibot.gemini.status import Family
 from geminibot.gemini.tofu import KnownHosts, MemoryKnownHosts
-from geminibot.gemini.urls import GeminiURL, parse_url
+from geminibot.gemini.urls import MAX_REQUEST_BYTES, SCHEME, parse_url
+from geminibot.net.connect import ConnectRule, Resolver
+from geminibot.net.errors import ConnectionFailed, FetchError
+from geminibot.net.limits import Limits
+from geminibot.net.redirects import RedirectRules, next_hop
 from geminibot.policy import fetch_outcome
 from geminibot.policy.outcomes import MAX_CACHE_SECONDS
 from geminibot.policy.site_policy import AGENTS, ROBOTS, ROBOTS2, Bot, FetchDecision, SitePolicy
 from geminibot.portal.limits import PortalLimits
+from geminibot.urls import URL, InvalidURL
 
 #: The portal's product token (the crawler's: a ``User-agent: geminibot`` group speaks to
 #: both) and the one virtual agent it acts as.
@@ -92,7 +95,7 @@ class AddressGuard:
 
     def __init__(
         self,
-        rules: list[tuple[str, int, str, int]] | None = None,
+        rules: list[ConnectRule] | None = None,
         *,
         test_range: bool = False,
         own: set[tuple[str, int]] | None = None,
@@ -139,9 +142,9 @@ class _PolicyClient(GeminiClient):
         self.seen: dict[str, list[tuple[str, int | None, bytes]]] = {}
 
     async def fetch(
-        self, url: str | GeminiURL, *, follow_redirects: bool = True, limits: Limits | None = None
+        self, url: str | URL, *, follow_redirects: bool = True, limits: Limits | None = None
     ) -> Response:
-        target = url if isinstance(url, GeminiURL) else parse_url(url)
+        target = url if isinstance(url, URL) else parse_url(url)
         # only the files of a host whose policy is being built are kept (not a chain's
         # files on other hosts: nothing would ever collect them)
         record = self.seen.get(target.authority, [])
@@ -149,7 +152,7 @@ class _PolicyClient(GeminiClient):
             response = await self.upstream.follow(
                 target, self, limits or self.limits, follow=follow_redirects
             )
-        except GeminiError:
+        except (FetchError, InvalidURL):
             record.append((target.path, None, b""))
             raise
         record.append((target.path, response.status, response.body))
@@ -215,7 +218,7 @@ class Upstream:
                 return HostPace(delay=answer.seconds)
         return HostPace(delay=self.limits.min_host_delay)
 
-    async def exchange(self, url: GeminiURL, client: GeminiClient, limits: Limits) -> Response:
+    async def exchange(self, url: URL, client: GeminiClient, limits: Limits) -> Response:
         """One request (no redirect followed), paced and guarded; 44s sat out within
         ``max_wait``, else :class:`Busy`."""
         host = url.authority
@@ -257,9 +260,7 @@ class Upstream:
             return f"{host} answered 44 SLOW DOWN: the portal waits before asking again"
         return f"{host} asks for a pause between requests (pacing)"
 
-    async def _send(
-        self, host: str, url: GeminiURL, client: GeminiClient, limits: Limits
-    ) -> Response:
+    async def _send(self, host: str, url: URL, client: GeminiClient, limits: Limits) -> Response:
         self.pace.start(host)
         started = self.clock()
         self.requests += 1
@@ -274,24 +275,30 @@ class Upstream:
 
     async def follow(
         self,
-        url: GeminiURL,
+        url: URL,
         client: GeminiClient,
         limits: Limits,
         *,
         follow: bool = True,
-        check: Callable[[GeminiURL], Awaitable[None]] | None = None,
+        check: Callable[[URL], Awaitable[None]] | None = None,
     ) -> Response:
         """Fetch ``url``, following redirects by the client's rules and limits; ``check``
         runs before every hop (the webproxy decision for pages)."""
         current = url
-        redirects: list[GeminiURL] = []
+        redirects: list[URL] = []
         while True:
             if check is not None:
                 await check(current)
             response = await self.exchange(current, client, limits)
             if response.family is not Family.REDIRECT or not follow:
                 return replace(response, redirects=tuple(redirects))
-            target = client._redirect_target(response, redirects, limits)
+            rules = RedirectRules(
+                (SCHEME,),
+                limits.max_redirects,
+                switch_schemes=client.allow_scheme_switch,
+                max_url_bytes=MAX_REQUEST_BYTES,
+            )
+            target = next_hop(current, response.header.redirect_target, redirects, rules)
             if target is None:  # to another scheme: the page says where, nothing follows
                 return replace(response, redirects=tuple(redirects))
             redirects.append(current)
@@ -299,7 +306,7 @@ class Upstream:
 
     # -- the site policy ---------------------------------------------------------------
 
-    async def site_policy(self, url: GeminiURL) -> CachedPolicy:
+    async def site_policy(self, url: URL) -> CachedPolicy:
         """The host's policy, from the cache or obtained now (robots.txt first)."""
         host = url.authority
         lock = self._policy_locks.setdefault(host, trio.Lock())
@@ -321,22 +328,22 @@ class Upstream:
                 self._policy_locks.pop(old, None)
             return cached
 
-    async def _obtain(self, url: GeminiURL) -> SitePolicy:
+    async def _obtain(self, url: URL) -> SitePolicy:
         """THE one call that turns a Gemini host into a SitePolicy (switch it here)."""
         return await site_from_url(str(url), self.policy_client)
 
-    def decide(self, url: GeminiURL, cached: CachedPolicy) -> FetchDecision:
+    def decide(self, url: URL, cached: CachedPolicy) -> FetchDecision:
         return cached.policy.may_fetch(str(url), self.bot, self.now_utc())
 
     # -- a page for a web user ---------------------------------------------------------
 
-    async def page(self, url: GeminiURL, *, cache: bool = True) -> Response:
+    async def page(self, url: URL, *, cache: bool = True) -> Response:
         """The response to show for ``url``: raises :class:`Refused`, :class:`Busy`,
-        :class:`UpstreamRefused` or a GeminiError when there is none to show. With
+        :class:`UpstreamRefused` or a FetchError when there is none to show. With
         ``cache=False`` (the answer to an ``11`` prompt) nothing is read from or kept in
         the page cache."""
 
-        async def check(hop: GeminiURL) -> None:
+        async def check(hop: URL) -> None:
             cached = await self.site_policy(hop)
             decision = self.decide(hop, cached)
             if not decision.allowed:

@@ -23,6 +23,7 @@ from capsule_server.files import bundled_capsules
 from capsule_server.log import AccessRecord
 from capsule_server.server import CapsuleServer, Limits
 from capsule_server.testing import running_server
+from geminibot.net.connect import parse_connect_to
 from geminibot.policy.site_policy import Bot
 from geminibot.portal.app import PortalApp
 from geminibot.portal.limits import PortalLimits
@@ -160,7 +161,7 @@ def make_app(
     test_range: bool = True,
     strict: bool = False,
 ) -> PortalApp:
-    guard = AddressGuard([("*.test", 1965, "127.0.0.1", port)], test_range=test_range)
+    guard = AddressGuard([parse_connect_to(f"*.test:1965:127.0.0.1:{port}")], test_range=test_range)
     t0 = trio.current_time()
     upstream = Upstream(
         limits,

@@ -13,6 +13,7 @@ import certs
 import trio
 from portal_fixtures import OPEN, browser
 
+from geminibot.net.connect import parse_connect_to
 from geminibot.policy.site_policy import Bot
 from geminibot.portal.app import PortalApp
 from geminibot.portal.limits import PortalLimits
@@ -71,7 +72,7 @@ async def hostile_server() -> AsyncIterator[Hostile]:
 
 
 def app_for(port: int, limits: PortalLimits = OPEN) -> PortalApp:
-    guard = AddressGuard([("evil.test", 1965, "127.0.0.1", port)], test_range=True)
+    guard = AddressGuard([parse_connect_to(f"evil.test:1965:127.0.0.1:{port}")], test_range=True)
     return PortalApp(Upstream(limits, guard=guard, bot=Bot("geminibot", ("webproxy",))))
 
 

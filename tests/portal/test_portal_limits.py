@@ -12,6 +12,7 @@ from portal_fixtures import AUTOJUMP, CAPSULES, browser, portal
 
 from capsule_server.files import Capsule
 from geminibot.cli import main
+from geminibot.net.connect import parse_connect_to
 from geminibot.portal.app import PortalApp
 from geminibot.portal.limits import ClientBuckets, PortalLimits
 from geminibot.portal.upstream import AddressGuard, Upstream, UpstreamRefused
@@ -102,32 +103,32 @@ async def test_only_gemini_urls(given: str, status: int, location: str | None) -
 
 
 async def test_loopback_needs_test_range() -> None:
-    guard = AddressGuard([("*.test", 1965, "127.0.0.1", 1965)], test_range=False)
+    guard = AddressGuard([parse_connect_to("*.test:1965:127.0.0.1:1965")], test_range=False)
     with pytest.raises(UpstreamRefused, match="--test-range"):
         await guard.address("a.test", 1965)
     with pytest.raises(UpstreamRefused, match="not a public address"):
         await guard.address("localhost", 1965)
-    private = AddressGuard([("*.test", 1965, "10.1.2.3", 1965)])
+    private = AddressGuard([parse_connect_to("*.test:1965:10.1.2.3:1965")])
     with pytest.raises(UpstreamRefused, match="not a public address"):
         await private.address("a.test", 1965)
 
 
 async def test_test_range_reaches_loopback_only() -> None:
-    guard = AddressGuard([("far.test", 1965, "192.0.2.1", 1965)], test_range=True)
+    guard = AddressGuard([parse_connect_to("far.test:1965:192.0.2.1:1965")], test_range=True)
     with pytest.raises(UpstreamRefused, match="not on this machine"):
         await guard.address("far.test", 1965)  # refused before any connection
-    near = AddressGuard([("*.test", 1965, "127.0.0.1", 4000)], test_range=True)
+    near = AddressGuard([parse_connect_to("*.test:1965:127.0.0.1:4000")], test_range=True)
     assert await near.address("near.test", 1965) == ("127.0.0.1", 4000)
 
 
 async def test_the_portal_never_fetches_from_itself() -> None:
     guard = AddressGuard(
-        [("*.test", 1965, "127.0.0.1", 8965)], test_range=True, own={("127.0.0.1", 8965)}
+        [parse_connect_to("*.test:1965:127.0.0.1:8965")], test_range=True, own={("127.0.0.1", 8965)}
     )
     with pytest.raises(UpstreamRefused, match="this portal itself"):
         await guard.address("me.test", 1965)
     wildcard = AddressGuard(
-        [("*.test", 1965, "127.0.0.1", 8965)], test_range=True, own={("0.0.0.0", 8965)}
+        [parse_connect_to("*.test:1965:127.0.0.1:8965")], test_range=True, own={("0.0.0.0", 8965)}
     )
     with pytest.raises(UpstreamRefused, match="this portal itself"):
         await wildcard.address("me.test", 1965)
