@@ -1,0 +1,166 @@
+"""What differs between crawling a Gemini host and a web host, one adapter per protocol.
+
+The crawl loop asks the host's :class:`Adapter` how to send a request (the web adds the
+bot's headers and may use HEAD), whether an answer means "slow down" (Gemini's 44, the
+web's 429 and 503), what an answer says as a policy-file fetch (status, redirect target,
+Retry-After) and what a page contributes to the index. The loop itself has no protocol
+branches.
+
+The fetcher is injected: ``fetch(url) -> Response``; for web URLs also ``fetch(url,
+method=..., headers=...)``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import ClassVar, Protocol
+
+from geminibot.crawl.page import Extracted, extract, extract_web
+from geminibot.crawl.schemes import Protocol as Scheme
+from geminibot.crawl.schemes import host_protocol, protocol_of
+from geminibot.gemini.gemtext import resolve_link
+from geminibot.policy.discovery import PolicyAnswer
+
+#: HTTP statuses that ask a web crawler to slow down, as Gemini's 44 does.
+WEB_SLOW_DOWN = frozenset({429, 503})
+
+
+@dataclass(frozen=True)
+class Response:
+    """What a fetcher returns: a status and meta, or an error (status None)."""
+
+    status: int | None
+    meta: str = ""
+    body: bytes = b""
+    error: str | None = None
+    headers: tuple[tuple[str, str], ...] = ()  # http(s) response headers
+
+    def header(self, name: str) -> str | None:
+        low = name.lower()
+        return next((v for k, v in self.headers if k.lower() == low), None)
+
+
+#: ``fetch(url)``; for web URLs also ``fetch(url, method=..., headers=...)``.
+Fetch = Callable[..., Awaitable[Response]]
+Headers = tuple[tuple[str, str], ...]
+
+
+class Adapter(Protocol):
+    protocol: ClassVar[Scheme]
+
+    async def send(
+        self, fetch: Fetch, url: str, *, method: str, headers: Headers, announce: Headers
+    ) -> Response:
+        """One request; ``announce`` is what the bot says about itself when the site
+        asks it to (robots2.txt ``announce: yes``), for protocols that carry headers."""
+        ...
+
+    def slows_down(self, status: int | None) -> bool: ...
+    def redirect_target(self, response: Response, url: str) -> str | None:
+        """For a redirect answer, the absolute target to follow (same protocol), else None."""
+        ...
+
+    def policy_answer(self, response: Response, url: str, redirects: int) -> PolicyAnswer: ...
+    def extract(self, url: str, host: str, response: Response, fetched_at: float) -> Extracted:
+        """The page and links of a response that has a status."""
+        ...
+
+
+def _target(response: Response, url: str, protocol: Scheme) -> str | None:
+    target = resolve_link(response.meta.strip(), url) if response.meta.strip() else None
+    if target is None:
+        return None
+    try:
+        return target if protocol_of(target) == protocol else None
+    except ValueError:
+        return None
+
+
+class GeminiAdapter:
+    protocol: ClassVar[Scheme] = "gemini"
+
+    async def send(
+        self, fetch: Fetch, url: str, *, method: str, headers: Headers, announce: Headers
+    ) -> Response:
+        return await fetch(url)
+
+    def slows_down(self, status: int | None) -> bool:
+        return status == 44
+
+    def redirect_target(self, response: Response, url: str) -> str | None:
+        if response.status is None or response.status // 10 != 3:
+            return None
+        return _target(response, url, self.protocol)
+
+    def policy_answer(self, response: Response, url: str, redirects: int) -> PolicyAnswer:
+        return PolicyAnswer(
+            response.status,
+            response.meta,
+            response.body,
+            response.error,
+            url=url,
+            redirects=redirects,
+        )
+
+    def extract(self, url: str, host: str, response: Response, fetched_at: float) -> Extracted:
+        assert response.status is not None
+        return extract(url, host, response.status, response.meta, response.body, fetched_at)
+
+
+class WebAdapter:
+    """http(s): ``meta`` holds the ``Location`` of a 3xx (see the crawl's fetcher)."""
+
+    protocol: ClassVar[Scheme] = "http"
+
+    async def send(
+        self, fetch: Fetch, url: str, *, method: str, headers: Headers, announce: Headers
+    ) -> Response:
+        given = {name.lower() for name, _ in headers}
+        sent = headers + tuple(h for h in announce if h[0].lower() not in given)
+        return await fetch(url, method=method, headers=sent)
+
+    def slows_down(self, status: int | None) -> bool:
+        return status in WEB_SLOW_DOWN
+
+    def redirect_target(self, response: Response, url: str) -> str | None:
+        if response.status is None or not 300 <= response.status <= 399:
+            return None
+        return _target(response, url, self.protocol)
+
+    def policy_answer(self, response: Response, url: str, redirects: int) -> PolicyAnswer:
+        return PolicyAnswer(
+            response.status,
+            response.meta,
+            response.body,
+            response.error,
+            url=url,
+            redirects=redirects,
+            retry_after=retry_after(response),
+        )
+
+    def extract(self, url: str, host: str, response: Response, fetched_at: float) -> Extracted:
+        assert response.status is not None
+        return extract_web(
+            url,
+            host,
+            response.status,
+            response.meta,
+            response.body,
+            fetched_at,
+            response.header("x-robots-tag") or "",
+        )
+
+
+ADAPTERS: dict[Scheme, Adapter] = {"gemini": GeminiAdapter(), "http": WebAdapter()}
+
+
+def adapter_for(host: str) -> Adapter:
+    """The adapter of a host key's protocol."""
+    return ADAPTERS[host_protocol(host)]
+
+
+def retry_after(response: Response) -> float | None:
+    """HTTP Retry-After in seconds (the delay form; a date counts as absent)."""
+    value = (response.header("retry-after") or "").strip()
+    return float(value) if value.isascii() and value.isdigit() else None
