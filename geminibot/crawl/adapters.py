@@ -20,7 +20,7 @@ from geminibot.crawl.page import Extracted, extract, extract_web
 from geminibot.crawl.schemes import Protocol as Scheme
 from geminibot.crawl.schemes import host_protocol, protocol_of
 from geminibot.gemini.gemtext import resolve_link
-from geminibot.policy.discovery import PolicyAnswer
+from geminibot.policy.discovery import PolicyAnswer, parse_retry_after
 
 #: HTTP statuses that ask a web crawler to slow down, as Gemini's 44 does.
 WEB_SLOW_DOWN = frozenset({429, 503})
@@ -35,6 +35,9 @@ class Response:
     body: bytes = b""
     error: str | None = None
     headers: tuple[tuple[str, str], ...] = ()  # http(s) response headers
+    #: The body was cut at the fetcher's size limit (``error`` says so): a policy file is
+    #: read in part, a page counts as a failed fetch.
+    cut: bool = False
 
     def header(self, name: str) -> str | None:
         low = name.lower()
@@ -136,7 +139,7 @@ class WebAdapter:
             response.error,
             url=url,
             redirects=redirects,
-            retry_after=retry_after(response),
+            retry_after=parse_retry_after(response.header("retry-after")),
         )
 
     def extract(self, url: str, host: str, response: Response, fetched_at: float) -> Extracted:
@@ -158,9 +161,3 @@ ADAPTERS: dict[Scheme, Adapter] = {"gemini": GeminiAdapter(), "http": WebAdapter
 def adapter_for(host: str) -> Adapter:
     """The adapter of a host key's protocol."""
     return ADAPTERS[host_protocol(host)]
-
-
-def retry_after(response: Response) -> float | None:
-    """HTTP Retry-After in seconds (the delay form; a date counts as absent)."""
-    value = (response.header("retry-after") or "").strip()
-    return float(value) if value.isascii() and value.isdigit() else None

@@ -25,6 +25,7 @@ from geminibot.crawl.crawler import (
     Progress,
 )
 from geminibot.crawl.fetcher import (
+    CRAWL_LIMITS,
     ProtocolFetcher,
     ResolveError,
     Resolver,
@@ -260,9 +261,12 @@ def run_crawl(args: argparse.Namespace) -> int:
             raise CommandError(str(exc)) from None
         display = Display(sys.stderr)
         web = WebClient(
-            user_agent=user_agent(options.agent, info_url=args.contact), connect_to=resolver
+            user_agent=user_agent(options.agent, info_url=args.contact),
+            connect_to=resolver,
+            limits=CRAWL_LIMITS,
         )
-        fetch = ProtocolFetcher(gemini=gemini_fetch(GeminiClient(connect_to=resolver)), web=web)
+        gemini = GeminiClient(connect_to=resolver, limits=CRAWL_LIMITS)
+        fetch = ProtocolFetcher(gemini=gemini_fetch(gemini), web=web)
         crawler = Crawler(conn, fetch, options)
         try:
             crawler.check_settings()

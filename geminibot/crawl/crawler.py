@@ -378,7 +378,7 @@ class Crawler:
                     host, duration, status, meta, slow_down=adapter.slows_down(status)
                 )
         self.progress.requests += 1
-        if response.status is None:
+        if response.status is None or response.cut:
             self.progress.errors += 1
         record = FetchRecord(
             url, host, response.status, response.meta, response.error, started, duration, state
@@ -531,7 +531,7 @@ class Crawler:
             self.progress.slow_downs += 1
             self.store.slowed_down(sent.record)
             return True
-        if sent.response.status is None:
+        if sent.response.status is None or sent.response.cut:
             self.store.failed(self._decision(claim, decision), sent.record)
             return True
         self._index(claim, decision, sent, policy, adapter)

@@ -12,7 +12,7 @@ from collections.abc import Sequence
 
 from geminibot.crawl.crawler import WEB_SLOW_DOWN, Fetch, Response
 from geminibot.crawl.schemes import protocol_of
-from geminibot.gemini.client import GeminiClient
+from geminibot.gemini.client import GeminiClient, Limits
 from geminibot.gemini.errors import ConnectionFailed, GeminiError
 from geminibot.http.client import WebClient, WebResponse
 from geminibot.http.errors import WebError
@@ -74,6 +74,18 @@ class Resolver:
         return address, to_port
 
 
+#: The crawl's clients cut a body at their size limit instead of failing, so that a policy
+#: file is still read in part (its first 500 KiB); a page cut there counts as failed.
+CRAWL_LIMITS = Limits(cut_body=True)
+
+
+def _cut(body: bytes, limits: Limits) -> str | None:
+    """The error of a body the client cut at its size limit, else None."""
+    if limits.cut_body and len(body) >= limits.max_body_size:
+        return f"BodyTooLarge: body is larger than {limits.max_body_size} bytes"
+    return None
+
+
 def gemini_fetch(client: GeminiClient) -> Fetch:
     """The client as a crawler fetcher: one request, redirects returned, not followed."""
 
@@ -82,7 +94,8 @@ def gemini_fetch(client: GeminiClient) -> Fetch:
             response = await client.fetch(url, follow_redirects=False)
         except GeminiError as exc:
             return Response(None, error=f"{type(exc).__name__}: {exc}")
-        return Response(response.status, response.meta, response.body)
+        cut = _cut(response.body, client.limits)
+        return Response(response.status, response.meta, response.body, cut, cut=cut is not None)
 
     return fetch
 
@@ -129,4 +142,5 @@ class ProtocolFetcher:
             w = await self.web.fetch(url, method=method, headers=headers, follow_redirects=False)
         except WebError as exc:
             return Response(None, error=f"{type(exc).__name__}: {exc}")
-        return Response(w.status, web_meta(w), w.body, headers=w.headers)
+        cut = _cut(w.body, self.web.limits)
+        return Response(w.status, web_meta(w), w.body, cut, headers=w.headers, cut=cut is not None)

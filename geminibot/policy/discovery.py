@@ -24,6 +24,7 @@ One reading for every tool:
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
 from geminibot.policy.outcomes import MAX_ROBOTS_REDIRECTS, fetch_outcome
@@ -50,6 +51,8 @@ __all__ = [
     "PolicyAnswer",
     "PolicyDiscovery",
     "PolicyRequest",
+    "discover",
+    "parse_retry_after",
     "read_answer",
 ]
 
@@ -105,6 +108,12 @@ def read_answer(protocol: Protocol, answer: PolicyAnswer) -> Fetched:
     if body is not None and len(body) > POLICY_FETCH_BYTES:
         body = body[:POLICY_FETCH_BYTES]
     return Fetched(outcome, body)
+
+
+def parse_retry_after(value: str | None) -> float | None:
+    """HTTP Retry-After in seconds (its delay form; a date, or nothing, is None)."""
+    text = (value or "").strip()
+    return float(text) if text.isascii() and text.isdigit() else None
 
 
 def same_protocol(protocol: Protocol, url: str) -> bool:
@@ -190,3 +199,14 @@ class PolicyDiscovery:
             robots2_url=self.robots2_url,
             chain_fetch=self._chain,
         )
+
+
+async def discover(
+    protocol: Protocol, root: str, fetch: Callable[[str], Awaitable[PolicyAnswer]]
+) -> SitePolicy:
+    """Drive a :class:`PolicyDiscovery` with an injected ``fetch(url)`` (which follows
+    redirects and never raises for the server's faults), one file after the other."""
+    discovery = PolicyDiscovery(protocol, root)
+    while (request := discovery.next_request()) is not None:
+        discovery.receive(await fetch(request.url))
+    return discovery.result
