@@ -22,9 +22,9 @@ for their host keys): the fetcher is then also called with ``method`` and ``head
 robots2 ask protocol when ``crawl: ask``), and 429 and 503 slow the host down as 44 does.
 A crawl follows links only to the protocols of its seeds, plus those of ``follow``.
 
-The clock is wall-clock time advanced by trio's clock, so the politeness state persisted in
-the database stays meaningful across restarts, and tests under trio's mock clock do not
-sleep.
+The clock is injected (:class:`~geminibot.crawl.scheduler.Clock`); by default it is
+wall-clock time advanced by trio's clock, so the politeness state persisted in the database
+stays meaningful across restarts, and tests under trio's mock clock do not sleep.
 
 Crash safety: see :mod:`geminibot.crawl.frontier`. Cancellation (Ctrl-C) releases the
 leases of the requests it interrupts, so a stopped crawl resumes exactly where it was.
@@ -46,7 +46,7 @@ import trio
 from geminibot import __version__
 from geminibot.crawl.adapters import WEB_SLOW_DOWN, Adapter, Fetch, Response, adapter_for
 from geminibot.crawl.frontier import Claim, Limits
-from geminibot.crawl.scheduler import Scheduler
+from geminibot.crawl.scheduler import Clock, Scheduler, TrioWallClock
 from geminibot.crawl.schemes import Protocol as Scheme
 from geminibot.crawl.schemes import (
     host_key,
@@ -163,19 +163,20 @@ class Crawler:
         archive: Archive | None = None,
         on_progress: Callable[[Progress], None] | None = None,
         wall_clock: Callable[[], float] = time.time,
+        clock: Clock | None = None,
     ) -> None:
         self.fetch = fetch
         self.options = options
         self.archive = archive
         self.on_progress = on_progress
-        self._wall0 = wall_clock()
-        self._trio0: float | None = None
+        self._clock = clock if clock is not None else TrioWallClock(wall_clock)
+        self._wall0 = self._clock.now()
         self.store: CrawlStore = (
             SqliteStore(conn, self.clock, options.limits)
             if isinstance(conn, sqlite3.Connection)
             else conn
         )
-        self.scheduler = Scheduler(self.clock, test_range=options.test_range)
+        self.scheduler = Scheduler(self._clock, test_range=options.test_range)
         self.lease = uuid.uuid4().hex
         self.progress = Progress(started=self._wall0)
         self.bot = Bot(
@@ -205,10 +206,8 @@ class Crawler:
     # --- time ---
 
     def clock(self) -> float:
-        """Wall-clock seconds, advanced by trio's clock once the crawl runs."""
-        if self._trio0 is None:
-            return self._wall0
-        return self._wall0 + (trio.current_time() - self._trio0)
+        """Wall-clock seconds (by default advanced by trio's clock once the crawl runs)."""
+        return self._clock.now()
 
     def _at(self, when: float | None = None) -> datetime:
         return datetime.fromtimestamp(self.clock() if when is None else when, UTC)
@@ -255,7 +254,7 @@ class Crawler:
     async def run(self) -> Progress:
         """Crawl until the frontier is empty (for the hosts that can go on), the page
         limit is reached, or :meth:`stop` is called. Returns the final counters."""
-        self._trio0 = trio.current_time()
+        self._clock.start()
         self.check_settings()
         self.store.recover()
         self.scheduler.restore(self.store.host_states(), self.store.hosts_with_work())

@@ -11,7 +11,9 @@ skip the host) and waits on the injected clock for the host's turn.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Iterable
+from typing import Protocol
 
 import trio
 
@@ -19,10 +21,42 @@ from geminibot.crawl.politeness import HostPace, Politeness
 from geminibot.crawl.store import HostState
 
 
+class Clock(Protocol):
+    """The crawl's time: wall-clock seconds, and a way to wait until one of them."""
+
+    def start(self) -> None:
+        """The crawl starts (inside trio)."""
+        ...
+
+    def now(self) -> float: ...
+    async def sleep_until(self, when: float) -> None: ...
+
+
+class TrioWallClock:
+    """Wall-clock time at the start, advanced by trio's clock: the politeness state kept
+    in the database stays meaningful across restarts, and under trio's mock clock tests
+    do not sleep."""
+
+    def __init__(self, wall_clock: Callable[[], float] = time.time) -> None:
+        self._wall0 = wall_clock()
+        self._trio0: float | None = None
+
+    def start(self) -> None:
+        self._trio0 = trio.current_time()
+
+    def now(self) -> float:
+        if self._trio0 is None:
+            return self._wall0
+        return self._wall0 + (trio.current_time() - self._trio0)
+
+    async def sleep_until(self, when: float) -> None:
+        await trio.sleep(max(0.0, when - self.now()))
+
+
 class Scheduler:
-    def __init__(self, clock: Callable[[], float], *, test_range: bool = False) -> None:
+    def __init__(self, clock: Clock, *, test_range: bool = False) -> None:
         self.clock = clock
-        self.politeness = Politeness(clock, test_range=test_range)
+        self.politeness = Politeness(clock.now, test_range=test_range)
         self._work: dict[str, None] = {}  # hosts with queued URLs, oldest work first
         self._opens: dict[str, float] = {}  # host -> when its visit window opens
 
@@ -72,10 +106,9 @@ class Scheduler:
             at = self.politeness.ready_at(host)
             if at is None:
                 return False
-            wait = at - self.clock()
-            if wait <= 0:
+            if at <= self.clock.now():
                 return True
-            await trio.sleep(wait)
+            await self.clock.sleep_until(at)
 
     def start(self, host: str) -> None:
         self.politeness.start(host)
