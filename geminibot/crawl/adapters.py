@@ -70,17 +70,42 @@ class Adapter(Protocol):
         ...
 
 
-def _target(response: Response, url: str, protocol: Scheme) -> str | None:
-    target = resolve_link(response.meta.strip(), url) if response.meta.strip() else None
-    if target is None:
-        return None
-    try:
-        return target if protocol_of(target) == protocol else None
-    except ValueError:
+class _Shared:
+    """What both adapters do alike, given their ``protocol``, ``is_redirect`` and
+    ``retry_after``."""
+
+    protocol: ClassVar[Scheme]
+
+    def is_redirect(self, status: int) -> bool:
+        raise NotImplementedError
+
+    def retry_after(self, response: Response) -> float | None:
         return None
 
+    def redirect_target(self, response: Response, url: str) -> str | None:
+        if response.status is None or not self.is_redirect(response.status):
+            return None
+        target = resolve_link(response.meta.strip(), url) if response.meta.strip() else None
+        if target is None:
+            return None
+        try:
+            return target if protocol_of(target) == self.protocol else None
+        except ValueError:
+            return None
 
-class GeminiAdapter:
+    def policy_answer(self, response: Response, url: str, redirects: int) -> PolicyAnswer:
+        return PolicyAnswer(
+            response.status,
+            response.meta,
+            response.body,
+            response.error,
+            url=url,
+            redirects=redirects,
+            retry_after=self.retry_after(response),
+        )
+
+
+class GeminiAdapter(_Shared):
     protocol: ClassVar[Scheme] = "gemini"
 
     async def send(
@@ -91,27 +116,15 @@ class GeminiAdapter:
     def slows_down(self, status: int | None) -> bool:
         return status == 44
 
-    def redirect_target(self, response: Response, url: str) -> str | None:
-        if response.status is None or response.status // 10 != 3:
-            return None
-        return _target(response, url, self.protocol)
-
-    def policy_answer(self, response: Response, url: str, redirects: int) -> PolicyAnswer:
-        return PolicyAnswer(
-            response.status,
-            response.meta,
-            response.body,
-            response.error,
-            url=url,
-            redirects=redirects,
-        )
+    def is_redirect(self, status: int) -> bool:
+        return status // 10 == 3
 
     def extract(self, url: str, host: str, response: Response, fetched_at: float) -> Extracted:
         assert response.status is not None
         return extract(url, host, response.status, response.meta, response.body, fetched_at)
 
 
-class WebAdapter:
+class WebAdapter(_Shared):
     """http(s): ``meta`` holds the ``Location`` of a 3xx (see the crawl's fetcher)."""
 
     protocol: ClassVar[Scheme] = "http"
@@ -126,21 +139,11 @@ class WebAdapter:
     def slows_down(self, status: int | None) -> bool:
         return status in WEB_SLOW_DOWN
 
-    def redirect_target(self, response: Response, url: str) -> str | None:
-        if response.status is None or not 300 <= response.status <= 399:
-            return None
-        return _target(response, url, self.protocol)
+    def is_redirect(self, status: int) -> bool:
+        return 300 <= status <= 399
 
-    def policy_answer(self, response: Response, url: str, redirects: int) -> PolicyAnswer:
-        return PolicyAnswer(
-            response.status,
-            response.meta,
-            response.body,
-            response.error,
-            url=url,
-            redirects=redirects,
-            retry_after=parse_retry_after(response.header("retry-after")),
-        )
+    def retry_after(self, response: Response) -> float | None:
+        return parse_retry_after(response.header("retry-after"))
 
     def extract(self, url: str, host: str, response: Response, fetched_at: float) -> Extracted:
         assert response.status is not None
