@@ -187,6 +187,7 @@ class Crawler:
             __version__,
         )
         self._patterns = tuple(p.lower() for p in options.allow_hosts)
+        self._host_allowed: dict[str, bool] = {}  # host -> whether a pattern matches it
         self._protocols: set[Scheme] = set(options.follow)
         self._asks: dict[str, AskLedger] = {}
         self._running: set[str] = set()
@@ -238,16 +239,20 @@ class Crawler:
                 pass
         if not self._patterns:
             self._patterns = tuple(sorted({host_name(key) for key in valid}))
+            self._host_allowed.clear()
         return self.store.seed(urls)
 
     def host_allowed(self, host: str) -> bool:
         """Whether a host key matches an --allow-host pattern (by key, or by host name
         alone, so a pattern covers the Gemini and web sides of a host)."""
-        key = host.lower()
-        name = host_name(key)
-        return any(
-            fnmatch.fnmatchcase(key, p) or fnmatch.fnmatchcase(name, p) for p in self._patterns
-        )
+        known = self._host_allowed.get(host)
+        if known is None:
+            key = host.lower()
+            name = host_name(key)
+            known = self._host_allowed[host] = any(
+                fnmatch.fnmatchcase(key, p) or fnmatch.fnmatchcase(name, p) for p in self._patterns
+            )
+        return known
 
     # --- the run ---
 
