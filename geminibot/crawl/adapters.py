@@ -94,11 +94,12 @@ class _Shared:
             return None
 
     def policy_answer(self, response: Response, url: str, redirects: int) -> PolicyAnswer:
+        """A policy file's answer; a body cut at the size limit is read in part."""
         return PolicyAnswer(
             response.status,
             response.meta,
             response.body,
-            response.error,
+            response.error if response.status is None else None,
             url=url,
             redirects=redirects,
             retry_after=self.retry_after(response),

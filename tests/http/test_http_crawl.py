@@ -5,6 +5,7 @@ from __future__ import annotations
 import gzip
 import sqlite3
 from collections.abc import Callable
+from dataclasses import replace
 from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 
@@ -353,3 +354,29 @@ async def test_503_with_retry_after_slows_the_host_down(tmp_path: Path) -> None:
     assert rows[1][1] - (rows[0][1] + rows[0][2]) >= 1.0  # Retry-After obeyed
     assert crawler.progress.slow_downs == 1
     assert [r.url for r in search(conn, "calm")] == ["http://web.test/"]
+
+
+async def test_bodies_over_the_crawl_limit_are_cut_policy_read_page_failed(
+    tmp_path: Path,
+) -> None:
+    """Issue 13 item 7 in the crawler: its clients cut a body at their limit; a policy file
+    so cut is read (its first 500 KiB), never unreachable; a page so cut counts as failed."""
+    limit = 600 * 1024
+    big = "#" * (2 * limit)
+    routes = {**PAGES, "/robots.txt": text("User-agent: *\nDisallow: /about\n" + big)}
+    routes["/blog/a.html"] = html("<title>Huge</title><p>" + big + "</p>")
+    with serve(routes) as web:  # type: ignore[arg-type]
+        route = {"web.test": ("127.0.0.1", web.port)}
+        limits = replace(FAST, max_body_size=limit, cut_body=True)
+        async with WebClient(limits=limits, connect_to=route) as client:
+            conn = connect(tmp_path / "crawl.db")
+            crawler = Crawler(conn, ProtocolFetcher(web=client), CrawlOptions(test_range=True))
+            crawler.seed(["http://web.test/"])
+            await crawler.run()
+    got = states(conn)
+    assert got["/about.html"] == "refused" and got["/private/x.html"] == "done"
+    assert got["/blog/a.html"] == "failed"
+    (reason,) = conn.execute(
+        "SELECT reason FROM urls WHERE url = 'http://web.test/blog/a.html'"
+    ).fetchone()
+    assert "BodyTooLarge" in reason
