@@ -98,7 +98,6 @@ async def fetch_policy_file(client: GeminiClient, url: str) -> PolicyAnswer:
         response.status,
         response.meta,
         response.body,
-        url=str(response.url),
         redirects=len(response.redirects),
     )
 

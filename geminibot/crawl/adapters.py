@@ -64,7 +64,7 @@ class Adapter(Protocol):
         """For a redirect answer, the absolute target to follow (same protocol), else None."""
         ...
 
-    def policy_answer(self, response: Response, url: str, redirects: int) -> PolicyAnswer: ...
+    def policy_answer(self, response: Response, redirects: int) -> PolicyAnswer: ...
     def extract(self, url: str, host: str, response: Response, fetched_at: float) -> Extracted:
         """The page and links of a response that has a status."""
         ...
@@ -93,14 +93,13 @@ class _Shared:
         except ValueError:
             return None
 
-    def policy_answer(self, response: Response, url: str, redirects: int) -> PolicyAnswer:
+    def policy_answer(self, response: Response, redirects: int) -> PolicyAnswer:
         """A policy file's answer; a body cut at the size limit is read in part."""
         return PolicyAnswer(
             response.status,
             response.meta,
             response.body,
             response.error if response.status is None else None,
-            url=url,
             redirects=redirects,
             retry_after=self.retry_after(response),
         )

@@ -436,8 +436,8 @@ class Crawler:
         if got is None:
             self._skip(host, self.scheduler.skipped(host) or "skipped")
             return None
-        sent, hops, url = got
-        fetched = discovery.receive(adapter_for(host).policy_answer(sent.response, url, hops))
+        sent, hops = got
+        fetched = discovery.receive(adapter_for(host).policy_answer(sent.response, hops))
         body = fetched.body if isinstance(fetched.body, bytes) else None
         file = _cached(host, name, self.clock(), fetched.outcome, sent.response.status, body)
         self.store.save_policy_file(file, sent.record)
@@ -445,10 +445,10 @@ class Crawler:
 
     async def _follow(
         self, host: str, url: str, known: SitePolicy | None
-    ) -> tuple[_Sent, int, str] | None:
+    ) -> tuple[_Sent, int] | None:
         """Fetch a policy file at ``url``, sitting out slow-downs and following redirects
         (RFC 9309 2.3.1.2: at least five, across hosts, within the protocol) -> (the last
-        request, the redirects followed, its URL); None when the host is skipped."""
+        request, the redirects followed); None when the host is skipped."""
         adapter = adapter_for(host)
         hops = slow_downs = 0
         while True:
@@ -464,7 +464,7 @@ class Crawler:
                     continue  # the politeness schedule sits out the wait first
             target = adapter.redirect_target(sent.response, url)
             if target is None or hops >= MAX_ROBOTS_REDIRECTS:
-                return sent, hops, url
+                return sent, hops
             self.store.log_fetch(sent.record)
             url, hops = target, hops + 1
 

@@ -35,7 +35,6 @@ async def fetch_policy_file(client: WebClient, url: str) -> PolicyAnswer:
         response.status,
         response.header("location") or "",
         response.body,
-        url=str(response.url),
         redirects=len(response.redirects),
         retry_after=parse_retry_after(response.header("retry-after")),
     )

@@ -6,7 +6,7 @@ the files its ``chain:`` names, then agents.txt. The caller fetches it however i
 (the crawler under its politeness schedule and cache, ``compare`` and ``classify
 --against`` with the clients), following redirects itself, and hands back what came of it
 (:meth:`~PolicyDiscovery.receive`): a :class:`PolicyAnswer` (status, meta or Location,
-body, failure, final URL, hops taken) or an already read :class:`Fetched`. When
+body, failure, redirects followed) or an already read :class:`Fetched`. When
 ``next_request()`` says None, :attr:`~PolicyDiscovery.result` is the :class:`SitePolicy`.
 
 One reading for every tool:
@@ -18,8 +18,10 @@ One reading for every tool:
 * :data:`MAX_POLICY_FILE_BYTES`: a transport reads at most this much of a policy file and
   cuts the rest (:data:`POLICY_FETCH_BYTES`, one byte more, so the parsers see that it was
   cut); an over-large file is read in part, never counted as unreachable.
-* A robots2.txt chain is followed on the site's own protocol (any host); a link to another
-  protocol counts as a failed fetch, which ends the chain (:class:`ChainWalker`'s rules).
+* A robots2.txt chain is resolved against the site's own ``/robots2.txt`` URL (wherever a
+  redirect led, so that a cached file reads the same) and followed on the site's own
+  protocol (any host); a link to another protocol counts as a failed fetch, which ends the
+  chain (:class:`ChainWalker`'s rules).
 """
 
 from __future__ import annotations
@@ -80,8 +82,6 @@ class PolicyAnswer:
     body: bytes | None = None
     #: A connection, TLS or protocol failure (status None).
     failure: str | None = None
-    #: The URL that gave this answer (after redirects); None: the request's own.
-    url: str | None = None
     #: Redirects the transport followed to get here.
     redirects: int = 0
     #: HTTP Retry-After in seconds (its delay form).
