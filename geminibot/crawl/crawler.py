@@ -288,9 +288,9 @@ class Crawler:
     def _spawn(self, nursery: trio.Nursery) -> None:
         if self._limit_reached():
             return
-        for host in self.scheduler.hosts_with_work():
+        for host in self.scheduler.take_ready():
             if host in self._running or host in self._skipped or not self.host_allowed(host):
-                continue
+                continue  # a host not allowed, or skipped, stays out for this run
             self._running.add(host)
             nursery.start_soon(self._worker, host)
 
@@ -572,8 +572,8 @@ class Crawler:
             self._followed(links, claim),
         )
         self.progress.pages += 1
-        self.scheduler.add_work(woken)
-        if woken - self._running:
+        if woken:
+            self.scheduler.add_work(woken)
             self._wake.set()
 
     def _followed(self, links: tuple[str, ...], claim: Claim) -> list[tuple[str, int, str]]:

@@ -1,9 +1,10 @@
 """Which host may be crawled, and when: the ready-host set and the per-host schedule.
 
-The :class:`Scheduler` keeps, in memory, the hosts that have queued URLs (oldest work
-first), learned from the store once when the crawl starts and kept up to date from what
-the crawl does (new links queue work for their hosts; a host whose queue is found empty
-leaves the set), so that a worker ending does not cost a scan of the queue. Per host it
+The :class:`Scheduler` keeps, in memory, the hosts that have queued URLs, learned from the
+store once when the crawl starts and kept up to date from what the crawl does (new links
+queue work for their hosts; a host whose queue is found empty leaves the set), and the
+queue of those that are ready for a worker (oldest work first): a host enters it when it
+gets work and had none, so a worker ending costs no scan of the queue or of the hosts. Per host it
 applies :class:`~geminibot.crawl.politeness.Politeness` (one request at a time, the site
 policy's delay or the rule of thumb, the 44/429/503 back-off, visit windows, absurd waits
 skip the host) and waits on the injected clock for the host's turn.
@@ -12,6 +13,7 @@ skip the host) and waits on the injected clock for the host's turn.
 from __future__ import annotations
 
 import time
+from collections import deque
 from collections.abc import Callable, Iterable
 from typing import Protocol
 
@@ -57,7 +59,8 @@ class Scheduler:
     def __init__(self, clock: Clock, *, test_range: bool = False) -> None:
         self.clock = clock
         self.politeness = Politeness(clock.now, test_range=test_range)
-        self._work: dict[str, None] = {}  # hosts with queued URLs, oldest work first
+        self._work: set[str] = set()  # hosts with queued URLs
+        self._ready: deque[str] = deque()  # ... that have no worker yet, oldest work first
         self._opens: dict[str, float] = {}  # host -> when its visit window opens
 
     # -- the ready-host set --
@@ -75,15 +78,21 @@ class Scheduler:
         self.add_work(with_work)
 
     def add_work(self, hosts: Iterable[str]) -> None:
+        """``hosts`` have queued URLs; those that had none become ready."""
         for host in hosts:
-            self._work.setdefault(host)
+            if host not in self._work:
+                self._work.add(host)
+                self._ready.append(host)
 
     def drop_work(self, host: str) -> None:
-        """``host``'s queue was found empty."""
-        self._work.pop(host, None)
+        """``host``'s queue was found empty (its worker ends)."""
+        self._work.discard(host)
 
-    def hosts_with_work(self) -> list[str]:
-        return list(self._work)
+    def take_ready(self) -> list[str]:
+        """The hosts that got work since the last call, oldest work first."""
+        ready = list(self._ready)
+        self._ready.clear()
+        return ready
 
     # -- one host's schedule --
 
