@@ -48,7 +48,6 @@ from geminibot.crawl.adapters import WEB_SLOW_DOWN, Adapter, Fetch, Response, ad
 from geminibot.crawl.frontier import Claim, Limits
 from geminibot.crawl.policy_files import PolicyFiles, Sent, Skip
 from geminibot.crawl.scheduler import Clock, Scheduler, TrioWallClock
-from geminibot.crawl.schemes import Protocol as Scheme
 from geminibot.crawl.schemes import (
     host_key,
     host_name,
@@ -64,6 +63,7 @@ from geminibot.crawl.store import (
 )
 from geminibot.policy.robots2 import AskLedger, AskOutcome, AskRequest, AskResponse, ask_outcome
 from geminibot.policy.site_policy import Bot, FetchDecision, SitePolicy
+from geminibot.urls import Scheme
 
 __all__ = [
     "WEB_SLOW_DOWN",

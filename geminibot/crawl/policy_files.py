@@ -16,8 +16,9 @@ from dataclasses import dataclass
 from geminibot.crawl.adapters import Response, adapter_for
 from geminibot.crawl.schemes import host_key, host_protocol, host_url, parse_any
 from geminibot.crawl.store import CachedFile, CrawlStore, FetchRecord, cache_expiry
-from geminibot.policy.discovery import MAX_ROBOTS_REDIRECTS, PolicyDiscovery, PolicyRequest
+from geminibot.policy.discovery import PolicyDiscovery, PolicyRequest
 from geminibot.policy.site_policy import Fetched, SitePolicy
+from geminibot.urls import URL
 
 #: 44 SLOW DOWN answers to a policy file sat out (then retried) before it counts as
 #: unreachable; a wait longer than the politeness bound skips the host at once.
@@ -108,6 +109,7 @@ class PolicyFiles:
         -> (the last request, the redirects followed); None when the host is skipped."""
         adapter = adapter_for(host)
         hops = slow_downs = 0
+        followed: list[URL] = []
         while True:
             sent = await self.request(host, url, known)
             if sent is None:
@@ -118,11 +120,12 @@ class PolicyFiles:
                 if slow_downs <= MAX_POLICY_SLOW_DOWNS:
                     self.store.log_fetch(sent.record)
                     continue  # the politeness schedule sits out the wait first
-            target = adapter.redirect_target(sent.response, url)
-            if target is None or hops >= MAX_ROBOTS_REDIRECTS:
+            target = adapter.redirect_target(sent.response, url, followed)
+            if target is None:
                 return sent, hops
             self.store.log_fetch(sent.record)
-            url, hops = target, hops + 1
+            followed.append(parse_any(url))
+            url, hops = str(target), hops + 1
 
 
 def cache_name(host: str, request: PolicyRequest) -> str:

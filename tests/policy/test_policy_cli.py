@@ -94,7 +94,7 @@ def test_lint(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
 
 def test_demo_runs() -> None:
     proc = subprocess.run(
-        [sys.executable, "-m", "geminibot.demo"], capture_output=True, text=True, check=False
+        [sys.executable, "-m", "capsule_server.demo"], capture_output=True, text=True, check=False
     )
     assert proc.returncode == 0, proc.stderr
     assert "refused by policy" in proc.stdout and "== geminibot search" in proc.stdout

@@ -1,5 +1,8 @@
 """``make demo``: the main job on the bundled data.
 
+It lives in capsule_server because it runs the server: capsule_server imports geminibot,
+never the reverse (docs/architecture.md).
+
 Serves the bundled test capsules on 127.0.0.1 (capsule_server, in this process), crawls
 every one of them as an indexer (``--test-range``: no default delay, but every policy's
 delay, 44 and visit window still hold), then shows what the index says: statistics and a
@@ -19,11 +22,12 @@ from capsule_server.files import bundled_capsules, load_capsules
 from capsule_server.server import Limits as ServerLimits
 from capsule_server.testing import running_server
 from geminibot.crawl.crawler import Crawler, CrawlOptions, Progress
-from geminibot.crawl.fetcher import Resolver, gemini_fetch
+from geminibot.crawl.fetcher import gemini_fetch
 from geminibot.crawl.frontier import Limits
 from geminibot.gemini.client import GeminiClient
 from geminibot.index import connect, search
 from geminibot.index.stats import format_stats, stats
+from geminibot.net.connect import ConnectRule, Resolver
 
 #: Longest the demo crawls (seconds of wall-clock time). Most capsules are done in a few
 #: seconds; robots-44.test answers robots.txt with ``44 60`` and is still being waited
@@ -42,7 +46,9 @@ async def crawl_capsules(directory: Path, db: Path, certs: Path) -> Progress:
     limits = ServerLimits(rate_per_second=DEMO_RATE[0], rate_burst=DEMO_RATE[1])
     async with running_server(directory, certs, limits) as server:
         assert server.port is not None
-        resolver = Resolver([("*.test", 1965, "127.0.0.1", server.port)], loopback_only=True)
+        resolver = Resolver(
+            [ConnectRule("*.test", 1965, "127.0.0.1", server.port)], loopback_only=True
+        )
         options = CrawlOptions(
             role="indexer",
             test_range=True,
