@@ -58,6 +58,7 @@ from geminibot.crawl.schemes import (
 from geminibot.crawl.store import (
     CrawlStore,
     DecisionRecord,
+    FetchedPage,
     FetchRecord,
     SqliteStore,
 )
@@ -484,11 +485,13 @@ class Crawler:
         if self.archive is not None and keeps_copies:
             self.archive.write(claim.url, response, fetched_at)
         woken = self.store.fetched(
-            self._decision(claim, decision),
-            sent.record,
-            page,
-            self.options.role,
-            self._followed(links, claim),
+            FetchedPage(
+                self._decision(claim, decision),
+                sent.record,
+                page,
+                self.options.role,
+                self._followed(links, claim),
+            )
         )
         self.progress.pages += 1
         if woken:
