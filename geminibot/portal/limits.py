@@ -23,8 +23,6 @@ MAX_WAIT = 15.0
 MIN_HOST_DELAY = 1.0
 #: Largest Gemini body the portal reads (bytes); a bigger one is cut off and refused.
 MAX_BODY_BYTES = 8 * 1024 * 1024
-#: Largest policy file (robots.txt, robots2.txt, agents.txt) read, as classify reads them.
-MAX_POLICY_BYTES = 2 * 1024 * 1024
 #: How long a fetched page is served from memory before it is fetched again (seconds).
 PAGE_CACHE_SECONDS = 300.0
 #: Bytes of page bodies kept in memory; the least recently used go first.
@@ -46,7 +44,6 @@ class PortalLimits:
     max_wait: float = MAX_WAIT
     min_host_delay: float = MIN_HOST_DELAY
     max_body_bytes: int = MAX_BODY_BYTES
-    max_policy_bytes: int = MAX_POLICY_BYTES
     page_cache_seconds: float = PAGE_CACHE_SECONDS
     page_cache_bytes: int = PAGE_CACHE_BYTES
     policy_cache_hosts: int = POLICY_CACHE_HOSTS

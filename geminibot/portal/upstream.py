@@ -41,6 +41,7 @@ from geminibot.net.errors import ConnectionFailed, FetchError
 from geminibot.net.limits import Limits
 from geminibot.net.redirects import RedirectRules, next_hop
 from geminibot.policy import fetch_outcome
+from geminibot.policy.discovery import POLICY_FETCH_BYTES
 from geminibot.policy.outcomes import MAX_CACHE_SECONDS
 from geminibot.policy.site_policy import AGENTS, ROBOTS, ROBOTS2, Bot, FetchDecision, SitePolicy
 from geminibot.portal.limits import PortalLimits
@@ -187,7 +188,10 @@ class Upstream:
             connect_to=self.route,
             allow_scheme_switch=True,
         )
-        self.policy_client = _PolicyClient(self, Limits(max_body_size=self.limits.max_policy_bytes))
+        # policy files are read as the core reads them (POLICY_FETCH_BYTES, the rest cut)
+        self.policy_client = _PolicyClient(
+            self, Limits(max_body_size=POLICY_FETCH_BYTES, cut_body=True)
+        )
         self.policies: OrderedDict[str, CachedPolicy] = OrderedDict()
         self._policy_locks: dict[str, trio.Lock] = {}
         self.pages: OrderedDict[str, _CachedPage] = OrderedDict()
