@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import ssl
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import asynccontextmanager, suppress
 from pathlib import Path
 
@@ -11,7 +11,7 @@ import trio
 
 from capsule_server.files import load_capsules
 from capsule_server.log import AccessRecord
-from capsule_server.server import CapsuleServer, Limits
+from capsule_server.server import CapsuleServer, Limits, open_listeners
 from geminibot.gemini.client import make_ssl_context
 
 
@@ -22,8 +22,10 @@ async def running_server(
     limits: Limits | None = None,
     log: Callable[[AccessRecord], None] | None = None,
     clock: Callable[[], float] | None = None,
+    hosts: Sequence[str] = ("127.0.0.1",),
 ) -> AsyncIterator[CapsuleServer]:
-    """Serve ``directory`` on 127.0.0.1:0; ``server.port`` is the port. Shuts down on exit.
+    """Serve ``directory`` on ``hosts`` (127.0.0.1) and a free port, the same on every
+    address; ``server.port`` is the port. Shuts down on exit.
 
     ``clock`` replaces the server's monotonic clock (e.g. ``trio.current_time``, so a test
     under trio's mock clock sees the rate limiter on the same time as its client)."""
@@ -31,7 +33,7 @@ async def running_server(
         server = CapsuleServer(load_capsules(directory), cert_dir, limits, log)
     else:
         server = CapsuleServer(load_capsules(directory), cert_dir, limits, log, clock=clock)
-    listeners = await trio.open_tcp_listeners(0, host="127.0.0.1")
+    listeners = await open_listeners(hosts, 0)
     server.port = listeners[0].socket.getsockname()[1]
     async with trio.open_nursery() as nursery:
         await nursery.start(server.serve, listeners)
@@ -48,10 +50,12 @@ async def open_tls(
     handshake: bool = True,
     host: str = "127.0.0.1",
     context: ssl.SSLContext | None = None,
+    local_address: str | None = None,
 ) -> trio.SSLStream[trio.SocketStream]:
-    """A TLS connection to the server with SNI ``sni`` (certificates not checked)."""
+    """A TLS connection to the server with SNI ``sni`` (certificates not checked), from
+    ``local_address`` if given (such as 127.0.0.2: another client)."""
     tls = trio.SSLStream(
-        await trio.open_tcp_stream(host, port),
+        await trio.open_tcp_stream(host, port, local_address=local_address),
         context or make_ssl_context(),
         server_hostname=sni,
     )
