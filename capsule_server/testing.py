@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import socket
 import ssl
 from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import asynccontextmanager, suppress
@@ -99,3 +100,31 @@ async def raw_request(
         with suppress(trio.BrokenResourceError, ssl.SSLError, OSError):
             await stream.aclose()
     return bytes(out)
+
+
+def client_hello(server_name: bytes) -> bytes:
+    """The first flight of a TLS client whose SNI name is ``server_name``, raw bytes and
+    all: Python's ssl refuses to send a non-ASCII name, so the hello it makes for a
+    placeholder of the same length is patched (the server reads the name before anything
+    could notice). Send it over plain TCP."""
+    placeholder = b"x" * (len(server_name) - 5) + b".test"
+    outgoing = ssl.MemoryBIO()
+    tls = make_ssl_context().wrap_bio(
+        ssl.MemoryBIO(), outgoing, server_hostname=placeholder.decode()
+    )
+    with suppress(ssl.SSLWantReadError):
+        tls.do_handshake()
+    hello = outgoing.read()
+    if hello.count(placeholder) != 1:
+        raise ValueError("the placeholder name is not in the hello exactly once")
+    return hello.replace(placeholder, server_name)
+
+
+def has_ipv6_loopback() -> bool:
+    """True if this machine can listen on ::1 (tests of IPv6 listeners skip otherwise)."""
+    try:
+        with socket.socket(socket.AF_INET6, socket.SOCK_STREAM) as probe:
+            probe.bind(("::1", 0))
+    except OSError:
+        return False
+    return True

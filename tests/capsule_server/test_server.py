@@ -13,8 +13,7 @@ import trio
 from capsule_server.files import binary_sha256, large_robots
 from capsule_server.log import AccessRecord
 from capsule_server.server import CapsuleServer, Limits, client_key
-from capsule_server.testing import open_tls, raw_request, running_server
-from geminibot.gemini.client import make_ssl_context
+from capsule_server.testing import client_hello, open_tls, raw_request, running_server
 
 
 def split(response: bytes) -> tuple[str, bytes]:
@@ -320,22 +319,6 @@ async def test_shutdown_grace_cuts_idle_connections(capsules_dir: Path, cert_dir
             idle = await trio.open_tcp_stream("127.0.0.1", srv.port)
             await trio.sleep(0.05)
         assert await idle.receive_some(10) == b""
-
-
-def client_hello(server_name: bytes) -> bytes:
-    """The first flight of a TLS client whose SNI name is ``server_name``, raw bytes and
-    all: Python's ssl refuses to send a non-ASCII name, so the hello it makes for a
-    placeholder of the same length is patched (the server reads the name before anything
-    could notice)."""
-    placeholder = b"x" * (len(server_name) - 5) + b".test"
-    ctx = make_ssl_context()
-    outgoing = ssl.MemoryBIO()
-    tls = ctx.wrap_bio(ssl.MemoryBIO(), outgoing, server_hostname=placeholder.decode())
-    with pytest.raises(ssl.SSLWantReadError):
-        tls.do_handshake()
-    hello = outgoing.read()
-    assert hello.count(placeholder) == 1
-    return hello.replace(placeholder, server_name)
 
 
 async def test_non_ascii_sni_is_one_log_record_not_a_traceback(

@@ -11,7 +11,6 @@ gemini-diagnostics").
 from __future__ import annotations
 
 import datetime as dt
-import socket
 import ssl
 import warnings
 from collections.abc import AsyncIterator
@@ -23,18 +22,8 @@ from cryptography import x509
 
 from capsule_server.log import AccessRecord
 from capsule_server.server import CapsuleServer, Limits
-from capsule_server.testing import raw_request, running_server
+from capsule_server.testing import has_ipv6_loopback, raw_request, running_server
 from geminibot.gemini.client import make_ssl_context
-
-
-def has_ipv6_loopback() -> bool:
-    try:
-        with socket.socket(socket.AF_INET6, socket.SOCK_STREAM) as probe:
-            probe.bind(("::1", 0))
-    except OSError:
-        return False
-    return True
-
 
 IPV6 = has_ipv6_loopback()
 FAMILIES = [
