@@ -57,6 +57,7 @@ CASES: list[tuple[str, str | None, bytes, str]] = [
     ("bad-port", M, b"gemini://maze.test:99999/\r\n", "59"),
     ("non-numeric-port", M, b"gemini://maze.test:abc/\r\n", "59"),
     ("explicit-port", M, b"gemini://maze.test:1965/\r\n", "20"),
+    ("wrong-port", M, b"gemini://maze.test:1966/\r\n", "53"),  # served on an ephemeral port
     ("upper-case-host", M, b"gemini://MAZE.TEST/\r\n", "20"),
     ("trailing-dot-host", M, b"gemini://maze.test./\r\n", "20"),
     ("no-path", M, b"gemini://maze.test\r\n", "20"),
