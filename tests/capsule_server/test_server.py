@@ -12,7 +12,13 @@ import trio
 
 from capsule_server.files import binary_sha256, large_robots
 from capsule_server.log import AccessRecord
-from capsule_server.server import CapsuleServer, Limits, client_key
+from capsule_server.server import (
+    MAX_PER_ADDRESS,
+    CapsuleServer,
+    Limits,
+    client_key,
+    climbs_above_root,
+)
 from capsule_server.testing import client_hello, open_tls, raw_request, running_server
 
 
@@ -366,3 +372,47 @@ async def test_half_close_without_line_end_logs_no_status(
     assert record.status is None and record.meta is None
     assert record.error == "closed without close_notify before the end of the request line"
     assert record.request == "gemini://maze.test/"
+
+
+async def test_256_idle_connections_from_one_address_shut_out_no_one(
+    capsules_dir: Path, cert_dir: Path, access_log: list[AccessRecord]
+) -> None:
+    """Issue 13 item 14 as it was found: 256 idle TCP connections from one address at the
+    default limits made the server answer 44 to everyone else."""
+    async with running_server(capsules_dir, cert_dir, log=access_log.append) as srv:
+        assert srv.port is not None
+        idle = [await trio.open_tcp_stream("127.0.0.1", srv.port) for _ in range(256)]
+        with trio.fail_after(10):
+            while len(access_log) < 256 - MAX_PER_ADDRESS:
+                await trio.sleep(0.01)
+        for n in (2, 3):
+            answer = await raw_request(
+                srv.port, b"gemini://maze.test/\r\n", "maze.test", local_address=f"127.0.0.{n}"
+            )
+            assert answer.startswith(b"20 ")
+        for stream in idle:
+            await stream.aclose()
+    refused = [r for r in access_log if r.error == "over the per-address connection limit"]
+    assert len(refused) == 256 - MAX_PER_ADDRESS
+
+
+@pytest.mark.parametrize(
+    ("url", "climbs"),
+    [
+        ("gemini://h/../", True),
+        ("gemini://h/..", True),
+        ("gemini://h/a/../../b", True),
+        ("gemini://h/%2e%2E/x", True),
+        ("gemini://h/.%2e/x", True),
+        ("gemini://h:1965/./../", True),
+        ("gemini://h/a/../b", False),
+        ("gemini://h/a//../../b", False),  # the empty segment is a level, as in RFC 3986
+        ("gemini://h/./a/./", False),
+        ("gemini://h/..a/...", False),
+        ("gemini://h/%2e%2e%2f", False),  # an encoded slash: one segment, not a dot segment
+        ("gemini://h/?q=/../../", False),  # the query is not a path
+        ("gemini://h", False),
+    ],
+)
+def test_climbs_above_root(url: str, climbs: bool) -> None:
+    assert climbs_above_root(url) is climbs
