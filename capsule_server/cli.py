@@ -29,8 +29,8 @@ from capsule_server.server import (
 )
 from geminibot import __version__
 from geminibot.cliutil import EXIT_OK, EXIT_USAGE, CommandError, emit_json, run_command
-from geminibot.gemini.errors import InvalidURL
 from geminibot.gemini.urls import DEFAULT_PORT, parse_url
+from geminibot.urls import InvalidURL
 
 DEFAULT_CERT_DIR = Path("var/capsule-server/certs")
 """Certificates are kept here, relative to the working directory, unless --certs says."""

@@ -29,7 +29,6 @@ from __future__ import annotations
 
 import ipaddress
 import math
-import re
 import socket
 import ssl
 import time
@@ -46,9 +45,9 @@ from capsule_server.files import Capsule, Resolution
 from capsule_server.log import AccessRecord, now_iso
 from capsule_server.ratelimit import RateLimiter
 from capsule_server.tls import InvalidServerName, TLSConnection
-from geminibot.gemini.errors import InvalidURL, UnsupportedScheme
 from geminibot.gemini.status import Status
 from geminibot.gemini.urls import DEFAULT_PORT, MAX_REQUEST_BYTES, parse_request
+from geminibot.urls import REFERENCE, InvalidURL, UnsupportedScheme
 
 HEADER_TIMEOUT = 10.0
 """Seconds a client has, from TCP accept, to finish TLS and send its request line."""
@@ -395,9 +394,6 @@ class _NoLineEnd(Exception):
     """TCP closed (without a TLS close_notify) before the request line ended."""
 
 
-_RAW_PATH = re.compile(r"[^:/?#]*://[^/?#]*([^?#]*)")
-
-
 def climbs_above_root(url: str) -> bool:
     """True if the path of the absolute URL ``url`` has more ``..`` segments (``%2E`` is a
     dot, as RFC 3986 says) than there are segments above them to remove.
@@ -405,11 +401,11 @@ def climbs_above_root(url: str) -> bool:
     Normalisation (RFC 3986 5.2.4) would quietly keep such a path at the root
     (``/../../`` is ``/``); the server refuses it instead, as gemini-diagnostics expects
     ("a URL should not be able to escape the root")."""
-    match = _RAW_PATH.match(url)
+    match = REFERENCE.fullmatch(url)
     if match is None:
         return False
     depth = 0
-    for segment in match.group(1).split("/")[1:]:
+    for segment in match.group(3).split("/")[1:]:
         name = segment.replace("%2e", ".").replace("%2E", ".")
         if name == "..":
             if depth == 0:
