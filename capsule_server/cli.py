@@ -10,6 +10,7 @@ import argparse
 import signal
 import sys
 from collections.abc import Sequence
+from contextlib import suppress
 from pathlib import Path
 from typing import NoReturn, TextIO
 
@@ -28,7 +29,14 @@ from capsule_server.server import (
     open_listeners,
 )
 from geminibot import __version__
-from geminibot.cliutil import EXIT_OK, EXIT_USAGE, CommandError, emit_json, run_command
+from geminibot.cliutil import (
+    EXIT_NEGATIVE,
+    EXIT_OK,
+    EXIT_USAGE,
+    CommandError,
+    emit_json,
+    run_command,
+)
 from geminibot.gemini.urls import DEFAULT_PORT, parse_url
 from geminibot.urls import InvalidURL
 
@@ -179,7 +187,14 @@ def _serve(args: argparse.Namespace) -> int:
         trio.run(_serve_until_signal, server, args.host or [DEFAULT_HOST], args.port)
     finally:
         if args.log:
-            log_stream.close()
+            with suppress(OSError):  # a failed write is reported below
+                log_stream.close()
+    if server.log_failure is not None:
+        raise CommandError(
+            f"{args.log or 'standard output'}: cannot write the access log "
+            f"({server.log_failure}); stopped",
+            EXIT_NEGATIVE,
+        )
     return EXIT_OK
 
 
@@ -196,6 +211,17 @@ async def _serve_until_signal(server: CapsuleServer, hosts: list[str], port: int
         raise CommandError(f"cannot listen on {where} port {port}: {exc.strerror}") from None
     server.port = listeners[0].socket.getsockname()[1]
     with trio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
+
+        async def stop_on_signal() -> None:
+            async for signum in signals:
+                print(
+                    f"capsule-server: {signal.Signals(signum).name}, shutting down",
+                    file=sys.stderr,
+                    flush=True,
+                )
+                server.shutdown()
+                break
+
         async with trio.open_nursery() as nursery:
             await nursery.start(server.serve, listeners)
             names = ", ".join(sorted(server.capsules))
@@ -205,14 +231,10 @@ async def _serve_until_signal(server: CapsuleServer, hosts: list[str], port: int
                 file=sys.stderr,
                 flush=True,
             )
-            async for signum in signals:
-                print(
-                    f"capsule-server: {signal.Signals(signum).name}, shutting down",
-                    file=sys.stderr,
-                    flush=True,
-                )
-                server.shutdown()
-                break
+            async with trio.open_nursery() as watcher:
+                watcher.start_soon(stop_on_signal)
+                await server.stopping.wait()  # a signal, or the log failed
+                watcher.cancel_scope.cancel()
 
 
 def _certs(args: argparse.Namespace) -> int:

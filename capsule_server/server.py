@@ -185,6 +185,9 @@ class CapsuleServer:
         self.ssl_context.sni_callback = self._choose_context
         self._accept_scope = trio.CancelScope()
         self.port: int | None = None
+        self.log_failure: str | None = None
+        self.stopping = trio.Event()
+        """Set by :meth:`shutdown`."""
 
     @property
     def open_connections(self) -> int:
@@ -224,6 +227,7 @@ class CapsuleServer:
     def shutdown(self) -> None:
         """Stop accepting; connections in flight get ``Limits.shutdown_grace`` seconds."""
         self._accept_scope.cancel()
+        self.stopping.set()
 
     async def _accept_loop(self, listener: trio.SocketListener, handlers: trio.Nursery) -> None:
         while True:
@@ -382,8 +386,16 @@ class CapsuleServer:
         return capsule.resolve(url.path)
 
     def _emit(self, record: AccessRecord) -> None:
-        if self._log is not None:
+        """Log ``record``. If the log cannot be written (a full disk, a closed pipe), the
+        server stops (connections in flight finish, unlogged) rather than serve unlogged:
+        ``log_failure`` says why."""
+        if self._log is None or self.log_failure is not None:
+            return
+        try:
             self._log(record)
+        except OSError as exc:
+            self.log_failure = exc.strerror or str(exc)
+            self.shutdown()
 
 
 class _ClientClosed(Exception):

@@ -290,3 +290,24 @@ async def _load(tmp_path: Path) -> None:
         again = await raw_request(port, b"gemini://va-groups.test/\r\n", "va-groups.test")
         assert again.startswith(b"20 ")
         assert peak < 512 * 1024  # a sanity bound on memory, not a speed claim
+
+
+async def test_a_log_that_cannot_be_written_stops_the_server(tmp_path: Path) -> None:
+    """A full disk under the access log: one line, exit 1, no traceback (it was an
+    exception group from the connection handler)."""
+    if not Path("/dev/full").exists():
+        pytest.skip("no /dev/full on this machine")
+    async with serve_process("--certs", str(tmp_path / "certs"), "--log", "/dev/full") as (
+        proc,
+        port,
+    ):
+        await raw_request(port, b"gemini://maze.test/\r\n", "maze.test")
+        assert proc.stderr is not None
+        rest = b""
+        with trio.fail_after(30):
+            while chunk := await proc.stderr.receive_some(4096):
+                rest += chunk
+            assert await proc.wait() == 1
+    assert rest.decode().splitlines() == [
+        "capsule-server: /dev/full: cannot write the access log (No space left on device); stopped"
+    ]
