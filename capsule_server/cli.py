@@ -1,4 +1,4 @@
-"""The ``capsule-server`` command: serve, certs, report.
+"""The ``capsule-server`` command: serve, certs, report, range.
 
 Every usage or input error is one line on standard error and exit 2 (argparse's own
 errors included: see :class:`_Parser`); every ``--help`` shows the defaults.
@@ -16,7 +16,7 @@ from typing import NoReturn, TextIO
 
 import trio
 
-from capsule_server import report
+from capsule_server import compliance_range, report
 from capsule_server.certs import FALLBACK_HOST, ensure_certificate, list_certificates
 from capsule_server.files import Capsule, CapsuleConfigError, bundled_capsules, load_capsules
 from capsule_server.log import JsonLinesLog
@@ -339,6 +339,7 @@ def build_parser() -> argparse.ArgumentParser:
     certs.set_defaults(run=_certs_command)
 
     report.register(commands)
+    compliance_range.register(commands, DEFAULT_CERT_DIR)
     return parser
 
 
