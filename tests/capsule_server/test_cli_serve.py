@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import resource
 import signal
 import subprocess
@@ -151,7 +152,7 @@ def test_every_help_shows_the_defaults() -> None:
     """Issue 14: each option with a default shows it in --help; so do the options of
     serve and certs whose default is not a value (the bundled capsules, stdout...)."""
     for parser in subcommands(build_parser()):
-        text = " ".join(parser.format_help().split())
+        text = " ".join(re.sub(r"-\n\s+", "-", parser.format_help()).split())
         for action in parser._actions:
             default = action.default
             if default in (None, False, argparse.SUPPRESS):
@@ -159,7 +160,8 @@ def test_every_help_shows_the_defaults() -> None:
                     shown = "default" in action.help or action.dest in ("help", "json")
                     assert shown, f"{parser.prog} {action.dest}: no default in its help"
                 continue
-            assert f"(default: {default})" in text, f"{parser.prog} {action.dest}"
+            shown_as = {str(default)} | ({f"{default:g}"} if isinstance(default, float) else set())
+            assert any(f"(default: {v})" in text for v in shown_as), f"{parser.prog} {action.dest}"
 
 
 async def test_serve_one_folder_as_localhost(tmp_path: Path) -> None:
