@@ -1,18 +1,19 @@
-"""Link authority: PageRank over the crawl's links between hosts, kept in the database.
+"""Link authority: TrustRank over the graph of links between hosts, kept in the database.
 
-Only links from one host to another count: a capsule's links to its own pages are
-navigation, and counting them would let any big capsule vote for itself. A link to a
-duplicate counts for the canonical page it duplicates; links to pages not in the index,
-and repeated links between the same two pages, count once or not at all.
+Nodes are hosts (capsules), not pages: a link from a page of host A to a page of host B is
+one vote of A for B, however many pages of A link to however many of B, and a host's
+links to itself count for nothing (navigation, and a big capsule voting for itself).
+Votes are spread evenly over the hosts a host links to (PageRank), and the random jump
+lands on *trusted* hosts only (TrustRank, Gyöngyi et al. 2004): by default the crawl's
+seeds' hosts, which its operator chose. With every host trusted this is plain PageRank,
+which a link farm fools: hosts that link only to each other keep what they are given and
+gain more for every member (docs/benchmarks.md shows both on the synthetic space).
 
-The result is the table ``authority`` (created here when missing, so databases written
-before it exist keep working, and dropping it loses nothing the crawl cannot recompute):
-``score`` is the page's PageRank times the number of pages (1.0 is the average page) and
-``weight`` is ``log2(2 + AUTHORITY_SCALE * score)``, the factor search multiplies a page's
-text relevance by (tantivy's ``weight_by_field`` applies the same formula).
-
-Memory: two integer arrays the size of the edge list and three float arrays the size of
-the page count; no per-page Python objects.
+Each page gets its host's score, scaled so that 1.0 is the average host. The table
+``authority`` (created here when missing, so databases written before it keep working,
+and dropping it loses nothing the crawl cannot recompute) holds ``score`` and ``weight`` =
+``log2(2 + AUTHORITY_SCALE * score)``, the factor search multiplies text relevance by
+(tantivy's ``weight_by_field`` applies the same formula).
 """
 
 from __future__ import annotations
@@ -20,7 +21,6 @@ from __future__ import annotations
 import math
 import sqlite3
 import time
-from array import array
 from collections.abc import Callable
 from urllib.parse import urlsplit
 
@@ -33,8 +33,6 @@ MAX_ITERATIONS = 50
 TOLERANCE = 1e-6
 #: How strongly authority scales text relevance (0 turns it off).
 AUTHORITY_SCALE = 1.0
-#: Rows written per statement batch.
-BATCH = 10_000
 
 SCHEMA = (
     "CREATE TABLE IF NOT EXISTS authority ("
@@ -54,6 +52,7 @@ def has_authority(conn: sqlite3.Connection) -> bool:
 
 
 def _host(url: str) -> str:
+    """The host as ``pages.host`` spells it ("host", or "host:port" off port 1965)."""
     try:
         parts = urlsplit(url)
         host = parts.hostname or ""
@@ -62,18 +61,26 @@ def _host(url: str) -> str:
         return ""
 
 
-def pagerank(nodes: int, sources: array[int], targets: array[int]) -> array[float]:
+def pagerank(
+    nodes: int, sources: list[int], targets: list[int], trusted: list[int] | None = None
+) -> list[float]:
     """PageRank of ``nodes`` nodes over the edges ``sources[k] -> targets[k]``, summing
-    to 1; pages without out-links spread their rank over all pages."""
-    out = array("l", bytes(8 * nodes))
+    to 1. The random jump (and the rank of nodes without out-links) lands on ``trusted``
+    nodes only when given (TrustRank), else on every node."""
+    out = [0] * nodes
     for s in sources:
         out[s] += 1
-    rank = array("d", [1.0 / nodes]) * nodes
+    if trusted:
+        chosen = set(trusted)
+        jump = [1.0 / len(chosen) if n in chosen else 0.0 for n in range(nodes)]
+    else:
+        jump = [1.0 / nodes] * nodes
+    rank = list(jump)
     for _ in range(MAX_ITERATIONS):
-        dangling = sum(rank[n] for n in range(nodes) if out[n] == 0)
-        base = (1.0 - DAMPING) / nodes + DAMPING * dangling / nodes
-        share = array("d", (rank[n] / out[n] if out[n] else 0.0 for n in range(nodes)))
-        new = array("d", [base]) * nodes
+        dangling = sum(r for r, o in zip(rank, out, strict=True) if o == 0)
+        spread = (1.0 - DAMPING) + DAMPING * dangling
+        share = [r / o if o else 0.0 for r, o in zip(rank, out, strict=True)]
+        new = [spread * j for j in jump]
         for s, t in zip(sources, targets, strict=True):
             new[t] += DAMPING * share[s]
         moved = sum(abs(a - b) for a, b in zip(new, rank, strict=True))
@@ -83,56 +90,61 @@ def pagerank(nodes: int, sources: array[int], targets: array[int]) -> array[floa
     return rank
 
 
+def crawl_seeds(conn: sqlite3.Connection) -> list[str]:
+    """The URLs the crawl started from (depth 0 in its frontier)."""
+    return [str(u) for (u,) in conn.execute("SELECT url FROM urls WHERE depth = 0")]
+
+
 def compute_authority(
-    conn: sqlite3.Connection, progress: Callable[[str], None] | None = None
+    conn: sqlite3.Connection,
+    trusted: list[str] | None = None,
+    progress: Callable[[str], None] | None = None,
 ) -> dict[str, float]:
-    """Recompute ``authority`` for every page; returns a summary (pages, edges, seconds)."""
+    """Recompute ``authority`` for every page; returns a summary (pages, edges, seconds).
+
+    ``trusted``: URLs the random jump lands on (TrustRank: a link farm that no trusted
+    page leads to gains nothing by linking to itself); None or empty: every page
+    (plain PageRank, which a farm of pages linking to each other does fool)."""
     started = time.perf_counter()
     say = progress or (lambda _msg: None)
     conn.execute(SCHEMA)
-    say("reading pages")
-    ids: dict[str, int] = {}
-    hosts: list[str] = []
-    urls: list[str] = []
-    canonical: dict[str, str] = {}
-    for url, host, duplicate_of in conn.execute("SELECT url, host, duplicate_of FROM pages"):
-        if duplicate_of is not None:
-            canonical[url] = duplicate_of
-            continue
-        ids[url] = len(urls)
-        urls.append(url)
-        hosts.append(host)
-    for url, original in canonical.items():
-        if original in ids:
-            ids[url] = ids[original]
-    say(f"reading links between hosts of {len(urls)} pages")
-    sources, targets = array("l"), array("l")
-    seen: set[tuple[int, int]] = set()
+    say("reading the links between hosts")
+    hosts = [str(h) for (h,) in conn.execute("SELECT DISTINCT host FROM pages ORDER BY host")]
+    number = {h: n for n, h in enumerate(hosts)}
+    pairs: set[tuple[int, int]] = set()
     rows = conn.execute(
-        "SELECT p.url, l.target FROM links l JOIN pages p ON p.id = l.page_id"
+        "SELECT p.host, l.target FROM links l JOIN pages p ON p.id = l.page_id"
         " WHERE p.duplicate_of IS NULL"
     )
-    for source_url, target in rows:
-        s, t = ids.get(source_url), ids.get(target)
-        if s is None or t is None or s == t or hosts[s] == _host(target):
-            continue
-        if (s, t) not in seen:
-            seen.add((s, t))
-            sources.append(s)
-            targets.append(t)
-    seen.clear()
-    nodes = len(urls)
-    say(f"ranking {nodes} pages over {len(sources)} links")
-    rank = pagerank(nodes, sources, targets) if nodes else array("d")
+    for source, target in rows:
+        s, t = number.get(source), number.get(_host(target))
+        if s is not None and t is not None and s != t:
+            pairs.add((s, t))
+    sources = [s for s, _ in sorted(pairs)]
+    targets = [t for _, t in sorted(pairs)]
+    trust = sorted({number[h] for h in map(_host, trusted or ()) if h in number})
+    if trusted and not trust:
+        say("none of the trusted URLs' hosts is in the index: every host is trusted")
+    say(f"ranking {len(hosts)} hosts over {len(pairs)} host-to-host links")
+    rank = pagerank(len(hosts), sources, targets, trust) if hosts else []
+    scores = [r * len(hosts) for r in rank]  # 1.0: the average host
     with transaction(conn):
+        conn.execute("DROP TABLE IF EXISTS temp.host_rank")
+        conn.execute("CREATE TEMP TABLE host_rank (host TEXT PRIMARY KEY, score REAL, weight REAL)")
+        conn.executemany(
+            "INSERT INTO temp.host_rank VALUES (?, ?, ?)",
+            [(h, s, weight_of(s)) for h, s in zip(hosts, scores, strict=True)],
+        )
         conn.execute("DELETE FROM authority")
-        for start in range(0, nodes, BATCH):
-            conn.executemany(
-                "INSERT INTO authority (url, score, weight) VALUES (?, ?, ?)",
-                (
-                    (urls[n], rank[n] * nodes, weight_of(rank[n] * nodes))
-                    for n in range(start, min(start + BATCH, nodes))
-                ),
-            )
+        conn.execute(
+            "INSERT INTO authority (url, score, weight) SELECT p.url, h.score, h.weight"
+            " FROM pages p JOIN temp.host_rank h ON h.host = p.host"
+        )
+        conn.execute("DROP TABLE temp.host_rank")
         set_setting(conn, "authority_computed_at", str(time.time()))
-    return {"pages": nodes, "links": len(sources), "seconds": time.perf_counter() - started}
+    return {
+        "hosts": len(hosts),
+        "links": len(pairs),
+        "trusted": len(trust),
+        "seconds": time.perf_counter() - started,
+    }

@@ -14,7 +14,9 @@ Anything that leaves nothing to search for is a :class:`QueryError` with a clear
 
 from __future__ import annotations
 
+import re
 import sqlite3
+import unicodedata
 from dataclasses import dataclass
 from typing import Any
 
@@ -39,6 +41,7 @@ SNIPPET_TOKENS = 16
 COLUMN_WEIGHTS = (10.0, 5.0, 1.0, 2.0)
 #: Characters of page text shown for a page that matched through link text only.
 PLAIN_SNIPPET_CHARS = 120
+_WORD = re.compile(r"\w+")
 #: Search engines: the derived tantivy index when current, else FTS5 (``auto``).
 ENGINES = ("auto", "fts5", "tantivy")
 
@@ -106,7 +109,7 @@ def search(
         raise QueryError("no current tantivy index: run 'geminibot index rebuild --db PATH'")
     if index is not None:
         hits = index.search(parsed, limit, authority=authority)
-        return _read_back(conn, expr, hits)
+        return _read_back(conn, parsed, hits)
     weights = ", ".join(str(w) for w in COLUMN_WEIGHTS)
     score = f"bm25(pages_fts, {weights})"
     if authority and has_authority(conn):
@@ -128,31 +131,53 @@ def search(
 
 
 def _read_back(
-    conn: sqlite3.Connection, expr: str, hits: list[tuple[int, float]]
+    conn: sqlite3.Connection, parsed: ParsedQuery, hits: list[tuple[int, float]]
 ) -> list[SearchResult]:
-    """Results for tantivy's (page id, score) hits, from the store, with FTS5 snippets.
+    """Results for tantivy's (page id, score) hits, read from the store.
 
-    Scores are negated so that, as with bm25 in FTS5, lower is better."""
+    Snippets come from :func:`text_snippet` over the stored text: FTS5's ``snippet()``
+    would run the whole MATCH again for each result (for ``prefix*`` queries, merging every
+    matching word's postings ten times over). Scores are negated so that, as with FTS5's
+    bm25, lower is better."""
     sql = (
-        "SELECT p.url, p.title, p.mime, p.lang, p.size, p.fetched_at,"
-        f" snippet(pages_fts, 2, '[', ']', '…', {SNIPPET_TOKENS}),"
-        f" snippet(pages_fts, 1, '[', ']', '…', {SNIPPET_TOKENS})"
-        " FROM pages_fts JOIN pages p ON p.id = pages_fts.rowid"
-        " WHERE pages_fts MATCH ? AND pages_fts.rowid = ?"
+        "SELECT p.url, p.title, p.mime, p.lang, p.size, p.fetched_at, f.body, f.headings"
+        " FROM pages_fts f JOIN pages p ON p.id = f.rowid WHERE f.rowid = ?"
     )
-    plain = (  # a page found through link text only: no match in its own text to show
-        "SELECT p.url, p.title, p.mime, p.lang, p.size, p.fetched_at,"
-        f" substr(pages_fts.body, 1, {PLAIN_SNIPPET_CHARS}), ''"
-        " FROM pages_fts JOIN pages p ON p.id = pages_fts.rowid WHERE pages_fts.rowid = ?"
-    )
+    words = [t for group in parsed.groups for t in group]
     results = []
     for page_id, score in hits:
-        row = conn.execute(sql, (expr, page_id)).fetchone()
-        if row is None:
-            row = conn.execute(plain, (page_id,)).fetchone()
-        if row is not None:  # None: deleted from the store since the index was built
-            results.append(_result(tuple(row), -score))
+        row = conn.execute(sql, (page_id,)).fetchone()
+        if row is None:  # deleted from the store since the index was built
+            continue
+        body, headings = row[6] or "", row[7] or ""
+        snippet = text_snippet(body, words) or text_snippet(headings, words)
+        results.append(_result((*row[:6], snippet or body[:PLAIN_SNIPPET_CHARS], ""), -score))
     return results
+
+
+def text_snippet(text: str, terms: list[Term], tokens: int = SNIPPET_TOKENS) -> str:
+    """About ``tokens`` words of ``text`` around the first searched word, searched words
+    in ``[...]`` as FTS5's snippet marks them; "" when none occurs."""
+    wanted = [_fold(w) for t in terms for w in _WORD.findall(t.text)]
+    prefixes = [_fold(t.text) for t in terms if t.prefix]
+    words = text.split()
+
+    def hit(word: str) -> bool:
+        folded = [_fold(w) for w in _WORD.findall(word)]
+        return any(w in wanted or w.startswith(tuple(prefixes)) for w in folded if w)
+
+    first = next((n for n, w in enumerate(words) if hit(w)), None)
+    if first is None:
+        return ""
+    start = max(0, first - tokens // 4)
+    window = words[start : start + tokens]
+    shown = " ".join(f"[{w}]" if hit(w) else w for w in window)
+    return ("…" if start else "") + shown + ("…" if start + tokens < len(words) else "")
+
+
+def _fold(word: str) -> str:
+    decomposed = unicodedata.normalize("NFKD", word.casefold())
+    return "".join(c for c in decomposed if not unicodedata.combining(c))
 
 
 def _result(row: tuple[Any, ...], score: float) -> SearchResult:

@@ -37,7 +37,7 @@ from geminibot.index.query import ParsedQuery, Term
 #: Index format of this module (a folder written by another is rebuilt, not read).
 FORMAT = 1
 #: bm25 boosts per field (FTS5's column weights, plus anchor text).
-FIELD_BOOSTS = {"title": 10.0, "headings": 5.0, "anchors": 4.0, "body": 1.0, "url": 2.0}
+FIELD_BOOSTS = {"title": 10.0, "headings": 5.0, "anchors": 1.0, "body": 1.0, "url": 2.0}
 #: Bytes of memory the index writer may use, and its threads.
 WRITER_HEAP = 200_000_000
 WRITER_THREADS = 1
@@ -163,6 +163,11 @@ def _open(folder: Path) -> tuple[TantivyIndex, dict[str, object]] | None:
     return built, manifest
 
 
+#: Indexes opened in this process, by folder, with their manifest's mtime (a rebuild
+#: replaces the folder and so the manifest).
+_OPENED: dict[Path, tuple[int, TantivyIndex]] = {}
+
+
 def store_generation(conn: sqlite3.Connection) -> int:
     """The store's largest page id: any page added or re-fetched raises it."""
     return int(conn.execute("SELECT coalesce(max(id), 0) FROM pages").fetchone()[0])
@@ -173,10 +178,19 @@ def open_current(conn: sqlite3.Connection) -> TantivyIndex | None:
     db = db_path_of(conn)
     if db is None or not index_dir(db).is_dir():
         return None
-    opened = _open(index_dir(db))
-    if opened is None or opened[0].built_max_id != store_generation(conn):
+    folder = index_dir(db)
+    try:
+        stamp = (folder / "manifest.json").stat().st_mtime_ns
+    except OSError:
         return None
-    return opened[0]
+    cached = _OPENED.get(folder)
+    if cached is None or cached[0] != stamp:
+        opened = _open(folder)
+        if opened is None:
+            return None
+        cached = _OPENED[folder] = (stamp, opened[0])
+    index = cached[1]
+    return index if index.built_max_id == store_generation(conn) else None
 
 
 def status(conn: sqlite3.Connection) -> dict[str, object]:
