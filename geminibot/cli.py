@@ -12,6 +12,7 @@ from geminibot.cliutil import run_command
 from geminibot.crawl import cli as crawl_cli
 from geminibot.gemini import cli as gemini_cli
 from geminibot.http import cli as http_cli
+from geminibot.index import cli as index_cli
 from geminibot.policy import cli as policy_cli
 
 
@@ -30,6 +31,7 @@ def build_parser() -> argparse.ArgumentParser:
     classify_cli.register(commands)
     crawl_cli.register(commands)
     http_cli.register(commands)
+    index_cli.register(commands)
     return parser
 
 

@@ -22,7 +22,8 @@ Layout (host ``i`` of ``hosts``, named ``h0000.space.test`` ...):
 - **Days.** On each day ``d >= 1`` a page ``/p/j`` changes with probability
   ``change_rate`` (decided by a hash, so which pages changed is known exactly:
   :meth:`Space.changed`); other URLs never change.
-- **Planted pages** for relevance evaluation (:data:`QUERIES`): topic pages with the query
+- **Planted pages** for relevance evaluation (:meth:`Space.queries`; a space too small
+  to hold them without crowding, such as a test's dozen hosts, has none): topic pages with the query
   in title and headings, anchor-text targets whose own text never says the query but many
   links to them do, and spam pages repeating a word on a link farm of unpopular hosts.
 """
@@ -126,6 +127,15 @@ TOPIC_PAGES, TOPIC_DISTRACTORS = 8, 24
 ANCHOR_TARGETS, ANCHOR_LINKERS, ANCHOR_DISTRACTORS = 3, 12, 12
 #: Good pages per spam query; spam pages (one per farm host).
 SPAM_GOOD, SPAM_PAGES = 6, 12
+#: Planted pages are among the first PLANT_DEPTH pages of a host's tree.
+PLANT_DEPTH = 64
+#: Pages planted in all, and on popular hosts (the best-linked fifth).
+PLANTED = (
+    len(TOPICS) * (TOPIC_PAGES + TOPIC_DISTRACTORS)
+    + len(ANCHORS) * (ANCHOR_TARGETS * (1 + ANCHOR_LINKERS) + ANCHOR_DISTRACTORS)
+    + len(SPAMS) * SPAM_GOOD
+)
+PLANTED_POPULAR = len(TOPICS) * TOPIC_PAGES // 2 + len(SPAMS) * SPAM_GOOD
 
 
 class Space:
@@ -248,13 +258,17 @@ class Space:
             return out
         rng = random.Random(self.seed * 31 + 7)
         live = [i for i in range(self.hosts) if self.answers(i, 0) and i not in self._spam_hosts]
+        popular = live[: max(1, len(live) // 5)]
+        room = sum(min(self.tree_size(i), PLANT_DEPTH) for i in live)
+        popular_room = sum(min(self.tree_size(i), PLANT_DEPTH) for i in popular)
+        if not self._spam_hosts or room < 2 * PLANTED or popular_room < 2 * PLANTED_POPULAR:
+            return out  # too small a space to plant in without crowding it
         taken: set[tuple[int, int]] = set()
 
-        def pick(popular: bool) -> tuple[int, int]:
+        def pick(among_popular: bool) -> tuple[int, int]:
             while True:
-                # Popular: among the best-linked fifth of the hosts.
-                i = rng.choice(live[: max(1, len(live) // 5)] if popular else live)
-                j = rng.randrange(min(self.tree_size(i), 64))
+                i = rng.choice(popular if among_popular else live)
+                j = rng.randrange(min(self.tree_size(i), PLANT_DEPTH))
                 if (i, j) not in taken:
                     taken.add((i, j))
                     return i, j
