@@ -146,20 +146,15 @@ class TantivyIndex:
 def _open(folder: Path) -> tuple[TantivyIndex, dict[str, object]] | None:
     try:
         manifest = json.loads((folder / "manifest.json").read_text())
-        if manifest.get("format") != FORMAT:
+        if not isinstance(manifest, dict) or manifest.get("format") != FORMAT:
             return None
+        max_page_id, authority = int(manifest["max_page_id"]), bool(manifest["authority"])
         index = tantivy.Index.open(str(folder / "tantivy"))
-    except (OSError, ValueError):
+    except (OSError, ValueError, RuntimeError, KeyError, TypeError):  # missing, damaged
         return None
     analyzer = _analyzer()
     index.register_tokenizer(_TOKENIZER, analyzer)
-    built = TantivyIndex(
-        index,
-        index.schema,
-        analyzer,
-        int(manifest["max_page_id"]),
-        bool(manifest["authority"]),
-    )
+    built = TantivyIndex(index, index.schema, analyzer, max_page_id, authority)
     return built, manifest
 
 

@@ -262,3 +262,23 @@ def test_cli_errors_are_one_line(tmp_path: Path, args: list[str], code: int, mes
     assert done.returncode == code
     assert message in done.stderr
     assert "Traceback" not in done.stderr
+
+
+@pytest.mark.parametrize("damage", ["manifest", "fields", "segments"])
+def test_a_damaged_index_falls_back_to_fts5(
+    db: sqlite3.Connection, tmp_path: Path, damage: str
+) -> None:
+    rebuild(db)
+    folder = index_dir(tmp_path / "crawl.db")
+    if damage == "manifest":
+        (folder / "manifest.json").write_text("{not json")
+    elif damage == "fields":
+        (folder / "manifest.json").write_text('{"format": 1}')
+    else:
+        for f in (folder / "tantivy").iterdir():
+            f.write_bytes(b"garbage")
+    assert open_current(db) is None
+    assert status(db)["built"] is False
+    assert urls(search(db, "orrery"))[0] == "gemini://a.test/orrery.gmi"
+    rebuild(db)  # and a rebuild repairs it
+    assert open_current(db) is not None
