@@ -38,6 +38,8 @@ from .space import DOMAIN, RATE_INTERVAL, Answer, Space
 MAX_REQUEST = 1026
 #: Seconds a client has for its TLS handshake and request line.
 REQUEST_TIMEOUT = 10.0
+#: Seconds to wait before accepting again after accept() failed.
+ACCEPT_BACKOFF = 0.05
 
 
 def wildcard_context() -> ssl.SSLContext:
@@ -90,7 +92,11 @@ class SpaceServer:
         async with trio.open_nursery() as nursery:
             task_status.started()
             while True:
-                accepted, _ = await listener.socket.accept()
+                try:
+                    accepted, _ = await listener.socket.accept()
+                except OSError:  # out of file descriptors and the like: back off
+                    await trio.sleep(ACCEPT_BACKOFF)
+                    continue
                 sock = socket.socket(
                     accepted.family, accepted.type, accepted.proto, fileno=accepted.detach()
                 )
