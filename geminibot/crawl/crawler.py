@@ -45,12 +45,21 @@ import trio
 
 from geminibot import __version__
 from geminibot.crawl.adapters import WEB_SLOW_DOWN, Adapter, Fetch, Response, adapter_for
+from geminibot.crawl.freshness import (
+    DAY,
+    LOG_RETENTION_DAYS,
+    canonical_key,
+    is_gone,
+    next_interval,
+    retry_delay,
+)
 from geminibot.crawl.frontier import Claim, Limits
 from geminibot.crawl.policy_files import PolicyFiles, Sent, Skip
 from geminibot.crawl.scheduler import Clock, Scheduler, TrioWallClock
 from geminibot.crawl.schemes import (
     host_key,
     host_name,
+    host_protocol,
     host_url,
     normalise,
     protocol_of,
@@ -60,6 +69,7 @@ from geminibot.crawl.store import (
     DecisionRecord,
     FetchedPage,
     FetchRecord,
+    Revisit,
     SqliteStore,
 )
 from geminibot.policy.robots2 import AskLedger, AskOutcome, AskRequest, AskResponse, ask_outcome
@@ -111,6 +121,7 @@ class CrawlOptions:
     concurrency: int = DEFAULT_CONCURRENCY
     test_range: bool = False
     follow: tuple[Scheme, ...] = ()  # protocols followed beyond the seeds' own
+    refresh: bool = False  # revisit every finished URL now, due or not
 
 
 @dataclass
@@ -123,6 +134,9 @@ class Progress:
     errors: int = 0
     refused: int = 0
     slow_downs: int = 0
+    revisits: int = 0  # finished URLs queued again when the run started (due, or --refresh)
+    unchanged: int = 0  # revisited pages found unchanged (not re-indexed)
+    gone: int = 0  # URLs that answered 51/52 (out of the index)
     queued: int = 0
     hosts_active: int = 0
     hosts_seen: int = 0
@@ -248,6 +262,9 @@ class Crawler:
         self._clock.start()
         self.check_settings()
         self.store.recover()
+        now = self.clock()
+        self.store.prune_logs(now - LOG_RETENTION_DAYS * DAY)
+        self.progress.revisits = self.store.revisit(now, self.options.refresh)
         self.scheduler.restore(self.store.host_states(), self.store.hosts_with_work())
         self._pages_before = self.store.count_pages()
         self._limiter = trio.CapacityLimiter(max(1, self.options.concurrency))
@@ -316,6 +333,12 @@ class Crawler:
                 self._skip(host, policy.reason or self.scheduler.skipped(host) or "skipped")
                 return
             while not self._stopping and not self._limit_reached():
+                if self.policy_files.expired(host):  # at most a day old (RFC 9309 2.4)
+                    policy = await self.policy_files.site_policy(host)
+                    if isinstance(policy, Skip):
+                        reason = policy.reason or self.scheduler.skipped(host) or "skipped"
+                        self._skip(host, reason)
+                        return
                 claim = self.store.claim(host, self.lease)
                 if claim is None:
                     self.scheduler.drop_work(host)
@@ -440,7 +463,11 @@ class Crawler:
                     return False
                 decision = policy.may_fetch(claim.url, self.bot, opens, asks)
         if not decision.allowed:
-            self.store.refused(self._decision(claim, decision))
+            # asked again when its interval says: a policy file may change its mind
+            previous = self.store.previous(claim.url)
+            interval = next_interval(previous.interval if previous else None, changed=False)
+            revisit = Revisit(self.clock() + interval, interval)
+            self.store.refused(self._decision(claim, decision), revisit)
             self.progress.refused += 1
             return True
         self._reserved += 1
@@ -456,10 +483,19 @@ class Crawler:
             self.store.slowed_down(sent.record)
             return True
         if sent.response.status is None or sent.response.cut:
-            self.store.failed(self._decision(claim, decision), sent.record)
+            self._failed(claim, decision, sent)
             return True
         self._index(claim, decision, sent, policy, adapter)
         return True
+
+    def _failed(self, claim: Claim, decision: FetchDecision, sent: Sent) -> None:
+        """Record a failed request; retried with back-off, a bounded number of times."""
+        previous = self.store.previous(claim.url)
+        attempts = (previous.attempts if previous else 0) + 1
+        delay = retry_delay(attempts)
+        retry = None if delay is None else self.clock() + delay
+        revisit = Revisit(retry, previous.interval if previous else None, attempts)
+        self.store.failed(self._decision(claim, decision), sent.record, revisit)
 
     def _index(
         self,
@@ -473,10 +509,25 @@ class Crawler:
         response, fetched_at = sent.response, sent.record.started
         extracted = adapter.extract(claim.url, claim.host, response, fetched_at)
         page, links = extracted.page, extracted.links
+        previous = self.store.previous(claim.url)
+        original = demote = None
         if page.content_hash is not None:
             original = self.store.duplicate_of(page.content_hash, page.url)
-            if original is not None:
+        gone = is_gone(host_protocol(claim.host), page.status)
+        unchanged = (
+            not gone
+            and previous is not None
+            and previous.status == page.status
+            and previous.content_hash == page.content_hash
+            and previous.duplicate_of == original
+        )
+        if original is not None and not unchanged:
+            if canonical_key(page.url) < canonical_key(original):
+                demote = original  # this URL is the better name of the body
+            else:
                 page, links = replace(page, duplicate_of=original, links=()), ()
+        interval = next_interval(previous.interval if previous else None, changed=not unchanged)
+        revisit = None if gone else Revisit(self.clock() + interval, interval)
         keeps_copies = _may_store(policy, self.bot)
         if not keeps_copies:
             # robots2.txt store: no / session-only: nothing of the content is persisted;
@@ -490,10 +541,16 @@ class Crawler:
                 sent.record,
                 page,
                 self.options.role,
-                self._followed(links, claim),
+                () if unchanged or gone else self._followed(links, claim),
+                revisit=revisit,
+                unchanged=unchanged,
+                gone=gone,
+                demote=demote,
             )
         )
         self.progress.pages += 1
+        self.progress.unchanged += unchanged
+        self.progress.gone += gone
         if woken:
             self.scheduler.add_work(woken)
             self._wake.set()

@@ -38,6 +38,9 @@ DEFAULT_MAX_DEPTH = 16
 #: Most URLs one host may put into the frontier (stops endless generated link mazes). With
 #: the default 10 s between requests that is well over an hour of one host's time per crawl.
 MAX_URLS_PER_HOST = 500
+#: How the per-host cap's trap reason ends (a trapped URL with it is queued once the host
+#: has room again).
+CAP_REASON = " URLs on the host"
 
 
 @dataclass(frozen=True)
@@ -77,10 +80,20 @@ class Frontier:
         ``"trapped: <bound>"`` (recorded, never fetched).
         """
         conn = self.conn
-        if conn.execute("SELECT 1 FROM urls WHERE url = ?", (url,)).fetchone():
-            return "known"
         parsed = parse_any(url)
+        url = str(parsed)  # normalised (geminibot.urls, RFC 3986 6.2.2) before the frontier
         host, path, has_query = host_key(url), parsed.path, parsed.query is not None
+        known = conn.execute("SELECT state, reason FROM urls WHERE url = ?", (url,)).fetchone()
+        if known is not None:
+            if known[0] == "trapped" and str(known[1]).endswith(CAP_REASON) and self._room(host):
+                # the per-host cap counts live URLs: room again, so the URL is queued now
+                conn.execute(
+                    "UPDATE urls SET state = 'queued', reason = NULL, updated_at = ? WHERE url = ?",
+                    (self.clock(), url),
+                )
+                conn.execute("UPDATE hosts SET urls_total = urls_total + 1 WHERE host = ?", (host,))
+                return "queued"
+            return "known"
         now = self.clock()
         conn.execute(
             "INSERT INTO hosts (host, first_seen) VALUES (?, ?) ON CONFLICT (host) DO NOTHING",
@@ -104,11 +117,8 @@ class Frontier:
             return f"URL longer than {lim.max_url_length} bytes"
         if depth > lim.max_depth:
             return f"deeper than {lim.max_depth} links"
-        (total,) = self.conn.execute(
-            "SELECT urls_total FROM hosts WHERE host = ?", (host,)
-        ).fetchone()
-        if total >= lim.max_urls_per_host:
-            return f"more than {lim.max_urls_per_host} URLs on the host"
+        if not self._room(host):
+            return f"more than {lim.max_urls_per_host}{CAP_REASON}"
         if has_query:
             (n,) = self.conn.execute(
                 "SELECT count(*) FROM urls WHERE host = ? AND path = ? AND has_query = 1"
@@ -118,6 +128,12 @@ class Frontier:
             if n >= lim.max_queries_per_path:
                 return f"more than {lim.max_queries_per_path} query strings on the path"
         return None
+
+    def _room(self, host: str) -> bool:
+        """Whether ``host`` has fewer live URLs (``hosts.urls_total``: queued, leased,
+        done, refused or failed; not trapped, not gone) than the per-host cap."""
+        row = self.conn.execute("SELECT urls_total FROM hosts WHERE host = ?", (host,)).fetchone()
+        return row is None or int(row[0]) < self.limits.max_urls_per_host
 
     def finish(self, url: str, state: str, reason: str | None = None) -> None:
         """Close a leased URL as done/refused/failed; call inside a transaction."""

@@ -58,11 +58,20 @@ class PolicyFiles:
         self.clock = clock
         self.request = request
         self.on_slow_down = on_slow_down
+        #: host -> when the first of the files its policy was read from expires
+        self.expires: dict[str, float] = {}
+
+    def expired(self, host: str) -> bool:
+        """Whether the policy last read for ``host`` rests on a file whose cached copy
+        has expired (RFC 9309 2.4: not used for more than 24 hours): read it again."""
+        return self.clock() >= self.expires.get(host, float("inf"))
 
     async def site_policy(self, host: str) -> SitePolicy | Skip:
         """The host's policy from its files, cached or fetched now, robots.txt first."""
         discovery = PolicyDiscovery(host_protocol(host), host_url(host, "/"))
         known: SitePolicy | None = None  # what the files read so far say (pace)
+        self.expires.pop(host, None)
+        expires = float("inf")
         while (request := discovery.next_request()) is not None:
             name = cache_name(host, request)
             cached = self.store.load_policy_file(host, name, self.clock())
@@ -72,6 +81,8 @@ class PolicyFiles:
                     return Skip()
             else:
                 discovery.receive(Fetched(cached.outcome, cached.body))
+            expires = min(expires, cached.expires_at)
+            self.expires[host] = expires
             if not request.is_chain_link:
                 if cached.outcome.kind == "unreachable":
                     # disallow everything until a later fetch succeeds: leave the URLs queued

@@ -16,6 +16,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Protocol
 
+from geminibot.crawl.freshness import Visit
 from geminibot.crawl.frontier import Claim, Frontier, Limits
 from geminibot.crawl.schemes import host_key
 from geminibot.index import Page, store_page, transaction
@@ -62,15 +63,34 @@ class DecisionRecord:
 
 
 @dataclass(frozen=True)
+class Revisit:
+    """When a finished URL is due again (None: never), its learned revisit interval and
+    its failed requests in a row (see :mod:`geminibot.crawl.freshness`)."""
+
+    next_visit: float | None
+    interval: float | None = None
+    attempts: int = 0
+
+
+@dataclass(frozen=True)
 class FetchedPage:
     """A fetched URL to commit: its decision, its request, the page for the index (kept as
-    ``role`` keeps pages) and its links to queue (url, depth, parent)."""
+    ``role`` keeps pages) and its links to queue (url, depth, parent).
+
+    ``unchanged``: the same status and body as last time: only its fetch time is updated
+    (nothing re-indexed, no links queued). ``gone``: it answered 51/52: out of the index
+    and of the host's live URLs. ``demote``: the canonical URL of the page's body until
+    now, which becomes an alias of this page (see ``canonical_key``)."""
 
     decision: DecisionRecord
     fetch: FetchRecord
     page: Page
     role: str
     links: Iterable[tuple[str, int, str]]
+    revisit: Revisit | None = None
+    unchanged: bool = False
+    gone: bool = False
+    demote: str | None = None
 
 
 @dataclass(frozen=True)
@@ -125,12 +145,32 @@ class CrawlStore(Protocol):
         """The URL's request was answered "slow down": log it, queue the URL again."""
         ...
 
-    def refused(self, decision: DecisionRecord) -> None: ...
-    def failed(self, decision: DecisionRecord, fetch: FetchRecord) -> None: ...
+    def refused(self, decision: DecisionRecord, revisit: Revisit | None = None) -> None: ...
+    def failed(
+        self, decision: DecisionRecord, fetch: FetchRecord, revisit: Revisit | None = None
+    ) -> None: ...
     def duplicate_of(self, content_hash: str, url: str) -> str | None: ...
     def fetched(self, fetched: FetchedPage) -> set[str]:
         """Commit a page, its decision and fetch, and its links into the frontier;
         returns the hosts that got newly queued URLs."""
+        ...
+
+    # -- freshness --
+    def previous(self, url: str) -> Visit | None:
+        """What the last visit of ``url`` left (None: never visited)."""
+        ...
+
+    def revisit(self, now: float, everything: bool = False) -> int:
+        """Queue the finished URLs due at ``now`` (``everything``: all of them, due or
+        not; ``gone`` and trapped ones never); returns how many."""
+        ...
+
+    def prune_logs(self, before: float) -> int:
+        """Delete the fetch and decision log rows older than ``before``; returns how many."""
+        ...
+
+    def aliases(self, url: str) -> list[str]:
+        """The URLs recorded as aliases of the canonical ``url`` (same body)."""
         ...
 
 
@@ -245,31 +285,124 @@ class SqliteStore(Frontier):
             self._log_fetch(fetch)
             super().release(fetch.url)
 
-    def refused(self, decision: DecisionRecord) -> None:
+    def refused(self, decision: DecisionRecord, revisit: Revisit | None = None) -> None:
         with transaction(self.conn):
             self._record_decision(decision)
             self.finish(decision.url, "refused", decision.reason)
+            self._schedule(decision.url, revisit)
 
-    def failed(self, decision: DecisionRecord, fetch: FetchRecord) -> None:
+    def failed(
+        self, decision: DecisionRecord, fetch: FetchRecord, revisit: Revisit | None = None
+    ) -> None:
         with transaction(self.conn):
             self._record_decision(decision)
             self._log_fetch(fetch)
             self.finish(decision.url, "failed", fetch.error)
+            self._schedule(decision.url, revisit)
 
     def duplicate_of(self, content_hash: str, url: str) -> str | None:
         return find_by_hash(self.conn, content_hash, url)
 
     def fetched(self, fetched: FetchedPage) -> set[str]:
         woken: set[str] = set()
+        page, url = fetched.page, fetched.decision.url
         with transaction(self.conn):
             self._record_decision(fetched.decision)
             self._log_fetch(fetched.fetch)
-            for link, depth, parent in fetched.links:
-                if self.add(link, depth, parent) == "queued":
-                    woken.add(host_key(link))
-            store_page(self.conn, fetched.page, fetched.role)
-            self.finish(fetched.decision.url, "done")
+            if fetched.unchanged:
+                self.conn.execute(
+                    "UPDATE pages SET fetched_at = ?, meta = ? WHERE url = ?",
+                    (page.fetched_at, page.meta, page.url),
+                )
+                self.finish(url, "done")
+            else:
+                old = self.conn.execute(
+                    "SELECT content_hash, duplicate_of FROM pages WHERE url = ?", (page.url,)
+                ).fetchone()
+                if not fetched.gone:
+                    for link, depth, parent in fetched.links:
+                        if self.add(link, depth, parent) == "queued":
+                            woken.add(host_key(link))
+                store_page(self.conn, page, fetched.role)
+                if (
+                    old is not None
+                    and old[1] is None
+                    and (fetched.gone or old[0] != page.content_hash)
+                ):
+                    woken |= self._requeue_aliases(page.url)  # their canonical changed
+                if fetched.demote is not None:
+                    self._demote(fetched.demote, page.url)
+                if fetched.gone:
+                    self.finish(url, "gone", f"status {page.status}")
+                    self.conn.execute(
+                        "UPDATE hosts SET urls_total = max(0, urls_total - 1) WHERE host = ?",
+                        (host_key(url),),
+                    )
+                else:
+                    self.finish(url, "done")
+            self._schedule(url, fetched.revisit)
         return woken
+
+    def _schedule(self, url: str, revisit: Revisit | None) -> None:
+        if revisit is not None:
+            self.conn.execute(
+                "UPDATE urls SET next_visit = ?, revisit_interval = ?, attempts = ? WHERE url = ?",
+                (revisit.next_visit, revisit.interval, revisit.attempts, url),
+            )
+
+    def _requeue_aliases(self, url: str) -> set[str]:
+        """Queue the aliases of ``url`` again now (their body is no longer its body)."""
+        rows = self.conn.execute(
+            "UPDATE urls SET state = 'queued', lease = NULL, next_visit = NULL"
+            " WHERE state IN ('done', 'refused', 'failed')"
+            " AND url IN (SELECT url FROM pages WHERE duplicate_of = ?) RETURNING host",
+            (url,),
+        ).fetchall()
+        return {str(r[0]) for r in rows}
+
+    def _demote(self, old: str, new: str) -> None:
+        """``old`` (and its aliases) become aliases of ``new``; ``old`` leaves the index."""
+        self.conn.execute("UPDATE pages SET duplicate_of = ? WHERE duplicate_of = ?", (new, old))
+        row = self.conn.execute("SELECT id FROM pages WHERE url = ?", (old,)).fetchone()
+        if row is not None:
+            self.conn.execute("DELETE FROM pages_fts WHERE rowid = ?", (row[0],))
+            self.conn.execute("DELETE FROM links WHERE page_id = ?", (row[0],))
+            self.conn.execute(
+                "UPDATE pages SET duplicate_of = ?, title = '', text_indexed = 0 WHERE id = ?",
+                (new, row[0]),
+            )
+
+    # -- freshness --
+
+    def previous(self, url: str) -> Visit | None:
+        row = self.conn.execute(
+            "SELECT p.status, p.content_hash, p.duplicate_of, u.revisit_interval, u.attempts"
+            " FROM urls u LEFT JOIN pages p ON p.url = u.url WHERE u.url = ?",
+            (url,),
+        ).fetchone()
+        return None if row is None else Visit(*row)
+
+    def revisit(self, now: float, everything: bool = False) -> int:
+        due = "" if everything else " AND next_visit <= ?"
+        with transaction(self.conn):
+            cur = self.conn.execute(
+                "UPDATE urls SET state = 'queued', lease = NULL"
+                f" WHERE state IN ('done', 'refused', 'failed'){due}",
+                () if everything else (now,),
+            )
+            return cur.rowcount
+
+    def prune_logs(self, before: float) -> int:
+        with transaction(self.conn):
+            n = self.conn.execute("DELETE FROM fetches WHERE started_at < ?", (before,)).rowcount
+            n += self.conn.execute("DELETE FROM decisions WHERE at < ?", (before,)).rowcount
+        return n
+
+    def aliases(self, url: str) -> list[str]:
+        rows = self.conn.execute(
+            "SELECT url FROM pages WHERE duplicate_of = ? ORDER BY url", (url,)
+        ).fetchall()
+        return [str(r[0]) for r in rows]
 
 
 def cache_expiry(now: float, outcome: FetchOutcome) -> float:

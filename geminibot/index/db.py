@@ -119,8 +119,23 @@ _V1 = (
     )""",
 )
 
+# Freshness (docs/crawl.md): when each finished URL is due again, its learned revisit
+# interval and its failures in a row; a URL that answered 51/52 becomes "gone". Rows of an
+# older database are due one day after their last change (a failure: one hour).
+_V2 = (
+    "ALTER TABLE urls ADD COLUMN next_visit REAL",
+    "ALTER TABLE urls ADD COLUMN revisit_interval REAL",
+    "ALTER TABLE urls ADD COLUMN attempts INTEGER NOT NULL DEFAULT 0",
+    "UPDATE urls SET next_visit = updated_at + 86400 WHERE state IN ('done', 'refused')",
+    "UPDATE urls SET next_visit = updated_at + 3600, attempts = 1 WHERE state = 'failed'",
+    "CREATE INDEX urls_next_visit ON urls (next_visit) WHERE next_visit IS NOT NULL",
+    "CREATE INDEX pages_duplicate_of ON pages (duplicate_of) WHERE duplicate_of IS NOT NULL",
+    "CREATE INDEX fetches_started ON fetches (started_at)",
+    "CREATE INDEX decisions_at ON decisions (at)",
+)
+
 #: Append-only: MIGRATIONS[n - 1] takes a database from version n - 1 to n.
-MIGRATIONS: tuple[tuple[str, ...], ...] = (_V1,)
+MIGRATIONS: tuple[tuple[str, ...], ...] = (_V1, _V2)
 SCHEMA_VERSION = len(MIGRATIONS)
 
 
