@@ -118,6 +118,12 @@ def register(commands: Any) -> None:
     crawl.add_argument(
         "--warc-dir", metavar="DIR", help="--as archiver: WARC folder (default: DB.warc/)"
     )
+    crawl.add_argument(
+        "--refresh",
+        action="store_true",
+        help="revisit every page of the database now, due or not (default: only those "
+        "whose revisit interval has passed)",
+    )
     crawl.add_argument("--json", action="store_true", help="summary as one JSON object")
     crawl.set_defaults(run=run_crawl)
 
@@ -193,6 +199,7 @@ def _options(args: argparse.Namespace) -> tuple[list[str], CrawlOptions, Resolve
         concurrency=args.concurrency,
         test_range=args.test_range,
         follow=tuple(args.follow),
+        refresh=args.refresh,
     )
     return seeds, options, resolver
 
@@ -298,6 +305,9 @@ def _summary(
         "refused": p.refused,
         "errors": p.errors,
         "slow_downs": p.slow_downs,
+        "revisits": p.revisits,
+        "unchanged": p.unchanged,
+        "gone": p.gone,
         "queued": p.queued,
         "hosts": p.hosts_seen,
         "hosts_skipped": p.hosts_skipped,
@@ -316,6 +326,12 @@ def _summary(
         f"{p.slow_downs} slow-downs obeyed",
         file=out,
     )
+    if p.revisits:
+        print(
+            f"revisited: {p.revisits} URLs due again; {p.unchanged} pages unchanged "
+            f"(not re-indexed), {p.gone} gone (51/52, out of the index)",
+            file=out,
+        )
     for host, reason in sorted(p.hosts_skipped.items()):
         print(f"skipped for now: {host}: {reason}", file=out)
     if archive is not None:

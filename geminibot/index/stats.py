@@ -4,18 +4,42 @@ outcomes, policy refusals, and the state of the frontier."""
 from __future__ import annotations
 
 import sqlite3
+import time
 from typing import Any
 
 #: Longest list of per-host refusal counts reported.
 TOP_REFUSING_HOSTS = 10
+#: The index's age distribution: (label, upper bound in seconds since the page was last
+#: fetched), the last bucket open-ended.
+AGE_BUCKETS: tuple[tuple[str, float], ...] = (
+    ("under 1 day", 86_400.0),
+    ("1-7 days", 7 * 86_400.0),
+    ("7-30 days", 30 * 86_400.0),
+    ("over 30 days", float("inf")),
+)
 
 
 def _counts(conn: sqlite3.Connection, sql: str) -> dict[str, int]:
     return {str(k): int(v) for k, v in conn.execute(sql).fetchall()}
 
 
-def stats(conn: sqlite3.Connection) -> dict[str, Any]:
-    """A JSON-ready summary of the database."""
+def age_distribution(conn: sqlite3.Connection, now: float) -> dict[str, int]:
+    """Pages by the time since they were last fetched (:data:`AGE_BUCKETS`)."""
+    ages = {label: 0 for label, _ in AGE_BUCKETS}
+    bounds = [b for _, b in AGE_BUCKETS[:-1]]
+    case = " ".join(f"WHEN ? - fetched_at < ? THEN {i}" for i in range(len(bounds)))
+    args: list[float] = [x for b in bounds for x in (now, b)]
+    rows = conn.execute(
+        f"SELECT CASE {case} ELSE {len(bounds)} END, count(*) FROM pages GROUP BY 1", args
+    ).fetchall()
+    for bucket, n in rows:
+        ages[AGE_BUCKETS[int(bucket)][0]] = int(n)
+    return ages
+
+
+def stats(conn: sqlite3.Connection, now: float | None = None) -> dict[str, Any]:
+    """A JSON-ready summary of the database (page ages counted at ``now``, by default
+    the current time)."""
     one = conn.execute
     return {
         "hosts": int(one("SELECT count(*) FROM hosts").fetchone()[0]),
@@ -28,6 +52,7 @@ def stats(conn: sqlite3.Connection) -> dict[str, Any]:
             one("SELECT count(*) FROM pages WHERE duplicate_of IS NOT NULL").fetchone()[0]
         ),
         "links": int(one("SELECT count(*) FROM links").fetchone()[0]),
+        "age": age_distribution(conn, time.time() if now is None else now),
         "bytes": int(one("SELECT coalesce(sum(size), 0) FROM pages").fetchone()[0]),
         "requests": int(one("SELECT count(*) FROM fetches").fetchone()[0]),
         "status": _counts(
@@ -74,6 +99,7 @@ def format_stats(data: dict[str, Any]) -> str:
         ("status", "status"),
         ("MIME types", "mime"),
         ("robots outcomes", "robots"),
+        ("age (since last fetched)", "age"),
         ("frontier", "frontier"),
         ("trap bounds hit", "traps"),
         ("refusals by host", "refusals_by_host"),

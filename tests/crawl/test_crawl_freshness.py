@@ -1,0 +1,328 @@
+"""Keeping the index fresh: revisits on a learned interval, unchanged bodies not re-indexed,
+51 removes, failures retried with back-off, policy files re-read after 24 hours, logs
+pruned, the per-host cap over live URLs, duplicates under one canonical URL, normalised
+URLs queued once. A scripted site under trio's mock clock; days pass on a fake clock."""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+
+import trio
+from crawl_fakes import FakeSite, gmi
+
+from geminibot.crawl.crawler import Crawler, CrawlOptions, Progress, Response
+from geminibot.crawl.freshness import (
+    DAY,
+    INITIAL_REVISIT,
+    LOG_RETENTION_DAYS,
+    MAX_ATTEMPTS,
+    MAX_REVISIT,
+    MIN_REVISIT,
+    RETRY_BASE,
+    next_interval,
+    retry_delay,
+)
+from geminibot.crawl.frontier import Limits
+from geminibot.crawl.store import SqliteStore
+from geminibot.index import connect, search, stats
+from geminibot.policy.outcomes import MAX_CACHE_SECONDS
+
+T0 = 1.7e9
+ROBOTS = Response(20, "text/plain", b"User-agent: *\nDisallow: /private/\n")
+
+
+class FakeTime:
+    """Wall-clock seconds: a settable day offset plus trio's mock clock."""
+
+    def __init__(self) -> None:
+        self.offset = 0.0
+
+    def __call__(self) -> float:
+        return T0 + self.offset + trio.current_time()
+
+
+async def crawl(
+    db: Path, site: FakeSite, seeds: list[str], now: FakeTime, **kw: object
+) -> tuple[Progress, sqlite3.Connection]:
+    conn = connect(db)
+    opts = CrawlOptions(test_range=True, **kw)  # type: ignore[arg-type]
+    crawler = Crawler(conn, site.fetch, opts, wall_clock=now)
+    crawler.seed(seeds)
+    return await crawler.run(), conn
+
+
+def site() -> dict[str, Response | list[Response]]:
+    return {
+        "gemini://a.test/robots.txt": ROBOTS,
+        "gemini://a.test/": gmi("# Home\n=> /stable.gmi\n=> /moving.gmi\n=> /doomed.gmi\n"),
+        "gemini://a.test/stable.gmi": gmi("# Stable\nunchanging granite\n"),
+        "gemini://a.test/moving.gmi": gmi("# Moving\nfirst draft\n"),
+        "gemini://a.test/doomed.gmi": gmi("# Doomed\nephemeral mayfly\n"),
+    }
+
+
+def ids(conn: sqlite3.Connection) -> dict[str, int]:
+    return dict(conn.execute("SELECT url, id FROM pages").fetchall())
+
+
+def test_interval_rule_at_its_bounds() -> None:
+    assert next_interval(None, changed=True) == INITIAL_REVISIT
+    assert next_interval(DAY, changed=True) == DAY / 2
+    assert next_interval(DAY, changed=False) == 2 * DAY
+    assert next_interval(MIN_REVISIT, changed=True) == MIN_REVISIT
+    assert next_interval(MAX_REVISIT, changed=False) == MAX_REVISIT
+    assert retry_delay(1) == RETRY_BASE and retry_delay(2) == 2 * RETRY_BASE
+    assert retry_delay(MAX_ATTEMPTS - 1) is not None and retry_delay(MAX_ATTEMPTS) is None
+
+
+async def test_revisit_reindexes_changed_skips_unchanged_and_51_removes(
+    tmp_path: Path, autojump_clock: object
+) -> None:
+    pages, now, db = site(), FakeTime(), tmp_path / "c.db"
+    fake = FakeSite(pages)
+    _, conn = await crawl(db, fake, ["gemini://a.test/"], now)
+    before = ids(conn)
+    assert [r.url for r in search(conn, "mayfly")] == ["gemini://a.test/doomed.gmi"]
+    conn.close()
+
+    # Nothing is due an hour later: a second run fetches nothing.
+    now.offset = 3600.0
+    fake.log.clear()
+    progress, conn = await crawl(db, fake, ["gemini://a.test/"], now)
+    assert progress.revisits == 0 and fake.urls() == []
+    conn.close()
+
+    # A day later every page is due: one changed, one answers 51, the rest are the same.
+    pages["gemini://a.test/moving.gmi"] = gmi("# Moving\nsecond draft, revised\n")
+    pages["gemini://a.test/doomed.gmi"] = Response(51, "not found")
+    now.offset = INITIAL_REVISIT + 1
+    fake.log.clear()
+    progress, conn = await crawl(db, fake, ["gemini://a.test/"], now)
+    assert set(fake.urls()) >= set(before)
+    assert progress.revisits == 4 and progress.unchanged == 2 and progress.gone == 1
+    after = ids(conn)
+    assert after["gemini://a.test/stable.gmi"] == before["gemini://a.test/stable.gmi"]
+    assert after["gemini://a.test/"] == before["gemini://a.test/"]
+    assert after["gemini://a.test/moving.gmi"] != before["gemini://a.test/moving.gmi"]
+    assert [r.url for r in search(conn, "revised")] == ["gemini://a.test/moving.gmi"]
+    assert search(conn, "mayfly") == []  # 51: out of the index
+    assert search(conn, "granite")  # unchanged: still found
+    intervals = dict(conn.execute("SELECT url, revisit_interval FROM urls").fetchall())
+    assert intervals["gemini://a.test/stable.gmi"] == 2 * INITIAL_REVISIT  # unchanged: doubled
+    assert intervals["gemini://a.test/moving.gmi"] == INITIAL_REVISIT / 2  # changed: halved
+    store = SqliteStore(conn, now)
+    assert store.state_of("gemini://a.test/doomed.gmi") == ("gone", "status 51")
+    (total,) = conn.execute("SELECT urls_total FROM hosts WHERE host = 'a.test'").fetchone()
+    assert total == 3  # the gone URL no longer counts against the per-host cap
+    fetched = dict(conn.execute("SELECT url, fetched_at FROM pages").fetchall())
+    assert fetched["gemini://a.test/stable.gmi"] >= T0 + INITIAL_REVISIT  # seen again
+    data = stats(conn, now=T0 + INITIAL_REVISIT + 2 * DAY)
+    assert data["age"]["1-7 days"] == 4 and data["age"]["under 1 day"] == 0
+    conn.close()
+
+    # --refresh: everything again at once (the gone URL never).
+    fake.log.clear()
+    progress, conn = await crawl(db, fake, ["gemini://a.test/"], now, refresh=True)
+    assert progress.revisits == 3 and "gemini://a.test/doomed.gmi" not in fake.urls()
+    assert progress.unchanged == 3
+
+
+async def test_failures_are_retried_with_back_off_then_given_up(
+    tmp_path: Path, autojump_clock: object
+) -> None:
+    now, db = FakeTime(), tmp_path / "c.db"
+    pages: dict[str, Response | list[Response]] = {
+        "gemini://a.test/robots.txt": ROBOTS,
+        "gemini://a.test/": gmi("# Home\n=> /flaky.gmi\n"),
+        "gemini://a.test/flaky.gmi": Response(None, error="connection reset"),
+    }
+    fake = FakeSite(pages)
+    url = "gemini://a.test/flaky.gmi"
+    waits = []
+    for attempt in range(1, MAX_ATTEMPTS + 1):
+        _, conn = await crawl(db, fake, ["gemini://a.test/"], now)
+        state, next_visit, attempts = conn.execute(
+            "SELECT state, next_visit, attempts FROM urls WHERE url = ?", (url,)
+        ).fetchone()
+        assert (state, attempts) == ("failed", attempt)
+        conn.close()
+        if next_visit is None:
+            break
+        waits.append(next_visit - now())
+        now.offset = next_visit - T0 - trio.current_time() + 1
+    assert attempt == MAX_ATTEMPTS  # bounded: not retried after MAX_ATTEMPTS
+    assert [round(w / RETRY_BASE) for w in waits] == [1, 2, 4, 8]
+    assert fake.urls().count(url) == MAX_ATTEMPTS
+
+
+async def test_robots_txt_is_read_again_after_24_hours(
+    tmp_path: Path, autojump_clock: object
+) -> None:
+    """One run lasting two days (an hour between requests): robots.txt is fetched again
+    once its cached copy is 24 hours old, and what it now says is obeyed."""
+    pages: dict[str, Response | list[Response]] = {
+        "gemini://a.test/robots.txt": [
+            Response(20, "text/plain", b"User-agent: *\nCrawl-delay: 3600\n"),
+            Response(20, "text/plain", b"User-agent: *\nCrawl-delay: 3600\nDisallow: /late/\n"),
+        ],
+        "gemini://a.test/": gmi("".join(f"=> /late/{n}.gmi\n" for n in range(40))),
+    }
+    for n in range(40):
+        pages[f"gemini://a.test/late/{n}.gmi"] = gmi(f"# Page {n}\n")
+    fake = FakeSite(pages)
+    now = FakeTime()
+    _, conn = await crawl(tmp_path / "c.db", fake, ["gemini://a.test/"], now)
+    reads = [t for t, u in fake.log if u == "gemini://a.test/robots.txt"]
+    assert len(reads) == 2
+    assert MAX_CACHE_SECONDS <= reads[1] - reads[0] < MAX_CACHE_SECONDS + 2 * 3600
+    fetched = [u for t, u in fake.log if "/late/" in u]
+    assert all(t < reads[1] for t, u in fake.log if "/late/" in u)
+    assert 0 < len(fetched) < 40  # refused from the second reading on
+    refused = conn.execute("SELECT count(*) FROM urls WHERE state = 'refused'").fetchone()[0]
+    assert refused == 40 - len(fetched)
+
+
+async def test_logs_are_pruned_after_their_days(tmp_path: Path, autojump_clock: object) -> None:
+    now, db = FakeTime(), tmp_path / "c.db"
+    conn = connect(db)
+    cutoff = T0 - LOG_RETENTION_DAYS * DAY
+    for at in (cutoff - 10, cutoff + 10):
+        conn.execute(
+            "INSERT INTO fetches (url, host, status, started_at, duration)"
+            " VALUES ('gemini://a.test/old', 'a.test', 20, ?, 0)",
+            (at,),
+        )
+        conn.execute(
+            "INSERT INTO decisions (url, host, allowed, reason, at)"
+            " VALUES ('gemini://a.test/old', 'a.test', 1, 'x', ?)",
+            (at,),
+        )
+    conn.close()
+    _, conn = await crawl(db, FakeSite(site()), ["gemini://a.test/"], now)
+    old = "url = 'gemini://a.test/old'"
+    assert conn.execute(f"SELECT started_at FROM fetches WHERE {old}").fetchall() == [
+        (cutoff + 10,)
+    ]
+    assert conn.execute(f"SELECT at FROM decisions WHERE {old}").fetchall() == [(cutoff + 10,)]
+
+
+async def test_duplicates_collapse_under_the_canonical_url(
+    tmp_path: Path, autojump_clock: object
+) -> None:
+    body = "# Same\nidentical twins\n"
+    pages: dict[str, Response | list[Response]] = {
+        "gemini://a.test/robots.txt": ROBOTS,
+        # the longest URL is met first; the shortest becomes the canonical one
+        "gemini://a.test/": gmi("=> /copy/of/twins.gmi\n=> /twins.gmi?ref=x\n=> /t.gmi\n"),
+        "gemini://a.test/copy/of/twins.gmi": gmi(body),
+        "gemini://a.test/twins.gmi?ref=x": gmi(body),
+        "gemini://a.test/t.gmi": gmi(body),
+    }
+    now, db = FakeTime(), tmp_path / "c.db"
+    fake = FakeSite(pages)
+    _, conn = await crawl(db, fake, ["gemini://a.test/"], now)
+    assert [r.url for r in search(conn, "twins")] == ["gemini://a.test/t.gmi"]
+    store = SqliteStore(conn, now)
+    assert store.aliases("gemini://a.test/t.gmi") == [
+        "gemini://a.test/copy/of/twins.gmi",
+        "gemini://a.test/twins.gmi?ref=x",
+    ]
+    assert stats(conn)["duplicates"] == 2
+    conn.close()
+
+    # The canonical page changes: its aliases are fetched again the same run, and one of
+    # them becomes the canonical URL of the old body.
+    pages["gemini://a.test/t.gmi"] = gmi("# Other\nsomething else\n")
+    now.offset = INITIAL_REVISIT + 1
+    _, conn = await crawl(db, fake, ["gemini://a.test/"], now)
+    assert [r.url for r in search(conn, "twins")] == ["gemini://a.test/twins.gmi?ref=x"]
+    assert SqliteStore(conn, now).aliases("gemini://a.test/twins.gmi?ref=x") == [
+        "gemini://a.test/copy/of/twins.gmi"
+    ]
+    assert [r.url for r in search(conn, "something")] == ["gemini://a.test/t.gmi"]
+
+
+async def test_normalised_urls_are_queued_once(tmp_path: Path, autojump_clock: object) -> None:
+    variants = [
+        "gemini://A.TEST:1965/x.gmi",  # host case, default port
+        "/./x.gmi",  # dot segments
+        "/y/../x.gmi",
+        "/%78.gmi",  # an escaped unreserved character
+        "gemini://a.test/x.gmi#part",  # fragment
+    ]
+    pages: dict[str, Response | list[Response]] = {
+        "gemini://a.test/robots.txt": ROBOTS,
+        "gemini://a.test/": gmi(
+            "".join(f"=> {v}\n" for v in variants)
+            + "=> gemini://a.test\n=> /%7euser/\n=> /~user/\n"
+        ),
+        "gemini://a.test/x.gmi": gmi("# X\n"),
+        "gemini://a.test/~user/": gmi("# User\n"),
+    }
+    now = FakeTime()
+    fake = FakeSite(pages)
+    # the seed itself is not normalised by the caller here: the frontier does it
+    _, conn = await crawl(tmp_path / "c.db", fake, ["gemini://a.test:1965"], now)
+    urls = sorted(u for (u,) in conn.execute("SELECT url FROM urls"))
+    assert urls == ["gemini://a.test/", "gemini://a.test/x.gmi", "gemini://a.test/~user/"]
+    assert sorted(fake.urls()).count("gemini://a.test/x.gmi") == 1
+
+
+async def test_per_host_cap_counts_live_urls(tmp_path: Path, autojump_clock: object) -> None:
+    """A URL that answered 51 leaves the cap's count: a URL trapped by the cap earlier is
+    queued when it is met again."""
+    pages: dict[str, Response | list[Response]] = {
+        "gemini://a.test/robots.txt": ROBOTS,
+        "gemini://a.test/": gmi("=> /a.gmi\n=> /b.gmi\n=> /c.gmi\n"),
+        "gemini://a.test/a.gmi": gmi("# A\n"),
+        "gemini://a.test/b.gmi": gmi("# B\n"),
+        "gemini://a.test/c.gmi": gmi("# C\n"),
+    }
+    now, db = FakeTime(), tmp_path / "c.db"
+    fake = FakeSite(pages)
+    limits = Limits(max_urls_per_host=3)
+    _, conn = await crawl(db, fake, ["gemini://a.test/"], now, limits=limits)
+    store = SqliteStore(conn, now)
+    assert store.state_of("gemini://a.test/c.gmi") == ("trapped", "more than 3 URLs on the host")
+    conn.close()
+    pages["gemini://a.test/a.gmi"] = Response(52, "gone for good")
+    now.offset = INITIAL_REVISIT + 1
+    _, conn = await crawl(db, fake, ["gemini://a.test/"], now, limits=limits, refresh=True)
+    store = SqliteStore(conn, now)
+    assert store.state_of("gemini://a.test/a.gmi") == ("gone", "status 52")
+    # the home page was unchanged, so its links were not met again: --refresh of a changed
+    # home page meets them; the next run with a changed home page queues /c.gmi
+    pages["gemini://a.test/"] = gmi("# Home again\n=> /a.gmi\n=> /b.gmi\n=> /c.gmi\n")
+    conn.close()
+    _, conn = await crawl(db, fake, ["gemini://a.test/"], now, limits=limits, refresh=True)
+    assert SqliteStore(conn, now).state_of("gemini://a.test/c.gmi") == ("done", None)
+
+
+async def test_an_old_database_is_revisited_a_day_after_its_crawl(
+    tmp_path: Path, autojump_clock: object
+) -> None:
+    """A database from before revisits (schema 1): its finished URLs are due one day after
+    they were last changed, and then fetched again like any other."""
+    from test_crawl_policy_files import old_crawl
+
+    db = tmp_path / "old.db"
+    old_crawl(db)
+    conn = connect(db)  # upgraded in place
+    due = conn.execute(
+        "SELECT next_visit - updated_at FROM urls WHERE url = 'gemini://a.test/'"
+    ).fetchone()
+    assert due == (INITIAL_REVISIT,)
+    conn.close()
+    pages: dict[str, Response | list[Response]] = {
+        "gemini://a.test/robots.txt": ROBOTS,
+        "gemini://a.test/": gmi("# A\n"),
+    }
+    fake, now = FakeSite(pages), FakeTime()
+    now.offset = INITIAL_REVISIT  # the old home page was fetched at T0 - 100
+    progress, conn = await crawl(db, fake, ["gemini://a.test/"], now)
+    assert progress.revisits == 1 and "gemini://a.test/" in fake.urls()
+    # the old row had no text indexed; the revisit indexed it
+    assert conn.execute(
+        "SELECT text_indexed FROM pages WHERE url = 'gemini://a.test/'"
+    ).fetchone() == (1,)

@@ -1,0 +1,71 @@
+"""A revisit of the synthetic Geminispace on the same database (``geminibot crawl
+--refresh``, a subprocess): on day 1 exactly the pages the space says changed are
+re-indexed; the others are recognised by their hash and left as they were."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import sys
+from pathlib import Path
+from typing import Any
+
+import trio
+from geminispace import Space, SpaceServer, serving
+from geminispace.space import DOMAIN
+
+#: Bound on one crawl (seconds): far more than it needs, far less than a hang.
+CRAWL_LIMIT = 240.0
+
+
+async def crawl(server: SpaceServer, db: Path, *extra: str) -> dict[str, Any]:
+    space = server.space
+    seeds = [f"gemini://{space.host(i)}/" for i in range(space.hosts)]
+    argv = [sys.executable, "-m", "geminibot", "crawl", *seeds, "--db", str(db), *extra]
+    argv += ["--test-range", "--allow-host", f"*.{DOMAIN}", "--json", "--max-host-urls", "40"]
+    argv += ["--connect-to", f"*.{DOMAIN}:1965:127.0.0.1:{server.port}"]
+    with trio.fail_after(CRAWL_LIMIT):
+        done = await trio.run_process(argv, capture_stdout=True, capture_stderr=True, check=False)
+    assert done.returncode in (0, 1), done.stderr.decode()
+    summary: dict[str, Any] = json.loads(done.stdout)
+    return summary
+
+
+def tree_pages(conn: sqlite3.Connection) -> dict[tuple[str, int], tuple[int, str]]:
+    """(host, j) -> (row id, content hash) of every /p/j page fetched with 20."""
+    rows = conn.execute("SELECT url, id, content_hash FROM pages WHERE status = 20")
+    out = {}
+    for url, row_id, digest in rows:
+        host, _, path = url.removeprefix("gemini://").partition("/")
+        if path.startswith("p/") and path.endswith(".gmi"):
+            out[host, int(path[2:-4])] = (row_id, digest)
+    return out
+
+
+async def test_a_second_day_reindexes_only_what_changed(tmp_path: Path) -> None:
+    space = Space(8, 200, slow_seconds=0.05, change_rate=0.3)
+    server = SpaceServer(space, rate_interval=0.2)
+    db = tmp_path / "space.db"
+    async with serving(server):
+        await crawl(server, db)
+        before = tree_pages(sqlite3.connect(db))
+        server.day = 1
+        summary = await crawl(server, db, "--refresh")
+    after = tree_pages(sqlite3.connect(db))
+    changed = unchanged = 0
+    for (host, j), (row_id, digest) in before.items():
+        i = space.index_of(host)
+        assert i is not None
+        if not space.answers(i, 1):
+            # a vanished host's pages fail: the last copy stays indexed while retried
+            assert after[host, j] == (row_id, digest)
+            continue
+        new_id, new_digest = after[host, j]
+        if space.changed(i, j, 1):
+            changed += 1
+            assert new_digest != digest and new_id != row_id, (host, j)
+        else:
+            unchanged += 1
+            assert (new_id, new_digest) == (row_id, digest), (host, j)  # not re-indexed
+    assert changed > 5 and unchanged > 5
+    assert summary["revisits"] > 0 and summary["unchanged"] >= unchanged
