@@ -5,8 +5,10 @@ lookup and survives restarts. A row moves through these states:
 
 ``queued`` -> ``leased`` (claimed by a worker, in one transaction) -> ``done`` (the page,
 its links and the rows for those links committed in one transaction) or ``refused``
-(site policy said no) or ``failed`` (network/TLS error). A URL the trap bounds reject is
-stored as ``trapped`` with the bound it broke, and never fetched.
+(site policy said no) or ``failed`` (network/TLS error) or ``gone`` (it answered 51/52).
+A URL the trap bounds reject is stored as ``trapped`` with the bound it broke, and never
+fetched. A finished URL goes back to ``queued`` when it is due for a revisit
+(:mod:`geminibot.crawl.freshness`).
 
 Crash safety: a ``kill -9`` can only leave rows ``leased``. :meth:`Frontier.recover`, run
 once at start, puts them back to ``queued``; nothing else needs repair because every other
