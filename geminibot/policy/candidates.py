@@ -53,10 +53,10 @@ def rule_patterns(site: SitePolicy) -> list[tuple[str, bool]]:
             patterns.extend((rule.pattern, False) for g in robots.groups for rule in g.rules)
 
     from_robots(site.robots)
-    if site.robots_v2 is not None and site.robots_v2.has_version_lines:
+    if site.ext20 is not None and site.ext20.has_version_lines:
         patterns.extend(
             (r.pattern, r.kind == "glob")
-            for s in site.robots_v2.sets
+            for s in site.ext20.sets
             for r in s.rules
             if r.kind != "regex"
         )

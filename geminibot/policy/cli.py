@@ -12,10 +12,10 @@ from typing import Any
 from geminibot.cliutil import EXIT_NEGATIVE, EXIT_OK, CommandError, emit_json, read_source
 from geminibot.policy.agents_txt import parse_agents
 from geminibot.policy.diagnostics import Diagnostic, has_errors
+from geminibot.policy.ext20 import parse_ext20
 from geminibot.policy.render import FORMATS, PolicyError, load_policy, render
 from geminibot.policy.robots import VIRTUAL_AGENTS, parse_robots
 from geminibot.policy.robots2 import CATEGORIES, parse_robots2
-from geminibot.policy.robots20 import parse_v2
 from geminibot.policy.site_policy import (
     DIALECT_FILES,
     Bot,
@@ -299,7 +299,7 @@ def _lint_file(name: str, data: bytes) -> tuple[Diagnostic, ...]:
     if dialect == "robots2":
         return parse_robots2(data).diagnostics
     diags = list(parse_robots(data).diagnostics)
-    v2 = parse_v2(data)
+    v2 = parse_ext20(data)
     if v2.has_version_lines or any(s.rates or s.visit_times for s in v2.sets):
         seen = {(d.line, d.code) for d in diags}
         diags.extend(

@@ -71,8 +71,8 @@ def _tokens(policy: SitePolicy) -> set[str]:
     found: set[str] = set()
     for robots in _robots_files(policy):
         found |= robots.tokens
-    if policy.robots_v2 is not None:
-        found |= {a.lower() for s in policy.robots_v2.sets for a in s.agents}
+    if policy.ext20 is not None:
+        found |= {a.lower() for s in policy.ext20.sets for a in s.agents}
     return found
 
 

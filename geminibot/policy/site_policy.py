@@ -26,6 +26,7 @@ from datetime import datetime
 from typing import Literal
 
 from geminibot.policy.agents_txt import AgentsFile, parse_agents
+from geminibot.policy.ext20 import Ext20File, parse_ext20
 from geminibot.policy.outcomes import FetchOutcome, fetch_outcome
 from geminibot.policy.paths import path_of
 from geminibot.policy.robots import VIRTUAL_AGENTS, RobotsFile
@@ -45,7 +46,6 @@ from geminibot.policy.robots2 import (
     rate_seconds,
     resolve_chain,
 )
-from geminibot.policy.robots20 import V2File, parse_v2
 from geminibot.policy.textlines import numbered_lines
 
 Protocol = Literal["gemini", "http"]
@@ -179,7 +179,7 @@ class Fetched:
 class SitePolicy:
     protocol: Protocol
     robots: RobotsFile | None = None
-    robots_v2: V2File | None = None
+    ext20: Ext20File | None = None
     robots2: Chain | None = None
     #: Why robots2.txt counts as "restrict everything" (unreachable), else None.
     robots2_blocked: str | None = None
@@ -201,7 +201,7 @@ class SitePolicy:
         if robots is not None:
             policy.robots = robots.outcome.policy(robots.body)
             if robots.outcome.kind == "success":
-                policy.robots_v2 = parse_v2(robots.body or b"")
+                policy.ext20 = parse_ext20(robots.body or b"")
         if robots2 is not None:
             kind = robots2.outcome.kind
             if kind == "success":
@@ -276,7 +276,7 @@ class SitePolicy:
 
     def _robots_reasons(self, url: str, bot: Bot, at: datetime) -> list[Reason]:
         out: list[Reason] = []
-        v2 = self.robots_v2
+        v2 = self.ext20
         if v2 is not None and v2.has_version_lines:
             d2 = v2.decide(url, bot.token, bot.virtual_agents, bot.strict, at)
             for s in d2.sets:
@@ -341,8 +341,8 @@ class SitePolicy:
                 found.append(
                     DelayAnswer(crawl_delay, ROBOTS, line, f"Crawl-delay: {crawl_delay:g}")
                 )
-        if self.robots_v2 is not None:
-            rate = self.robots_v2.request_interval(bot.token, bot.virtual_agents, bot.strict, at)
+        if self.ext20 is not None:
+            rate = self.ext20.request_interval(bot.token, bot.virtual_agents, bot.strict, at)
             if rate is not None:
                 window = f" {rate.window}" if rate.window else ""
                 text = f"Request-rate: {rate.documents}/{rate.seconds:g}s{window}"

@@ -1,4 +1,7 @@
-"""Robot exclusion "version 2.0" rule sets (Sean Conner's proposed extensions).
+"""Robot exclusion "version 2.0" rule sets (Sean Conner's proposed extensions to robots.txt).
+
+Named ``ext20`` (and its types ``Ext20...``) so that no reader mistakes it for robots2.txt,
+the unrelated AI usage policy file of :mod:`geminibot.policy.robots2`.
 
 A robots.txt rule set becomes a 2.0 set when ``Robot-version: 2.x`` (even ``x``) directly
 follows its ``User-agent:`` lines; every other set is a 1.0 set. This module parses a whole
@@ -172,7 +175,7 @@ class RequestRate:
 
 
 @dataclass(frozen=True, slots=True)
-class V2Rule:
+class Ext20Rule:
     line: int
     allow: bool
     pattern: str
@@ -199,40 +202,40 @@ class V2Rule:
 
 
 @dataclass(frozen=True, slots=True)
-class RuleSet:
+class Ext20RuleSet:
     agents: tuple[str, ...]
     agent_lines: tuple[int, ...]
     kind: SetKind
     version: str | None
-    rules: tuple[V2Rule, ...]
+    rules: tuple[Ext20Rule, ...]
     rates: tuple[RequestRate, ...]
     visit_times: tuple[tuple[int, Window], ...]
     comments: tuple[tuple[int, str], ...]
 
 
 @dataclass(frozen=True, slots=True)
-class SetDecision:
+class Ext20SetDecision:
     """How one rule set judged one path."""
 
     role: Role
     token: str
-    rule_set: RuleSet
+    rule_set: Ext20RuleSet
     allowed: bool
-    rule: V2Rule | None
+    rule: Ext20Rule | None
     reason: str
     #: The line that decided: the rule's, the Visit-time's, else the first User-agent line.
     line: int = 0
 
 
 @dataclass(frozen=True, slots=True)
-class V2Decision:
+class Ext20Decision:
     allowed: bool
     path: str
-    sets: tuple[SetDecision, ...]
+    sets: tuple[Ext20SetDecision, ...]
     reason: str
 
     @property
-    def deciding(self) -> SetDecision | None:
+    def deciding(self) -> Ext20SetDecision | None:
         """The first set that refused, else the first set that applied."""
         for s in self.sets:
             if not s.allowed:
@@ -241,17 +244,17 @@ class V2Decision:
 
 
 @dataclass(frozen=True, slots=True)
-class AppliedSets:
+class Ext20AppliedSets:
     role: Role
     token: str
-    sets: tuple[RuleSet, ...]
+    sets: tuple[Ext20RuleSet, ...]
 
 
 @dataclass(frozen=True)
-class V2File:
-    sets: tuple[RuleSet, ...]
+class Ext20File:
+    sets: tuple[Ext20RuleSet, ...]
     diagnostics: tuple[Diagnostic, ...]
-    _selected: dict[tuple[str, tuple[str, ...], bool], tuple[AppliedSets, ...]] = field(
+    _selected: dict[tuple[str, tuple[str, ...], bool], tuple[Ext20AppliedSets, ...]] = field(
         default_factory=dict, repr=False, compare=False
     )
 
@@ -262,7 +265,7 @@ class V2File:
 
     def select(
         self, agent: str, virtual_agents: Iterable[str] = (), strict: bool = False
-    ) -> tuple[AppliedSets, ...]:
+    ) -> tuple[Ext20AppliedSets, ...]:
         """The rule sets that apply to a bot, grouped by the token that selected them."""
         key = (agent.lower(), tuple(virtual_agents), strict)
         found = self._selected.get(key)
@@ -272,27 +275,27 @@ class V2File:
 
     def _select(
         self, agent: str, virtual_agents: tuple[str, ...], strict: bool
-    ) -> tuple[AppliedSets, ...]:
+    ) -> tuple[Ext20AppliedSets, ...]:
         usable = [s for s in self.sets if s.kind != "ignored"]
 
-        def named(token: str) -> tuple[RuleSet, ...]:
+        def named(token: str) -> tuple[Ext20RuleSet, ...]:
             low = token.lower()
             return tuple(s for s in usable if low in (a.lower() for a in s.agents))
 
         own = named(agent) if agent and agent != "*" else ()
         virtual = [
-            AppliedSets("virtual", va, found)
+            Ext20AppliedSets("virtual", va, found)
             for va in dict.fromkeys(virtual_agents)
             if (found := named(va))
         ]
         default = tuple(s for s in usable if "*" in s.agents)
-        out: list[AppliedSets] = []
+        out: list[Ext20AppliedSets] = []
         if own:
-            out.append(AppliedSets("own", agent, own))
+            out.append(Ext20AppliedSets("own", agent, own))
         if strict or not own:
             out.extend(virtual)
         if default and (strict or not out):
-            out.append(AppliedSets("default", "*", default))
+            out.append(Ext20AppliedSets("default", "*", default))
         return tuple(out)
 
     def decide(
@@ -302,19 +305,19 @@ class V2File:
         virtual_agents: Iterable[str] = (),
         strict: bool = False,
         at: datetime | None = None,
-    ) -> V2Decision:
+    ) -> Ext20Decision:
         """Allowed only if every applicable set allows; ``at`` (UTC) checks Visit-time."""
         path = path_of(url)
         if path == "/robots.txt":
-            return V2Decision(True, path, (), "/robots.txt is always allowed")
-        judged: list[SetDecision] = []
+            return Ext20Decision(True, path, (), "/robots.txt is always allowed")
+        judged: list[Ext20SetDecision] = []
         for applied in self.select(agent, virtual_agents, strict):
             judged.extend(_judge(applied, path, at))
         if not judged:
-            return V2Decision(True, path, (), "no rule set applies: everything allowed")
+            return Ext20Decision(True, path, (), "no rule set applies: everything allowed")
         allowed = all(j.allowed for j in judged)
         first = next((j for j in judged if not j.allowed), judged[0])
-        return V2Decision(allowed, path, tuple(judged), first.reason)
+        return Ext20Decision(allowed, path, tuple(judged), first.reason)
 
     def visit_refusals(
         self,
@@ -353,9 +356,9 @@ class V2File:
         return best
 
 
-def _judge(applied: AppliedSets, path: str, at: datetime | None) -> list[SetDecision]:
+def _judge(applied: Ext20AppliedSets, path: str, at: datetime | None) -> list[Ext20SetDecision]:
     """One decision per set kind among the sets a token selected (merged per kind)."""
-    out: list[SetDecision] = []
+    out: list[Ext20SetDecision] = []
     sets = applied.sets
     for kind in ("1.0", "2.0"):
         group = [s for s in sets if s.kind == kind]
@@ -367,7 +370,9 @@ def _judge(applied: AppliedSets, path: str, at: datetime | None) -> list[SetDeci
         else:
             allowed, rule, reason = _decide_20(rules, path)
         line = rule.line if rule else group[0].agent_lines[0] if group[0].agent_lines else 0
-        out.append(SetDecision(applied.role, applied.token, group[0], allowed, rule, reason, line))
+        out.append(
+            Ext20SetDecision(applied.role, applied.token, group[0], allowed, rule, reason, line)
+        )
     if at is not None:
         for rule_set in sets:
             for line, window in rule_set.visit_times:
@@ -375,14 +380,14 @@ def _judge(applied: AppliedSets, path: str, at: datetime | None) -> list[SetDeci
                     reason = f"line {line}: Visit-time {window} UTC does not include {at:%H:%M}"
                     out.insert(
                         0,
-                        SetDecision(
+                        Ext20SetDecision(
                             applied.role, applied.token, rule_set, False, None, reason, line
                         ),
                     )
     return out
 
 
-def _decide_10(rules: list[V2Rule], path: str) -> tuple[bool, V2Rule | None, str]:
+def _decide_10(rules: list[Ext20Rule], path: str) -> tuple[bool, Ext20Rule | None, str]:
     best = longest_match(rules, path)
     if best is None:
         return True, None, "no rule matches (1.0 set): allowed"
@@ -390,7 +395,7 @@ def _decide_10(rules: list[V2Rule], path: str) -> tuple[bool, V2Rule | None, str
     return best.allow, best, f"line {best.line}: {best.text()} (1.0 longest match): {verdict}"
 
 
-def _decide_20(rules: list[V2Rule], path: str) -> tuple[bool, V2Rule | None, str]:
+def _decide_20(rules: list[Ext20Rule], path: str) -> tuple[bool, Ext20Rule | None, str]:
     for rule in rules:
         if rule.allow and rule.kind == "explicit" and rule.matches(path):
             return True, rule, f"line {rule.line}: {rule.text()} (explicit allow): allowed"
@@ -410,10 +415,10 @@ def _decide_20(rules: list[V2Rule], path: str) -> tuple[bool, V2Rule | None, str
     return True, None, "no rule of the 2.0 set matches: allowed"
 
 
-def parse_v2(data: bytes | str) -> V2File:
+def parse_ext20(data: bytes | str) -> Ext20File:
     """Parse a robots.txt under the version 2.0 reading. Never raises."""
     diags: list[Diagnostic] = []
-    sets: list[RuleSet] = []
+    sets: list[Ext20RuleSet] = []
     builder: _SetBuilder | None = None
     # The robots.txt engine reports the size cut; read the same whole lines as it does.
     data, _ = whole_lines_within(data, MAX_ROBOTS_BYTES)
@@ -464,7 +469,7 @@ def parse_v2(data: bytes | str) -> V2File:
     if builder is not None:
         sets.append(builder.build(diags))
     diags.sort(key=lambda d: d.line)
-    return V2File(tuple(sets), tuple(diags))
+    return Ext20File(tuple(sets), tuple(diags))
 
 
 class _SetBuilder:
@@ -576,13 +581,13 @@ class _SetBuilder:
                 )
             )
 
-    def build(self, diags: list[Diagnostic]) -> RuleSet:
+    def build(self, diags: list[Diagnostic]) -> Ext20RuleSet:
         # Rules are classified once the set's version is known.
         rules = [
             make_rule(line, allow, value, self.kind == "2.0", diags)
             for line, allow, value in self.raw_rules
         ]
-        return RuleSet(
+        return Ext20RuleSet(
             tuple(self.agents),
             tuple(self.agent_lines),
             self.kind,
@@ -642,12 +647,12 @@ def parse_rate(line: int, value: str, diags: list[Diagnostic]) -> RequestRate | 
 
 def make_rule(
     line: int, allow: bool, value: str, v2: bool, diags: list[Diagnostic]
-) -> V2Rule | None:
+) -> Ext20Rule | None:
     """Classify and compile one Allow/Disallow value (None for an empty value)."""
     if not value:
         return None
     if not v2:
-        return V2Rule(line, allow, pattern_text(value), "general")
+        return Ext20Rule(line, allow, pattern_text(value), "general")
     if value.startswith(REGEX_PREFIX):
         source = value[len(REGEX_PREFIX) :].strip()
         problem = None
@@ -662,8 +667,8 @@ def make_rule(
         if problem is not None:
             effect = "never matches" if allow else "matches every path"
             diags.append(Diagnostic(line, "error", "bad-regex", f"{problem}; this rule {effect}"))
-            return V2Rule(line, allow, source, "regex", False, None, True)
-        return V2Rule(
+            return Ext20Rule(line, allow, source, "regex", False, None, True)
+        return Ext20Rule(
             line, allow, source, "regex", (not allow) and source in _MATCH_ALL_REGEXES, compiled
         )
     # A literal '#' can only appear in a URL path escaped, as %23.
@@ -707,8 +712,8 @@ def make_rule(
                     f"write '{pattern}*' for everything below",
                 )
             )
-        return V2Rule(line, allow, pattern, "explicit")
+        return Ext20Rule(line, allow, pattern, "explicit")
     regex = re.compile(fnmatch.translate(pattern), re.DOTALL)
-    return V2Rule(
+    return Ext20Rule(
         line, allow, pattern, "glob", (not allow) and pattern in _MATCH_ALL_PATTERNS, regex
     )

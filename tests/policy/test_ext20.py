@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from fresh_python import run_python
 
-from geminibot.policy.robots20 import REGEX_PREFIX, Window, parse_v2, strip_comment
+from geminibot.policy.ext20 import REGEX_PREFIX, Window, parse_ext20, strip_comment
 
 FROMMITZ = (Path(__file__).parent / "data" / "frommitz-robots.txt").read_text()
 
@@ -92,7 +92,7 @@ BOTS = (
 
 @pytest.mark.parametrize("bot", BOTS)
 def test_frommitz_every_bot_every_page(bot: str) -> None:
-    robots = parse_v2(FROMMITZ)
+    robots = parse_ext20(FROMMITZ)
     wrong = {
         page: robots.decide(f"http://www.frommitz.biz{page}", bot, at=MORNING).reason
         for page in PAGES
@@ -103,7 +103,7 @@ def test_frommitz_every_bot_every_page(bot: str) -> None:
 
 
 def test_frommitz_parses_cleanly_with_the_right_set_kinds() -> None:
-    robots = parse_v2(FROMMITZ)
+    robots = parse_ext20(FROMMITZ)
     assert robots.diagnostics == ()
     assert [s.kind for s in robots.sets] == ["1.0", "1.0", "2.0", "2.0", "2.0", "2.0", "1.0"]
     assert robots.sets[5].comments[0][1].startswith("because you guys")
@@ -114,13 +114,13 @@ def test_frommitz_struck_disallow_star_would_not_change_alfred() -> None:
     text = FROMMITZ.replace(
         "Disallow: *.shtml                # don't", "Disallow: *\nDisallow: *.shtml  # don't"
     )
-    robots = parse_v2(text)
+    robots = parse_ext20(text)
     for page in PAGES:
         assert robots.decide(page, "alfred").allowed == (page in ALFRED_ALLOWED), page
 
 
 def test_frommitz_explicit_allow_beats_disallow_and_pattern_allow_does_not() -> None:
-    robots = parse_v2(FROMMITZ)
+    robots = parse_ext20(FROMMITZ)
     d = robots.decide("/images/index.html", "oscarbot")
     assert d.allowed and d.sets[0].rule is not None and d.sets[0].rule.kind == "explicit"
     d = robots.decide("/blackhole/info99.html", "oscarbot")  # Allow /blackhole/info* loses
@@ -133,7 +133,7 @@ def test_frommitz_explicit_allow_beats_disallow_and_pattern_allow_does_not() -> 
     [(5, 59, False), (6, 0, True), (8, 45, True), (8, 46, False), (23, 0, False)],
 )
 def test_frommitz_suckemdry_visit_time(hour: int, minute: int, allowed: bool) -> None:
-    robots = parse_v2(FROMMITZ)
+    robots = parse_ext20(FROMMITZ)
     at = datetime(2026, 11, 23, hour, minute, tzinfo=UTC)
     assert robots.decide("/index.html", "suckemdry", at=at).allowed is allowed
 
@@ -152,7 +152,7 @@ def test_frommitz_suckemdry_visit_time(hour: int, minute: int, allowed: bool) ->
     ],
 )
 def test_frommitz_vacuumweb_request_rate_windows(hour: int, seconds: float) -> None:
-    robots = parse_v2(FROMMITZ)
+    robots = parse_ext20(FROMMITZ)
     at = datetime(2026, 11, 23, hour, 30, tzinfo=UTC)
     for bot in ("vacuumweb", "spanwebbot", "spiderbot"):
         rate = robots.request_interval(bot, at=at)
@@ -160,7 +160,7 @@ def test_frommitz_vacuumweb_request_rate_windows(hour: int, seconds: float) -> N
 
 
 def test_frommitz_hackerbot_rate_and_others_none() -> None:
-    robots = parse_v2(FROMMITZ)
+    robots = parse_ext20(FROMMITZ)
     rate = robots.request_interval("hackerbot", at=MORNING)
     assert rate is not None and rate.interval == 1800.0 and rate.line == 56
     assert robots.request_interval("fredsbot", at=MORNING) is None
@@ -168,7 +168,7 @@ def test_frommitz_hackerbot_rate_and_others_none() -> None:
 
 def test_unwindowed_rates_slowest_normalised_wins() -> None:
     text = "User-agent: a\nRobot-version: 2.0\nRequest-rate: 100/24h\nRequest-rate: 10/60\n"
-    rate = parse_v2(text).request_interval("a")
+    rate = parse_ext20(text).request_interval("a")
     assert rate is not None and rate.interval == 864.0  # the document's example
 
 
@@ -185,7 +185,7 @@ def test_comment_only_at_line_start_or_after_whitespace() -> None:
     assert strip_comment("Disallow: * # we don't like this bot") == ("Disallow: * ", False)
     assert strip_comment("#so is this") == ("", False)
     assert strip_comment("Disallow: /a#b") == ("Disallow: /a#b", True)
-    robots = parse_v2("User-agent: x\nRobot-version: 2.0\nDisallow: /a#b\n")
+    robots = parse_ext20("User-agent: x\nRobot-version: 2.0\nDisallow: /a#b\n")
     assert not robots.decide("/a%23b", "x").allowed  # '#' in a path is always escaped
     assert robots.decide("/a", "x").allowed
     assert [d.code for d in robots.diagnostics] == ["ambiguous-comment"]
@@ -197,7 +197,7 @@ def test_regex_rules_use_the_tilde_prefix() -> None:
         "User-agent: r\nRobot-version: 2.0\n"
         f"Disallow: {REGEX_PREFIX} ^/blackhole/info9[89]\\.s?html$\n"
     )
-    robots = parse_v2(text)
+    robots = parse_ext20(text)
     assert robots.diagnostics == ()
     assert not robots.decide("/blackhole/info98.shtml", "r").allowed
     assert not robots.decide("/blackhole/info99.html", "r").allowed
@@ -205,7 +205,7 @@ def test_regex_rules_use_the_tilde_prefix() -> None:
 
 
 def test_glob_class_and_question_mark() -> None:
-    robots = parse_v2("User-agent: g\nRobot-version: 2.0\nDisallow: /info[0-9]?.html\n")
+    robots = parse_ext20("User-agent: g\nRobot-version: 2.0\nDisallow: /info[0-9]?.html\n")
     assert not robots.decide("/info98.html", "g").allowed
     assert robots.decide("/infox8.html", "g").allowed
     assert [d.code for d in robots.diagnostics] == ["glob-question-mark"]
@@ -228,14 +228,14 @@ def test_glob_class_and_question_mark() -> None:
 )
 def test_lint_finds_planted_error_on_its_line(line: str, code: str, level: str) -> None:
     text = f"# header\nUser-agent: bot\nRobot-version: 2.0\nAllow: /ok\n{line}\n"
-    found = [d for d in parse_v2(text).diagnostics if d.code == code]
+    found = [d for d in parse_ext20(text).diagnostics if d.code == code]
     assert found and found[0].line == 5 and found[0].level == level
 
 
 def test_bad_regex_disallow_fails_safe() -> None:
-    robots = parse_v2("User-agent: b\nRobot-version: 2.0\nDisallow: ~ [oops\n")
+    robots = parse_ext20("User-agent: b\nRobot-version: 2.0\nDisallow: ~ [oops\n")
     assert not robots.decide("/anything", "b").allowed
-    robots = parse_v2("User-agent: b\nRobot-version: 2.0\nAllow: ~ [oops\n")
+    robots = parse_ext20("User-agent: b\nRobot-version: 2.0\nAllow: ~ [oops\n")
     assert not robots.decide("/anything", "b").allowed  # the set has an allow: must match it
 
 
@@ -246,19 +246,19 @@ def test_versions_experimental_ignored_and_late_version_is_10() -> None:
         "User-agent: old\nRobot-version: 1.0\nDisallow: /x\n"
         "User-agent: *\nDisallow: /private\n"
     )
-    robots = parse_v2(text)
+    robots = parse_ext20(text)
     assert [s.kind for s in robots.sets] == ["ignored", "1.0", "1.0", "1.0"]
     assert robots.decide("/open", "exp").allowed  # falls back to '*'
     assert not robots.decide("/private", "exp").allowed
     assert not robots.decide("/x/y", "late").allowed  # 1.0 prefix reading
     codes = {d.code: d.line for d in robots.diagnostics}
     assert codes == {"experimental-version": 2, "late-version": 6}
-    assert parse_v2("User-agent: a\nRobot-version: 2.2.0\nAllow: /x\n").sets[0].kind == "2.0"
+    assert parse_ext20("User-agent: a\nRobot-version: 2.2.0\nAllow: /x\n").sets[0].kind == "2.0"
 
 
 def test_virtual_agent_modes_follow_the_core() -> None:
     text = "User-agent: indexer\nRobot-version: 2.0\nDisallow: *.gmi\nUser-agent: *\nDisallow: /a\n"
-    robots = parse_v2(text)
+    robots = parse_ext20(text)
     assert not robots.decide("/x.gmi", "geminibot", ["indexer"]).allowed
     assert robots.decide("/a/b", "geminibot", ["indexer"]).allowed
     assert not robots.decide("/a/b", "geminibot", ["indexer"], strict=True).allowed
@@ -277,10 +277,10 @@ HOSTILE_RULES = [
 #: Decides one hostile 2.0 rule, and hostile 1.0 wildcards read inside a 2.0 file.
 HOSTILE_PROGRAM = """
 import sys
-from geminibot.policy.robots20 import parse_v2
+from geminibot.policy.ext20 import parse_ext20
 path = "/" + "a" * 5000
-v2 = parse_v2("User-agent: *\\nRobot-version: 2.0\\n" + sys.argv[1] + "\\n")
-v1 = parse_v2(
+v2 = parse_ext20("User-agent: *\\nRobot-version: 2.0\\n" + sys.argv[1] + "\\n")
+v1 = parse_ext20(
     "User-agent: x\\nRobot-version: 2.0\\nDisallow: /x\\n\\n"
     "User-agent: *\\nDisallow: /*a*a*a*a*a*a*a*a*a*a*a*a*b\\n"
 )
@@ -301,7 +301,7 @@ def test_hostile_patterns_cannot_stall_a_decision(rule: str) -> None:
 
 def test_hostile_input_never_raises() -> None:
     junk = b"\xff\xfe\x00\nUser-agent: j\x00\nRobot-version: 2.0\nDisallow: ~ " + b"(" * 300 + b"\n"
-    robots = parse_v2(junk)
+    robots = parse_ext20(junk)
     assert [(d.line, d.code) for d in robots.diagnostics] == [
         (1, "unknown-field"),
         (4, "bad-regex"),
