@@ -121,7 +121,7 @@ MAX_ROBOTS2_BYTES = 500 * 1024
 #: Robots2 chains are followed at most this many files deep (the first file included).
 MAX_CHAIN_DEPTH = 3
 _LANGUAGE_TAG = re.compile(r"[A-Za-z]{2,8}(-[A-Za-z0-9]{1,8})*")
-_BLOCK = re.compile(r"\[\s*agent\s*:\s*([^\]]*?)\s*\]")
+_BLOCK = re.compile(r"\[\s*agent\s*:\s*([^\]]*?)\s*\]", re.IGNORECASE)
 _META = re.compile(r"#\s*meta\s*:\s*([A-Za-z][A-Za-z0-9_-]*)\s*:?\s*(.*)", re.IGNORECASE)
 
 
