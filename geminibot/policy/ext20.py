@@ -31,10 +31,9 @@ Project readings (docs/dialects.md has the reasons):
 
 from __future__ import annotations
 
-import fnmatch
 import re
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from typing import Literal, Protocol, TypeVar
 
@@ -42,14 +41,22 @@ import re2
 
 from geminibot.policy.diagnostics import Diagnostic
 from geminibot.policy.paths import path_of
-from geminibot.policy.robots import MAX_ROBOTS_BYTES, match_length
+from geminibot.policy.robots import (
+    MAX_ROBOTS_BYTES,
+    Group,
+    agent_token,
+    match_length,
+    parse_robots,
+    read_field,
+)
 from geminibot.policy.textlines import numbered_lines, pattern_text, whole_lines_within
 
 
 class RegexLike(Protocol):
-    """What a compiled rule pattern offers: Python's ``re`` for globs, RE2 for regexes."""
+    """What a compiled rule pattern offers (RE2, for regexes and for globs with ``?`` or
+    ``[...]``)."""
 
-    def match(self, string: str) -> object | None: ...
+    def fullmatch(self, string: str) -> object | None: ...
 
     def search(self, string: str) -> object | None: ...
 
@@ -58,6 +65,10 @@ class RegexLike(Protocol):
 #: backtracking ``re`` can be made to run for hours by a ten-character pattern).
 _RE2_OPTIONS = re2.Options()
 _RE2_OPTIONS.log_errors = False
+#: Globs: ``*``, ``?`` and ``[...]`` match any character, a newline too.
+_GLOB_OPTIONS = re2.Options()
+_GLOB_OPTIONS.log_errors = False
+_GLOB_OPTIONS.dot_nl = True
 
 
 def _re2_message(exc: Exception) -> str:
@@ -69,6 +80,11 @@ REGEX_PREFIX = "~"
 #: Longest regular expression accepted in a rule; longer ones are an error (and ignored
 #: for an allow, match-everything for a disallow).
 MAX_REGEX_LENGTH = 256
+#: Longest shell glob accepted in a rule (characters after percent-encoding normalisation);
+#: longer ones are an error, treated as an over-long regex is. A glob of ``*`` and literal
+#: text is matched as the RFC 9309 matcher matches (``str.find``, left-most segments: linear
+#: in the path); one with ``?`` or ``[...]`` runs on RE2 (linear in the path too).
+MAX_GLOB_LENGTH = 1024
 
 MatchKind = Literal["general", "explicit", "glob", "regex"]
 SetKind = Literal["1.0", "2.0", "ignored"]
@@ -78,24 +94,21 @@ _GLOB_CHARS = frozenset("*?[")
 _REGEX_HINTS = re.compile(r"\.\*|\.\+|\\[dws.]|[\^()|+{}]")
 _MATCH_ALL_PATTERNS = frozenset({"*", "/*", "**"})
 _MATCH_ALL_REGEXES = frozenset({"", ".*", "^.*", "^/", "^/.*", "/", ".*$", "^.*$"})
-_TOKEN = re.compile(r"[A-Za-z_-]+")
 _TIME = re.compile(r"^(\d{2}):?(\d{2})$")
 _RATE = re.compile(r"^(\d+)\s*/\s*(\d+(?:\.\d+)?)?\s*([smh]?)$", re.IGNORECASE)
 _UNIT_SECONDS = {"": 1, "s": 1, "m": 60, "h": 3600}
+#: The fields of a 2.0 file besides those :func:`read_field` reads as Google does
+#: (User-agent, Allow, Disallow, Sitemap, with Google's typos).
 _FIELD_ALIASES = {
     "user-agent": "user-agent",
-    "useragent": "user-agent",
-    "user agent": "user-agent",
     "allow": "allow",
     "disallow": "disallow",
-    "dissallow": "disallow",
-    "disalow": "disallow",
+    "sitemap": "sitemap",
     "robot-version": "robot-version",
     "robots-version": "robot-version",
     "request-rate": "request-rate",
     "visit-time": "visit-time",
     "comment": "comment",
-    "sitemap": "sitemap",
     "crawl-delay": "crawl-delay",
     "host": "host",
     "clean-param": "clean-param",
@@ -183,17 +196,24 @@ class Ext20Rule:
     default_deny: bool = False
     _regex: RegexLike | None = field(default=None, compare=False, repr=False)
     _broken: bool = False
+    #: What the pattern is matched against: the path with its query (1.0 rules, and 2.0
+    #: patterns that mention ``?``), else the path alone, so that a query string cannot
+    #: slip past a 2.0 rule (``Disallow: *.cgi`` refuses ``/order.cgi?item=1``).
+    with_query: bool = True
 
     def matches(self, path: str) -> bool:
         if self._broken:
             return not self.allow
         if self.kind == "general":
             return rfc_match_length(self.pattern, path) >= 0
+        if not self.with_query:
+            path = path.partition("?")[0]
         if self.kind == "explicit":
             return path == self.pattern
-        assert self._regex is not None
+        if self._regex is None:  # a glob of '*' and literal text: the RFC matcher, anchored
+            return rfc_match_length(self.pattern + "$", path) >= 0
         if self.kind == "glob":
-            return self._regex.match(path) is not None
+            return self._regex.fullmatch(path) is not None
         return self._regex.search(path) is not None
 
     def text(self) -> str:
@@ -420,6 +440,8 @@ def parse_ext20(data: bytes | str) -> Ext20File:
     diags: list[Diagnostic] = []
     sets: list[Ext20RuleSet] = []
     builder: _SetBuilder | None = None
+    # 1.0 sets are read exactly as the RFC 9309 engine (Google's reading) reads them.
+    google = parse_robots(data)
     # The robots.txt engine reports the size cut; read the same whole lines as it does.
     data, _ = whole_lines_within(data, MAX_ROBOTS_BYTES)
     lines = numbered_lines(data)
@@ -438,14 +460,14 @@ def parse_ext20(data: bytes | str) -> Ext20File:
                     "comment for RFC 9309 parsers",
                 )
             )
-        name, sep, value = text.partition(":")
-        key = _FIELD_ALIASES.get(name.strip().lower())
-        value = value.strip()
-        if not sep or key is None:
+        read = read_field(text)
+        key = _FIELD_ALIASES.get(read[0]) if read is not None else None
+        if read is None or key is None:
             diags.append(
                 Diagnostic(number, "info", "unknown-field", f"unknown line ignored: {text[:60]!r}")
             )
             continue
+        _, name, value = read
         if key == "user-agent":
             if builder is None or builder.has_body:
                 if builder is not None:
@@ -468,8 +490,27 @@ def parse_ext20(data: bytes | str) -> Ext20File:
         builder.add(number, key, value, diags)
     if builder is not None:
         sets.append(builder.build(diags))
+    groups = {agent.line: group for group in google.groups for agent in group.agents}
     diags.sort(key=lambda d: d.line)
-    return Ext20File(tuple(sets), tuple(diags))
+    return Ext20File(tuple(_as_google(s, groups) for s in sets), tuple(diags))
+
+
+def _as_google(rule_set: Ext20RuleSet, groups: dict[int, Group]) -> Ext20RuleSet:
+    """A 1.0 set with the rules Google's parser gives its User-agent lines.
+
+    The two readings can group lines differently (a ``Request-rate`` line ends a set here,
+    not a group there; ``#`` inside a value is a comment there): for a 1.0 set, the RFC
+    9309 reading decides, whatever else the file holds.
+    """
+    if rule_set.kind != "1.0":
+        return rule_set
+    group = groups.get(rule_set.agent_lines[0]) if rule_set.agent_lines else None
+    rules = tuple(
+        Ext20Rule(rule.line, rule.allow, rule.pattern, "general")
+        for rule in (group.rules if group is not None else ())
+        if rule.pattern
+    )
+    return replace(rule_set, rules=rules)
 
 
 class _SetBuilder:
@@ -485,11 +526,8 @@ class _SetBuilder:
         self.comments: list[tuple[int, str]] = []
 
     def add_agent(self, line: int, value: str, diags: list[Diagnostic]) -> None:
-        if value.startswith("*"):
-            token = "*"
-        elif m := _TOKEN.match(value):
-            token = m.group(0)
-        else:
+        token = agent_token(value)
+        if not token:
             diags.append(Diagnostic(line, "warning", "bad-agent", f"no product token in {value!r}"))
             return
         self.agents.append(token)
@@ -653,6 +691,7 @@ def make_rule(
         return None
     if not v2:
         return Ext20Rule(line, allow, pattern_text(value), "general")
+    with_query = "?" in value
     if value.startswith(REGEX_PREFIX):
         source = value[len(REGEX_PREFIX) :].strip()
         problem = None
@@ -660,17 +699,17 @@ def make_rule(
         if len(source) > MAX_REGEX_LENGTH:
             problem = f"regular expression longer than {MAX_REGEX_LENGTH} characters"
         else:
+            _note_class_non_ascii(line, source, diags)
             try:
-                compiled = re2.compile(source, options=_RE2_OPTIONS)
+                compiled = re2.compile(_regex_for_paths(source), options=_RE2_OPTIONS)
             except re2.error as exc:
                 problem = f"not a regular expression RE2 accepts: {_re2_message(exc)}"
         if problem is not None:
             effect = "never matches" if allow else "matches every path"
             diags.append(Diagnostic(line, "error", "bad-regex", f"{problem}; this rule {effect}"))
             return Ext20Rule(line, allow, source, "regex", False, None, True)
-        return Ext20Rule(
-            line, allow, source, "regex", (not allow) and source in _MATCH_ALL_REGEXES, compiled
-        )
+        default_deny = (not allow) and source in _MATCH_ALL_REGEXES
+        return Ext20Rule(line, allow, source, "regex", default_deny, compiled, False, with_query)
     # A literal '#' can only appear in a URL path escaped, as %23.
     pattern = pattern_text(value).replace("#", "%23")
     if _REGEX_HINTS.search(value):
@@ -712,8 +751,98 @@ def make_rule(
                     f"write '{pattern}*' for everything below",
                 )
             )
-        return Ext20Rule(line, allow, pattern, "explicit")
-    regex = re.compile(fnmatch.translate(pattern), re.DOTALL)
-    return Ext20Rule(
-        line, allow, pattern, "glob", (not allow) and pattern in _MATCH_ALL_PATTERNS, regex
+        return Ext20Rule(line, allow, pattern, "explicit", with_query=with_query)
+    default_deny = (not allow) and pattern in _MATCH_ALL_PATTERNS
+    if len(pattern) > MAX_GLOB_LENGTH:
+        effect = "never matches" if allow else "matches every path"
+        diags.append(
+            Diagnostic(
+                line,
+                "error",
+                "bad-glob",
+                f"shell glob longer than {MAX_GLOB_LENGTH} characters; this rule {effect}",
+            )
+        )
+        return Ext20Rule(line, allow, pattern, "glob", False, None, True)
+    if "?" not in pattern and "[" not in pattern:
+        return Ext20Rule(line, allow, pattern, "glob", default_deny, with_query=with_query)
+    try:
+        compiled_glob = re2.compile(_glob_expression(pattern), options=_GLOB_OPTIONS)
+    except re2.error as exc:
+        effect = "never matches" if allow else "matches every path"
+        message = f"not a shell glob: {_re2_message(exc)}; this rule {effect}"
+        diags.append(Diagnostic(line, "error", "bad-glob", message))
+        return Ext20Rule(line, allow, pattern, "glob", False, None, True)
+    return Ext20Rule(line, allow, pattern, "glob", default_deny, compiled_glob, False, with_query)
+
+
+def _glob_expression(glob: str) -> str:
+    """A shell glob as an RE2 expression for a whole-string match: ``*`` any run, ``?`` any
+    one character, ``[...]``/``[!...]`` a class (``]`` first is literal), an unclosed
+    ``[`` a literal ``[``; everything else literal."""
+    out: list[str] = []
+    i, n = 0, len(glob)
+    while i < n:
+        ch = glob[i]
+        i += 1
+        if ch == "*":
+            if not out or out[-1] != ".*":
+                out.append(".*")
+        elif ch == "?":
+            out.append(".")
+        elif ch == "[":
+            j = i + (glob[i : i + 1] == "!")
+            j += glob[j : j + 1] == "]"
+            end = glob.find("]", j)
+            if end == -1:
+                out.append(re.escape(ch))
+                continue
+            body = glob[i:end]
+            i = end + 1
+            negate = body.startswith("!")
+            body = body[1:] if negate else body
+            escaped = "".join("\\" + c if c in "\\^[]" else c for c in body)
+            out.append(f"[{'^' if negate else ''}{escaped}]")
+        else:
+            out.append(re.escape(ch))
+    return "".join(out)
+
+
+_HEX_ESCAPE = re.compile(r"%[0-9a-f]{2}", re.IGNORECASE)
+
+
+def _regex_for_paths(source: str) -> str:
+    """A regex as it must read to match normalised paths: each non-ASCII character as its
+    UTF-8 percent-encoding (in a group, so a quantifier after it still applies to the whole
+    character), ``%xx`` escapes with upper-case hex digits, as in the paths."""
+    source = _HEX_ESCAPE.sub(lambda m: m.group(0).upper(), source)
+    if source.isascii():
+        return source
+    return "".join(
+        ch
+        if ch.isascii()
+        else "(?:" + "".join(f"%{b:02X}" for b in ch.encode("utf-8", "surrogatepass")) + ")"
+        for ch in source
     )
+
+
+def _note_class_non_ascii(line: int, source: str, diags: list[Diagnostic]) -> None:
+    """Warn about a non-ASCII character inside ``[...]``: paths are percent-encoded, so a
+    class can only match one octet escape character by character."""
+    depth = 0
+    for ch in source:
+        if ch == "[":
+            depth += 1
+        elif ch == "]" and depth:
+            depth -= 1
+        elif depth and not ch.isascii():
+            diags.append(
+                Diagnostic(
+                    line,
+                    "warning",
+                    "non-ascii-class",
+                    f"{ch!r} inside [...] cannot match: paths are percent-encoded UTF-8; "
+                    "write alternatives instead, e.g. (?:é|è)",
+                )
+            )
+            return

@@ -38,6 +38,7 @@ Role = Literal["own", "virtual", "default"]
 
 _LINE_BREAK = re.compile(rb"\r\n|\r|\n")
 _PRODUCT_TOKEN = re.compile(rb"[A-Za-z_-]*")
+_PRODUCT_TOKEN_TEXT = re.compile(r"[A-Za-z_-]*")
 _WHITESPACE = b" \t"
 _BOM = b"\xef\xbb\xbf"
 
@@ -712,13 +713,13 @@ class _Collector:
         self._open = True
         self._separator = False
         value = _decode(raw)
-        if raw[:1] == b"*" and (len(raw) == 1 or raw[1:2].isspace()):
+        token = agent_token(value)
+        if token == "*":
             if len(raw) > 1:
                 self.note(line, "info", "agent-star-text", f"'{value}' is read as '*'")
             self._agents.append(AgentLine(line, value, "*"))
             return
         match = _PRODUCT_TOKEN.match(raw)
-        token = match.group(0).decode("ascii").lower() if match else ""
         if not token:
             self.note(
                 line,
@@ -809,6 +810,33 @@ class _Collector:
                 line, "warning", "sitemap-not-absolute", f"Sitemap '{url}' is not an absolute URL"
             )
         self.sitemaps.append(url)
+
+
+def agent_token(value: str) -> str:
+    """The product token a User-agent value (or a bot's own ``--agent``) matches as, as
+    Google's parser reads it: ``*`` for ``*`` alone or followed by whitespace, else the
+    leading run of ``[A-Za-z_-]`` lower-cased (``MJ12bot/1.0`` -> ``mj12bot``; "" if none)."""
+    if value[:1] == "*" and (len(value) == 1 or value[1:2].isspace()):
+        return "*"
+    match = _PRODUCT_TOKEN_TEXT.match(value)
+    return match.group(0).lower() if match else ""
+
+
+def read_field(text: str) -> tuple[str, str, str] | None:
+    """(kind, key as written, value) of one comment-free line, its key read as Google's
+    parser reads it: ``kind`` is ``user-agent``, ``allow``, ``disallow`` or ``sitemap``
+    (accepting Google's typos and key prefixes such as ``Disallowed``), else the key
+    lower-cased. A missing colon is accepted when the line is exactly two words. None for
+    a line that is not ``field: value``. The version 2.0 reading uses this too, so both
+    engines split a file into the same groups."""
+    parts = _split_key_value(text.strip().encode("utf-8", "surrogateescape"))
+    if parts is None:
+        return None
+    key, value, _ = parts
+    kind, _ = _key_kind(key.lower())
+    key_text = key.decode("utf-8", "surrogateescape")
+    value_text = value.decode("utf-8", "surrogateescape")
+    return (kind if kind != "other" else key_text.lower()), key_text, value_text
 
 
 def _decode(raw: bytes) -> str:

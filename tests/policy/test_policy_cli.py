@@ -98,3 +98,33 @@ def test_demo_runs() -> None:
     )
     assert proc.returncode == 0, proc.stderr
     assert "refused by policy" in proc.stdout and "== geminibot search" in proc.stdout
+
+
+def test_check_json_agrees_on_a_1_0_group_beside_a_version_group(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # Issue 13 item 1: the '*' group's typo lines stopped applying once a Robot-version
+    # group was in the file, and --json said "allowed": true beside a deciding Disallow.
+    path = tmp_path / "robots.txt"
+    path.write_text(
+        "User-agent: alfred\nRobot-version: 2.0\nDisallow: *.cgi\n\n"
+        "User-agent: *\nDisallow /secret\nDisallowed: /prefixed\ndiasllow: /d2\n"
+    )
+    code = main(["policy", "check", str(path), "--agent", "bot", "--json", "/secret", "/d2"])
+    records = [json.loads(x) for x in capsys.readouterr().out.splitlines()]
+    assert code == 1
+    assert [(r["allowed"], r["reasons"][0]["line"]) for r in records] == [(False, 6), (False, 8)]
+    assert all(not g["allowed"] for r in records for g in r["groups"])
+
+
+def test_lint_gives_the_2_0_reason_for_a_non_ascii_regex(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # Issue 13 item 4: lint said the regex "does not start with '/'" (the RFC reading).
+    path = tmp_path / "robots.txt"
+    path.write_text("User-agent: *\nRobot-version: 2.0\nDisallow: ~ ^/café\nAllow: ~ ^/[éè]\n")
+    assert main(["policy", "lint", str(path)]) == 0
+    out = capsys.readouterr().out
+    assert "pattern-no-slash" not in out
+    assert f"{path}:4: warning:" in out and "[non-ascii-class]" in out
+    assert main(["policy", "check", str(path), "--agent", "bot", "/café"]) == 1
