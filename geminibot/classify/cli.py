@@ -21,7 +21,15 @@ from geminibot.classify.profile import (
 from geminibot.classify.registry import Bot, RegistryError, load_registry
 from geminibot.classify.rules import Assignment, Classification
 from geminibot.classify.sources import site_from_source
-from geminibot.cliutil import EXIT_NEGATIVE, EXIT_OK, CommandError, emit_json, read_source
+from geminibot.cliutil import (
+    EXIT_NEGATIVE,
+    EXIT_OK,
+    CommandError,
+    emit_json,
+    read_source,
+    terminal_safe,
+)
+from geminibot.policy.robots import own_token
 
 
 def _activity_help() -> str:
@@ -181,10 +189,18 @@ def _profile(args: argparse.Namespace) -> tuple[Profile, Bot | None]:
             "classify: describe the bot in exactly one way: PROFILE.toml, --bot NAME or "
             "--does ACTIVITY,... (see 'geminibot classify --help')"
         )
+    agent: str | None = None
+    if args.agent is not None:
+        try:
+            agent, warning = own_token(args.agent)
+        except ValueError as exc:
+            raise CommandError(str(exc)) from None
+        if warning is not None:
+            print(f"geminibot: warning: {terminal_safe(warning)}", file=sys.stderr)
     try:
         if args.does:
             return (
-                profile_from_flags(args.does, token=args.agent, adapts_per_activity=args.adapts),
+                profile_from_flags(args.does, token=agent, adapts_per_activity=args.adapts),
                 None,
             )
         if args.bot:
@@ -194,8 +210,8 @@ def _profile(args: argparse.Namespace) -> tuple[Profile, Bot | None]:
             name, data = read_source(args.profile)
             profile = profile_from_toml(data, name)
             bot = None
-        if args.agent is not None:
-            profile = replace(profile, token=check_token(args.agent, "--agent"))
+        if agent is not None:
+            profile = replace(profile, token=check_token(agent, "--agent"))
         if args.adapts:
             profile = replace(profile, adapts_per_activity=True)
     except ProfileError as exc:

@@ -99,6 +99,8 @@ class Group:
     agents: tuple[AgentLine, ...]
     rules: tuple[Rule, ...]
     crawl_delay: float | None = None
+    #: The line of the Crawl-delay that set ``crawl_delay`` (the largest of the group's).
+    crawl_delay_line: int = 0
 
     @property
     def lines(self) -> tuple[int, ...]:
@@ -450,7 +452,8 @@ class _PlanEntry:
     role: Role
     lines: tuple[int, ...]
     matcher: _Matcher
-    crawl_delay: float | None
+    #: (seconds, line) of the largest Crawl-delay of the merged groups, or None.
+    crawl_delay: tuple[float, int] | None
 
 
 @dataclass(eq=False)
@@ -572,9 +575,16 @@ class RobotsFile:
         self, agent: str, virtual_agents: Iterable[str] = (), strict: bool = False
     ) -> float | None:
         """The largest Crawl-delay among the groups that apply, or None if none sets one."""
+        found = self.crawl_delay_rule(agent, virtual_agents, strict)
+        return found[0] if found is not None else None
+
+    def crawl_delay_rule(
+        self, agent: str, virtual_agents: Iterable[str] = (), strict: bool = False
+    ) -> tuple[float, int] | None:
+        """:meth:`crawl_delay` with the line of its ``Crawl-delay`` (the first, on a tie)."""
         delays = [e.crawl_delay for e in self._plan(agent, virtual_agents, strict)]
         present = [d for d in delays if d is not None]
-        return max(present) if present else None
+        return max(present, key=lambda d: (d[0], -d[1])) if present else None
 
     def applicable_groups(
         self, agent: str, virtual_agents: Iterable[str] = (), strict: bool = False
@@ -624,8 +634,9 @@ class RobotsFile:
             matcher = _matcher_for(rule for g in groups for rule in g.rules)
             self._matchers[token] = matcher
         lines = tuple(line for g in groups for line in g.lines)
-        delays = [g.crawl_delay for g in groups if g.crawl_delay is not None]
-        return _PlanEntry(token, role, lines, matcher, max(delays) if delays else None)
+        delays = [(g.crawl_delay, g.crawl_delay_line) for g in groups if g.crawl_delay is not None]
+        delay = max(delays, key=lambda d: (d[0], -d[1])) if delays else None
+        return _PlanEntry(token, role, lines, matcher, delay)
 
 
 def _explain(
@@ -671,6 +682,7 @@ class _Collector:
         self._agents: list[AgentLine] = []
         self._rules: list[Rule] = []
         self._delay: float | None = None
+        self._delay_line = 0
         self._open = False  # a group is being filled
         self._separator = False  # an Allow/Disallow line was seen since the last User-agent
         self._between: tuple[int, str] | None = None  # another line between User-agent lines
@@ -688,8 +700,10 @@ class _Collector:
                     "empty-group",
                     "group has no Allow or Disallow rule: everything is allowed to the agents it names",
                 )
-            self.groups.append(Group(tuple(self._agents), tuple(self._rules), self._delay))
-        self._agents, self._rules, self._delay = [], [], None
+            self.groups.append(
+                Group(tuple(self._agents), tuple(self._rules), self._delay, self._delay_line)
+            )
+        self._agents, self._rules, self._delay, self._delay_line = [], [], None, 0
         self._open = False
 
     def _note_joining(self, line: int, what: str) -> None:
@@ -799,8 +813,8 @@ class _Collector:
                 "delay-outside-group",
                 "Crawl-delay before any User-agent line is ignored",
             )
-        else:
-            self._delay = delay if self._delay is None else max(self._delay, delay)
+        elif self._delay is None or delay > self._delay:
+            self._delay, self._delay_line = delay, line
 
     def sitemap(self, line: int, raw: bytes) -> None:
         self._note_joining(line, "Sitemap")
@@ -820,6 +834,26 @@ def agent_token(value: str) -> str:
         return "*"
     match = _PRODUCT_TOKEN_TEXT.match(value)
     return match.group(0).lower() if match else ""
+
+
+def own_token(agent: str) -> tuple[str, str | None]:
+    """A bot's own product token (``--agent``) as it can match a User-agent line: cut as
+    :func:`agent_token` cuts a User-agent value, and a warning to show when the cut changed
+    it (None for a plain token). ValueError when ``agent`` has no product token."""
+    stripped = agent.strip()
+    token = agent_token(stripped)
+    if not token or token == "*":
+        raise ValueError(
+            f"--agent {agent!r} has no product token (letters, '-', '_'), e.g. --agent geminibot"
+        )
+    if len(token) == len(agent):
+        return agent, None
+    cut = stripped[: len(token)]
+    return cut, (
+        f"--agent '{agent}' is matched as '{cut}': a product token is the leading letters, "
+        f"'-' and '_', as Google's parser reads it (a 'User-agent: {stripped}' line is read "
+        f"as '{cut}' too)"
+    )
 
 
 def read_field(text: str) -> tuple[str, str, str] | None:

@@ -334,13 +334,10 @@ class SitePolicy:
         """Seconds between requests to this host: the most restrictive limit in force."""
         found: list[DelayAnswer] = []
         if self.robots is not None:
-            crawl_delay = self.robots.crawl_delay(bot.token, bot.virtual_agents, bot.strict)
-            if crawl_delay is not None:
-                groups = self.robots.applicable_groups(bot.token, bot.virtual_agents, bot.strict)
-                line = groups[0][2][0] if groups and groups[0][2] else 0
-                found.append(
-                    DelayAnswer(crawl_delay, ROBOTS, line, f"Crawl-delay: {crawl_delay:g}")
-                )
+            found_delay = self.robots.crawl_delay_rule(bot.token, bot.virtual_agents, bot.strict)
+            if found_delay is not None:
+                delay, line = found_delay
+                found.append(DelayAnswer(delay, ROBOTS, line, f"Crawl-delay: {delay:g}"))
         if self.ext20 is not None:
             rate = self.ext20.request_interval(bot.token, bot.virtual_agents, bot.strict, at)
             if rate is not None:
@@ -418,6 +415,19 @@ _ROBOTS2_LINE = re.compile(
     r"personali[sz]e|moneti[sz]e|attribution|link-back|rate|announce|honest|report-to|chain)\s*:)",
     re.IGNORECASE,
 )
+
+
+_ROBOTS_LINE = re.compile(r"\s*(user-?agent|allow|disallow|sitemap|crawl-delay)\s*:", re.IGNORECASE)
+
+
+def looks_like_policy(data: bytes | str) -> bool:
+    """Whether ``data`` reads as a policy file of some dialect by its content: a robots.txt
+    field line, a robots2.txt directive or block, or an agents.txt hash line."""
+    lines = [t for _, t in numbered_lines(data)]
+    content = [t for t in lines if t.strip() and not t.startswith("#")]
+    if content and _AGENTS_HASH_LINE.fullmatch(content[0]):
+        return True
+    return any(_ROBOTS_LINE.match(t) or _ROBOTS2_LINE.match(t) for t in content)
 
 
 def detect_dialect(name: str, data: bytes | str) -> Dialect:
