@@ -255,3 +255,16 @@ def test_classify_and_crawl_cut_the_agent_too(
     db = tmp_path / "crawl.db"
     assert main(["crawl", "gemini://127.0.0.1:1/", "--db", str(db), "--agent", "/1.0"]) == 2
     assert "has no product token" in _first(capsys.readouterr().err)
+
+
+def test_compare_reports_crawl_delay_at_its_own_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    web = tmp_path / "robots.txt"
+    web.write_text("User-agent: *\nDisallow: /a\n\nCrawl-delay: 9\n")
+    gemini = tmp_path / "gemini-robots.txt"
+    gemini.write_text("User-agent: *\nDisallow: /a\n")
+    assert main(["compare", "--web", str(web), "--gemini", str(gemini)]) == 1
+    out = capsys.readouterr().out
+    assert _first(out) == f"web:    {web}"
+    assert "wait  web 9 s (robots.txt:4 Crawl-delay: 9)" in out
