@@ -43,7 +43,12 @@ from geminibot.policy.diagnostics import Diagnostic
 from geminibot.policy.paths import path_of
 from geminibot.policy.robots import (
     MAX_ROBOTS_BYTES,
+    ROBOTS_PATH,
+    AppliedGroup,
+    Decision,
     Group,
+    Mode,
+    Role,
     agent_token,
     match_length,
     parse_robots,
@@ -88,7 +93,6 @@ MAX_GLOB_LENGTH = 1024
 
 MatchKind = Literal["general", "explicit", "glob", "regex"]
 SetKind = Literal["1.0", "2.0", "ignored"]
-Role = Literal["own", "virtual", "default"]
 
 _GLOB_CHARS = frozenset("*?[")
 _REGEX_HINTS = re.compile(r"\.\*|\.\+|\\[dws.]|[\^()|+{}]")
@@ -216,9 +220,24 @@ class Ext20Rule:
             return self._regex.fullmatch(path) is not None
         return self._regex.search(path) is not None
 
+    @property
+    def directive(self) -> str:
+        return "Allow" if self.allow else "Disallow"
+
     def text(self) -> str:
         shown = f"{REGEX_PREFIX} {self.pattern}" if self.kind == "regex" else self.pattern
-        return f"{'Allow' if self.allow else 'Disallow'}: {shown}"
+        return f"{self.directive}: {shown}"
+
+    def describe(self) -> str:
+        return f"'{self.text()}' (line {self.line}, {self.kind})"
+
+    def as_dict(self) -> dict[str, object]:
+        return {
+            "line": self.line,
+            "directive": self.directive,
+            "pattern": self.pattern,
+            "kind": self.kind,
+        }
 
 
 @dataclass(frozen=True, slots=True)
@@ -231,36 +250,6 @@ class Ext20RuleSet:
     rates: tuple[RequestRate, ...]
     visit_times: tuple[tuple[int, Window], ...]
     comments: tuple[tuple[int, str], ...]
-
-
-@dataclass(frozen=True, slots=True)
-class Ext20SetDecision:
-    """How one rule set judged one path."""
-
-    role: Role
-    token: str
-    rule_set: Ext20RuleSet
-    allowed: bool
-    rule: Ext20Rule | None
-    reason: str
-    #: The line that decided: the rule's, the Visit-time's, else the first User-agent line.
-    line: int = 0
-
-
-@dataclass(frozen=True, slots=True)
-class Ext20Decision:
-    allowed: bool
-    path: str
-    sets: tuple[Ext20SetDecision, ...]
-    reason: str
-
-    @property
-    def deciding(self) -> Ext20SetDecision | None:
-        """The first set that refused, else the first set that applied."""
-        for s in self.sets:
-            if not s.allowed:
-                return s
-        return self.sets[0] if self.sets else None
 
 
 @dataclass(frozen=True, slots=True)
@@ -325,19 +314,26 @@ class Ext20File:
         virtual_agents: Iterable[str] = (),
         strict: bool = False,
         at: datetime | None = None,
-    ) -> Ext20Decision:
-        """Allowed only if every applicable set allows; ``at`` (UTC) checks Visit-time."""
+    ) -> Decision:
+        """Allowed only if every applicable set allows; ``at`` (UTC) checks Visit-time.
+
+        The same :class:`~geminibot.policy.robots.Decision` as the RFC 9309 engine gives:
+        one :class:`~geminibot.policy.robots.AppliedGroup` per token and set kind (and per
+        Visit-time window that refuses), each with its own reason."""
         path = path_of(url)
-        if path == "/robots.txt":
-            return Ext20Decision(True, path, (), "/robots.txt is always allowed")
-        judged: list[Ext20SetDecision] = []
+        mode: Mode = "strict" if strict else "precedence"
+        if path == ROBOTS_PATH:
+            return Decision(url, path, True, mode, (), None, "/robots.txt is always allowed")
+        judged: list[AppliedGroup] = []
         for applied in self.select(agent, virtual_agents, strict):
             judged.extend(_judge(applied, path, at))
         if not judged:
-            return Ext20Decision(True, path, (), "no rule set applies: everything allowed")
+            reason = "no rule set applies: everything allowed"
+            return Decision(url, path, True, mode, (), None, reason)
         allowed = all(j.allowed for j in judged)
         first = next((j for j in judged if not j.allowed), judged[0])
-        return Ext20Decision(allowed, path, tuple(judged), first.reason)
+        deciding = first if not allowed else next((j for j in judged if j.rule), first)
+        return Decision(url, path, allowed, mode, tuple(judged), deciding.rule, first.reason)
 
     def visit_refusals(
         self,
@@ -376,9 +372,9 @@ class Ext20File:
         return best
 
 
-def _judge(applied: Ext20AppliedSets, path: str, at: datetime | None) -> list[Ext20SetDecision]:
+def _judge(applied: Ext20AppliedSets, path: str, at: datetime | None) -> list[AppliedGroup]:
     """One decision per set kind among the sets a token selected (merged per kind)."""
-    out: list[Ext20SetDecision] = []
+    out: list[AppliedGroup] = []
     sets = applied.sets
     for kind in ("1.0", "2.0"):
         group = [s for s in sets if s.kind == kind]
@@ -389,21 +385,23 @@ def _judge(applied: Ext20AppliedSets, path: str, at: datetime | None) -> list[Ex
             allowed, rule, reason = _decide_10(rules, path)
         else:
             allowed, rule, reason = _decide_20(rules, path)
-        line = rule.line if rule else group[0].agent_lines[0] if group[0].agent_lines else 0
-        out.append(
-            Ext20SetDecision(applied.role, applied.token, group[0], allowed, rule, reason, line)
-        )
+        lines = tuple(line for s in group for line in s.agent_lines)
+        out.append(AppliedGroup(applied.token, applied.role, lines, rule, allowed, reason))
     if at is not None:
         for rule_set in sets:
             for line, window in rule_set.visit_times:
                 if not window.contains(at):
                     reason = f"line {line}: Visit-time {window} UTC does not include {at:%H:%M}"
-                    out.insert(
-                        0,
-                        Ext20SetDecision(
-                            applied.role, applied.token, rule_set, False, None, reason, line
-                        ),
+                    refusal = AppliedGroup(
+                        applied.token,
+                        applied.role,
+                        rule_set.agent_lines,
+                        None,
+                        False,
+                        reason,
+                        line,
                     )
+                    out.insert(0, refusal)
     return out
 
 

@@ -72,6 +72,9 @@ class Rule:
     def directive(self) -> str:
         return "Allow" if self.allow else "Disallow"
 
+    def text(self) -> str:
+        return f"{self.directive}: {self.pattern}"
+
     def describe(self) -> str:
         text = f"'{self.directive}: {self.derived_from or self.pattern}' (line {self.line}"
         if self.derived_from is not None:
@@ -80,6 +83,29 @@ class Rule:
 
     def as_dict(self) -> dict[str, object]:
         return {"line": self.line, "directive": self.directive, "pattern": self.pattern}
+
+
+class DecidingRule(Protocol):
+    """What a decision says of the rule that decided: a robots.txt :class:`Rule`, or a
+    version 2.0 rule (:class:`geminibot.policy.ext20.Ext20Rule`)."""
+
+    @property
+    def line(self) -> int: ...
+    @property
+    def allow(self) -> bool: ...
+    @property
+    def pattern(self) -> str: ...
+    @property
+    def directive(self) -> str: ...
+    def text(self) -> str:
+        """The line as it reads: ``Disallow: /x``."""
+        ...
+
+    def describe(self) -> str:
+        """The rule and its line, quoted for an explanation."""
+        ...
+
+    def as_dict(self) -> dict[str, object]: ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -109,13 +135,29 @@ class Group:
 
 @dataclass(frozen=True, slots=True)
 class AppliedGroup:
-    """The rules for one token (all groups naming it, merged) and what they said."""
+    """The rules for one token (all groups naming it, merged) and what they said.
+
+    The one type for both engines: a version 2.0 file gives one per token and set kind
+    (and one per Visit-time window that refuses), with its own ``reason``."""
 
     token: str
     role: Role
     lines: tuple[int, ...]
-    rule: Rule | None
+    rule: DecidingRule | None
     allowed: bool
+    #: The group's own explanation (version 2.0 sets and Visit-time windows), else "".
+    reason: str = ""
+    #: The line that decided when it is not the rule's (a Visit-time line), else 0.
+    line: int = 0
+
+    @property
+    def deciding_line(self) -> int:
+        """The line that decided: a Visit-time's, the rule's, else the first User-agent's."""
+        if self.line:
+            return self.line
+        if self.rule is not None:
+            return self.rule.line
+        return self.lines[0] if self.lines else 0
 
     def describe(self) -> str:
         where = ", ".join(str(n) for n in self.lines)
@@ -129,6 +171,7 @@ class AppliedGroup:
             "lines": list(self.lines),
             "allowed": self.allowed,
             "rule": self.rule.as_dict() if self.rule else None,
+            **({"reason": self.reason} if self.reason else {}),
         }
 
 
@@ -143,7 +186,7 @@ class Decision:
     groups: tuple[AppliedGroup, ...]
     #: The deciding rule: for a refusal the first refusing group's rule; else the first rule
     #: that matched in an allowing group; None when no rule matched.
-    rule: Rule | None
+    rule: DecidingRule | None
     reason: str
 
     def as_dict(self) -> dict[str, object]:
@@ -156,6 +199,12 @@ class Decision:
             "mode": self.mode,
             "groups": [g.as_dict() for g in self.groups],
         }
+
+    @property
+    def deciding(self) -> AppliedGroup | None:
+        """The first group that refused, else the first group that applied."""
+        refusing = next((g for g in self.groups if not g.allowed), None)
+        return refusing or (self.groups[0] if self.groups else None)
 
 
 # --------------------------------------------------------------------------------------

@@ -279,25 +279,23 @@ class SitePolicy:
         v2 = self.ext20
         if v2 is not None and v2.has_version_lines:
             d2 = v2.decide(url, bot.token, bot.virtual_agents, bot.strict, at)
-            for s in d2.sets:
-                line = s.line
+            for g in d2.groups:
                 out.append(
                     Reason(
                         ROBOTS,
-                        line,
-                        s.rule.text() if s.rule else "",
-                        s.allowed,
-                        f"{s.reason} (User-agent {s.token})",
+                        g.deciding_line,
+                        g.rule.text() if g.rule else "",
+                        g.allowed,
+                        f"{g.reason} (User-agent {g.token})",
                     )
                 )
-            if not d2.sets:
+            if not d2.groups:
                 out.append(Reason(ROBOTS, 0, "", True, d2.reason))
             return out
         if self.robots is not None:
             d = self.robots.decide(url, bot.token, bot.virtual_agents, bot.strict)
             line = d.rule.line if d.rule else 0
-            rule = f"{d.rule.directive}: {d.rule.pattern}" if d.rule else ""
-            out.append(Reason(ROBOTS, line, rule, d.allowed, d.reason))
+            out.append(Reason(ROBOTS, line, d.rule.text() if d.rule else "", d.allowed, d.reason))
         if v2 is not None and path_of(url) != "/robots.txt":
             for line, window in v2.visit_refusals(bot.token, bot.virtual_agents, bot.strict, at):
                 text = f"Visit-time {window} UTC does not include {at:%H:%M}"

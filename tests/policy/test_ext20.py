@@ -129,10 +129,10 @@ def test_frommitz_struck_disallow_star_would_not_change_alfred() -> None:
 def test_frommitz_explicit_allow_beats_disallow_and_pattern_allow_does_not() -> None:
     robots = parse_ext20(FROMMITZ)
     d = robots.decide("/images/index.html", "oscarbot")
-    assert d.allowed and d.sets[0].rule is not None and d.sets[0].rule.kind == "explicit"
+    assert d.allowed and d.groups[0].rule is not None and d.groups[0].rule.kind == "explicit"
     d = robots.decide("/blackhole/info99.html", "oscarbot")  # Allow /blackhole/info* loses
-    assert not d.allowed and d.sets[0].rule is not None
-    assert d.sets[0].rule.pattern == "/blackhole/info99*"
+    assert not d.allowed and d.groups[0].rule is not None
+    assert d.groups[0].rule.pattern == "/blackhole/info99*"
 
 
 @pytest.mark.parametrize(
@@ -330,7 +330,7 @@ def test_a_version_group_does_not_change_how_1_0_groups_read(path: str) -> None:
     assert not parse_robots(TYPO_GROUP.split("\n\n")[1]).allowed(path, "bot")
     decision = parse_ext20(TYPO_GROUP).decide(path, "bot")
     assert not decision.allowed
-    assert decision.sets[0].rule is not None and decision.sets[0].rule.line in (6, 7, 8)
+    assert decision.groups[0].rule is not None and decision.groups[0].rule.line in (6, 7, 8)
 
 
 def test_a_1_0_set_gets_the_rules_google_groups_with_its_agent() -> None:
