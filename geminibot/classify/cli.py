@@ -25,11 +25,10 @@ from geminibot.cliutil import (
     EXIT_NEGATIVE,
     EXIT_OK,
     CommandError,
+    agent_option,
     emit_json,
     read_source,
-    terminal_safe,
 )
-from geminibot.policy.robots import own_token
 
 
 def _activity_help() -> str:
@@ -189,14 +188,7 @@ def _profile(args: argparse.Namespace) -> tuple[Profile, Bot | None]:
             "classify: describe the bot in exactly one way: PROFILE.toml, --bot NAME or "
             "--does ACTIVITY,... (see 'geminibot classify --help')"
         )
-    agent: str | None = None
-    if args.agent is not None:
-        try:
-            agent, warning = own_token(args.agent)
-        except ValueError as exc:
-            raise CommandError(str(exc)) from None
-        if warning is not None:
-            print(f"geminibot: warning: {terminal_safe(warning)}", file=sys.stderr)
+    agent = agent_option(args.agent) if args.agent is not None else None
     try:
         if args.does:
             return (

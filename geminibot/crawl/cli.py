@@ -14,7 +14,7 @@ from typing import Any, TextIO
 
 import trio
 
-from geminibot.cliutil import EXIT_NEGATIVE, EXIT_OK, CommandError, emit_json, terminal_safe
+from geminibot.cliutil import EXIT_NEGATIVE, EXIT_OK, CommandError, agent_option, emit_json
 from geminibot.crawl.crawler import (
     DEFAULT_AGENT,
     DEFAULT_CONCURRENCY,
@@ -39,7 +39,6 @@ from geminibot.gemini.client import GeminiClient
 from geminibot.http.client import DEFAULT_INFO_URL, WebClient, user_agent
 from geminibot.index import DatabaseError, QueryError, connect, search, stats
 from geminibot.index.stats import format_stats
-from geminibot.policy.robots import own_token
 
 #: Seconds between two progress log lines when standard error is not a terminal.
 LOG_INTERVAL = 5.0
@@ -189,15 +188,9 @@ def _options(args: argparse.Namespace) -> tuple[list[str], CrawlOptions, Resolve
                     f"--test-range is for local test capsules only: {url.host} is not on this "
                     "machine (use --connect-to to point test host names at 127.0.0.1)"
                 )
-    try:
-        agent, warning = own_token(args.agent)
-    except ValueError as exc:
-        raise CommandError(str(exc)) from None
-    if warning is not None:
-        print(f"geminibot: warning: {terminal_safe(warning)}", file=sys.stderr)
     options = CrawlOptions(
         role=args.role,
-        agent=agent,
+        agent=agent_option(args.agent),
         strict=args.strict,
         max_pages=args.max_pages,
         limits=Limits(max_depth=args.max_depth, max_urls_per_host=args.max_host_urls),

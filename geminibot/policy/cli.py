@@ -13,6 +13,7 @@ from geminibot.cliutil import (
     EXIT_NEGATIVE,
     EXIT_OK,
     CommandError,
+    agent_option,
     emit_json,
     read_source,
     terminal_safe,
@@ -21,7 +22,7 @@ from geminibot.policy.agents_txt import NOT_THIS_DIALECT, parse_agents
 from geminibot.policy.diagnostics import Diagnostic, has_errors
 from geminibot.policy.ext20 import parse_ext20
 from geminibot.policy.render import FORMATS, PolicyError, load_policy, render
-from geminibot.policy.robots import MAX_ROBOTS_BYTES, VIRTUAL_AGENTS, own_token, parse_robots
+from geminibot.policy.robots import MAX_ROBOTS_BYTES, VIRTUAL_AGENTS, parse_robots
 from geminibot.policy.robots2 import CATEGORIES, parse_robots2
 from geminibot.policy.site_policy import (
     DIALECT_FILES,
@@ -274,12 +275,7 @@ def _protocol(choice: str, urls: list[str]) -> str:
 
 def run_check(args: argparse.Namespace) -> int:
     vas = parse_virtual_agents(args.virtual_agents)
-    try:
-        agent, warning = own_token(args.agent)
-    except ValueError as exc:
-        raise CommandError(str(exc)) from None
-    if warning is not None:
-        print(f"geminibot: warning: {terminal_safe(warning)}", file=sys.stderr)
+    agent = agent_option(args.agent)
     more, urls = _split_sources(args.items)
     sources = [args.source, *more]
     if not urls:
