@@ -194,14 +194,15 @@ def parse_agents(data: bytes | str) -> AgentsFile:
     if size > MAX_AGENTS_BYTES:
         too_big = f"larger than {MAX_AGENTS_BYTES} bytes"
         diag = Diagnostic(0, "error", "size-limit", f"agents.txt is {size} bytes, {too_big}")
-        return AgentsFile((), (diag,), too_big, 0, None, None, ())
+        return AgentsFile((), (diag, _restricted_note(too_big)), too_big, 0, None, None, ())
     if isinstance(data, bytes):
         try:
             data.decode("utf-8")
         except UnicodeDecodeError as exc:
             line = data[: exc.start].count(b"\n") + 1
             diag = Diagnostic(line, "error", "not-utf8", "agents.txt is not valid UTF-8")
-            return AgentsFile((), (diag,), "not valid UTF-8", line, None, None, ())
+            fault = "not valid UTF-8"
+            return AgentsFile((), (_restricted_note(fault), diag), fault, line, None, None, ())
     metadata: list[tuple[str, str]] = []
     hash_line = 0
     declared: str | None = None
@@ -256,6 +257,8 @@ def parse_agents(data: bytes | str) -> AgentsFile:
                     Diagnostic(number, "warning", "unknown-parameter", f"unknown parameter {key!r}")
                 )
         directives.append(directive)
+    if fault is not None:
+        diags.append(_restricted_note(fault))
     diags.sort(key=lambda d: d.line)
     return AgentsFile(
         tuple(directives) if fault is None else (),
@@ -265,6 +268,16 @@ def parse_agents(data: bytes | str) -> AgentsFile:
         declared,
         computed,
         tuple(metadata),
+    )
+
+
+def _restricted_note(fault: str) -> Diagnostic:
+    """The file-wide finding that says what a fault does: the whole site is closed."""
+    return Diagnostic(
+        0,
+        "error",
+        "site-restricted",
+        f"{fault}: the whole site is restricted (every URL but {', '.join(ALWAYS_ALLOWED)})",
     )
 
 

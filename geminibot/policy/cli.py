@@ -237,8 +237,11 @@ def _file_notes(name: str, data: bytes) -> list[str]:
     notes: list[str] = []
     diags = _lint_file(name, data)
     errors = sum(1 for d in diags if d.level == "error")
+    restricted = next((d for d in diags if d.code == "site-restricted"), None)
     if any(d.code == "not-this-dialect" for d in diags):
         notes.append(f"note: {name} is {NOT_THIS_DIALECT}; ignored, it restricts nothing")
+    elif restricted is not None:
+        notes.append(f"warning: {name}: {restricted.message}")
     elif errors:
         notes.append(
             f"note: {name} has {errors} line(s) the parser ignores or cannot read; "

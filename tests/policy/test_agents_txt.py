@@ -106,7 +106,10 @@ def test_faults_each_restrict_with_the_line() -> None:
     assert_restricted(upper)
     syntax = make_file(["/status ALLOW", "/x allow"])
     f = parse_agents(syntax)
-    assert f.fault_line == 6 and [d.line for d in f.diagnostics if d.level == "error"] == [6]
+    assert f.fault_line == 6 and [d.line for d in f.diagnostics if d.level == "error"] == [0, 6]
+    # Lint says what the fault does, not only which line is wrong (issue 13 item 20).
+    assert f.diagnostics[0].code == "site-restricted"
+    assert "the whole site is restricted" in f.diagnostics[0].message
     assert_restricted(syntax)
     assert_restricted(make_file(["/d ALLOW limit=fast"]))
     assert_restricted(make_file(["/d ALLOW limit=0"]))
