@@ -201,8 +201,9 @@ def parse_agents(data: bytes | str) -> AgentsFile:
         except UnicodeDecodeError as exc:
             line = data[: exc.start].count(b"\n") + 1
             diag = Diagnostic(line, "error", "not-utf8", "agents.txt is not valid UTF-8")
-            fault = "not valid UTF-8"
-            return AgentsFile((), (_restricted_note(fault), diag), fault, line, None, None, ())
+            not_text = "not valid UTF-8"
+            notes = (_restricted_note(not_text), diag)
+            return AgentsFile((), notes, not_text, line, None, None, ())
     metadata: list[tuple[str, str]] = []
     hash_line = 0
     declared: str | None = None
