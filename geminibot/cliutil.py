@@ -13,8 +13,6 @@ import sys
 from collections.abc import Sequence
 from typing import Any, TextIO
 
-from geminibot.policy.robots import own_token
-
 EXIT_OK = 0
 EXIT_NEGATIVE = 1
 EXIT_USAGE = 2
@@ -86,15 +84,3 @@ def terminal_safe(text: str) -> str:
     """``text`` with what could steer a terminal (escape sequences, bare CR, ...) shown as
     ``\\xNN`` escapes: for any text from a file or a server on its way to a person."""
     return _TERMINAL_UNSAFE.sub(lambda m: f"\\x{ord(m.group()):02x}", text)
-
-
-def agent_option(value: str) -> str:
-    """``--agent`` of any command: the bot's product token, cut as Google's parser cuts a
-    User-agent line (a warning on stderr says so); a usage error when there is none."""
-    try:
-        token, warning = own_token(value)
-    except ValueError as exc:
-        raise CommandError(str(exc)) from None
-    if warning is not None:
-        print(f"geminibot: warning: {terminal_safe(warning)}", file=sys.stderr)
-    return token

@@ -21,14 +21,8 @@ from geminibot.classify.profile import (
 from geminibot.classify.registry import Bot, RegistryError, load_registry
 from geminibot.classify.rules import Assignment, Classification
 from geminibot.classify.sources import site_from_source
-from geminibot.cliutil import (
-    EXIT_NEGATIVE,
-    EXIT_OK,
-    CommandError,
-    agent_option,
-    emit_json,
-    read_source,
-)
+from geminibot.cliutil import EXIT_NEGATIVE, EXIT_OK, CommandError, emit_json, read_source
+from geminibot.policy.cli import agent_option
 
 
 def _activity_help() -> str:

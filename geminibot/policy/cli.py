@@ -13,7 +13,6 @@ from geminibot.cliutil import (
     EXIT_NEGATIVE,
     EXIT_OK,
     CommandError,
-    agent_option,
     emit_json,
     read_source,
     terminal_safe,
@@ -22,7 +21,7 @@ from geminibot.policy.agents_txt import NOT_THIS_DIALECT, parse_agents
 from geminibot.policy.diagnostics import Diagnostic, has_errors
 from geminibot.policy.ext20 import parse_ext20
 from geminibot.policy.render import FORMATS, PolicyError, load_policy, render
-from geminibot.policy.robots import MAX_ROBOTS_BYTES, VIRTUAL_AGENTS, parse_robots
+from geminibot.policy.robots import MAX_ROBOTS_BYTES, VIRTUAL_AGENTS, own_token, parse_robots
 from geminibot.policy.robots2 import CATEGORIES, parse_robots2
 from geminibot.policy.site_policy import (
     DIALECT_FILES,
@@ -187,6 +186,18 @@ def register(commands: Any) -> None:
     render_cmd.set_defaults(run=run_render)
 
 
+def agent_option(value: str) -> str:
+    """``--agent`` of any command: the bot's product token, cut as Google's parser cuts a
+    User-agent line (a warning on stderr says so); a usage error when there is none."""
+    try:
+        token, warning = own_token(value)
+    except ValueError as exc:
+        raise CommandError(str(exc)) from None
+    if warning is not None:
+        print(f"geminibot: warning: {terminal_safe(warning)}", file=sys.stderr)
+    return token
+
+
 def parse_virtual_agents(text: str) -> tuple[str, ...]:
     """``indexer,archiver`` -> ("indexer", "archiver"); unknown names are a usage error."""
     names = tuple(dict.fromkeys(n.strip().lower() for n in text.split(",") if n.strip()))
@@ -257,7 +268,9 @@ def _file_notes(name: str, data: bytes) -> list[str]:
     return notes
 
 
-def _load_sources(sources: list[str]) -> dict[Dialect, tuple[str, bytes]]:
+def load_sources(sources: list[str]) -> dict[Dialect, tuple[str, bytes]]:
+    """Read policy files and sort them by dialect (by name, else by content):
+    dialect -> (display name, bytes). Two files of one dialect are a usage error."""
     loaded: dict[Dialect, tuple[str, bytes]] = {}
     for source in sources:
         name, data = read_source(source)
@@ -283,7 +296,7 @@ def run_check(args: argparse.Namespace) -> int:
     sources = [args.source, *more]
     if not urls:
         raise CommandError("give at least one URL to check after the policy file(s)")
-    loaded = _load_sources(sources)
+    loaded = load_sources(sources)
     for name, data in loaded.values():
         for note in _file_notes(name, data):
             print(f"geminibot: {terminal_safe(note)}", file=sys.stderr)

@@ -23,7 +23,8 @@ from geminibot.classify.sources import (
     site_from_url,
 )
 from geminibot.cli import main
-from geminibot.gemini.client import GeminiClient, Limits
+from geminibot.gemini.client import GeminiClient
+from geminibot.net.limits import Limits
 from geminibot.policy.candidates import (
     BASE_PATHS,
     MAX_CANDIDATE_PATHS,

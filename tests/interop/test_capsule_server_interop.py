@@ -22,7 +22,8 @@ import trio
 
 from capsule_server.files import binary_sha256, large_robots, maze_page
 from capsule_server.server import CapsuleServer
-from geminibot.gemini.client import GeminiClient, Limits
+from geminibot.gemini.client import GeminiClient
+from geminibot.net.limits import Limits
 
 with warnings.catch_warnings():  # ignition imports the deprecated cgi module
     warnings.simplefilter("ignore", DeprecationWarning)

@@ -93,14 +93,6 @@ def test_lint(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert capsys.readouterr().out == ""
 
 
-def test_demo_runs() -> None:
-    proc = subprocess.run(
-        [sys.executable, "-m", "geminibot.demo"], capture_output=True, text=True, check=False
-    )
-    assert proc.returncode == 0, proc.stderr
-    assert "refused by policy" in proc.stdout and "== geminibot search" in proc.stdout
-
-
 def test_check_json_agrees_on_a_1_0_group_beside_a_version_group(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
