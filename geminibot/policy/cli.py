@@ -357,8 +357,9 @@ def _lint_file(name: str, data: bytes) -> tuple[Diagnostic, ...]:
         return parse_agents(data).diagnostics
     if dialect == "robots2":
         return parse_robots2(data).diagnostics
-    diags = list(parse_robots(data).diagnostics)
-    v2 = parse_ext20(data)
+    rfc9309 = parse_robots(data)
+    diags = list(rfc9309.diagnostics)
+    v2 = parse_ext20(data, rfc9309)
     if v2.has_version_lines or any(s.rates or s.visit_times for s in v2.sets):
         # A 2.0 set's rules are read by the 2.0 engine: what RFC 9309 would make of them
         # (a regex "does not start with '/'") is not what happens.

@@ -48,6 +48,7 @@ from geminibot.policy.robots import (
     Decision,
     Group,
     Mode,
+    RobotsFile,
     Role,
     agent_token,
     match_length,
@@ -433,13 +434,15 @@ def _decide_20(rules: list[Ext20Rule], path: str) -> tuple[bool, Ext20Rule | Non
     return True, None, "no rule of the 2.0 set matches: allowed"
 
 
-def parse_ext20(data: bytes | str) -> Ext20File:
-    """Parse a robots.txt under the version 2.0 reading. Never raises."""
+def parse_ext20(data: bytes | str, rfc9309: RobotsFile | None = None) -> Ext20File:
+    """Parse a robots.txt under the version 2.0 reading. Never raises.
+
+    1.0 sets are read exactly as the RFC 9309 engine reads the file: ``rfc9309`` is its
+    :func:`parse_robots` of the same ``data`` when the caller has it already."""
     diags: list[Diagnostic] = []
     sets: list[Ext20RuleSet] = []
     builder: _SetBuilder | None = None
-    # 1.0 sets are read exactly as the RFC 9309 engine (Google's reading) reads them.
-    google = parse_robots(data)
+    google = rfc9309 if rfc9309 is not None else parse_robots(data)
     # The robots.txt engine reports the size cut; read the same whole lines as it does.
     data, _ = whole_lines_within(data, MAX_ROBOTS_BYTES)
     lines = numbered_lines(data)

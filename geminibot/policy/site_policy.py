@@ -201,7 +201,7 @@ class SitePolicy:
         if robots is not None:
             policy.robots = robots.outcome.policy(robots.body)
             if robots.outcome.kind == "success":
-                policy.ext20 = parse_ext20(robots.body or b"")
+                policy.ext20 = parse_ext20(robots.body or b"", policy.robots)
         if robots2 is not None:
             kind = robots2.outcome.kind
             if kind == "success":
