@@ -34,7 +34,7 @@ from geminibot.policy.site_policy import (
 
 #: A further argument is a policy file only if its name says which policy it is.
 #: How much of a further argument's file is read to tell a policy file by its content.
-_SNIFF_BYTES = 64 * 1024
+SNIFF_BYTES = 64 * 1024
 _POLICY_FILE_NAME = re.compile(r"(robots|agents)[^/\\]*$", re.IGNORECASE)
 
 CHECK_EPILOG = """\
@@ -48,8 +48,9 @@ modes:
 sources and URLs:
   SOURCE (the first argument) is always a policy file, or - for stdin. After it, an
   argument is another policy file only while it names an existing file that is one by
-  its name (robots*, robots2*, agents*) or by its content (a robots.txt field line, a
-  robots2.txt directive, an agents.txt hash line); the first argument that is not, and
+  its name (robots*, robots2*, agents*) or by its content in its first 64 KiB (a
+  robots.txt field line, a robots2.txt directive, an agents.txt hash line); the first
+  argument that is not, and
   everything after it, is a URL or path to check, even if a local file has that name
   (/etc/passwd is a path on the host). At most one file of each dialect; the dialect
   comes from the name, else from the content.
@@ -236,7 +237,7 @@ def _is_policy_file(item: str) -> bool:
         return True
     try:
         with open(item, "rb") as f:
-            head = f.read(_SNIFF_BYTES)
+            head = f.read(SNIFF_BYTES)
     except OSError:
         return False
     return looks_like_policy(head)

@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from geminibot.cli import main
+from geminibot.policy.cli import SNIFF_BYTES
 from geminibot.policy.robots import MAX_ROBOTS_BYTES
 
 ROBOTS = b"User-agent: *\nDisallow: /private/\n\nUser-agent: indexer\nDisallow: /drafts/\n"
@@ -260,3 +261,21 @@ def test_compare_reports_crawl_delay_at_its_own_line(
     out = capsys.readouterr().out
     assert _first(out) == f"web:    {web}"
     assert "wait  web 9 s (robots.txt:4 Crawl-delay: 9)" in out
+
+
+@pytest.mark.parametrize(("extra", "is_source"), [(0, True), (1, False)])
+def test_a_further_source_is_told_by_its_first_sniff_bytes(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], extra: int, is_source: bool
+) -> None:
+    robots = tmp_path / "robots.txt"
+    robots.write_text("User-agent: *\nAllow: /\n")
+    other = tmp_path / "policy-b.txt"  # named neutrally: a policy only by its content
+    field = b"User-agent:"
+    pad = SNIFF_BYTES - len(field) + extra
+    other.write_bytes(b"#" * (pad - 1) + b"\n" + field + b" *\nDisallow: /\n")
+    code = main(["policy", "check", str(robots), str(other), "--agent", "b", "/a"])
+    out = capsys.readouterr().out
+    if is_source:  # two robots.txt files: a usage error
+        assert code == 2
+    else:  # the file is the first URL to check
+        assert code == 0 and _first(out) == f"allowed     {other}"
