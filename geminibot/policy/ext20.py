@@ -50,6 +50,8 @@ from geminibot.policy.robots import (
     Mode,
     RobotsFile,
     Role,
+    Rule,
+    _matcher_for,
     agent_token,
     match_length,
     parse_robots,
@@ -264,6 +266,7 @@ class Ext20AppliedSets:
 class Ext20File:
     sets: tuple[Ext20RuleSet, ...]
     diagnostics: tuple[Diagnostic, ...]
+    _prepared: _Prepared = field(default_factory=dict, repr=False, compare=False)
     _selected: dict[tuple[str, tuple[str, ...], bool], tuple[Ext20AppliedSets, ...]] = field(
         default_factory=dict, repr=False, compare=False
     )
@@ -327,7 +330,7 @@ class Ext20File:
             return Decision(url, path, True, mode, (), None, "/robots.txt is always allowed")
         judged: list[AppliedGroup] = []
         for applied in self.select(agent, virtual_agents, strict):
-            judged.extend(_judge(applied, path, at))
+            judged.extend(_judge(applied, path, at, self._prepared))
         if not judged:
             reason = "no rule set applies: everything allowed"
             return Decision(url, path, True, mode, (), None, reason)
@@ -373,7 +376,13 @@ class Ext20File:
         return best
 
 
-def _judge(applied: Ext20AppliedSets, path: str, at: datetime | None) -> list[AppliedGroup]:
+#: The prepared rules of the sets one token selected, per set kind (built once per file).
+_Prepared = dict[tuple[int, ...], "_Rules10 | _Rules20"]
+
+
+def _judge(
+    applied: Ext20AppliedSets, path: str, at: datetime | None, prepared: _Prepared
+) -> list[AppliedGroup]:
     """One decision per set kind among the sets a token selected (merged per kind)."""
     out: list[AppliedGroup] = []
     sets = applied.sets
@@ -381,8 +390,12 @@ def _judge(applied: Ext20AppliedSets, path: str, at: datetime | None) -> list[Ap
         group = [s for s in sets if s.kind == kind]
         if not group:
             continue
-        rules = [r for s in group for r in s.rules]
-        if kind == "1.0":
+        key = tuple(id(s) for s in group)
+        rules = prepared.get(key)
+        if rules is None:
+            merged = [r for s in group for r in s.rules]
+            rules = prepared[key] = _Rules10(merged) if kind == "1.0" else _Rules20.of(merged)
+        if isinstance(rules, _Rules10):
             allowed, rule, reason = _decide_10(rules, path)
         else:
             allowed, rule, reason = _decide_20(rules, path)
@@ -406,30 +419,112 @@ def _judge(applied: Ext20AppliedSets, path: str, at: datetime | None) -> list[Ap
     return out
 
 
-def _decide_10(rules: list[Ext20Rule], path: str) -> tuple[bool, Ext20Rule | None, str]:
-    best = longest_match(rules, path)
+class _Rules10:
+    """A merged 1.0 rule list on the robots.txt engine's matcher (longest match, allow
+    wins a tie, the first line reported), mapped back to its rules."""
+
+    __slots__ = ("_by_rule", "_matcher")
+
+    def __init__(self, rules: list[Ext20Rule]) -> None:
+        self._by_rule = {(r.line, r.allow, r.pattern): r for r in reversed(rules)}
+        self._matcher = _matcher_for(Rule(r.line, r.allow, r.pattern) for r in rules)
+
+    def best(self, path: str) -> Ext20Rule | None:
+        found = self._matcher.best(_AS_URL + path)
+        return self._by_rule[found.line, found.allow, found.pattern] if found else None
+
+
+def _decide_10(rules: _Rules10, path: str) -> tuple[bool, Ext20Rule | None, str]:
+    best = rules.best(path)
     if best is None:
         return True, None, "no rule matches (1.0 set): allowed"
     verdict = "allowed" if best.allow else "disallowed"
     return best.allow, best, f"line {best.line}: {best.text()} (1.0 longest match): {verdict}"
 
 
-def _decide_20(rules: list[Ext20Rule], path: str) -> tuple[bool, Ext20Rule | None, str]:
-    for rule in rules:
-        if rule.allow and rule.kind == "explicit" and rule.matches(path):
-            return True, rule, f"line {rule.line}: {rule.text()} (explicit allow): allowed"
-    for rule in rules:
-        if not rule.allow and not rule.default_deny and rule.matches(path):
-            return False, rule, f"line {rule.line}: {rule.text()} (disallow): disallowed"
-    for rule in rules:
-        if rule.allow and rule.kind != "explicit" and rule.matches(path):
-            return True, rule, f"line {rule.line}: {rule.text()} (pattern allow): allowed"
-    for rule in rules:
-        if rule.default_deny and rule.matches(path):
-            return False, rule, f"line {rule.line}: {rule.text()} (default deny): disallowed"
-    allows = [r for r in rules if r.allow]
-    if allows:
-        first = allows[0].line
+#: Put before a path for the robots.txt engine's matchers, which take a URL: a bare path
+#: starting with ``//`` would read as scheme-relative there.
+_AS_URL = "robots://h"
+
+
+class _Tier:
+    """The rules of one precedence tier of a 2.0 set, in file order, and the first that
+    matches a path without trying each: explicit rules by a dict lookup, ``*``-only globs
+    (the hostile kind: thousands fit in 500 KiB) first asked of one RFC 9309 matcher
+    (:func:`~geminibot.policy.robots._matcher_for`, the robots.txt engine's bounded
+    index) whether any of them matches at all; the rest (regexes, RE2 globs) in order."""
+
+    __slots__ = ("_explicit", "_others", "_star", "_stars")
+
+    def __init__(self, rules: Iterable[Ext20Rule]) -> None:
+        self._explicit: dict[str, tuple[int, Ext20Rule]] = {}
+        self._stars: list[tuple[int, Ext20Rule]] = []
+        self._others: list[tuple[int, Ext20Rule]] = []
+        for index, rule in enumerate(rules):
+            if rule._broken or rule.kind in ("general", "regex"):
+                self._others.append((index, rule))
+            elif rule.kind == "explicit":
+                self._explicit.setdefault(rule.pattern, (index, rule))
+            elif rule._regex is None:
+                self._stars.append((index, rule))
+            else:
+                self._others.append((index, rule))
+        anchored = (Rule(r.line, False, r.pattern + "$") for _, r in self._stars)
+        self._star = _matcher_for(anchored) if self._stars else None
+
+    def first(self, path: str) -> Ext20Rule | None:
+        """The first rule of the tier (in file order) that matches ``path``."""
+        bare = path.partition("?")[0]
+        best: tuple[int, Ext20Rule] | None = self._explicit.get(bare)
+        for found in self._others:
+            if best is not None and found[0] > best[0]:
+                break
+            if found[1].matches(path):
+                best = found
+                break
+        if self._star is not None and self._star.best(_AS_URL + bare) is not None:
+            for found in self._stars:
+                if best is not None and found[0] > best[0]:
+                    break
+                if found[1].matches(path):
+                    best = found
+                    break
+        return best[1] if best is not None else None
+
+
+@dataclass(frozen=True, slots=True)
+class _Rules20:
+    """A merged 2.0 rule list split into its precedence tiers (built once per list)."""
+
+    explicit_allows: _Tier
+    disallows: _Tier
+    pattern_allows: _Tier
+    default_denies: _Tier
+    first_allow_line: int
+
+    @classmethod
+    def of(cls, rules: list[Ext20Rule]) -> _Rules20:
+        allows = [r for r in rules if r.allow]
+        return cls(
+            _Tier(r for r in allows if r.kind == "explicit"),
+            _Tier(r for r in rules if not r.allow and not r.default_deny),
+            _Tier(r for r in allows if r.kind != "explicit"),
+            _Tier(r for r in rules if r.default_deny),
+            allows[0].line if allows else 0,
+        )
+
+
+def _decide_20(rules: _Rules20, path: str) -> tuple[bool, Ext20Rule | None, str]:
+    if rule := rules.explicit_allows.first(path):
+        return True, rule, f"line {rule.line}: {rule.text()} (explicit allow): allowed"
+    if rule := rules.disallows.first(path):
+        return False, rule, f"line {rule.line}: {rule.text()} (disallow): disallowed"
+    if rule := rules.pattern_allows.first(path):
+        return True, rule, f"line {rule.line}: {rule.text()} (pattern allow): allowed"
+    if rule := rules.default_denies.first(path):
+        return False, rule, f"line {rule.line}: {rule.text()} (default deny): disallowed"
+    if rules.first_allow_line:
+        first = rules.first_allow_line
         return False, None, f"no allow rule of the 2.0 set (from line {first}) matches: disallowed"
     return True, None, "no rule of the 2.0 set matches: allowed"
 
