@@ -51,9 +51,9 @@ from geminibot.policy.robots import (
     RobotsFile,
     Role,
     Rule,
-    _matcher_for,
     agent_token,
     match_length,
+    matcher_for,
     parse_robots,
     read_field,
 )
@@ -427,7 +427,7 @@ class _Rules10:
 
     def __init__(self, rules: list[Ext20Rule]) -> None:
         self._by_rule = {(r.line, r.allow, r.pattern): r for r in reversed(rules)}
-        self._matcher = _matcher_for(Rule(r.line, r.allow, r.pattern) for r in rules)
+        self._matcher = matcher_for(Rule(r.line, r.allow, r.pattern) for r in rules)
 
     def best(self, path: str) -> Ext20Rule | None:
         found = self._matcher.best(_AS_URL + path)
@@ -451,7 +451,7 @@ class _Tier:
     """The rules of one precedence tier of a 2.0 set, in file order, and the first that
     matches a path without trying each: explicit rules by a dict lookup, ``*``-only globs
     (the hostile kind: thousands fit in 500 KiB) first asked of one RFC 9309 matcher
-    (:func:`~geminibot.policy.robots._matcher_for`, the robots.txt engine's bounded
+    (:func:`~geminibot.policy.robots.matcher_for`, the robots.txt engine's bounded
     index) whether any of them matches at all; the rest (regexes, RE2 globs) in order."""
 
     __slots__ = ("_explicit", "_others", "_star", "_stars")
@@ -470,7 +470,7 @@ class _Tier:
             else:
                 self._others.append((index, rule))
         anchored = (Rule(r.line, False, r.pattern + "$") for _, r in self._stars)
-        self._star = _matcher_for(anchored) if self._stars else None
+        self._star = matcher_for(anchored) if self._stars else None
 
     def first(self, path: str) -> Ext20Rule | None:
         """The first rule of the tier (in file order) that matches ``path``."""

@@ -235,15 +235,17 @@ def _wild_text(pattern: str) -> int:
     return 0 if star == -1 else len(pattern) - star - 1
 
 
-class _Matcher(Protocol):
+class Matcher(Protocol):
     def best(self, url: str) -> Rule | None:
         """The rule that decides ``url`` (a URL or a path, as :func:`path_of` takes it):
         the best by :func:`_rank` of those matching its path, or None if none matches."""
         ...
 
 
-def _matcher_for(rules: Iterable[Rule]) -> _Matcher:
-    """The matcher for one merged rule list: an expression when it is small enough."""
+def matcher_for(rules: Iterable[Rule]) -> Matcher:
+    """The matcher for one merged rule list: an expression when it is small enough, else
+    the head index. Linear in the path for any rules; the version 2.0 engine uses it too
+    (its 1.0 sets, and the ``*``-only globs of a 2.0 set, anchored with ``$``)."""
     ranked = sorted((rule for rule in rules if rule.pattern), key=_rank)
     # An empty pattern matches with priority 0, which never decides: it is left out.
     if (
@@ -461,7 +463,7 @@ def match_length(pattern: str, path: str) -> int:
     """The priority of ``pattern`` against ``path``: its length in octets if it matches
     under RFC 9309 (``*`` any run, a final ``$`` anchors), else -1. An empty pattern gives
     -1: it matches with priority 0, which never decides. Linear in the path for any
-    pattern; the matchers from :func:`_matcher_for` give the same answers over many rules."""
+    pattern; the matchers from :func:`matcher_for` give the same answers over many rules."""
     if not pattern:
         return -1
     anchored = pattern.endswith("$")
@@ -500,7 +502,7 @@ class _PlanEntry:
     token: str
     role: Role
     lines: tuple[int, ...]
-    matcher: _Matcher
+    matcher: Matcher
     #: (seconds, line) of the largest Crawl-delay of the merged groups, or None.
     crawl_delay: tuple[float, int] | None
 
@@ -521,7 +523,7 @@ class RobotsFile:
     blanket_reason: str = ""
     _by_token: dict[str, list[Group]] = field(default_factory=dict, repr=False)
     _global: list[Group] = field(default_factory=list, repr=False)
-    _matchers: dict[str, _Matcher] = field(default_factory=dict, repr=False)
+    _matchers: dict[str, Matcher] = field(default_factory=dict, repr=False)
     _plans: dict[tuple[str, tuple[str, ...], bool], tuple[_PlanEntry, ...]] = field(
         default_factory=dict, repr=False
     )
@@ -680,7 +682,7 @@ class RobotsFile:
             return None
         matcher = self._matchers.get(token)
         if matcher is None:
-            matcher = _matcher_for(rule for g in groups for rule in g.rules)
+            matcher = matcher_for(rule for g in groups for rule in g.rules)
             self._matchers[token] = matcher
         lines = tuple(line for g in groups for line in g.lines)
         delays = [(g.crawl_delay, g.crawl_delay_line) for g in groups if g.crawl_delay is not None]
