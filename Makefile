@@ -6,7 +6,7 @@ VENV   ?= .venv
 BIN     = $(VENV)/bin
 STAMP   = $(VENV)/.installed
 
-.PHONY: setup demo test lint typecheck pytest bench clean
+.PHONY: setup demo test lint typecheck pytest bench clean fuzz
 
 setup: $(STAMP)
 
@@ -37,3 +37,16 @@ bench: $(STAMP)
 
 clean:
 	rm -rf $(VENV) build *.egg-info
+
+# make fuzz: every fuzz target under atheris (libFuzzer) for FUZZ_SECONDS each, FUZZ_JOBS
+# at once, at the lowest CPU priority; executions per target are printed at the end.
+FUZZ_SECONDS ?= 60
+FUZZ_JOBS    ?= 2
+FUZZ_STAMP    = $(VENV)/.installed-fuzz
+
+$(FUZZ_STAMP): $(STAMP)
+	$(BIN)/python -m pip install --quiet -e '.[fuzz]'
+	touch $(FUZZ_STAMP)
+
+fuzz: $(FUZZ_STAMP)
+	nice -n 19 $(BIN)/python -m fuzz --seconds $(FUZZ_SECONDS) --jobs $(FUZZ_JOBS)
