@@ -6,7 +6,7 @@ VENV   ?= .venv
 BIN     = $(VENV)/bin
 STAMP   = $(VENV)/.installed
 
-.PHONY: setup demo test lint typecheck pytest bench clean fuzz
+.PHONY: setup system-packages demo test lint typecheck pytest bench clean
 
 setup: $(STAMP)
 
@@ -15,7 +15,14 @@ $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 	$(BIN)/python -m pip install --quiet -e '.[test,dev]'
+	$(MAKE) --no-print-directory system-packages
 	touch $(STAMP)
+
+# Servers the tests start for real: PostgreSQL (Debian's package; tests run initdb themselves).
+system-packages:
+	@ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || { \
+	  echo "installing PostgreSQL (Debian package postgresql) for the store tests"; \
+	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq postgresql >/dev/null; }
 
 demo: $(STAMP)
 	$(BIN)/python -m geminibot.demo
@@ -43,6 +50,8 @@ clean:
 FUZZ_SECONDS ?= 60
 FUZZ_JOBS    ?= 2
 FUZZ_STAMP    = $(VENV)/.installed-fuzz
+
+.PHONY: fuzz
 
 $(FUZZ_STAMP): $(STAMP)
 	$(BIN)/python -m pip install --quiet -e '.[fuzz]'
