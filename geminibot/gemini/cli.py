@@ -243,8 +243,12 @@ def _certificate(args: argparse.Namespace, target: GeminiURL) -> ClientCertifica
 
 def _with_query(url: GeminiURL, text: str) -> GeminiURL:
     """``url`` asked again with ``text`` as its query (percent-encoded UTF-8)."""
-    answered = f"{SCHEME}://{url.authority}{url.path}?{quote(text, safe='')}"
-    return parse_url(answered)
+    answered = parse_url(f"{SCHEME}://{url.authority}{url.path}?{quote(text, safe='')}")
+    try:
+        answered.request_line()
+    except InvalidURL as exc:
+        raise CommandError(f"--input is too long for this URL: {exc}") from None
+    return answered
 
 
 def _as_json(response: Response) -> dict[str, Any]:
