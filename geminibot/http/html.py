@@ -1,7 +1,8 @@
 """HTML to what the index keeps: title, headings, text, links, language, robots meta (pure).
 
 Built on the standard library's ``html.parser`` (a tolerant tokenizer; no dependency
-added). :func:`parse_html` never raises and reads at most :data:`MAX_HTML_CHARS`.
+added). :func:`parse_html` never raises and reads at most :data:`MAX_HTML_CHARS`, in time
+linear in its length (:data:`MAX_PENDING_CHARS`).
 
 - Text: every text node outside ``script``, ``style``, ``noscript``, ``template``, ``svg``
   and ``head`` (the ``title`` apart), one line per block element, whitespace collapsed.
@@ -26,6 +27,14 @@ from geminibot.gemini.urls import resolve_reference
 MAX_HTML_CHARS = 4 * 1024 * 1024
 #: Most links kept from one page.
 MAX_LINKS = 1_000
+#: Longest tag, comment or declaration read as one (characters): one still unfinished
+#: after this many is dropped, and so is one unfinished at the end of the document that is
+#: longer than MAX_PENDING_AT_END (as a browser drops an unclosed comment). Python's
+#: html.parser searches an unfinished construct again on each feed and, at the end, once
+#: for every "<" in it: without these bounds 100 KB of "<a b='>'" took two minutes.
+MAX_PENDING_CHARS = 256 * 1024
+MAX_PENDING_AT_END = 4096
+_FEED_CHARS = 64 * 1024
 _SKIP = frozenset({"script", "style", "noscript", "template", "svg", "head"})
 _BLOCK = frozenset(
     {
@@ -81,6 +90,13 @@ def robots_directives(value: str) -> tuple[bool, bool]:
         noindex = noindex or bool(words & {"noindex", "none"})
         nofollow = nofollow or bool(words & {"nofollow", "none"})
     return noindex, nofollow
+
+
+def _bound_pending(parser: HTMLParser, limit: int) -> None:
+    """Drop the parser's unfinished construct if it is longer than ``limit``."""
+    pending: str = getattr(parser, "rawdata", "")
+    if len(pending) > limit:
+        parser.rawdata = ""
 
 
 @dataclass
@@ -209,7 +225,11 @@ def parse_html(text: str, url: str) -> HTMLDocument:
     """Read an HTML document fetched from ``url``; never raises (see module docstring)."""
     parser = _Parser(url)
     try:
-        parser.feed(text[:MAX_HTML_CHARS])
+        text = text[:MAX_HTML_CHARS]
+        for start in range(0, len(text), _FEED_CHARS):
+            parser.feed(text[start : start + _FEED_CHARS])
+            _bound_pending(parser, MAX_PENDING_CHARS)
+        _bound_pending(parser, MAX_PENDING_AT_END)
         parser.close()
     except Exception:  # html.parser is tolerant; keep whatever was read before a fault
         pass
