@@ -28,13 +28,17 @@ MAX_HTML_CHARS = 4 * 1024 * 1024
 #: Most links kept from one page.
 MAX_LINKS = 1_000
 #: Longest tag, comment or declaration read as one (characters): one still unfinished
-#: after this many is dropped, and so is one unfinished at the end of the document that is
-#: longer than MAX_PENDING_AT_END (as a browser drops an unclosed comment). Python's
+#: after this many is dropped up to the next ">", and one unfinished at the end of the
+#: document longer than MAX_PENDING_AT_END is dropped (as a browser drops an unclosed
+#: comment). Python's
 #: html.parser searches an unfinished construct again on each feed and, at the end, once
 #: for every "<" in it: without these bounds 100 KB of "<a b='>'" took two minutes.
-MAX_PENDING_CHARS = 256 * 1024
+MAX_PENDING_CHARS = 64 * 1024
 MAX_PENDING_AT_END = 4096
 _FEED_CHARS = 64 * 1024
+#: A "<" that starts no tag, comment or declaration: text, which html.parser hands over one
+#: character at a time (a page of them took 40 s); as "&lt;" it is text at once.
+_LONE_LT = re.compile(r"<(?![A-Za-z/!?])")
 _SKIP = frozenset({"script", "style", "noscript", "template", "svg", "head"})
 _BLOCK = frozenset(
     {
@@ -92,11 +96,13 @@ def robots_directives(value: str) -> tuple[bool, bool]:
     return noindex, nofollow
 
 
-def _bound_pending(parser: HTMLParser, limit: int) -> None:
+def _drop_pending(parser: HTMLParser, limit: int) -> bool:
     """Drop the parser's unfinished construct if it is longer than ``limit``."""
     pending: str = getattr(parser, "rawdata", "")
-    if len(pending) > limit:
-        parser.rawdata = ""
+    if len(pending) <= limit:
+        return False
+    parser.rawdata = ""
+    return True
 
 
 @dataclass
@@ -225,11 +231,18 @@ def parse_html(text: str, url: str) -> HTMLDocument:
     """Read an HTML document fetched from ``url``; never raises (see module docstring)."""
     parser = _Parser(url)
     try:
-        text = text[:MAX_HTML_CHARS]
+        text = _LONE_LT.sub("&lt;", text[:MAX_HTML_CHARS])
+        skipping = False
         for start in range(0, len(text), _FEED_CHARS):
-            parser.feed(text[start : start + _FEED_CHARS])
-            _bound_pending(parser, MAX_PENDING_CHARS)
-        _bound_pending(parser, MAX_PENDING_AT_END)
+            chunk = text[start : start + _FEED_CHARS]
+            if skipping:  # the rest of a construct dropped for its length, up to its ">"
+                end = chunk.find(">")
+                if end == -1:
+                    continue
+                chunk, skipping = chunk[end + 1 :], False
+            parser.feed(chunk)
+            skipping = _drop_pending(parser, MAX_PENDING_CHARS)
+        _drop_pending(parser, MAX_PENDING_AT_END)
         parser.close()
     except Exception:  # html.parser is tolerant; keep whatever was read before a fault
         pass

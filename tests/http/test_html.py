@@ -8,7 +8,13 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from geminibot.crawl.page import MAX_LINKS_PER_PAGE, extract_web
-from geminibot.http.html import MAX_LINKS, parse_html, robots_directives, sniff_charset
+from geminibot.http.html import (
+    MAX_LINKS,
+    MAX_PENDING_CHARS,
+    parse_html,
+    robots_directives,
+    sniff_charset,
+)
 
 URL = "https://site.test/dir/page.html"
 
@@ -148,7 +154,16 @@ def test_unfinished_constructs_cost_linear_time(pattern: str) -> None:
 
 
 def test_a_long_tag_is_still_read_and_an_unclosed_comment_ends_the_page() -> None:
-    big = '<p>a <a href="/x" data-x="' + "y" * 200_000 + '">link</a> b</p>'
+    big = '<p>a <a href="/x" data-x="' + "y" * 50_000 + '">link</a> b</p>'
     doc = parse_html(big + "<p>after</p><!-- never closed " + "z" * 10_000, "https://h.test/")
     assert [link.url for link in doc.links] == ["https://h.test/x"]
     assert doc.text == "a link b\nafter"
+
+
+def test_a_tag_longer_than_the_limit_is_dropped_and_the_rest_read() -> None:
+    huge = '<img src="data:image/png;base64,' + "A" * (MAX_PENDING_CHARS + 1) + '">'
+    doc = parse_html(
+        "<p>one &lt; two</p>" + huge + "<p>3 < 4</p><a href=/y>y</a>", "https://h.test/"
+    )
+    assert doc.text == "one < two\n3 < 4\ny"
+    assert [link.url for link in doc.links] == ["https://h.test/y"]
