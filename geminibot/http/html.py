@@ -8,8 +8,9 @@ linear in its length (:data:`MAX_PENDING_CHARS`).
   and ``head`` (the ``title`` apart), one line per block element, whitespace collapsed.
 - Title: ``<title>``, else the first heading. Headings: ``h1`` to ``h6``.
 - Links: ``<a href>`` and ``<area href>`` in page order, resolved against ``<base href>``
-  (the first one) or the page URL; ``javascript:``, ``mailto:`` and ``data:`` links and
-  fragment-only links are dropped; at most :data:`MAX_LINKS` are kept.
+  (the first one, if it is an http(s) URL) or the page URL; ``javascript:``, ``mailto:``
+  and ``data:`` links and fragment-only links are dropped; at most :data:`MAX_LINKS` are
+  kept.
 - ``<meta name="robots">`` (and ``name="geminibot"``): ``noindex`` and ``nofollow`` (``none``
   means both) are reported, so the crawler can obey them; so does an ``X-Robots-Tag``
   header given by the caller.
@@ -142,7 +143,9 @@ class _Parser(HTMLParser):
             s.lang = a["lang"].strip()[:35] or None
         elif tag == "base" and "href" in a and not s.base_seen:
             s.base_seen = True
-            s.base = resolve_reference(s.base, a["href"].strip())
+            base = resolve_reference(s.base, a["href"].strip())
+            if base.lower().startswith(("http://", "https://")):  # not javascript:, data:
+                s.base = base
         elif tag == "meta" and a.get("name", "").lower() in ("robots", "geminibot"):
             noindex, nofollow = robots_directives(a.get("content", ""))
             s.noindex, s.nofollow = s.noindex or noindex, s.nofollow or nofollow
@@ -211,6 +214,8 @@ class _Parser(HTMLParser):
         if not href or href.startswith("#") or href.lower().startswith(_DROPPED_SCHEMES):
             return
         target = resolve_reference(s.base, href).partition("#")[0]
+        if target.lower().startswith(_DROPPED_SCHEMES):
+            return
         s.links.append(HTMLLink(target, label))
 
     def handle_data(self, data: str) -> None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from geminibot.http.html import parse_html
 from geminibot.policy.agents_txt import parse_agents
 from geminibot.policy.render import PolicyError, load_policy, render
 
@@ -16,3 +17,10 @@ def test_render_refuses_an_agents_path_its_own_parser_rejects() -> None:
         render(bad, "agents")
     good = load_policy('default_policy = "allow"\n[default]\nrules = [{ disallow = "/a%20b/" }]\n')
     assert parse_agents(render(good, "agents")).valid
+
+
+def test_a_javascript_base_url_is_ignored() -> None:
+    """html: <base href='javascript:x'> made every relative link a javascript: URL."""
+    for base in ("javascript:x", "data:text/html,x", "JavaScript:x", "mailto:a@b"):
+        doc = parse_html(f"<base href='{base}'><a href=/z>z</a><area href=y>", "https://h.test/a/")
+        assert [link.url for link in doc.links] == ["https://h.test/z", "https://h.test/a/y"]
