@@ -22,6 +22,8 @@ from fuzz.targets import TARGETS
 _DONE = re.compile(r"Done (\d+) runs in (\d+) second")
 _STATS_RUNS = re.compile(r"stat::number_of_executed_units:\s*(\d+)")
 _ARTIFACT = re.compile(r"Test unit written to (\S+)")
+_SLOWEST = re.compile(r"stat::slowest_unit_time_sec:\s*(\d+)")
+_RSS = re.compile(r"stat::peak_rss_mb:\s*(\d+)")
 
 
 @dataclass
@@ -29,6 +31,9 @@ class Result:
     target: str
     executions: int
     seconds: float
+    slowest_input: int
+    """Seconds the slowest input took (libFuzzer rounds down)."""
+    peak_rss_mb: int
     finding: str | None
 
 
@@ -60,7 +65,15 @@ def run_one(target: str, seconds: int, work: Path, timeout: int) -> Result:
     if code != 0:
         artifact = _ARTIFACT.search(text)
         finding = artifact.group(1) if artifact else f"exit {code}, see {log}"
-    return Result(target, executions, round(elapsed, 1), finding)
+    slowest, rss = _SLOWEST.search(text), _RSS.search(text)
+    return Result(
+        target,
+        executions,
+        round(elapsed, 1),
+        int(slowest.group(1)) if slowest else 0,
+        int(rss.group(1)) if rss else 0,
+        finding,
+    )
 
 
 def main() -> int:
@@ -87,9 +100,12 @@ def main() -> int:
         results = list(
             pool.map(lambda t: run_one(t, args.seconds, args.work, args.timeout), targets)
         )
-    print(f"{'target':<18} {'executions':>12} {'seconds':>8}  finding")
+    print(f"{'target':<17} {'executions':>10} {'seconds':>7} {'slowest':>7} {'MiB':>5}  finding")
     for r in results:
-        print(f"{r.target:<18} {r.executions:>12} {r.seconds:>8}  {r.finding or 'none'}")
+        print(
+            f"{r.target:<17} {r.executions:>10} {r.seconds:>7} {r.slowest_input:>7}"
+            f" {r.peak_rss_mb:>5}  {r.finding or 'none'}"
+        )
     (args.work / "summary.json").write_text(json.dumps([asdict(r) for r in results], indent=1))
     return 1 if any(r.finding for r in results) else 0
 
