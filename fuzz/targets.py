@@ -22,7 +22,6 @@ from pathlib import Path
 from typing import TypeVar
 
 from geminibot.crawl.page import MAX_LINKS_PER_PAGE, extract, extract_web
-from geminibot.gemini.errors import GeminiError, InvalidURL
 from geminibot.gemini.gemtext import (
     HeadingLine,
     LinkLine,
@@ -43,12 +42,14 @@ from geminibot.gemini.response import (
 )
 from geminibot.gemini.urls import MAX_REQUEST_BYTES, parse_request, parse_url
 from geminibot.http.html import MAX_HTML_CHARS, MAX_LINKS, parse_html
+from geminibot.net.errors import FetchError
 from geminibot.policy.agents_txt import ALWAYS_ALLOWED, MAX_AGENTS_BYTES, parse_agents
 from geminibot.policy.render import FORMATS, PolicyError, load_policy, render
 from geminibot.policy.robots import MAX_ROBOTS_BYTES, VIRTUAL_AGENTS, parse_robots
 from geminibot.policy.robots2 import CATEGORIES, parse_robots2, rate_seconds
 from geminibot.policy.robots20 import parse_v2
 from geminibot.policy.site_policy import Bot, SitePolicy
+from geminibot.urls import InvalidURL
 
 Target = Callable[[bytes], None]
 T = TypeVar("T")
@@ -241,7 +242,7 @@ def render_roundtrip(data: bytes) -> None:
 
 
 def gemini_response(data: bytes) -> None:
-    """The response reader, fed in chunks: only GeminiError; the header within its limit;
+    """The response reader, fed in chunks: only FetchError; the header within its limit;
     the body no larger than the limit and equal to the bytes after the header."""
     cursor = Cursor(data)
     chunk = 1 + cursor.byte() % 64
@@ -272,7 +273,7 @@ def gemini_response(data: bytes) -> None:
             else:
                 assert isinstance(event, EndOfResponse)
                 break
-    except GeminiError:
+    except FetchError:  # the documented faults: RemoteProtocolError, BodyTooLarge
         return
     assert header is not None
     if 20 <= header.status <= 29:

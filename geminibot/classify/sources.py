@@ -19,12 +19,14 @@ from urllib.parse import urlsplit
 import trio
 
 from geminibot.cliutil import CommandError, read_source
-from geminibot.gemini.client import GeminiClient, Limits
-from geminibot.gemini.errors import GeminiError, RedirectRefused, TooManyRedirects
-from geminibot.gemini.urls import parse_url, resolve_reference
+from geminibot.gemini.client import GeminiClient
+from geminibot.gemini.urls import parse_url
+from geminibot.net.errors import FetchError, RedirectRefused, TooManyRedirects
+from geminibot.net.limits import Limits
 from geminibot.policy.outcomes import MAX_ROBOTS_REDIRECTS, fetch_outcome
 from geminibot.policy.robots2 import MAX_CHAIN_DEPTH, parse_robots2
-from geminibot.policy.site_policy import AGENTS, ROBOTS, ROBOTS2, Fetched, Protocol, SitePolicy
+from geminibot.policy.site_policy import AGENTS, ROBOTS, ROBOTS2, Fetched, SitePolicy
+from geminibot.urls import InvalidURL, Scheme, resolve_reference
 
 #: Largest policy file fetched over the network. robots.txt is parsed up to 500 KiB
 #: (RFC 9309's minimum); a bigger body is refused by the client, which counts as a failed
@@ -41,7 +43,7 @@ def _file_kind(path: str) -> str:
     return ROBOTS
 
 
-def site_from_file(source: str, protocol: Protocol) -> SitePolicy:
+def site_from_file(source: str, protocol: Scheme) -> SitePolicy:
     """One policy file, as if fetched successfully from a host of ``protocol``."""
     _, data = read_source(source)
     kind = _file_kind(source) if source != "-" else ROBOTS
@@ -102,7 +104,7 @@ async def fetch_policy_file(client: GeminiClient, url: str) -> Fetched:
             "gemini", 30, meta=str(exc), redirects_followed=MAX_ROBOTS_REDIRECTS
         )
         return Fetched(outcome)
-    except GeminiError as exc:
+    except (FetchError, InvalidURL) as exc:
         return Fetched(fetch_outcome("gemini", failure=f"{type(exc).__name__}: {exc}"))
     outcome = fetch_outcome(
         "gemini", response.status, meta=response.meta, redirects_followed=len(response.redirects)
@@ -140,13 +142,13 @@ async def site_from_url(url: str, client: GeminiClient) -> SitePolicy:
 
 
 def site_from_source(
-    source: str, protocol: Protocol, client: GeminiClient | None = None
+    source: str, protocol: Scheme, client: GeminiClient | None = None
 ) -> SitePolicy:
     """A SOURCE argument (file, ``-``, folder or gemini:// URL) as a SitePolicy."""
     if source.lower().startswith("gemini://"):
         try:
             parse_url(source)
-        except GeminiError as exc:
+        except InvalidURL as exc:
             raise CommandError(f"{source}: {exc}") from None
         fetcher = client or GeminiClient(limits=Limits(max_body_size=MAX_POLICY_FILE_BYTES))
         return trio.run(site_from_url, source, fetcher)

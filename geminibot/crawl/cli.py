@@ -24,21 +24,16 @@ from geminibot.crawl.crawler import (
     CrawlOptions,
     Progress,
 )
-from geminibot.crawl.fetcher import (
-    ProtocolFetcher,
-    ResolveError,
-    Resolver,
-    gemini_fetch,
-    is_loopback,
-    parse_connect_to,
-)
+from geminibot.crawl.fetcher import ProtocolFetcher, gemini_fetch
 from geminibot.crawl.frontier import DEFAULT_MAX_DEPTH, MAX_URLS_PER_HOST, Limits
-from geminibot.crawl.schemes import PROTOCOLS, normalise, parse_any
+from geminibot.crawl.schemes import normalise, parse_any
 from geminibot.crawl.warc import WarcArchive
 from geminibot.gemini.client import GeminiClient
 from geminibot.http.client import DEFAULT_INFO_URL, WebClient, user_agent
 from geminibot.index import DatabaseError, QueryError, connect, search, stats
 from geminibot.index.stats import format_stats
+from geminibot.net.connect import ConnectToError, Resolver, is_loopback, parse_connect_to
+from geminibot.urls import SCHEMES
 
 #: Seconds between two progress log lines when standard error is not a terminal.
 LOG_INTERVAL = 5.0
@@ -62,7 +57,7 @@ def register(commands: Any) -> None:
     crawl.add_argument(
         "--follow",
         action="append",
-        choices=PROTOCOLS,
+        choices=SCHEMES,
         default=[],
         help="also follow links to this protocol (the seeds' protocols are always followed): "
         "--follow http lets a Gemini crawl reach the web, --follow gemini the reverse",
@@ -176,7 +171,7 @@ def _options(args: argparse.Namespace) -> tuple[list[str], CrawlOptions, Resolve
         raise CommandError("--max-depth must be 0 or more")
     try:
         rules = [parse_connect_to(r) for r in args.connect_to]
-    except ResolveError as exc:
+    except ConnectToError as exc:
         raise CommandError(str(exc)) from None
     resolver = Resolver(rules, loopback_only=args.test_range)
     if args.test_range:

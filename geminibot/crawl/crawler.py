@@ -43,9 +43,6 @@ from geminibot.crawl.frontier import Claim, Frontier, Limits
 from geminibot.crawl.page import extract, extract_web
 from geminibot.crawl.politeness import HostPace, Politeness
 from geminibot.crawl.schemes import (
-    Protocol as Scheme,
-)
-from geminibot.crawl.schemes import (
     host_key,
     host_name,
     host_protocol,
@@ -54,11 +51,14 @@ from geminibot.crawl.schemes import (
     parse_any,
     protocol_of,
 )
-from geminibot.gemini.gemtext import resolve_link
+from geminibot.gemini.urls import MAX_REQUEST_BYTES
 from geminibot.index import store_page, transaction
 from geminibot.index.db import get_setting, set_setting
 from geminibot.index.pages import find_by_hash
+from geminibot.net.errors import FetchError
+from geminibot.net.redirects import RedirectRules, next_hop
 from geminibot.policy import fetch_outcome
+from geminibot.policy.outcomes import MAX_ROBOTS_REDIRECTS
 from geminibot.policy.robots2 import (
     AskLedger,
     AskOutcome,
@@ -77,6 +77,7 @@ from geminibot.policy.site_policy import (
     Fetched,
     SitePolicy,
 )
+from geminibot.urls import URL, WEB_SCHEMES, Scheme
 
 #: Requests in flight across all hosts, by default.
 DEFAULT_CONCURRENCY = 16
@@ -89,6 +90,14 @@ ROLE_CATEGORIES: dict[str, str | None] = {
     "indexer": "search-indexer",
     "archiver": None,
     "researcher": None,
+}
+#: Which redirects of a policy file are followed: on Gemini, same-host ones only; on the
+#: web, across authorities too (RFC 9309 2.3.1.2). Five hops at most either way.
+POLICY_REDIRECTS: dict[Scheme, RedirectRules] = {
+    "gemini": RedirectRules(
+        ("gemini",), MAX_ROBOTS_REDIRECTS, same_origin=True, max_url_bytes=MAX_REQUEST_BYTES
+    ),
+    "http": RedirectRules(WEB_SCHEMES, MAX_ROBOTS_REDIRECTS),
 }
 #: 44 SLOW DOWN answers to a policy file sat out (then retried) before it counts as
 #: unreachable; a wait longer than the politeness bound skips the host at once.
@@ -506,6 +515,7 @@ class Crawler:
         url = host_url(host, f"/{name}")
         protocol = host_protocol(host)
         hops = slow_downs = 0
+        redirected: list[URL] = []
         while True:
             got = await self._request(host, url, known)
             if got is None:
@@ -527,16 +537,22 @@ class Crawler:
                 redirects_followed=hops,
                 retry_after=_retry_after(response) if protocol == "http" else None,
             )
-            if outcome.kind == "redirect" and outcome.location is not None:
-                target = resolve_link(outcome.location.strip(), url)
-                # RFC 9309 2.3.1.2: on the web, redirects are followed across authorities
-                if _same_host(target, host) or (protocol == "http" and _is_web(target)):
-                    url, hops = target, hops + 1
+            if outcome.kind == "redirect":
+                current = parse_any(url)
+                try:
+                    target = next_hop(
+                        current, outcome.location, redirected, POLICY_REDIRECTS[protocol]
+                    )
+                except FetchError as exc:
+                    target, refused = None, str(exc)
+                else:
+                    refused = f"{current} redirects to {outcome.location!r}"
+                if target is not None:
+                    redirected.append(current)
+                    url, hops = str(target), hops + 1
                     continue
                 outcome = fetch_outcome(
-                    protocol,
-                    51 if protocol == "gemini" else 404,
-                    meta=f"redirect to {target} not followed",
+                    protocol, 51 if protocol == "gemini" else 404, meta=f"not followed: {refused}"
                 )
             body = response.body if outcome.kind == "success" else None
             with transaction(self.conn):
@@ -710,20 +726,6 @@ def _same_host_path(target: str, host: str) -> str | None:
         return parse_any(target).path_query if host_key(target) == host else None
     except ValueError:
         return None
-
-
-def _same_host(url: str, host: str) -> bool:
-    try:
-        return host_key(url) == host
-    except ValueError:
-        return False
-
-
-def _is_web(url: str) -> bool:
-    try:
-        return protocol_of(url) == "http"
-    except ValueError:
-        return False
 
 
 def _retry_after(response: Response) -> float | None:

@@ -28,15 +28,7 @@ from urllib.parse import quote
 import trio
 
 from geminibot.cliutil import EXIT_NEGATIVE, EXIT_OK, CommandError, emit_json
-from geminibot.gemini.client import (
-    DEFAULT_MAX_BODY_SIZE,
-    DEFAULT_TOTAL_TIMEOUT,
-    ClientCertificate,
-    GeminiClient,
-    Limits,
-    Response,
-)
-from geminibot.gemini.errors import GeminiError, InvalidURL
+from geminibot.gemini.client import ClientCertificate, GeminiClient, Response
 from geminibot.gemini.status import Family
 from geminibot.gemini.tofu import (
     FileKnownHosts,
@@ -44,11 +36,12 @@ from geminibot.gemini.tofu import (
     MemoryKnownHosts,
     NotKnownHostsFile,
 )
-from geminibot.gemini.urls import SCHEME, GeminiURL, parse_url
+from geminibot.gemini.urls import SCHEME, parse_url, request_line
+from geminibot.net.connect import ConnectToError, Resolver, parse_connect_to, parse_resolve
+from geminibot.net.errors import FetchError
+from geminibot.net.limits import DEFAULT_MAX_BODY_SIZE, DEFAULT_TOTAL_TIMEOUT, Limits
+from geminibot.urls import URL, InvalidURL
 
-_ADDRESS = r"(\[[0-9A-Fa-f:.]+\]|[^:\[\]]+)"
-_RESOLVE = re.compile(rf"([^:]+):(\d+):{_ADDRESS}")
-_CONNECT_TO = re.compile(rf"([^:]+):(\d+):{_ADDRESS}:(\d+)")
 #: What a terminal must not be sent raw: C0 and C1 controls but TAB and LF, DEL, and a
 #: CR that does not end a line.
 _TERMINAL_UNSAFE = re.compile(r"[\x00-\x08\x0b-\x0c\x0e-\x1f\x7f-\x9f]|\r(?!\n)")
@@ -129,19 +122,14 @@ def register(commands: Any) -> None:
     parser.set_defaults(run=run_fetch)
 
 
-def _connect_to(args: argparse.Namespace) -> dict[str, tuple[str, int]]:
-    routes: dict[str, tuple[str, int]] = {}
-    for value in args.resolve:
-        m = _RESOLVE.fullmatch(value)
-        if m is None:
-            raise CommandError(f"--resolve {value!r}: expected HOST:PORT:ADDR")
-        routes[f"{m[1].lower()}:{m[2]}"] = (m[3].strip("[]"), int(m[2]))
-    for value in args.connect_to:
-        m = _CONNECT_TO.fullmatch(value)
-        if m is None:
-            raise CommandError(f"--connect-to {value!r}: expected HOST:PORT:ADDR:PORT2")
-        routes[f"{m[1].lower()}:{m[2]}"] = (m[3].strip("[]"), int(m[4]))
-    return routes
+def _resolver(args: argparse.Namespace) -> Resolver:
+    """--connect-to rules first, then --resolve rules: the first that matches wins."""
+    try:
+        rules = [parse_connect_to(v) for v in args.connect_to]
+        rules += [parse_resolve(v) for v in args.resolve]
+    except ConnectToError as exc:
+        raise CommandError(str(exc)) from None
+    return Resolver(rules)
 
 
 def run_fetch(args: argparse.Namespace) -> int:
@@ -168,7 +156,7 @@ def run_fetch(args: argparse.Namespace) -> int:
         known_hosts=store,
         strict_tofu=args.strict_tofu,
         limits=Limits(total_timeout=args.timeout, max_body_size=args.max_size),
-        connect_to=_connect_to(args),
+        connect_to=_resolver(args),
         client_certificate=_certificate(args, target),
     )
     follow = not args.no_follow
@@ -179,7 +167,7 @@ def run_fetch(args: argparse.Namespace) -> int:
             response = trio.run(partial(client.fetch, answered, follow_redirects=follow))
     except InvalidURL as exc:
         raise CommandError(f"{url}: {exc}") from None
-    except GeminiError as exc:
+    except FetchError as exc:
         if args.json:
             emit_json({"url": url, "error": type(exc).__name__, "message": str(exc)})
         else:
@@ -225,7 +213,7 @@ def _umask() -> int:
     return mask
 
 
-def _certificate(args: argparse.Namespace, target: GeminiURL) -> ClientCertificate | None:
+def _certificate(args: argparse.Namespace, target: URL) -> ClientCertificate | None:
     if args.cert is None:
         if args.key is not None:
             raise CommandError("--key needs --cert")
@@ -241,11 +229,11 @@ def _certificate(args: argparse.Namespace, target: GeminiURL) -> ClientCertifica
     return certificate
 
 
-def _with_query(url: GeminiURL, text: str) -> GeminiURL:
+def _with_query(url: URL, text: str) -> URL:
     """``url`` asked again with ``text`` as its query (percent-encoded UTF-8)."""
     answered = parse_url(f"{SCHEME}://{url.authority}{url.path}?{quote(text, safe='')}")
     try:
-        answered.request_line()
+        request_line(answered)
     except InvalidURL as exc:
         raise CommandError(f"--input is too long for this URL: {exc}") from None
     return answered

@@ -13,8 +13,8 @@ from __future__ import annotations
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-from geminibot.gemini.errors import InvalidURL
-from geminibot.gemini.urls import GeminiURL, parse_url, resolve_reference
+from geminibot.gemini.urls import parse_url
+from geminibot.urls import URL, InvalidURL, resolve_reference
 
 
 @dataclass(frozen=True, slots=True)
@@ -74,7 +74,7 @@ class Document:
         return tuple(line for line in self.lines if isinstance(line, LinkLine))
 
 
-def parse_gemtext(text: str, base: GeminiURL | str | None = None) -> Document:
+def parse_gemtext(text: str, base: URL | str | None = None) -> Document:
     """Parse a text/gemini document; ``base`` is the page's URL for resolving links.
 
     Lines end with LF or CR LF (other Unicode line breaks are text). For a document from
@@ -84,7 +84,7 @@ def parse_gemtext(text: str, base: GeminiURL | str | None = None) -> Document:
     return Document(tuple(iter_gemtext(text, base)))
 
 
-def iter_gemtext(text: str, base: GeminiURL | str | None = None) -> Iterator[Line]:
+def iter_gemtext(text: str, base: URL | str | None = None) -> Iterator[Line]:
     """The lines of :func:`parse_gemtext`, one at a time, as the text is read.
 
     Without ``base`` link URLs are not resolved (``url`` is ``raw_url``), which costs
@@ -121,7 +121,7 @@ def iter_gemtext(text: str, base: GeminiURL | str | None = None) -> Iterator[Lin
 
 
 def iter_links(
-    text: str, base: GeminiURL | str | None = None, limit: int | None = None
+    text: str, base: URL | str | None = None, limit: int | None = None
 ) -> Iterator[LinkLine]:
     """The link lines of a document, in order, resolved against ``base``; at most
     ``limit`` of them: the text after the last one taken is not read."""

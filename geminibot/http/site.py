@@ -8,11 +8,12 @@ fetches the same files through its own politeness schedule and cache instead.)
 from __future__ import annotations
 
 from geminibot.http.client import WebClient
-from geminibot.http.errors import RedirectRefused, TooManyRedirects, WebError
 from geminibot.http.urls import parse_web_url
+from geminibot.net.errors import FetchError, RedirectRefused, TooManyRedirects
 from geminibot.policy.outcomes import MAX_ROBOTS_REDIRECTS, fetch_outcome
 from geminibot.policy.robots2 import ChainWalker, parse_robots2
 from geminibot.policy.site_policy import AGENTS, ROBOTS, ROBOTS2, Fetched, SitePolicy
+from geminibot.urls import InvalidURL
 
 
 async def fetch_policy_file(client: WebClient, url: str) -> Fetched:
@@ -25,7 +26,7 @@ async def fetch_policy_file(client: WebClient, url: str) -> Fetched:
         return Fetched(
             fetch_outcome("http", 301, meta=str(exc), redirects_followed=MAX_ROBOTS_REDIRECTS)
         )
-    except WebError as exc:
+    except (FetchError, InvalidURL) as exc:
         return Fetched(fetch_outcome("http", failure=f"{type(exc).__name__}: {exc}"))
     retry = (response.header("retry-after") or "").strip()
     outcome = fetch_outcome(

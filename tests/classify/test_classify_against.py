@@ -28,7 +28,8 @@ from geminibot.classify.sources import (
     site_from_url,
 )
 from geminibot.cli import main
-from geminibot.gemini.client import GeminiClient, Limits
+from geminibot.gemini.client import GeminiClient
+from geminibot.net.limits import Limits
 from geminibot.policy.site_policy import SitePolicy
 
 CAPSULES = Path(__file__).resolve().parents[2] / "capsules"
