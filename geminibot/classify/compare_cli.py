@@ -18,7 +18,7 @@ from typing import Any
 
 import trio
 
-from geminibot.classify.sources import MAX_POLICY_FILE_BYTES, site_from_url
+from geminibot.classify.sources import site_from_url
 from geminibot.cliutil import EXIT_NEGATIVE, EXIT_OK, CommandError, emit_json
 from geminibot.gemini.client import GeminiClient
 from geminibot.http.client import DEFAULT_INFO_URL, WebClient, user_agent
@@ -135,7 +135,7 @@ def _from_host(args: argparse.Namespace) -> tuple[SitePolicy, SitePolicy]:
             verify = ssl.create_default_context(cafile=args.web_ca)
         except (OSError, ssl.SSLError) as exc:
             raise CommandError(f"--web-ca {args.web_ca}: {exc}") from None
-    limits = Limits(total_timeout=args.timeout, max_body_size=MAX_POLICY_FILE_BYTES)
+    limits = Limits(total_timeout=args.timeout)
 
     async def fetch_both() -> tuple[SitePolicy, SitePolicy]:
         agent = user_agent(info_url=DEFAULT_INFO_URL)

@@ -13,6 +13,7 @@ A SOURCE is one site:
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 from urllib.parse import urlsplit
 
@@ -22,16 +23,16 @@ from geminibot.cliutil import CommandError, read_source
 from geminibot.gemini.client import GeminiClient
 from geminibot.gemini.urls import parse_url
 from geminibot.net.errors import FetchError, RedirectRefused, TooManyRedirects
-from geminibot.net.limits import Limits
-from geminibot.policy.outcomes import MAX_ROBOTS_REDIRECTS, fetch_outcome
-from geminibot.policy.robots2 import MAX_CHAIN_DEPTH, parse_robots2
+from geminibot.policy.discovery import (
+    MAX_ROBOTS_REDIRECTS,
+    POLICY_FETCH_BYTES,
+    PolicyAnswer,
+    PolicyDiscovery,
+    discover,
+)
+from geminibot.policy.outcomes import fetch_outcome
 from geminibot.policy.site_policy import AGENTS, ROBOTS, ROBOTS2, Fetched, SitePolicy
-from geminibot.urls import InvalidURL, Scheme, resolve_reference
-
-#: Largest policy file fetched over the network. robots.txt is parsed up to 500 KiB
-#: (RFC 9309's minimum); a bigger body is refused by the client, which counts as a failed
-#: fetch (unreachable: everything disallowed), never as a silently cut policy.
-MAX_POLICY_FILE_BYTES = 2 * 1024 * 1024
+from geminibot.urls import InvalidURL, Scheme
 
 
 def _file_kind(path: str) -> str:
@@ -72,73 +73,43 @@ def site_from_folder(folder: Path) -> SitePolicy:
     """The policy of a folder's robots.txt, robots2.txt and agents.txt (its name is taken
     as the host name; a robots2.txt chain is followed to files of the same folder)."""
     host = folder.name
-
-    def chain_fetch(url: str) -> bytes | None:
-        parts = urlsplit(url)
-        if parts.scheme not in ("", "gemini") or (parts.hostname or host) != host:
-            return None
+    discovery = PolicyDiscovery("gemini", f"gemini://{host}/")
+    while (request := discovery.next_request()) is not None:
+        parts = urlsplit(request.url)
         relative = (parts.path or "/").lstrip("/")
-        if not relative or ".." in relative.split("/"):
-            return None
-        fetched = fetch_from_folder(folder, relative)
-        return fetched.body if isinstance(fetched.body, bytes) else None
-
-    return SitePolicy.build(
-        "gemini",
-        fetch_from_folder(folder, ROBOTS),
-        fetch_from_folder(folder, ROBOTS2),
-        fetch_from_folder(folder, AGENTS),
-        robots2_url=f"gemini://{host}/{ROBOTS2}",
-        chain_fetch=chain_fetch,
-    )
+        if (parts.hostname or host) != host or not relative or ".." in relative.split("/"):
+            discovery.receive(Fetched(fetch_outcome("gemini", 51, meta="not in the folder")))
+        else:
+            discovery.receive(fetch_from_folder(folder, relative))
+    return discovery.result
 
 
-async def fetch_policy_file(client: GeminiClient, url: str) -> Fetched:
-    """Fetch one policy file and read the result as RFC 9309 does (never raises for the
-    server's faults: a failed fetch is an unreachable outcome)."""
+async def fetch_policy_file(client: GeminiClient, url: str) -> PolicyAnswer:
+    """Fetch one policy file, redirects followed by the client; never raises for the
+    server's faults (a failed fetch is an answer with a failure)."""
+    limits = replace(client.limits, max_body_size=POLICY_FETCH_BYTES, cut_body=True)
     try:
-        response = await client.fetch(url)
+        response = await client.fetch(url, limits=limits)
     except (TooManyRedirects, RedirectRefused) as exc:
         # a redirect chain that does not end: RFC 9309 counts it as unavailable
-        outcome = fetch_outcome(
-            "gemini", 30, meta=str(exc), redirects_followed=MAX_ROBOTS_REDIRECTS
-        )
-        return Fetched(outcome)
+        return PolicyAnswer(30, str(exc), redirects=MAX_ROBOTS_REDIRECTS)
     except (FetchError, InvalidURL) as exc:
-        return Fetched(fetch_outcome("gemini", failure=f"{type(exc).__name__}: {exc}"))
-    outcome = fetch_outcome(
-        "gemini", response.status, meta=response.meta, redirects_followed=len(response.redirects)
+        return PolicyAnswer(None, failure=f"{type(exc).__name__}: {exc}")
+    return PolicyAnswer(
+        response.status,
+        response.meta,
+        response.body,
+        redirects=len(response.redirects),
     )
-    return Fetched(outcome, response.body if outcome.kind == "success" else None)
 
 
 async def site_from_url(url: str, client: GeminiClient) -> SitePolicy:
     """The policy a bot obtains from the host of ``url`` (a ``gemini://`` URL)."""
-    base = parse_url(url)
-    root = f"gemini://{base.authority}/"
-    robots = await fetch_policy_file(client, root + ROBOTS)
-    robots2 = await fetch_policy_file(client, root + ROBOTS2)
-    agents = await fetch_policy_file(client, root + AGENTS)
-    chain: dict[str, bytes | None] = {}
-    if robots2.outcome.kind == "success" and isinstance(robots2.body, bytes):
-        # Fetch the chain ahead (the resolver is synchronous) under the very keys
-        # resolve_chain will ask for; it applies the depth and loop rules itself.
-        key, real, body = root + ROBOTS2, root + ROBOTS2, robots2.body
-        for _ in range(MAX_CHAIN_DEPTH - 1):
-            link = parse_robots2(body).chain
-            if link is None:
-                break
-            key = real = resolve_reference(real, link.value)
-            if key in chain:
-                break
-            fetched = await fetch_policy_file(client, real)
-            chain[key] = fetched.body if isinstance(fetched.body, bytes) else None
-            if chain[key] is None:
-                break
-            body = chain[key] or b""
-    return SitePolicy.build(
-        "gemini", robots, robots2, agents, robots2_url=root + ROBOTS2, chain_fetch=chain
-    )
+
+    async def fetch(target: str) -> PolicyAnswer:
+        return await fetch_policy_file(client, target)
+
+    return await discover("gemini", f"gemini://{parse_url(url).authority}/", fetch)
 
 
 def site_from_source(
@@ -150,7 +121,7 @@ def site_from_source(
             parse_url(source)
         except InvalidURL as exc:
             raise CommandError(f"{source}: {exc}") from None
-        fetcher = client or GeminiClient(limits=Limits(max_body_size=MAX_POLICY_FILE_BYTES))
+        fetcher = client or GeminiClient()
         return trio.run(site_from_url, source, fetcher)
     folder = Path(source)
     if source != "-" and folder.is_dir():

@@ -24,7 +24,7 @@ from geminibot.crawl.crawler import (
     CrawlOptions,
     Progress,
 )
-from geminibot.crawl.fetcher import ProtocolFetcher, gemini_fetch
+from geminibot.crawl.fetcher import CRAWL_LIMITS, ProtocolFetcher, gemini_fetch
 from geminibot.crawl.frontier import DEFAULT_MAX_DEPTH, MAX_URLS_PER_HOST, Limits
 from geminibot.crawl.schemes import normalise, parse_any
 from geminibot.crawl.warc import WarcArchive
@@ -255,9 +255,12 @@ def run_crawl(args: argparse.Namespace) -> int:
             raise CommandError(str(exc)) from None
         display = Display(sys.stderr)
         web = WebClient(
-            user_agent=user_agent(options.agent, info_url=args.contact), connect_to=resolver
+            user_agent=user_agent(options.agent, info_url=args.contact),
+            connect_to=resolver,
+            limits=CRAWL_LIMITS,
         )
-        fetch = ProtocolFetcher(gemini=gemini_fetch(GeminiClient(connect_to=resolver)), web=web)
+        gemini = GeminiClient(connect_to=resolver, limits=CRAWL_LIMITS)
+        fetch = ProtocolFetcher(gemini=gemini_fetch(gemini), web=web)
         crawler = Crawler(conn, fetch, options)
         try:
             crawler.check_settings()

@@ -13,7 +13,19 @@ from geminibot.crawl.schemes import protocol_of
 from geminibot.gemini.client import GeminiClient
 from geminibot.http.client import WebClient, WebResponse
 from geminibot.net.errors import FetchError
+from geminibot.net.limits import Limits
 from geminibot.urls import InvalidURL
+
+#: The crawl's clients cut a body at their size limit instead of failing, so that a policy
+#: file is still read in part (its first 500 KiB); a page cut there counts as failed.
+CRAWL_LIMITS = Limits(cut_body=True)
+
+
+def _cut(body: bytes, limits: Limits) -> str | None:
+    """The error of a body the client cut at its size limit, else None."""
+    if limits.cut_body and len(body) >= limits.max_body_size:
+        return f"BodyTooLarge: body is larger than {limits.max_body_size} bytes"
+    return None
 
 
 def gemini_fetch(client: GeminiClient) -> Fetch:
@@ -24,7 +36,8 @@ def gemini_fetch(client: GeminiClient) -> Fetch:
             response = await client.fetch(url, follow_redirects=False)
         except (FetchError, InvalidURL) as exc:
             return Response(None, error=f"{type(exc).__name__}: {exc}")
-        return Response(response.status, response.meta, response.body)
+        cut = _cut(response.body, client.limits)
+        return Response(response.status, response.meta, response.body, cut, cut=cut is not None)
 
     return fetch
 
@@ -71,4 +84,5 @@ class ProtocolFetcher:
             w = await self.web.fetch(url, method=method, headers=headers, follow_redirects=False)
         except (FetchError, InvalidURL) as exc:
             return Response(None, error=f"{type(exc).__name__}: {exc}")
-        return Response(w.status, web_meta(w), w.body, headers=w.headers)
+        cut = _cut(w.body, self.web.limits)
+        return Response(w.status, web_meta(w), w.body, cut, headers=w.headers, cut=cut is not None)

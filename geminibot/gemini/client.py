@@ -232,7 +232,7 @@ class GeminiClient:
             trust, previous = check_pin(
                 self.known_hosts, url.host, url.port, seen, strict=self.strict_tofu
             )
-            reader = ResponseReader(limits.max_body_size)
+            reader = ResponseReader(None if limits.cut_body else limits.max_body_size)
             with trio.move_on_after(limits.header_timeout) as waiting:
                 await _send(stream, request)
                 header = await _read_header(stream, reader)
@@ -240,7 +240,8 @@ class GeminiClient:
                 raise HeaderTimeout(
                     f"no header from {url.authority} within {limits.header_timeout} s"
                 )
-            body, truncated = await _read_body(stream, reader, limits.idle_timeout)
+            cut = limits.max_body_size if limits.cut_body else None
+            body, truncated = await _read_body(stream, reader, limits.idle_timeout, cut)
         except BaseException:
             if stream is not None:
                 await trio.aclose_forcefully(stream)
@@ -281,14 +282,21 @@ async def _read_header(
 
 
 async def _read_body(
-    stream: trio.SSLStream[trio.SocketStream], reader: ResponseReader, idle_timeout: float
+    stream: trio.SSLStream[trio.SocketStream],
+    reader: ResponseReader,
+    idle_timeout: float,
+    cut: int | None = None,
 ) -> tuple[bytes, bool]:
     chunks: list[bytes] = []
+    size = 0
     clean = True
     while True:
         event = reader.next_event()
         if isinstance(event, Body):
             chunks.append(event.data)
+            size += len(event.data)
+            if cut is not None and size >= cut:
+                return b"".join(chunks)[:cut], False
         elif isinstance(event, EndOfResponse):
             return b"".join(chunks), not clean
         else:

@@ -210,7 +210,7 @@ class WebClient:
             if method == "HEAD":
                 return response.status_code, response.reason_phrase, got, b""
             declared = response.headers.get("content-length", "").strip()
-            if declared.isdigit() and int(declared) > limits.max_body_size:
+            if not limits.cut_body and declared.isdigit() and int(declared) > limits.max_body_size:
                 raise BodyTooLarge(
                     f"{url} declares {declared} bytes, more than {limits.max_body_size}"
                 )
@@ -238,6 +238,9 @@ async def _read_body(url: URL, response: httpx.Response, limits: Limits) -> byte
         if idle.cancelled_caught:
             raise IdleTimeout(f"body of {url} stalled for more than {limits.idle_timeout} s")
         size += len(chunk)
+        if limits.cut_body and size >= limits.max_body_size:
+            chunks.append(chunk)
+            return b"".join(chunks)[: limits.max_body_size]
         if size > limits.max_body_size or response.num_bytes_downloaded > limits.max_body_size:
             raise BodyTooLarge(f"body of {url} is larger than {limits.max_body_size} bytes")
         chunks.append(chunk)

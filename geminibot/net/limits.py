@@ -30,3 +30,6 @@ class Limits:
     total_timeout: float = DEFAULT_TOTAL_TIMEOUT
     max_body_size: int = DEFAULT_MAX_BODY_SIZE
     max_redirects: int = MAX_REDIRECTS
+    #: Cut a body at ``max_body_size`` (and stop reading) instead of failing with
+    #: BodyTooLarge: for policy files, of which only the first part is read.
+    cut_body: bool = False

@@ -22,7 +22,7 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Literal
 
 from geminibot.policy.agents_txt import AgentsFile, parse_agents
@@ -54,6 +54,10 @@ RULE_OF_THUMB_FLOOR = 10.0
 #: The rule of thumb's multiple of the last fetch's duration.
 RULE_OF_THUMB_FACTOR = 2.0
 ROBOTS, ROBOTS2, AGENTS = "robots.txt", "robots2.txt", "agents.txt"
+#: How far ahead :meth:`SitePolicy.next_allowed` looks (a daily window opens within a day).
+VISIT_WINDOW_HORIZON = timedelta(days=1)
+#: Most window openings it tries (each one a step to a later opening).
+MAX_WINDOW_STEPS = 64
 
 
 @dataclass(frozen=True, slots=True)
@@ -274,6 +278,26 @@ class SitePolicy:
         allowed = all(r.allowed for r in reasons)
         return FetchDecision(url, path, allowed, tuple(reasons), ask if not allowed else None)
 
+    def next_allowed(
+        self, url: str, bot: Bot, at: datetime, asks: AskLedger | None = None
+    ) -> datetime | None:
+        """For a URL that robots.txt ``Visit-time`` windows refuse at ``at``: the first
+        window opening within :data:`VISIT_WINDOW_HORIZON` at which :meth:`may_fetch`
+        allows it. None when no window refuses it now, or when no opening would do."""
+        v2 = self.robots_v2
+        if v2 is None:
+            return None
+        when, end = at, at + VISIT_WINDOW_HORIZON
+        for _ in range(MAX_WINDOW_STEPS):
+            shut = v2.visit_refusals(bot.token, bot.virtual_agents, bot.strict, when)
+            if not shut:
+                allowed = when != at and self.may_fetch(url, bot, when, asks).allowed
+                return when if allowed else None
+            when = max(_next_minute_of_day(when, window.start) for _, window in shut)
+            if when > end:
+                return None
+        return None
+
     def _robots_reasons(self, url: str, bot: Bot, at: datetime) -> list[Reason]:
         out: list[Reason] = []
         v2 = self.robots_v2
@@ -436,3 +460,10 @@ def detect_dialect(name: str, data: bytes | str) -> Dialect:
     if any(_ROBOTS2_LINE.match(t) for t in content):
         return "robots2"
     return "robots"
+
+
+def _next_minute_of_day(after: datetime, minute: int) -> datetime:
+    """The first time later than ``after`` at minute ``minute`` of a (UTC) day."""
+    day = after.replace(hour=0, minute=0, second=0, microsecond=0)
+    at = day + timedelta(minutes=minute)
+    return at if at > after else at + timedelta(days=1)

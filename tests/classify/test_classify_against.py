@@ -22,7 +22,6 @@ from geminibot.classify.against import (
     effective_policy,
 )
 from geminibot.classify.sources import (
-    MAX_POLICY_FILE_BYTES,
     site_from_folder,
     site_from_source,
     site_from_url,
@@ -66,7 +65,7 @@ def served_sites() -> dict[str, SitePolicy]:
             async with running_server(CAPSULES, Path(tmp)) as server:
                 client = GeminiClient(
                     connect_to=lambda host, port: ("127.0.0.1", server.port),
-                    limits=Limits(max_body_size=MAX_POLICY_FILE_BYTES, total_timeout=20),
+                    limits=Limits(total_timeout=20),
                 )
                 return {
                     name: await site_from_url(f"gemini://{name}/", client)

@@ -5,10 +5,12 @@ from __future__ import annotations
 import gzip
 import sqlite3
 from collections.abc import Callable
+from dataclasses import replace
 from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 
 import pytest
+import trio
 from webserver import Page, WebServer, html, redirect, serve, text
 
 from geminibot.crawl.crawler import Crawler, CrawlOptions
@@ -55,11 +57,30 @@ def decision(value: str, *scopes: str) -> Answer:
     return 200, (("X-Robots2-Decision", value), *(("X-Robots2-Scope", s) for s in scopes))
 
 
+class JumpClock:
+    """Wall-clock time that jumps to the end of each politeness wait instead of sleeping
+    (the requests themselves run on trio's real clock, with their real time limits)."""
+
+    def __init__(self) -> None:
+        self.time = 1.7e9
+
+    def start(self) -> None:
+        pass
+
+    def now(self) -> float:
+        return self.time
+
+    async def sleep_until(self, when: float) -> None:
+        self.time = max(self.time, when)
+        await trio.lowlevel.checkpoint()
+
+
 async def crawl_site(
     tmp_path: Path,
     routes: dict[str, object],
     seeds: tuple[str, ...] = ("/",),
     archive: WarcArchive | None = None,
+    clock: JumpClock | None = None,
     **options: object,
 ) -> tuple[WebServer, sqlite3.Connection, Crawler]:
     with serve(routes) as web:  # type: ignore[arg-type]
@@ -67,7 +88,8 @@ async def crawl_site(
         async with WebClient(limits=FAST, connect_to=route) as client:
             conn = connect(tmp_path / "crawl.db")
             opts = CrawlOptions(test_range=True, **options)  # type: ignore[arg-type]
-            crawler = Crawler(conn, ProtocolFetcher(web=client), opts, archive=archive)
+            fetch = ProtocolFetcher(web=client)
+            crawler = Crawler(conn, fetch, opts, archive=archive, clock=clock)
             crawler.seed([f"http://web.test{path}" for path in seeds])
             await crawler.run()
     return web, conn, crawler
@@ -112,14 +134,17 @@ async def test_web_crawl_obeys_robots_and_indexes_html(tmp_path: Path) -> None:
 async def test_robots_txt_status_is_mapped_by_rfc_9309(
     tmp_path: Path, status: int, outcome: str, pages: set[str]
 ) -> None:
+    clock = JumpClock()  # a 429 is sat out three times (5 s each): no real waiting
     web, conn, crawler = await crawl_site(
-        tmp_path, {**PAGES, "/robots.txt": Page(status, b"", (("Retry-After", "5"),))}
+        tmp_path, {**PAGES, "/robots.txt": Page(status, b"", (("Retry-After", "5"),))}, clock=clock
     )
     row = conn.execute("SELECT outcome FROM robots WHERE name = 'robots.txt'").fetchone()
     assert row == (outcome,)
     assert fetched(web) - {"/robots.txt", "/robots2.txt", "/agents.txt"} == pages
     if outcome == "unreachable":
         assert "robots.txt unreachable" in crawler.progress.hosts_skipped["http://web.test"]
+    if status == 429:  # each Retry-After was waited out on the crawl's clock
+        assert web.paths("GET").count("/robots.txt") == 4 and clock.time >= 1.7e9 + 3 * 5
 
 
 async def test_robots_txt_redirect_is_followed(tmp_path: Path) -> None:
@@ -329,3 +354,29 @@ async def test_503_with_retry_after_slows_the_host_down(tmp_path: Path) -> None:
     assert rows[1][1] - (rows[0][1] + rows[0][2]) >= 1.0  # Retry-After obeyed
     assert crawler.progress.slow_downs == 1
     assert [r.url for r in search(conn, "calm")] == ["http://web.test/"]
+
+
+async def test_bodies_over_the_crawl_limit_are_cut_policy_read_page_failed(
+    tmp_path: Path,
+) -> None:
+    """Issue 13 item 7 in the crawler: its clients cut a body at their limit; a policy file
+    so cut is read (its first 500 KiB), never unreachable; a page so cut counts as failed."""
+    limit = 600 * 1024
+    big = "#" * (2 * limit)
+    routes = {**PAGES, "/robots.txt": text("User-agent: *\nDisallow: /about\n" + big)}
+    routes["/blog/a.html"] = html("<title>Huge</title><p>" + big + "</p>")
+    with serve(routes) as web:  # type: ignore[arg-type]
+        route = {"web.test": ("127.0.0.1", web.port)}
+        limits = replace(FAST, max_body_size=limit, cut_body=True)
+        async with WebClient(limits=limits, connect_to=route) as client:
+            conn = connect(tmp_path / "crawl.db")
+            crawler = Crawler(conn, ProtocolFetcher(web=client), CrawlOptions(test_range=True))
+            crawler.seed(["http://web.test/"])
+            await crawler.run()
+    got = states(conn)
+    assert got["/about.html"] == "refused" and got["/private/x.html"] == "done"
+    assert got["/blog/a.html"] == "failed"
+    (reason,) = conn.execute(
+        "SELECT reason FROM urls WHERE url = 'http://web.test/blog/a.html'"
+    ).fetchone()
+    assert "BodyTooLarge" in reason

@@ -1,0 +1,174 @@
+"""What differs between crawling a Gemini host and a web host, one adapter per protocol.
+
+The crawl loop asks the host's :class:`Adapter` how to send a request (the web adds the
+bot's headers and may use HEAD), whether an answer means "slow down" (Gemini's 44, the
+web's 429 and 503), what an answer says as a policy-file fetch (status, redirect target,
+Retry-After) and what a page contributes to the index. The loop itself has no protocol
+branches.
+
+The fetcher is injected: ``fetch(url) -> Response``; for web URLs also ``fetch(url,
+method=..., headers=...)``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import ClassVar, Protocol
+
+from geminibot.crawl.page import Extracted, extract, extract_web
+from geminibot.crawl.schemes import host_protocol, parse_any
+from geminibot.gemini.urls import MAX_REQUEST_BYTES
+from geminibot.net.errors import FetchError
+from geminibot.net.redirects import RedirectRules, next_hop
+from geminibot.policy.discovery import MAX_ROBOTS_REDIRECTS, PolicyAnswer, parse_retry_after
+from geminibot.urls import URL, WEB_SCHEMES, Scheme
+
+#: HTTP statuses that ask a web crawler to slow down, as Gemini's 44 does.
+WEB_SLOW_DOWN = frozenset({429, 503})
+#: Which redirects of a policy file are followed (RFC 9309 2.3.1.2: at least five, even
+#: across authorities), within the protocol; another scheme is handed back (unavailable).
+POLICY_REDIRECTS: dict[Scheme, RedirectRules] = {
+    "gemini": RedirectRules(
+        ("gemini",), MAX_ROBOTS_REDIRECTS, switch_schemes=True, max_url_bytes=MAX_REQUEST_BYTES
+    ),
+    "http": RedirectRules(WEB_SCHEMES, MAX_ROBOTS_REDIRECTS, switch_schemes=True),
+}
+
+
+@dataclass(frozen=True)
+class Response:
+    """What a fetcher returns: a status and meta, or an error (status None)."""
+
+    status: int | None
+    meta: str = ""
+    body: bytes = b""
+    error: str | None = None
+    headers: tuple[tuple[str, str], ...] = ()  # http(s) response headers
+    #: The body was cut at the fetcher's size limit (``error`` says so): a policy file is
+    #: read in part, a page counts as a failed fetch.
+    cut: bool = False
+
+    def header(self, name: str) -> str | None:
+        low = name.lower()
+        return next((v for k, v in self.headers if k.lower() == low), None)
+
+
+#: ``fetch(url)``; for web URLs also ``fetch(url, method=..., headers=...)``.
+Fetch = Callable[..., Awaitable[Response]]
+Headers = tuple[tuple[str, str], ...]
+
+
+class Adapter(Protocol):
+    protocol: ClassVar[Scheme]
+
+    async def send(
+        self, fetch: Fetch, url: str, *, method: str, headers: Headers, announce: Headers
+    ) -> Response:
+        """One request; ``announce`` is what the bot says about itself when the site
+        asks it to (robots2.txt ``announce: yes``), for protocols that carry headers."""
+        ...
+
+    def slows_down(self, status: int | None) -> bool: ...
+    def redirect_target(self, response: Response, url: str, followed: list[URL]) -> URL | None: ...
+    def policy_answer(self, response: Response, redirects: int) -> PolicyAnswer: ...
+    def extract(self, url: str, host: str, response: Response, fetched_at: float) -> Extracted:
+        """The page and links of a response that has a status."""
+        ...
+
+
+class _Shared:
+    """What both adapters do alike, given their ``protocol``, ``is_redirect`` and
+    ``retry_after``."""
+
+    protocol: ClassVar[Scheme]
+
+    def is_redirect(self, status: int) -> bool:
+        raise NotImplementedError
+
+    def retry_after(self, response: Response) -> float | None:
+        return None
+
+    def redirect_target(self, response: Response, url: str, followed: list[URL]) -> URL | None:
+        """For a redirect, the URL to follow (:data:`POLICY_REDIRECTS`: across hosts,
+        within the protocol, at most five hops, no loop), else None (handed back)."""
+        if response.status is None or not self.is_redirect(response.status):
+            return None
+        try:
+            return next_hop(
+                parse_any(url), response.meta, followed, POLICY_REDIRECTS[self.protocol]
+            )
+        except (FetchError, ValueError):
+            return None
+
+    def policy_answer(self, response: Response, redirects: int) -> PolicyAnswer:
+        """A policy file's answer; a body cut at the size limit is read in part."""
+        return PolicyAnswer(
+            response.status,
+            response.meta,
+            response.body,
+            response.error if response.status is None else None,
+            redirects=redirects,
+            retry_after=self.retry_after(response),
+        )
+
+
+class GeminiAdapter(_Shared):
+    protocol: ClassVar[Scheme] = "gemini"
+
+    async def send(
+        self, fetch: Fetch, url: str, *, method: str, headers: Headers, announce: Headers
+    ) -> Response:
+        return await fetch(url)
+
+    def slows_down(self, status: int | None) -> bool:
+        return status == 44
+
+    def is_redirect(self, status: int) -> bool:
+        return status // 10 == 3
+
+    def extract(self, url: str, host: str, response: Response, fetched_at: float) -> Extracted:
+        assert response.status is not None
+        return extract(url, host, response.status, response.meta, response.body, fetched_at)
+
+
+class WebAdapter(_Shared):
+    """http(s): ``meta`` holds the ``Location`` of a 3xx (see the crawl's fetcher)."""
+
+    protocol: ClassVar[Scheme] = "http"
+
+    async def send(
+        self, fetch: Fetch, url: str, *, method: str, headers: Headers, announce: Headers
+    ) -> Response:
+        given = {name.lower() for name, _ in headers}
+        sent = headers + tuple(h for h in announce if h[0].lower() not in given)
+        return await fetch(url, method=method, headers=sent)
+
+    def slows_down(self, status: int | None) -> bool:
+        return status in WEB_SLOW_DOWN
+
+    def is_redirect(self, status: int) -> bool:
+        return 300 <= status <= 399
+
+    def retry_after(self, response: Response) -> float | None:
+        return parse_retry_after(response.header("retry-after"))
+
+    def extract(self, url: str, host: str, response: Response, fetched_at: float) -> Extracted:
+        assert response.status is not None
+        return extract_web(
+            url,
+            host,
+            response.status,
+            response.meta,
+            response.body,
+            fetched_at,
+            response.header("x-robots-tag") or "",
+        )
+
+
+ADAPTERS: dict[Scheme, Adapter] = {"gemini": GeminiAdapter(), "http": WebAdapter()}
+
+
+def adapter_for(host: str) -> Adapter:
+    """The adapter of a host key's protocol."""
+    return ADAPTERS[host_protocol(host)]
