@@ -378,7 +378,7 @@ def capsule_request(data: bytes) -> None:
     server = _server()
     assert isinstance(server, CapsuleServer)
     for sni in (None, "", "percent.test"):
-        answer = server._answer(line, AccessRecord("127.0.0.1"), sni)
+        answer = server._answer(line, AccessRecord("127.0.0.1"), sni, 1965)
         assert 10 <= answer.status <= 69, answer
         assert len(answer.header) <= MAX_HEADER_BYTES
         if answer.file is not None:
