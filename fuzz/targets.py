@@ -44,10 +44,10 @@ from geminibot.gemini.urls import MAX_REQUEST_BYTES, parse_request, parse_url
 from geminibot.http.html import MAX_HTML_CHARS, MAX_LINKS, parse_html
 from geminibot.net.errors import FetchError
 from geminibot.policy.agents_txt import ALWAYS_ALLOWED, MAX_AGENTS_BYTES, parse_agents
+from geminibot.policy.ext20 import parse_ext20
 from geminibot.policy.render import FORMATS, PolicyError, load_policy, render
 from geminibot.policy.robots import MAX_ROBOTS_BYTES, VIRTUAL_AGENTS, parse_robots
 from geminibot.policy.robots2 import CATEGORIES, parse_robots2, rate_seconds
-from geminibot.policy.robots20 import parse_v2
 from geminibot.policy.site_policy import Bot, SitePolicy
 from geminibot.urls import InvalidURL
 
@@ -142,13 +142,13 @@ def robots_txt(data: bytes) -> None:
     _site_policy(SitePolicy.from_texts("gemini", robots=data), cursor)
 
 
-def robots20(data: bytes) -> None:
-    """The "version 2.0" reading: never raises; /robots.txt allowed; rates are positive;
-    a refusal names the set that refused."""
+def ext20(data: bytes) -> None:
+    """The "version 2.0" extensions: never raises; /robots.txt allowed; rates are positive;
+    an allowed URL has no refusing group, a refused one is decided by a refusing group."""
     cursor = Cursor(data)
     agent, vas = cursor.choose(AGENTS), cursor.choose(VAS)
     at = cursor.choose((None, MOMENT))
-    v2 = parse_v2(data)
+    v2 = parse_ext20(data)
     rate = v2.request_interval(agent, vas, False, at)
     assert rate is None or rate.interval >= 0
     v2.visit_refusals(agent, vas, False, at)
@@ -156,10 +156,7 @@ def robots20(data: bytes) -> None:
         decision = v2.decide("gemini://h.test" + path, agent, vas, False, at)
         if path == "/robots.txt":
             assert decision.allowed
-        if decision.allowed:
-            assert all(s.allowed for s in decision.sets)
-        else:
-            assert decision.deciding is not None and not decision.deciding.allowed
+        assert decision.allowed == all(g.allowed for g in decision.groups)
 
 
 def robots2_txt(data: bytes) -> None:
@@ -408,7 +405,7 @@ def html(data: bytes) -> None:
 
 TARGETS: dict[str, Target] = {
     "robots_txt": robots_txt,
-    "robots20": robots20,
+    "ext20": ext20,
     "robots2_txt": robots2_txt,
     "agents_txt": agents_txt,
     "render_roundtrip": render_roundtrip,

