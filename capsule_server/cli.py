@@ -17,17 +17,8 @@ from typing import NoReturn, TextIO
 import trio
 
 from capsule_server import compliance_range, report
-from capsule_server.certs import FALLBACK_HOST, ensure_certificate, list_certificates
 from capsule_server.files import Capsule, CapsuleConfigError, bundled_capsules, load_capsules
-from capsule_server.log import JsonLinesLog
-from capsule_server.server import (
-    MAX_PER_ADDRESS,
-    RATE_BURST,
-    RATE_PER_SECOND,
-    CapsuleServer,
-    Limits,
-    open_listeners,
-)
+from capsule_server.server import CapsuleServer
 from geminibot import __version__
 from geminibot.cliutil import (
     EXIT_NEGATIVE,
@@ -36,6 +27,15 @@ from geminibot.cliutil import (
     CommandError,
     emit_json,
     run_command,
+)
+from geminibot.gemini.accesslog import JsonLinesLog
+from geminibot.gemini.certs import FALLBACK_HOST, ensure_certificate, list_certificates
+from geminibot.gemini.server import (
+    MAX_PER_ADDRESS,
+    RATE_BURST,
+    RATE_PER_SECOND,
+    Limits,
+    open_listeners,
 )
 from geminibot.gemini.urls import DEFAULT_PORT, parse_url
 from geminibot.urls import InvalidURL

@@ -23,7 +23,6 @@ from typing import Any, TextIO
 import trio
 
 from capsule_server.files import CapsuleConfigError, bundled_capsules, load_capsules
-from capsule_server.log import AccessRecord, JsonLinesLog
 from capsule_server.report import (
     FORMATS,
     HostPolicy,
@@ -33,8 +32,10 @@ from capsule_server.report import (
     load_policies,
     render,
 )
-from capsule_server.server import RATE_BURST, RATE_PER_SECOND, CapsuleServer, Limits
+from capsule_server.server import CapsuleServer
 from geminibot.cliutil import EXIT_OK, CommandError
+from geminibot.gemini.accesslog import AccessRecord, JsonLinesLog
+from geminibot.gemini.server import RATE_BURST, RATE_PER_SECOND, Limits
 
 #: Seconds without a request after which a client counts as gone (default of --idle):
 #: longer than any pause a polite bot makes on the capsules (their slowest pace is 10 s).

@@ -20,12 +20,12 @@ from pathlib import Path
 import trio
 
 from capsule_server.files import bundled_capsules, load_capsules
-from capsule_server.server import Limits as ServerLimits
 from capsule_server.testing import running_server
 from geminibot.crawl.crawler import Crawler, CrawlOptions, Progress
 from geminibot.crawl.fetcher import gemini_fetch
 from geminibot.crawl.frontier import Limits
 from geminibot.gemini.client import GeminiClient
+from geminibot.gemini.server import Limits as ServerLimits
 from geminibot.index import connect, search
 from geminibot.index.stats import format_stats, stats
 from geminibot.net.connect import ConnectRule, Resolver
