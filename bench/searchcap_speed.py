@@ -1,0 +1,181 @@
+"""Search latency through the Gemini search capsule, beside ``geminibot search``.
+
+Builds the index of ``bench/search_speed.py`` (PAGES generated text/gemini pages), starts
+``geminibot serve-search`` on it as a separate process on 127.0.0.1 (rate limit lifted),
+and times, for the same queries:
+
+- ``search()``: :func:`geminibot.index.search`, in process (what ``geminibot search`` does
+  once Python has started);
+- ``handler``: the capsule's handler in process (search plus the gemtext page), no network;
+- ``capsule``: a whole Gemini request to ``serve-search`` with geminibot's client, a new
+  TLS connection each time as Gemini clients make them: what a Gemini user waits for;
+- ``geminibot search``: the command as a process, Python's start-up included (fewer runs).
+
+Median and p95 over every query's runs. Only loopback traffic; every loop is bounded.
+
+    .venv/bin/python bench/searchcap_speed.py [--pages N] [--repeats N]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import platform
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+from urllib.parse import quote
+
+import trio
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from search_speed import QUERIES, build
+
+from geminibot.gemini.client import GeminiClient
+from geminibot.gemini.urls import parse_request
+from geminibot.index import connect, search
+from geminibot.searchcap import SearchCapsule, prepare
+
+#: Runs of each query per way (the command as a process: CLI_REPEATS).
+REPEATS = 20
+CLI_REPEATS = 3
+#: Longest the server may take to start or stop, and all the capsule's runs (bounds).
+START_SECONDS = 60
+CAPSULE_SECONDS = 600
+
+
+def cpu_model() -> str:
+    for line in Path("/proc/cpuinfo").read_text().splitlines():
+        if line.startswith("model name"):
+            return line.split(":", 1)[1].strip()
+    return platform.machine()
+
+
+def percentile(times: list[float], q: float) -> float:
+    ordered = sorted(times)
+    return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
+
+
+def timed(run: Callable[[], object], repeats: int) -> list[float]:
+    times = []
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        run()
+        times.append((time.perf_counter() - t0) * 1000)
+    return times
+
+
+def start_server(db: Path, tmp: Path) -> tuple[subprocess.Popen[str], int]:
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "geminibot",
+            "serve-search",
+            "--db",
+            str(db),
+            "--port",
+            "0",
+            "--certs",
+            str(tmp / "certs"),
+            "--log",
+            os.devnull,
+            "--rate",
+            "1000000",
+            "--rate-burst",
+            "1000000",
+        ],
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    assert proc.stderr is not None
+    banner = proc.stderr.readline()
+    if "serving" not in banner:
+        proc.kill()
+        raise SystemExit(f"serve-search did not start: {banner}")
+    return proc, int(banner.rsplit(":", 1)[1])
+
+
+async def capsule_times(port: int, repeats: int) -> dict[str, list[float]]:
+    client = GeminiClient(connect_to=lambda _host, _port: ("127.0.0.1", port))
+    out: dict[str, list[float]] = {}
+    with trio.fail_after(CAPSULE_SECONDS):
+        await _capsule_times(client, port, repeats, out)
+    return out
+
+
+async def _capsule_times(
+    client: GeminiClient, port: int, repeats: int, out: dict[str, list[float]]
+) -> None:
+    for query in QUERIES:
+        url = f"gemini://localhost:{port}/search?{quote(query, safe='')}"
+        times = []
+        for _ in range(repeats):
+            t0 = time.perf_counter()
+            response = await client.fetch(url)
+            times.append((time.perf_counter() - t0) * 1000)
+            assert response.status == 20, (response.status, response.meta)
+        out[query] = times
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--pages", type=int, default=20_000, help="pages in the index")
+    parser.add_argument("--repeats", type=int, default=REPEATS, help="runs of each query")
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory() as name:
+        tmp = Path(name)
+        db = tmp / "index.sqlite"
+        seconds = build(db, args.pages)
+        conn = connect(db, create=False)
+        prepare(conn)
+        print(
+            f"Index: {args.pages:,} pages, built in {seconds:.1f} s. Machine: nproc "
+            f"{os.cpu_count()}, {cpu_model()}, "
+            f"Python {platform.python_version()}."
+        )
+        capsule = SearchCapsule(conn)
+        ways: dict[str, dict[str, list[float]]] = {"search()": {}, "handler": {}}
+        for query in QUERIES:
+            ways["search()"][query] = timed(lambda q=query: search(conn, q, 10), args.repeats)
+            line = f"gemini://localhost/search?{quote(query, safe='')}\r\n".encode()
+            url = parse_request(line)
+            ways["handler"][query] = timed(lambda u=url: capsule(u), args.repeats)
+        proc, port = start_server(db, tmp)
+        try:
+            ways["capsule"] = trio.run(capsule_times, port, args.repeats)
+        finally:
+            proc.terminate()
+            proc.wait(timeout=START_SECONDS)
+        command = [sys.executable, "-m", "geminibot", "search", "--db", str(db)]
+        ways["geminibot search"] = {
+            query: timed(
+                lambda q=query: subprocess.run([*command, q], capture_output=True, check=False),
+                CLI_REPEATS,
+            )
+            for query in QUERIES
+        }
+        conn.close()
+    print("\nPer query, median ms:\n")
+    print("| query | " + " | ".join(ways) + " |")
+    print("|---|" + "---:|" * len(ways))
+    for query in QUERIES:
+        cells = [f"{statistics.median(ways[w][query]):.1f}" for w in ways]
+        print(f"| `{query}` | " + " | ".join(cells) + " |")
+    print("\nAll queries together:\n")
+    print("| way | runs | median ms | p95 ms |")
+    print("|---|---:|---:|---:|")
+    for way, per_query in ways.items():
+        times = [t for q in QUERIES for t in per_query[q]]
+        print(
+            f"| {way} | {len(times)} | {statistics.median(times):.1f} | "
+            f"{percentile(times, 0.95):.1f} |"
+        )
+
+
+if __name__ == "__main__":
+    main()
