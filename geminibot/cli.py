@@ -13,6 +13,7 @@ from geminibot.cliutil import run_command
 from geminibot.crawl import cli as crawl_cli
 from geminibot.gemini import cli as gemini_cli
 from geminibot.policy import cli as policy_cli
+from geminibot.portal import cli as portal_cli
 from geminibot.searchcap import cli as searchcap_cli
 
 
@@ -31,6 +32,7 @@ def build_parser() -> argparse.ArgumentParser:
     classify_cli.register(commands)
     crawl_cli.register(commands)
     compare_cli.register(commands)
+    portal_cli.register(commands)
     searchcap_cli.register(commands)
     return parser
 
