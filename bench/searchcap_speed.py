@@ -11,7 +11,8 @@ and times, for the same queries:
   TLS connection each time as Gemini clients make them: what a Gemini user waits for;
 - ``geminibot search``: the command as a process, Python's start-up included (fewer runs).
 
-Median and p95 over every query's runs. Only loopback traffic; every loop is bounded.
+Median and p95 over every query's runs; the first three ways are timed in turn within
+each run. Only loopback traffic; every loop is bounded.
 
     .venv/bin/python bench/searchcap_speed.py [--pages N] [--repeats N]
 """
@@ -21,6 +22,7 @@ from __future__ import annotations
 import argparse
 import os
 import platform
+import sqlite3
 import statistics
 import subprocess
 import sys
@@ -100,26 +102,29 @@ def start_server(db: Path, tmp: Path) -> tuple[subprocess.Popen[str], int]:
     return proc, int(banner.rsplit(":", 1)[1])
 
 
-async def capsule_times(port: int, repeats: int) -> dict[str, list[float]]:
+async def interleaved(
+    conn: sqlite3.Connection, port: int, repeats: int
+) -> dict[str, dict[str, list[float]]]:
+    """Each run times the three in-process and networked ways one after the other, so a
+    load that comes and goes on a shared machine weighs on all of them alike."""
+    capsule = SearchCapsule(conn)
     client = GeminiClient(connect_to=lambda _host, _port: ("127.0.0.1", port))
-    out: dict[str, list[float]] = {}
+    ways: dict[str, dict[str, list[float]]] = {"search()": {}, "handler": {}, "capsule": {}}
     with trio.fail_after(CAPSULE_SECONDS):
-        await _capsule_times(client, port, repeats, out)
-    return out
-
-
-async def _capsule_times(
-    client: GeminiClient, port: int, repeats: int, out: dict[str, list[float]]
-) -> None:
-    for query in QUERIES:
-        url = f"gemini://localhost:{port}/search?{quote(query, safe='')}"
-        times = []
-        for _ in range(repeats):
-            t0 = time.perf_counter()
-            response = await client.fetch(url)
-            times.append((time.perf_counter() - t0) * 1000)
-            assert response.status == 20, (response.status, response.meta)
-        out[query] = times
+        for query in QUERIES:
+            encoded = quote(query, safe="")
+            request = parse_request(f"gemini://localhost/search?{encoded}\r\n".encode())
+            url = f"gemini://localhost:{port}/search?{encoded}"
+            for way in ways.values():
+                way[query] = []
+            for _ in range(repeats):
+                ways["search()"][query] += timed(lambda q=query: search(conn, q, 10), 1)
+                ways["handler"][query] += timed(lambda r=request: capsule(r), 1)
+                t0 = time.perf_counter()
+                response = await client.fetch(url)
+                ways["capsule"][query].append((time.perf_counter() - t0) * 1000)
+                assert response.status == 20, (response.status, response.meta)
+    return ways
 
 
 def main() -> None:
@@ -138,16 +143,9 @@ def main() -> None:
             f"{os.cpu_count()}, {cpu_model()}, "
             f"Python {platform.python_version()}."
         )
-        capsule = SearchCapsule(conn)
-        ways: dict[str, dict[str, list[float]]] = {"search()": {}, "handler": {}}
-        for query in QUERIES:
-            ways["search()"][query] = timed(lambda q=query: search(conn, q, 10), args.repeats)
-            line = f"gemini://localhost/search?{quote(query, safe='')}\r\n".encode()
-            url = parse_request(line)
-            ways["handler"][query] = timed(lambda u=url: capsule(u), args.repeats)
         proc, port = start_server(db, tmp)
         try:
-            ways["capsule"] = trio.run(capsule_times, port, args.repeats)
+            ways = trio.run(interleaved, conn, port, args.repeats)
         finally:
             proc.terminate()
             proc.wait(timeout=START_SECONDS)
