@@ -12,7 +12,9 @@ and times, for the same queries:
 - ``geminibot search``: the command as a process, Python's start-up included (fewer runs).
 
 Median and p95 over every query's runs; the first three ways are timed in turn within
-each run. Only loopback traffic; every loop is bounded.
+each run. All of it twice: on FTS5 alone, then after ``geminibot index rebuild`` (the
+tantivy top-k index that search uses while it is current). Only loopback traffic; every
+loop is bounded.
 
     .venv/bin/python bench/searchcap_speed.py [--pages N] [--repeats N]
 """
@@ -40,6 +42,7 @@ from search_speed import QUERIES, build
 from geminibot.gemini.client import GeminiClient
 from geminibot.gemini.urls import parse_request
 from geminibot.index import connect, search
+from geminibot.index.tantivy_index import rebuild
 from geminibot.searchcap import SearchCapsule, prepare
 
 #: Runs of each query per way (the command as a process: CLI_REPEATS).
@@ -127,6 +130,44 @@ async def interleaved(
     return ways
 
 
+def measure(db: Path, tmp: Path, repeats: int) -> dict[str, dict[str, list[float]]]:
+    conn = connect(db, create=False)
+    proc, port = start_server(db, tmp)
+    try:
+        ways = trio.run(interleaved, conn, port, repeats)
+    finally:
+        proc.terminate()
+        proc.wait(timeout=START_SECONDS)
+    conn.close()
+    command = [sys.executable, "-m", "geminibot", "search", "--db", str(db)]
+    ways["geminibot search"] = {
+        query: timed(
+            lambda q=query: subprocess.run([*command, q], capture_output=True, check=False),
+            CLI_REPEATS,
+        )
+        for query in QUERIES
+    }
+    return ways
+
+
+def report(engine: str, ways: dict[str, dict[str, list[float]]]) -> None:
+    print(f"\n### {engine}: per query, median ms\n")
+    print("| query | " + " | ".join(ways) + " |")
+    print("|---|" + "---:|" * len(ways))
+    for query in QUERIES:
+        cells = [f"{statistics.median(ways[w][query]):.1f}" for w in ways]
+        print(f"| `{query}` | " + " | ".join(cells) + " |")
+    print(f"\n### {engine}: all queries together\n")
+    print("| way | runs | median ms | p95 ms |")
+    print("|---|---:|---:|---:|")
+    for way, per_query in ways.items():
+        times = [t for q in QUERIES for t in per_query[q]]
+        print(
+            f"| {way} | {len(times)} | {statistics.median(times):.1f} | "
+            f"{percentile(times, 0.95):.1f} |"
+        )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--pages", type=int, default=20_000, help="pages in the index")
@@ -143,36 +184,12 @@ def main() -> None:
             f"{os.cpu_count()}, {cpu_model()}, "
             f"Python {platform.python_version()}."
         )
-        proc, port = start_server(db, tmp)
-        try:
-            ways = trio.run(interleaved, conn, port, args.repeats)
-        finally:
-            proc.terminate()
-            proc.wait(timeout=START_SECONDS)
-        command = [sys.executable, "-m", "geminibot", "search", "--db", str(db)]
-        ways["geminibot search"] = {
-            query: timed(
-                lambda q=query: subprocess.run([*command, q], capture_output=True, check=False),
-                CLI_REPEATS,
-            )
-            for query in QUERIES
-        }
+        report("FTS5 (no tantivy index)", measure(db, tmp, args.repeats))
+        t0 = time.perf_counter()
+        rebuild(conn)
         conn.close()
-    print("\nPer query, median ms:\n")
-    print("| query | " + " | ".join(ways) + " |")
-    print("|---|" + "---:|" * len(ways))
-    for query in QUERIES:
-        cells = [f"{statistics.median(ways[w][query]):.1f}" for w in ways]
-        print(f"| `{query}` | " + " | ".join(cells) + " |")
-    print("\nAll queries together:\n")
-    print("| way | runs | median ms | p95 ms |")
-    print("|---|---:|---:|---:|")
-    for way, per_query in ways.items():
-        times = [t for q in QUERIES for t in per_query[q]]
-        print(
-            f"| {way} | {len(times)} | {statistics.median(times):.1f} | "
-            f"{percentile(times, 0.95):.1f} |"
-        )
+        print(f"\n(tantivy index rebuilt in {time.perf_counter() - t0:.1f} s)")
+        report("tantivy (geminibot index rebuild)", measure(db, tmp, args.repeats))
 
 
 if __name__ == "__main__":
