@@ -6,11 +6,13 @@ from __future__ import annotations
 
 import json
 import signal
+import socket
 import subprocess
 import sys
 import warnings
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import cryptography.hazmat.primitives.serialization  # noqa: F401  (before ignition, see PEERS.md)
 import pytest
@@ -27,6 +29,9 @@ pytestmark = pytest.mark.filterwarnings(
 )
 #: Longest the server may take to start or stop (a bound, not a speed test).
 START_STOP_SECONDS = 30
+#: The name served. ignition keeps its pins in memory for the whole process, whatever
+#: hosts file it is given, so a name no other test serves (with another certificate).
+NAME = "searchcap.test"
 
 
 def make_index(path: Path) -> None:
@@ -55,8 +60,21 @@ def make_index(path: Path) -> None:
 
 
 @pytest.fixture
+def names_resolve_to_loopback(monkeypatch: pytest.MonkeyPatch) -> None:
+    """``NAME`` and the names below it resolve to 127.0.0.1 (for ignition, in process)."""
+    real = socket.getaddrinfo
+
+    def fake(host: Any, *args: Any, **kwargs: Any) -> Any:
+        if isinstance(host, str) and host.endswith(NAME):
+            host = "127.0.0.1"
+        return real(host, *args, **kwargs)
+
+    monkeypatch.setattr(socket, "getaddrinfo", fake)
+
+
+@pytest.fixture
 def served(tmp_path: Path) -> Iterator[tuple[subprocess.Popen[str], int, Path]]:
-    """``geminibot serve-search`` on 127.0.0.1 and a free port, as ``localhost``."""
+    """``geminibot serve-search`` on 127.0.0.1 and a free port, as ``NAME``."""
     make_index(tmp_path / "idx.db")
     ignition.set_default_hosts_file(str(tmp_path / "known_hosts"))
     log = tmp_path / "access.jsonl"
@@ -74,16 +92,18 @@ def served(tmp_path: Path) -> Iterator[tuple[subprocess.Popen[str], int, Path]]:
             str(tmp_path / "certs"),
             "--log",
             str(log),
+            "--hostname",
+            NAME,
         ],
         stderr=subprocess.PIPE,
         text=True,
     )
     try:
         assert proc.stderr is not None
-        banner = proc.stderr.readline()  # serve-search: serving localhost on 127.0.0.1:PORT
-        assert "serving localhost on 127.0.0.1:" in banner, banner
+        banner = proc.stderr.readline()  # serve-search: serving NAME on 127.0.0.1:PORT
+        assert f"serving {NAME} on 127.0.0.1:" in banner, banner
         port = int(banner.rsplit(":", 1)[1])
-        assert f"gemini://localhost:{port}/" in proc.stderr.readline()
+        assert f"gemini://{NAME}:{port}/" in proc.stderr.readline()
         yield proc, port, log
     finally:
         if proc.poll() is None:
@@ -91,11 +111,12 @@ def served(tmp_path: Path) -> Iterator[tuple[subprocess.Popen[str], int, Path]]:
             proc.wait()
 
 
+@pytest.mark.usefixtures("names_resolve_to_loopback")
 def test_a_real_client_searches_and_is_refused_bad_input(
     served: tuple[subprocess.Popen[str], int, Path],
 ) -> None:
     proc, port, log = served
-    base = f"gemini://localhost:{port}"
+    base = f"gemini://{NAME}:{port}"
 
     def get(path: str) -> ignition.BaseResponse:
         return ignition.request(base + path, timeout=10)
@@ -126,8 +147,8 @@ def test_a_real_client_searches_and_is_refused_bad_input(
         ("/search/0?tomatoes", "51"),
     ]:
         assert get(path).status == status, path
-    # served for localhost only: another name is refused
-    answer = ignition.request(f"gemini://127.0.0.1:{port}/", timeout=10)
+    # served for NAME only: another name is refused
+    answer = ignition.request(f"gemini://other.{NAME}:{port}/", timeout=10)
     assert answer.status == "53"
 
     proc.send_signal(signal.SIGINT)
