@@ -15,7 +15,8 @@ Routes:
   it (at most :data:`MAX_BACKLINKS`);
 - ``/hosts`` (``/hosts/N``): the capsules the crawl knows and when each was last fetched,
   :data:`HOSTS_PER_PAGE` a page;
-- ``/stats``: what the index holds (``geminibot stats``);
+- ``/stats``: what the index holds (``geminibot stats``), counted at most once every
+  :data:`STATS_SECONDS`;
 - ``/about``: how the crawler behaves and how to keep it out, from the crawler's own
   defaults and the database's settings (role, product token).
 
@@ -30,6 +31,7 @@ from __future__ import annotations
 
 import re
 import sqlite3
+import time
 from collections.abc import Callable
 from datetime import UTC, datetime
 from urllib.parse import quote, unquote_to_bytes
@@ -59,6 +61,9 @@ MAX_BACKLINKS = 100
 HOSTS_PER_PAGE = 200
 #: Longest title or snippet shown, in characters.
 MAX_TEXT = 300
+#: Seconds the /stats page is reused: counting a large database takes a while, and the
+#: handler runs on the server's event loop.
+STATS_SECONDS = 60.0
 #: The index the backlinks lookup needs (``links.target``), made by :func:`prepare`.
 BACKLINKS_INDEX = "CREATE INDEX IF NOT EXISTS links_target ON links (target)"
 
@@ -118,9 +123,17 @@ def when(seconds: float | None) -> str:
 class SearchCapsule:
     """The handler: call it with a request URL (see the module docstring for the routes)."""
 
-    def __init__(self, conn: sqlite3.Connection, *, title: str = "geminibot search") -> None:
+    def __init__(
+        self,
+        conn: sqlite3.Connection,
+        *,
+        title: str = "geminibot search",
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
         self.conn = conn
         self.title = title
+        self.clock = clock
+        self._stats: tuple[float, Resolution] | None = None  # (counted at, page)
         self._routes: dict[str, Callable[[URL], Resolution]] = {
             "/": self.home,
             "/search": lambda url: self.search(url, 1),
@@ -242,6 +255,12 @@ class SearchCapsule:
         return page(lines)
 
     def stats(self, _url: URL) -> Resolution:
+        now = self.clock()
+        if self._stats is None or now - self._stats[0] >= STATS_SECONDS:
+            self._stats = (now, self._count())
+        return self._stats[1]
+
+    def _count(self) -> Resolution:
         return page(
             [
                 "# What the index holds",

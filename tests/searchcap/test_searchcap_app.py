@@ -15,7 +15,13 @@ from geminibot.index import Link, Page, connect, store_page, transaction
 from geminibot.index.db import set_setting
 from geminibot.index.search import MAX_QUERY_LENGTH
 from geminibot.searchcap import SearchCapsule, prepare
-from geminibot.searchcap.app import HOSTS_PER_PAGE, MAX_BACKLINKS, MAX_PAGE, PAGE_SIZE
+from geminibot.searchcap.app import (
+    HOSTS_PER_PAGE,
+    MAX_BACKLINKS,
+    MAX_PAGE,
+    PAGE_SIZE,
+    STATS_SECONDS,
+)
 
 GEMTEXT = "text/gemini; charset=utf-8"
 
@@ -209,6 +215,19 @@ def test_stats(conn: sqlite3.Connection) -> None:
     body = text(ask(conn, "/stats"))
     assert "pages      26 (26 with searchable text" in body
     assert body.count("```") == 2
+
+
+def test_stats_are_counted_at_most_once_a_period(conn: sqlite3.Connection) -> None:
+    now = [100.0]
+    capsule = SearchCapsule(conn, clock=lambda: now[0])
+    url = parse_request(b"gemini://search.test/stats\r\n")
+    assert "pages      26 " in text(capsule(url))
+    with transaction(conn):
+        store_page(conn, stored("gemini://new.test/", "New", "new page"), "indexer")
+    now[0] += STATS_SECONDS - 0.001
+    assert "pages      26 " in text(capsule(url))
+    now[0] += 0.001
+    assert "pages      27 " in text(capsule(url))
 
 
 def test_about_names_the_token_and_virtual_agent_from_the_database(
