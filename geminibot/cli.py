@@ -15,6 +15,7 @@ from geminibot.gemini import cli as gemini_cli
 from geminibot.index import cli as index_cli
 from geminibot.policy import cli as policy_cli
 from geminibot.portal import cli as portal_cli
+from geminibot.searchcap import cli as searchcap_cli
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -34,6 +35,7 @@ def build_parser() -> argparse.ArgumentParser:
     compare_cli.register(commands)
     portal_cli.register(commands)
     index_cli.register(commands)
+    searchcap_cli.register(commands)
     return parser
 
 
