@@ -90,6 +90,9 @@ PROGRESS_INTERVAL = 0.5
 ROLES = ("indexer", "archiver", "researcher")
 #: The crawler's own product token.
 DEFAULT_AGENT = "geminibot"
+#: Seconds between two looks for work another crawl process holds, while this one has
+#: none (a store shared by several processes; at least the first, at most the second).
+HELD_POLL = (0.1, 5.0)
 #: An ask answer is applied to the decision it was asked for during this long.
 ASK_DECISION_WINDOW = timedelta(seconds=1)
 
@@ -258,12 +261,31 @@ class Crawler:
             while not self._stopping:
                 self._spawn(nursery)
                 if not self._running:
-                    break
+                    if not await self._await_held_work():
+                        break
+                    continue
                 self._wake = trio.Event()
                 await self._wake.wait()
             nursery.cancel_scope.cancel()
         self._update_progress()
         return self.progress
+
+    async def _await_held_work(self) -> bool:
+        """No worker runs here: wait for work that other crawl processes sharing the store
+        hold (their hosts come free when they finish or their leases expire). False when
+        there is none for this crawl."""
+        if self._limit_reached():
+            return False
+        held = {
+            host: wait
+            for host, wait in self.store.work_elsewhere(self.lease).items()
+            if host not in self._skipped and self.host_allowed(host)
+        }
+        if not held:
+            return False
+        await trio.sleep(min(max(min(held.values()), HELD_POLL[0]), HELD_POLL[1]))
+        self.scheduler.add_work(host for host, wait in held.items() if wait <= 0)
+        return True
 
     def stop(self) -> None:
         """Stop now: interrupt requests in flight (their URLs go back to the queue)."""
@@ -310,6 +332,14 @@ class Crawler:
     # --- one host ---
 
     async def _worker(self, host: str) -> None:
+        lease = self.store.lease_host(host, self.lease)
+        if lease is None:  # another crawl process holds the host
+            self.scheduler.drop_work(host)
+            self._running.discard(host)
+            self._wake.set()
+            return
+        if lease.state is not None:  # the pace goes on from where its last holder left it
+            self.scheduler.restore({host: lease.state}, ())
         try:
             policy = await self.policy_files.site_policy(host)
             if isinstance(policy, Skip):
@@ -331,6 +361,7 @@ class Crawler:
                     self._skip(host, skipped)
                     return
         finally:
+            self.store.release_host(host, self.lease)
             self._running.discard(host)
             self._wake.set()
 
@@ -353,8 +384,15 @@ class Crawler:
             last_duration = self.scheduler.last_duration(host)
             answer = policy.delay(self.bot, self._at(), last_duration, url)
             self.scheduler.set_pace(host, answer.seconds if answer.file else None)
-        if not await self.scheduler.wait_turn(host):
-            return None
+        while True:
+            if not await self.scheduler.wait_turn(host):
+                return None
+            lease = self.store.lease_host(host, self.lease)  # renewed before each request
+            if lease is None:
+                return None
+            if lease.state is None:
+                break
+            self.scheduler.restore({host: lease.state}, ())
         async with self._limiter:
             self.scheduler.start(host)
             started = self.clock()

@@ -64,13 +64,19 @@ def _quote(text: str) -> str:
     return '"' + text.replace('"', '""') + '"'
 
 
-def to_fts_query(query: str) -> str:
-    """Rewrite a user query into an FTS5 MATCH expression (see module docstring)."""
+#: A parsed query: OR-separated groups of ANDed terms, and the excluded terms; a term is
+#: (text, prefix) where text is a word or a phrase.
+Term = tuple[str, bool]
+
+
+def parse_query(query: str) -> tuple[list[list[Term]], list[Term]]:
+    """Split a user query (see module docstring) into OR-groups of required terms and
+    excluded terms; the one parser of both stores' searches."""
     if len(query) > MAX_QUERY_LENGTH:
         raise QueryError(f"query too long ({len(query)} characters, at most {MAX_QUERY_LENGTH})")
     query = _CONTROL.sub(" ", query)
-    positive: list[list[str]] = [[]]  # OR-separated groups of ANDed phrases
-    negative: list[str] = []
+    positive: list[list[Term]] = [[]]
+    negative: list[Term] = []
     for match in _TERM.finditer(query):
         neg, phrase, word = match.group(1), match.group(2), match.group(3)
         if word == "OR" and not neg:
@@ -81,7 +87,7 @@ def to_fts_query(query: str) -> str:
         if not _WORDLIKE.search(text):
             continue
         prefix = phrase is None and text.endswith("*")
-        item = _quote(text.rstrip("*") if prefix else text) + ("*" if prefix else "")
+        item = (text.rstrip("*") if prefix else text, prefix)
         if neg:
             negative.append(item)
         else:
@@ -91,9 +97,19 @@ def to_fts_query(query: str) -> str:
         raise QueryError(
             "nothing to search for: give at least one word (not only -excluded words or symbols)"
         )
-    expr = " OR ".join("(" + " AND ".join(g) + ")" for g in groups)
+    return groups, negative
+
+
+def to_fts_query(query: str) -> str:
+    """Rewrite a user query into an FTS5 MATCH expression (see module docstring)."""
+    groups, negative = parse_query(query)
+
+    def fts(term: Term) -> str:
+        return _quote(term[0]) + ("*" if term[1] else "")
+
+    expr = " OR ".join("(" + " AND ".join(fts(t) for t in g) + ")" for g in groups)
     if negative:
-        expr = "(" + expr + ") NOT (" + " OR ".join(negative) + ")"
+        expr = "(" + expr + ") NOT (" + " OR ".join(fts(t) for t in negative) + ")"
     return expr
 
 
