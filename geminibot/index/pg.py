@@ -168,7 +168,8 @@ def connect(conninfo: str) -> psycopg.Connection[Any]:
     try:
         conninfo_to_dict(conninfo)
     except psycopg.ProgrammingError as exc:
-        raise DatabaseError(f"{name}: not a valid PostgreSQL connection string: {exc}") from None
+        reason = " ".join(str(exc).split())
+        raise DatabaseError(f"{name}: not a valid PostgreSQL connection string: {reason}") from None
     try:
         conn = psycopg.connect(conninfo, connect_timeout=CONNECT_TIMEOUT, autocommit=True)
     except psycopg.Error as exc:

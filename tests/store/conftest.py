@@ -60,12 +60,20 @@ def kind(request: Any) -> str:
 
 
 @pytest.fixture
-def store(kind: str, request: Any, tmp_path: Path, clock: Clock) -> Iterator[CrawlStore]:
+def db(kind: str, request: Any, tmp_path: Path) -> str:
+    """What ``--db`` would say: a file path, or a postgresql:// URL."""
     if kind == "sqlite":
-        conn = connect(tmp_path / "crawl.db")
+        return str(tmp_path / "crawl.db")
+    return str(request.getfixturevalue("pg_url"))
+
+
+@pytest.fixture
+def store(kind: str, db: str, clock: Clock) -> Iterator[CrawlStore]:
+    if kind == "sqlite":
+        conn = connect(db)
         yield SqliteStore(conn, clock, LIMITS)
         conn.close()
     else:
-        pg = PgStore(request.getfixturevalue("pg_url"), clock, LIMITS, lease_seconds=30)
+        pg = PgStore(db, clock, LIMITS, lease_seconds=30)
         yield pg
         pg.close()
