@@ -78,6 +78,13 @@ def register(commands: Any) -> None:
         "several crawl processes)",
     )
     crawl.add_argument(
+        "--max-hosts",
+        type=int,
+        metavar="N",
+        help="work on at most N hosts at once (default: every host with work); with "
+        "several processes on one postgresql:// --db, leaves hosts for the others",
+    )
+    crawl.add_argument(
         "--lease-seconds",
         type=float,
         metavar="S",
@@ -183,6 +190,7 @@ def _options(args: argparse.Namespace) -> tuple[list[str], CrawlOptions, Resolve
         ("--max-pages", args.max_pages),
         ("--concurrency", args.concurrency),
         ("--max-host-urls", args.max_host_urls),
+        ("--max-hosts", args.max_hosts),
     ):
         if value is not None and value < 1:
             raise CommandError(f"{name} must be at least 1")
@@ -211,6 +219,7 @@ def _options(args: argparse.Namespace) -> tuple[list[str], CrawlOptions, Resolve
         allow_hosts=tuple(args.allow_host),
         concurrency=args.concurrency,
         test_range=args.test_range,
+        max_hosts=args.max_hosts,
         follow=tuple(args.follow),
     )
     return seeds, options, resolver

@@ -33,6 +33,8 @@ leases of the requests it interrupts, so a stopped crawl resumes exactly where i
 from __future__ import annotations
 
 import fnmatch
+import os
+import socket
 import sqlite3
 import time
 import uuid
@@ -114,6 +116,7 @@ class CrawlOptions:
     concurrency: int = DEFAULT_CONCURRENCY
     test_range: bool = False
     follow: tuple[Scheme, ...] = ()  # protocols followed beyond the seeds' own
+    max_hosts: int | None = None  # hosts worked on at once (None: every host with work)
 
 
 @dataclass
@@ -166,7 +169,9 @@ class Crawler:
         )
         self.scheduler = Scheduler(self._clock, test_range=options.test_range)
         self.policy_files = PolicyFiles(self.store, self.clock, self._request, self._slowed)
-        self.lease = uuid.uuid4().hex
+        # Names this process to the others sharing the store (which machine holds a host).
+        self.lease = f"{uuid.uuid4().hex}@{socket.gethostname()}:{os.getpid()}"
+        self._capped = False  # hosts were left out for --max-hosts: look again later
         self.progress = Progress(started=self._wall0)
         self.bot = Bot(
             options.agent,
@@ -296,9 +301,17 @@ class Crawler:
     def _spawn(self, nursery: trio.Nursery) -> None:
         if self._limit_reached():
             return
+        cap = self.options.max_hosts
+        if self._capped and cap is not None and len(self._running) < cap:
+            self._capped = False  # room again: the hosts left out (or another's, now free)
+            self.scheduler.add_work(self.store.hosts_with_work())
         for host in self.scheduler.take_ready():
             if host in self._running or host in self._skipped or not self.host_allowed(host):
                 continue  # a host not allowed, or skipped, stays out for this run
+            if cap is not None and len(self._running) >= cap:
+                self.scheduler.drop_work(host)  # for another process, or for later
+                self._capped = True
+                continue
             self._running.add(host)
             nursery.start_soon(self._worker, host)
 

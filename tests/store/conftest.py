@@ -12,23 +12,13 @@ from typing import Any
 import psycopg
 import pytest
 from postgres_cluster import running_postgres
+from store_helpers import LIMITS, Clock
 
-from geminibot.crawl.frontier import Limits
 from geminibot.crawl.pgstore import PgStore
 from geminibot.crawl.store import CrawlStore, SqliteStore
 from geminibot.index import connect
 
 _numbers = itertools.count()
-
-
-class Clock:
-    """A settable clock for the store (the crawl's wall-clock seconds)."""
-
-    def __init__(self) -> None:
-        self.now = 1_000_000.0
-
-    def __call__(self) -> float:
-        return self.now
 
 
 @pytest.fixture(scope="session")
@@ -49,9 +39,6 @@ def pg_url(pg_cluster: str) -> str:
 @pytest.fixture
 def clock() -> Clock:
     return Clock()
-
-
-LIMITS = Limits(max_depth=3, max_url_length=60, max_queries_per_path=2, max_urls_per_host=6)
 
 
 @pytest.fixture(params=["sqlite", "postgresql"])

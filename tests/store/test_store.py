@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from conftest import LIMITS, Clock
+from store_helpers import LIMITS, Clock
 
 from geminibot.crawl.store import (
     CachedFile,

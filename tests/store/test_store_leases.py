@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 import pytest
-from conftest import LIMITS, Clock
+from store_helpers import LIMITS, Clock
 from test_store import A, B, decision, fetch, page
 
 from geminibot.crawl.pgstore import PgStore
