@@ -17,10 +17,10 @@ from geminibot.crawl.frontier import Limits
 from geminibot.index import DatabaseError, SearchResult, connect, search
 from geminibot.index.pg import UnreachableDatabase, display, is_postgres
 
-__all__ = ["display", "is_postgres", "open_pg_store", "reading"]
+__all__ = ["display", "is_postgres", "open_pg_store", "pg_error", "reading"]
 
 
-def _error(exc: DatabaseError) -> CommandError:
+def pg_error(exc: DatabaseError) -> CommandError:
     code = EXIT_NEGATIVE if isinstance(exc, UnreachableDatabase) else 2
     return CommandError(str(exc), code)
 
@@ -33,7 +33,7 @@ def open_pg_store(db: str, limits: Limits, lease_seconds: float | None) -> Any:
     try:
         return pgstore.open_store(db, time.time, limits, lease_seconds=seconds)
     except DatabaseError as exc:
-        raise _error(exc) from None
+        raise pg_error(exc) from None
 
 
 @contextmanager
@@ -46,14 +46,14 @@ def reading(db: str) -> Iterator[tuple[Any, Callable[[Any, str, int], list[Searc
         try:
             pg_conn = pg.connect(db)
         except DatabaseError as exc:
-            raise _error(exc) from None
+            raise pg_error(exc) from None
         with pg_conn:
             yield pg_conn, _pg_search
         return
     try:
         conn = connect(db, create=False)
     except DatabaseError as exc:
-        raise _error(exc) from None
+        raise pg_error(exc) from None
     try:
         yield conn, search
     finally:

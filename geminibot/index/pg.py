@@ -107,7 +107,7 @@ _V1 = (
         started_at DOUBLE PRECISION NOT NULL,
         duration DOUBLE PRECISION NOT NULL
     )""",
-    """CREATE TABLE pages (
+    r"""CREATE TABLE pages (
         id BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
         url TEXT NOT NULL UNIQUE,
         host TEXT NOT NULL,
@@ -124,7 +124,12 @@ _V1 = (
         text_indexed BOOLEAN NOT NULL DEFAULT false,
         headings TEXT,
         body TEXT,
-        tsv TSVECTOR
+        tsv TSVECTOR GENERATED ALWAYS AS (CASE WHEN text_indexed THEN
+            setweight(to_tsvector('simple', title), 'A')
+            || setweight(to_tsvector('simple', coalesce(headings, '')), 'B')
+            || setweight(to_tsvector('simple', regexp_replace(url, '[^[:alnum:]]+', ' ', 'g')), 'C')
+            || setweight(to_tsvector('simple', coalesce(body, '')), 'D')
+        ELSE ''::tsvector END) STORED
     )""",
     "CREATE INDEX pages_hash ON pages (content_hash)",
     "CREATE INDEX pages_host ON pages (host)",
@@ -236,15 +241,10 @@ def store_page(cur: psycopg.Cursor[Any], page: Page, role: str) -> int:
     title = page.title if keep_text else ""
     cur.execute(
         "INSERT INTO pages (url, host, status, meta, mime, lang, size, content_hash,"
-        " fetched_at, title, duplicate_of, redirect_to, text_indexed, headings, body, tsv)"
+        " fetched_at, title, duplicate_of, redirect_to, text_indexed, headings, body)"
         " VALUES (%(url)s, %(host)s, %(status)s, %(meta)s, %(mime)s, %(lang)s, %(size)s,"
         " %(hash)s, %(at)s, %(title)s, %(dup)s, %(redirect)s, %(keep)s, %(headings)s,"
-        " %(body)s, CASE WHEN %(keep)s THEN"
-        " setweight(to_tsvector('simple', %(title)s), 'A')"
-        " || setweight(to_tsvector('simple', coalesce(%(headings)s, '')), 'B')"
-        " || setweight(to_tsvector('simple', regexp_replace(%(url)s, '\\W+', ' ', 'g')), 'C')"
-        " || setweight(to_tsvector('simple', coalesce(%(body)s, '')), 'D') END)"
-        " RETURNING id",
+        " %(body)s) RETURNING id",
         {
             "url": page.url,
             "host": page.host,

@@ -105,3 +105,15 @@ def test_command_line_output_alike(
     assert main(["search", "zzz", "--db", db]) == 1
     assert main(["stats", "--db", db]) == 0
     assert capsys.readouterr().out.startswith("hosts      1 (0 skipped for now)")
+
+
+def test_url_words_are_searched(store: CrawlStore, db: str) -> None:
+    url = A + "zucchini-notes.gmi"
+    store.seed([url])
+    assert store.lease_host("a.test", "me") is not None
+    assert store.claim("a.test", "me") is not None
+    store.fetched(
+        FetchedPage(decision(url), fetch(url), page(url, "Notes", "plain"), "indexer", [])
+    )
+    with reading(db) as (conn, search):
+        assert [r.url for r in search(conn, "zucchini", 10)] == [url]
