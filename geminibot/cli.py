@@ -13,7 +13,9 @@ from geminibot.cliutil import run_command
 from geminibot.crawl import cli as crawl_cli
 from geminibot.crawl import migrate as db_cli
 from geminibot.gemini import cli as gemini_cli
+from geminibot.index import cli as index_cli
 from geminibot.policy import cli as policy_cli
+from geminibot.portal import cli as portal_cli
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -32,6 +34,8 @@ def build_parser() -> argparse.ArgumentParser:
     crawl_cli.register(commands)
     compare_cli.register(commands)
     db_cli.register(commands)
+    portal_cli.register(commands)
+    index_cli.register(commands)
     return parser
 
 

@@ -24,7 +24,8 @@ from typing import TYPE_CHECKING, Any
 
 from geminibot.index.db import DatabaseError
 from geminibot.index.pages import TEXT_ROLES, Page
-from geminibot.index.search import MAX_LIMIT, QueryError, SearchResult, parse_query
+from geminibot.index.query import QueryError, Term, parse_query
+from geminibot.index.search import MAX_LIMIT, SearchResult
 
 if TYPE_CHECKING:
     import psycopg
@@ -284,21 +285,21 @@ def store_page(cur: psycopg.Cursor[Any], page: Page, role: str) -> int:
 
 
 def to_tsquery(query: str) -> str:
-    """Rewrite a user query (the syntax of :func:`geminibot.index.search.to_fts_query`)
+    """Rewrite a user query (the syntax of :mod:`geminibot.index.query`)
     into ``to_tsquery('simple', ...)`` input: only word characters reach it."""
 
-    def term(text: str, prefix: bool) -> str | None:
-        words = re.findall(r"\w+", text.lower())
+    def term(t: Term) -> str | None:
+        words = re.findall(r"\w+", t.text.lower())
         if not words:
             return None
-        if prefix:
+        if t.prefix:
             words[-1] += ":*"
         return words[0] if len(words) == 1 else "(" + " <-> ".join(words) + ")"
 
-    groups, negative = parse_query(query)
+    parsed = parse_query(query)
     ors = []
-    for group in groups:
-        terms = [t for t in (term(text, prefix) for text, prefix in group) if t]
+    for group in parsed.groups:
+        terms = [t for t in (term(item) for item in group) if t]
         if terms:
             ors.append("(" + " & ".join(terms) + ")")
     if not ors:
@@ -306,7 +307,7 @@ def to_tsquery(query: str) -> str:
             "nothing to search for: give at least one word (not only -excluded words or symbols)"
         )
     expr = " | ".join(ors)
-    nots = [t for t in (term(text, prefix) for text, prefix in negative) if t]
+    nots = [t for t in (term(item) for item in parsed.excluded) if t]
     if nots:
         expr = f"({expr}) & !({' | '.join(nots)})"
     return expr
