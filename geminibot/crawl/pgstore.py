@@ -33,7 +33,7 @@ from typing import Any
 import psycopg
 from psycopg_pool import ConnectionPool
 
-from geminibot.crawl.frontier import Claim, Limits
+from geminibot.crawl.frontier import Claim, Limits, trap_reason
 from geminibot.crawl.schemes import host_key, parse_any
 from geminibot.crawl.store import (
     CachedFile,
@@ -238,21 +238,14 @@ class PgStore:
                 "SELECT host, urls_total FROM hosts WHERE host = ANY(%s)", (hosts,)
             ).fetchall()
         )
-        lim = self.limits
         rows: list[tuple[str, str, str, bool, int, str | None, str, str | None]] = []
         queries: Counter[tuple[str, str]] = Counter()
         for url in new:
             depth, parent = batch[url]
             parsed = parse_any(url)
             host, path, has_query = host_key(url), parsed.path, parsed.query is not None
-            reason = None
-            if len(url.encode("utf-8", "surrogatepass")) > lim.max_url_length:
-                reason = f"URL longer than {lim.max_url_length} bytes"
-            elif depth > lim.max_depth:
-                reason = f"deeper than {lim.max_depth} links"
-            elif totals[host] >= lim.max_urls_per_host:
-                reason = f"more than {lim.max_urls_per_host} URLs on the host"
-            elif has_query:
+            count = None
+            if has_query:
                 if (host, path) not in queries:
                     row = conn.execute(
                         "SELECT count(*) FROM urls WHERE host = %s AND path = %s"
@@ -260,10 +253,10 @@ class PgStore:
                         (host, path),
                     ).fetchone()
                     queries[(host, path)] = int(row[0]) if row else 0
-                if queries[(host, path)] >= lim.max_queries_per_path:
-                    reason = f"more than {lim.max_queries_per_path} query strings on the path"
-                else:
-                    queries[(host, path)] += 1
+                count = queries[(host, path)]
+            reason = trap_reason(self.limits, url, depth, totals[host], count)
+            if reason is None and has_query:
+                queries[(host, path)] += 1
             if reason is None:
                 totals[host] += 1
             state = "trapped" if reason else "queued"

@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any
 from geminibot.index.db import DatabaseError
 from geminibot.index.pages import TEXT_ROLES, Page
 from geminibot.index.query import QueryError, Term, parse_query
-from geminibot.index.search import MAX_LIMIT, SearchResult
+from geminibot.index.search import MAX_LIMIT, SearchResult, result_from_row
 
 if TYPE_CHECKING:
     import psycopg
@@ -332,19 +332,4 @@ def search(conn: psycopg.Connection[Any], query: str, limit: int = 10) -> list[S
         " FROM pages p, q WHERE p.tsv @@ q.q ORDER BY score, p.id LIMIT %s",
         (expr, options, options, RANK_WEIGHTS, limit),
     ).fetchall()
-    results = []
-    for url, title, mime, lang, size, fetched_at, body_snip, head_snip, score in rows:
-        snippet = body_snip if "[" in body_snip or not head_snip else head_snip
-        results.append(
-            SearchResult(
-                url=url,
-                title=title,
-                snippet=" ".join(snippet.split()),
-                score=float(score),
-                mime=mime,
-                lang=lang,
-                size=int(size),
-                fetched_at=float(fetched_at),
-            )
-        )
-    return results
+    return [result_from_row(tuple(row[:-1]), row[-1]) for row in rows]
