@@ -132,3 +132,28 @@ def test_three_processes_one_killed(tmp_path: Path, pg_url: str) -> None:
     with psycopg.connect(pg_url) as conn:
         left = conn.execute("SELECT count(*) FROM urls WHERE state IN ('queued', 'leased')")
         assert left.fetchone() == (0,)
+
+
+def test_max_hosts_one_process_still_crawls_every_host(tmp_path: Path) -> None:
+    """With --max-hosts 1 a lone process works on one host at a time and comes back for
+    the hosts it left out, on either store (here SQLite: no other process to leave them to)."""
+    seeds = generate(tmp_path / "capsules", 3, 24)
+    whole_log, log = tmp_path / "whole.log", tmp_path / "capped.log"
+    with capsule_server(tmp_path / "capsules", tmp_path / "certs", whole_log) as port:
+        assert (
+            crawl(str(tmp_path / "whole.db"), seeds, port, tmp_path / "w.out").wait(DEADLINE) == 0
+        )
+    argv = [sys.executable, "-m", "geminibot", "crawl", *seeds, "--db", str(tmp_path / "c.db")]
+    argv += ["--test-range", "--allow-host", "*.test", "--max-hosts", "1"]
+    with capsule_server(tmp_path / "capsules", tmp_path / "certs", log) as port:
+        argv += ["--connect-to", f"*.test:1965:127.0.0.1:{port}"]
+        done = subprocess.run(argv, capture_output=True, timeout=DEADLINE, check=False)
+        assert done.returncode == 0, done.stderr
+    assert sorted(requests(log)) == sorted(requests(whole_log))
+    visits = []
+    for r in log_records(log):
+        start = dt.datetime.fromisoformat(str(r["time"])).timestamp()
+        visits.append((start, start + float(str(r["duration"]))))
+    visits.sort()
+    for (_, end), (start, _) in itertools.pairwise(visits):  # one host, one request at a time
+        assert start >= end - SLACK
