@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
+from store_helpers import LIMITS, Clock
 
 from geminibot.cli import main
+from geminibot.crawl.pgstore import PgStore
 
 
 @pytest.mark.parametrize(
@@ -35,3 +39,15 @@ def test_archiver_on_postgres_needs_a_warc_dir(
 ) -> None:
     assert main(["crawl", "gemini://a.test/", "--db", pg_url, "--as", "archiver"]) == 2
     assert "needs --warc-dir" in capsys.readouterr().err
+
+
+def test_role_mismatch_on_postgres_is_one_line(pg_url: str) -> None:
+    """A refused resume exits at once (the connection pool does not keep it alive)."""
+    store = PgStore(pg_url, Clock(), LIMITS)
+    assert store.check_settings({"role": "indexer", "agent": "geminibot"}) is None
+    store.close()
+    argv = [sys.executable, "-m", "geminibot", "crawl", "gemini://a.test/", "--db", pg_url]
+    argv += ["--as", "researcher"]
+    done = subprocess.run(argv, capture_output=True, text=True, timeout=60, check=False)
+    assert done.returncode == 2
+    assert done.stderr.count("\n") == 1 and "crawled with role 'indexer'" in done.stderr
