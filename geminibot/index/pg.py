@@ -328,8 +328,19 @@ def search(conn: psycopg.Connection[Any], query: str, limit: int = 10) -> list[S
         " SELECT p.url, p.title, p.mime, p.lang, p.size, p.fetched_at,"
         " ts_headline('simple', coalesce(p.body, ''), q.q, %s),"
         " ts_headline('simple', coalesce(p.headings, ''), q.q, %s),"
-        " -ts_rank_cd(%s::float4[], p.tsv, q.q) AS score"
+        " coalesce(p.body, ''), -ts_rank_cd(%s::float4[], p.tsv, q.q) AS score"
         " FROM pages p, q WHERE p.tsv @@ q.q ORDER BY score, p.id LIMIT %s",
         (expr, options, options, RANK_WEIGHTS, limit),
     ).fetchall()
-    return [result_from_row(tuple(row[:-1]), row[-1]) for row in rows]
+    return [result_from_row((*row[:6], _cut_marks(row[6], row[8]), row[7]), row[9]) for row in rows]
+
+
+def _cut_marks(headline: str, body: str) -> str:
+    """``…`` where the snippet cuts the body, as FTS5's ``snippet()`` marks it."""
+    plain = headline.replace("[", "").replace("]", "")
+    at = body.find(plain) if plain else -1
+    if at < 0:
+        return headline
+    before = "…" if body[:at].strip() else ""
+    after = "…" if body[at + len(plain) :].strip() else ""
+    return before + headline + after

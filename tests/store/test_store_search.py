@@ -117,3 +117,16 @@ def test_url_words_are_searched(store: CrawlStore, db: str) -> None:
     )
     with reading(db) as (conn, search):
         assert [r.url for r in search(conn, "zucchini", 10)] == [url]
+
+
+def test_a_cut_snippet_is_marked(store: CrawlStore, db: str) -> None:
+    url = A + "long.gmi"
+    text = "start " + " ".join(f"filler{i}" for i in range(40)) + " needle " + "tail " * 40
+    store.seed([url])
+    assert store.lease_host("a.test", "me") is not None
+    assert store.claim("a.test", "me") is not None
+    store.fetched(FetchedPage(decision(url), fetch(url), page(url, "Long", text), "indexer", []))
+    with reading(db) as (conn, search):
+        (hit,) = search(conn, "needle", 10)
+    assert "[needle]" in hit.snippet
+    assert hit.snippet.startswith("…") and hit.snippet.endswith("…")
