@@ -11,6 +11,7 @@ from geminibot.classify import cli as classify_cli
 from geminibot.classify import compare_cli
 from geminibot.cliutil import run_command
 from geminibot.crawl import cli as crawl_cli
+from geminibot.crawl import migrate as db_cli
 from geminibot.gemini import cli as gemini_cli
 from geminibot.index import cli as index_cli
 from geminibot.policy import cli as policy_cli
@@ -33,6 +34,7 @@ def build_parser() -> argparse.ArgumentParser:
     classify_cli.register(commands)
     crawl_cli.register(commands)
     compare_cli.register(commands)
+    db_cli.register(commands)
     portal_cli.register(commands)
     index_cli.register(commands)
     searchcap_cli.register(commands)

@@ -3,9 +3,8 @@ outcomes, policy refusals, and the state of the frontier."""
 
 from __future__ import annotations
 
-import sqlite3
 import time
-from typing import Any
+from typing import Any, Protocol
 
 #: Longest list of per-host refusal counts reported.
 TOP_REFUSING_HOSTS = 10
@@ -19,25 +18,32 @@ AGE_BUCKETS: tuple[tuple[str, float], ...] = (
 )
 
 
-def _counts(conn: sqlite3.Connection, sql: str) -> dict[str, int]:
+class Connection(Protocol):
+    """What the statistics need of a connection: an sqlite3 or a psycopg one (the same SQL
+    runs on both)."""
+
+    def execute(self, query: Any, /) -> Any: ...
+
+
+def _counts(conn: Connection, sql: str) -> dict[str, int]:
     return {str(k): int(v) for k, v in conn.execute(sql).fetchall()}
 
 
-def age_distribution(conn: sqlite3.Connection, now: float) -> dict[str, int]:
+def age_distribution(conn: Connection, now: float) -> dict[str, int]:
     """Pages by the time since they were last fetched (:data:`AGE_BUCKETS`)."""
     ages = {label: 0 for label, _ in AGE_BUCKETS}
     bounds = [b for _, b in AGE_BUCKETS[:-1]]
-    case = " ".join(f"WHEN ? - fetched_at < ? THEN {i}" for i in range(len(bounds)))
-    args: list[float] = [x for b in bounds for x in (now, b)]
+    # numbers written into the SQL (floats, ours): the same text runs on SQLite and psycopg
+    case = " ".join(f"WHEN {now!r} - fetched_at < {b!r} THEN {i}" for i, b in enumerate(bounds))
     rows = conn.execute(
-        f"SELECT CASE {case} ELSE {len(bounds)} END, count(*) FROM pages GROUP BY 1", args
+        f"SELECT CASE {case} ELSE {len(bounds)} END, count(*) FROM pages GROUP BY 1"
     ).fetchall()
     for bucket, n in rows:
         ages[AGE_BUCKETS[int(bucket)][0]] = int(n)
     return ages
 
 
-def stats(conn: sqlite3.Connection, now: float | None = None) -> dict[str, Any]:
+def stats(conn: Connection, now: float | None = None) -> dict[str, Any]:
     """A JSON-ready summary of the database (page ages counted at ``now``, by default
     the current time)."""
     one = conn.execute
