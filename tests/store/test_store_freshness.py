@@ -1,0 +1,55 @@
+"""The freshness part of the CrawlStore contract, on both stores (SQLite, PostgreSQL):
+revisits when due, unchanged pages kept as they are, gone URLs out of the index and of the
+per-host count, aliases under the canonical URL, logs pruned."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from test_store import A, claim, decision, fetch, page
+
+from geminibot.crawl.store import CrawlStore, FetchedPage, Revisit
+
+DAY = 86_400.0
+
+
+def visit(store: CrawlStore, url: str, text: str, **kw: object) -> set[str]:
+    claimed = claim(store)
+    assert claimed is not None and claimed.url == url, claimed
+    p = page(url, "T", text, content_hash=f"h-{text}")
+    if kw.get("gone"):
+        p = replace(p, status=51, meta="not found", text=None, content_hash=None)
+    fields: dict[str, object] = {"revisit": Revisit(1_000_000.0 + DAY, DAY)} | kw
+    return store.fetched(FetchedPage(decision(url), fetch(url), p, "indexer", [], **fields))  # type: ignore[arg-type]
+
+
+def test_due_urls_come_back_and_unchanged_pages_stay(store: CrawlStore) -> None:
+    store.seed([A])
+    visit(store, A, "home")
+    store.seed([A + "x"])
+    visit(store, A + "x", "body")
+    assert store.revisit(1_000_000.0 + DAY - 1) == 0
+    assert store.revisit(1_000_000.0 + DAY) == 2
+    assert store.queued() == 2
+    seen = store.previous(A)
+    assert seen is not None and seen.content_hash == "h-home" and seen.interval == DAY
+    visit(store, A, "home", unchanged=True)
+    visit(store, A + "x", "body", gone=True)
+    assert store.state_of(A) == ("done", None)
+    assert store.state_of(A + "x") == ("gone", "status 51")
+    assert store.revisit(0.0, everything=True) == 1  # the gone URL never
+    assert store.prune_logs(11.0) > 0  # every log row was written at 10 s
+
+
+def test_a_better_named_copy_takes_over_as_canonical(store: CrawlStore) -> None:
+    long, short = A + "copy.gmi?ref=1", A + "c"
+    store.seed([long])
+    visit(store, long, "same")
+    store.seed([short])
+    assert store.duplicate_of("h-same", short) == long
+    claimed = claim(store)
+    assert claimed.url == short
+    p = page(short, "T", "same", content_hash="h-same")
+    store.fetched(FetchedPage(decision(short), fetch(short), p, "indexer", [], demote=long))
+    assert store.aliases(short) == [long]
+    assert store.duplicate_of("h-same", long) == short
