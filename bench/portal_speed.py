@@ -38,6 +38,7 @@ import trio
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests" / "crawl"))
 
+from machine import cpu_model
 from served_capsules import capsule_server, free_port
 
 from capsule_server.files import bundled_capsules
@@ -193,15 +194,7 @@ def main() -> None:
             rows = trio.run(
                 run, gemini_port, f"http://127.0.0.1:{http_port}", args.requests, args.seconds
             )
-    cpu = next(
-        (
-            line.split(":", 1)[1].strip()
-            for line in Path("/proc/cpuinfo").read_text().splitlines()
-            if line.startswith("model name")
-        ),
-        platform.processor(),
-    )
-    print(f"Machine: nproc {os.cpu_count()}, {cpu}, Python {platform.python_version()}")
+    print(f"Machine: nproc {os.cpu_count()}, {cpu_model()}, Python {platform.python_version()}")
     print("| measure | portal (HTTP) | plain Gemini fetch |")
     print("|---|---:|---:|")
     for row in rows:

@@ -39,6 +39,8 @@ import trio
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from machine import cpu_model  # noqa: E402
+
 from capsule_server.certs import ensure_certificate  # noqa: E402
 from capsule_server.testing import open_tls  # noqa: E402
 from capsule_server.tls import TLSConnection  # noqa: E402
@@ -266,15 +268,7 @@ def main() -> int:
     shutil.rmtree(tmp, ignore_errors=True)
     rows = [(name, c, *best[(name, c)]) for c in CONCURRENCY for name in servers]
 
-    cpu_model = next(
-        (
-            line.split(":", 1)[1].strip()
-            for line in Path("/proc/cpuinfo").read_text().splitlines()
-            if line.startswith("model name")
-        ),
-        "unknown",
-    )
-    print(f"machine: nproc={os.cpu_count()} cpu={cpu_model} python={platform.python_version()}")
+    print(f"machine: nproc={os.cpu_count()} cpu={cpu_model()} python={platform.python_version()}")
     print(
         f"page: gemini://{HOST}{PAGE}, best of {ROUNDS} rounds of {SECONDS_PER_CELL:g} s per cell, "
         f"{LOAD_PROCESSES} load processes, one request per TLS connection\n"

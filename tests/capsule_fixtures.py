@@ -4,10 +4,14 @@ conftest.py."""
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from pathlib import Path
 
 import pytest
+import trio
 
 from capsule_server.files import bundled_capsules
 from capsule_server.log import AccessRecord
@@ -42,3 +46,29 @@ async def server(
 ) -> AsyncIterator[CapsuleServer]:
     async with running_server(capsules_dir, cert_dir, TEST_LIMITS, access_log.append) as srv:
         yield srv
+
+
+@asynccontextmanager
+async def cli_process(
+    command: str, *args: str, deadline: float
+) -> AsyncIterator[tuple[trio.Process, int]]:
+    """Start ``capsule-server COMMAND --port 0 ARGS`` as a process and learn its port from
+    its banner (within ``deadline`` seconds); it is killed on exit if still running."""
+    proc = await trio.lowlevel.open_process(
+        [sys.executable, "-m", "capsule_server.cli", command, "--port", "0", *args],
+        stderr=subprocess.PIPE,
+    )
+    assert proc.stderr is not None
+    banner = b""
+    with trio.fail_after(deadline):
+        while not banner.endswith(b"\n"):
+            chunk = await proc.stderr.receive_some(1)
+            assert chunk, f"capsule-server {command} exited before it started"
+            banner += chunk
+    port = int(banner.decode().rsplit(":", 1)[1])
+    try:
+        yield proc, port
+    finally:
+        if proc.returncode is None:
+            proc.kill()
+            await proc.wait()

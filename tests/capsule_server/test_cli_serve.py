@@ -11,12 +11,12 @@ import resource
 import signal
 import subprocess
 import sys
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
+from contextlib import AbstractAsyncContextManager
 from pathlib import Path
 
 import pytest
 import trio
+from capsule_fixtures import cli_process
 
 from capsule_server.cli import build_parser, main
 from capsule_server.files import load_capsules
@@ -30,27 +30,9 @@ LOAD_DEADLINE = 90.0
 """The whole load test must finish within this many seconds (a bound, not a speed test)."""
 
 
-@asynccontextmanager
-async def serve_process(*args: str) -> AsyncIterator[tuple[trio.Process, int]]:
-    """Start ``capsule-server serve --port 0 ARGS`` and learn its port from its banner."""
-    proc = await trio.lowlevel.open_process(
-        [sys.executable, "-m", "capsule_server.cli", "serve", "--port", "0", *args],
-        stderr=subprocess.PIPE,
-    )
-    assert proc.stderr is not None
-    banner = b""
-    with trio.fail_after(30):
-        while not banner.endswith(b"\n"):
-            chunk = await proc.stderr.receive_some(1)
-            assert chunk, "server exited before it started"
-            banner += chunk
-    port = int(banner.decode().rsplit(":", 1)[1])
-    try:
-        yield proc, port
-    finally:
-        if proc.returncode is None:
-            proc.kill()
-            await proc.wait()
+def serve_process(*args: str) -> AbstractAsyncContextManager[tuple[trio.Process, int]]:
+    """``capsule-server serve --port 0 ARGS`` as a process, and its port."""
+    return cli_process("serve", *args, deadline=30)
 
 
 def rss_peak_kib(pid: int) -> int:
