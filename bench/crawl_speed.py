@@ -36,6 +36,7 @@ from urllib.parse import urlsplit
 import cryptography.hazmat.primitives.serialization  # noqa: F401 - ignition needs it first
 from protego import Protego
 
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests" / "crawl"))
 
 from machine import cpu_model

@@ -6,8 +6,9 @@ from __future__ import annotations
 
 import subprocess
 import sys
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
@@ -72,3 +73,37 @@ async def cli_process(
         if proc.returncode is None:
             proc.kill()
             await proc.wait()
+
+
+async def stderr_until_exit(proc: trio.Process, within: float) -> tuple[str, int]:
+    """What a :func:`cli_process` still writes to stderr until it exits (within
+    ``within`` seconds), and its exit status."""
+    assert proc.stderr is not None
+    rest = b""
+    with trio.fail_after(within):
+        while chunk := await proc.stderr.receive_some(4096):
+            rest += chunk
+        return rest.decode(), await proc.wait()
+
+
+@asynccontextmanager
+async def serving_on_trio_time(
+    root: Path,
+    cert_dir: Path,
+    limits: Limits | None,
+    log: Callable[[AccessRecord], None],
+    start: float,
+    timespec: str = "auto",
+) -> AsyncIterator[CapsuleServer]:
+    """Serve ``root`` on trio's (mock) clock: each access record is stamped with trio's
+    time as if it had begun at ``start`` (a POSIX time; the compliance report reads the
+    log's times) before ``log`` gets it."""
+    t0 = trio.current_time()
+
+    def stamped(record: AccessRecord) -> None:
+        moment = datetime.fromtimestamp(start + trio.current_time() - t0, UTC)
+        record.time = moment.isoformat(timespec=timespec)
+        log(record)
+
+    async with running_server(root, cert_dir, limits, stamped, clock=trio.current_time) as srv:
+        yield srv

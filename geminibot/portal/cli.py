@@ -25,6 +25,15 @@ from geminibot.urls import InvalidURL
 
 DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 8965
+#: The limits (:class:`~geminibot.portal.limits.PortalLimits` fields, their defaults
+#: and types its own) an option sets: option, field, metavar, help ({} is the default).
+LIMIT_OPTIONS = (
+    ("--rate", "rate_per_second", "N", "requests/s per web client ({:g})"),
+    ("--rate-burst", "rate_burst", "N", "burst per web client ({})"),
+    ("--max-upstream", "max_upstream", "N", "Gemini requests in flight at once ({})"),
+    ("--max-wait", "max_wait", "S", "longest wait for a capsule's turn before 503 ({:g} s)"),
+    ("--max-body", "max_body_bytes", "BYTES", "largest Gemini body read ({})"),
+)
 
 
 def register(commands: Any) -> None:
@@ -61,34 +70,17 @@ def register(commands: Any) -> None:
         action="store_true",
         help="strict mode: own token, webproxy and * groups must all allow a page",
     )
-    p.add_argument(
-        "--rate",
-        type=float,
-        default=L.RATE_PER_SECOND,
-        metavar="N",
-        help=f"requests/s per web client ({L.RATE_PER_SECOND:g})",
-    )
-    p.add_argument(
-        "--rate-burst",
-        type=int,
-        default=L.RATE_BURST,
-        metavar="N",
-        help=f"burst per web client ({L.RATE_BURST})",
-    )
-    p.add_argument(
-        "--max-upstream",
-        type=int,
-        default=L.MAX_UPSTREAM,
-        metavar="N",
-        help=f"Gemini requests in flight at once ({L.MAX_UPSTREAM})",
-    )
-    p.add_argument(
-        "--max-wait",
-        type=float,
-        default=L.MAX_WAIT,
-        metavar="S",
-        help=f"longest wait for a capsule's turn before 503 ({L.MAX_WAIT:g} s)",
-    )
+    defaults = L.PortalLimits()
+    for option, field, metavar, what in LIMIT_OPTIONS:
+        default = getattr(defaults, field)
+        p.add_argument(
+            option,
+            dest=field,
+            type=type(default),
+            default=default,
+            metavar=metavar,
+            help=what.format(default),
+        )
     p.add_argument(
         "--min-delay",
         type=float,
@@ -96,13 +88,6 @@ def register(commands: Any) -> None:
         metavar="S",
         help=f"seconds between requests to a capsule with no policy pace "
         f"({L.MIN_HOST_DELAY:g}; 0 with --test-range)",
-    )
-    p.add_argument(
-        "--max-body",
-        type=int,
-        default=L.MAX_BODY_BYTES,
-        metavar="BYTES",
-        help=f"largest Gemini body read ({L.MAX_BODY_BYTES})",
     )
     p.set_defaults(run=run_portal)
 
@@ -125,12 +110,8 @@ def build(args: argparse.Namespace) -> tuple[PortalApp, AddressGuard]:
         min_delay = 0.0 if args.test_range else L.MIN_HOST_DELAY
     try:
         limits = L.PortalLimits(
-            rate_per_second=args.rate,
-            rate_burst=args.rate_burst,
-            max_upstream=args.max_upstream,
-            max_wait=args.max_wait,
             min_host_delay=min_delay,
-            max_body_bytes=args.max_body,
+            **{field: getattr(args, field) for _, field, _, _ in LIMIT_OPTIONS},
         )
         bot = Bot(args.agent, (VIRTUAL_AGENT,), strict=args.strict)
     except ValueError as exc:

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 import trio
-from capsule_fixtures import cli_process
+from capsule_fixtures import cli_process, stderr_until_exit
 
 from capsule_server.cli import build_parser, main
 from capsule_server.files import load_capsules
@@ -196,13 +196,9 @@ async def test_non_ascii_sni_prints_no_traceback(tmp_path: Path) -> None:
             await stream.aclose()
         assert (await raw_request(port, b"gemini://maze.test/\r\n", "maze.test"))[:2] == b"20"
         proc.send_signal(signal.SIGTERM)
-        assert proc.stderr is not None
-        rest = b""
-        with trio.fail_after(15):
-            while chunk := await proc.stderr.receive_some(4096):
-                rest += chunk
-            assert await proc.wait() == 0
-    assert rest.decode().splitlines() == ["capsule-server: SIGTERM, shutting down"]
+        rest, status = await stderr_until_exit(proc, 15)
+        assert status == 0
+    assert rest.splitlines() == ["capsule-server: SIGTERM, shutting down"]
     errors = [json.loads(line).get("error") for line in log.read_text().splitlines()]
     assert errors == ["tls: SNI name is not ASCII: b\\xc3\\xbccher.test"] * 3 + [None]
 
@@ -286,12 +282,8 @@ async def test_a_log_that_cannot_be_written_stops_the_server(tmp_path: Path) -> 
         port,
     ):
         await raw_request(port, b"gemini://maze.test/\r\n", "maze.test")
-        assert proc.stderr is not None
-        rest = b""
-        with trio.fail_after(30):
-            while chunk := await proc.stderr.receive_some(4096):
-                rest += chunk
-            assert await proc.wait() == 1
-    assert rest.decode().splitlines() == [
+        rest, status = await stderr_until_exit(proc, 30)
+        assert status == 1
+    assert rest.splitlines() == [
         "capsule-server: /dev/full: cannot write the access log (No space left on device); stopped"
     ]
