@@ -1,12 +1,17 @@
-"""Servers in child processes on 127.0.0.1, for tests and benchmarks (importable as
-``loopback`` once ``tests/`` is on ``sys.path``): a free port, and a wait until the child
-listens on it."""
+"""Servers on 127.0.0.1 for tests and benchmarks (importable as ``loopback`` once
+``tests/`` is on ``sys.path``): a free port and a wait until a child process listens on
+it; a trio server of a few lines, and the request line it reads."""
 
 from __future__ import annotations
 
 import socket
 import subprocess
 import time
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager
+from functools import partial
+
+import trio
 
 
 def free_port() -> int:
@@ -31,3 +36,26 @@ def wait_listening(port: int, proc: subprocess.Popen[bytes], what: str, within: 
         except OSError:
             time.sleep(0.05)
     raise RuntimeError(f"{what} did not listen on port {port} within {within:g} s")
+
+
+@asynccontextmanager
+async def tcp_server(
+    handler: Callable[[trio.SocketStream], Awaitable[None]], host: str = "127.0.0.1"
+) -> AsyncIterator[int]:
+    """Run ``handler`` for each connection to a free port of ``host`` until the block
+    ends; yields the port."""
+    async with trio.open_nursery() as nursery:
+        listeners = await nursery.start(partial(trio.serve_tcp, handler, 0, host=host))
+        yield listeners[0].socket.getsockname()[1]
+        nursery.cancel_scope.cancel()
+
+
+async def read_request(stream: trio.abc.Stream, limit: int) -> bytes:
+    """What the client sends until a CRLF, ``limit`` bytes or the end of its stream."""
+    data = b""
+    while b"\r\n" not in data and len(data) < limit:
+        chunk = await stream.receive_some(limit)
+        if not chunk:
+            break
+        data += chunk
+    return data

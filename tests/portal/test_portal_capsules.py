@@ -6,13 +6,13 @@ from __future__ import annotations
 import itertools
 import json
 import re
+from collections.abc import Callable
 from pathlib import Path
 
-import httpx
 import pytest
 import trio
 import trio.testing
-from portal_fixtures import Served, browser, make_app, portal, serving
+from portal_fixtures import browser, make_app, portal, serving
 
 from capsule_server.cli import main as capsule_server_main
 from capsule_server.report import build_report, load_policies
@@ -278,31 +278,41 @@ async def test_a_rate_limited_capsule_is_obeyed(
 
 
 async def served_around(
-    served: Served, web: httpx.AsyncClient, ttl: float, first: str, then: str, counted: str
+    root: Path,
+    cert_dir: Path,
+    ttl: Callable[[PortalApp], float],
+    first: str,
+    then: str,
+    counted: str,
 ) -> tuple[int, int]:
-    """Show va-groups.test's ``first`` page, then its ``then`` page a second before ``ttl``
-    has passed and a second after: how often the capsule had served ``counted`` each time."""
+    """Through a portal, show va-groups.test's ``first`` page, then its ``then`` page a
+    second before ``ttl(app)`` has passed and a second after: how often the capsule had
+    served ``counted`` each time."""
     host = "va-groups.test"
-    await web.get(f"/gemini/{host}{first}")
-    start = trio.current_time()
     counts = []
-    for moment in (start + ttl - 1, start + ttl + 1):
-        await trio.sleep_until(moment)
-        await web.get(f"/gemini/{host}{then}")
-        counts.append(served.paths(host).count(counted))
+    async with serving(root, cert_dir) as served:
+        app = make_app(served.port)
+        async with browser(app) as web:
+            await web.get(f"/gemini/{host}{first}")
+            start = trio.current_time()
+            for moment in (start + ttl(app) - 1, start + ttl(app) + 1):
+                await trio.sleep_until(moment)
+                await web.get(f"/gemini/{host}{then}")
+                counts.append(served.paths(host).count(counted))
     return counts[0], counts[1]
 
 
 async def test_policy_cache_lasts_24_hours_at_most(
     tmp_path: Path, cert_dir: Path, loopback_clock: trio.testing.MockClock
 ) -> None:
-    day = 24 * 3600
-    async with serving(tmp_path / "c", cert_dir) as served:
-        app = make_app(served.port)
-        async with browser(app) as web:
-            robots_before, robots_after = await served_around(
-                served, web, day, "/public/a.gmi", "/index-no/a.gmi", "/robots.txt"
-            )
+    robots_before, robots_after = await served_around(
+        tmp_path / "c",
+        cert_dir,
+        lambda _: 24 * 3600,
+        "/public/a.gmi",
+        "/index-no/a.gmi",
+        "/robots.txt",
+    )
     assert robots_before == 1
     assert robots_after == 2
 
@@ -310,13 +320,14 @@ async def test_policy_cache_lasts_24_hours_at_most(
 async def test_page_cache(
     tmp_path: Path, cert_dir: Path, loopback_clock: trio.testing.MockClock
 ) -> None:
-    async with serving(tmp_path / "c", cert_dir) as served:
-        app = make_app(served.port)
-        ttl = app.upstream.limits.page_cache_seconds
-        async with browser(app) as web:
-            fetched_before, fetched_after = await served_around(
-                served, web, ttl, "/public/a.gmi", "/public/a.gmi", "/public/a.gmi"
-            )
+    fetched_before, fetched_after = await served_around(
+        tmp_path / "c",
+        cert_dir,
+        lambda app: app.upstream.limits.page_cache_seconds,
+        "/public/a.gmi",
+        "/public/a.gmi",
+        "/public/a.gmi",
+    )
     assert fetched_before == 1
     assert fetched_after == 2
 
