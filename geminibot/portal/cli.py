@@ -16,7 +16,7 @@ from hypercorn.trio import serve
 from geminibot.cliutil import EXIT_OK, CommandError
 from geminibot.gemini.tofu import FileKnownHosts, KnownHosts, MemoryKnownHosts
 from geminibot.gemini.urls import parse_url
-from geminibot.net.connect import ConnectToError, parse_connect_to
+from geminibot.net.connect import add_connect_to_option, connect_rules
 from geminibot.policy.site_policy import Bot
 from geminibot.portal import limits as L
 from geminibot.portal.app import PortalApp
@@ -56,13 +56,7 @@ def register(commands: Any) -> None:
         help="local test capsules: reach loopback addresses only (refused otherwise) and "
         "no minimum delay between requests unless a policy sets one",
     )
-    p.add_argument(
-        "--connect-to",
-        action="append",
-        default=[],
-        metavar="HOST:PORT:ADDR:PORT2",
-        help="connect to ADDR:PORT2 for HOST:PORT (HOST may be a pattern: *.test); repeatable",
-    )
+    add_connect_to_option(p)
     p.add_argument("--known-hosts", metavar="FILE", help="keep certificate pins in FILE")
     p.add_argument("--agent", default=DEFAULT_AGENT, help=f"product token ({DEFAULT_AGENT})")
     p.add_argument(
@@ -93,10 +87,7 @@ def register(commands: Any) -> None:
 
 
 def build(args: argparse.Namespace) -> tuple[PortalApp, AddressGuard]:
-    try:
-        rules = [parse_connect_to(r) for r in args.connect_to]
-    except ConnectToError as exc:
-        raise CommandError(str(exc)) from None
+    rules = connect_rules(args.connect_to)
     capsule = None
     if args.capsule:
         if not args.capsule.lower().startswith("gemini://"):
