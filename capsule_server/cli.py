@@ -18,7 +18,7 @@ import trio
 
 from capsule_server import compliance_range, report
 from capsule_server.certs import FALLBACK_HOST, ensure_certificate, list_certificates
-from capsule_server.files import Capsule, CapsuleConfigError, bundled_capsules, load_capsules
+from capsule_server.files import Capsule, CapsuleConfigError, capsules_dir, load_capsules
 from capsule_server.log import JsonLinesLog
 from capsule_server.server import (
     MAX_PER_ADDRESS,
@@ -98,19 +98,6 @@ def _positive_int(text: str) -> int:
     if value < 1:
         raise argparse.ArgumentTypeError(f"{value} must be 1 or more")
     return value
-
-
-def capsules_dir(given: str | None) -> Path:
-    """DIR as given (it must be a folder), else the bundled capsules."""
-    if given:
-        directory = Path(given)
-        if not directory.is_dir():
-            raise CommandError(f"{directory}: not a folder")
-        return directory
-    found = bundled_capsules()
-    if found is None:
-        raise CommandError("no bundled capsules found; give a DIR")
-    return found
 
 
 def host_name(text: str) -> str:
