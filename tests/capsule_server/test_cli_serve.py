@@ -10,13 +10,13 @@ import re
 import resource
 import signal
 import subprocess
-import sys
 from contextlib import AbstractAsyncContextManager
 from pathlib import Path
 
 import pytest
 import trio
 from capsule_fixtures import cli_process, stderr_until_exit
+from commands import run_module
 
 from capsule_server.cli import build_parser, main
 from capsule_server.files import load_capsules
@@ -70,14 +70,7 @@ def test_serve_usage_errors(tmp_path: Path, capsys: pytest.CaptureFixture[str]) 
 
 
 def run_cli(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "capsule_server.cli", *args],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        cwd=cwd,
-        check=False,
-    )
+    return run_module("capsule_server.cli", *args, timeout=60, cwd=cwd)
 
 
 # (arguments, with F a file, D a folder, M a missing folder; first line of stderr)
