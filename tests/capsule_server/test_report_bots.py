@@ -22,14 +22,15 @@ from capsule_fixtures import serving_on_trio_time
 
 from capsule_server.cli import main
 from capsule_server.files import load_capsules
-from capsule_server.log import JsonLinesLog
-from capsule_server.server import CapsuleServer, Limits
+from capsule_server.server import CapsuleServer
 from capsule_server.testing import raw_request
 from geminibot.crawl.crawler import Crawler, CrawlOptions
 from geminibot.crawl.fetcher import gemini_fetch
 from geminibot.crawl.frontier import Limits as CrawlLimits
+from geminibot.gemini.accesslog import JsonLinesLog
 from geminibot.gemini.client import GeminiClient
 from geminibot.gemini.gemtext import resolve_link
+from geminibot.gemini.server import Limits
 from geminibot.index import connect
 from geminibot.net.connect import ConnectRule, Resolver
 

@@ -22,9 +22,9 @@ from capsule_crawl import (
     serving,
 )
 
-from capsule_server.server import Limits
 from geminibot.crawl.crawler import CrawlOptions
 from geminibot.crawl.frontier import Limits as CrawlLimits
+from geminibot.gemini.server import Limits
 from geminibot.index import search
 
 #: A server rate limit the crawl never meets (test_rate_limited_server_44s_obeyed meets one).
