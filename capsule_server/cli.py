@@ -28,20 +28,18 @@ from geminibot.gemini.certs import FALLBACK_HOST, ensure_certificate, list_certi
 from geminibot.gemini.servecmd import (
     DEFAULT_HOST,
     HelpWithDefaults,
+    add_serve_options,
     cert_folder,
     close_log,
     host_name,
     make_server,
     open_log,
     port_number,
-    positive_float,
     positive_int,
     run_server,
 )
 from geminibot.gemini.server import (
     MAX_PER_ADDRESS,
-    RATE_BURST,
-    RATE_PER_SECOND,
     Limits,
 )
 from geminibot.gemini.urls import DEFAULT_PORT
@@ -162,26 +160,7 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument(
         "--port", type=port_number, default=DEFAULT_PORT, help="port (0 picks a free one)"
     )
-    serve.add_argument(
-        "--certs", metavar="DIR", default=str(DEFAULT_CERT_DIR), help="certificate folder"
-    )
-    serve.add_argument(
-        "--log", metavar="FILE", help="append the JSON access log here (default: standard output)"
-    )
-    serve.add_argument(
-        "--rate",
-        type=positive_float,
-        metavar="N",
-        default=RATE_PER_SECOND,
-        help="requests/s per client address",
-    )
-    serve.add_argument(
-        "--rate-burst",
-        type=positive_int,
-        metavar="N",
-        default=RATE_BURST,
-        help="burst allowed per client address",
-    )
+    add_serve_options(serve, DEFAULT_CERT_DIR)
     serve.add_argument(
         "--max-per-address",
         type=positive_int,
