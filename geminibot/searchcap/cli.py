@@ -19,17 +19,16 @@ from geminibot.gemini.accesslog import JsonLinesLog
 from geminibot.gemini.servecmd import (
     DEFAULT_HOST,
     HelpWithDefaults,
+    add_serve_options,
     cert_folder,
     close_log,
     host_name,
     make_server,
     open_log,
     port_number,
-    positive_float,
-    positive_int,
     run_server,
 )
-from geminibot.gemini.server import RATE_BURST, RATE_PER_SECOND, GeminiServer, Limits
+from geminibot.gemini.server import GeminiServer, Limits
 from geminibot.gemini.urls import DEFAULT_PORT
 from geminibot.index import DatabaseError, connect
 from geminibot.searchcap.app import SearchCapsule, prepare
@@ -66,26 +65,7 @@ def register(commands: Any) -> None:
         help="host name served, with its own certificate; repeat for more "
         f"(default: {DEFAULT_HOSTNAME})",
     )
-    serve.add_argument(
-        "--certs", metavar="DIR", default=str(DEFAULT_CERT_DIR), help="certificate folder"
-    )
-    serve.add_argument(
-        "--log", metavar="FILE", help="append the JSON access log here (default: standard output)"
-    )
-    serve.add_argument(
-        "--rate",
-        type=positive_float,
-        metavar="N",
-        default=RATE_PER_SECOND,
-        help="requests/s per client address",
-    )
-    serve.add_argument(
-        "--rate-burst",
-        type=positive_int,
-        metavar="N",
-        default=RATE_BURST,
-        help="burst allowed per client address",
-    )
+    add_serve_options(serve, DEFAULT_CERT_DIR)
     serve.set_defaults(run=run_serve_search)
 
 
