@@ -153,6 +153,11 @@ def _rebuild_postgres(args: argparse.Namespace) -> int:
 
 
 def run_status(args: argparse.Namespace) -> int:
+    if pg.is_postgres(args.db):
+        raise CommandError(
+            "index status: a PostgreSQL database has no tantivy index "
+            "(its search uses its own GIN index)"
+        )
     conn = _open(args.db)
     data = status(conn)
     if args.json:

@@ -102,3 +102,9 @@ def test_cli_rebuild_trusts_the_seeds(
     assert summary["hosts"] == 7 and summary["trusted_hosts"] == 1
     assert main(["search", "casino", "--db", db]) == 0
     assert capsys.readouterr().out.splitlines()[1] == f"   {GOOD}"
+
+
+def test_pg_index_status_is_one_clear_line(pg_url: str, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["index", "status", "--db", pg_url]) == 2
+    err = capsys.readouterr().err
+    assert "no tantivy index" in err and len(err.splitlines()) == 1, err
