@@ -77,16 +77,15 @@ def test_authority_reorders_search_on_both_stores(store: CrawlStore, db: str) ->
         assert search(conn, "casino", 10)[0].url == GOOD
 
 
-def test_pg_search_without_authority_is_text_alone(store: CrawlStore, db: str) -> None:
-    if not is_postgres(db):
-        pytest.skip("SQLite's authority=False is tests/index/test_index_tantivy.py's")
-    from geminibot.index import pg
+def test_search_without_authority_is_text_alone(store: CrawlStore, db: str) -> None:
+    from geminibot.index import pg, search
 
     farm(store)
     with reading(db) as (conn, _):
-        compute_authority(conn, [SEED], None, write_authority)
-        assert pg.search(conn, "casino", 10)[0].url == GOOD
-        assert pg.search(conn, "casino", 10, authority=False)[0].url in FARM
+        compute_authority(conn, [SEED], None, writer(db))
+        find = pg.search if is_postgres(db) else search
+        assert find(conn, "casino", 10)[0].url == GOOD
+        assert find(conn, "casino", 10, authority=False)[0].url in FARM
 
 
 def test_cli_rebuild_trusts_the_seeds(
