@@ -14,7 +14,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from geminibot.cliutil import EXIT_OK, CommandError
+from geminibot.cliutil import EXIT_OK
+from geminibot.crawl.databases import reading
 from geminibot.gemini.accesslog import JsonLinesLog
 from geminibot.gemini.servecmd import (
     DEFAULT_HOST,
@@ -30,7 +31,6 @@ from geminibot.gemini.servecmd import (
 )
 from geminibot.gemini.server import GeminiServer, Limits
 from geminibot.gemini.urls import DEFAULT_PORT
-from geminibot.index import DatabaseError, connect
 from geminibot.searchcap.app import SearchCapsule, prepare
 
 #: The host name served (and named in its certificate) unless ``--hostname`` says.
@@ -50,7 +50,12 @@ def register(commands: Any) -> None:
         ),
         formatter_class=HelpWithDefaults,
     )
-    serve.add_argument("--db", required=True, metavar="PATH", help="crawl database (SQLite)")
+    serve.add_argument(
+        "--db",
+        required=True,
+        metavar="PATH|URL",
+        help="crawl database: an SQLite file, or postgresql://USER@HOST/DB",
+    )
     serve.add_argument(
         "--host",
         action="append",
@@ -69,21 +74,19 @@ def register(commands: Any) -> None:
     serve.set_defaults(run=run_serve_search)
 
 
-def open_index(path: str) -> sqlite3.Connection:
-    """The crawl database, with the backlinks index made if it can be (one line on
-    standard error if the file is read-only: backlinks then scan the links table)."""
-    try:
-        conn = connect(path, create=False)
-    except DatabaseError as exc:
-        raise CommandError(str(exc)) from None
+def prepare_index(conn: Any, db: str) -> None:
+    """Make the backlinks index in an SQLite file if it can be (one line on standard
+    error if the file is read-only: backlinks then scan the links table); PostgreSQL's
+    schema has it."""
+    if not isinstance(conn, sqlite3.Connection):
+        return
     try:
         prepare(conn)
     except sqlite3.Error as exc:
         print(
-            f"serve-search: {path}: no backlinks index ({exc}); /backlinks is slower",
+            f"serve-search: {db}: no backlinks index ({exc}); /backlinks is slower",
             file=sys.stderr,
         )
-    return conn
 
 
 def capsule_url(hostname: str, port: int, path: str = "/") -> str:
@@ -93,8 +96,14 @@ def capsule_url(hostname: str, port: int, path: str = "/") -> str:
 def run_serve_search(args: argparse.Namespace) -> int:
     names = [host_name(n) for n in args.hostname or [DEFAULT_HOSTNAME]]
     cert_dir = cert_folder(args.certs)
-    conn = open_index(args.db)
-    capsule = SearchCapsule(conn)
+    with reading(args.db) as (conn, find):
+        prepare_index(conn, args.db)
+        return _serve(args, names, cert_dir, SearchCapsule(conn, find))
+
+
+def _serve(
+    args: argparse.Namespace, names: list[str], cert_dir: Path, capsule: SearchCapsule
+) -> int:
     limits = Limits(rate_burst=args.rate_burst, rate_per_second=args.rate)
     log_stream = open_log(args.log) if args.log else sys.stdout
 
@@ -116,5 +125,4 @@ def run_serve_search(args: argparse.Namespace) -> int:
     finally:
         if args.log:
             close_log(log_stream)
-        conn.close()
     return EXIT_OK
