@@ -22,7 +22,7 @@ from typing import Any, TextIO
 
 import trio
 
-from capsule_server.files import CapsuleConfigError, bundled_capsules, load_capsules
+from capsule_server.files import CapsuleConfigError, capsules_dir, load_capsules
 from capsule_server.report import (
     FORMATS,
     HostPolicy,
@@ -106,11 +106,7 @@ class Scorecards:
 
 
 def run_range(args: argparse.Namespace) -> int:
-    directory = Path(args.dir) if args.dir else bundled_capsules()
-    if directory is None:
-        raise CommandError("no bundled capsules found; give a DIR")
-    if not directory.is_dir():
-        raise CommandError(f"{directory}: not a folder")
+    directory = capsules_dir(args.dir)
     if args.judge_as is not None and args.judge_as not in identity_names(args.agent):
         known = ", ".join(identity_names(args.agent))
         raise CommandError(f"unknown identity {args.judge_as!r}; known: {known}")

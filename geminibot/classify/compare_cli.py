@@ -23,7 +23,7 @@ from geminibot.cliutil import EXIT_NEGATIVE, EXIT_OK, CommandError, emit_json
 from geminibot.gemini.client import GeminiClient
 from geminibot.http.client import DEFAULT_INFO_URL, WebClient, user_agent
 from geminibot.http.site import site_from_web
-from geminibot.net.connect import ConnectToError, Resolver, parse_connect_to
+from geminibot.net.connect import Resolver, add_connect_to_option, connect_rules
 from geminibot.net.limits import DEFAULT_TOTAL_TIMEOUT, Limits
 from geminibot.policy.cli import load_sources, parse_time, parse_virtual_agents
 from geminibot.policy.compare import BotClass, ClassComparison, Comparison, bot_classes, compare
@@ -32,15 +32,17 @@ from geminibot.policy.site_policy import SitePolicy
 from geminibot.urls import Scheme
 
 EPILOG = """\
-bot classes: each Gemini virtual agent (a bot known only by it), '*' (a bot no group
-names), and each --agent TOKEN[:VA,...] given. For each class the report lists the paths
-one side allows and the other forbids (one example path per pair of deciding rules, the
-candidates made from the rules of both sides), the waiting time between requests when it
-differs, and the robots2.txt usage answers that differ.
+bot classes: each Gemini virtual agent (a bot known only by it), '*' (a bot no
+group names), and each --agent TOKEN[:VA,...] given. For each class the report
+lists the paths one side allows and the other forbids (one example path per
+pair of deciding rules, the candidates made from the rules of both sides), the
+waiting time between requests when it differs, and the robots2.txt usage
+answers that differ.
 
 examples:
   geminibot compare example.org
-  geminibot compare --web site/robots.txt site/robots2.txt --gemini capsule/robots.txt
+  geminibot compare --web site/robots.txt site/robots2.txt \\
+      --gemini capsule/robots.txt
   geminibot compare example.org --agent mybot:indexer --json
 
 exit status: 0 the policies agree, 1 they differ, 2 usage or input error.
@@ -52,7 +54,7 @@ def register(commands: Any) -> None:
         "compare",
         help="where a host's web and Gemini policies disagree, per bot class",
         description=(
-            "Compare the web policy (https://HOST/) and the Gemini policy (gemini://HOST/) "
+            "Compare the web policy (https://HOST/) and the Gemini policy (gemini://HOST/)\n"
             "of a host, or two sets of policy files, for every class of bot."
         ),
         epilog=EPILOG,
@@ -76,13 +78,7 @@ def register(commands: Any) -> None:
     parser.add_argument("--strict", action="store_true", help="strict virtual-agent mode")
     parser.add_argument("--at", type=parse_time, metavar="TIME", help="ISO 8601; default now")
     parser.add_argument("--json", action="store_true", help="one JSON object")
-    parser.add_argument(
-        "--connect-to",
-        action="append",
-        default=[],
-        metavar="HOST:PORT:ADDR:PORT2",
-        help="connect to ADDR:PORT2 for HOST:PORT (TLS SNI and Host stay HOST); repeatable",
-    )
+    add_connect_to_option(parser)
     parser.add_argument(
         "--web-ca", metavar="FILE", help="CA certificates (PEM) to trust for https instead"
     )
@@ -125,10 +121,7 @@ def _from_host(args: argparse.Namespace) -> tuple[SitePolicy, SitePolicy]:
     host: str = args.host.strip().lower()
     if not host or "/" in host or "@" in host:
         raise CommandError(f"{args.host!r}: give a host name, not a URL")
-    try:
-        resolver = Resolver([parse_connect_to(r) for r in args.connect_to], loopback_only=False)
-    except ConnectToError as exc:
-        raise CommandError(str(exc)) from None
+    resolver = Resolver(connect_rules(args.connect_to), loopback_only=False)
     verify: ssl.SSLContext | bool = True
     if args.web_ca:
         try:
