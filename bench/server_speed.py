@@ -233,6 +233,8 @@ def _server_commands(tmp: Path, jetforce: str) -> dict[str, list[str]]:
             "1e9",
             "--rate-burst",
             "1000000000",
+            "--max-per-address",  # the load comes from one address
+            "1000000000",
         ],
         "jetforce": [
             jetforce,
