@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import sys
 from collections.abc import Sequence
 from typing import Any, TextIO
@@ -72,3 +73,14 @@ def run_command(parser: argparse.ArgumentParser, argv: Sequence[str] | None) -> 
     except BrokenPipeError:
         return 0
     return code
+
+
+#: What could steer a terminal: C0 controls but tab and line feed, DEL, C1 controls, and a
+#: carriage return that does not end a line.
+_TERMINAL_UNSAFE = re.compile(r"[\x00-\x08\x0b-\x0c\x0e-\x1f\x7f-\x9f]|\r(?!\n)")
+
+
+def terminal_safe(text: str) -> str:
+    """``text`` with what could steer a terminal (escape sequences, bare CR, ...) shown as
+    ``\\xNN`` escapes: for any text from a file or a server on its way to a person."""
+    return _TERMINAL_UNSAFE.sub(lambda m: f"\\x{ord(m.group()):02x}", text)

@@ -33,6 +33,7 @@ from geminibot.http.client import DEFAULT_INFO_URL, WebClient, user_agent
 from geminibot.index import DatabaseError, QueryError, connect, search, stats
 from geminibot.index.stats import format_stats
 from geminibot.net.connect import ConnectToError, Resolver, is_loopback, parse_connect_to
+from geminibot.policy.cli import agent_option
 from geminibot.urls import SCHEMES
 
 #: Seconds between two progress log lines when standard error is not a terminal.
@@ -185,7 +186,7 @@ def _options(args: argparse.Namespace) -> tuple[list[str], CrawlOptions, Resolve
                 )
     options = CrawlOptions(
         role=args.role,
-        agent=args.agent,
+        agent=agent_option(args.agent),
         strict=args.strict,
         max_pages=args.max_pages,
         limits=Limits(max_depth=args.max_depth, max_urls_per_host=args.max_host_urls),
