@@ -34,8 +34,9 @@ lint: $(STAMP)
 typecheck: $(STAMP)
 	$(BIN)/mypy
 
+# One worker per core: most of the suite waits on real servers, subprocesses and TLS.
 pytest: $(STAMP) browser
-	$(BIN)/python -m pytest
+	$(BIN)/python -m pytest -n auto
 
 test: lint typecheck pytest
 
