@@ -39,10 +39,10 @@ import trio
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from capsule_server.certs import ensure_certificate  # noqa: E402
 from capsule_server.testing import open_tls  # noqa: E402
-from capsule_server.tls import TLSConnection  # noqa: E402
+from geminibot.gemini.certs import ensure_certificate  # noqa: E402
 from geminibot.gemini.client import make_ssl_context  # noqa: E402
+from geminibot.gemini.servertls import TLSConnection  # noqa: E402
 
 HOST = "va-groups.test"
 PAGE = "/"
@@ -97,7 +97,7 @@ def memory_kib(pid: int, key: str) -> int:
 async def _worker(port: int, stop_at: float, counts: list[int]) -> None:
     """One client: connect, TLS, request, read to the end, close; again until ``stop_at``.
 
-    TLS runs over OpenSSL's socket BIO (capsule_server.tls), so that the generator costs as
+    TLS runs over OpenSSL's socket BIO (geminibot.gemini.servertls), so that the generator costs as
     little CPU as it can: on a small machine it shares the cores with the server it drives.
     """
     ctx = make_ssl_context()

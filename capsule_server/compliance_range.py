@@ -23,7 +23,6 @@ from typing import Any, TextIO
 import trio
 
 from capsule_server.files import Capsule, CapsuleConfigError, bundled_capsules, load_capsules
-from capsule_server.log import AccessRecord, JsonLinesLog
 from capsule_server.report import (
     FORMATS,
     HostPolicy,
@@ -33,8 +32,11 @@ from capsule_server.report import (
     load_policies,
     render,
 )
-from capsule_server.server import RATE_BURST, RATE_PER_SECOND, CapsuleServer, Limits
+from capsule_server.server import CapsuleServer
 from geminibot.cliutil import EXIT_OK, CommandError
+from geminibot.gemini.accesslog import AccessRecord, JsonLinesLog
+from geminibot.gemini.servecmd import port_number, positive_float, positive_int
+from geminibot.gemini.server import RATE_BURST, RATE_PER_SECOND, Limits
 
 #: Seconds without a request after which a client counts as gone (default of --idle):
 #: longer than any pause a polite bot makes on the capsules (their slowest pace is 10 s).
@@ -200,27 +202,6 @@ async def _watch_idle(cards: Scorecards, idle: float, stopped: trio.Event) -> No
         cards.write_all(cards.gone(idle))
 
 
-def _positive_int(text: str) -> int:
-    value = int(text)
-    if value <= 0:
-        raise argparse.ArgumentTypeError(f"{text}: must be 1 or more")
-    return value
-
-
-def _positive_float(text: str) -> float:
-    value = float(text)
-    if not value > 0:
-        raise argparse.ArgumentTypeError(f"{text}: must be more than 0")
-    return value
-
-
-def _port(text: str) -> int:
-    value = int(text)
-    if not 0 <= value <= 65535:
-        raise argparse.ArgumentTypeError(f"{text}: a port is 0 to 65535")
-    return value
-
-
 def register(commands: Any, default_certs: Path) -> None:
     parser: argparse.ArgumentParser = commands.add_parser(
         "range",
@@ -232,7 +213,10 @@ def register(commands: Any, default_certs: Path) -> None:
     parser.add_argument("dir", nargs="?", metavar="DIR", help="capsules folder (default: bundled)")
     parser.add_argument("--host", default="127.0.0.1", help="address (default: %(default)s)")
     parser.add_argument(
-        "--port", type=_port, default=1965, help="port, 0 picks a free one (default: %(default)s)"
+        "--port",
+        type=port_number,
+        default=1965,
+        help="port, 0 picks a free one (default: %(default)s)",
     )
     parser.add_argument(
         "--certs", default=str(default_certs), help="certificate folder (default: %(default)s)"
@@ -246,20 +230,20 @@ def register(commands: Any, default_certs: Path) -> None:
     )
     parser.add_argument(
         "--idle",
-        type=_positive_float,
+        type=positive_float,
         default=IDLE_SECONDS,
         metavar="SECONDS",
         help="a client silent this long is scored (default: %(default)g)",
     )
     parser.add_argument(
         "--rate",
-        type=_positive_float,
+        type=positive_float,
         default=RATE_PER_SECOND,
         help="requests/s per client address (default: %(default)g)",
     )
     parser.add_argument(
         "--rate-burst",
-        type=_positive_int,
+        type=positive_int,
         default=RATE_BURST,
         help="burst per client address (default: %(default)s)",
     )

@@ -6,8 +6,11 @@ never the reverse (docs/architecture.md).
 Serves the bundled test capsules on 127.0.0.1 (capsule_server, in this process), crawls
 every one of them as an indexer (``--test-range``: no default delay, but every policy's
 delay, 44 and visit window still hold), then shows what the index says: statistics and a
-few searches. Bounded: at most :data:`DEMO_SECONDS` of crawling and :data:`DEMO_HOST_URLS`
-URLs per capsule (the link maze would take the default 500).
+few searches, and serves the index as a Gemini search capsule (``geminibot serve-search``,
+on 127.0.0.1 and a free port) that it queries once with a Gemini client. Bounded: at most
+:data:`DEMO_SECONDS` of crawling, :data:`DEMO_HOST_URLS` URLs per capsule (the link maze
+would take the default 500), and the search capsule up for ``--serve-seconds`` (default
+0: just the one query; at most :data:`MAX_DEMO_SECONDS`).
 """
 
 from __future__ import annotations
@@ -20,15 +23,17 @@ from pathlib import Path
 import trio
 
 from capsule_server.files import bundled_capsules, load_capsules
-from capsule_server.server import Limits as ServerLimits
 from capsule_server.testing import running_server
 from geminibot.crawl.crawler import Crawler, CrawlOptions, Progress
 from geminibot.crawl.fetcher import gemini_fetch
 from geminibot.crawl.frontier import Limits
 from geminibot.gemini.client import GeminiClient
+from geminibot.gemini.server import GeminiServer
+from geminibot.gemini.server import Limits as ServerLimits
 from geminibot.index import connect, search
 from geminibot.index.stats import format_stats, stats
 from geminibot.net.connect import ConnectRule, Resolver
+from geminibot.searchcap import SearchCapsule, prepare
 
 #: Longest the demo crawls (seconds of wall-clock time). Most capsules are done in a few
 #: seconds; robots-44.test answers robots.txt with ``44 60`` and is still being waited
@@ -42,6 +47,10 @@ DEMO_RATE = (50.0, 100)
 #: URLs taken from one capsule (the maze never ends).
 DEMO_HOST_URLS = 40
 QUERIES = ("virtual agent", "honeypot", "maze", "robots.txt redirect")
+#: What the demo asks its search capsule.
+CAPSULE_QUERY = "/search?robots"
+#: Result lines of the search capsule's answer shown.
+CAPSULE_LINES = 8
 
 
 async def crawl_capsules(directory: Path, db: Path, certs: Path, seconds: float) -> Progress:
@@ -67,6 +76,33 @@ async def crawl_capsules(directory: Path, db: Path, certs: Path, seconds: float)
         return crawler.progress
 
 
+async def serve_search(db: Path, certs: Path, seconds: float) -> None:
+    """Serve the index over Gemini as ``localhost``, ask it once, and keep serving for
+    ``seconds`` (0: stop after the one query)."""
+    conn = connect(db)
+    prepare(conn)
+    server = GeminiServer({"localhost": SearchCapsule(conn)}, certs)
+    listeners = await trio.open_tcp_listeners(0, host="127.0.0.1")
+    port = listeners[0].socket.getsockname()[1]
+    base = f"gemini://localhost:{port}"
+    async with trio.open_nursery() as nursery:
+        await nursery.start(server.serve, listeners)
+        client = GeminiClient(connect_to=lambda _host, _port: ("127.0.0.1", port))
+        response = await client.fetch(base + CAPSULE_QUERY)
+        print(f"\n== the index as a Gemini search capsule: {base}/")
+        print(f"{base}{CAPSULE_QUERY}  ->  {response.status} {response.meta}")
+        lines = [line for line in response.text().splitlines() if line.strip()]
+        print("\n".join("  " + line for line in lines[:CAPSULE_LINES]))
+        if seconds > 0:
+            print(
+                f"Serving for {seconds:g} s; try a Gemini client on {base}/search?maze",
+                flush=True,
+            )
+            await trio.sleep(seconds)
+        server.shutdown()
+    conn.close()
+
+
 def demo_seconds(text: str) -> float:
     """``--seconds``: a number above 0 and at most :data:`MAX_DEMO_SECONDS`."""
     try:
@@ -77,6 +113,17 @@ def demo_seconds(text: str) -> float:
         raise argparse.ArgumentTypeError(
             f"must be above 0 and at most {MAX_DEMO_SECONDS:g}, not {text}"
         )
+    return seconds
+
+
+def serve_seconds(text: str) -> float:
+    """``--serve-seconds``: 0 or more, at most :data:`MAX_DEMO_SECONDS`."""
+    try:
+        seconds = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+    if not 0 <= seconds <= MAX_DEMO_SECONDS:
+        raise argparse.ArgumentTypeError(f"must be 0 to {MAX_DEMO_SECONDS:g}, not {text}")
     return seconds
 
 
@@ -93,7 +140,14 @@ def main(argv: list[str] | None = None) -> None:
         default=DEMO_SECONDS,
         help="longest the crawl may run (wall-clock seconds)",
     )
-    seconds: float = parser.parse_args(argv).seconds
+    parser.add_argument(
+        "--serve-seconds",
+        type=serve_seconds,
+        default=0.0,
+        help="keep the search capsule up this long after its first query, to try it",
+    )
+    args = parser.parse_args(argv)
+    seconds: float = args.seconds
     directory = bundled_capsules()
     if directory is None:
         raise SystemExit("demo: the bundled capsules are missing from this installation")
@@ -120,7 +174,9 @@ def main(argv: list[str] | None = None) -> None:
             for n, r in enumerate(search(conn, query, 3), 1):
                 print(f"{n}. {r.title or r.url}\n   {r.url}\n   {r.snippet}")
         conn.close()
-    print("\nTry it yourself: .venv/bin/geminibot crawl --help (docs/crawl.md)")
+        trio.run(serve_search, db, Path(tmp) / "certs", args.serve_seconds)
+    print("\nTry it yourself: .venv/bin/geminibot crawl --help (docs/crawl.md), then")
+    print("  .venv/bin/geminibot serve-search --db PATH --port 1965 (docs/search_capsule.md)")
 
 
 if __name__ == "__main__":

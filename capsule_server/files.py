@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import unquote_to_bytes
 
+from geminibot.gemini.server import Resolution
 from geminibot.gemini.status import Status
 
 INDEX_FILE = "index.gmi"
@@ -100,31 +101,6 @@ class Generated:
             yield from _chunked(large_robots(self.size))
         else:
             yield from binary_chunks(self.size)
-
-
-@dataclass(frozen=True, slots=True)
-class Resolution:
-    """What to answer: status and meta, and for 20 exactly one body source."""
-
-    status: int
-    meta: str
-    file: Path | None = None
-    body: bytes | None = None
-    generated: Generated | None = None
-
-    @property
-    def header(self) -> bytes:
-        return f"{self.status} {self.meta}\r\n".encode()
-
-    def read_body(self) -> bytes:
-        """The whole body, read at once (for tools and tests; the server streams)."""
-        if self.body is not None:
-            return self.body
-        if self.generated is not None:
-            return b"".join(self.generated.chunks())
-        if self.file is not None:
-            return self.file.read_bytes()
-        return b""
 
 
 @dataclass(frozen=True, slots=True)

@@ -53,9 +53,9 @@ from urllib.parse import urlsplit
 
 from capsule_server.expect import ExpectError, load_expectation, served_policy
 from capsule_server.files import CapsuleConfigError, bundled_capsules, load_capsules
-from capsule_server.log import AccessRecord, LogFormatError, read_log
 from geminibot.cliutil import EXIT_NEGATIVE, EXIT_OK, CommandError, emit_json
 from geminibot.crawl.crawler import ROLE_CATEGORIES
+from geminibot.gemini.accesslog import AccessRecord, LogFormatError, read_log
 from geminibot.gemini.gemtext import resolve_link
 from geminibot.net.limits import MAX_REDIRECTS
 from geminibot.policy import VIRTUAL_AGENTS, RobotsFile

@@ -11,9 +11,10 @@ from pathlib import Path
 import trio
 
 from capsule_server.files import load_capsules
-from capsule_server.log import AccessRecord
-from capsule_server.server import CapsuleServer, Limits, open_listeners
+from capsule_server.server import CapsuleServer
+from geminibot.gemini.accesslog import AccessRecord
 from geminibot.gemini.client import make_ssl_context
+from geminibot.gemini.server import Limits, open_listeners
 
 
 @asynccontextmanager

@@ -348,7 +348,8 @@ def gemtext(data: bytes) -> None:
 def _server() -> object:
     """A CapsuleServer over the bundled capsules (certificates made once, in a temp dir)."""
     from capsule_server.files import bundled_capsules, load_capsules
-    from capsule_server.server import CapsuleServer, Limits
+    from capsule_server.server import CapsuleServer
+    from geminibot.gemini.server import Limits
 
     folder = bundled_capsules()
     assert folder is not None
@@ -361,8 +362,8 @@ def capsule_request(data: bytes) -> None:
     """A request line as the server reads it: parse_request raises only InvalidURL, a
     parsed URL prints and parses back to itself, and the server's answer is a valid
     status that never names a file outside its capsule."""
-    from capsule_server.log import AccessRecord
     from capsule_server.server import CapsuleServer
+    from geminibot.gemini.accesslog import AccessRecord
 
     line = data[: MAX_REQUEST_BYTES + 3]
     try:

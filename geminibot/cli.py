@@ -11,10 +11,12 @@ from geminibot.classify import cli as classify_cli
 from geminibot.classify import compare_cli
 from geminibot.cliutil import run_command
 from geminibot.crawl import cli as crawl_cli
+from geminibot.crawl import migrate as db_cli
 from geminibot.gemini import cli as gemini_cli
 from geminibot.index import cli as index_cli
 from geminibot.policy import cli as policy_cli
 from geminibot.portal import cli as portal_cli
+from geminibot.searchcap import cli as searchcap_cli
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -32,8 +34,10 @@ def build_parser() -> argparse.ArgumentParser:
     classify_cli.register(commands)
     crawl_cli.register(commands)
     compare_cli.register(commands)
+    db_cli.register(commands)
     portal_cli.register(commands)
     index_cli.register(commands)
+    searchcap_cli.register(commands)
     return parser
 
 

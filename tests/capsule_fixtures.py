@@ -10,9 +10,10 @@ from pathlib import Path
 import pytest
 
 from capsule_server.files import bundled_capsules
-from capsule_server.log import AccessRecord
-from capsule_server.server import CapsuleServer, Limits
+from capsule_server.server import CapsuleServer
 from capsule_server.testing import running_server
+from geminibot.gemini.accesslog import AccessRecord
+from geminibot.gemini.server import Limits
 
 # Generous limits so that a test suite's bursts are not slowed down; tests of the limits
 # themselves start their own server.

@@ -19,7 +19,7 @@ from pathlib import Path
 from cryptography import x509
 from cryptography.hazmat.primitives import serialization
 
-from capsule_server.certs import make_certificate
+from geminibot.gemini.certs import make_certificate
 
 
 @dataclass(frozen=True)

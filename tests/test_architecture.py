@@ -24,6 +24,7 @@ LAYERS = {
     "geminibot.crawl": 3,
     "geminibot.classify": 3,
     "geminibot.portal": 4,
+    "geminibot.searchcap": 4,
     "geminibot.cli": 5,
     "geminibot.__main__": 6,
     "capsule_server": 7,

@@ -1,7 +1,7 @@
 """One trio TLS server that answers for every host of a :class:`~geminispace.space.Space`.
 
-Certificates: ONE wildcard certificate (``*.space.test``, made by capsule_server's
-:func:`~capsule_server.certs.make_certificate`), not one per host. Why: the host names are
+Certificates: ONE wildcard certificate (``*.space.test``, made by the shared
+:func:`~geminibot.gemini.certs.make_certificate`), not one per host. Why: the host names are
 ours to choose, so one label under one domain covers any number of them; a per-host
 certificate would cost a key generation, a signature, two files (``SSLContext`` only loads
 chains from files) and one ``SSLContext`` (tens of KiB) per host, 4,400 of each at full
@@ -29,8 +29,8 @@ from urllib.parse import urlsplit
 
 import trio
 
-from capsule_server.certs import make_certificate
-from capsule_server.tls import TLSConnection
+from geminibot.gemini.certs import make_certificate
+from geminibot.gemini.servertls import TLSConnection
 
 from .space import DOMAIN, RATE_INTERVAL, Answer, Space
 

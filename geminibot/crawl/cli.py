@@ -8,7 +8,7 @@ import signal
 import sys
 import time
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from pathlib import Path
 from typing import Any, TextIO
 
@@ -24,13 +24,15 @@ from geminibot.crawl.crawler import (
     CrawlOptions,
     Progress,
 )
+from geminibot.crawl.databases import display as without_password
+from geminibot.crawl.databases import is_postgres, open_pg_store, reading
 from geminibot.crawl.fetcher import CRAWL_LIMITS, ProtocolFetcher, gemini_fetch
 from geminibot.crawl.frontier import DEFAULT_MAX_DEPTH, MAX_URLS_PER_HOST, Limits
 from geminibot.crawl.schemes import normalise, parse_any
 from geminibot.crawl.warc import WarcArchive
 from geminibot.gemini.client import GeminiClient
 from geminibot.http.client import DEFAULT_INFO_URL, WebClient, user_agent
-from geminibot.index import DatabaseError, QueryError, connect, search, stats
+from geminibot.index import DatabaseError, QueryError, connect, stats
 from geminibot.index.stats import format_stats
 from geminibot.net.connect import ConnectToError, Resolver, is_loopback, parse_connect_to
 from geminibot.policy.cli import agent_option
@@ -69,7 +71,27 @@ def register(commands: Any) -> None:
         metavar="URL",
         help="where web site owners read about this bot (in the User-Agent)",
     )
-    crawl.add_argument("--db", required=True, metavar="PATH", help="crawl database (SQLite)")
+    crawl.add_argument(
+        "--db",
+        required=True,
+        metavar="PATH|URL",
+        help="crawl database: an SQLite file, or postgresql://USER@HOST/DB (shared by "
+        "several crawl processes)",
+    )
+    crawl.add_argument(
+        "--max-hosts",
+        type=int,
+        metavar="N",
+        help="work on at most N hosts at once (default: every host with work); with "
+        "several processes on one postgresql:// --db, leaves hosts for the others",
+    )
+    crawl.add_argument(
+        "--lease-seconds",
+        type=float,
+        metavar="S",
+        help="PostgreSQL: how long a host stays leased to this process unless renewed "
+        "(default 90; a killed process's hosts go on elsewhere after it)",
+    )
     crawl.add_argument(
         "--as", dest="role", choices=ROLES, default="indexer", help="virtual agent (activity)"
     )
@@ -124,13 +146,17 @@ def register(commands: Any) -> None:
 
     find = commands.add_parser("search", help="search a crawl's index")
     find.add_argument("query", metavar="QUERY", help='words, "a phrase", prefix*, -excluded, OR')
-    find.add_argument("--db", required=True, metavar="PATH", help="crawl database")
+    find.add_argument(
+        "--db", required=True, metavar="PATH|URL", help="crawl database (file or postgresql://)"
+    )
     find.add_argument("--limit", type=int, default=10, metavar="N", help="results (default 10)")
     find.add_argument("--json", action="store_true", help="one JSON object per result")
     find.set_defaults(run=run_search)
 
     numbers = commands.add_parser("stats", help="what a crawl database holds")
-    numbers.add_argument("--db", required=True, metavar="PATH", help="crawl database")
+    numbers.add_argument(
+        "--db", required=True, metavar="PATH|URL", help="crawl database (file or postgresql://)"
+    )
     numbers.add_argument("--json", action="store_true", help="one JSON object")
     numbers.set_defaults(run=run_stats)
 
@@ -165,6 +191,7 @@ def _options(args: argparse.Namespace) -> tuple[list[str], CrawlOptions, Resolve
         ("--max-pages", args.max_pages),
         ("--concurrency", args.concurrency),
         ("--max-host-urls", args.max_host_urls),
+        ("--max-hosts", args.max_hosts),
     ):
         if value is not None and value < 1:
             raise CommandError(f"{name} must be at least 1")
@@ -193,6 +220,7 @@ def _options(args: argparse.Namespace) -> tuple[list[str], CrawlOptions, Resolve
         allow_hosts=tuple(args.allow_host),
         concurrency=args.concurrency,
         test_range=args.test_range,
+        max_hosts=args.max_hosts,
         follow=tuple(args.follow),
     )
     return seeds, options, resolver
@@ -248,12 +276,20 @@ async def _crawl(crawler: Crawler, web: WebClient) -> tuple[Progress, bool]:
 
 def run_crawl(args: argparse.Namespace) -> int:
     seeds, options, resolver = _options(args)
+    shared = is_postgres(args.db)
+    if args.lease_seconds is not None and (not shared or args.lease_seconds <= 0):
+        raise CommandError("--lease-seconds is for a postgresql:// --db, more than 0")
+    if shared and options.role == "archiver" and not args.warc_dir:
+        raise CommandError("--as archiver with a postgresql:// --db needs --warc-dir")
     db = Path(args.db)
-    with _exclusive(db):
-        try:
-            conn = connect(db)
-        except DatabaseError as exc:
-            raise CommandError(str(exc)) from None
+    with nullcontext() if shared else _exclusive(db):
+        if shared:
+            conn = open_pg_store(args.db, options.limits, args.lease_seconds)
+        else:
+            try:
+                conn = connect(db)
+            except DatabaseError as exc:
+                raise CommandError(str(exc)) from None
         display = Display(sys.stderr)
         web = WebClient(
             user_agent=user_agent(options.agent, info_url=args.contact),
@@ -266,7 +302,7 @@ def run_crawl(args: argparse.Namespace) -> int:
         try:
             crawler.check_settings()
         except ConfigMismatch as exc:
-            raise CommandError(f"{db}: {exc}") from None
+            raise CommandError(f"{without_password(args.db) if shared else db}: {exc}") from None
         archive = None
         if options.role == "archiver":
             warc_dir = Path(args.warc_dir) if args.warc_dir else db.with_name(db.name + ".warc")
@@ -280,14 +316,16 @@ def run_crawl(args: argparse.Namespace) -> int:
             display.end()
             if archive is not None:
                 archive.close()
-        _summary(args, db, progress, interrupted, archive)
+        _summary(
+            args, without_password(args.db) if shared else str(db), progress, interrupted, archive
+        )
         conn.close()
     return EXIT_INTERRUPTED if interrupted else EXIT_OK
 
 
 def _summary(
     args: argparse.Namespace,
-    db: Path,
+    db: str,
     p: Progress,
     interrupted: bool,
     archive: WarcArchive | None,
@@ -331,19 +369,12 @@ def _summary(
 # --- search and stats ---
 
 
-def _open_existing(path: str) -> Any:
-    try:
-        return connect(path, create=False)
-    except DatabaseError as exc:
-        raise CommandError(str(exc)) from None
-
-
 def run_search(args: argparse.Namespace) -> int:
-    conn = _open_existing(args.db)
-    try:
-        results = search(conn, args.query, args.limit)
-    except QueryError as exc:
-        raise CommandError(f"search: {exc}") from None
+    with reading(args.db) as (conn, search):
+        try:
+            results = search(conn, args.query, args.limit)
+        except QueryError as exc:
+            raise CommandError(f"search: {exc}") from None
     for n, r in enumerate(results, 1):
         if args.json:
             emit_json(r.as_json())
@@ -355,8 +386,8 @@ def run_search(args: argparse.Namespace) -> int:
 
 
 def run_stats(args: argparse.Namespace) -> int:
-    conn = _open_existing(args.db)
-    data = stats(conn)
+    with reading(args.db) as (conn, _):
+        data = stats(conn)
     if args.json:
         emit_json(data)
     else:

@@ -33,6 +33,8 @@ leases of the requests it interrupts, so a stopped crawl resumes exactly where i
 from __future__ import annotations
 
 import fnmatch
+import os
+import socket
 import sqlite3
 import time
 import uuid
@@ -90,6 +92,9 @@ PROGRESS_INTERVAL = 0.5
 ROLES = ("indexer", "archiver", "researcher")
 #: The crawler's own product token.
 DEFAULT_AGENT = "geminibot"
+#: Seconds between two looks for work another crawl process holds, while this one has
+#: none (a store shared by several processes; at least the first, at most the second).
+HELD_POLL = (0.1, 5.0)
 #: An ask answer is applied to the decision it was asked for during this long.
 ASK_DECISION_WINDOW = timedelta(seconds=1)
 
@@ -111,6 +116,7 @@ class CrawlOptions:
     concurrency: int = DEFAULT_CONCURRENCY
     test_range: bool = False
     follow: tuple[Scheme, ...] = ()  # protocols followed beyond the seeds' own
+    max_hosts: int | None = None  # hosts worked on at once (None: every host with work)
 
 
 @dataclass
@@ -163,7 +169,9 @@ class Crawler:
         )
         self.scheduler = Scheduler(self._clock, test_range=options.test_range)
         self.policy_files = PolicyFiles(self.store, self.clock, self._request, self._slowed)
-        self.lease = uuid.uuid4().hex
+        # Names this process to the others sharing the store (which machine holds a host).
+        self.lease = f"{uuid.uuid4().hex}@{socket.gethostname()}:{os.getpid()}"
+        self._capped = False  # hosts were left out for --max-hosts: look again later
         self.progress = Progress(started=self._wall0)
         self.bot = Bot(
             options.agent,
@@ -258,12 +266,31 @@ class Crawler:
             while not self._stopping:
                 self._spawn(nursery)
                 if not self._running:
-                    break
+                    if not await self._await_held_work():
+                        break
+                    continue
                 self._wake = trio.Event()
                 await self._wake.wait()
             nursery.cancel_scope.cancel()
         self._update_progress()
         return self.progress
+
+    async def _await_held_work(self) -> bool:
+        """No worker runs here: wait for work that other crawl processes sharing the store
+        hold (their hosts come free when they finish or their leases expire). False when
+        there is none for this crawl."""
+        if self._limit_reached():
+            return False
+        held = {
+            host: wait
+            for host, wait in self.store.work_elsewhere(self.lease).items()
+            if host not in self._skipped and self.host_allowed(host)
+        }
+        if not held:
+            return False
+        await trio.sleep(min(max(min(held.values()), HELD_POLL[0]), HELD_POLL[1]))
+        self.scheduler.add_work(host for host, wait in held.items() if wait <= 0)
+        return True
 
     def stop(self) -> None:
         """Stop now: interrupt requests in flight (their URLs go back to the queue)."""
@@ -274,9 +301,17 @@ class Crawler:
     def _spawn(self, nursery: trio.Nursery) -> None:
         if self._limit_reached():
             return
+        cap = self.options.max_hosts
+        if self._capped and cap is not None and len(self._running) < cap:
+            self._capped = False  # room again: the hosts left out (or another's, now free)
+            self.scheduler.add_work(self.store.hosts_with_work())
         for host in self.scheduler.take_ready():
             if host in self._running or host in self._skipped or not self.host_allowed(host):
                 continue  # a host not allowed, or skipped, stays out for this run
+            if cap is not None and len(self._running) >= cap:
+                self.scheduler.drop_work(host)  # for another process, or for later
+                self._capped = True
+                continue
             self._running.add(host)
             nursery.start_soon(self._worker, host)
 
@@ -310,6 +345,14 @@ class Crawler:
     # --- one host ---
 
     async def _worker(self, host: str) -> None:
+        lease = self.store.lease_host(host, self.lease)
+        if lease is None:  # another crawl process holds the host
+            self.scheduler.drop_work(host)
+            self._running.discard(host)
+            self._wake.set()
+            return
+        if lease.state is not None:  # the pace goes on from where its last holder left it
+            self.scheduler.restore({host: lease.state}, ())
         try:
             policy = await self.policy_files.site_policy(host)
             if isinstance(policy, Skip):
@@ -331,6 +374,7 @@ class Crawler:
                     self._skip(host, skipped)
                     return
         finally:
+            self.store.release_host(host, self.lease)
             self._running.discard(host)
             self._wake.set()
 
@@ -353,8 +397,15 @@ class Crawler:
             last_duration = self.scheduler.last_duration(host)
             answer = policy.delay(self.bot, self._at(), last_duration, url)
             self.scheduler.set_pace(host, answer.seconds if answer.file else None)
-        if not await self.scheduler.wait_turn(host):
-            return None
+        while True:
+            if not await self.scheduler.wait_turn(host):
+                return None
+            lease = self.store.lease_host(host, self.lease)  # renewed before each request
+            if lease is None:
+                return None
+            if lease.state is None:
+                break
+            self.scheduler.restore({host: lease.state}, ())
         async with self._limiter:
             self.scheduler.start(host)
             started = self.clock()

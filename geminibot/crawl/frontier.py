@@ -57,6 +57,22 @@ class Claim:
     depth: int
 
 
+def trap_reason(
+    lim: Limits, url: str, depth: int, host_total: int, queries_on_path: int | None
+) -> str | None:
+    """The trap bound a new URL breaks, or None: ``host_total`` URLs already queued on its
+    host, ``queries_on_path`` query strings already on its path (None: it has no query)."""
+    if len(url.encode("utf-8", "surrogatepass")) > lim.max_url_length:
+        return f"URL longer than {lim.max_url_length} bytes"
+    if depth > lim.max_depth:
+        return f"deeper than {lim.max_depth} links"
+    if host_total >= lim.max_urls_per_host:
+        return f"more than {lim.max_urls_per_host} URLs on the host"
+    if queries_on_path is not None and queries_on_path >= lim.max_queries_per_path:
+        return f"more than {lim.max_queries_per_path} query strings on the path"
+    return None
+
+
 class Frontier:
     """Queue operations over the ``urls`` table; ``clock`` gives wall-clock seconds."""
 
@@ -99,25 +115,17 @@ class Frontier:
         return "queued"
 
     def _trap(self, url: str, host: str, path: str, has_query: bool, depth: int) -> str | None:
-        lim = self.limits
-        if len(url.encode("utf-8", "surrogatepass")) > lim.max_url_length:
-            return f"URL longer than {lim.max_url_length} bytes"
-        if depth > lim.max_depth:
-            return f"deeper than {lim.max_depth} links"
         (total,) = self.conn.execute(
             "SELECT urls_total FROM hosts WHERE host = ?", (host,)
         ).fetchone()
-        if total >= lim.max_urls_per_host:
-            return f"more than {lim.max_urls_per_host} URLs on the host"
+        queries = None
         if has_query:
-            (n,) = self.conn.execute(
+            (queries,) = self.conn.execute(
                 "SELECT count(*) FROM urls WHERE host = ? AND path = ? AND has_query = 1"
                 " AND state != 'trapped'",
                 (host, path),
             ).fetchone()
-            if n >= lim.max_queries_per_path:
-                return f"more than {lim.max_queries_per_path} query strings on the path"
-        return None
+        return trap_reason(self.limits, url, depth, total, queries)
 
     def finish(self, url: str, state: str, reason: str | None = None) -> None:
         """Close a leased URL as done/refused/failed; call inside a transaction."""

@@ -86,6 +86,14 @@ class CachedFile:
     expires_at: float
 
 
+@dataclass(frozen=True)
+class Lease:
+    """A host leased to this crawl process. ``state``: the politeness state another
+    process left it in, when the host changed hands (None: nothing to adopt)."""
+
+    state: HostState | None
+
+
 class CrawlStore(Protocol):
     """What the crawl loop needs of its storage; every method is one transaction."""
 
@@ -102,6 +110,18 @@ class CrawlStore(Protocol):
     def hosts_with_work(self) -> list[str]: ...
     def count_pages(self) -> int: ...
     def count_hosts(self) -> int: ...
+
+    # -- hosts shared between crawl processes --
+    def lease_host(self, host: str, lease: str) -> Lease | None:
+        """Take or renew ``host`` for this process (before its first request and before
+        every request); None when another process holds it."""
+        ...
+
+    def release_host(self, host: str, lease: str) -> None: ...
+    def work_elsewhere(self, lease: str) -> dict[str, float]:
+        """Hosts with work that another process holds, each with the seconds until it may
+        be taken over (0: now)."""
+        ...
 
     # -- the frontier --
     def seed(self, urls: list[str]) -> dict[str, str]: ...
@@ -162,6 +182,17 @@ class SqliteStore(Frontier):
             " FROM hosts"
         ).fetchall()
         return {str(row[0]): HostState(*row[1:]) for row in rows}
+
+    # -- hosts: one process per SQLite database (a lock file), so every host is ours --
+
+    def lease_host(self, host: str, lease: str) -> Lease | None:
+        return Lease(None)
+
+    def release_host(self, host: str, lease: str) -> None:
+        pass
+
+    def work_elsewhere(self, lease: str) -> dict[str, float]:
+        return {}
 
     def count_pages(self) -> int:
         return int(self.conn.execute("SELECT count(*) FROM pages").fetchone()[0])

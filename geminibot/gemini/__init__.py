@@ -1,5 +1,5 @@
-"""The Gemini protocol: URLs, the response reader and text/gemini (all sans-I/O), and a
-trio client (:mod:`geminibot.gemini.client`). Errors: the shared tree of
+"""The Gemini protocol: URLs, the response reader and text/gemini (all sans-I/O), a trio
+client (:mod:`geminibot.gemini.client`) and a trio server (:mod:`geminibot.gemini.server`). Errors: the shared tree of
 :mod:`geminibot.net.errors`, with Gemini's own in :mod:`geminibot.gemini.errors`.
 """
 

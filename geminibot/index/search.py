@@ -127,7 +127,7 @@ def search(
         rows = conn.execute(sql, (expr, limit)).fetchall()
     except sqlite3.OperationalError as exc:  # should not happen after to_fts_query; be safe
         raise QueryError(f"cannot run this query: {exc}") from None
-    return [_result(tuple(row[:-1]), row[-1]) for row in rows]
+    return [result_from_row(tuple(row[:-1]), row[-1]) for row in rows]
 
 
 def _read_back(
@@ -151,7 +151,9 @@ def _read_back(
             continue
         body, headings = row[6] or "", row[7] or ""
         snippet = text_snippet(body, words) or text_snippet(headings, words)
-        results.append(_result((*row[:6], snippet or body[:PLAIN_SNIPPET_CHARS], ""), -score))
+        results.append(
+            result_from_row((*row[:6], snippet or body[:PLAIN_SNIPPET_CHARS], ""), -score)
+        )
     return results
 
 
@@ -180,7 +182,9 @@ def _fold(word: str) -> str:
     return "".join(c for c in decomposed if not unicodedata.combining(c))
 
 
-def _result(row: tuple[Any, ...], score: float) -> SearchResult:
+def result_from_row(row: tuple[Any, ...], score: float) -> SearchResult:
+    """A result from (url, title, mime, lang, size, fetched_at, body snippet, headings
+    snippet): the body's snippet when it shows a match (both stores' searches)."""
     url, title, mime, lang, size, fetched_at, body_snip, head_snip = row
     snippet = body_snip if "[" in body_snip or not head_snip else head_snip
     return SearchResult(

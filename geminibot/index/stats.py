@@ -3,18 +3,24 @@ outcomes, policy refusals, and the state of the frontier."""
 
 from __future__ import annotations
 
-import sqlite3
-from typing import Any
+from typing import Any, Protocol
 
 #: Longest list of per-host refusal counts reported.
 TOP_REFUSING_HOSTS = 10
 
 
-def _counts(conn: sqlite3.Connection, sql: str) -> dict[str, int]:
+class Connection(Protocol):
+    """What the statistics need of a connection: an sqlite3 or a psycopg one (the same SQL
+    runs on both)."""
+
+    def execute(self, query: Any, /) -> Any: ...
+
+
+def _counts(conn: Connection, sql: str) -> dict[str, int]:
     return {str(k): int(v) for k, v in conn.execute(sql).fetchall()}
 
 
-def stats(conn: sqlite3.Connection) -> dict[str, Any]:
+def stats(conn: Connection) -> dict[str, Any]:
     """A JSON-ready summary of the database."""
     one = conn.execute
     return {

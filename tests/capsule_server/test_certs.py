@@ -10,13 +10,13 @@ import pytest
 from cryptography import x509
 from cryptography.hazmat.primitives.asymmetric import ec
 
-from capsule_server.certs import (
+from capsule_server.cli import main
+from geminibot.gemini.certs import (
     CERT_VALIDITY_DAYS,
     RENEW_BEFORE_DAYS,
     ensure_certificate,
     list_certificates,
 )
-from capsule_server.cli import main
 
 NOW = dt.datetime(2026, 11, 23, 12, 0, tzinfo=dt.UTC)
 

@@ -8,7 +8,7 @@ import sys
 
 import pytest
 
-from capsule_server.demo import MAX_DEMO_SECONDS, demo_seconds
+from capsule_server.demo import CAPSULE_QUERY, MAX_DEMO_SECONDS, demo_seconds, serve_seconds
 
 #: Long enough for most capsules to be crawled and some URLs refused; the full demo
 #: runs 12 s because robots-44.test is still being waited out.
@@ -29,6 +29,15 @@ def test_demo_runs() -> None:
     proc = run_demo("--seconds", SHORT_RUN)
     assert proc.returncode == 0, proc.stderr
     assert "refused by policy" in proc.stdout and "== geminibot search" in proc.stdout
+    # the index served as a Gemini search capsule and queried by a client
+    assert f"{CAPSULE_QUERY}  ->  20 text/gemini; charset=utf-8\n  # Search: robots" in proc.stdout
+
+
+@pytest.mark.parametrize("value", ["-1", "nan", "ten", str(MAX_DEMO_SECONDS + 0.5)])
+def test_demo_serve_seconds_refused(value: str) -> None:
+    with pytest.raises(argparse.ArgumentTypeError):
+        serve_seconds(value)
+    assert serve_seconds("0") == 0 and serve_seconds(str(MAX_DEMO_SECONDS)) == MAX_DEMO_SECONDS
 
 
 @pytest.mark.parametrize("value", ["0", "-1", "nan", "inf", "ten", str(MAX_DEMO_SECONDS + 0.5)])

@@ -8,7 +8,6 @@ from pathlib import Path
 import pytest
 
 from capsule_server.cli import main
-from capsule_server.log import AccessRecord
 from capsule_server.report import (
     MAZE_MAX_DEPTH,
     HostPolicy,
@@ -16,6 +15,7 @@ from capsule_server.report import (
     identity_names,
     load_policies,
 )
+from geminibot.gemini.accesslog import AccessRecord
 from geminibot.policy.site_policy import SitePolicy
 
 ROBOTS = (

@@ -21,14 +21,15 @@ import trio.testing
 
 from capsule_server.cli import main
 from capsule_server.files import load_capsules
-from capsule_server.log import AccessRecord, JsonLinesLog
-from capsule_server.server import CapsuleServer, Limits
+from capsule_server.server import CapsuleServer
 from capsule_server.testing import raw_request, running_server
 from geminibot.crawl.crawler import Crawler, CrawlOptions
 from geminibot.crawl.fetcher import gemini_fetch
 from geminibot.crawl.frontier import Limits as CrawlLimits
+from geminibot.gemini.accesslog import AccessRecord, JsonLinesLog
 from geminibot.gemini.client import GeminiClient
 from geminibot.gemini.gemtext import resolve_link
+from geminibot.gemini.server import Limits
 from geminibot.index import connect
 from geminibot.net.connect import ConnectRule, Resolver
 

@@ -106,4 +106,4 @@ def test_range_usage_errors(tmp_path: Path, capsys: pytest.CaptureFixture[str]) 
     assert "unknown identity 'nobody'" in capsys.readouterr().err
     with pytest.raises(SystemExit):
         main(["range", "--idle", "0"])
-    assert "must be more than 0" in capsys.readouterr().err
+    assert "--idle: 0 must be a number above 0" in capsys.readouterr().err

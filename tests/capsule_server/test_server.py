@@ -11,15 +11,10 @@ import pytest
 import trio
 
 from capsule_server.files import binary_sha256, large_robots
-from capsule_server.log import AccessRecord
-from capsule_server.server import (
-    MAX_PER_ADDRESS,
-    CapsuleServer,
-    Limits,
-    client_key,
-    climbs_above_root,
-)
+from capsule_server.server import CapsuleServer
 from capsule_server.testing import client_hello, open_tls, raw_request, running_server
+from geminibot.gemini.accesslog import AccessRecord
+from geminibot.gemini.server import MAX_PER_ADDRESS, Limits, client_key, climbs_above_root
 
 
 def split(response: bytes) -> tuple[str, bytes]:

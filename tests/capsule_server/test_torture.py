@@ -20,10 +20,11 @@ import pytest
 import trio
 from cryptography import x509
 
-from capsule_server.log import AccessRecord
-from capsule_server.server import CapsuleServer, Limits
+from capsule_server.server import CapsuleServer
 from capsule_server.testing import has_ipv6_loopback, raw_request, running_server
+from geminibot.gemini.accesslog import AccessRecord
 from geminibot.gemini.client import make_ssl_context
+from geminibot.gemini.server import Limits
 
 IPV6 = has_ipv6_loopback()
 FAMILIES = [

@@ -19,13 +19,14 @@ from typing import Any
 
 import trio
 
-from capsule_server.log import AccessRecord
 from capsule_server.report import ClientReport, build_report, load_policies
-from capsule_server.server import CapsuleServer, Limits
+from capsule_server.server import CapsuleServer
 from capsule_server.testing import running_server
 from geminibot.crawl.crawler import Crawler, CrawlOptions, Progress
 from geminibot.crawl.fetcher import gemini_fetch
+from geminibot.gemini.accesslog import AccessRecord
 from geminibot.gemini.client import GeminiClient
+from geminibot.gemini.server import Limits
 from geminibot.index import connect
 from geminibot.net.connect import ConnectRule, Resolver
 

@@ -22,9 +22,9 @@ from capsule_crawl import (
     serving,
 )
 
-from capsule_server.server import Limits
 from geminibot.crawl.crawler import CrawlOptions
 from geminibot.crawl.frontier import Limits as CrawlLimits
+from geminibot.gemini.server import Limits
 from geminibot.index import search
 
 #: Real seconds the loop must be idle before the mock clock jumps to the next timer: long

@@ -14,9 +14,9 @@ import pytest
 import trio
 from webserver import WebServer, _handler, text
 
-from capsule_server.server import Limits
 from capsule_server.testing import running_server
 from geminibot.cli import main
+from geminibot.gemini.server import Limits
 from geminibot.policy.candidates import candidate_paths, pattern_paths
 from geminibot.policy.compare import Comparison, bot_classes, compare
 from geminibot.policy.robots import VIRTUAL_AGENTS

@@ -11,9 +11,9 @@ from pathlib import Path
 import trio
 from webserver import html, serve, text
 
-from capsule_server.log import AccessRecord
-from capsule_server.server import Limits
 from capsule_server.testing import running_server
+from geminibot.gemini.accesslog import AccessRecord
+from geminibot.gemini.server import Limits
 
 CAPSULE = {
     "robots.txt": "User-agent: indexer\nDisallow: /private/\n",

@@ -20,9 +20,10 @@ import httpx
 import trio
 
 from capsule_server.files import bundled_capsules
-from capsule_server.log import AccessRecord
-from capsule_server.server import CapsuleServer, Limits
+from capsule_server.server import CapsuleServer
 from capsule_server.testing import running_server
+from geminibot.gemini.accesslog import AccessRecord
+from geminibot.gemini.server import Limits
 from geminibot.net.connect import parse_connect_to
 from geminibot.policy.site_policy import Bot
 from geminibot.portal.app import PortalApp

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from capsule_server import ratelimit
-from capsule_server.ratelimit import RateLimiter
+from geminibot.gemini import ratelimit
+from geminibot.gemini.ratelimit import RateLimiter
 
 
 def test_burst_then_wait() -> None:

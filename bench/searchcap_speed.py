@@ -1,0 +1,196 @@
+"""Search latency through the Gemini search capsule, beside ``geminibot search``.
+
+Builds the index of ``bench/search_speed.py`` (PAGES generated text/gemini pages), starts
+``geminibot serve-search`` on it as a separate process on 127.0.0.1 (rate limit lifted),
+and times, for the same queries:
+
+- ``search()``: :func:`geminibot.index.search`, in process (what ``geminibot search`` does
+  once Python has started);
+- ``handler``: the capsule's handler in process (search plus the gemtext page), no network;
+- ``capsule``: a whole Gemini request to ``serve-search`` with geminibot's client, a new
+  TLS connection each time as Gemini clients make them: what a Gemini user waits for;
+- ``geminibot search``: the command as a process, Python's start-up included (fewer runs).
+
+Median and p95 over every query's runs; the first three ways are timed in turn within
+each run. All of it twice: on FTS5 alone, then after ``geminibot index rebuild`` (the
+tantivy top-k index that search uses while it is current). Only loopback traffic; every
+loop is bounded.
+
+    .venv/bin/python bench/searchcap_speed.py [--pages N] [--repeats N]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import platform
+import sqlite3
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+from urllib.parse import quote
+
+import trio
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from search_speed import QUERIES, build
+
+from geminibot.gemini.client import GeminiClient
+from geminibot.gemini.urls import parse_request
+from geminibot.index import connect, search
+from geminibot.index.tantivy_index import rebuild
+from geminibot.searchcap import SearchCapsule, prepare
+
+#: Runs of each query per way (the command as a process: CLI_REPEATS).
+REPEATS = 20
+CLI_REPEATS = 3
+#: Longest the server may take to start or stop, and all the capsule's runs (bounds).
+START_SECONDS = 60
+CAPSULE_SECONDS = 600
+
+
+def cpu_model() -> str:
+    for line in Path("/proc/cpuinfo").read_text().splitlines():
+        if line.startswith("model name"):
+            return line.split(":", 1)[1].strip()
+    return platform.machine()
+
+
+def percentile(times: list[float], q: float) -> float:
+    ordered = sorted(times)
+    return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
+
+
+def timed(run: Callable[[], object], repeats: int) -> list[float]:
+    times = []
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        run()
+        times.append((time.perf_counter() - t0) * 1000)
+    return times
+
+
+def start_server(db: Path, tmp: Path) -> tuple[subprocess.Popen[str], int]:
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "geminibot",
+            "serve-search",
+            "--db",
+            str(db),
+            "--port",
+            "0",
+            "--certs",
+            str(tmp / "certs"),
+            "--log",
+            os.devnull,
+            "--rate",
+            "1000000",
+            "--rate-burst",
+            "1000000",
+        ],
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    assert proc.stderr is not None
+    banner = proc.stderr.readline()
+    if "serving" not in banner:
+        proc.kill()
+        raise SystemExit(f"serve-search did not start: {banner}")
+    return proc, int(banner.rsplit(":", 1)[1])
+
+
+async def interleaved(
+    conn: sqlite3.Connection, port: int, repeats: int
+) -> dict[str, dict[str, list[float]]]:
+    """Each run times the three in-process and networked ways one after the other, so a
+    load that comes and goes on a shared machine weighs on all of them alike."""
+    capsule = SearchCapsule(conn)
+    client = GeminiClient(connect_to=lambda _host, _port: ("127.0.0.1", port))
+    ways: dict[str, dict[str, list[float]]] = {"search()": {}, "handler": {}, "capsule": {}}
+    with trio.fail_after(CAPSULE_SECONDS):
+        for query in QUERIES:
+            encoded = quote(query, safe="")
+            request = parse_request(f"gemini://localhost/search?{encoded}\r\n".encode())
+            url = f"gemini://localhost:{port}/search?{encoded}"
+            for way in ways.values():
+                way[query] = []
+            for _ in range(repeats):
+                ways["search()"][query] += timed(lambda q=query: search(conn, q, 10), 1)
+                ways["handler"][query] += timed(lambda r=request: capsule(r), 1)
+                t0 = time.perf_counter()
+                response = await client.fetch(url)
+                ways["capsule"][query].append((time.perf_counter() - t0) * 1000)
+                assert response.status == 20, (response.status, response.meta)
+    return ways
+
+
+def measure(db: Path, tmp: Path, repeats: int) -> dict[str, dict[str, list[float]]]:
+    conn = connect(db, create=False)
+    proc, port = start_server(db, tmp)
+    try:
+        ways = trio.run(interleaved, conn, port, repeats)
+    finally:
+        proc.terminate()
+        proc.wait(timeout=START_SECONDS)
+    conn.close()
+    command = [sys.executable, "-m", "geminibot", "search", "--db", str(db)]
+    ways["geminibot search"] = {
+        query: timed(
+            lambda q=query: subprocess.run([*command, q], capture_output=True, check=False),
+            CLI_REPEATS,
+        )
+        for query in QUERIES
+    }
+    return ways
+
+
+def report(engine: str, ways: dict[str, dict[str, list[float]]]) -> None:
+    print(f"\n### {engine}: per query, median ms\n")
+    print("| query | " + " | ".join(ways) + " |")
+    print("|---|" + "---:|" * len(ways))
+    for query in QUERIES:
+        cells = [f"{statistics.median(ways[w][query]):.1f}" for w in ways]
+        print(f"| `{query}` | " + " | ".join(cells) + " |")
+    print(f"\n### {engine}: all queries together\n")
+    print("| way | runs | median ms | p95 ms |")
+    print("|---|---:|---:|---:|")
+    for way, per_query in ways.items():
+        times = [t for q in QUERIES for t in per_query[q]]
+        print(
+            f"| {way} | {len(times)} | {statistics.median(times):.1f} | "
+            f"{percentile(times, 0.95):.1f} |"
+        )
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--pages", type=int, default=20_000, help="pages in the index")
+    parser.add_argument("--repeats", type=int, default=REPEATS, help="runs of each query")
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory() as name:
+        tmp = Path(name)
+        db = tmp / "index.sqlite"
+        seconds = build(db, args.pages)
+        conn = connect(db, create=False)
+        prepare(conn)
+        print(
+            f"Index: {args.pages:,} pages, built in {seconds:.1f} s. Machine: nproc "
+            f"{os.cpu_count()}, {cpu_model()}, "
+            f"Python {platform.python_version()}."
+        )
+        report("FTS5 (no tantivy index)", measure(db, tmp, args.repeats))
+        t0 = time.perf_counter()
+        rebuild(conn)
+        conn.close()
+        print(f"\n(tantivy index rebuilt in {time.perf_counter() - t0:.1f} s)")
+        report("tantivy (geminibot index rebuild)", measure(db, tmp, args.repeats))
+
+
+if __name__ == "__main__":
+    main()

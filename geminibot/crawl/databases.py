@@ -1,0 +1,66 @@
+"""What ``--db`` names: an SQLite file (the default, no server) or a PostgreSQL database
+(a libpq URI, ``postgresql://USER@HOST:PORT/DB``), for ``crawl``, ``search`` and ``stats``.
+
+A bad connection string is a usage error (exit 2); a server that cannot be reached, or
+refuses us, is an error found (exit 1). Either is one line, never a traceback.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import Any
+
+from geminibot.cliutil import EXIT_NEGATIVE, CommandError
+from geminibot.crawl.frontier import Limits
+from geminibot.index import DatabaseError, SearchResult, connect, search
+from geminibot.index.pg import UnreachableDatabase, display, is_postgres
+
+__all__ = ["display", "is_postgres", "open_pg_store", "pg_error", "reading"]
+
+
+def pg_error(exc: DatabaseError) -> CommandError:
+    code = EXIT_NEGATIVE if isinstance(exc, UnreachableDatabase) else 2
+    return CommandError(str(exc), code)
+
+
+def open_pg_store(db: str, limits: Limits, lease_seconds: float | None) -> Any:
+    """The crawl's :class:`~geminibot.crawl.pgstore.PgStore` on ``db``."""
+    from geminibot.crawl import pgstore
+
+    seconds = pgstore.LEASE_SECONDS if lease_seconds is None else lease_seconds
+    try:
+        return pgstore.open_store(db, time.time, limits, lease_seconds=seconds)
+    except DatabaseError as exc:
+        raise pg_error(exc) from None
+
+
+@contextmanager
+def reading(db: str) -> Iterator[tuple[Any, Callable[[Any, str, int], list[SearchResult]]]]:
+    """An existing crawl database to read: (connection, its search function); the same
+    statistics SQL runs on both connections."""
+    if is_postgres(db):
+        from geminibot.index import pg
+
+        try:
+            pg_conn = pg.connect(db)
+        except DatabaseError as exc:
+            raise pg_error(exc) from None
+        with pg_conn:
+            yield pg_conn, _pg_search
+        return
+    try:
+        conn = connect(db, create=False)
+    except DatabaseError as exc:
+        raise pg_error(exc) from None
+    try:
+        yield conn, search
+    finally:
+        conn.close()
+
+
+def _pg_search(conn: Any, query: str, limit: int) -> list[SearchResult]:
+    from geminibot.index import pg
+
+    return pg.search(conn, query, limit)

@@ -1,0 +1,456 @@
+""":class:`~geminibot.crawl.store.CrawlStore` on PostgreSQL: one frontier and index that
+several crawl processes, on one machine or several, share.
+
+Every method is one transaction on a connection of a psycopg 3 pool. The calls are
+synchronous, as :class:`~geminibot.crawl.store.SqliteStore`'s are: each is a few
+statements on an indexed table, and the crawl loop spends its time waiting on the network
+and on politeness delays, not on these (``bench/pg_crawl.py`` measures both).
+
+What makes several processes safe (docs/postgres.md):
+
+- **Host leases.** A worker takes its host with :meth:`PgStore.lease_host` before its first
+  request and again before every request: ``SELECT ... FOR UPDATE SKIP LOCKED`` on the
+  host's ``host_leases`` row, which is granted when the host is free, its lease has
+  expired, or it is this process's already; the lease then lasts ``lease_seconds`` (longer
+  than a request may take). So one process at a time sends requests to a host, and the one
+  that takes a host over reads the politeness state (last request, 44 back-off) the last
+  holder committed: the pace holds across processes.
+- **A killed process** stops renewing; when its leases expire, the next process to take
+  one of its hosts puts that host's ``leased`` URLs back in the queue (in the same
+  transaction). Only the requests that were on the wire at the kill are repeated.
+- **Links** are inserted in one statement per page, ``ON CONFLICT (url) DO NOTHING``, so
+  two processes finding the same link keep one row; the per-host counters are updated in
+  host order (no deadlocks).
+- **Policy files** are cached in ``robots`` with their fetch time and expiry, read by all.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Callable, Iterable
+from typing import Any
+
+import psycopg
+from psycopg_pool import ConnectionPool
+
+from geminibot.crawl.frontier import Claim, Limits, trap_reason
+from geminibot.crawl.schemes import host_key, parse_any
+from geminibot.crawl.store import (
+    CachedFile,
+    DecisionRecord,
+    FetchedPage,
+    FetchRecord,
+    HostState,
+    Lease,
+)
+from geminibot.index import pg
+from geminibot.index.db import DatabaseError
+from geminibot.policy import FetchOutcome
+
+#: Seconds a host lease lasts unless renewed: longer than a request may take (the clients'
+#: 60-second total timeout), since it is renewed just before each request.
+LEASE_SECONDS = 90.0
+#: The database's clock, in epoch seconds: leases are compared on one clock, whichever
+#: machine their holders run on.
+NOW = "extract(epoch FROM clock_timestamp())::float8"
+#: Connections in a process's pool (workers share them; a call holds one briefly).
+POOL_SIZE = 4
+
+
+class PgStore:
+    """The crawl's store on PostgreSQL (see the module docstring)."""
+
+    def __init__(
+        self,
+        conninfo: str,
+        clock: Callable[[], float],
+        limits: Limits | None = None,
+        *,
+        lease_seconds: float = LEASE_SECONDS,
+    ) -> None:
+        pg.connect(conninfo).close()  # reachable, and the schema is current
+        self.name = pg.display(conninfo)
+        self.clock = clock
+        self.limits = limits or Limits()
+        self.lease_seconds = lease_seconds
+        self.pool: ConnectionPool[Any] = ConnectionPool(
+            conninfo,
+            min_size=1,
+            max_size=POOL_SIZE,
+            kwargs={"connect_timeout": pg.CONNECT_TIMEOUT},
+            open=True,
+        )
+
+    def close(self) -> None:
+        self.pool.close()
+
+    def _tx(self) -> Any:
+        """One transaction (committed when the block ends, rolled back on an error)."""
+        return self.pool.connection()
+
+    # -- the run --
+
+    def check_settings(self, settings: dict[str, str]) -> tuple[str, str, str] | None:
+        with self._tx() as conn:
+            for key, value in settings.items():
+                conn.execute(
+                    "INSERT INTO settings (key, value) VALUES (%s, %s) ON CONFLICT DO NOTHING",
+                    (key, value),
+                )
+                row = conn.execute("SELECT value FROM settings WHERE key = %s", (key,)).fetchone()
+                if row is not None and row[0] != value:
+                    return key, str(row[0]), value
+        return None
+
+    def recover(self) -> int:
+        """Queue again the URLs left leased by processes whose host leases have expired
+        (a live process's claims stay theirs)."""
+        with self._tx() as conn:
+            cur = conn.execute(
+                "UPDATE urls u SET state = 'queued', lease = NULL WHERE state = 'leased'"
+                " AND NOT EXISTS (SELECT 1 FROM host_leases l WHERE l.host = u.host"
+                f" AND l.holder IS NOT NULL AND l.lease_until > {NOW})"
+            )
+            return int(cur.rowcount)
+
+    def host_states(self) -> dict[str, HostState]:
+        with self._tx() as conn:
+            conn.execute("UPDATE hosts SET skipped_reason = NULL WHERE skipped_reason IS NOT NULL")
+            rows = conn.execute(
+                "SELECT host, last_fetch_at, coalesce(last_duration, 0), not_before,"
+                " slow_downs FROM hosts"
+            ).fetchall()
+        return {str(r[0]): HostState(r[1], r[2], r[3], r[4]) for r in rows}
+
+    def hosts_with_work(self) -> list[str]:
+        with self._tx() as conn:
+            rows = conn.execute(
+                "SELECT host FROM urls WHERE state = 'queued' GROUP BY host ORDER BY min(id)"
+            ).fetchall()
+        return [str(r[0]) for r in rows]
+
+    def count_pages(self) -> int:
+        return self._count("SELECT count(*) FROM pages")
+
+    def count_hosts(self) -> int:
+        return self._count("SELECT count(*) FROM hosts")
+
+    def _count(self, sql: str) -> int:
+        with self._tx() as conn:
+            row = conn.execute(sql).fetchone()
+        return int(row[0]) if row else 0
+
+    # -- host leases --
+
+    def lease_host(self, host: str, lease: str) -> Lease | None:
+        with self._tx() as conn:
+            conn.execute(
+                "INSERT INTO host_leases (host) VALUES (%s) ON CONFLICT DO NOTHING", (host,)
+            )
+            row = conn.execute(
+                f"SELECT holder, lease_until, {NOW} FROM host_leases WHERE host = %s"
+                " FOR UPDATE SKIP LOCKED",
+                (host,),
+            ).fetchone()
+            if row is None:
+                return None  # another process is taking it this instant
+            holder, until, now = row
+            if holder is not None and holder != lease and until > now:
+                return None
+            conn.execute(
+                "UPDATE host_leases SET holder = %s, lease_until = %s WHERE host = %s",
+                (lease, now + self.lease_seconds, host),
+            )
+            if holder == lease:
+                return Lease(None)
+            # Taken over (free, or its holder stopped renewing): its claims go back to the
+            # queue, and the pace goes on from the state the last holder committed.
+            conn.execute(
+                "UPDATE urls SET state = 'queued', lease = NULL"
+                " WHERE host = %s AND state = 'leased' AND lease IS DISTINCT FROM %s",
+                (host, lease),
+            )
+            state = conn.execute(
+                "SELECT last_fetch_at, coalesce(last_duration, 0), not_before, slow_downs"
+                " FROM hosts WHERE host = %s",
+                (host,),
+            ).fetchone()
+        return Lease(None if state is None else HostState(*state))
+
+    def release_host(self, host: str, lease: str) -> None:
+        with self._tx() as conn:
+            conn.execute(
+                "UPDATE host_leases SET holder = NULL, lease_until = 0"
+                " WHERE host = %s AND holder = %s",
+                (host, lease),
+            )
+
+    def work_elsewhere(self, lease: str) -> dict[str, float]:
+        """Hosts with work (queued or leased URLs) not held by ``lease`` nor skipped, each
+        with the seconds until it may be taken (0: free now)."""
+        with self._tx() as conn:
+            rows = conn.execute(
+                f"SELECT w.host, CASE WHEN l.holder IS NULL OR l.lease_until <= {NOW}"
+                f" THEN 0 ELSE l.lease_until - {NOW} END"
+                " FROM (SELECT DISTINCT host FROM urls WHERE state IN ('queued', 'leased')) w"
+                " JOIN hosts h ON h.host = w.host"
+                " LEFT JOIN host_leases l ON l.host = w.host"
+                " WHERE h.skipped_reason IS NULL AND l.holder IS DISTINCT FROM %(me)s",
+                {"me": lease},
+            ).fetchall()
+        return {str(host): float(wait) for host, wait in rows}
+
+    # -- the frontier --
+
+    def seed(self, urls: list[str]) -> dict[str, str]:
+        with self._tx() as conn:
+            return self._add(conn, [(url, 0, None) for url in urls])
+
+    def _add(
+        self, conn: psycopg.Connection[Any], links: Iterable[tuple[str, int, str | None]]
+    ) -> dict[str, str]:
+        """Put URLs in the frontier (one batch; trap bounds as in
+        :class:`~geminibot.crawl.frontier.Frontier`); what happened to each."""
+        batch: dict[str, tuple[int, str | None]] = {}
+        for url, depth, parent in links:
+            batch.setdefault(url, (depth, parent))
+        if not batch:
+            return {}
+        known = {
+            str(r[0])
+            for r in conn.execute(
+                "SELECT url FROM urls WHERE url = ANY(%s)", (list(batch),)
+            ).fetchall()
+        }
+        result = dict.fromkeys(known, "known")
+        new = sorted(u for u in batch if u not in known)
+        if not new:
+            return result
+        now = self.clock()
+        hosts = sorted({host_key(u) for u in new})
+        conn.execute(
+            "INSERT INTO hosts (host, first_seen) SELECT h, %s FROM unnest(%s::text[]) AS h"
+            " ORDER BY h ON CONFLICT DO NOTHING",
+            (now, hosts),
+        )
+        totals = dict(
+            conn.execute(
+                "SELECT host, urls_total FROM hosts WHERE host = ANY(%s)", (hosts,)
+            ).fetchall()
+        )
+        rows: list[tuple[str, str, str, bool, int, str | None, str, str | None]] = []
+        queries: Counter[tuple[str, str]] = Counter()
+        for url in new:
+            depth, parent = batch[url]
+            parsed = parse_any(url)
+            host, path, has_query = host_key(url), parsed.path, parsed.query is not None
+            count = None
+            if has_query:
+                if (host, path) not in queries:
+                    row = conn.execute(
+                        "SELECT count(*) FROM urls WHERE host = %s AND path = %s"
+                        " AND has_query AND state != 'trapped'",
+                        (host, path),
+                    ).fetchone()
+                    queries[(host, path)] = int(row[0]) if row else 0
+                count = queries[(host, path)]
+            reason = trap_reason(self.limits, url, depth, totals[host], count)
+            if reason is None and has_query:
+                queries[(host, path)] += 1
+            if reason is None:
+                totals[host] += 1
+            state = "trapped" if reason else "queued"
+            rows.append((url, host, path, has_query, depth, parent, state, reason))
+        inserted = conn.execute(
+            "INSERT INTO urls (url, host, path, has_query, depth, parent, state, reason,"
+            " updated_at) SELECT u, h, p, q, d, par, s, r, %s FROM unnest(%s::text[],"
+            " %s::text[], %s::text[], %s::boolean[], %s::int[], %s::text[], %s::text[],"
+            " %s::text[]) AS x (u, h, p, q, d, par, s, r)"
+            " ON CONFLICT (url) DO NOTHING RETURNING url, host, state, reason",
+            (now, *(list(column) for column in zip(*rows, strict=True))),
+        ).fetchall()
+        added: Counter[str] = Counter()
+        for url, host, state, reason in inserted:
+            if state == "queued":
+                added[host] += 1
+                result[url] = "queued"
+            else:
+                result[url] = f"trapped: {reason}"
+        for url in new:
+            result.setdefault(url, "known")  # another process inserted it meanwhile
+        for host in sorted(added):
+            conn.execute(
+                "UPDATE hosts SET urls_total = urls_total + %s WHERE host = %s",
+                (added[host], host),
+            )
+        return result
+
+    def claim(self, host: str, lease: str) -> Claim | None:
+        now = self.clock()
+        with self._tx() as conn:
+            held = conn.execute(
+                f"UPDATE host_leases SET lease_until = greatest(lease_until, {NOW} + %s)"
+                f" WHERE host = %s AND holder = %s AND lease_until > {NOW} RETURNING 1",
+                (self.lease_seconds, host, lease),
+            ).fetchone()
+            if held is None:
+                return None  # the host is not ours (any more)
+            row = conn.execute(
+                "SELECT url, depth FROM urls WHERE host = %s AND state = 'queued'"
+                " ORDER BY id LIMIT 1 FOR UPDATE SKIP LOCKED",
+                (host,),
+            ).fetchone()
+            if row is None:
+                return None
+            conn.execute(
+                "UPDATE urls SET state = 'leased', lease = %s, updated_at = %s WHERE url = %s",
+                (lease, now, row[0]),
+            )
+        return Claim(url=str(row[0]), host=host, depth=int(row[1]))
+
+    def release(self, url: str) -> None:
+        with self._tx() as conn:
+            self._release(conn, url)
+
+    def _release(self, conn: psycopg.Connection[Any], url: str) -> None:
+        conn.execute(
+            "UPDATE urls SET state = 'queued', lease = NULL WHERE url = %s AND state = 'leased'",
+            (url,),
+        )
+
+    def queued(self) -> int:
+        return self._count("SELECT count(*) FROM urls WHERE state = 'queued'")
+
+    def leased(self) -> list[str]:
+        with self._tx() as conn:
+            rows = conn.execute("SELECT url FROM urls WHERE state = 'leased' ORDER BY id")
+            return [str(r[0]) for r in rows.fetchall()]
+
+    def state_of(self, url: str) -> tuple[str, str | None] | None:
+        with self._tx() as conn:
+            row = conn.execute("SELECT state, reason FROM urls WHERE url = %s", (url,)).fetchone()
+        return None if row is None else (str(row[0]), row[1])
+
+    # -- hosts and policy files --
+
+    def skip_host(self, host: str, reason: str) -> None:
+        with self._tx() as conn:
+            conn.execute("UPDATE hosts SET skipped_reason = %s WHERE host = %s", (reason, host))
+
+    def load_policy_file(self, host: str, name: str, now: float) -> CachedFile | None:
+        with self._tx() as conn:
+            row = conn.execute(
+                "SELECT outcome, reason, status, body, fetched_at, expires_at FROM robots"
+                " WHERE host = %s AND name = %s",
+                (host, name),
+            ).fetchone()
+        if row is None or row[5] <= now:
+            return None
+        kind, reason, status, body, fetched_at, expires_at = row
+        outcome = FetchOutcome(kind, reason, None, expires_at - fetched_at)
+        body = None if body is None else bytes(body)
+        return CachedFile(host, name, outcome, status, body, fetched_at, expires_at)
+
+    def save_policy_file(self, file: CachedFile, fetch: FetchRecord) -> None:
+        with self._tx() as conn:
+            self._log_fetch(conn, fetch)
+            conn.execute(
+                "INSERT INTO robots (host, name, fetched_at, expires_at, outcome, reason,"
+                " status, body) VALUES (%s, %s, %s, %s, %s, %s, %s, %s)"
+                " ON CONFLICT (host, name) DO UPDATE SET fetched_at = excluded.fetched_at,"
+                " expires_at = excluded.expires_at, outcome = excluded.outcome,"
+                " reason = excluded.reason, status = excluded.status, body = excluded.body",
+                (
+                    file.host,
+                    file.name,
+                    file.fetched_at,
+                    file.expires_at,
+                    file.outcome.kind,
+                    file.outcome.reason,
+                    file.status,
+                    file.body,
+                ),
+            )
+
+    def log_fetch(self, fetch: FetchRecord) -> None:
+        with self._tx() as conn:
+            self._log_fetch(conn, fetch)
+
+    def _log_fetch(self, conn: psycopg.Connection[Any], f: FetchRecord) -> None:
+        conn.execute(
+            "INSERT INTO fetches (url, host, status, meta, error, started_at, duration)"
+            " VALUES (%s, %s, %s, %s, %s, %s, %s)",
+            (f.url, f.host, f.status, f.meta, f.error, f.started, f.duration),
+        )
+        s = f.state
+        conn.execute(
+            "UPDATE hosts SET last_fetch_at = %s, last_duration = %s, not_before = %s,"
+            " slow_downs = %s WHERE host = %s",
+            (s.last_end, s.last_duration, s.not_before, s.slow_downs, f.host),
+        )
+
+    def _record_decision(self, conn: psycopg.Connection[Any], d: DecisionRecord) -> None:
+        conn.execute(
+            "INSERT INTO decisions (url, host, allowed, reason, at) VALUES (%s, %s, %s, %s, %s)",
+            (d.url, d.host, d.allowed, d.reason, d.at),
+        )
+
+    def _finish(
+        self, conn: psycopg.Connection[Any], url: str, state: str, reason: str | None = None
+    ) -> None:
+        conn.execute(
+            "UPDATE urls SET state = %s, reason = %s, lease = NULL, updated_at = %s WHERE url = %s",
+            (state, reason, self.clock(), url),
+        )
+
+    # -- closing a claimed URL --
+
+    def slowed_down(self, fetch: FetchRecord) -> None:
+        with self._tx() as conn:
+            self._log_fetch(conn, fetch)
+            self._release(conn, fetch.url)
+
+    def refused(self, decision: DecisionRecord) -> None:
+        with self._tx() as conn:
+            self._record_decision(conn, decision)
+            self._finish(conn, decision.url, "refused", decision.reason)
+
+    def failed(self, decision: DecisionRecord, fetch: FetchRecord) -> None:
+        with self._tx() as conn:
+            self._record_decision(conn, decision)
+            self._log_fetch(conn, fetch)
+            self._finish(conn, decision.url, "failed", fetch.error)
+
+    def duplicate_of(self, content_hash: str, url: str) -> str | None:
+        with self._tx() as conn:
+            row = conn.execute(
+                "SELECT url FROM pages WHERE content_hash = %s AND url != %s"
+                " AND duplicate_of IS NULL ORDER BY id LIMIT 1",
+                (content_hash, url),
+            ).fetchone()
+        return None if row is None else str(row[0])
+
+    def fetched(self, fetched: FetchedPage) -> set[str]:
+        with self._tx() as conn:
+            self._record_decision(conn, fetched.decision)
+            self._log_fetch(conn, fetched.fetch)
+            added = self._add(conn, list(fetched.links))
+            with conn.cursor() as cur:
+                pg.store_page(cur, fetched.page, fetched.role)
+            self._finish(conn, fetched.decision.url, "done")
+        return {host_key(url) for url, what in added.items() if what == "queued"}
+
+
+def open_store(
+    conninfo: str,
+    clock: Callable[[], float],
+    limits: Limits | None = None,
+    *,
+    lease_seconds: float = LEASE_SECONDS,
+) -> PgStore:
+    """A :class:`PgStore`; raise :class:`~geminibot.index.db.DatabaseError` (one line)."""
+    try:
+        return PgStore(conninfo, clock, limits, lease_seconds=lease_seconds)
+    except psycopg.Error as exc:
+        reason = " ".join(str(exc).split())
+        raise DatabaseError(f"{pg.display(conninfo)}: {reason}") from None

@@ -1,0 +1,346 @@
+"""The crawl database on PostgreSQL: connection, schema by version, pages, search, stats.
+
+The same tables as the SQLite file (:mod:`geminibot.index.db`), in PostgreSQL's types, plus
+what several crawl processes sharing one database need: ``host_leases`` (which process
+holds which host, until when). The full-text index is a ``tsvector`` column of ``pages``
+(title weight A, headings B, URL C, body D; the ``simple`` configuration, language
+neutral like FTS5's ``unicode61``) with a GIN index; :func:`search` ranks with
+``ts_rank_cd`` and cuts snippets with ``ts_headline``, and answers with the same
+:class:`~geminibot.index.search.SearchResult` and query syntax as the SQLite search.
+
+The schema version is the one row of ``geminibot_schema``. :data:`MIGRATIONS` is
+append-only: version N is the list of statements that take a database from N-1 to N, all
+applied in one transaction under an advisory lock, so processes starting together migrate
+once. A database of a newer version is refused with one line.
+
+psycopg 3 is imported only here (and by the crawl's PostgreSQL store): the ``postgres``
+extra. A connection string is any libpq URI, ``postgresql://USER@HOST:PORT/DB``.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import TYPE_CHECKING, Any
+
+from geminibot.index.db import DatabaseError
+from geminibot.index.pages import TEXT_ROLES, Page
+from geminibot.index.query import QueryError, Term, parse_query
+from geminibot.index.search import MAX_LIMIT, SearchResult, result_from_row
+
+if TYPE_CHECKING:
+    import psycopg
+
+#: Seconds a connection attempt may take before the database counts as unreachable.
+CONNECT_TIMEOUT = 10
+#: Words of context in a ``ts_headline`` snippet (as FTS5's snippet).
+SNIPPET_WORDS = 16
+#: ``ts_rank_cd`` weights {D, C, B, A}: body 1, URL 2, headings 5, title 10 (the SQLite
+#: bm25 column weights, scaled to at most 1).
+RANK_WEIGHTS = "{0.1, 0.2, 0.5, 1.0}"
+#: The advisory lock key taken while the schema is created or upgraded.
+MIGRATION_LOCK = 0x67656D69
+
+_URL_SCHEMES = ("postgresql://", "postgres://")
+
+_V1 = (
+    "CREATE TABLE geminibot_schema (version INTEGER NOT NULL)",
+    "INSERT INTO geminibot_schema (version) VALUES (0)",
+    "CREATE TABLE settings (key TEXT PRIMARY KEY, value TEXT NOT NULL)",
+    """CREATE TABLE hosts (
+        host TEXT PRIMARY KEY,
+        first_seen DOUBLE PRECISION NOT NULL,
+        last_fetch_at DOUBLE PRECISION,
+        last_duration DOUBLE PRECISION,
+        slow_downs INTEGER NOT NULL DEFAULT 0,
+        not_before DOUBLE PRECISION NOT NULL DEFAULT 0,
+        urls_total INTEGER NOT NULL DEFAULT 0,
+        skipped_reason TEXT
+    )""",
+    # Which crawl process holds a host, until when (renewed before every request).
+    """CREATE TABLE host_leases (
+        host TEXT PRIMARY KEY,
+        holder TEXT,
+        lease_until DOUBLE PRECISION NOT NULL DEFAULT 0
+    )""",
+    """CREATE TABLE urls (
+        id BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+        url TEXT NOT NULL UNIQUE,
+        host TEXT NOT NULL,
+        path TEXT NOT NULL,
+        has_query BOOLEAN NOT NULL,
+        depth INTEGER NOT NULL,
+        parent TEXT,
+        state TEXT NOT NULL,
+        reason TEXT,
+        lease TEXT,
+        updated_at DOUBLE PRECISION NOT NULL
+    )""",
+    "CREATE INDEX urls_host_state ON urls (host, state, id)",
+    "CREATE INDEX urls_state ON urls (state)",
+    "CREATE INDEX urls_host_path ON urls (host, path, has_query)",
+    """CREATE TABLE robots (
+        host TEXT NOT NULL,
+        name TEXT NOT NULL,
+        fetched_at DOUBLE PRECISION NOT NULL,
+        expires_at DOUBLE PRECISION NOT NULL,
+        outcome TEXT NOT NULL,
+        reason TEXT NOT NULL,
+        status INTEGER,
+        body BYTEA,
+        PRIMARY KEY (host, name)
+    )""",
+    """CREATE TABLE decisions (
+        id BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+        url TEXT NOT NULL,
+        host TEXT NOT NULL,
+        allowed BOOLEAN NOT NULL,
+        reason TEXT NOT NULL,
+        at DOUBLE PRECISION NOT NULL
+    )""",
+    "CREATE INDEX decisions_url ON decisions (url)",
+    """CREATE TABLE fetches (
+        id BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+        url TEXT NOT NULL,
+        host TEXT NOT NULL,
+        status INTEGER,
+        meta TEXT NOT NULL DEFAULT '',
+        error TEXT,
+        started_at DOUBLE PRECISION NOT NULL,
+        duration DOUBLE PRECISION NOT NULL
+    )""",
+    r"""CREATE TABLE pages (
+        id BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+        url TEXT NOT NULL UNIQUE,
+        host TEXT NOT NULL,
+        status INTEGER NOT NULL,
+        meta TEXT NOT NULL,
+        mime TEXT,
+        lang TEXT,
+        size BIGINT NOT NULL,
+        content_hash TEXT,
+        fetched_at DOUBLE PRECISION NOT NULL,
+        title TEXT NOT NULL DEFAULT '',
+        duplicate_of TEXT,
+        redirect_to TEXT,
+        text_indexed BOOLEAN NOT NULL DEFAULT false,
+        headings TEXT,
+        body TEXT,
+        tsv TSVECTOR GENERATED ALWAYS AS (CASE WHEN text_indexed THEN
+            setweight(to_tsvector('simple', title), 'A')
+            || setweight(to_tsvector('simple', coalesce(headings, '')), 'B')
+            || setweight(to_tsvector('simple', regexp_replace(url, '[^[:alnum:]]+', ' ', 'g')), 'C')
+            || setweight(to_tsvector('simple', coalesce(body, '')), 'D')
+        ELSE ''::tsvector END) STORED
+    )""",
+    "CREATE INDEX pages_hash ON pages (content_hash)",
+    "CREATE INDEX pages_host ON pages (host)",
+    "CREATE INDEX pages_tsv ON pages USING GIN (tsv)",
+    """CREATE TABLE links (
+        page_id BIGINT NOT NULL REFERENCES pages (id) ON DELETE CASCADE,
+        position INTEGER NOT NULL,
+        target TEXT NOT NULL,
+        label TEXT NOT NULL,
+        PRIMARY KEY (page_id, position)
+    )""",
+)
+
+#: Append-only: MIGRATIONS[n - 1] takes a database from version n - 1 to n.
+MIGRATIONS: tuple[tuple[str, ...], ...] = (_V1,)
+SCHEMA_VERSION = len(MIGRATIONS)
+
+
+class UnreachableDatabase(DatabaseError):
+    """The PostgreSQL server cannot be reached or refused us (not the user's syntax)."""
+
+
+def is_postgres(db: str) -> bool:
+    """Whether a ``--db`` value names a PostgreSQL database (a libpq URI)."""
+    return db.startswith(_URL_SCHEMES)
+
+
+def display(conninfo: str) -> str:
+    """The connection string without its password, for messages."""
+    return re.sub(r"(://[^:/@]*):[^@/]*@", r"\1:***@", conninfo)
+
+
+def connect(conninfo: str) -> psycopg.Connection[Any]:
+    """Open one connection, create or upgrade the schema; raise :class:`DatabaseError`
+    (malformed string, newer schema, not a geminibot database) or
+    :class:`UnreachableDatabase`."""
+    import psycopg
+    from psycopg.conninfo import conninfo_to_dict
+
+    name = display(conninfo)
+    try:
+        conninfo_to_dict(conninfo)
+    except psycopg.ProgrammingError as exc:
+        reason = " ".join(str(exc).split())
+        raise DatabaseError(f"{name}: not a valid PostgreSQL connection string: {reason}") from None
+    try:
+        conn = psycopg.connect(conninfo, connect_timeout=CONNECT_TIMEOUT, autocommit=True)
+    except psycopg.Error as exc:
+        reason = " ".join(str(exc).split())
+        raise UnreachableDatabase(f"{name}: cannot connect: {reason}") from None
+    try:
+        migrate(conn, name)
+    except BaseException:
+        conn.close()
+        raise
+    return conn
+
+
+def schema_version(conn: psycopg.Connection[Any]) -> int | None:
+    """The database's schema version; None for an empty database."""
+    row = conn.execute("SELECT to_regclass('geminibot_schema') IS NOT NULL").fetchone()
+    if row is None or not row[0]:
+        return None
+    version = conn.execute("SELECT version FROM geminibot_schema").fetchone()
+    return int(version[0]) if version else 0
+
+
+def migrate(conn: psycopg.Connection[Any], name: str) -> None:
+    """Create the schema, or upgrade it in place, or refuse a newer one."""
+    import psycopg
+
+    try:
+        with conn.transaction():
+            conn.execute("SELECT pg_advisory_xact_lock(%s)", (MIGRATION_LOCK,))
+            version = schema_version(conn)
+            if version is None:
+                others = conn.execute(
+                    "SELECT count(*) FROM pg_tables WHERE schemaname = current_schema()"
+                ).fetchone()
+                if others and others[0]:
+                    raise DatabaseError(
+                        f"{name}: this database has tables but is not a geminibot database"
+                    )
+                version = 0
+            if version > SCHEMA_VERSION:
+                raise DatabaseError(
+                    f"{name}: database schema version {version} is newer than this "
+                    f"geminibot understands ({SCHEMA_VERSION})"
+                )
+            for target in range(version + 1, SCHEMA_VERSION + 1):
+                for statement in MIGRATIONS[target - 1]:
+                    conn.execute(statement.encode())
+                conn.execute("UPDATE geminibot_schema SET version = %s", (target,))
+    except psycopg.Error as exc:
+        reason = " ".join(str(exc).split())
+        raise DatabaseError(f"{name}: cannot set up the schema: {reason}") from None
+
+
+# --- pages ---
+
+
+def store_page(cur: psycopg.Cursor[Any], page: Page, role: str) -> int:
+    """Insert or replace ``page`` (links and text as :func:`geminibot.index.store_page`);
+    return its row id. Call inside a transaction."""
+    keep_text = role in TEXT_ROLES and page.text is not None and page.duplicate_of is None
+    cur.execute("DELETE FROM pages WHERE url = %s", (page.url,))
+    headings = "\n".join(page.headings) if keep_text else None
+    body = page.text if keep_text else None
+    title = page.title if keep_text else ""
+    cur.execute(
+        "INSERT INTO pages (url, host, status, meta, mime, lang, size, content_hash,"
+        " fetched_at, title, duplicate_of, redirect_to, text_indexed, headings, body)"
+        " VALUES (%(url)s, %(host)s, %(status)s, %(meta)s, %(mime)s, %(lang)s, %(size)s,"
+        " %(hash)s, %(at)s, %(title)s, %(dup)s, %(redirect)s, %(keep)s, %(headings)s,"
+        " %(body)s) RETURNING id",
+        {
+            "url": page.url,
+            "host": page.host,
+            "status": page.status,
+            "meta": page.meta,
+            "mime": page.mime,
+            "lang": page.lang,
+            "size": page.size,
+            "hash": page.content_hash,
+            "at": page.fetched_at,
+            "title": title,
+            "dup": page.duplicate_of,
+            "redirect": page.redirect_to,
+            "keep": keep_text,
+            "headings": headings,
+            "body": body,
+        },
+    )
+    row = cur.fetchone()
+    assert row is not None
+    page_id = int(row[0])
+    if page.links:
+        cur.execute(
+            "INSERT INTO links (page_id, position, target, label)"
+            " SELECT %s, n - 1, t, l FROM unnest(%s::text[], %s::text[])"
+            " WITH ORDINALITY AS x (t, l, n)",
+            (
+                page_id,
+                [link.target for link in page.links],
+                [link.label if keep_text else "" for link in page.links],
+            ),
+        )
+    return page_id
+
+
+# --- search ---
+
+
+def to_tsquery(query: str) -> str:
+    """Rewrite a user query (the syntax of :mod:`geminibot.index.query`)
+    into ``to_tsquery('simple', ...)`` input: only word characters reach it."""
+
+    def term(t: Term) -> str | None:
+        words = re.findall(r"\w+", t.text.lower())
+        if not words:
+            return None
+        if t.prefix:
+            words[-1] += ":*"
+        return words[0] if len(words) == 1 else "(" + " <-> ".join(words) + ")"
+
+    parsed = parse_query(query)
+    ors = []
+    for group in parsed.groups:
+        terms = [t for t in (term(item) for item in group) if t]
+        if terms:
+            ors.append("(" + " & ".join(terms) + ")")
+    if not ors:
+        raise QueryError(
+            "nothing to search for: give at least one word (not only -excluded words or symbols)"
+        )
+    expr = " | ".join(ors)
+    nots = [t for t in (term(item) for item in parsed.excluded) if t]
+    if nots:
+        expr = f"({expr}) & !({' | '.join(nots)})"
+    return expr
+
+
+def search(conn: psycopg.Connection[Any], query: str, limit: int = 10) -> list[SearchResult]:
+    """Ranked results for ``query`` (best first), each with a snippet around the matches.
+    ``score`` is the negated ``ts_rank_cd``, so that lower is better as with bm25."""
+    if not 1 <= limit <= MAX_LIMIT:
+        raise QueryError(f"limit must be between 1 and {MAX_LIMIT}, got {limit}")
+    expr = to_tsquery(query)
+    options = (
+        f"StartSel=[, StopSel=], MaxWords={SNIPPET_WORDS}, MinWords={SNIPPET_WORDS // 2},"
+        " ShortWord=0, MaxFragments=1, FragmentDelimiter=…"
+    )
+    rows = conn.execute(
+        "WITH q AS (SELECT to_tsquery('simple', %s) AS q)"
+        " SELECT p.url, p.title, p.mime, p.lang, p.size, p.fetched_at,"
+        " ts_headline('simple', coalesce(p.body, ''), q.q, %s),"
+        " ts_headline('simple', coalesce(p.headings, ''), q.q, %s),"
+        " coalesce(p.body, ''), -ts_rank_cd(%s::float4[], p.tsv, q.q) AS score"
+        " FROM pages p, q WHERE p.tsv @@ q.q ORDER BY score, p.id LIMIT %s",
+        (expr, options, options, RANK_WEIGHTS, limit),
+    ).fetchall()
+    return [result_from_row((*row[:6], _cut_marks(row[6], row[8]), row[7]), row[9]) for row in rows]
+
+
+def _cut_marks(headline: str, body: str) -> str:
+    """``…`` where the snippet cuts the body, as FTS5's ``snippet()`` marks it."""
+    plain = headline.replace("[", "").replace("]", "")
+    at = body.find(plain) if plain else -1
+    if at < 0:
+        return headline
+    before = "…" if body[:at].strip() else ""
+    after = "…" if body[at + len(plain) :].strip() else ""
+    return before + headline + after

@@ -1,0 +1,5 @@
+"""``geminibot serve-search``: a crawl's index served over Gemini as a search capsule."""
+
+from geminibot.searchcap.app import SearchCapsule, prepare
+
+__all__ = ["SearchCapsule", "prepare"]

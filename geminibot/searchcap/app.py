@@ -1,0 +1,332 @@
+"""The search capsule: a crawl's index served as a Gemini capsule, without I/O of its own.
+
+:class:`SearchCapsule` is a handler for the shared Gemini server
+(:mod:`geminibot.gemini.server`): a request URL in, a :class:`Resolution` (status, meta,
+gemtext body) out. The server does TLS, certificates, the request line, limits and the
+access log; the only I/O here is reading the crawl database it is given.
+
+Routes:
+
+- ``/``: the home page;
+- ``/search``: ``10`` asks for a query; ``/search?QUERY`` answers the first
+  :data:`PAGE_SIZE` results (title, URL, host, snippet), ``/search/N?QUERY`` page ``N``
+  (at most :data:`MAX_PAGE`);
+- ``/backlinks``: ``10`` asks for a URL; ``/backlinks?URL`` lists the pages that link to
+  it (at most :data:`MAX_BACKLINKS`);
+- ``/hosts`` (``/hosts/N``): the capsules the crawl knows and when each was last fetched,
+  :data:`HOSTS_PER_PAGE` a page;
+- ``/stats``: what the index holds (``geminibot stats``), counted at most once every
+  :data:`STATS_SECONDS`;
+- ``/about``: how the crawler behaves and how to keep it out, from the crawler's own
+  defaults and the database's settings (role, product token).
+
+Bad input is refused: a query that is not UTF-8 or longer than
+:data:`~geminibot.index.search.MAX_QUERY_LENGTH` characters, or a backlinks URL that is
+not one, gets ``59``; a path not listed (or a page number out of range) gets ``51``. A
+query with nothing to search for (only symbols or excluded words) is asked again (``10``)
+with the reason, so that the user can correct it.
+"""
+
+from __future__ import annotations
+
+import re
+import sqlite3
+import time
+from collections.abc import Callable
+from datetime import UTC, datetime
+from urllib.parse import quote, unquote_to_bytes
+
+from geminibot import __version__
+from geminibot.crawl.crawler import ROLE_CATEGORIES, CrawlOptions
+from geminibot.crawl.frontier import Limits as FrontierLimits
+from geminibot.crawl.politeness import DEFAULT_DURATION_FACTOR, DEFAULT_MIN_DELAY, MAX_WAIT
+from geminibot.crawl.schemes import host_key, host_url, normalise
+from geminibot.gemini.server import Resolution
+from geminibot.gemini.status import Status
+from geminibot.index import QueryError, SearchResult, search
+from geminibot.index.db import get_setting
+from geminibot.index.search import MAX_QUERY_LENGTH
+from geminibot.index.stats import format_stats, stats
+from geminibot.policy.outcomes import MAX_CACHE_SECONDS
+from geminibot.policy.site_policy import AGENTS, ROBOTS, ROBOTS2
+from geminibot.urls import URL, InvalidURL
+
+#: Results on one page of /search.
+PAGE_SIZE = 10
+#: The last page of results /search/N serves (searching deeper is not paging).
+MAX_PAGE = 50
+#: Pages that link to a URL listed by /backlinks.
+MAX_BACKLINKS = 100
+#: Capsules on one page of /hosts.
+HOSTS_PER_PAGE = 200
+#: Longest title or snippet shown, in characters.
+MAX_TEXT = 300
+#: Seconds the /stats page is reused: counting a large database takes a while, and the
+#: handler runs on the server's event loop.
+STATS_SECONDS = 60.0
+#: The index the backlinks lookup needs (``links.target``), made by :func:`prepare`.
+BACKLINKS_INDEX = "CREATE INDEX IF NOT EXISTS links_target ON links (target)"
+
+GEMTEXT = "text/gemini; charset=utf-8"
+SEARCH_PROMPT = 'Search for (words, "a phrase", word*, -word, a OR b)'
+BACKLINKS_PROMPT = "URL of the page (who links to it?)"
+_PAGED = re.compile(r"/(search|hosts)/([1-9][0-9]{0,5})")
+_SPACES = re.compile(r"[\s\x00-\x1f\x7f]+")
+
+
+class BadInput(Exception):
+    """The request's input cannot be used: ``59`` with this message."""
+
+
+def prepare(conn: sqlite3.Connection) -> None:
+    """Make the one index the capsule needs beyond the crawl's own (idempotent, quick on
+    a database that has it; derived data: dropping it loses nothing)."""
+    conn.execute(BACKLINKS_INDEX)
+
+
+def run_search(conn: sqlite3.Connection, query: str, page: int) -> tuple[list[SearchResult], bool]:
+    """Page ``page`` of the results for ``query`` and whether there are more: the one place
+    the capsule calls the index's search."""
+    results = search(conn, query, page * PAGE_SIZE + 1)
+    return results[(page - 1) * PAGE_SIZE : page * PAGE_SIZE], len(results) > page * PAGE_SIZE
+
+
+def one_line(text: str, limit: int = MAX_TEXT) -> str:
+    """``text`` as one line of plain gemtext: control characters and line breaks as
+    spaces, cut at ``limit`` characters."""
+    line = _SPACES.sub(" ", text).strip()
+    return line if len(line) <= limit else line[: limit - 1] + "…"
+
+
+def page(lines: list[str]) -> Resolution:
+    return Resolution(Status.SUCCESS, GEMTEXT, body=("\n".join(lines) + "\n").encode("utf-8"))
+
+
+def decoded_query(url: URL) -> str | None:
+    """The request's query, percent-decoded (None when there is none, or it is blank);
+    raises :class:`BadInput` when it is not UTF-8."""
+    if url.query is None:
+        return None
+    try:
+        text = unquote_to_bytes(url.query).decode("utf-8")
+    except UnicodeDecodeError:
+        raise BadInput("The query is not valid UTF-8") from None
+    return text if text.strip() else None
+
+
+def when(seconds: float | None) -> str:
+    if seconds is None:
+        return "never fetched"
+    return datetime.fromtimestamp(seconds, UTC).strftime("%Y-%m-%d %H:%M UTC")
+
+
+class SearchCapsule:
+    """The handler: call it with a request URL (see the module docstring for the routes)."""
+
+    def __init__(
+        self,
+        conn: sqlite3.Connection,
+        *,
+        title: str = "geminibot search",
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.conn = conn
+        self.title = title
+        self.clock = clock
+        self._stats: tuple[float, Resolution] | None = None  # (counted at, page)
+        self._routes: dict[str, Callable[[URL], Resolution]] = {
+            "/": self.home,
+            "/search": lambda url: self.search(url, 1),
+            "/backlinks": self.backlinks,
+            "/hosts": lambda url: self.hosts(1),
+            "/stats": self.stats,
+            "/about": self.about,
+        }
+
+    def __call__(self, url: URL) -> Resolution:
+        try:
+            route = self._routes.get(url.path or "/")
+            if route is not None:
+                return route(url)
+            paged = _PAGED.fullmatch(url.path)
+            if paged is not None:
+                number = int(paged.group(2))
+                if paged.group(1) == "search" and number <= MAX_PAGE:
+                    return self.search(url, number)
+                if paged.group(1) == "hosts":
+                    return self.hosts(number)
+            return Resolution(Status.NOT_FOUND, "Not found")
+        except BadInput as exc:
+            return Resolution(Status.BAD_REQUEST, str(exc))
+
+    def home(self, _url: URL) -> Resolution:
+        return page(
+            [
+                f"# {self.title}",
+                "",
+                "Full-text search over the pages a polite crawler has indexed.",
+                "",
+                "=> /search Search",
+                "=> /backlinks Who links to a page",
+                "=> /hosts Known capsules",
+                "=> /stats What the index holds",
+                "=> /about About the crawler: how it behaves, how to keep it out",
+            ]
+        )
+
+    def search(self, url: URL, number: int) -> Resolution:
+        query = decoded_query(url)
+        if query is None:
+            return Resolution(Status.INPUT, SEARCH_PROMPT)
+        if len(query) > MAX_QUERY_LENGTH:
+            raise BadInput(f"Query too long: {len(query)} characters, at most {MAX_QUERY_LENGTH}")
+        try:
+            results, more = run_search(self.conn, query, number)
+        except QueryError as exc:
+            return Resolution(Status.INPUT, f"{one_line(str(exc), 200)}. {SEARCH_PROMPT}")
+        encoded = quote(query, safe="")
+        first = (number - 1) * PAGE_SIZE + 1
+        lines = [f"# Search: {one_line(query, 100)}", ""]
+        if results:
+            lines += [f"Results {first}-{first + len(results) - 1}:", ""]
+        elif number == 1:
+            lines += ["No results.", ""]
+        else:
+            lines += [f"No results from {first} on.", ""]
+        for result in results:
+            lines += [
+                f"=> {result.url} {one_line(result.title) or result.url}",
+                f"{_host(result.url)} · {one_line(result.snippet)}",
+                "",
+            ]
+        if more and number < MAX_PAGE:
+            lines.append(f"=> /search/{number + 1}?{encoded} Next page")
+        if number > 1:
+            lines.append(f"=> /search/{number - 1}?{encoded} Previous page")
+        lines += ["=> /search New search", "=> / Home"]
+        return page(lines)
+
+    def backlinks(self, url: URL) -> Resolution:
+        text = decoded_query(url)
+        if text is None:
+            return Resolution(Status.INPUT, BACKLINKS_PROMPT)
+        try:
+            target = normalise(text.strip())
+        except InvalidURL as exc:
+            raise BadInput(f"Not a URL this crawler follows: {one_line(str(exc), 200)}") from None
+        rows = self.conn.execute(
+            "SELECT p.url, p.title, min(l.label) FROM links l JOIN pages p ON p.id = l.page_id"
+            " WHERE l.target IN (?, ?) GROUP BY p.id ORDER BY p.url LIMIT ?",
+            (target, text.strip(), MAX_BACKLINKS + 1),
+        ).fetchall()
+        lines = [f"# Links to {target}", ""]
+        if not rows:
+            lines += ["No indexed page links here.", ""]
+        for source, title, label in rows[:MAX_BACKLINKS]:
+            lines.append(f"=> {source} {one_line(title) or source}")
+            if label:
+                lines.append(f"linked as: {one_line(label)}")
+        if len(rows) > MAX_BACKLINKS:
+            lines += ["", f"(the first {MAX_BACKLINKS} pages, by URL)"]
+        lines += ["", f"=> {target} The page itself", "=> /backlinks Another URL", "=> / Home"]
+        return page(lines)
+
+    def hosts(self, number: int) -> Resolution:
+        rows = self.conn.execute(
+            "SELECT h.host, h.last_fetch_at, h.skipped_reason,"
+            " (SELECT count(*) FROM pages p WHERE p.host = h.host)"
+            " FROM hosts h ORDER BY h.host LIMIT ? OFFSET ?",
+            (HOSTS_PER_PAGE + 1, (number - 1) * HOSTS_PER_PAGE),
+        ).fetchall()
+        if number > 1 and not rows:
+            return Resolution(Status.NOT_FOUND, "Not found (no hosts on that page)")
+        lines = ["# Known capsules", ""]
+        if not rows:
+            lines += ["The crawl has not met any capsule yet.", ""]
+        for host, last, skipped, pages in rows[:HOSTS_PER_PAGE]:
+            note = f"; skipped for now: {one_line(skipped, 100)}" if skipped else ""
+            lines.append(f"=> {host_url(host)} {host}: last seen {when(last)}, {pages} pages{note}")
+        lines.append("")
+        if len(rows) > HOSTS_PER_PAGE:
+            lines.append(f"=> /hosts/{number + 1} Next page")
+        if number > 1:
+            lines.append(f"=> /hosts/{number - 1} Previous page")
+        lines.append("=> / Home")
+        return page(lines)
+
+    def stats(self, _url: URL) -> Resolution:
+        now = self.clock()
+        if self._stats is None or now - self._stats[0] >= STATS_SECONDS:
+            self._stats = (now, self._count())
+        return self._stats[1]
+
+    def _count(self) -> Resolution:
+        return page(
+            [
+                "# What the index holds",
+                "",
+                "```",
+                format_stats(stats(self.conn)),
+                "```",
+                "",
+                "=> / Home",
+            ]
+        )
+
+    def about(self, _url: URL) -> Resolution:
+        defaults = CrawlOptions()
+        role = get_setting(self.conn, "role") or defaults.role
+        agent = get_setting(self.conn, "agent") or defaults.agent
+        category = ROLE_CATEGORIES.get(role)
+        trap = FrontierLimits()
+        lines = [
+            "# About this search capsule and its crawler",
+            "",
+            f"The pages here were crawled by geminibot {__version__}, as the product token "
+            f'"{agent}" acting as the Gemini virtual agent "{role}". Before any other '
+            f"request to a capsule it reads the capsule's policy: {ROBOTS}, {ROBOTS2} "
+            f"(and the files its chain names) and {AGENTS}, and it obeys them.",
+            "",
+            "## Keeping it out",
+            "",
+            f'Every crawler acting as a {role}, this one included (the "{role}" virtual '
+            "agent of the robots.txt companion specification):",
+            "```",
+            f"User-agent: {role}",
+            "Disallow: /",
+            "```",
+            "This crawler only:",
+            "```",
+            f"User-agent: {agent}",
+            "Disallow: /",
+            "```",
+        ]
+        if category is not None:
+            lines += [f'In {ROBOTS2} it declares the category "{category}".']
+        lines += [
+            "",
+            "## How it behaves",
+            "",
+            "* One request at a time per capsule. Between two requests it waits the delay a "
+            "policy sets (Crawl-delay, Request-rate, the rate of robots2.txt), or else the "
+            f"larger of {DEFAULT_MIN_DELAY:g} seconds and {DEFAULT_DURATION_FACTOR:g} times "
+            "the last request's duration.",
+            "* 44 SLOW DOWN: it waits the seconds given, and longer after each 44 in a row; "
+            f"a wait longer than {MAX_WAIT:g} seconds leaves the capsule for a later run.",
+            f"* Policy files are reused for {MAX_CACHE_SECONDS / 3600:g} hours at most "
+            "(RFC 9309), then fetched again.",
+            f"* Trap bounds: at most {trap.max_urls_per_host} URLs per capsule, links at "
+            f"most {trap.max_depth} steps from where it started, "
+            f"{trap.max_queries_per_path} query strings per path, URLs up to "
+            f"{trap.max_url_length} bytes.",
+            "",
+            "=> / Home",
+        ]
+        return page(lines)
+
+
+def _host(url: str) -> str:
+    try:
+        return host_key(url)
+    except InvalidURL:
+        return ""

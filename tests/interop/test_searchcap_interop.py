@@ -1,0 +1,179 @@
+"""``geminibot serve-search`` as a real process, queried by a third-party Gemini client
+(``ignition``, blocking) on loopback: results for a query, the right status for bad input,
+a clean stop on SIGINT, and one access-log record per request."""
+
+from __future__ import annotations
+
+import json
+import signal
+import socket
+import subprocess
+import sys
+import warnings
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import cryptography.hazmat.primitives.serialization  # noqa: F401  (before ignition, see PEERS.md)
+import pytest
+
+from geminibot.index import Link, Page, connect, store_page, transaction
+from geminibot.index.search import MAX_QUERY_LENGTH
+
+with warnings.catch_warnings():  # ignition imports the deprecated cgi module
+    warnings.simplefilter("ignore", DeprecationWarning)
+    import ignition
+
+pytestmark = pytest.mark.filterwarnings(
+    "ignore:Properties that return a na:cryptography.utils.CryptographyDeprecationWarning"
+)
+#: Longest the server may take to start or stop (a bound, not a speed test).
+START_STOP_SECONDS = 30
+#: The name served. ignition keeps its pins in memory for the whole process, whatever
+#: hosts file it is given, so a name no other test serves (with another certificate).
+NAME = "searchcap.test"
+
+
+def make_index(path: Path) -> None:
+    conn = connect(path)
+    with transaction(conn):
+        for n in range(12):
+            store_page(
+                conn,
+                Page(
+                    url=f"gemini://garden.test/{n}",
+                    host="garden.test",
+                    status=20,
+                    meta="text/gemini",
+                    fetched_at=1_700_000_000.0,
+                    mime="text/gemini",
+                    title=f"Tomato diary {n}",
+                    text=f"Day {n}: the tomatoes are ripening.",
+                    links=(Link("gemini://hub.test/", "hub"),),
+                ),
+                "indexer",
+            )
+        conn.execute(
+            "INSERT INTO hosts (host, first_seen, last_fetch_at) VALUES ('garden.test', 1, 2)"
+        )
+    conn.close()
+
+
+@pytest.fixture
+def names_resolve_to_loopback(monkeypatch: pytest.MonkeyPatch) -> None:
+    """``NAME`` and the names below it resolve to 127.0.0.1 (for ignition, in process)."""
+    real = socket.getaddrinfo
+
+    def fake(host: Any, *args: Any, **kwargs: Any) -> Any:
+        if isinstance(host, str) and host.endswith(NAME):
+            host = "127.0.0.1"
+        return real(host, *args, **kwargs)
+
+    monkeypatch.setattr(socket, "getaddrinfo", fake)
+
+
+@pytest.fixture
+def served(tmp_path: Path) -> Iterator[tuple[subprocess.Popen[str], int, Path]]:
+    """``geminibot serve-search`` on 127.0.0.1 and a free port, as ``NAME``."""
+    make_index(tmp_path / "idx.db")
+    ignition.set_default_hosts_file(str(tmp_path / "known_hosts"))
+    log = tmp_path / "access.jsonl"
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "geminibot",
+            "serve-search",
+            "--db",
+            str(tmp_path / "idx.db"),
+            "--port",
+            "0",
+            "--certs",
+            str(tmp_path / "certs"),
+            "--log",
+            str(log),
+            "--hostname",
+            NAME,
+        ],
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert proc.stderr is not None
+        banner = proc.stderr.readline()  # serve-search: serving NAME on 127.0.0.1:PORT
+        assert f"serving {NAME} on 127.0.0.1:" in banner, banner
+        port = int(banner.rsplit(":", 1)[1])
+        assert f"gemini://{NAME}:{port}/" in proc.stderr.readline()
+        yield proc, port, log
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+
+
+@pytest.mark.usefixtures("names_resolve_to_loopback")
+def test_a_real_client_searches_and_is_refused_bad_input(
+    served: tuple[subprocess.Popen[str], int, Path],
+) -> None:
+    proc, port, log = served
+    base = f"gemini://{NAME}:{port}"
+
+    def get(path: str) -> ignition.BaseResponse:
+        return ignition.request(base + path, timeout=10)
+
+    answer = get("/search")
+    assert (answer.status, answer.meta[:10]) == ("10", "Search for")
+
+    answer = get("/search?tomatoes%20ripening")
+    assert (answer.status, answer.meta) == ("20", "text/gemini; charset=utf-8")
+    body = answer.raw_body.decode("utf-8")
+    assert body.count("=> gemini://garden.test/") == 10
+    assert "garden.test · " in body and "[tomatoes]" in body
+    assert "=> /search/2?tomatoes%20ripening Next page" in body
+
+    second = get("/search/2?tomatoes%20ripening").raw_body.decode("utf-8")
+    assert second.count("=> gemini://garden.test/") == 2
+
+    backlinks = get("/backlinks?gemini%3A%2F%2Fhub.test%2F").raw_body.decode("utf-8")
+    assert backlinks.count("=> gemini://garden.test/") == 12
+    assert "garden.test: last seen" in get("/hosts").raw_body.decode("utf-8")
+    assert "User-agent: indexer" in get("/about").raw_body.decode("utf-8")
+
+    for path, status in [
+        ("/search?%FF", "59"),
+        ("/search?" + "a" * (MAX_QUERY_LENGTH + 1), "59"),
+        ("/backlinks?no%20url", "59"),
+        ("/nowhere", "51"),
+        ("/search/0?tomatoes", "51"),
+    ]:
+        assert get(path).status == status, path
+    # served for NAME only: another name is refused
+    answer = ignition.request(f"gemini://other.{NAME}:{port}/", timeout=10)
+    assert answer.status == "53"
+
+    proc.send_signal(signal.SIGINT)
+    assert proc.wait(timeout=START_STOP_SECONDS) == 0
+    records = [json.loads(line) for line in log.read_text().splitlines()]
+    assert len(records) == 12  # every request above
+    assert {r["path"] for r in records} >= {"/search", "/nowhere"}
+
+
+def test_usage_errors_are_one_line(tmp_path: Path) -> None:
+    run = subprocess.run(
+        [sys.executable, "-m", "geminibot", "serve-search", "--db", str(tmp_path / "none.db")],
+        capture_output=True,
+        text=True,
+        timeout=START_STOP_SECONDS,
+        check=False,
+    )
+    assert run.returncode == 2
+    assert run.stderr == f"geminibot: {tmp_path / 'none.db'}: no such database\n"
+    (tmp_path / "junk.db").write_bytes(b"not sqlite at all" * 100)
+    run = subprocess.run(
+        [sys.executable, "-m", "geminibot", "serve-search", "--db", str(tmp_path / "junk.db")],
+        capture_output=True,
+        text=True,
+        timeout=START_STOP_SECONDS,
+        check=False,
+    )
+    assert run.returncode == 2 and len(run.stderr.splitlines()) == 1, run.stderr

@@ -1,0 +1,259 @@
+"""The search capsule's handler, without a network: URL in, status, meta and gemtext out."""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+
+import pytest
+
+from geminibot.crawl.frontier import Limits as FrontierLimits
+from geminibot.crawl.politeness import DEFAULT_MIN_DELAY
+from geminibot.gemini.server import Resolution
+from geminibot.gemini.urls import parse_request
+from geminibot.index import Link, Page, connect, store_page, transaction
+from geminibot.index.db import set_setting
+from geminibot.index.search import MAX_QUERY_LENGTH
+from geminibot.searchcap import SearchCapsule, prepare
+from geminibot.searchcap.app import (
+    HOSTS_PER_PAGE,
+    MAX_BACKLINKS,
+    MAX_PAGE,
+    PAGE_SIZE,
+    STATS_SECONDS,
+)
+
+GEMTEXT = "text/gemini; charset=utf-8"
+
+
+def stored(url: str, title: str, text: str, links: tuple[Link, ...] = ()) -> Page:
+    host = url.split("/")[2]
+    return Page(
+        url=url,
+        host=host,
+        status=20,
+        meta="text/gemini",
+        fetched_at=1_700_000_000.0,
+        size=len(text),
+        mime="text/gemini",
+        title=title,
+        text=text,
+        links=links,
+    )
+
+
+@pytest.fixture
+def conn(tmp_path: Path) -> sqlite3.Connection:
+    conn = connect(tmp_path / "idx.db")
+    with transaction(conn):
+        for n in range(25):
+            store_page(
+                conn,
+                stored(
+                    f"gemini://garden.test/plant/{n:02}",
+                    f"Plant {n:02}",
+                    f"Tomatoes and basil, entry {n}.",
+                    (Link("gemini://hub.test/", "the hub"),),
+                ),
+                "indexer",
+            )
+        store_page(
+            conn,
+            stored("gemini://hub.test/", "The hub", "Links to every garden.", ()),
+            "indexer",
+        )
+        conn.execute(
+            "INSERT INTO hosts (host, first_seen, last_fetch_at) VALUES"
+            " ('garden.test', 1.0, 1700000000.0), ('hub.test', 1.0, NULL)"
+        )
+        set_setting(conn, "role", "indexer")
+        set_setting(conn, "agent", "mybot")
+    prepare(conn)
+    return conn
+
+
+def ask(conn: sqlite3.Connection, path_query: str) -> Resolution:
+    url = parse_request(f"gemini://search.test{path_query}\r\n".encode())
+    return SearchCapsule(conn)(url)
+
+
+def text(answer: Resolution) -> str:
+    assert answer.status == 20 and answer.meta == GEMTEXT, (answer.status, answer.meta)
+    return answer.read_body().decode("utf-8")
+
+
+def test_home_links_every_page(conn: sqlite3.Connection) -> None:
+    body = text(ask(conn, "/"))
+    for path in ("/search", "/backlinks", "/hosts", "/stats", "/about"):
+        assert f"=> {path} " in body
+    assert text(ask(conn, "")) == body
+
+
+@pytest.mark.parametrize("path", ["/search", "/search?", "/search?%20%20", "/search/2"])
+def test_search_asks_for_input(conn: sqlite3.Connection, path: str) -> None:
+    answer = ask(conn, path)
+    assert answer.status == 10
+    assert answer.meta.startswith("Search for")
+
+
+def test_search_answers_results_with_title_url_host_snippet(conn: sqlite3.Connection) -> None:
+    body = text(ask(conn, "/search?every"))
+    assert "=> gemini://hub.test/ The hub\nhub.test · Links to [every] garden.\n" in body
+
+
+def test_search_pages(conn: sqlite3.Connection) -> None:
+    first = text(ask(conn, "/search?tomatoes"))
+    assert first.count("=> gemini://garden.test/") == PAGE_SIZE
+    assert "Results 1-10" in first
+    assert "=> /search/2?tomatoes Next page" in first
+    assert "Previous page" not in first
+    third = text(ask(conn, "/search/3?tomatoes"))
+    assert third.count("=> gemini://garden.test/") == 25 - 2 * PAGE_SIZE
+    assert "Results 21-25" in third
+    assert "Next page" not in third
+    assert "=> /search/2?tomatoes Previous page" in third
+    seen = [
+        line.split()[1]
+        for n in (1, 2, 3)
+        for line in text(ask(conn, f"/search/{n}?tomatoes")).splitlines()
+        if line.startswith("=> gemini://garden.test/")
+    ]
+    assert len(seen) == len(set(seen)) == 25
+    assert "No results from 41 on." in text(ask(conn, "/search/5?tomatoes"))
+
+
+def test_query_is_percent_decoded_and_reencoded(conn: sqlite3.Connection) -> None:
+    body = text(ask(conn, "/search?tomatoes%20basil"))
+    assert "# Search: tomatoes basil" in body
+    assert "=> /search/2?tomatoes%20basil Next page" in body
+    assert "No results." in text(ask(conn, "/search?%22basil%20tomatoes%22"))
+
+
+def test_query_of_only_symbols_is_asked_again_with_the_reason(conn: sqlite3.Connection) -> None:
+    answer = ask(conn, "/search?%2D%2D%2D")
+    assert answer.status == 10
+    assert answer.meta.startswith("nothing to search for")
+
+
+@pytest.mark.parametrize(
+    ("path", "status", "meta"),
+    [
+        ("/search?%FF", 59, "The query is not valid UTF-8"),
+        ("/search?" + "a" * (MAX_QUERY_LENGTH + 1), 59, "Query too long"),
+        ("/backlinks?not%20a%20url", 59, "Not a URL"),
+        ("/backlinks?ftp%3A%2F%2Fx.test%2F", 59, "Not a URL"),
+        ("/nowhere", 51, "Not found"),
+        ("/search/0?tomatoes", 51, "Not found"),
+        (f"/search/{MAX_PAGE + 1}?tomatoes", 51, "Not found"),
+        ("/search/x?tomatoes", 51, "Not found"),
+        ("/hosts/2", 51, "Not found"),
+        ("/stats/", 51, "Not found"),
+    ],
+)
+def test_bad_input_is_refused(conn: sqlite3.Connection, path: str, status: int, meta: str) -> None:
+    answer = ask(conn, path)
+    assert (answer.status, answer.meta[: len(meta)]) == (status, meta)
+    assert answer.read_body() == b""
+
+
+def test_query_at_the_length_limit_is_searched(conn: sqlite3.Connection) -> None:
+    query = ("tomatoes " * MAX_QUERY_LENGTH)[:MAX_QUERY_LENGTH]
+    assert ask(conn, "/search?" + query.replace(" ", "%20")).status == 20
+
+
+def test_last_page_has_no_next_link(conn: sqlite3.Connection) -> None:
+    with transaction(conn):
+        for n in range(MAX_PAGE * PAGE_SIZE + 5):
+            store_page(conn, stored(f"gemini://many.test/{n}", "x", "zucchini"), "indexer")
+    body = text(ask(conn, f"/search/{MAX_PAGE}?zucchini"))
+    assert body.count("=> gemini://many.test/") == PAGE_SIZE
+    assert "Next page" not in body
+
+
+def test_backlinks(conn: sqlite3.Connection) -> None:
+    assert ask(conn, "/backlinks").status == 10
+    body = text(ask(conn, "/backlinks?gemini%3A%2F%2Fhub.test%2F"))
+    assert body.count("=> gemini://garden.test/plant/") == 25
+    assert "linked as: the hub" in body
+    # the same URL unnormalised (upper-case host, explicit default port)
+    again = text(ask(conn, "/backlinks?gemini://HUB.test:1965/"))
+    assert again.count("=> gemini://garden.test/plant/") == 25
+    assert "No indexed page links here." in text(ask(conn, "/backlinks?gemini://none.test/"))
+
+
+def test_backlinks_are_bounded(conn: sqlite3.Connection) -> None:
+    with transaction(conn):
+        for n in range(MAX_BACKLINKS + 1):
+            page = stored(f"gemini://fan.test/{n:03}", "", "x", (Link("gemini://star.test/"),))
+            store_page(conn, page, "indexer")
+    body = text(ask(conn, "/backlinks?gemini://star.test/"))
+    assert body.count("=> gemini://fan.test/") == MAX_BACKLINKS
+    assert f"the first {MAX_BACKLINKS} pages" in body
+
+
+def test_hosts_say_when_each_was_last_seen(conn: sqlite3.Connection) -> None:
+    body = text(ask(conn, "/hosts"))
+    assert "=> gemini://garden.test/ garden.test: last seen 2023-11-14 22:13 UTC, 25 pages" in body
+    assert "=> gemini://hub.test/ hub.test: last seen never fetched, 1 pages" in body
+
+
+def test_hosts_page(conn: sqlite3.Connection) -> None:
+    with transaction(conn):
+        conn.executemany(
+            "INSERT INTO hosts (host, first_seen) VALUES (?, 1.0)",
+            [(f"h{n:04}.test",) for n in range(HOSTS_PER_PAGE)],
+        )
+    first = text(ask(conn, "/hosts"))
+    assert first.count(": last seen") == HOSTS_PER_PAGE
+    assert "=> /hosts/2 Next page" in first
+    second = text(ask(conn, "/hosts/2"))
+    assert second.count(": last seen") == 2
+    assert "=> /hosts/1 Previous page" in second
+
+
+def test_stats(conn: sqlite3.Connection) -> None:
+    body = text(ask(conn, "/stats"))
+    assert "pages      26 (26 with searchable text" in body
+    assert body.count("```") == 2
+
+
+def test_stats_are_counted_at_most_once_a_period(conn: sqlite3.Connection) -> None:
+    now = [100.0]
+    capsule = SearchCapsule(conn, clock=lambda: now[0])
+    url = parse_request(b"gemini://search.test/stats\r\n")
+    assert "pages      26 " in text(capsule(url))
+    with transaction(conn):
+        store_page(conn, stored("gemini://new.test/", "New", "new page"), "indexer")
+    now[0] += STATS_SECONDS - 0.001
+    assert "pages      26 " in text(capsule(url))
+    now[0] += 0.001
+    assert "pages      27 " in text(capsule(url))
+
+
+def test_about_names_the_token_and_virtual_agent_from_the_database(
+    conn: sqlite3.Connection,
+) -> None:
+    body = text(ask(conn, "/about"))
+    assert "```\nUser-agent: indexer\nDisallow: /\n```" in body
+    assert "```\nUser-agent: mybot\nDisallow: /\n```" in body
+    assert 'declares the category "search-indexer"' in body
+    assert f"{DEFAULT_MIN_DELAY:g} seconds" in body
+    assert f"at most {FrontierLimits().max_urls_per_host} URLs per capsule" in body
+
+
+def test_about_on_a_fresh_database_uses_the_crawler_defaults(tmp_path: Path) -> None:
+    body = text(ask(connect(tmp_path / "empty.db"), "/about"))
+    assert "User-agent: geminibot\n" in body
+    assert "User-agent: indexer\n" in body
+
+
+def test_every_answer_is_plain_gemtext_whatever_the_page_text(conn: sqlite3.Connection) -> None:
+    """Titles and snippets come from crawled pages: a line break in them must not start a
+    link, heading or preformatted line of the capsule's own page."""
+    hostile = "evil\n=> gemini://phish.test/ click\n```\n# heading"
+    with transaction(conn):
+        store_page(conn, stored("gemini://bad.test/", hostile, hostile + " kohlrabi"), "indexer")
+    body = text(ask(conn, "/search?kohlrabi"))
+    assert "phish" in body
+    assert not any(line.startswith("=> gemini://phish") for line in body.splitlines())
+    assert not any(line.startswith(("```", "# heading")) for line in body.splitlines())

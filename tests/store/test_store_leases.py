@@ -1,0 +1,83 @@
+"""Several crawl processes on one PostgreSQL store: a host is leased to one at a time, a
+dead holder's host is taken over when its lease expires (its claims queued again, its pace
+carried on), links two processes find are kept once. Each ``PgStore`` here stands for one
+process; a lease of 0 seconds is one that has already expired (no sleeping)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+from store_helpers import LIMITS, Clock
+from test_store import A, B, decision, fetch, page
+
+from geminibot.crawl.pgstore import PgStore
+from geminibot.crawl.store import FetchedPage, HostState
+
+
+@pytest.fixture
+def two(pg_url: str, clock: Clock) -> Iterator[tuple[PgStore, PgStore]]:
+    one = PgStore(pg_url, clock, LIMITS, lease_seconds=60)
+    other = PgStore(pg_url, clock, LIMITS, lease_seconds=60)
+    yield one, other
+    one.close()
+    other.close()
+
+
+def test_one_holder_at_a_time(two: tuple[PgStore, PgStore]) -> None:
+    p1, p2 = two
+    p1.seed([A, A + "1", B])
+    assert p1.lease_host("a.test", "p1") is not None
+    assert p2.lease_host("a.test", "p2") is None
+    assert p2.claim("a.test", "p2") is None  # no claim without the lease
+    assert p1.lease_host("a.test", "p1") is not None  # renewed
+    claimed = p1.claim("a.test", "p1")
+    assert claimed is not None and claimed.url == A
+    held = p2.work_elsewhere("p2")
+    assert held["b.test"] == 0 and 50 < held["a.test"] <= 60
+    assert p2.recover() == 0  # a live holder's claim is not taken
+    p1.release_host("a.test", "p1")
+    assert p2.lease_host("a.test", "p2") is not None
+
+
+def test_expired_lease_taken_over_with_its_claims_and_pace(pg_url: str, clock: Clock) -> None:
+    dying = PgStore(pg_url, clock, LIMITS, lease_seconds=0)  # its lease is over at once
+    heir = PgStore(pg_url, clock, LIMITS, lease_seconds=60)
+    try:
+        dying.seed([A, A + "1"])
+        assert dying.lease_host("a.test", "dead") is not None
+        # (the claim renews only a live lease: this one expired, so the claim fails)
+        assert dying.claim("a.test", "dead") is None
+        # A holder that was mid-request when it died: its URL is leased, its pace committed.
+        with dying.pool.connection() as conn:
+            conn.execute("UPDATE urls SET state = 'leased', lease = 'dead' WHERE url = %s", (A,))
+        dying.log_fetch(fetch(A + "robots.txt", at=50.0))
+        lease = heir.lease_host("a.test", "heir")
+        assert lease is not None
+        assert lease.state == HostState(50.5, 0.5, 52.0, 1)
+        assert heir.state_of(A) == ("queued", None)
+        first = heir.claim("a.test", "heir")
+        assert first is not None and first.url == A
+        assert heir.lease_host("a.test", "heir") == type(lease)(None)  # no news when renewed
+    finally:
+        dying.close()
+        heir.close()
+
+
+def test_links_found_twice_are_kept_once(two: tuple[PgStore, PgStore]) -> None:
+    p1, p2 = two
+    p1.seed([A, B])
+    for store, host, url, me in ((p1, "a.test", A, "p1"), (p2, "b.test", B, "p2")):
+        assert store.lease_host(host, me) is not None
+        claimed = store.claim(host, me)
+        assert claimed is not None
+        links = [(A + "shared", 1, url), (B + "shared", 1, url)]
+        woken = store.fetched(
+            FetchedPage(
+                decision(url, host=host), fetch(url, host), page(url, "", "x"), "indexer", links
+            )
+        )
+        assert woken == ({"a.test", "b.test"} if me == "p1" else set())
+    assert p1.queued() == 2
+    stats = p1.hosts_with_work()
+    assert stats == ["a.test", "b.test"]

@@ -1,0 +1,78 @@
+"""``geminibot db migrate``: a crawl moves from SQLite to PostgreSQL whole, and goes on there."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import psycopg
+import pytest
+from store_helpers import LIMITS, Clock
+from test_store import A, B
+from test_store_search import fill
+
+from geminibot.cli import main
+from geminibot.crawl.databases import reading
+from geminibot.crawl.pgstore import PgStore
+from geminibot.crawl.store import SqliteStore
+from geminibot.index import connect, stats
+
+
+def sqlite_crawl(path: Path, clock: Clock) -> None:
+    conn = connect(path)
+    store = SqliteStore(conn, clock, LIMITS)
+    assert store.check_settings({"role": "indexer", "agent": "geminibot"}) is None
+    fill(store)
+    store.seed([B, B + "q?1"])
+    assert store.claim("b.test", "killed") is not None  # left leased by a killed run
+    conn.close()
+
+
+def test_migrate_moves_everything(
+    tmp_path: Path, pg_url: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    clock = Clock()
+    db = tmp_path / "crawl.db"
+    sqlite_crawl(db, clock)
+    assert main(["db", "migrate", "--from", str(db), "--to", pg_url]) == 0
+    assert capsys.readouterr().out.startswith("moved 2 settings, 2 hosts, 6 urls")
+    with reading(str(db)) as (lite, lite_search), reading(pg_url) as (pgc, pg_search):
+        before, after = stats(lite), stats(pgc)
+        assert before["frontier"] == {"done": 4, "leased": 1, "queued": 1}
+        assert after["frontier"] == {"done": 4, "queued": 2}  # the killed run's lease is back
+        for key in ("hosts", "pages", "pages_with_text", "links", "requests", "status", "mime"):
+            assert before[key] == after[key], key
+        for query in ("crawler", "tomatoes", '"polite crawler"'):
+            assert [r.url for r in lite_search(lite, query, 10)] == [
+                r.url for r in pg_search(pgc, query, 10)
+            ]
+    store = PgStore(pg_url, clock, LIMITS)
+    try:  # the crawl goes on: the queue in its order, new rows after the old ones
+        assert store.hosts_with_work() == ["b.test"]
+        assert store.lease_host("b.test", "next") is not None
+        claim = store.claim("b.test", "next")
+        assert claim is not None and claim.url == B
+        assert store.seed([A + "new"]) == {A + "new": "queued"}
+    finally:
+        store.close()
+
+
+def test_migrate_refuses_a_target_with_a_crawl(
+    tmp_path: Path, pg_url: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    db = tmp_path / "crawl.db"
+    sqlite_crawl(db, Clock())
+    assert main(["db", "migrate", "--from", str(db), "--to", pg_url]) == 0
+    capsys.readouterr()
+    assert main(["db", "migrate", "--from", str(db), "--to", pg_url]) == 2
+    assert "already holds a crawl" in capsys.readouterr().err
+    with psycopg.connect(pg_url) as conn:
+        assert conn.execute("SELECT count(*) FROM pages").fetchone() == (4,)
+
+
+def test_migrate_bad_arguments(
+    tmp_path: Path, pg_url: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["db", "migrate", "--from", str(tmp_path / "none.db"), "--to", pg_url]) == 2
+    assert "no such database" in capsys.readouterr().err
+    assert main(["db", "migrate", "--from", pg_url, "--to", pg_url]) == 2
+    assert main(["db", "migrate", "--from", "x.db", "--to", str(tmp_path / "y.db")]) == 2
