@@ -29,6 +29,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 
 import cryptography.hazmat.primitives.serialization  # noqa: F401 - ignition needs it first
 from jetforce_peer import running_jetforce
+from machine import cpu_model
 
 from geminibot.gemini.client import GeminiClient
 from geminibot.net.errors import FetchError
@@ -124,16 +125,7 @@ def bench_ignition(url: str, width: int, max_requests: int, max_seconds: float) 
 
 
 def machine() -> str:
-    model = "unknown CPU"
-    try:
-        with open("/proc/cpuinfo", encoding="utf-8") as fh:
-            for line in fh:
-                if line.startswith("model name"):
-                    model = line.split(":", 1)[1].strip()
-                    break
-    except OSError:
-        pass
-    return f"nproc {os.cpu_count()}, {model}, Python {platform.python_version()}"
+    return f"nproc {os.cpu_count()}, {cpu_model()}, Python {platform.python_version()}"
 
 
 def main() -> None:

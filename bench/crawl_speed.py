@@ -36,8 +36,10 @@ from urllib.parse import urlsplit
 import cryptography.hazmat.primitives.serialization  # noqa: F401 - ignition needs it first
 from protego import Protego
 
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests" / "crawl"))
 
+from machine import cpu_model
 from served_capsules import capsule_server, generate
 
 with warnings.catch_warnings():
@@ -106,16 +108,6 @@ def crawl_naive(seeds: list[str], port: int, max_seconds: float, tmp: Path) -> t
         return pages, time.perf_counter() - start
     finally:
         socket.getaddrinfo = real_getaddrinfo  # type: ignore[assignment]
-
-
-def cpu_model() -> str:
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or "unknown"
 
 
 def main() -> None:

@@ -16,6 +16,8 @@ import platform
 import time
 from collections.abc import Callable
 
+from machine import cpu_model
+
 from geminibot.http.html import MAX_LINKS, parse_html
 from geminibot.urls import resolve_reference
 
@@ -76,9 +78,7 @@ def main() -> None:
     parser.add_argument("--seconds", type=float, default=2.0)
     args = parser.parse_args()
     other = selectolax_extract()
-    with open("/proc/cpuinfo") as fh:
-        cpu = next((line.split(":", 1)[1].strip() for line in fh if "model name" in line), "?")
-    print(f"python {platform.python_version()}, {cpu}")
+    print(f"python {platform.python_version()}, {cpu_model()}")
     print("| page | KiB | html.parser pages/s | MiB/s | selectolax pages/s | MiB/s | ratio |")
     print("|---|---:|---:|---:|---:|---:|---:|")
     for name, paragraphs in (("small", 20), ("medium", 200), ("large", 2000)):

@@ -23,7 +23,6 @@ from __future__ import annotations
 import argparse
 import os
 import platform
-import socket
 import statistics
 import subprocess
 import sys
@@ -36,9 +35,12 @@ from pathlib import Path
 import httpx
 import trio
 
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests" / "crawl"))
 
-from served_capsules import capsule_server, free_port
+from loopback import free_port, wait_listening
+from machine import cpu_model
+from served_capsules import capsule_server
 
 from capsule_server.files import bundled_capsules
 from geminibot.gemini.client import GeminiClient
@@ -55,24 +57,11 @@ COLD_HOSTS = [
 STARTUP_BOUND = 60.0
 
 
-def wait_listening(port: int, proc: subprocess.Popen[bytes]) -> None:
-    deadline = time.monotonic() + STARTUP_BOUND
-    while time.monotonic() < deadline:
-        if proc.poll() is not None:
-            raise SystemExit(f"{proc.args[0]} exited")
-        try:
-            with socket.create_connection(("127.0.0.1", port), timeout=0.5):
-                return
-        except OSError:
-            time.sleep(0.05)
-    raise SystemExit(f"nothing listens on port {port}")
-
-
 @contextmanager
 def process(argv: list[str], port: int) -> Iterator[None]:
     proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
-        wait_listening(port, proc)
+        wait_listening(port, proc, argv[0], STARTUP_BOUND)
         yield
     finally:
         proc.terminate()
@@ -193,15 +182,7 @@ def main() -> None:
             rows = trio.run(
                 run, gemini_port, f"http://127.0.0.1:{http_port}", args.requests, args.seconds
             )
-    cpu = next(
-        (
-            line.split(":", 1)[1].strip()
-            for line in Path("/proc/cpuinfo").read_text().splitlines()
-            if line.startswith("model name")
-        ),
-        platform.processor(),
-    )
-    print(f"Machine: nproc {os.cpu_count()}, {cpu}, Python {platform.python_version()}")
+    print(f"Machine: nproc {os.cpu_count()}, {cpu_model()}, Python {platform.python_version()}")
     print("| measure | portal (HTTP) | plain Gemini fetch |")
     print("|---|---:|---:|")
     for row in rows:

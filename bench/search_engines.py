@@ -31,6 +31,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from geminispace import Space
 from geminispace.store import fill_store
+from machine import cpu_model
 
 from geminibot.index import connect, search
 from geminibot.index.authority import compute_authority
@@ -106,16 +107,6 @@ def time_queries(
 
 def p95(values: list[float]) -> float:
     return statistics.quantiles(values, n=20)[-1]
-
-
-def cpu_model() -> str:
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or "unknown"
 
 
 def run(pages: int, tmp: Path, repeats: int) -> None:

@@ -38,6 +38,10 @@ import trio
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "tests"))
+
+from loopback import free_port, wait_listening  # noqa: E402
+from machine import cpu_model  # noqa: E402
 
 from capsule_server.testing import open_tls  # noqa: E402
 from geminibot.gemini.certs import ensure_certificate  # noqa: E402
@@ -54,25 +58,6 @@ IDLE_CONNECTIONS = 1000
 STARTUP_TIMEOUT = 20.0
 #: Issue 5: capsule-server at least this many times jetforce's requests/second (at 16, 64).
 TARGET_RATIO = 2.0
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-def wait_listening(port: int, proc: subprocess.Popen[bytes]) -> None:
-    deadline = time.monotonic() + STARTUP_TIMEOUT
-    while time.monotonic() < deadline:
-        if proc.poll() is not None:
-            raise SystemExit(f"server exited early with {proc.returncode}")
-        try:
-            socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
-            return
-        except OSError:
-            time.sleep(0.1)
-    raise SystemExit("server did not start")
 
 
 def cpu_seconds(pid: int) -> float:
@@ -199,7 +184,7 @@ def main() -> int:
                 stderr=subprocess.DEVNULL,
             )
             procs[name] = (proc, port)
-            wait_listening(port, proc)
+            wait_listening(port, proc, name, STARTUP_TIMEOUT)
         with ctx.Pool(LOAD_PROCESSES) as pool:
             best = _measure_rates(pool, procs)
         idle = _measure_idle(procs)
@@ -296,15 +281,7 @@ def _print_results(
     servers: list[str], best: dict[tuple[str, int], Cell], idle: dict[str, Idle]
 ) -> None:
     rows = [(name, c, *best[(name, c)]) for c in CONCURRENCY for name in servers]
-    cpu_model = next(
-        (
-            line.split(":", 1)[1].strip()
-            for line in Path("/proc/cpuinfo").read_text().splitlines()
-            if line.startswith("model name")
-        ),
-        "unknown",
-    )
-    print(f"machine: nproc={os.cpu_count()} cpu={cpu_model} python={platform.python_version()}")
+    print(f"machine: nproc={os.cpu_count()} cpu={cpu_model()} python={platform.python_version()}")
     print(
         f"page: gemini://{HOST}{PAGE}, best of {ROUNDS} rounds of {SECONDS_PER_CELL:g} s per cell, "
         f"{LOAD_PROCESSES} load processes, one request per TLS connection\n"

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import NoReturn
 
 from capsule_server import compliance_range, report
-from capsule_server.files import Capsule, CapsuleConfigError, bundled_capsules, load_capsules
+from capsule_server.files import Capsule, CapsuleConfigError, capsules_dir, load_capsules
 from capsule_server.server import CapsuleServer
 from geminibot import __version__
 from geminibot.cliutil import (
@@ -28,20 +28,18 @@ from geminibot.gemini.certs import FALLBACK_HOST, ensure_certificate, list_certi
 from geminibot.gemini.servecmd import (
     DEFAULT_HOST,
     HelpWithDefaults,
+    add_serve_options,
     cert_folder,
     close_log,
     host_name,
     make_server,
     open_log,
     port_number,
-    positive_float,
     positive_int,
     run_server,
 )
 from geminibot.gemini.server import (
     MAX_PER_ADDRESS,
-    RATE_BURST,
-    RATE_PER_SECOND,
     Limits,
 )
 from geminibot.gemini.urls import DEFAULT_PORT
@@ -60,19 +58,6 @@ class _Parser(argparse.ArgumentParser):
 
     def error(self, message: str) -> NoReturn:
         self.exit(EXIT_USAGE, f"{self.prog}: {message}\n")
-
-
-def capsules_dir(given: str | None) -> Path:
-    """DIR as given (it must be a folder), else the bundled capsules."""
-    if given:
-        directory = Path(given)
-        if not directory.is_dir():
-            raise CommandError(f"{directory}: not a folder")
-        return directory
-    found = bundled_capsules()
-    if found is None:
-        raise CommandError("no bundled capsules found; give a DIR")
-    return found
 
 
 def _load(args: argparse.Namespace) -> dict[str, Capsule]:
@@ -175,26 +160,7 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument(
         "--port", type=port_number, default=DEFAULT_PORT, help="port (0 picks a free one)"
     )
-    serve.add_argument(
-        "--certs", metavar="DIR", default=str(DEFAULT_CERT_DIR), help="certificate folder"
-    )
-    serve.add_argument(
-        "--log", metavar="FILE", help="append the JSON access log here (default: standard output)"
-    )
-    serve.add_argument(
-        "--rate",
-        type=positive_float,
-        metavar="N",
-        default=RATE_PER_SECOND,
-        help="requests/s per client address",
-    )
-    serve.add_argument(
-        "--rate-burst",
-        type=positive_int,
-        metavar="N",
-        default=RATE_BURST,
-        help="burst allowed per client address",
-    )
+    add_serve_options(serve, DEFAULT_CERT_DIR)
     serve.add_argument(
         "--max-per-address",
         type=positive_int,

@@ -22,7 +22,7 @@ from typing import Any, TextIO
 
 import trio
 
-from capsule_server.files import Capsule, CapsuleConfigError, bundled_capsules, load_capsules
+from capsule_server.files import Capsule, CapsuleConfigError, capsules_dir, load_capsules
 from capsule_server.report import (
     FORMATS,
     HostPolicy,
@@ -134,11 +134,7 @@ def run_range(args: argparse.Namespace) -> int:
 
 def _load_range(args: argparse.Namespace) -> tuple[dict[str, Capsule], dict[str, HostPolicy]]:
     """The capsules to serve and their policies; a bad folder or identity is one line."""
-    directory = Path(args.dir) if args.dir else bundled_capsules()
-    if directory is None:
-        raise CommandError("no bundled capsules found; give a DIR")
-    if not directory.is_dir():
-        raise CommandError(f"{directory}: not a folder")
+    directory = capsules_dir(args.dir)
     if args.judge_as is not None and args.judge_as not in identity_names(args.agent):
         known = ", ".join(identity_names(args.agent))
         raise CommandError(f"unknown identity {args.judge_as!r}; known: {known}")

@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import unquote_to_bytes
 
+from geminibot.cliutil import CommandError
 from geminibot.gemini.server import Resolution
 from geminibot.gemini.status import Status
 
@@ -351,6 +352,21 @@ def bundled_capsules() -> Path | None:
         if candidate.is_dir():
             return candidate
     return None
+
+
+def capsules_dir(given: str | None, option: str = "a DIR", kind: str = "a folder") -> Path:
+    """The capsules folder a command was given (it must be a folder), else the bundled
+    capsules; a CommandError names ``option`` when there are none and says the given path
+    is not ``kind``."""
+    if not given:
+        found = bundled_capsules()
+        if found is None:
+            raise CommandError(f"no bundled capsules found; give {option}")
+        return found
+    directory = Path(given)
+    if not directory.is_dir():
+        raise CommandError(f"{directory}: not {kind}")
+    return directory
 
 
 DOTLESS_HOSTS = frozenset({"localhost"})

@@ -52,7 +52,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from capsule_server.expect import ExpectError, load_expectation, served_policy
-from capsule_server.files import CapsuleConfigError, bundled_capsules, load_capsules
+from capsule_server.files import CapsuleConfigError, capsules_dir, load_capsules
 from geminibot.cliutil import EXIT_NEGATIVE, EXIT_OK, CommandError, emit_json
 from geminibot.crawl.crawler import ROLE_CATEGORIES
 from geminibot.gemini.accesslog import AccessRecord, LogFormatError, read_log
@@ -646,11 +646,7 @@ def render(report: ClientReport, fmt: str) -> str:
 
 def policies_for(given: str | None) -> dict[str, HostPolicy]:
     """The judged policies of the capsules in ``given`` (default: the bundled ones)."""
-    directory = Path(given) if given else bundled_capsules()
-    if directory is None:
-        raise CommandError("no bundled capsules found; give --capsules DIR")
-    if not directory.is_dir():
-        raise CommandError(f"{directory}: not a folder of capsules")
+    directory = capsules_dir(given, "--capsules DIR", "a folder of capsules")
     try:
         policies = load_policies(directory)
     except CapsuleConfigError as exc:

@@ -4,10 +4,15 @@ conftest.py."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+import subprocess
+import sys
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
+import trio
 
 from capsule_server.files import bundled_capsules
 from capsule_server.server import CapsuleServer
@@ -42,4 +47,64 @@ async def server(
     capsules_dir: Path, cert_dir: Path, access_log: list[AccessRecord]
 ) -> AsyncIterator[CapsuleServer]:
     async with running_server(capsules_dir, cert_dir, TEST_LIMITS, access_log.append) as srv:
+        yield srv
+
+
+@asynccontextmanager
+async def cli_process(
+    command: str, *args: str, deadline: float
+) -> AsyncIterator[tuple[trio.Process, int]]:
+    """Start ``capsule-server COMMAND --port 0 ARGS`` as a process and learn its port from
+    its banner (within ``deadline`` seconds); it is killed on exit if still running."""
+    proc = await trio.lowlevel.open_process(
+        [sys.executable, "-m", "capsule_server.cli", command, "--port", "0", *args],
+        stderr=subprocess.PIPE,
+    )
+    assert proc.stderr is not None
+    banner = b""
+    with trio.fail_after(deadline):
+        while not banner.endswith(b"\n"):
+            chunk = await proc.stderr.receive_some(1)
+            assert chunk, f"capsule-server {command} exited before it started"
+            banner += chunk
+    port = int(banner.decode().rsplit(":", 1)[1])
+    try:
+        yield proc, port
+    finally:
+        if proc.returncode is None:
+            proc.kill()
+            await proc.wait()
+
+
+async def stderr_until_exit(proc: trio.Process, within: float) -> tuple[str, int]:
+    """What a :func:`cli_process` still writes to stderr until it exits (within
+    ``within`` seconds), and its exit status."""
+    assert proc.stderr is not None
+    rest = b""
+    with trio.fail_after(within):
+        while chunk := await proc.stderr.receive_some(4096):
+            rest += chunk
+        return rest.decode(), await proc.wait()
+
+
+@asynccontextmanager
+async def serving_on_trio_time(
+    root: Path,
+    cert_dir: Path,
+    limits: Limits | None,
+    log: Callable[[AccessRecord], None],
+    start: float,
+    timespec: str = "auto",
+) -> AsyncIterator[CapsuleServer]:
+    """Serve ``root`` on trio's (mock) clock: each access record is stamped with trio's
+    time as if it had begun at ``start`` (a POSIX time; the compliance report reads the
+    log's times) before ``log`` gets it."""
+    t0 = trio.current_time()
+
+    def stamped(record: AccessRecord) -> None:
+        moment = datetime.fromtimestamp(start + trio.current_time() - t0, UTC)
+        record.time = moment.isoformat(timespec=timespec)
+        log(record)
+
+    async with running_server(root, cert_dir, limits, stamped, clock=trio.current_time) as srv:
         yield srv

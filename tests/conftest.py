@@ -1,3 +1,17 @@
 """Shared test setup. Being here puts ``tests/`` on ``sys.path`` (pytest's prepend import
 mode), so tests anywhere below can ``import certs`` (TLS certificates for loopback servers).
 """
+
+import pytest
+import trio.testing
+
+#: Real seconds the loop must be idle before the mock clock jumps to the next timer: long
+#: enough that a loopback TLS exchange never looks idle, short enough to keep tests quick.
+AUTOJUMP = 0.25
+
+
+@pytest.fixture
+def loopback_clock() -> trio.testing.MockClock:
+    """A mock clock for tests that talk to real loopback servers (pytest-trio runs the
+    test on it): it jumps to the next timer after :data:`AUTOJUMP` idle real seconds."""
+    return trio.testing.MockClock(autojump_threshold=AUTOJUMP)

@@ -6,26 +6,18 @@ Used by the interoperability tests and by ``bench/client_speed.py`` (importable 
 
 from __future__ import annotations
 
-import socket
 import subprocess
 import sys
 import tempfile
-import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
 from certs import cert_pair
+from loopback import free_port, wait_listening
 
 #: Seconds to wait for jetforce to accept connections.
 STARTUP_TIMEOUT = 20.0
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
 
 
 @contextmanager
@@ -59,7 +51,10 @@ def running_jetforce(root: Path, hostname: str = "localhost") -> Iterator[int]:
                 stderr=subprocess.STDOUT,
             )
         try:
-            _wait_for(port, proc, log_path)
+            try:
+                wait_listening(port, proc, "jetforce", STARTUP_TIMEOUT)
+            except RuntimeError as exc:
+                raise RuntimeError(f"{exc}: {log_path.read_text(errors='replace')}") from None
             yield port
         finally:
             proc.terminate()
@@ -68,16 +63,3 @@ def running_jetforce(root: Path, hostname: str = "localhost") -> Iterator[int]:
             except subprocess.TimeoutExpired:
                 proc.kill()
                 proc.wait()
-
-
-def _wait_for(port: int, proc: subprocess.Popen[bytes], log_path: Path) -> None:
-    deadline = time.monotonic() + STARTUP_TIMEOUT
-    while time.monotonic() < deadline:
-        if proc.poll() is not None:
-            raise RuntimeError(f"jetforce exited: {log_path.read_text(errors='replace')}")
-        try:
-            with socket.create_connection(("127.0.0.1", port), timeout=0.5):
-                return
-        except OSError:
-            time.sleep(0.05)
-    raise RuntimeError(f"jetforce did not listen on port {port} within {STARTUP_TIMEOUT} s")

@@ -23,7 +23,7 @@ from geminibot.cliutil import EXIT_NEGATIVE, EXIT_OK, CommandError, emit_json
 from geminibot.gemini.client import GeminiClient
 from geminibot.http.client import DEFAULT_INFO_URL, WebClient, user_agent
 from geminibot.http.site import site_from_web
-from geminibot.net.connect import ConnectToError, Resolver, parse_connect_to
+from geminibot.net.connect import Resolver, add_connect_to_option, connect_rules
 from geminibot.net.limits import DEFAULT_TOTAL_TIMEOUT, Limits
 from geminibot.policy.cli import load_sources, parse_time, parse_virtual_agents
 from geminibot.policy.compare import BotClass, ClassComparison, Comparison, bot_classes, compare
@@ -76,13 +76,7 @@ def register(commands: Any) -> None:
     parser.add_argument("--strict", action="store_true", help="strict virtual-agent mode")
     parser.add_argument("--at", type=parse_time, metavar="TIME", help="ISO 8601; default now")
     parser.add_argument("--json", action="store_true", help="one JSON object")
-    parser.add_argument(
-        "--connect-to",
-        action="append",
-        default=[],
-        metavar="HOST:PORT:ADDR:PORT2",
-        help="connect to ADDR:PORT2 for HOST:PORT (TLS SNI and Host stay HOST); repeatable",
-    )
+    add_connect_to_option(parser)
     parser.add_argument(
         "--web-ca", metavar="FILE", help="CA certificates (PEM) to trust for https instead"
     )
@@ -125,10 +119,7 @@ def _from_host(args: argparse.Namespace) -> tuple[SitePolicy, SitePolicy]:
     host: str = args.host.strip().lower()
     if not host or "/" in host or "@" in host:
         raise CommandError(f"{args.host!r}: give a host name, not a URL")
-    try:
-        resolver = Resolver([parse_connect_to(r) for r in args.connect_to], loopback_only=False)
-    except ConnectToError as exc:
-        raise CommandError(str(exc)) from None
+    resolver = Resolver(connect_rules(args.connect_to), loopback_only=False)
     verify = _web_verify(args.web_ca)
     limits = Limits(total_timeout=args.timeout)
 

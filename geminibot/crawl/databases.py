@@ -12,17 +12,12 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from geminibot.cliutil import EXIT_NEGATIVE, CommandError
 from geminibot.crawl.frontier import Limits
 from geminibot.index import DatabaseError, SearchResult, connect, search
-from geminibot.index.pg import UnreachableDatabase, display, is_postgres
+from geminibot.index.pg import command_error as pg_error
+from geminibot.index.pg import display, is_postgres
 
 __all__ = ["display", "is_postgres", "open_pg_store", "pg_error", "reading"]
-
-
-def pg_error(exc: DatabaseError) -> CommandError:
-    code = EXIT_NEGATIVE if isinstance(exc, UnreachableDatabase) else 2
-    return CommandError(str(exc), code)
 
 
 def open_pg_store(db: str, limits: Limits, lease_seconds: float | None) -> Any:

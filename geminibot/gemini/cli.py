@@ -37,7 +37,7 @@ from geminibot.gemini.tofu import (
     NotKnownHostsFile,
 )
 from geminibot.gemini.urls import SCHEME, parse_url, request_line
-from geminibot.net.connect import ConnectToError, Resolver, parse_connect_to, parse_resolve
+from geminibot.net.connect import Resolver, add_connect_to_option, connect_rules
 from geminibot.net.errors import FetchError
 from geminibot.net.limits import DEFAULT_MAX_BODY_SIZE, DEFAULT_TOTAL_TIMEOUT, Limits
 from geminibot.urls import URL, InvalidURL
@@ -103,13 +103,7 @@ def register(commands: Any) -> None:
         metavar="HOST:PORT:ADDR",
         help="connect to ADDR for HOST:PORT (SNI and pins still use HOST); repeatable",
     )
-    parser.add_argument(
-        "--connect-to",
-        action="append",
-        default=[],
-        metavar="HOST:PORT:ADDR:PORT2",
-        help="connect to ADDR:PORT2 for HOST:PORT; repeatable",
-    )
+    add_connect_to_option(parser)
     parser.add_argument(
         "--known-hosts",
         metavar="FILE",
@@ -120,16 +114,6 @@ def register(commands: Any) -> None:
         "--strict-tofu", action="store_true", help="refuse a certificate that differs from its pin"
     )
     parser.set_defaults(run=run_fetch)
-
-
-def _resolver(args: argparse.Namespace) -> Resolver:
-    """--connect-to rules first, then --resolve rules: the first that matches wins."""
-    try:
-        rules = [parse_connect_to(v) for v in args.connect_to]
-        rules += [parse_resolve(v) for v in args.resolve]
-    except ConnectToError as exc:
-        raise CommandError(str(exc)) from None
-    return Resolver(rules)
 
 
 def run_fetch(args: argparse.Namespace) -> int:
@@ -146,7 +130,7 @@ def run_fetch(args: argparse.Namespace) -> int:
         known_hosts=_known_hosts(args.known_hosts),
         strict_tofu=args.strict_tofu,
         limits=Limits(total_timeout=args.timeout, max_body_size=args.max_size),
-        connect_to=_resolver(args),
+        connect_to=Resolver(connect_rules(args.connect_to, args.resolve)),
         client_certificate=_certificate(args, target),
     )
     follow = not args.no_follow

@@ -16,7 +16,7 @@ from typing import TextIO
 import trio
 
 from geminibot.cliutil import EXIT_NEGATIVE, CommandError
-from geminibot.gemini.server import GeminiServer, open_listeners
+from geminibot.gemini.server import RATE_BURST, RATE_PER_SECOND, GeminiServer, open_listeners
 from geminibot.gemini.urls import parse_url
 from geminibot.urls import InvalidURL
 
@@ -170,3 +170,26 @@ async def serve_until_signal(
 def close_log(stream: TextIO) -> None:
     with suppress(OSError):  # a failed write is reported by run_server
         stream.close()
+
+
+def add_serve_options(serve: argparse.ArgumentParser, cert_dir: Path) -> None:
+    """The options every Gemini server command shares: its certificate folder (default
+    ``cert_dir``), its access log and the rate allowed per client address."""
+    serve.add_argument("--certs", metavar="DIR", default=str(cert_dir), help="certificate folder")
+    serve.add_argument(
+        "--log", metavar="FILE", help="append the JSON access log here (default: standard output)"
+    )
+    serve.add_argument(
+        "--rate",
+        type=positive_float,
+        metavar="N",
+        default=RATE_PER_SECOND,
+        help="requests/s per client address",
+    )
+    serve.add_argument(
+        "--rate-burst",
+        type=positive_int,
+        metavar="N",
+        default=RATE_BURST,
+        help="burst allowed per client address",
+    )

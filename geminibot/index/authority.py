@@ -22,9 +22,11 @@ import math
 import sqlite3
 import time
 from collections.abc import Callable
+from typing import Any
 from urllib.parse import urlsplit
 
 from geminibot.index.db import set_setting, transaction
+from geminibot.index.stats import Connection
 
 #: PageRank's damping factor (the chance a reader follows a link instead of jumping).
 DAMPING = 0.85
@@ -90,51 +92,58 @@ def pagerank(
     return rank
 
 
-def crawl_seeds(conn: sqlite3.Connection) -> list[str]:
+def crawl_seeds(conn: Connection) -> list[str]:
     """The URLs the crawl started from (depth 0 in its frontier)."""
     return [str(u) for (u,) in conn.execute("SELECT url FROM urls WHERE depth = 0")]
 
 
-def compute_authority(
-    conn: sqlite3.Connection,
-    trusted: list[str] | None = None,
-    progress: Callable[[str], None] | None = None,
-) -> dict[str, float]:
-    """Recompute ``authority`` for every page; returns a summary (pages, edges, seconds).
-
-    ``trusted``: URLs the random jump lands on (TrustRank: a link farm that no trusted
-    page leads to gains nothing by linking to itself); None or empty: every page
-    (plain PageRank, which a farm of pages linking to each other does fool)."""
-    started = time.perf_counter()
-    say = progress or (lambda _msg: None)
-    conn.execute(SCHEMA)
-    say("reading the links between hosts")
+def host_graph(conn: Connection) -> tuple[list[str], set[tuple[str, str]]]:
+    """The crawl's hosts and the links between them, (source host, target host), read
+    with SQL that both stores run (an sqlite3 or a psycopg connection)."""
     hosts = [str(h) for (h,) in conn.execute("SELECT DISTINCT host FROM pages ORDER BY host")]
-    number = {h: n for n, h in enumerate(hosts)}
-    pairs: set[tuple[int, int]] = set()
+    known = set(hosts)
+    pairs: set[tuple[str, str]] = set()
     rows = conn.execute(
         "SELECT p.host, l.target FROM links l JOIN pages p ON p.id = l.page_id"
         " WHERE p.duplicate_of IS NULL"
     )
     for source, target in rows:
-        s, t = number.get(source), number.get(_host(target))
-        if s is not None and t is not None and s != t:
-            pairs.add((s, t))
-    sources = [s for s, _ in sorted(pairs)]
-    targets = [t for _, t in sorted(pairs)]
+        host = _host(target)
+        if source != host and host in known:
+            pairs.add((str(source), host))
+    return hosts, pairs
+
+
+def rank_hosts(
+    hosts: list[str],
+    pairs: set[tuple[str, str]],
+    trusted: list[str] | None,
+    say: Callable[[str], None],
+) -> tuple[list[float], int]:
+    """Each host's score (1.0: the average host) and how many hosts were trusted."""
+    number = {h: n for n, h in enumerate(hosts)}
+    edges = sorted((number[s], number[t]) for s, t in pairs)
     trust = sorted({number[h] for h in map(_host, trusted or ()) if h in number})
     if trusted and not trust:
         say("none of the trusted URLs' hosts is in the index: every host is trusted")
-    say(f"ranking {len(hosts)} hosts over {len(pairs)} host-to-host links")
+    say(f"ranking {len(hosts)} hosts over {len(edges)} host-to-host links")
+    sources = [s for s, _ in edges]
+    targets = [t for _, t in edges]
     rank = pagerank(len(hosts), sources, targets, trust) if hosts else []
-    scores = [r * len(hosts) for r in rank]  # 1.0: the average host
+    return [r * len(hosts) for r in rank], len(trust)
+
+
+#: Writes each host's (score, weight) to its pages' ``authority`` rows, replacing them all.
+Writer = Callable[[Any, list[tuple[str, float, float]]], None]
+
+
+def write_sqlite(conn: sqlite3.Connection, ranks: list[tuple[str, float, float]]) -> None:
+    """The SQLite store's :data:`Writer`."""
+    conn.execute(SCHEMA)
     with transaction(conn):
         conn.execute("DROP TABLE IF EXISTS temp.host_rank")
         conn.execute("CREATE TEMP TABLE host_rank (host TEXT PRIMARY KEY, score REAL, weight REAL)")
-        conn.executemany(
-            "INSERT INTO temp.host_rank VALUES (?, ?, ?)",
-            [(h, s, weight_of(s)) for h, s in zip(hosts, scores, strict=True)],
-        )
+        conn.executemany("INSERT INTO temp.host_rank VALUES (?, ?, ?)", ranks)
         conn.execute("DELETE FROM authority")
         conn.execute(
             "INSERT INTO authority (url, score, weight) SELECT p.url, h.score, h.weight"
@@ -142,9 +151,30 @@ def compute_authority(
         )
         conn.execute("DROP TABLE temp.host_rank")
         set_setting(conn, "authority_computed_at", str(time.time()))
+
+
+def compute_authority(
+    conn: Any,
+    trusted: list[str] | None = None,
+    progress: Callable[[str], None] | None = None,
+    write: Writer = write_sqlite,
+) -> dict[str, float]:
+    """Recompute ``authority`` for every page; returns a summary (hosts, links, trusted,
+    seconds). ``conn`` is either store's connection, ``write`` that store's writer
+    (:func:`write_sqlite`, :func:`geminibot.index.pg.write_authority`).
+
+    ``trusted``: URLs the random jump lands on (TrustRank: a link farm that no trusted
+    page leads to gains nothing by linking to itself); None or empty: every page
+    (plain PageRank, which a farm of pages linking to each other does fool)."""
+    started = time.perf_counter()
+    say = progress or (lambda _msg: None)
+    say("reading the links between hosts")
+    hosts, pairs = host_graph(conn)
+    scores, trust = rank_hosts(hosts, pairs, trusted, say)
+    write(conn, [(h, s, weight_of(s)) for h, s in zip(hosts, scores, strict=True)])
     return {
         "hosts": len(hosts),
         "links": len(pairs),
-        "trusted": len(trust),
+        "trusted": trust,
         "seconds": time.perf_counter() - started,
     }

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from geminibot.cliutil import EXIT_NEGATIVE, EXIT_OK, CommandError, emit_json
+from geminibot.index import pg
 from geminibot.index.authority import compute_authority, crawl_seeds
 from geminibot.index.db import DatabaseError, connect
 from geminibot.index.tantivy_index import IndexUnavailable, index_dir, rebuild, status
@@ -31,7 +32,13 @@ def register(commands: Any) -> None:
     )
     actions = index.add_subparsers(title="actions", metavar="ACTION")
     build = actions.add_parser("rebuild", help="recompute authority, rebuild the search index")
-    build.add_argument("--db", required=True, metavar="PATH", help="crawl database")
+    build.add_argument(
+        "--db",
+        required=True,
+        metavar="PATH|URL",
+        help="crawl database: an SQLite file, or postgresql://... (authority only: "
+        "PostgreSQL searches its own index)",
+    )
     build.add_argument(
         "--trust",
         action="append",
@@ -73,15 +80,23 @@ def _progress(quiet: bool) -> Any:
     return say
 
 
-def run_rebuild(args: argparse.Namespace) -> int:
-    if args.trust and args.trust_all:
-        raise CommandError("--trust and --trust-all exclude each other")
-    conn = _open(args.db)
-    say = _progress(args.json)
+def _trusted_and_pages(args: argparse.Namespace, conn: Any) -> tuple[list[str], int]:
+    """The hosts to trust and the pages with text (either store's connection)."""
     trusted = [] if args.trust_all else (args.trust or crawl_seeds(conn))
     pages = int(conn.execute("SELECT count(*) FROM pages WHERE text_indexed").fetchone()[0])
     if not pages:
-        raise CommandError(f"{args.db}: no pages with text to index yet", EXIT_NEGATIVE)
+        raise CommandError(f"{pg.display(args.db)}: no pages with text to index yet", EXIT_NEGATIVE)
+    return trusted, pages
+
+
+def run_rebuild(args: argparse.Namespace) -> int:
+    if args.trust and args.trust_all:
+        raise CommandError("--trust and --trust-all exclude each other")
+    if pg.is_postgres(args.db):
+        return _rebuild_postgres(args)
+    conn = _open(args.db)
+    say = _progress(args.json)
+    trusted, _pages = _trusted_and_pages(args, conn)
     try:
         authority = compute_authority(conn, trusted, say)
         built = rebuild(conn, say)
@@ -110,7 +125,39 @@ def run_rebuild(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def _rebuild_postgres(args: argparse.Namespace) -> int:
+    """Authority only: PostgreSQL searches its own GIN index, there is no tantivy index."""
+    try:
+        conn = pg.connect(args.db)
+    except DatabaseError as exc:
+        raise pg.command_error(exc) from None
+    with conn:
+        trusted, pages = _trusted_and_pages(args, conn)
+        authority = compute_authority(conn, trusted, _progress(args.json), pg.write_authority)
+    summary: dict[str, object] = {
+        "pages": pages,
+        "hosts": int(authority["hosts"]),
+        "host_links": int(authority["links"]),
+        "trusted_hosts": int(authority["trusted"]) or "all",
+        "seconds": round(float(authority["seconds"]), 2),
+    }
+    if args.json:
+        emit_json(summary)
+    else:
+        print(
+            f"authority of {pages} pages over {summary['hosts']} hosts "
+            f"({summary['host_links']} links between them, trusted: "
+            f"{summary['trusted_hosts']}) in {summary['seconds']} s"
+        )
+    return EXIT_OK
+
+
 def run_status(args: argparse.Namespace) -> int:
+    if pg.is_postgres(args.db):
+        raise CommandError(
+            "index status: a PostgreSQL database has no tantivy index "
+            "(its search uses its own GIN index)"
+        )
     conn = _open(args.db)
     data = status(conn)
     if args.json:

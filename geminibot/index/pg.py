@@ -20,8 +20,10 @@ extra. A connection string is any libpq URI, ``postgresql://USER@HOST:PORT/DB``.
 from __future__ import annotations
 
 import re
+import time
 from typing import TYPE_CHECKING, Any
 
+from geminibot.cliutil import EXIT_NEGATIVE, EXIT_USAGE, CommandError
 from geminibot.index.db import DatabaseError
 from geminibot.index.pages import TEXT_ROLES, Page
 from geminibot.index.query import QueryError, Term, parse_query
@@ -37,6 +39,11 @@ SNIPPET_WORDS = 16
 #: ``ts_rank_cd`` weights {D, C, B, A}: body 1, URL 2, headings 5, title 10 (the SQLite
 #: bm25 column weights, scaled to at most 1).
 RANK_WEIGHTS = "{0.1, 0.2, 0.5, 1.0}"
+#: ``ts_rank_cd`` normalization 32: rank / (rank + 1). The order by text alone is the
+#: same, but it saturates as bm25 does, so that a page repeating a word fifty times is
+#: not fifty times as relevant and the link-authority weight (at most a few times) can
+#: outweigh it.
+RANK_NORMALIZATION = 32
 #: The advisory lock key taken while the schema is created or upgraded.
 MIGRATION_LOCK = 0x67656D69
 
@@ -144,13 +151,32 @@ _V1 = (
     )""",
 )
 
+#: Version 2: link authority (:mod:`geminibot.index.authority`), and the index of link
+#: targets that backlinks (``serve-search``) look up.
+_V2 = (
+    """CREATE TABLE authority (
+        url TEXT PRIMARY KEY,
+        score DOUBLE PRECISION NOT NULL,
+        weight DOUBLE PRECISION NOT NULL
+    )""",
+    "CREATE INDEX links_target ON links (target)",
+)
+
 #: Append-only: MIGRATIONS[n - 1] takes a database from version n - 1 to n.
-MIGRATIONS: tuple[tuple[str, ...], ...] = (_V1,)
+MIGRATIONS: tuple[tuple[str, ...], ...] = (_V1, _V2)
 SCHEMA_VERSION = len(MIGRATIONS)
 
 
 class UnreachableDatabase(DatabaseError):
     """The PostgreSQL server cannot be reached or refused us (not the user's syntax)."""
+
+
+def command_error(exc: DatabaseError) -> CommandError:
+    """The command's one line for ``exc``: a server we cannot reach or that refuses us
+    is an error found (exit 1); anything else (the connection string, the schema) is
+    the user's input (exit 2)."""
+    code = EXIT_NEGATIVE if isinstance(exc, UnreachableDatabase) else EXIT_USAGE
+    return CommandError(str(exc), code)
 
 
 def is_postgres(db: str) -> bool:
@@ -281,6 +307,29 @@ def store_page(cur: psycopg.Cursor[Any], page: Page, role: str) -> int:
     return page_id
 
 
+# --- link authority ---
+
+
+def write_authority(conn: psycopg.Connection[Any], ranks: list[tuple[str, float, float]]) -> None:
+    """The PostgreSQL store's :data:`~geminibot.index.authority.Writer`: every page's
+    authority replaced in one transaction (searches see the old scores or the new)."""
+    with conn.transaction(), conn.cursor() as cur:
+        cur.execute(
+            "CREATE TEMP TABLE host_rank (host TEXT, score FLOAT8, weight FLOAT8) ON COMMIT DROP"
+        )
+        cur.executemany("INSERT INTO host_rank VALUES (%s, %s, %s)", ranks)
+        cur.execute("DELETE FROM authority")
+        cur.execute(
+            "INSERT INTO authority (url, score, weight) SELECT p.url, h.score, h.weight"
+            " FROM pages p JOIN host_rank h ON h.host = p.host"
+        )
+        cur.execute(
+            "INSERT INTO settings (key, value) VALUES ('authority_computed_at', %s)"
+            " ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+            (str(time.time()),),
+        )
+
+
 # --- search ---
 
 
@@ -313,9 +362,14 @@ def to_tsquery(query: str) -> str:
     return expr
 
 
-def search(conn: psycopg.Connection[Any], query: str, limit: int = 10) -> list[SearchResult]:
+def search(
+    conn: psycopg.Connection[Any], query: str, limit: int = 10, *, authority: bool = True
+) -> list[SearchResult]:
     """Ranked results for ``query`` (best first), each with a snippet around the matches.
-    ``score`` is the negated ``ts_rank_cd``, so that lower is better as with bm25."""
+    ``score`` is the negated ``ts_rank_cd`` (saturated, see :data:`RANK_NORMALIZATION`),
+    so that lower is better as with bm25;
+    ``authority``: times the page's link-authority weight (1 for a page without one),
+    as the SQLite search does."""
     if not 1 <= limit <= MAX_LIMIT:
         raise QueryError(f"limit must be between 1 and {MAX_LIMIT}, got {limit}")
     expr = to_tsquery(query)
@@ -323,14 +377,19 @@ def search(conn: psycopg.Connection[Any], query: str, limit: int = 10) -> list[S
         f"StartSel=[, StopSel=], MaxWords={SNIPPET_WORDS}, MinWords={SNIPPET_WORDS // 2},"
         " ShortWord=0, MaxFragments=1, FragmentDelimiter=…"
     )
+    weight = (
+        " * coalesce((SELECT a.weight FROM authority a WHERE a.url = p.url), 1.0)"
+        if authority
+        else ""
+    )
     rows = conn.execute(
         "WITH q AS (SELECT to_tsquery('simple', %s) AS q)"
         " SELECT p.url, p.title, p.mime, p.lang, p.size, p.fetched_at,"
         " ts_headline('simple', coalesce(p.body, ''), q.q, %s),"
         " ts_headline('simple', coalesce(p.headings, ''), q.q, %s),"
-        " coalesce(p.body, ''), -ts_rank_cd(%s::float4[], p.tsv, q.q) AS score"
+        f" coalesce(p.body, ''), -ts_rank_cd(%s::float4[], p.tsv, q.q, %s){weight} AS score"
         " FROM pages p, q WHERE p.tsv @@ q.q ORDER BY score, p.id LIMIT %s",
-        (expr, options, options, RANK_WEIGHTS, limit),
+        (expr, options, options, RANK_WEIGHTS, RANK_NORMALIZATION, limit),
     ).fetchall()
     return [result_from_row((*row[:6], _cut_marks(row[6], row[8]), row[7]), row[9]) for row in rows]
 

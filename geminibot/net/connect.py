@@ -19,7 +19,9 @@ import ipaddress
 import re
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
+from typing import Any
 
+from geminibot.cliutil import CommandError
 from geminibot.net.errors import ConnectionFailed
 from geminibot.urls import InvalidURL, normalise_host, unicode_host
 
@@ -68,6 +70,29 @@ def parse_connect_to(text: str) -> ConnectRule:
     if m is None:
         raise ConnectToError(f"--connect-to {text!r}: expected HOST:PORT:ADDR:PORT2")
     return _rule("--connect-to", text, m[1], m[2], m[3], m[4])
+
+
+def add_connect_to_option(parser: Any) -> None:
+    """Give a command the ``--connect-to`` option (repeatable; read by
+    :func:`connect_rules`)."""
+    parser.add_argument(
+        "--connect-to",
+        action="append",
+        default=[],
+        metavar="HOST:PORT:ADDR:PORT2",
+        help="connect to ADDR:PORT2 for HOST:PORT (HOST may be a pattern: *.test; TLS SNI, "
+        "Host and pins stay HOST); repeatable",
+    )
+
+
+def connect_rules(connect_to: Iterable[str], resolve: Iterable[str] = ()) -> list[ConnectRule]:
+    """A command line's ``--connect-to`` rules, then its ``--resolve`` rules (the first
+    that matches wins); :class:`~geminibot.cliutil.CommandError` (exit 2) for a rule
+    that cannot be read."""
+    try:
+        return [*map(parse_connect_to, connect_to), *map(parse_resolve, resolve)]
+    except ConnectToError as exc:
+        raise CommandError(str(exc)) from None
 
 
 def parse_resolve(text: str) -> ConnectRule:

@@ -16,7 +16,7 @@ from hypercorn.trio import serve
 from geminibot.cliutil import EXIT_OK, CommandError
 from geminibot.gemini.tofu import FileKnownHosts, KnownHosts, MemoryKnownHosts
 from geminibot.gemini.urls import parse_url
-from geminibot.net.connect import ConnectToError, parse_connect_to
+from geminibot.net.connect import add_connect_to_option, connect_rules
 from geminibot.policy.site_policy import Bot
 from geminibot.portal import limits as L
 from geminibot.portal.app import PortalApp
@@ -25,6 +25,15 @@ from geminibot.urls import InvalidURL
 
 DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 8965
+#: The limits (:class:`~geminibot.portal.limits.PortalLimits` fields, their defaults
+#: and types its own) an option sets: option, field, metavar, help ({} is the default).
+LIMIT_OPTIONS = (
+    ("--rate", "rate_per_second", "N", "requests/s per web client ({:g})"),
+    ("--rate-burst", "rate_burst", "N", "burst per web client ({})"),
+    ("--max-upstream", "max_upstream", "N", "Gemini requests in flight at once ({})"),
+    ("--max-wait", "max_wait", "S", "longest wait for a capsule's turn before 503 ({:g} s)"),
+    ("--max-body", "max_body_bytes", "BYTES", "largest Gemini body read ({})"),
+)
 
 
 def register(commands: Any) -> None:
@@ -47,13 +56,7 @@ def register(commands: Any) -> None:
         help="local test capsules: reach loopback addresses only (refused otherwise) and "
         "no minimum delay between requests unless a policy sets one",
     )
-    p.add_argument(
-        "--connect-to",
-        action="append",
-        default=[],
-        metavar="HOST:PORT:ADDR:PORT2",
-        help="connect to ADDR:PORT2 for HOST:PORT (HOST may be a pattern: *.test); repeatable",
-    )
+    add_connect_to_option(p)
     p.add_argument("--known-hosts", metavar="FILE", help="keep certificate pins in FILE")
     p.add_argument("--agent", default=DEFAULT_AGENT, help=f"product token ({DEFAULT_AGENT})")
     p.add_argument(
@@ -61,34 +64,17 @@ def register(commands: Any) -> None:
         action="store_true",
         help="strict mode: own token, webproxy and * groups must all allow a page",
     )
-    p.add_argument(
-        "--rate",
-        type=float,
-        default=L.RATE_PER_SECOND,
-        metavar="N",
-        help=f"requests/s per web client ({L.RATE_PER_SECOND:g})",
-    )
-    p.add_argument(
-        "--rate-burst",
-        type=int,
-        default=L.RATE_BURST,
-        metavar="N",
-        help=f"burst per web client ({L.RATE_BURST})",
-    )
-    p.add_argument(
-        "--max-upstream",
-        type=int,
-        default=L.MAX_UPSTREAM,
-        metavar="N",
-        help=f"Gemini requests in flight at once ({L.MAX_UPSTREAM})",
-    )
-    p.add_argument(
-        "--max-wait",
-        type=float,
-        default=L.MAX_WAIT,
-        metavar="S",
-        help=f"longest wait for a capsule's turn before 503 ({L.MAX_WAIT:g} s)",
-    )
+    defaults = L.PortalLimits()
+    for option, field, metavar, what in LIMIT_OPTIONS:
+        default = getattr(defaults, field)
+        p.add_argument(
+            option,
+            dest=field,
+            type=type(default),
+            default=default,
+            metavar=metavar,
+            help=what.format(default),
+        )
     p.add_argument(
         "--min-delay",
         type=float,
@@ -97,21 +83,11 @@ def register(commands: Any) -> None:
         help=f"seconds between requests to a capsule with no policy pace "
         f"({L.MIN_HOST_DELAY:g}; 0 with --test-range)",
     )
-    p.add_argument(
-        "--max-body",
-        type=int,
-        default=L.MAX_BODY_BYTES,
-        metavar="BYTES",
-        help=f"largest Gemini body read ({L.MAX_BODY_BYTES})",
-    )
     p.set_defaults(run=run_portal)
 
 
 def build(args: argparse.Namespace) -> tuple[PortalApp, AddressGuard]:
-    try:
-        rules = [parse_connect_to(r) for r in args.connect_to]
-    except ConnectToError as exc:
-        raise CommandError(str(exc)) from None
+    rules = connect_rules(args.connect_to)
     capsule = None
     if args.capsule:
         if not args.capsule.lower().startswith("gemini://"):
@@ -125,12 +101,8 @@ def build(args: argparse.Namespace) -> tuple[PortalApp, AddressGuard]:
         min_delay = 0.0 if args.test_range else L.MIN_HOST_DELAY
     try:
         limits = L.PortalLimits(
-            rate_per_second=args.rate,
-            rate_burst=args.rate_burst,
-            max_upstream=args.max_upstream,
-            max_wait=args.max_wait,
             min_host_delay=min_delay,
-            max_body_bytes=args.max_body,
+            **{field: getattr(args, field) for _, field, _, _ in LIMIT_OPTIONS},
         )
         bot = Bot(args.agent, (VIRTUAL_AGENT,), strict=args.strict)
     except ValueError as exc:

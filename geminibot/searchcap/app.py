@@ -3,7 +3,9 @@
 :class:`SearchCapsule` is a handler for the shared Gemini server
 (:mod:`geminibot.gemini.server`): a request URL in, a :class:`Resolution` (status, meta,
 gemtext body) out. The server does TLS, certificates, the request line, limits and the
-access log; the only I/O here is reading the crawl database it is given.
+access log; the only I/O here is reading the crawl database it is given: either store's
+connection and search function, as :func:`geminibot.crawl.databases.reading` gives them
+to ``geminibot search``.
 
 Routes:
 
@@ -34,6 +36,7 @@ import sqlite3
 import time
 from collections.abc import Callable
 from datetime import UTC, datetime
+from typing import Any
 from urllib.parse import quote, unquote_to_bytes
 
 from geminibot import __version__
@@ -44,7 +47,6 @@ from geminibot.crawl.schemes import host_key, host_url, normalise
 from geminibot.gemini.server import Resolution
 from geminibot.gemini.status import Status
 from geminibot.index import QueryError, SearchResult, search
-from geminibot.index.db import get_setting
 from geminibot.index.search import MAX_QUERY_LENGTH
 from geminibot.index.stats import format_stats, stats
 from geminibot.policy.outcomes import MAX_CACHE_SECONDS
@@ -84,10 +86,17 @@ def prepare(conn: sqlite3.Connection) -> None:
     conn.execute(BACKLINKS_INDEX)
 
 
-def run_search(conn: sqlite3.Connection, query: str, page: int) -> tuple[list[SearchResult], bool]:
+#: A store's search: (connection, query, limit) -> results, best first
+#: (:func:`geminibot.index.search`, :func:`geminibot.index.pg.search`).
+SearchFunction = Callable[[Any, str, int], list[SearchResult]]
+
+
+def run_search(
+    find: SearchFunction, conn: Any, query: str, page: int
+) -> tuple[list[SearchResult], bool]:
     """Page ``page`` of the results for ``query`` and whether there are more: the one place
     the capsule calls the index's search."""
-    results = search(conn, query, page * PAGE_SIZE + 1)
+    results = find(conn, query, page * PAGE_SIZE + 1)
     return results[(page - 1) * PAGE_SIZE : page * PAGE_SIZE], len(results) > page * PAGE_SIZE
 
 
@@ -121,16 +130,23 @@ def when(seconds: float | None) -> str:
 
 
 class SearchCapsule:
-    """The handler: call it with a request URL (see the module docstring for the routes)."""
+    """The handler: call it with a request URL (see the module docstring for the routes).
+
+    ``conn`` is either store's connection (an sqlite3 one, or a psycopg one with
+    ``find`` = :func:`geminibot.index.pg.search`): the SQL here runs on both."""
 
     def __init__(
         self,
-        conn: sqlite3.Connection,
+        conn: Any,
+        find: SearchFunction = search,
         *,
         title: str = "geminibot search",
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.conn = conn
+        self.find = find
+        # The one difference between the two drivers' SQL here: their placeholders.
+        self._p = "?" if isinstance(conn, sqlite3.Connection) else "%s"
         self.title = title
         self.clock = clock
         self._stats: tuple[float, Resolution] | None = None  # (counted at, page)
@@ -181,7 +197,7 @@ class SearchCapsule:
         if len(query) > MAX_QUERY_LENGTH:
             raise BadInput(f"Query too long: {len(query)} characters, at most {MAX_QUERY_LENGTH}")
         try:
-            results, more = run_search(self.conn, query, number)
+            results, more = run_search(self.find, self.conn, query, number)
         except QueryError as exc:
             return Resolution(Status.INPUT, f"{one_line(str(exc), 200)}. {SEARCH_PROMPT}")
         encoded = quote(query, safe="")
@@ -214,9 +230,10 @@ class SearchCapsule:
             target = normalise(text.strip())
         except InvalidURL as exc:
             raise BadInput(f"Not a URL this crawler follows: {one_line(str(exc), 200)}") from None
+        p = self._p
         rows = self.conn.execute(
             "SELECT p.url, p.title, min(l.label) FROM links l JOIN pages p ON p.id = l.page_id"
-            " WHERE l.target IN (?, ?) GROUP BY p.id ORDER BY p.url LIMIT ?",
+            f" WHERE l.target IN ({p}, {p}) GROUP BY p.id ORDER BY p.url LIMIT {p}",
             (target, text.strip(), MAX_BACKLINKS + 1),
         ).fetchall()
         lines = [f"# Links to {target}", ""]
@@ -232,10 +249,11 @@ class SearchCapsule:
         return page(lines)
 
     def hosts(self, number: int) -> Resolution:
+        p = self._p
         rows = self.conn.execute(
             "SELECT h.host, h.last_fetch_at, h.skipped_reason,"
             " (SELECT count(*) FROM pages p WHERE p.host = h.host)"
-            " FROM hosts h ORDER BY h.host LIMIT ? OFFSET ?",
+            f" FROM hosts h ORDER BY h.host LIMIT {p} OFFSET {p}",
             (HOSTS_PER_PAGE + 1, (number - 1) * HOSTS_PER_PAGE),
         ).fetchall()
         if number > 1 and not rows:
@@ -273,10 +291,16 @@ class SearchCapsule:
             ]
         )
 
+    def _setting(self, key: str) -> str | None:
+        row = self.conn.execute(
+            f"SELECT value FROM settings WHERE key = {self._p}", (key,)
+        ).fetchone()
+        return None if row is None else str(row[0])
+
     def about(self, _url: URL) -> Resolution:
         defaults = CrawlOptions()
-        role = get_setting(self.conn, "role") or defaults.role
-        agent = get_setting(self.conn, "agent") or defaults.agent
+        role = self._setting("role") or defaults.role
+        agent = self._setting("agent") or defaults.agent
         category = ROLE_CATEGORIES.get(role)
         trap = FrontierLimits()
         lines = [

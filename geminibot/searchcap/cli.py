@@ -14,24 +14,23 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from geminibot.cliutil import EXIT_OK, CommandError
+from geminibot.cliutil import EXIT_OK
+from geminibot.crawl.databases import reading
 from geminibot.gemini.accesslog import JsonLinesLog
 from geminibot.gemini.servecmd import (
     DEFAULT_HOST,
     HelpWithDefaults,
+    add_serve_options,
     cert_folder,
     close_log,
     host_name,
     make_server,
     open_log,
     port_number,
-    positive_float,
-    positive_int,
     run_server,
 )
-from geminibot.gemini.server import RATE_BURST, RATE_PER_SECOND, GeminiServer, Limits
+from geminibot.gemini.server import GeminiServer, Limits
 from geminibot.gemini.urls import DEFAULT_PORT
-from geminibot.index import DatabaseError, connect
 from geminibot.searchcap.app import SearchCapsule, prepare
 
 #: The host name served (and named in its certificate) unless ``--hostname`` says.
@@ -51,7 +50,12 @@ def register(commands: Any) -> None:
         ),
         formatter_class=HelpWithDefaults,
     )
-    serve.add_argument("--db", required=True, metavar="PATH", help="crawl database (SQLite)")
+    serve.add_argument(
+        "--db",
+        required=True,
+        metavar="PATH|URL",
+        help="crawl database: an SQLite file, or postgresql://USER@HOST/DB",
+    )
     serve.add_argument(
         "--host",
         action="append",
@@ -66,44 +70,23 @@ def register(commands: Any) -> None:
         help="host name served, with its own certificate; repeat for more "
         f"(default: {DEFAULT_HOSTNAME})",
     )
-    serve.add_argument(
-        "--certs", metavar="DIR", default=str(DEFAULT_CERT_DIR), help="certificate folder"
-    )
-    serve.add_argument(
-        "--log", metavar="FILE", help="append the JSON access log here (default: standard output)"
-    )
-    serve.add_argument(
-        "--rate",
-        type=positive_float,
-        metavar="N",
-        default=RATE_PER_SECOND,
-        help="requests/s per client address",
-    )
-    serve.add_argument(
-        "--rate-burst",
-        type=positive_int,
-        metavar="N",
-        default=RATE_BURST,
-        help="burst allowed per client address",
-    )
+    add_serve_options(serve, DEFAULT_CERT_DIR)
     serve.set_defaults(run=run_serve_search)
 
 
-def open_index(path: str) -> sqlite3.Connection:
-    """The crawl database, with the backlinks index made if it can be (one line on
-    standard error if the file is read-only: backlinks then scan the links table)."""
-    try:
-        conn = connect(path, create=False)
-    except DatabaseError as exc:
-        raise CommandError(str(exc)) from None
+def prepare_index(conn: Any, db: str) -> None:
+    """Make the backlinks index in an SQLite file if it can be (one line on standard
+    error if the file is read-only: backlinks then scan the links table); PostgreSQL's
+    schema has it."""
+    if not isinstance(conn, sqlite3.Connection):
+        return
     try:
         prepare(conn)
     except sqlite3.Error as exc:
         print(
-            f"serve-search: {path}: no backlinks index ({exc}); /backlinks is slower",
+            f"serve-search: {db}: no backlinks index ({exc}); /backlinks is slower",
             file=sys.stderr,
         )
-    return conn
 
 
 def capsule_url(hostname: str, port: int, path: str = "/") -> str:
@@ -113,8 +96,14 @@ def capsule_url(hostname: str, port: int, path: str = "/") -> str:
 def run_serve_search(args: argparse.Namespace) -> int:
     names = [host_name(n) for n in args.hostname or [DEFAULT_HOSTNAME]]
     cert_dir = cert_folder(args.certs)
-    conn = open_index(args.db)
-    capsule = SearchCapsule(conn)
+    with reading(args.db) as (conn, find):
+        prepare_index(conn, args.db)
+        return _serve(args, names, cert_dir, SearchCapsule(conn, find))
+
+
+def _serve(
+    args: argparse.Namespace, names: list[str], cert_dir: Path, capsule: SearchCapsule
+) -> int:
     limits = Limits(rate_burst=args.rate_burst, rate_per_second=args.rate)
     log_stream = open_log(args.log) if args.log else sys.stdout
 
@@ -136,5 +125,4 @@ def run_serve_search(args: argparse.Namespace) -> int:
     finally:
         if args.log:
             close_log(log_stream)
-        conn.close()
     return EXIT_OK

@@ -10,13 +10,13 @@ import re
 import resource
 import signal
 import subprocess
-import sys
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
+from contextlib import AbstractAsyncContextManager
 from pathlib import Path
 
 import pytest
 import trio
+from capsule_fixtures import cli_process, stderr_until_exit
+from commands import run_module
 
 from capsule_server.cli import build_parser, main
 from capsule_server.files import load_capsules
@@ -30,27 +30,9 @@ LOAD_DEADLINE = 90.0
 """The whole load test must finish within this many seconds (a bound, not a speed test)."""
 
 
-@asynccontextmanager
-async def serve_process(*args: str) -> AsyncIterator[tuple[trio.Process, int]]:
-    """Start ``capsule-server serve --port 0 ARGS`` and learn its port from its banner."""
-    proc = await trio.lowlevel.open_process(
-        [sys.executable, "-m", "capsule_server.cli", "serve", "--port", "0", *args],
-        stderr=subprocess.PIPE,
-    )
-    assert proc.stderr is not None
-    banner = b""
-    with trio.fail_after(30):
-        while not banner.endswith(b"\n"):
-            chunk = await proc.stderr.receive_some(1)
-            assert chunk, "server exited before it started"
-            banner += chunk
-    port = int(banner.decode().rsplit(":", 1)[1])
-    try:
-        yield proc, port
-    finally:
-        if proc.returncode is None:
-            proc.kill()
-            await proc.wait()
+def serve_process(*args: str) -> AbstractAsyncContextManager[tuple[trio.Process, int]]:
+    """``capsule-server serve --port 0 ARGS`` as a process, and its port."""
+    return cli_process("serve", *args, deadline=30)
 
 
 def rss_peak_kib(pid: int) -> int:
@@ -88,14 +70,7 @@ def test_serve_usage_errors(tmp_path: Path, capsys: pytest.CaptureFixture[str]) 
 
 
 def run_cli(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "capsule_server.cli", *args],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        cwd=cwd,
-        check=False,
-    )
+    return run_module("capsule_server.cli", *args, timeout=60, cwd=cwd)
 
 
 # (arguments, with F a file, D a folder, M a missing folder; first line of stderr)
@@ -214,13 +189,9 @@ async def test_non_ascii_sni_prints_no_traceback(tmp_path: Path) -> None:
             await stream.aclose()
         assert (await raw_request(port, b"gemini://maze.test/\r\n", "maze.test"))[:2] == b"20"
         proc.send_signal(signal.SIGTERM)
-        assert proc.stderr is not None
-        rest = b""
-        with trio.fail_after(15):
-            while chunk := await proc.stderr.receive_some(4096):
-                rest += chunk
-            assert await proc.wait() == 0
-    assert rest.decode().splitlines() == ["capsule-server: SIGTERM, shutting down"]
+        rest, status = await stderr_until_exit(proc, 15)
+        assert status == 0
+    assert rest.splitlines() == ["capsule-server: SIGTERM, shutting down"]
     errors = [json.loads(line).get("error") for line in log.read_text().splitlines()]
     assert errors == ["tls: SNI name is not ASCII: b\\xc3\\xbccher.test"] * 3 + [None]
 
@@ -304,12 +275,8 @@ async def test_a_log_that_cannot_be_written_stops_the_server(tmp_path: Path) -> 
         port,
     ):
         await raw_request(port, b"gemini://maze.test/\r\n", "maze.test")
-        assert proc.stderr is not None
-        rest = b""
-        with trio.fail_after(30):
-            while chunk := await proc.stderr.receive_some(4096):
-                rest += chunk
-            assert await proc.wait() == 1
-    assert rest.decode().splitlines() == [
+        rest, status = await stderr_until_exit(proc, 30)
+        assert status == 1
+    assert rest.splitlines() == [
         "capsule-server: /dev/full: cannot write the access log (No space left on device); stopped"
     ]

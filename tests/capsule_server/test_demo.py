@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import argparse
 import subprocess
-import sys
 
 import pytest
+from commands import run_module
 
 from capsule_server.demo import CAPSULE_QUERY, MAX_DEMO_SECONDS, demo_seconds, serve_seconds
 
@@ -16,13 +16,7 @@ SHORT_RUN = "4"
 
 
 def run_demo(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "capsule_server.demo", *args],
-        capture_output=True,
-        text=True,
-        check=False,
-        timeout=120,
-    )
+    return run_module("capsule_server.demo", *args, timeout=120)
 
 
 def test_demo_runs() -> None:

@@ -18,23 +18,22 @@ from typing import Any
 import pytest
 import trio
 import trio.testing
+from capsule_fixtures import serving_on_trio_time
 
 from capsule_server.cli import main
 from capsule_server.files import load_capsules
 from capsule_server.server import CapsuleServer
-from capsule_server.testing import raw_request, running_server
+from capsule_server.testing import raw_request
 from geminibot.crawl.crawler import Crawler, CrawlOptions
 from geminibot.crawl.fetcher import gemini_fetch
 from geminibot.crawl.frontier import Limits as CrawlLimits
-from geminibot.gemini.accesslog import AccessRecord, JsonLinesLog
+from geminibot.gemini.accesslog import JsonLinesLog
 from geminibot.gemini.client import GeminiClient
 from geminibot.gemini.gemtext import resolve_link
 from geminibot.gemini.server import Limits
 from geminibot.index import connect
 from geminibot.net.connect import ConnectRule, Resolver
 
-#: Real seconds of idleness before the mock clock jumps (see tests/crawl).
-AUTOJUMP = 0.25
 FAST = Limits(rate_burst=100_000, rate_per_second=100_000.0)
 NIGHT = datetime(2026, 11, 23, 23, 0, tzinfo=UTC).timestamp()  # inside robots-v2's window
 NOON = datetime(2026, 11, 23, 12, 0, tzinfo=UTC).timestamp()  # outside it
@@ -49,17 +48,10 @@ async def logged_server(
     capsules_dir: Path, cert_dir: Path, log_path: Path, start: float
 ) -> AsyncIterator[CapsuleServer]:
     """The bundled capsules served with a log whose clock starts at ``start``."""
-    t0 = trio.current_time()
     with log_path.open("w", encoding="utf-8") as fh:
-        write = JsonLinesLog(fh)
-
-        def log(record: AccessRecord) -> None:
-            moment = datetime.fromtimestamp(start + trio.current_time() - t0, UTC)
-            record.time = moment.isoformat(timespec="milliseconds")
-            write(record)
-
-        async with running_server(
-            capsules_dir, cert_dir, FAST, log, clock=trio.current_time
+        log = JsonLinesLog(fh)
+        async with serving_on_trio_time(
+            capsules_dir, cert_dir, FAST, log, start, timespec="milliseconds"
         ) as srv:
             yield srv
 
@@ -76,10 +68,9 @@ async def test_geminibot_crawler_is_compliant(
     capsules_dir: Path,
     cert_dir: Path,
     tmp_path: Path,
-    mock_clock: trio.testing.MockClock,
+    loopback_clock: trio.testing.MockClock,
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    mock_clock.autojump_threshold = AUTOJUMP
     log = tmp_path / "access.jsonl"
     hosts = sorted(load_capsules(capsules_dir))
     async with logged_server(capsules_dir, cert_dir, log, NIGHT) as srv:
@@ -116,11 +107,10 @@ async def test_naive_crawler_fails_where_expected(
     capsules_dir: Path,
     cert_dir: Path,
     tmp_path: Path,
-    mock_clock: trio.testing.MockClock,
+    loopback_clock: trio.testing.MockClock,
     capsys: pytest.CaptureFixture[str],
 ) -> None:
     """Follows every link from each home page, never reads a policy, never waits."""
-    mock_clock.autojump_threshold = AUTOJUMP
     log = tmp_path / "access.jsonl"
     hosts = sorted(load_capsules(capsules_dir))
     async with logged_server(capsules_dir, cert_dir, log, NIGHT) as srv:
@@ -160,11 +150,10 @@ async def test_rude_bot_each_breach_reported_once(
     capsules_dir: Path,
     cert_dir: Path,
     tmp_path: Path,
-    mock_clock: trio.testing.MockClock,
+    loopback_clock: trio.testing.MockClock,
     capsys: pytest.CaptureFixture[str],
 ) -> None:
     """Polite (robots.txt first, 30 s between requests) except for one breach of each rule."""
-    mock_clock.autojump_threshold = AUTOJUMP
     log = tmp_path / "access.jsonl"
     async with logged_server(capsules_dir, cert_dir, log, NOON) as srv:
         port = srv.port or 0

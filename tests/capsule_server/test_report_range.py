@@ -5,14 +5,12 @@ from __future__ import annotations
 
 import json
 import signal
-import subprocess
-import sys
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
+from contextlib import AbstractAsyncContextManager
 from pathlib import Path
 
 import pytest
 import trio
+from capsule_fixtures import cli_process
 
 from capsule_server.cli import main
 from capsule_server.testing import raw_request
@@ -21,27 +19,9 @@ from capsule_server.testing import raw_request
 APPEAR_DEADLINE = 60.0
 
 
-@asynccontextmanager
-async def range_process(*args: str) -> AsyncIterator[tuple[trio.Process, int]]:
-    """Start ``capsule-server range --port 0 ARGS`` and learn its port from its banner."""
-    proc = await trio.lowlevel.open_process(
-        [sys.executable, "-m", "capsule_server.cli", "range", "--port", "0", *args],
-        stderr=subprocess.PIPE,
-    )
-    assert proc.stderr is not None
-    banner = b""
-    with trio.fail_after(APPEAR_DEADLINE):
-        while not banner.endswith(b"\n"):
-            chunk = await proc.stderr.receive_some(1)
-            assert chunk, "the range exited before it started"
-            banner += chunk
-    port = int(banner.decode().rsplit(":", 1)[1])
-    try:
-        yield proc, port
-    finally:
-        if proc.returncode is None:
-            proc.kill()
-            await proc.wait()
+def range_process(*args: str) -> AbstractAsyncContextManager[tuple[trio.Process, int]]:
+    """``capsule-server range --port 0 ARGS`` as a process, and its port."""
+    return cli_process("range", *args, deadline=APPEAR_DEADLINE)
 
 
 async def appears(path: Path) -> str:

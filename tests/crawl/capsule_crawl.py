@@ -18,10 +18,10 @@ from pathlib import Path
 from typing import Any
 
 import trio
+from capsule_fixtures import serving_on_trio_time
 
 from capsule_server.report import ClientReport, build_report, load_policies
 from capsule_server.server import CapsuleServer
-from capsule_server.testing import running_server
 from geminibot.crawl.crawler import Crawler, CrawlOptions, Progress
 from geminibot.crawl.fetcher import gemini_fetch
 from geminibot.gemini.accesslog import AccessRecord
@@ -89,18 +89,15 @@ async def serving(
     root.mkdir(parents=True, exist_ok=True)
     for host in hosts:
         (root / host).symlink_to(source / host, target_is_directory=True)
-    t0 = trio.current_time()
     served: Served
 
     def log(r: AccessRecord) -> None:
-        # the report reads times from the log: give it trio's (mock) time
-        r.time = datetime.fromtimestamp(EPOCH + trio.current_time() - t0, UTC).isoformat()
         served.records.append(r)
         if r.host is not None and r.path is not None:
             hit = Hit(trio.current_time(), r.path, r.status, r.meta or "", r.limited)
             served.hits.setdefault(r.host, []).append(hit)
 
-    async with running_server(root, cert_dir, limits, log, clock=trio.current_time) as server:
+    async with serving_on_trio_time(root, cert_dir, limits, log, EPOCH) as server:
         served = Served(server, root)
         yield served
 

@@ -3,13 +3,13 @@ tests that run commands end to end and for ``bench/crawl_speed.py``."""
 
 from __future__ import annotations
 
-import socket
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+
+from loopback import free_port, wait_listening
 
 #: Seconds to wait for the server to listen.
 STARTUP_TIMEOUT = 60.0
@@ -52,13 +52,6 @@ def generate(root: Path, hosts: int, pages: int) -> list[str]:
     return [f"gemini://host{h:02d}.test/" for h in range(hosts)]
 
 
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
-
-
 @contextmanager
 def capsule_server(
     root: Path, certs: Path, log: Path | None = None, rate: float = 1e6
@@ -73,17 +66,7 @@ def capsule_server(
         argv += ["--log", str(log)]
     proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
-        deadline = time.monotonic() + STARTUP_TIMEOUT
-        while True:
-            if proc.poll() is not None:
-                raise RuntimeError("capsule-server exited")
-            try:
-                with socket.create_connection(("127.0.0.1", port), timeout=0.5):
-                    break
-            except OSError:
-                if time.monotonic() > deadline:
-                    raise RuntimeError("capsule-server did not start") from None
-                time.sleep(0.05)
+        wait_listening(port, proc, "capsule-server", STARTUP_TIMEOUT)
         yield port
     finally:
         proc.terminate()

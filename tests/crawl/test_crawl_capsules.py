@@ -27,9 +27,6 @@ from geminibot.crawl.frontier import Limits as CrawlLimits
 from geminibot.gemini.server import Limits
 from geminibot.index import search
 
-#: Real seconds the loop must be idle before the mock clock jumps to the next timer: long
-#: enough that a loopback TLS exchange never looks idle, short enough to keep tests quick.
-AUTOJUMP = 0.25
 #: A server rate limit the crawl never meets (test_rate_limited_server_44s_obeyed meets one).
 FAST = Limits(rate_burst=10_000, rate_per_second=10_000.0)
 MAZE_BOUND = 100
@@ -49,9 +46,8 @@ def clock_at(start: float) -> "object":
 
 @pytest.mark.parametrize(("host", "role"), crawl_cases(("indexer", "archiver", "researcher")))
 async def test_capsule_crawl(
-    host: str, role: str, cert_dir: Path, tmp_path: Path, mock_clock: trio.testing.MockClock
+    host: str, role: str, cert_dir: Path, tmp_path: Path, loopback_clock: trio.testing.MockClock
 ) -> None:
-    mock_clock.autojump_threshold = AUTOJUMP
     expect = expectation(host)
     # the maze is bounded by the URLs-per-host trap bound; a lower one keeps the test quick
     # (the default is tested at its edge in test_crawl_frontier.py)
@@ -72,9 +68,8 @@ async def test_capsule_crawl(
 
 
 async def test_visit_time_outside_window(
-    cert_dir: Path, tmp_path: Path, mock_clock: trio.testing.MockClock
+    cert_dir: Path, tmp_path: Path, loopback_clock: trio.testing.MockClock
 ) -> None:
-    mock_clock.autojump_threshold = AUTOJUMP
     host = "robots-v2.test"
     async with serving([host], tmp_path / "capsules", cert_dir, FAST) as served:
         progress, conn = await crawl_host(
@@ -91,9 +86,8 @@ async def test_visit_time_outside_window(
 
 
 async def test_ext20_request_rate_obeyed(
-    cert_dir: Path, tmp_path: Path, mock_clock: trio.testing.MockClock
+    cert_dir: Path, tmp_path: Path, loopback_clock: trio.testing.MockClock
 ) -> None:
-    mock_clock.autojump_threshold = AUTOJUMP
     host = "robots-v2.test"
     async with serving([host], tmp_path / "capsules", cert_dir, FAST) as served:
         await crawl_host(
@@ -109,9 +103,8 @@ async def test_ext20_request_rate_obeyed(
 
 
 async def test_rate_limited_server_44s_obeyed(
-    cert_dir: Path, tmp_path: Path, mock_clock: trio.testing.MockClock
+    cert_dir: Path, tmp_path: Path, loopback_clock: trio.testing.MockClock
 ) -> None:
-    mock_clock.autojump_threshold = AUTOJUMP
     host = "va-groups.test"
     limits = Limits(rate_burst=2, rate_per_second=0.5)
     async with serving([host], tmp_path / "capsules", cert_dir, limits) as served:
@@ -129,9 +122,8 @@ async def test_rate_limited_server_44s_obeyed(
 
 
 async def test_robots2_chain_followed(
-    cert_dir: Path, tmp_path: Path, mock_clock: trio.testing.MockClock
+    cert_dir: Path, tmp_path: Path, loopback_clock: trio.testing.MockClock
 ) -> None:
-    mock_clock.autojump_threshold = AUTOJUMP
     host = "robots2-chain.test"
     async with serving([host], tmp_path / "capsules", cert_dir, FAST) as served:
         await crawl_host(served.port, host, tmp_path / "c.db", CrawlOptions(test_range=True))
@@ -145,11 +137,10 @@ async def test_robots2_chain_followed(
 
 @pytest.mark.parametrize("store", ["no", "session-only", "yes"])
 async def test_robots2_store_decides_what_the_index_keeps(
-    cert_dir: Path, tmp_path: Path, mock_clock: trio.testing.MockClock, store: str
+    cert_dir: Path, tmp_path: Path, loopback_clock: trio.testing.MockClock, store: str
 ) -> None:
     """robots2.txt `store: no` or `session-only`: nothing of the content is persisted,
     so the page is indexed by its metadata only and a search finds nothing."""
-    mock_clock.autojump_threshold = AUTOJUMP
     host = "store.test"
     capsule = tmp_path / "source" / host
     capsule.mkdir(parents=True)

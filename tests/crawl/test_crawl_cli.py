@@ -17,6 +17,7 @@ from pathlib import Path
 
 import pytest
 from capsule_crawl import CAPSULES, POLICY_FILES, expectation
+from commands import run_module
 from jetforce_peer import running_jetforce
 from served_capsules import capsule_server
 from warcio.archiveiterator import ArchiveIterator
@@ -29,13 +30,7 @@ TIMEOUT = 60.0
 
 
 def geminibot(*args: str, timeout: float = TIMEOUT) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "geminibot", *args],
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-        check=False,
-    )
+    return run_module("geminibot", *args, timeout=timeout)
 
 
 @pytest.fixture(scope="module")

@@ -10,14 +10,15 @@ import socket
 import ssl
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
-from functools import partial
 from pathlib import Path
 
+import loopback
 import pytest
 import trio
 from certs import CertPair, cert_pair
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from loopback import tcp_server
 
 from geminibot import urls
 from geminibot.gemini import errors
@@ -81,11 +82,9 @@ async def serve(
         finally:
             await trio.aclose_forcefully(stream) if not close_notify else await stream.aclose()
 
-    async with trio.open_nursery() as nursery:
-        listeners = await nursery.start(partial(trio.serve_tcp, connection, 0, host=address))
-        server = Server(listeners[0].socket.getsockname()[1])
+    async with tcp_server(connection, address) as port:
+        server = Server(port)
         yield server
-        nursery.cancel_scope.cancel()
 
 
 def client_for(server: Server, **options: object) -> GeminiClient:
@@ -93,12 +92,7 @@ def client_for(server: Server, **options: object) -> GeminiClient:
 
 
 async def read_request(stream: trio.abc.Stream, server: Server | None = None) -> bytes:
-    data = b""
-    while b"\r\n" not in data and len(data) < 2048:
-        chunk = await stream.receive_some(2048)
-        if not chunk:
-            break
-        data += chunk
+    data = await loopback.read_request(stream, 2048)
     if server is not None:
         server.requests.append(data)
     return data

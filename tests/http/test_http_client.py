@@ -9,6 +9,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import certs
 import pytest
 import trio
+from loopback import tcp_server
 from webserver import Page, endless_body, html, redirect, serve, silent, slow_drip, text
 
 from geminibot.http.client import WebClient, user_agent
@@ -201,13 +202,9 @@ async def test_refused_connection_and_garbage() -> None:
         await stream.send_all(b"SPAM SPAM SPAM\r\n\r\n")
         await stream.aclose()
 
-    async with trio.open_nursery() as nursery:
-        listeners = await nursery.start(trio.serve_tcp, garbage, 0)
-        port = listeners[0].socket.getsockname()[1]
-        async with WebClient(limits=FAST) as client:
-            with pytest.raises(RemoteProtocolError):
-                await client.fetch(f"http://127.0.0.1:{port}/")
-        nursery.cancel_scope.cancel()
+    async with tcp_server(garbage) as port, WebClient(limits=FAST) as client:
+        with pytest.raises(RemoteProtocolError):
+            await client.fetch(f"http://127.0.0.1:{port}/")
 
 
 def _tls_server(context: ssl.SSLContext) -> tuple[ThreadingHTTPServer, threading.Thread]:
@@ -244,13 +241,9 @@ async def test_stalled_tls_handshake_hits_the_connect_timeout() -> None:
         await trio.sleep(5)  # never answers the ClientHello
 
     limits = Limits(connect_timeout=0.3, header_timeout=2, idle_timeout=2, total_timeout=5)
-    async with trio.open_nursery() as nursery:
-        listeners = await nursery.start(trio.serve_tcp, mute, 0)
-        port = listeners[0].socket.getsockname()[1]
-        async with WebClient(limits=limits) as client:
-            with pytest.raises(ConnectTimeout):
-                await client.fetch(f"https://127.0.0.1:{port}/")
-        nursery.cancel_scope.cancel()
+    async with tcp_server(mute) as port, WebClient(limits=limits) as client:
+        with pytest.raises(ConnectTimeout):
+            await client.fetch(f"https://127.0.0.1:{port}/")
 
 
 async def test_endless_redirects_end_at_the_hop_limit() -> None:

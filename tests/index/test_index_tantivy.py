@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import sqlite3
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+from commands import run_module
 
 from geminibot.index import Link, Page, QueryError, connect, search, store_page, transaction
 from geminibot.index.authority import compute_authority, has_authority, pagerank
@@ -221,13 +221,7 @@ def test_an_untrusted_seed_list_falls_back_to_every_host(tmp_path: Path) -> None
 
 
 def geminibot(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "geminibot", *args],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
+    return run_module("geminibot", *args, timeout=120)
 
 
 def test_cli_rebuild_status_and_search(db: sqlite3.Connection, tmp_path: Path) -> None:

@@ -6,12 +6,12 @@ from __future__ import annotations
 import json
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
-from functools import partial
 from pathlib import Path
 
 import pytest
 import trio
 from certs import cert_pair
+from loopback import read_request, tcp_server
 
 from geminibot.cli import main
 
@@ -30,22 +30,15 @@ async def gemini_server(host: str, reply: Reply) -> AsyncIterator[tuple[int, lis
         stream = trio.SSLStream(tcp, context, server_side=True)
         try:
             await stream.do_handshake()
-            data = b""
-            while b"\r\n" not in data and len(data) < 4096:
-                chunk = await stream.receive_some(4096)
-                if not chunk:
-                    break
-                data += chunk
+            data = await read_request(stream, 4096)
             requests.append(data)
             await stream.send_all(reply(data.strip()))
             await stream.aclose()
         except (trio.BrokenResourceError, trio.ClosedResourceError):
             await trio.aclose_forcefully(stream)
 
-    async with trio.open_nursery() as nursery:
-        listeners = await nursery.start(partial(trio.serve_tcp, connection, 0, host="127.0.0.1"))
-        yield listeners[0].socket.getsockname()[1], requests
-        nursery.cancel_scope.cancel()
+    async with tcp_server(connection) as port:
+        yield port, requests
 
 
 async def run_cli(argv: list[str]) -> int:

@@ -3,12 +3,17 @@ patterns, the loopback guard."""
 
 from __future__ import annotations
 
+import argparse
+
 import pytest
 
+from geminibot.cliutil import CommandError
 from geminibot.net.connect import (
     ConnectRule,
     ConnectToError,
     Resolver,
+    add_connect_to_option,
+    connect_rules,
     parse_connect_to,
     parse_resolve,
     route,
@@ -96,6 +101,23 @@ def test_bad_resolve_rules() -> None:
     for bad in ("h.test:1965", "h.test:1965:127.0.0.1:2000", "h.test:65536:127.0.0.1"):
         with pytest.raises(ConnectToError, match="--resolve"):
             parse_resolve(bad)
+
+
+def test_a_command_line_s_rules() -> None:
+    """--connect-to rules come before --resolve rules; a bad one is a usage error."""
+    parser = argparse.ArgumentParser()
+    add_connect_to_option(parser)
+    args = parser.parse_args(["--connect-to", "*.test:1965:127.0.0.1:2000"] * 2)
+    assert connect_rules(args.connect_to, ["a.test:1965:127.0.0.2"]) == [
+        ConnectRule("*.test", 1965, "127.0.0.1", 2000),
+        ConnectRule("*.test", 1965, "127.0.0.1", 2000),
+        ConnectRule("a.test", 1965, "127.0.0.2", 1965),
+    ]
+    assert connect_rules([]) == []
+    with pytest.raises(CommandError, match=r"--connect-to 'a\.test:1965'"):
+        connect_rules(["a.test:1965"])
+    with pytest.raises(CommandError, match="--resolve"):
+        connect_rules([], ["a.test"])
 
 
 def test_loopback_only_refuses_other_addresses() -> None:

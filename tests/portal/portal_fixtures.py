@@ -12,16 +12,15 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 import httpx
 import trio
+from capsule_fixtures import serving_on_trio_time
 
 from capsule_server.files import bundled_capsules
 from capsule_server.server import CapsuleServer
-from capsule_server.testing import running_server
 from geminibot.gemini.accesslog import AccessRecord
 from geminibot.gemini.server import Limits
 from geminibot.net.connect import parse_connect_to
@@ -34,8 +33,6 @@ CAPSULES = bundled_capsules()
 assert CAPSULES is not None
 EPOCH = 1.8e9  # where the access log's clock starts
 FAST = Limits(rate_burst=100_000, rate_per_second=100_000.0, header_timeout=5.0)
-#: Real seconds the loop must be idle before a mock clock jumps (as in tests/crawl/).
-AUTOJUMP = 0.25
 #: A portal that never slows a test down on its own (tests of the limits set their own).
 OPEN = PortalLimits(rate_per_second=1e6, rate_burst=1_000_000, min_host_delay=0.0)
 
@@ -140,16 +137,14 @@ async def serving(root: Path, cert_dir: Path, limits: Limits = FAST) -> AsyncIte
     for folder in sorted(CAPSULES.glob("*.test")):  # type: ignore[union-attr]
         (root / folder.name).symlink_to(folder, target_is_directory=True)
     make_input_capsule(root)
-    t0 = trio.current_time()
     served: Served
 
     def log(r: AccessRecord) -> None:
-        r.time = datetime.fromtimestamp(EPOCH + trio.current_time() - t0, UTC).isoformat()
         served.records.append(r)
         if r.host is not None and r.path is not None:
             served.hits.append(Hit(trio.current_time(), r.host, r.path, r.status, r.meta or ""))
 
-    async with running_server(root, cert_dir, limits, log, clock=trio.current_time) as server:
+    async with serving_on_trio_time(root, cert_dir, limits, log, EPOCH) as server:
         served = Served(server, root)
         yield served
 

@@ -6,12 +6,13 @@ from __future__ import annotations
 import itertools
 import json
 import re
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 import trio
 import trio.testing
-from portal_fixtures import AUTOJUMP, browser, make_app, portal, serving
+from portal_fixtures import browser, make_app, portal, serving
 
 from capsule_server.cli import main as capsule_server_main
 from capsule_server.report import build_report, load_policies
@@ -237,9 +238,8 @@ async def test_binary_passes_through_up_to_the_cap(
 
 
 async def test_a_44_on_robots_txt_slows_the_portal_down(
-    tmp_path: Path, cert_dir: Path, mock_clock: trio.testing.MockClock
+    tmp_path: Path, cert_dir: Path, loopback_clock: trio.testing.MockClock
 ) -> None:
-    mock_clock.autojump_threshold = AUTOJUMP
     async with portal(tmp_path / "c", cert_dir) as (served, web):
         first = await web.get("/gemini/robots-44.test/a.gmi")
         again = await web.get("/gemini/robots-44.test/a.gmi")
@@ -258,9 +258,8 @@ async def test_a_44_on_robots_txt_slows_the_portal_down(
 
 
 async def test_a_rate_limited_capsule_is_obeyed(
-    tmp_path: Path, cert_dir: Path, mock_clock: trio.testing.MockClock
+    tmp_path: Path, cert_dir: Path, loopback_clock: trio.testing.MockClock
 ) -> None:
-    mock_clock.autojump_threshold = AUTOJUMP
     server_limits = Limits(rate_burst=2, rate_per_second=0.5)
     pages = ["/", "/public/a.gmi", "/index-no/a.gmi", "/research-no/a.gmi", "/archive-no/a.gmi"]
     async with portal(tmp_path / "c", cert_dir, server_limits) as (served, web):
@@ -278,42 +277,57 @@ async def test_a_rate_limited_capsule_is_obeyed(
     assert report.compliant, report.as_dict()
 
 
-async def test_policy_cache_lasts_24_hours_at_most(
-    tmp_path: Path, cert_dir: Path, mock_clock: trio.testing.MockClock
-) -> None:
-    mock_clock.autojump_threshold = AUTOJUMP
-    day = 24 * 3600
-    async with serving(tmp_path / "c", cert_dir) as served:
+async def served_around(
+    root: Path,
+    cert_dir: Path,
+    ttl: Callable[[PortalApp], float],
+    first: str,
+    then: str,
+    counted: str,
+) -> tuple[int, int]:
+    """Through a portal, show va-groups.test's ``first`` page, then its ``then`` page a
+    second before ``ttl(app)`` has passed and a second after: how often the capsule had
+    served ``counted`` each time."""
+    host = "va-groups.test"
+    counts = []
+    async with serving(root, cert_dir) as served:
         app = make_app(served.port)
         async with browser(app) as web:
-            await web.get("/gemini/va-groups.test/public/a.gmi")
+            await web.get(f"/gemini/{host}{first}")
             start = trio.current_time()
-            await trio.sleep_until(start + day - 1)
-            await web.get("/gemini/va-groups.test/index-no/a.gmi")
-            robots_before = served.paths("va-groups.test").count("/robots.txt")
-            await trio.sleep_until(start + day + 1)
-            await web.get("/gemini/va-groups.test/index-no/a.gmi")
-            robots_after = served.paths("va-groups.test").count("/robots.txt")
+            for moment in (start + ttl(app) - 1, start + ttl(app) + 1):
+                await trio.sleep_until(moment)
+                await web.get(f"/gemini/{host}{then}")
+                counts.append(served.paths(host).count(counted))
+    return counts[0], counts[1]
+
+
+async def test_policy_cache_lasts_24_hours_at_most(
+    tmp_path: Path, cert_dir: Path, loopback_clock: trio.testing.MockClock
+) -> None:
+    robots_before, robots_after = await served_around(
+        tmp_path / "c",
+        cert_dir,
+        lambda _: 24 * 3600,
+        "/public/a.gmi",
+        "/index-no/a.gmi",
+        "/robots.txt",
+    )
     assert robots_before == 1
     assert robots_after == 2
 
 
 async def test_page_cache(
-    tmp_path: Path, cert_dir: Path, mock_clock: trio.testing.MockClock
+    tmp_path: Path, cert_dir: Path, loopback_clock: trio.testing.MockClock
 ) -> None:
-    mock_clock.autojump_threshold = AUTOJUMP
-    async with serving(tmp_path / "c", cert_dir) as served:
-        app = make_app(served.port)
-        ttl = app.upstream.limits.page_cache_seconds
-        async with browser(app) as web:
-            await web.get("/gemini/va-groups.test/public/a.gmi")
-            start = trio.current_time()
-            await trio.sleep_until(start + ttl - 1)
-            await web.get("/gemini/va-groups.test/public/a.gmi")
-            fetched_before = served.paths("va-groups.test").count("/public/a.gmi")
-            await trio.sleep_until(start + ttl + 1)
-            await web.get("/gemini/va-groups.test/public/a.gmi")
-            fetched_after = served.paths("va-groups.test").count("/public/a.gmi")
+    fetched_before, fetched_after = await served_around(
+        tmp_path / "c",
+        cert_dir,
+        lambda app: app.upstream.limits.page_cache_seconds,
+        "/public/a.gmi",
+        "/public/a.gmi",
+        "/public/a.gmi",
+    )
     assert fetched_before == 1
     assert fetched_after == 2
 
@@ -321,12 +335,11 @@ async def test_page_cache(
 async def test_every_capsule_page_through_the_portal_is_webproxy_compliant(
     tmp_path: Path,
     cert_dir: Path,
-    mock_clock: trio.testing.MockClock,
+    loopback_clock: trio.testing.MockClock,
     capsys: pytest.CaptureFixture[str],
 ) -> None:
     """A person clicks every link of every bundled capsule's home page; the server's
     compliance report judges the portal's traffic as webproxy's."""
-    mock_clock.autojump_threshold = AUTOJUMP
     hosts = [
         "va-groups.test",
         "va-conflict.test",

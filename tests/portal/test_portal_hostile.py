@@ -7,10 +7,10 @@ import ssl
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
-from functools import partial
 
 import certs
 import trio
+from loopback import tcp_server
 from portal_fixtures import OPEN, browser
 
 from geminibot.net.connect import parse_connect_to
@@ -64,11 +64,9 @@ async def hostile_server() -> AsyncIterator[Hostile]:
         except (trio.BrokenResourceError, trio.ClosedResourceError):
             pass
 
-    async with trio.open_nursery() as nursery:
-        listeners = await nursery.start(partial(trio.serve_tcp, handle, 0, host="127.0.0.1"))
-        state.port = listeners[0].socket.getsockname()[1]
+    async with tcp_server(handle) as port:
+        state.port = port
         yield state
-        nursery.cancel_scope.cancel()
 
 
 def app_for(port: int, limits: PortalLimits = OPEN) -> PortalApp:

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 import trio
 import trio.testing
-from portal_fixtures import AUTOJUMP, CAPSULES, browser, portal
+from portal_fixtures import CAPSULES, browser, portal
 
 from geminibot.cli import main
 from geminibot.net.connect import parse_connect_to
@@ -49,8 +49,7 @@ def offline_app(limits: PortalLimits) -> PortalApp:
     return PortalApp(Upstream(limits, guard=AddressGuard(test_range=True)))
 
 
-async def test_per_client_rate_limit_edge(mock_clock: trio.testing.MockClock) -> None:
-    mock_clock.autojump_threshold = AUTOJUMP
+async def test_per_client_rate_limit_edge(loopback_clock: trio.testing.MockClock) -> None:
     app = offline_app(PortalLimits(rate_per_second=1.0, rate_burst=3))
     async with browser(app) as web, browser(app, client="127.0.0.2") as other:
         within = [(await web.get("/robots.txt")).status_code for _ in range(3)]
@@ -143,9 +142,8 @@ async def test_loopback_page_refused_without_test_range(tmp_path: Path, cert_dir
 
 @pytest.mark.parametrize(("slots", "status"), [(1, 503), (2, 200)])
 async def test_max_concurrent_upstream_edge(
-    tmp_path: Path, cert_dir: Path, mock_clock: trio.testing.MockClock, slots: int, status: int
+    tmp_path: Path, cert_dir: Path, loopback_clock: trio.testing.MockClock, slots: int, status: int
 ) -> None:
-    mock_clock.autojump_threshold = AUTOJUMP
     limits = PortalLimits(
         rate_per_second=1e6, rate_burst=1000, min_host_delay=0.0, max_upstream=slots
     )
@@ -165,11 +163,10 @@ async def test_max_concurrent_upstream_edge(
 async def test_host_pacing_and_max_wait_edge(
     tmp_path: Path,
     cert_dir: Path,
-    mock_clock: trio.testing.MockClock,
+    loopback_clock: trio.testing.MockClock,
     max_wait: float,
     status: int,
 ) -> None:
-    mock_clock.autojump_threshold = AUTOJUMP
     limits = PortalLimits(
         rate_per_second=1e6, rate_burst=1000, min_host_delay=5.0, max_wait=max_wait
     )
@@ -234,10 +231,9 @@ async def test_a_large_robots_txt_is_read_as_the_core_reads_it(
 
 @pytest.mark.parametrize("retries", [0, 2])
 async def test_slow_down_retries_edge(
-    tmp_path: Path, cert_dir: Path, mock_clock: trio.testing.MockClock, retries: int
+    tmp_path: Path, cert_dir: Path, loopback_clock: trio.testing.MockClock, retries: int
 ) -> None:
     """robots-44.test always answers "44 60": sat out ``retries`` times, then a 503."""
-    mock_clock.autojump_threshold = AUTOJUMP
     limits = open_limits(max_wait=1000.0, max_slow_down_retries=retries)
     async with portal(tmp_path / "c", cert_dir, limits=limits) as (served, web):
         r = await web.get("/gemini/robots-44.test/a.gmi")

@@ -59,14 +59,15 @@ def test_newer_schema_refused_in_one_line(kind: str, db: str) -> None:
 
 
 def test_older_schema_upgraded_in_place(pg_url: str, monkeypatch: pytest.MonkeyPatch) -> None:
-    """A version-1 PostgreSQL database meets a geminibot whose schema has a version 2."""
+    """A PostgreSQL database of the current version meets a geminibot whose schema has
+    one more."""
     pg.connect(pg_url).close()
-    v2 = ("CREATE TABLE upgraded (x INTEGER)",)
-    monkeypatch.setattr(pg, "MIGRATIONS", (*pg.MIGRATIONS, v2))
-    monkeypatch.setattr(pg, "SCHEMA_VERSION", 2)
+    newer = ("CREATE TABLE upgraded (x INTEGER)",)
+    monkeypatch.setattr(pg, "MIGRATIONS", (*pg.MIGRATIONS, newer))
+    monkeypatch.setattr(pg, "SCHEMA_VERSION", pg.SCHEMA_VERSION + 1)
     pg.connect(pg_url).close()
     with psycopg.connect(pg_url) as conn:
-        assert pg.schema_version(conn) == 2
+        assert pg.schema_version(conn) == pg.SCHEMA_VERSION
         assert conn.execute("SELECT count(*) FROM upgraded").fetchone() == (0,)
 
 

@@ -1,0 +1,109 @@
+"""Link authority on both stores (``store`` and ``db`` are parametrised: SQLite and
+PostgreSQL): one TrustRank computation over the graph either store holds, written back
+to it, and both searches rank by it. The case is the link farm of
+tests/index/test_index_tantivy.py: five hosts linking only to each other, whose text
+alone wins a search, and a good host that a trusted seed links to."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+from test_store import decision
+
+from geminibot.cli import main
+from geminibot.crawl.databases import reading
+from geminibot.crawl.store import CrawlStore, FetchedPage, FetchRecord, HostState
+from geminibot.index import Link, Page
+from geminibot.index.authority import compute_authority, write_sqlite
+from geminibot.index.pg import is_postgres, write_authority
+
+SEED, GOOD = "gemini://seed.test/", "gemini://good.test/"
+FARM = [f"gemini://farm{n}.test/" for n in range(5)]
+
+
+def put(store: CrawlStore, url: str, title: str, text: str, links: list[str]) -> None:
+    host = url.split("/")[2]
+    assert store.lease_host(host, "me") is not None
+    claimed = store.claim(host, "me")
+    assert claimed is not None and claimed.url == url
+    p = Page(
+        url=url,
+        host=host,
+        status=20,
+        meta="text/gemini",
+        fetched_at=10.0,
+        size=len(text),
+        mime="text/gemini",
+        content_hash=f"h-{url}",
+        title=title,
+        text=text,
+        links=tuple(Link(t, "casino") for t in links),
+    )
+    state = HostState(last_end=10.5, last_duration=0.5, not_before=12.0, slow_downs=0)
+    record = FetchRecord(url, host, 20, "text/gemini", None, 10.0, 0.5, state)
+    store.fetched(FetchedPage(decision(url, host=host), record, p, "indexer", []))
+
+
+def farm(store: CrawlStore) -> None:
+    store.seed([SEED, GOOD, *FARM])
+    put(store, SEED, "Seed", "start", [GOOD])
+    put(store, GOOD, "Casino guide", "casino history, once", [])
+    for url in FARM:
+        put(store, url, "casino casino casino", "casino " * 50, [u for u in FARM if u != url])
+
+
+def writer(db: str) -> Any:
+    return write_authority if is_postgres(db) else write_sqlite
+
+
+def scores(conn: Any) -> dict[str, float]:
+    return {u: float(s) for u, s in conn.execute("SELECT url, score FROM authority").fetchall()}
+
+
+def test_authority_reorders_search_on_both_stores(store: CrawlStore, db: str) -> None:
+    farm(store)
+    with reading(db) as (conn, search):
+        assert search(conn, "casino", 10)[0].url in FARM  # text alone: the farm wins
+        compute_authority(conn, [], None, writer(db))  # plain PageRank: fooled
+        plain = scores(conn)
+        assert plain[FARM[0]] > plain[GOOD]
+        summary = compute_authority(conn, [SEED], None, writer(db))
+        assert summary["trusted"] == 1 and summary["links"] == 21 and summary["hosts"] == 7
+        trusted = scores(conn)
+        assert len(trusted) == 7
+        assert trusted[FARM[0]] < 1e-9 and trusted[GOOD] > 1
+        assert search(conn, "casino", 10)[0].url == GOOD
+
+
+def test_search_without_authority_is_text_alone(store: CrawlStore, db: str) -> None:
+    from geminibot.index import pg, search
+
+    farm(store)
+    with reading(db) as (conn, _):
+        compute_authority(conn, [SEED], None, writer(db))
+        find = pg.search if is_postgres(db) else search
+        assert find(conn, "casino", 10)[0].url == GOOD
+        assert find(conn, "casino", 10, authority=False)[0].url in FARM
+
+
+def test_cli_rebuild_trusts_the_seeds(
+    store: CrawlStore, db: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    farm(store)
+    with reading(db) as (conn, _):
+        conn.execute("UPDATE urls SET depth = 1 WHERE url <> 'gemini://seed.test/'")
+        if not is_postgres(db):
+            conn.commit()
+    assert main(["index", "rebuild", "--db", db, "--json"]) == 0
+    summary = json.loads(capsys.readouterr().out)
+    assert summary["hosts"] == 7 and summary["trusted_hosts"] == 1
+    assert main(["search", "casino", "--db", db]) == 0
+    assert capsys.readouterr().out.splitlines()[1] == f"   {GOOD}"
+
+
+def test_pg_index_status_is_one_clear_line(pg_url: str, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["index", "status", "--db", pg_url]) == 2
+    err = capsys.readouterr().err
+    assert "no tantivy index" in err and len(err.splitlines()) == 1, err
