@@ -24,37 +24,43 @@ from geminibot.classify.sources import site_from_source
 from geminibot.cliutil import EXIT_NEGATIVE, EXIT_OK, CommandError, emit_json, read_source
 from geminibot.policy.cli import agent_option
 
+#: Columns the help text fits in: an 80-column terminal, with room for argparse's margin.
+HELP_WIDTH = 78
+
 
 def _activity_help() -> str:
     width = max(len(a.value) for a in Activity)
     lines = []
     for a in Activity:
-        wrapped = textwrap.wrap(a.meaning, 96 - width - 4)
+        wrapped = textwrap.wrap(a.meaning, HELP_WIDTH - width - 4)
         lines.append(f"  {a.value:<{width}}  {wrapped[0]}")
         lines.extend(f"  {'':<{width}}  {more}" for more in wrapped[1:])
     return "\n".join(lines)
 
 
 DESCRIPTION = """\
-Say which Gemini virtual user agents (archiver, indexer, researcher, webproxy) and which
-robots2.txt agent categories a bot is, from what it does with the content it fetches, and
-why: each answer names the activity and quotes the sentence of the specification it rests on.
+Say which Gemini virtual user agents (archiver, indexer, researcher, webproxy)
+and which robots2.txt agent categories a bot is, from what it does with the
+content it fetches, and why: each answer names the activity and quotes the
+sentence of the specification it rests on.
 
 Describe the bot in one of three ways:
-  a profile file    name = "mybot" / token = "mybot" / activities = ["search-index"]
+  a profile file    TOML: name = "mybot" / token = "mybot" /
+                    activities = ["search-index"]
   --does A,B,...    the activities, comma-separated
   --bot NAME        a known bot from the registry (--list shows them)
 
 Activities:
 {activities}
 
-Rules in short: archive -> archiver, search-index -> indexer, statistics -> researcher (only
-while nothing is rehosted, linked to or searchable), web-proxy -> webproxy. A bot that fits
-several virtual agents obeys the most restrictive combination: a URL is allowed only if every
-applicable group allows it. Activities that no virtual agent describes (training, answering
-users, advertising, ...) leave the bot with `*` and its own token on Gemini; the output warns
-and recommends strict mode when a virtual agent's group would grant more than was meant.
-See docs/classify.md for every rule and its source.
+Rules in short: archive -> archiver, search-index -> indexer, statistics ->
+researcher (only while nothing is rehosted, linked to or searchable),
+web-proxy -> webproxy. A bot that fits several virtual agents obeys the
+most restrictive combination: a URL is allowed only if every applicable group
+allows it. Activities that no virtual agent describes (training, answering
+users, advertising, ...) leave the bot with `*` and its own token on Gemini;
+the output warns and recommends strict mode when a virtual agent's group would
+grant more than was meant. See docs/classify.md for every rule and its source.
 """
 
 EPILOG = """\

@@ -32,15 +32,17 @@ from geminibot.policy.site_policy import SitePolicy
 from geminibot.urls import Scheme
 
 EPILOG = """\
-bot classes: each Gemini virtual agent (a bot known only by it), '*' (a bot no group
-names), and each --agent TOKEN[:VA,...] given. For each class the report lists the paths
-one side allows and the other forbids (one example path per pair of deciding rules, the
-candidates made from the rules of both sides), the waiting time between requests when it
-differs, and the robots2.txt usage answers that differ.
+bot classes: each Gemini virtual agent (a bot known only by it), '*' (a bot no
+group names), and each --agent TOKEN[:VA,...] given. For each class the report
+lists the paths one side allows and the other forbids (one example path per
+pair of deciding rules, the candidates made from the rules of both sides), the
+waiting time between requests when it differs, and the robots2.txt usage
+answers that differ.
 
 examples:
   geminibot compare example.org
-  geminibot compare --web site/robots.txt site/robots2.txt --gemini capsule/robots.txt
+  geminibot compare --web site/robots.txt site/robots2.txt \\
+      --gemini capsule/robots.txt
   geminibot compare example.org --agent mybot:indexer --json
 
 exit status: 0 the policies agree, 1 they differ, 2 usage or input error.
@@ -52,7 +54,7 @@ def register(commands: Any) -> None:
         "compare",
         help="where a host's web and Gemini policies disagree, per bot class",
         description=(
-            "Compare the web policy (https://HOST/) and the Gemini policy (gemini://HOST/) "
+            "Compare the web policy (https://HOST/) and the Gemini policy (gemini://HOST/)\n"
             "of a host, or two sets of policy files, for every class of bot."
         ),
         epilog=EPILOG,
