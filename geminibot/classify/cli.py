@@ -286,15 +286,7 @@ def _print(profile: Profile, bot: Bot | None, result: Classification, out: TextI
     token = f" (own token: {profile.token})" if profile.token else " (no own token)"
     out.write(f"{who}{token}\n")
     if bot is not None:
-        out.write(f"  documented as: {bot.documented_as}\n  source: {bot.source}\n")
-        if bot.obeys:
-            out.write(f"  documented to obey: {', '.join(bot.obeys)}\n")
-        if bot.notes:
-            out.write(f"  notes: {bot.notes}\n")
-        if bot.protocol == "web":
-            out.write(
-                "  (a web bot: its virtual agents matter when it fetches from Gemini hosts)\n"
-            )
+        _print_registry_entry(bot, out)
     out.write(f"activities: {', '.join(a.value for a in result.activities) or 'none'}\n\n")
     _print_assignments("Gemini virtual agents", result.virtual_agents, out)
     _print_assignments("robots2.txt categories", result.categories, out)
@@ -316,15 +308,20 @@ def _print(profile: Profile, bot: Bot | None, result: Classification, out: TextI
     if result.warnings:
         out.write("warnings:\n")
         for w in result.warnings:
-            out.write(
-                textwrap.fill(
-                    f"[{w.code}] {w.message}",
-                    96,
-                    initial_indent="  ",
-                    subsequent_indent="      ",
-                )
-                + "\n"
-            )
+            text = f"[{w.code}] {w.message}"
+            out.write(textwrap.fill(text, 96, initial_indent="  ", subsequent_indent="      "))
+            out.write("\n")
+
+
+def _print_registry_entry(bot: Bot, out: TextIO) -> None:
+    """What the registry documents of the bot."""
+    out.write(f"  documented as: {bot.documented_as}\n  source: {bot.source}\n")
+    if bot.obeys:
+        out.write(f"  documented to obey: {', '.join(bot.obeys)}\n")
+    if bot.notes:
+        out.write(f"  notes: {bot.notes}\n")
+    if bot.protocol == "web":
+        out.write("  (a web bot: its virtual agents matter when it fetches from Gemini hosts)\n")
 
 
 def _yes(allowed: bool) -> str:

@@ -122,12 +122,7 @@ def _from_host(args: argparse.Namespace) -> tuple[SitePolicy, SitePolicy]:
     if not host or "/" in host or "@" in host:
         raise CommandError(f"{args.host!r}: give a host name, not a URL")
     resolver = Resolver(connect_rules(args.connect_to), loopback_only=False)
-    verify: ssl.SSLContext | bool = True
-    if args.web_ca:
-        try:
-            verify = ssl.create_default_context(cafile=args.web_ca)
-        except (OSError, ssl.SSLError) as exc:
-            raise CommandError(f"--web-ca {args.web_ca}: {exc}") from None
+    verify = _web_verify(args.web_ca)
     limits = Limits(total_timeout=args.timeout)
 
     async def fetch_both() -> tuple[SitePolicy, SitePolicy]:
@@ -144,6 +139,16 @@ def _from_host(args: argparse.Namespace) -> tuple[SitePolicy, SitePolicy]:
         return trio.run(fetch_both)
     except ValueError as exc:  # a host name neither URL parser accepts
         raise CommandError(f"{host}: {exc}") from None
+
+
+def _web_verify(ca_file: str | None) -> ssl.SSLContext | bool:
+    """How the web side checks certificates: the system's CAs, or --web-ca's."""
+    if not ca_file:
+        return True
+    try:
+        return ssl.create_default_context(cafile=ca_file)
+    except (OSError, ssl.SSLError) as exc:
+        raise CommandError(f"--web-ca {ca_file}: {exc}") from None
 
 
 def run_compare(args: argparse.Namespace) -> int:

@@ -269,6 +269,16 @@ class PgStore:
             " ON CONFLICT (url) DO NOTHING RETURNING url, host, state, reason",
             (now, *(list(column) for column in zip(*rows, strict=True))),
         ).fetchall()
+        self._count_queued(conn, inserted, result)
+        for url in new:
+            result.setdefault(url, "known")  # another process inserted it meanwhile
+        return result
+
+    def _count_queued(
+        self, conn: psycopg.Connection[Any], inserted: list[Any], result: dict[str, str]
+    ) -> None:
+        """Note in ``result`` what became of each inserted URL; count the queued ones in
+        their hosts' totals."""
         added: Counter[str] = Counter()
         for url, host, state, reason in inserted:
             if state == "queued":
@@ -276,14 +286,11 @@ class PgStore:
                 result[url] = "queued"
             else:
                 result[url] = f"trapped: {reason}"
-        for url in new:
-            result.setdefault(url, "known")  # another process inserted it meanwhile
         for host in sorted(added):
             conn.execute(
                 "UPDATE hosts SET urls_total = urls_total + %s WHERE host = %s",
                 (added[host], host),
             )
-        return result
 
     def claim(self, host: str, lease: str) -> Claim | None:
         now = self.clock()
