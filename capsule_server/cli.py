@@ -15,7 +15,7 @@ from capsule_server.certs import FALLBACK_HOST, ensure_certificate, list_certifi
 from capsule_server.files import CapsuleConfigError, bundled_capsules, load_capsules
 from capsule_server.log import JsonLinesLog
 from capsule_server.server import RATE_BURST, RATE_PER_SECOND, CapsuleServer, Limits
-from geminibot.cliutil import EXIT_OK, CommandError, emit_json, run_command
+from geminibot.cliutil import EXIT_OK, CommandError, Parser, emit_json, run_command
 
 DEFAULT_CERT_DIR = Path("var/capsule-server/certs")
 """Certificates are kept here, relative to the working directory, unless --certs says."""
@@ -100,7 +100,7 @@ def _make_certs(args: argparse.Namespace) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = Parser(
         prog="capsule-server",
         description="Serve test capsules over Gemini and report which bots broke their policy.",
     )

@@ -8,7 +8,7 @@ from collections.abc import Sequence
 
 from geminibot import __version__
 from geminibot.classify import cli as classify_cli
-from geminibot.cliutil import run_command
+from geminibot.cliutil import Parser, run_command
 from geminibot.crawl import cli as crawl_cli
 from geminibot.gemini import cli as gemini_cli
 from geminibot.http import cli as http_cli
@@ -16,7 +16,7 @@ from geminibot.policy import cli as policy_cli
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = Parser(
         prog="geminibot",
         description=(
             "Well-behaved bots for Gemini and the web. "

@@ -33,6 +33,7 @@ leases of the requests it interrupts, so a stopped crawl resumes exactly where i
 from __future__ import annotations
 
 import fnmatch
+import math
 import sqlite3
 import time
 import uuid
@@ -114,7 +115,10 @@ class CrawlOptions:
     strict: bool = False
     max_pages: int | None = None
     limits: Limits = field(default_factory=Limits)
-    allow_hosts: tuple[str, ...] = ()  # fnmatch patterns; empty: the seeds' hosts
+    allow_hosts: tuple[str, ...] = ()  # fnmatch patterns, beside the seeds' own hosts
+    exclude: tuple[str, ...] = ()  # fnmatch patterns of URLs never fetched (--exclude)
+    max_time: float | None = None  # seconds, then the crawl stops (resumable)
+    min_delay: float = 0.0  # seconds: a floor under every host's delay (--min-delay)
     concurrency: int = DEFAULT_CONCURRENCY
     test_range: bool = False
     follow: tuple[Scheme, ...] = ()  # protocols followed beyond the seeds' own
@@ -133,11 +137,19 @@ class Progress:
     queued: int = 0
     hosts_active: int = 0
     hosts_seen: int = 0
+    excluded: int = 0
+    last_error: str | None = None  # the last request's error, for the closing line
     hosts_skipped: dict[str, str] = field(default_factory=dict)
     elapsed: float = 0.0
+    in_flight: int = 0
+    #: What the crawl waits for when nothing is in flight: (host, seconds until its turn).
+    next_request: tuple[str, float] | None = None
+    #: Why the crawl ended before its queue was empty ("--max-pages", "--max-time"), if so.
+    limit: str | None = None
 
     @property
     def rate(self) -> float:
+        """Pages per second over the whole run (the display shows a recent window)."""
         return self.pages / self.elapsed if self.elapsed > 0 else 0.0
 
 
@@ -176,7 +188,9 @@ class Crawler:
             if isinstance(conn, sqlite3.Connection)
             else conn
         )
-        self.scheduler = Scheduler(self._clock, test_range=options.test_range)
+        self.scheduler = Scheduler(
+            self._clock, test_range=options.test_range, min_delay=options.min_delay
+        )
         self.lease = uuid.uuid4().hex
         self.progress = Progress(started=self._wall0)
         self.bot = Bot(
@@ -187,6 +201,7 @@ class Crawler:
             __version__,
         )
         self._patterns = tuple(p.lower() for p in options.allow_hosts)
+        self._seed_hosts: set[str] = set()  # host names of the seeds, always allowed
         self._host_allowed: dict[str, bool] = {}  # host -> whether a pattern matches it
         self._protocols: set[Scheme] = set(options.follow)
         self._asks: dict[str, AskLedger] = {}
@@ -195,6 +210,8 @@ class Crawler:
         self._wake = trio.Event()
         self._stopping = False
         self._reserved = 0
+        self._queued = 0  # URLs queued, kept up to date in memory for the display
+        self._in_flight = 0
         self._pages_before = 0
         self._limiter: trio.CapacityLimiter | None = None
         self._cancel: trio.CancelScope | None = None
@@ -228,31 +245,33 @@ class Crawler:
             )
 
     def seed(self, urls: list[str]) -> dict[str, str]:
-        """Queue the seeds (known ones stay as they are); without --allow-host patterns,
-        the seeds' hosts are the crawl's hosts."""
-        valid = []
+        """Queue the seeds (known ones stay as they are). The seeds' hosts are always the
+        crawl's hosts; --allow-host patterns add others."""
         for url in urls:
             try:
-                valid.append(host_key(url))
+                self._seed_hosts.add(host_name(host_key(url)))
                 self._protocols.add(protocol_of(url))
             except ValueError:
                 pass
-        if not self._patterns:
-            self._patterns = tuple(sorted({host_name(key) for key in valid}))
-            self._host_allowed.clear()
-        return self.store.seed(urls)
+        self._host_allowed.clear()
+        return self.store.seed([u for u in urls if self.excluded_by(u) is None])
 
     def host_allowed(self, host: str) -> bool:
-        """Whether a host key matches an --allow-host pattern (by key, or by host name
-        alone, so a pattern covers the Gemini and web sides of a host)."""
+        """Whether a host key is a seed's host (compared as it is: ``[::1]:1971`` is no
+        pattern) or matches an --allow-host pattern (by key, or by host name alone, so a
+        pattern covers the Gemini and web sides of a host)."""
         known = self._host_allowed.get(host)
         if known is None:
             key = host.lower()
             name = host_name(key)
-            known = self._host_allowed[host] = any(
+            known = self._host_allowed[host] = name in self._seed_hosts or any(
                 fnmatch.fnmatchcase(key, p) or fnmatch.fnmatchcase(name, p) for p in self._patterns
             )
         return known
+
+    def excluded_by(self, url: str) -> str | None:
+        """The first --exclude pattern that matches ``url``, if any."""
+        return next((p for p in self.options.exclude if fnmatch.fnmatchcase(url, p)), None)
 
     # --- the run ---
 
@@ -264,19 +283,28 @@ class Crawler:
         self.store.recover()
         self.scheduler.restore(self.store.host_states(), self.store.hosts_with_work())
         self._pages_before = self.store.count_pages()
+        self._queued = self.store.queued()
         self._limiter = trio.CapacityLimiter(max(1, self.options.concurrency))
-        async with trio.open_nursery() as nursery:
-            self._cancel = nursery.cancel_scope
-            if self.on_progress is not None:
-                nursery.start_soon(self._report_progress, self.on_progress)
-            while not self._stopping:
-                self._spawn(nursery)
-                if not self._running:
-                    break
-                self._wake = trio.Event()
-                await self._wake.wait()
-            nursery.cancel_scope.cancel()
+        max_time = self.options.max_time
+        with trio.move_on_after(math.inf if max_time is None else max_time) as timer:
+            async with trio.open_nursery() as nursery:
+                self._cancel = nursery.cancel_scope
+                if self.on_progress is not None:
+                    nursery.start_soon(self._report_progress, self.on_progress)
+                while not self._stopping:
+                    self._spawn(nursery)
+                    if not self._running:
+                        break
+                    self._wake = trio.Event()
+                    await self._wake.wait()
+                nursery.cancel_scope.cancel()
+        if timer.cancelled_caught:
+            self.progress.limit = "--max-time"
+        elif self.progress.limit is None and self._limit_reached() and not self._stopping:
+            self.progress.limit = "--max-pages"
         self._update_progress()
+        self.progress.queued = self.store.queued()
+        self.progress.hosts_seen = self.store.count_hosts()
         return self.progress
 
     def stop(self) -> None:
@@ -287,6 +315,11 @@ class Crawler:
 
     def _spawn(self, nursery: trio.Nursery) -> None:
         if self._limit_reached():
+            # A limit reached ends the crawl: no policy file fetch, no 44 sat out for a page
+            # that will not be fetched (the requests in flight go back to the queue).
+            self.progress.limit = "--max-pages"
+            if self._cancel is not None:
+                self._cancel.cancel()
             return
         for host in self.scheduler.take_ready():
             if host in self._running or host in self._skipped or not self.host_allowed(host):
@@ -307,12 +340,17 @@ class Crawler:
             await trio.sleep(PROGRESS_INTERVAL)
 
     def _update_progress(self) -> None:
+        """Gauges from counters kept in memory (no query of the store per repaint)."""
         p = self.progress
         p.elapsed = self.clock() - self._wall0
-        p.queued = self.store.queued()
+        p.queued = self._queued
         p.hosts_active = len(self._running)
-        p.hosts_seen = self.store.count_hosts()
+        p.hosts_seen = self.scheduler.hosts_with_work()
         p.hosts_skipped = dict(self._skipped)
+        p.in_flight = self._in_flight
+        waiting = self.scheduler.next_turn()
+        now = self.clock()
+        p.next_request = None if waiting is None else (waiting[0], max(0.0, waiting[1] - now))
 
     def _skip(self, host: str, reason: str) -> None:
         self._skipped[host] = reason
@@ -330,12 +368,19 @@ class Crawler:
                 if claim is None:
                     self.scheduler.drop_work(host)
                     return
+                self._queued -= 1
                 done = False
                 try:
                     done = await self._visit(claim, policy)
+                except Exception:
+                    # The URL stays leased: the next run's recovery counts this as an
+                    # attempt cut short, and gives the URL up after MAX_URL_ATTEMPTS.
+                    done = True
+                    raise
                 finally:
                     if not done:
                         self.store.release(claim.url)
+                        self._queued += 1
                 skipped = self.scheduler.skipped(host)
                 if skipped:
                     self._skip(host, skipped)
@@ -367,6 +412,7 @@ class Crawler:
             return None
         async with self._limiter:
             self.scheduler.start(host)
+            self._in_flight += 1
             started = self.clock()
             response: Response | None = None
             try:
@@ -376,6 +422,7 @@ class Crawler:
             except Exception as exc:  # a fetcher should not raise; count it as a failure
                 response = Response(None, error=f"{type(exc).__name__}: {exc}")
             finally:
+                self._in_flight -= 1
                 duration = max(0.0, self.clock() - started)
                 status, meta = (None, "") if response is None else (response.status, response.meta)
                 state = self.scheduler.finish(
@@ -384,6 +431,7 @@ class Crawler:
         self.progress.requests += 1
         if response.status is None or response.cut:
             self.progress.errors += 1
+            self.progress.last_error = f"{url}: {response.error}"
         record = FetchRecord(
             url, host, response.status, response.meta, response.error, started, duration, state
         )
@@ -508,10 +556,15 @@ class Crawler:
 
     async def _visit(self, claim: Claim, policy: SitePolicy) -> bool:
         """Decide, fetch and commit one URL; True when its row is closed (not leased)."""
+        pattern = self.excluded_by(claim.url)
+        if pattern is not None:  # queued by an earlier run without this --exclude
+            why = f"excluded by --exclude {pattern}"
+            self.store.refused(DecisionRecord(claim.url, claim.host, False, why, self.clock()))
+            self.progress.excluded += 1
+            return True
         decision = await self._decide(claim, policy)
         if decision is None:
-            self.store.release(claim.url)
-            return True
+            return False
         if not decision.allowed:
             asks = self._asks[claim.host]
             opens = policy.next_allowed(claim.url, self.bot, self._at(), asks)
@@ -534,6 +587,7 @@ class Crawler:
         if adapter.slows_down(sent.response.status):
             self.progress.slow_downs += 1
             self.store.slowed_down(sent.record)
+            self._queued += 1
             return True
         if sent.response.status is None or sent.response.cut:
             self.store.failed(self._decision(claim, decision), sent.record)
@@ -551,7 +605,13 @@ class Crawler:
     ) -> None:
         """Extract, de-duplicate, archive and commit a fetched page and its links."""
         response, fetched_at = sent.response, sent.record.started
-        extracted = adapter.extract(claim.url, claim.host, response, fetched_at)
+        try:
+            extracted = adapter.extract(claim.url, claim.host, response, fetched_at)
+        except Exception as exc:  # a hostile page must not stop the crawl (issue 13.13)
+            error = f"cannot read the page: {type(exc).__name__}: {exc}"
+            self.store.failed(self._decision(claim, decision), replace(sent.record, error=error))
+            self.progress.errors += 1
+            return
         page, links = extracted.page, extracted.links
         if page.content_hash is not None:
             original = self.store.duplicate_of(page.content_hash, page.url)
@@ -572,6 +632,7 @@ class Crawler:
             self._followed(links, claim),
         )
         self.progress.pages += 1
+        self._queued += sum(woken.values())
         if woken:
             self.scheduler.add_work(woken)
             self._wake.set()
@@ -585,7 +646,7 @@ class Crawler:
                 followed = protocol_of(raw) in self._protocols
             except ValueError:
                 continue  # neither gemini:// nor http(s)://, or a broken URL
-            if followed and self.host_allowed(target_host):
+            if followed and self.host_allowed(target_host) and self.excluded_by(link) is None:
                 out.append((link, claim.depth + 1, claim.url))
         return out
 

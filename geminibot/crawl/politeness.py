@@ -7,7 +7,8 @@ Rules, per host:
   (``Crawl-delay``, ``Request-rate``, robots2.txt ``rate``); with no policy delay, the
   rule of thumb of the robots 2.0 document: the larger of twice the last request's duration
   and :data:`DEFAULT_MIN_DELAY`. ``test_range=True`` (local test capsules only) drops that
-  default to zero; a delay a policy sets is always obeyed;
+  default to zero; a delay a policy sets is always obeyed; ``min_delay`` (``--min-delay``)
+  is a floor under all of these;
 - ``44 SLOW DOWN`` (and the web's 429 and 503): wait the larger of the seconds in its meta (if an integer) and an
   exponential back-off that doubles with each consecutive 44 (:data:`SLOW_DOWN_BASE`,
   reset by any other answer);
@@ -24,6 +25,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from geminibot.cliutil import human_duration
 from geminibot.policy.outcomes import MAX_SLOW_DOWN_SECONDS
 
 #: With no delay from any policy: wait at least this long between requests (seconds).
@@ -66,10 +68,16 @@ def slow_down_wait(meta: str, consecutive: int) -> float:
 
 class Politeness:
     def __init__(
-        self, clock: Callable[[], float], *, test_range: bool = False, max_wait: float = MAX_WAIT
+        self,
+        clock: Callable[[], float],
+        *,
+        test_range: bool = False,
+        max_wait: float = MAX_WAIT,
+        min_delay: float = 0.0,
     ) -> None:
         self.clock = clock
         self.test_range = test_range
+        self.min_delay = min_delay
         self.max_wait = max_wait
         self._hosts: dict[str, _Host] = {}
 
@@ -97,10 +105,12 @@ class Politeness:
         """The wait between two requests to ``host`` (see module docstring)."""
         h = self._host(host)
         if h.pace.delay is not None:
-            return h.pace.delay
-        if self.test_range:
-            return 0.0
-        return max(DEFAULT_MIN_DELAY, DEFAULT_DURATION_FACTOR * h.last_duration)
+            delay = h.pace.delay
+        elif self.test_range:
+            delay = 0.0
+        else:
+            delay = max(DEFAULT_MIN_DELAY, DEFAULT_DURATION_FACTOR * h.last_duration)
+        return max(delay, self.min_delay)
 
     def ready_at(self, host: str) -> float | None:
         """Earliest time the next request to ``host`` may start; None if the host is
@@ -116,7 +126,8 @@ class Politeness:
             at = max(at, h.pace.window_opens(at))
         if at - now > self.max_wait:
             h.skipped = (
-                f"next request allowed only in {at - now:.0f} s (more than {self.max_wait:.0f} s)"
+                f"next request allowed only in {human_duration(at - now)} "
+                f"(more than {human_duration(self.max_wait)})"
             )
             return None
         return at

@@ -56,12 +56,13 @@ class TrioWallClock:
 
 
 class Scheduler:
-    def __init__(self, clock: Clock, *, test_range: bool = False) -> None:
+    def __init__(self, clock: Clock, *, test_range: bool = False, min_delay: float = 0.0) -> None:
         self.clock = clock
-        self.politeness = Politeness(clock.now, test_range=test_range)
+        self.politeness = Politeness(clock.now, test_range=test_range, min_delay=min_delay)
         self._work: set[str] = set()  # hosts with queued URLs
         self._ready: deque[str] = deque()  # ... that have no worker yet, oldest work first
         self._opens: dict[str, float] = {}  # host -> when its visit window opens
+        self._waiting: dict[str, float] = {}  # host -> when its worker's turn comes
 
     # -- the ready-host set --
 
@@ -88,6 +89,17 @@ class Scheduler:
         """``host``'s queue was found empty (its worker ends)."""
         self._work.discard(host)
 
+    def hosts_with_work(self) -> int:
+        """How many hosts have queued URLs (as far as the crawl knows)."""
+        return len(self._work)
+
+    def next_turn(self) -> tuple[str, float] | None:
+        """The host whose worker waits for the soonest turn, and when it comes."""
+        if not self._waiting:
+            return None
+        host = min(self._waiting, key=self._waiting.__getitem__)
+        return host, self._waiting[host]
+
     def take_ready(self) -> list[str]:
         """The hosts that got work since the last call, oldest work first."""
         ready = list(self._ready)
@@ -111,13 +123,17 @@ class Scheduler:
 
     async def wait_turn(self, host: str) -> bool:
         """Sleep until ``host``'s next request may start; False if it is skipped for now."""
-        while True:
-            at = self.politeness.ready_at(host)
-            if at is None:
-                return False
-            if at <= self.clock.now():
-                return True
-            await self.clock.sleep_until(at)
+        try:
+            while True:
+                at = self.politeness.ready_at(host)
+                if at is None:
+                    return False
+                if at <= self.clock.now():
+                    return True
+                self._waiting[host] = at
+                await self.clock.sleep_until(at)
+        finally:
+            self._waiting.pop(host, None)
 
     def start(self, host: str) -> None:
         self.politeness.start(host)

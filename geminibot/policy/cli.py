@@ -9,7 +9,14 @@ import sys
 from datetime import UTC, datetime
 from typing import Any
 
-from geminibot.cliutil import EXIT_NEGATIVE, EXIT_OK, CommandError, emit_json, read_source
+from geminibot.cliutil import (
+    EXIT_NEGATIVE,
+    EXIT_OK,
+    CommandError,
+    Parser,
+    emit_json,
+    read_source,
+)
 from geminibot.policy.agents_txt import parse_agents
 from geminibot.policy.diagnostics import Diagnostic, has_errors
 from geminibot.policy.render import FORMATS, PolicyError, load_policy, render
@@ -56,7 +63,7 @@ info (worth knowing). Exit status: 0 no errors, 1 errors found, 2 a file could n
 """
 
 
-class _IntermixedParser(argparse.ArgumentParser):
+class _IntermixedParser(Parser):
     """Lets options sit between positionals: ``check a.txt b.txt --agent x URL``."""
 
     _inner = False
