@@ -43,6 +43,15 @@ def human_duration(seconds: float) -> str:
     return f"{secs} s"
 
 
+def escape_text(text: str) -> str:
+    """Text from the network or a stranger's file, safe for a terminal: control and other
+    non-printable characters (escape sequences that could retitle or clear the screen)
+    become ``\\xNN`` / ``\\uNNNN`` escapes."""
+    if text.isprintable():
+        return text
+    return "".join(c if c.isprintable() else ascii(c)[1:-1] for c in text)
+
+
 class _ShowDefaults(argparse.HelpFormatter):
     """Adds ``(default: X)`` to an option's help unless the help already names its
     default (or it has none worth showing)."""

@@ -22,6 +22,7 @@ from geminibot.cliutil import (
     EXIT_OK,
     CommandError,
     emit_json,
+    escape_text,
     human_duration,
 )
 from geminibot.crawl.crawler import (
@@ -51,7 +52,8 @@ from geminibot.crawl.warc import WarcArchive
 from geminibot.gemini.client import GeminiClient
 from geminibot.http.client import DEFAULT_INFO_URL, WebClient, user_agent
 from geminibot.index import DatabaseError, QueryError, connect, search, stats
-from geminibot.index.stats import format_stats
+from geminibot.index.search import MAX_LIMIT, MAX_OFFSET
+from geminibot.index.stats import URL_STATES, format_stats, list_urls, status_filter
 
 #: Exit code of a crawl stopped by Ctrl-C (resumable).
 EXIT_INTERRUPTED = 130
@@ -223,13 +225,47 @@ def register(commands: Any) -> None:
     find = commands.add_parser("search", help="search a crawl's index")
     find.add_argument("query", metavar="QUERY", help='words, "a phrase", prefix*, -excluded, OR')
     find.add_argument("--db", required=True, metavar="PATH", help="crawl database")
-    find.add_argument("--limit", type=int, default=10, metavar="N", help="results (default 10)")
+    find.add_argument(
+        "--limit", type=int, default=10, metavar="N", help=f"results (1 to {MAX_LIMIT})"
+    )
+    find.add_argument(
+        "--offset",
+        type=int,
+        default=0,
+        metavar="N",
+        help="skip the first N results (the next page: --offset 10)",
+    )
+    find.add_argument(
+        "--host",
+        metavar="PATTERN",
+        help="only pages of hosts matching this shell pattern (example.org, *.example.org)",
+    )
     find.add_argument("--json", action="store_true", help="one JSON object per result")
     find.set_defaults(run=run_search)
 
-    numbers = commands.add_parser("stats", help="what a crawl database holds")
+    numbers = commands.add_parser(
+        "stats",
+        help="what a crawl database holds",
+        description="Counts of what a crawl database holds; with --urls, the URLs themselves "
+        "(filtered by --status and --host), one per line: state, status, URL, reason.",
+    )
     numbers.add_argument("--db", required=True, metavar="PATH", help="crawl database")
-    numbers.add_argument("--json", action="store_true", help="one JSON object")
+    numbers.add_argument(
+        "--urls", action="store_true", help="list the URLs instead of counting them"
+    )
+    numbers.add_argument(
+        "--status",
+        metavar="STATUS",
+        help="with --urls: a state (" + ", ".join(URL_STATES) + "), a status (51, 404) or a "
+        "class of them (5x)",
+    )
+    numbers.add_argument(
+        "--host", metavar="PATTERN", help="with --urls: hosts matching this shell pattern"
+    )
+    numbers.add_argument(
+        "--limit", type=int, metavar="N", help="with --urls: at most N URLs (default: all)"
+    )
+    numbers.add_argument("--json", action="store_true", help="one JSON object (per URL)")
     numbers.set_defaults(run=run_stats)
 
 
@@ -509,12 +545,16 @@ def _open_existing(path: str) -> Any:
 
 
 def run_search(args: argparse.Namespace) -> int:
+    if not 1 <= args.limit <= MAX_LIMIT:
+        raise CommandError(f"search: --limit must be between 1 and {MAX_LIMIT}")
+    if not 0 <= args.offset <= MAX_OFFSET:
+        raise CommandError(f"search: --offset must be between 0 and {MAX_OFFSET}")
     conn = _open_existing(args.db)
     try:
-        results = search(conn, args.query, args.limit)
+        results = search(conn, args.query, args.limit, offset=args.offset, host=args.host)
     except QueryError as exc:
         raise CommandError(f"search: {exc}") from None
-    for n, r in enumerate(results, 1):
+    for n, r in enumerate(results, args.offset + 1):
         if args.json:
             emit_json(r.as_json())
         else:
@@ -525,10 +565,35 @@ def run_search(args: argparse.Namespace) -> int:
 
 
 def run_stats(args: argparse.Namespace) -> int:
+    if not args.urls and (args.status or args.host or args.limit is not None):
+        raise CommandError("stats: --status, --host and --limit go with --urls")
+    if args.limit is not None and args.limit < 1:
+        raise CommandError("stats: --limit must be at least 1")
+    if args.urls:
+        try:
+            status_filter(args.status)
+        except ValueError as exc:
+            raise CommandError(f"stats: {exc}") from None
     conn = _open_existing(args.db)
+    if args.urls:
+        return _list_urls(conn, args)
     data = stats(conn)
     if args.json:
         emit_json(data)
     else:
         print(format_stats(data))
     return EXIT_OK
+
+
+def _list_urls(conn: sqlite3.Connection, args: argparse.Namespace) -> int:
+    rows = list_urls(conn, status=args.status, host=args.host, limit=args.limit)
+    for row in rows:
+        if args.json:
+            emit_json(row.as_json())
+        else:
+            status = "-" if row.status is None else str(row.status)
+            reason = f"  {escape_text(row.reason)}" if row.reason else ""
+            print(f"{row.state:<8} {status:>3}  {escape_text(row.url)}{reason}")
+    if not rows and not args.json:
+        print("no URLs match", file=sys.stderr)
+    return EXIT_OK if rows else EXIT_NEGATIVE

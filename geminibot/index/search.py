@@ -22,6 +22,8 @@ from dataclasses import dataclass
 MAX_QUERY_LENGTH = 500
 #: Most results one search returns.
 MAX_LIMIT = 1000
+#: Furthest into the results a search may start (--offset).
+MAX_OFFSET = 100_000
 #: Words of context around each match in a snippet.
 SNIPPET_TOKENS = 16
 #: bm25 column weights: title, headings, body, url.
@@ -97,11 +99,33 @@ def to_fts_query(query: str) -> str:
     return expr
 
 
-def search(conn: sqlite3.Connection, query: str, limit: int = 10) -> list[SearchResult]:
-    """Ranked results for ``query`` (best first), each with a snippet around the matches."""
+def host_filter(pattern: str | None, column: str) -> tuple[str, tuple[str, ...]]:
+    """SQL (`` AND ...``) and parameters keeping rows whose host key in ``column`` matches
+    the shell pattern ``pattern`` (the key itself, or the host name of a web origin, so
+    ``*.example.org`` covers both protocols); no condition when ``pattern`` is None."""
+    if pattern is None:
+        return "", ()
+    glob = pattern.strip().lower()
+    return f" AND ({column} GLOB ? OR {column} GLOB '*://' || ?)", (glob, glob)
+
+
+def search(
+    conn: sqlite3.Connection,
+    query: str,
+    limit: int = 10,
+    *,
+    offset: int = 0,
+    host: str | None = None,
+) -> list[SearchResult]:
+    """Ranked results for ``query`` (best first), each with a snippet around the matches:
+    ``limit`` of them from the ``offset``-th on, only from hosts matching ``host`` (a shell
+    pattern) when given."""
     if not 1 <= limit <= MAX_LIMIT:
         raise QueryError(f"limit must be between 1 and {MAX_LIMIT}, got {limit}")
+    if not 0 <= offset <= MAX_OFFSET:
+        raise QueryError(f"offset must be between 0 and {MAX_OFFSET}, got {offset}")
     expr = to_fts_query(query)
+    where, params = host_filter(host, "p.host")
     weights = ", ".join(str(w) for w in COLUMN_WEIGHTS)
     sql = (
         "SELECT p.url, p.title, p.mime, p.lang, p.size, p.fetched_at,"
@@ -109,10 +133,10 @@ def search(conn: sqlite3.Connection, query: str, limit: int = 10) -> list[Search
         f" snippet(pages_fts, 1, '[', ']', '…', {SNIPPET_TOKENS}),"
         f" bm25(pages_fts, {weights}) AS score"
         " FROM pages_fts JOIN pages p ON p.id = pages_fts.rowid"
-        " WHERE pages_fts MATCH ? ORDER BY score, p.id LIMIT ?"
+        f" WHERE pages_fts MATCH ?{where} ORDER BY score, p.id LIMIT ? OFFSET ?"
     )
     try:
-        rows = conn.execute(sql, (expr, limit)).fetchall()
+        rows = conn.execute(sql, (expr, *params, limit, offset)).fetchall()
     except sqlite3.OperationalError as exc:  # should not happen after to_fts_query; be safe
         raise QueryError(f"cannot run this query: {exc}") from None
     results = []
