@@ -10,7 +10,7 @@ import signal
 import sqlite3
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Awaitable, Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -46,7 +46,7 @@ from geminibot.crawl.fetcher import (
 )
 from geminibot.crawl.frontier import DEFAULT_MAX_DEPTH, MAX_URLS_PER_HOST, Limits
 from geminibot.crawl.politeness import DEFAULT_MIN_DELAY
-from geminibot.crawl.schemes import PROTOCOLS, normalise, parse_any
+from geminibot.crawl.schemes import PROTOCOLS, host_url, normalise, parse_any
 from geminibot.crawl.store import StoreKnownHosts
 from geminibot.crawl.warc import WarcArchive
 from geminibot.gemini.client import GeminiClient
@@ -60,6 +60,8 @@ EXIT_INTERRUPTED = 130
 #: Exit code of a crawl that fetched nothing and met errors, or could not write its
 #: database (disk full) or its WARC files: what was committed is kept, run it again.
 EXIT_FAILED = 1
+#: Seconds a host name's lookup may take (for pacing by address).
+RESOLVE_TIMEOUT = 10.0
 #: Longest --max-time and --min-delay accepted (a week), in seconds.
 MAX_DURATION = 7 * 86400.0
 _DURATION = re.compile(
@@ -351,6 +353,29 @@ def _options(args: argparse.Namespace) -> tuple[list[str], CrawlOptions, Resolve
     return seeds, options, resolver
 
 
+def address_of(resolver: Resolver) -> Callable[[str], Awaitable[str]]:
+    """For the crawler: where a host key's requests go, ``address port N`` (the
+    --connect-to rule applied, the name resolved once, bounded by RESOLVE_TIMEOUT), so
+    that hosts on one server are paced as one. A name that does not resolve is its own
+    address (its requests will fail on their own)."""
+
+    async def lookup(host: str) -> str:
+        url = parse_any(host_url(host))
+        address, port = resolver.address(url.host, url.port)
+        if resolver.loopback_only and not is_loopback(address):
+            return f"{address} port {port}"  # refused anyway: no lookup
+        with trio.move_on_after(RESOLVE_TIMEOUT):
+            try:
+                infos = await trio.socket.getaddrinfo(address, port, type=trio.socket.SOCK_STREAM)
+            except OSError:
+                infos = []
+            if infos:
+                address = str(infos[0][4][0])
+        return f"{address} port {port}"
+
+    return lookup
+
+
 def _warc_archive(args: argparse.Namespace, db: Path, run_id: str) -> WarcArchive:
     warc_dir = Path(args.warc_dir) if args.warc_dir else db.with_name(db.name + ".warc")
     if warc_dir.exists() and not warc_dir.is_dir():
@@ -444,7 +469,7 @@ def _run(
         connect_to=resolver,
         limits=CRAWL_LIMITS,
     )
-    crawler = Crawler(conn, ProtocolFetcher(web=web), options)
+    crawler = Crawler(conn, ProtocolFetcher(web=web), options, address_of=address_of(resolver))
     # Certificates pinned in the crawl's database on first use; a changed one is refused.
     gemini = GeminiClient(
         connect_to=resolver,

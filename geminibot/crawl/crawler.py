@@ -37,7 +37,7 @@ import math
 import sqlite3
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
 from typing import Protocol
@@ -176,8 +176,13 @@ class Crawler:
         on_progress: Callable[[Progress], None] | None = None,
         wall_clock: Callable[[], float] = time.time,
         clock: Clock | None = None,
+        address_of: Callable[[str], Awaitable[str]] | None = None,
     ) -> None:
         self.fetch = fetch
+        #: Where a host key's requests go (``address:port``): hosts that share one are
+        #: paced as one as well (see :mod:`geminibot.crawl.scheduler`). By default each
+        #: host is its own address.
+        self.address_of = address_of if address_of is not None else _own_address
         self.options = options
         self.archive = archive
         self.on_progress = on_progress
@@ -212,6 +217,7 @@ class Crawler:
         self._reserved = 0
         self._queued = 0  # URLs queued, kept up to date in memory for the display
         self._in_flight = 0
+        self._addressed: set[str] = set()  # hosts whose address the scheduler knows
         self._pages_before = 0
         self._limiter: trio.CapacityLimiter | None = None
         self._cancel: trio.CancelScope | None = None
@@ -360,6 +366,9 @@ class Crawler:
 
     async def _worker(self, host: str) -> None:
         try:
+            if host not in self._addressed:  # hosts on one address are paced as one
+                self._addressed.add(host)
+                self.scheduler.set_address(host, await self.address_of(host))
             policy = await self._site_policy(host)
             if policy is None:
                 return
@@ -408,6 +417,20 @@ class Crawler:
             last_duration = self.scheduler.last_duration(host)
             answer = policy.delay(self.bot, self._at(), last_duration, url)
             self.scheduler.set_pace(host, answer.seconds if answer.file else None)
+        async with self.scheduler.address_turn(host):
+            return await self._send(host, url, policy, adapter, method, headers)
+
+    async def _send(
+        self,
+        host: str,
+        url: str,
+        policy: SitePolicy | None,
+        adapter: Adapter,
+        method: str,
+        headers: tuple[tuple[str, str], ...],
+    ) -> _Sent | None:
+        """:meth:`_request` once the host's address is ours."""
+        assert self._limiter is not None
         if not await self.scheduler.wait_turn(host):
             return None
         async with self._limiter:
@@ -649,6 +672,10 @@ class Crawler:
             if followed and self.host_allowed(target_host) and self.excluded_by(link) is None:
                 out.append((link, claim.depth + 1, claim.url))
         return out
+
+
+async def _own_address(host: str) -> str:
+    return host
 
 
 #: robots2.txt ``store`` values under which no content may be persisted.

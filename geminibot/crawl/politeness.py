@@ -13,6 +13,8 @@ Rules, per host:
   exponential back-off that doubles with each consecutive 44 (:data:`SLOW_DOWN_BASE`,
   reset by any other answer);
 - visit windows: the next request waits for the window to open;
+- hosts put in one group (:meth:`Politeness.set_group`: the hosts on one address) also
+  wait their delay from the group's last request, and a 44 to one holds back all;
 - any wait longer than ``max_wait`` (:data:`MAX_WAIT`) means "skip this host for now":
   its URLs stay queued for a later run.
 
@@ -58,6 +60,15 @@ class _Host:
     skipped: str | None = None
 
 
+@dataclass
+class _Group:
+    """What the hosts of one group (address) share: the last request's end, the 44
+    back-off."""
+
+    last_end: float | None = None
+    not_before: float = 0.0
+
+
 def slow_down_wait(meta: str, consecutive: int) -> float:
     """Seconds to wait after the ``consecutive``-th 44 in a row (1 for the first)."""
     backoff = SLOW_DOWN_BASE * 2.0 ** max(consecutive - 1, 0)
@@ -80,9 +91,20 @@ class Politeness:
         self.min_delay = min_delay
         self.max_wait = max_wait
         self._hosts: dict[str, _Host] = {}
+        self._group_of: dict[str, str] = {}  # host -> its group's name
+        self._groups: dict[str, _Group] = {}
 
     def _host(self, host: str) -> _Host:
         return self._hosts.setdefault(host, _Host())
+
+    def set_group(self, host: str, group: str) -> None:
+        """``host`` is paced with every other host of ``group`` as well (one address)."""
+        self._group_of[host] = group
+        self._groups.setdefault(group, _Group())
+
+    def _group(self, host: str) -> _Group | None:
+        name = self._group_of.get(host)
+        return None if name is None else self._groups[name]
 
     def set_pace(self, host: str, pace: HostPace) -> None:
         self._host(host).pace = pace
@@ -122,6 +144,11 @@ class Politeness:
         at = max(now, h.not_before)
         if h.last_end is not None:
             at = max(at, h.last_end + self.delay(host))
+        group = self._group(host)
+        if group is not None:
+            at = max(at, group.not_before)
+            if group.last_end is not None:
+                at = max(at, group.last_end + self.delay(host))
         if h.pace.window_opens is not None:
             at = max(at, h.pace.window_opens(at))
         if at - now > self.max_wait:
@@ -168,12 +195,17 @@ class Politeness:
         now = self.clock()
         h.last_end = now
         h.last_duration = duration
+        group = self._group(host)
+        if group is not None:
+            group.last_end = now
         if not (status == 44 if slow_down is None else slow_down):
             h.slow_downs = 0
             return 0.0
         h.slow_downs += 1
         wait = slow_down_wait(meta, h.slow_downs)
         h.not_before = max(h.not_before, now + wait)
+        if group is not None:
+            group.not_before = max(group.not_before, now + wait)
         return wait
 
     def state(self, host: str) -> tuple[float | None, float, float, int]:

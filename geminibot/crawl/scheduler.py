@@ -8,13 +8,22 @@ gets work and had none, so a worker ending costs no scan of the queue or of the 
 applies :class:`~geminibot.crawl.politeness.Politeness` (one request at a time, the site
 policy's delay or the rule of thumb, the 44/429/503 back-off, visit windows, absurd waits
 skip the host) and waits on the injected clock for the host's turn.
+
+Hosts that share an address (several capsules on one server, several names for one
+machine: the crawler passes ``address:port`` as resolved, --connect-to applied) are also
+paced as one: one request at a time to the address (:meth:`Scheduler.address_turn`, in
+the order asked), and each host's delay and 44 back-off counted from the address's last
+request as well as from the host's own. A server that limits its rate per client address
+then sees one polite client, not one per virtual host. The address's state lives in
+memory for the run (the per-host state is what the store keeps).
 """
 
 from __future__ import annotations
 
 import time
 from collections import deque
-from collections.abc import Callable, Iterable
+from collections.abc import AsyncIterator, Callable, Iterable
+from contextlib import asynccontextmanager
 from typing import Protocol
 
 import trio
@@ -63,6 +72,8 @@ class Scheduler:
         self._ready: deque[str] = deque()  # ... that have no worker yet, oldest work first
         self._opens: dict[str, float] = {}  # host -> when its visit window opens
         self._waiting: dict[str, float] = {}  # host -> when its worker's turn comes
+        self._address: dict[str, str] = {}  # host -> address:port
+        self._address_locks: dict[str, trio.Lock] = {}
 
     # -- the ready-host set --
 
@@ -105,6 +116,21 @@ class Scheduler:
         ready = list(self._ready)
         self._ready.clear()
         return ready
+
+    # -- addresses --
+
+    def set_address(self, host: str, address: str) -> None:
+        """``host``'s requests go to ``address`` (``addr:port``)."""
+        self._address[host] = address
+        self.politeness.set_group(host, address)
+
+    @asynccontextmanager
+    async def address_turn(self, host: str) -> AsyncIterator[None]:
+        """Hold ``host``'s address for one request (waiting for its turn included)."""
+        address = self._address.get(host, host)
+        lock = self._address_locks.setdefault(address, trio.Lock())
+        async with lock:
+            yield
 
     # -- one host's schedule --
 
