@@ -417,8 +417,17 @@ class Crawler:
             last_duration = self.scheduler.last_duration(host)
             answer = policy.delay(self.bot, self._at(), last_duration, url)
             self.scheduler.set_pace(host, answer.seconds if answer.file else None)
-        async with self.scheduler.address_turn(host):
-            return await self._send(host, url, policy, adapter, method, headers)
+        while True:
+            # Wait for the host's own turn first, then for its address (another host on
+            # the same server may hold it), and check the turn again once it is ours.
+            if not await self.scheduler.wait_turn(host):
+                return None
+            async with self.scheduler.address_turn(host):
+                turn = self.scheduler.turn_now(host)
+                if turn is None:
+                    return None
+                if turn:
+                    return await self._send(host, url, policy, adapter, method, headers)
 
     async def _send(
         self,
@@ -429,10 +438,8 @@ class Crawler:
         method: str,
         headers: tuple[tuple[str, str], ...],
     ) -> _Sent | None:
-        """:meth:`_request` once the host's address is ours."""
+        """:meth:`_request` once it is the host's turn and its address is ours."""
         assert self._limiter is not None
-        if not await self.scheduler.wait_turn(host):
-            return None
         async with self._limiter:
             self.scheduler.start(host)
             self._in_flight += 1

@@ -14,7 +14,8 @@ Rules, per host:
   reset by any other answer);
 - visit windows: the next request waits for the window to open;
 - hosts put in one group (:meth:`Politeness.set_group`: the hosts on one address) also
-  wait their delay from the group's last request, and a 44 to one holds back all;
+  wait their delay from the group's last request (a 44 holds back its own host only: a
+  capsule's own 44 must not stall the others on its server);
 - any wait longer than ``max_wait`` (:data:`MAX_WAIT`) means "skip this host for now":
   its URLs stay queued for a later run.
 
@@ -62,11 +63,9 @@ class _Host:
 
 @dataclass
 class _Group:
-    """What the hosts of one group (address) share: the last request's end, the 44
-    back-off."""
+    """What the hosts of one group (address) share: the last request's end."""
 
     last_end: float | None = None
-    not_before: float = 0.0
 
 
 def slow_down_wait(meta: str, consecutive: int) -> float:
@@ -145,10 +144,8 @@ class Politeness:
         if h.last_end is not None:
             at = max(at, h.last_end + self.delay(host))
         group = self._group(host)
-        if group is not None:
-            at = max(at, group.not_before)
-            if group.last_end is not None:
-                at = max(at, group.last_end + self.delay(host))
+        if group is not None and group.last_end is not None:
+            at = max(at, group.last_end + self.delay(host))
         if h.pace.window_opens is not None:
             at = max(at, h.pace.window_opens(at))
         if at - now > self.max_wait:
@@ -204,8 +201,6 @@ class Politeness:
         h.slow_downs += 1
         wait = slow_down_wait(meta, h.slow_downs)
         h.not_before = max(h.not_before, now + wait)
-        if group is not None:
-            group.not_before = max(group.not_before, now + wait)
         return wait
 
     def state(self, host: str) -> tuple[float | None, float, float, int]:

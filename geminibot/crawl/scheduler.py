@@ -12,8 +12,8 @@ skip the host) and waits on the injected clock for the host's turn.
 Hosts that share an address (several capsules on one server, several names for one
 machine: the crawler passes ``address:port`` as resolved, --connect-to applied) are also
 paced as one: one request at a time to the address (:meth:`Scheduler.address_turn`, in
-the order asked), and each host's delay and 44 back-off counted from the address's last
-request as well as from the host's own. A server that limits its rate per client address
+the order asked), and each host's delay counted from the address's last request as well
+as from the host's own. A server that limits its rate per client address
 then sees one polite client, not one per virtual host. The address's state lives in
 memory for the run (the per-host state is what the store keeps).
 """
@@ -126,7 +126,7 @@ class Scheduler:
 
     @asynccontextmanager
     async def address_turn(self, host: str) -> AsyncIterator[None]:
-        """Hold ``host``'s address for one request (waiting for its turn included)."""
+        """Hold ``host``'s address for one request (FIFO among the hosts waiting)."""
         address = self._address.get(host, host)
         lock = self._address_locks.setdefault(address, trio.Lock())
         async with lock:
@@ -160,6 +160,11 @@ class Scheduler:
                 await self.clock.sleep_until(at)
         finally:
             self._waiting.pop(host, None)
+
+    def turn_now(self, host: str) -> bool | None:
+        """Whether ``host``'s next request may start now; None if it is skipped for now."""
+        at = self.politeness.ready_at(host)
+        return None if at is None else at <= self.clock.now()
 
     def start(self, host: str) -> None:
         self.politeness.start(host)
