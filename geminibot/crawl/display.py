@@ -31,10 +31,11 @@ DEFAULT_WIDTH = 80
 MAX_HOST_SHOWN = 32
 
 
-def _shown(host: str) -> str:
-    """A host name safe for a terminal and short enough for one line."""
+def _shown(host: str, room: int = MAX_HOST_SHOWN) -> str:
+    """A host name safe for a terminal, cut to ``room`` characters (at least 8)."""
     safe = "".join(c if c.isprintable() else "?" for c in host)
-    return safe if len(safe) <= MAX_HOST_SHOWN else safe[: MAX_HOST_SHOWN - 1] + "…"
+    room = max(8, min(room, MAX_HOST_SHOWN))
+    return safe if len(safe) <= room else safe[: room - 1] + "…"
 
 
 class RecentRate:
@@ -53,16 +54,20 @@ class RecentRate:
         return (pages - p0) / span if span > 0 else 0.0
 
 
-def status_parts(p: Progress, rate: float) -> list[str]:
-    """The status line's parts, most important first."""
+def status_parts(p: Progress, rate: float, width: int = DEFAULT_WIDTH) -> list[str]:
+    """The status line's parts, most important first (what the crawl waits for is third,
+    its host name cut so that the first three fit in ``width``)."""
+    head = [f"{p.pages} pages", f"{rate:.1f}/s"]
     if p.in_flight:
         doing = f"{p.in_flight} in flight"
     elif p.next_request is not None:
         host, wait = p.next_request
-        doing = f"next {_shown(host)} in {human_duration(wait)}"
+        frame = f"next  in {human_duration(wait)}"
+        room = width - sum(len(h) + 2 for h in head) - len(frame)
+        doing = f"next {_shown(host, room)} in {human_duration(wait)}"
     else:
         doing = "working"
-    parts = [f"{p.pages} pages", f"{rate:.1f}/s", doing, f"queue {p.queued}"]
+    parts = [*head, doing, f"queue {p.queued}"]
     parts.append(f"hosts {p.hosts_active}/{p.hosts_seen}")
     if p.errors:
         parts.append(f"errors {p.errors}")
@@ -115,7 +120,7 @@ class Display:
         self._rate = RecentRate()
 
     def line(self, p: Progress, width: int) -> str:
-        return fit(status_parts(p, self._rate.update(p.elapsed, p.pages)), width)
+        return fit(status_parts(p, self._rate.update(p.elapsed, p.pages), width), width)
 
     def __call__(self, p: Progress) -> None:
         if self.tty:
