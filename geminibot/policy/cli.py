@@ -224,6 +224,8 @@ def _protocol(choice: str, urls: list[str]) -> str:
 
 
 def run_check(args: argparse.Namespace) -> int:
+    if args.last_duration is not None and not 0 <= args.last_duration < float("inf"):
+        raise CommandError("--last-duration must be 0 seconds or more")
     vas = parse_virtual_agents(args.virtual_agents)
     agent: str = args.agent
     if not agent.strip():
