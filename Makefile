@@ -25,7 +25,7 @@ system-packages:
 	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq postgresql >/dev/null; }
 
 demo: $(STAMP)
-	$(BIN)/python -m geminibot.demo
+	$(BIN)/python -m capsule_server.demo
 
 lint: $(STAMP)
 	$(BIN)/ruff check .

@@ -31,7 +31,7 @@ import cryptography.hazmat.primitives.serialization  # noqa: F401 - ignition nee
 from jetforce_peer import running_jetforce
 
 from geminibot.gemini.client import GeminiClient
-from geminibot.gemini.errors import GeminiError
+from geminibot.net.errors import FetchError
 
 with warnings.catch_warnings():
     warnings.simplefilter("ignore")
@@ -64,7 +64,7 @@ def bench_geminibot(url: str, concurrency: int, max_requests: int, max_seconds: 
             started += 1
             try:
                 response = await client.fetch(url)
-            except GeminiError:
+            except FetchError:
                 cell.failed += 1
                 continue
             if response.status == 20 and response.body == BODY:

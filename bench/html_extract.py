@@ -16,8 +16,8 @@ import platform
 import time
 from collections.abc import Callable
 
-from geminibot.gemini.urls import resolve_reference
 from geminibot.http.html import MAX_LINKS, parse_html
+from geminibot.urls import resolve_reference
 
 URL = "https://bench.test/dir/page.html"
 

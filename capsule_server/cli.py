@@ -1,4 +1,4 @@
-"""The ``capsule-server`` command: serve, certs, report."""
+"""The ``capsule-server`` command: serve, certs, report, range."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from pathlib import Path
 
 import trio
 
-from capsule_server import report
+from capsule_server import compliance_range, report
 from capsule_server.certs import FALLBACK_HOST, ensure_certificate, list_certificates
 from capsule_server.files import CapsuleConfigError, bundled_capsules, load_capsules
 from capsule_server.log import JsonLinesLog
@@ -135,6 +135,7 @@ def build_parser() -> argparse.ArgumentParser:
     certs.set_defaults(run=_certs_command)
 
     report.register(commands)
+    compliance_range.register(commands, DEFAULT_CERT_DIR)
     return parser
 
 

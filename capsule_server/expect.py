@@ -1,9 +1,11 @@
 """Capsule expectation files (``expect.toml``) and the policy a capsule really serves.
 
-The format is described in capsules/README.md. :func:`served_robots` answers "what policy
-does a bot get from this capsule": it asks the capsule for /robots.txt exactly as the server
-would answer, follows redirects, and maps the outcome with :func:`geminibot.policy.fetch_outcome`
-(so a 41 gives disallow-all, a 51 allow-all).
+The format is described in capsules/README.md. :func:`served_policy` answers "what policy
+does a bot get from this capsule": it asks the capsule for /robots.txt, /robots2.txt (and its
+chain) and /agents.txt exactly as the server would answer, follows same-host redirects, and
+maps each outcome with :func:`geminibot.policy.fetch_outcome` (so a 41 gives disallow-all, a
+51 allow-all) into the :class:`~geminibot.policy.site_policy.SitePolicy` the crawler obeys.
+:func:`served_robots` is its robots.txt part.
 """
 
 from __future__ import annotations
@@ -14,7 +16,10 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 from capsule_server.files import EXPECT_FILE, Capsule
+from geminibot.gemini.gemtext import resolve_link
 from geminibot.policy import RobotsFile, fetch_outcome
+from geminibot.policy.robots2 import ChainWalker, parse_robots2
+from geminibot.policy.site_policy import Fetched, SitePolicy
 
 
 class ExpectError(ValueError):
@@ -85,15 +90,50 @@ def load_expectation(capsule_dir: Path) -> Expectation:
 
 def served_robots(capsule: Capsule) -> RobotsFile:
     """The robots.txt policy a bot obtains from ``capsule`` (outcome mapping applied)."""
-    path = "/robots.txt"
+    fetched, _paths = fetch_served(capsule, "/robots.txt")
+    return fetched.outcome.policy(fetched.body)
+
+
+def fetch_served(capsule: Capsule, path: str) -> tuple[Fetched, list[str]]:
+    """A policy file as the server answers it, same-host redirects followed: the
+    outcome and body, and every path requested on the way."""
+    visited = [path]
     hops = 0
     while True:
         answer = capsule.resolve(path)
         outcome = fetch_outcome("gemini", answer.status, meta=answer.meta, redirects_followed=hops)
         if outcome.kind != "redirect":
-            return outcome.policy(answer.read_body() if answer.status == 20 else None)
-        target = urlsplit(outcome.location or answer.meta)
-        if target.netloc and target.hostname != capsule.host:
-            return RobotsFile.allow_all("robots.txt redirects to another host")
+            body = answer.read_body() if answer.status == 20 else None
+            return Fetched(outcome, body), visited
+        target = urlsplit(resolve_link(outcome.location or "", f"gemini://{capsule.host}{path}"))
+        if target.netloc != capsule.host:
+            gone = fetch_outcome("gemini", 51, meta="redirect to another host not followed")
+            return Fetched(gone), visited
         path = target.path or "/"
+        visited.append(path)
         hops += 1
+
+
+def served_policy(capsule: Capsule) -> tuple[SitePolicy, frozenset[str]]:
+    """The SitePolicy a bot obtains from ``capsule``, and the paths it fetches for it."""
+    robots, robots_paths = fetch_served(capsule, "/robots.txt")
+    robots2, robots2_paths = fetch_served(capsule, "/robots2.txt")
+    agents, agents_paths = fetch_served(capsule, "/agents.txt")
+    chain: dict[str, bytes | None] = {}
+    paths = {*robots_paths, *robots2_paths, *agents_paths}
+    if robots2.outcome.kind == "success":
+        walker = ChainWalker(parse_robots2(robots2.body or b""), "/robots2.txt")
+        while (target := walker.next_url()) is not None:
+            parts = urlsplit(target)
+            body: bytes | None = None
+            if parts.netloc in ("", capsule.host):  # a chain is followed on its own host only
+                link, link_paths = fetch_served(capsule, parts.path or "/")
+                paths.update(link_paths)
+                if link.outcome.kind == "success" and isinstance(link.body, bytes):
+                    body = link.body
+            chain[target] = body
+            walker.feed(target, body)
+    site = SitePolicy.build(
+        "gemini", robots, robots2, agents, robots2_url="/robots2.txt", chain_fetch=chain
+    )
+    return site, frozenset(paths)

@@ -1,21 +1,39 @@
 """The compliance report: which client broke which capsule's policy, from the access log.
 
-For each client address, in log order:
+Every capsule's policy is the :class:`~geminibot.policy.site_policy.SitePolicy` a bot
+obtains from the running server (robots.txt through its redirects, robots2.txt and its
+chain, agents.txt; 41/44/51 answers mapped as RFC 9309 asks), the same object the crawler
+obeys. Each request of each client (by address) is judged, at the time the log gives it,
+under every *identity* a bot may have: each virtual agent in precedence and in strict
+mode, the ``--agent`` product token on its own (both modes), and ``*`` (a bot no group
+names). Judged under each identity:
 
-- ``robots_first``: per host, whether its first request there was /robots.txt;
-- ``forbidden``: every request the capsule's served robots.txt policy forbids, and for which
-  identities: each virtual agent on its own (``archiver``...), and ``*`` for a bot that acts
-  as no virtual agent. Decisions use :mod:`geminibot.policy` in the default (precedence)
-  mode for the product token given with ``--agent`` (default ``geminibot``). The policy
-  files themselves (``POLICY_FILES``) are never forbidden;
-- ``honeypots``: requests under a capsule's ``honeypots`` prefixes (expect.toml);
-- ``rate``: requests the server refused with 44 for going over its rate, requests made while
-  an earlier 44 asked the client to wait, and requests sooner after the previous one to
-  the same host than the capsule's Crawl-delay for an identity;
-- ``consistent_with``: the identities (virtual agents, ``*``) under which no request of the
-  client was forbidden, no honeypot was hit and no crawl delay was broken;
-- ``compliant``: robots.txt first everywhere, no honeypot hit, no request during a 44 wait,
-  and consistent with at least one identity. The command exits 1 if any client is not.
+- ``forbidden``: :meth:`SitePolicy.may_fetch` refuses the request (robots.txt 1.0 and 2.0
+  rules, ``Visit-time`` on the log's clock, robots2.txt path rules and ``crawl: no`` or
+  ``ask`` for the identity's robots2 category, agents.txt, fail-closed included). The
+  policy files themselves (and the redirects and chain links that lead to them) are never
+  forbidden;
+- ``too fast``: the request came sooner after the client's previous request to the host
+  than :meth:`SitePolicy.delay` asks (Crawl-delay, Request-rate, robots2 ``rate``,
+  agents.txt ``limit=``; never the rule of thumb, which no file states). Requests for the
+  policy files are not paced (a bot cannot know the pace before reading them).
+
+Judged the same for every identity:
+
+- ``before robots.txt``: a request on a host before the client read its robots.txt to
+  the end of any redirect chain;
+- ``honeypot``: a request under a capsule's ``honeypots`` prefixes (expect.toml);
+- ``during 44 wait``: a request to a host while an earlier ``44`` asked the client to
+  wait (the meta's seconds, else one second); the requests of one wait are one breach;
+- ``maze depth`` / ``maze pages``: deeper than :data:`MAZE_MAX_DEPTH` path segments into
+  a link maze, or more than :data:`MAZE_MAX_PAGES` of its pages;
+- ``redirects``: a request reached by following more than :data:`MAX_REDIRECTS` redirects
+  in a row;
+- ``size``: a file of :data:`LARGE_FILE_BYTES` or more fetched in full more than once.
+
+Breaches of one rule on one host fold into one line with a count. A client is
+``compliant`` when at least one identity has no breach. The report then details the
+breaches of the identity it came closest to (fewest breaching requests), or of ``--as``.
 
 :func:`build_report` is pure (records and policies in, reports out); the CLI reads files.
 """
@@ -24,89 +42,237 @@ from __future__ import annotations
 
 import argparse
 import datetime as dt
-from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+import json
+import re
+import textwrap
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
-from capsule_server.expect import ExpectError, load_expectation, served_robots
+from capsule_server.expect import ExpectError, load_expectation, served_policy
 from capsule_server.files import CapsuleConfigError, bundled_capsules, load_capsules
 from capsule_server.log import AccessRecord, LogFormatError, read_log
 from geminibot.cliutil import EXIT_NEGATIVE, EXIT_OK, CommandError, emit_json
+from geminibot.crawl.crawler import ROLE_CATEGORIES
+from geminibot.gemini.gemtext import resolve_link
+from geminibot.net.limits import MAX_REDIRECTS
 from geminibot.policy import VIRTUAL_AGENTS, RobotsFile
+from geminibot.policy.site_policy import Bot, FetchDecision, SitePolicy
 
 POLICY_FILES = ("/robots.txt", "/robots2.txt", "/agents.txt")
 NO_VIRTUAL_AGENT = "*"
-IDENTITIES: tuple[str, ...] = (*VIRTUAL_AGENTS, NO_VIRTUAL_AGENT)
+#: The product token of the ``*`` identity: one no policy file names.
+NOBODY = "*"
+#: A link maze deeper than this many path segments is a breach (the crawler's default
+#: depth bound, ``geminibot.crawl.frontier.DEFAULT_MAX_DEPTH``).
+MAZE_MAX_DEPTH = 16
+#: More pages than this of one link maze is a breach.
+MAZE_MAX_PAGES = 1000
+#: A file at least this large may be fetched in full once per client.
+LARGE_FILE_BYTES = 1024 * 1024
+#: Tolerance on pacing (seconds): the log's times are those of accept(), to the millisecond.
+PACE_SLACK = 0.05
+#: Breach kinds, in the order the report lists them.
+KINDS = (
+    "before robots.txt",
+    "honeypot",
+    "forbidden",
+    "during 44 wait",
+    "too fast",
+    "redirects",
+    "maze depth",
+    "maze pages",
+    "size",
+)
 
 
 @dataclass(frozen=True, slots=True)
-class HostPolicy:
-    robots: RobotsFile
-    honeypots: tuple[str, ...] = ()
+class Identity:
+    """Who a client may be: a name for the report, and the bot it stands for."""
+
+    name: str
+    bot: Bot
+
+
+def identities(agent: str = "geminibot") -> tuple[Identity, ...]:
+    """Every virtual agent (precedence, strict), ``agent`` alone (both modes), ``*``."""
+    out = []
+    for va in VIRTUAL_AGENTS:
+        category = ROLE_CATEGORIES.get(va)
+        out.append(Identity(va, Bot(agent, (va,), category)))
+        out.append(Identity(f"{va} (strict)", Bot(agent, (va,), category, strict=True)))
+    out.append(Identity(agent, Bot(agent)))
+    out.append(Identity(f"{agent} (strict)", Bot(agent, strict=True)))
+    out.append(Identity(NO_VIRTUAL_AGENT, Bot(NOBODY)))
+    return tuple(out)
+
+
+def identity_names(agent: str = "geminibot") -> tuple[str, ...]:
+    return tuple(i.name for i in identities(agent))
 
 
 @dataclass(slots=True)
-class Violation:
+class HostPolicy:
+    """What the range judges on one capsule."""
+
+    site: SitePolicy
+    #: Paths a bot fetches to read the policy (never forbidden, never paced).
+    policy_paths: frozenset[str] = frozenset(POLICY_FILES)
+    honeypots: tuple[str, ...] = ()
+    maze_prefix: str | None = None
+    #: Paths of files of :data:`LARGE_FILE_BYTES` or more, with their size.
+    large_files: Mapping[str, int] = field(default_factory=dict)
+
+    @property
+    def robots(self) -> RobotsFile:
+        return self.site.robots or RobotsFile.allow_all("no robots.txt")
+
+
+@dataclass(slots=True)
+class Breach:
+    """One rule broken on one host: the first request that broke it, and how many did."""
+
+    kind: str
     time: str
     host: str
     path: str
-    identities: tuple[str, ...] = ()
+    file: str = ""
+    line: int = 0
+    rule: str = ""
     detail: str = ""
+    count: int = 1
+
+    @property
+    def where(self) -> str:
+        """``file:line rule`` (what was broken), or the rule alone."""
+        place = f"{self.file}:{self.line}" if self.file and self.line else self.file
+        return " ".join(p for p in (place, self.rule) if p)
 
     def as_dict(self) -> dict[str, Any]:
-        out: dict[str, Any] = {"time": self.time, "host": self.host, "path": self.path}
-        if self.identities:
-            out["for"] = list(self.identities)
-        if self.detail:
-            out["detail"] = self.detail
-        return out
+        return {
+            "kind": self.kind,
+            "time": self.time,
+            "host": self.host,
+            "path": self.path,
+            "file": self.file,
+            "line": self.line,
+            "rule": self.rule,
+            "detail": self.detail,
+            "count": self.count,
+        }
 
 
 @dataclass(slots=True)
 class ClientReport:
     client: str
     requests: int = 0
-    robots_first: dict[str, bool] = field(default_factory=dict)
-    forbidden: list[Violation] = field(default_factory=list)
-    honeypots: list[Violation] = field(default_factory=list)
-    rate_refused: list[Violation] = field(default_factory=list)
-    during_wait: list[Violation] = field(default_factory=list)
-    too_fast: list[Violation] = field(default_factory=list)
-    consistent_with: tuple[str, ...] = ()
+    hosts: dict[str, int] = field(default_factory=dict)
+    #: Breaches by identity name (the shared ones included in each).
+    by_identity: dict[str, list[Breach]] = field(default_factory=dict)
+    #: The identity the details are for: ``--as``, else the closest one.
+    judged_as: str = ""
+    #: True when ``--as`` chose :attr:`judged_as`: then only that identity can pass.
+    judged_as_given: bool = False
+    capsules: tuple[str, ...] = ()
+    #: Per identity name: the numbers (in time order) of the requests that broke a rule.
+    offending: dict[str, set[int]] = field(default_factory=dict)
+    #: Requests the server itself refused with 44 for going over its rate (not a breach).
+    rate_refused: list[Breach] = field(default_factory=list)
+
+    @property
+    def during_wait(self) -> list[Breach]:
+        return [b for b in self.breaches if b.kind == "during 44 wait"]
+
+    @property
+    def consistent_with(self) -> tuple[str, ...]:
+        """The identities under which the client broke nothing."""
+        return tuple(name for name, found in self.by_identity.items() if not found)
 
     @property
     def compliant(self) -> bool:
-        """robots.txt first on every host, no honeypot, no request during a 44 wait, and
-        behaviour consistent with at least one identity."""
+        """Consistent with the ``--as`` identity, or without one with any identity."""
+        if self.judged_as_given:
+            return self.judged_as in self.consistent_with
+        return bool(self.consistent_with)
+
+    @property
+    def breaches(self) -> list[Breach]:
+        """The breaches of :attr:`judged_as`, in time order."""
+        return self.by_identity.get(self.judged_as, [])
+
+    @property
+    def forbidden_requests(self) -> int:
+        """How many requests broke a rule as :attr:`judged_as` (one may break several)."""
+        return len(self.offending.get(self.judged_as, ()))
+
+    @property
+    def robots_first(self) -> dict[str, bool]:
+        late = {b.host for b in self.breaches if b.kind == "before robots.txt"}
+        return {host: host not in late for host in self.hosts}
+
+    def verdict(self) -> str:
+        if self.compliant:
+            return f"compliant as {', '.join(self.consistent_with)}"
+        first = self.breaches[0]
+        n = self.forbidden_requests
         return (
-            bool(self.consistent_with)
-            and not (self.honeypots or self.during_wait)
-            and all(self.robots_first.values())
+            f"not compliant: {n} forbidden request{'s' if n != 1 else ''}, first at "
+            f"{_short_time(first.time)} gemini://{first.host}{first.path} ({first.kind})"
         )
+
+    def scorecard(self) -> list[tuple[str, str]]:
+        """(capsule, ``pass`` / ``fail: reason`` / ``not visited``) per capsule."""
+        out = []
+        for host in self.capsules:
+            if host not in self.hosts:
+                out.append((host, "not visited"))
+                continue
+            found = [b for b in self.breaches if b.host == host]
+            if not found:
+                out.append((host, "pass"))
+                continue
+            first = found[0]
+            more = sum(b.count for b in found) - 1
+            reason = f"{first.kind} {first.path}"
+            if first.where:
+                reason += f" ({first.where})"
+            if more:
+                reason += f" and {more} more"
+            out.append((host, f"fail: {reason}"))
+        return out
 
     def as_dict(self) -> dict[str, Any]:
         return {
             "client": self.client,
-            "requests": self.requests,
-            "robots_first": self.robots_first,
-            "forbidden": [v.as_dict() for v in self.forbidden],
-            "honeypots": [v.as_dict() for v in self.honeypots],
-            "rate": {
-                "refused_with_44": [v.as_dict() for v in self.rate_refused],
-                "during_44_wait": [v.as_dict() for v in self.during_wait],
-                "faster_than_crawl_delay": [v.as_dict() for v in self.too_fast],
-            },
-            "consistent_with": list(self.consistent_with),
+            "verdict": self.verdict(),
             "compliant": self.compliant,
+            "requests": self.requests,
+            "consistent_with": list(self.consistent_with),
+            "judged_as": self.judged_as,
+            "breaches": [b.as_dict() for b in self.breaches],
+            "forbidden_requests": self.forbidden_requests,
+            "refused_with_44": len(self.rate_refused),
+            "robots_first": self.robots_first,
+            "identities": {name: len(self.offending[name]) for name in self.by_identity},
+            "scorecard": dict(self.scorecard()),
         }
 
 
 def _when(record: AccessRecord) -> float | None:
     try:
-        return dt.datetime.fromisoformat(record.time).timestamp()
+        moment = dt.datetime.fromisoformat(record.time)
     except ValueError:
         return None
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=dt.UTC)
+    return moment.timestamp()
+
+
+def _short_time(time: str) -> str:
+    """``2026-11-23T23:00:05.123Z`` as ``2026-11-23 23:00:05``."""
+    return time[:19].replace("T", " ")
 
 
 def _wait_seconds(meta: str | None) -> float:
@@ -116,156 +282,409 @@ def _wait_seconds(meta: str | None) -> float:
         return 1.0  # no number: exponential back-off from one second, per v0.24.1
 
 
+@dataclass(slots=True)
+class _HostState:
+    """One client's progress on one host."""
+
+    robots_read: bool = False
+    robots_next: str | None = "/robots.txt"  # the next path of robots.txt's redirect chain
+    last: float | None = None  # when the last paced request was accepted
+    wait_until: float | None = None
+    wait_rule: str = ""
+    maze_pages: set[str] = field(default_factory=set)
+    large_fetched: set[str] = field(default_factory=set)
+
+
+class _Judge:
+    """Judges one client's records, in time order."""
+
+    def __init__(
+        self, client: str, policies: Mapping[str, HostPolicy], idents: Sequence[Identity]
+    ) -> None:
+        self.report = ClientReport(
+            client,
+            by_identity={i.name: [] for i in idents},
+            offending={i.name: set() for i in idents},
+        )
+        self.policies = policies
+        self.idents = idents
+        self.hosts: dict[str, _HostState] = {}
+        self.redirected: dict[str, int] = {}  # URL a redirect pointed at -> hops so far
+        self.folded: dict[tuple[str, tuple[object, ...]], Breach] = {}
+
+    def add(self, breach: Breach, key: tuple[object, ...], who: Iterable[str]) -> None:
+        for name in who:
+            self.report.offending[name].add(self.report.requests)
+            found = self.folded.get((name, key))
+            if found is not None:
+                found.count += 1
+                continue
+            copy = replace(breach)
+            self.folded[(name, key)] = copy
+            self.report.by_identity[name].append(copy)
+
+    def everyone(self, breach: Breach, key: tuple[object, ...]) -> None:
+        self.add(breach, (breach.kind, breach.host, *key), self.report.by_identity)
+
+    def judge(self, record: AccessRecord) -> None:
+        host, path = record.host or "", record.path or ""
+        now = _when(record)
+        report = self.report
+        report.requests += 1
+        report.hosts[host] = report.hosts.get(host, 0) + 1
+        state = self.hosts.setdefault(host, _HostState())
+        policy = self.policies.get(host)
+        url = f"gemini://{host}{path}"
+        at = dt.datetime.fromtimestamp(now, dt.UTC) if now is not None else None
+
+        def breach(kind: str, **kw: Any) -> Breach:
+            return Breach(kind, record.time, host, path, **kw)
+
+        hops = self.redirected.pop(url, 0)
+        if hops > MAX_REDIRECTS:
+            rule = f"at most {MAX_REDIRECTS} redirects in a row"
+            self.everyone(breach("redirects", rule=rule, detail=f"{hops} followed"), ())
+        if record.status in (30, 31) and record.meta:
+            self.redirected[resolve_link(record.meta.strip(), url)] = hops + 1
+
+        is_policy = policy is not None and path in policy.policy_paths
+        if not state.robots_read:
+            if path == state.robots_next and record.status is not None:
+                target = resolve_link((record.meta or "").strip(), url)
+                if record.status in (30, 31) and urlsplit(target).netloc == host:
+                    state.robots_next = urlsplit(target).path or "/"
+                elif record.status != 44 and record.status // 10 != 4:
+                    state.robots_read = True
+                else:
+                    state.robots_next = "/robots.txt"  # unreachable: fetch again later
+            elif not is_policy:
+                detail = "robots.txt not read (to the end of its redirects)"
+                self.everyone(
+                    breach("before robots.txt", rule="robots.txt first", detail=detail), ()
+                )
+
+        during = now is not None and state.wait_until is not None and now < state.wait_until
+        if during and now is not None and state.wait_until is not None:
+            detail = f"{state.wait_until - now:.1f} s early"
+            self.everyone(
+                breach("during 44 wait", rule=state.wait_rule, detail=detail),
+                (state.wait_rule,),
+            )
+        if record.status == 44 and record.limited == "rate":
+            report.rate_refused.append(breach("refused with 44", rule="the server's rate"))
+        if record.status == 44 and now is not None:
+            seconds = _wait_seconds(record.meta)
+            state.wait_until = now + seconds
+            if not during:  # a 44 answered to a request made during a wait extends that wait
+                when = _short_time(record.time)[11:]
+                state.wait_rule = f"44 at {when} asked for {seconds:g} s"
+
+        if policy is None:
+            return
+        trapped = any(path.startswith(prefix) for prefix in policy.honeypots)
+        if trapped:  # the honeypot breach stands for the forbidden request too
+            refusal = _first_refusal(policy.site.may_fetch(url, Bot(NOBODY), at or _EPOCH))
+            file, line, rule = refusal if refusal else ("expect.toml", 0, "honeypots")
+            self.everyone(breach("honeypot", file=file, line=line, rule=rule), (path,))
+        if policy.maze_prefix is not None and path.startswith(policy.maze_prefix):
+            depth = len([s for s in path.split("?")[0].split("/") if s])
+            if depth > MAZE_MAX_DEPTH:
+                rule = f"at most {MAZE_MAX_DEPTH} levels into the maze"
+                self.everyone(breach("maze depth", rule=rule, detail=f"{depth} levels"), ())
+            state.maze_pages.add(path)
+            if len(state.maze_pages) == MAZE_MAX_PAGES + 1:
+                rule = f"at most {MAZE_MAX_PAGES} maze pages"
+                self.everyone(breach("maze pages", rule=rule), ())
+        size = policy.large_files.get(path)
+        if size is not None and record.status == 20:
+            if path in state.large_fetched:
+                rule = f"a file of {size >> 20} MiB fetched once"
+                self.everyone(breach("size", rule=rule, detail="fetched again"), (path,))
+            state.large_fetched.add(path)
+        if is_policy or at is None:
+            return
+        for ident in self.idents:
+            decision = policy.site.may_fetch(url, ident.bot, at)
+            refusal = _first_refusal(decision)
+            if refusal is not None and not trapped:
+                file, line, rule = refusal
+                found = Breach("forbidden", record.time, host, path, file, line, rule)
+                self.add(found, ("forbidden", host, file, line), (ident.name,))
+            if state.last is not None and now is not None:
+                pace = policy.site.delay(ident.bot, at, url=url)
+                gap = now - state.last
+                if pace.file and gap + PACE_SLACK < pace.seconds:
+                    found = Breach(
+                        "too fast",
+                        record.time,
+                        host,
+                        path,
+                        _short_file(pace.file),
+                        pace.line,
+                        pace.rule,
+                        f"{gap:.2f} s after the previous request",
+                    )
+                    self.add(found, ("too fast", host, pace.file, pace.line), (ident.name,))
+        if now is not None:
+            state.last = now
+
+
+_EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.UTC)
+
+
+def _first_refusal(decision: FetchDecision) -> tuple[str, int, str] | None:
+    for reason in decision.reasons:
+        if not reason.allowed:
+            rule = reason.rule or _LINE_PREFIX.sub("", reason.text)  # the line is given apart
+            return _short_file(reason.file), reason.line, rule
+    return None
+
+
+_LINE_PREFIX = re.compile(r"^line \d+: ")
+
+
+def _short_file(file: str) -> str:
+    """A chain link's URL as its path (the host is the breach's own)."""
+    return (urlsplit(file).path if "://" in file else file).lstrip("/")
+
+
 def build_report(
-    records: Iterable[AccessRecord], policies: Mapping[str, HostPolicy], agent: str = "geminibot"
+    records: Iterable[AccessRecord],
+    policies: Mapping[str, HostPolicy],
+    agent: str = "geminibot",
+    judge_as: str | None = None,
 ) -> list[ClientReport]:
     """One report per client address, in order of first appearance."""
-    reports: dict[str, ClientReport] = {}
-    blocked_until: dict[tuple[str, str], float] = {}
-    last_request: dict[tuple[str, str], float] = {}
-    broken: dict[str, set[str]] = {}
+    idents = identities(agent)
+    names = [i.name for i in idents]
+    if judge_as is not None and judge_as not in names:
+        raise ValueError(f"unknown identity {judge_as!r}; known: {', '.join(names)}")
+    judges: dict[str, _Judge] = {}
     # Records are written when connections end; order them by when they began.
     for record in sorted(records, key=lambda r: _when(r) or 0.0):
         if record.host is None or record.path is None:
             continue  # no request was read (timeout, TLS failure, malformed line)
-        report = reports.setdefault(record.client, ClientReport(record.client))
-        bad = broken.setdefault(record.client, set())
-        report.requests += 1
-        host, path = record.host, record.path
-        now = _when(record)
-        key = (record.client, host)
-        here = Violation(record.time, host, path)
-        if host not in report.robots_first:
-            report.robots_first[host] = path == "/robots.txt"
-        if now is not None:
-            until = blocked_until.get(key)
-            if until is not None and now < until:
-                report.during_wait.append(
-                    Violation(record.time, host, path, detail=f"{until - now:.1f} s early")
-                )
-        if record.status == 44:
-            if record.limited == "rate":
-                report.rate_refused.append(here)
-            if now is not None:
-                blocked_until[key] = now + _wait_seconds(record.meta)
-        policy = policies.get(host)
-        if policy is None:
-            continue
-        if any(path.startswith(prefix) for prefix in policy.honeypots):
-            report.honeypots.append(here)
-            bad.update(IDENTITIES)
-        if path not in POLICY_FILES:
-            forbidden_for = tuple(
-                identity
-                for identity in IDENTITIES
-                if not _allowed(policy.robots, path, agent, identity)
-            )
-            if forbidden_for:
-                report.forbidden.append(Violation(record.time, host, path, forbidden_for))
-                bad.update(forbidden_for)
-        if now is not None:
-            previous = last_request.get(key)
-            if previous is not None:
-                slow_for = tuple(
-                    identity
-                    for identity in IDENTITIES
-                    if now - previous < (_delay(policy.robots, agent, identity) or 0.0)
-                )
-                if slow_for:
-                    report.too_fast.append(
-                        Violation(
-                            record.time,
-                            host,
-                            path,
-                            slow_for,
-                            f"{now - previous:.2f} s after the last",
-                        )
-                    )
-                    bad.update(slow_for)
-            last_request[key] = now
-    for report in reports.values():
-        report.consistent_with = tuple(
-            i for i in IDENTITIES if i not in broken.get(report.client, set())
-        )
-    return list(reports.values())
+        judge = judges.get(record.client)
+        if judge is None:
+            judge = judges[record.client] = _Judge(record.client, policies, idents)
+        judge.judge(record)
+    reports = []
+    for judge in judges.values():
+        report = judge.report
+        report.capsules = tuple(sorted(policies))
+        for found in report.by_identity.values():
+            found.sort(key=lambda b: (_when_text(b.time), KINDS.index(b.kind)))
+        if judge_as is not None:
+            report.judged_as, report.judged_as_given = judge_as, True
+        else:
+            report.judged_as = min(names, key=lambda n: len(report.offending[n]))
+        reports.append(report)
+    return reports
 
 
-def _virtual(identity: str) -> tuple[str, ...]:
-    return () if identity == NO_VIRTUAL_AGENT else (identity,)
+def _when_text(time: str) -> float:
+    return _when(AccessRecord("", time=time)) or 0.0
 
 
-def _allowed(robots: RobotsFile, path: str, agent: str, identity: str) -> bool:
-    return robots.allowed(path, agent, _virtual(identity))
-
-
-def _delay(robots: RobotsFile, agent: str, identity: str) -> float | None:
-    return robots.crawl_delay(agent, _virtual(identity))
+# -- the policies the capsules serve ----------------------------------------------------
 
 
 def load_policies(directory: Path) -> dict[str, HostPolicy]:
-    """The served robots.txt policy and honeypots of every capsule in ``directory``."""
+    """What the range judges on every capsule of ``directory``."""
     policies = {}
     for host, capsule in load_capsules(directory).items():
         try:
             honeypots = load_expectation(capsule.root).honeypots
         except ExpectError:
             honeypots = ()
-        policies[host] = HostPolicy(served_robots(capsule), honeypots)
+        site, paths = served_policy(capsule)
+        large = {
+            path: gen.size
+            for path, (gen, _mime) in capsule.config.generated.items()
+            if gen.size >= LARGE_FILE_BYTES and path not in paths
+        }
+        policies[host] = HostPolicy(site, paths, honeypots, capsule.config.maze_prefix, large)
     return policies
 
 
-def format_text(report: ClientReport) -> list[str]:
-    lines = [f"{report.client}: {report.requests} requests to {len(report.robots_first)} hosts"]
-    late = sorted(h for h, first in report.robots_first.items() if not first)
-    lines.append(
-        "  robots.txt first: yes" if not late else f"  robots.txt first: no on {', '.join(late)}"
-    )
-    lines.append(f"  forbidden requests: {len(report.forbidden)}")
-    for v in report.forbidden:
-        lines.append(f"    {v.host}{v.path}  forbidden for {', '.join(v.identities)}")
-    lines.append(f"  honeypot hits: {len(report.honeypots)}")
-    for v in report.honeypots:
-        lines.append(f"    {v.host}{v.path}")
-    lines.append(
-        f"  rate: {len(report.rate_refused)} refused with 44, "
-        f"{len(report.during_wait)} during a 44 wait, "
-        f"{len(report.too_fast)} faster than Crawl-delay"
-    )
-    for v in report.during_wait + report.too_fast:
-        lines.append(f"    {v.host}{v.path}  {v.detail}")
-    consistent = ", ".join(report.consistent_with) or "none"
-    lines.append(f"  consistent with: {consistent}")
+# -- output ------------------------------------------------------------------------------
+
+
+def _safe(text: str) -> str:
+    """Control characters (from the network, via the log) escaped for a terminal."""
+    return "".join(c if c.isprintable() else f"\\x{ord(c):02x}" for c in text)
+
+
+def _breach_lines(report: ClientReport) -> list[str]:
+    lines = []
+    for b in report.breaches:
+        times = f" ({b.count} requests)" if b.count > 1 else ""
+        lines.append(f"  {_short_time(b.time)}  {b.kind}{times}")
+        lines.extend(_wrap(_safe(f"gemini://{b.host}{b.path}"), "    "))
+        broke = b.where or "-"
+        lines.extend(_wrap(_safe(f"broke {broke}" + (f"; {b.detail}" if b.detail else "")), "    "))
     return lines
 
 
-def run_report(args: argparse.Namespace) -> int:
-    directory = Path(args.capsules) if args.capsules else bundled_capsules()
+#: Human output fits this many columns.
+WIDTH = 80
+
+
+def _wrap(text: str, indent: str) -> list[str]:
+    return textwrap.wrap(
+        text, WIDTH, initial_indent=indent, subsequent_indent=indent + "  ", break_on_hyphens=False
+    )
+
+
+def format_text(report: ClientReport) -> list[str]:
+    head, _, first = report.verdict().partition(", first at ")
+    lines = _wrap(f"{_safe(report.client)}: {head}", "")
+    if first:
+        lines.extend(_wrap(_safe(f"first at {first}"), "  "))
+    refused = f", {len(report.rate_refused)} refused with 44" if report.rate_refused else ""
+    lines.append(f"  {report.requests} requests to {len(report.hosts)} hosts{refused}")
+    if not report.compliant:
+        lines.append("  consistent with: no identity")
+    if report.breaches:
+        lines.append(f"  breaches as {report.judged_as}:")
+        lines.extend("  " + line for line in _breach_lines(report))
+    lines.append("  scorecard:")
+    width = max((len(h) for h in report.capsules), default=0)
+    for host, score in report.scorecard():
+        line = f"    {host:<{width}}  {_safe(score)}"
+        lines.append(line if len(line) <= WIDTH else line[: WIDTH - 3] + "...")
+    lines.append(f"  verdict: {'compliant' if report.compliant else 'not compliant'}")
+    return lines
+
+
+def format_gmi(report: ClientReport) -> list[str]:
+    """The scorecard as a gemtext page (a range may publish it as a capsule page)."""
+    lines = [f"# Scorecard for {_safe(report.client)}", "", report.verdict(), ""]
+    lines.append(f"Requests: {report.requests} to {len(report.hosts)} hosts.")
+    lines.append(f"Consistent with: {', '.join(report.consistent_with) or 'no identity'}.")
+    lines.append("")
+    lines.append(f"## Capsules (as {report.judged_as})")
+    lines.append("")
+    for host, score in report.scorecard():
+        lines.append(f"* {host}: {_safe(score)}")
+    if report.breaches:
+        lines += ["", "## Breaches", ""]
+        for b in report.breaches:
+            times = f", {b.count} requests" if b.count > 1 else ""
+            broke = f": broke {b.where}" if b.where else ""
+            detail = f"; {b.detail}" if b.detail else ""
+            lines.append(
+                _safe(f"* {_short_time(b.time)} {b.kind}{times} gemini://{b.host}{b.path}")
+                + _safe(f"{broke}{detail}")
+            )
+    lines += ["", f"Verdict: {'compliant' if report.compliant else 'not compliant'}"]
+    return lines
+
+
+FORMATS = ("text", "json", "gmi")
+
+
+def render(report: ClientReport, fmt: str) -> str:
+    if fmt == "json":
+        return json.dumps(report.as_dict(), ensure_ascii=False)
+    return "\n".join(format_gmi(report) if fmt == "gmi" else format_text(report))
+
+
+# -- the command -------------------------------------------------------------------------
+
+
+def policies_for(given: str | None) -> dict[str, HostPolicy]:
+    """The judged policies of the capsules in ``given`` (default: the bundled ones)."""
+    directory = Path(given) if given else bundled_capsules()
     if directory is None:
         raise CommandError("no bundled capsules found; give --capsules DIR")
+    if not directory.is_dir():
+        raise CommandError(f"{directory}: not a folder of capsules")
     try:
         policies = load_policies(directory)
-        records = [record for _, record in read_log(Path(args.log))]
-    except FileNotFoundError as exc:
-        raise CommandError(f"{exc.filename}: no such file") from None
-    except (LogFormatError, CapsuleConfigError) as exc:
+    except CapsuleConfigError as exc:
         raise CommandError(str(exc)) from None
-    reports = build_report(records, policies, args.agent)
-    for report in reports:
-        if args.json:
+    if not policies:
+        raise CommandError(f"{directory}: no capsule folders (named like host.test) to judge by")
+    return policies
+
+
+def read_records(log: Path) -> list[AccessRecord]:
+    """The log's records; a CommandError when it is not an access log with requests."""
+    if log.is_dir():
+        raise CommandError(f"{log}: is a directory, expected an access log file")
+    try:
+        numbered = list(read_log(log))
+    except FileNotFoundError:
+        raise CommandError(f"{log}: no such file") from None
+    except OSError as exc:
+        raise CommandError(f"{log}: cannot read: {exc.strerror}") from None
+    except LogFormatError as exc:
+        raise CommandError(str(exc)) from None
+    for number, record in numbered:
+        if not record.client or not record.time:
+            raise CommandError(f"{log}:{number}: not an access log record (no client or time)")
+        if _when(record) is None:
+            raise CommandError(f"{log}:{number}: time {_safe(record.time)!r} is not ISO 8601")
+    records = [r for _, r in numbered]
+    if not any(r.host is not None and r.path is not None for r in records):
+        raise CommandError(f"{log}: no requests in the log, nothing to judge")
+    return records
+
+
+def run_report(args: argparse.Namespace) -> int:
+    records = read_records(Path(args.log))
+    policies = policies_for(args.capsules)
+    if not any(r.host in policies for r in records):
+        raise CommandError(
+            f"{args.log}: no request for any of these capsules; give the --capsules DIR "
+            "the log was served from"
+        )
+    try:
+        reports = build_report(records, policies, args.agent, args.judge_as)
+    except ValueError as exc:
+        raise CommandError(str(exc)) from None
+    fmt = "json" if args.json else args.format
+    for i, report in enumerate(reports):
+        if fmt == "json":
             emit_json(report.as_dict())
         else:
-            print("\n".join(format_text(report)))
+            if i:
+                print()
+            print(render(report, fmt))
     return EXIT_OK if all(r.compliant for r in reports) else EXIT_NEGATIVE
+
+
+def add_judging_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--agent", default="geminibot", help="product token to judge for (default: geminibot)"
+    )
+    parser.add_argument(
+        "--as",
+        dest="judge_as",
+        metavar="IDENTITY",
+        help="detail the breaches of this identity (indexer, 'indexer (strict)', *, the "
+        "--agent token...; default: the one the client came closest to)",
+    )
 
 
 def register(commands: Any) -> None:
     parser: argparse.ArgumentParser = commands.add_parser(
-        "report", help="say which client broke which capsule's policy, from an access log"
+        "report",
+        help="judge each client of an access log against every capsule's policy",
+        description="Judge each client of an access log against every policy the capsules "
+        "serve; lead with a verdict per client, then its breaches and a scorecard. "
+        "Exit 0 if every client is compliant, 1 if one is not, 2 on bad input.",
     )
     parser.add_argument("log", metavar="LOG", help="access log (JSON lines) from 'serve --log'")
-    parser.add_argument("--capsules", metavar="DIR", help="capsules folder (default: bundled)")
     parser.add_argument(
-        "--agent", default="geminibot", help="product token to decide for (default: geminibot)"
+        "--capsules",
+        metavar="DIR",
+        help="capsules folder the log was served from (default: bundled)",
     )
-    parser.add_argument("--json", action="store_true", help="one JSON object per client")
+    add_judging_options(parser)
+    parser.add_argument(
+        "--format", choices=FORMATS, default="text", help="output format (default: text)"
+    )
+    parser.add_argument("--json", action="store_true", help="same as --format json")
     parser.set_defaults(run=run_report)

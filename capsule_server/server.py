@@ -37,9 +37,9 @@ from capsule_server.files import Capsule, Resolution
 from capsule_server.log import AccessRecord, now_iso
 from capsule_server.ratelimit import RateLimiter
 from capsule_server.tls import TLSConnection
-from geminibot.gemini.errors import InvalidURL, UnsupportedScheme
 from geminibot.gemini.status import Status
 from geminibot.gemini.urls import MAX_REQUEST_BYTES, parse_request
+from geminibot.urls import InvalidURL, UnsupportedScheme
 
 HEADER_TIMEOUT = 10.0
 """Seconds a client has, from TCP accept, to finish TLS and send its request line."""

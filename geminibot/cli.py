@@ -8,10 +8,10 @@ from collections.abc import Sequence
 
 from geminibot import __version__
 from geminibot.classify import cli as classify_cli
+from geminibot.classify import compare_cli
 from geminibot.cliutil import Parser, run_command
 from geminibot.crawl import cli as crawl_cli
 from geminibot.gemini import cli as gemini_cli
-from geminibot.http import cli as http_cli
 from geminibot.policy import cli as policy_cli
 
 
@@ -29,7 +29,7 @@ def build_parser() -> argparse.ArgumentParser:
     gemini_cli.register(commands)
     classify_cli.register(commands)
     crawl_cli.register(commands)
-    http_cli.register(commands)
+    compare_cli.register(commands)
     return parser
 
 

@@ -22,10 +22,11 @@ from geminibot.classify.registry import Bot, RegistryError, load_registry
 from geminibot.classify.rules import Assignment, Classification
 from geminibot.classify.sources import site_from_source
 from geminibot.cliutil import EXIT_NEGATIVE, EXIT_OK, CommandError, emit_json, read_source
-from geminibot.crawl.fetcher import ResolveError, Resolver, parse_connect_to
 from geminibot.gemini.client import GeminiClient
+from geminibot.net.connect import ConnectToError, Resolver, parse_connect_to
 from geminibot.policy.discovery import PolicyUnreachable
-from geminibot.policy.site_policy import Protocol, SitePolicy
+from geminibot.policy.site_policy import SitePolicy
+from geminibot.urls import Scheme
 
 
 def _activity_help() -> str:
@@ -178,11 +179,11 @@ def run(args: argparse.Namespace) -> int:
 def _resolver(rules: list[str]) -> Resolver:
     try:
         return Resolver([parse_connect_to(r) for r in rules], loopback_only=False)
-    except ResolveError as exc:
+    except ConnectToError as exc:
         raise CommandError(str(exc)) from None
 
 
-def _site(source: str, protocol: Protocol, client: GeminiClient) -> SitePolicy:
+def _site(source: str, protocol: Scheme, client: GeminiClient) -> SitePolicy:
     """The SOURCE's policy; a site whose robots.txt got no answer is one line, exit 1."""
     try:
         return site_from_source(source, protocol, client)

@@ -21,8 +21,8 @@ import trio
 
 from geminibot.cliutil import CommandError, read_source
 from geminibot.gemini.client import GeminiClient
-from geminibot.gemini.errors import GeminiError, RedirectRefused, TooManyRedirects
 from geminibot.gemini.urls import parse_url
+from geminibot.net.errors import FetchError, RedirectRefused, TooManyRedirects
 from geminibot.policy.discovery import (
     MAX_ROBOTS_REDIRECTS,
     POLICY_FETCH_BYTES,
@@ -31,7 +31,8 @@ from geminibot.policy.discovery import (
     discover_reachable,
 )
 from geminibot.policy.outcomes import fetch_outcome
-from geminibot.policy.site_policy import AGENTS, ROBOTS, ROBOTS2, Fetched, Protocol, SitePolicy
+from geminibot.policy.site_policy import AGENTS, ROBOTS, ROBOTS2, Fetched, SitePolicy
+from geminibot.urls import InvalidURL, Scheme
 
 
 def _file_kind(path: str) -> str:
@@ -43,7 +44,7 @@ def _file_kind(path: str) -> str:
     return ROBOTS
 
 
-def site_from_file(source: str, protocol: Protocol) -> SitePolicy:
+def site_from_file(source: str, protocol: Scheme) -> SitePolicy:
     """One policy file, as if fetched successfully from a host of ``protocol``."""
     _, data = read_source(source)
     kind = _file_kind(source) if source != "-" else ROBOTS
@@ -92,7 +93,7 @@ async def fetch_policy_file(client: GeminiClient, url: str) -> PolicyAnswer:
     except (TooManyRedirects, RedirectRefused) as exc:
         # a redirect chain that does not end: RFC 9309 counts it as unavailable
         return PolicyAnswer(30, str(exc), redirects=MAX_ROBOTS_REDIRECTS)
-    except GeminiError as exc:
+    except (FetchError, InvalidURL) as exc:
         return PolicyAnswer(None, failure=f"{type(exc).__name__}: {exc}")
     return PolicyAnswer(
         response.status,
@@ -113,13 +114,13 @@ async def site_from_url(url: str, client: GeminiClient) -> SitePolicy:
 
 
 def site_from_source(
-    source: str, protocol: Protocol, client: GeminiClient | None = None
+    source: str, protocol: Scheme, client: GeminiClient | None = None
 ) -> SitePolicy:
     """A SOURCE argument (file, ``-``, folder or gemini:// URL) as a SitePolicy."""
     if source.lower().startswith("gemini://"):
         try:
             parse_url(source)
-        except GeminiError as exc:
+        except InvalidURL as exc:
             raise CommandError(f"{source}: {exc}") from None
         fetcher = client or GeminiClient()
         return trio.run(site_from_url, source, fetcher)

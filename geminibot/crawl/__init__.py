@@ -1,1 +1,1 @@
-"""The polite crawler: frontier, politeness schedule and the trio crawl loop."""
+"""The polite crawler: store, scheduler, protocol adapters, policy files and the trio loop."""

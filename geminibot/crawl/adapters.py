@@ -17,13 +17,23 @@ from dataclasses import dataclass
 from typing import ClassVar, Protocol
 
 from geminibot.crawl.page import Extracted, extract, extract_web
-from geminibot.crawl.schemes import Protocol as Scheme
-from geminibot.crawl.schemes import host_protocol, protocol_of
-from geminibot.gemini.gemtext import resolve_link
-from geminibot.policy.discovery import PolicyAnswer, parse_retry_after
+from geminibot.crawl.schemes import host_protocol, parse_any
+from geminibot.gemini.urls import MAX_REQUEST_BYTES
+from geminibot.net.errors import FetchError
+from geminibot.net.redirects import RedirectRules, next_hop
+from geminibot.policy.discovery import MAX_ROBOTS_REDIRECTS, PolicyAnswer, parse_retry_after
+from geminibot.urls import URL, WEB_SCHEMES, Scheme
 
 #: HTTP statuses that ask a web crawler to slow down, as Gemini's 44 does.
 WEB_SLOW_DOWN = frozenset({429, 503})
+#: Which redirects of a policy file are followed (RFC 9309 2.3.1.2: at least five, even
+#: across authorities), within the protocol; another scheme is handed back (unavailable).
+POLICY_REDIRECTS: dict[Scheme, RedirectRules] = {
+    "gemini": RedirectRules(
+        ("gemini",), MAX_ROBOTS_REDIRECTS, switch_schemes=True, max_url_bytes=MAX_REQUEST_BYTES
+    ),
+    "http": RedirectRules(WEB_SCHEMES, MAX_ROBOTS_REDIRECTS, switch_schemes=True),
+}
 
 
 @dataclass(frozen=True)
@@ -60,10 +70,7 @@ class Adapter(Protocol):
         ...
 
     def slows_down(self, status: int | None) -> bool: ...
-    def redirect_target(self, response: Response, url: str) -> str | None:
-        """For a redirect answer, the absolute target to follow (same protocol), else None."""
-        ...
-
+    def redirect_target(self, response: Response, url: str, followed: list[URL]) -> URL | None: ...
     def policy_answer(self, response: Response, redirects: int) -> PolicyAnswer: ...
     def extract(self, url: str, host: str, response: Response, fetched_at: float) -> Extracted:
         """The page and links of a response that has a status."""
@@ -82,15 +89,16 @@ class _Shared:
     def retry_after(self, response: Response) -> float | None:
         return None
 
-    def redirect_target(self, response: Response, url: str) -> str | None:
+    def redirect_target(self, response: Response, url: str, followed: list[URL]) -> URL | None:
+        """For a redirect, the URL to follow (:data:`POLICY_REDIRECTS`: across hosts,
+        within the protocol, at most five hops, no loop), else None (handed back)."""
         if response.status is None or not self.is_redirect(response.status):
             return None
-        target = resolve_link(response.meta.strip(), url) if response.meta.strip() else None
-        if target is None:
-            return None
         try:
-            return target if protocol_of(target) == self.protocol else None
-        except ValueError:
+            return next_hop(
+                parse_any(url), response.meta, followed, POLICY_REDIRECTS[self.protocol]
+            )
+        except (FetchError, ValueError):
             return None
 
     def policy_answer(self, response: Response, redirects: int) -> PolicyAnswer:

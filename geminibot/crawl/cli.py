@@ -35,18 +35,10 @@ from geminibot.crawl.crawler import (
     Progress,
 )
 from geminibot.crawl.display import Display
-from geminibot.crawl.fetcher import (
-    CRAWL_LIMITS,
-    ProtocolFetcher,
-    ResolveError,
-    Resolver,
-    gemini_fetch,
-    is_loopback,
-    parse_connect_to,
-)
+from geminibot.crawl.fetcher import CRAWL_LIMITS, ProtocolFetcher, gemini_fetch
 from geminibot.crawl.frontier import DEFAULT_MAX_DEPTH, MAX_URLS_PER_HOST, Limits
 from geminibot.crawl.politeness import DEFAULT_MIN_DELAY
-from geminibot.crawl.schemes import PROTOCOLS, host_url, normalise, parse_any
+from geminibot.crawl.schemes import host_url, normalise, parse_any
 from geminibot.crawl.store import StoreKnownHosts
 from geminibot.crawl.warc import WarcArchive
 from geminibot.gemini.client import GeminiClient
@@ -54,6 +46,8 @@ from geminibot.http.client import DEFAULT_INFO_URL, WebClient, user_agent
 from geminibot.index import DatabaseError, QueryError, connect, search, stats
 from geminibot.index.search import MAX_LIMIT, MAX_OFFSET
 from geminibot.index.stats import URL_STATES, format_stats, list_urls, status_filter
+from geminibot.net.connect import ConnectToError, Resolver, is_loopback, parse_connect_to
+from geminibot.urls import SCHEMES
 
 #: Exit code of a crawl stopped by Ctrl-C (resumable).
 EXIT_INTERRUPTED = 130
@@ -112,7 +106,7 @@ def register(commands: Any) -> None:
     crawl.add_argument(
         "--follow",
         action="append",
-        choices=PROTOCOLS,
+        choices=SCHEMES,
         default=[],
         help="also follow links to this protocol (the seeds' protocols are always followed): "
         "--follow http lets a Gemini crawl reach the web, --follow gemini the reverse",
@@ -324,7 +318,7 @@ def _options(args: argparse.Namespace) -> tuple[list[str], CrawlOptions, Resolve
         raise CommandError("--max-depth must be 0 or more")
     try:
         rules = [parse_connect_to(r) for r in args.connect_to]
-    except ResolveError as exc:
+    except ConnectToError as exc:
         raise CommandError(str(exc)) from None
     resolver = Resolver(rules, loopback_only=args.test_range)
     if args.test_range:

@@ -6,9 +6,9 @@ cache, decisions, fetch log and index, all of the crawl's SQL), the scheduler
 one adapter per protocol (:mod:`geminibot.crawl.adapters`) and the site-policy discovery
 (:mod:`geminibot.policy.discovery`, no I/O).
 
-Per host, one worker: it first learns the host's policy (each policy file from the cache,
-or fetched under the same politeness rules as any request, redirects followed as RFC 9309
-2.3.1.2 asks), then claims the host's queued URLs one by one, checks each against the
+Per host, one worker: it first learns the host's policy
+(:mod:`geminibot.crawl.policy_files`: each policy file from the cache, or fetched under
+the same politeness rules as any request, redirects followed as RFC 9309 2.3.1.2 asks), then claims the host's queued URLs one by one, checks each against the
 site policy for the declared bot (the decision is recorded), waits its turn, fetches, and
 commits the page, its links and the new frontier rows in one transaction. A shared
 :class:`trio.CapacityLimiter` bounds the requests in flight across hosts
@@ -47,29 +47,25 @@ import trio
 from geminibot import __version__
 from geminibot.crawl.adapters import WEB_SLOW_DOWN, Adapter, Fetch, Response, adapter_for
 from geminibot.crawl.frontier import Claim, Limits
+from geminibot.crawl.policy_files import PolicyFiles, Sent, Skip
 from geminibot.crawl.scheduler import Clock, Scheduler, TrioWallClock
-from geminibot.crawl.schemes import Protocol as Scheme
 from geminibot.crawl.schemes import (
     host_key,
     host_name,
-    host_protocol,
     host_url,
     normalise,
-    parse_any,
     protocol_of,
 )
 from geminibot.crawl.store import (
-    CachedFile,
     CrawlStore,
     DecisionRecord,
+    FetchedPage,
     FetchRecord,
     SqliteStore,
-    cache_expiry,
 )
-from geminibot.policy import FetchOutcome
-from geminibot.policy.discovery import MAX_ROBOTS_REDIRECTS, PolicyDiscovery, PolicyRequest
 from geminibot.policy.robots2 import AskLedger, AskOutcome, AskRequest, AskResponse, ask_outcome
-from geminibot.policy.site_policy import Bot, FetchDecision, Fetched, SitePolicy
+from geminibot.policy.site_policy import Bot, FetchDecision, SitePolicy
+from geminibot.urls import Scheme
 
 __all__ = [
     "WEB_SLOW_DOWN",
@@ -89,9 +85,6 @@ ROLE_CATEGORIES: dict[str, str | None] = {
     "archiver": None,
     "researcher": None,
 }
-#: 44 SLOW DOWN answers to a policy file sat out (then retried) before it counts as
-#: unreachable; a wait longer than the politeness bound skips the host at once.
-MAX_POLICY_SLOW_DOWNS = 3
 #: Seconds between two progress reports.
 PROGRESS_INTERVAL = 0.5
 #: Roles the crawler can declare (virtual user agents it acts as).
@@ -157,14 +150,6 @@ class ConfigMismatch(Exception):
     """The database was crawled with another role or agent; resuming would mix them."""
 
 
-@dataclass(frozen=True)
-class _Sent:
-    """One request that was sent: the answer and its line of the fetch log."""
-
-    response: Response
-    record: FetchRecord
-
-
 class Crawler:
     def __init__(
         self,
@@ -196,6 +181,7 @@ class Crawler:
         self.scheduler = Scheduler(
             self._clock, test_range=options.test_range, min_delay=options.min_delay
         )
+        self.policy_files = PolicyFiles(self.store, self.clock, self._request, self._slowed)
         self.lease = uuid.uuid4().hex
         self.progress = Progress(started=self._wall0)
         self.bot = Bot(
@@ -306,7 +292,7 @@ class Crawler:
                 nursery.cancel_scope.cancel()
         if timer.cancelled_caught:
             self.progress.limit = "--max-time"
-        elif self.progress.limit is None and self._limit_reached() and not self._stopping:
+        elif self.progress.limit is None and self._limit_met() and not self._stopping:
             self.progress.limit = "--max-pages"
         self._update_progress()
         self.progress.queued = self.store.queued()
@@ -320,20 +306,28 @@ class Crawler:
             self._cancel.cancel()
 
     def _spawn(self, nursery: trio.Nursery) -> None:
-        if self._limit_reached():
-            # A limit reached ends the crawl: no policy file fetch, no 44 sat out for a page
+        if self._limit_met():
+            # A limit met ends the crawl: no policy file fetch, no 44 sat out for a page
             # that will not be fetched (the requests in flight go back to the queue).
             self.progress.limit = "--max-pages"
             if self._cancel is not None:
                 self._cancel.cancel()
             return
+        if self._limit_reached():
+            return  # the pages in flight may meet it: start nothing more
         for host in self.scheduler.take_ready():
             if host in self._running or host in self._skipped or not self.host_allowed(host):
                 continue  # a host not allowed, or skipped, stays out for this run
             self._running.add(host)
             nursery.start_soon(self._worker, host)
 
+    def _limit_met(self) -> bool:
+        """The db holds --max-pages pages."""
+        limit = self.options.max_pages
+        return limit is not None and self._pages_before + self.progress.pages >= limit
+
     def _limit_reached(self) -> bool:
+        """... or will once the page requests in flight are done."""
         limit = self.options.max_pages
         if limit is None:
             return False
@@ -358,6 +352,9 @@ class Crawler:
         now = self.clock()
         p.next_request = None if waiting is None else (waiting[0], max(0.0, waiting[1] - now))
 
+    def _slowed(self) -> None:
+        self.progress.slow_downs += 1
+
     def _skip(self, host: str, reason: str) -> None:
         self._skipped[host] = reason
         self.store.skip_host(host, reason)
@@ -369,8 +366,9 @@ class Crawler:
             if host not in self._addressed:  # hosts on one address are paced as one
                 self._addressed.add(host)
                 self.scheduler.set_address(host, await self.address_of(host))
-            policy = await self._site_policy(host)
-            if policy is None:
+            policy = await self.policy_files.site_policy(host)
+            if isinstance(policy, Skip):
+                self._skip(host, policy.reason or self.scheduler.skipped(host) or "skipped")
                 return
             while not self._stopping and not self._limit_reached():
                 claim = self.store.claim(host, self.lease)
@@ -406,7 +404,7 @@ class Crawler:
         *,
         method: str = "GET",
         headers: tuple[tuple[str, str], ...] = (),
-    ) -> _Sent | None:
+    ) -> Sent | None:
         """Wait for the host's turn, then fetch; None if the host is skipped for now.
 
         ``policy`` sets the pace (with none, the default delay applies: the policy files
@@ -437,7 +435,7 @@ class Crawler:
         adapter: Adapter,
         method: str,
         headers: tuple[tuple[str, str], ...],
-    ) -> _Sent | None:
+    ) -> Sent | None:
         """:meth:`_request` once it is the host's turn and its address is ours."""
         assert self._limiter is not None
         async with self._limiter:
@@ -465,7 +463,7 @@ class Crawler:
         record = FetchRecord(
             url, host, response.status, response.meta, response.error, started, duration, state
         )
-        return _Sent(response, record)
+        return Sent(response, record)
 
     def _announce(self, policy: SitePolicy | None) -> tuple[tuple[str, str], ...]:
         """``X-Agent-Identity`` when the host's robots2.txt says ``announce: yes``."""
@@ -475,76 +473,6 @@ class Crawler:
         if setting is None or setting.value != "yes":
             return ()
         return (("X-Agent-Identity", self.bot.identity),)
-
-    # --- the site's policy ---
-
-    async def _site_policy(self, host: str) -> SitePolicy | None:
-        """The host's policy from robots.txt, robots2.txt (and its chain) and agents.txt
-        (cached, or fetched now, robots.txt first); None when the host is skipped for now."""
-        discovery = PolicyDiscovery(host_protocol(host), host_url(host, "/"))
-        known: SitePolicy | None = None  # what the files read so far say (pace)
-        while (request := discovery.next_request()) is not None:
-            name = _cache_name(host, request)
-            cached = self.store.load_policy_file(host, name, self.clock())
-            if cached is None:
-                cached = await self._fetch_policy_file(host, name, request, discovery, known)
-                if cached is None:
-                    return None
-            else:
-                discovery.receive(Fetched(cached.outcome, cached.body))
-            if not request.is_chain_link:
-                if cached.outcome.kind == "unreachable":
-                    # disallow everything until a later fetch succeeds: leave the URLs queued
-                    why = f"{request.name} unreachable ({cached.outcome.reason}): retry later"
-                    self._skip(host, why)
-                    return None
-                known = discovery.result
-        return discovery.result
-
-    async def _fetch_policy_file(
-        self,
-        host: str,
-        name: str,
-        request: PolicyRequest,
-        discovery: PolicyDiscovery,
-        known: SitePolicy | None,
-    ) -> CachedFile | None:
-        """Fetch one policy file, hand it to ``discovery`` and cache what it made of it."""
-        got = await self._follow(host, request.url, known)
-        if got is None:
-            self._skip(host, self.scheduler.skipped(host) or "skipped")
-            return None
-        sent, hops = got
-        fetched = discovery.receive(adapter_for(host).policy_answer(sent.response, hops))
-        body = fetched.body if isinstance(fetched.body, bytes) else None
-        file = _cached(host, name, self.clock(), fetched.outcome, sent.response.status, body)
-        self.store.save_policy_file(file, sent.record)
-        return file
-
-    async def _follow(
-        self, host: str, url: str, known: SitePolicy | None
-    ) -> tuple[_Sent, int] | None:
-        """Fetch a policy file at ``url``, sitting out slow-downs and following redirects
-        (RFC 9309 2.3.1.2: at least five, across hosts, within the protocol) -> (the last
-        request, the redirects followed); None when the host is skipped."""
-        adapter = adapter_for(host)
-        hops = slow_downs = 0
-        while True:
-            sent = await self._request(host, url, known)
-            if sent is None:
-                return None
-            status = sent.response.status
-            if adapter.slows_down(status):
-                self.progress.slow_downs += 1
-                slow_downs += 1
-                if slow_downs <= MAX_POLICY_SLOW_DOWNS:
-                    self.store.log_fetch(sent.record)
-                    continue  # the politeness schedule sits out the wait first
-            target = adapter.redirect_target(sent.response, url)
-            if target is None or hops >= MAX_ROBOTS_REDIRECTS:
-                return sent, hops
-            self.store.log_fetch(sent.record)
-            url, hops = target, hops + 1
 
     # --- one URL ---
 
@@ -615,7 +543,7 @@ class Crawler:
             return False
         adapter = adapter_for(claim.host)
         if adapter.slows_down(sent.response.status):
-            self.progress.slow_downs += 1
+            self._slowed()
             self.store.slowed_down(sent.record)
             self._queued += 1
             return True
@@ -629,7 +557,7 @@ class Crawler:
         self,
         claim: Claim,
         decision: FetchDecision,
-        sent: _Sent,
+        sent: Sent,
         policy: SitePolicy,
         adapter: Adapter,
     ) -> None:
@@ -655,16 +583,19 @@ class Crawler:
         if self.archive is not None and keeps_copies:
             self.archive.write(claim.url, response, fetched_at)
         woken = self.store.fetched(
-            self._decision(claim, decision),
-            sent.record,
-            page,
-            self.options.role,
-            self._followed(links, claim),
+            FetchedPage(
+                self._decision(claim, decision),
+                sent.record,
+                page,
+                self.options.role,
+                self._followed(links, claim),
+            )
         )
         self.progress.pages += 1
         self._queued += sum(woken.values())
         if woken:
             self.scheduler.add_work(woken)
+        if woken or self._limit_met():
             self._wake.set()
 
     def _followed(self, links: tuple[str, ...], claim: Claim) -> list[tuple[str, int, str]]:
@@ -692,27 +623,3 @@ NO_STORE_VALUES = frozenset({"no", "session-only"})
 def _may_store(policy: SitePolicy, bot: Bot) -> bool:
     """Whether the host's robots2.txt lets ``bot`` keep what it fetched."""
     return policy.usage_map(bot).get("store") not in NO_STORE_VALUES
-
-
-def _cache_name(host: str, request: PolicyRequest) -> str:
-    """A policy file's key in the cache: its name, or a chain link's path on the host
-    (its URL when it is on another host)."""
-    if not request.is_chain_link:
-        return request.name
-    try:
-        if host_key(request.url) == host:
-            return parse_any(request.url).path_query.lstrip("/")
-    except ValueError:
-        pass
-    return request.url
-
-
-def _cached(
-    host: str,
-    name: str,
-    now: float,
-    outcome: FetchOutcome,
-    status: int | None,
-    body: bytes | None,
-) -> CachedFile:
-    return CachedFile(host, name, outcome, status, body, now, cache_expiry(now, outcome))

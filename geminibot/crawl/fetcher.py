@@ -1,78 +1,20 @@
-"""The crawler's edge: the Gemini client as a ``fetch(url) -> Response`` function, the
-protocol-dispatching fetcher that adds the http(s) client (:class:`ProtocolFetcher`), and the
-address overrides (``--connect-to``) and loopback guard (``--test-range``) of the command line.
+"""The crawler's edge: the Gemini client as a ``fetch(url) -> Response`` function, and the
+protocol-dispatching fetcher that adds the http(s) client (:class:`ProtocolFetcher`). The
+address overrides (``--connect-to``) and the loopback guard (``--test-range``) are
+:mod:`geminibot.net.connect`.
 """
 
 from __future__ import annotations
 
-import fnmatch
-import ipaddress
-import re
 from collections.abc import Sequence
 
 from geminibot.crawl.crawler import WEB_SLOW_DOWN, Fetch, Response
 from geminibot.crawl.schemes import protocol_of
-from geminibot.gemini.client import GeminiClient, Limits
-from geminibot.gemini.errors import ConnectionFailed, GeminiError
+from geminibot.gemini.client import GeminiClient
 from geminibot.http.client import WebClient, WebResponse
-from geminibot.http.errors import WebError
-
-#: Names that always mean this machine.
-LOOPBACK_NAMES = frozenset({"localhost", "localhost.localdomain"})
-
-
-class ResolveError(ValueError):
-    """A ``--connect-to`` rule that cannot be read."""
-
-
-_CONNECT_TO = re.compile(r"([^:]+):(\d+):(\[[0-9A-Fa-f:.]+\]|[^:\[\]]+):(\d+)")
-
-
-def parse_connect_to(rule: str) -> tuple[str, int, str, int]:
-    """``HOST:PORT:ADDR:PORT2`` as for ``geminibot fetch --connect-to``, except that HOST
-    may be a shell pattern (``*.test``) -> (pattern, port, address, port2)."""
-    m = _CONNECT_TO.fullmatch(rule)
-    if m is None:
-        raise ResolveError(f"--connect-to {rule!r}: expected HOST:PORT:ADDR:PORT2")
-    port, port2 = int(m[2]), int(m[4])
-    if not (0 < port < 65536 and 0 < port2 < 65536):
-        raise ResolveError(f"--connect-to {rule!r}: port out of range")
-    return m[1].lower(), port, m[3].strip("[]"), port2
-
-
-def is_loopback(address: str) -> bool:
-    if address.lower() in LOOPBACK_NAMES:
-        return True
-    try:
-        return ipaddress.ip_address(address).is_loopback
-    except ValueError:
-        return False
-
-
-class Resolver:
-    """Where to connect for a host: the first matching ``--connect-to`` rule, else the host.
-
-    With ``loopback_only`` (``--test-range``) anything that is not a loopback address is
-    refused before a connection is tried."""
-
-    def __init__(self, rules: list[tuple[str, int, str, int]], *, loopback_only: bool) -> None:
-        self.rules = rules
-        self.loopback_only = loopback_only
-
-    def address(self, host: str, port: int) -> tuple[str, int]:
-        for pattern, from_port, address, to_port in self.rules:
-            if from_port == port and fnmatch.fnmatchcase(host.lower(), pattern):
-                return address, to_port
-        return host, port
-
-    def __call__(self, host: str, port: int) -> tuple[str, int]:
-        address, to_port = self.address(host, port)
-        if self.loopback_only and not is_loopback(address):
-            raise ConnectionFailed(
-                f"--test-range: {host} is not on this machine ({address}); refused"
-            )
-        return address, to_port
-
+from geminibot.net.errors import FetchError
+from geminibot.net.limits import Limits
+from geminibot.urls import InvalidURL
 
 #: The crawl's clients cut a body at their size limit instead of failing, so that a policy
 #: file is still read in part (its first 500 KiB); a page cut there counts as failed.
@@ -92,7 +34,7 @@ def gemini_fetch(client: GeminiClient) -> Fetch:
     async def fetch(url: str) -> Response:
         try:
             response = await client.fetch(url, follow_redirects=False)
-        except GeminiError as exc:
+        except (FetchError, InvalidURL) as exc:
             return Response(None, error=f"{type(exc).__name__}: {exc}")
         cut = _cut(response.body, client.limits)
         return Response(response.status, response.meta, response.body, cut, cut=cut is not None)
@@ -140,7 +82,7 @@ class ProtocolFetcher:
             return Response(None, error="this crawl has no http(s) client")
         try:
             w = await self.web.fetch(url, method=method, headers=headers, follow_redirects=False)
-        except WebError as exc:
+        except (FetchError, InvalidURL) as exc:
             return Response(None, error=f"{type(exc).__name__}: {exc}")
         cut = _cut(w.body, self.web.limits)
         return Response(w.status, web_meta(w), w.body, cut, headers=w.headers, cut=cut is not None)

@@ -8,30 +8,15 @@ web sides of one host name keep their own policy files and their own pace.
 
 from __future__ import annotations
 
-from typing import Literal
+from geminibot.urls import URL, Scheme, parse_url, scheme_of
 
-from geminibot.gemini.errors import UnsupportedScheme
-from geminibot.gemini.urls import SCHEME, GeminiURL, parse_url
-from geminibot.http.urls import DEFAULT_PORTS, WebURL, parse_web_url
-
-Protocol = Literal["gemini", "http"]
-#: The protocols a crawl may be told to follow (``--follow``).
-PROTOCOLS: tuple[Protocol, ...] = ("gemini", "http")
+#: The protocol of a URL by its scheme (raises UnsupportedScheme, a ValueError, for others).
+protocol_of = scheme_of
 
 
-def protocol_of(url: str) -> Protocol:
-    """By the URL's scheme; raises :class:`UnsupportedScheme` (a ValueError) for others."""
-    scheme = url.partition(":")[0].lower()
-    if scheme == SCHEME:
-        return "gemini"
-    if scheme in DEFAULT_PORTS:
-        return "http"
-    raise UnsupportedScheme(f"not a gemini:// or http(s):// URL: {url!r}", scheme)
-
-
-def parse_any(url: str) -> GeminiURL | WebURL:
-    """The normalised URL; raises a ValueError (InvalidURL or InvalidWebURL)."""
-    return parse_url(url) if protocol_of(url) == "gemini" else parse_web_url(url)
+def parse_any(url: str) -> URL:
+    """The normalised URL; raises an :class:`~geminibot.urls.InvalidURL` (a ValueError)."""
+    return parse_url(url)
 
 
 def normalise(url: str) -> str:
@@ -41,7 +26,7 @@ def normalise(url: str) -> str:
 def host_key(url: str) -> str:
     """``host[:port]`` for Gemini, ``scheme://host[:port]`` for the web (see module doc)."""
     parsed = parse_any(url)
-    return parsed.origin if isinstance(parsed, WebURL) else parsed.authority
+    return parsed.origin if parsed.protocol == "http" else parsed.authority
 
 
 def host_name(key: str) -> str:
@@ -49,7 +34,7 @@ def host_name(key: str) -> str:
     return key.partition("://")[2] or key
 
 
-def host_protocol(key: str) -> Protocol:
+def host_protocol(key: str) -> Scheme:
     return "http" if "://" in key else "gemini"
 
 

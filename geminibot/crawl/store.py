@@ -62,6 +62,18 @@ class DecisionRecord:
 
 
 @dataclass(frozen=True)
+class FetchedPage:
+    """A fetched URL to commit: its decision, its request, the page for the index (kept as
+    ``role`` keeps pages) and its links to queue (url, depth, parent)."""
+
+    decision: DecisionRecord
+    fetch: FetchRecord
+    page: Page
+    role: str
+    links: Iterable[tuple[str, int, str]]
+
+
+@dataclass(frozen=True)
 class CachedFile:
     """A policy file's last fetch: its RFC 9309 outcome, body and expiry."""
 
@@ -120,16 +132,9 @@ class CrawlStore(Protocol):
     def refused(self, decision: DecisionRecord) -> None: ...
     def failed(self, decision: DecisionRecord, fetch: FetchRecord) -> None: ...
     def duplicate_of(self, content_hash: str, url: str) -> str | None: ...
-    def fetched(
-        self,
-        decision: DecisionRecord,
-        fetch: FetchRecord,
-        page: Page,
-        role: str,
-        links: Iterable[tuple[str, int, str]],
-    ) -> dict[str, int]:
-        """Commit a page, its decision and fetch, and its links (url, depth, parent) into
-        the frontier; returns the hosts that got newly queued URLs, with how many."""
+    def fetched(self, fetched: FetchedPage) -> dict[str, int]:
+        """Commit a page, its decision and fetch, and its links into the frontier;
+        returns the hosts that got newly queued URLs, with how many."""
         ...
 
 
@@ -273,24 +278,17 @@ class SqliteStore(Frontier):
     def duplicate_of(self, content_hash: str, url: str) -> str | None:
         return find_by_hash(self.conn, content_hash, url)
 
-    def fetched(
-        self,
-        decision: DecisionRecord,
-        fetch: FetchRecord,
-        page: Page,
-        role: str,
-        links: Iterable[tuple[str, int, str]],
-    ) -> dict[str, int]:
+    def fetched(self, fetched: FetchedPage) -> dict[str, int]:
         woken: dict[str, int] = {}
         with transaction(self.conn):
-            self._record_decision(decision)
-            self._log_fetch(fetch)
-            for link, depth, parent in links:
+            self._record_decision(fetched.decision)
+            self._log_fetch(fetched.fetch)
+            for link, depth, parent in fetched.links:
                 if self.add(link, depth, parent) == "queued":
                     host = host_key(link)
                     woken[host] = woken.get(host, 0) + 1
-            store_page(self.conn, page, role)
-            self.finish(decision.url, "done")
+            store_page(self.conn, fetched.page, fetched.role)
+            self.finish(fetched.decision.url, "done")
         return woken
 
 

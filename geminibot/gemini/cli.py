@@ -10,7 +10,6 @@ URL or option.
 from __future__ import annotations
 
 import argparse
-import re
 import sys
 from functools import partial
 from typing import Any
@@ -18,20 +17,13 @@ from typing import Any
 import trio
 
 from geminibot.cliutil import EXIT_NEGATIVE, EXIT_OK, CommandError, emit_json
-from geminibot.gemini.client import (
-    DEFAULT_MAX_BODY_SIZE,
-    DEFAULT_TOTAL_TIMEOUT,
-    GeminiClient,
-    Limits,
-    Response,
-)
-from geminibot.gemini.errors import GeminiError, InvalidURL
+from geminibot.gemini.client import GeminiClient, Response
 from geminibot.gemini.status import Family
 from geminibot.gemini.tofu import FileKnownHosts, KnownHosts, MemoryKnownHosts
-
-_ADDRESS = r"(\[[0-9A-Fa-f:.]+\]|[^:\[\]]+)"
-_RESOLVE = re.compile(rf"([^:]+):(\d+):{_ADDRESS}")
-_CONNECT_TO = re.compile(rf"([^:]+):(\d+):{_ADDRESS}:(\d+)")
+from geminibot.net.connect import ConnectToError, Resolver, parse_connect_to, parse_resolve
+from geminibot.net.errors import FetchError
+from geminibot.net.limits import DEFAULT_MAX_BODY_SIZE, DEFAULT_TOTAL_TIMEOUT, Limits
+from geminibot.urls import InvalidURL
 
 
 def register(commands: Any) -> None:
@@ -83,19 +75,14 @@ def register(commands: Any) -> None:
     parser.set_defaults(run=run_fetch)
 
 
-def _connect_to(args: argparse.Namespace) -> dict[str, tuple[str, int]]:
-    routes: dict[str, tuple[str, int]] = {}
-    for value in args.resolve:
-        m = _RESOLVE.fullmatch(value)
-        if m is None:
-            raise CommandError(f"--resolve {value!r}: expected HOST:PORT:ADDR")
-        routes[f"{m[1].lower()}:{m[2]}"] = (m[3].strip("[]"), int(m[2]))
-    for value in args.connect_to:
-        m = _CONNECT_TO.fullmatch(value)
-        if m is None:
-            raise CommandError(f"--connect-to {value!r}: expected HOST:PORT:ADDR:PORT2")
-        routes[f"{m[1].lower()}:{m[2]}"] = (m[3].strip("[]"), int(m[4]))
-    return routes
+def _resolver(args: argparse.Namespace) -> Resolver:
+    """--connect-to rules first, then --resolve rules: the first that matches wins."""
+    try:
+        rules = [parse_connect_to(v) for v in args.connect_to]
+        rules += [parse_resolve(v) for v in args.resolve]
+    except ConnectToError as exc:
+        raise CommandError(str(exc)) from None
+    return Resolver(rules)
 
 
 def run_fetch(args: argparse.Namespace) -> int:
@@ -112,13 +99,13 @@ def run_fetch(args: argparse.Namespace) -> int:
         known_hosts=store,
         strict_tofu=args.strict_tofu,
         limits=Limits(total_timeout=args.timeout, max_body_size=args.max_size),
-        connect_to=_connect_to(args),
+        connect_to=_resolver(args),
     )
     try:
         response = trio.run(partial(client.fetch, url, follow_redirects=not args.no_follow))
     except InvalidURL as exc:
         raise CommandError(f"{url}: {exc}") from None
-    except GeminiError as exc:
+    except FetchError as exc:
         if args.json:
             emit_json({"url": url, "error": type(exc).__name__, "message": str(exc)})
         else:

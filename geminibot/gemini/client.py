@@ -12,41 +12,30 @@ the ``SSLContext`` is built once per client and loads no CA bundle.
   IP address literal (``gemini://127.0.0.1/``); nothing can be done about that here.
 - Certificates are not checked against CAs but pinned trust-on-first-use per host and
   port (:mod:`geminibot.gemini.tofu`).
-- Time limits (:class:`Limits`): connect (TCP connect plus TLS handshake), header
-  (request sent and header received), idle (longest silence inside the body) and a total
-  deadline over the whole fetch, redirects included. Each is a trio cancel scope.
-- A maximum body size; redirects followed up to :data:`MAX_REDIRECTS` hops, a loop
-  refused as soon as it closes, a switch to another scheme refused unless allowed (then
-  the redirect is returned, not followed).
+- Time limits (:class:`~geminibot.net.limits.Limits`): connect (TCP connect plus TLS
+  handshake), header (request sent and header received), idle (longest silence inside the
+  body) and a total deadline over the whole fetch, redirects included. Each is a trio
+  cancel scope.
+- A maximum body size; redirects decided by :mod:`geminibot.net.redirects`: followed up
+  to ``max_redirects`` hops, a loop refused as soon as it closes, a switch to another
+  scheme refused unless allowed (then the redirect is returned, not followed), a target
+  over 1024 bytes refused as the server's fault.
 - A body that ends without TLS ``close_notify`` is returned with
   ``possibly_truncated=True``.
 
-Only :class:`~geminibot.gemini.errors.GeminiError` subclasses leave :meth:`GeminiClient.fetch`
-(and trio's own ``Cancelled`` when the caller cancels).
+Only :class:`~geminibot.net.errors.FetchError` subclasses leave :meth:`GeminiClient.fetch`,
+and :class:`~geminibot.urls.InvalidURL` for a URL given that cannot be requested (and
+trio's own ``Cancelled`` when the caller cancels).
 """
 
 from __future__ import annotations
 
 import contextlib
 import ssl
-from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
 import trio
 
-from geminibot.gemini.errors import (
-    ConnectionFailed,
-    ConnectTimeout,
-    DeadlineExceeded,
-    HeaderTimeout,
-    IdleTimeout,
-    InvalidMeta,
-    InvalidURL,
-    RedirectLoop,
-    SchemeSwitchRefused,
-    TLSFailure,
-    TooManyRedirects,
-)
 from geminibot.gemini.response import (
     NEED_DATA,
     Body,
@@ -58,54 +47,26 @@ from geminibot.gemini.response import (
 )
 from geminibot.gemini.status import Family
 from geminibot.gemini.tofu import KnownHosts, MemoryKnownHosts, Trust, check_pin, fingerprint
-from geminibot.gemini.urls import SCHEME, GeminiURL, parse_url, resolve_reference
+from geminibot.gemini.urls import MAX_REQUEST_BYTES, SCHEME, parse_url, request_line
+from geminibot.net.connect import ConnectTo, route
+from geminibot.net.errors import (
+    ConnectionFailed,
+    ConnectTimeout,
+    DeadlineExceeded,
+    HeaderTimeout,
+    IdleTimeout,
+    TLSFailure,
+)
+from geminibot.net.limits import Limits
+from geminibot.net.redirects import RedirectRules, follow_chain
+from geminibot.urls import URL, resolve_reference
 
-#: Seconds for the TCP connect plus the TLS handshake.
-DEFAULT_CONNECT_TIMEOUT = 10.0
-#: Seconds from the end of the handshake until the whole header has arrived.
-DEFAULT_HEADER_TIMEOUT = 15.0
-#: Longest silence, in seconds, allowed between two reads of the body.
-DEFAULT_IDLE_TIMEOUT = 15.0
-#: Seconds for the whole fetch, redirects included.
-DEFAULT_TOTAL_TIMEOUT = 60.0
-#: Largest body, in bytes, read before giving up with BodyTooLarge.
-DEFAULT_MAX_BODY_SIZE = 16 * 1024 * 1024
-#: Most redirects followed in one fetch (the specification's limit).
-MAX_REDIRECTS = 5
 _RECEIVE_SIZE = 65536
-
-ConnectTo = Mapping[str, tuple[str, int]] | Callable[[str, int], tuple[str, int]]
-"""Where to connect for a URL's host and port, instead of resolving the name: a mapping
-from ``"host:port"`` or ``"host"`` to ``(address, port)``, or a function of (host, port).
-SNI and the TOFU pin still use the URL's host and port."""
-
-
-def route(connect_to: ConnectTo | None, host: str, port: int) -> tuple[str, int]:
-    """Where to connect for ``host`` and ``port`` under a :data:`ConnectTo` override."""
-    if connect_to is None:
-        return host, port
-    if callable(connect_to):
-        return connect_to(host, port)
-    found = connect_to.get(f"{host}:{port}") or connect_to.get(host)
-    return found if found is not None else (host, port)
-
-
-@dataclass(frozen=True, slots=True)
-class Limits:
-    connect_timeout: float = DEFAULT_CONNECT_TIMEOUT
-    header_timeout: float = DEFAULT_HEADER_TIMEOUT
-    idle_timeout: float = DEFAULT_IDLE_TIMEOUT
-    total_timeout: float = DEFAULT_TOTAL_TIMEOUT
-    max_body_size: int = DEFAULT_MAX_BODY_SIZE
-    max_redirects: int = MAX_REDIRECTS
-    #: Cut a body at ``max_body_size`` (and stop reading) instead of failing with
-    #: BodyTooLarge: for policy files, of which only the first part is read.
-    cut_body: bool = False
 
 
 @dataclass(frozen=True, slots=True)
 class Response:
-    url: GeminiURL
+    url: URL
     """The URL that gave this response (after redirects)."""
     header: ResponseHeader
     body: bytes
@@ -114,7 +75,7 @@ class Response:
     trust: Trust
     previous_certificate: str | None = None
     """The fingerprint pinned before, when ``trust`` is CHANGED."""
-    redirects: tuple[GeminiURL, ...] = field(default=())
+    redirects: tuple[URL, ...] = field(default=())
     """Every URL that redirected, in order; ``len(redirects)`` hops were followed."""
     possibly_truncated: bool = False
     """The body ended without TLS close_notify: the server may have been cut off."""
@@ -155,14 +116,8 @@ def make_ssl_context() -> ssl.SSLContext:
     return context
 
 
-@dataclass(slots=True)
-class _Hop:
-    header: ResponseHeader
-    body: bytes
-    certificate: str
-    trust: Trust
-    previous: str | None
-    truncated: bool
+def _redirect_target(response: Response) -> str | None:
+    return response.header.redirect_target if response.family is Family.REDIRECT else None
 
 
 class GeminiClient:
@@ -188,63 +143,36 @@ class GeminiClient:
 
     async def fetch(
         self,
-        url: str | GeminiURL,
+        url: str | URL,
         *,
         follow_redirects: bool = True,
         limits: Limits | None = None,
     ) -> Response:
-        """Fetch ``url``, following redirects; raises only GeminiError subclasses."""
+        """Fetch ``url``, following redirects; raises only FetchError subclasses (InvalidURL
+        for a ``url`` that cannot be requested)."""
         limits = limits if limits is not None else self.limits
-        current = url if isinstance(url, GeminiURL) else parse_url(url)
-        redirects: list[GeminiURL] = []
-        with trio.move_on_after(limits.total_timeout) as deadline:
-            while True:
-                hop = await self._exchange(current, limits)
-                response = Response(
-                    current,
-                    hop.header,
-                    hop.body,
-                    hop.certificate,
-                    hop.trust,
-                    hop.previous,
-                    tuple(redirects),
-                    hop.truncated,
-                )
-                if hop.header.family is not Family.REDIRECT or not follow_redirects:
-                    return response
-                target = self._redirect_target(response, redirects, limits)
-                if target is None:
-                    return response
-                redirects.append(current)
-                current = target
-        assert deadline.cancelled_caught
-        raise DeadlineExceeded(f"fetch of {url} took longer than {limits.total_timeout} s")
+        current = parse_url(str(url))
+        rules = None
+        if follow_redirects:
+            rules = RedirectRules(
+                (SCHEME,),
+                limits.max_redirects,
+                switch_schemes=self.allow_scheme_switch,
+                max_url_bytes=MAX_REQUEST_BYTES,
+            )
 
-    def _redirect_target(
-        self, response: Response, redirects: list[GeminiURL], limits: Limits
-    ) -> GeminiURL | None:
-        location = response.redirect_url
-        assert location is not None
-        scheme = location.partition(":")[0].lower()
-        if scheme != SCHEME:
-            if self.allow_scheme_switch:
-                return None
-            raise SchemeSwitchRefused(f"{response.url} redirects to another scheme: {location}")
-        try:
-            target = parse_url(location)
-        except InvalidURL as exc:
-            raise InvalidMeta(f"{response.url} redirects to an invalid URL: {exc}") from None
-        if target == response.url or target in redirects:
-            raise RedirectLoop(f"redirect loop: {response.url} leads back to {target}")
-        if len(redirects) >= limits.max_redirects:
-            raise TooManyRedirects(f"more than {limits.max_redirects} redirects, last to {target}")
-        return target
+        async def exchange(hop: URL, followed: tuple[URL, ...]) -> Response:
+            return await self._exchange(hop, followed, limits)
+
+        with trio.move_on_after(limits.total_timeout):
+            return await follow_chain(current, exchange, _redirect_target, rules)
+        raise DeadlineExceeded(f"fetch of {url} took longer than {limits.total_timeout} s")
 
     def _address(self, host: str, port: int) -> tuple[str, int]:
         return route(self.connect_to, host, port)
 
-    async def _exchange(self, url: GeminiURL, limits: Limits) -> _Hop:
-        request = url.request_line()
+    async def _exchange(self, url: URL, followed: tuple[URL, ...], limits: Limits) -> Response:
+        request = request_line(url)
         address, port = self._address(url.host, url.port)
         stream: trio.SSLStream[trio.SocketStream] | None = None
         try:
@@ -289,7 +217,7 @@ class GeminiClient:
                 await trio.aclose_forcefully(stream)
             raise
         await _close(stream)
-        return _Hop(header, body, seen, trust, previous, truncated)
+        return Response(url, header, body, seen, trust, previous, followed, truncated)
 
 
 async def _send(stream: trio.SSLStream[trio.SocketStream], data: bytes) -> None:

@@ -1,65 +1,26 @@
-"""Every exception ``geminibot.gemini`` raises; all derive from :class:`GeminiError`.
+"""The errors only Gemini has, each a subclass of the shared tree.
 
-The tree says whose fault a failure is, in the manner of h11:
+The fetch-error tree itself (limits, redirects, transport, timeouts) is
+:mod:`geminibot.net.errors`; bad URLs are :class:`geminibot.urls.InvalidURL`. Gemini adds:
 
-- :class:`InvalidURL` (also a ``ValueError``): the URL or request line we were *given* is
-  bad. A server maps these to ``59 BAD REQUEST``, except :class:`UnsupportedScheme`,
-  which it maps to ``53 PROXY REQUEST REFUSED``.
-- :class:`RemoteProtocolError`: the server broke the protocol (header, status, meta).
-- :class:`LimitExceeded`: the server may be within the protocol but went past one of
-  our limits (body size, redirect hops).
-- :class:`RedirectRefused`: a redirect we will not follow (loop, scheme switch).
-- :class:`TransportError`: the network or TLS failed, or a timeout expired.
-- :class:`CertificateChanged`: trust-on-first-use refused a changed certificate
-  (strict mode only).
-
-Nothing else escapes :func:`geminibot.gemini.client.GeminiClient.fetch`.
+- request-line faults (:class:`~geminibot.urls.InvalidURL` subclasses): a server maps
+  these to ``59 BAD REQUEST``, except :class:`~geminibot.urls.UnsupportedScheme`, which
+  it maps to ``53 PROXY REQUEST REFUSED``;
+- response-header faults (:class:`~geminibot.net.errors.RemoteProtocolError` subclasses);
+- :class:`CertificateChanged`: trust-on-first-use refused a changed certificate (strict
+  mode only).
 """
 
 from __future__ import annotations
 
+from geminibot.net.errors import FetchError, RemoteProtocolError
+from geminibot.urls import InvalidURL
 
-class GeminiError(Exception):
-    """Base of every error raised by ``geminibot.gemini``."""
-
-
-# --- the URL or request line given to us -------------------------------------------------
-
-
-class InvalidURL(GeminiError, ValueError):
-    """A URL or request line that is not a valid Gemini request."""
-
-
-class NotAbsoluteURL(InvalidURL):
-    """The URL has no scheme (a relative reference where an absolute URL is needed)."""
-
-
-class UnsupportedScheme(InvalidURL):
-    """The URL's scheme is not ``gemini``."""
-
-    def __init__(self, message: str, scheme: str) -> None:
-        super().__init__(message)
-        self.scheme = scheme
-
-
-class UserinfoInURL(InvalidURL):
-    """The URL carries ``user@`` information, which Gemini forbids."""
+# --- the request line given to us --------------------------------------------------------
 
 
 class FragmentInRequest(InvalidURL):
     """A request line carries a ``#fragment``, which Gemini forbids."""
-
-
-class MissingHost(InvalidURL):
-    """The URL has no host."""
-
-
-class InvalidHost(InvalidURL):
-    """The host is not a valid name (IDNA), IPv4 or IPv6 address."""
-
-
-class InvalidPort(InvalidURL):
-    """The port is not a number from 1 to 65535."""
 
 
 class RequestTooLong(InvalidURL):
@@ -79,10 +40,6 @@ class MalformedRequestLine(InvalidURL):
 
 
 # --- the server's fault ------------------------------------------------------------------
-
-
-class RemoteProtocolError(GeminiError):
-    """The server's response breaks the Gemini protocol."""
 
 
 class EmptyResponse(RemoteProtocolError):
@@ -113,72 +70,10 @@ class InvalidMeta(RemoteProtocolError):
     """The meta is unusable: a bad MIME type, an empty redirect target, control characters."""
 
 
-# --- our limits and refusals -------------------------------------------------------------
-
-
-class LimitExceeded(GeminiError):
-    """The response went past one of the client's limits."""
-
-
-class BodyTooLarge(LimitExceeded):
-    """The body grew past the maximum body size; reading stopped there."""
-
-
-class TooManyRedirects(LimitExceeded):
-    """More redirects than the hop limit."""
-
-
-class RedirectRefused(GeminiError):
-    """A redirect the client will not follow."""
-
-
-class RedirectLoop(RedirectRefused):
-    """A redirect leads back to a URL already visited in this fetch."""
-
-
-class SchemeSwitchRefused(RedirectRefused):
-    """A redirect leads to another scheme and switching was not allowed."""
-
-
-# --- transport ---------------------------------------------------------------------------
-
-
-class TransportError(GeminiError):
-    """The connection could not be made or broke."""
-
-
-class ConnectionFailed(TransportError):
-    """Name resolution or the TCP connection failed, or it broke before the header."""
-
-
-class TLSFailure(TransportError):
-    """The TLS handshake failed (no common version or cipher, not TLS at all...)."""
-
-
-class GeminiTimeout(TransportError):
-    """A time limit expired."""
-
-
-class ConnectTimeout(GeminiTimeout):
-    """TCP connect plus TLS handshake took longer than the connect timeout."""
-
-
-class HeaderTimeout(GeminiTimeout):
-    """The response header did not arrive within the header timeout."""
-
-
-class IdleTimeout(GeminiTimeout):
-    """The body stalled: no bytes for longer than the idle timeout."""
-
-
-class DeadlineExceeded(GeminiTimeout):
-    """The whole fetch, redirects included, took longer than the total deadline."""
-
-
 # --- trust on first use ------------------------------------------------------------------
 
 
-class CertificateChanged(GeminiError):
+class CertificateChanged(FetchError):
     """A host's certificate differs from the pinned one and strict TOFU refuses it."""
 
     def __init__(self, message: str, *, host: str, port: int, pinned: str, seen: str) -> None:

@@ -12,8 +12,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from geminibot.gemini.errors import InvalidURL
-from geminibot.gemini.urls import GeminiURL, parse_url, resolve_reference
+from geminibot.gemini.urls import parse_url
+from geminibot.urls import URL, InvalidURL, resolve_reference
 
 
 @dataclass(frozen=True, slots=True)
@@ -73,7 +73,7 @@ class Document:
         return tuple(line for line in self.lines if isinstance(line, LinkLine))
 
 
-def parse_gemtext(text: str, base: GeminiURL | str | None = None) -> Document:
+def parse_gemtext(text: str, base: URL | str | None = None) -> Document:
     """Parse a text/gemini document; ``base`` is the page's URL for resolving links.
 
     Lines end with LF or CR LF (other Unicode line breaks are text).

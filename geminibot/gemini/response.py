@@ -9,7 +9,8 @@
 The header is ``<two digits><space><meta><CR><LF>``, the meta at most
 :data:`MAX_META_BYTES` bytes of UTF-8. Only a ``2x`` response has a body, which runs to
 the end of the stream; any other response ends with its header (bytes after it are
-ignored). Every fault raises a specific :class:`~geminibot.gemini.errors.GeminiError`.
+ignored). Every fault raises a specific :class:`~geminibot.net.errors.RemoteProtocolError`
+(the Gemini ones are in :mod:`geminibot.gemini.errors`) or :class:`~geminibot.net.errors.BodyTooLarge`.
 """
 
 from __future__ import annotations
@@ -22,7 +23,6 @@ from enum import Enum
 from types import MappingProxyType
 
 from geminibot.gemini.errors import (
-    BodyTooLarge,
     EmptyResponse,
     HeaderMissingCRLF,
     HeaderNotUTF8,
@@ -31,6 +31,7 @@ from geminibot.gemini.errors import (
     InvalidStatus,
 )
 from geminibot.gemini.status import Family, Status, family_of, known_status, slow_down_seconds
+from geminibot.net.errors import BodyTooLarge
 
 #: Longest meta, in bytes.
 MAX_META_BYTES = 1024

@@ -5,7 +5,7 @@
     async with WebClient(user_agent=user_agent("geminibot")) as client:
         response = await client.fetch("https://example.org/robots.txt")
 
-- The limits are :class:`geminibot.gemini.client.Limits`, the same object and the same
+- The limits are :class:`geminibot.net.limits.Limits`, the same object and the same
   defaults as the Gemini client: connect (TCP plus TLS), header (request sent, status line
   and headers received), idle (longest silence inside the body), a total deadline over the
   whole fetch (redirects included), the largest body and the redirect hops. Every time
@@ -16,15 +16,16 @@
   (a ``Content-Length`` above the limit stops it before any byte of the body). The limit
   applies to the decoded body, so a gzip bomb stops at the cap too.
 - Redirects (301, 302, 303, 307, 308 with a ``Location``) are followed by this module, not
-  by httpx, up to ``max_redirects`` hops; a loop is refused as soon as it closes; a switch
-  to a scheme other than http/https is refused unless ``allow_scheme_switch`` (then the
-  redirect is returned unfollowed).
+  by httpx, as :mod:`geminibot.net.redirects` decides: up to ``max_redirects`` hops; a
+  loop is refused as soon as it closes; a switch to a scheme other than http/https is
+  refused unless ``allow_scheme_switch`` (then the redirect is returned unfollowed).
 - ``connect_to`` routes a host to another address (tests reach loopback this way), with
   the same type and meaning as the Gemini client's: the request goes to the address, the
   ``Host`` header and TLS SNI (and so certificate checks) keep the URL's host.
 - Every request carries a real ``User-Agent`` (:func:`user_agent`).
 
-Only :class:`~geminibot.http.errors.WebError` subclasses leave :meth:`WebClient.fetch`.
+Only :class:`~geminibot.net.errors.FetchError` subclasses leave :meth:`WebClient.fetch`,
+and :class:`~geminibot.urls.InvalidURL` for a URL given that is not an http(s) URL.
 """
 
 from __future__ import annotations
@@ -40,25 +41,22 @@ import httpx
 import trio
 
 from geminibot import __version__
-from geminibot.gemini.client import ConnectTo, Limits, route
-from geminibot.gemini.errors import GeminiError
-from geminibot.gemini.urls import resolve_reference
-from geminibot.http.errors import (
+from geminibot.http.urls import parse_web_url
+from geminibot.net.connect import ConnectTo, route
+from geminibot.net.errors import (
     BodyTooLarge,
     ConnectionFailed,
     ConnectTimeout,
     DeadlineExceeded,
+    FetchError,
     HeaderTimeout,
     IdleTimeout,
-    InvalidWebURL,
-    RedirectLoop,
     RemoteProtocolError,
-    SchemeSwitchRefused,
     TLSFailure,
-    TooManyRedirects,
-    WebError,
 )
-from geminibot.http.urls import WebURL, is_web_url, parse_web_url
+from geminibot.net.limits import Limits
+from geminibot.net.redirects import RedirectRules, follow_chain
+from geminibot.urls import URL, WEB_SCHEMES, InvalidURL, resolve_reference
 
 #: Where a site owner reads who the bot is; put in the User-Agent (override with --contact).
 DEFAULT_INFO_URL = "https://geminibot.invalid/about"
@@ -76,13 +74,13 @@ def user_agent(
 
 @dataclass(frozen=True, slots=True)
 class WebResponse:
-    url: WebURL
+    url: URL
     """The URL that gave this response (after redirects)."""
     status: int
     reason: str
     headers: Headers
     body: bytes
-    redirects: tuple[WebURL, ...] = field(default=())
+    redirects: tuple[URL, ...] = field(default=())
     """Every URL that redirected, in order."""
 
     def header(self, name: str) -> str | None:
@@ -143,60 +141,36 @@ class WebClient:
 
     async def fetch(
         self,
-        url: str | WebURL,
+        url: str | URL,
         *,
         method: str = "GET",
         headers: Sequence[tuple[str, str]] = (),
         follow_redirects: bool = True,
         limits: Limits | None = None,
     ) -> WebResponse:
-        """Fetch ``url`` (GET or HEAD); raises only WebError subclasses."""
+        """Fetch ``url`` (GET or HEAD); raises only FetchError subclasses (InvalidURL for
+        a bad ``url``)."""
         limits = limits if limits is not None else self.limits
-        current = url if isinstance(url, WebURL) else parse_web_url(url)
-        redirects: list[WebURL] = []
-        with trio.move_on_after(limits.total_timeout) as deadline:
-            while True:
-                status, reason, got, body = await self._exchange(
-                    current, method, tuple(headers), limits
-                )
-                response = WebResponse(current, status, reason, got, body, tuple(redirects))
-                if not follow_redirects or status not in REDIRECT_STATUSES:
-                    return response
-                target = self._redirect_target(response, redirects, limits)
-                if target is None:
-                    return response
-                redirects.append(current)
-                current = target
-        assert deadline.cancelled_caught
+        current = parse_web_url(str(url))
+        rules = None
+        if follow_redirects:
+            rules = RedirectRules(
+                WEB_SCHEMES, limits.max_redirects, switch_schemes=self.allow_scheme_switch
+            )
+
+        async def exchange(hop: URL, followed: tuple[URL, ...]) -> WebResponse:
+            status, reason, got, body = await self._exchange(hop, method, tuple(headers), limits)
+            return WebResponse(hop, status, reason, got, body, followed)
+
+        with trio.move_on_after(limits.total_timeout):
+            return await follow_chain(current, exchange, _redirect_target, rules)
         raise DeadlineExceeded(f"fetch of {url} took longer than {limits.total_timeout} s")
 
-    def _redirect_target(
-        self, response: WebResponse, redirects: list[WebURL], limits: Limits
-    ) -> WebURL | None:
-        location = response.redirect_url
-        if location is None:
-            return None
-        if not is_web_url(location):
-            if self.allow_scheme_switch:
-                return None
-            raise SchemeSwitchRefused(f"{response.url} redirects to another scheme: {location}")
-        try:
-            target = parse_web_url(location)
-        except InvalidWebURL as exc:
-            raise RemoteProtocolError(
-                f"{response.url} redirects to an invalid URL: {exc}"
-            ) from None
-        if target == response.url or target in redirects:
-            raise RedirectLoop(f"redirect loop: {response.url} leads back to {target}")
-        if len(redirects) >= limits.max_redirects:
-            raise TooManyRedirects(f"more than {limits.max_redirects} redirects, last to {target}")
-        return target
-
-    def _route(self, url: WebURL) -> tuple[str, dict[str, Any]]:
+    def _route(self, url: URL) -> tuple[str, dict[str, Any]]:
         """The URL to connect to, and the request extensions that keep SNI on the host."""
         try:
             address = route(self.connect_to, url.host, url.port)
-        except (GeminiError, OSError) as exc:  # a resolver may refuse (--test-range)
+        except OSError as exc:  # a resolver may also refuse with a FetchError (--test-range)
             raise ConnectionFailed(str(exc)) from None
         if address == (url.host, url.port):
             return str(url), {}
@@ -204,7 +178,7 @@ class WebClient:
         return f"{url.scheme}://{host}:{address[1]}{url.path_query}", {"sni_hostname": url.host}
 
     async def _exchange(
-        self, url: WebURL, method: str, headers: Headers, limits: Limits
+        self, url: URL, method: str, headers: Headers, limits: Limits
     ) -> tuple[int, str, Headers, bytes]:
         target, extensions = self._route(url)
         phase = ["connect"]
@@ -247,7 +221,11 @@ class WebClient:
                 await response.aclose()
 
 
-async def _read_body(url: WebURL, response: httpx.Response, limits: Limits) -> bytes:
+def _redirect_target(response: WebResponse) -> str | None:
+    return response.header("location") if response.status in REDIRECT_STATUSES else None
+
+
+async def _read_body(url: URL, response: httpx.Response, limits: Limits) -> bytes:
     chunks: list[bytes] = []
     size = 0
     stream: AsyncIterator[bytes] = response.aiter_bytes()
@@ -269,17 +247,17 @@ async def _read_body(url: WebURL, response: httpx.Response, limits: Limits) -> b
 
 
 @contextmanager
-def _mapped_errors(url: WebURL) -> Iterator[None]:
-    """Turn httpx's exceptions into :mod:`geminibot.http.errors`."""
+def _mapped_errors(url: URL) -> Iterator[None]:
+    """Turn httpx's exceptions into :mod:`geminibot.net.errors`."""
     try:
         yield
     except (httpx.HTTPError, httpx.InvalidURL) as exc:
         where = url.authority
-        error: WebError
+        error: FetchError | InvalidURL
         if isinstance(exc, httpx.ConnectError) and _is_tls(exc):
             error = TLSFailure(f"TLS with {where} failed: {exc}")
         elif isinstance(exc, httpx.UnsupportedProtocol | httpx.InvalidURL):
-            error = InvalidWebURL(f"{url}: {exc}")
+            error = InvalidURL(f"{url}: {exc}")
         elif isinstance(exc, httpx.ProtocolError | httpx.DecodingError):
             error = RemoteProtocolError(f"{where} broke HTTP: {exc}")
         else:

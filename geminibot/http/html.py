@@ -20,7 +20,7 @@ import re
 from dataclasses import dataclass, field
 from html.parser import HTMLParser
 
-from geminibot.gemini.urls import resolve_reference
+from geminibot.urls import resolve_reference
 
 #: Most characters of a document parsed (the body is already capped by the client).
 MAX_HTML_CHARS = 4 * 1024 * 1024

@@ -8,8 +8,8 @@ from __future__ import annotations
 from dataclasses import replace
 
 from geminibot.http.client import WebClient
-from geminibot.http.errors import RedirectRefused, TooManyRedirects, WebError
 from geminibot.http.urls import parse_web_url
+from geminibot.net.errors import FetchError, RedirectRefused, TooManyRedirects
 from geminibot.policy.discovery import (
     MAX_ROBOTS_REDIRECTS,
     POLICY_FETCH_BYTES,
@@ -18,6 +18,7 @@ from geminibot.policy.discovery import (
     parse_retry_after,
 )
 from geminibot.policy.site_policy import SitePolicy
+from geminibot.urls import InvalidURL
 
 
 async def fetch_policy_file(client: WebClient, url: str) -> PolicyAnswer:
@@ -29,7 +30,7 @@ async def fetch_policy_file(client: WebClient, url: str) -> PolicyAnswer:
     except (TooManyRedirects, RedirectRefused) as exc:
         # a redirect chain that does not end: RFC 9309 counts it as unavailable
         return PolicyAnswer(301, str(exc), redirects=MAX_ROBOTS_REDIRECTS)
-    except WebError as exc:
+    except (FetchError, InvalidURL) as exc:
         return PolicyAnswer(None, failure=f"{type(exc).__name__}: {exc}")
     return PolicyAnswer(
         response.status,

@@ -204,7 +204,9 @@ def _split_sources(items: list[str]) -> tuple[list[str], list[str]]:
     return items[:n], items[n:]
 
 
-def _load_sources(sources: list[str]) -> dict[Dialect, tuple[str, bytes]]:
+def load_sources(sources: list[str]) -> dict[Dialect, tuple[str, bytes]]:
+    """Read policy files and sort them by dialect (by name, else by content):
+    dialect -> (display name, bytes). Two files of one dialect are a usage error."""
     loaded: dict[Dialect, tuple[str, bytes]] = {}
     for source in sources:
         name, data = read_source(source)
@@ -240,7 +242,7 @@ def run_check(args: argparse.Namespace) -> int:
     sources = [args.source, *more]
     if not urls:
         raise CommandError("give at least one URL to check after the policy file(s)")
-    loaded = _load_sources(sources)
+    loaded = load_sources(sources)
     for name, data in loaded.values():
         diags = _lint_file(name, data)
         errors = sum(1 for d in diags if d.level == "error")

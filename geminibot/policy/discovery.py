@@ -37,9 +37,9 @@ from geminibot.policy.site_policy import (
     ROBOTS,
     ROBOTS2,
     Fetched,
-    Protocol,
     SitePolicy,
 )
+from geminibot.urls import Scheme
 
 #: The part of a policy file that is read (RFC 9309 2.5: at least 500 KiB) ...
 MAX_POLICY_FILE_BYTES = MAX_ROBOTS_BYTES
@@ -88,7 +88,7 @@ class PolicyAnswer:
     retry_after: float | None = None
 
 
-def read_answer(protocol: Protocol, answer: PolicyAnswer) -> Fetched:
+def read_answer(protocol: Scheme, answer: PolicyAnswer) -> Fetched:
     """The RFC 9309 reading of one answer; a redirect handed back (one the transport
     could not follow) is unavailable, as a 4xx is."""
     outcome = fetch_outcome(
@@ -116,7 +116,7 @@ def parse_retry_after(value: str | None) -> float | None:
     return float(text) if text.isascii() and text.isdigit() else None
 
 
-def same_protocol(protocol: Protocol, url: str) -> bool:
+def same_protocol(protocol: Scheme, url: str) -> bool:
     """Whether ``url`` is a URL of ``protocol`` (http and https are one protocol)."""
     scheme = url.partition(":")[0].lower() if ":" in url else ""
     return scheme == "gemini" if protocol == "gemini" else scheme in ("http", "https")
@@ -127,8 +127,8 @@ class PolicyDiscovery:
 
     ``root`` is the site's root URL (``gemini://host/``, ``https://host/``)."""
 
-    def __init__(self, protocol: Protocol, root: str) -> None:
-        self.protocol: Protocol = protocol
+    def __init__(self, protocol: Scheme, root: str) -> None:
+        self.protocol: Scheme = protocol
         self.root = root if root.endswith("/") else root + "/"
         self.robots2_url = self.root + ROBOTS2
         self._files: dict[str, Fetched] = {}
@@ -202,7 +202,7 @@ class PolicyDiscovery:
 
 
 async def discover(
-    protocol: Protocol, root: str, fetch: Callable[[str], Awaitable[PolicyAnswer]]
+    protocol: Scheme, root: str, fetch: Callable[[str], Awaitable[PolicyAnswer]]
 ) -> SitePolicy:
     """Drive a :class:`PolicyDiscovery` with an injected ``fetch(url)`` (which follows
     redirects and never raises for the server's faults), one file after the other."""
@@ -224,7 +224,7 @@ class PolicyUnreachable(Exception):
 
 
 async def discover_reachable(
-    protocol: Protocol, root: str, fetch: Callable[[str], Awaitable[PolicyAnswer]]
+    protocol: Scheme, root: str, fetch: Callable[[str], Awaitable[PolicyAnswer]]
 ) -> SitePolicy:
     """:func:`discover`, raising :class:`PolicyUnreachable` when robots.txt got no answer."""
     robots_url = root + ROBOTS

@@ -25,8 +25,8 @@ from dataclasses import dataclass
 from typing import Literal
 
 from geminibot.policy.robots import RobotsFile, parse_robots
+from geminibot.urls import Scheme
 
-Protocol = Literal["gemini", "http"]
 Kind = Literal["success", "redirect", "unavailable", "unreachable"]
 
 #: RFC 9309 section 2.3.1.2: follow at least five consecutive redirects.
@@ -70,7 +70,7 @@ class FetchOutcome:
 
 
 def fetch_outcome(
-    protocol: Protocol,
+    protocol: Scheme,
     status: int | None = None,
     *,
     meta: str = "",

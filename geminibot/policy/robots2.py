@@ -31,12 +31,12 @@ from datetime import datetime, timedelta
 from typing import Literal
 from urllib.parse import quote
 
-from geminibot.gemini.urls import resolve_reference
 from geminibot.policy.diagnostics import Diagnostic
 from geminibot.policy.paths import path_of
 from geminibot.policy.robots import RobotsFile, parse_robots
 from geminibot.policy.robots20 import strip_comment
 from geminibot.policy.textlines import numbered_lines, whole_lines_within
+from geminibot.urls import resolve_reference
 
 SPEC_VERSION = "0.2.1"
 

@@ -47,8 +47,8 @@ from geminibot.policy.robots2 import (
 )
 from geminibot.policy.robots20 import V2File, parse_v2
 from geminibot.policy.textlines import numbered_lines
+from geminibot.urls import Scheme
 
-Protocol = Literal["gemini", "http"]
 #: The floor of the rule of thumb when no file sets a pace (seconds).
 RULE_OF_THUMB_FLOOR = 10.0
 #: The rule of thumb's multiple of the last fetch's duration.
@@ -181,7 +181,7 @@ class Fetched:
 
 @dataclass
 class SitePolicy:
-    protocol: Protocol
+    protocol: Scheme
     robots: RobotsFile | None = None
     robots_v2: V2File | None = None
     robots2: Chain | None = None
@@ -192,7 +192,7 @@ class SitePolicy:
     @classmethod
     def build(
         cls,
-        protocol: Protocol,
+        protocol: Scheme,
         robots: Fetched | None = None,
         robots2: Fetched | None = None,
         agents: Fetched | None = None,
@@ -230,7 +230,7 @@ class SitePolicy:
     @classmethod
     def from_texts(
         cls,
-        protocol: Protocol,
+        protocol: Scheme,
         robots: bytes | str | None = None,
         robots2: bytes | str | None = None,
         agents: bytes | str | None = None,

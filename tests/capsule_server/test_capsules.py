@@ -28,6 +28,7 @@ SCENARIOS = {
     "robots-large.test",
     "robots-malformed.test",
     "robots2-chain.test",
+    "robots2-ask.test",
     "agents-good.test",
     "agents-bad.test",
     "robots-v2.test",

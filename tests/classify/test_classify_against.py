@@ -27,7 +27,8 @@ from geminibot.classify.sources import (
     site_from_url,
 )
 from geminibot.cli import main
-from geminibot.gemini.client import GeminiClient, Limits
+from geminibot.gemini.client import GeminiClient
+from geminibot.net.limits import Limits
 from geminibot.policy.discovery import PolicyUnreachable
 from geminibot.policy.site_policy import SitePolicy
 

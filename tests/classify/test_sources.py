@@ -7,7 +7,8 @@ from pathlib import Path
 
 from capsule_server.testing import running_server
 from geminibot.classify.sources import site_from_url
-from geminibot.gemini.client import DEFAULT_MAX_BODY_SIZE, GeminiClient
+from geminibot.gemini.client import GeminiClient
+from geminibot.net.limits import DEFAULT_MAX_BODY_SIZE
 from geminibot.policy.site_policy import Bot
 
 BOT = Bot("geminibot", ("indexer",), "search-indexer")

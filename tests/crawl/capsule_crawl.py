@@ -24,13 +24,16 @@ from capsule_server.report import ClientReport, build_report, load_policies
 from capsule_server.server import CapsuleServer, Limits
 from capsule_server.testing import running_server
 from geminibot.crawl.crawler import Crawler, CrawlOptions, Progress
-from geminibot.crawl.fetcher import Resolver, gemini_fetch
+from geminibot.crawl.fetcher import gemini_fetch
 from geminibot.gemini.client import GeminiClient
 from geminibot.index import connect
+from geminibot.net.connect import ConnectRule, Resolver
 
 CAPSULES = Path(__file__).resolve().parents[2] / "capsules"
 POLICY_FILES = ("/robots.txt", "/robots2.txt", "/agents.txt")
-EPOCH = 1.8e9  # where the access log's clock starts
+#: Where the access log's clock starts: the crawls' night-time wall clock, since the report
+#: judges Visit-time on the log's own times.
+EPOCH = datetime(2026, 11, 23, 23, 0, tzinfo=UTC).timestamp()
 
 
 def expectation(host: str) -> dict[str, Any]:
@@ -108,7 +111,7 @@ async def crawl_host(
     options: CrawlOptions,
     wall_clock: Callable[[], float] | None = None,
 ) -> tuple[Progress, sqlite3.Connection]:
-    resolver = Resolver([("*", 1965, "127.0.0.1", port)], loopback_only=True)
+    resolver = Resolver([ConnectRule("*", 1965, "127.0.0.1", port)], loopback_only=True)
     fetch = gemini_fetch(GeminiClient(connect_to=resolver))
     conn = connect(db)
     kwargs = {} if wall_clock is None else {"wall_clock": wall_clock}

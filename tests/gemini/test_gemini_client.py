@@ -19,9 +19,12 @@ from certs import CertPair, cert_pair
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from geminibot import urls
 from geminibot.gemini import errors
-from geminibot.gemini.client import GeminiClient, Limits
+from geminibot.gemini.client import GeminiClient
 from geminibot.gemini.tofu import FileKnownHosts, MemoryKnownHosts, Trust
+from geminibot.net import errors as net_errors
+from geminibot.net.limits import Limits
 
 HOST = "h.test"
 TEST_DEADLINE = 10.0
@@ -157,7 +160,7 @@ async def test_endless_body_stops_at_the_size_limit() -> None:
 
     with trio.fail_after(TEST_DEADLINE):
         async with serve(endless) as server:
-            with pytest.raises(errors.BodyTooLarge):
+            with pytest.raises(net_errors.BodyTooLarge):
                 await client_for(server).fetch(f"gemini://{HOST}/")
 
 
@@ -188,21 +191,21 @@ def dripping(header: bytes, interval: float) -> Handler:
             b"20 text/plain\r\n",
             1.0,
             Limits(idle_timeout=0.2, total_timeout=5.0),
-            errors.IdleTimeout,
+            net_errors.IdleTimeout,
         ),
         (
             "a fast drip ends at the total deadline",
             b"20 text/plain\r\n",
             0.02,
             Limits(idle_timeout=1.0, total_timeout=0.5),
-            errors.DeadlineExceeded,
+            net_errors.DeadlineExceeded,
         ),
         (
             "a dripping header ends at the header timeout",
             b"2",
             0.05,
             Limits(header_timeout=0.3),
-            errors.HeaderTimeout,
+            net_errors.HeaderTimeout,
         ),
     ],
 )
@@ -260,13 +263,13 @@ async def run_redirects(
             box.append(server)
             try:
                 return await client_for(server, **options).fetch(url), server
-            except errors.GeminiError as exc:
+            except net_errors.FetchError as exc:
                 return exc, server
 
 
 async def test_endless_redirects_stop_after_five_hops() -> None:
     outcome, server = await run_redirects(counting_redirects, f"gemini://{HOST}/0")
-    assert isinstance(outcome, errors.TooManyRedirects)
+    assert isinstance(outcome, net_errors.TooManyRedirects)
     assert len(server.requests) == 6  # the first request and five redirects followed
 
 
@@ -288,7 +291,7 @@ async def test_redirect_loop_is_refused_when_it_closes() -> None:
         return b"31 b\r\n" if request.endswith(b"/a") else b"30 gemini://h.test:1965/a\r\n"
 
     outcome, server = await run_redirects(loop, f"gemini://{HOST}/a")
-    assert isinstance(outcome, errors.RedirectLoop)
+    assert isinstance(outcome, net_errors.RedirectLoop)
     assert len(server.requests) == 2
 
 
@@ -297,7 +300,7 @@ async def test_redirect_to_another_scheme() -> None:
         return b"30 https://h.test/\r\n"
 
     refused, _ = await run_redirects(to_https, f"gemini://{HOST}/")
-    assert isinstance(refused, errors.SchemeSwitchRefused)
+    assert isinstance(refused, net_errors.SchemeSwitchRefused)
     allowed, _ = await run_redirects(to_https, f"gemini://{HOST}/", allow_scheme_switch=True)
     assert allowed.status == 30  # type: ignore[attr-defined]
     assert allowed.redirect_url == "https://h.test/"  # type: ignore[attr-defined]
@@ -353,7 +356,7 @@ async def test_tcp_without_tls_times_out_at_connect() -> None:
 
     with trio.fail_after(TEST_DEADLINE):
         async with serve(silent, tls=False) as server:
-            with pytest.raises(errors.ConnectTimeout):
+            with pytest.raises(net_errors.ConnectTimeout):
                 await client_for(server).fetch(
                     f"gemini://{HOST}/", limits=Limits(connect_timeout=0.3)
                 )
@@ -365,7 +368,7 @@ async def test_plain_text_server_is_a_tls_failure() -> None:
 
     with trio.fail_after(TEST_DEADLINE):
         async with serve(plain, tls=False) as server:
-            with pytest.raises(errors.TLSFailure):
+            with pytest.raises(net_errors.TLSFailure):
                 await client_for(server).fetch(f"gemini://{HOST}/")
 
 
@@ -376,7 +379,7 @@ async def test_tls_older_than_1_2_is_refused() -> None:
     context.maximum_version = ssl.TLSVersion.TLSv1_1
     with trio.fail_after(TEST_DEADLINE):
         async with serve(replying(b"20 text/plain\r\n"), context=context) as server:
-            with pytest.raises(errors.TLSFailure):
+            with pytest.raises(net_errors.TLSFailure):
                 await client_for(server).fetch(f"gemini://{HOST}/")
 
 
@@ -386,7 +389,7 @@ async def test_closed_port_is_a_connection_failure() -> None:
     port = listener.getsockname()[1]
     listener.close()
     client = GeminiClient(connect_to={HOST: ("127.0.0.1", port)}, limits=LIMITS)
-    with trio.fail_after(TEST_DEADLINE), pytest.raises(errors.ConnectionFailed):
+    with trio.fail_after(TEST_DEADLINE), pytest.raises(net_errors.ConnectionFailed):
         await client.fetch(f"gemini://{HOST}/")
 
 
@@ -396,7 +399,7 @@ async def test_hang_up_without_close_notify_before_header() -> None:
 
     with trio.fail_after(TEST_DEADLINE):
         async with serve(hang_up, close_notify=False) as server:
-            with pytest.raises(errors.ConnectionFailed):
+            with pytest.raises(net_errors.ConnectionFailed):
                 await client_for(server).fetch(f"gemini://{HOST}/")
 
 
@@ -417,7 +420,7 @@ async def test_connect_to_callable_and_ip_literal_url() -> None:
 
 async def test_invalid_url_and_too_long_request_fail_before_connecting() -> None:
     client = GeminiClient(known_hosts=MemoryKnownHosts())
-    with pytest.raises(errors.UnsupportedScheme):
+    with pytest.raises(urls.UnsupportedScheme):
         await client.fetch("https://example.org/")
     with pytest.raises(errors.RequestTooLong):
         await client.fetch("gemini://h.test/" + "a" * 1100)
@@ -448,7 +451,7 @@ async def test_any_server_bytes_give_a_response_or_a_documented_error(
         async with serve(replying(*parts), close_notify=close_notify) as server:
             try:
                 response = await client_for(server).fetch(f"gemini://{HOST}/x", limits=limits)
-            except errors.GeminiError:
+            except net_errors.FetchError:
                 return
     assert 10 <= response.status <= 69
     assert len(response.body) <= 500

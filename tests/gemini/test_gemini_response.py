@@ -20,6 +20,7 @@ from geminibot.gemini.response import (
     parse_mime,
 )
 from geminibot.gemini.status import Family, Status, family_of, known_status
+from geminibot.net import errors as net_errors
 
 
 def read_all(chunks: list[bytes], max_body_size: int | None = None) -> list[object]:
@@ -160,13 +161,13 @@ def test_header_too_long_without_line_end_fails_before_eof() -> None:
 def test_faults_have_specific_errors(data: bytes, error: type[Exception]) -> None:
     with pytest.raises(error):
         read_all([data])
-    assert issubclass(error, errors.RemoteProtocolError)
+    assert issubclass(error, net_errors.RemoteProtocolError)
 
 
 def test_body_size_limit_edge() -> None:
     events = read_all([b"20 text/plain\r\n", b"x" * 10], max_body_size=10)
     assert sum(len(e.data) for e in events if isinstance(e, Body)) == 10
-    with pytest.raises(errors.BodyTooLarge):
+    with pytest.raises(net_errors.BodyTooLarge):
         read_all([b"20 text/plain\r\n", b"x" * 10, b"y"], max_body_size=10)
 
 
@@ -182,7 +183,7 @@ def test_any_bytes_give_events_or_a_documented_error(
 ) -> None:
     try:
         events = read_all(chunks, limit)
-    except errors.GeminiError:
+    except net_errors.FetchError:
         return
     assert isinstance(events[0], ResponseHeader)
 
@@ -191,6 +192,6 @@ def test_any_bytes_give_events_or_a_documented_error(
 def test_any_header_line_parses_or_fails_cleanly(line: bytes) -> None:
     try:
         header = parse_header(line)
-    except errors.RemoteProtocolError:
+    except net_errors.RemoteProtocolError:
         return
     assert 10 <= header.status <= 69

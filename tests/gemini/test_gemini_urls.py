@@ -6,14 +6,15 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from geminibot import urls
 from geminibot.gemini import errors
 from geminibot.gemini.urls import (
     MAX_REQUEST_BYTES,
-    GeminiURL,
     parse_request,
     parse_url,
-    resolve_reference,
+    request_line,
 )
+from geminibot.urls import resolve_reference
 
 
 @pytest.mark.parametrize(
@@ -46,7 +47,7 @@ def test_normalisation(given_url: str, expected: str) -> None:
 
 def test_fields() -> None:
     url = parse_url("gemini://[::1]:1970/a?b")
-    assert url == GeminiURL("::1", 1970, "/a", "b")
+    assert url == urls.URL("gemini", "::1", 1970, "/a", "b")
     assert url.is_ip_literal
     assert url.authority == "[::1]:1970"
     assert not parse_url("gemini://x.test/").is_ip_literal
@@ -56,25 +57,25 @@ def test_fields() -> None:
 @pytest.mark.parametrize(
     ("given_url", "error"),
     [
-        ("/just/a/path", errors.NotAbsoluteURL),
-        ("example.org/x", errors.NotAbsoluteURL),
-        ("https://example.org/", errors.UnsupportedScheme),
-        ("gemini://user@example.org/", errors.UserinfoInURL),
-        ("gemini:///path", errors.MissingHost),
-        ("gemini:path", errors.MissingHost),
-        ("gemini://:1965/", errors.MissingHost),
-        ("gemini://exa mple.org/", errors.InvalidHost),
-        ("gemini://-bad.org/", errors.InvalidHost),
-        ("gemini://a..b/", errors.InvalidHost),
-        ("gemini://" + "a" * 64 + ".org/", errors.InvalidHost),
-        ("gemini://[::1/", errors.InvalidHost),
-        ("gemini://[zz::1]/", errors.InvalidHost),
-        ("gemini://[::1]x/", errors.InvalidHost),
-        ("gemini://300.1.1.1/", errors.InvalidHost),
-        ("gemini://h:0/", errors.InvalidPort),
-        ("gemini://h:65536/", errors.InvalidPort),
-        ("gemini://h:12a/", errors.InvalidPort),
-        ("gemini://h:１２/", errors.InvalidPort),
+        ("/just/a/path", urls.NotAbsoluteURL),
+        ("example.org/x", urls.NotAbsoluteURL),
+        ("https://example.org/", urls.UnsupportedScheme),
+        ("gemini://user@example.org/", urls.UserinfoInURL),
+        ("gemini:///path", urls.MissingHost),
+        ("gemini:path", urls.MissingHost),
+        ("gemini://:1965/", urls.MissingHost),
+        ("gemini://exa mple.org/", urls.InvalidHost),
+        ("gemini://-bad.org/", urls.InvalidHost),
+        ("gemini://a..b/", urls.InvalidHost),
+        ("gemini://" + "a" * 64 + ".org/", urls.InvalidHost),
+        ("gemini://[::1/", urls.InvalidHost),
+        ("gemini://[zz::1]/", urls.InvalidHost),
+        ("gemini://[::1]x/", urls.InvalidHost),
+        ("gemini://300.1.1.1/", urls.InvalidHost),
+        ("gemini://h:0/", urls.InvalidPort),
+        ("gemini://h:65536/", urls.InvalidPort),
+        ("gemini://h:12a/", urls.InvalidPort),
+        ("gemini://h:１２/", urls.InvalidPort),
     ],
 )
 def test_parse_errors(given_url: str, error: type[Exception]) -> None:
@@ -83,7 +84,7 @@ def test_parse_errors(given_url: str, error: type[Exception]) -> None:
 
 
 def test_unsupported_scheme_names_it() -> None:
-    with pytest.raises(errors.UnsupportedScheme) as info:
+    with pytest.raises(urls.UnsupportedScheme) as info:
         parse_url("HTTPS://x/")
     assert info.value.scheme == "https"
 
@@ -128,21 +129,23 @@ def test_join() -> None:
     assert str(page.join("other.gmi")) == "gemini://h.test/dir/other.gmi"
     assert str(page.join("../up")) == "gemini://h.test/up"
     assert str(page.join("//other.test:2000/x")) == "gemini://other.test:2000/x"
-    with pytest.raises(errors.UnsupportedScheme):
+    with pytest.raises(urls.UnsupportedScheme):
         page.join("https://h.test/")
 
 
 def test_request_line_limit_edge() -> None:
     prefix = "gemini://h/"
     fits = parse_url(prefix + "a" * (MAX_REQUEST_BYTES - len(prefix)))
-    assert fits.request_line() == str(fits).encode() + b"\r\n"
+    assert request_line(fits) == str(fits).encode() + b"\r\n"
     too_long = parse_url(prefix + "a" * (MAX_REQUEST_BYTES - len(prefix) + 1))
     with pytest.raises(errors.RequestTooLong):
-        too_long.request_line()
+        request_line(too_long)
 
 
 def test_parse_request_accepts_a_valid_line() -> None:
-    assert parse_request(b"gemini://h.test/a/../b\r\n") == GeminiURL("h.test", 1965, "/b", None)
+    assert parse_request(b"gemini://h.test/a/../b\r\n") == urls.URL(
+        "gemini", "h.test", 1965, "/b", None
+    )
     assert parse_request("gemini://h.test/é".encode()) == parse_url("gemini://h.test/%C3%A9")
     assert parse_request(b"gemini://h.test/a b").path == "/a%20b"  # tolerated, encoded
 
@@ -158,10 +161,10 @@ def test_parse_request_accepts_a_valid_line() -> None:
         (b"gemini://h/\rx", errors.MalformedRequestLine),
         (b"gemini://h/\nx\r\n", errors.MalformedRequestLine),
         (b"gemini://h/\x00", errors.MalformedRequestLine),
-        (b" gemini://h/", errors.NotAbsoluteURL),
-        (b"/relative", errors.NotAbsoluteURL),
-        (b"https://h/", errors.UnsupportedScheme),
-        (b"gemini://u@h/", errors.UserinfoInURL),
+        (b" gemini://h/", urls.NotAbsoluteURL),
+        (b"/relative", urls.NotAbsoluteURL),
+        (b"https://h/", urls.UnsupportedScheme),
+        (b"gemini://u@h/", urls.UserinfoInURL),
         (b"gemini://h/#frag", errors.FragmentInRequest),
         (b"gemini://h/#", errors.FragmentInRequest),
     ],
@@ -178,10 +181,10 @@ def test_parse_request_length_edge() -> None:
         parse_request(prefix + b"a" * (MAX_REQUEST_BYTES - len(prefix) + 1) + b"\r\n")
 
 
-def test_errors_are_value_errors_and_gemini_errors() -> None:
+def test_errors_are_value_errors_and_invalid_urls() -> None:
     with pytest.raises(ValueError):
         parse_url("nope")
-    with pytest.raises(errors.GeminiError):
+    with pytest.raises(urls.InvalidURL):
         parse_url("nope")
 
 
@@ -238,14 +241,14 @@ def test_normalised_url_is_stable_under_re_resolution(text: str) -> None:
         last = url.path.rsplit("/", 1)[1]
         if last and ":" not in last:
             assert url.join(last) == url
-    assert parse_request(url.request_line()) == url if len(str(url)) <= MAX_REQUEST_BYTES else True
+    assert parse_request(request_line(url)) == url if len(str(url)) <= MAX_REQUEST_BYTES else True
 
 
 @given(st.text(max_size=60))
 def test_parse_url_raises_only_invalid_url(text: str) -> None:
     try:
         url = parse_url(text)
-    except errors.InvalidURL:
+    except urls.InvalidURL:
         return
     assert parse_url(str(url)) == url
 
@@ -254,7 +257,7 @@ def test_parse_url_raises_only_invalid_url(text: str) -> None:
 def test_parse_request_raises_only_invalid_url(line: bytes) -> None:
     try:
         url = parse_request(b"gemini://h/" + line)
-    except errors.InvalidURL:
+    except urls.InvalidURL:
         return
     assert url.host == "h"
     assert str(url).isascii()

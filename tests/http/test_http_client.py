@@ -11,23 +11,23 @@ import pytest
 import trio
 from webserver import Page, endless_body, html, redirect, serve, silent, slow_drip, text
 
-from geminibot.gemini.client import DEFAULT_MAX_BODY_SIZE, MAX_REDIRECTS, Limits
 from geminibot.http.client import WebClient, user_agent
-from geminibot.http.errors import (
+from geminibot.http.urls import parse_web_url
+from geminibot.net.errors import (
     BodyTooLarge,
     ConnectionFailed,
     ConnectTimeout,
     DeadlineExceeded,
     HeaderTimeout,
     IdleTimeout,
-    InvalidWebURL,
     RedirectLoop,
     RemoteProtocolError,
     SchemeSwitchRefused,
     TLSFailure,
     TooManyRedirects,
 )
-from geminibot.http.urls import parse_web_url
+from geminibot.net.limits import DEFAULT_MAX_BODY_SIZE, MAX_REDIRECTS, Limits
+from geminibot.urls import InvalidURL
 
 FAST = Limits(connect_timeout=2, header_timeout=2, idle_timeout=2, total_timeout=5)
 
@@ -46,7 +46,7 @@ def test_web_urls_are_normalised() -> None:
     assert parse_web_url("http://h.test:8080").origin == "http://h.test:8080"
     assert str(parse_web_url("http://h.test:1965/")) == "http://h.test:1965/"
     for bad in ("gemini://h.test/", "http://user@h.test/", "http:///x", "http://h.test:0/", "/x"):
-        with pytest.raises(InvalidWebURL):
+        with pytest.raises(InvalidURL):
             parse_web_url(bad)
 
 

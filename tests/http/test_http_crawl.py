@@ -16,9 +16,9 @@ from webserver import Page, WebServer, html, redirect, serve, text
 from geminibot.crawl.crawler import Crawler, CrawlOptions
 from geminibot.crawl.fetcher import ProtocolFetcher
 from geminibot.crawl.warc import WarcArchive
-from geminibot.gemini.client import Limits
 from geminibot.http.client import WebClient
 from geminibot.index import connect, search
+from geminibot.net.limits import Limits
 from geminibot.policy.robots2 import ASK_PATH
 
 FAST = Limits(connect_timeout=2, header_timeout=2, idle_timeout=2, total_timeout=5)

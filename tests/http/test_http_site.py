@@ -7,9 +7,9 @@ from datetime import UTC, datetime
 import pytest
 from webserver import Page, serve, text
 
-from geminibot.gemini.client import DEFAULT_MAX_BODY_SIZE
 from geminibot.http.client import WebClient
 from geminibot.http.site import site_from_web
+from geminibot.net.limits import DEFAULT_MAX_BODY_SIZE
 from geminibot.policy.site_policy import Bot, SitePolicy
 
 BOT = Bot("geminibot", ("indexer",), "search-indexer")

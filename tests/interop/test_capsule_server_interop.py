@@ -22,7 +22,8 @@ import trio
 
 from capsule_server.files import binary_sha256, large_robots, maze_page
 from capsule_server.server import CapsuleServer
-from geminibot.gemini.client import GeminiClient, Limits
+from geminibot.gemini.client import GeminiClient
+from geminibot.net.limits import Limits
 
 with warnings.catch_warnings():  # ignition imports the deprecated cgi module
     warnings.simplefilter("ignore", DeprecationWarning)
@@ -65,6 +66,9 @@ EXPECTED: list[tuple[str, str, int, str, Body]] = [
     ("robots-malformed.test", "/robots.txt", 20, TXT, "robots.txt"),
     ("robots2-chain.test", "/robots2.txt", 20, TXT, "robots2.txt"),
     ("robots2-chain.test", "/policies/robots2-b.txt", 20, TXT, "policies/robots2-b.txt"),
+    ("robots2-ask.test", "/robots.txt", 20, TXT, "robots.txt"),
+    ("robots2-ask.test", "/robots2.txt", 20, TXT, "robots2.txt"),
+    ("robots-redirect.test", "/hops/1", 31, "/hops/2", None),
     ("agents-good.test", "/agents.txt", 20, TXT, "agents.txt"),
     ("agents-bad.test", "/agents.txt", 20, TXT, "agents.txt"),
     ("robots-v2.test", "/robots.txt", 20, TXT, "robots.txt"),

@@ -90,11 +90,3 @@ def test_lint(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     good.write_bytes(ROBOTS)
     assert main(["policy", "lint", str(good), "--json"]) == 0
     assert capsys.readouterr().out == ""
-
-
-def test_demo_runs() -> None:
-    proc = subprocess.run(
-        [sys.executable, "-m", "geminibot.demo"], capture_output=True, text=True, check=False
-    )
-    assert proc.returncode == 0, proc.stderr
-    assert "refused by policy" in proc.stdout and "== geminibot search" in proc.stdout

@@ -3,7 +3,8 @@
 ``geminibot compare HOST`` fetches robots.txt, robots2.txt and agents.txt from both
 ``https://HOST/`` and ``gemini://HOST/``; ``geminibot compare --web FILE... --gemini
 FILE...`` reads them from files (dialect by name, else by content). The comparison itself
-is :mod:`geminibot.policy.compare`. Exit codes: 0 the policies agree, 1 they differ, 2 a
+is :mod:`geminibot.policy.compare`; this command sits beside ``classify`` because, like
+``classify --against``, it obtains policies over both protocols. Exit codes: 0 the policies agree, 1 they differ, 2 a
 usage or input error.
 """
 
@@ -19,15 +20,17 @@ import trio
 
 from geminibot.classify.sources import site_from_url
 from geminibot.cliutil import EXIT_NEGATIVE, EXIT_OK, CommandError, emit_json
-from geminibot.crawl.fetcher import ResolveError, Resolver, parse_connect_to
-from geminibot.gemini.client import DEFAULT_TOTAL_TIMEOUT, GeminiClient, Limits
+from geminibot.gemini.client import GeminiClient
 from geminibot.http.client import DEFAULT_INFO_URL, WebClient, user_agent
 from geminibot.http.site import site_from_web
-from geminibot.policy.cli import _load_sources, parse_time, parse_virtual_agents
+from geminibot.net.connect import ConnectToError, Resolver, parse_connect_to
+from geminibot.net.limits import DEFAULT_TOTAL_TIMEOUT, Limits
+from geminibot.policy.cli import load_sources, parse_time, parse_virtual_agents
 from geminibot.policy.compare import BotClass, ClassComparison, Comparison, bot_classes, compare
 from geminibot.policy.discovery import PolicyUnreachable
 from geminibot.policy.robots2 import CATEGORIES
-from geminibot.policy.site_policy import Protocol, SitePolicy
+from geminibot.policy.site_policy import SitePolicy
+from geminibot.urls import Scheme
 
 EPILOG = """\
 bot classes: each Gemini virtual agent (a bot known only by it), '*' (a bot no group
@@ -110,8 +113,8 @@ def parse_agent(text: str) -> tuple[str, tuple[str, ...]]:
     return token, parse_virtual_agents(vas)
 
 
-def _from_files(files: list[str], protocol: Protocol) -> SitePolicy:
-    loaded = _load_sources(files)
+def _from_files(files: list[str], protocol: Scheme) -> SitePolicy:
+    loaded = load_sources(files)
     return SitePolicy.from_texts(
         protocol,
         loaded["robots"][1] if "robots" in loaded else None,
@@ -126,7 +129,7 @@ def _from_host(args: argparse.Namespace) -> tuple[SitePolicy, SitePolicy]:
         raise CommandError(f"{args.host!r}: give a host name, not a URL")
     try:
         resolver = Resolver([parse_connect_to(r) for r in args.connect_to], loopback_only=False)
-    except ResolveError as exc:
+    except ConnectToError as exc:
         raise CommandError(str(exc)) from None
     verify: ssl.SSLContext | bool = True
     if args.web_ca:

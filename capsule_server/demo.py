@@ -1,5 +1,8 @@
 """``make demo``: the main job on the bundled data.
 
+It lives in capsule_server because it runs the server: capsule_server imports geminibot,
+never the reverse (docs/architecture.md).
+
 Serves the bundled test capsules on 127.0.0.1 (capsule_server, in this process), crawls
 every one of them as an indexer (``--test-range``: no default delay, but every policy's
 delay, 44 and visit window still hold), then shows what the index says: statistics and a
@@ -9,6 +12,7 @@ URLs per capsule (the link maze would take the default 500).
 
 from __future__ import annotations
 
+import argparse
 import tempfile
 import time
 from pathlib import Path
@@ -19,16 +23,19 @@ from capsule_server.files import bundled_capsules, load_capsules
 from capsule_server.server import Limits as ServerLimits
 from capsule_server.testing import running_server
 from geminibot.crawl.crawler import Crawler, CrawlOptions, Progress
-from geminibot.crawl.fetcher import Resolver, gemini_fetch
+from geminibot.crawl.fetcher import gemini_fetch
 from geminibot.crawl.frontier import Limits
 from geminibot.gemini.client import GeminiClient
 from geminibot.index import connect, search
 from geminibot.index.stats import format_stats, stats
+from geminibot.net.connect import ConnectRule, Resolver
 
 #: Longest the demo crawls (seconds of wall-clock time). Most capsules are done in a few
 #: seconds; robots-44.test answers robots.txt with ``44 60`` and is still being waited
 #: out when the demo stops (a real crawl would come back to it).
 DEMO_SECONDS = 12.0
+#: The most ``--seconds`` accepts: the demo is a demonstration, not a crawl.
+MAX_DEMO_SECONDS = 600.0
 #: The demo server's rate limit per client (requests/s, burst): above the crawl's pace on
 #: most capsules, so a few 44s show up without slowing the demo down.
 DEMO_RATE = (50.0, 100)
@@ -37,12 +44,14 @@ DEMO_HOST_URLS = 40
 QUERIES = ("virtual agent", "honeypot", "maze", "robots.txt redirect")
 
 
-async def crawl_capsules(directory: Path, db: Path, certs: Path) -> Progress:
+async def crawl_capsules(directory: Path, db: Path, certs: Path, seconds: float) -> Progress:
     hosts = sorted(load_capsules(directory))
     limits = ServerLimits(rate_per_second=DEMO_RATE[0], rate_burst=DEMO_RATE[1])
     async with running_server(directory, certs, limits) as server:
         assert server.port is not None
-        resolver = Resolver([("*.test", 1965, "127.0.0.1", server.port)], loopback_only=True)
+        resolver = Resolver(
+            [ConnectRule("*.test", 1965, "127.0.0.1", server.port)], loopback_only=True
+        )
         options = CrawlOptions(
             role="indexer",
             test_range=True,
@@ -52,20 +61,46 @@ async def crawl_capsules(directory: Path, db: Path, certs: Path) -> Progress:
         crawler = Crawler(connect(db), gemini_fetch(GeminiClient(connect_to=resolver)), options)
         crawler.seed([f"gemini://{host}/" for host in hosts])
         print(f"Crawling {len(hosts)} capsules served on 127.0.0.1:{server.port} ...")
-        with trio.move_on_after(DEMO_SECONDS):
+        with trio.move_on_after(seconds):
             return await crawler.run()
         crawler.stop()
         return crawler.progress
 
 
-def main() -> None:
+def demo_seconds(text: str) -> float:
+    """``--seconds``: a number above 0 and at most :data:`MAX_DEMO_SECONDS`."""
+    try:
+        seconds = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+    if not 0 < seconds <= MAX_DEMO_SECONDS:
+        raise argparse.ArgumentTypeError(
+            f"must be above 0 and at most {MAX_DEMO_SECONDS:g}, not {text}"
+        )
+    return seconds
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(
+        prog="python -m capsule_server.demo",
+        description="Serve the bundled capsules on loopback, crawl them as an indexer, "
+        "and show stats and searches.",
+        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+    )
+    parser.add_argument(
+        "--seconds",
+        type=demo_seconds,
+        default=DEMO_SECONDS,
+        help="longest the crawl may run (wall-clock seconds)",
+    )
+    seconds: float = parser.parse_args(argv).seconds
     directory = bundled_capsules()
     if directory is None:
         raise SystemExit("demo: the bundled capsules are missing from this installation")
     with tempfile.TemporaryDirectory() as tmp:
         db = Path(tmp) / "demo.db"
         started = time.monotonic()
-        progress = trio.run(crawl_capsules, directory, db, Path(tmp) / "certs")
+        progress = trio.run(crawl_capsules, directory, db, Path(tmp) / "certs", seconds)
         print(
             f"{progress.pages} pages, {progress.requests} requests, {progress.refused} URLs "
             f"refused by policy, {progress.slow_downs} 44 SLOW DOWN obeyed, "
@@ -75,7 +110,7 @@ def main() -> None:
             print(f"  skipped for now: {host}: {reason}")
         if progress.queued:
             print(
-                f"  stopped after {DEMO_SECONDS:g} s with {progress.queued} URLs queued "
+                f"  stopped after {seconds:g} s with {progress.queued} URLs queued "
                 "(hosts still waiting out a 44); a real crawl resumes them next run"
             )
         conn = connect(db)

@@ -1,0 +1,256 @@
+"""``capsule-server range``: serve the capsules and write each client's scorecard.
+
+A bot author points their bot at the range and reads the result. The range serves the
+capsules like ``serve`` and keeps every access record in memory (and in ``--log``, if
+given). A client that has made no request for ``--idle`` seconds counts as gone: its
+scorecard (:mod:`capsule_server.report`, over all its requests so far) is written to the
+scorecards folder as ``CLIENT.txt``, ``CLIENT.gmi`` and ``CLIENT.json``. ``SIGUSR1`` writes
+the scorecard of every client seen at once; ``SIGINT``/``SIGTERM`` write the pending ones
+and stop. Times are the range's own clock (the log's times): the range is trusted.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import signal
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, TextIO
+
+import trio
+
+from capsule_server.files import CapsuleConfigError, bundled_capsules, load_capsules
+from capsule_server.log import AccessRecord, JsonLinesLog
+from capsule_server.report import (
+    FORMATS,
+    HostPolicy,
+    add_judging_options,
+    build_report,
+    identity_names,
+    load_policies,
+    render,
+)
+from capsule_server.server import RATE_BURST, RATE_PER_SECOND, CapsuleServer, Limits
+from geminibot.cliutil import EXIT_OK, CommandError
+
+#: Seconds without a request after which a client counts as gone (default of --idle):
+#: longer than any pause a polite bot makes on the capsules (their slowest pace is 10 s).
+IDLE_SECONDS = 60.0
+#: The idle check runs this many times per idle period.
+CHECKS_PER_IDLE = 4
+DEFAULT_SCORECARDS = Path("var/capsule-server/scorecards")
+
+
+class Scorecards:
+    """The records of every client and the writing of their scorecards (no I/O but files)."""
+
+    def __init__(
+        self,
+        policies: dict[str, HostPolicy],
+        folder: Path,
+        agent: str,
+        judge_as: str | None,
+        clock: Callable[[], float] = time.monotonic,
+        say: Callable[[str], None] = lambda line: print(line, file=sys.stderr, flush=True),
+    ) -> None:
+        self.policies = policies
+        self.folder = folder
+        self.agent = agent
+        self.judge_as = judge_as
+        self.clock = clock
+        self.say = say
+        self.records: dict[str, list[AccessRecord]] = {}
+        self.last_seen: dict[str, float] = {}
+        self.pending: set[str] = set()
+
+    def add(self, record: AccessRecord) -> None:
+        if record.host is None or record.path is None:
+            return  # no request was read: nothing to judge
+        self.records.setdefault(record.client, []).append(record)
+        self.last_seen[record.client] = self.clock()
+        self.pending.add(record.client)
+
+    def gone(self, idle: float) -> list[str]:
+        """Clients with new requests and none for ``idle`` seconds."""
+        now = self.clock()
+        return sorted(c for c in self.pending if now - self.last_seen[c] >= idle)
+
+    def write(self, client: str) -> Path | None:
+        """Write ``client``'s scorecard in every format; the .gmi path (None: not written)."""
+        self.pending.discard(client)
+        [report] = build_report(self.records[client], self.policies, self.agent, self.judge_as)
+        name = client.replace(":", "_").replace("/", "_")
+        gmi = self.folder / f"{name}.gmi"
+        try:
+            for fmt in FORMATS:
+                suffix = {"text": "txt"}.get(fmt, fmt)
+                target = self.folder / f"{name}.{suffix}"
+                partial = target.with_suffix(f".{suffix}.partial")
+                partial.write_text(render(report, fmt) + "\n", encoding="utf-8")
+                os.replace(partial, target)
+        except OSError as exc:  # a full disk or a folder gone: say so, keep serving
+            self.say(f"capsule-server: {client}: cannot write its scorecard: {exc.strerror}")
+            return None
+        verdict = "compliant" if report.compliant else "not compliant"
+        self.say(f"capsule-server: {client}: {verdict}, scorecard in {gmi}")
+        return gmi
+
+    def write_all(self, clients: list[str] | None = None) -> None:
+        for client in sorted(self.records) if clients is None else clients:
+            self.write(client)
+
+
+def run_range(args: argparse.Namespace) -> int:
+    directory = Path(args.dir) if args.dir else bundled_capsules()
+    if directory is None:
+        raise CommandError("no bundled capsules found; give a DIR")
+    if not directory.is_dir():
+        raise CommandError(f"{directory}: not a folder")
+    if args.judge_as is not None and args.judge_as not in identity_names(args.agent):
+        known = ", ".join(identity_names(args.agent))
+        raise CommandError(f"unknown identity {args.judge_as!r}; known: {known}")
+    try:
+        capsules = load_capsules(directory)
+        policies = load_policies(directory)
+    except CapsuleConfigError as exc:
+        raise CommandError(str(exc)) from None
+    if not capsules:
+        raise CommandError(f"{directory}: no capsule folders (named like host.test)")
+    folder = Path(args.scorecards)
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise CommandError(
+            f"{folder}: cannot create the scorecards folder: {exc.strerror}"
+        ) from None
+    if not os.access(folder, os.W_OK):
+        raise CommandError(f"{folder}: the scorecards folder is not writable")
+    cards = Scorecards(policies, folder, args.agent, args.judge_as)
+    log_stream: TextIO | None = None
+    if args.log:
+        try:
+            log_stream = open(args.log, "a", encoding="utf-8")  # noqa: SIM115
+        except OSError as exc:
+            raise CommandError(f"{args.log}: cannot write the log: {exc.strerror}") from None
+    writer = JsonLinesLog(log_stream) if log_stream is not None else None
+
+    def on_record(record: AccessRecord) -> None:
+        if writer is not None:
+            writer(record)
+        cards.add(record)
+
+    limits = Limits(rate_burst=args.rate_burst, rate_per_second=args.rate)
+    try:
+        server = CapsuleServer(capsules, Path(args.certs), limits, on_record)
+        trio.run(_serve, server, cards, args.host, args.port, args.idle)
+    finally:
+        if log_stream is not None:
+            log_stream.close()
+    return EXIT_OK
+
+
+async def _serve(
+    server: CapsuleServer, cards: Scorecards, host: str, port: int, idle: float
+) -> None:
+    try:
+        listeners = await trio.open_tcp_listeners(port, host=host)
+    except OSError as exc:
+        raise CommandError(f"cannot listen on {host}:{port}: {exc.strerror}") from None
+    server.port = listeners[0].socket.getsockname()[1]
+    wanted = (signal.SIGINT, signal.SIGTERM, signal.SIGUSR1)
+    with trio.open_signal_receiver(*wanted) as signals:
+        async with trio.open_nursery() as nursery:
+            await nursery.start(server.serve, listeners)
+            hosts = len(server.capsules)
+            cards.say(
+                f"capsule-server: range of {hosts} capsules, scorecards in {cards.folder}, "
+                f"serving on {host}:{server.port}"
+            )
+            stopped = trio.Event()
+            nursery.start_soon(_watch_idle, cards, idle, stopped)
+            async for signum in signals:
+                if signum == signal.SIGUSR1:
+                    cards.write_all()
+                    continue
+                cards.say(f"capsule-server: {signal.Signals(signum).name}, shutting down")
+                cards.write_all(sorted(cards.pending))
+                stopped.set()
+                server.shutdown()
+                break
+
+
+async def _watch_idle(cards: Scorecards, idle: float, stopped: trio.Event) -> None:
+    while not stopped.is_set():
+        with trio.move_on_after(idle / CHECKS_PER_IDLE):
+            await stopped.wait()
+        cards.write_all(cards.gone(idle))
+
+
+def _positive_int(text: str) -> int:
+    value = int(text)
+    if value <= 0:
+        raise argparse.ArgumentTypeError(f"{text}: must be 1 or more")
+    return value
+
+
+def _positive_float(text: str) -> float:
+    value = float(text)
+    if not value > 0:
+        raise argparse.ArgumentTypeError(f"{text}: must be more than 0")
+    return value
+
+
+def _port(text: str) -> int:
+    value = int(text)
+    if not 0 <= value <= 65535:
+        raise argparse.ArgumentTypeError(f"{text}: a port is 0 to 65535")
+    return value
+
+
+def register(commands: Any, default_certs: Path) -> None:
+    parser: argparse.ArgumentParser = commands.add_parser(
+        "range",
+        help="serve the capsules and write each client's scorecard when it goes idle",
+        description="Serve the capsules (like 'serve') and write each client's scorecard "
+        "(CLIENT.txt, .gmi, .json) when it has made no request for --idle seconds, or for "
+        "every client on SIGUSR1. SIGINT/SIGTERM write the pending ones and stop.",
+    )
+    parser.add_argument("dir", nargs="?", metavar="DIR", help="capsules folder (default: bundled)")
+    parser.add_argument("--host", default="127.0.0.1", help="address (default: %(default)s)")
+    parser.add_argument(
+        "--port", type=_port, default=1965, help="port, 0 picks a free one (default: %(default)s)"
+    )
+    parser.add_argument(
+        "--certs", default=str(default_certs), help="certificate folder (default: %(default)s)"
+    )
+    parser.add_argument("--log", metavar="FILE", help="also append the JSON access log here")
+    parser.add_argument(
+        "--scorecards",
+        metavar="DIR",
+        default=str(DEFAULT_SCORECARDS),
+        help="where scorecards are written (default: %(default)s)",
+    )
+    parser.add_argument(
+        "--idle",
+        type=_positive_float,
+        default=IDLE_SECONDS,
+        metavar="SECONDS",
+        help="a client silent this long is scored (default: %(default)g)",
+    )
+    parser.add_argument(
+        "--rate",
+        type=_positive_float,
+        default=RATE_PER_SECOND,
+        help="requests/s per client address (default: %(default)g)",
+    )
+    parser.add_argument(
+        "--rate-burst",
+        type=_positive_int,
+        default=RATE_BURST,
+        help="burst per client address (default: %(default)s)",
+    )
+    add_judging_options(parser)
+    parser.set_defaults(run=run_range)

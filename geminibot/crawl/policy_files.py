@@ -1,0 +1,141 @@
+"""A host's site policy as the crawler learns it, before its first page.
+
+:mod:`geminibot.policy.discovery` names the files (robots.txt, robots2.txt and its chain,
+agents.txt) and reads them; this module gets each one from the store's cache or, when the
+cached copy has expired, with one request under the host's politeness schedule: a
+slow-down is sat out (up to :data:`MAX_POLICY_SLOW_DOWNS` times) and redirects are
+followed (RFC 9309 2.3.1.2: at least five, across hosts, within the protocol). What the
+discovery made of the answer is cached for the next run.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+
+from geminibot.crawl.adapters import Response, adapter_for
+from geminibot.crawl.schemes import host_key, host_protocol, host_url, parse_any
+from geminibot.crawl.store import CachedFile, CrawlStore, FetchRecord, cache_expiry
+from geminibot.policy.discovery import PolicyDiscovery, PolicyRequest
+from geminibot.policy.site_policy import Fetched, SitePolicy
+from geminibot.urls import URL
+
+#: 44 SLOW DOWN answers to a policy file sat out (then retried) before it counts as
+#: unreachable; a wait longer than the politeness bound skips the host at once.
+MAX_POLICY_SLOW_DOWNS = 3
+
+
+@dataclass(frozen=True)
+class Sent:
+    """One request that was sent: the answer and its line of the fetch log."""
+
+    response: Response
+    record: FetchRecord
+
+
+#: ``request(host, url, policy)``: one request in the host's turn (``policy``, as far as it
+#: is known, sets the pace); None when the host is skipped for now.
+Request = Callable[[str, str, SitePolicy | None], Awaitable[Sent | None]]
+
+
+@dataclass(frozen=True)
+class Skip:
+    """The host is skipped for now: a policy file is unreachable (``reason``), or the
+    schedule said so (``reason`` None)."""
+
+    reason: str | None = None
+
+
+class PolicyFiles:
+    def __init__(
+        self,
+        store: CrawlStore,
+        clock: Callable[[], float],
+        request: Request,
+        on_slow_down: Callable[[], None],
+    ) -> None:
+        self.store = store
+        self.clock = clock
+        self.request = request
+        self.on_slow_down = on_slow_down
+
+    async def site_policy(self, host: str) -> SitePolicy | Skip:
+        """The host's policy from its files, cached or fetched now, robots.txt first."""
+        discovery = PolicyDiscovery(host_protocol(host), host_url(host, "/"))
+        known: SitePolicy | None = None  # what the files read so far say (pace)
+        while (request := discovery.next_request()) is not None:
+            name = cache_name(host, request)
+            cached = self.store.load_policy_file(host, name, self.clock())
+            if cached is None:
+                cached = await self._fetch(host, name, request, discovery, known)
+                if cached is None:
+                    return Skip()
+            else:
+                discovery.receive(Fetched(cached.outcome, cached.body))
+            if not request.is_chain_link:
+                if cached.outcome.kind == "unreachable":
+                    # disallow everything until a later fetch succeeds: leave the URLs queued
+                    return Skip(
+                        f"{request.name} unreachable ({cached.outcome.reason}): retry later"
+                    )
+                known = discovery.result
+        return discovery.result
+
+    async def _fetch(
+        self,
+        host: str,
+        name: str,
+        request: PolicyRequest,
+        discovery: PolicyDiscovery,
+        known: SitePolicy | None,
+    ) -> CachedFile | None:
+        """Fetch one policy file, hand it to ``discovery`` and cache what it made of it."""
+        got = await self._follow(host, request.url, known)
+        if got is None:
+            return None
+        sent, hops = got
+        fetched = discovery.receive(adapter_for(host).policy_answer(sent.response, hops))
+        body = fetched.body if isinstance(fetched.body, bytes) else None
+        now = self.clock()
+        outcome, status = fetched.outcome, sent.response.status
+        file = CachedFile(host, name, outcome, status, body, now, cache_expiry(now, outcome))
+        self.store.save_policy_file(file, sent.record)
+        return file
+
+    async def _follow(
+        self, host: str, url: str, known: SitePolicy | None
+    ) -> tuple[Sent, int] | None:
+        """Fetch a policy file at ``url``, sitting out slow-downs and following redirects
+        -> (the last request, the redirects followed); None when the host is skipped."""
+        adapter = adapter_for(host)
+        hops = slow_downs = 0
+        followed: list[URL] = []
+        while True:
+            sent = await self.request(host, url, known)
+            if sent is None:
+                return None
+            if adapter.slows_down(sent.response.status):
+                self.on_slow_down()
+                slow_downs += 1
+                if slow_downs <= MAX_POLICY_SLOW_DOWNS:
+                    self.store.log_fetch(sent.record)
+                    continue  # the politeness schedule sits out the wait first
+            target = adapter.redirect_target(sent.response, url, followed)
+            if target is None:
+                return sent, hops
+            self.store.log_fetch(sent.record)
+            followed.append(parse_any(url))
+            url, hops = str(target), hops + 1
+
+
+def cache_name(host: str, request: PolicyRequest) -> str:
+    """A policy file's key in the cache: its name, or a chain link's path on the host
+    (its URL when it is on another host)."""
+    if not request.is_chain_link:
+        return request.name
+    try:
+        if host_key(request.url) == host:
+            return parse_any(request.url).path_query.lstrip("/")
+    except ValueError:
+        pass
+    return request.url

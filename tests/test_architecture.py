@@ -1,0 +1,215 @@
+"""The layers of docs/architecture.md, enforced on every module's imports (ast, so an
+import inside a function counts as much as one at the top)."""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+PACKAGES = ("geminibot", "capsule_server")
+
+#: Each unit's layer (docs/architecture.md): a unit imports only units of lower layers.
+LAYERS = {
+    "geminibot": 0,  # the package itself (__version__)
+    "geminibot.urls": 0,
+    "geminibot.cliutil": 0,
+    "geminibot.policy": 1,
+    "geminibot.net": 1,
+    "geminibot.gemini": 2,
+    "geminibot.http": 2,
+    "geminibot.index": 2,
+    "geminibot.crawl": 3,
+    "geminibot.classify": 3,
+    "geminibot.portal": 4,
+    "geminibot.cli": 5,
+    "geminibot.__main__": 6,
+    "capsule_server": 7,
+}
+#: Modules whose very point is to import nothing else of geminibot.
+STANDALONE = ("geminibot.urls", "geminibot.cliutil")
+
+
+@dataclass(frozen=True)
+class Import:
+    module: str  # the importing module
+    target: str  # the module imported (a submodule when ``from package import submodule``)
+    names: tuple[str, ...]  # names taken from it (``from target import a, b``)
+    line: int
+
+
+def module_name(path: Path) -> str:
+    parts = path.relative_to(ROOT).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def is_module(name: str) -> bool:
+    base = ROOT.joinpath(*name.split("."))
+    return base.with_suffix(".py").is_file() or (base / "__init__.py").is_file()
+
+
+def modules() -> Iterator[tuple[str, Path]]:
+    for package in PACKAGES:
+        for path in sorted((ROOT / package).rglob("*.py")):
+            yield module_name(path), path
+
+
+def imports(module: str, path: Path) -> Iterator[Import]:
+    is_package = path.name == "__init__.py"
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), str(path))):
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                yield Import(module, alias.name, (), node.lineno)
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:  # relative: resolve against this module's package
+                package = module.split(".")
+                package = package if is_package else package[:-1]
+                package = package[: len(package) - (node.level - 1)]
+                base = ".".join([*package, base] if base else package)
+            names = tuple(a.name for a in node.names)
+            submodules = [n for n in names if is_module(f"{base}.{n}")]
+            for name in submodules:
+                yield Import(module, f"{base}.{name}", (), node.lineno)
+            rest = tuple(n for n in names if n not in submodules)
+            if rest or not submodules:
+                yield Import(module, base, rest, node.lineno)
+
+
+def unit(module: str) -> str:
+    """The layer unit of a module: its package below geminibot, or the top-level module."""
+    parts = module.split(".")
+    if parts[0] != "geminibot":
+        return parts[0]
+    return ".".join(parts[:2])
+
+
+def ours(name: str) -> bool:
+    return name.split(".", maxsplit=1)[0] in PACKAGES
+
+
+ALL = [i for module, path in modules() for i in imports(module, path) if ours(i.target)]
+
+
+def where(i: Import) -> str:
+    return f"{i.module}:{i.line} imports {i.target}"
+
+
+def test_the_walk_sees_every_kind_of_import(tmp_path: Path) -> None:
+    """A check that finds nothing must be able to: the walk sees function-level and
+    relative imports and tells submodules from names; the rules flag what they forbid."""
+    source = tmp_path / "x.py"
+    source.write_text(
+        "from . import robots\n"
+        "from .robots import parse_robots\n"
+        "def f():\n"
+        "    from geminibot.crawl.crawler import _private\n"
+        "    import geminibot.gemini.client\n"
+    )
+    found = list(imports("geminibot.policy.x", source))
+    assert [(i.target, i.names) for i in found] == [
+        ("geminibot.policy.robots", ()),
+        ("geminibot.policy.robots", ("parse_robots",)),
+        ("geminibot.crawl.crawler", ("_private",)),
+        ("geminibot.gemini.client", ()),
+    ]
+    assert len(upward(found)) == 2 and len(private(found)) == 1
+    back = Import("geminibot.crawl.x", "geminibot.policy.robots", (), 1)
+    assert cycles([*found, back]) == [
+        "geminibot.crawl -> geminibot.policy -> geminibot.crawl",
+        "geminibot.policy -> geminibot.crawl -> geminibot.policy",
+    ]
+    assert any(i.module == "geminibot.cli" and i.target == "geminibot.crawl.cli" for i in ALL)
+
+
+def test_every_unit_has_a_layer() -> None:
+    missing = sorted({unit(m) for m, _ in modules()} - set(LAYERS))
+    assert not missing, f"{missing}: place each in docs/architecture.md and in LAYERS of this test"
+
+
+def upward(found: list[Import]) -> list[str]:
+    return [
+        f"{where(i)} ({unit(i.module)} is layer {LAYERS.get(unit(i.module))}, "
+        f"{unit(i.target)} is layer {LAYERS.get(unit(i.target))})"
+        for i in found
+        if unit(i.module) != unit(i.target)
+        and LAYERS.get(unit(i.module), 99) <= LAYERS.get(unit(i.target), 99)
+    ]
+
+
+def test_imports_only_run_downward() -> None:
+    found = upward(ALL)
+    assert not found, "\n".join(found)
+
+
+def test_geminibot_never_imports_capsule_server() -> None:
+    found = [
+        where(i)
+        for i in ALL
+        if unit(i.module) != "capsule_server" and unit(i.target) == "capsule_server"
+    ]
+    assert not found, "\n".join(found)
+
+
+def test_policy_imports_no_network_code() -> None:
+    network = {"geminibot.net", "geminibot.gemini", "geminibot.http", "geminibot.crawl"}
+    found = [
+        where(i) for i in ALL if unit(i.module) == "geminibot.policy" and unit(i.target) in network
+    ]
+    assert not found, "\n".join(found)
+
+
+def test_standalone_modules_import_nothing_of_geminibot() -> None:
+    found = [where(i) for i in ALL if i.module in STANDALONE]
+    assert not found, "\n".join(found)
+
+
+def private(found: list[Import]) -> list[str]:
+    """``from a.b import _x`` (or ``import a._b`` from another unit) reaches into another
+    module's internals."""
+    names = [
+        f"{where(i)} for {name}"
+        for i in found
+        for name in i.names
+        if name.startswith("_") and not name.startswith("__") and i.target != i.module
+    ]
+    modules = [
+        where(i)
+        for i in found
+        if any(p.startswith("_") and not p.startswith("__") for p in i.target.split("."))
+        and unit(i.target) != unit(i.module)
+    ]
+    return names + modules
+
+
+def test_no_private_name_crosses_a_module() -> None:
+    found = private(ALL)
+    assert not found, "\n".join(found)
+
+
+def cycles(found: list[Import]) -> list[str]:
+    """Every cycle between units, once per unit it passes through."""
+    graph: dict[str, set[str]] = {}
+    for i in found:
+        if unit(i.module) != unit(i.target):
+            graph.setdefault(unit(i.module), set()).add(unit(i.target))
+    loops = []
+    for start in sorted(graph):
+        stack = [(start, [start])]
+        seen: set[str] = set()
+        while stack:
+            node, path = stack.pop()
+            for nxt in sorted(graph.get(node, ())):
+                if nxt == start:
+                    loops.append(" -> ".join([*path, start]))
+                elif nxt not in seen:
+                    seen.add(nxt)
+                    stack.append((nxt, [*path, nxt]))
+    return loops
+
+
+def test_no_cycles_between_units() -> None:
+    found = cycles(ALL)
+    assert not found, "\n".join(found)
