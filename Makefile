@@ -6,7 +6,7 @@ VENV   ?= .venv
 BIN     = $(VENV)/bin
 STAMP   = $(VENV)/.installed
 
-.PHONY: setup system-packages demo test lint typecheck pytest bench clean
+.PHONY: setup system-packages demo test lint typecheck pytest bench clean browser browser-test portal-screenshots
 
 setup: $(STAMP)
 
@@ -34,7 +34,7 @@ lint: $(STAMP)
 typecheck: $(STAMP)
 	$(BIN)/mypy
 
-pytest: $(STAMP)
+pytest: $(STAMP) browser
 	$(BIN)/python -m pytest
 
 test: lint typecheck pytest
@@ -44,3 +44,16 @@ bench: $(STAMP)
 
 clean:
 	rm -rf $(VENV) build *.egg-info
+
+# Headless Chromium (Debian's chromium) for the portal's browser test: installed when missing.
+CHROMIUM ?= chromium
+browser:
+	@command -v $(CHROMIUM) >/dev/null 2>&1 || command -v chromium-browser >/dev/null 2>&1 || \
+	{ [ "$$(id -u)" = 0 ] || { echo "make browser: chromium is missing; install the Debian package chromium as root" >&2; exit 1; }; \
+	  apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q chromium; }
+
+browser-test: $(STAMP) browser
+	$(BIN)/python -m pytest tests/portal/test_portal_browser.py
+
+portal-screenshots: $(STAMP) browser
+	GEMINIBOT_SCREENSHOTS=docs $(BIN)/python -m pytest tests/portal/test_portal_browser.py

@@ -2,7 +2,7 @@
 
 Every engine parses the document's mixed 1.0/2.0 robots.txt and decides every (bot, page)
 pair of its worked examples. The table shows parse time, decisions per second, and how
-many of the 338 decisions agree with the version 2.0 reading (geminibot.policy.robots20),
+many of the 338 decisions agree with the version 2.0 reading (geminibot.policy.ext20),
 which reproduces the document's text. RFC 9309 engines read the 2.0 sets as plain
 longest-match rules, so they disagree where 2.0 precedence matters (and ignore Visit-time).
 A second table times robots2.txt and agents.txt parsing. Bounded: fixed repetitions.
@@ -22,15 +22,15 @@ from pathlib import Path
 from protego import Protego
 
 from geminibot.policy.agents_txt import parse_agents
+from geminibot.policy.ext20 import parse_ext20
 from geminibot.policy.robots import parse_robots
 from geminibot.policy.robots2 import parse_robots2
-from geminibot.policy.robots20 import parse_v2
 
 ROOT = Path(__file__).resolve().parent.parent
 FROMMITZ = (ROOT / "tests" / "policy" / "data" / "frommitz-robots.txt").read_text()
 ROBOTS2 = (ROOT / "tests" / "policy" / "data" / "robots2-example.txt").read_bytes()
 #: Every bot the file names, and one it does not.
-BOTS = [a for s in parse_v2(FROMMITZ).sets for a in s.agents if a != "*"] + ["someotherbot"]
+BOTS = [a for s in parse_ext20(FROMMITZ).sets for a in s.agents if a != "*"] + ["someotherbot"]
 PAGES = [
     line
     for line in (ROOT / "tests" / "policy" / "data" / "frommitz-pages.txt").read_text().splitlines()
@@ -44,7 +44,7 @@ Decider = Callable[[str, str], bool]
 
 
 def geminibot_v2() -> Decider:
-    f = parse_v2(FROMMITZ)
+    f = parse_ext20(FROMMITZ)
     return lambda url, bot: f.decide(url, bot, at=AT).allowed
 
 
@@ -65,7 +65,7 @@ def stdlib() -> Decider:
 
 
 ENGINES: dict[str, Callable[[], Decider]] = {
-    "geminibot robots20 (2.0 reading)": geminibot_v2,
+    "geminibot ext20 (2.0 reading)": geminibot_v2,
     "geminibot RobotsFile (RFC 9309)": geminibot_rfc,
     "protego": protego,
     "urllib.robotparser": stdlib,

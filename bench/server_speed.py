@@ -199,6 +199,8 @@ def main() -> int:
             "1e9",
             "--rate-burst",
             "1000000000",
+            "--max-per-address",  # the load comes from one address
+            "1000000000",
         ],
         "jetforce": [
             jetforce,

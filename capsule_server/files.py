@@ -365,11 +365,17 @@ def bundled_capsules() -> Path | None:
     return None
 
 
+DOTLESS_HOSTS = frozenset({"localhost"})
+"""Folder names served as capsules although they have no dot (other dot-less folders are
+taken for something else; ``serve DIR --hostname NAME`` serves any one folder as NAME)."""
+
+
 def load_capsules(directory: Path) -> dict[str, Capsule]:
-    """One Capsule per sub-folder whose name looks like a host name (contains a dot)."""
+    """One Capsule per sub-folder whose name looks like a host name: it contains a dot
+    (not first), or is ``localhost``."""
     capsules: dict[str, Capsule] = {}
     for child in sorted(directory.iterdir()):
-        if child.is_dir() and "." in child.name and not child.name.startswith("."):
-            host = child.name.lower()
-            capsules[host] = Capsule(host, child)
+        name = child.name.lower()
+        if child.is_dir() and ("." in name or name in DOTLESS_HOSTS) and name[0] != ".":
+            capsules[name] = Capsule(name, child)
     return capsules

@@ -3,7 +3,7 @@ when the connection ends (so concurrent connections may appear out of ``time`` o
 
 Fields: ``time`` (ISO 8601 UTC, when the connection was accepted), ``client`` (address),
 ``host`` (from the request URL; null before a request was read), ``path`` (path and
-query as the URL parser normalised them, still percent-encoded), ``status`` (null if no response was sent), ``bytes`` (body
+query as the URL parser normalised them, still percent-encoded), ``status`` (the status sent; null if no complete header went out), ``bytes`` (body
 bytes sent), ``duration`` (seconds from accept to close). Optional: ``meta`` (the meta of a
 non-20 answer), ``limited`` (``rate`` or ``busy`` for a 44 the server chose), ``error`` (why
 a connection ended without an answer), ``request`` (the start of a malformed request line).

@@ -2,30 +2,38 @@
 
 One connection carries one request. The flow of a connection:
 
-1. Over ``Limits.max_open`` connections open at once: closed before TLS (no answer).
+1. More than ``Limits.max_per_address`` connections open from the client's address (an
+   IPv6 client's /64): closed before TLS (no answer). More than ``Limits.max_open``
+   connections open in all: the oldest connection that has not yet sent its request is
+   closed to make room, or, if every one has, the new one is closed before TLS.
 2. TLS handshake; the ``sni_callback`` picks the context (certificate) of the host the client
    named, or the ``localhost`` fallback certificate for a missing or unknown name.
-3. Read the request line within ``Limits.header_timeout`` (slowloris): more than 1024 bytes
-   before CRLF gives 59, the timeout closes the connection.
-4. Validation (:func:`geminibot.gemini.urls.parse_request`, plus the CRLF): 59 malformed,
-   53 another scheme.
+3. Read the request line, up to CRLF, within ``Limits.header_timeout`` (slowloris): more
+   than 1024 bytes before CRLF gives 59; a bare LF is not a line end (the server waits for
+   CRLF until the timeout, as gemini-diagnostics expects); the timeout closes the connection.
+4. Validation (:func:`geminibot.gemini.urls.parse_request`, plus the CRLF and dot segments
+   that climb above the root): 59 malformed, 53 another scheme.
 5. The client address over its rate (a token bucket of ``Limits.rate_burst`` requests
    refilled at ``Limits.rate_per_second``), or more than ``Limits.max_connections``
-   connections open: ``44 SECONDS``.
-6. 53 for a host not served, or a host other than the SNI name.
+   requests being answered at once: ``44 SECONDS``.
+6. 53 for a host not served, a host other than the SNI name, or a port that is neither
+   1965 nor the one the client connected to.
 7. :meth:`Capsule.resolve`: a file, a generated body, a special response, or 51; sent within
    ``Limits.send_timeout``, then TLS close_notify.
 
-Every connection that got as far as TCP gives one access-log record (:mod:`capsule_server.log`).
+Every connection that got as far as TCP gives one access-log record (:mod:`capsule_server.log`);
+its ``status`` is the status actually sent (null when no header went out).
 """
 
 from __future__ import annotations
 
+import ipaddress
 import math
 import socket
 import ssl
 import time
-from collections.abc import Callable
+from collections import Counter
+from collections.abc import Callable, Sequence
 from contextlib import suppress
 from dataclasses import dataclass
 from pathlib import Path
@@ -36,10 +44,10 @@ from capsule_server.certs import FALLBACK_HOST, ensure_certificate
 from capsule_server.files import Capsule, Resolution
 from capsule_server.log import AccessRecord, now_iso
 from capsule_server.ratelimit import RateLimiter
-from capsule_server.tls import TLSConnection
+from capsule_server.tls import InvalidServerName, TLSConnection
 from geminibot.gemini.status import Status
-from geminibot.gemini.urls import MAX_REQUEST_BYTES, parse_request
-from geminibot.urls import InvalidURL, UnsupportedScheme
+from geminibot.gemini.urls import DEFAULT_PORT, MAX_REQUEST_BYTES, parse_request
+from geminibot.urls import REFERENCE, InvalidURL, UnsupportedScheme
 
 HEADER_TIMEOUT = 10.0
 """Seconds a client has, from TCP accept, to finish TLS and send its request line."""
@@ -48,10 +56,16 @@ SEND_TIMEOUT = 60.0
 """Seconds to send a response (and close) before the connection is dropped."""
 
 MAX_CONNECTIONS = 256
-"""Connections open at once above which a request gets ``44`` (see ``OVERLOAD_RETRY``)."""
+"""Requests being answered at once above which a request gets ``44`` (see ``OVERLOAD_RETRY``).
+Connections that have not sent their request yet do not count."""
 
 MAX_OPEN = 4096
-"""Connections open at once (served or being refused); more are closed before TLS."""
+"""Connections open at once (served, waiting for their request or being refused); at this
+many, the oldest one that has not sent its request is closed for a new one."""
+
+MAX_PER_ADDRESS = 32
+"""Connections open at once from one client address (an IPv6 client's /64); more are
+closed before TLS."""
 
 OVERLOAD_RETRY = 5
 """Seconds to wait, in the ``44`` sent when the server is at ``MAX_CONNECTIONS``."""
@@ -80,6 +94,7 @@ class Limits:
     send_timeout: float = SEND_TIMEOUT
     max_connections: int = MAX_CONNECTIONS
     max_open: int = MAX_OPEN
+    max_per_address: int = MAX_PER_ADDRESS
     overload_retry: int = OVERLOAD_RETRY
     rate_burst: int = RATE_BURST
     rate_per_second: float = RATE_PER_SECOND
@@ -93,6 +108,53 @@ def _context(cert_dir: Path, host: str) -> ssl.SSLContext:
     ctx.load_cert_chain(info.cert_path, info.key_path)
     ctx.num_tickets = 0  # one request per connection: session tickets would be wasted work
     return ctx
+
+
+def client_key(address: str) -> str:
+    """What the per-address limits count: an IPv4 address as is, an IPv4-mapped IPv6
+    address as IPv4, any other IPv6 address as its /64 network (one host or home usually
+    holds a whole /64, so counting single addresses would not limit anyone)."""
+    try:
+        ip = ipaddress.ip_address(address)
+    except ValueError:
+        return address
+    if isinstance(ip, ipaddress.IPv6Address):
+        if ip.ipv4_mapped is not None:
+            return str(ip.ipv4_mapped)
+        return str(ipaddress.IPv6Network((ip.packed, 64), strict=False))
+    return address
+
+
+async def open_listeners(hosts: Sequence[str], port: int) -> list[trio.SocketListener]:
+    """Listeners on every address ``hosts`` resolve to, all on one port (with ``port`` 0,
+    the one the system chose for the first). Raises ``OSError``."""
+    addresses: list[str] = []
+    for host in hosts:
+        for *_, sockaddr in await trio.socket.getaddrinfo(
+            host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE
+        ):
+            if str(sockaddr[0]) not in addresses:
+                addresses.append(str(sockaddr[0]))
+    listeners: list[trio.SocketListener] = []
+    try:
+        for address in addresses:
+            listeners += await trio.open_tcp_listeners(port, host=address)
+            port = listeners[0].socket.getsockname()[1]
+    except OSError:
+        for listener in listeners:
+            await listener.aclose()
+        raise
+    return listeners
+
+
+class _Waiting:
+    """A connection that has not sent its request line yet (it may be closed for room)."""
+
+    __slots__ = ("evicted", "scope")
+
+    def __init__(self, scope: trio.CancelScope) -> None:
+        self.scope = scope
+        self.evicted = False
 
 
 class CapsuleServer:
@@ -112,6 +174,10 @@ class CapsuleServer:
         self._clock = clock
         self._rate = RateLimiter(self.limits.rate_burst, self.limits.rate_per_second)
         self._open = 0
+        self._answering = 0
+        self._per_address: Counter[str] = Counter()
+        self._waiting: dict[int, _Waiting] = {}  # in accept order: the oldest first
+        self._next_id = 0
         self._contexts = {host: _context(cert_dir, host) for host in capsules}
         self._host_of = {id(ctx): host for host, ctx in self._contexts.items()}
         self._unknown_name = _context(cert_dir, FALLBACK_HOST)  # SNI names a host not served
@@ -119,6 +185,19 @@ class CapsuleServer:
         self.ssl_context.sni_callback = self._choose_context
         self._accept_scope = trio.CancelScope()
         self.port: int | None = None
+        self.log_failure: str | None = None
+        self.stopping = trio.Event()
+        """Set by :meth:`shutdown`."""
+
+    @property
+    def open_connections(self) -> int:
+        """Connections open now (waiting for their request, being answered or refused)."""
+        return self._open
+
+    @property
+    def answering(self) -> int:
+        """Requests being answered now (what ``Limits.max_connections`` bounds)."""
+        return self._answering
 
     def _choose_context(
         self, sslobj: ssl.SSLObject, server_name: str | None, _ctx: ssl.SSLContext
@@ -148,6 +227,7 @@ class CapsuleServer:
     def shutdown(self) -> None:
         """Stop accepting; connections in flight get ``Limits.shutdown_grace`` seconds."""
         self._accept_scope.cancel()
+        self.stopping.set()
 
     async def _accept_loop(self, listener: trio.SocketListener, handlers: trio.Nursery) -> None:
         while True:
@@ -162,62 +242,103 @@ class CapsuleServer:
                 accepted.family, accepted.type, accepted.proto, fileno=accepted.detach()
             )
             client = str(address[0]) if isinstance(address, tuple) else ""
-            if self._open >= self.limits.max_open:
+            key = client_key(client)
+            refusal = None
+            if self._per_address[key] >= self.limits.max_per_address:
+                refusal = "over the per-address connection limit"
+            elif self._open >= self.limits.max_open and not self._make_room():
+                refusal = "over the open connection limit"
+            if refusal is not None:
                 sock.close()
-                self._emit(AccessRecord(client, error="over the open connection limit"))
+                self._emit(AccessRecord(client, error=refusal))
                 continue
             with suppress(OSError):
                 sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
             self._open += 1
-            handlers.start_soon(self._handle, sock, client)
+            self._per_address[key] += 1
+            handlers.start_soon(self._handle, sock, client, key)
 
-    async def _handle(self, sock: socket.socket, client: str) -> None:
+    def _make_room(self) -> bool:
+        """Close the oldest connection that has not sent its request; False if none has."""
+        oldest = next(iter(self._waiting), None)
+        if oldest is None:
+            return False
+        waiting = self._waiting.pop(oldest)
+        waiting.evicted = True
+        waiting.scope.cancel()
+        return True
+
+    async def _handle(self, sock: socket.socket, client: str, key: str) -> None:
         started, accepted_at = self._clock(), now_iso()
         record = AccessRecord(client)
         try:
-            record = await self._converse(sock, client)
+            await self._converse(sock, record)
         finally:
             record.time = accepted_at
             self._open -= 1
+            self._per_address[key] -= 1
+            if not self._per_address[key]:
+                del self._per_address[key]
             record.duration = self._clock() - started
             self._emit(record)
 
-    async def _converse(self, sock: socket.socket, client: str) -> AccessRecord:
-        record = AccessRecord(client)
+    async def _converse(self, sock: socket.socket, record: AccessRecord) -> None:
         try:
+            local_port = sock.getsockname()[1]
             conn = TLSConnection(sock, self.ssl_context)
         except (ssl.SSLError, OSError) as exc:
             sock.close()
             record.error = f"tls: {_reason(exc)}"
-            return record
+            return
+        received = bytearray()
+        resolution: Resolution | None = None
+        self._next_id += 1
+        number = self._next_id
+        line: bytes | None = None
         try:
-            line: bytes | None = None
             sni = 0
-            with trio.move_on_after(self.limits.header_timeout):
+            with trio.move_on_after(self.limits.header_timeout) as header_scope:
+                waiting = self._waiting[number] = _Waiting(header_scope)
                 try:
                     await conn.do_handshake()
+                except InvalidServerName as exc:
+                    record.error = f"tls: {exc}"
+                    return
                 except (ssl.SSLError, OSError) as exc:
                     record.error = f"tls: {_reason(exc)}"
-                    return record
+                    return
                 sni = id(conn.context)
-                line = await _read_request_line(conn)
+                line = await _read_request_line(conn, received)
+            self._waiting.pop(number, None)
             if line is None:
-                record.error = "header timeout"
-                return record
-            resolution = self._answer(line, record, self._sni_host(sni))
-            record.status = resolution.status
-            record.meta = resolution.meta if resolution.status != Status.SUCCESS else None
+                if waiting.evicted:
+                    record.error = "closed to make room (had sent no request)"
+                else:
+                    record.error = "header timeout"
+                if received:
+                    record.request = _excerpt(received)
+                return
+            self._answering += 1
+            resolution = self._answer(line, record, self._sni_host(sni), local_port)
             with trio.move_on_after(self.limits.send_timeout) as send_scope:
-                await _send(conn, resolution, record)
+                await _send(conn, resolution)
             if send_scope.cancelled_caught:
                 record.error = "send timeout"
+            _record_sent(record, resolution, conn.bytes_sent)
         except (ssl.SSLError, OSError) as exc:
             record.error = f"connection: {_reason(exc)}"
+            if resolution is not None:
+                _record_sent(record, resolution, conn.bytes_sent)
         except _ClientClosed:
             record.error = "closed before sending a request"
+        except _NoLineEnd:
+            record.error = "closed without close_notify before the end of the request line"
+            record.request = _excerpt(received)
         finally:
+            self._waiting.pop(number, None)
+            if line is not None:
+                self._answering -= 1
             conn.close()
-        return record
 
     def _sni_host(self, context_id: int) -> str | None:
         """The served host the client named in SNI; "" for an unknown name; None for none."""
@@ -225,7 +346,9 @@ class CapsuleServer:
             return ""
         return self._host_of.get(context_id)
 
-    def _answer(self, line: bytes, record: AccessRecord, sni_host: str | None) -> Resolution:
+    def _answer(
+        self, line: bytes, record: AccessRecord, sni_host: str | None, local_port: int
+    ) -> Resolution:
         if not line.endswith(b"\r\n") or len(line) > MAX_REQUEST_LINE:
             record.request = _excerpt(line)
             too_long = len(line) > MAX_REQUEST_LINE
@@ -241,28 +364,78 @@ class CapsuleServer:
         except InvalidURL as exc:
             record.request = _excerpt(line)
             return Resolution(Status.BAD_REQUEST, str(exc)[:200])
+        if climbs_above_root(line[:-2].decode("utf-8")):
+            record.request = _excerpt(line)
+            return Resolution(Status.BAD_REQUEST, "Dot segments climb above the root")
         record.host = url.host
         record.path = url.path_query
-        wait = self._rate.take(record.client, self._clock())
+        wait = self._rate.take(client_key(record.client), self._clock())
         if wait is not None:
             record.limited = "rate"
             return Resolution(Status.SLOW_DOWN, str(max(1, math.ceil(wait))))
-        if self._open > self.limits.max_connections:
+        if self._answering > self.limits.max_connections:
             record.limited = "busy"
             return Resolution(Status.SLOW_DOWN, str(self.limits.overload_retry))
         capsule = self.capsules.get(url.host)
         # No SNI (a client connecting by IP address) is allowed; a different name is not.
         if capsule is None or (sni_host is not None and sni_host != url.host):
             return Resolution(Status.PROXY_REQUEST_REFUSED, "This server does not serve that host")
+        # 1965 is always accepted: the server may sit behind a forward from it.
+        if url.port not in (DEFAULT_PORT, local_port):
+            return Resolution(Status.PROXY_REQUEST_REFUSED, "This server does not serve that port")
         return capsule.resolve(url.path)
 
     def _emit(self, record: AccessRecord) -> None:
-        if self._log is not None:
+        """Log ``record``. If the log cannot be written (a full disk, a closed pipe), the
+        server stops (connections in flight finish, unlogged) rather than serve unlogged:
+        ``log_failure`` says why."""
+        if self._log is None or self.log_failure is not None:
+            return
+        try:
             self._log(record)
+        except OSError as exc:
+            self.log_failure = exc.strerror or str(exc)
+            self.shutdown()
 
 
 class _ClientClosed(Exception):
     pass
+
+
+class _NoLineEnd(Exception):
+    """TCP closed (without a TLS close_notify) before the request line ended."""
+
+
+def climbs_above_root(url: str) -> bool:
+    """True if the path of the absolute URL ``url`` has more ``..`` segments (``%2E`` is a
+    dot, as RFC 3986 says) than there are segments above them to remove.
+
+    Normalisation (RFC 3986 5.2.4) would quietly keep such a path at the root
+    (``/../../`` is ``/``); the server refuses it instead, as gemini-diagnostics expects
+    ("a URL should not be able to escape the root")."""
+    match = REFERENCE.fullmatch(url)
+    if match is None:
+        return False
+    depth = 0
+    for segment in match.group(3).split("/")[1:]:
+        name = segment.replace("%2e", ".").replace("%2E", ".")
+        if name == "..":
+            if depth == 0:
+                return True
+            depth -= 1
+        elif name != ".":
+            depth += 1
+    return False
+
+
+def _record_sent(record: AccessRecord, resolution: Resolution, sent: int) -> None:
+    """Status, meta and body bytes as far as they were sent (nothing if the header was not)."""
+    header = len(resolution.header)
+    if sent < header:
+        return
+    record.status = resolution.status
+    record.meta = resolution.meta if resolution.status != Status.SUCCESS else None
+    record.bytes = sent - header
 
 
 def _reason(exc: BaseException) -> str:
@@ -274,54 +447,55 @@ def _reason(exc: BaseException) -> str:
     return type(exc).__name__ if not str(exc) else str(exc)
 
 
-def _excerpt(line: bytes) -> str:
-    return line[:200].decode("utf-8", "replace")
+def _excerpt(line: bytes | bytearray) -> str:
+    return bytes(line[:200]).decode("utf-8", "replace")
 
 
-async def _read_request_line(stream: TLSConnection) -> bytes:
-    """Bytes up to and including the first LF; stops early past ``MAX_REQUEST_BYTES``.
+async def _read_request_line(stream: TLSConnection, buf: bytearray) -> bytes:
+    """Bytes up to and including the first CRLF (a bare LF is not a line end), read into
+    ``buf``; stops early past ``MAX_REQUEST_BYTES``.
 
-    A line that ends in a bare LF is returned as is (the parser rejects it); a line longer
-    than the limit is returned truncated to ``MAX_REQUEST_LINE + 1`` bytes.
+    A line longer than the limit is returned truncated to ``MAX_REQUEST_LINE + 1`` bytes.
+    A close_notify before CRLF returns what came (the server answers 59); a TCP close
+    without one raises :class:`_NoLineEnd` (the TLS session is broken: nothing can be
+    answered).
     """
-    buf = bytearray()
     while True:
         data = await stream.receive_some(READ_CHUNK)
         if not data:
-            if buf:
-                return bytes(buf)  # no CRLF before the end: the parser answers 59
-            raise _ClientClosed
+            if not buf:
+                raise _ClientClosed
+            if stream.ragged_eof:
+                raise _NoLineEnd
+            return bytes(buf)
+        start = max(0, len(buf) - 1)  # a CR may end the previous chunk
         buf += data
-        end = buf.find(b"\n")
+        end = buf.find(b"\r\n", start)
         if end != -1:
-            return bytes(buf[: end + 1])
+            return bytes(buf[: end + 2])
         if len(buf) > MAX_REQUEST_LINE:
             return bytes(buf[: MAX_REQUEST_LINE + 1])
 
 
-async def _send(stream: TLSConnection, resolution: Resolution, record: AccessRecord) -> None:
-    """Send header and body, counting body bytes in ``record.bytes`` as they go."""
+async def _send(stream: TLSConnection, resolution: Resolution) -> None:
+    """Send header and body (``stream.bytes_sent`` tells how far it got)."""
     header = resolution.header
     if resolution.status != Status.SUCCESS:
         await stream.send_all(header)
         return
     if resolution.body is not None:
         await stream.send_all(header + resolution.body)
-        record.bytes = len(resolution.body)
         return
     if resolution.generated is not None:
         await stream.send_all(header)
         for chunk in resolution.generated.chunks():
             await stream.send_all(chunk)
-            record.bytes += len(chunk)
         return
     assert resolution.file is not None
     with open(resolution.file, "rb") as fh:  # local file: reads do not block for long
         first = fh.read(SMALL_FILE)
         await stream.send_all(header + first)
-        record.bytes = len(first)
         if len(first) < SMALL_FILE:
             return
         while chunk := await trio.to_thread.run_sync(fh.read, FILE_CHUNK):
             await stream.send_all(chunk)
-            record.bytes += len(chunk)

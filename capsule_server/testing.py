@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+import socket
 import ssl
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import asynccontextmanager, suppress
 from pathlib import Path
 
@@ -11,7 +12,7 @@ import trio
 
 from capsule_server.files import load_capsules
 from capsule_server.log import AccessRecord
-from capsule_server.server import CapsuleServer, Limits
+from capsule_server.server import CapsuleServer, Limits, open_listeners
 from geminibot.gemini.client import make_ssl_context
 
 
@@ -22,8 +23,10 @@ async def running_server(
     limits: Limits | None = None,
     log: Callable[[AccessRecord], None] | None = None,
     clock: Callable[[], float] | None = None,
+    hosts: Sequence[str] = ("127.0.0.1",),
 ) -> AsyncIterator[CapsuleServer]:
-    """Serve ``directory`` on 127.0.0.1:0; ``server.port`` is the port. Shuts down on exit.
+    """Serve ``directory`` on ``hosts`` (127.0.0.1) and a free port, the same on every
+    address; ``server.port`` is the port. Shuts down on exit.
 
     ``clock`` replaces the server's monotonic clock (e.g. ``trio.current_time``, so a test
     under trio's mock clock sees the rate limiter on the same time as its client)."""
@@ -31,7 +34,7 @@ async def running_server(
         server = CapsuleServer(load_capsules(directory), cert_dir, limits, log)
     else:
         server = CapsuleServer(load_capsules(directory), cert_dir, limits, log, clock=clock)
-    listeners = await trio.open_tcp_listeners(0, host="127.0.0.1")
+    listeners = await open_listeners(hosts, 0)
     server.port = listeners[0].socket.getsockname()[1]
     async with trio.open_nursery() as nursery:
         await nursery.start(server.serve, listeners)
@@ -48,10 +51,12 @@ async def open_tls(
     handshake: bool = True,
     host: str = "127.0.0.1",
     context: ssl.SSLContext | None = None,
+    local_address: str | None = None,
 ) -> trio.SSLStream[trio.SocketStream]:
-    """A TLS connection to the server with SNI ``sni`` (certificates not checked)."""
+    """A TLS connection to the server with SNI ``sni`` (certificates not checked), from
+    ``local_address`` if given (such as 127.0.0.2: another client)."""
     tls = trio.SSLStream(
-        await trio.open_tcp_stream(host, port),
+        await trio.open_tcp_stream(host, port, local_address=local_address),
         context or make_ssl_context(),
         server_hostname=sni,
     )
@@ -95,3 +100,31 @@ async def raw_request(
         with suppress(trio.BrokenResourceError, ssl.SSLError, OSError):
             await stream.aclose()
     return bytes(out)
+
+
+def client_hello(server_name: bytes) -> bytes:
+    """The first flight of a TLS client whose SNI name is ``server_name``, raw bytes and
+    all: Python's ssl refuses to send a non-ASCII name, so the hello it makes for a
+    placeholder of the same length is patched (the server reads the name before anything
+    could notice). Send it over plain TCP."""
+    placeholder = b"x" * (len(server_name) - 5) + b".test"
+    outgoing = ssl.MemoryBIO()
+    tls = make_ssl_context().wrap_bio(
+        ssl.MemoryBIO(), outgoing, server_hostname=placeholder.decode()
+    )
+    with suppress(ssl.SSLWantReadError):
+        tls.do_handshake()
+    hello = outgoing.read()
+    if hello.count(placeholder) != 1:
+        raise ValueError("the placeholder name is not in the hello exactly once")
+    return hello.replace(placeholder, server_name)
+
+
+def has_ipv6_loopback() -> bool:
+    """True if this machine can listen on ::1 (tests of IPv6 listeners skip otherwise)."""
+    try:
+        with socket.socket(socket.AF_INET6, socket.SOCK_STREAM) as probe:
+            probe.bind(("::1", 0))
+    except OSError:
+        return False
+    return True

@@ -12,7 +12,9 @@ from geminibot.classify import compare_cli
 from geminibot.cliutil import Parser, run_command
 from geminibot.crawl import cli as crawl_cli
 from geminibot.gemini import cli as gemini_cli
+from geminibot.index import cli as index_cli
 from geminibot.policy import cli as policy_cli
+from geminibot.portal import cli as portal_cli
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -30,6 +32,8 @@ def build_parser() -> argparse.ArgumentParser:
     classify_cli.register(commands)
     crawl_cli.register(commands)
     compare_cli.register(commands)
+    portal_cli.register(commands)
+    index_cli.register(commands)
     return parser
 
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import sys
 from collections.abc import Sequence
 from typing import Any, NoReturn, TextIO
@@ -41,15 +42,6 @@ def human_duration(seconds: float) -> str:
     if minutes:
         return f"{minutes} min {secs} s" if secs else f"{minutes} min"
     return f"{secs} s"
-
-
-def escape_text(text: str) -> str:
-    """Text from the network or a stranger's file, safe for a terminal: control and other
-    non-printable characters (escape sequences that could retitle or clear the screen)
-    become ``\\xNN`` / ``\\uNNNN`` escapes."""
-    if text.isprintable():
-        return text
-    return "".join(c if c.isprintable() else ascii(c)[1:-1] for c in text)
 
 
 class _ShowDefaults(argparse.HelpFormatter):
@@ -124,3 +116,14 @@ def run_command(parser: argparse.ArgumentParser, argv: Sequence[str] | None) -> 
     except BrokenPipeError:
         return 0
     return code
+
+
+#: What could steer a terminal: C0 controls but tab and line feed, DEL, C1 controls, and a
+#: carriage return that does not end a line.
+_TERMINAL_UNSAFE = re.compile(r"[\x00-\x08\x0b-\x0c\x0e-\x1f\x7f-\x9f]|\r(?!\n)")
+
+
+def terminal_safe(text: str) -> str:
+    """``text`` with what could steer a terminal (escape sequences, bare CR, ...) shown as
+    ``\\xNN`` escapes: for any text from a file or a server on its way to a person."""
+    return _TERMINAL_UNSAFE.sub(lambda m: f"\\x{ord(m.group()):02x}", text)

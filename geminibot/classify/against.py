@@ -4,10 +4,10 @@ what ``*`` gets, its waiting time and its robots2.txt usage answers.
 Pure: the site comes in as a :class:`~geminibot.policy.site_policy.SitePolicy` (built from
 files or fetches at the edge), the time as a parameter.
 
-The paths examined are derived from the policy files themselves (:func:`candidate_paths`,
-built on :mod:`geminibot.policy.candidates`): every rule's pattern made concrete, plus a
-few variants around it, so that each rule is exercised on both of its sides. Paths asked
-for explicitly are added to them.
+The paths examined are derived from the policy files themselves by
+:func:`geminibot.policy.candidates.candidate_paths`, the same paths ``compare`` decides:
+every rule's pattern made concrete, plus a few variants around it, so that each rule is
+exercised on both of its sides. Paths asked for explicitly are added to them.
 """
 
 from __future__ import annotations
@@ -16,15 +16,12 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime
 
-from geminibot.policy.candidates import concrete_paths, rule_patterns
+from geminibot.policy.candidates import candidate_paths
 from geminibot.policy.paths import path_of
 from geminibot.policy.robots import Mode
 from geminibot.policy.robots2 import DIRECTIVE_VALUES, USAGE_DIRECTIVES
 from geminibot.policy.site_policy import Bot, DelayAnswer, SitePolicy, UsageAnswer
 
-#: At most this many derived paths are examined per site (a 500 KiB robots.txt has tens of
-#: thousands of rules); explicit paths always are. Derived paths are taken in sorted order.
-MAX_CANDIDATE_PATHS = 400
 #: The token of the baseline bot: no group names it, so it gets exactly the ``*`` group.
 BASELINE_TOKEN = ""
 
@@ -119,7 +116,7 @@ class SiteReport:
     precedence: ModeReport
     strict: ModeReport
     usage: tuple[UsageReport, ...]
-    #: True when more paths could be derived than MAX_CANDIDATE_PATHS.
+    #: True when more paths could be derived than candidates.MAX_CANDIDATE_PATHS.
     truncated: bool
     #: For a bot that adapts per activity: each virtual agent's own policy (recommended mode).
     per_agent: tuple[tuple[str, ModeReport], ...] = ()
@@ -139,21 +136,6 @@ class SiteReport:
             "truncated": self.truncated,
             "per_agent": [{"virtual_agent": va, **m.as_dict()} for va, m in self.per_agent],
         }
-
-
-# -- candidate paths ---------------------------------------------------------------------------
-
-
-def candidate_paths(site: SitePolicy) -> tuple[tuple[str, ...], bool]:
-    """The paths derived from the site's rules (always with ``/``), and whether the list
-    was cut at MAX_CANDIDATE_PATHS."""
-    found = {"/"}
-    for pattern, glob in rule_patterns(site):
-        if pattern:
-            found.update(path_of(p) for p in concrete_paths(pattern, glob=glob))
-    found.discard("/robots.txt")
-    ordered = sorted(found)
-    return tuple(ordered[:MAX_CANDIDATE_PATHS]), len(ordered) > MAX_CANDIDATE_PATHS
 
 
 # -- deciding ----------------------------------------------------------------------------------

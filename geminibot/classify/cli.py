@@ -24,6 +24,7 @@ from geminibot.classify.sources import site_from_source
 from geminibot.cliutil import EXIT_NEGATIVE, EXIT_OK, CommandError, emit_json, read_source
 from geminibot.gemini.client import GeminiClient
 from geminibot.net.connect import ConnectToError, Resolver, parse_connect_to
+from geminibot.policy.cli import agent_option
 from geminibot.policy.discovery import PolicyUnreachable
 from geminibot.policy.site_policy import SitePolicy
 from geminibot.urls import Scheme
@@ -210,10 +211,11 @@ def _profile(args: argparse.Namespace) -> tuple[Profile, Bot | None]:
             "classify: describe the bot in exactly one way: PROFILE.toml, --bot NAME or "
             "--does ACTIVITY,... (see 'geminibot classify --help')"
         )
+    agent = agent_option(args.agent) if args.agent is not None else None
     try:
         if args.does:
             return (
-                profile_from_flags(args.does, token=args.agent, adapts_per_activity=args.adapts),
+                profile_from_flags(args.does, token=agent, adapts_per_activity=args.adapts),
                 None,
             )
         if args.bot:
@@ -223,8 +225,8 @@ def _profile(args: argparse.Namespace) -> tuple[Profile, Bot | None]:
             name, data = read_source(args.profile)
             profile = profile_from_toml(data, name)
             bot = None
-        if args.agent is not None:
-            profile = replace(profile, token=check_token(args.agent, "--agent"))
+        if agent is not None:
+            profile = replace(profile, token=check_token(agent, "--agent"))
         if args.adapts:
             profile = replace(profile, adapts_per_activity=True)
     except ProfileError as exc:

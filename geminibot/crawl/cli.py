@@ -22,8 +22,8 @@ from geminibot.cliutil import (
     EXIT_OK,
     CommandError,
     emit_json,
-    escape_text,
     human_duration,
+    terminal_safe,
 )
 from geminibot.crawl.crawler import (
     DEFAULT_AGENT,
@@ -47,6 +47,7 @@ from geminibot.index import DatabaseError, QueryError, connect, search, stats
 from geminibot.index.search import MAX_LIMIT, MAX_OFFSET
 from geminibot.index.stats import URL_STATES, format_stats, list_urls, status_filter
 from geminibot.net.connect import ConnectToError, Resolver, is_loopback, parse_connect_to
+from geminibot.policy.cli import agent_option
 from geminibot.urls import SCHEMES
 
 #: Exit code of a crawl stopped by Ctrl-C (resumable).
@@ -332,7 +333,7 @@ def _options(args: argparse.Namespace) -> tuple[list[str], CrawlOptions, Resolve
                 )
     options = CrawlOptions(
         role=args.role,
-        agent=args.agent,
+        agent=agent_option(args.agent),
         strict=args.strict,
         max_pages=args.max_pages,
         limits=Limits(max_depth=args.max_depth, max_urls_per_host=args.max_host_urls),
@@ -611,8 +612,8 @@ def _list_urls(conn: sqlite3.Connection, args: argparse.Namespace) -> int:
             emit_json(row.as_json())
         else:
             status = "-" if row.status is None else str(row.status)
-            reason = f"  {escape_text(row.reason)}" if row.reason else ""
-            print(f"{row.state:<8} {status:>3}  {escape_text(row.url)}{reason}")
+            reason = f"  {terminal_safe(row.reason)}" if row.reason else ""
+            print(f"{row.state:<8} {status:>3}  {terminal_safe(row.url)}{reason}")
     if not rows and not args.json:
         print("no URLs match", file=sys.stderr)
     return EXIT_OK if rows else EXIT_NEGATIVE

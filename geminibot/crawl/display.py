@@ -18,7 +18,7 @@ from collections import deque
 from collections.abc import Callable
 from typing import TextIO
 
-from geminibot.cliutil import human_duration
+from geminibot.cliutil import human_duration, terminal_safe
 from geminibot.crawl.crawler import Progress
 
 #: Seconds between two progress log lines when standard error is not a terminal.
@@ -33,7 +33,7 @@ MAX_HOST_SHOWN = 32
 
 def _shown(host: str, room: int = MAX_HOST_SHOWN) -> str:
     """A host name safe for a terminal, cut to ``room`` characters (at least 8)."""
-    safe = "".join(c if c.isprintable() else "?" for c in host)
+    safe = terminal_safe(host)
     room = max(8, min(room, MAX_HOST_SHOWN))
     return safe if len(safe) <= room else safe[: room - 1] + "…"
 

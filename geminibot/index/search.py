@@ -16,10 +16,23 @@ from __future__ import annotations
 
 import re
 import sqlite3
+import unicodedata
 from dataclasses import dataclass
+from typing import Any
 
-#: Longest query accepted, in characters.
-MAX_QUERY_LENGTH = 500
+from geminibot.index.authority import has_authority
+from geminibot.index.query import MAX_QUERY_LENGTH, ParsedQuery, QueryError, Term, parse_query
+from geminibot.index.tantivy_index import open_current
+
+__all__ = [
+    "MAX_QUERY_LENGTH",
+    "QueryError",
+    "SearchResult",
+    "parse_query",
+    "search",
+    "to_fts_query",
+]
+
 #: Most results one search returns.
 MAX_LIMIT = 1000
 #: Furthest into the results a search may start (--offset).
@@ -28,14 +41,11 @@ MAX_OFFSET = 100_000
 SNIPPET_TOKENS = 16
 #: bm25 column weights: title, headings, body, url.
 COLUMN_WEIGHTS = (10.0, 5.0, 1.0, 2.0)
-
-_TERM = re.compile(r'(-?)(?:"([^"]*)"?|(\S+))')
-_WORDLIKE = re.compile(r"\w", re.UNICODE)
-_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
-
-
-class QueryError(ValueError):
-    """A search query that cannot be run; the message says why."""
+#: Characters of page text shown for a page that matched through link text only.
+PLAIN_SNIPPET_CHARS = 120
+_WORD = re.compile(r"\w+")
+#: Search engines: the derived tantivy index when current, else FTS5 (``auto``).
+ENGINES = ("auto", "fts5", "tantivy")
 
 
 @dataclass(frozen=True)
@@ -62,40 +72,16 @@ class SearchResult:
         }
 
 
-def _quote(text: str) -> str:
-    return '"' + text.replace('"', '""') + '"'
+def _fts_term(term: Term) -> str:
+    return '"' + term.text.replace('"', '""') + '"' + ("*" if term.prefix else "")
 
 
-def to_fts_query(query: str) -> str:
+def to_fts_query(query: str | ParsedQuery) -> str:
     """Rewrite a user query into an FTS5 MATCH expression (see module docstring)."""
-    if len(query) > MAX_QUERY_LENGTH:
-        raise QueryError(f"query too long ({len(query)} characters, at most {MAX_QUERY_LENGTH})")
-    query = _CONTROL.sub(" ", query)
-    positive: list[list[str]] = [[]]  # OR-separated groups of ANDed phrases
-    negative: list[str] = []
-    for match in _TERM.finditer(query):
-        neg, phrase, word = match.group(1), match.group(2), match.group(3)
-        if word == "OR" and not neg:
-            if positive[-1]:
-                positive.append([])
-            continue
-        text = phrase if phrase is not None else word
-        if not _WORDLIKE.search(text):
-            continue
-        prefix = phrase is None and text.endswith("*")
-        item = _quote(text.rstrip("*") if prefix else text) + ("*" if prefix else "")
-        if neg:
-            negative.append(item)
-        else:
-            positive[-1].append(item)
-    groups = [g for g in positive if g]
-    if not groups:
-        raise QueryError(
-            "nothing to search for: give at least one word (not only -excluded words or symbols)"
-        )
-    expr = " OR ".join("(" + " AND ".join(g) + ")" for g in groups)
-    if negative:
-        expr = "(" + expr + ") NOT (" + " OR ".join(negative) + ")"
+    parsed = parse_query(query) if isinstance(query, str) else query
+    expr = " OR ".join("(" + " AND ".join(_fts_term(t) for t in g) + ")" for g in parsed.groups)
+    if parsed.excluded:
+        expr = "(" + expr + ") NOT (" + " OR ".join(_fts_term(t) for t in parsed.excluded) + ")"
     return expr
 
 
@@ -116,22 +102,46 @@ def search(
     *,
     offset: int = 0,
     host: str | None = None,
+    engine: str = "auto",
+    authority: bool = True,
 ) -> list[SearchResult]:
     """Ranked results for ``query`` (best first), each with a snippet around the matches:
     ``limit`` of them from the ``offset``-th on, only from hosts matching ``host`` (a shell
-    pattern) when given."""
+    pattern) when given.
+
+    ``engine``: ``auto`` uses the derived tantivy index when it is built and current
+    (:mod:`geminibot.index.tantivy_index`) and no ``host`` is given (it has no host
+    field), else FTS5; ``fts5`` or ``tantivy`` force one (``tantivy`` raises
+    :class:`QueryError` when the index is missing or stale, or with ``host``).
+    ``authority``: multiply text relevance by the page's link-authority weight when the
+    database has one (:mod:`geminibot.index.authority`)."""
     if not 1 <= limit <= MAX_LIMIT:
         raise QueryError(f"limit must be between 1 and {MAX_LIMIT}, got {limit}")
     if not 0 <= offset <= MAX_OFFSET:
         raise QueryError(f"offset must be between 0 and {MAX_OFFSET}, got {offset}")
-    expr = to_fts_query(query)
+    if engine not in ENGINES:
+        raise QueryError(f"unknown engine {engine!r} (one of {', '.join(ENGINES)})")
+    if engine == "tantivy" and host is not None:
+        raise QueryError("--host needs the fts5 engine (the tantivy index has no host field)")
+    parsed = parse_query(query)
+    expr = to_fts_query(parsed)
     where, params = host_filter(host, "p.host")
+    index = None if engine == "fts5" or host is not None else open_current(conn)
+    if engine == "tantivy" and index is None:
+        raise QueryError("no current tantivy index: run 'geminibot index rebuild --db PATH'")
+    if index is not None:
+        hits = index.search(parsed, limit + offset, authority=authority)[offset:]
+        return _read_back(conn, parsed, hits)
     weights = ", ".join(str(w) for w in COLUMN_WEIGHTS)
+    score = f"bm25(pages_fts, {weights})"
+    if authority and has_authority(conn):
+        # bm25 is negative (lower is better): a weight above 1 makes it better still.
+        score += " * coalesce((SELECT weight FROM authority a WHERE a.url = p.url), 1.0)"
     sql = (
         "SELECT p.url, p.title, p.mime, p.lang, p.size, p.fetched_at,"
         f" snippet(pages_fts, 2, '[', ']', '…', {SNIPPET_TOKENS}),"
         f" snippet(pages_fts, 1, '[', ']', '…', {SNIPPET_TOKENS}),"
-        f" bm25(pages_fts, {weights}) AS score"
+        f" {score} AS score"
         " FROM pages_fts JOIN pages p ON p.id = pages_fts.rowid"
         f" WHERE pages_fts MATCH ?{where} ORDER BY score, p.id LIMIT ? OFFSET ?"
     )
@@ -139,19 +149,69 @@ def search(
         rows = conn.execute(sql, (expr, *params, limit, offset)).fetchall()
     except sqlite3.OperationalError as exc:  # should not happen after to_fts_query; be safe
         raise QueryError(f"cannot run this query: {exc}") from None
+    return [_result(tuple(row[:-1]), row[-1]) for row in rows]
+
+
+def _read_back(
+    conn: sqlite3.Connection, parsed: ParsedQuery, hits: list[tuple[int, float]]
+) -> list[SearchResult]:
+    """Results for tantivy's (page id, score) hits, read from the store.
+
+    Snippets come from :func:`text_snippet` over the stored text: FTS5's ``snippet()``
+    would run the whole MATCH again for each result (for ``prefix*`` queries, merging every
+    matching word's postings ten times over). Scores are negated so that, as with FTS5's
+    bm25, lower is better."""
+    sql = (
+        "SELECT p.url, p.title, p.mime, p.lang, p.size, p.fetched_at, f.body, f.headings"
+        " FROM pages_fts f JOIN pages p ON p.id = f.rowid WHERE f.rowid = ?"
+    )
+    words = [t for group in parsed.groups for t in group]
     results = []
-    for url, title, mime, lang, size, fetched_at, body_snip, head_snip, score in rows:
-        snippet = body_snip if "[" in body_snip or not head_snip else head_snip
-        results.append(
-            SearchResult(
-                url=url,
-                title=title,
-                snippet=" ".join(snippet.split()),
-                score=float(score),
-                mime=mime,
-                lang=lang,
-                size=int(size),
-                fetched_at=float(fetched_at),
-            )
-        )
+    for page_id, score in hits:
+        row = conn.execute(sql, (page_id,)).fetchone()
+        if row is None:  # deleted from the store since the index was built
+            continue
+        body, headings = row[6] or "", row[7] or ""
+        snippet = text_snippet(body, words) or text_snippet(headings, words)
+        results.append(_result((*row[:6], snippet or body[:PLAIN_SNIPPET_CHARS], ""), -score))
     return results
+
+
+def text_snippet(text: str, terms: list[Term], tokens: int = SNIPPET_TOKENS) -> str:
+    """About ``tokens`` words of ``text`` around the first searched word, searched words
+    in ``[...]`` as FTS5's snippet marks them; "" when none occurs."""
+    wanted = [_fold(w) for t in terms for w in _WORD.findall(t.text)]
+    prefixes = [_fold(t.text) for t in terms if t.prefix]
+    words = text.split()
+
+    def hit(word: str) -> bool:
+        folded = [_fold(w) for w in _WORD.findall(word)]
+        return any(w in wanted or w.startswith(tuple(prefixes)) for w in folded if w)
+
+    first = next((n for n, w in enumerate(words) if hit(w)), None)
+    if first is None:
+        return ""
+    start = max(0, first - tokens // 4)
+    window = words[start : start + tokens]
+    shown = " ".join(f"[{w}]" if hit(w) else w for w in window)
+    return ("…" if start else "") + shown + ("…" if start + tokens < len(words) else "")
+
+
+def _fold(word: str) -> str:
+    decomposed = unicodedata.normalize("NFKD", word.casefold())
+    return "".join(c for c in decomposed if not unicodedata.combining(c))
+
+
+def _result(row: tuple[Any, ...], score: float) -> SearchResult:
+    url, title, mime, lang, size, fetched_at, body_snip, head_snip = row
+    snippet = body_snip if "[" in body_snip or not head_snip else head_snip
+    return SearchResult(
+        url=url,
+        title=title,
+        snippet=" ".join(snippet.split()),
+        score=float(score),
+        mime=mime,
+        lang=lang,
+        size=int(size),
+        fetched_at=float(fetched_at),
+    )

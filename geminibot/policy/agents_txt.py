@@ -11,6 +11,12 @@ does not parse) makes the whole file *restricted*: every URL of the site is disa
 except ``/agents.txt`` itself (so that a corrected file can be fetched) and
 ``/robots.txt``. Callers must drop any cached copy (:attr:`AgentsFile.valid` is False).
 
+Only a file in the draft's form is read so (project decision, docs/dialects.md): its first
+line that is neither a comment nor blank is ``*`` and 64 hex digits. Any other body (an
+agents.txt of another convention, ``User-agent: *`` or ``ai-train: yes``; a catch-all
+server's gemtext or HTML page; bytes that are not text) is *not this dialect*: ignored,
+with an info diagnostic (:attr:`AgentsFile.ignored` says why), never a closed site.
+
 Project readings (docs/dialects.md): a directive's path is a literal prefix of the URL path
 (no wildcards; the draft shows none), the longest matching path wins, DISALLOW wins a tie,
 and a URL no directive covers is allowed. ``limit=N`` is read as at most N requests per
@@ -30,6 +36,8 @@ from geminibot.policy.paths import path_of
 from geminibot.policy.textlines import numbered_lines, pattern_text
 
 _HASH_LINE = re.compile(r"\*([0-9a-f]{64})")
+#: How a file in the draft's form is recognised: its first directive line.
+DRAFT_FORM_LINE = re.compile(r"\*[0-9a-fA-F]{64}\s*")
 _PATH = re.compile(r"/[A-Za-z0-9\-._~%!$&'()*+,;=:@/?]*")
 _PARAM = re.compile(r"([A-Za-z][A-Za-z0-9._-]*)=([A-Za-z0-9\-._~%!$&'()*+,;:@/?]*)")
 _BAD_ESCAPE = re.compile(r"%(?![0-9A-Fa-f]{2})")
@@ -77,6 +85,8 @@ class AgentsFile:
     declared_hash: str | None
     computed_hash: str | None
     metadata: tuple[tuple[str, str], ...]
+    #: Set when the body is not an agents.txt in the draft's form: why it is ignored.
+    ignored: str | None = None
 
     @property
     def valid(self) -> bool:
@@ -91,6 +101,8 @@ class AgentsFile:
         path = path_of(url)
         if path in ALWAYS_ALLOWED:
             return AgentsDecision(True, path, None, f"{path} is always allowed")
+        if self.ignored is not None:
+            return AgentsDecision(True, path, None, f"{self.ignored}: allowed")
         if self.fault is not None:
             where = f"line {self.fault_line}: " if self.fault_line else ""
             return AgentsDecision(False, path, None, f"{where}{self.fault}: whole site restricted")
@@ -149,21 +161,49 @@ def _is_blank(text: str) -> bool:
     return text.strip() == ""
 
 
+def draft_form_line(data: bytes | str) -> int:
+    """The number of the line that makes ``data`` an agents.txt in the draft's form (its
+    first line that is neither a comment nor blank, being ``*`` and 64 hex digits), else 0."""
+    if isinstance(data, bytes):
+        data = data[:MAX_AGENTS_BYTES]
+    for number, text in numbered_lines(data):
+        if _is_comment(text) or _is_blank(text):
+            continue
+        return number if DRAFT_FORM_LINE.fullmatch(text) else 0
+    return 0
+
+
+NOT_THIS_DIALECT = "not an agents.txt in the draft's form (no '*' + SHA-256 hash line)"
+
+
 def parse_agents(data: bytes | str) -> AgentsFile:
-    """Parse and verify an agents.txt. Never raises; a fault restricts the whole site."""
+    """Parse and verify an agents.txt. Never raises; a fault restricts the whole site,
+    a body that is not in the draft's form is ignored."""
+    if not draft_form_line(data):
+        first = next((n for n, t in numbered_lines(data[:MAX_AGENTS_BYTES]) if t.strip()), 0)
+        diag = Diagnostic(
+            first,
+            "info",
+            "not-this-dialect",
+            f"{NOT_THIS_DIALECT}: another convention or not a policy file; ignored, "
+            "nothing is restricted",
+        )
+        return AgentsFile((), (diag,), None, 0, None, None, (), NOT_THIS_DIALECT)
     diags: list[Diagnostic] = []
     size = len(data if isinstance(data, bytes) else data.encode("utf-8", "surrogateescape"))
     if size > MAX_AGENTS_BYTES:
         too_big = f"larger than {MAX_AGENTS_BYTES} bytes"
         diag = Diagnostic(0, "error", "size-limit", f"agents.txt is {size} bytes, {too_big}")
-        return AgentsFile((), (diag,), too_big, 0, None, None, ())
+        return AgentsFile((), (diag, _restricted_note(too_big)), too_big, 0, None, None, ())
     if isinstance(data, bytes):
         try:
             data.decode("utf-8")
         except UnicodeDecodeError as exc:
             line = data[: exc.start].count(b"\n") + 1
             diag = Diagnostic(line, "error", "not-utf8", "agents.txt is not valid UTF-8")
-            return AgentsFile((), (diag,), "not valid UTF-8", line, None, None, ())
+            not_text = "not valid UTF-8"
+            notes = (_restricted_note(not_text), diag)
+            return AgentsFile((), notes, not_text, line, None, None, ())
     metadata: list[tuple[str, str]] = []
     hash_line = 0
     declared: str | None = None
@@ -218,6 +258,8 @@ def parse_agents(data: bytes | str) -> AgentsFile:
                     Diagnostic(number, "warning", "unknown-parameter", f"unknown parameter {key!r}")
                 )
         directives.append(directive)
+    if fault is not None:
+        diags.append(_restricted_note(fault))
     diags.sort(key=lambda d: d.line)
     return AgentsFile(
         tuple(directives) if fault is None else (),
@@ -227,6 +269,16 @@ def parse_agents(data: bytes | str) -> AgentsFile:
         declared,
         computed,
         tuple(metadata),
+    )
+
+
+def _restricted_note(fault: str) -> Diagnostic:
+    """The file-wide finding that says what a fault does: the whole site is closed."""
+    return Diagnostic(
+        0,
+        "error",
+        "site-restricted",
+        f"{fault}: the whole site is restricted (every URL but {', '.join(ALWAYS_ALLOWED)})",
     )
 
 

@@ -1,18 +1,28 @@
 """Concrete paths made from a site's own rules (pure), for the tools that look for where
 policies differ: ``classify --against`` (one bot against ``*``) and ``compare`` (the web
-against Gemini). A rule can only change a decision at the paths it matches and just past
-them, so deciding these paths exercises every rule on both of its sides.
+against Gemini) both decide :func:`candidate_paths`. A rule can only change a decision at
+the paths it matches and just past them, so deciding these paths exercises every rule on
+both of its sides.
 """
 
 from __future__ import annotations
 
 import re
 
+from geminibot.policy.paths import path_of
 from geminibot.policy.robots import RobotsFile
 from geminibot.policy.site_policy import SitePolicy
 
 #: What stands in for a pattern's ``*`` (and a glob's ``?`` or ``[...]``) by default.
 FILLER = "x"
+#: What the ``*`` of a pattern are replaced by when making candidate paths (all the stars
+#: of one pattern get the same filler, so a pattern gives a bounded number of paths).
+FILLERS = ("", FILLER, "a/b")
+#: Most candidate paths decided (the shortest are kept): a large robots.txt has tens of
+#: thousands of rules.
+MAX_CANDIDATE_PATHS = 5_000
+#: Paths always decided, whatever the rules say.
+BASE_PATHS = ("/", "/index.html", "/x")
 
 _GLOB_CLASS = re.compile(r"\[[^\]]*\]")
 
@@ -53,10 +63,10 @@ def rule_patterns(site: SitePolicy) -> list[tuple[str, bool]]:
             patterns.extend((rule.pattern, False) for g in robots.groups for rule in g.rules)
 
     from_robots(site.robots)
-    if site.robots_v2 is not None and site.robots_v2.has_version_lines:
+    if site.ext20 is not None and site.ext20.has_version_lines:
         patterns.extend(
             (r.pattern, r.kind == "glob")
-            for s in site.robots_v2.sets
+            for s in site.ext20.sets
             for r in s.rules
             if r.kind != "regex"
         )
@@ -66,3 +76,32 @@ def rule_patterns(site: SitePolicy) -> list[tuple[str, bool]]:
     if site.agents is not None:
         patterns.extend((d.path, False) for d in site.agents.directives)
     return patterns
+
+
+def pattern_paths(pattern: str, *, glob: bool = False) -> list[str]:
+    """Concrete paths for one pattern: :func:`concrete_paths` with each filler of
+    :data:`FILLERS` (the pattern, just past its end or its ``$``, its parent), plus the
+    filled pattern one character longer and one character short (the two sides of a
+    prefix rule's edge)."""
+    out: list[str] = []
+    for filler in FILLERS:
+        paths = concrete_paths(pattern, glob=glob, filler=filler)
+        filled = paths[0]
+        out.extend((*paths, filled + FILLER))
+        if len(filled) > 1:
+            out.append(filled[:-1])
+    return out
+
+
+def candidate_paths(*policies: SitePolicy) -> tuple[tuple[str, ...], bool]:
+    """Every candidate path from the rules of ``policies`` (normalised, deduplicated,
+    shortest first, at most :data:`MAX_CANDIDATE_PATHS`), always with :data:`BASE_PATHS`,
+    and whether the list was cut at the limit."""
+    found = set(BASE_PATHS)
+    for policy in policies:
+        for pattern, glob in rule_patterns(policy):
+            if pattern:
+                found.update(path_of(p) for p in pattern_paths(pattern, glob=glob))
+    found.discard("/robots.txt")
+    ordered = sorted(found, key=lambda p: (len(p), p))
+    return tuple(ordered[:MAX_CANDIDATE_PATHS]), len(ordered) > MAX_CANDIDATE_PATHS

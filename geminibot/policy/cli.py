@@ -16,22 +16,27 @@ from geminibot.cliutil import (
     Parser,
     emit_json,
     read_source,
+    terminal_safe,
 )
-from geminibot.policy.agents_txt import parse_agents
+from geminibot.policy.agents_txt import NOT_THIS_DIALECT, parse_agents
 from geminibot.policy.diagnostics import Diagnostic, has_errors
+from geminibot.policy.ext20 import parse_ext20
 from geminibot.policy.render import FORMATS, PolicyError, load_policy, render
-from geminibot.policy.robots import VIRTUAL_AGENTS, parse_robots
+from geminibot.policy.robots import MAX_ROBOTS_BYTES, VIRTUAL_AGENTS, own_token, parse_robots
 from geminibot.policy.robots2 import CATEGORIES, parse_robots2
-from geminibot.policy.robots20 import parse_v2
 from geminibot.policy.site_policy import (
     DIALECT_FILES,
     Bot,
     Dialect,
     SitePolicy,
     detect_dialect,
+    looks_like_policy,
 )
 
-_TOKEN = re.compile(r"[A-Za-z_-]+")
+#: A further argument is a policy file only if its name says which policy it is.
+#: How much of a further argument's file is read to tell a policy file by its content.
+SNIFF_BYTES = 64 * 1024
+_POLICY_FILE_NAME = re.compile(r"(robots|agents)[^/\\]*$", re.IGNORECASE)
 
 CHECK_EPILOG = """\
 modes:
@@ -41,11 +46,20 @@ modes:
   strict (--strict)     own token, every matching virtual agent and '*' all apply;
                         a URL is allowed only if all of them allow it.
 
-sources:
-  The leading arguments that name existing files (the first always counts) are policy
-  files: robots.txt, robots2.txt and agents.txt, at most one of each, recognised by name
-  (robots2*, agents*, robots*) or else by content. A URL is allowed only if every file
-  allows it; see docs/dialects.md.
+sources and URLs:
+  SOURCE (the first argument) is always a policy file, or - for stdin. After it, an
+  argument is another policy file only while it names an existing file that is one by
+  its name (robots*, robots2*, agents*) or by its content in its first 64 KiB (a
+  robots.txt field line, a robots2.txt directive, an agents.txt hash line); the first
+  argument that is not, and
+  everything after it, is a URL or path to check, even if a local file has that name
+  (/etc/passwd is a path on the host). At most one file of each dialect; the dialect
+  comes from the name, else from the content.
+  A URL is allowed only if every file allows it; see docs/dialects.md.
+
+agent:
+  --agent is cut to its product token as Google's parser cuts a User-agent line (the
+  leading letters, '-' and '_'): --agent MJ12bot/1.0 matches 'User-agent: MJ12bot'.
 
 examples:
   geminibot policy check robots.txt --agent mybot --as indexer gemini://example.org/a.gmi
@@ -174,6 +188,18 @@ def register(commands: Any) -> None:
     render_cmd.set_defaults(run=run_render)
 
 
+def agent_option(value: str) -> str:
+    """``--agent`` of any command: the bot's product token, cut as Google's parser cuts a
+    User-agent line (a warning on stderr says so); a usage error when there is none."""
+    try:
+        token, warning = own_token(value)
+    except ValueError as exc:
+        raise CommandError(str(exc)) from None
+    if warning is not None:
+        print(f"geminibot: warning: {terminal_safe(warning)}", file=sys.stderr)
+    return token
+
+
 def parse_virtual_agents(text: str) -> tuple[str, ...]:
     """``indexer,archiver`` -> ("indexer", "archiver"); unknown names are a usage error."""
     names = tuple(dict.fromkeys(n.strip().lower() for n in text.split(",") if n.strip()))
@@ -197,11 +223,51 @@ def parse_time(text: str) -> datetime:
 
 
 def _split_sources(items: list[str]) -> tuple[list[str], list[str]]:
-    """Leading items naming existing files are more sources; the rest are URLs."""
+    """Leading items naming existing policy files (by name or content) are more sources;
+    from the first other item on, everything is a URL (see CHECK_EPILOG)."""
     n = 0
-    while n < len(items) and "://" not in items[n] and os.path.isfile(items[n]):
+    while n < len(items) and _is_policy_file(items[n]):
         n += 1
     return items[:n], items[n:]
+
+
+def _is_policy_file(item: str) -> bool:
+    if "://" in item or not os.path.isfile(item):
+        return False
+    if _POLICY_FILE_NAME.search(item):
+        return True
+    try:
+        with open(item, "rb") as f:
+            head = f.read(SNIFF_BYTES)
+    except OSError:
+        return False
+    return looks_like_policy(head)
+
+
+def _file_notes(name: str, data: bytes) -> list[str]:
+    """What a person should know about a policy file before its verdicts: lines the parser
+    cannot read, a size cut, an agents.txt that is not this dialect."""
+    notes: list[str] = []
+    diags = _lint_file(name, data)
+    errors = sum(1 for d in diags if d.level == "error")
+    restricted = next((d for d in diags if d.code == "site-restricted"), None)
+    if any(d.code == "not-this-dialect" for d in diags):
+        notes.append(f"note: {name} is {NOT_THIS_DIALECT}; ignored, it restricts nothing")
+    elif restricted is not None:
+        notes.append(f"warning: {name}: {restricted.message}")
+    elif errors:
+        notes.append(
+            f"note: {name} has {errors} line(s) the parser ignores or cannot read; "
+            f"see 'geminibot policy lint {name}'"
+        )
+    cut = next((d for d in diags if d.code == "size-limit"), None)
+    if cut is not None and detect_dialect(name, data) == "robots":
+        notes.append(
+            f"warning: {name} is {len(data)} bytes; only its first {MAX_ROBOTS_BYTES} bytes "
+            f"(whole lines, up to line {max(cut.line - 1, 0)}) are read: later rules do "
+            "not apply (RFC 9309 section 2.5)"
+        )
+    return notes
 
 
 def load_sources(sources: list[str]) -> dict[Dialect, tuple[str, bytes]]:
@@ -229,29 +295,15 @@ def run_check(args: argparse.Namespace) -> int:
     if args.last_duration is not None and not 0 <= args.last_duration < float("inf"):
         raise CommandError("--last-duration must be 0 seconds or more")
     vas = parse_virtual_agents(args.virtual_agents)
-    agent: str = args.agent
-    if not agent.strip():
-        raise CommandError("--agent needs a product token, e.g. --agent geminibot")
-    if not _TOKEN.fullmatch(agent):
-        print(
-            f"geminibot: warning: '{agent}' is not a plain product token (letters, '-', '_'); "
-            "it only matches a User-agent line naming exactly that",
-            file=sys.stderr,
-        )
+    agent = agent_option(args.agent)
     more, urls = _split_sources(args.items)
     sources = [args.source, *more]
     if not urls:
         raise CommandError("give at least one URL to check after the policy file(s)")
     loaded = load_sources(sources)
     for name, data in loaded.values():
-        diags = _lint_file(name, data)
-        errors = sum(1 for d in diags if d.level == "error")
-        if errors:
-            print(
-                f"geminibot: note: {name} has {errors} line(s) the parser ignores or cannot "
-                f"read; see 'geminibot policy lint {name}'",
-                file=sys.stderr,
-            )
+        for note in _file_notes(name, data):
+            print(f"geminibot: {terminal_safe(note)}", file=sys.stderr)
     protocol = _protocol(args.protocol, urls)
     site = SitePolicy.from_texts(
         "http" if protocol == "http" else "gemini",
@@ -290,16 +342,16 @@ def run_check(args: argparse.Namespace) -> int:
             emit_json(record)
         else:
             verdict = "allowed" if decision.allowed else "DISALLOWED"
-            print(f"{verdict:<11} {url}\n            {decision.reason}")
+            print(terminal_safe(f"{verdict:<11} {url}\n            {decision.reason}"))
     if not args.json:
         where = (
             f" ({delay.file} line {delay.line}: {delay.rule})" if delay.file else f" ({delay.rule})"
         )
-        print(f"{'wait':<11} {delay.seconds:g} s between requests{where}")
+        print(terminal_safe(f"{'wait':<11} {delay.seconds:g} s between requests{where}"))
         for u in usage:
             origin = f"{u.file}:{u.line}" if u.line else (u.note or "not stated")
             note = f"; {u.note}" if u.note and u.line else ""
-            print(f"{'usage':<11} {u.directive}: {u.value or '-'} ({origin}{note})")
+            print(terminal_safe(f"{'usage':<11} {u.directive}: {u.value or '-'} ({origin}{note})"))
     return EXIT_NEGATIVE if any_refused else EXIT_OK
 
 
@@ -309,9 +361,14 @@ def _lint_file(name: str, data: bytes) -> tuple[Diagnostic, ...]:
         return parse_agents(data).diagnostics
     if dialect == "robots2":
         return parse_robots2(data).diagnostics
-    diags = list(parse_robots(data).diagnostics)
-    v2 = parse_v2(data)
+    rfc9309 = parse_robots(data)
+    diags = list(rfc9309.diagnostics)
+    v2 = parse_ext20(data, rfc9309)
     if v2.has_version_lines or any(s.rates or s.visit_times for s in v2.sets):
+        # A 2.0 set's rules are read by the 2.0 engine: what RFC 9309 would make of them
+        # (a regex "does not start with '/'") is not what happens.
+        v2_lines = {r.line for s in v2.sets if s.kind == "2.0" for r in s.rules}
+        diags = [d for d in diags if d.line not in v2_lines or d.code != "pattern-no-slash"]
         seen = {(d.line, d.code) for d in diags}
         diags.extend(
             d for d in v2.diagnostics if d.code != "unknown-field" and (d.line, d.code) not in seen
@@ -332,7 +389,7 @@ def run_lint(args: argparse.Namespace) -> int:
             if args.json:
                 emit_json({"file": name, "dialect": dialect, **diag.as_dict()})
             else:
-                print(diag.format(name))
+                print(terminal_safe(diag.format(name)))
         found_errors = found_errors or has_errors(diagnostics)
     if not args.json:
         summary = ", ".join(f"{n} {level}{'s' if n != 1 else ''}" for level, n in counts.items())

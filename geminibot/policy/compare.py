@@ -5,9 +5,9 @@ web side read with ``protocol="http"``, the Gemini side with ``"gemini"``) and a
 :class:`BotClass`, and reports for each class:
 
 * paths one side allows and the other forbids. The candidates come from the rules
-  themselves (:func:`candidate_paths`): every path pattern of every file on both sides
-  (:func:`~geminibot.policy.candidates.rule_patterns`) becomes a few concrete paths: the
-  ``*`` filled with each of :data:`FILLERS`, a ``$`` honoured (the exact path, and one
+  themselves (:func:`~geminibot.policy.candidates.candidate_paths`, which ``classify
+  --against`` decides too): every path pattern of every file on both sides becomes a few
+  concrete paths: the ``*`` filled with each of ``FILLERS``, a ``$`` honoured (the exact path, and one
   character past it), and boundary variants (one character short, one longer, a
   sub-path, the parent directory). Every candidate is decided by both sides with
   :meth:`SitePolicy.may_fetch`; the disagreeing ones are grouped by the rules that
@@ -27,18 +27,10 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 
-from geminibot.policy.candidates import concrete_paths, rule_patterns
-from geminibot.policy.paths import path_of
+from geminibot.policy.candidates import candidate_paths
 from geminibot.policy.robots import VIRTUAL_AGENTS, RobotsFile
 from geminibot.policy.site_policy import Bot, DelayAnswer, FetchDecision, SitePolicy, UsageAnswer
 
-#: What the ``*`` of a pattern are replaced by when making candidate paths (all the stars
-#: of one pattern get the same filler, so a pattern gives a bounded number of paths).
-FILLERS = ("", "x", "a/b")
-#: Most candidate paths decided per comparison (the shortest are kept).
-MAX_CANDIDATES = 5_000
-#: Paths every comparison decides, whatever the rules say.
-BASE_PATHS = ("/", "/index.html", "/x")
 #: The token of the ``*`` class: a bot no group names (a suffix is added if a file names it).
 ANONYMOUS_TOKEN = "anybot"
 
@@ -71,8 +63,8 @@ def _tokens(policy: SitePolicy) -> set[str]:
     found: set[str] = set()
     for robots in _robots_files(policy):
         found |= robots.tokens
-    if policy.robots_v2 is not None:
-        found |= {a.lower() for s in policy.robots_v2.sets for a in s.agents}
+    if policy.ext20 is not None:
+        found |= {a.lower() for s in policy.ext20.sets for a in s.agents}
     return found
 
 
@@ -99,35 +91,6 @@ def bot_classes(
         name = token + (f":{','.join(vas)}" if vas else "")
         out.append(BotClass(name, Bot(token, vas, category, strict)))
     return tuple(out)
-
-
-# --- candidate paths ----------------------------------------------------------------------
-
-
-def pattern_paths(pattern: str, *, glob: bool = False) -> list[str]:
-    """Concrete paths for one pattern: :func:`~geminibot.policy.candidates.concrete_paths`
-    with each filler of :data:`FILLERS` (the pattern, just past its end or its ``$``, its
-    parent), plus the filled pattern one character longer and one character short (the
-    two sides of a prefix rule's edge)."""
-    out: list[str] = []
-    for filler in FILLERS:
-        paths = concrete_paths(pattern, glob=glob, filler=filler)
-        filled = paths[0]
-        out.extend((*paths, filled + "x"))
-        if len(filled) > 1:
-            out.append(filled[:-1])
-    return out
-
-
-def candidate_paths(*policies: SitePolicy) -> tuple[str, ...]:
-    """Every candidate path from the rules of ``policies`` (normalised, deduplicated,
-    shortest first, at most :data:`MAX_CANDIDATES`), always with :data:`BASE_PATHS`."""
-    found = set(BASE_PATHS)
-    for policy in policies:
-        for pattern, glob in rule_patterns(policy):
-            found.update(path_of(p) for p in pattern_paths(pattern, glob=glob))
-    found.discard("/robots.txt")
-    return tuple(sorted(found, key=lambda p: (len(p), p))[:MAX_CANDIDATES])
 
 
 # --- the comparison ---------------------------------------------------------------------
@@ -288,7 +251,7 @@ def compare(
     web: SitePolicy, gemini: SitePolicy, classes: Sequence[BotClass], at: datetime
 ) -> Comparison:
     """Compare the two sides for every class (see the module docstring)."""
-    paths = candidate_paths(web, gemini)
+    paths, _ = candidate_paths(web, gemini)
     return Comparison(
         tuple(compare_class(web, gemini, c, paths, at) for c in classes), len(paths), at
     )

@@ -54,6 +54,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from geminibot.policy.agents_txt import content_hash
+from geminibot.policy.ext20 import longest_match
 from geminibot.policy.robots2 import (
     CATEGORIES,
     DIRECTIVE_VALUES,
@@ -61,7 +62,6 @@ from geminibot.policy.robots2 import (
     SPEC_VERSION,
     USAGE_DIRECTIVES,
 )
-from geminibot.policy.robots20 import longest_match
 
 Format = Literal["robots", "robots2", "agents"]
 FORMATS: tuple[Format, ...] = ("robots", "robots2", "agents")

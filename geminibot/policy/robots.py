@@ -38,6 +38,7 @@ Role = Literal["own", "virtual", "default"]
 
 _LINE_BREAK = re.compile(rb"\r\n|\r|\n")
 _PRODUCT_TOKEN = re.compile(rb"[A-Za-z_-]*")
+_PRODUCT_TOKEN_TEXT = re.compile(r"[A-Za-z_-]*")
 _WHITESPACE = b" \t"
 _BOM = b"\xef\xbb\xbf"
 
@@ -71,6 +72,9 @@ class Rule:
     def directive(self) -> str:
         return "Allow" if self.allow else "Disallow"
 
+    def text(self) -> str:
+        return f"{self.directive}: {self.pattern}"
+
     def describe(self) -> str:
         text = f"'{self.directive}: {self.derived_from or self.pattern}' (line {self.line}"
         if self.derived_from is not None:
@@ -79,6 +83,29 @@ class Rule:
 
     def as_dict(self) -> dict[str, object]:
         return {"line": self.line, "directive": self.directive, "pattern": self.pattern}
+
+
+class DecidingRule(Protocol):
+    """What a decision says of the rule that decided: a robots.txt :class:`Rule`, or a
+    version 2.0 rule (:class:`geminibot.policy.ext20.Ext20Rule`)."""
+
+    @property
+    def line(self) -> int: ...
+    @property
+    def allow(self) -> bool: ...
+    @property
+    def pattern(self) -> str: ...
+    @property
+    def directive(self) -> str: ...
+    def text(self) -> str:
+        """The line as it reads: ``Disallow: /x``."""
+        ...
+
+    def describe(self) -> str:
+        """The rule and its line, quoted for an explanation."""
+        ...
+
+    def as_dict(self) -> dict[str, object]: ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -98,6 +125,8 @@ class Group:
     agents: tuple[AgentLine, ...]
     rules: tuple[Rule, ...]
     crawl_delay: float | None = None
+    #: The line of the Crawl-delay that set ``crawl_delay`` (the largest of the group's).
+    crawl_delay_line: int = 0
 
     @property
     def lines(self) -> tuple[int, ...]:
@@ -106,13 +135,29 @@ class Group:
 
 @dataclass(frozen=True, slots=True)
 class AppliedGroup:
-    """The rules for one token (all groups naming it, merged) and what they said."""
+    """The rules for one token (all groups naming it, merged) and what they said.
+
+    The one type for both engines: a version 2.0 file gives one per token and set kind
+    (and one per Visit-time window that refuses), with its own ``reason``."""
 
     token: str
     role: Role
     lines: tuple[int, ...]
-    rule: Rule | None
+    rule: DecidingRule | None
     allowed: bool
+    #: The group's own explanation (version 2.0 sets and Visit-time windows), else "".
+    reason: str = ""
+    #: The line that decided when it is not the rule's (a Visit-time line), else 0.
+    line: int = 0
+
+    @property
+    def deciding_line(self) -> int:
+        """The line that decided: a Visit-time's, the rule's, else the first User-agent's."""
+        if self.line:
+            return self.line
+        if self.rule is not None:
+            return self.rule.line
+        return self.lines[0] if self.lines else 0
 
     def describe(self) -> str:
         where = ", ".join(str(n) for n in self.lines)
@@ -126,6 +171,7 @@ class AppliedGroup:
             "lines": list(self.lines),
             "allowed": self.allowed,
             "rule": self.rule.as_dict() if self.rule else None,
+            **({"reason": self.reason} if self.reason else {}),
         }
 
 
@@ -140,7 +186,7 @@ class Decision:
     groups: tuple[AppliedGroup, ...]
     #: The deciding rule: for a refusal the first refusing group's rule; else the first rule
     #: that matched in an allowing group; None when no rule matched.
-    rule: Rule | None
+    rule: DecidingRule | None
     reason: str
 
     def as_dict(self) -> dict[str, object]:
@@ -153,6 +199,12 @@ class Decision:
             "mode": self.mode,
             "groups": [g.as_dict() for g in self.groups],
         }
+
+    @property
+    def deciding(self) -> AppliedGroup | None:
+        """The first group that refused, else the first group that applied."""
+        refusing = next((g for g in self.groups if not g.allowed), None)
+        return refusing or (self.groups[0] if self.groups else None)
 
 
 # --------------------------------------------------------------------------------------
@@ -183,15 +235,17 @@ def _wild_text(pattern: str) -> int:
     return 0 if star == -1 else len(pattern) - star - 1
 
 
-class _Matcher(Protocol):
+class Matcher(Protocol):
     def best(self, url: str) -> Rule | None:
         """The rule that decides ``url`` (a URL or a path, as :func:`path_of` takes it):
         the best by :func:`_rank` of those matching its path, or None if none matches."""
         ...
 
 
-def _matcher_for(rules: Iterable[Rule]) -> _Matcher:
-    """The matcher for one merged rule list: an expression when it is small enough."""
+def matcher_for(rules: Iterable[Rule]) -> Matcher:
+    """The matcher for one merged rule list: an expression when it is small enough, else
+    the head index. Linear in the path for any rules; the version 2.0 engine uses it too
+    (its 1.0 sets, and the ``*``-only globs of a 2.0 set, anchored with ``$``)."""
     ranked = sorted((rule for rule in rules if rule.pattern), key=_rank)
     # An empty pattern matches with priority 0, which never decides: it is left out.
     if (
@@ -409,7 +463,7 @@ def match_length(pattern: str, path: str) -> int:
     """The priority of ``pattern`` against ``path``: its length in octets if it matches
     under RFC 9309 (``*`` any run, a final ``$`` anchors), else -1. An empty pattern gives
     -1: it matches with priority 0, which never decides. Linear in the path for any
-    pattern; the matchers from :func:`_matcher_for` give the same answers over many rules."""
+    pattern; the matchers from :func:`matcher_for` give the same answers over many rules."""
     if not pattern:
         return -1
     anchored = pattern.endswith("$")
@@ -448,8 +502,9 @@ class _PlanEntry:
     token: str
     role: Role
     lines: tuple[int, ...]
-    matcher: _Matcher
-    crawl_delay: float | None
+    matcher: Matcher
+    #: (seconds, line) of the largest Crawl-delay of the merged groups, or None.
+    crawl_delay: tuple[float, int] | None
 
 
 @dataclass(eq=False)
@@ -468,7 +523,7 @@ class RobotsFile:
     blanket_reason: str = ""
     _by_token: dict[str, list[Group]] = field(default_factory=dict, repr=False)
     _global: list[Group] = field(default_factory=list, repr=False)
-    _matchers: dict[str, _Matcher] = field(default_factory=dict, repr=False)
+    _matchers: dict[str, Matcher] = field(default_factory=dict, repr=False)
     _plans: dict[tuple[str, tuple[str, ...], bool], tuple[_PlanEntry, ...]] = field(
         default_factory=dict, repr=False
     )
@@ -571,9 +626,16 @@ class RobotsFile:
         self, agent: str, virtual_agents: Iterable[str] = (), strict: bool = False
     ) -> float | None:
         """The largest Crawl-delay among the groups that apply, or None if none sets one."""
+        found = self.crawl_delay_rule(agent, virtual_agents, strict)
+        return found[0] if found is not None else None
+
+    def crawl_delay_rule(
+        self, agent: str, virtual_agents: Iterable[str] = (), strict: bool = False
+    ) -> tuple[float, int] | None:
+        """:meth:`crawl_delay` with the line of its ``Crawl-delay`` (the first, on a tie)."""
         delays = [e.crawl_delay for e in self._plan(agent, virtual_agents, strict)]
         present = [d for d in delays if d is not None]
-        return max(present) if present else None
+        return max(present, key=lambda d: (d[0], -d[1])) if present else None
 
     def applicable_groups(
         self, agent: str, virtual_agents: Iterable[str] = (), strict: bool = False
@@ -620,11 +682,12 @@ class RobotsFile:
             return None
         matcher = self._matchers.get(token)
         if matcher is None:
-            matcher = _matcher_for(rule for g in groups for rule in g.rules)
+            matcher = matcher_for(rule for g in groups for rule in g.rules)
             self._matchers[token] = matcher
         lines = tuple(line for g in groups for line in g.lines)
-        delays = [g.crawl_delay for g in groups if g.crawl_delay is not None]
-        return _PlanEntry(token, role, lines, matcher, max(delays) if delays else None)
+        delays = [(g.crawl_delay, g.crawl_delay_line) for g in groups if g.crawl_delay is not None]
+        delay = max(delays, key=lambda d: (d[0], -d[1])) if delays else None
+        return _PlanEntry(token, role, lines, matcher, delay)
 
 
 def _explain(
@@ -670,6 +733,7 @@ class _Collector:
         self._agents: list[AgentLine] = []
         self._rules: list[Rule] = []
         self._delay: float | None = None
+        self._delay_line = 0
         self._open = False  # a group is being filled
         self._separator = False  # an Allow/Disallow line was seen since the last User-agent
         self._between: tuple[int, str] | None = None  # another line between User-agent lines
@@ -687,8 +751,10 @@ class _Collector:
                     "empty-group",
                     "group has no Allow or Disallow rule: everything is allowed to the agents it names",
                 )
-            self.groups.append(Group(tuple(self._agents), tuple(self._rules), self._delay))
-        self._agents, self._rules, self._delay = [], [], None
+            self.groups.append(
+                Group(tuple(self._agents), tuple(self._rules), self._delay, self._delay_line)
+            )
+        self._agents, self._rules, self._delay, self._delay_line = [], [], None, 0
         self._open = False
 
     def _note_joining(self, line: int, what: str) -> None:
@@ -712,13 +778,13 @@ class _Collector:
         self._open = True
         self._separator = False
         value = _decode(raw)
-        if raw[:1] == b"*" and (len(raw) == 1 or raw[1:2].isspace()):
+        token = agent_token(value)
+        if token == "*":
             if len(raw) > 1:
                 self.note(line, "info", "agent-star-text", f"'{value}' is read as '*'")
             self._agents.append(AgentLine(line, value, "*"))
             return
         match = _PRODUCT_TOKEN.match(raw)
-        token = match.group(0).decode("ascii").lower() if match else ""
         if not token:
             self.note(
                 line,
@@ -798,8 +864,8 @@ class _Collector:
                 "delay-outside-group",
                 "Crawl-delay before any User-agent line is ignored",
             )
-        else:
-            self._delay = delay if self._delay is None else max(self._delay, delay)
+        elif self._delay is None or delay > self._delay:
+            self._delay, self._delay_line = delay, line
 
     def sitemap(self, line: int, raw: bytes) -> None:
         self._note_joining(line, "Sitemap")
@@ -809,6 +875,53 @@ class _Collector:
                 line, "warning", "sitemap-not-absolute", f"Sitemap '{url}' is not an absolute URL"
             )
         self.sitemaps.append(url)
+
+
+def agent_token(value: str) -> str:
+    """The product token a User-agent value (or a bot's own ``--agent``) matches as, as
+    Google's parser reads it: ``*`` for ``*`` alone or followed by whitespace, else the
+    leading run of ``[A-Za-z_-]`` lower-cased (``MJ12bot/1.0`` -> ``mj12bot``; "" if none)."""
+    if value[:1] == "*" and (len(value) == 1 or value[1:2].isspace()):
+        return "*"
+    match = _PRODUCT_TOKEN_TEXT.match(value)
+    return match.group(0).lower() if match else ""
+
+
+def own_token(agent: str) -> tuple[str, str | None]:
+    """A bot's own product token (``--agent``) as it can match a User-agent line: cut as
+    :func:`agent_token` cuts a User-agent value, and a warning to show when the cut changed
+    it (None for a plain token). ValueError when ``agent`` has no product token."""
+    stripped = agent.strip()
+    token = agent_token(stripped)
+    if not token or token == "*":
+        raise ValueError(
+            f"--agent {agent!r} has no product token (letters, '-', '_'), e.g. --agent geminibot"
+        )
+    if len(token) == len(agent):
+        return agent, None
+    cut = stripped[: len(token)]
+    return cut, (
+        f"--agent '{agent}' is matched as '{cut}': a product token is the leading letters, "
+        f"'-' and '_', as Google's parser reads it (a 'User-agent: {stripped}' line is read "
+        f"as '{cut}' too)"
+    )
+
+
+def read_field(text: str) -> tuple[str, str, str] | None:
+    """(kind, key as written, value) of one comment-free line, its key read as Google's
+    parser reads it: ``kind`` is ``user-agent``, ``allow``, ``disallow`` or ``sitemap``
+    (accepting Google's typos and key prefixes such as ``Disallowed``), else the key
+    lower-cased. A missing colon is accepted when the line is exactly two words. None for
+    a line that is not ``field: value``. The version 2.0 reading uses this too, so both
+    engines split a file into the same groups."""
+    parts = _split_key_value(text.strip().encode("utf-8", "surrogateescape"))
+    if parts is None:
+        return None
+    key, value, _ = parts
+    kind, _ = _key_kind(key.lower())
+    key_text = key.decode("utf-8", "surrogateescape")
+    value_text = value.decode("utf-8", "surrogateescape")
+    return (kind if kind != "other" else key_text.lower()), key_text, value_text
 
 
 def _decode(raw: bytes) -> str:

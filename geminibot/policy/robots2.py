@@ -32,9 +32,9 @@ from typing import Literal
 from urllib.parse import quote
 
 from geminibot.policy.diagnostics import Diagnostic
+from geminibot.policy.ext20 import strip_comment
 from geminibot.policy.paths import path_of
 from geminibot.policy.robots import RobotsFile, parse_robots
-from geminibot.policy.robots20 import strip_comment
 from geminibot.policy.textlines import numbered_lines, whole_lines_within
 from geminibot.urls import resolve_reference
 
@@ -121,7 +121,7 @@ MAX_ROBOTS2_BYTES = 500 * 1024
 #: Robots2 chains are followed at most this many files deep (the first file included).
 MAX_CHAIN_DEPTH = 3
 _LANGUAGE_TAG = re.compile(r"[A-Za-z]{2,8}(-[A-Za-z0-9]{1,8})*")
-_BLOCK = re.compile(r"\[\s*agent\s*:\s*([^\]]*?)\s*\]")
+_BLOCK = re.compile(r"\[\s*agent\s*:\s*([^\]]*?)\s*\]", re.IGNORECASE)
 _META = re.compile(r"#\s*meta\s*:\s*([A-Za-z][A-Za-z0-9_-]*)\s*:?\s*(.*)", re.IGNORECASE)
 
 

@@ -26,6 +26,7 @@ from datetime import datetime, timedelta
 from typing import Literal
 
 from geminibot.policy.agents_txt import AgentsFile, parse_agents
+from geminibot.policy.ext20 import Ext20File, parse_ext20
 from geminibot.policy.outcomes import FetchOutcome, fetch_outcome
 from geminibot.policy.paths import path_of
 from geminibot.policy.robots import VIRTUAL_AGENTS, RobotsFile
@@ -45,7 +46,6 @@ from geminibot.policy.robots2 import (
     rate_seconds,
     resolve_chain,
 )
-from geminibot.policy.robots20 import V2File, parse_v2
 from geminibot.policy.textlines import numbered_lines
 from geminibot.urls import Scheme
 
@@ -183,7 +183,7 @@ class Fetched:
 class SitePolicy:
     protocol: Scheme
     robots: RobotsFile | None = None
-    robots_v2: V2File | None = None
+    ext20: Ext20File | None = None
     robots2: Chain | None = None
     #: Why robots2.txt counts as "restrict everything" (unreachable), else None.
     robots2_blocked: str | None = None
@@ -205,7 +205,7 @@ class SitePolicy:
         if robots is not None:
             policy.robots = robots.outcome.policy(robots.body)
             if robots.outcome.kind == "success":
-                policy.robots_v2 = parse_v2(robots.body or b"")
+                policy.ext20 = parse_ext20(robots.body or b"", policy.robots)
         if robots2 is not None:
             kind = robots2.outcome.kind
             if kind == "success":
@@ -284,7 +284,7 @@ class SitePolicy:
         """For a URL that robots.txt ``Visit-time`` windows refuse at ``at``: the first
         window opening within :data:`VISIT_WINDOW_HORIZON` at which :meth:`may_fetch`
         allows it. None when no window refuses it now, or when no opening would do."""
-        v2 = self.robots_v2
+        v2 = self.ext20
         if v2 is None:
             return None
         when, end = at, at + VISIT_WINDOW_HORIZON
@@ -300,28 +300,26 @@ class SitePolicy:
 
     def _robots_reasons(self, url: str, bot: Bot, at: datetime) -> list[Reason]:
         out: list[Reason] = []
-        v2 = self.robots_v2
+        v2 = self.ext20
         if v2 is not None and v2.has_version_lines:
             d2 = v2.decide(url, bot.token, bot.virtual_agents, bot.strict, at)
-            for s in d2.sets:
-                line = s.line
+            for g in d2.groups:
                 out.append(
                     Reason(
                         ROBOTS,
-                        line,
-                        s.rule.text() if s.rule else "",
-                        s.allowed,
-                        f"{s.reason} (User-agent {s.token})",
+                        g.deciding_line,
+                        g.rule.text() if g.rule else "",
+                        g.allowed,
+                        f"{g.reason} (User-agent {g.token})",
                     )
                 )
-            if not d2.sets:
+            if not d2.groups:
                 out.append(Reason(ROBOTS, 0, "", True, d2.reason))
             return out
         if self.robots is not None:
             d = self.robots.decide(url, bot.token, bot.virtual_agents, bot.strict)
             line = d.rule.line if d.rule else 0
-            rule = f"{d.rule.directive}: {d.rule.pattern}" if d.rule else ""
-            out.append(Reason(ROBOTS, line, rule, d.allowed, d.reason))
+            out.append(Reason(ROBOTS, line, d.rule.text() if d.rule else "", d.allowed, d.reason))
         if v2 is not None and path_of(url) != "/robots.txt":
             for line, window in v2.visit_refusals(bot.token, bot.virtual_agents, bot.strict, at):
                 text = f"Visit-time {window} UTC does not include {at:%H:%M}"
@@ -358,15 +356,12 @@ class SitePolicy:
         """Seconds between requests to this host: the most restrictive limit in force."""
         found: list[DelayAnswer] = []
         if self.robots is not None:
-            crawl_delay = self.robots.crawl_delay(bot.token, bot.virtual_agents, bot.strict)
-            if crawl_delay is not None:
-                groups = self.robots.applicable_groups(bot.token, bot.virtual_agents, bot.strict)
-                line = groups[0][2][0] if groups and groups[0][2] else 0
-                found.append(
-                    DelayAnswer(crawl_delay, ROBOTS, line, f"Crawl-delay: {crawl_delay:g}")
-                )
-        if self.robots_v2 is not None:
-            rate = self.robots_v2.request_interval(bot.token, bot.virtual_agents, bot.strict, at)
+            found_delay = self.robots.crawl_delay_rule(bot.token, bot.virtual_agents, bot.strict)
+            if found_delay is not None:
+                delay, line = found_delay
+                found.append(DelayAnswer(delay, ROBOTS, line, f"Crawl-delay: {delay:g}"))
+        if self.ext20 is not None:
+            rate = self.ext20.request_interval(bot.token, bot.virtual_agents, bot.strict, at)
             if rate is not None:
                 window = f" {rate.window}" if rate.window else ""
                 text = f"Request-rate: {rate.documents}/{rate.seconds:g}s{window}"
@@ -442,6 +437,19 @@ _ROBOTS2_LINE = re.compile(
     r"personali[sz]e|moneti[sz]e|attribution|link-back|rate|announce|honest|report-to|chain)\s*:)",
     re.IGNORECASE,
 )
+
+
+_ROBOTS_LINE = re.compile(r"\s*(user-?agent|allow|disallow|sitemap|crawl-delay)\s*:", re.IGNORECASE)
+
+
+def looks_like_policy(data: bytes | str) -> bool:
+    """Whether ``data`` reads as a policy file of some dialect by its content: a robots.txt
+    field line, a robots2.txt directive or block, or an agents.txt hash line."""
+    lines = [t for _, t in numbered_lines(data)]
+    content = [t for t in lines if t.strip() and not t.startswith("#")]
+    if content and _AGENTS_HASH_LINE.fullmatch(content[0]):
+        return True
+    return any(_ROBOTS_LINE.match(t) or _ROBOTS2_LINE.match(t) for t in content)
 
 
 def detect_dialect(name: str, data: bytes | str) -> Dialect:

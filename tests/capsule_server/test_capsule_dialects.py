@@ -78,7 +78,7 @@ def test_agents_good_and_bad() -> None:
             assert found is not None and found[1].limit == limit
 
 
-def test_robots_v2_rate_and_visit_time() -> None:
+def test_ext20_rate_and_visit_time() -> None:
     cap, policy = site("robots-v2.test")
     table = load_expectation(cap.root).extra["rate"]
     assert isinstance(table, dict)

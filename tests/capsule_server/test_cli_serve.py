@@ -3,7 +3,10 @@ down gracefully on SIGINT and SIGTERM. Also the bounded 1,000-connection load te
 
 from __future__ import annotations
 
+import argparse
 import json
+import os
+import re
 import resource
 import signal
 import subprocess
@@ -15,10 +18,13 @@ from pathlib import Path
 import pytest
 import trio
 
-from capsule_server.cli import main
-from capsule_server.testing import open_tls, raw_request
+from capsule_server.cli import build_parser, main
+from capsule_server.files import load_capsules
+from capsule_server.testing import client_hello, has_ipv6_loopback, open_tls, raw_request
+from geminibot import __version__
 from geminibot.gemini.client import make_ssl_context
 
+IPV6 = has_ipv6_loopback()
 LOAD_CONNECTIONS = 1000
 LOAD_DEADLINE = 90.0
 """The whole load test must finish within this many seconds (a bound, not a speed test)."""
@@ -81,6 +87,144 @@ def test_serve_usage_errors(tmp_path: Path, capsys: pytest.CaptureFixture[str]) 
     assert main(["serve", str(tmp_path)]) == 2
 
 
+def run_cli(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "capsule_server.cli", *args],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=cwd,
+        check=False,
+    )
+
+
+# (arguments, with F a file, D a folder, M a missing folder; first line of stderr)
+BAD_INPUT = [
+    (["serve", "--log", "D"], "capsule-server: D: is a folder; --log names a file to append to"),
+    (["serve", "--log", "M/x.log"], "capsule-server: M: no such folder (for --log M/x.log)"),
+    (["serve", "--rate", "0"], "capsule-server serve: argument --rate: 0 must be a number above 0"),
+    (["serve", "--rate", "-1"], "capsule-server serve: argument --rate: -1 must be a number above 0"),
+    (["serve", "--rate", "x"], "capsule-server serve: argument --rate: 'x' is not a number"),
+    (["serve", "--rate-burst", "0"], "capsule-server serve: argument --rate-burst: 0 must be 1 or more"),
+    (["serve", "--max-per-address", "0"], "capsule-server serve: argument --max-per-address: 0 must be 1 or more"),
+    (["serve", "--certs", "F"], "capsule-server: F: not a folder (--certs names the certificate folder)"),
+    (["serve", "--port", "99999"], "capsule-server serve: argument --port: 99999 is not a port (0-65535)"),
+    (["serve", "--port", "70000"], "capsule-server serve: argument --port: 70000 is not a port (0-65535)"),
+    (["serve", "--port", "-1"], "capsule-server serve: argument --port: -1 is not a port (0-65535)"),
+    (["serve", "F"], "capsule-server: F: not a folder"),
+    (["serve", "M"], "capsule-server: M: not a folder"),
+    (["serve", "D", "--hostname", "a/b"], "capsule-server: --hostname 'a/b': give a bare host name, such as localhost"),
+    (["serve", "--hostname", "localhost"], "capsule-server: --hostname needs DIR: the capsule folder to serve as that host"),
+    (["certs", "--make", "M"], "capsule-server: M: not a folder"),
+    (["certs", "--make", "F"], "capsule-server: F: not a folder"),
+    (["certs", "--certs", "F"], "capsule-server: F: not a folder (--certs names the certificate folder)"),
+    (["serve", "--bogus"], "capsule-server: unrecognized arguments: --bogus"),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("args", "first_line"), BAD_INPUT, ids=[" ".join(a) for a, _ in BAD_INPUT])
+def test_bad_input_is_one_line_and_exit_2(tmp_path: Path, args: list[str], first_line: str) -> None:
+    """Issue 14: one line on stderr, exit 2, no traceback (never serves: every case fails
+    before listening)."""
+    (tmp_path / "F").write_text("a file\n")
+    (tmp_path / "D").mkdir()
+    done = run_cli(*args, cwd=tmp_path)
+    assert done.returncode == 2
+    assert done.stderr.splitlines() == [first_line]
+    assert done.stdout == ""
+
+
+def test_version() -> None:
+    done = run_cli("--version")
+    assert (done.returncode, done.stdout.strip()) == (0, f"capsule-server {__version__}")
+
+
+def subcommands(parser: argparse.ArgumentParser) -> list[argparse.ArgumentParser]:
+    found = [parser]
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for sub in action.choices.values():
+                found += subcommands(sub)
+    return found
+
+
+def test_every_help_shows_the_defaults() -> None:
+    """Issue 14: each option with a default shows it in --help; so do the options of
+    serve and certs whose default is not a value (the bundled capsules, stdout...)."""
+    for parser in subcommands(build_parser()):
+        text = " ".join(re.sub(r"-\n\s+", "-", parser.format_help()).split())
+        for action in parser._actions:
+            default = action.default
+            if default in (None, False, argparse.SUPPRESS):
+                if parser.prog.split()[-1] in ("serve", "certs") and action.help:
+                    shown = "default" in action.help or action.dest in ("help", "json")
+                    assert shown, f"{parser.prog} {action.dest}: no default in its help"
+                continue
+            shown_as = {str(default)} | ({f"{default:g}"} if isinstance(default, float) else set())
+            assert any(f"(default: {v})" in text for v in shown_as), f"{parser.prog} {action.dest}"
+
+
+async def test_serve_one_folder_as_localhost(tmp_path: Path) -> None:
+    """Issue 13 item 12: ``serve DIR --hostname NAME`` serves DIR itself as the capsule of
+    NAME, dot-less names such as localhost included (as jetforce and agate do)."""
+    site = tmp_path / "site"
+    site.mkdir()
+    (site / "index.gmi").write_text("# my capsule\n")
+    for name in ("localhost", "myhost"):
+        args = (str(site), "--hostname", name, "--certs", str(tmp_path / "certs"))
+        async with serve_process(*args, "--log", os.devnull) as (_proc, port):
+            response = await raw_request(port, f"gemini://{name}/\r\n".encode(), name)
+            assert response == b"20 text/gemini; charset=utf-8\r\n# my capsule\n"
+            other = await raw_request(port, b"gemini://maze.test/\r\n", None)
+            assert other.startswith(b"53 ")
+
+
+def test_a_folder_named_localhost_is_a_capsule(tmp_path: Path) -> None:
+    """Issue 13 item 12: in a capsules folder, ``localhost/`` is the capsule of localhost;
+    other dot-less folders are still not taken for capsules."""
+    for name in ("localhost", "a.test", "notes", ".hidden.test"):
+        (tmp_path / name).mkdir()
+    assert sorted(load_capsules(tmp_path)) == ["a.test", "localhost"]
+
+
+async def test_listens_on_ipv4_and_ipv6_on_one_port(tmp_path: Path) -> None:
+    """``--host`` repeated: one listener per address, all on the same port (even port 0)."""
+    if not IPV6:
+        pytest.skip("this machine has no ::1")
+    args = ("--host", "127.0.0.1", "--host", "::1", "--certs", str(tmp_path / "certs"))
+    async with serve_process(*args, "--log", os.devnull) as (_proc, port):
+        for address in ("127.0.0.1", "::1"):
+            response = await raw_request(
+                port, b"gemini://maze.test/\r\n", "maze.test", host=address
+            )
+            assert response.startswith(b"20 text/gemini")
+
+
+async def test_non_ascii_sni_prints_no_traceback(tmp_path: Path) -> None:
+    """Issue 13 item 17, as the operator sees it: nothing on stderr but the banner and
+    the shutdown line, however many clients send a non-ASCII SNI name."""
+    log = tmp_path / "log"
+    args = ("--certs", str(tmp_path / "certs"), "--log", str(log))
+    async with serve_process(*args) as (proc, port):
+        for _ in range(3):
+            stream = await trio.open_tcp_stream("127.0.0.1", port)
+            await stream.send_all(client_hello("bücher.test".encode()))
+            with trio.fail_after(10):
+                assert (await stream.receive_some(100))[:1] == b"\x15"  # a TLS alert
+            await stream.aclose()
+        assert (await raw_request(port, b"gemini://maze.test/\r\n", "maze.test"))[:2] == b"20"
+        proc.send_signal(signal.SIGTERM)
+        assert proc.stderr is not None
+        rest = b""
+        with trio.fail_after(15):
+            while chunk := await proc.stderr.receive_some(4096):
+                rest += chunk
+            assert await proc.wait() == 0
+    assert rest.decode().splitlines() == ["capsule-server: SIGTERM, shutting down"]
+    errors = [json.loads(line).get("error") for line in log.read_text().splitlines()]
+    assert errors == ["tls: SNI name is not ASCII: b\\xc3\\xbccher.test"] * 3 + [None]
+
+
 async def test_thousand_concurrent_connections(tmp_path: Path) -> None:
     """1,000 TLS connections open at once, then all send their request together: every
     one is answered (20 with the right body) or refused with 44; the server lives on."""
@@ -99,7 +243,8 @@ async def test_thousand_concurrent_connections(tmp_path: Path) -> None:
 async def _load(tmp_path: Path) -> None:
     expected_body = (Path(__file__).parents[2] / "capsules/va-groups.test/index.gmi").read_bytes()
     args = ("--certs", str(tmp_path / "certs"), "--log", str(tmp_path / "log"))
-    async with serve_process(*args, "--rate-burst", "100000", "--rate", "100000") as (proc, port):
+    unlimited = ("--rate-burst", "100000", "--rate", "100000", "--max-per-address", "100000")
+    async with serve_process(*args, *unlimited) as (proc, port):
         ctx = make_ssl_context()
         go = trio.Event()
         results: list[bytes | str] = []
@@ -147,3 +292,24 @@ async def _load(tmp_path: Path) -> None:
         again = await raw_request(port, b"gemini://va-groups.test/\r\n", "va-groups.test")
         assert again.startswith(b"20 ")
         assert peak < 512 * 1024  # a sanity bound on memory, not a speed claim
+
+
+async def test_a_log_that_cannot_be_written_stops_the_server(tmp_path: Path) -> None:
+    """A full disk under the access log: one line, exit 1, no traceback (it was an
+    exception group from the connection handler)."""
+    if not Path("/dev/full").exists():
+        pytest.skip("no /dev/full on this machine")
+    async with serve_process("--certs", str(tmp_path / "certs"), "--log", "/dev/full") as (
+        proc,
+        port,
+    ):
+        await raw_request(port, b"gemini://maze.test/\r\n", "maze.test")
+        assert proc.stderr is not None
+        rest = b""
+        with trio.fail_after(30):
+            while chunk := await proc.stderr.receive_some(4096):
+                rest += chunk
+            assert await proc.wait() == 1
+    assert rest.decode().splitlines() == [
+        "capsule-server: /dev/full: cannot write the access log (No space left on device); stopped"
+    ]

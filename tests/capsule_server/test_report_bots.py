@@ -205,7 +205,7 @@ async def test_rude_bot_each_breach_reported_once(
         ("forbidden", "agents-good.test", "agents.txt", 8, 1),  # /admin DISALLOW
         ("forbidden", "agents-bad.test", "agents.txt", 5, 1),  # the bad hash line
         ("forbidden", "robots2-ask.test", "robots2.txt", 7, 2),  # crawl: ask
-        ("too fast", "robots2-ask.test", "robots.txt", 1, 1),  # Crawl-delay: 2
+        ("too fast", "robots2-ask.test", "robots.txt", 2, 1),  # Crawl-delay: 2 (its own line)
         ("during 44 wait", "robots-44.test", "", 0, 1),
         ("maze depth", "maze.test", "", 0, 1),
         ("redirects", "robots-redirect.test", "", 0, 1),

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import ssl
+import sys
 from pathlib import Path
 
 import pytest
@@ -11,8 +12,14 @@ import trio
 
 from capsule_server.files import binary_sha256, large_robots
 from capsule_server.log import AccessRecord
-from capsule_server.server import CapsuleServer, Limits
-from capsule_server.testing import open_tls, raw_request, running_server
+from capsule_server.server import (
+    MAX_PER_ADDRESS,
+    CapsuleServer,
+    Limits,
+    client_key,
+    climbs_above_root,
+)
+from capsule_server.testing import client_hello, open_tls, raw_request, running_server
 
 
 def split(response: bytes) -> tuple[str, bytes]:
@@ -154,28 +161,128 @@ async def test_rate_limit_answers_44_with_seconds(
     assert [r.limited for r in access_log] == [None, None, None, "rate", "rate"]
 
 
+BIG = b"gemini://large-file.test/files/big.bin\r\n"
+"""16 MiB: a client that does not read holds its connection in the answering state."""
+
+
+async def hold_answering(srv: CapsuleServer, count: int) -> list[trio.SSLStream[trio.SocketStream]]:
+    """``count`` connections whose (large) answers the client does not read."""
+    assert srv.port is not None
+    holders = []
+    for _ in range(count):
+        tls = await open_tls(srv.port, "large-file.test")
+        await tls.send_all(BIG)
+        holders.append(tls)
+    with trio.fail_after(10):
+        while srv.answering < count:
+            await trio.sleep(0.01)
+    return holders
+
+
 async def test_busy_server_answers_44(capsules_dir: Path, cert_dir: Path) -> None:
-    limits = Limits(max_connections=2, overload_retry=7)
+    limits = Limits(max_connections=2, overload_retry=7, shutdown_grace=0.5)
     async with running_server(capsules_dir, cert_dir, limits) as srv:
-        assert srv.port is not None
-        holders = []
-        for _ in range(2):  # two idle connections hold the capacity
-            tls = await open_tls(srv.port, "maze.test")
-            holders.append(tls)
+        holders = await hold_answering(srv, 2)  # two requests being answered fill it
         assert split(await get(srv, "maze.test", "/"))[0] == "44 7"
         for tls in holders:
-            await tls.aclose()
+            await tls.transport_stream.aclose()
+
+
+async def test_idle_connections_do_not_make_the_server_busy(
+    capsules_dir: Path, cert_dir: Path
+) -> None:
+    """Issue 13 item 14: connections that sent nothing (TCP only, or TLS without a request)
+    from one address do not count as requests being answered: others are still served."""
+    limits = Limits(max_connections=4)
+    async with running_server(capsules_dir, cert_dir, limits) as srv:
+        assert srv.port is not None
+        idle: list[trio.abc.AsyncResource] = []
+        for _ in range(6):
+            idle.append(await trio.open_tcp_stream("127.0.0.1", srv.port))
+            idle.append(await open_tls(srv.port, "maze.test"))
+        with trio.fail_after(10):
+            while srv.open_connections < 12:
+                await trio.sleep(0.01)
+        answer = await raw_request(
+            srv.port, b"gemini://maze.test/\r\n", "maze.test", local_address="127.0.0.2"
+        )
+        assert split(answer)[0] == "20 text/gemini; charset=utf-8"
+        for stream in idle:
+            await stream.aclose()
+
+
+async def test_connections_per_address_are_capped(
+    capsules_dir: Path, cert_dir: Path, access_log: list[AccessRecord]
+) -> None:
+    """Issue 13 item 14: at ``max_per_address`` connections from an address, the next one
+    from there is closed before TLS; another address is served."""
+    limits = Limits(max_per_address=5)
+    async with running_server(capsules_dir, cert_dir, limits, access_log.append) as srv:
+        assert srv.port is not None
+        idle = [await trio.open_tcp_stream("127.0.0.1", srv.port) for _ in range(5)]
+        with trio.fail_after(10):
+            while srv.open_connections < 5:
+                await trio.sleep(0.01)
+        refused = await raw_request(srv.port, b"gemini://maze.test/\r\n", "maze.test")
+        assert refused == b""
+        served = await raw_request(
+            srv.port, b"gemini://maze.test/\r\n", "maze.test", local_address="127.0.0.2"
+        )
+        assert served.startswith(b"20 ")
+        for stream in idle:
+            await stream.aclose()
+        with trio.fail_after(10):
+            while srv.open_connections:
+                await trio.sleep(0.01)
+        again = await raw_request(srv.port, b"gemini://maze.test/\r\n", "maze.test")
+        assert again.startswith(b"20 ")  # the count goes down as connections close
+    assert [r.error for r in access_log].count("over the per-address connection limit") == 1
+
+
+def test_ipv6_clients_are_counted_by_their_slash_64() -> None:
+    assert client_key("2001:db8:1:2:aaaa::1") == client_key("2001:db8:1:2:bbbb::9")
+    assert client_key("2001:db8:1:2::1") == "2001:db8:1:2::/64"
+    assert client_key("2001:db8:1:3::1") != client_key("2001:db8:1:2::1")
+    assert client_key("::ffff:127.0.0.5") == "127.0.0.5"
+    assert client_key("127.0.0.5") == "127.0.0.5"
+
+
+async def test_at_max_open_the_oldest_silent_connection_makes_room(
+    capsules_dir: Path, cert_dir: Path, access_log: list[AccessRecord]
+) -> None:
+    """Issue 13 item 14: connections that sent nothing cannot crowd out a client with a
+    request: at ``max_open`` the oldest of them is closed for the newcomer."""
+    limits = Limits(max_open=4)
+    async with running_server(capsules_dir, cert_dir, limits, access_log.append) as srv:
+        assert srv.port is not None
+        idle = [
+            await trio.open_tcp_stream("127.0.0.1", srv.port, local_address=f"127.0.0.{n}")
+            for n in range(3, 7)
+        ]
+        with trio.fail_after(10):
+            while srv.open_connections < 4:
+                await trio.sleep(0.01)
+        answer = await raw_request(
+            srv.port, b"gemini://maze.test/\r\n", "maze.test", local_address="127.0.0.2"
+        )
+        assert answer.startswith(b"20 ")
+        with trio.fail_after(5):
+            assert await idle[0].receive_some(10) == b""  # the oldest was closed
+        for stream in idle:
+            await stream.aclose()
+    evicted = [r for r in access_log if r.error == "closed to make room (had sent no request)"]
+    assert [r.client for r in evicted] == ["127.0.0.3"]
 
 
 async def test_over_max_open_is_closed_before_tls(capsules_dir: Path, cert_dir: Path) -> None:
-    limits = Limits(max_open=1)
+    """When every open connection is being answered, a new one is closed before TLS."""
+    limits = Limits(max_open=1, shutdown_grace=0.5)
     async with running_server(capsules_dir, cert_dir, limits) as srv:
         assert srv.port is not None
-        holder = await trio.open_tcp_stream("127.0.0.1", srv.port)
-        await trio.sleep(0.05)  # let the server accept the holder
+        [holder] = await hold_answering(srv, 1)
         with pytest.raises((ssl.SSLError, trio.BrokenResourceError)):
             await open_tls(srv.port, "maze.test")
-        await holder.aclose()
+        await holder.transport_stream.aclose()
 
 
 async def test_shutdown_lets_in_flight_request_finish(capsules_dir: Path, cert_dir: Path) -> None:
@@ -218,3 +325,94 @@ async def test_shutdown_grace_cuts_idle_connections(capsules_dir: Path, cert_dir
             idle = await trio.open_tcp_stream("127.0.0.1", srv.port)
             await trio.sleep(0.05)
         assert await idle.receive_some(10) == b""
+
+
+async def test_non_ascii_sni_is_one_log_record_not_a_traceback(
+    server: CapsuleServer, access_log: list[AccessRecord], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 13 item 17: CPython reports an undecodable SNI name to sys.unraisablehook
+    (a traceback on stderr per connection); the server keeps it to one log record."""
+    assert server.port is not None
+    reported: list[object] = []
+    monkeypatch.setattr(sys, "unraisablehook", reported.append)
+    for _ in range(3):
+        stream = await trio.open_tcp_stream("127.0.0.1", server.port)
+        await stream.send_all(client_hello("café.test".encode()))
+        with trio.fail_after(5):
+            answer = await stream.receive_some(100)
+        await stream.aclose()
+        assert answer[:1] == b"\x15"  # a TLS alert, never a Gemini header
+    with trio.fail_after(5):
+        while len(access_log) < 3:
+            await trio.sleep(0.01)
+    assert reported == []
+    assert [r.error for r in access_log] == ["tls: SNI name is not ASCII: caf\\xc3\\xa9.test"] * 3
+    assert (await get(server, "maze.test", "/")).startswith(b"20 ")
+
+
+async def test_half_close_without_line_end_logs_no_status(
+    server: CapsuleServer, access_log: list[AccessRecord]
+) -> None:
+    """Issue 13 item 18: a request with no line end, then a TCP half-close (no TLS
+    close_notify): nothing can be answered, and the log says so instead of claiming 59."""
+    assert server.port is not None
+    tls = await open_tls(server.port, "maze.test")
+    await tls.send_all(b"gemini://maze.test/")
+    await tls.transport_stream.send_eof()
+    with trio.fail_after(5):
+        try:
+            received = await tls.receive_some(100)
+        except trio.BrokenResourceError:
+            received = b""
+        while not access_log:
+            await trio.sleep(0.01)
+    await tls.transport_stream.aclose()
+    assert not received[:2].isdigit()
+    [record] = access_log
+    assert record.status is None and record.meta is None
+    assert record.error == "closed without close_notify before the end of the request line"
+    assert record.request == "gemini://maze.test/"
+
+
+async def test_256_idle_connections_from_one_address_shut_out_no_one(
+    capsules_dir: Path, cert_dir: Path, access_log: list[AccessRecord]
+) -> None:
+    """Issue 13 item 14 as it was found: 256 idle TCP connections from one address at the
+    default limits made the server answer 44 to everyone else."""
+    async with running_server(capsules_dir, cert_dir, log=access_log.append) as srv:
+        assert srv.port is not None
+        idle = [await trio.open_tcp_stream("127.0.0.1", srv.port) for _ in range(256)]
+        with trio.fail_after(10):
+            while len(access_log) < 256 - MAX_PER_ADDRESS:
+                await trio.sleep(0.01)
+        for n in (2, 3):
+            answer = await raw_request(
+                srv.port, b"gemini://maze.test/\r\n", "maze.test", local_address=f"127.0.0.{n}"
+            )
+            assert answer.startswith(b"20 ")
+        for stream in idle:
+            await stream.aclose()
+    refused = [r for r in access_log if r.error == "over the per-address connection limit"]
+    assert len(refused) == 256 - MAX_PER_ADDRESS
+
+
+@pytest.mark.parametrize(
+    ("url", "climbs"),
+    [
+        ("gemini://h/../", True),
+        ("gemini://h/..", True),
+        ("gemini://h/a/../../b", True),
+        ("gemini://h/%2e%2E/x", True),
+        ("gemini://h/.%2e/x", True),
+        ("gemini://h:1965/./../", True),
+        ("gemini://h/a/../b", False),
+        ("gemini://h/a//../../b", False),  # the empty segment is a level, as in RFC 3986
+        ("gemini://h/./a/./", False),
+        ("gemini://h/..a/...", False),
+        ("gemini://h/%2e%2e%2f", False),  # an encoded slash: one segment, not a dot segment
+        ("gemini://h/?q=/../../", False),  # the query is not a path
+        ("gemini://h", False),
+    ],
+)
+def test_climbs_above_root(url: str, climbs: bool) -> None:
+    assert climbs_above_root(url) is climbs

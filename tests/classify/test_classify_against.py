@@ -15,12 +15,7 @@ from hypothesis import strategies as st
 
 from capsule_server.expect import Check, load_expectation
 from capsule_server.testing import running_server
-from geminibot.classify.against import (
-    MAX_CANDIDATE_PATHS,
-    candidate_paths,
-    concrete_paths,
-    effective_policy,
-)
+from geminibot.classify.against import effective_policy
 from geminibot.classify.sources import (
     site_from_folder,
     site_from_source,
@@ -29,6 +24,12 @@ from geminibot.classify.sources import (
 from geminibot.cli import main
 from geminibot.gemini.client import GeminiClient
 from geminibot.net.limits import Limits
+from geminibot.policy.candidates import (
+    BASE_PATHS,
+    MAX_CANDIDATE_PATHS,
+    candidate_paths,
+    concrete_paths,
+)
 from geminibot.policy.discovery import PolicyUnreachable
 from geminibot.policy.site_policy import SitePolicy
 
@@ -201,8 +202,9 @@ def test_crawl_delay_is_the_waiting_time_and_star_differs() -> None:
     report = effective_policy(site, agent="me", virtual_agents=["indexer"], at=AT)
     assert report.precedence.delay.seconds == 30 and report.precedence.star_delay.seconds == 5
     assert report.strict.delay.seconds == 30
-    assert [v.path for v in report.precedence.differing] == ["/p", "/p/x", "/x", "/x/x"]
-    assert [v.path for v in report.strict.differing] == ["/x", "/x/x"]
+    differing = ["/p", "/p/x", "/px", "/x", "/x/x", "/xx"]
+    assert [v.path for v in report.precedence.differing] == differing
+    assert [v.path for v in report.strict.differing] == ["/x", "/x/x", "/xx"]
     none = effective_policy(
         SitePolicy.from_texts("gemini", robots=b""), agent=None, virtual_agents=[], at=AT
     )
@@ -244,12 +246,27 @@ def test_candidate_paths_are_bounded() -> None:
         rules = "".join(f"Disallow: /p{i:05d}/\n" for i in range(n))
         return SitePolicy.from_texts("gemini", robots="User-agent: *\n" + rules)
 
-    # each rule gives 2 paths ("/pN/" and "/pN/x") besides the shared "/"
-    at_limit = (MAX_CANDIDATE_PATHS - 1) // 2
+    # each rule gives 3 paths ("/pN/", "/pN/x", "/pN") besides the shared BASE_PATHS
+    per_rule = len(candidate_paths(site(1))[0]) - len(BASE_PATHS)
+    assert per_rule == 3
+    at_limit = (MAX_CANDIDATE_PATHS - len(BASE_PATHS)) // per_rule
     paths, truncated = candidate_paths(site(at_limit))
-    assert len(paths) == 1 + 2 * at_limit <= MAX_CANDIDATE_PATHS and not truncated
+    assert len(paths) == len(BASE_PATHS) + per_rule * at_limit <= MAX_CANDIDATE_PATHS
+    assert not truncated
     paths, truncated = candidate_paths(site(at_limit + 1))
     assert len(paths) == MAX_CANDIDATE_PATHS and truncated
+
+
+def test_against_finds_what_compare_finds() -> None:
+    """classify --against had its own candidate paths (each '*' filled with 'x' only): for
+    this site it examined /xx, /xx/x, /xxx and / and saw no difference from '*'. The one
+    candidate_paths also fills '*' with '' and 'a/b', and finds /a/bx."""
+    site = SitePolicy.from_texts(
+        "gemini", robots="User-agent: archiver\nDisallow: *x\n\nUser-agent: *\nDisallow: /x*$\n"
+    )
+    report = effective_policy(site, agent=None, virtual_agents=("archiver",), at=AT)
+    differing = {v.path for v in report.precedence.differing}
+    assert "/a/bx" in differing
 
 
 def test_file_sources_are_known_by_name(tmp_path: Path) -> None:

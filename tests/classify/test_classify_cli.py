@@ -98,7 +98,7 @@ def test_list(capsys: pytest.CaptureFixture[str]) -> None:
         ((), "exactly one way"),
         (("--does", "archive", "--bot", "gus"), "exactly one way"),
         (("--does", "crawl"), "unknown activity 'crawl'"),
-        (("--does", "archive", "--agent", "my bot"), "not a robots.txt product token"),
+        (("--does", "archive", "--agent", "/1.0"), "has no product token"),
         (("--bot", "nosuchbot"), "unknown bot 'nosuchbot'"),
         (("--list", "--bot", "gus"), "--list takes no bot"),
         (("/nonexistent/profile.toml",), "no such file"),

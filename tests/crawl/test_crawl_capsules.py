@@ -90,7 +90,7 @@ async def test_visit_time_outside_window(
     assert conn.execute("SELECT state FROM urls").fetchall() == [("queued",)]
 
 
-async def test_robots_v2_request_rate_obeyed(
+async def test_ext20_request_rate_obeyed(
     cert_dir: Path, tmp_path: Path, mock_clock: trio.testing.MockClock
 ) -> None:
     mock_clock.autojump_threshold = AUTOJUMP

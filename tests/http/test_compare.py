@@ -17,13 +17,8 @@ from webserver import WebServer, _handler, text
 from capsule_server.server import Limits
 from capsule_server.testing import running_server
 from geminibot.cli import main
-from geminibot.policy.compare import (
-    Comparison,
-    bot_classes,
-    candidate_paths,
-    compare,
-    pattern_paths,
-)
+from geminibot.policy.candidates import candidate_paths, pattern_paths
+from geminibot.policy.compare import Comparison, bot_classes, compare
 from geminibot.policy.robots import VIRTUAL_AGENTS
 from geminibot.policy.site_policy import SitePolicy
 
@@ -141,7 +136,7 @@ def test_big_files_every_example_verified() -> None:
     result = run(web, gemini, (("geminibot", ("indexer",)), ("oddbot", ())))
     assert not result.agree
     assert sum(len(c.paths) for c in result.classes) >= 3
-    assert result.candidates == len(candidate_paths(web, gemini))
+    assert result.candidates == len(candidate_paths(web, gemini)[0])
 
 
 def test_agents_txt_and_robots2_paths_count() -> None:

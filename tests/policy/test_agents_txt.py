@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import hashlib
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from geminibot.policy.agents_txt import content_hash, parse_agents
+from geminibot.policy.agents_txt import content_hash, draft_form_line, parse_agents
 
 DIRECTIVES = ["/status ALLOW", "/dashboard ALLOW limit=50", "/admin DISALLOW"]
 URLS = ["/status", "/status/x", "/dashboard/a", "/admin", "/admin/x", "/other", "/"]
@@ -85,25 +86,56 @@ def test_one_changed_byte_in_the_hash_restricts_the_whole_site(data: st.DataObje
     start = GOOD.index(b"*")
     pos = data.draw(st.integers(start, start + 64))
     new = data.draw(st.integers(0, 255).filter(lambda b: b not in (GOOD[pos], 10, 13)))
-    assert_restricted(GOOD[:pos] + bytes([new]) + GOOD[pos + 1 :])
+    changed = GOOD[:pos] + bytes([new]) + GOOD[pos + 1 :]
+    if draft_form_line(changed):
+        assert_restricted(changed)
+    else:  # no longer '*' + 64 hex digits: not the draft's form at all (ignored)
+        assert_ignored(changed)
+
+
+def assert_ignored(data: bytes | str) -> None:
+    f = parse_agents(data)
+    assert f.valid and f.ignored is not None and not f.directives
+    for url in URLS:
+        assert f.decide(url).allowed, url
+    assert [(d.level, d.code) for d in f.diagnostics] == [("info", "not-this-dialect")]
 
 
 def test_faults_each_restrict_with_the_line() -> None:
-    no_hash = b"# only comments\n/status ALLOW\n"
-    f = parse_agents(no_hash)
-    assert f.fault is not None and f.decide("/x").allowed is False
     upper = GOOD.replace(GOOD[GOOD.index(b"*") + 1 : GOOD.index(b"*") + 65], b"E" * 64)
     assert_restricted(upper)
     syntax = make_file(["/status ALLOW", "/x allow"])
     f = parse_agents(syntax)
-    assert f.fault_line == 6 and [d.line for d in f.diagnostics if d.level == "error"] == [6]
+    assert f.fault_line == 6 and [d.line for d in f.diagnostics if d.level == "error"] == [0, 6]
+    # Lint says what the fault does, not only which line is wrong (issue 13 item 20).
+    assert f.diagnostics[0].code == "site-restricted"
+    assert "the whole site is restricted" in f.diagnostics[0].message
     assert_restricted(syntax)
     assert_restricted(make_file(["/d ALLOW limit=fast"]))
     assert_restricted(make_file(["/d ALLOW limit=0"]))
     assert_restricted(make_file(["status ALLOW"]))
     assert_restricted(make_file(["/a  ALLOW"]))
     assert_restricted(make_file(["/a ALLOW k=1 k=2"]))
-    assert_restricted(b"\xff" + GOOD)
+    assert_restricted(GOOD + b"\xff\n")
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        b"# only comments\n/status ALLOW\n",
+        b"User-agent: *\nAllow: /\n",
+        b"ai-train: yes\nai-index: no\n",
+        b"# Welcome\n=> /about.gmi About this capsule\n",
+        b"<!DOCTYPE html>\n<html><body>Not found</body></html>\n",
+        b"\xff\xd8\xff\xe0 a JPEG",
+        b"\xff" + GOOD,
+        b"",
+    ],
+)
+def test_a_file_not_in_the_drafts_form_is_ignored_not_closed(body: bytes) -> None:
+    # Issue 13 item 20 / issue 14: every real agents.txt follows another convention, and a
+    # catch-all server answers a page; neither may close the whole site.
+    assert_ignored(body)
 
 
 def test_unknown_parameter_is_reported_not_fatal() -> None:

@@ -49,7 +49,7 @@ def reference_rule(rules: list[Rule], path: str) -> Rule | None:
     return allow
 
 
-def matchers(rules: list[Rule]) -> dict[str, engine._Matcher]:
+def matchers(rules: list[Rule]) -> dict[str, engine.Matcher]:
     ranked = sorted((r for r in rules if r.pattern), key=engine._rank)
     return {
         "expression": engine._ExpressionMatcher(ranked),
@@ -130,7 +130,7 @@ def test_equal_rules_report_the_first_line(strategy: str) -> None:
 
 
 def kind(rules: list[tuple[bool, str]]) -> str:
-    return type(engine._matcher_for(parsed_rules(rules))).__name__
+    return type(engine.matcher_for(parsed_rules(rules))).__name__
 
 
 def test_rule_count_limit() -> None:

@@ -22,6 +22,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from geminibot.policy import VIRTUAL_AGENTS, parse_robots
+from geminibot.policy.ext20 import parse_ext20
 from geminibot.policy.paths import path_of
 
 BOT = "geminibot"
@@ -143,6 +144,50 @@ def test_robots_like_text_parses_and_answers(
     for strict in (False, True):
         assert isinstance(robots.allowed(url(path), BOT, ("archiver",), strict=strict), bool)
         robots.decide(url(path), BOT, VIRTUAL_AGENTS, strict=strict)
+
+
+#: A version 2.0 group for a crawler that is not the bot (issue 13 item 1).
+VERSION_GROUP = "User-agent: alfred\nRobot-version: 2.0\nDisallow: *.cgi\n\n"
+
+
+#: Lines Google's parser reads in its own ways: typos, key prefixes, a missing colon,
+#: comments, lines that do not end a group.
+google_lines = st.one_of(
+    st.builds(
+        lambda key, sep, value: f"{key}{sep}{value}",
+        st.sampled_from(["Allow", "Disallow", "disalow", "diasllow", "Disallowed", "dissallow"]),
+        st.sampled_from([": ", ":", " ", "\t"]),
+        st.builds(lambda p, c: p + c, patterns, st.sampled_from(["", "#x", " # c"])),
+    ),
+    st.builds(
+        lambda key, sep, token: f"{key}{sep}{token}",
+        st.sampled_from(["User-agent", "user agent", "useragent"]),
+        st.sampled_from([": ", ":", " "]),
+        st.sampled_from([*RELEVANT, "other", "geminibot/1.0", "* junk"]),
+    ),
+    st.sampled_from(["", "# comment", "Sitemap: https://h.test/s.xml", "Crawl-delay: 2"]),
+)
+
+
+@PROPERTY
+@given(
+    st.lists(st.one_of(google_lines, robotsish_lines), max_size=14),
+    virtual_agent_sets,
+    st.booleans(),
+    st.lists(paths, min_size=1, max_size=4),
+)
+def test_a_version_group_leaves_the_rfc_reading_of_the_others(
+    lines: list[str], vas: list[str], strict: bool, asked: list[str]
+) -> None:
+    """With a Robot-version group for another crawler in the file, the 2.0 engine decides
+    the bot's (1.0) groups exactly as the RFC 9309 engine (Google's reading) does, typos,
+    missing colons and odd groupings included."""
+    text = VERSION_GROUP + "\n".join(lines) + "\n"
+    rfc, ext = parse_robots(text), parse_ext20(text)
+    assert ext.has_version_lines
+    for path in asked:
+        expected = rfc.allowed(url(path), BOT, vas, strict=strict)
+        assert ext.decide(url(path), BOT, vas, strict=strict).allowed is expected, text
 
 
 @PROPERTY

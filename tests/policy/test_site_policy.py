@@ -171,7 +171,10 @@ def test_fetch_outcomes_of_each_file() -> None:
     d = policy.may_fetch(page, BOT, NOON)
     assert not d.allowed and d.reasons[-1].file == "agents.txt"
     policy = SitePolicy.build("gemini", Fetched(missing), None, Fetched(ok, "/x ALLOW\n"))
-    assert not policy.may_fetch(page, BOT, NOON).allowed  # no hash line: restricted
+    assert policy.may_fetch(page, BOT, NOON).allowed  # no hash line: not this dialect
+    bad_hash = "*" + "0" * 64 + "\n/x ALLOW\n"
+    policy = SitePolicy.build("gemini", Fetched(missing), None, Fetched(ok, bad_hash))
+    assert not policy.may_fetch(page, BOT, NOON).allowed  # the draft's form, wrong hash
 
 
 def test_bot_validation() -> None:

@@ -1,4 +1,7 @@
-"""Robot exclusion "version 2.0" rule sets (Sean Conner's proposed extensions).
+"""Robot exclusion "version 2.0" rule sets (Sean Conner's proposed extensions to robots.txt).
+
+Named ``ext20`` (and its types ``Ext20...``) so that no reader mistakes it for robots2.txt,
+the unrelated AI usage policy file of :mod:`geminibot.policy.robots2`.
 
 A robots.txt rule set becomes a 2.0 set when ``Robot-version: 2.x`` (even ``x``) directly
 follows its ``User-agent:`` lines; every other set is a 1.0 set. This module parses a whole
@@ -28,10 +31,9 @@ Project readings (docs/dialects.md has the reasons):
 
 from __future__ import annotations
 
-import fnmatch
 import re
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from typing import Literal, Protocol, TypeVar
 
@@ -39,14 +41,30 @@ import re2
 
 from geminibot.policy.diagnostics import Diagnostic
 from geminibot.policy.paths import path_of
-from geminibot.policy.robots import MAX_ROBOTS_BYTES, match_length
+from geminibot.policy.robots import (
+    MAX_ROBOTS_BYTES,
+    ROBOTS_PATH,
+    AppliedGroup,
+    Decision,
+    Group,
+    Mode,
+    RobotsFile,
+    Role,
+    Rule,
+    agent_token,
+    match_length,
+    matcher_for,
+    parse_robots,
+    read_field,
+)
 from geminibot.policy.textlines import numbered_lines, pattern_text, whole_lines_within
 
 
 class RegexLike(Protocol):
-    """What a compiled rule pattern offers: Python's ``re`` for globs, RE2 for regexes."""
+    """What a compiled rule pattern offers (RE2, for regexes and for globs with ``?`` or
+    ``[...]``)."""
 
-    def match(self, string: str) -> object | None: ...
+    def fullmatch(self, string: str) -> object | None: ...
 
     def search(self, string: str) -> object | None: ...
 
@@ -55,6 +73,10 @@ class RegexLike(Protocol):
 #: backtracking ``re`` can be made to run for hours by a ten-character pattern).
 _RE2_OPTIONS = re2.Options()
 _RE2_OPTIONS.log_errors = False
+#: Globs: ``*``, ``?`` and ``[...]`` match any character, a newline too.
+_GLOB_OPTIONS = re2.Options()
+_GLOB_OPTIONS.log_errors = False
+_GLOB_OPTIONS.dot_nl = True
 
 
 def _re2_message(exc: Exception) -> str:
@@ -66,33 +88,34 @@ REGEX_PREFIX = "~"
 #: Longest regular expression accepted in a rule; longer ones are an error (and ignored
 #: for an allow, match-everything for a disallow).
 MAX_REGEX_LENGTH = 256
+#: Longest shell glob accepted in a rule (characters after percent-encoding normalisation);
+#: longer ones are an error, treated as an over-long regex is. A glob of ``*`` and literal
+#: text is matched as the RFC 9309 matcher matches (``str.find``, left-most segments: linear
+#: in the path); one with ``?`` or ``[...]`` runs on RE2 (linear in the path too).
+MAX_GLOB_LENGTH = 1024
 
 MatchKind = Literal["general", "explicit", "glob", "regex"]
 SetKind = Literal["1.0", "2.0", "ignored"]
-Role = Literal["own", "virtual", "default"]
 
 _GLOB_CHARS = frozenset("*?[")
 _REGEX_HINTS = re.compile(r"\.\*|\.\+|\\[dws.]|[\^()|+{}]")
 _MATCH_ALL_PATTERNS = frozenset({"*", "/*", "**"})
 _MATCH_ALL_REGEXES = frozenset({"", ".*", "^.*", "^/", "^/.*", "/", ".*$", "^.*$"})
-_TOKEN = re.compile(r"[A-Za-z_-]+")
 _TIME = re.compile(r"^(\d{2}):?(\d{2})$")
 _RATE = re.compile(r"^(\d+)\s*/\s*(\d+(?:\.\d+)?)?\s*([smh]?)$", re.IGNORECASE)
 _UNIT_SECONDS = {"": 1, "s": 1, "m": 60, "h": 3600}
+#: The fields of a 2.0 file besides those :func:`read_field` reads as Google does
+#: (User-agent, Allow, Disallow, Sitemap, with Google's typos).
 _FIELD_ALIASES = {
     "user-agent": "user-agent",
-    "useragent": "user-agent",
-    "user agent": "user-agent",
     "allow": "allow",
     "disallow": "disallow",
-    "dissallow": "disallow",
-    "disalow": "disallow",
+    "sitemap": "sitemap",
     "robot-version": "robot-version",
     "robots-version": "robot-version",
     "request-rate": "request-rate",
     "visit-time": "visit-time",
     "comment": "comment",
-    "sitemap": "sitemap",
     "crawl-delay": "crawl-delay",
     "host": "host",
     "clean-param": "clean-param",
@@ -172,7 +195,7 @@ class RequestRate:
 
 
 @dataclass(frozen=True, slots=True)
-class V2Rule:
+class Ext20Rule:
     line: int
     allow: bool
     pattern: str
@@ -180,78 +203,71 @@ class V2Rule:
     default_deny: bool = False
     _regex: RegexLike | None = field(default=None, compare=False, repr=False)
     _broken: bool = False
+    #: What the pattern is matched against: the path with its query (1.0 rules, and 2.0
+    #: patterns that mention ``?``), else the path alone, so that a query string cannot
+    #: slip past a 2.0 rule (``Disallow: *.cgi`` refuses ``/order.cgi?item=1``).
+    with_query: bool = True
 
     def matches(self, path: str) -> bool:
         if self._broken:
             return not self.allow
         if self.kind == "general":
             return rfc_match_length(self.pattern, path) >= 0
+        if not self.with_query:
+            path = path.partition("?")[0]
         if self.kind == "explicit":
             return path == self.pattern
-        assert self._regex is not None
+        if self._regex is None:  # a glob of '*' and literal text: the RFC matcher, anchored
+            return rfc_match_length(self.pattern + "$", path) >= 0
         if self.kind == "glob":
-            return self._regex.match(path) is not None
+            return self._regex.fullmatch(path) is not None
         return self._regex.search(path) is not None
+
+    @property
+    def directive(self) -> str:
+        return "Allow" if self.allow else "Disallow"
 
     def text(self) -> str:
         shown = f"{REGEX_PREFIX} {self.pattern}" if self.kind == "regex" else self.pattern
-        return f"{'Allow' if self.allow else 'Disallow'}: {shown}"
+        return f"{self.directive}: {shown}"
+
+    def describe(self) -> str:
+        return f"'{self.text()}' (line {self.line}, {self.kind})"
+
+    def as_dict(self) -> dict[str, object]:
+        return {
+            "line": self.line,
+            "directive": self.directive,
+            "pattern": self.pattern,
+            "kind": self.kind,
+        }
 
 
 @dataclass(frozen=True, slots=True)
-class RuleSet:
+class Ext20RuleSet:
     agents: tuple[str, ...]
     agent_lines: tuple[int, ...]
     kind: SetKind
     version: str | None
-    rules: tuple[V2Rule, ...]
+    rules: tuple[Ext20Rule, ...]
     rates: tuple[RequestRate, ...]
     visit_times: tuple[tuple[int, Window], ...]
     comments: tuple[tuple[int, str], ...]
 
 
 @dataclass(frozen=True, slots=True)
-class SetDecision:
-    """How one rule set judged one path."""
-
+class Ext20AppliedSets:
     role: Role
     token: str
-    rule_set: RuleSet
-    allowed: bool
-    rule: V2Rule | None
-    reason: str
-    #: The line that decided: the rule's, the Visit-time's, else the first User-agent line.
-    line: int = 0
-
-
-@dataclass(frozen=True, slots=True)
-class V2Decision:
-    allowed: bool
-    path: str
-    sets: tuple[SetDecision, ...]
-    reason: str
-
-    @property
-    def deciding(self) -> SetDecision | None:
-        """The first set that refused, else the first set that applied."""
-        for s in self.sets:
-            if not s.allowed:
-                return s
-        return self.sets[0] if self.sets else None
-
-
-@dataclass(frozen=True, slots=True)
-class AppliedSets:
-    role: Role
-    token: str
-    sets: tuple[RuleSet, ...]
+    sets: tuple[Ext20RuleSet, ...]
 
 
 @dataclass(frozen=True)
-class V2File:
-    sets: tuple[RuleSet, ...]
+class Ext20File:
+    sets: tuple[Ext20RuleSet, ...]
     diagnostics: tuple[Diagnostic, ...]
-    _selected: dict[tuple[str, tuple[str, ...], bool], tuple[AppliedSets, ...]] = field(
+    _prepared: _Prepared = field(default_factory=dict, repr=False, compare=False)
+    _selected: dict[tuple[str, tuple[str, ...], bool], tuple[Ext20AppliedSets, ...]] = field(
         default_factory=dict, repr=False, compare=False
     )
 
@@ -262,7 +278,7 @@ class V2File:
 
     def select(
         self, agent: str, virtual_agents: Iterable[str] = (), strict: bool = False
-    ) -> tuple[AppliedSets, ...]:
+    ) -> tuple[Ext20AppliedSets, ...]:
         """The rule sets that apply to a bot, grouped by the token that selected them."""
         key = (agent.lower(), tuple(virtual_agents), strict)
         found = self._selected.get(key)
@@ -272,27 +288,27 @@ class V2File:
 
     def _select(
         self, agent: str, virtual_agents: tuple[str, ...], strict: bool
-    ) -> tuple[AppliedSets, ...]:
+    ) -> tuple[Ext20AppliedSets, ...]:
         usable = [s for s in self.sets if s.kind != "ignored"]
 
-        def named(token: str) -> tuple[RuleSet, ...]:
+        def named(token: str) -> tuple[Ext20RuleSet, ...]:
             low = token.lower()
             return tuple(s for s in usable if low in (a.lower() for a in s.agents))
 
         own = named(agent) if agent and agent != "*" else ()
         virtual = [
-            AppliedSets("virtual", va, found)
+            Ext20AppliedSets("virtual", va, found)
             for va in dict.fromkeys(virtual_agents)
             if (found := named(va))
         ]
         default = tuple(s for s in usable if "*" in s.agents)
-        out: list[AppliedSets] = []
+        out: list[Ext20AppliedSets] = []
         if own:
-            out.append(AppliedSets("own", agent, own))
+            out.append(Ext20AppliedSets("own", agent, own))
         if strict or not own:
             out.extend(virtual)
         if default and (strict or not out):
-            out.append(AppliedSets("default", "*", default))
+            out.append(Ext20AppliedSets("default", "*", default))
         return tuple(out)
 
     def decide(
@@ -302,19 +318,26 @@ class V2File:
         virtual_agents: Iterable[str] = (),
         strict: bool = False,
         at: datetime | None = None,
-    ) -> V2Decision:
-        """Allowed only if every applicable set allows; ``at`` (UTC) checks Visit-time."""
+    ) -> Decision:
+        """Allowed only if every applicable set allows; ``at`` (UTC) checks Visit-time.
+
+        The same :class:`~geminibot.policy.robots.Decision` as the RFC 9309 engine gives:
+        one :class:`~geminibot.policy.robots.AppliedGroup` per token and set kind (and per
+        Visit-time window that refuses), each with its own reason."""
         path = path_of(url)
-        if path == "/robots.txt":
-            return V2Decision(True, path, (), "/robots.txt is always allowed")
-        judged: list[SetDecision] = []
+        mode: Mode = "strict" if strict else "precedence"
+        if path == ROBOTS_PATH:
+            return Decision(url, path, True, mode, (), None, "/robots.txt is always allowed")
+        judged: list[AppliedGroup] = []
         for applied in self.select(agent, virtual_agents, strict):
-            judged.extend(_judge(applied, path, at))
+            judged.extend(_judge(applied, path, at, self._prepared))
         if not judged:
-            return V2Decision(True, path, (), "no rule set applies: everything allowed")
+            reason = "no rule set applies: everything allowed"
+            return Decision(url, path, True, mode, (), None, reason)
         allowed = all(j.allowed for j in judged)
         first = next((j for j in judged if not j.allowed), judged[0])
-        return V2Decision(allowed, path, tuple(judged), first.reason)
+        deciding = first if not allowed else next((j for j in judged if j.rule), first)
+        return Decision(url, path, allowed, mode, tuple(judged), deciding.rule, first.reason)
 
     def visit_refusals(
         self,
@@ -353,68 +376,168 @@ class V2File:
         return best
 
 
-def _judge(applied: AppliedSets, path: str, at: datetime | None) -> list[SetDecision]:
+#: The prepared rules of the sets one token selected, per set kind (built once per file).
+_Prepared = dict[tuple[int, ...], "_Rules10 | _Rules20"]
+
+
+def _judge(
+    applied: Ext20AppliedSets, path: str, at: datetime | None, prepared: _Prepared
+) -> list[AppliedGroup]:
     """One decision per set kind among the sets a token selected (merged per kind)."""
-    out: list[SetDecision] = []
+    out: list[AppliedGroup] = []
     sets = applied.sets
     for kind in ("1.0", "2.0"):
         group = [s for s in sets if s.kind == kind]
         if not group:
             continue
-        rules = [r for s in group for r in s.rules]
-        if kind == "1.0":
+        key = tuple(id(s) for s in group)
+        rules = prepared.get(key)
+        if rules is None:
+            merged = [r for s in group for r in s.rules]
+            rules = prepared[key] = _Rules10(merged) if kind == "1.0" else _Rules20.of(merged)
+        if isinstance(rules, _Rules10):
             allowed, rule, reason = _decide_10(rules, path)
         else:
             allowed, rule, reason = _decide_20(rules, path)
-        line = rule.line if rule else group[0].agent_lines[0] if group[0].agent_lines else 0
-        out.append(SetDecision(applied.role, applied.token, group[0], allowed, rule, reason, line))
+        lines = tuple(line for s in group for line in s.agent_lines)
+        out.append(AppliedGroup(applied.token, applied.role, lines, rule, allowed, reason))
     if at is not None:
         for rule_set in sets:
             for line, window in rule_set.visit_times:
                 if not window.contains(at):
                     reason = f"line {line}: Visit-time {window} UTC does not include {at:%H:%M}"
-                    out.insert(
-                        0,
-                        SetDecision(
-                            applied.role, applied.token, rule_set, False, None, reason, line
-                        ),
+                    refusal = AppliedGroup(
+                        applied.token,
+                        applied.role,
+                        rule_set.agent_lines,
+                        None,
+                        False,
+                        reason,
+                        line,
                     )
+                    out.insert(0, refusal)
     return out
 
 
-def _decide_10(rules: list[V2Rule], path: str) -> tuple[bool, V2Rule | None, str]:
-    best = longest_match(rules, path)
+class _Rules10:
+    """A merged 1.0 rule list on the robots.txt engine's matcher (longest match, allow
+    wins a tie, the first line reported), mapped back to its rules."""
+
+    __slots__ = ("_by_rule", "_matcher")
+
+    def __init__(self, rules: list[Ext20Rule]) -> None:
+        self._by_rule = {(r.line, r.allow, r.pattern): r for r in reversed(rules)}
+        self._matcher = matcher_for(Rule(r.line, r.allow, r.pattern) for r in rules)
+
+    def best(self, path: str) -> Ext20Rule | None:
+        found = self._matcher.best(_AS_URL + path)
+        return self._by_rule[found.line, found.allow, found.pattern] if found else None
+
+
+def _decide_10(rules: _Rules10, path: str) -> tuple[bool, Ext20Rule | None, str]:
+    best = rules.best(path)
     if best is None:
         return True, None, "no rule matches (1.0 set): allowed"
     verdict = "allowed" if best.allow else "disallowed"
     return best.allow, best, f"line {best.line}: {best.text()} (1.0 longest match): {verdict}"
 
 
-def _decide_20(rules: list[V2Rule], path: str) -> tuple[bool, V2Rule | None, str]:
-    for rule in rules:
-        if rule.allow and rule.kind == "explicit" and rule.matches(path):
-            return True, rule, f"line {rule.line}: {rule.text()} (explicit allow): allowed"
-    for rule in rules:
-        if not rule.allow and not rule.default_deny and rule.matches(path):
-            return False, rule, f"line {rule.line}: {rule.text()} (disallow): disallowed"
-    for rule in rules:
-        if rule.allow and rule.kind != "explicit" and rule.matches(path):
-            return True, rule, f"line {rule.line}: {rule.text()} (pattern allow): allowed"
-    for rule in rules:
-        if rule.default_deny and rule.matches(path):
-            return False, rule, f"line {rule.line}: {rule.text()} (default deny): disallowed"
-    allows = [r for r in rules if r.allow]
-    if allows:
-        first = allows[0].line
+#: Put before a path for the robots.txt engine's matchers, which take a URL: a bare path
+#: starting with ``//`` would read as scheme-relative there.
+_AS_URL = "robots://h"
+
+
+class _Tier:
+    """The rules of one precedence tier of a 2.0 set, in file order, and the first that
+    matches a path without trying each: explicit rules by a dict lookup, ``*``-only globs
+    (the hostile kind: thousands fit in 500 KiB) first asked of one RFC 9309 matcher
+    (:func:`~geminibot.policy.robots.matcher_for`, the robots.txt engine's bounded
+    index) whether any of them matches at all; the rest (regexes, RE2 globs) in order."""
+
+    __slots__ = ("_explicit", "_others", "_star", "_stars")
+
+    def __init__(self, rules: Iterable[Ext20Rule]) -> None:
+        self._explicit: dict[str, tuple[int, Ext20Rule]] = {}
+        self._stars: list[tuple[int, Ext20Rule]] = []
+        self._others: list[tuple[int, Ext20Rule]] = []
+        for index, rule in enumerate(rules):
+            if rule._broken or rule.kind in ("general", "regex"):
+                self._others.append((index, rule))
+            elif rule.kind == "explicit":
+                self._explicit.setdefault(rule.pattern, (index, rule))
+            elif rule._regex is None:
+                self._stars.append((index, rule))
+            else:
+                self._others.append((index, rule))
+        anchored = (Rule(r.line, False, r.pattern + "$") for _, r in self._stars)
+        self._star = matcher_for(anchored) if self._stars else None
+
+    def first(self, path: str) -> Ext20Rule | None:
+        """The first rule of the tier (in file order) that matches ``path``."""
+        bare = path.partition("?")[0]
+        best: tuple[int, Ext20Rule] | None = self._explicit.get(bare)
+        for found in self._others:
+            if best is not None and found[0] > best[0]:
+                break
+            if found[1].matches(path):
+                best = found
+                break
+        if self._star is not None and self._star.best(_AS_URL + bare) is not None:
+            for found in self._stars:
+                if best is not None and found[0] > best[0]:
+                    break
+                if found[1].matches(path):
+                    best = found
+                    break
+        return best[1] if best is not None else None
+
+
+@dataclass(frozen=True, slots=True)
+class _Rules20:
+    """A merged 2.0 rule list split into its precedence tiers (built once per list)."""
+
+    explicit_allows: _Tier
+    disallows: _Tier
+    pattern_allows: _Tier
+    default_denies: _Tier
+    first_allow_line: int
+
+    @classmethod
+    def of(cls, rules: list[Ext20Rule]) -> _Rules20:
+        allows = [r for r in rules if r.allow]
+        return cls(
+            _Tier(r for r in allows if r.kind == "explicit"),
+            _Tier(r for r in rules if not r.allow and not r.default_deny),
+            _Tier(r for r in allows if r.kind != "explicit"),
+            _Tier(r for r in rules if r.default_deny),
+            allows[0].line if allows else 0,
+        )
+
+
+def _decide_20(rules: _Rules20, path: str) -> tuple[bool, Ext20Rule | None, str]:
+    if rule := rules.explicit_allows.first(path):
+        return True, rule, f"line {rule.line}: {rule.text()} (explicit allow): allowed"
+    if rule := rules.disallows.first(path):
+        return False, rule, f"line {rule.line}: {rule.text()} (disallow): disallowed"
+    if rule := rules.pattern_allows.first(path):
+        return True, rule, f"line {rule.line}: {rule.text()} (pattern allow): allowed"
+    if rule := rules.default_denies.first(path):
+        return False, rule, f"line {rule.line}: {rule.text()} (default deny): disallowed"
+    if rules.first_allow_line:
+        first = rules.first_allow_line
         return False, None, f"no allow rule of the 2.0 set (from line {first}) matches: disallowed"
     return True, None, "no rule of the 2.0 set matches: allowed"
 
 
-def parse_v2(data: bytes | str) -> V2File:
-    """Parse a robots.txt under the version 2.0 reading. Never raises."""
+def parse_ext20(data: bytes | str, rfc9309: RobotsFile | None = None) -> Ext20File:
+    """Parse a robots.txt under the version 2.0 reading. Never raises.
+
+    1.0 sets are read exactly as the RFC 9309 engine reads the file: ``rfc9309`` is its
+    :func:`parse_robots` of the same ``data`` when the caller has it already."""
     diags: list[Diagnostic] = []
-    sets: list[RuleSet] = []
+    sets: list[Ext20RuleSet] = []
     builder: _SetBuilder | None = None
+    google = rfc9309 if rfc9309 is not None else parse_robots(data)
     # The robots.txt engine reports the size cut; read the same whole lines as it does.
     data, _ = whole_lines_within(data, MAX_ROBOTS_BYTES)
     lines = numbered_lines(data)
@@ -433,14 +556,14 @@ def parse_v2(data: bytes | str) -> V2File:
                     "comment for RFC 9309 parsers",
                 )
             )
-        name, sep, value = text.partition(":")
-        key = _FIELD_ALIASES.get(name.strip().lower())
-        value = value.strip()
-        if not sep or key is None:
+        read = read_field(text)
+        key = _FIELD_ALIASES.get(read[0]) if read is not None else None
+        if read is None or key is None:
             diags.append(
                 Diagnostic(number, "info", "unknown-field", f"unknown line ignored: {text[:60]!r}")
             )
             continue
+        _, name, value = read
         if key == "user-agent":
             if builder is None or builder.has_body:
                 if builder is not None:
@@ -463,8 +586,27 @@ def parse_v2(data: bytes | str) -> V2File:
         builder.add(number, key, value, diags)
     if builder is not None:
         sets.append(builder.build(diags))
+    groups = {agent.line: group for group in google.groups for agent in group.agents}
     diags.sort(key=lambda d: d.line)
-    return V2File(tuple(sets), tuple(diags))
+    return Ext20File(tuple(_as_google(s, groups) for s in sets), tuple(diags))
+
+
+def _as_google(rule_set: Ext20RuleSet, groups: dict[int, Group]) -> Ext20RuleSet:
+    """A 1.0 set with the rules Google's parser gives its User-agent lines.
+
+    The two readings can group lines differently (a ``Request-rate`` line ends a set here,
+    not a group there; ``#`` inside a value is a comment there): for a 1.0 set, the RFC
+    9309 reading decides, whatever else the file holds.
+    """
+    if rule_set.kind != "1.0":
+        return rule_set
+    group = groups.get(rule_set.agent_lines[0]) if rule_set.agent_lines else None
+    rules = tuple(
+        Ext20Rule(rule.line, rule.allow, rule.pattern, "general")
+        for rule in (group.rules if group is not None else ())
+        if rule.pattern
+    )
+    return replace(rule_set, rules=rules)
 
 
 class _SetBuilder:
@@ -480,11 +622,8 @@ class _SetBuilder:
         self.comments: list[tuple[int, str]] = []
 
     def add_agent(self, line: int, value: str, diags: list[Diagnostic]) -> None:
-        if value.startswith("*"):
-            token = "*"
-        elif m := _TOKEN.match(value):
-            token = m.group(0)
-        else:
+        token = agent_token(value)
+        if not token:
             diags.append(Diagnostic(line, "warning", "bad-agent", f"no product token in {value!r}"))
             return
         self.agents.append(token)
@@ -576,13 +715,13 @@ class _SetBuilder:
                 )
             )
 
-    def build(self, diags: list[Diagnostic]) -> RuleSet:
+    def build(self, diags: list[Diagnostic]) -> Ext20RuleSet:
         # Rules are classified once the set's version is known.
         rules = [
             make_rule(line, allow, value, self.kind == "2.0", diags)
             for line, allow, value in self.raw_rules
         ]
-        return RuleSet(
+        return Ext20RuleSet(
             tuple(self.agents),
             tuple(self.agent_lines),
             self.kind,
@@ -642,12 +781,13 @@ def parse_rate(line: int, value: str, diags: list[Diagnostic]) -> RequestRate | 
 
 def make_rule(
     line: int, allow: bool, value: str, v2: bool, diags: list[Diagnostic]
-) -> V2Rule | None:
+) -> Ext20Rule | None:
     """Classify and compile one Allow/Disallow value (None for an empty value)."""
     if not value:
         return None
     if not v2:
-        return V2Rule(line, allow, pattern_text(value), "general")
+        return Ext20Rule(line, allow, pattern_text(value), "general")
+    with_query = "?" in value
     if value.startswith(REGEX_PREFIX):
         source = value[len(REGEX_PREFIX) :].strip()
         problem = None
@@ -655,17 +795,17 @@ def make_rule(
         if len(source) > MAX_REGEX_LENGTH:
             problem = f"regular expression longer than {MAX_REGEX_LENGTH} characters"
         else:
+            _note_class_non_ascii(line, source, diags)
             try:
-                compiled = re2.compile(source, options=_RE2_OPTIONS)
+                compiled = re2.compile(_regex_for_paths(source), options=_RE2_OPTIONS)
             except re2.error as exc:
                 problem = f"not a regular expression RE2 accepts: {_re2_message(exc)}"
         if problem is not None:
             effect = "never matches" if allow else "matches every path"
             diags.append(Diagnostic(line, "error", "bad-regex", f"{problem}; this rule {effect}"))
-            return V2Rule(line, allow, source, "regex", False, None, True)
-        return V2Rule(
-            line, allow, source, "regex", (not allow) and source in _MATCH_ALL_REGEXES, compiled
-        )
+            return Ext20Rule(line, allow, source, "regex", False, None, True)
+        default_deny = (not allow) and source in _MATCH_ALL_REGEXES
+        return Ext20Rule(line, allow, source, "regex", default_deny, compiled, False, with_query)
     # A literal '#' can only appear in a URL path escaped, as %23.
     pattern = pattern_text(value).replace("#", "%23")
     if _REGEX_HINTS.search(value):
@@ -707,8 +847,98 @@ def make_rule(
                     f"write '{pattern}*' for everything below",
                 )
             )
-        return V2Rule(line, allow, pattern, "explicit")
-    regex = re.compile(fnmatch.translate(pattern), re.DOTALL)
-    return V2Rule(
-        line, allow, pattern, "glob", (not allow) and pattern in _MATCH_ALL_PATTERNS, regex
+        return Ext20Rule(line, allow, pattern, "explicit", with_query=with_query)
+    default_deny = (not allow) and pattern in _MATCH_ALL_PATTERNS
+    if len(pattern) > MAX_GLOB_LENGTH:
+        effect = "never matches" if allow else "matches every path"
+        diags.append(
+            Diagnostic(
+                line,
+                "error",
+                "bad-glob",
+                f"shell glob longer than {MAX_GLOB_LENGTH} characters; this rule {effect}",
+            )
+        )
+        return Ext20Rule(line, allow, pattern, "glob", False, None, True)
+    if "?" not in pattern and "[" not in pattern:
+        return Ext20Rule(line, allow, pattern, "glob", default_deny, with_query=with_query)
+    try:
+        compiled_glob = re2.compile(_glob_expression(pattern), options=_GLOB_OPTIONS)
+    except re2.error as exc:
+        effect = "never matches" if allow else "matches every path"
+        message = f"not a shell glob: {_re2_message(exc)}; this rule {effect}"
+        diags.append(Diagnostic(line, "error", "bad-glob", message))
+        return Ext20Rule(line, allow, pattern, "glob", False, None, True)
+    return Ext20Rule(line, allow, pattern, "glob", default_deny, compiled_glob, False, with_query)
+
+
+def _glob_expression(glob: str) -> str:
+    """A shell glob as an RE2 expression for a whole-string match: ``*`` any run, ``?`` any
+    one character, ``[...]``/``[!...]`` a class (``]`` first is literal), an unclosed
+    ``[`` a literal ``[``; everything else literal."""
+    out: list[str] = []
+    i, n = 0, len(glob)
+    while i < n:
+        ch = glob[i]
+        i += 1
+        if ch == "*":
+            if not out or out[-1] != ".*":
+                out.append(".*")
+        elif ch == "?":
+            out.append(".")
+        elif ch == "[":
+            j = i + (glob[i : i + 1] == "!")
+            j += glob[j : j + 1] == "]"
+            end = glob.find("]", j)
+            if end == -1:
+                out.append(re.escape(ch))
+                continue
+            body = glob[i:end]
+            i = end + 1
+            negate = body.startswith("!")
+            body = body[1:] if negate else body
+            escaped = "".join("\\" + c if c in "\\^[]" else c for c in body)
+            out.append(f"[{'^' if negate else ''}{escaped}]")
+        else:
+            out.append(re.escape(ch))
+    return "".join(out)
+
+
+_HEX_ESCAPE = re.compile(r"%[0-9a-f]{2}", re.IGNORECASE)
+
+
+def _regex_for_paths(source: str) -> str:
+    """A regex as it must read to match normalised paths: each non-ASCII character as its
+    UTF-8 percent-encoding (in a group, so a quantifier after it still applies to the whole
+    character), ``%xx`` escapes with upper-case hex digits, as in the paths."""
+    source = _HEX_ESCAPE.sub(lambda m: m.group(0).upper(), source)
+    if source.isascii():
+        return source
+    return "".join(
+        ch
+        if ch.isascii()
+        else "(?:" + "".join(f"%{b:02X}" for b in ch.encode("utf-8", "surrogatepass")) + ")"
+        for ch in source
     )
+
+
+def _note_class_non_ascii(line: int, source: str, diags: list[Diagnostic]) -> None:
+    """Warn about a non-ASCII character inside ``[...]``: paths are percent-encoded, so a
+    class can only match one octet escape character by character."""
+    depth = 0
+    for ch in source:
+        if ch == "[":
+            depth += 1
+        elif ch == "]" and depth:
+            depth -= 1
+        elif depth and not ch.isascii():
+            diags.append(
+                Diagnostic(
+                    line,
+                    "warning",
+                    "non-ascii-class",
+                    f"{ch!r} inside [...] cannot match: paths are percent-encoded UTF-8; "
+                    "write alternatives instead, e.g. (?:é|è)",
+                )
+            )
+            return

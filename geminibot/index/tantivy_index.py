@@ -1,0 +1,295 @@
+"""A top-k search index (tantivy) derived from the crawl store, beside the database.
+
+SQLite stays the store: the pages, their text (``pages_fts``) and links. This index is a
+copy built for ranked retrieval at Geminispace scale: tantivy's collector keeps the best
+``limit`` documents and skips blocks of postings that cannot enter them (block-max WAND),
+where FTS5's bm25 scores every matching page before sorting (see docs/benchmarks.md).
+
+It lives in the folder ``DB.search/`` and is rebuilt whole from the store
+(:func:`rebuild`, ``geminibot index rebuild --db DB``): deleting the folder loses nothing.
+Fields: title, headings, **anchors** (the text of links from other hosts pointing to the
+page, one copy per linking host and label), body and url, each scored by bm25 and summed
+with :data:`FIELD_BOOSTS`; and the page's link authority (:mod:`geminibot.index.authority`)
+as a fast field that multiplies the score by ``log2(2 + authority)`` inside the collector.
+
+The index records the store's largest page id when it was built (``manifest.json``).
+:func:`open_current` returns None when the store has moved on since (a page added or
+re-fetched gets a new, larger id), so search falls back to FTS5 rather than miss pages;
+a page deleted from the store is never shown, since results are read back from it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import sqlite3
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+import tantivy
+
+from geminibot.index.authority import AUTHORITY_SCALE, has_authority
+from geminibot.index.query import ParsedQuery, Term
+
+#: Index format of this module (a folder written by another is rebuilt, not read).
+FORMAT = 1
+#: bm25 boosts per field (FTS5's column weights, plus anchor text).
+FIELD_BOOSTS = {"title": 10.0, "headings": 5.0, "anchors": 1.0, "body": 1.0, "url": 2.0}
+#: Bytes of memory the index writer may use, and its threads.
+WRITER_HEAP = 200_000_000
+WRITER_THREADS = 1
+#: Documents read from SQLite per batch while building.
+BATCH = 5_000
+#: Longest anchor text kept per page (characters): a page linked from everywhere gets a
+#: representative sample, not an unbounded field.
+MAX_ANCHOR_CHARS = 20_000
+_TOKENIZER = "geminibot"
+
+
+class IndexUnavailable(Exception):
+    """The derived index cannot be built or used; the message says why."""
+
+
+def index_dir(db_path: Path) -> Path:
+    return db_path.with_name(db_path.name + ".search")
+
+
+def db_path_of(conn: sqlite3.Connection) -> Path | None:
+    for _, name, file in conn.execute("PRAGMA database_list"):
+        if name == "main" and file:
+            return Path(file)
+    return None
+
+
+def _analyzer() -> tantivy.TextAnalyzer:
+    # FTS5's unicode61 remove_diacritics: words of letters and digits, lower case, folded.
+    return (
+        tantivy.TextAnalyzerBuilder(tantivy.Tokenizer.simple())
+        .filter(tantivy.Filter.lowercase())
+        .filter(tantivy.Filter.ascii_fold())
+        .build()
+    )
+
+
+def _schema() -> tantivy.Schema:
+    builder = tantivy.SchemaBuilder()
+    builder.add_unsigned_field("id", stored=True, indexed=False)
+    for name in FIELD_BOOSTS:
+        builder.add_text_field(name, tokenizer_name=_TOKENIZER)
+    builder.add_float_field("authority", fast=True)
+    return builder.build()
+
+
+@dataclass
+class TantivyIndex:
+    index: tantivy.Index
+    schema: tantivy.Schema
+    analyzer: tantivy.TextAnalyzer
+    built_max_id: int
+    has_authority: bool
+
+    def search(
+        self, parsed: ParsedQuery, limit: int, *, authority: bool = True
+    ) -> list[tuple[int, float]]:
+        """(page id, score) of the best ``limit`` pages, best first."""
+        query = self._query(parsed)
+        if query is None:
+            return []
+        searcher = self.index.searcher()
+        weight = "authority" if authority and self.has_authority else None
+        hits = searcher.search(query, limit, count=False, weight_by_field=weight).hits
+        return [(int(searcher.doc(addr)["id"][0]), float(score)) for score, addr in hits]
+
+    def _term(self, term: Term) -> tantivy.Query | None:
+        words: list[str | tuple[int, str]] = list(self.analyzer.analyze(term.text))
+        if not words:
+            return None
+        per_field = []
+        for field, boost in FIELD_BOOSTS.items():
+            if term.prefix and len(words) == 1:
+                escaped = "".join(c if c.isalnum() else "\\" + c for c in str(words[0]))
+                q = tantivy.Query.regex_query(self.schema, field, escaped + ".*")
+            elif term.prefix:
+                q = tantivy.Query.phrase_prefix_query(self.schema, field, words)
+            elif len(words) == 1:
+                q = tantivy.Query.term_query(self.schema, field, words[0])
+            else:
+                q = tantivy.Query.phrase_query(self.schema, field, words)
+            per_field.append((tantivy.Occur.Should, tantivy.Query.boost_query(q, boost)))
+        return tantivy.Query.boolean_query(per_field)
+
+    def _query(self, parsed: ParsedQuery) -> tantivy.Query | None:
+        groups = []
+        for group in parsed.groups:
+            terms = [self._term(t) for t in group]
+            if any(t is None for t in terms):
+                continue  # a required word the index can never contain
+            groups.append(
+                tantivy.Query.boolean_query([(tantivy.Occur.Must, t) for t in terms if t])
+            )
+        if not groups:
+            return None
+        top = groups[0]
+        if len(groups) > 1:
+            top = tantivy.Query.boolean_query([(tantivy.Occur.Should, g) for g in groups])
+        excluded = [q for q in (self._term(t) for t in parsed.excluded) if q is not None]
+        if excluded:
+            clauses = [(tantivy.Occur.Must, top)]
+            clauses += [(tantivy.Occur.MustNot, q) for q in excluded]
+            top = tantivy.Query.boolean_query(clauses)
+        return top
+
+
+def _open(folder: Path) -> tuple[TantivyIndex, dict[str, object]] | None:
+    try:
+        manifest = json.loads((folder / "manifest.json").read_text())
+        if not isinstance(manifest, dict) or manifest.get("format") != FORMAT:
+            return None
+        max_page_id, authority = int(manifest["max_page_id"]), bool(manifest["authority"])
+        index = tantivy.Index.open(str(folder / "tantivy"))
+    except (OSError, ValueError, RuntimeError, KeyError, TypeError):  # missing, damaged
+        return None
+    analyzer = _analyzer()
+    index.register_tokenizer(_TOKENIZER, analyzer)
+    built = TantivyIndex(index, index.schema, analyzer, max_page_id, authority)
+    return built, manifest
+
+
+#: Indexes opened in this process, by folder, with their manifest's mtime (a rebuild
+#: replaces the folder and so the manifest).
+_OPENED: dict[Path, tuple[int, TantivyIndex]] = {}
+
+
+def store_generation(conn: sqlite3.Connection) -> int:
+    """The store's largest page id: any page added or re-fetched raises it."""
+    return int(conn.execute("SELECT coalesce(max(id), 0) FROM pages").fetchone()[0])
+
+
+def open_current(conn: sqlite3.Connection) -> TantivyIndex | None:
+    """The derived index of ``conn``'s database if it is built and up to date, else None."""
+    db = db_path_of(conn)
+    if db is None or not index_dir(db).is_dir():
+        return None
+    folder = index_dir(db)
+    try:
+        stamp = (folder / "manifest.json").stat().st_mtime_ns
+    except OSError:
+        return None
+    cached = _OPENED.get(folder)
+    if cached is None or cached[0] != stamp:
+        opened = _open(folder)
+        if opened is None:
+            return None
+        cached = _OPENED[folder] = (stamp, opened[0])
+    index = cached[1]
+    return index if index.built_max_id == store_generation(conn) else None
+
+
+def status(conn: sqlite3.Connection) -> dict[str, object]:
+    """Whether the derived index exists and is current, for people (``index status``)."""
+    db = db_path_of(conn)
+    folder = index_dir(db) if db is not None else None
+    if folder is None or not folder.is_dir():
+        return {"built": False, "current": False, "path": str(folder)}
+    opened = _open(folder)
+    if opened is None:
+        return {"built": False, "current": False, "path": str(folder), "unreadable": True}
+    index, manifest = opened
+    return {
+        **manifest,
+        "built": True,
+        "current": index.built_max_id == store_generation(conn),
+        "path": str(folder),
+    }
+
+
+def _anchor_table(conn: sqlite3.Connection) -> None:
+    """A temporary table: target URL -> text of links to it from other hosts."""
+    conn.execute("DROP TABLE IF EXISTS temp.anchor_text")
+    conn.execute(
+        "CREATE TEMP TABLE anchor_text AS"
+        " SELECT target, substr(group_concat(label, ' | '), 1, ?) AS text FROM ("
+        "  SELECT DISTINCT l.target AS target, p.host AS host, l.label AS label"
+        "  FROM links l JOIN pages p ON p.id = l.page_id"
+        "  WHERE l.label != '' AND l.target NOT LIKE 'gemini://' || p.host || '/%'"
+        "  AND l.target != 'gemini://' || p.host"
+        " ) GROUP BY target",
+        (MAX_ANCHOR_CHARS,),
+    )
+    conn.execute("CREATE INDEX temp.anchor_target ON anchor_text (target)")
+
+
+def rebuild(
+    conn: sqlite3.Connection, progress: Callable[[str], None] | None = None
+) -> dict[str, object]:
+    """Build the derived index from the store, replacing any old one atomically."""
+    say = progress or (lambda _msg: None)
+    db = db_path_of(conn)
+    if db is None:
+        raise IndexUnavailable("the database is in memory: nowhere to put a derived index")
+    folder = index_dir(db)
+    started = time.perf_counter()
+    generation = store_generation(conn)
+    with_authority = has_authority(conn)
+    build = folder.with_name(folder.name + f".building-{os.getpid()}")
+    shutil.rmtree(build, ignore_errors=True)
+    try:
+        (build / "tantivy").mkdir(parents=True)
+        index = tantivy.Index(_schema(), path=str(build / "tantivy"))
+        index.register_tokenizer(_TOKENIZER, _analyzer())
+        writer = index.writer(WRITER_HEAP, WRITER_THREADS)
+        say("collecting link text")
+        _anchor_table(conn)
+        authority = (
+            "(SELECT score FROM authority a WHERE a.url = p.url)" if with_authority else "0.0"
+        )
+        rows = conn.execute(
+            "SELECT p.id, f.title, f.headings, coalesce(t.text, ''), f.body, f.url,"
+            f" coalesce({authority}, 0.0)"
+            " FROM pages p JOIN pages_fts f ON f.rowid = p.id"
+            " LEFT JOIN temp.anchor_text t ON t.target = p.url"
+            " WHERE p.id <= ? AND p.text_indexed",
+            (generation,),
+        )
+        count = 0
+        while batch := rows.fetchmany(BATCH):
+            for page_id, title, headings, anchors, body, url, score in batch:
+                doc = tantivy.Document()
+                doc.add_unsigned("id", int(page_id))
+                for name, value in (
+                    ("title", title),
+                    ("headings", headings),
+                    ("anchors", anchors),
+                    ("body", body),
+                    ("url", url),
+                ):
+                    doc.add_text(name, value or "")
+                doc.add_float("authority", AUTHORITY_SCALE * float(score))
+                writer.add_document(doc)
+            count += len(batch)
+            say(f"indexed {count} pages")
+        writer.commit()
+        writer.wait_merging_threads()
+        conn.execute("DROP TABLE IF EXISTS temp.anchor_text")
+        manifest: dict[str, object] = {
+            "format": FORMAT,
+            "max_page_id": generation,
+            "pages": count,
+            "authority": with_authority,
+            "built_at": time.time(),
+            "seconds": round(time.perf_counter() - started, 3),
+        }
+        (build / "manifest.json").write_text(json.dumps(manifest))
+        old = folder.with_name(folder.name + f".old-{os.getpid()}")
+        if folder.exists():
+            folder.rename(old)
+        build.rename(folder)
+        shutil.rmtree(old, ignore_errors=True)
+    except BaseException:
+        shutil.rmtree(build, ignore_errors=True)
+        raise
+    manifest["bytes"] = sum(f.stat().st_size for f in folder.rglob("*") if f.is_file())
+    return manifest

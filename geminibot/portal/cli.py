@@ -1,0 +1,210 @@
+"""``geminibot portal``: serve Gemini capsules to web browsers over HTTP (hypercorn on trio)."""
+
+from __future__ import annotations
+
+import argparse
+import signal
+import sys
+from collections.abc import Callable
+from functools import partial
+from typing import Any
+
+import trio
+from hypercorn.config import Config
+from hypercorn.trio import serve
+
+from geminibot.cliutil import EXIT_OK, CommandError
+from geminibot.gemini.tofu import FileKnownHosts, KnownHosts, MemoryKnownHosts
+from geminibot.gemini.urls import parse_url
+from geminibot.net.connect import ConnectToError, parse_connect_to
+from geminibot.policy.site_policy import Bot
+from geminibot.portal import limits as L
+from geminibot.portal.app import PortalApp
+from geminibot.portal.upstream import DEFAULT_AGENT, VIRTUAL_AGENT, AddressGuard, Upstream
+from geminibot.urls import InvalidURL
+
+DEFAULT_HOST = "127.0.0.1"
+DEFAULT_PORT = 8965
+
+
+def register(commands: Any) -> None:
+    p = commands.add_parser(
+        "portal",
+        help="serve Gemini capsules to web browsers, obeying their webproxy rules",
+        description=(
+            "An HTTP portal to Geminispace that obeys each capsule's robots.txt (and "
+            "robots2.txt, agents.txt) for the 'webproxy' virtual agent. Without --capsule it "
+            "shows any gemini:// URL at /gemini/HOST/PATH (or /?url=...); with --capsule it "
+            "shows that one capsule at the site root. See docs/portal.md."
+        ),
+    )
+    p.add_argument("--host", default=DEFAULT_HOST, help=f"address to listen on ({DEFAULT_HOST})")
+    p.add_argument("--port", type=int, default=DEFAULT_PORT, help=f"port ({DEFAULT_PORT}; 0: any)")
+    p.add_argument("--capsule", metavar="gemini://HOST/", help="serve this one capsule at /")
+    p.add_argument(
+        "--test-range",
+        action="store_true",
+        help="local test capsules: reach loopback addresses only (refused otherwise) and "
+        "no minimum delay between requests unless a policy sets one",
+    )
+    p.add_argument(
+        "--connect-to",
+        action="append",
+        default=[],
+        metavar="HOST:PORT:ADDR:PORT2",
+        help="connect to ADDR:PORT2 for HOST:PORT (HOST may be a pattern: *.test); repeatable",
+    )
+    p.add_argument("--known-hosts", metavar="FILE", help="keep certificate pins in FILE")
+    p.add_argument("--agent", default=DEFAULT_AGENT, help=f"product token ({DEFAULT_AGENT})")
+    p.add_argument(
+        "--strict",
+        action="store_true",
+        help="strict mode: own token, webproxy and * groups must all allow a page",
+    )
+    p.add_argument(
+        "--rate",
+        type=float,
+        default=L.RATE_PER_SECOND,
+        metavar="N",
+        help=f"requests/s per web client ({L.RATE_PER_SECOND:g})",
+    )
+    p.add_argument(
+        "--rate-burst",
+        type=int,
+        default=L.RATE_BURST,
+        metavar="N",
+        help=f"burst per web client ({L.RATE_BURST})",
+    )
+    p.add_argument(
+        "--max-upstream",
+        type=int,
+        default=L.MAX_UPSTREAM,
+        metavar="N",
+        help=f"Gemini requests in flight at once ({L.MAX_UPSTREAM})",
+    )
+    p.add_argument(
+        "--max-wait",
+        type=float,
+        default=L.MAX_WAIT,
+        metavar="S",
+        help=f"longest wait for a capsule's turn before 503 ({L.MAX_WAIT:g} s)",
+    )
+    p.add_argument(
+        "--min-delay",
+        type=float,
+        default=None,
+        metavar="S",
+        help=f"seconds between requests to a capsule with no policy pace "
+        f"({L.MIN_HOST_DELAY:g}; 0 with --test-range)",
+    )
+    p.add_argument(
+        "--max-body",
+        type=int,
+        default=L.MAX_BODY_BYTES,
+        metavar="BYTES",
+        help=f"largest Gemini body read ({L.MAX_BODY_BYTES})",
+    )
+    p.set_defaults(run=run_portal)
+
+
+def build(args: argparse.Namespace) -> tuple[PortalApp, AddressGuard]:
+    try:
+        rules = [parse_connect_to(r) for r in args.connect_to]
+    except ConnectToError as exc:
+        raise CommandError(str(exc)) from None
+    capsule = None
+    if args.capsule:
+        if not args.capsule.lower().startswith("gemini://"):
+            raise CommandError(f"--capsule {args.capsule!r}: expected a gemini:// URL")
+        try:
+            capsule = parse_url(args.capsule)
+        except InvalidURL as exc:
+            raise CommandError(f"--capsule {args.capsule!r}: {exc}") from None
+    min_delay = args.min_delay
+    if min_delay is None:
+        min_delay = 0.0 if args.test_range else L.MIN_HOST_DELAY
+    try:
+        limits = L.PortalLimits(
+            rate_per_second=args.rate,
+            rate_burst=args.rate_burst,
+            max_upstream=args.max_upstream,
+            max_wait=args.max_wait,
+            min_host_delay=min_delay,
+            max_body_bytes=args.max_body,
+        )
+        bot = Bot(args.agent, (VIRTUAL_AGENT,), strict=args.strict)
+    except ValueError as exc:
+        raise CommandError(str(exc)) from None
+    known: KnownHosts
+    try:
+        known = FileKnownHosts(args.known_hosts) if args.known_hosts else MemoryKnownHosts()
+    except OSError as exc:
+        raise CommandError(f"{args.known_hosts}: cannot read: {exc.strerror}") from None
+    guard = AddressGuard(rules, test_range=args.test_range)
+    upstream = Upstream(limits, guard=guard, bot=bot, known_hosts=known)
+    return PortalApp(upstream, capsule=capsule), guard
+
+
+def hypercorn_config(host: str, port: int) -> Config:
+    config = Config()
+    config.bind = [f"[{host}]:{port}" if ":" in host else f"{host}:{port}"]
+    config.accesslog = None
+    config.errorlog = "-"
+    config.include_server_header = False
+    return config
+
+
+def run_portal(args: argparse.Namespace) -> int:
+    app, guard = build(args)
+    trio.run(_serve_until_signal, app, guard, args.host, args.port, _announce(args))
+    return EXIT_OK
+
+
+def _announce(args: argparse.Namespace) -> Callable[[str], None]:
+    what = (
+        f"the capsule {args.capsule}" if args.capsule else "any gemini:// URL at /gemini/HOST/PATH"
+    )
+
+    def say(where: str) -> None:
+        print(f"geminibot portal: {where}/ shows {what}; Ctrl-C stops", file=sys.stderr, flush=True)
+
+    return say
+
+
+async def _serve_until_signal(
+    app: PortalApp, guard: AddressGuard, host: str, port: int, say: Callable[[str], None]
+) -> None:
+    config = hypercorn_config(host, port)
+    asgi: Any = app  # hypercorn's own ASGI types, which PortalApp satisfies
+    stop = trio.Event()
+    started = False
+    failed: OSError | None = None
+
+    async def until_stopped() -> None:
+        await stop.wait()
+
+    with trio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
+        try:
+            async with trio.open_nursery() as nursery:
+                binds = await nursery.start(
+                    partial(serve, asgi, config, shutdown_trigger=until_stopped)
+                )
+                started = True
+                for bind in binds:
+                    address, _, bound = bind.rpartition(":")
+                    guard.own.add((address.split("//")[-1].strip("[]"), int(bound)))
+                say(binds[0])
+                async for signum in signals:
+                    name = signal.Signals(signum).name
+                    print(f"geminibot portal: {name}, stopping", file=sys.stderr, flush=True)
+                    stop.set()
+                    break
+        except* OSError as group:
+            if started:
+                raise
+            leaf: BaseException = group
+            while isinstance(leaf, BaseExceptionGroup):  # hypercorn's own nursery nests one
+                leaf = leaf.exceptions[0]
+            failed = leaf if isinstance(leaf, OSError) else OSError(str(leaf))
+    if failed is not None:
+        raise CommandError(f"cannot listen on {host}:{port}: {failed.strerror}")

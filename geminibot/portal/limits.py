@@ -1,0 +1,89 @@
+"""The portal's limits, each named and documented (docs/portal.md), and per-client buckets.
+
+Nothing here does I/O or reads a clock: times are parameters.
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from dataclasses import dataclass
+
+#: Requests per second each web client (by address) may make, sustained ...
+RATE_PER_SECOND = 2.0
+#: ... and how many it may make at once after a quiet spell.
+RATE_BURST = 30
+#: Web clients whose buckets are remembered; the least recently seen is forgotten first.
+MAX_TRACKED_CLIENTS = 10_000
+#: Gemini requests in flight at once, across all hosts.
+MAX_UPSTREAM = 8
+#: Longest a web request waits for its turn (host pacing, a 44, a free upstream slot)
+#: before the portal answers 503 with Retry-After instead (seconds).
+MAX_WAIT = 15.0
+#: Seconds between two requests to one capsule when no policy file sets a pace.
+MIN_HOST_DELAY = 1.0
+#: Largest Gemini body the portal reads (bytes); a bigger one is cut off and refused.
+MAX_BODY_BYTES = 8 * 1024 * 1024
+#: How long a fetched page is served from memory before it is fetched again (seconds).
+PAGE_CACHE_SECONDS = 300.0
+#: Bytes of page bodies kept in memory; the least recently used go first.
+PAGE_CACHE_BYTES = 32 * 1024 * 1024
+#: Hosts whose site policy is kept in memory (each for at most 24 h, RFC 9309).
+POLICY_CACHE_HOSTS = 1024
+#: Largest form body (the answer to a 10 or 11 prompt), in bytes.
+MAX_FORM_BYTES = 4096
+#: 44 answers to one web request sat out (each within MAX_WAIT) before giving up.
+MAX_SLOW_DOWN_RETRIES = 2
+
+
+@dataclass(frozen=True, slots=True)
+class PortalLimits:
+    rate_per_second: float = RATE_PER_SECOND
+    rate_burst: int = RATE_BURST
+    max_clients: int = MAX_TRACKED_CLIENTS
+    max_upstream: int = MAX_UPSTREAM
+    max_wait: float = MAX_WAIT
+    min_host_delay: float = MIN_HOST_DELAY
+    max_body_bytes: int = MAX_BODY_BYTES
+    page_cache_seconds: float = PAGE_CACHE_SECONDS
+    page_cache_bytes: int = PAGE_CACHE_BYTES
+    policy_cache_hosts: int = POLICY_CACHE_HOSTS
+    max_form_bytes: int = MAX_FORM_BYTES
+    max_slow_down_retries: int = MAX_SLOW_DOWN_RETRIES
+
+    def __post_init__(self) -> None:
+        for name in ("rate_per_second", "max_wait", "page_cache_seconds"):
+            if getattr(self, name) <= 0:
+                raise ValueError(f"{name} must be positive")
+        if self.min_host_delay < 0:
+            raise ValueError("min_host_delay must not be negative")
+        for name in ("rate_burst", "max_clients", "max_upstream", "max_body_bytes"):
+            if getattr(self, name) < 1:
+                raise ValueError(f"{name} must be at least 1")
+
+
+class ClientBuckets:
+    """A token bucket per web client: ``burst`` requests at once, ``rate`` per second after.
+
+    :meth:`take` returns None when the request may go on, else the seconds until it may.
+    At most ``max_clients`` buckets are kept (least recently seen forgotten first: a
+    forgotten client starts again with a full bucket, which errs on its side).
+    """
+
+    def __init__(self, rate: float, burst: int, max_clients: int = MAX_TRACKED_CLIENTS) -> None:
+        self.rate = rate
+        self.burst = float(burst)
+        self.max_clients = max_clients
+        self._buckets: OrderedDict[str, tuple[float, float]] = OrderedDict()
+
+    def take(self, client: str, now: float) -> float | None:
+        tokens, last = self._buckets.pop(client, (self.burst, now))
+        tokens = min(self.burst, tokens + max(0.0, now - last) * self.rate)
+        wait: float | None = None
+        if tokens >= 1.0:
+            tokens -= 1.0
+        else:
+            wait = (1.0 - tokens) / self.rate
+        self._buckets[client] = (tokens, now)
+        while len(self._buckets) > self.max_clients:
+            self._buckets.popitem(last=False)
+        return wait

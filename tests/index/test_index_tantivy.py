@@ -1,0 +1,284 @@
+"""The derived tantivy index and link authority: built from the store, used by search
+while current, FTS5 otherwise; link text and TrustRank in the ranking; the CLI."""
+
+from __future__ import annotations
+
+import sqlite3
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from geminibot.index import Link, Page, QueryError, connect, search, store_page, transaction
+from geminibot.index.authority import compute_authority, has_authority, pagerank
+from geminibot.index.query import Term
+from geminibot.index.search import text_snippet
+from geminibot.index.tantivy_index import (
+    IndexUnavailable,
+    index_dir,
+    open_current,
+    rebuild,
+    status,
+)
+
+WORDS = ["gemini", "capsule", "garden", "orbit", "lichen", "sextant", "kettle", "almanac"]
+
+
+def put(
+    conn: sqlite3.Connection,
+    url: str,
+    title: str = "",
+    text: str = "",
+    links: tuple[tuple[str, str], ...] = (),
+) -> None:
+    host = url.split("/")[2]
+    with transaction(conn):
+        store_page(
+            conn,
+            Page(
+                url=url,
+                host=host,
+                status=20,
+                meta="text/gemini",
+                fetched_at=1000.0,
+                mime="text/gemini",
+                title=title,
+                text=text,
+                links=tuple(Link(t, label) for t, label in links),
+            ),
+            "indexer",
+        )
+
+
+@pytest.fixture
+def db(tmp_path: Path) -> sqlite3.Connection:
+    conn = connect(tmp_path / "crawl.db")
+    put(conn, "gemini://a.test/orrery.gmi", "Orrery guide", "How an orrery moves the planets.")
+    put(conn, "gemini://b.test/misc.gmi", "Misc", "Notes, and once the word orrery.")
+    # c.test's page never says "zeppelin"; two other hosts link to it saying so.
+    put(conn, "gemini://c.test/airship.gmi", "Untitled", "Large and slow, filled with gas.")
+    for host in ("d.test", "e.test"):
+        put(
+            conn,
+            f"gemini://{host}/",
+            "Links",
+            "my links",
+            (("gemini://c.test/airship.gmi", "zeppelin history"),),
+        )
+    # Links within c.test say "blimp": a host's links to itself are not link text.
+    put(conn, "gemini://c.test/", "Home", "home", (("/airship.gmi", "blimp"),))
+    for n in range(30):
+        words = " ".join(WORDS[(n + k) % len(WORDS)] for k in range(12))
+        put(conn, f"gemini://f.test/{n}.gmi", f"Page {n} {WORDS[n % len(WORDS)]}", words)
+    return conn
+
+
+def urls(results: list[object]) -> list[str]:
+    return [r.url for r in results]  # type: ignore[attr-defined]
+
+
+def test_search_uses_fts5_until_the_index_is_built_then_tantivy(db: sqlite3.Connection) -> None:
+    assert status(db)["built"] is False
+    assert search(db, "zeppelin") == []  # FTS5 has no link text
+    with pytest.raises(QueryError, match="index rebuild"):
+        search(db, "zeppelin", engine="tantivy")
+    built = rebuild(db)
+    assert built["pages"] == 36 and int(str(built["bytes"])) > 0
+    assert status(db)["current"] is True
+    assert urls(search(db, "zeppelin")) == ["gemini://c.test/airship.gmi"]
+    assert search(db, "blimp") == []
+    assert urls(search(db, "orrery"))[0] == "gemini://a.test/orrery.gmi"
+    hit = search(db, "orrery", engine="tantivy")[0]
+    assert "[orrery]" in hit.snippet and hit.title == "Orrery guide"
+
+
+def test_a_stale_index_is_not_used(db: sqlite3.Connection) -> None:
+    rebuild(db)
+    put(db, "gemini://g.test/new.gmi", "Fresh", "a sextant arrives")
+    assert open_current(db) is None
+    assert status(db)["current"] is False
+    assert "gemini://g.test/new.gmi" in urls(search(db, "sextant", limit=50))
+    with pytest.raises(QueryError):
+        search(db, "sextant", engine="tantivy")
+    rebuild(db)
+    assert "gemini://g.test/new.gmi" in urls(search(db, "sextant", limit=50, engine="tantivy"))
+
+
+def test_a_page_deleted_from_the_store_is_never_shown(db: sqlite3.Connection) -> None:
+    rebuild(db)
+    with transaction(db):
+        db.execute("DELETE FROM pages WHERE url = 'gemini://b.test/misc.gmi'")
+    assert open_current(db) is not None  # the largest id did not change
+    assert urls(search(db, "orrery", engine="tantivy")) == ["gemini://a.test/orrery.gmi"]
+
+
+@pytest.mark.parametrize(
+    "query",
+    [
+        "garden",
+        "garden orbit",
+        '"garden orbit"',
+        "gard*",
+        "garden -orbit",
+        "lichen OR kettle",
+        '"orbit lichen"*',
+        'capsule -"gemini capsule"',
+        "nothingatall",
+        "Ga-rden",
+    ],
+)
+def test_both_engines_find_the_same_pages(db: sqlite3.Connection, query: str) -> None:
+    rebuild(db)
+    fts = set(urls(search(db, query, limit=100, engine="fts5")))
+    tantivy = set(urls(search(db, query, limit=100, engine="tantivy")))
+    assert fts == tantivy
+
+
+def test_rebuild_needs_a_file(tmp_path: Path) -> None:
+    conn = connect(":memory:")
+    with pytest.raises(IndexUnavailable, match="in memory"):
+        rebuild(conn)
+
+
+def test_rebuild_replaces_the_old_index(db: sqlite3.Connection, tmp_path: Path) -> None:
+    rebuild(db)
+    put(db, "gemini://g.test/new.gmi", "Fresh", "a sextant arrives")
+    rebuild(db)
+    folder = index_dir(tmp_path / "crawl.db")
+    assert sorted(p.name for p in folder.parent.iterdir() if p.name.startswith("crawl.db.")) == [
+        "crawl.db.search"
+    ]
+    assert status(db)["pages"] == 37
+
+
+def test_snippet_marks_words_and_prefixes() -> None:
+    text = "one two Three four five six seven eight nine ten eleven twelve"
+    assert text_snippet(text, [Term("three")], tokens=4) == "…two [Three] four five…"
+    assert text_snippet(text, [Term("fiv", prefix=True)], tokens=3) == "…[five] six seven…"
+    assert text_snippet(text, [Term("zero")]) == ""
+
+
+# -- authority --------------------------------------------------------------------------
+
+
+def test_pagerank_sums_to_one_and_favours_the_linked() -> None:
+    rank = pagerank(4, [0, 1, 2], [3, 3, 3])
+    assert abs(sum(rank) - 1) < 1e-9
+    assert rank[3] == max(rank)
+    trusted = pagerank(4, [0, 1, 2], [3, 3, 3], trusted=[0])
+    assert trusted[1] == trusted[2] == 0.0
+
+
+def farm_db(tmp_path: Path) -> sqlite3.Connection:
+    """A seed host linking to good.test; five farm hosts linking only to each other."""
+    conn = connect(tmp_path / "farm.db")
+    put(conn, "gemini://seed.test/", "Seed", "start", (("gemini://good.test/", "good"),))
+    put(conn, "gemini://good.test/", "Casino guide", "casino history, once")
+    farm = [f"gemini://farm{n}.test/" for n in range(5)]
+    for url in farm:
+        links = tuple((other, "casino") for other in farm if other != url)
+        put(conn, url, "casino casino casino", "casino " * 50, links)
+    # Many links inside one host count for nothing.
+    put(
+        conn,
+        "gemini://big.test/",
+        "Big",
+        "self",
+        tuple((f"gemini://big.test/{n}", "x") for n in range(50)),
+    )
+    return conn
+
+
+def authority_of(conn: sqlite3.Connection, url: str) -> float:
+    return float(conn.execute("SELECT score FROM authority WHERE url = ?", (url,)).fetchone()[0])
+
+
+def test_trustrank_is_not_fooled_by_a_link_farm(tmp_path: Path) -> None:
+    conn = farm_db(tmp_path)
+    assert not has_authority(conn)
+    assert search(conn, "casino")[0].url.startswith("gemini://farm")  # text alone: spam
+    compute_authority(conn, [])  # plain PageRank: the farm keeps its rank
+    assert authority_of(conn, "gemini://farm0.test/") > authority_of(conn, "gemini://good.test/")
+    summary = compute_authority(conn, ["gemini://seed.test/"])
+    assert summary["trusted"] == 1 and summary["links"] == 21
+    assert authority_of(conn, "gemini://farm0.test/") < 1e-9
+    assert authority_of(conn, "gemini://good.test/") > 1
+    assert search(conn, "casino")[0].url == "gemini://good.test/"
+    assert search(conn, "casino", authority=False)[0].url.startswith("gemini://farm")
+    rebuild(conn)
+    assert search(conn, "casino", engine="tantivy")[0].url == "gemini://good.test/"
+
+
+def test_an_untrusted_seed_list_falls_back_to_every_host(tmp_path: Path) -> None:
+    conn = farm_db(tmp_path)
+    notes: list[str] = []
+    assert compute_authority(conn, ["gemini://elsewhere.test/"], notes.append)["trusted"] == 0
+    assert any("every host is trusted" in n for n in notes)
+
+
+# -- command line -----------------------------------------------------------------------
+
+
+def geminibot(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "geminibot", *args],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+
+
+def test_cli_rebuild_status_and_search(db: sqlite3.Connection, tmp_path: Path) -> None:
+    path = str(tmp_path / "crawl.db")
+    done = geminibot("index", "status", "--db", path)
+    assert done.returncode == 1 and "uses FTS5" in done.stdout
+    done = geminibot("index", "rebuild", "--db", path)
+    assert done.returncode == 0, done.stderr
+    assert "indexed 36 pages" in done.stdout
+    assert geminibot("index", "status", "--db", path).returncode == 0
+    found = geminibot("search", "zeppelin", "--db", path)
+    assert found.returncode == 0 and "gemini://c.test/airship.gmi" in found.stdout
+
+
+@pytest.mark.parametrize(
+    ("args", "code", "message"),
+    [
+        (["index", "rebuild", "--db", "{tmp}/missing.db"], 2, "no such database"),
+        (["index", "rebuild", "--db", "{tmp}/empty.db"], 1, "no pages with text"),
+        (
+            ["index", "rebuild", "--db", "{tmp}/empty.db", "--trust", "x", "--trust-all"],
+            2,
+            "exclude each other",
+        ),
+        (["index", "status", "--db", "{tmp}/missing.db"], 2, "no such database"),
+        (["index"], 2, "rebuild"),
+    ],
+)
+def test_cli_errors_are_one_line(tmp_path: Path, args: list[str], code: int, message: str) -> None:
+    connect(tmp_path / "empty.db").close()
+    done = geminibot(*(a.replace("{tmp}", str(tmp_path)) for a in args))
+    assert done.returncode == code
+    assert message in done.stderr
+    assert "Traceback" not in done.stderr
+
+
+@pytest.mark.parametrize("damage", ["manifest", "fields", "segments"])
+def test_a_damaged_index_falls_back_to_fts5(
+    db: sqlite3.Connection, tmp_path: Path, damage: str
+) -> None:
+    rebuild(db)
+    folder = index_dir(tmp_path / "crawl.db")
+    if damage == "manifest":
+        (folder / "manifest.json").write_text("{not json")
+    elif damage == "fields":
+        (folder / "manifest.json").write_text('{"format": 1}')
+    else:
+        for f in (folder / "tantivy").iterdir():
+            f.write_bytes(b"garbage")
+    assert open_current(db) is None
+    assert status(db)["built"] is False
+    assert urls(search(db, "orrery"))[0] == "gemini://a.test/orrery.gmi"
+    rebuild(db)  # and a rebuild repairs it
+    assert open_current(db) is not None

@@ -1,0 +1,104 @@
+"""A real browser: headless Chromium (Debian's ``chromium``, installed by ``make browser``)
+loads the portal served by hypercorn on trio, in front of capsule_server on loopback.
+
+The test asserts on the DOM Chromium built (--dump-dom) and takes screenshots of a
+rendered capsule page and of a refusal page, light and dark. With GEMINIBOT_SCREENSHOTS=DIR
+(``make portal-screenshots``) they are copied into DIR (docs/ holds the ones
+docs/portal.md shows).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+from functools import partial
+from pathlib import Path
+from typing import Any
+
+import pytest
+import trio
+from portal_fixtures import make_app, serving
+
+from geminibot.portal.cli import hypercorn_config
+
+#: Seconds one Chromium run may take before the test gives up (a bound, not a measure).
+BROWSER_BOUND = 120.0
+PNG = b"\x89PNG\r\n\x1a\n"
+
+
+def chromium() -> str:
+    for name in ("chromium", "chromium-browser"):
+        found = shutil.which(name)
+        if found:
+            return found
+    pytest.fail("headless Chromium is missing: run 'make browser' (Debian package chromium)")
+
+
+async def run_chromium(profile: Path, *args: str) -> bytes:
+    argv = [
+        chromium(),
+        "--headless",
+        "--no-sandbox",  # root in CI containers
+        "--disable-gpu",
+        "--hide-scrollbars",
+        "--no-first-run",
+        f"--user-data-dir={profile}",
+        *args,
+    ]
+    with trio.fail_after(BROWSER_BOUND):
+        done = await trio.run_process(argv, capture_stdout=True, capture_stderr=True)
+    return bytes(done.stdout)
+
+
+async def test_chromium_renders_the_portal(tmp_path: Path) -> None:
+    shots = tmp_path / "shots"
+    shots.mkdir()
+    async with serving(tmp_path / "c", tmp_path / "certs") as served:
+        app: Any = make_app(served.port)
+        config = hypercorn_config("127.0.0.1", 0)
+        async with trio.open_nursery() as nursery:
+            from hypercorn.trio import serve
+
+            stop = trio.Event()
+            binds = await nursery.start(partial(serve, app, config, shutdown_trigger=stop.wait))
+            base = binds[0]
+            page = f"{base}/gemini/input.test/"
+            readme = f"{base}/gemini/va-groups.test/README.gmi"
+            refused = f"{base}/gemini/va-groups.test/proxy-no/a.gmi"
+            dom = (await run_chromium(tmp_path / "p1", "--dump-dom", page)).decode()
+            refusal_dom = (await run_chromium(tmp_path / "p2", "--dump-dom", refused)).decode()
+            for name, url, extra in [
+                ("portal-page.png", readme, ()),
+                ("portal-page-dark.png", readme, ("--force-dark-mode",)),
+                ("portal-refusal.png", refused, ()),
+            ]:
+                await run_chromium(
+                    tmp_path / "p3",
+                    "--window-size=900,900",
+                    *extra,
+                    f"--screenshot={shots / name}",
+                    url,
+                )
+            stop.set()
+    # the DOM Chromium built from the rendered gemtext
+    assert "<h1>Input &amp; &lt;tests&gt;</h1>" in dom
+    assert "<script" not in dom.lower()
+    hrefs = re.findall(r'<a [^>]*href="([^"]+)"', dom)
+    assert "/gemini/input.test/page.gmi" in hrefs  # a relative link, rewritten
+    assert "/gemini/va-groups.test/public/a.gmi" in hrefs  # another capsule, still here
+    assert "https://example.org/" in hrefs  # external schemes left alone
+    assert not [h for h in hrefs if h.startswith("javascript:")]
+    assert 'aria-label="ascii art of a cat"' in dom
+    assert '<meta name="robots" content="noindex,nofollow">' in dom
+    # the refusal page
+    assert "Not shown here" in refusal_dom
+    assert "<code>Disallow: /proxy-no/</code>" in refusal_dom
+    for shot in shots.iterdir():
+        data = shot.read_bytes()
+        assert data.startswith(PNG), shot
+        assert len(data) > 10_000, shot  # a real picture, not a blank page
+    target = os.environ.get("GEMINIBOT_SCREENSHOTS")
+    if target:
+        for shot in shots.iterdir():
+            shutil.copy(shot, Path(target) / shot.name)
