@@ -50,9 +50,13 @@ class _ShowDefaults(argparse.HelpFormatter):
 
     def _get_help_string(self, action: argparse.Action) -> str | None:
         text = action.help or ""
-        shown = action.default not in (None, False, True, [], "", argparse.SUPPRESS)
+        default = action.default
+        shown = default not in (None, False, True, [], "", argparse.SUPPRESS)
         if not action.option_strings or not shown or "default" in text.lower():
             return text
+        forms = {str(default)} | ({f"{default:g}"} if isinstance(default, float) else set())
+        if any(re.search(rf"\({re.escape(f)}[);]", text) for f in forms):
+            return text  # the help says it already: "(8965; 0: any)"
         return f"{text} (default: %(default)s)"
 
 
