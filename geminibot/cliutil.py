@@ -62,7 +62,7 @@ class _ShowDefaults(argparse.HelpFormatter):
 
 class Parser(argparse.ArgumentParser):
     """The parser of every command: defaults shown in ``--help``; a usage error is ONE
-    line on standard error (exit 2), naming the command and pointing at ``--help``."""
+    line on standard error (exit 2), naming the command."""
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         given = kwargs.get("formatter_class", argparse.HelpFormatter)
@@ -71,7 +71,7 @@ class Parser(argparse.ArgumentParser):
         super().__init__(*args, **kwargs)
 
     def error(self, message: str) -> NoReturn:
-        self.exit(EXIT_USAGE, f"{self.prog}: {message} (see {self.prog} --help)\n")
+        self.exit(EXIT_USAGE, f"{self.prog}: {message}\n")
 
 
 def emit_json(obj: Any, stream: TextIO | None = None) -> None:
