@@ -34,8 +34,9 @@ lint: $(STAMP)
 typecheck: $(STAMP)
 	$(BIN)/mypy
 
+# One worker per core: most of the suite waits on real servers, subprocesses and TLS.
 pytest: $(STAMP) browser
-	$(BIN)/python -m pytest
+	$(BIN)/python -m pytest -n auto
 
 test: lint typecheck pytest
 
@@ -57,3 +58,18 @@ browser-test: $(STAMP) browser
 
 portal-screenshots: $(STAMP) browser
 	GEMINIBOT_SCREENSHOTS=docs $(BIN)/python -m pytest tests/portal/test_portal_browser.py
+
+# make fuzz: every fuzz target under atheris (libFuzzer) for FUZZ_SECONDS each, FUZZ_JOBS
+# at once, at the lowest CPU priority; executions per target are printed at the end.
+FUZZ_SECONDS ?= 60
+FUZZ_JOBS    ?= 2
+FUZZ_STAMP    = $(VENV)/.installed-fuzz
+
+.PHONY: fuzz
+
+$(FUZZ_STAMP): $(STAMP)
+	$(BIN)/python -m pip install --quiet -e '.[fuzz]'
+	touch $(FUZZ_STAMP)
+
+fuzz: $(FUZZ_STAMP)
+	nice -n 19 $(BIN)/python -m fuzz --seconds $(FUZZ_SECONDS) --jobs $(FUZZ_JOBS)

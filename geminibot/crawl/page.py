@@ -15,7 +15,7 @@ from dataclasses import dataclass, replace
 from types import MappingProxyType
 
 from geminibot.gemini.errors import InvalidMeta
-from geminibot.gemini.gemtext import HeadingLine, LinkLine, Preformatted, parse_gemtext
+from geminibot.gemini.gemtext import HeadingLine, LinkLine, Preformatted, iter_gemtext
 from geminibot.gemini.gemtext import resolve_link as resolve
 from geminibot.gemini.response import MimeType, decode_text, parse_mime
 from geminibot.http.html import parse_html, robots_directives, sniff_charset
@@ -31,6 +31,26 @@ MAX_TITLE_LENGTH = 200
 class Extracted:
     page: Page
     links: tuple[str, ...]  # absolute URLs to consider for the frontier, in page order
+
+
+class _Joined:
+    """Non-empty strings joined by newlines, kept as a few large pieces, not one per line."""
+
+    _BATCH = 4096
+
+    def __init__(self) -> None:
+        self._done: list[str] = []
+        self._batch: list[str] = []
+
+    def add(self, word: str) -> None:
+        if word:
+            self._batch.append(word)
+            if len(self._batch) >= self._BATCH:
+                self._done.append("\n".join(self._batch))
+                self._batch = []
+
+    def text(self) -> str:
+        return "\n".join([*self._done, *self._batch] if self._batch else self._done)
 
 
 def content_hash(body: bytes) -> str:
@@ -58,28 +78,31 @@ def extract(
     if not mime.is_gemtext:
         first = next((line.strip() for line in text.splitlines() if line.strip()), "")
         return Extracted(replace(base, title=first[:MAX_TITLE_LENGTH], text=text), ())
-    doc = parse_gemtext(text, url)
+    # One line at a time, links resolved only up to the cap: a page of a million links
+    # costs its text, not a million objects (issue 13, item 19).
+    title: str | None = None
     links: list[Link] = []
     headings: list[str] = []
-    words: list[str] = []
-    for line in doc.lines:
+    words = _Joined()
+    for line in iter_gemtext(text):
         if isinstance(line, LinkLine):
             if len(links) < MAX_LINKS_PER_PAGE:
-                links.append(Link(line.url, line.label))
-            if line.label:
-                words.append(line.label)
+                links.append(Link(resolve(line.raw_url, url), line.label))
+            words.add(line.label)
         elif isinstance(line, HeadingLine):
+            title = line.text if title is None else title
             headings.append(line.text)
         elif isinstance(line, Preformatted):
-            words.extend(line.lines)
+            for row in line.lines:
+                words.add(row)
         else:
-            words.append(line.text)
+            words.add(line.text)
     page = replace(
         base,
         lang=mime.lang,
-        title=doc.title or "",
+        title=title or "",
         headings=tuple(headings),
-        text="\n".join(w for w in words if w),
+        text=words.text(),
         links=tuple(links),
     )
     return Extracted(page, tuple(link.target for link in links))

@@ -107,12 +107,27 @@ class Response:
         return decode_text(self.body, self.mime)
 
 
-def make_ssl_context() -> ssl.SSLContext:
-    """TLS 1.2 or newer, no CA checks (trust on first use replaces them)."""
+@dataclass(frozen=True, slots=True)
+class ClientCertificate:
+    """A client certificate (status ``60``): PEM files, and the hosts it is shown to."""
+
+    cert_file: str
+    key_file: str | None = None
+    """None when the key is in ``cert_file``."""
+    hosts: frozenset[str] | None = None
+    """Host names (as :class:`~geminibot.urls.URL` has them) it is presented to; None: every host."""
+
+
+def make_ssl_context(certificate: ClientCertificate | None = None) -> ssl.SSLContext:
+    """TLS 1.2 or newer, no CA checks (trust on first use replaces them); with
+    ``certificate``, presented when a server asks (raises OSError or ssl.SSLError if the
+    files cannot be read or do not match)."""
     context = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
     context.check_hostname = False
     context.verify_mode = ssl.CERT_NONE
     context.minimum_version = ssl.TLSVersion.TLSv1_2
+    if certificate is not None:
+        context.load_cert_chain(certificate.cert_file, certificate.key_file)
     return context
 
 
@@ -131,6 +146,7 @@ class GeminiClient:
         limits: Limits | None = None,
         connect_to: ConnectTo | None = None,
         allow_scheme_switch: bool = False,
+        client_certificate: ClientCertificate | None = None,
     ) -> None:
         self.known_hosts: KnownHosts = (
             known_hosts if known_hosts is not None else MemoryKnownHosts()
@@ -140,6 +156,10 @@ class GeminiClient:
         self.connect_to = connect_to
         self.allow_scheme_switch = allow_scheme_switch
         self._ssl_context = make_ssl_context()
+        self.client_certificate = client_certificate
+        self._cert_context = (
+            make_ssl_context(client_certificate) if client_certificate is not None else None
+        )
 
     async def fetch(
         self,
@@ -168,6 +188,16 @@ class GeminiClient:
             return await follow_chain(current, exchange, _redirect_target, rules)
         raise DeadlineExceeded(f"fetch of {url} took longer than {limits.total_timeout} s")
 
+    def _context_for(self, url: URL) -> ssl.SSLContext:
+        cert = self.client_certificate
+        if (
+            self._cert_context is not None
+            and cert is not None
+            and (cert.hosts is None or url.host in cert.hosts)
+        ):
+            return self._cert_context
+        return self._ssl_context
+
     def _address(self, host: str, port: int) -> tuple[str, int]:
         return route(self.connect_to, host, port)
 
@@ -183,7 +213,7 @@ class GeminiClient:
                     raise ConnectionFailed(
                         f"cannot connect to {address} port {port}: {exc}"
                     ) from None
-                stream = trio.SSLStream(tcp, self._ssl_context, server_hostname=url.host)
+                stream = trio.SSLStream(tcp, self._context_for(url), server_hostname=url.host)
                 try:
                     await stream.do_handshake()
                 except trio.BrokenResourceError as exc:

@@ -10,6 +10,7 @@ of the first heading of any level.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 from geminibot.gemini.urls import parse_url
@@ -76,41 +77,82 @@ class Document:
 def parse_gemtext(text: str, base: URL | str | None = None) -> Document:
     """Parse a text/gemini document; ``base`` is the page's URL for resolving links.
 
-    Lines end with LF or CR LF (other Unicode line breaks are text).
+    Lines end with LF or CR LF (other Unicode line breaks are text). For a document from
+    a stranger, prefer :func:`iter_gemtext` or :func:`iter_links`: they hold one line at
+    a time, where this holds them all.
+    """
+    return Document(tuple(iter_gemtext(text, base)))
+
+
+def iter_gemtext(text: str, base: URL | str | None = None) -> Iterator[Line]:
+    """The lines of :func:`parse_gemtext`, one at a time, as the text is read.
+
+    Without ``base`` link URLs are not resolved (``url`` is ``raw_url``), which costs
+    nothing: a caller that wants only some links resolves those with
+    :func:`resolve_link`. A preformatted block comes whole when it closes.
     """
     base_text = str(base) if base is not None else None
-    lines: list[Line] = []
     pre_alt: str | None = None
     pre_lines: list[str] = []
-    rows = text.split("\n")
-    if rows[-1] == "":
-        rows.pop()  # the text ends with a line end, not with an empty line
-    for row in rows:
-        raw = row[:-1] if row.endswith("\r") else row
+    for raw in _rows(text):
         if raw.startswith("```"):
             if pre_alt is None:
                 pre_alt = raw[3:].strip()
                 pre_lines = []
             else:
-                lines.append(Preformatted(pre_alt, tuple(pre_lines)))
+                yield Preformatted(pre_alt, tuple(pre_lines))
                 pre_alt = None
         elif pre_alt is not None:
             pre_lines.append(raw)
         elif raw.startswith("=>"):
-            lines.append(_link(raw, base_text))
+            yield _link(raw, base_text)
         elif raw.startswith("#"):
             level = len(raw) - len(raw.lstrip("#"))
             level = min(level, 3)
-            lines.append(HeadingLine(level, raw[level:].strip()))
+            yield HeadingLine(level, raw[level:].strip())
         elif raw.startswith("* "):
-            lines.append(ListItem(raw[2:].strip()))
+            yield ListItem(raw[2:].strip())
         elif raw.startswith(">"):
-            lines.append(QuoteLine(raw[1:].strip()))
+            yield QuoteLine(raw[1:].strip())
         else:
-            lines.append(TextLine(raw))
+            yield TextLine(raw)
     if pre_alt is not None:
-        lines.append(Preformatted(pre_alt, tuple(pre_lines)))
-    return Document(tuple(lines))
+        yield Preformatted(pre_alt, tuple(pre_lines))
+
+
+def iter_links(
+    text: str, base: URL | str | None = None, limit: int | None = None
+) -> Iterator[LinkLine]:
+    """The link lines of a document, in order, resolved against ``base``; at most
+    ``limit`` of them: the text after the last one taken is not read."""
+    if limit is not None and limit <= 0:
+        return
+    base_text = str(base) if base is not None else None
+    taken = 0
+    in_pre = False
+    for raw in _rows(text):
+        if raw.startswith("```"):
+            in_pre = not in_pre
+        elif not in_pre and raw.startswith("=>"):
+            line = _link(raw, base_text)
+            if isinstance(line, LinkLine):
+                yield line
+                taken += 1
+                if taken == limit:
+                    return
+
+
+def _rows(text: str) -> Iterator[str]:
+    """The lines of ``text`` without their LF or CR LF, found one at a time."""
+    start = 0
+    end = len(text)
+    while start < end:
+        stop = text.find("\n", start)
+        if stop == -1:
+            stop = end
+        row = text[start:stop]
+        yield row[:-1] if row.endswith("\r") else row
+        start = stop + 1
 
 
 def _link(raw: str, base: str | None) -> Line:

@@ -219,11 +219,32 @@ class ResponseReader:
         return header
 
 
-def decode_text(body: bytes, mime: MimeType | None) -> str:
-    """Decode a text body by its charset (UTF-8 when none or unknown), replacing bad bytes."""
-    charset = (mime.charset if mime is not None else None) or "utf-8"
+#: Codecs Python files as text encodings that are no charset a document is written in:
+#: they would decode host names, Python escapes, or nothing at all.
+_NOT_CHARSETS = frozenset({"idna", "punycode", "undefined", "unicode-escape", "raw-unicode-escape"})
+
+
+def text_codec(charset: str | None) -> str:
+    """The codec that decodes a body declared to be in ``charset``: the charset's own if
+    it names a text encoding, else ``utf-8`` (none, unknown, ``rot13``, ``base64``,
+    ``zlib``, ``idna``, ``undefined``, ... are no charsets)."""
+    if not charset:
+        return "utf-8"
     try:
-        codecs.lookup(charset)
-    except LookupError:
-        charset = "utf-8"
-    return body.decode(charset, errors="replace")
+        info = codecs.lookup(charset)
+    except (LookupError, ValueError):  # unknown, or a NUL in the name
+        return "utf-8"
+    if not info._is_text_encoding or info.name in _NOT_CHARSETS:
+        return "utf-8"
+    return info.name
+
+
+def decode_text(body: bytes, mime: MimeType | None) -> str:
+    """Decode a text body by its charset, replacing bad bytes; UTF-8 when the charset is
+    absent or not a text encoding (:func:`text_codec`). Never raises: the one way every
+    caller (client, crawler, web extraction) turns a stranger's body into text."""
+    codec = text_codec(mime.charset if mime is not None else None)
+    try:
+        return body.decode(codec, errors="replace")
+    except (UnicodeError, LookupError, ValueError):  # a codec that cannot replace
+        return body.decode("utf-8", errors="replace")

@@ -17,9 +17,11 @@ Stores: :class:`MemoryKnownHosts` (tests, one-off runs) and :class:`FileKnownHos
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import logging
 import os
+import re
 import tempfile
 from enum import Enum
 from pathlib import Path
@@ -60,25 +62,47 @@ class MemoryKnownHosts:
         self.pins[(host, port)] = fingerprint
 
 
+class NotKnownHostsFile(ValueError):
+    """An existing file that is not a known-hosts file: it is never overwritten."""
+
+
+_FINGERPRINT = re.compile(r"[0-9A-Fa-f]{2}(?::[0-9A-Fa-f]{2})*")
+HEADER = "# geminibot known hosts: host port sha256-fingerprint"
+
+
+def _pin(fields: list[str]) -> tuple[str, int, str] | None:
+    if len(fields) != 3:
+        return None
+    host, port, fp = fields
+    if not (port.isascii() and port.isdigit() and 0 < int(port) < 65536):
+        return None
+    return (host, int(port), fp) if _FINGERPRINT.fullmatch(fp) else None
+
+
 class FileKnownHosts(MemoryKnownHosts):
     """Pins in a text file, one ``host port fingerprint`` per line; ``#`` starts a comment.
 
-    The file is read once when the store is made (a missing file is an empty store,
-    malformed lines are skipped, an unreadable file raises OSError) and rewritten
-    atomically on every change.
+    The file is read once when the store is made and rewritten atomically (with
+    :data:`HEADER` first) on every change; comments are not kept. A missing file is an
+    empty store, but its folder must exist: no folder is ever created. An existing file
+    must be a known-hosts file, or :class:`NotKnownHostsFile` is raised and the file is
+    left alone: UTF-8 text in which every line is blank, a comment or a pin, and at least
+    one pin or the header (an empty file counts too). An unreadable file raises OSError.
     """
 
     def __init__(self, path: str | os.PathLike[str]) -> None:
         super().__init__()
         self.path = Path(path)
         try:
-            text = self.path.read_text(encoding="utf-8", errors="replace")
+            data = self.path.read_bytes()
         except FileNotFoundError:
+            folder = self.path.parent
+            if not folder.is_dir():
+                raise FileNotFoundError(
+                    errno.ENOENT, f"no such folder {str(folder)!r} (it is not created)"
+                ) from None
             return
-        for line in text.splitlines():
-            fields = line.split("#", 1)[0].split()
-            if len(fields) == 3 and fields[1].isascii() and fields[1].isdigit():
-                self.pins[(fields[0], int(fields[1]))] = fields[2]
+        self.pins.update(_read_pins(data))
 
     def put(self, host: str, port: int, fingerprint: str) -> None:
         """Pin, then rewrite the file; if it cannot be written, log a warning and keep
@@ -87,16 +111,41 @@ class FileKnownHosts(MemoryKnownHosts):
         lines = [f"{h} {p} {fp}\n" for (h, p), fp in sorted(self.pins.items())]
         tmp: str | None = None
         try:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
             fd, tmp = tempfile.mkstemp(dir=self.path.parent, prefix=".known_hosts.")
             with os.fdopen(fd, "w", encoding="utf-8") as fh:
-                fh.write("# geminibot known hosts: host port sha256-fingerprint\n")
+                fh.write(HEADER + "\n")
                 fh.writelines(lines)
             os.replace(tmp, self.path)
         except OSError as exc:
             log.warning("cannot write known hosts file %s: %s", self.path, exc)
             if tmp is not None:
                 Path(tmp).unlink(missing_ok=True)
+
+
+def _read_pins(data: bytes) -> dict[tuple[str, int], str]:
+    """The pins of a known-hosts file; NotKnownHostsFile if it is not one."""
+    if not data.strip():
+        return {}
+    if b"\0" in data:
+        raise NotKnownHostsFile("not a known-hosts file (binary data)")
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError:
+        raise NotKnownHostsFile("not a known-hosts file (not UTF-8 text)") from None
+    pins: dict[tuple[str, int], str] = {}
+    for number, line in enumerate(text.splitlines(), start=1):
+        fields = line.split("#", 1)[0].split()
+        if not fields:
+            continue
+        pin = _pin(fields)
+        if pin is None:
+            raise NotKnownHostsFile(
+                f"not a known-hosts file (line {number} is not 'host port fingerprint')"
+            )
+        pins[(pin[0], pin[1])] = pin[2]
+    if not pins and not text.startswith(HEADER):
+        raise NotKnownHostsFile("not a known-hosts file (no pins, and not written by geminibot)")
+    return pins
 
 
 def check_pin(

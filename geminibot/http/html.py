@@ -1,14 +1,16 @@
 """HTML to what the index keeps: title, headings, text, links, language, robots meta (pure).
 
 Built on the standard library's ``html.parser`` (a tolerant tokenizer; no dependency
-added). :func:`parse_html` never raises and reads at most :data:`MAX_HTML_CHARS`.
+added). :func:`parse_html` never raises and reads at most :data:`MAX_HTML_CHARS`, in time
+linear in its length (:data:`MAX_PENDING_CHARS`).
 
 - Text: every text node outside ``script``, ``style``, ``noscript``, ``template``, ``svg``
   and ``head`` (the ``title`` apart), one line per block element, whitespace collapsed.
 - Title: ``<title>``, else the first heading. Headings: ``h1`` to ``h6``.
 - Links: ``<a href>`` and ``<area href>`` in page order, resolved against ``<base href>``
-  (the first one) or the page URL; ``javascript:``, ``mailto:`` and ``data:`` links and
-  fragment-only links are dropped; at most :data:`MAX_LINKS` are kept.
+  (the first one, if it is an http(s) URL) or the page URL; ``javascript:``, ``mailto:``
+  and ``data:`` links and fragment-only links are dropped; at most :data:`MAX_LINKS` are
+  kept.
 - ``<meta name="robots">`` (and ``name="geminibot"``): ``noindex`` and ``nofollow`` (``none``
   means both) are reported, so the crawler can obey them; so does an ``X-Robots-Tag``
   header given by the caller.
@@ -26,6 +28,18 @@ from geminibot.urls import resolve_reference
 MAX_HTML_CHARS = 4 * 1024 * 1024
 #: Most links kept from one page.
 MAX_LINKS = 1_000
+#: Longest tag, comment or declaration read as one (characters): one still unfinished
+#: after this many is dropped up to the next ">", and one unfinished at the end of the
+#: document longer than MAX_PENDING_AT_END is dropped (as a browser drops an unclosed
+#: comment). Python's
+#: html.parser searches an unfinished construct again on each feed and, at the end, once
+#: for every "<" in it: without these bounds 100 KB of "<a b='>'" took two minutes.
+MAX_PENDING_CHARS = 64 * 1024
+MAX_PENDING_AT_END = 4096
+_FEED_CHARS = 64 * 1024
+#: A "<" that starts no tag, comment or declaration: text, which html.parser hands over one
+#: character at a time (a page of them took 40 s); as "&lt;" it is text at once.
+_LONE_LT = re.compile(r"<(?![A-Za-z/!?])")
 _SKIP = frozenset({"script", "style", "noscript", "template", "svg", "head"})
 _BLOCK = frozenset(
     {
@@ -83,6 +97,15 @@ def robots_directives(value: str) -> tuple[bool, bool]:
     return noindex, nofollow
 
 
+def _drop_pending(parser: HTMLParser, limit: int) -> bool:
+    """Drop the parser's unfinished construct if it is longer than ``limit``."""
+    pending: str = getattr(parser, "rawdata", "")
+    if len(pending) <= limit:
+        return False
+    parser.rawdata = ""
+    return True
+
+
 @dataclass
 class _State:
     base: str
@@ -120,7 +143,9 @@ class _Parser(HTMLParser):
             s.lang = a["lang"].strip()[:35] or None
         elif tag == "base" and "href" in a and not s.base_seen:
             s.base_seen = True
-            s.base = resolve_reference(s.base, a["href"].strip())
+            base = resolve_reference(s.base, a["href"].strip())
+            if base.lower().startswith(("http://", "https://")):  # not javascript:, data:
+                s.base = base
         elif tag == "meta" and a.get("name", "").lower() in ("robots", "geminibot"):
             noindex, nofollow = robots_directives(a.get("content", ""))
             s.noindex, s.nofollow = s.noindex or noindex, s.nofollow or nofollow
@@ -189,6 +214,8 @@ class _Parser(HTMLParser):
         if not href or href.startswith("#") or href.lower().startswith(_DROPPED_SCHEMES):
             return
         target = resolve_reference(s.base, href).partition("#")[0]
+        if target.lower().startswith(_DROPPED_SCHEMES):
+            return
         s.links.append(HTMLLink(target, label))
 
     def handle_data(self, data: str) -> None:
@@ -209,7 +236,18 @@ def parse_html(text: str, url: str) -> HTMLDocument:
     """Read an HTML document fetched from ``url``; never raises (see module docstring)."""
     parser = _Parser(url)
     try:
-        parser.feed(text[:MAX_HTML_CHARS])
+        text = _LONE_LT.sub("&lt;", text[:MAX_HTML_CHARS])
+        skipping = False
+        for start in range(0, len(text), _FEED_CHARS):
+            chunk = text[start : start + _FEED_CHARS]
+            if skipping:  # the rest of a construct dropped for its length, up to its ">"
+                end = chunk.find(">")
+                if end == -1:
+                    continue
+                chunk, skipping = chunk[end + 1 :], False
+            parser.feed(chunk)
+            skipping = _drop_pending(parser, MAX_PENDING_CHARS)
+        _drop_pending(parser, MAX_PENDING_AT_END)
         parser.close()
     except Exception:  # html.parser is tolerant; keep whatever was read before a fault
         pass

@@ -800,6 +800,8 @@ def make_rule(
                 compiled = re2.compile(_regex_for_paths(source), options=_RE2_OPTIONS)
             except re2.error as exc:
                 problem = f"not a regular expression RE2 accepts: {_re2_message(exc)}"
+            except UnicodeEncodeError:  # bytes that are not UTF-8, kept as surrogates
+                problem = "regular expression is not valid UTF-8"
         if problem is not None:
             effect = "never matches" if allow else "matches every path"
             diags.append(Diagnostic(line, "error", "bad-regex", f"{problem}; this rule {effect}"))

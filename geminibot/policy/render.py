@@ -68,7 +68,7 @@ FORMATS: tuple[Format, ...] = ("robots", "robots2", "agents")
 GENERATOR = "geminibot policy render"
 _TOKEN = re.compile(r"[A-Za-z_-]+")
 _PATTERN = re.compile(r"/[^\s#]*")
-_AGENTS_PATH = re.compile(r"/[A-Za-z0-9\-._~%!&'()+,;=:@/?]*")
+_AGENTS_PATH = re.compile(r"/(?:[A-Za-z0-9\-._~!&'()+,;=:@/?]|%[0-9A-Fa-f]{2})*")
 #: robots2 directives in the order they are written: the usage ones, then rate and honest.
 _AI_ORDER = (*USAGE_DIRECTIVES, "rate", "honest")
 _AI_EXTRA = ("market", "report_to", "chain", "chain_id")
@@ -411,7 +411,7 @@ def render_agents(policy: AgentPolicy) -> str:
         if _AGENTS_PATH.fullmatch(rule.pattern) is None:
             raise PolicyError(
                 f"default rule {rule.pattern!r} cannot be written in agents.txt "
-                "(literal URI paths only: no '*', '$' or spaces)"
+                "(literal URI paths only: no '*', '$' or spaces, '%' only in %XX escapes)"
             )
         extra = f" limit={rule.limit}" if rule.limit is not None else ""
         directives.append(f"{rule.pattern} {'ALLOW' if rule.allow else 'DISALLOW'}{extra}")

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any, SupportsIndex
+
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -12,6 +14,8 @@ from geminibot.gemini.gemtext import (
     Preformatted,
     QuoteLine,
     TextLine,
+    iter_gemtext,
+    iter_links,
     parse_gemtext,
 )
 from geminibot.gemini.urls import parse_url
@@ -85,3 +89,38 @@ def test_no_heading_no_title() -> None:
 @given(st.text(max_size=200))
 def test_any_text_parses(text: str) -> None:
     parse_gemtext(text, "gemini://h.test/a/b")
+
+
+def test_iter_gemtext_gives_the_lines_of_parse_gemtext() -> None:
+    text = "# T\r\n=> a A\n```x\n=> not a link\n```\n* i\n> q\n\nlast"
+    assert (
+        tuple(iter_gemtext(text, "gemini://h.test/"))
+        == parse_gemtext(text, "gemini://h.test/").lines
+    )
+    (link,) = (line for line in iter_gemtext("=> a A") if isinstance(line, LinkLine))
+    assert link == LinkLine("a", "A", "a")  # no base: not resolved
+
+
+def test_iter_links_stops_at_its_limit() -> None:
+    text = "```\n=> /pre\n```\n=> /1\n=>\n=> /2 two\ntext\n=> /3\n"
+    links = [link.url for link in iter_links(text, "gemini://h.test/")]
+    assert links == ["gemini://h.test/1", "gemini://h.test/2", "gemini://h.test/3"]
+    assert [link.url for link in iter_links(text, "gemini://h.test/", 2)] == links[:2]
+    assert list(iter_links(text, "gemini://h.test/", 0)) == []
+
+
+def test_iter_links_reads_no_further_than_its_limit() -> None:
+    class Watched(str):
+        """A text that records how far it has been searched."""
+
+        furthest = 0
+
+        def find(self, sub: str, start: SupportsIndex | None = None, *args: Any) -> int:
+            found = super().find(sub, start, *args)
+            Watched.furthest = max(Watched.furthest, found)
+            return found
+
+    head = "=> /1\n=> /2\n"
+    text = Watched(head + "=> /x\n" * 100_000)
+    assert [link.raw_url for link in iter_links(text, "gemini://h.test/", 2)] == ["/1", "/2"]
+    assert Watched.furthest < len(head)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from types import MappingProxyType
+
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
@@ -13,11 +15,13 @@ from geminibot.gemini.response import (
     NEED_DATA,
     Body,
     EndOfResponse,
+    MimeType,
     ResponseHeader,
     ResponseReader,
     decode_text,
     parse_header,
     parse_mime,
+    text_codec,
 )
 from geminibot.gemini.status import Family, Status, family_of, known_status
 from geminibot.net import errors as net_errors
@@ -195,3 +199,23 @@ def test_any_header_line_parses_or_fails_cleanly(line: bytes) -> None:
     except net_errors.RemoteProtocolError:
         return
     assert 10 <= header.status <= 69
+
+
+NO_CHARSETS = ["rot13", "base64", "hex", "zlib", "bz2", "idna", "undefined", "punycode"]
+NO_CHARSETS += ["unicode_escape", "raw-unicode-escape", "uu", "quopri", "nul\x00name", ""]
+
+
+@pytest.mark.parametrize("charset", NO_CHARSETS)
+def test_a_charset_that_is_no_text_encoding_decodes_as_utf8(charset: str) -> None:
+    body = "caf\u00e9 \\x41 uryyb \xff".encode("utf-8", "surrogateescape") + b"\xff"
+    mime = MimeType("text/plain", MappingProxyType({"charset": charset}))
+    assert text_codec(charset) == "utf-8"
+    assert decode_text(body, mime) == body.decode("utf-8", "replace")
+
+
+@pytest.mark.parametrize(
+    ("charset", "codec"),
+    [("latin-1", "iso8859-1"), ("UTF-16", "utf-16"), ("shift_jis", "shift_jis"), (None, "utf-8")],
+)
+def test_text_encodings_are_kept(charset: str | None, codec: str) -> None:
+    assert text_codec(charset) == codec

@@ -9,7 +9,15 @@ import pytest
 
 from geminibot.cli import main
 from geminibot.gemini.errors import CertificateChanged
-from geminibot.gemini.tofu import FileKnownHosts, MemoryKnownHosts, Trust, check_pin, fingerprint
+from geminibot.gemini.tofu import (
+    HEADER,
+    FileKnownHosts,
+    MemoryKnownHosts,
+    NotKnownHostsFile,
+    Trust,
+    check_pin,
+    fingerprint,
+)
 
 
 def test_policy_default_and_strict(caplog: pytest.LogCaptureFixture) -> None:
@@ -32,25 +40,59 @@ def test_fingerprint_format() -> None:
     assert len(fp) == 32 * 3 - 1
 
 
-def test_file_store_round_trip_and_junk(tmp_path: Path) -> None:
+def test_file_store_round_trip(tmp_path: Path) -> None:
     path = tmp_path / "kh"
-    path.write_text("# comment\nh.test 1965 AA:BB\ngarbage line\nx notaport CC\n\xff\n")
+    path.write_text("# comment\nh.test 1965 AA:BB  # trailing comment\n\n")
     store = FileKnownHosts(path)
     assert store.pins == {("h.test", 1965): "AA:BB"}
     store.put("::1", 1970, "DD")
     assert FileKnownHosts(path).pins == {("h.test", 1965): "AA:BB", ("::1", 1970): "DD"}
+    assert path.read_text().startswith(HEADER + "\n")
     assert FileKnownHosts(tmp_path / "missing").pins == {}
+    (tmp_path / "empty").write_text("\n")
+    assert FileKnownHosts(tmp_path / "empty").pins == {}
+
+
+@pytest.mark.parametrize(
+    ("content", "why"),
+    [
+        (b"# My notes\n\nBuy milk.\n", "line 3"),
+        (b"h.test 1965 AA:BB\ngarbage line\n", "line 2"),
+        (b"x notaport CC\n", "line 1"),
+        (b"h.test 1965 not-hex\n", "line 1"),
+        (b"# only a comment\n", "no pins"),
+        (b"\x89PNG\r\n\x1a\n\x00\x00", "binary"),
+        (b"h.test 1965 AA\n\xff\n", "not UTF-8"),
+    ],
+)
+def test_a_file_that_is_not_a_known_hosts_file_is_refused_and_kept(
+    tmp_path: Path, content: bytes, why: str
+) -> None:
+    path = tmp_path / "notes.md"
+    path.write_bytes(content)
+    with pytest.raises(NotKnownHostsFile, match=why):
+        FileKnownHosts(path)
+    assert path.read_bytes() == content
+
+
+def test_no_folder_is_created(tmp_path: Path) -> None:
+    with pytest.raises(FileNotFoundError, match="no such folder"):
+        FileKnownHosts(tmp_path / "missing" / "dir" / "kh")
+    assert not (tmp_path / "missing").exists()
 
 
 def test_unwritable_file_keeps_the_pin_in_memory(
     tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
+    (tmp_path / "sub").mkdir()
     store = FileKnownHosts(tmp_path / "sub" / "kh")
+    (tmp_path / "sub").rmdir()
     (tmp_path / "sub").write_text("a file where the folder should be")
     with caplog.at_level(logging.WARNING, logger="geminibot.gemini"):
         store.put("h", 1965, "AA")
     assert store.get("h", 1965) == "AA"
     assert "cannot write" in caplog.text
+    assert (tmp_path / "sub").read_text() == "a file where the folder should be"
 
 
 def test_cli_rejects_an_unreadable_known_hosts_file(tmp_path: Path) -> None:

@@ -2,11 +2,19 @@
 
 from __future__ import annotations
 
+import pytest
+from fresh_python import run_python
 from hypothesis import given
 from hypothesis import strategies as st
 
 from geminibot.crawl.page import MAX_LINKS_PER_PAGE, extract_web
-from geminibot.http.html import MAX_LINKS, parse_html, robots_directives, sniff_charset
+from geminibot.http.html import (
+    MAX_LINKS,
+    MAX_PENDING_CHARS,
+    parse_html,
+    robots_directives,
+    sniff_charset,
+)
 
 URL = "https://site.test/dir/page.html"
 
@@ -125,3 +133,37 @@ def test_never_raises_on_any_text(text: str) -> None:
 def test_never_raises_on_tag_soup(parts: list[str]) -> None:
     doc = parse_html("".join(parts), URL)
     assert all(link.url for link in doc.links)
+
+
+HOSTILE = """
+import sys
+from geminibot.http.html import parse_html
+pattern = sys.argv[1]
+doc = parse_html("<p>kept</p>" + pattern * (400_000 // len(pattern)), "https://h.test/")
+print(doc.text.splitlines()[0])
+"""
+
+
+@pytest.mark.parametrize("pattern", ['<a b=">"', "<a ", "</", "<script>x<"])
+def test_unfinished_constructs_cost_linear_time(pattern: str) -> None:
+    """Python's html.parser searches to the end of the input for every "<" of an
+    unfinished construct (quadratic: 100 KB of the first pattern took two minutes, these
+    400 KB would take half an hour); parse_html bounds what it leaves pending. Run in a
+    fresh interpreter, so a regression fails at run_python's limit instead of hanging."""
+    assert run_python(HOSTILE, pattern).strip() == "kept"
+
+
+def test_a_long_tag_is_still_read_and_an_unclosed_comment_ends_the_page() -> None:
+    big = '<p>a <a href="/x" data-x="' + "y" * 50_000 + '">link</a> b</p>'
+    doc = parse_html(big + "<p>after</p><!-- never closed " + "z" * 10_000, "https://h.test/")
+    assert [link.url for link in doc.links] == ["https://h.test/x"]
+    assert doc.text == "a link b\nafter"
+
+
+def test_a_tag_longer_than_the_limit_is_dropped_and_the_rest_read() -> None:
+    huge = '<img src="data:image/png;base64,' + "A" * (MAX_PENDING_CHARS + 1) + '">'
+    doc = parse_html(
+        "<p>one &lt; two</p>" + huge + "<p>3 < 4</p><a href=/y>y</a>", "https://h.test/"
+    )
+    assert doc.text == "one < two\n3 < 4\ny"
+    assert [link.url for link in doc.links] == ["https://h.test/y"]
