@@ -121,6 +121,9 @@ def run_range(args: argparse.Namespace) -> int:
         raise CommandError(str(exc)) from None
     if not capsules:
         raise CommandError(f"{directory}: no capsule folders (named like host.test)")
+    certs = Path(args.certs)
+    if certs.exists() and not certs.is_dir():
+        raise CommandError(f"{certs}: not a folder (--certs names the certificate folder)")
     folder = Path(args.scorecards)
     try:
         folder.mkdir(parents=True, exist_ok=True)

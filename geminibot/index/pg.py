@@ -313,12 +313,32 @@ def to_tsquery(query: str) -> str:
     return expr
 
 
-def search(conn: psycopg.Connection[Any], query: str, limit: int = 10) -> list[SearchResult]:
-    """Ranked results for ``query`` (best first), each with a snippet around the matches.
-    ``score`` is the negated ``ts_rank_cd``, so that lower is better as with bm25."""
+def host_like(pattern: str) -> str:
+    """The LIKE pattern of a shell pattern (``*`` and ``?``) on host keys."""
+    text = pattern.strip().lower().replace("\\", "\\\\")
+    text = text.replace("%", "\\%").replace("_", "\\_")
+    return text.replace("*", "%").replace("?", "_")
+
+
+def search(
+    conn: psycopg.Connection[Any],
+    query: str,
+    limit: int = 10,
+    *,
+    offset: int = 0,
+    host: str | None = None,
+) -> list[SearchResult]:
+    """Ranked results for ``query`` (best first), each with a snippet around the matches:
+    ``limit`` of them from the ``offset``-th on, only from hosts matching ``host`` (a shell
+    pattern, the key itself or a web origin's host name) when given. ``score`` is the negated ``ts_rank_cd``, so that lower is better as with bm25."""
     if not 1 <= limit <= MAX_LIMIT:
         raise QueryError(f"limit must be between 1 and {MAX_LIMIT}, got {limit}")
     expr = to_tsquery(query)
+    by_host: str = ""
+    hosts: tuple[str, ...] = ()
+    if host is not None:
+        like = host_like(host)
+        by_host, hosts = " AND (p.host LIKE %s OR p.host LIKE '%%://' || %s)", (like, like)
     options = (
         f"StartSel=[, StopSel=], MaxWords={SNIPPET_WORDS}, MinWords={SNIPPET_WORDS // 2},"
         " ShortWord=0, MaxFragments=1, FragmentDelimiter=…"
@@ -329,8 +349,8 @@ def search(conn: psycopg.Connection[Any], query: str, limit: int = 10) -> list[S
         " ts_headline('simple', coalesce(p.body, ''), q.q, %s),"
         " ts_headline('simple', coalesce(p.headings, ''), q.q, %s),"
         " coalesce(p.body, ''), -ts_rank_cd(%s::float4[], p.tsv, q.q) AS score"
-        " FROM pages p, q WHERE p.tsv @@ q.q ORDER BY score, p.id LIMIT %s",
-        (expr, options, options, RANK_WEIGHTS, limit),
+        f" FROM pages p, q WHERE p.tsv @@ q.q{by_host} ORDER BY score, p.id LIMIT %s OFFSET %s",
+        (expr, options, options, RANK_WEIGHTS, *hosts, limit, offset),
     ).fetchall()
     return [result_from_row((*row[:6], _cut_marks(row[6], row[8]), row[7]), row[9]) for row in rows]
 

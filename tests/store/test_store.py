@@ -114,7 +114,7 @@ def test_fetched_commits_page_links_and_frontier(store: CrawlStore) -> None:
     woken = commit(
         store, A, "Home", "a polite crawler", [A + "x", B, A, "gemini://a.test/" + "y" * 99]
     )
-    assert woken == {"a.test", "b.test"}
+    assert woken == {"a.test": 1, "b.test": 1}
     assert store.state_of(A) == ("done", None)
     assert store.state_of(B) == ("queued", None)
     assert store.state_of(A + "x") == ("queued", None)
