@@ -144,8 +144,22 @@ _V1 = (
     )""",
 )
 
-#: Append-only: MIGRATIONS[n - 1] takes a database from version n - 1 to n.
-MIGRATIONS: tuple[tuple[str, ...], ...] = (_V1,)
+_V2 = (
+    # Attempts at a URL cut short (see geminibot.crawl.frontier, MAX_URL_ATTEMPTS).
+    "ALTER TABLE urls ADD COLUMN attempts INTEGER NOT NULL DEFAULT 0",
+    # Certificate pins (trust on first use) per Gemini host and port, kept between runs.
+    """CREATE TABLE pins (
+        host TEXT NOT NULL,
+        port INTEGER NOT NULL,
+        fingerprint TEXT NOT NULL,
+        first_seen DOUBLE PRECISION NOT NULL,
+        PRIMARY KEY (host, port)
+    )""",
+)
+
+#: Append-only: MIGRATIONS[n - 1] takes a database from version n - 1 to n (the same
+#: versions as the SQLite schema's, :data:`geminibot.index.db.MIGRATIONS`).
+MIGRATIONS: tuple[tuple[str, ...], ...] = (_V1, _V2)
 SCHEMA_VERSION = len(MIGRATIONS)
 
 
