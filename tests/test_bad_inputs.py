@@ -77,6 +77,14 @@ CASES: list[tuple[str, list[str], int]] = [
     ("classify", ["classify", "--bot", "no-such-bot"], 2),
     # geminibot crawl
     ("crawl", ["crawl", "gemini://", "--db", "NODIR/c.db"], 2),
+    (
+        "db migrate",
+        ["db", "migrate", "--from", "MISSING", "--to", "postgresql://u@127.0.0.1:1/x"],
+        2,
+    ),
+    ("db migrate", ["db", "migrate", "--from", "FILE", "--to", "not-a-url"], 2),
+    ("serve-search", ["serve-search", "--db", "MISSING"], 2),
+    ("serve-search", ["serve-search", "--db", "FILE", "--port", "70000"], 2),
     ("crawl", ["crawl", "gemini://exa mple.org/", "--db", "NODIR/c.db"], 2),
     ("crawl", ["crawl", NOWHERE, "--db", "FOLDER"], 2),
     ("crawl", ["crawl", NOWHERE, "--db", "NODIR/c.db"], 2),
