@@ -464,19 +464,18 @@ class Crawler:
             # the same server may hold it), and check the turn again once it is ours.
             if not await self.scheduler.wait_turn(host):
                 return None
+            lease = self.store.lease_host(host, self.lease)  # renewed before each request
+            if lease is None:
+                return None
+            if lease.state is not None:  # another process requested it since: its pace
+                self.scheduler.restore({host: lease.state}, ())
+                continue
             async with self.scheduler.address_turn(host):
                 turn = self.scheduler.turn_now(host)
                 if turn is None:
                     return None
-                if not turn:
-                    continue
-                # The host's lease, renewed just before each request (after any wait).
-                lease = self.store.lease_host(host, self.lease)
-                if lease is None:
-                    return None
-                if lease.state is None:
+                if turn:
                     return await self._send(host, url, policy, adapter, method, headers)
-                self.scheduler.restore({host: lease.state}, ())  # another's pace since
 
     async def _send(
         self,
