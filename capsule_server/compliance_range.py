@@ -107,6 +107,9 @@ class Scorecards:
 
 def run_range(args: argparse.Namespace) -> int:
     capsules, policies = _load_range(args)
+    certs = Path(args.certs)
+    if certs.exists() and not certs.is_dir():
+        raise CommandError(f"{certs}: not a folder (--certs names the certificate folder)")
     folder = _scorecards_folder(Path(args.scorecards))
     cards = Scorecards(policies, folder, args.agent, args.judge_as)
     log_stream: TextIO | None = None

@@ -13,6 +13,12 @@ once at start, puts them back to ``queued``; nothing else needs repair because e
 change is a committed transaction. A URL whose request was on the wire when the process
 died is fetched again (at most once per kill): a server cannot be part of our transaction.
 
+Attempts: a claim counts one attempt (column ``attempts``), a release gives it back; a
+claim that ended neither way (the process died, or the URL's processing raised, while
+holding it) stays counted. A URL whose attempts were cut short :data:`MAX_URL_ATTEMPTS`
+times is recorded ``failed`` by :meth:`Frontier.recover` instead of being queued again,
+so one hostile page cannot stop every resume of a crawl.
+
 Trap bounds (named, documented, tested at their edges) stop link mazes and calendars:
 :data:`MAX_URL_LENGTH`, :data:`MAX_QUERIES_PER_PATH`, :data:`DEFAULT_MAX_DEPTH`,
 :data:`MAX_URLS_PER_HOST`.
@@ -38,6 +44,9 @@ DEFAULT_MAX_DEPTH = 16
 #: Most URLs one host may put into the frontier (stops endless generated link mazes). With
 #: the default 10 s between requests that is well over an hour of one host's time per crawl.
 MAX_URLS_PER_HOST = 500
+#: Attempts at one URL cut short (by a crash, or an error while processing it) before the
+#: URL is given up and recorded failed.
+MAX_URL_ATTEMPTS = 3
 
 
 @dataclass(frozen=True)
@@ -137,7 +146,8 @@ class Frontier:
     def release(self, url: str) -> None:
         """Give a leased URL back to the queue (44 SLOW DOWN, host skipped, interrupted)."""
         self.conn.execute(
-            "UPDATE urls SET state = 'queued', lease = NULL WHERE url = ? AND state = 'leased'",
+            "UPDATE urls SET state = 'queued', lease = NULL, attempts = max(attempts - 1, 0)"
+            " WHERE url = ? AND state = 'leased'",
             (url,),
         )
 
@@ -149,8 +159,16 @@ class Frontier:
             return {url: self.add(url, 0) for url in urls}
 
     def recover(self) -> int:
-        """Return leases left by a killed run to the queue; returns how many."""
+        """Return leases left by a killed run to the queue, except those of URLs whose
+        attempts were cut short :data:`MAX_URL_ATTEMPTS` times (recorded failed); returns
+        how many went back to the queue."""
         with transaction(self.conn):
+            self.conn.execute(
+                "UPDATE urls SET state = 'failed', lease = NULL, updated_at = ?,"
+                " reason = 'given up: ' || attempts || ' attempts ended abnormally'"
+                " WHERE state = 'leased' AND attempts >= ?",
+                (self.clock(), MAX_URL_ATTEMPTS),
+            )
             cur = self.conn.execute(
                 "UPDATE urls SET state = 'queued', lease = NULL WHERE state = 'leased'"
             )
@@ -167,7 +185,8 @@ class Frontier:
             if row is None:
                 return None
             self.conn.execute(
-                "UPDATE urls SET state = 'leased', lease = ?, updated_at = ? WHERE url = ?",
+                "UPDATE urls SET state = 'leased', lease = ?, updated_at = ?,"
+                " attempts = attempts + 1 WHERE url = ?",
                 (lease, self.clock(), row[0]),
             )
         return Claim(url=row[0], host=host, depth=int(row[1]))

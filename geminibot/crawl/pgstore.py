@@ -33,7 +33,7 @@ from typing import Any
 import psycopg
 from psycopg_pool import ConnectionPool
 
-from geminibot.crawl.frontier import Claim, Limits, trap_reason
+from geminibot.crawl.frontier import MAX_URL_ATTEMPTS, Claim, Limits, trap_reason
 from geminibot.crawl.schemes import host_key, parse_any
 from geminibot.crawl.store import (
     CachedFile,
@@ -104,14 +104,28 @@ class PgStore:
 
     def recover(self) -> int:
         """Queue again the URLs left leased by processes whose host leases have expired
-        (a live process's claims stay theirs)."""
+        (a live process's claims stay theirs), except those whose attempts were cut short
+        :data:`~geminibot.crawl.frontier.MAX_URL_ATTEMPTS` times: recorded failed."""
+        orphaned = (
+            "state = 'leased' AND NOT EXISTS (SELECT 1 FROM host_leases l WHERE l.host = u.host"
+            f" AND l.holder IS NOT NULL AND l.lease_until > {NOW})"
+        )
         with self._tx() as conn:
-            cur = conn.execute(
-                "UPDATE urls u SET state = 'queued', lease = NULL WHERE state = 'leased'"
-                " AND NOT EXISTS (SELECT 1 FROM host_leases l WHERE l.host = u.host"
-                f" AND l.holder IS NOT NULL AND l.lease_until > {NOW})"
-            )
+            self._give_up(conn, f"{orphaned} AND u.attempts >= %(max)s", {})
+            cur = conn.execute(f"UPDATE urls u SET state = 'queued', lease = NULL WHERE {orphaned}")
             return int(cur.rowcount)
+
+    def _give_up(
+        self, conn: psycopg.Connection[Any], where: str, params: dict[str, object]
+    ) -> None:
+        """Record failed the leased URLs matching ``where`` (on ``urls u``) whose attempts
+        reached :data:`~geminibot.crawl.frontier.MAX_URL_ATTEMPTS`."""
+        conn.execute(
+            "UPDATE urls u SET state = 'failed', lease = NULL, updated_at = %(now)s,"
+            " reason = 'given up: ' || attempts || ' attempts ended abnormally'"
+            f" WHERE {where}",
+            {**params, "now": self.clock(), "max": MAX_URL_ATTEMPTS},
+        )
 
     def host_states(self) -> dict[str, HostState]:
         with self._tx() as conn:
@@ -165,11 +179,10 @@ class PgStore:
                 return Lease(None)
             # Taken over (free, or its holder stopped renewing): its claims go back to the
             # queue, and the pace goes on from the state the last holder committed.
-            conn.execute(
-                "UPDATE urls SET state = 'queued', lease = NULL"
-                " WHERE host = %s AND state = 'leased' AND lease IS DISTINCT FROM %s",
-                (host, lease),
-            )
+            others = "u.host = %(host)s AND u.state = 'leased' AND u.lease IS DISTINCT FROM %(me)s"
+            mine: dict[str, object] = {"host": host, "me": lease}
+            self._give_up(conn, f"{others} AND u.attempts >= %(max)s", mine)
+            conn.execute(f"UPDATE urls u SET state = 'queued', lease = NULL WHERE {others}", mine)
             state = conn.execute(
                 "SELECT last_fetch_at, coalesce(last_duration, 0), not_before, slow_downs"
                 " FROM hosts WHERE host = %s",
@@ -310,7 +323,8 @@ class PgStore:
             if row is None:
                 return None
             conn.execute(
-                "UPDATE urls SET state = 'leased', lease = %s, updated_at = %s WHERE url = %s",
+                "UPDATE urls SET state = 'leased', lease = %s, updated_at = %s,"
+                " attempts = attempts + 1 WHERE url = %s",
                 (lease, now, row[0]),
             )
         return Claim(url=str(row[0]), host=host, depth=int(row[1]))
@@ -321,7 +335,8 @@ class PgStore:
 
     def _release(self, conn: psycopg.Connection[Any], url: str) -> None:
         conn.execute(
-            "UPDATE urls SET state = 'queued', lease = NULL WHERE url = %s AND state = 'leased'",
+            "UPDATE urls SET state = 'queued', lease = NULL,"
+            " attempts = greatest(attempts - 1, 0) WHERE url = %s AND state = 'leased'",
             (url,),
         )
 
@@ -383,6 +398,22 @@ class PgStore:
         with self._tx() as conn:
             self._log_fetch(conn, fetch)
 
+    def pin(self, host: str, port: int) -> str | None:
+        with self._tx() as conn:
+            row = conn.execute(
+                "SELECT fingerprint FROM pins WHERE host = %s AND port = %s", (host, port)
+            ).fetchone()
+        return None if row is None else str(row[0])
+
+    def set_pin(self, host: str, port: int, fingerprint: str, now: float) -> None:
+        with self._tx() as conn:
+            conn.execute(
+                "INSERT INTO pins (host, port, fingerprint, first_seen) VALUES (%s, %s, %s, %s)"
+                " ON CONFLICT (host, port) DO UPDATE SET fingerprint = excluded.fingerprint,"
+                " first_seen = excluded.first_seen",
+                (host, port, fingerprint, now),
+            )
+
     def _log_fetch(self, conn: psycopg.Connection[Any], f: FetchRecord) -> None:
         conn.execute(
             "INSERT INTO fetches (url, host, status, meta, error, started_at, duration)"
@@ -437,7 +468,7 @@ class PgStore:
             ).fetchone()
         return None if row is None else str(row[0])
 
-    def fetched(self, fetched: FetchedPage) -> set[str]:
+    def fetched(self, fetched: FetchedPage) -> dict[str, int]:
         with self._tx() as conn:
             self._record_decision(conn, fetched.decision)
             self._log_fetch(conn, fetched.fetch)
@@ -445,7 +476,7 @@ class PgStore:
             with conn.cursor() as cur:
                 pg.store_page(cur, fetched.page, fetched.role)
             self._finish(conn, fetched.decision.url, "done")
-        return {host_key(url) for url, what in added.items() if what == "queued"}
+        return dict(Counter(host_key(url) for url, what in added.items() if what == "queued"))
 
 
 def open_store(

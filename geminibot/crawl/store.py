@@ -140,6 +140,10 @@ class CrawlStore(Protocol):
 
     def log_fetch(self, fetch: FetchRecord) -> None: ...
 
+    # -- certificate pins (trust on first use, per Gemini host and port) --
+    def pin(self, host: str, port: int) -> str | None: ...
+    def set_pin(self, host: str, port: int, fingerprint: str, now: float) -> None: ...
+
     # -- closing a claimed URL --
     def slowed_down(self, fetch: FetchRecord) -> None:
         """The URL's request was answered "slow down": log it, queue the URL again."""
@@ -148,9 +152,9 @@ class CrawlStore(Protocol):
     def refused(self, decision: DecisionRecord) -> None: ...
     def failed(self, decision: DecisionRecord, fetch: FetchRecord) -> None: ...
     def duplicate_of(self, content_hash: str, url: str) -> str | None: ...
-    def fetched(self, fetched: FetchedPage) -> set[str]:
+    def fetched(self, fetched: FetchedPage) -> dict[str, int]:
         """Commit a page, its decision and fetch, and its links into the frontier;
-        returns the hosts that got newly queued URLs."""
+        returns the hosts that got newly queued URLs, with how many."""
         ...
 
 
@@ -244,6 +248,21 @@ class SqliteStore(Frontier):
         with transaction(self.conn):
             self._log_fetch(fetch)
 
+    def pin(self, host: str, port: int) -> str | None:
+        row = self.conn.execute(
+            "SELECT fingerprint FROM pins WHERE host = ? AND port = ?", (host, port)
+        ).fetchone()
+        return None if row is None else str(row[0])
+
+    def set_pin(self, host: str, port: int, fingerprint: str, now: float) -> None:
+        with transaction(self.conn):
+            self.conn.execute(
+                "INSERT INTO pins (host, port, fingerprint, first_seen) VALUES (?, ?, ?, ?)"
+                " ON CONFLICT (host, port) DO UPDATE SET fingerprint = excluded.fingerprint,"
+                " first_seen = excluded.first_seen",
+                (host, port, fingerprint, now),
+            )
+
     def _log_fetch(self, f: FetchRecord) -> None:
         self.conn.execute(
             "INSERT INTO fetches (url, host, status, meta, error, started_at, duration)"
@@ -290,17 +309,33 @@ class SqliteStore(Frontier):
     def duplicate_of(self, content_hash: str, url: str) -> str | None:
         return find_by_hash(self.conn, content_hash, url)
 
-    def fetched(self, fetched: FetchedPage) -> set[str]:
-        woken: set[str] = set()
+    def fetched(self, fetched: FetchedPage) -> dict[str, int]:
+        woken: dict[str, int] = {}
         with transaction(self.conn):
             self._record_decision(fetched.decision)
             self._log_fetch(fetched.fetch)
             for link, depth, parent in fetched.links:
                 if self.add(link, depth, parent) == "queued":
-                    woken.add(host_key(link))
+                    host = host_key(link)
+                    woken[host] = woken.get(host, 0) + 1
             store_page(self.conn, fetched.page, fetched.role)
             self.finish(fetched.decision.url, "done")
         return woken
+
+
+class StoreKnownHosts:
+    """The crawl store's certificate pins as the Gemini client's known-hosts store
+    (:class:`geminibot.gemini.tofu.KnownHosts`): pins last as long as the crawl."""
+
+    def __init__(self, store: CrawlStore, clock: Callable[[], float]) -> None:
+        self.store = store
+        self.clock = clock
+
+    def get(self, host: str, port: int) -> str | None:
+        return self.store.pin(host, port)
+
+    def put(self, host: str, port: int, fingerprint: str) -> None:
+        self.store.set_pin(host, port, fingerprint, self.clock())
 
 
 def cache_expiry(now: float, outcome: FetchOutcome) -> float:

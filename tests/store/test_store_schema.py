@@ -71,6 +71,27 @@ def test_older_schema_upgraded_in_place(pg_url: str, monkeypatch: pytest.MonkeyP
         assert conn.execute("SELECT count(*) FROM upgraded").fetchone() == (0,)
 
 
+def test_version_1_upgraded_in_place(pg_url: str) -> None:
+    """A version-1 PostgreSQL database (before URL attempts and certificate pins) is
+    upgraded in place to the current version, its rows kept."""
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(pg, "MIGRATIONS", pg.MIGRATIONS[:1])
+        patch.setattr(pg, "SCHEMA_VERSION", 1)
+        with pg.connect(pg_url) as conn:
+            assert pg.schema_version(conn) == 1
+            conn.execute(
+                "INSERT INTO urls (url, host, path, has_query, depth, state, updated_at)"
+                " VALUES ('gemini://a.test/', 'a.test', '/', false, 0, 'queued', 0)"
+            )
+    pg.connect(pg_url).close()
+    with psycopg.connect(pg_url) as conn:
+        assert pg.schema_version(conn) == pg.SCHEMA_VERSION
+        assert conn.execute("SELECT url, attempts FROM urls").fetchall() == [
+            ("gemini://a.test/", 0)
+        ]
+        assert conn.execute("SELECT count(*) FROM pins").fetchone() == (0,)
+
+
 def test_foreign_database_refused(pg_url: str) -> None:
     with psycopg.connect(pg_url, autocommit=True) as conn:
         conn.execute("CREATE TABLE theirs (x INTEGER)")
