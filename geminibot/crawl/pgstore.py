@@ -382,16 +382,7 @@ class PgStore:
                 " ON CONFLICT (host, name) DO UPDATE SET fetched_at = excluded.fetched_at,"
                 " expires_at = excluded.expires_at, outcome = excluded.outcome,"
                 " reason = excluded.reason, status = excluded.status, body = excluded.body",
-                (
-                    file.host,
-                    file.name,
-                    file.fetched_at,
-                    file.expires_at,
-                    file.outcome.kind,
-                    file.outcome.reason,
-                    file.status,
-                    file.body,
-                ),
+                file.row(),
             )
 
     def log_fetch(self, fetch: FetchRecord) -> None:

@@ -85,6 +85,20 @@ class CachedFile:
     fetched_at: float
     expires_at: float
 
+    def row(self) -> tuple[str, str, float, float, str, str, int | None, bytes | None]:
+        """The values of the robots table's columns (host, name, fetched_at, expires_at,
+        outcome, reason, status, body), in that order, for either store."""
+        return (
+            self.host,
+            self.name,
+            self.fetched_at,
+            self.expires_at,
+            self.outcome.kind,
+            self.outcome.reason,
+            self.status,
+            self.body,
+        )
+
 
 @dataclass(frozen=True)
 class Lease:
@@ -232,16 +246,7 @@ class SqliteStore(Frontier):
                 " DO UPDATE SET fetched_at = excluded.fetched_at,"
                 " expires_at = excluded.expires_at, outcome = excluded.outcome,"
                 " reason = excluded.reason, status = excluded.status, body = excluded.body",
-                (
-                    file.host,
-                    file.name,
-                    file.fetched_at,
-                    file.expires_at,
-                    file.outcome.kind,
-                    file.outcome.reason,
-                    file.status,
-                    file.body,
-                ),
+                file.row(),
             )
 
     def log_fetch(self, fetch: FetchRecord) -> None:
