@@ -45,7 +45,6 @@ from geminibot.crawl.store import (
 )
 from geminibot.index import pg
 from geminibot.index.db import DatabaseError
-from geminibot.policy import FetchOutcome
 
 #: Seconds a host lease lasts unless renewed: longer than a request may take (the clients'
 #: 60-second total timeout), since it is renewed just before each request.
@@ -368,10 +367,7 @@ class PgStore:
             ).fetchone()
         if row is None or row[5] <= now:
             return None
-        kind, reason, status, body, fetched_at, expires_at = row
-        outcome = FetchOutcome(kind, reason, None, expires_at - fetched_at)
-        body = None if body is None else bytes(body)
-        return CachedFile(host, name, outcome, status, body, fetched_at, expires_at)
+        return CachedFile.from_row(host, name, row)
 
     def save_policy_file(self, file: CachedFile, fetch: FetchRecord) -> None:
         with self._tx() as conn:

@@ -12,9 +12,9 @@ Times are wall-clock seconds from the injected clock.
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Any, Protocol
 
 from geminibot.crawl.frontier import Claim, Frontier, Limits
 from geminibot.crawl.schemes import host_key
@@ -84,6 +84,15 @@ class CachedFile:
     body: bytes | None
     fetched_at: float
     expires_at: float
+
+    @classmethod
+    def from_row(cls, host: str, name: str, row: Sequence[Any]) -> CachedFile:
+        """The file from a robots table row of (outcome, reason, status, body, fetched_at,
+        expires_at), as either store reads it (PostgreSQL's bytea comes back as memoryview)."""
+        kind, reason, status, body, fetched_at, expires_at = row
+        outcome = FetchOutcome(kind, reason, None, expires_at - fetched_at)
+        body = None if body is None else bytes(body)
+        return cls(host, name, outcome, status, body, fetched_at, expires_at)
 
     def row(self) -> tuple[str, str, float, float, str, str, int | None, bytes | None]:
         """The values of the robots table's columns (host, name, fetched_at, expires_at,
@@ -233,9 +242,7 @@ class SqliteStore(Frontier):
         ).fetchone()
         if row is None or row[5] <= now:
             return None
-        kind, reason, status, body, fetched_at, expires_at = row
-        outcome = FetchOutcome(kind, reason, None, expires_at - fetched_at)
-        return CachedFile(host, name, outcome, status, body, fetched_at, expires_at)
+        return CachedFile.from_row(host, name, row)
 
     def save_policy_file(self, file: CachedFile, fetch: FetchRecord) -> None:
         with transaction(self.conn):
