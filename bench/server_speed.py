@@ -156,6 +156,12 @@ async def _hold_idle(port: int, n: int, measure: object) -> int:
     return opened
 
 
+#: One cell: (req/s, server CPU ms/req, generator CPU ms/req, machine busy share, errors).
+Cell = tuple[float, float, float, float, int]
+#: One server's idle-connection figures: (connections opened, RSS KiB before, RSS KiB with).
+Idle = tuple[int, int, int]
+
+
 def main() -> int:
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     want = min(hard, 8192)
@@ -165,11 +171,39 @@ def main() -> int:
     if jetforce is None:
         raise SystemExit("jetforce is not installed (pip install -e '.[test]')")
     tmp = Path(tempfile.mkdtemp(prefix="server-speed-"))
+    servers = _server_commands(tmp, jetforce)
+    procs: dict[str, tuple[subprocess.Popen[bytes], int]] = {}
+    ctx = multiprocessing.get_context("fork")
+    try:
+        for name, argv in servers.items():
+            port = free_port()
+            proc = subprocess.Popen(
+                [*argv, "--port", str(port)],
+                cwd=ROOT,
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL,
+            )
+            procs[name] = (proc, port)
+            wait_listening(port, proc, name, STARTUP_TIMEOUT)
+        with ctx.Pool(LOAD_PROCESSES) as pool:
+            best = _measure_rates(pool, procs)
+        idle = _measure_idle(procs)
+    finally:
+        for proc, _ in procs.values():
+            proc.terminate()
+            proc.wait(10)
+    shutil.rmtree(tmp, ignore_errors=True)
+    _print_results(list(servers), best, idle)
+    return 0
+
+
+def _server_commands(tmp: Path, jetforce: str) -> dict[str, list[str]]:
+    """Each server's command line (less ``--port``), serving a copy of HOST's capsule."""
     capsules = tmp / "capsules"
     shutil.copytree(ROOT / "capsules" / HOST, capsules / HOST)
     certs = tmp / "certs"
     info = ensure_certificate(certs, HOST)
-    servers = {
+    return {
         "capsule-server": [
             sys.executable,
             "-m",
@@ -201,56 +235,52 @@ def main() -> int:
             str(capsules / HOST),
         ],
     }
-    procs: dict[str, tuple[subprocess.Popen[bytes], int]] = {}
-    #: (req/s, server CPU ms/req, generator CPU ms/req, machine busy share, errors)
-    best: dict[tuple[str, int], tuple[float, float, float, float, int]] = {}
-    idle: dict[str, tuple[int, int, int]] = {}
-    ctx = multiprocessing.get_context("fork")
-    try:
-        for name, argv in servers.items():
-            port = free_port()
-            proc = subprocess.Popen(
-                [*argv, "--port", str(port)],
-                cwd=ROOT,
-                stdout=subprocess.DEVNULL,
-                stderr=subprocess.DEVNULL,
-            )
-            procs[name] = (proc, port)
-            wait_listening(port, proc, name, STARTUP_TIMEOUT)
-        with ctx.Pool(LOAD_PROCESSES) as pool:
-            for _proc, port in procs.values():
-                run_load(pool, port, 4)  # warm up
-            # Interleaved rounds, best of ROUNDS per cell: the machine is shared, and a
-            # neighbour's burst should not decide which server looks faster.
-            for c in CONCURRENCY:
-                for _ in range(ROUNDS):
-                    for name, (proc, port) in procs.items():
-                        cpu0, t0 = cpu_seconds(proc.pid), time.monotonic()
-                        all0, idle0 = machine_seconds()
-                        ok, errors, load_cpu = run_load(pool, port, c)
-                        cpu, wall = cpu_seconds(proc.pid) - cpu0, time.monotonic() - t0
-                        all1, idle1 = machine_seconds()
-                        busy = 1 - (idle1 - idle0) / max(all1 - all0, 1e-9)
-                        n = max(ok, 1)
-                        cell = (ok / wall, 1000 * cpu / n, 1000 * load_cpu / n, busy, errors)
-                        if (name, c) not in best or cell[0] > best[(name, c)][0]:
-                            best[(name, c)] = cell
-        for name, (proc, port) in procs.items():
-            base = memory_kib(proc.pid, "VmRSS")
-            peak = [0]
 
-            def measure(pid: int = proc.pid, peak: list[int] = peak) -> None:
-                peak[0] = memory_kib(pid, "VmRSS")
 
-            opened = trio.run(_hold_idle, port, IDLE_CONNECTIONS, measure)
-            idle[name] = (opened, base, peak[0])
-    finally:
-        for proc, _ in procs.values():
-            proc.terminate()
-            proc.wait(10)
-    shutil.rmtree(tmp, ignore_errors=True)
+def _measure_rates(
+    pool: multiprocessing.pool.Pool, procs: dict[str, tuple[subprocess.Popen[bytes], int]]
+) -> dict[tuple[str, int], Cell]:
+    """The best of ROUNDS for each server at each concurrency."""
+    best: dict[tuple[str, int], Cell] = {}
+    for _proc, port in procs.values():
+        run_load(pool, port, 4)  # warm up
+    # Interleaved rounds, best of ROUNDS per cell: the machine is shared, and a
+    # neighbour's burst should not decide which server looks faster.
+    for c in CONCURRENCY:
+        for _ in range(ROUNDS):
+            for name, (proc, port) in procs.items():
+                cpu0, t0 = cpu_seconds(proc.pid), time.monotonic()
+                all0, idle0 = machine_seconds()
+                ok, errors, load_cpu = run_load(pool, port, c)
+                cpu, wall = cpu_seconds(proc.pid) - cpu0, time.monotonic() - t0
+                all1, idle1 = machine_seconds()
+                busy = 1 - (idle1 - idle0) / max(all1 - all0, 1e-9)
+                n = max(ok, 1)
+                cell = (ok / wall, 1000 * cpu / n, 1000 * load_cpu / n, busy, errors)
+                if (name, c) not in best or cell[0] > best[(name, c)][0]:
+                    best[(name, c)] = cell
+    return best
+
+
+def _measure_idle(procs: dict[str, tuple[subprocess.Popen[bytes], int]]) -> dict[str, Idle]:
+    """Each server's memory before and while it holds IDLE_CONNECTIONS idle connections."""
+    idle: dict[str, Idle] = {}
+    for name, (proc, port) in procs.items():
+        base = memory_kib(proc.pid, "VmRSS")
+        peak = [0]
+
+        def measure(pid: int = proc.pid, peak: list[int] = peak) -> None:
+            peak[0] = memory_kib(pid, "VmRSS")
+
+        opened = trio.run(_hold_idle, port, IDLE_CONNECTIONS, measure)
+        idle[name] = (opened, base, peak[0])
+    return idle
+
+
+def _print_results(
+    servers: list[str], best: dict[tuple[str, int], Cell], idle: dict[str, Idle]
+) -> None:
     rows = [(name, c, *best[(name, c)]) for c in CONCURRENCY for name in servers]
-
     print(f"machine: nproc={os.cpu_count()} cpu={cpu_model()} python={platform.python_version()}")
     print(
         f"page: gemini://{HOST}{PAGE}, best of {ROUNDS} rounds of {SECONDS_PER_CELL:g} s per cell, "
@@ -279,7 +309,6 @@ def main() -> int:
     print(f"\n{'server':<16}{'idle conns':>11}{'RSS before MiB':>16}{'RSS with idle MiB':>19}")
     for name, (opened, base, peak_kib) in idle.items():
         print(f"{name:<16}{opened:>11}{base / 1024:>16.1f}{peak_kib / 1024:>19.1f}")
-    return 0
 
 
 if __name__ == "__main__":

@@ -1,7 +1,7 @@
 """The ``capsule-server`` command: serve, certs, report, range.
 
 Every usage or input error is one line on standard error and exit 2 (argparse's own
-errors included: see :class:`_Parser`); every ``--help`` shows the defaults.
+errors included: see :class:`geminibot.cliutil.Parser`); every ``--help`` shows the defaults.
 """
 
 from __future__ import annotations
@@ -10,7 +10,6 @@ import argparse
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import NoReturn
 
 from capsule_server import compliance_range, report
 from capsule_server.files import Capsule, CapsuleConfigError, capsules_dir, load_capsules
@@ -18,8 +17,8 @@ from capsule_server.server import CapsuleServer
 from geminibot import __version__
 from geminibot.cliutil import (
     EXIT_OK,
-    EXIT_USAGE,
     CommandError,
+    Parser,
     emit_json,
     run_command,
 )
@@ -27,7 +26,6 @@ from geminibot.gemini.accesslog import JsonLinesLog
 from geminibot.gemini.certs import FALLBACK_HOST, ensure_certificate, list_certificates
 from geminibot.gemini.servecmd import (
     DEFAULT_HOST,
-    HelpWithDefaults,
     add_serve_options,
     cert_folder,
     close_log,
@@ -46,18 +44,6 @@ from geminibot.gemini.urls import DEFAULT_PORT
 
 DEFAULT_CERT_DIR = Path("var/capsule-server/certs")
 """Certificates are kept here, relative to the working directory, unless --certs says."""
-
-
-class _Parser(argparse.ArgumentParser):
-    """One line for a usage error (``PROG: MESSAGE``), exit 2 (not usage and message); the
-    defaults in every help. Sub-command parsers are made of the same class."""
-
-    def __init__(self, *args: object, **kwargs: object) -> None:
-        kwargs.setdefault("formatter_class", HelpWithDefaults)
-        super().__init__(*args, **kwargs)  # type: ignore[arg-type]
-
-    def error(self, message: str) -> NoReturn:
-        self.exit(EXIT_USAGE, f"{self.prog}: {message}\n")
 
 
 def _load(args: argparse.Namespace) -> dict[str, Capsule]:
@@ -129,7 +115,7 @@ def _make_certs(args: argparse.Namespace) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = _Parser(
+    parser = Parser(
         prog="capsule-server",
         description="Serve test capsules over Gemini and report which bots broke their policy.",
     )

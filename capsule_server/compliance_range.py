@@ -22,7 +22,7 @@ from typing import Any, TextIO
 
 import trio
 
-from capsule_server.files import CapsuleConfigError, capsules_dir, load_capsules
+from capsule_server.files import Capsule, CapsuleConfigError, capsules_dir, load_capsules
 from capsule_server.report import (
     FORMATS,
     HostPolicy,
@@ -106,26 +106,11 @@ class Scorecards:
 
 
 def run_range(args: argparse.Namespace) -> int:
-    directory = capsules_dir(args.dir)
-    if args.judge_as is not None and args.judge_as not in identity_names(args.agent):
-        known = ", ".join(identity_names(args.agent))
-        raise CommandError(f"unknown identity {args.judge_as!r}; known: {known}")
-    try:
-        capsules = load_capsules(directory)
-        policies = load_policies(directory)
-    except CapsuleConfigError as exc:
-        raise CommandError(str(exc)) from None
-    if not capsules:
-        raise CommandError(f"{directory}: no capsule folders (named like host.test)")
-    folder = Path(args.scorecards)
-    try:
-        folder.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        raise CommandError(
-            f"{folder}: cannot create the scorecards folder: {exc.strerror}"
-        ) from None
-    if not os.access(folder, os.W_OK):
-        raise CommandError(f"{folder}: the scorecards folder is not writable")
+    capsules, policies = _load_range(args)
+    certs = Path(args.certs)
+    if certs.exists() and not certs.is_dir():
+        raise CommandError(f"{certs}: not a folder (--certs names the certificate folder)")
+    folder = _scorecards_folder(Path(args.scorecards))
     cards = Scorecards(policies, folder, args.agent, args.judge_as)
     log_stream: TextIO | None = None
     if args.log:
@@ -148,6 +133,35 @@ def run_range(args: argparse.Namespace) -> int:
         if log_stream is not None:
             log_stream.close()
     return EXIT_OK
+
+
+def _load_range(args: argparse.Namespace) -> tuple[dict[str, Capsule], dict[str, HostPolicy]]:
+    """The capsules to serve and their policies; a bad folder or identity is one line."""
+    directory = capsules_dir(args.dir)
+    if args.judge_as is not None and args.judge_as not in identity_names(args.agent):
+        known = ", ".join(identity_names(args.agent))
+        raise CommandError(f"unknown identity {args.judge_as!r}; known: {known}")
+    try:
+        capsules = load_capsules(directory)
+        policies = load_policies(directory)
+    except CapsuleConfigError as exc:
+        raise CommandError(str(exc)) from None
+    if not capsules:
+        raise CommandError(f"{directory}: no capsule folders (named like host.test)")
+    return capsules, policies
+
+
+def _scorecards_folder(folder: Path) -> Path:
+    """``folder``, created if need be; one line if it cannot be written."""
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise CommandError(
+            f"{folder}: cannot create the scorecards folder: {exc.strerror}"
+        ) from None
+    if not os.access(folder, os.W_OK):
+        raise CommandError(f"{folder}: the scorecards folder is not writable")
+    return folder
 
 
 async def _serve(

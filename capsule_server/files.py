@@ -26,6 +26,7 @@ import tomllib
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 from urllib.parse import unquote_to_bytes
 
 from geminibot.cliutil import CommandError
@@ -126,31 +127,37 @@ def load_config(root: Path) -> CapsuleConfig:
         return CapsuleConfig()
     except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
         raise CapsuleConfigError(f"{path}: {exc}") from None
-    config = CapsuleConfig()
     try:
-        for item in raw.get("special", []):
-            status = int(item["status"])
-            if not 10 <= status <= 69 or status // 10 == 2:
-                raise CapsuleConfigError(f"{path}: special status {status} is not 1x, 3x-6x")
-            config.special[_url_path(item["path"], path)] = Special(status, str(item["meta"]))
-        for url_path, mime in raw.get("mime", {}).items():
-            config.mime[_url_path(url_path, path)] = str(mime)
-        for item in raw.get("generated", []):
-            kind, size = str(item["kind"]), int(item["size"])
-            if kind not in ("large-robots", "binary") or not 0 < size <= MAX_GENERATED_SIZE:
-                raise CapsuleConfigError(f"{path}: bad generated entry {item!r}")
-            url_path = _url_path(item["path"], path)
-            mime = str(item.get("mime", mime_type(url_path.rsplit("/", 1)[-1])))
-            config.generated[url_path] = (Generated(kind, size), mime)
-        if "maze" in raw:
-            prefix = _url_path(raw["maze"]["prefix"], path)
-            if not prefix.endswith("/"):
-                raise CapsuleConfigError(f"{path}: maze prefix must end with '/'")
-            config.maze_prefix = prefix
+        return _config_from(raw, path)
     except (KeyError, TypeError, ValueError) as exc:
         if isinstance(exc, CapsuleConfigError):
             raise
         raise CapsuleConfigError(f"{path}: {exc!r}") from None
+
+
+def _config_from(raw: dict[str, Any], path: Path) -> CapsuleConfig:
+    """The config a parsed ``serve.toml`` (at ``path``) describes; a table of the wrong
+    shape raises KeyError, TypeError or ValueError."""
+    config = CapsuleConfig()
+    for item in raw.get("special", []):
+        status = int(item["status"])
+        if not 10 <= status <= 69 or status // 10 == 2:
+            raise CapsuleConfigError(f"{path}: special status {status} is not 1x, 3x-6x")
+        config.special[_url_path(item["path"], path)] = Special(status, str(item["meta"]))
+    for url_path, mime in raw.get("mime", {}).items():
+        config.mime[_url_path(url_path, path)] = str(mime)
+    for item in raw.get("generated", []):
+        kind, size = str(item["kind"]), int(item["size"])
+        if kind not in ("large-robots", "binary") or not 0 < size <= MAX_GENERATED_SIZE:
+            raise CapsuleConfigError(f"{path}: bad generated entry {item!r}")
+        url_path = _url_path(item["path"], path)
+        mime = str(item.get("mime", mime_type(url_path.rsplit("/", 1)[-1])))
+        config.generated[url_path] = (Generated(kind, size), mime)
+    if "maze" in raw:
+        prefix = _url_path(raw["maze"]["prefix"], path)
+        if not prefix.endswith("/"):
+            raise CapsuleConfigError(f"{path}: maze prefix must end with '/'")
+        config.maze_prefix = prefix
     return config
 
 
@@ -191,6 +198,11 @@ class Capsule:
                 f"text/gemini; {TEXT_UTF8}",
                 body=maze_page(config.maze_prefix, path),
             )
+        return self._resolve_file(path)
+
+    def _resolve_file(self, path: str) -> Resolution:
+        """A file under the root; for a folder its index.gmi (a folder asked for without
+        its final slash is redirected to it)."""
         segments = _decode_segments(path)
         if segments is None:
             return NOT_FOUND
@@ -212,7 +224,7 @@ class Capsule:
         ):
             return NOT_FOUND
         name = segments[-1] if segments and not path.endswith("/") else INDEX_FILE
-        mime = config.mime.get(path) or mime_type(name)
+        mime = self.config.mime.get(path) or mime_type(name)
         return Resolution(Status.SUCCESS, mime, file=Path(real))
 
     def _inside(self, segments: list[str]) -> tuple[str, int] | None:

@@ -332,46 +332,71 @@ class _Judge:
         report = self.report
         report.requests += 1
         report.hosts[host] = report.hosts.get(host, 0) + 1
-        state = self.hosts.setdefault(host, _HostState())
+        seen = _Seen(
+            record,
+            host,
+            path,
+            f"gemini://{host}{path}",
+            now,
+            dt.datetime.fromtimestamp(now, dt.UTC) if now is not None else None,
+            self.hosts.setdefault(host, _HostState()),
+        )
+        self._judge_redirects(seen)
         policy = self.policies.get(host)
-        url = f"gemini://{host}{path}"
-        at = dt.datetime.fromtimestamp(now, dt.UTC) if now is not None else None
+        is_policy = policy is not None and path in policy.policy_paths
+        if not seen.state.robots_read:
+            self._judge_robots_first(seen, is_policy)
+        self._judge_waits(seen)
+        if policy is None:
+            return
+        trapped = self._judge_traps(seen, policy)
+        if is_policy or seen.at is None:
+            return
+        self._judge_rules(seen, policy, seen.at, trapped=trapped)
+        if now is not None:
+            seen.state.last = now
 
-        def breach(kind: str, **kw: Any) -> Breach:
-            return Breach(kind, record.time, host, path, **kw)
-
-        hops = self.redirected.pop(url, 0)
+    def _judge_redirects(self, seen: _Seen) -> None:
+        """More than MAX_REDIRECTS in a row; remembers where this one points."""
+        record = seen.record
+        hops = self.redirected.pop(seen.url, 0)
         if hops > MAX_REDIRECTS:
             rule = f"at most {MAX_REDIRECTS} redirects in a row"
-            self.everyone(breach("redirects", rule=rule, detail=f"{hops} followed"), ())
+            self.everyone(seen.breach("redirects", rule=rule, detail=f"{hops} followed"), ())
         if record.status in (30, 31) and record.meta:
-            self.redirected[resolve_link(record.meta.strip(), url)] = hops + 1
+            self.redirected[resolve_link(record.meta.strip(), seen.url)] = hops + 1
 
-        is_policy = policy is not None and path in policy.policy_paths
-        if not state.robots_read:
-            if path == state.robots_next and record.status is not None:
-                target = resolve_link((record.meta or "").strip(), url)
-                if record.status in (30, 31) and urlsplit(target).netloc == host:
-                    state.robots_next = urlsplit(target).path or "/"
-                elif record.status != 44 and record.status // 10 != 4:
-                    state.robots_read = True
-                else:
-                    state.robots_next = "/robots.txt"  # unreachable: fetch again later
-            elif not is_policy:
-                detail = "robots.txt not read (to the end of its redirects)"
-                self.everyone(
-                    breach("before robots.txt", rule="robots.txt first", detail=detail), ()
-                )
+    def _judge_robots_first(self, seen: _Seen, is_policy: bool) -> None:
+        """Follows robots.txt's redirect chain; any other request before its end is a breach."""
+        record, state, host = seen.record, seen.state, seen.host
+        if seen.path == state.robots_next and record.status is not None:
+            target = resolve_link((record.meta or "").strip(), seen.url)
+            if record.status in (30, 31) and urlsplit(target).netloc == host:
+                state.robots_next = urlsplit(target).path or "/"
+            elif record.status != 44 and record.status // 10 != 4:
+                state.robots_read = True
+            else:
+                state.robots_next = "/robots.txt"  # unreachable: fetch again later
+        elif not is_policy:
+            detail = "robots.txt not read (to the end of its redirects)"
+            self.everyone(
+                seen.breach("before robots.txt", rule="robots.txt first", detail=detail), ()
+            )
 
+    def _judge_waits(self, seen: _Seen) -> None:
+        """Requests during a 44's wait; a 44 starts (or extends) one."""
+        record, state, now = seen.record, seen.state, seen.now
         during = now is not None and state.wait_until is not None and now < state.wait_until
         if during and now is not None and state.wait_until is not None:
             detail = f"{state.wait_until - now:.1f} s early"
             self.everyone(
-                breach("during 44 wait", rule=state.wait_rule, detail=detail),
+                seen.breach("during 44 wait", rule=state.wait_rule, detail=detail),
                 (state.wait_rule,),
             )
         if record.status == 44 and record.limited == "rate":
-            report.rate_refused.append(breach("refused with 44", rule="the server's rate"))
+            self.report.rate_refused.append(
+                seen.breach("refused with 44", rule="the server's rate")
+            )
         if record.status == 44 and now is not None:
             seconds = _wait_seconds(record.meta)
             state.wait_until = now + seconds
@@ -379,30 +404,42 @@ class _Judge:
                 when = _short_time(record.time)[11:]
                 state.wait_rule = f"44 at {when} asked for {seconds:g} s"
 
-        if policy is None:
-            return
+    def _judge_traps(self, seen: _Seen, policy: HostPolicy) -> bool:
+        """Honeypots, the maze's limits, large files fetched twice; True if trapped."""
+        path, state = seen.path, seen.state
         trapped = any(path.startswith(prefix) for prefix in policy.honeypots)
         if trapped:  # the honeypot breach stands for the forbidden request too
-            refusal = _first_refusal(policy.site.may_fetch(url, Bot(NOBODY), at or _EPOCH))
+            at = seen.at or _EPOCH
+            refusal = _first_refusal(policy.site.may_fetch(seen.url, Bot(NOBODY), at))
             file, line, rule = refusal if refusal else ("expect.toml", 0, "honeypots")
-            self.everyone(breach("honeypot", file=file, line=line, rule=rule), (path,))
+            self.everyone(seen.breach("honeypot", file=file, line=line, rule=rule), (path,))
         if policy.maze_prefix is not None and path.startswith(policy.maze_prefix):
-            depth = len([s for s in path.split("?")[0].split("/") if s])
-            if depth > MAZE_MAX_DEPTH:
-                rule = f"at most {MAZE_MAX_DEPTH} levels into the maze"
-                self.everyone(breach("maze depth", rule=rule, detail=f"{depth} levels"), ())
-            state.maze_pages.add(path)
-            if len(state.maze_pages) == MAZE_MAX_PAGES + 1:
-                rule = f"at most {MAZE_MAX_PAGES} maze pages"
-                self.everyone(breach("maze pages", rule=rule), ())
+            self._judge_maze(seen)
         size = policy.large_files.get(path)
-        if size is not None and record.status == 20:
+        if size is not None and seen.record.status == 20:
             if path in state.large_fetched:
                 rule = f"a file of {size >> 20} MiB fetched once"
-                self.everyone(breach("size", rule=rule, detail="fetched again"), (path,))
+                self.everyone(seen.breach("size", rule=rule, detail="fetched again"), (path,))
             state.large_fetched.add(path)
-        if is_policy or at is None:
-            return
+        return trapped
+
+    def _judge_maze(self, seen: _Seen) -> None:
+        path, state = seen.path, seen.state
+        depth = len([s for s in path.split("?")[0].split("/") if s])
+        if depth > MAZE_MAX_DEPTH:
+            rule = f"at most {MAZE_MAX_DEPTH} levels into the maze"
+            self.everyone(seen.breach("maze depth", rule=rule, detail=f"{depth} levels"), ())
+        state.maze_pages.add(path)
+        if len(state.maze_pages) == MAZE_MAX_PAGES + 1:
+            rule = f"at most {MAZE_MAX_PAGES} maze pages"
+            self.everyone(seen.breach("maze pages", rule=rule), ())
+
+    def _judge_rules(
+        self, seen: _Seen, policy: HostPolicy, at: dt.datetime, *, trapped: bool
+    ) -> None:
+        """Each identity's own verdict: forbidden by a rule, or faster than its pace."""
+        record, host, path, url = seen.record, seen.host, seen.path, seen.url
+        last, now = seen.state.last, seen.now
         for ident in self.idents:
             decision = policy.site.may_fetch(url, ident.bot, at)
             refusal = _first_refusal(decision)
@@ -410,9 +447,9 @@ class _Judge:
                 file, line, rule = refusal
                 found = Breach("forbidden", record.time, host, path, file, line, rule)
                 self.add(found, ("forbidden", host, file, line), (ident.name,))
-            if state.last is not None and now is not None:
+            if last is not None and now is not None:
                 pace = policy.site.delay(ident.bot, at, url=url)
-                gap = now - state.last
+                gap = now - last
                 if pace.file and gap + PACE_SLACK < pace.seconds:
                     found = Breach(
                         "too fast",
@@ -425,8 +462,22 @@ class _Judge:
                         f"{gap:.2f} s after the previous request",
                     )
                     self.add(found, ("too fast", host, pace.file, pace.line), (ident.name,))
-        if now is not None:
-            state.last = now
+
+
+@dataclass(slots=True, frozen=True)
+class _Seen:
+    """One record as the judge reads it: where it went, when, and its host's state."""
+
+    record: AccessRecord
+    host: str
+    path: str
+    url: str
+    now: float | None
+    at: dt.datetime | None
+    state: _HostState
+
+    def breach(self, kind: str, **kw: Any) -> Breach:
+        return Breach(kind, self.record.time, self.host, self.path, **kw)
 
 
 _EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.UTC)

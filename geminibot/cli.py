@@ -9,7 +9,7 @@ from collections.abc import Sequence
 from geminibot import __version__
 from geminibot.classify import cli as classify_cli
 from geminibot.classify import compare_cli
-from geminibot.cliutil import run_command
+from geminibot.cliutil import Parser, run_command
 from geminibot.crawl import cli as crawl_cli
 from geminibot.crawl import migrate as db_cli
 from geminibot.gemini import cli as gemini_cli
@@ -20,7 +20,7 @@ from geminibot.searchcap import cli as searchcap_cli
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = Parser(
         prog="geminibot",
         description=(
             "Well-behaved bots for Gemini and the web. "

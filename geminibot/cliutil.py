@@ -11,7 +11,7 @@ import json
 import re
 import sys
 from collections.abc import Sequence
-from typing import Any, TextIO
+from typing import Any, NoReturn, TextIO
 
 EXIT_OK = 0
 EXIT_NEGATIVE = 1
@@ -25,6 +25,53 @@ class CommandError(Exception):
         super().__init__(message)
         self.message = message
         self.exit_code = exit_code
+
+
+def human_duration(seconds: float) -> str:
+    """``0.4 s``, ``8 s``, ``1 min 30 s``, ``7 h 36 min``, ``2 d 3 h``: two units at most."""
+    if seconds < 10:
+        return f"{seconds:.1f} s".replace(".0 s", " s")
+    total = round(seconds)
+    days, rest = divmod(total, 86400)
+    hours, rest = divmod(rest, 3600)
+    minutes, secs = divmod(rest, 60)
+    if days:
+        return f"{days} d {hours} h" if hours else f"{days} d"
+    if hours:
+        return f"{hours} h {minutes} min" if minutes else f"{hours} h"
+    if minutes:
+        return f"{minutes} min {secs} s" if secs else f"{minutes} min"
+    return f"{secs} s"
+
+
+class _ShowDefaults(argparse.HelpFormatter):
+    """Adds ``(default: X)`` to an option's help unless the help already names its
+    default (or it has none worth showing)."""
+
+    def _get_help_string(self, action: argparse.Action) -> str | None:
+        text = action.help or ""
+        default = action.default
+        shown = default not in (None, False, True, [], "", argparse.SUPPRESS)
+        if not action.option_strings or not shown or "default" in text.lower():
+            return text
+        forms = {str(default)} | ({f"{default:g}"} if isinstance(default, float) else set())
+        if any(re.search(rf"\({re.escape(f)}[);]", text) for f in forms):
+            return text  # the help says it already: "(8965; 0: any)"
+        return f"{text} (default: %(default)s)"
+
+
+class Parser(argparse.ArgumentParser):
+    """The parser of every command: defaults shown in ``--help``; a usage error is ONE
+    line on standard error (exit 2), naming the command."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        given = kwargs.get("formatter_class", argparse.HelpFormatter)
+        if not issubclass(given, _ShowDefaults):
+            kwargs["formatter_class"] = type(given.__name__, (_ShowDefaults, given), {})
+        super().__init__(*args, **kwargs)
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(EXIT_USAGE, f"{self.prog}: {message}\n")
 
 
 def emit_json(obj: Any, stream: TextIO | None = None) -> None:

@@ -291,6 +291,11 @@ def normalise_host(name: str) -> str:
             return str(ipaddress.IPv4Address(name))
         except ValueError:
             raise InvalidHost(f"not an IPv4 address: {name!r}") from None
+    return _host_name(name)
+
+
+def _host_name(name: str) -> str:
+    """A registered name as lower-case ASCII (punycode), its length and labels checked."""
     if name.isascii():
         host = name.lower()
     else:

@@ -35,6 +35,7 @@ import hashlib
 import itertools
 import random
 import zlib
+from collections.abc import Callable
 from dataclasses import dataclass
 from functools import cached_property
 
@@ -263,29 +264,14 @@ class Space:
         popular_room = sum(min(self.tree_size(i), PLANT_DEPTH) for i in popular)
         if not self._spam_hosts or room < 2 * PLANTED or popular_room < 2 * PLANTED_POPULAR:
             return out  # too small a space to plant in without crowding it
-        taken: set[tuple[int, int]] = set()
-
-        def pick(among_popular: bool) -> tuple[int, int]:
-            while True:
-                i = rng.choice(popular if among_popular else live)
-                j = rng.randrange(min(self.tree_size(i), PLANT_DEPTH))
-                if (i, j) not in taken:
-                    taken.add((i, j))
-                    return i, j
-
+        pick = _Picker(rng, live, popular, self.tree_size)
         for word in TOPICS:
             for n in range(TOPIC_PAGES):
                 out[pick(n % 2 == 0)] = ("topic", word)
             for _ in range(TOPIC_DISTRACTORS):
                 out[pick(False)] = ("distractor", word)
         for word in ANCHORS:
-            for n in range(ANCHOR_TARGETS):
-                target = pick(False)
-                out[target] = (f"anchor-target:{n}", word)
-                for _ in range(ANCHOR_LINKERS):
-                    out[pick(False)] = (f"anchor-link:{target[0]}:{target[1]}", word)
-            for _ in range(ANCHOR_DISTRACTORS):
-                out[pick(False)] = ("distractor", word)
+            _plant_anchor(out, pick, word)
         for word in SPAMS:
             for _ in range(SPAM_GOOD):
                 out[pick(True)] = ("spam-good", word)
@@ -425,6 +411,29 @@ class Space:
 
     def _respond(self, i: int, path: str, day: int) -> Answer:
         gmi = "text/gemini; charset=utf-8"
+        fixed = self._fixed_answer(i, path)
+        if fixed is not None:
+            return fixed
+        if path.startswith("/p/") and path.endswith(".gmi") and path[3:-4].isdigit():
+            j = int(path[3:-4])
+            if j < self.tree_size(i) and path[3:-4] == str(j):
+                return Answer(20, gmi, self.tree_page(i, j, day).encode())
+        kind = self.behaviour(i)
+        if kind == "maze" and path.startswith("/maze/"):
+            rng = random.Random(f"{self.seed}:{i}:{path}")
+            base = path.rstrip("/")
+            kids = [f"{base}/{rng.choice(_SYLLABLES)}{n}/" for n in range(MAZE_FAN)]
+            body = "# The maze\n\n" + "".join(f"=> {k} go on\n" for k in kids)
+            return Answer(20, gmi, body.encode())
+        if kind == "calendar" and path.startswith("/calendar/"):
+            month = _calendar_month(path)
+            if month is not None:
+                return month
+        return Answer(51, "not found")
+
+    def _fixed_answer(self, i: int, path: str) -> Answer | None:
+        """The answer for one of FIXED_PATHS (the home page included), else None."""
+        gmi = "text/gemini; charset=utf-8"
         if path in ("", "/"):
             return Answer(20, gmi, self.home(i).encode())
         if path.startswith("/") and path[1:] in ("robots.txt", "robots2.txt", "agents.txt"):
@@ -441,25 +450,52 @@ class Space:
             return Answer(20, "image/png", PNG)
         if path == "/files/data.bin":
             return Answer(20, "application/octet-stream", zlib.compress(str(i).encode() * 64))
-        if path.startswith("/p/") and path.endswith(".gmi") and path[3:-4].isdigit():
-            j = int(path[3:-4])
-            if j < self.tree_size(i) and path[3:-4] == str(j):
-                return Answer(20, gmi, self.tree_page(i, j, day).encode())
-        kind = self.behaviour(i)
-        if kind == "maze" and path.startswith("/maze/"):
-            rng = random.Random(f"{self.seed}:{i}:{path}")
-            base = path.rstrip("/")
-            kids = [f"{base}/{rng.choice(_SYLLABLES)}{n}/" for n in range(MAZE_FAN)]
-            body = "# The maze\n\n" + "".join(f"=> {k} go on\n" for k in kids)
-            return Answer(20, gmi, body.encode())
-        if kind == "calendar" and path.startswith("/calendar/"):
-            parts = path.split("/")[2:]
-            if len(parts) == 2 and all(p.isdigit() for p in parts) and 1 <= int(parts[1]) <= 12:
-                y, m = int(parts[0]), int(parts[1])
-                prev = (y - 1, 12) if m == 1 else (y, m - 1)
-                nxt = (y + 1, 1) if m == 12 else (y, m + 1)
-                body = f"# {y}-{m:02d}\n\nNothing happened.\n"
-                body += f"=> /calendar/{prev[0]}/{prev[1]} previous month\n"
-                body += f"=> /calendar/{nxt[0]}/{nxt[1]} next month\n"
-                return Answer(20, gmi, body.encode())
-        return Answer(51, "not found")
+        return None
+
+
+def _calendar_month(path: str) -> Answer | None:
+    """A ``/calendar/Y/M`` page of the endless calendar trap (None: not such a path)."""
+    parts = path.split("/")[2:]
+    if len(parts) == 2 and all(p.isdigit() for p in parts) and 1 <= int(parts[1]) <= 12:
+        y, m = int(parts[0]), int(parts[1])
+        prev = (y - 1, 12) if m == 1 else (y, m - 1)
+        nxt = (y + 1, 1) if m == 12 else (y, m + 1)
+        body = f"# {y}-{m:02d}\n\nNothing happened.\n"
+        body += f"=> /calendar/{prev[0]}/{prev[1]} previous month\n"
+        body += f"=> /calendar/{nxt[0]}/{nxt[1]} next month\n"
+        return Answer(20, "text/gemini; charset=utf-8", body.encode())
+    return None
+
+
+class _Picker:
+    """Distinct (host, page) places to plant in, drawn from ``rng`` among the first
+    PLANT_DEPTH pages of the live (or the popular) hosts."""
+
+    def __init__(
+        self,
+        rng: random.Random,
+        live: list[int],
+        popular: list[int],
+        tree_size: Callable[[int], int],
+    ) -> None:
+        self.rng, self.live, self.popular, self.tree_size = rng, live, popular, tree_size
+        self.taken: set[tuple[int, int]] = set()
+
+    def __call__(self, among_popular: bool) -> tuple[int, int]:
+        while True:
+            i = self.rng.choice(self.popular if among_popular else self.live)
+            j = self.rng.randrange(min(self.tree_size(i), PLANT_DEPTH))
+            if (i, j) not in self.taken:
+                self.taken.add((i, j))
+                return i, j
+
+
+def _plant_anchor(out: dict[tuple[int, int], tuple[str, str]], pick: _Picker, word: str) -> None:
+    """ANCHOR_TARGETS pages found by ``word`` only in their links' labels, and distractors."""
+    for n in range(ANCHOR_TARGETS):
+        target = pick(False)
+        out[target] = (f"anchor-target:{n}", word)
+        for _ in range(ANCHOR_LINKERS):
+            out[pick(False)] = (f"anchor-link:{target[0]}:{target[1]}", word)
+    for _ in range(ANCHOR_DISTRACTORS):
+        out[pick(False)] = ("distractor", word)

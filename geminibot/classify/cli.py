@@ -22,7 +22,12 @@ from geminibot.classify.registry import Bot, RegistryError, load_registry
 from geminibot.classify.rules import Assignment, Classification
 from geminibot.classify.sources import site_from_source
 from geminibot.cliutil import EXIT_NEGATIVE, EXIT_OK, CommandError, emit_json, read_source
+from geminibot.gemini.client import GeminiClient
+from geminibot.net.connect import ConnectToError, Resolver, parse_connect_to
 from geminibot.policy.cli import agent_option
+from geminibot.policy.discovery import PolicyUnreachable
+from geminibot.policy.site_policy import SitePolicy
+from geminibot.urls import Scheme
 
 #: Columns the help text fits in: an 80-column terminal, with room for argparse's margin.
 HELP_WIDTH = 78
@@ -128,6 +133,14 @@ def register(commands: Any) -> None:
         help="with --against and a policy file: the protocol of the host (default gemini; "
         "on Gemini hosts robots2.txt's 'ask' counts as 'no')",
     )
+    parser.add_argument(
+        "--connect-to",
+        action="append",
+        default=[],
+        metavar="HOST:PORT:ADDR:PORT2",
+        help="with --against gemini://...: connect to ADDR:PORT2 for HOST:PORT (TLS SNI "
+        "stays HOST); repeatable",
+    )
     parser.add_argument("--json", action="store_true", help="one JSON object per line")
     parser.set_defaults(run=run)
 
@@ -142,9 +155,10 @@ def run(args: argparse.Namespace) -> int:
     if (args.path or args.at) and not args.against:
         raise CommandError("classify: --path and --at need --against")
     at = _parse_at(args.at)
+    client = GeminiClient(connect_to=_resolver(args.connect_to))
     reports = [
         effective_policy(
-            site_from_source(source, args.protocol),
+            _site(source, args.protocol, client),
             agent=profile.token,
             virtual_agents=result.virtual_agent_names,
             categories=result.category_names,
@@ -167,6 +181,21 @@ def run(args: argparse.Namespace) -> int:
         not v.allowed for r in reports for v in r.mode(r.recommended_mode).verdicts if v.explicit
     )
     return EXIT_NEGATIVE if refused else EXIT_OK
+
+
+def _resolver(rules: list[str]) -> Resolver:
+    try:
+        return Resolver([parse_connect_to(r) for r in rules], loopback_only=False)
+    except ConnectToError as exc:
+        raise CommandError(str(exc)) from None
+
+
+def _site(source: str, protocol: Scheme, client: GeminiClient) -> SitePolicy:
+    """The SOURCE's policy; a site whose robots.txt got no answer is one line, exit 1."""
+    try:
+        return site_from_source(source, protocol, client)
+    except PolicyUnreachable as exc:
+        raise CommandError(f"--against {exc}", EXIT_NEGATIVE) from None
 
 
 def _parse_at(text: str | None) -> datetime:
@@ -286,15 +315,7 @@ def _print(profile: Profile, bot: Bot | None, result: Classification, out: TextI
     token = f" (own token: {profile.token})" if profile.token else " (no own token)"
     out.write(f"{who}{token}\n")
     if bot is not None:
-        out.write(f"  documented as: {bot.documented_as}\n  source: {bot.source}\n")
-        if bot.obeys:
-            out.write(f"  documented to obey: {', '.join(bot.obeys)}\n")
-        if bot.notes:
-            out.write(f"  notes: {bot.notes}\n")
-        if bot.protocol == "web":
-            out.write(
-                "  (a web bot: its virtual agents matter when it fetches from Gemini hosts)\n"
-            )
+        _print_registry_entry(bot, out)
     out.write(f"activities: {', '.join(a.value for a in result.activities) or 'none'}\n\n")
     _print_assignments("Gemini virtual agents", result.virtual_agents, out)
     _print_assignments("robots2.txt categories", result.categories, out)
@@ -316,15 +337,20 @@ def _print(profile: Profile, bot: Bot | None, result: Classification, out: TextI
     if result.warnings:
         out.write("warnings:\n")
         for w in result.warnings:
-            out.write(
-                textwrap.fill(
-                    f"[{w.code}] {w.message}",
-                    96,
-                    initial_indent="  ",
-                    subsequent_indent="      ",
-                )
-                + "\n"
-            )
+            text = f"[{w.code}] {w.message}"
+            out.write(textwrap.fill(text, 96, initial_indent="  ", subsequent_indent="      "))
+            out.write("\n")
+
+
+def _print_registry_entry(bot: Bot, out: TextIO) -> None:
+    """What the registry documents of the bot."""
+    out.write(f"  documented as: {bot.documented_as}\n  source: {bot.source}\n")
+    if bot.obeys:
+        out.write(f"  documented to obey: {', '.join(bot.obeys)}\n")
+    if bot.notes:
+        out.write(f"  notes: {bot.notes}\n")
+    if bot.protocol == "web":
+        out.write("  (a web bot: its virtual agents matter when it fetches from Gemini hosts)\n")
 
 
 def _yes(allowed: bool) -> str:

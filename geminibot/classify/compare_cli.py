@@ -27,6 +27,7 @@ from geminibot.net.connect import Resolver, add_connect_to_option, connect_rules
 from geminibot.net.limits import DEFAULT_TOTAL_TIMEOUT, Limits
 from geminibot.policy.cli import load_sources, parse_time, parse_virtual_agents
 from geminibot.policy.compare import BotClass, ClassComparison, Comparison, bot_classes, compare
+from geminibot.policy.discovery import PolicyUnreachable
 from geminibot.policy.robots2 import CATEGORIES
 from geminibot.policy.site_policy import SitePolicy
 from geminibot.urls import Scheme
@@ -45,7 +46,8 @@ examples:
       --gemini capsule/robots.txt
   geminibot compare example.org --agent mybot:indexer --json
 
-exit status: 0 the policies agree, 1 they differ, 2 usage or input error.
+exit status: 0 the policies agree, 1 they differ or a side's robots.txt got no answer,
+2 usage or input error.
 """
 
 
@@ -122,28 +124,49 @@ def _from_host(args: argparse.Namespace) -> tuple[SitePolicy, SitePolicy]:
     if not host or "/" in host or "@" in host:
         raise CommandError(f"{args.host!r}: give a host name, not a URL")
     resolver = Resolver(connect_rules(args.connect_to), loopback_only=False)
-    verify: ssl.SSLContext | bool = True
-    if args.web_ca:
-        try:
-            verify = ssl.create_default_context(cafile=args.web_ca)
-        except (OSError, ssl.SSLError) as exc:
-            raise CommandError(f"--web-ca {args.web_ca}: {exc}") from None
+    verify = _web_verify(args.web_ca)
     limits = Limits(total_timeout=args.timeout)
 
-    async def fetch_both() -> tuple[SitePolicy, SitePolicy]:
+    async def fetch_web() -> SitePolicy:
         agent = user_agent(info_url=DEFAULT_INFO_URL)
         async with WebClient(
             user_agent=agent, limits=limits, connect_to=resolver, verify=verify
         ) as web_client:
-            web = await site_from_web(f"{args.web_scheme}://{host}/", web_client)
+            return await site_from_web(f"{args.web_scheme}://{host}/", web_client)
+
+    async def fetch_gemini() -> SitePolicy:
         gemini_client = GeminiClient(limits=limits, connect_to=resolver)
-        gemini = await site_from_url(f"gemini://{host}/", gemini_client)
-        return web, gemini
+        return await site_from_url(f"gemini://{host}/", gemini_client)
+
+    async def fetch_both() -> tuple[SitePolicy, SitePolicy]:
+        sides: list[SitePolicy | PolicyUnreachable] = []
+        for fetch in (fetch_web, fetch_gemini):
+            try:
+                sides.append(await fetch())
+            except PolicyUnreachable as exc:
+                sides.append(exc)
+        web, gemini = sides
+        if isinstance(web, SitePolicy) and isinstance(gemini, SitePolicy):
+            return web, gemini
+        # No answer from a side: nothing to compare (never "the policies agree").
+        failed = [f"{e.url}: {e.failure}" for e in sides if isinstance(e, PolicyUnreachable)]
+        what = "neither policy could" if len(failed) == 2 else "a policy could not"
+        raise CommandError(f"{host}: {what} be fetched: {'; '.join(failed)}", EXIT_NEGATIVE)
 
     try:
         return trio.run(fetch_both)
     except ValueError as exc:  # a host name neither URL parser accepts
         raise CommandError(f"{host}: {exc}") from None
+
+
+def _web_verify(ca_file: str | None) -> ssl.SSLContext | bool:
+    """How the web side checks certificates: the system's CAs, or --web-ca's."""
+    if not ca_file:
+        return True
+    try:
+        return ssl.create_default_context(cafile=ca_file)
+    except (OSError, ssl.SSLError) as exc:
+        raise CommandError(f"--web-ca {ca_file}: {exc}") from None
 
 
 def run_compare(args: argparse.Namespace) -> int:

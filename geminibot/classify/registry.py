@@ -112,6 +112,29 @@ def _entry(raw: object, index: int, problems: list[str]) -> Bot | None:
     before = len(problems)
     for key in sorted(set(raw) - set(REQUIRED_KEYS) - set(OPTIONAL_KEYS)):
         problems.append(f"{where}: unknown key {key!r}")
+    strings = _strings(raw, where, problems)
+    _check_strings(strings, where, problems)
+    obeys = _obeys(raw.get("obeys", []), where, problems)
+    activities = _activities(raw.get("activities"), where, problems)
+    if len(problems) > before:
+        return None
+    return Bot(
+        id=strings["id"],
+        name=strings["name"],
+        operator=strings["operator"],
+        protocol=strings["protocol"],
+        activities=activities,
+        documented_as=strings["documented_as"],
+        source=strings["source"],
+        token=strings.get("token"),
+        obeys=obeys,
+        evidence=strings.get("evidence", "operator"),
+        notes=strings.get("notes", ""),
+    )
+
+
+def _strings(raw: dict[str, object], where: str, problems: list[str]) -> dict[str, str]:
+    """The entry's string keys that are present and non-empty."""
     strings: dict[str, str] = {}
     for key in (*REQUIRED_KEYS, "token", "evidence", "notes"):
         if key == "activities":
@@ -125,50 +148,44 @@ def _entry(raw: object, index: int, problems: list[str]) -> Bot | None:
             problems.append(f"{where}: {key!r} must be a non-empty string")
             continue
         strings[key] = value
+    return strings
+
+
+def _check_strings(strings: dict[str, str], where: str, problems: list[str]) -> None:
+    """The string keys whose values have a form: id, protocol, evidence, token."""
     if "id" in strings and not BOT_ID.fullmatch(strings["id"]):
         problems.append(f"{where}: id must be lower-case letters, digits and '-'")
     if "protocol" in strings and strings["protocol"] not in PROTOCOLS:
         problems.append(f"{where}: protocol must be one of {', '.join(PROTOCOLS)}")
-    evidence = strings.get("evidence", "operator")
-    if evidence not in EVIDENCE:
+    if strings.get("evidence", "operator") not in EVIDENCE:
         problems.append(f"{where}: evidence must be one of {', '.join(EVIDENCE)}")
     token = strings.get("token")
     if token is not None and not is_product_token(token):
         problems.append(f"{where}: token {token!r} is not an RFC 9309 product token [A-Za-z_-]+")
-    obeys_raw = raw.get("obeys", [])
-    obeys: list[str] = []
+
+
+def _obeys(obeys_raw: object, where: str, problems: list[str]) -> tuple[str, ...]:
     if not isinstance(obeys_raw, list):
         problems.append(f"{where}: 'obeys' must be a list of tokens")
-    else:
-        for t in obeys_raw:
-            if not isinstance(t, str) or not (t == "*" or is_product_token(t)):
-                problems.append(f"{where}: obeys {t!r} is neither '*' nor a product token")
-            else:
-                obeys.append(t)
-    acts_raw = raw.get("activities")
-    activities: tuple[Activity, ...] = ()
+        return ()
+    obeys: list[str] = []
+    for t in obeys_raw:
+        if not isinstance(t, str) or not (t == "*" or is_product_token(t)):
+            problems.append(f"{where}: obeys {t!r} is neither '*' nor a product token")
+        else:
+            obeys.append(t)
+    return tuple(obeys)
+
+
+def _activities(acts_raw: object, where: str, problems: list[str]) -> tuple[Activity, ...]:
     if not isinstance(acts_raw, list) or not acts_raw:
         problems.append(f"{where}: 'activities' must be a non-empty list")
-    else:
-        try:
-            activities = parse_activities(acts_raw)
-        except UnknownActivityError as exc:
-            problems.append(f"{where}: {exc}")
-    if len(problems) > before:
-        return None
-    return Bot(
-        id=strings["id"],
-        name=strings["name"],
-        operator=strings["operator"],
-        protocol=strings["protocol"],
-        activities=activities,
-        documented_as=strings["documented_as"],
-        source=strings["source"],
-        token=token,
-        obeys=tuple(obeys),
-        evidence=evidence,
-        notes=strings.get("notes", ""),
-    )
+        return ()
+    try:
+        return parse_activities(acts_raw)
+    except UnknownActivityError as exc:
+        problems.append(f"{where}: {exc}")
+        return ()
 
 
 def parse_registry(data: bytes) -> Registry:

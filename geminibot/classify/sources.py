@@ -28,7 +28,7 @@ from geminibot.policy.discovery import (
     POLICY_FETCH_BYTES,
     PolicyAnswer,
     PolicyDiscovery,
-    discover,
+    discover_reachable,
 )
 from geminibot.policy.outcomes import fetch_outcome
 from geminibot.policy.site_policy import AGENTS, ROBOTS, ROBOTS2, Fetched, SitePolicy
@@ -104,12 +104,13 @@ async def fetch_policy_file(client: GeminiClient, url: str) -> PolicyAnswer:
 
 
 async def site_from_url(url: str, client: GeminiClient) -> SitePolicy:
-    """The policy a bot obtains from the host of ``url`` (a ``gemini://`` URL)."""
+    """The policy a bot obtains from the host of ``url`` (a ``gemini://`` URL); raises
+    :class:`~geminibot.policy.discovery.PolicyUnreachable` when the host does not answer."""
 
     async def fetch(target: str) -> PolicyAnswer:
         return await fetch_policy_file(client, target)
 
-    return await discover("gemini", f"gemini://{parse_url(url).authority}/", fetch)
+    return await discover_reachable("gemini", f"gemini://{parse_url(url).authority}/", fetch)
 
 
 def site_from_source(

@@ -3,18 +3,28 @@
 from __future__ import annotations
 
 import argparse
+import errno
 import fcntl
+import re
 import signal
+import sqlite3
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Awaitable, Callable, Iterator
 from contextlib import contextmanager, nullcontext
 from pathlib import Path
-from typing import Any, TextIO
+from typing import Any
 
 import trio
 
-from geminibot.cliutil import EXIT_NEGATIVE, EXIT_OK, CommandError, emit_json
+from geminibot.cliutil import (
+    EXIT_NEGATIVE,
+    EXIT_OK,
+    CommandError,
+    emit_json,
+    human_duration,
+    terminal_safe,
+)
 from geminibot.crawl.crawler import (
     DEFAULT_AGENT,
     DEFAULT_CONCURRENCY,
@@ -26,22 +36,61 @@ from geminibot.crawl.crawler import (
 )
 from geminibot.crawl.databases import display as without_password
 from geminibot.crawl.databases import is_postgres, open_pg_store, reading
+from geminibot.crawl.display import Display
 from geminibot.crawl.fetcher import CRAWL_LIMITS, ProtocolFetcher, gemini_fetch
 from geminibot.crawl.frontier import DEFAULT_MAX_DEPTH, MAX_URLS_PER_HOST, Limits
-from geminibot.crawl.schemes import normalise, parse_any
+from geminibot.crawl.politeness import DEFAULT_MIN_DELAY
+from geminibot.crawl.schemes import host_url, normalise, parse_any
+from geminibot.crawl.store import StoreKnownHosts
 from geminibot.crawl.warc import WarcArchive
 from geminibot.gemini.client import GeminiClient
 from geminibot.http.client import DEFAULT_INFO_URL, WebClient, user_agent
 from geminibot.index import DatabaseError, QueryError, connect, stats
-from geminibot.index.stats import format_stats
+from geminibot.index.search import MAX_LIMIT, MAX_OFFSET
+from geminibot.index.stats import URL_STATES, format_stats, list_urls, status_filter
 from geminibot.net.connect import ConnectToError, Resolver, is_loopback, parse_connect_to
 from geminibot.policy.cli import agent_option
 from geminibot.urls import SCHEMES
 
-#: Seconds between two progress log lines when standard error is not a terminal.
-LOG_INTERVAL = 5.0
 #: Exit code of a crawl stopped by Ctrl-C (resumable).
 EXIT_INTERRUPTED = 130
+#: Exit code of a crawl that fetched nothing and met errors, or could not write its
+#: database (disk full) or its WARC files: what was committed is kept, run it again.
+EXIT_FAILED = 1
+#: Seconds a host name's lookup may take (for pacing by address).
+RESOLVE_TIMEOUT = 10.0
+#: Longest --max-time and --min-delay accepted (a week), in seconds.
+MAX_DURATION = 7 * 86400.0
+_DURATION = re.compile(
+    r"(?:(\d+(?:\.\d+)?)d)?(?:(\d+(?:\.\d+)?)h)?(?:(\d+(?:\.\d+)?)m(?:in)?)?"
+    r"(?:(\d+(?:\.\d+)?)s?)?"
+)
+
+
+def parse_duration(text: str) -> float:
+    """``90``, ``90s``, ``5m``, ``1h30m``, ``2d`` -> seconds; raises ValueError."""
+    m = _DURATION.fullmatch(text.strip().lower().replace(" ", ""))
+    if m is None or not any(m.groups()):
+        raise ValueError(f"{text!r} is not a duration (examples: 90, 90s, 5m, 1h30m, 2d)")
+    d, h, mins, secs = (float(g) if g else 0.0 for g in m.groups())
+    return d * 86400 + h * 3600 + mins * 60 + secs
+
+
+def _duration_option(name: str, *, zero: bool) -> Any:
+    def parse(text: str) -> float:
+        try:
+            seconds = parse_duration(text)
+        except ValueError as exc:
+            raise argparse.ArgumentTypeError(str(exc)) from None
+        if seconds > MAX_DURATION or (seconds <= 0 and not zero):
+            low = "0" if zero else "more than 0"
+            raise argparse.ArgumentTypeError(
+                f"{text!r}: expected {low} to {human_duration(MAX_DURATION)}"
+            )
+        return seconds
+
+    parse.__name__ = name
+    return parse
 
 
 def register(commands: Any) -> None:
@@ -69,7 +118,8 @@ def register(commands: Any) -> None:
         "--contact",
         default=DEFAULT_INFO_URL,
         metavar="URL",
-        help="where web site owners read about this bot (in the User-Agent)",
+        help=f"where web site owners read about this bot (in the User-Agent; default "
+        f"{DEFAULT_INFO_URL})",
     )
     crawl.add_argument(
         "--db",
@@ -93,15 +143,54 @@ def register(commands: Any) -> None:
         "(default 90; a killed process's hosts go on elsewhere after it)",
     )
     crawl.add_argument(
-        "--as", dest="role", choices=ROLES, default="indexer", help="virtual agent (activity)"
+        "--as",
+        dest="role",
+        choices=ROLES,
+        default="indexer",
+        help="virtual agent (activity) (default indexer)",
     )
     crawl.add_argument(
-        "--agent", default=DEFAULT_AGENT, metavar="TOKEN", help="product token (geminibot)"
+        "--agent",
+        default=DEFAULT_AGENT,
+        metavar="TOKEN",
+        help=f"product token (default {DEFAULT_AGENT})",
     )
     crawl.add_argument("--strict", action="store_true", help="strict virtual-agent mode")
-    crawl.add_argument("--max-pages", type=int, metavar="N", help="stop after N pages in the db")
     crawl.add_argument(
-        "--max-depth", type=int, default=DEFAULT_MAX_DEPTH, metavar="N", help="link depth bound"
+        "--max-pages",
+        type=int,
+        metavar="N",
+        help="stop once the db holds N pages (default: no limit); run again to go on",
+    )
+    crawl.add_argument(
+        "--max-time",
+        type=_duration_option("duration", zero=False),
+        metavar="DURATION",
+        help="stop after this long (90, 90s, 5m, 1h30m, 2d; default: no limit); run again to go on",
+    )
+    crawl.add_argument(
+        "--min-delay",
+        type=_duration_option("duration", zero=True),
+        default=0.0,
+        metavar="SECONDS",
+        help="wait at least this long between two requests to one host or address, "
+        "whatever a policy says (default 0: a policy's delay, else "
+        f"{DEFAULT_MIN_DELAY:.0f} s or twice the last request's duration)",
+    )
+    crawl.add_argument(
+        "--exclude",
+        action="append",
+        default=[],
+        metavar="PATTERN",
+        help="never fetch URLs matching this shell pattern, e.g. '*/private/*' or "
+        "'gemini://host/logs/*' (repeatable)",
+    )
+    crawl.add_argument(
+        "--max-depth",
+        type=int,
+        default=DEFAULT_MAX_DEPTH,
+        metavar="N",
+        help=f"link depth bound (default {DEFAULT_MAX_DEPTH})",
     )
     crawl.add_argument(
         "--max-host-urls",
@@ -115,7 +204,8 @@ def register(commands: Any) -> None:
         action="append",
         default=[],
         metavar="PATTERN",
-        help="hosts to crawl (shell pattern, repeatable); default: the seeds' hosts only",
+        help="more hosts to crawl (shell pattern, repeatable); the seeds' hosts always are "
+        "(default: the seeds' hosts only)",
     )
     crawl.add_argument(
         "--concurrency",
@@ -148,6 +238,13 @@ def register(commands: Any) -> None:
         "whose revisit interval has passed)",
     )
     crawl.add_argument("--json", action="store_true", help="summary as one JSON object")
+    crawl.epilog = (
+        "Exit status: 0 the crawl ran (or stopped at --max-pages / --max-time); 1 it fetched "
+        "nothing and met errors (hosts unreachable), or its database's disk is full; 2 a usage "
+        "error or an unusable --db / --warc-dir; 130 stopped by Ctrl-C. Every stop is "
+        "resumable: run the same command again. Certificates are pinned in the database on "
+        "first use (per host and port); a changed certificate is refused."
+    )
     crawl.set_defaults(run=run_crawl)
 
     find = commands.add_parser("search", help="search a crawl's index")
@@ -155,29 +252,79 @@ def register(commands: Any) -> None:
     find.add_argument(
         "--db", required=True, metavar="PATH|URL", help="crawl database (file or postgresql://)"
     )
-    find.add_argument("--limit", type=int, default=10, metavar="N", help="results (default 10)")
+    find.add_argument(
+        "--limit", type=int, default=10, metavar="N", help=f"results (1 to {MAX_LIMIT})"
+    )
+    find.add_argument(
+        "--offset",
+        type=int,
+        default=0,
+        metavar="N",
+        help="skip the first N results (the next page: --offset 10)",
+    )
+    find.add_argument(
+        "--host",
+        metavar="PATTERN",
+        help="only pages of hosts matching this shell pattern (example.org, *.example.org)",
+    )
     find.add_argument("--json", action="store_true", help="one JSON object per result")
     find.set_defaults(run=run_search)
 
-    numbers = commands.add_parser("stats", help="what a crawl database holds")
+    numbers = commands.add_parser(
+        "stats",
+        help="what a crawl database holds",
+        description="Counts of what a crawl database holds; with --urls, the URLs themselves "
+        "(filtered by --status and --host), one per line: state, status, URL, reason.",
+    )
     numbers.add_argument(
         "--db", required=True, metavar="PATH|URL", help="crawl database (file or postgresql://)"
     )
-    numbers.add_argument("--json", action="store_true", help="one JSON object")
+    numbers.add_argument(
+        "--urls", action="store_true", help="list the URLs instead of counting them"
+    )
+    numbers.add_argument(
+        "--status",
+        metavar="STATUS",
+        help="with --urls: a state (" + ", ".join(URL_STATES) + "), a status (51, 404) or a "
+        "class of them (5x)",
+    )
+    numbers.add_argument(
+        "--host", metavar="PATTERN", help="with --urls: hosts matching this shell pattern"
+    )
+    numbers.add_argument(
+        "--limit", type=int, metavar="N", help="with --urls: at most N URLs (default: all)"
+    )
+    numbers.add_argument("--json", action="store_true", help="one JSON object (per URL)")
     numbers.set_defaults(run=run_stats)
 
 
 # --- crawl ---
 
 
+def _cannot_write(db: Path, exc: OSError) -> CommandError:
+    """The one line for a --db whose folder cannot be written."""
+    folder = db.parent if str(db.parent) else Path(".")
+    if db.exists():
+        return CommandError(
+            f"{db}: cannot write in {folder} ({exc.strerror}): a crawl writes its database "
+            "and the -wal, -shm and .lock files beside it; geminibot search and stats can "
+            "read it where it is"
+        )
+    if not folder.is_dir():
+        return CommandError(f"{db}: cannot create the database there: no folder {folder}")
+    return CommandError(f"{db}: cannot create the database there: {exc.strerror}")
+
+
 @contextmanager
 def _exclusive(db: Path) -> Iterator[None]:
     """One crawl per database at a time (the lock goes with the process, even on kill -9)."""
+    if db.is_dir():
+        raise CommandError(f"{db}: is a folder; --db names the crawl's database file")
     lock_path = db.with_name(db.name + ".lock")
     try:
         lock = lock_path.open("w")
     except OSError as exc:
-        raise CommandError(f"{db}: cannot create the database there: {exc.strerror}") from None
+        raise _cannot_write(db, exc) from None
     with lock:
         try:
             fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
@@ -224,6 +371,9 @@ def _options(args: argparse.Namespace) -> tuple[list[str], CrawlOptions, Resolve
         max_pages=args.max_pages,
         limits=Limits(max_depth=args.max_depth, max_urls_per_host=args.max_host_urls),
         allow_hosts=tuple(args.allow_host),
+        exclude=tuple(args.exclude),
+        max_time=args.max_time,
+        min_delay=args.min_delay,
         concurrency=args.concurrency,
         test_range=args.test_range,
         max_hosts=args.max_hosts,
@@ -233,34 +383,37 @@ def _options(args: argparse.Namespace) -> tuple[list[str], CrawlOptions, Resolve
     return seeds, options, resolver
 
 
-class Display:
-    """A live status line on a terminal; a log line every LOG_INTERVAL otherwise."""
+def address_of(resolver: Resolver) -> Callable[[str], Awaitable[str]]:
+    """For the crawler: where a host key's requests go, ``address port N`` (the
+    --connect-to rule applied, the name resolved once, bounded by RESOLVE_TIMEOUT), so
+    that hosts on one server are paced as one. A name that does not resolve is its own
+    address (its requests will fail on their own)."""
 
-    def __init__(self, stream: TextIO) -> None:
-        self.stream = stream
-        self.tty = stream.isatty()
-        self._last_log = time.monotonic()
+    async def lookup(host: str) -> str:
+        url = parse_any(host_url(host))
+        address, port = resolver.address(url.host, url.port)
+        if resolver.loopback_only and not is_loopback(address):
+            return f"{address} port {port}"  # refused anyway: no lookup
+        with trio.move_on_after(RESOLVE_TIMEOUT):
+            try:
+                infos = await trio.socket.getaddrinfo(address, port, type=trio.socket.SOCK_STREAM)
+            except OSError:
+                infos = []
+            if infos:
+                address = str(infos[0][4][0])
+        return f"{address} port {port}"
 
-    @staticmethod
-    def line(p: Progress) -> str:
-        return (
-            f"pages {p.pages}  requests {p.requests}  hosts {p.hosts_active}/{p.hosts_seen}  "
-            f"queue {p.queued}  refused {p.refused}  errors {p.errors}  "
-            f"44s {p.slow_downs}  {p.rate:.1f} pages/s"
-        )
+    return lookup
 
-    def __call__(self, p: Progress) -> None:
-        if self.tty:
-            self.stream.write("\r\x1b[K" + self.line(p))
-            self.stream.flush()
-        elif time.monotonic() - self._last_log >= LOG_INTERVAL:
-            self._last_log = time.monotonic()
-            print(f"crawl: {self.line(p)}", file=self.stream, flush=True)
 
-    def end(self) -> None:
-        if self.tty:
-            self.stream.write("\r\x1b[K")
-            self.stream.flush()
+def _warc_archive(args: argparse.Namespace, db: Path, run_id: str) -> WarcArchive:
+    warc_dir = Path(args.warc_dir) if args.warc_dir else db.with_name(db.name + ".warc")
+    if warc_dir.exists() and not warc_dir.is_dir():
+        raise CommandError(f"--warc-dir {warc_dir}: is a file, expected a folder")
+    try:
+        return WarcArchive(warc_dir, run_id, time.time())
+    except OSError as exc:
+        raise CommandError(f"--warc-dir {warc_dir}: cannot write there: {exc.strerror}") from None
 
 
 async def _crawl(crawler: Crawler, web: WebClient) -> tuple[Progress, bool]:
@@ -281,6 +434,38 @@ async def _crawl(crawler: Crawler, web: WebClient) -> tuple[Progress, bool]:
     return progress, interrupted
 
 
+def _environment_error(exc: BaseException) -> BaseException | None:
+    """The database or file-system error that ended a crawl, if that is what did (trio
+    wraps it in exception groups)."""
+    if isinstance(exc, BaseExceptionGroup):
+        for inner in exc.exceptions:
+            found = _environment_error(inner)
+            if found is not None:
+                return found
+        return None
+    return exc if isinstance(exc, sqlite3.Error | OSError) else None
+
+
+def _failure(db: str, exc: BaseException) -> CommandError:
+    """One line for a crawl ended by its environment (see :data:`EXIT_FAILED`)."""
+    full = isinstance(exc, sqlite3.Error) and "full" in str(exc)
+    if isinstance(exc, OSError) and exc.errno == errno.ENOSPC:
+        full = True
+    if full:
+        what = "the disk is full"
+    elif isinstance(exc, sqlite3.Error):
+        what = f"the database could not be written ({exc})"
+    else:
+        assert isinstance(exc, OSError)
+        where = f" {exc.filename}" if exc.filename else ""
+        what = f"cannot write{where} ({exc.strerror or exc})"
+    return CommandError(
+        f"{db}: crawl stopped: {what}; every page committed is kept: make room and run the "
+        "same command to resume",
+        EXIT_FAILED,
+    )
+
+
 def run_crawl(args: argparse.Namespace) -> int:
     seeds, options, resolver = _options(args)
     shared = is_postgres(args.db)
@@ -297,37 +482,71 @@ def run_crawl(args: argparse.Namespace) -> int:
                 conn = connect(db)
             except DatabaseError as exc:
                 raise CommandError(str(exc)) from None
-        display = Display(sys.stderr)
-        web = WebClient(
-            user_agent=user_agent(options.agent, info_url=args.contact),
-            connect_to=resolver,
-            limits=CRAWL_LIMITS,
-        )
-        gemini = GeminiClient(connect_to=resolver, limits=CRAWL_LIMITS)
-        fetch = ProtocolFetcher(gemini=gemini_fetch(gemini), web=web)
-        crawler = Crawler(conn, fetch, options)
+        label = without_password(args.db) if shared else str(db)
         try:
-            crawler.check_settings()
-        except ConfigMismatch as exc:
-            raise CommandError(f"{without_password(args.db) if shared else db}: {exc}") from None
-        archive = None
-        if options.role == "archiver":
-            warc_dir = Path(args.warc_dir) if args.warc_dir else db.with_name(db.name + ".warc")
-            archive = WarcArchive(warc_dir, crawler.lease, time.time())
-            crawler.archive = archive
-        crawler.on_progress = display
-        try:
-            crawler.seed(seeds)
-            progress, interrupted = trio.run(_crawl, crawler, web)
+            return _run(args, db, label, conn, seeds, options, resolver)
+        except (sqlite3.Error, OSError, BaseExceptionGroup) as exc:
+            cause = _environment_error(exc)
+            if cause is None:
+                raise
+            raise _failure(label, cause) from None
         finally:
-            display.end()
-            if archive is not None:
-                archive.close()
-        _summary(
-            args, without_password(args.db) if shared else str(db), progress, interrupted, archive
+            conn.close()
+
+
+def _run(
+    args: argparse.Namespace,
+    db: Path,
+    label: str,
+    conn: Any,
+    seeds: list[str],
+    options: CrawlOptions,
+    resolver: Resolver,
+) -> int:
+    display = Display(sys.stderr)
+    web = WebClient(
+        user_agent=user_agent(options.agent, info_url=args.contact),
+        connect_to=resolver,
+        limits=CRAWL_LIMITS,
+    )
+    crawler = Crawler(conn, ProtocolFetcher(web=web), options, address_of=address_of(resolver))
+    # Certificates pinned in the crawl's database on first use; a changed one is refused.
+    gemini = GeminiClient(
+        connect_to=resolver,
+        limits=CRAWL_LIMITS,
+        known_hosts=StoreKnownHosts(crawler.store, crawler.clock),
+        strict_tofu=True,
+    )
+    crawler.fetch = ProtocolFetcher(gemini=gemini_fetch(gemini), web=web)
+    try:
+        crawler.check_settings()
+    except ConfigMismatch as exc:
+        raise CommandError(f"{label}: {exc}") from None
+    archive = None
+    if options.role == "archiver":
+        archive = crawler.archive = _warc_archive(args, db, crawler.lease)
+    elif args.warc_dir:
+        raise CommandError("--warc-dir is for --as archiver only")
+    crawler.on_progress = display
+    try:
+        crawler.seed(seeds)
+        progress, interrupted = trio.run(_crawl, crawler, web)
+    finally:
+        display.end()
+        if archive is not None:
+            archive.close()
+    _summary(args, label, progress, interrupted, archive)
+    if interrupted:
+        return EXIT_INTERRUPTED
+    if progress.pages == 0 and progress.errors and not progress.limit:
+        # Nothing fetched, and why is an error: say so rather than succeed silently.
+        print(
+            f"geminibot crawl: nothing fetched: {progress.errors} requests failed "
+            f"({progress.last_error or 'see the skipped hosts above'})",
+            file=sys.stderr,
         )
-        conn.close()
-    return EXIT_INTERRUPTED if interrupted else EXIT_OK
+        return EXIT_FAILED
+    return EXIT_OK
 
 
 def _summary(
@@ -342,7 +561,9 @@ def _summary(
         "pages": p.pages,
         "requests": p.requests,
         "refused": p.refused,
+        "excluded": p.excluded,
         "errors": p.errors,
+        "last_error": p.last_error,
         "slow_downs": p.slow_downs,
         "revisits": p.revisits,
         "unchanged": p.unchanged,
@@ -353,6 +574,7 @@ def _summary(
         "seconds": round(p.elapsed, 3),
         "pages_per_second": round(p.rate, 2),
         "interrupted": interrupted,
+        "stopped_at": p.limit,
         "warc": str(archive.path) if archive is not None else None,
     }
     if args.json:
@@ -360,7 +582,7 @@ def _summary(
         return
     out = sys.stdout
     print(
-        f"crawled {p.pages} pages ({p.requests} requests) in {p.elapsed:.1f} s, "
+        f"crawled {p.pages} pages ({p.requests} requests) in {human_duration(p.elapsed)}, "
         f"{p.rate:.1f} pages/s; {p.refused} refused by policy, {p.errors} errors, "
         f"{p.slow_downs} slow-downs obeyed",
         file=out,
@@ -371,14 +593,18 @@ def _summary(
             f"(not re-indexed), {p.gone} gone (51/52, out of the index)",
             file=out,
         )
+    if p.excluded:
+        print(f"excluded by --exclude: {p.excluded} URLs", file=out)
     for host, reason in sorted(p.hosts_skipped.items()):
         print(f"skipped for now: {host}: {reason}", file=out)
     if archive is not None:
         print(f"WARC: {archive.path} ({archive.records} records)", file=out)
     if interrupted:
         print(f"stopped: {p.queued} URLs queued; run the same command to resume", file=out)
+    elif p.limit:
+        print(f"stopped at {p.limit}: {p.queued} URLs queued; run again to go on", file=out)
     elif p.queued:
-        print(f"{p.queued} URLs left in the queue (skipped hosts or --max-pages)", file=out)
+        print(f"{p.queued} URLs left in the queue (hosts skipped for now)", file=out)
     print(f"index: {db}  (geminibot search QUERY --db {db})", file=out)
 
 
@@ -386,12 +612,16 @@ def _summary(
 
 
 def run_search(args: argparse.Namespace) -> int:
+    if not 1 <= args.limit <= MAX_LIMIT:
+        raise CommandError(f"search: --limit must be between 1 and {MAX_LIMIT}")
+    if not 0 <= args.offset <= MAX_OFFSET:
+        raise CommandError(f"search: --offset must be between 0 and {MAX_OFFSET}")
     with reading(args.db) as (conn, search):
         try:
-            results = search(conn, args.query, args.limit)
+            results = search(conn, args.query, args.limit, offset=args.offset, host=args.host)
         except QueryError as exc:
             raise CommandError(f"search: {exc}") from None
-    for n, r in enumerate(results, 1):
+    for n, r in enumerate(results, args.offset + 1):
         if args.json:
             emit_json(r.as_json())
         else:
@@ -402,10 +632,37 @@ def run_search(args: argparse.Namespace) -> int:
 
 
 def run_stats(args: argparse.Namespace) -> int:
+    if not args.urls and (args.status or args.host or args.limit is not None):
+        raise CommandError("stats: --status, --host and --limit go with --urls")
+    if args.limit is not None and args.limit < 1:
+        raise CommandError("stats: --limit must be at least 1")
+    if args.urls:
+        try:
+            status_filter(args.status)
+        except ValueError as exc:
+            raise CommandError(f"stats: {exc}") from None
+        if is_postgres(args.db):
+            raise CommandError("stats: --urls needs an SQLite --db (not yet on postgresql://)")
     with reading(args.db) as (conn, _):
+        if args.urls:
+            return _list_urls(conn, args)
         data = stats(conn)
     if args.json:
         emit_json(data)
     else:
         print(format_stats(data))
     return EXIT_OK
+
+
+def _list_urls(conn: sqlite3.Connection, args: argparse.Namespace) -> int:
+    rows = list_urls(conn, status=args.status, host=args.host, limit=args.limit)
+    for row in rows:
+        if args.json:
+            emit_json(row.as_json())
+        else:
+            status = "-" if row.status is None else str(row.status)
+            reason = f"  {terminal_safe(row.reason)}" if row.reason else ""
+            print(f"{row.state:<8} {status:>3}  {terminal_safe(row.url)}{reason}")
+    if not rows and not args.json:
+        print("no URLs match", file=sys.stderr)
+    return EXIT_OK if rows else EXIT_NEGATIVE

@@ -33,12 +33,13 @@ leases of the requests it interrupts, so a stopped crawl resumes exactly where i
 from __future__ import annotations
 
 import fnmatch
+import math
 import os
 import socket
 import sqlite3
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
 from typing import Protocol
@@ -122,7 +123,10 @@ class CrawlOptions:
     strict: bool = False
     max_pages: int | None = None
     limits: Limits = field(default_factory=Limits)
-    allow_hosts: tuple[str, ...] = ()  # fnmatch patterns; empty: the seeds' hosts
+    allow_hosts: tuple[str, ...] = ()  # fnmatch patterns, beside the seeds' own hosts
+    exclude: tuple[str, ...] = ()  # fnmatch patterns of URLs never fetched (--exclude)
+    max_time: float | None = None  # seconds, then the crawl stops (resumable)
+    min_delay: float = 0.0  # seconds: a floor under every host's delay (--min-delay)
     concurrency: int = DEFAULT_CONCURRENCY
     test_range: bool = False
     follow: tuple[Scheme, ...] = ()  # protocols followed beyond the seeds' own
@@ -146,11 +150,19 @@ class Progress:
     queued: int = 0
     hosts_active: int = 0
     hosts_seen: int = 0
+    excluded: int = 0
+    last_error: str | None = None  # the last request's error, for the closing line
     hosts_skipped: dict[str, str] = field(default_factory=dict)
     elapsed: float = 0.0
+    in_flight: int = 0
+    #: What the crawl waits for when nothing is in flight: (host, seconds until its turn).
+    next_request: tuple[str, float] | None = None
+    #: Why the crawl ended before its queue was empty ("--max-pages", "--max-time"), if so.
+    limit: str | None = None
 
     @property
     def rate(self) -> float:
+        """Pages per second over the whole run (the display shows a recent window)."""
         return self.pages / self.elapsed if self.elapsed > 0 else 0.0
 
 
@@ -169,8 +181,13 @@ class Crawler:
         on_progress: Callable[[Progress], None] | None = None,
         wall_clock: Callable[[], float] = time.time,
         clock: Clock | None = None,
+        address_of: Callable[[str], Awaitable[str]] | None = None,
     ) -> None:
         self.fetch = fetch
+        #: Where a host key's requests go (``address:port``): hosts that share one are
+        #: paced as one as well (see :mod:`geminibot.crawl.scheduler`). By default each
+        #: host is its own address.
+        self.address_of = address_of if address_of is not None else _own_address
         self.options = options
         self.archive = archive
         self.on_progress = on_progress
@@ -181,7 +198,9 @@ class Crawler:
             if isinstance(conn, sqlite3.Connection)
             else conn
         )
-        self.scheduler = Scheduler(self._clock, test_range=options.test_range)
+        self.scheduler = Scheduler(
+            self._clock, test_range=options.test_range, min_delay=options.min_delay
+        )
         self.policy_files = PolicyFiles(self.store, self.clock, self._request, self._slowed)
         # Names this process to the others sharing the store (which machine holds a host).
         self.lease = f"{uuid.uuid4().hex}@{socket.gethostname()}:{os.getpid()}"
@@ -195,6 +214,7 @@ class Crawler:
             __version__,
         )
         self._patterns = tuple(p.lower() for p in options.allow_hosts)
+        self._seed_hosts: set[str] = set()  # host names of the seeds, always allowed
         self._host_allowed: dict[str, bool] = {}  # host -> whether a pattern matches it
         self._protocols: set[Scheme] = set(options.follow)
         self._asks: dict[str, AskLedger] = {}
@@ -203,6 +223,9 @@ class Crawler:
         self._wake = trio.Event()
         self._stopping = False
         self._reserved = 0
+        self._queued = 0  # URLs queued, kept up to date in memory for the display
+        self._in_flight = 0
+        self._addressed: set[str] = set()  # hosts whose address the scheduler knows
         self._pages_before = 0
         self._limiter: trio.CapacityLimiter | None = None
         self._cancel: trio.CancelScope | None = None
@@ -236,31 +259,33 @@ class Crawler:
             )
 
     def seed(self, urls: list[str]) -> dict[str, str]:
-        """Queue the seeds (known ones stay as they are); without --allow-host patterns,
-        the seeds' hosts are the crawl's hosts."""
-        valid = []
+        """Queue the seeds (known ones stay as they are). The seeds' hosts are always the
+        crawl's hosts; --allow-host patterns add others."""
         for url in urls:
             try:
-                valid.append(host_key(url))
+                self._seed_hosts.add(host_name(host_key(url)))
                 self._protocols.add(protocol_of(url))
             except ValueError:
                 pass
-        if not self._patterns:
-            self._patterns = tuple(sorted({host_name(key) for key in valid}))
-            self._host_allowed.clear()
-        return self.store.seed(urls)
+        self._host_allowed.clear()
+        return self.store.seed([u for u in urls if self.excluded_by(u) is None])
 
     def host_allowed(self, host: str) -> bool:
-        """Whether a host key matches an --allow-host pattern (by key, or by host name
-        alone, so a pattern covers the Gemini and web sides of a host)."""
+        """Whether a host key is a seed's host (compared as it is: ``[::1]:1971`` is no
+        pattern) or matches an --allow-host pattern (by key, or by host name alone, so a
+        pattern covers the Gemini and web sides of a host)."""
         known = self._host_allowed.get(host)
         if known is None:
             key = host.lower()
             name = host_name(key)
-            known = self._host_allowed[host] = any(
+            known = self._host_allowed[host] = name in self._seed_hosts or any(
                 fnmatch.fnmatchcase(key, p) or fnmatch.fnmatchcase(name, p) for p in self._patterns
             )
         return known
+
+    def excluded_by(self, url: str) -> str | None:
+        """The first --exclude pattern that matches ``url``, if any."""
+        return next((p for p in self.options.exclude if fnmatch.fnmatchcase(url, p)), None)
 
     # --- the run ---
 
@@ -275,21 +300,30 @@ class Crawler:
         self.progress.revisits = self.store.revisit(now, self.options.refresh)
         self.scheduler.restore(self.store.host_states(), self.store.hosts_with_work())
         self._pages_before = self.store.count_pages()
+        self._queued = self.store.queued()
         self._limiter = trio.CapacityLimiter(max(1, self.options.concurrency))
-        async with trio.open_nursery() as nursery:
-            self._cancel = nursery.cancel_scope
-            if self.on_progress is not None:
-                nursery.start_soon(self._report_progress, self.on_progress)
-            while not self._stopping:
-                self._spawn(nursery)
-                if not self._running:
-                    if not await self._await_held_work():
-                        break
-                    continue
-                self._wake = trio.Event()
-                await self._wake.wait()
-            nursery.cancel_scope.cancel()
+        max_time = self.options.max_time
+        with trio.move_on_after(math.inf if max_time is None else max_time) as timer:
+            async with trio.open_nursery() as nursery:
+                self._cancel = nursery.cancel_scope
+                if self.on_progress is not None:
+                    nursery.start_soon(self._report_progress, self.on_progress)
+                while not self._stopping:
+                    self._spawn(nursery)
+                    if not self._running:
+                        if not await self._await_held_work():
+                            break
+                        continue
+                    self._wake = trio.Event()
+                    await self._wake.wait()
+                nursery.cancel_scope.cancel()
+        if timer.cancelled_caught:
+            self.progress.limit = "--max-time"
+        elif self.progress.limit is None and self._limit_met() and not self._stopping:
+            self.progress.limit = "--max-pages"
         self._update_progress()
+        self.progress.queued = self.store.queued()
+        self.progress.hosts_seen = self.store.count_hosts()
         return self.progress
 
     async def _await_held_work(self) -> bool:
@@ -316,8 +350,15 @@ class Crawler:
             self._cancel.cancel()
 
     def _spawn(self, nursery: trio.Nursery) -> None:
-        if self._limit_reached():
+        if self._limit_met():
+            # A limit met ends the crawl: no policy file fetch, no 44 sat out for a page
+            # that will not be fetched (the requests in flight go back to the queue).
+            self.progress.limit = "--max-pages"
+            if self._cancel is not None:
+                self._cancel.cancel()
             return
+        if self._limit_reached():
+            return  # the pages in flight may meet it: start nothing more
         cap = self.options.max_hosts
         if self._capped and cap is not None and len(self._running) < cap:
             self._capped = False  # room again: the hosts left out (or another's, now free)
@@ -332,7 +373,13 @@ class Crawler:
             self._running.add(host)
             nursery.start_soon(self._worker, host)
 
+    def _limit_met(self) -> bool:
+        """The db holds --max-pages pages."""
+        limit = self.options.max_pages
+        return limit is not None and self._pages_before + self.progress.pages >= limit
+
     def _limit_reached(self) -> bool:
+        """... or will once the page requests in flight are done."""
         limit = self.options.max_pages
         if limit is None:
             return False
@@ -345,12 +392,17 @@ class Crawler:
             await trio.sleep(PROGRESS_INTERVAL)
 
     def _update_progress(self) -> None:
+        """Gauges from counters kept in memory (no query of the store per repaint)."""
         p = self.progress
         p.elapsed = self.clock() - self._wall0
-        p.queued = self.store.queued()
+        p.queued = self._queued
         p.hosts_active = len(self._running)
-        p.hosts_seen = self.store.count_hosts()
+        p.hosts_seen = self.scheduler.hosts_with_work()
         p.hosts_skipped = dict(self._skipped)
+        p.in_flight = self._in_flight
+        waiting = self.scheduler.next_turn()
+        now = self.clock()
+        p.next_request = None if waiting is None else (waiting[0], max(0.0, waiting[1] - now))
 
     def _slowed(self) -> None:
         self.progress.slow_downs += 1
@@ -371,27 +423,31 @@ class Crawler:
         if lease.state is not None:  # the pace goes on from where its last holder left it
             self.scheduler.restore({host: lease.state}, ())
         try:
-            policy = await self.policy_files.site_policy(host)
-            if isinstance(policy, Skip):
-                self._skip(host, policy.reason or self.scheduler.skipped(host) or "skipped")
-                return
+            if host not in self._addressed:  # hosts on one address are paced as one
+                self._addressed.add(host)
+                self.scheduler.set_address(host, await self.address_of(host))
+            policy: SitePolicy | None = None
             while not self._stopping and not self._limit_reached():
-                if self.policy_files.expired(host):  # at most a day old (RFC 9309 2.4)
-                    policy = await self.policy_files.site_policy(host)
-                    if isinstance(policy, Skip):
-                        reason = policy.reason or self.scheduler.skipped(host) or "skipped"
-                        self._skip(host, reason)
-                        return
+                policy = await self._current_policy(host, policy)
+                if policy is None:
+                    return
                 claim = self.store.claim(host, self.lease)
                 if claim is None:
                     self.scheduler.drop_work(host)
                     return
+                self._queued -= 1
                 done = False
                 try:
                     done = await self._visit(claim, policy)
+                except Exception:
+                    # The URL stays leased: the next run's recovery counts this as an
+                    # attempt cut short, and gives the URL up after MAX_URL_ATTEMPTS.
+                    done = True
+                    raise
                 finally:
                     if not done:
                         self.store.release(claim.url)
+                        self._queued += 1
                 skipped = self.scheduler.skipped(host)
                 if skipped:
                     self._skip(host, skipped)
@@ -400,6 +456,18 @@ class Crawler:
             self.store.release_host(host, self.lease)
             self._running.discard(host)
             self._wake.set()
+
+    async def _current_policy(self, host: str, policy: SitePolicy | None) -> SitePolicy | None:
+        """``policy``, or the host's policy read from its files when there is none yet or
+        one of the files it rests on has expired (RFC 9309 2.4: a cached copy is used for
+        at most 24 hours, also within one long run); None: the host is skipped."""
+        if policy is not None and not self.policy_files.expired(host):
+            return policy
+        read = await self.policy_files.site_policy(host)
+        if isinstance(read, Skip):
+            self._skip(host, read.reason or self.scheduler.skipped(host) or "skipped")
+            return None
+        return read
 
     async def _request(
         self,
@@ -421,16 +489,37 @@ class Crawler:
             answer = policy.delay(self.bot, self._at(), last_duration, url)
             self.scheduler.set_pace(host, answer.seconds if answer.file else None)
         while True:
+            # Wait for the host's own turn first, then for its address (another host on
+            # the same server may hold it), and check the turn again once it is ours.
             if not await self.scheduler.wait_turn(host):
                 return None
             lease = self.store.lease_host(host, self.lease)  # renewed before each request
             if lease is None:
                 return None
-            if lease.state is None:
-                break
-            self.scheduler.restore({host: lease.state}, ())
+            if lease.state is not None:  # another process requested it since: its pace
+                self.scheduler.restore({host: lease.state}, ())
+                continue
+            async with self.scheduler.address_turn(host):
+                turn = self.scheduler.turn_now(host)
+                if turn is None:
+                    return None
+                if turn:
+                    return await self._send(host, url, policy, adapter, method, headers)
+
+    async def _send(
+        self,
+        host: str,
+        url: str,
+        policy: SitePolicy | None,
+        adapter: Adapter,
+        method: str,
+        headers: tuple[tuple[str, str], ...],
+    ) -> Sent | None:
+        """:meth:`_request` once it is the host's turn and its address is ours."""
+        assert self._limiter is not None
         async with self._limiter:
             self.scheduler.start(host)
+            self._in_flight += 1
             started = self.clock()
             response: Response | None = None
             try:
@@ -440,6 +529,7 @@ class Crawler:
             except Exception as exc:  # a fetcher should not raise; count it as a failure
                 response = Response(None, error=f"{type(exc).__name__}: {exc}")
             finally:
+                self._in_flight -= 1
                 duration = max(0.0, self.clock() - started)
                 status, meta = (None, "") if response is None else (response.status, response.meta)
                 state = self.scheduler.finish(
@@ -448,6 +538,7 @@ class Crawler:
         self.progress.requests += 1
         if response.status is None or response.cut:
             self.progress.errors += 1
+            self.progress.last_error = f"{url}: {response.error}"
         record = FetchRecord(
             url, host, response.status, response.meta, response.error, started, duration, state
         )
@@ -502,10 +593,15 @@ class Crawler:
 
     async def _visit(self, claim: Claim, policy: SitePolicy) -> bool:
         """Decide, fetch and commit one URL; True when its row is closed (not leased)."""
+        pattern = self.excluded_by(claim.url)
+        if pattern is not None:  # queued by an earlier run without this --exclude
+            why = f"excluded by --exclude {pattern}"
+            self.store.refused(DecisionRecord(claim.url, claim.host, False, why, self.clock()))
+            self.progress.excluded += 1
+            return True
         decision = await self._decide(claim, policy)
         if decision is None:
-            self.store.release(claim.url)
-            return True
+            return False
         if not decision.allowed:
             asks = self._asks[claim.host]
             opens = policy.next_allowed(claim.url, self.bot, self._at(), asks)
@@ -532,21 +628,22 @@ class Crawler:
         if adapter.slows_down(sent.response.status):
             self._slowed()
             self.store.slowed_down(sent.record)
+            self._queued += 1
             return True
         if sent.response.status is None or sent.response.cut:
-            self._failed(claim, decision, sent)
+            self._failed(claim, decision, sent.record)
             return True
         self._index(claim, decision, sent, policy, adapter)
         return True
 
-    def _failed(self, claim: Claim, decision: FetchDecision, sent: Sent) -> None:
-        """Record a failed request; retried with back-off, a bounded number of times."""
+    def _failed(self, claim: Claim, decision: FetchDecision, record: FetchRecord) -> None:
+        """Record a failed request; retried with back-off, a bounded number of times (the
+        claim counted this attempt: see :mod:`geminibot.crawl.frontier`)."""
         previous = self.store.previous(claim.url)
-        attempts = (previous.attempts if previous else 0) + 1
-        delay = retry_delay(attempts)
+        delay = retry_delay(previous.attempts if previous else 1)
         retry = None if delay is None else self.clock() + delay
-        revisit = Revisit(retry, previous.interval if previous else None, attempts)
-        self.store.failed(self._decision(claim, decision), sent.record, revisit)
+        revisit = Revisit(retry, previous.interval if previous else None)
+        self.store.failed(self._decision(claim, decision), record, revisit)
 
     def _index(
         self,
@@ -558,7 +655,13 @@ class Crawler:
     ) -> None:
         """Extract, de-duplicate, archive and commit a fetched page and its links."""
         response, fetched_at = sent.response, sent.record.started
-        extracted = adapter.extract(claim.url, claim.host, response, fetched_at)
+        try:
+            extracted = adapter.extract(claim.url, claim.host, response, fetched_at)
+        except Exception as exc:  # a hostile page must not stop the crawl (issue 13.13)
+            error = f"cannot read the page: {type(exc).__name__}: {exc}"
+            self._failed(claim, decision, replace(sent.record, error=error))
+            self.progress.errors += 1
+            return
         page, links = extracted.page, extracted.links
         previous = self.store.previous(claim.url)
         original = demote = None
@@ -602,8 +705,10 @@ class Crawler:
         self.progress.pages += 1
         self.progress.unchanged += unchanged
         self.progress.gone += gone
+        self._queued += sum(woken.values())
         if woken:
             self.scheduler.add_work(woken)
+        if woken or self._limit_met():
             self._wake.set()
 
     def _followed(self, links: tuple[str, ...], claim: Claim) -> list[tuple[str, int, str]]:
@@ -615,9 +720,13 @@ class Crawler:
                 followed = protocol_of(raw) in self._protocols
             except ValueError:
                 continue  # neither gemini:// nor http(s)://, or a broken URL
-            if followed and self.host_allowed(target_host):
+            if followed and self.host_allowed(target_host) and self.excluded_by(link) is None:
                 out.append((link, claim.depth + 1, claim.url))
         return out
+
+
+async def _own_address(host: str) -> str:
+    return host
 
 
 #: robots2.txt ``store`` values under which no content may be persisted.

@@ -32,7 +32,7 @@ def open_pg_store(db: str, limits: Limits, lease_seconds: float | None) -> Any:
 
 
 @contextmanager
-def reading(db: str) -> Iterator[tuple[Any, Callable[[Any, str, int], list[SearchResult]]]]:
+def reading(db: str) -> Iterator[tuple[Any, Callable[..., list[SearchResult]]]]:
     """An existing crawl database to read: (connection, its search function); the same
     statistics SQL runs on both connections."""
     if is_postgres(db):
@@ -55,7 +55,9 @@ def reading(db: str) -> Iterator[tuple[Any, Callable[[Any, str, int], list[Searc
         conn.close()
 
 
-def _pg_search(conn: Any, query: str, limit: int) -> list[SearchResult]:
+def _pg_search(
+    conn: Any, query: str, limit: int, *, offset: int = 0, host: str | None = None
+) -> list[SearchResult]:
     from geminibot.index import pg
 
-    return pg.search(conn, query, limit)
+    return pg.search(conn, query, limit, offset=offset, host=host)

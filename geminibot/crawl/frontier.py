@@ -15,6 +15,15 @@ once at start, puts them back to ``queued``; nothing else needs repair because e
 change is a committed transaction. A URL whose request was on the wire when the process
 died is fetched again (at most once per kill): a server cannot be part of our transaction.
 
+Attempts (column ``attempts``): the requests at a URL since it last got an answer. A claim
+counts one attempt, a release gives it back, an answer (``done``, ``refused``, ``gone``)
+sets it back to 0; a failed request keeps its attempt (the retry back-off of
+:mod:`geminibot.crawl.freshness` is computed from it), and so does a claim that ended
+neither way (the process died, or the URL's processing raised, while holding it). A URL
+left leased with :data:`MAX_URL_ATTEMPTS` attempts is recorded ``failed`` (and not retried)
+by :meth:`Frontier.recover` instead of being queued again, so one hostile page cannot stop
+every resume of a crawl.
+
 Trap bounds (named, documented, tested at their edges) stop link mazes and calendars:
 :data:`MAX_URL_LENGTH`, :data:`MAX_QUERIES_PER_PATH`, :data:`DEFAULT_MAX_DEPTH`,
 :data:`MAX_URLS_PER_HOST`.
@@ -43,6 +52,9 @@ MAX_URLS_PER_HOST = 500
 #: How the per-host cap's trap reason ends (a trapped URL with it is queued once the host
 #: has room again).
 CAP_REASON = " URLs on the host"
+#: Attempts at one URL cut short (by a crash, or an error while processing it) before the
+#: URL is given up and recorded failed.
+MAX_URL_ATTEMPTS = 3
 
 
 @dataclass(frozen=True)
@@ -149,16 +161,19 @@ class Frontier:
         return row is None or int(row[0]) < self.limits.max_urls_per_host
 
     def finish(self, url: str, state: str, reason: str | None = None) -> None:
-        """Close a leased URL as done/refused/failed; call inside a transaction."""
+        """Close a leased URL as done/refused/failed/gone; call inside a transaction. Only
+        a failure keeps the URL's attempts counted."""
         self.conn.execute(
-            "UPDATE urls SET state = ?, reason = ?, lease = NULL, updated_at = ? WHERE url = ?",
-            (state, reason, self.clock(), url),
+            "UPDATE urls SET state = ?, reason = ?, lease = NULL, updated_at = ?,"
+            " attempts = CASE WHEN ? THEN attempts ELSE 0 END WHERE url = ?",
+            (state, reason, self.clock(), state == "failed", url),
         )
 
     def release(self, url: str) -> None:
         """Give a leased URL back to the queue (44 SLOW DOWN, host skipped, interrupted)."""
         self.conn.execute(
-            "UPDATE urls SET state = 'queued', lease = NULL WHERE url = ? AND state = 'leased'",
+            "UPDATE urls SET state = 'queued', lease = NULL, attempts = max(attempts - 1, 0)"
+            " WHERE url = ? AND state = 'leased'",
             (url,),
         )
 
@@ -170,8 +185,16 @@ class Frontier:
             return {url: self.add(url, 0) for url in urls}
 
     def recover(self) -> int:
-        """Return leases left by a killed run to the queue; returns how many."""
+        """Return leases left by a killed run to the queue, except those of URLs whose
+        attempts were cut short :data:`MAX_URL_ATTEMPTS` times (recorded failed); returns
+        how many went back to the queue."""
         with transaction(self.conn):
+            self.conn.execute(
+                "UPDATE urls SET state = 'failed', lease = NULL, updated_at = ?, next_visit = NULL,"
+                " reason = 'given up: ' || attempts || ' attempts ended abnormally'"
+                " WHERE state = 'leased' AND attempts >= ?",
+                (self.clock(), MAX_URL_ATTEMPTS),
+            )
             cur = self.conn.execute(
                 "UPDATE urls SET state = 'queued', lease = NULL WHERE state = 'leased'"
             )
@@ -188,7 +211,8 @@ class Frontier:
             if row is None:
                 return None
             self.conn.execute(
-                "UPDATE urls SET state = 'leased', lease = ?, updated_at = ? WHERE url = ?",
+                "UPDATE urls SET state = 'leased', lease = ?, updated_at = ?,"
+                " attempts = attempts + 1 WHERE url = ?",
                 (lease, self.clock(), row[0]),
             )
         return Claim(url=row[0], host=host, depth=int(row[1]))

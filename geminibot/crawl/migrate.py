@@ -35,9 +35,10 @@ _TABLES: tuple[tuple[str, str, str], ...] = (
     (
         "urls",
         "SELECT id, url, host, path, has_query != 0, depth, parent,"
-        " CASE state WHEN 'leased' THEN 'queued' ELSE state END, reason, NULL, updated_at"
-        " FROM urls ORDER BY id",
-        "id, url, host, path, has_query, depth, parent, state, reason, lease, updated_at",
+        " CASE state WHEN 'leased' THEN 'queued' ELSE state END, reason, NULL, updated_at,"
+        " attempts, next_visit, revisit_interval FROM urls ORDER BY id",
+        "id, url, host, path, has_query, depth, parent, state, reason, lease, updated_at, attempts,"
+        " next_visit, revisit_interval",
     ),
     (
         "robots",
@@ -62,6 +63,11 @@ _TABLES: tuple[tuple[str, str, str], ...] = (
         " LEFT JOIN pages_fts f ON f.rowid = p.id ORDER BY p.id",
         "id, url, host, status, meta, mime, lang, size, content_hash, fetched_at, title,"
         " duplicate_of, redirect_to, text_indexed, headings, body",
+    ),
+    (
+        "pins",
+        "SELECT host, port, fingerprint, first_seen FROM pins",
+        "host, port, fingerprint, first_seen",
     ),
     (
         "links",

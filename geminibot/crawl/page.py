@@ -78,6 +78,11 @@ def extract(
     if not mime.is_gemtext:
         first = next((line.strip() for line in text.splitlines() if line.strip()), "")
         return Extracted(replace(base, title=first[:MAX_TITLE_LENGTH], text=text), ())
+    return _gemtext_page(base, mime, text, url)
+
+
+def _gemtext_page(base: Page, mime: MimeType, text: str, url: str) -> Extracted:
+    """A text/gemini page: title, headings, text and links."""
     # One line at a time, links resolved only up to the cap: a page of a million links
     # costs its text, not a million objects (issue 13, item 19).
     title: str | None = None
@@ -144,25 +149,33 @@ def extract_web(
     base = replace(base, mime=mime.essence)
     header_noindex, header_nofollow = robots_directives(robots_tag)
     if mime.essence in HTML_TYPES:
-        if "charset" not in mime.params:
-            sniffed = sniff_charset(body)
-            if sniffed:
-                mime = MimeType(mime.essence, MappingProxyType({"charset": sniffed}))
-        doc = parse_html(decode_text(body, mime), url)
-        if header_noindex or doc.noindex:
-            return Extracted(base, ())
-        links = () if header_nofollow or doc.nofollow else doc.links[:MAX_LINKS_PER_PAGE]
-        page = replace(
-            base,
-            lang=doc.lang,
-            title=doc.title[:MAX_TITLE_LENGTH],
-            headings=doc.headings,
-            text=doc.text,
-            links=tuple(Link(link.url, link.label) for link in links),
-        )
-        return Extracted(page, tuple(link.url for link in links))
+        return _html_page(base, mime, body, url, header_noindex, header_nofollow)
     if not mime.essence.startswith("text/") or header_noindex:
         return Extracted(base, ())
     text = decode_text(body, mime)
     first = next((line.strip() for line in text.splitlines() if line.strip()), "")
     return Extracted(replace(base, title=first[:MAX_TITLE_LENGTH], text=text), ())
+
+
+def _html_page(
+    base: Page, mime: MimeType, body: bytes, url: str, noindex: bool, nofollow: bool
+) -> Extracted:
+    """An HTML page (charset sniffed if the header gives none); ``noindex`` and
+    ``nofollow`` are the X-Robots-Tag's, the page's own meta robots are added."""
+    if "charset" not in mime.params:
+        sniffed = sniff_charset(body)
+        if sniffed:
+            mime = MimeType(mime.essence, MappingProxyType({"charset": sniffed}))
+    doc = parse_html(decode_text(body, mime), url)
+    if noindex or doc.noindex:
+        return Extracted(base, ())
+    links = () if nofollow or doc.nofollow else doc.links[:MAX_LINKS_PER_PAGE]
+    page = replace(
+        base,
+        lang=doc.lang,
+        title=doc.title[:MAX_TITLE_LENGTH],
+        headings=doc.headings,
+        text=doc.text,
+        links=tuple(Link(link.url, link.label) for link in links),
+    )
+    return Extracted(page, tuple(link.url for link in links))

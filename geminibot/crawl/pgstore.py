@@ -34,8 +34,8 @@ import psycopg
 from psycopg_pool import ConnectionPool
 
 from geminibot.crawl.freshness import Visit
-from geminibot.crawl.frontier import Claim, Limits, trap_reason
-from geminibot.crawl.schemes import host_key, parse_any
+from geminibot.crawl.frontier import MAX_URL_ATTEMPTS, Claim, Limits, trap_reason
+from geminibot.crawl.schemes import host_key, normalise, parse_any
 from geminibot.crawl.store import (
     CachedFile,
     DecisionRecord,
@@ -47,7 +47,6 @@ from geminibot.crawl.store import (
 )
 from geminibot.index import pg
 from geminibot.index.db import DatabaseError
-from geminibot.policy import FetchOutcome
 
 #: Seconds a host lease lasts unless renewed: longer than a request may take (the clients'
 #: 60-second total timeout), since it is renewed just before each request.
@@ -106,14 +105,28 @@ class PgStore:
 
     def recover(self) -> int:
         """Queue again the URLs left leased by processes whose host leases have expired
-        (a live process's claims stay theirs)."""
+        (a live process's claims stay theirs), except those whose attempts were cut short
+        :data:`~geminibot.crawl.frontier.MAX_URL_ATTEMPTS` times: recorded failed."""
+        orphaned = (
+            "state = 'leased' AND NOT EXISTS (SELECT 1 FROM host_leases l WHERE l.host = u.host"
+            f" AND l.holder IS NOT NULL AND l.lease_until > {NOW})"
+        )
         with self._tx() as conn:
-            cur = conn.execute(
-                "UPDATE urls u SET state = 'queued', lease = NULL WHERE state = 'leased'"
-                " AND NOT EXISTS (SELECT 1 FROM host_leases l WHERE l.host = u.host"
-                f" AND l.holder IS NOT NULL AND l.lease_until > {NOW})"
-            )
+            self._give_up(conn, f"{orphaned} AND u.attempts >= %(max)s", {})
+            cur = conn.execute(f"UPDATE urls u SET state = 'queued', lease = NULL WHERE {orphaned}")
             return int(cur.rowcount)
+
+    def _give_up(
+        self, conn: psycopg.Connection[Any], where: str, params: dict[str, object]
+    ) -> None:
+        """Record failed the leased URLs matching ``where`` (on ``urls u``) whose attempts
+        reached :data:`~geminibot.crawl.frontier.MAX_URL_ATTEMPTS`."""
+        conn.execute(
+            "UPDATE urls u SET state = 'failed', lease = NULL, updated_at = %(now)s,"
+            " next_visit = NULL, reason = 'given up: ' || attempts || ' attempts ended abnormally'"
+            f" WHERE {where}",
+            {**params, "now": self.clock(), "max": MAX_URL_ATTEMPTS},
+        )
 
     def host_states(self) -> dict[str, HostState]:
         with self._tx() as conn:
@@ -167,11 +180,10 @@ class PgStore:
                 return Lease(None)
             # Taken over (free, or its holder stopped renewing): its claims go back to the
             # queue, and the pace goes on from the state the last holder committed.
-            conn.execute(
-                "UPDATE urls SET state = 'queued', lease = NULL"
-                " WHERE host = %s AND state = 'leased' AND lease IS DISTINCT FROM %s",
-                (host, lease),
-            )
+            others = "u.host = %(host)s AND u.state = 'leased' AND u.lease IS DISTINCT FROM %(me)s"
+            mine: dict[str, object] = {"host": host, "me": lease}
+            self._give_up(conn, f"{others} AND u.attempts >= %(max)s", mine)
+            conn.execute(f"UPDATE urls u SET state = 'queued', lease = NULL WHERE {others}", mine)
             state = conn.execute(
                 "SELECT last_fetch_at, coalesce(last_duration, 0), not_before, slow_downs"
                 " FROM hosts WHERE host = %s",
@@ -205,8 +217,12 @@ class PgStore:
     # -- the frontier --
 
     def seed(self, urls: list[str]) -> dict[str, str]:
+        """As :meth:`Frontier.seed`: each URL normalised before the frontier; what happened
+        to each, by the URL as given."""
+        named = {url: normalise(url) for url in urls}
         with self._tx() as conn:
-            return self._add(conn, [(url, 0, None) for url in urls])
+            added = self._add(conn, [(url, 0, None) for url in named.values()])
+        return {url: added[name] for url, name in named.items()}
 
     def _add(
         self, conn: psycopg.Connection[Any], links: Iterable[tuple[str, int, str | None]]
@@ -271,6 +287,16 @@ class PgStore:
             " ON CONFLICT (url) DO NOTHING RETURNING url, host, state, reason",
             (now, *(list(column) for column in zip(*rows, strict=True))),
         ).fetchall()
+        self._count_queued(conn, inserted, result)
+        for url in new:
+            result.setdefault(url, "known")  # another process inserted it meanwhile
+        return result
+
+    def _count_queued(
+        self, conn: psycopg.Connection[Any], inserted: list[Any], result: dict[str, str]
+    ) -> None:
+        """Note in ``result`` what became of each inserted URL; count the queued ones in
+        their hosts' totals."""
         added: Counter[str] = Counter()
         for url, host, state, reason in inserted:
             if state == "queued":
@@ -278,14 +304,11 @@ class PgStore:
                 result[url] = "queued"
             else:
                 result[url] = f"trapped: {reason}"
-        for url in new:
-            result.setdefault(url, "known")  # another process inserted it meanwhile
         for host in sorted(added):
             conn.execute(
                 "UPDATE hosts SET urls_total = urls_total + %s WHERE host = %s",
                 (added[host], host),
             )
-        return result
 
     def claim(self, host: str, lease: str) -> Claim | None:
         now = self.clock()
@@ -305,7 +328,8 @@ class PgStore:
             if row is None:
                 return None
             conn.execute(
-                "UPDATE urls SET state = 'leased', lease = %s, updated_at = %s WHERE url = %s",
+                "UPDATE urls SET state = 'leased', lease = %s, updated_at = %s,"
+                " attempts = attempts + 1 WHERE url = %s",
                 (lease, now, row[0]),
             )
         return Claim(url=str(row[0]), host=host, depth=int(row[1]))
@@ -316,7 +340,8 @@ class PgStore:
 
     def _release(self, conn: psycopg.Connection[Any], url: str) -> None:
         conn.execute(
-            "UPDATE urls SET state = 'queued', lease = NULL WHERE url = %s AND state = 'leased'",
+            "UPDATE urls SET state = 'queued', lease = NULL,"
+            " attempts = greatest(attempts - 1, 0) WHERE url = %s AND state = 'leased'",
             (url,),
         )
 
@@ -348,10 +373,7 @@ class PgStore:
             ).fetchone()
         if row is None or row[5] <= now:
             return None
-        kind, reason, status, body, fetched_at, expires_at = row
-        outcome = FetchOutcome(kind, reason, None, expires_at - fetched_at)
-        body = None if body is None else bytes(body)
-        return CachedFile(host, name, outcome, status, body, fetched_at, expires_at)
+        return CachedFile.from_row(host, name, row)
 
     def save_policy_file(self, file: CachedFile, fetch: FetchRecord) -> None:
         with self._tx() as conn:
@@ -362,21 +384,28 @@ class PgStore:
                 " ON CONFLICT (host, name) DO UPDATE SET fetched_at = excluded.fetched_at,"
                 " expires_at = excluded.expires_at, outcome = excluded.outcome,"
                 " reason = excluded.reason, status = excluded.status, body = excluded.body",
-                (
-                    file.host,
-                    file.name,
-                    file.fetched_at,
-                    file.expires_at,
-                    file.outcome.kind,
-                    file.outcome.reason,
-                    file.status,
-                    file.body,
-                ),
+                file.row(),
             )
 
     def log_fetch(self, fetch: FetchRecord) -> None:
         with self._tx() as conn:
             self._log_fetch(conn, fetch)
+
+    def pin(self, host: str, port: int) -> str | None:
+        with self._tx() as conn:
+            row = conn.execute(
+                "SELECT fingerprint FROM pins WHERE host = %s AND port = %s", (host, port)
+            ).fetchone()
+        return None if row is None else str(row[0])
+
+    def set_pin(self, host: str, port: int, fingerprint: str, now: float) -> None:
+        with self._tx() as conn:
+            conn.execute(
+                "INSERT INTO pins (host, port, fingerprint, first_seen) VALUES (%s, %s, %s, %s)"
+                " ON CONFLICT (host, port) DO UPDATE SET fingerprint = excluded.fingerprint,"
+                " first_seen = excluded.first_seen",
+                (host, port, fingerprint, now),
+            )
 
     def _log_fetch(self, conn: psycopg.Connection[Any], f: FetchRecord) -> None:
         conn.execute(
@@ -400,9 +429,11 @@ class PgStore:
     def _finish(
         self, conn: psycopg.Connection[Any], url: str, state: str, reason: str | None = None
     ) -> None:
+        """As :meth:`Frontier.finish`: only a failure keeps the URL's attempts counted."""
         conn.execute(
-            "UPDATE urls SET state = %s, reason = %s, lease = NULL, updated_at = %s WHERE url = %s",
-            (state, reason, self.clock(), url),
+            "UPDATE urls SET state = %s, reason = %s, lease = NULL, updated_at = %s,"
+            " attempts = CASE WHEN %s THEN attempts ELSE 0 END WHERE url = %s",
+            (state, reason, self.clock(), state == "failed", url),
         )
 
     # -- closing a claimed URL --
@@ -436,10 +467,10 @@ class PgStore:
             ).fetchone()
         return None if row is None else str(row[0])
 
-    def fetched(self, fetched: FetchedPage) -> set[str]:
+    def fetched(self, fetched: FetchedPage) -> dict[str, int]:
         """As :meth:`SqliteStore.fetched`, freshness included (unchanged, gone, demote)."""
         page, url = fetched.page, fetched.decision.url
-        woken: set[str] = set()
+        woken: Counter[str] = Counter()
         with self._tx() as conn:
             self._record_decision(conn, fetched.decision)
             self._log_fetch(conn, fetched.fetch)
@@ -455,7 +486,7 @@ class PgStore:
                 ).fetchone()
                 if not fetched.gone:
                     added = self._add(conn, list(fetched.links))
-                    woken = {host_key(u) for u, what in added.items() if what == "queued"}
+                    woken.update(host_key(u) for u, what in added.items() if what == "queued")
                 with conn.cursor() as cur:
                     pg.store_page(cur, page, fetched.role)
                 changed = fetched.gone or (old is not None and old[0] != page.content_hash)
@@ -466,7 +497,7 @@ class PgStore:
                         " (SELECT url FROM pages WHERE duplicate_of = %s) RETURNING host",
                         (page.url,),
                     ).fetchall()
-                    woken |= {str(r[0]) for r in rows}
+                    woken.update(str(r[0]) for r in rows)
                 if fetched.demote is not None:
                     self._demote(conn, fetched.demote, page.url)
                 if fetched.gone:
@@ -478,14 +509,13 @@ class PgStore:
                 else:
                     self._finish(conn, url, "done")
             self._schedule(conn, url, fetched.revisit)
-        return woken
+        return dict(woken)
 
     def _schedule(self, conn: psycopg.Connection[Any], url: str, revisit: Revisit | None) -> None:
         if revisit is not None:
             conn.execute(
-                "UPDATE urls SET next_visit = %s, revisit_interval = %s, attempts = %s"
-                " WHERE url = %s",
-                (revisit.next_visit, revisit.interval, revisit.attempts, url),
+                "UPDATE urls SET next_visit = %s, revisit_interval = %s WHERE url = %s",
+                (revisit.next_visit, revisit.interval, url),
             )
 
     def _demote(self, conn: psycopg.Connection[Any], old: str, new: str) -> None:

@@ -7,11 +7,15 @@ Rules, per host:
   (``Crawl-delay``, ``Request-rate``, robots2.txt ``rate``); with no policy delay, the
   rule of thumb of the robots 2.0 document: the larger of twice the last request's duration
   and :data:`DEFAULT_MIN_DELAY`. ``test_range=True`` (local test capsules only) drops that
-  default to zero; a delay a policy sets is always obeyed;
+  default to zero; a delay a policy sets is always obeyed; ``min_delay`` (``--min-delay``)
+  is a floor under all of these;
 - ``44 SLOW DOWN`` (and the web's 429 and 503): wait the larger of the seconds in its meta (if an integer) and an
   exponential back-off that doubles with each consecutive 44 (:data:`SLOW_DOWN_BASE`,
   reset by any other answer);
 - visit windows: the next request waits for the window to open;
+- hosts put in one group (:meth:`Politeness.set_group`: the hosts on one address) also
+  wait their delay from the group's last request (a 44 holds back its own host only: a
+  capsule's own 44 must not stall the others on its server);
 - any wait longer than ``max_wait`` (:data:`MAX_WAIT`) means "skip this host for now":
   its URLs stay queued for a later run.
 
@@ -24,6 +28,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from geminibot.cliutil import human_duration
 from geminibot.policy.outcomes import MAX_SLOW_DOWN_SECONDS
 
 #: With no delay from any policy: wait at least this long between requests (seconds).
@@ -56,6 +61,13 @@ class _Host:
     skipped: str | None = None
 
 
+@dataclass
+class _Group:
+    """What the hosts of one group (address) share: the last request's end."""
+
+    last_end: float | None = None
+
+
 def slow_down_wait(meta: str, consecutive: int) -> float:
     """Seconds to wait after the ``consecutive``-th 44 in a row (1 for the first)."""
     backoff = SLOW_DOWN_BASE * 2.0 ** max(consecutive - 1, 0)
@@ -66,15 +78,32 @@ def slow_down_wait(meta: str, consecutive: int) -> float:
 
 class Politeness:
     def __init__(
-        self, clock: Callable[[], float], *, test_range: bool = False, max_wait: float = MAX_WAIT
+        self,
+        clock: Callable[[], float],
+        *,
+        test_range: bool = False,
+        max_wait: float = MAX_WAIT,
+        min_delay: float = 0.0,
     ) -> None:
         self.clock = clock
         self.test_range = test_range
+        self.min_delay = min_delay
         self.max_wait = max_wait
         self._hosts: dict[str, _Host] = {}
+        self._group_of: dict[str, str] = {}  # host -> its group's name
+        self._groups: dict[str, _Group] = {}
 
     def _host(self, host: str) -> _Host:
         return self._hosts.setdefault(host, _Host())
+
+    def set_group(self, host: str, group: str) -> None:
+        """``host`` is paced with every other host of ``group`` as well (one address)."""
+        self._group_of[host] = group
+        self._groups.setdefault(group, _Group())
+
+    def _group(self, host: str) -> _Group | None:
+        name = self._group_of.get(host)
+        return None if name is None else self._groups[name]
 
     def set_pace(self, host: str, pace: HostPace) -> None:
         self._host(host).pace = pace
@@ -97,10 +126,12 @@ class Politeness:
         """The wait between two requests to ``host`` (see module docstring)."""
         h = self._host(host)
         if h.pace.delay is not None:
-            return h.pace.delay
-        if self.test_range:
-            return 0.0
-        return max(DEFAULT_MIN_DELAY, DEFAULT_DURATION_FACTOR * h.last_duration)
+            delay = h.pace.delay
+        elif self.test_range:
+            delay = 0.0
+        else:
+            delay = max(DEFAULT_MIN_DELAY, DEFAULT_DURATION_FACTOR * h.last_duration)
+        return max(delay, self.min_delay)
 
     def ready_at(self, host: str) -> float | None:
         """Earliest time the next request to ``host`` may start; None if the host is
@@ -112,11 +143,15 @@ class Politeness:
         at = max(now, h.not_before)
         if h.last_end is not None:
             at = max(at, h.last_end + self.delay(host))
+        group = self._group(host)
+        if group is not None and group.last_end is not None:
+            at = max(at, group.last_end + self.delay(host))
         if h.pace.window_opens is not None:
             at = max(at, h.pace.window_opens(at))
         if at - now > self.max_wait:
             h.skipped = (
-                f"next request allowed only in {at - now:.0f} s (more than {self.max_wait:.0f} s)"
+                f"next request allowed only in {human_duration(at - now)} "
+                f"(more than {human_duration(self.max_wait)})"
             )
             return None
         return at
@@ -157,6 +192,9 @@ class Politeness:
         now = self.clock()
         h.last_end = now
         h.last_duration = duration
+        group = self._group(host)
+        if group is not None:
+            group.last_end = now
         if not (status == 44 if slow_down is None else slow_down):
             h.slow_downs = 0
             return 0.0

@@ -8,13 +8,22 @@ gets work and had none, so a worker ending costs no scan of the queue or of the 
 applies :class:`~geminibot.crawl.politeness.Politeness` (one request at a time, the site
 policy's delay or the rule of thumb, the 44/429/503 back-off, visit windows, absurd waits
 skip the host) and waits on the injected clock for the host's turn.
+
+Hosts that share an address (several capsules on one server, several names for one
+machine: the crawler passes ``address:port`` as resolved, --connect-to applied) are also
+paced as one: one request at a time to the address (:meth:`Scheduler.address_turn`, in
+the order asked), and each host's delay counted from the address's last request as well
+as from the host's own. A server that limits its rate per client address
+then sees one polite client, not one per virtual host. The address's state lives in
+memory for the run (the per-host state is what the store keeps).
 """
 
 from __future__ import annotations
 
 import time
 from collections import deque
-from collections.abc import Callable, Iterable
+from collections.abc import AsyncIterator, Callable, Iterable
+from contextlib import asynccontextmanager
 from typing import Protocol
 
 import trio
@@ -56,12 +65,15 @@ class TrioWallClock:
 
 
 class Scheduler:
-    def __init__(self, clock: Clock, *, test_range: bool = False) -> None:
+    def __init__(self, clock: Clock, *, test_range: bool = False, min_delay: float = 0.0) -> None:
         self.clock = clock
-        self.politeness = Politeness(clock.now, test_range=test_range)
+        self.politeness = Politeness(clock.now, test_range=test_range, min_delay=min_delay)
         self._work: set[str] = set()  # hosts with queued URLs
         self._ready: deque[str] = deque()  # ... that have no worker yet, oldest work first
         self._opens: dict[str, float] = {}  # host -> when its visit window opens
+        self._waiting: dict[str, float] = {}  # host -> when its worker's turn comes
+        self._address: dict[str, str] = {}  # host -> address:port
+        self._address_locks: dict[str, trio.Lock] = {}
 
     # -- the ready-host set --
 
@@ -88,11 +100,37 @@ class Scheduler:
         """``host``'s queue was found empty (its worker ends)."""
         self._work.discard(host)
 
+    def hosts_with_work(self) -> int:
+        """How many hosts have queued URLs (as far as the crawl knows)."""
+        return len(self._work)
+
+    def next_turn(self) -> tuple[str, float] | None:
+        """The host whose worker waits for the soonest turn, and when it comes."""
+        if not self._waiting:
+            return None
+        host = min(self._waiting, key=self._waiting.__getitem__)
+        return host, self._waiting[host]
+
     def take_ready(self) -> list[str]:
         """The hosts that got work since the last call, oldest work first."""
         ready = list(self._ready)
         self._ready.clear()
         return ready
+
+    # -- addresses --
+
+    def set_address(self, host: str, address: str) -> None:
+        """``host``'s requests go to ``address`` (``addr:port``)."""
+        self._address[host] = address
+        self.politeness.set_group(host, address)
+
+    @asynccontextmanager
+    async def address_turn(self, host: str) -> AsyncIterator[None]:
+        """Hold ``host``'s address for one request (FIFO among the hosts waiting)."""
+        address = self._address.get(host, host)
+        lock = self._address_locks.setdefault(address, trio.Lock())
+        async with lock:
+            yield
 
     # -- one host's schedule --
 
@@ -111,13 +149,22 @@ class Scheduler:
 
     async def wait_turn(self, host: str) -> bool:
         """Sleep until ``host``'s next request may start; False if it is skipped for now."""
-        while True:
-            at = self.politeness.ready_at(host)
-            if at is None:
-                return False
-            if at <= self.clock.now():
-                return True
-            await self.clock.sleep_until(at)
+        try:
+            while True:
+                at = self.politeness.ready_at(host)
+                if at is None:
+                    return False
+                if at <= self.clock.now():
+                    return True
+                self._waiting[host] = at
+                await self.clock.sleep_until(at)
+        finally:
+            self._waiting.pop(host, None)
+
+    def turn_now(self, host: str) -> bool | None:
+        """Whether ``host``'s next request may start now; None if it is skipped for now."""
+        at = self.politeness.ready_at(host)
+        return None if at is None else at <= self.clock.now()
 
     def start(self, host: str) -> None:
         self.politeness.start(host)

@@ -12,9 +12,10 @@ Times are wall-clock seconds from the injected clock.
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Callable, Iterable
+from collections import Counter
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Any, Protocol
 
 from geminibot.crawl.freshness import Visit
 from geminibot.crawl.frontier import Claim, Frontier, Limits
@@ -64,12 +65,12 @@ class DecisionRecord:
 
 @dataclass(frozen=True)
 class Revisit:
-    """When a finished URL is due again (None: never), its learned revisit interval and
-    its failed requests in a row (see :mod:`geminibot.crawl.freshness`)."""
+    """When a finished URL is due again (None: never) and its learned revisit interval
+    (see :mod:`geminibot.crawl.freshness`). Its failed requests in a row are the
+    frontier's ``attempts`` (see :mod:`geminibot.crawl.frontier`)."""
 
     next_visit: float | None
     interval: float | None = None
-    attempts: int = 0
 
 
 @dataclass(frozen=True)
@@ -104,6 +105,29 @@ class CachedFile:
     body: bytes | None
     fetched_at: float
     expires_at: float
+
+    @classmethod
+    def from_row(cls, host: str, name: str, row: Sequence[Any]) -> CachedFile:
+        """The file from a robots table row of (outcome, reason, status, body, fetched_at,
+        expires_at), as either store reads it (PostgreSQL's bytea comes back as memoryview)."""
+        kind, reason, status, body, fetched_at, expires_at = row
+        outcome = FetchOutcome(kind, reason, None, expires_at - fetched_at)
+        body = None if body is None else bytes(body)
+        return cls(host, name, outcome, status, body, fetched_at, expires_at)
+
+    def row(self) -> tuple[str, str, float, float, str, str, int | None, bytes | None]:
+        """The values of the robots table's columns (host, name, fetched_at, expires_at,
+        outcome, reason, status, body), in that order, for either store."""
+        return (
+            self.host,
+            self.name,
+            self.fetched_at,
+            self.expires_at,
+            self.outcome.kind,
+            self.outcome.reason,
+            self.status,
+            self.body,
+        )
 
 
 @dataclass(frozen=True)
@@ -160,6 +184,10 @@ class CrawlStore(Protocol):
 
     def log_fetch(self, fetch: FetchRecord) -> None: ...
 
+    # -- certificate pins (trust on first use, per Gemini host and port) --
+    def pin(self, host: str, port: int) -> str | None: ...
+    def set_pin(self, host: str, port: int, fingerprint: str, now: float) -> None: ...
+
     # -- closing a claimed URL --
     def slowed_down(self, fetch: FetchRecord) -> None:
         """The URL's request was answered "slow down": log it, queue the URL again."""
@@ -170,9 +198,9 @@ class CrawlStore(Protocol):
         self, decision: DecisionRecord, fetch: FetchRecord, revisit: Revisit | None = None
     ) -> None: ...
     def duplicate_of(self, content_hash: str, url: str) -> str | None: ...
-    def fetched(self, fetched: FetchedPage) -> set[str]:
+    def fetched(self, fetched: FetchedPage) -> dict[str, int]:
         """Commit a page, its decision and fetch, and its links into the frontier;
-        returns the hosts that got newly queued URLs."""
+        returns the hosts that got newly queued URLs, with how many."""
         ...
 
     # -- freshness --
@@ -255,9 +283,7 @@ class SqliteStore(Frontier):
         ).fetchone()
         if row is None or row[5] <= now:
             return None
-        kind, reason, status, body, fetched_at, expires_at = row
-        outcome = FetchOutcome(kind, reason, None, expires_at - fetched_at)
-        return CachedFile(host, name, outcome, status, body, fetched_at, expires_at)
+        return CachedFile.from_row(host, name, row)
 
     def save_policy_file(self, file: CachedFile, fetch: FetchRecord) -> None:
         with transaction(self.conn):
@@ -268,21 +294,27 @@ class SqliteStore(Frontier):
                 " DO UPDATE SET fetched_at = excluded.fetched_at,"
                 " expires_at = excluded.expires_at, outcome = excluded.outcome,"
                 " reason = excluded.reason, status = excluded.status, body = excluded.body",
-                (
-                    file.host,
-                    file.name,
-                    file.fetched_at,
-                    file.expires_at,
-                    file.outcome.kind,
-                    file.outcome.reason,
-                    file.status,
-                    file.body,
-                ),
+                file.row(),
             )
 
     def log_fetch(self, fetch: FetchRecord) -> None:
         with transaction(self.conn):
             self._log_fetch(fetch)
+
+    def pin(self, host: str, port: int) -> str | None:
+        row = self.conn.execute(
+            "SELECT fingerprint FROM pins WHERE host = ? AND port = ?", (host, port)
+        ).fetchone()
+        return None if row is None else str(row[0])
+
+    def set_pin(self, host: str, port: int, fingerprint: str, now: float) -> None:
+        with transaction(self.conn):
+            self.conn.execute(
+                "INSERT INTO pins (host, port, fingerprint, first_seen) VALUES (?, ?, ?, ?)"
+                " ON CONFLICT (host, port) DO UPDATE SET fingerprint = excluded.fingerprint,"
+                " first_seen = excluded.first_seen",
+                (host, port, fingerprint, now),
+            )
 
     def _log_fetch(self, f: FetchRecord) -> None:
         self.conn.execute(
@@ -334,8 +366,8 @@ class SqliteStore(Frontier):
     def duplicate_of(self, content_hash: str, url: str) -> str | None:
         return find_by_hash(self.conn, content_hash, url)
 
-    def fetched(self, fetched: FetchedPage) -> set[str]:
-        woken: set[str] = set()
+    def fetched(self, fetched: FetchedPage) -> dict[str, int]:
+        woken: Counter[str] = Counter()
         page, url = fetched.page, fetched.decision.url
         with transaction(self.conn):
             self._record_decision(fetched.decision)
@@ -353,14 +385,14 @@ class SqliteStore(Frontier):
                 if not fetched.gone:
                     for link, depth, parent in fetched.links:
                         if self.add(link, depth, parent) == "queued":
-                            woken.add(host_key(link))
+                            woken[host_key(link)] += 1
                 store_page(self.conn, page, fetched.role)
                 if (
                     old is not None
                     and old[1] is None
                     and (fetched.gone or old[0] != page.content_hash)
                 ):
-                    woken |= self._requeue_aliases(page.url)  # their canonical changed
+                    woken.update(self._requeue_aliases(page.url))  # their canonical changed
                 if fetched.demote is not None:
                     self._demote(fetched.demote, page.url)
                 if fetched.gone:
@@ -372,24 +404,25 @@ class SqliteStore(Frontier):
                 else:
                     self.finish(url, "done")
             self._schedule(url, fetched.revisit)
-        return woken
+        return dict(woken)
 
     def _schedule(self, url: str, revisit: Revisit | None) -> None:
         if revisit is not None:
             self.conn.execute(
-                "UPDATE urls SET next_visit = ?, revisit_interval = ?, attempts = ? WHERE url = ?",
-                (revisit.next_visit, revisit.interval, revisit.attempts, url),
+                "UPDATE urls SET next_visit = ?, revisit_interval = ? WHERE url = ?",
+                (revisit.next_visit, revisit.interval, url),
             )
 
-    def _requeue_aliases(self, url: str) -> set[str]:
-        """Queue the aliases of ``url`` again now (their body is no longer its body)."""
+    def _requeue_aliases(self, url: str) -> list[str]:
+        """Queue the aliases of ``url`` again now (their body is no longer its body);
+        returns their hosts, one per URL."""
         rows = self.conn.execute(
             "UPDATE urls SET state = 'queued', lease = NULL, next_visit = NULL"
             " WHERE state IN ('done', 'refused', 'failed')"
             " AND url IN (SELECT url FROM pages WHERE duplicate_of = ?) RETURNING host",
             (url,),
         ).fetchall()
-        return {str(r[0]) for r in rows}
+        return [str(r[0]) for r in rows]
 
     def _demote(self, old: str, new: str) -> None:
         """``old`` (and its aliases) become aliases of ``new``; ``old`` leaves the index."""
@@ -434,6 +467,21 @@ class SqliteStore(Frontier):
             "SELECT url FROM pages WHERE duplicate_of = ? ORDER BY url", (url,)
         ).fetchall()
         return [str(r[0]) for r in rows]
+
+
+class StoreKnownHosts:
+    """The crawl store's certificate pins as the Gemini client's known-hosts store
+    (:class:`geminibot.gemini.tofu.KnownHosts`): pins last as long as the crawl."""
+
+    def __init__(self, store: CrawlStore, clock: Callable[[], float]) -> None:
+        self.store = store
+        self.clock = clock
+
+    def get(self, host: str, port: int) -> str | None:
+        return self.store.pin(host, port)
+
+    def put(self, host: str, port: int, fingerprint: str) -> None:
+        self.store.set_pin(host, port, fingerprint, self.clock())
 
 
 def cache_expiry(now: float, outcome: FetchOutcome) -> float:

@@ -126,18 +126,8 @@ def run_fetch(args: argparse.Namespace) -> int:
         raise CommandError(f"{url}: {exc}") from None
     if args.output not in (None, STDOUT):
         _check_output(args.output)
-    store: KnownHosts = MemoryKnownHosts()
-    if args.known_hosts:
-        try:
-            store = FileKnownHosts(args.known_hosts)
-        except NotKnownHostsFile as exc:
-            raise CommandError(f"--known-hosts {args.known_hosts}: {exc}; left alone") from None
-        except IsADirectoryError:
-            raise CommandError(f"--known-hosts {args.known_hosts}: is a folder") from None
-        except OSError as exc:
-            raise CommandError(f"--known-hosts {args.known_hosts}: {exc.strerror or exc}") from None
     client = GeminiClient(
-        known_hosts=store,
+        known_hosts=_known_hosts(args.known_hosts),
         strict_tofu=args.strict_tofu,
         limits=Limits(total_timeout=args.timeout, max_body_size=args.max_size),
         connect_to=Resolver(connect_rules(args.connect_to, args.resolve)),
@@ -163,6 +153,20 @@ def run_fetch(args: argparse.Namespace) -> int:
             _write_file(args.output, response.body)
         return EXIT_OK if response.family is Family.SUCCESS else EXIT_NEGATIVE
     return _print(response, raw=args.raw, output=args.output, answered=args.input is not None)
+
+
+def _known_hosts(path: str | None) -> KnownHosts:
+    """The --known-hosts file (kept in memory only without one); one line if unusable."""
+    if not path:
+        return MemoryKnownHosts()
+    try:
+        return FileKnownHosts(path)
+    except NotKnownHostsFile as exc:
+        raise CommandError(f"--known-hosts {path}: {exc}; left alone") from None
+    except IsADirectoryError:
+        raise CommandError(f"--known-hosts {path}: is a folder") from None
+    except OSError as exc:
+        raise CommandError(f"--known-hosts {path}: {exc.strerror or exc}") from None
 
 
 def _check_output(name: str) -> None:

@@ -340,28 +340,10 @@ class GeminiServer:
         number = self._next_id
         line: bytes | None = None
         try:
-            sni = 0
-            with trio.move_on_after(self.limits.header_timeout) as header_scope:
-                waiting = self._waiting[number] = _Waiting(header_scope)
-                try:
-                    await conn.do_handshake()
-                except InvalidServerName as exc:
-                    record.error = f"tls: {exc}"
-                    return
-                except (ssl.SSLError, OSError) as exc:
-                    record.error = f"tls: {_reason(exc)}"
-                    return
-                sni = id(conn.context)
-                line = await _read_request_line(conn, received)
-            self._waiting.pop(number, None)
-            if line is None:
-                if waiting.evicted:
-                    record.error = "closed to make room (had sent no request)"
-                else:
-                    record.error = "header timeout"
-                if received:
-                    record.request = _excerpt(received)
+            request = await self._read_request(conn, record, number, received)
+            if request is None:
                 return
+            line, sni = request
             self._answering += 1
             resolution = self._answer(line, record, self._sni_host(sni), local_port)
             with trio.move_on_after(self.limits.send_timeout) as send_scope:
@@ -383,6 +365,36 @@ class GeminiServer:
             if line is not None:
                 self._answering -= 1
             conn.close()
+
+    async def _read_request(
+        self, conn: TLSConnection, record: AccessRecord, number: int, received: bytearray
+    ) -> tuple[bytes, int] | None:
+        """The handshake and the request line, within the header timeout: the line and the
+        id of the SNI's context, or None when ``record.error`` says why there is none."""
+        sni = 0
+        line: bytes | None = None
+        with trio.move_on_after(self.limits.header_timeout) as header_scope:
+            waiting = self._waiting[number] = _Waiting(header_scope)
+            try:
+                await conn.do_handshake()
+            except InvalidServerName as exc:
+                record.error = f"tls: {exc}"
+                return None
+            except (ssl.SSLError, OSError) as exc:
+                record.error = f"tls: {_reason(exc)}"
+                return None
+            sni = id(conn.context)
+            line = await _read_request_line(conn, received)
+        self._waiting.pop(number, None)
+        if line is None:
+            if waiting.evicted:
+                record.error = "closed to make room (had sent no request)"
+            else:
+                record.error = "header timeout"
+            if received:
+                record.request = _excerpt(received)
+            return None
+        return line, sni
 
     def _sni_host(self, context_id: int) -> str | None:
         """The served host the client named in SNI; "" for an unknown name; None for none."""

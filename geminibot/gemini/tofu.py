@@ -79,6 +79,12 @@ def _pin(fields: list[str]) -> tuple[str, int, str] | None:
     return (host, int(port), fp) if _FINGERPRINT.fullmatch(fp) else None
 
 
+def _check_writable(path: Path, what: str) -> None:
+    """Refuse up front a pin file that could never be written (read-only folder or file)."""
+    if not os.access(path, os.W_OK):
+        raise PermissionError(errno.EACCES, f"{what} {str(path)!r} is not writable")
+
+
 class FileKnownHosts(MemoryKnownHosts):
     """Pins in a text file, one ``host port fingerprint`` per line; ``#`` starts a comment.
 
@@ -101,8 +107,10 @@ class FileKnownHosts(MemoryKnownHosts):
                 raise FileNotFoundError(
                     errno.ENOENT, f"no such folder {str(folder)!r} (it is not created)"
                 ) from None
+            _check_writable(folder, "the folder")
             return
         self.pins.update(_read_pins(data))
+        _check_writable(self.path, "the file")
 
     def put(self, host: str, port: int, fingerprint: str) -> None:
         """Pin, then rewrite the file; if it cannot be written, log a warning and keep

@@ -139,20 +139,7 @@ class _Parser(HTMLParser):
     def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
         s = self.s
         a = {k: (v or "") for k, v in attrs}
-        if tag == "html" and a.get("lang"):
-            s.lang = a["lang"].strip()[:35] or None
-        elif tag == "base" and "href" in a and not s.base_seen:
-            s.base_seen = True
-            base = resolve_reference(s.base, a["href"].strip())
-            if base.lower().startswith(("http://", "https://")):  # not javascript:, data:
-                s.base = base
-        elif tag == "meta" and a.get("name", "").lower() in ("robots", "geminibot"):
-            noindex, nofollow = robots_directives(a.get("content", ""))
-            s.noindex, s.nofollow = s.noindex or noindex, s.nofollow or nofollow
-        elif tag == "title":
-            s.in_title = True
-        elif tag == "body" and "head" in s.stack:
-            self.handle_endtag("head")  # a <head> left open ends where the body starts
+        self._read_document_tag(tag, a)
         if tag in _VOID:
             if tag == "br":
                 self._flush()
@@ -170,6 +157,25 @@ class _Parser(HTMLParser):
             s.current.append(" ")  # adjacent links are separate words
             if "href" in a:
                 s.link = (a["href"], [])
+
+    def _read_document_tag(self, tag: str, a: dict[str, str]) -> None:
+        """What <html lang>, <base>, <meta name=robots>, <title> and <body> say of the
+        document as a whole."""
+        s = self.s
+        if tag == "html" and a.get("lang"):
+            s.lang = a["lang"].strip()[:35] or None
+        elif tag == "base" and "href" in a and not s.base_seen:
+            s.base_seen = True
+            base = resolve_reference(s.base, a["href"].strip())
+            if base.lower().startswith(("http://", "https://")):  # not javascript:, data:
+                s.base = base
+        elif tag == "meta" and a.get("name", "").lower() in ("robots", "geminibot"):
+            noindex, nofollow = robots_directives(a.get("content", ""))
+            s.noindex, s.nofollow = s.noindex or noindex, s.nofollow or nofollow
+        elif tag == "title":
+            s.in_title = True
+        elif tag == "body" and "head" in s.stack:
+            self.handle_endtag("head")  # a <head> left open ends where the body starts
 
     def handle_startendtag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
         self.handle_starttag(tag, attrs)

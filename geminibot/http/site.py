@@ -14,7 +14,7 @@ from geminibot.policy.discovery import (
     MAX_ROBOTS_REDIRECTS,
     POLICY_FETCH_BYTES,
     PolicyAnswer,
-    discover,
+    discover_reachable,
     parse_retry_after,
 )
 from geminibot.policy.site_policy import SitePolicy
@@ -42,9 +42,10 @@ async def fetch_policy_file(client: WebClient, url: str) -> PolicyAnswer:
 
 
 async def site_from_web(url: str, client: WebClient) -> SitePolicy:
-    """The policy a bot obtains from the origin of ``url`` (an http(s) URL)."""
+    """The policy a bot obtains from the origin of ``url`` (an http(s) URL); raises
+    :class:`~geminibot.policy.discovery.PolicyUnreachable` when the host does not answer."""
 
     async def fetch(target: str) -> PolicyAnswer:
         return await fetch_policy_file(client, target)
 
-    return await discover("http", parse_web_url(url).origin + "/", fetch)
+    return await discover_reachable("http", parse_web_url(url).origin + "/", fetch)

@@ -15,6 +15,7 @@ is the list of statements that take a database from N-1 to N, applied in one tra
 
 from __future__ import annotations
 
+import os
 import sqlite3
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -119,15 +120,30 @@ _V1 = (
     )""",
 )
 
-# Freshness (docs/crawl.md): when each finished URL is due again, its learned revisit
-# interval and its failures in a row; a URL that answered 51/52 becomes "gone". Rows of an
-# older database are due one day after their last change (a failure: one hour).
 _V2 = (
+    # Attempts at a URL cut short (see geminibot.crawl.frontier, MAX_URL_ATTEMPTS).
+    "ALTER TABLE urls ADD COLUMN attempts INTEGER NOT NULL DEFAULT 0",
+    # Certificate pins (trust on first use) per Gemini host and port, kept between runs.
+    """CREATE TABLE pins (
+        host TEXT NOT NULL,
+        port INTEGER NOT NULL,
+        fingerprint TEXT NOT NULL,
+        first_seen REAL NOT NULL,
+        PRIMARY KEY (host, port)
+    )""",
+)
+
+# Freshness (docs/crawl.md): when each finished URL is due again and its learned revisit
+# interval; a URL that answered 51/52 becomes "gone". ``attempts`` (version 2) now also
+# counts failed requests in a row: an answer sets it back to 0. Rows of an older database
+# are due one day after their last change (a failure: one hour; one given up: never).
+_V3 = (
     "ALTER TABLE urls ADD COLUMN next_visit REAL",
     "ALTER TABLE urls ADD COLUMN revisit_interval REAL",
-    "ALTER TABLE urls ADD COLUMN attempts INTEGER NOT NULL DEFAULT 0",
-    "UPDATE urls SET next_visit = updated_at + 86400 WHERE state IN ('done', 'refused')",
-    "UPDATE urls SET next_visit = updated_at + 3600, attempts = 1 WHERE state = 'failed'",
+    "UPDATE urls SET next_visit = updated_at + 86400, attempts = 0"
+    " WHERE state IN ('done', 'refused')",
+    "UPDATE urls SET next_visit = updated_at + 3600, attempts = max(attempts, 1)"
+    " WHERE state = 'failed' AND coalesce(reason, '') NOT LIKE 'given up:%'",
     "CREATE INDEX urls_next_visit ON urls (next_visit) WHERE next_visit IS NOT NULL",
     "CREATE INDEX pages_duplicate_of ON pages (duplicate_of) WHERE duplicate_of IS NOT NULL",
     "CREATE INDEX fetches_started ON fetches (started_at)",
@@ -135,7 +151,7 @@ _V2 = (
 )
 
 #: Append-only: MIGRATIONS[n - 1] takes a database from version n - 1 to n.
-MIGRATIONS: tuple[tuple[str, ...], ...] = (_V1, _V2)
+MIGRATIONS: tuple[tuple[str, ...], ...] = (_V1, _V2, _V3)
 SCHEMA_VERSION = len(MIGRATIONS)
 
 
@@ -152,6 +168,10 @@ def connect(path: str | Path, *, create: bool = True) -> sqlite3.Connection:
     path = Path(path)
     if not create and not path.exists():
         raise DatabaseError(f"{path}: no such database")
+    if path.is_dir():
+        raise DatabaseError(f"{path}: is a folder, expected a database file")
+    if not create and not os.access(path.parent, os.W_OK):
+        return _connect_read_only(path)
     try:
         conn = sqlite3.connect(path, isolation_level=None, timeout=BUSY_TIMEOUT_MS / 1000)
     except sqlite3.Error as exc:
@@ -168,6 +188,25 @@ def connect(path: str | Path, *, create: bool = True) -> sqlite3.Connection:
     except DatabaseError:
         conn.close()
         raise
+    return conn
+
+
+def _connect_read_only(path: Path) -> sqlite3.Connection:
+    """A database in a folder that cannot be written (a read-only mount, a copy on a CD):
+    SQLite cannot create the WAL's shared-memory file beside it, so it is opened as an
+    immutable file; nothing can write it there anyway."""
+    uri = f"{path.resolve().as_uri().replace('file://', 'file:', 1)}?immutable=1"
+    try:
+        conn = sqlite3.connect(uri, uri=True, isolation_level=None)
+        version = int(conn.execute("PRAGMA user_version").fetchone()[0])
+    except sqlite3.DatabaseError as exc:
+        raise DatabaseError(f"{path}: not a usable geminibot database: {exc}") from None
+    if version != SCHEMA_VERSION:
+        conn.close()
+        raise DatabaseError(
+            f"{path}: schema version {version}, this geminibot reads {SCHEMA_VERSION}; "
+            "it cannot be migrated in a read-only folder"
+        )
     return conn
 
 

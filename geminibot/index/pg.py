@@ -162,20 +162,38 @@ _V2 = (
     "CREATE INDEX links_target ON links (target)",
 )
 
-# Version 3: freshness, as SQLite's schema 2 (geminibot.index.db): next visit, learned interval,
-# failures in a row; older rows due a day after their last change (a failure: an hour).
+#: Version 3: attempts per URL and certificate pins (issue 14).
 _V3 = (
+    # Attempts at a URL cut short (see geminibot.crawl.frontier, MAX_URL_ATTEMPTS).
+    "ALTER TABLE urls ADD COLUMN attempts INTEGER NOT NULL DEFAULT 0",
+    # Certificate pins (trust on first use) per Gemini host and port, kept between runs.
+    """CREATE TABLE pins (
+        host TEXT NOT NULL,
+        port INTEGER NOT NULL,
+        fingerprint TEXT NOT NULL,
+        first_seen DOUBLE PRECISION NOT NULL,
+        PRIMARY KEY (host, port)
+    )""",
+)
+
+#: Version 4: freshness, as SQLite's schema 3 (geminibot.index.db): next visit and learned
+#: interval; ``attempts`` (version 3) also counts failed requests in a row. Older rows are
+#: due a day after their last change (a failure: an hour; one given up: never).
+_V4 = (
     "ALTER TABLE urls ADD COLUMN next_visit DOUBLE PRECISION",
     "ALTER TABLE urls ADD COLUMN revisit_interval DOUBLE PRECISION",
-    "ALTER TABLE urls ADD COLUMN attempts INTEGER NOT NULL DEFAULT 0",
-    "UPDATE urls SET next_visit = updated_at + 86400 WHERE state IN ('done', 'refused')",
-    "UPDATE urls SET next_visit = updated_at + 3600, attempts = 1 WHERE state = 'failed'",
+    "UPDATE urls SET next_visit = updated_at + 86400, attempts = 0"
+    " WHERE state IN ('done', 'refused')",
+    "UPDATE urls SET next_visit = updated_at + 3600, attempts = greatest(attempts, 1)"
+    " WHERE state = 'failed' AND coalesce(reason, '') NOT LIKE 'given up:%'",
     "CREATE INDEX urls_next_visit ON urls (next_visit) WHERE next_visit IS NOT NULL",
     "CREATE INDEX pages_duplicate_of ON pages (duplicate_of) WHERE duplicate_of IS NOT NULL",
+    "CREATE INDEX fetches_started ON fetches (started_at)",
+    "CREATE INDEX decisions_at ON decisions (at)",
 )
 
 #: Append-only: MIGRATIONS[n - 1] takes a database from version n - 1 to n.
-MIGRATIONS: tuple[tuple[str, ...], ...] = (_V1, _V2, _V3)
+MIGRATIONS: tuple[tuple[str, ...], ...] = (_V1, _V2, _V3, _V4)
 SCHEMA_VERSION = len(MIGRATIONS)
 
 
@@ -374,17 +392,36 @@ def to_tsquery(query: str) -> str:
     return expr
 
 
+def host_like(pattern: str) -> str:
+    """The LIKE pattern of a shell pattern (``*`` and ``?``) on host keys."""
+    text = pattern.strip().lower().replace("\\", "\\\\")
+    text = text.replace("%", "\\%").replace("_", "\\_")
+    return text.replace("*", "%").replace("?", "_")
+
+
 def search(
-    conn: psycopg.Connection[Any], query: str, limit: int = 10, *, authority: bool = True
+    conn: psycopg.Connection[Any],
+    query: str,
+    limit: int = 10,
+    *,
+    offset: int = 0,
+    host: str | None = None,
+    authority: bool = True,
 ) -> list[SearchResult]:
-    """Ranked results for ``query`` (best first), each with a snippet around the matches.
-    ``score`` is the negated ``ts_rank_cd`` (saturated, see :data:`RANK_NORMALIZATION`),
-    so that lower is better as with bm25;
-    ``authority``: times the page's link-authority weight (1 for a page without one),
-    as the SQLite search does."""
+    """Ranked results for ``query`` (best first), each with a snippet around the matches:
+    ``limit`` of them from the ``offset``-th on, only from hosts matching ``host`` (a shell
+    pattern, the key itself or a web origin's host name) when given. ``score`` is the
+    negated ``ts_rank_cd`` (saturated, see :data:`RANK_NORMALIZATION`), so that lower is
+    better as with bm25; ``authority``: times the page's link-authority weight (1 for a
+    page without one), as the SQLite search does."""
     if not 1 <= limit <= MAX_LIMIT:
         raise QueryError(f"limit must be between 1 and {MAX_LIMIT}, got {limit}")
     expr = to_tsquery(query)
+    by_host: str = ""
+    hosts: tuple[str, ...] = ()
+    if host is not None:
+        like = host_like(host)
+        by_host, hosts = " AND (p.host LIKE %s OR p.host LIKE '%%://' || %s)", (like, like)
     options = (
         f"StartSel=[, StopSel=], MaxWords={SNIPPET_WORDS}, MinWords={SNIPPET_WORDS // 2},"
         " ShortWord=0, MaxFragments=1, FragmentDelimiter=…"
@@ -400,8 +437,8 @@ def search(
         " ts_headline('simple', coalesce(p.body, ''), q.q, %s),"
         " ts_headline('simple', coalesce(p.headings, ''), q.q, %s),"
         f" coalesce(p.body, ''), -ts_rank_cd(%s::float4[], p.tsv, q.q, %s){weight} AS score"
-        " FROM pages p, q WHERE p.tsv @@ q.q ORDER BY score, p.id LIMIT %s",
-        (expr, options, options, RANK_WEIGHTS, RANK_NORMALIZATION, limit),
+        f" FROM pages p, q WHERE p.tsv @@ q.q{by_host} ORDER BY score, p.id LIMIT %s OFFSET %s",
+        (expr, options, options, RANK_WEIGHTS, RANK_NORMALIZATION, *hosts, limit, offset),
     ).fetchall()
     return [result_from_row((*row[:6], _cut_marks(row[6], row[8]), row[7]), row[9]) for row in rows]
 

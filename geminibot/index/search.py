@@ -35,6 +35,8 @@ __all__ = [
 
 #: Most results one search returns.
 MAX_LIMIT = 1000
+#: Furthest into the results a search may start (--offset).
+MAX_OFFSET = 100_000
 #: Words of context around each match in a snippet.
 SNIPPET_TOKENS = 16
 #: bm25 column weights: title, headings, body, url.
@@ -83,32 +85,52 @@ def to_fts_query(query: str | ParsedQuery) -> str:
     return expr
 
 
+def host_filter(pattern: str | None, column: str) -> tuple[str, tuple[str, ...]]:
+    """SQL (`` AND ...``) and parameters keeping rows whose host key in ``column`` matches
+    the shell pattern ``pattern`` (the key itself, or the host name of a web origin, so
+    ``*.example.org`` covers both protocols); no condition when ``pattern`` is None."""
+    if pattern is None:
+        return "", ()
+    glob = pattern.strip().lower()
+    return f" AND ({column} GLOB ? OR {column} GLOB '*://' || ?)", (glob, glob)
+
+
 def search(
     conn: sqlite3.Connection,
     query: str,
     limit: int = 10,
     *,
+    offset: int = 0,
+    host: str | None = None,
     engine: str = "auto",
     authority: bool = True,
 ) -> list[SearchResult]:
-    """Ranked results for ``query`` (best first), each with a snippet around the matches.
+    """Ranked results for ``query`` (best first), each with a snippet around the matches:
+    ``limit`` of them from the ``offset``-th on, only from hosts matching ``host`` (a shell
+    pattern) when given.
 
     ``engine``: ``auto`` uses the derived tantivy index when it is built and current
-    (:mod:`geminibot.index.tantivy_index`), else FTS5; ``fts5`` or ``tantivy`` force one
-    (``tantivy`` raises :class:`QueryError` when the index is missing or stale).
+    (:mod:`geminibot.index.tantivy_index`) and no ``host`` is given (it has no host
+    field), else FTS5; ``fts5`` or ``tantivy`` force one (``tantivy`` raises
+    :class:`QueryError` when the index is missing or stale, or with ``host``).
     ``authority``: multiply text relevance by the page's link-authority weight when the
     database has one (:mod:`geminibot.index.authority`)."""
     if not 1 <= limit <= MAX_LIMIT:
         raise QueryError(f"limit must be between 1 and {MAX_LIMIT}, got {limit}")
+    if not 0 <= offset <= MAX_OFFSET:
+        raise QueryError(f"offset must be between 0 and {MAX_OFFSET}, got {offset}")
     if engine not in ENGINES:
         raise QueryError(f"unknown engine {engine!r} (one of {', '.join(ENGINES)})")
+    if engine == "tantivy" and host is not None:
+        raise QueryError("--host needs the fts5 engine (the tantivy index has no host field)")
     parsed = parse_query(query)
     expr = to_fts_query(parsed)
-    index = None if engine == "fts5" else open_current(conn)
+    where, params = host_filter(host, "p.host")
+    index = None if engine == "fts5" or host is not None else open_current(conn)
     if engine == "tantivy" and index is None:
         raise QueryError("no current tantivy index: run 'geminibot index rebuild --db PATH'")
     if index is not None:
-        hits = index.search(parsed, limit, authority=authority)
+        hits = index.search(parsed, limit + offset, authority=authority)[offset:]
         return _read_back(conn, parsed, hits)
     weights = ", ".join(str(w) for w in COLUMN_WEIGHTS)
     score = f"bm25(pages_fts, {weights})"
@@ -120,11 +142,11 @@ def search(
         f" snippet(pages_fts, 2, '[', ']', '…', {SNIPPET_TOKENS}),"
         f" snippet(pages_fts, 1, '[', ']', '…', {SNIPPET_TOKENS}),"
         f" {score} AS score"
-        f" FROM pages_fts JOIN pages p ON p.id = pages_fts.rowid"
-        " WHERE pages_fts MATCH ? ORDER BY score, p.id LIMIT ?"
+        " FROM pages_fts JOIN pages p ON p.id = pages_fts.rowid"
+        f" WHERE pages_fts MATCH ?{where} ORDER BY score, p.id LIMIT ? OFFSET ?"
     )
     try:
-        rows = conn.execute(sql, (expr, limit)).fetchall()
+        rows = conn.execute(sql, (expr, *params, limit, offset)).fetchall()
     except sqlite3.OperationalError as exc:  # should not happen after to_fts_query; be safe
         raise QueryError(f"cannot run this query: {exc}") from None
     return [result_from_row(tuple(row[:-1]), row[-1]) for row in rows]

@@ -3,8 +3,12 @@ outcomes, policy refusals, and the state of the frontier."""
 
 from __future__ import annotations
 
+import sqlite3
 import time
+from dataclasses import dataclass
 from typing import Any, Protocol
+
+from geminibot.index.search import host_filter
 
 #: Longest list of per-host refusal counts reported.
 TOP_REFUSING_HOSTS = 10
@@ -16,6 +20,71 @@ AGE_BUCKETS: tuple[tuple[str, float], ...] = (
     ("7-30 days", 30 * 86_400.0),
     ("over 30 days", float("inf")),
 )
+#: The states a URL of the frontier can be in (``stats --urls --status``).
+URL_STATES = ("queued", "leased", "done", "refused", "failed", "gone", "trapped")
+
+
+@dataclass(frozen=True)
+class UrlRow:
+    """One URL of the crawl: its frontier state, its answer's status (when fetched) and
+    the reason of a refusal, failure or trap."""
+
+    url: str
+    host: str
+    state: str
+    status: int | None
+    reason: str | None
+
+    def as_json(self) -> dict[str, object]:
+        return {
+            "url": self.url,
+            "host": self.host,
+            "state": self.state,
+            "status": self.status,
+            "reason": self.reason,
+        }
+
+
+def status_filter(status: str | None) -> tuple[str, tuple[str | int, ...]]:
+    """SQL (`` AND ...``) for ``--status``: a frontier state (``failed``), a status code
+    (``51``) or a class of them (``5x``); raises ValueError for anything else."""
+    if status is None:
+        return "", ()
+    text = status.strip().lower()
+    if text in URL_STATES:
+        return " AND u.state = ?", (text,)
+    if len(text) == 2 and text.isdigit():
+        return " AND p.status = ?", (int(text),)
+    if len(text) == 2 and text[0].isdigit() and text[1] == "x":
+        low = int(text[0]) * 10
+        return " AND p.status BETWEEN ? AND ?", (low, low + 9)
+    if len(text) == 3 and text.isdigit():
+        return " AND p.status = ?", (int(text),)
+    raise ValueError(
+        f"--status {status!r}: expected a state ({', '.join(URL_STATES)}), a status (51, 404) "
+        "or a class of them (5x)"
+    )
+
+
+def list_urls(
+    conn: sqlite3.Connection,
+    *,
+    status: str | None = None,
+    host: str | None = None,
+    limit: int | None = None,
+    offset: int = 0,
+) -> list[UrlRow]:
+    """The crawl's URLs in the order they were found, filtered by ``status`` (see
+    :func:`status_filter`) and ``host`` (a shell pattern)."""
+    by_status, p1 = status_filter(status)
+    by_host, p2 = host_filter(host, "u.host")
+    rows = conn.execute(
+        "SELECT u.url, u.host, u.state, p.status, u.reason FROM urls u"
+        f" LEFT JOIN pages p ON p.url = u.url WHERE 1{by_status}{by_host}"
+        " ORDER BY u.id LIMIT ? OFFSET ?",
+        (*p1, *p2, -1 if limit is None else limit, offset),
+    ).fetchall()
+    return [UrlRow(str(r[0]), str(r[1]), str(r[2]), r[3], r[4]) for r in rows]
 
 
 class Connection(Protocol):

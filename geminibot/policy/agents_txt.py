@@ -29,7 +29,7 @@ from __future__ import annotations
 import hashlib
 import re
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from geminibot.policy.diagnostics import Diagnostic
 from geminibot.policy.paths import path_of
@@ -189,62 +189,15 @@ def parse_agents(data: bytes | str) -> AgentsFile:
             "nothing is restricted",
         )
         return AgentsFile((), (diag,), None, 0, None, None, (), NOT_THIS_DIALECT)
+    unreadable = _unreadable(data)
+    if unreadable is not None:
+        return unreadable
     diags: list[Diagnostic] = []
-    size = len(data if isinstance(data, bytes) else data.encode("utf-8", "surrogateescape"))
-    if size > MAX_AGENTS_BYTES:
-        too_big = f"larger than {MAX_AGENTS_BYTES} bytes"
-        diag = Diagnostic(0, "error", "size-limit", f"agents.txt is {size} bytes, {too_big}")
-        return AgentsFile((), (diag, _restricted_note(too_big)), too_big, 0, None, None, ())
-    if isinstance(data, bytes):
-        try:
-            data.decode("utf-8")
-        except UnicodeDecodeError as exc:
-            line = data[: exc.start].count(b"\n") + 1
-            diag = Diagnostic(line, "error", "not-utf8", "agents.txt is not valid UTF-8")
-            not_text = "not valid UTF-8"
-            notes = (_restricted_note(not_text), diag)
-            return AgentsFile((), notes, not_text, line, None, None, ())
-    metadata: list[tuple[str, str]] = []
-    hash_line = 0
-    declared: str | None = None
-    body: list[tuple[int, str]] = []
-    for number, text in numbered_lines(data):
-        if _is_comment(text):
-            if m := _META.fullmatch(text.strip()):
-                metadata.append((m.group(1).lower(), m.group(2).strip()))
-            continue
-        if _is_blank(text):
-            continue
-        if not hash_line:
-            hash_line = number
-            m = _HASH_LINE.fullmatch(text)
-            if m is None:
-                msg = "first directive line must be '*' and 64 lowercase hex digits (SHA-256)"
-                diags.append(Diagnostic(number, "error", "bad-hash-line", msg))
-            else:
-                declared = m.group(1)
-            continue
-        body.append((number, text))
-    computed = content_hash(t for _, t in body)
-    fault: str | None = None
-    fault_line = 0
-    if not hash_line:
-        fault, fault_line = "no hash line", 0
-        diags.append(Diagnostic(0, "error", "no-hash-line", "agents.txt has no hash line"))
-    elif declared is None:
-        fault, fault_line = "malformed hash line", hash_line
-    elif declared != computed:
-        fault, fault_line = "hash mismatch", hash_line
-        diags.append(
-            Diagnostic(
-                hash_line,
-                "error",
-                "hash-mismatch",
-                f"hash line says {declared[:12]}..., content hashes to {computed[:12]}...",
-            )
-        )
+    lines = _split_lines(data, diags)
+    computed = content_hash(t for _, t in lines.body)
+    fault, fault_line = _hash_fault(lines, computed, diags)
     directives: list[Directive] = []
-    for number, text in body:
+    for number, text in lines.body:
         directive, problem = _parse_directive(number, text)
         if problem is not None:
             diags.append(Diagnostic(number, "error", "bad-directive", problem))
@@ -266,10 +219,82 @@ def parse_agents(data: bytes | str) -> AgentsFile:
         tuple(diags),
         fault,
         fault_line,
-        declared,
+        lines.declared,
         computed,
-        tuple(metadata),
+        tuple(lines.metadata),
     )
+
+
+def _unreadable(data: bytes | str) -> AgentsFile | None:
+    """The restricted file for a body over MAX_AGENTS_BYTES or not UTF-8, else None."""
+    size = len(data if isinstance(data, bytes) else data.encode("utf-8", "surrogateescape"))
+    if size > MAX_AGENTS_BYTES:
+        too_big = f"larger than {MAX_AGENTS_BYTES} bytes"
+        diag = Diagnostic(0, "error", "size-limit", f"agents.txt is {size} bytes, {too_big}")
+        return AgentsFile((), (diag, _restricted_note(too_big)), too_big, 0, None, None, ())
+    if isinstance(data, bytes):
+        try:
+            data.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            line = data[: exc.start].count(b"\n") + 1
+            diag = Diagnostic(line, "error", "not-utf8", "agents.txt is not valid UTF-8")
+            not_text = "not valid UTF-8"
+            notes = (_restricted_note(not_text), diag)
+            return AgentsFile((), notes, not_text, line, None, None, ())
+    return None
+
+
+@dataclass(slots=True)
+class _Lines:
+    """An agents.txt's lines sorted: metadata comments, the hash line, the directives."""
+
+    metadata: list[tuple[str, str]] = field(default_factory=list)
+    hash_line: int = 0
+    declared: str | None = None  # the hash the hash line declares (None: malformed or none)
+    body: list[tuple[int, str]] = field(default_factory=list)
+
+
+def _split_lines(data: bytes | str, diags: list[Diagnostic]) -> _Lines:
+    lines = _Lines()
+    for number, text in numbered_lines(data):
+        if _is_comment(text):
+            if m := _META.fullmatch(text.strip()):
+                lines.metadata.append((m.group(1).lower(), m.group(2).strip()))
+            continue
+        if _is_blank(text):
+            continue
+        if not lines.hash_line:
+            lines.hash_line = number
+            m = _HASH_LINE.fullmatch(text)
+            if m is None:
+                msg = "first directive line must be '*' and 64 lowercase hex digits (SHA-256)"
+                diags.append(Diagnostic(number, "error", "bad-hash-line", msg))
+            else:
+                lines.declared = m.group(1)
+            continue
+        lines.body.append((number, text))
+    return lines
+
+
+def _hash_fault(lines: _Lines, computed: str, diags: list[Diagnostic]) -> tuple[str | None, int]:
+    """The fault of a missing, malformed or mismatched hash line, and its line."""
+    hash_line, declared = lines.hash_line, lines.declared
+    if not hash_line:
+        diags.append(Diagnostic(0, "error", "no-hash-line", "agents.txt has no hash line"))
+        return "no hash line", 0
+    if declared is None:
+        return "malformed hash line", hash_line
+    if declared != computed:
+        diags.append(
+            Diagnostic(
+                hash_line,
+                "error",
+                "hash-mismatch",
+                f"hash line says {declared[:12]}..., content hashes to {computed[:12]}...",
+            )
+        )
+        return "hash mismatch", hash_line
+    return None, 0
 
 
 def _restricted_note(fault: str) -> Diagnostic:

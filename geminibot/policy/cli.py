@@ -13,6 +13,7 @@ from geminibot.cliutil import (
     EXIT_NEGATIVE,
     EXIT_OK,
     CommandError,
+    Parser,
     emit_json,
     read_source,
     terminal_safe,
@@ -76,7 +77,7 @@ info (worth knowing). Exit status: 0 no errors, 1 errors found, 2 a file could n
 """
 
 
-class _IntermixedParser(argparse.ArgumentParser):
+class _IntermixedParser(Parser):
     """Lets options sit between positionals: ``check a.txt b.txt --agent x URL``."""
 
     _inner = False
@@ -291,6 +292,8 @@ def _protocol(choice: str, urls: list[str]) -> str:
 
 
 def run_check(args: argparse.Namespace) -> int:
+    if args.last_duration is not None and not 0 <= args.last_duration < float("inf"):
+        raise CommandError("--last-duration must be 0 seconds or more")
     vas = parse_virtual_agents(args.virtual_agents)
     agent = agent_option(args.agent)
     more, urls = _split_sources(args.items)

@@ -210,3 +210,33 @@ async def discover(
     while (request := discovery.next_request()) is not None:
         discovery.receive(await fetch(request.url))
     return discovery.result
+
+
+class PolicyUnreachable(Exception):
+    """A site's robots.txt got no answer at all (nothing listening, TLS failed, ...): a
+    tool that reports on the site's policy has nothing to report on. (The crawler reads
+    the same fetch as RFC 9309 asks: everything disallowed until a later fetch works.)"""
+
+    def __init__(self, url: str, failure: str) -> None:
+        super().__init__(f"{url}: the policy could not be fetched: {failure}")
+        self.url = url
+        self.failure = failure
+
+
+async def discover_reachable(
+    protocol: Scheme, root: str, fetch: Callable[[str], Awaitable[PolicyAnswer]]
+) -> SitePolicy:
+    """:func:`discover`, raising :class:`PolicyUnreachable` when robots.txt got no answer."""
+    robots_url = root + ROBOTS
+    failures: dict[str, str] = {}
+
+    async def recording(target: str) -> PolicyAnswer:
+        answer = await fetch(target)
+        if answer.status is None:
+            failures[target] = answer.failure or "no answer"
+        return answer
+
+    site = await discover(protocol, root, recording)
+    if robots_url in failures:
+        raise PolicyUnreachable(robots_url, failures[robots_url])
+    return site

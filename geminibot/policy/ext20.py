@@ -542,28 +542,10 @@ def parse_ext20(data: bytes | str, rfc9309: RobotsFile | None = None) -> Ext20Fi
     data, _ = whole_lines_within(data, MAX_ROBOTS_BYTES)
     lines = numbered_lines(data)
     for number, raw in lines:
-        text, hash_in_value = strip_comment(raw)
-        text = text.strip()
-        if not text:
+        read = _read_line(number, raw, diags)
+        if read is None:
             continue
-        if hash_in_value:
-            diags.append(
-                Diagnostic(
-                    number,
-                    "warning",
-                    "ambiguous-comment",
-                    "'#' not preceded by whitespace is part of the value in 2.0 but starts a "
-                    "comment for RFC 9309 parsers",
-                )
-            )
-        read = read_field(text)
-        key = _FIELD_ALIASES.get(read[0]) if read is not None else None
-        if read is None or key is None:
-            diags.append(
-                Diagnostic(number, "info", "unknown-field", f"unknown line ignored: {text[:60]!r}")
-            )
-            continue
-        _, name, value = read
+        key, name, value = read
         if key == "user-agent":
             if builder is None or builder.has_body:
                 if builder is not None:
@@ -589,6 +571,34 @@ def parse_ext20(data: bytes | str, rfc9309: RobotsFile | None = None) -> Ext20Fi
     groups = {agent.line: group for group in google.groups for agent in group.agents}
     diags.sort(key=lambda d: d.line)
     return Ext20File(tuple(_as_google(s, groups) for s in sets), tuple(diags))
+
+
+def _read_line(number: int, raw: str, diags: list[Diagnostic]) -> tuple[str, str, str] | None:
+    """A line's field (its canonical key), its name as written and its value; None for a
+    blank or comment line and for a field 2.0 does not know."""
+    text, hash_in_value = strip_comment(raw)
+    text = text.strip()
+    if not text:
+        return None
+    if hash_in_value:
+        diags.append(
+            Diagnostic(
+                number,
+                "warning",
+                "ambiguous-comment",
+                "'#' not preceded by whitespace is part of the value in 2.0 but starts a "
+                "comment for RFC 9309 parsers",
+            )
+        )
+    read = read_field(text)
+    key = _FIELD_ALIASES.get(read[0]) if read is not None else None
+    if read is None or key is None:
+        diags.append(
+            Diagnostic(number, "info", "unknown-field", f"unknown line ignored: {text[:60]!r}")
+        )
+        return None
+    _, name, value = read
+    return key, name, value
 
 
 def _as_google(rule_set: Ext20RuleSet, groups: dict[int, Group]) -> Ext20RuleSet:
@@ -787,57 +797,41 @@ def make_rule(
         return None
     if not v2:
         return Ext20Rule(line, allow, pattern_text(value), "general")
-    with_query = "?" in value
     if value.startswith(REGEX_PREFIX):
-        source = value[len(REGEX_PREFIX) :].strip()
-        problem = None
-        compiled: RegexLike | None = None
-        if len(source) > MAX_REGEX_LENGTH:
-            problem = f"regular expression longer than {MAX_REGEX_LENGTH} characters"
-        else:
-            _note_class_non_ascii(line, source, diags)
-            try:
-                compiled = re2.compile(_regex_for_paths(source), options=_RE2_OPTIONS)
-            except re2.error as exc:
-                problem = f"not a regular expression RE2 accepts: {_re2_message(exc)}"
-            except UnicodeEncodeError:  # bytes that are not UTF-8, kept as surrogates
-                problem = "regular expression is not valid UTF-8"
-        if problem is not None:
-            effect = "never matches" if allow else "matches every path"
-            diags.append(Diagnostic(line, "error", "bad-regex", f"{problem}; this rule {effect}"))
-            return Ext20Rule(line, allow, source, "regex", False, None, True)
-        default_deny = (not allow) and source in _MATCH_ALL_REGEXES
-        return Ext20Rule(line, allow, source, "regex", default_deny, compiled, False, with_query)
+        return _regex_rule(line, allow, value, diags)
+    return _glob_rule(line, allow, value, diags)
+
+
+def _regex_rule(line: int, allow: bool, value: str, diags: list[Diagnostic]) -> Ext20Rule:
+    """A ``regex:`` value compiled by RE2; a bad one never allows and always disallows."""
+    with_query = "?" in value
+    source = value[len(REGEX_PREFIX) :].strip()
+    problem = None
+    compiled: RegexLike | None = None
+    if len(source) > MAX_REGEX_LENGTH:
+        problem = f"regular expression longer than {MAX_REGEX_LENGTH} characters"
+    else:
+        _note_class_non_ascii(line, source, diags)
+        try:
+            compiled = re2.compile(_regex_for_paths(source), options=_RE2_OPTIONS)
+        except re2.error as exc:
+            problem = f"not a regular expression RE2 accepts: {_re2_message(exc)}"
+        except UnicodeEncodeError:  # bytes that are not UTF-8, kept as surrogates
+            problem = "regular expression is not valid UTF-8"
+    if problem is not None:
+        effect = "never matches" if allow else "matches every path"
+        diags.append(Diagnostic(line, "error", "bad-regex", f"{problem}; this rule {effect}"))
+        return Ext20Rule(line, allow, source, "regex", False, None, True)
+    default_deny = (not allow) and source in _MATCH_ALL_REGEXES
+    return Ext20Rule(line, allow, source, "regex", default_deny, compiled, False, with_query)
+
+
+def _glob_rule(line: int, allow: bool, value: str, diags: list[Diagnostic]) -> Ext20Rule:
+    """A shell glob (an explicit path if it has no glob characters)."""
+    with_query = "?" in value
     # A literal '#' can only appear in a URL path escaped, as %23.
     pattern = pattern_text(value).replace("#", "%23")
-    if _REGEX_HINTS.search(value):
-        diags.append(
-            Diagnostic(
-                line,
-                "warning",
-                "ambiguous-pattern",
-                f"{value!r} looks like a regular expression but is read as a shell glob; "
-                f"write '{REGEX_PREFIX} {value}' for a regex",
-            )
-        )
-    if value.endswith("$") and len(value) > 1:
-        diags.append(
-            Diagnostic(
-                line,
-                "warning",
-                "ambiguous-pattern",
-                "'$' is a literal character in a 2.0 glob, not an end anchor",
-            )
-        )
-    if "?" in value:
-        diags.append(
-            Diagnostic(
-                line,
-                "info",
-                "glob-question-mark",
-                "'?' matches any one character in a 2.0 glob; write [?] for a literal '?'",
-            )
-        )
+    _note_glob_ambiguities(line, value, diags)
     if not _GLOB_CHARS.intersection(pattern):
         if pattern.endswith("/"):
             diags.append(
@@ -872,6 +866,39 @@ def make_rule(
         diags.append(Diagnostic(line, "error", "bad-glob", message))
         return Ext20Rule(line, allow, pattern, "glob", False, None, True)
     return Ext20Rule(line, allow, pattern, "glob", default_deny, compiled_glob, False, with_query)
+
+
+def _note_glob_ambiguities(line: int, value: str, diags: list[Diagnostic]) -> None:
+    """What a 2.0 glob reads otherwise than a reader may expect: regex-like characters,
+    a final '$', a '?'."""
+    if _REGEX_HINTS.search(value):
+        diags.append(
+            Diagnostic(
+                line,
+                "warning",
+                "ambiguous-pattern",
+                f"{value!r} looks like a regular expression but is read as a shell glob; "
+                f"write '{REGEX_PREFIX} {value}' for a regex",
+            )
+        )
+    if value.endswith("$") and len(value) > 1:
+        diags.append(
+            Diagnostic(
+                line,
+                "warning",
+                "ambiguous-pattern",
+                "'$' is a literal character in a 2.0 glob, not an end anchor",
+            )
+        )
+    if "?" in value:
+        diags.append(
+            Diagnostic(
+                line,
+                "info",
+                "glob-question-mark",
+                "'?' matches any one character in a 2.0 glob; write [?] for a literal '?'",
+            )
+        )
 
 
 def _glob_expression(glob: str) -> str:

@@ -245,6 +245,35 @@ def load_policy(data: bytes | str) -> AgentPolicy:
         ),
         "",
     )
+    default = _default_rule_set(doc)
+    agents = _agent_entries(doc.get("agents", []))
+    ai, extra = _directives(doc.get("ai", {}), "ai", allow_extra=True)
+    report_to = extra.get("report_to", [])
+    if not isinstance(report_to, list) or not all(
+        isinstance(r, str) and r.strip() and "\n" not in r for r in report_to
+    ):
+        raise PolicyError("ai.report_to must be a list of URLs or e-mail addresses")
+    signals = _signals(doc.get("signals", {}))
+    categories = _categories(doc.get("categories", {}))
+    return AgentPolicy(
+        source=_str(doc, "source", "") or "agent-policy",
+        identity=_str(doc, "identity", "") or "",
+        agents=agents,
+        default=default,
+        sitemap_url=_str(doc, "sitemap_url", ""),
+        llms_txt_url=_str(doc, "llms_txt_url", ""),
+        ai=ai,
+        market=_str(extra, "market", "ai."),
+        report_to=tuple(r.strip() for r in report_to),
+        chain=_str(extra, "chain", "ai."),
+        chain_id=_str(extra, "chain_id", "ai."),
+        signals=signals,
+        categories=categories,
+    )
+
+
+def _default_rule_set(doc: Mapping[str, Any]) -> RuleSet:
+    """``default_policy`` and the ``[default]`` table's rules."""
     if "default_policy" not in doc:
         raise PolicyError('default_policy is required ("allow" or "disallow")')
     default_allow = _policy_word(doc["default_policy"], "default_policy")
@@ -252,10 +281,13 @@ def load_policy(data: bytes | str) -> AgentPolicy:
     if not isinstance(default_table, dict):
         raise PolicyError("[default] must be a table")
     _check_keys(default_table, ("rules",), "default.")
-    default = RuleSet(_rules(default_table.get("rules"), "default.rules"), default_allow)
+    return RuleSet(_rules(default_table.get("rules"), "default.rules"), default_allow)
+
+
+def _agent_entries(raw_agents: object) -> tuple[AgentEntry, ...]:
+    """The ``[[agents]]`` tables; no product token may be named twice."""
     agents: list[AgentEntry] = []
     seen_tokens: set[str] = set()
-    raw_agents = doc.get("agents", [])
     if not isinstance(raw_agents, list):
         raise PolicyError("agents must be an array of tables ([[agents]])")
     for i, entry in enumerate(raw_agents):
@@ -281,13 +313,11 @@ def load_policy(data: bytes | str) -> AgentPolicy:
                 tuple(tokens), comment, RuleSet(_rules(entry.get("rules"), f"{where}.rules"), allow)
             )
         )
-    ai, extra = _directives(doc.get("ai", {}), "ai", allow_extra=True)
-    report_to = extra.get("report_to", [])
-    if not isinstance(report_to, list) or not all(
-        isinstance(r, str) and r.strip() and "\n" not in r for r in report_to
-    ):
-        raise PolicyError("ai.report_to must be a list of URLs or e-mail addresses")
-    signals_table = doc.get("signals", {})
+    return tuple(agents)
+
+
+def _signals(signals_table: object) -> dict[str, str]:
+    """The ``[signals]`` table, each value checked against its choices."""
     if not isinstance(signals_table, dict):
         raise PolicyError("[signals] must be a table")
     _check_keys(signals_table, tuple(SIGNAL_VALUES), "signals.")
@@ -300,30 +330,19 @@ def load_policy(data: bytes | str) -> AgentPolicy:
                 raise PolicyError(f"signals.{key} must be one of {' | '.join(choices)}")
             assert value is not None
             signals[key] = value
-    categories_table = doc.get("categories", {})
+    return signals
+
+
+def _categories(categories_table: object) -> dict[str, dict[str, str]]:
+    """The ``[categories.NAME]`` tables of robots2 directives."""
     if not isinstance(categories_table, dict):
         raise PolicyError("[categories] must be a table of [categories.NAME] tables")
     _check_keys(categories_table, CATEGORIES, "categories.")
-    categories = {
+    return {
         name: _directives(categories_table[name], f"categories.{name}", allow_extra=False)[0]
         for name in CATEGORIES
         if name in categories_table
     }
-    return AgentPolicy(
-        source=_str(doc, "source", "") or "agent-policy",
-        identity=_str(doc, "identity", "") or "",
-        agents=tuple(agents),
-        default=default,
-        sitemap_url=_str(doc, "sitemap_url", ""),
-        llms_txt_url=_str(doc, "llms_txt_url", ""),
-        ai=ai,
-        market=_str(extra, "market", "ai."),
-        report_to=tuple(r.strip() for r in report_to),
-        chain=_str(extra, "chain", "ai."),
-        chain_id=_str(extra, "chain_id", "ai."),
-        signals=signals,
-        categories=categories,
-    )
 
 
 def _record_lines(rule_set: RuleSet) -> list[str]:
@@ -379,6 +398,19 @@ def render_robots2(policy: AgentPolicy) -> str:
     lines.extend(_path_records(policy))
     if policy.sitemap_url:
         lines.append(f"Sitemap: {policy.sitemap_url}")
+    lines.extend(_usage_lines(policy))
+    if policy.llms_txt_url:
+        lines.extend(
+            ["", "# LLM corpus index (well-known: llmstxt.org)", f"# {policy.llms_txt_url}"]
+        )
+    if policy.chain:
+        lines.extend(["", f"chain: {policy.chain}"])
+    return "\n".join(lines) + "\n"
+
+
+def _usage_lines(policy: AgentPolicy) -> list[str]:
+    """robots2.txt's AI usage directives, content signals, report-to and category blocks."""
+    lines: list[str] = []
     ai = [f"{k}: {policy.ai[k]}" for k in _AI_ORDER if k in policy.ai]
     if policy.market:
         ai.append(f"market: {policy.market}")
@@ -396,13 +428,7 @@ def render_robots2(policy: AgentPolicy) -> str:
         lines.extend(
             ["", f"[agent: {name}]", *(f"{k}: {block[k]}" for k in _AI_ORDER if k in block)]
         )
-    if policy.llms_txt_url:
-        lines.extend(
-            ["", "# LLM corpus index (well-known: llmstxt.org)", f"# {policy.llms_txt_url}"]
-        )
-    if policy.chain:
-        lines.extend(["", f"chain: {policy.chain}"])
-    return "\n".join(lines) + "\n"
+    return lines
 
 
 def render_agents(policy: AgentPolicy) -> str:

@@ -1012,23 +1012,9 @@ def parse_robots(data: bytes | str) -> RobotsFile:
 
 
 def _parse_line(out: _Collector, number: int, line: bytes) -> None:
-    if len(line) > MAX_LINE_BYTES:
-        out.note(number, "warning", "line-too-long", f"line is cut at {MAX_LINE_BYTES} bytes")
-        line = line[:MAX_LINE_BYTES]
-    nul = line.find(b"\0")
-    if nul != -1:
-        out.note(number, "error", "nul-byte", "NUL byte: the rest of the line is ignored")
-        line = line[:nul]
-    hash_at = line.find(b"#")
-    if hash_at != -1:
-        line = line[:hash_at]
-    line = line.strip()
+    line = _line_content(out, number, line)
     if not line:
         return
-    try:
-        line.decode("utf-8")
-    except UnicodeDecodeError:
-        out.note(number, "warning", "not-utf8", "line is not valid UTF-8")
     parts = _split_key_value(line)
     if parts is None:
         out.note(
@@ -1056,3 +1042,24 @@ def _parse_line(out: _Collector, number: int, line: bytes) -> None:
         out.sitemap(number, value)
     else:
         out.other(number, key, value)
+
+
+def _line_content(out: _Collector, number: int, line: bytes) -> bytes:
+    """The line cut at MAX_LINE_BYTES, at a NUL byte and at its comment, stripped."""
+    if len(line) > MAX_LINE_BYTES:
+        out.note(number, "warning", "line-too-long", f"line is cut at {MAX_LINE_BYTES} bytes")
+        line = line[:MAX_LINE_BYTES]
+    nul = line.find(b"\0")
+    if nul != -1:
+        out.note(number, "error", "nul-byte", "NUL byte: the rest of the line is ignored")
+        line = line[:nul]
+    hash_at = line.find(b"#")
+    if hash_at != -1:
+        line = line[:hash_at]
+    line = line.strip()
+    if line:
+        try:
+            line.decode("utf-8")
+        except UnicodeDecodeError:
+            out.note(number, "warning", "not-utf8", "line is not valid UTF-8")
+    return line

@@ -243,19 +243,12 @@ def _normalise_value(directive: str, raw: str, line: int, diags: list[Diagnostic
 
 def parse_robots2(data: bytes | str) -> Robots2File:
     """Parse a robots2.txt. Never raises; every finding is a diagnostic with its line."""
-    diags: list[Diagnostic] = []
-    directives: dict[str, Setting] = {}
-    blocks: dict[str, dict[str, Setting]] = {}
-    block_lines: dict[str, int] = {}
-    signals: dict[str, Setting] = {}
-    market: Setting | None = None
-    report_to: list[Setting] = []
-    meta: list[tuple[int, str, str]] = []
-    chain: Setting | None = None
     data, cut = whole_lines_within(data, MAX_ROBOTS2_BYTES)
     lines = numbered_lines(data)
+    last_line = max((n for n, t in lines if t.strip()), default=0)
+    reader = _Robots2Reader(len(lines), last_line)
     if cut:
-        diags.append(
+        reader.diags.append(
             Diagnostic(
                 len(lines) + 1,
                 "warning",
@@ -263,149 +256,189 @@ def parse_robots2(data: bytes | str) -> Robots2File:
                 f"only the first {MAX_ROBOTS2_BYTES} bytes (whole lines) are read",
             )
         )
-    path_lines = [""] * len(lines)
-    last_line = max((n for n, t in lines if t.strip()), default=0)
-    scope: dict[str, Setting] = directives
-    scope_name = "global"
     for number, raw in lines:
+        reader.read(number, raw)
+    return reader.result()
+
+
+class _Robots2Reader:
+    """What parse_robots2 has read so far; :meth:`read` takes the lines in order."""
+
+    def __init__(self, line_count: int, last_line: int) -> None:
+        self.last_line = last_line  # the last non-blank line: the only place for chain:
+        self.diags: list[Diagnostic] = []
+        self.directives: dict[str, Setting] = {}
+        self.blocks: dict[str, dict[str, Setting]] = {}
+        self.block_lines: dict[str, int] = {}
+        self.signals: dict[str, Setting] = {}
+        self.market: Setting | None = None
+        self.report_to: list[Setting] = []
+        self.meta: list[tuple[int, str, str]] = []
+        self.chain: Setting | None = None
+        self.path_lines = [""] * line_count
+        self.scope: dict[str, Setting] = self.directives
+        self.scope_name = "global"
+
+    def result(self) -> Robots2File:
+        path_text = "\n".join(self.path_lines) + "\n"
+        robots = parse_robots(path_text)
+        all_diags = sorted([*self.diags, *robots.diagnostics], key=lambda d: d.line)
+        return Robots2File(
+            self.directives,
+            self.blocks,
+            self.block_lines,
+            self.signals,
+            self.market,
+            tuple(self.report_to),
+            tuple(self.meta),
+            self.chain,
+            path_text,
+            tuple(all_diags),
+            [robots],
+        )
+
+    def read(self, number: int, raw: str) -> None:
         stripped = raw.strip()
         if stripped.startswith("#"):
             if m := _META.fullmatch(stripped):
-                key = m.group(1).lower()
-                meta.append((number, key, m.group(2).strip()))
-                if key not in META_KEYS:
-                    diags.append(
-                        Diagnostic(
-                            number, "info", "unknown-meta", f"meta key {key!r} is not in the spec"
-                        )
-                    )
-            continue
+                self._meta(number, m.group(1).lower(), m.group(2).strip())
+            return
         text = strip_comment(raw)[0].strip()
         if not text:
-            continue
+            return
         if block := _BLOCK.fullmatch(text):
-            category = block.group(1).lower()
-            if category not in CATEGORIES:
-                diags.append(
-                    Diagnostic(
-                        number,
-                        "warning",
-                        "unknown-category",
-                        f"[agent: {category}] is not a standard category; its block applies to no bot",
-                    )
-                )
-            elif category in blocks:
-                diags.append(
-                    Diagnostic(
-                        number,
-                        "warning",
-                        "repeated-block",
-                        f"second [agent: {category}] block merged into the first",
-                    )
-                )
-            scope = blocks.setdefault(category, {})
-            block_lines.setdefault(category, number)
-            scope_name = f"[agent: {category}]"
-            continue
+            self._block(number, block.group(1).lower())
+            return
         name, sep, value = text.partition(":")
         key = name.strip().lower()
         value = value.strip()
         if not sep:
-            diags.append(
+            self.diags.append(
                 Diagnostic(number, "error", "no-colon", f"not 'key: value': {text[:60]!r}")
             )
-            continue
+            return
         if key in PATH_FIELDS:
-            path_lines[number - 1] = raw
-            if scope is not directives:
-                diags.append(
-                    Diagnostic(
-                        number,
-                        "info",
-                        "path-rule-in-block",
-                        f"path rules are global; this one is not limited to {scope_name}",
-                    )
-                )
-            continue
+            self._path_rule(number, raw)
+            return
         if key in _SPELLINGS:
-            diags.append(
+            self.diags.append(
                 Diagnostic(number, "info", "spelling", f"{key}: read as {_SPELLINGS[key]}:")
             )
             key = _SPELLINGS[key]
+        self._field(number, key, value)
+
+    def _meta(self, number: int, key: str, value: str) -> None:
+        self.meta.append((number, key, value))
+        if key not in META_KEYS:
+            self.diags.append(
+                Diagnostic(number, "info", "unknown-meta", f"meta key {key!r} is not in the spec")
+            )
+
+    def _block(self, number: int, category: str) -> None:
+        """``[agent: CATEGORY]``: the directives that follow are that category's."""
+        if category not in CATEGORIES:
+            self.diags.append(
+                Diagnostic(
+                    number,
+                    "warning",
+                    "unknown-category",
+                    f"[agent: {category}] is not a standard category; its block applies to no bot",
+                )
+            )
+        elif category in self.blocks:
+            self.diags.append(
+                Diagnostic(
+                    number,
+                    "warning",
+                    "repeated-block",
+                    f"second [agent: {category}] block merged into the first",
+                )
+            )
+        self.scope = self.blocks.setdefault(category, {})
+        self.block_lines.setdefault(category, number)
+        self.scope_name = f"[agent: {category}]"
+
+    def _path_rule(self, number: int, raw: str) -> None:
+        """A robots.txt path line, kept for the robots.txt engine (always global)."""
+        self.path_lines[number - 1] = raw
+        if self.scope is not self.directives:
+            self.diags.append(
+                Diagnostic(
+                    number,
+                    "info",
+                    "path-rule-in-block",
+                    f"path rules are global; this one is not limited to {self.scope_name}",
+                )
+            )
+
+    def _field(self, number: int, key: str, value: str) -> None:
+        """A ``key: value`` line other than a path rule (``key`` in its spec spelling)."""
         if key == "chain":
-            if number != last_line:
-                diags.append(
-                    Diagnostic(
-                        number, "warning", "chain-not-last", "chain: is not the last line; ignored"
-                    )
-                )
-            elif not value:
-                diags.append(
-                    Diagnostic(number, "warning", "empty-chain", "chain: without a URL; ignored")
-                )
-            else:
-                chain = Setting(value, number, value)
-            continue
-        if key in DIRECTIVE_VALUES or key == "rate":
-            normal = _normalise_value(key, value, number, diags)
-            previous = scope.get(key)
-            if previous is not None:
-                normal = _most_restrictive(key, previous.value, normal)
-                diags.append(
-                    Diagnostic(
-                        number,
-                        "warning",
-                        "repeated-directive",
-                        f"{key}: repeated in {scope_name} (line {previous.line}); the most restrictive value, {normal}, counts",
-                    )
-                )
-                if normal == previous.value:
-                    continue
-            scope[key] = Setting(normal, number, value)
-            continue
-        if key in SIGNAL_VALUES:
-            allowed = SIGNAL_VALUES[key]
-            low = value.lower()
-            ok = _LANGUAGE_TAG.fullmatch(value) is not None if allowed is None else low in allowed
-            if not ok:
-                expected = "an IETF language tag" if allowed is None else " | ".join(allowed)
-                diags.append(
-                    Diagnostic(
-                        number,
-                        "warning",
-                        "unknown-value",
-                        f"{key}: {value[:30]!r} is not {expected}; signal ignored",
-                    )
-                )
-                continue
-            signals[key] = Setting(value if allowed is None else low, number, value)
+            self._chain(number, value)
+        elif key in DIRECTIVE_VALUES or key == "rate":
+            self._directive(number, key, value)
+        elif key in SIGNAL_VALUES:
+            self._signal(number, key, value)
         elif key == "market":
-            market = Setting(value, number, value)
+            self.market = Setting(value, number, value)
         elif key == "report-to":
             if value:
-                report_to.append(Setting(value, number, value))
+                self.report_to.append(Setting(value, number, value))
         else:
-            diags.append(
+            self.diags.append(
                 Diagnostic(
                     number, "warning", "unknown-directive", f"unknown directive {key!r} ignored"
                 )
             )
-    path_text = "\n".join(path_lines) + "\n"
-    robots = parse_robots(path_text)
-    all_diags = sorted([*diags, *robots.diagnostics], key=lambda d: d.line)
-    return Robots2File(
-        directives,
-        blocks,
-        block_lines,
-        signals,
-        market,
-        tuple(report_to),
-        tuple(meta),
-        chain,
-        path_text,
-        tuple(all_diags),
-        [robots],
-    )
+
+    def _chain(self, number: int, value: str) -> None:
+        if number != self.last_line:
+            self.diags.append(
+                Diagnostic(
+                    number, "warning", "chain-not-last", "chain: is not the last line; ignored"
+                )
+            )
+        elif not value:
+            self.diags.append(
+                Diagnostic(number, "warning", "empty-chain", "chain: without a URL; ignored")
+            )
+        else:
+            self.chain = Setting(value, number, value)
+
+    def _directive(self, number: int, key: str, value: str) -> None:
+        """A usage directive or ``rate``; repeated in one scope, the most restrictive counts."""
+        normal = _normalise_value(key, value, number, self.diags)
+        previous = self.scope.get(key)
+        if previous is not None:
+            normal = _most_restrictive(key, previous.value, normal)
+            self.diags.append(
+                Diagnostic(
+                    number,
+                    "warning",
+                    "repeated-directive",
+                    f"{key}: repeated in {self.scope_name} (line {previous.line}); the most restrictive value, {normal}, counts",
+                )
+            )
+            if normal == previous.value:
+                return
+        self.scope[key] = Setting(normal, number, value)
+
+    def _signal(self, number: int, key: str, value: str) -> None:
+        allowed = SIGNAL_VALUES[key]
+        low = value.lower()
+        ok = _LANGUAGE_TAG.fullmatch(value) is not None if allowed is None else low in allowed
+        if not ok:
+            expected = "an IETF language tag" if allowed is None else " | ".join(allowed)
+            self.diags.append(
+                Diagnostic(
+                    number,
+                    "warning",
+                    "unknown-value",
+                    f"{key}: {value[:30]!r} is not {expected}; signal ignored",
+                )
+            )
+            return
+        self.signals[key] = Setting(value if allowed is None else low, number, value)
 
 
 # --------------------------------------------------------------------------------------
@@ -591,6 +624,51 @@ def _header_values(headers: Iterable[tuple[str, str]], name: str) -> list[str]:
 
 def ask_outcome(response: AskResponse, now: datetime) -> AskOutcome:
     """The state machine of the ask protocol: one response in, what the bot may do out."""
+    if response.status != 200:
+        return _status_outcome(response, now)
+    decisions = {v.lower() for v in _header_values(response.headers, "X-Robots2-Decision")}
+    if len(decisions) != 1:
+        what = "no" if not decisions else "conflicting"
+        return AskOutcome(
+            "unparseable",
+            False,
+            (),
+            None,
+            None,
+            f"{what} X-Robots2-Decision header: do not proceed",
+        )
+    decision = decisions.pop()
+    scopes = _ask_scopes(response.headers)
+    if isinstance(scopes, AskOutcome):
+        return scopes
+    where = f" for {', '.join(scopes)}" if scopes else " site-wide"
+    if decision == "allow":
+        return AskOutcome(
+            "allow",
+            True,
+            scopes,
+            now + ASK_ALLOW_CACHE,
+            None,
+            f"allowed{where}; reuse for up to 24 h",
+        )
+    if decision == "allow-once":
+        return AskOutcome(
+            "allow-once",
+            True,
+            scopes,
+            None,
+            None,
+            f"allowed once{where}; never cached, ask again",
+        )
+    if decision == "deny":
+        return AskOutcome("deny", False, (), now + ASK_DENY_CACHE, None, "denied")
+    return AskOutcome(
+        "unparseable", False, (), None, None, f"unknown decision {decision[:20]!r}: do not proceed"
+    )
+
+
+def _status_outcome(response: AskResponse, now: datetime) -> AskOutcome:
+    """The outcome of an answer other than 200 (or of no answer): never proceed."""
     status = response.status
     if status is None:
         return AskOutcome("no-endpoint", False, (), None, None, "no ask endpoint: ask counts as no")
@@ -616,29 +694,20 @@ def ask_outcome(response: AskResponse, now: datetime) -> AskOutcome:
             now + wait,
             f"429: rate limited, ask again after {int(wait.total_seconds())} s",
         )
-    if status != 200:
-        return AskOutcome(
-            "unparseable",
-            False,
-            (),
-            None,
-            None,
-            f"status {status}: not an ask answer, do not proceed",
-        )
-    decisions = {v.lower() for v in _header_values(response.headers, "X-Robots2-Decision")}
-    if len(decisions) != 1:
-        what = "no" if not decisions else "conflicting"
-        return AskOutcome(
-            "unparseable",
-            False,
-            (),
-            None,
-            None,
-            f"{what} X-Robots2-Decision header: do not proceed",
-        )
-    decision = decisions.pop()
+    return AskOutcome(
+        "unparseable",
+        False,
+        (),
+        None,
+        None,
+        f"status {status}: not an ask answer, do not proceed",
+    )
+
+
+def _ask_scopes(headers: Iterable[tuple[str, str]]) -> tuple[str, ...] | AskOutcome:
+    """The X-Robots2-Scope globs, or the outcome that refuses a malformed one."""
     scopes: list[str] = []
-    for value in _header_values(response.headers, "X-Robots2-Scope"):
+    for value in _header_values(headers, "X-Robots2-Scope"):
         for scope in (s.strip() for s in value.split(",")):
             if not scope.startswith("/") or any(c.isspace() for c in scope):
                 return AskOutcome(
@@ -650,30 +719,7 @@ def ask_outcome(response: AskResponse, now: datetime) -> AskOutcome:
                     f"bad X-Robots2-Scope {scope[:40]!r}: do not proceed",
                 )
             scopes.append(scope)
-    where = f" for {', '.join(scopes)}" if scopes else " site-wide"
-    if decision == "allow":
-        return AskOutcome(
-            "allow",
-            True,
-            tuple(scopes),
-            now + ASK_ALLOW_CACHE,
-            None,
-            f"allowed{where}; reuse for up to 24 h",
-        )
-    if decision == "allow-once":
-        return AskOutcome(
-            "allow-once",
-            True,
-            tuple(scopes),
-            None,
-            None,
-            f"allowed once{where}; never cached, ask again",
-        )
-    if decision == "deny":
-        return AskOutcome("deny", False, (), now + ASK_DENY_CACHE, None, "denied")
-    return AskOutcome(
-        "unparseable", False, (), None, None, f"unknown decision {decision[:20]!r}: do not proceed"
-    )
+    return tuple(scopes)
 
 
 @dataclass

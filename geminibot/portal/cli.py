@@ -127,6 +127,8 @@ def hypercorn_config(host: str, port: int) -> Config:
 
 
 def run_portal(args: argparse.Namespace) -> int:
+    if not 0 <= args.port <= 65535:
+        raise CommandError(f"--port {args.port}: not a port (0 to 65535)")
     app, guard = build(args)
     trio.run(_serve_until_signal, app, guard, args.host, args.port, _announce(args))
     return EXIT_OK

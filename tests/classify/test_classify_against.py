@@ -31,6 +31,7 @@ from geminibot.policy.candidates import (
     candidate_paths,
     concrete_paths,
 )
+from geminibot.policy.discovery import PolicyUnreachable
 from geminibot.policy.site_policy import SitePolicy
 
 CAPSULES = Path(__file__).resolve().parents[2] / "capsules"
@@ -407,14 +408,12 @@ def test_folder_source_reads_only_files() -> None:
     assert verdict is not None and verdict.robots_allowed
 
 
-async def test_unreachable_host_disallows_everything() -> None:
+async def test_a_host_that_does_not_answer_has_no_policy_to_report() -> None:
     client = GeminiClient(limits=Limits(connect_timeout=5, total_timeout=5))
-    # nothing listens on port 1 of the loopback: connection refused, robots.txt unreachable
-    site = await site_from_url("gemini://127.0.0.1:1/", client)
-    report = effective_policy(site, agent="mybot", virtual_agents=["indexer"], paths=["/"], at=AT)
-    verdict = report.precedence.verdict("/")
-    assert verdict is not None and not verdict.allowed and not verdict.robots_allowed
-    assert "unreachable" in verdict.reason
+    # nothing listens on port 1 of the loopback: connection refused, no policy to report on
+    with pytest.raises(PolicyUnreachable, match="ConnectionFailed") as caught:
+        await site_from_url("gemini://127.0.0.1:1/", client)
+    assert caught.value.url == "gemini://127.0.0.1:1/robots.txt"
 
 
 def test_cli_against_a_gemini_url(capsys: pytest.CaptureFixture[str]) -> None:
@@ -430,9 +429,12 @@ def test_cli_against_a_gemini_url(capsys: pytest.CaptureFixture[str]) -> None:
             "--json",
         ]
     )
-    obj = json.loads(capsys.readouterr().out)
-    assert code == 1
-    assert obj["against"][0]["modes"][0]["explicit"][0]["allowed"] is False
+    out, err = capsys.readouterr()
+    assert code == 1 and out == ""
+    (line,) = err.splitlines()
+    assert line.startswith(
+        "geminibot: --against gemini://127.0.0.1:1/robots.txt: the policy could not be fetched: "
+    )
     assert main(["classify", "--does", "archive", "--against", "gemini://"]) == 2
     assert "gemini://" in capsys.readouterr().err
 

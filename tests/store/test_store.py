@@ -7,6 +7,7 @@ from typing import Any
 
 from store_helpers import LIMITS, Clock
 
+from geminibot.crawl.frontier import MAX_URL_ATTEMPTS
 from geminibot.crawl.store import (
     CachedFile,
     CrawlStore,
@@ -53,7 +54,9 @@ def claim(store: CrawlStore, host: str = "a.test") -> Any:
     return store.claim(host, "me")
 
 
-def commit(store: CrawlStore, url: str, title: str, text: str | None, links: list[str]) -> set[str]:
+def commit(
+    store: CrawlStore, url: str, title: str, text: str | None, links: list[str]
+) -> dict[str, int]:
     claimed = claim(store)
     assert claimed is not None and claimed.url == url
     p = page(url, title, text, links=tuple(Link(t, "label") for t in links))
@@ -114,7 +117,7 @@ def test_fetched_commits_page_links_and_frontier(store: CrawlStore) -> None:
     woken = commit(
         store, A, "Home", "a polite crawler", [A + "x", B, A, "gemini://a.test/" + "y" * 99]
     )
-    assert woken == {"a.test", "b.test"}
+    assert woken == {"a.test": 1, "b.test": 1}
     assert store.state_of(A) == ("done", None)
     assert store.state_of(B) == ("queued", None)
     assert store.state_of(A + "x") == ("queued", None)
@@ -184,3 +187,40 @@ def test_skip_is_cleared_by_the_next_run(store: CrawlStore, clock: Clock) -> Non
     store.skip_host("a.test", "robots.txt unreachable")
     store.host_states()
     assert store.hosts_with_work() == ["a.test"]
+
+
+def test_certificate_pins_are_kept(store: CrawlStore) -> None:
+    assert store.pin("a.test", 1965) is None
+    store.set_pin("a.test", 1965, "sha256:one", 5.0)
+    store.set_pin("a.test", 1966, "sha256:other", 5.0)
+    assert store.pin("a.test", 1965) == "sha256:one"
+    store.set_pin("a.test", 1965, "sha256:two", 6.0)  # replaced (the user trusted it)
+    assert store.pin("a.test", 1965) == "sha256:two"
+    assert store.pin("a.test", 1966) == "sha256:other"
+    assert store.pin("b.test", 1965) is None
+
+
+def test_fetched_counts_the_urls_queued_per_host(store: CrawlStore) -> None:
+    store.seed([A])
+    woken = commit(store, A, "Home", "text", [A + "1", A + "2", A + "1", B, A])
+    assert woken == {"a.test": 2, "b.test": 1}
+
+
+def test_attempts_cut_short_give_the_url_up(store: CrawlStore) -> None:
+    """A claim released gives its attempt back; one ended neither way (the process died)
+    counts, and at MAX_URL_ATTEMPTS the URL is recorded failed instead of queued again."""
+    store.seed([A])
+    for _ in range(MAX_URL_ATTEMPTS + 2):  # released claims never add up
+        assert claim(store).url == A
+        store.release(A)
+    for n in range(1, MAX_URL_ATTEMPTS):
+        assert claim(store).url == A
+        store.release_host("a.test", "me")  # killed: its lease is gone
+        assert store.recover() == 1, n
+        assert store.state_of(A) == ("queued", None)
+    assert claim(store).url == A
+    store.release_host("a.test", "me")
+    assert store.recover() == 0
+    state, reason = store.state_of(A) or ("", None)
+    assert state == "failed"
+    assert reason == f"given up: {MAX_URL_ATTEMPTS} attempts ended abnormally"

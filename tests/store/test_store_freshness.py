@@ -13,7 +13,7 @@ from geminibot.crawl.store import CrawlStore, FetchedPage, Revisit
 DAY = 86_400.0
 
 
-def visit(store: CrawlStore, url: str, text: str, **kw: object) -> set[str]:
+def visit(store: CrawlStore, url: str, text: str, **kw: object) -> dict[str, int]:
     claimed = claim(store)
     assert claimed is not None and claimed.url == url, claimed
     p = page(url, "T", text, content_hash=f"h-{text}")
@@ -53,3 +53,32 @@ def test_a_better_named_copy_takes_over_as_canonical(store: CrawlStore) -> None:
     store.fetched(FetchedPage(decision(short), fetch(short), p, "indexer", [], demote=long))
     assert store.aliases(short) == [long]
     assert store.duplicate_of("h-same", long) == short
+
+
+def test_attempts_count_failures_in_a_row_and_an_answer_resets_them(store: CrawlStore) -> None:
+    """One counter (``urls.attempts``): a claim counts an attempt, a failed request keeps
+    it (the retry back-off grows with it), a release gives it back, an answer sets it to 0."""
+    store.seed([A])
+    for n in (1, 2):
+        assert claim(store).url == A
+        store.failed(decision(A), fetch(A, status=None), Revisit(0.0))
+        seen = store.previous(A)
+        assert seen is not None and seen.attempts == n
+        store.release_host("a.test", "me")
+        assert store.revisit(0.0) == 1
+    assert claim(store).url == A
+    store.release(A)  # 44 or an interrupted run: not an attempt
+    seen = store.previous(A)
+    assert seen is not None and seen.attempts == 2
+    store.release_host("a.test", "me")
+    visit(store, A, "home")
+    seen = store.previous(A)
+    assert seen is not None and seen.attempts == 0
+
+
+def test_urls_are_normalised_before_the_frontier(store: CrawlStore) -> None:
+    """Seeds (and links) naming one resource are one row, queued once, on both stores."""
+    store.seed(["GEMINI://A.test:1965", "gemini://a.test/x/../"])
+    store.seed([A])
+    assert store.queued() == 1
+    assert store.state_of(A) == ("queued", None)

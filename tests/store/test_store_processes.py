@@ -23,8 +23,11 @@ import psycopg
 from crawl.served_capsules import capsule_server, generate
 
 HOSTS, PAGES = 12, 96
-#: robots.txt Crawl-delay of every host (seconds) and the lease of a crawl process.
-DELAY, LEASE = 0.5, 3.0
+#: robots.txt Crawl-delay of every host (seconds) and the lease of a crawl process. All hosts
+#: share 127.0.0.1, so a process paces its MAX_HOSTS hosts' requests (policy files first)
+#: one after another at that address: the lease outlasts the longest such wait (known gap:
+#: a worker whose lease ran out while it waited must drop its claim; see docs/postgres.md).
+DELAY, LEASE = 0.5, 10.0
 #: How far the server's timestamps may be from the crawler's own (seconds): the server
 #: logs when it accepted and when it closed, the crawler paces from its own ends.
 SLACK = 0.05
