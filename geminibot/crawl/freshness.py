@@ -9,7 +9,8 @@ The rules (docs/crawl.md, "Keeping the index fresh"):
 - A URL whose request failed (network, TLS, a cut answer) is retried after
   :data:`RETRY_BASE` x 2^(attempts - 1), at most :data:`MAX_REVISIT`, for
   :data:`MAX_ATTEMPTS` attempts in a row; then it stays ``failed`` and is not retried
-  (``crawl --refresh`` tries it once more).
+  (``crawl --refresh`` tries it once more). The attempts are the frontier's
+  ``urls.attempts`` (:mod:`geminibot.crawl.frontier`): requests since the last answer.
 - A URL that answers "not found" or "gone" (Gemini ``51``/``52``, HTTP ``404``/``410``)
   leaves the index and the frontier's live URLs: its state becomes ``gone``.
 - The fetch and decision logs keep :data:`LOG_RETENTION_DAYS` days.
@@ -50,7 +51,7 @@ class Visit:
     content_hash: str | None
     duplicate_of: str | None
     interval: float | None  # None: never fetched with this rule (a database from before it)
-    attempts: int  # failed requests in a row
+    attempts: int  # requests since the last answer (urls.attempts): failures in a row
 
 
 def next_interval(previous: float | None, changed: bool) -> float:
