@@ -114,7 +114,9 @@ def search(
     field), else FTS5; ``fts5`` or ``tantivy`` force one (``tantivy`` raises
     :class:`QueryError` when the index is missing or stale, or with ``host``).
     ``authority``: multiply text relevance by the page's link-authority weight when the
-    database has one (:mod:`geminibot.index.authority`)."""
+    database has one (:mod:`geminibot.index.authority`); with tantivy, over the best
+    :data:`~geminibot.index.tantivy_index.RERANK_WINDOW` pages by text, and with its
+    keyword-stuffing penalty too (``False``: text relevance alone)."""
     if not 1 <= limit <= MAX_LIMIT:
         raise QueryError(f"limit must be between 1 and {MAX_LIMIT}, got {limit}")
     if not 0 <= offset <= MAX_OFFSET:

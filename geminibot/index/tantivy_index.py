@@ -33,6 +33,7 @@ import os
 import shutil
 import sqlite3
 import time
+from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
 from itertools import pairwise
@@ -47,6 +48,8 @@ from geminibot.index.query import ParsedQuery, Term
 FORMAT = 2
 #: bm25 boosts per field (FTS5's column weights, plus anchor text).
 FIELD_BOOSTS = {"title": 10.0, "headings": 5.0, "anchors": 1.0, "body": 1.0, "url": 2.0}
+#: The fields holding the page's own words (not others' link text, nor its URL).
+OWN_FIELDS = ("title", "headings", "body")
 #: The pair field beside each text field (see :func:`word_pairs`).
 PAIR_FIELDS = {name: name + "_pairs" for name in FIELD_BOOSTS}
 #: Joins two words into one token of a pair field: the analyzer's words are letters and
@@ -56,6 +59,15 @@ PAIR_JOINER = "_"
 #: stage keeps tantivy's top-k pruning; a page outside this window is never lifted into it
 #: by its authority (those beyond it follow, in text order).
 RERANK_WINDOW = 500
+#: Keyword stuffing: a page whose most frequent word makes up more than this share of its
+#: own words (title, headings, body), and occurs at least STUFFED_MIN_COUNT times, has its
+#: re-ranked score multiplied by ``STUFFED_SHARE / share`` (1/3 for a page of one word
+#: repeated). Natural text stays below it: the commonest English word is about 6% of
+#: running text, and no page of the synthetic space's Zipf-distributed text reaches 25%.
+#: bm25 saturates a word's frequency per field and then tantivy sums the fields, so a
+#: page repeating a word in title, headings and body gains in each (docs/benchmarks.md).
+STUFFED_SHARE = 0.3
+STUFFED_MIN_COUNT = 20
 #: Bytes of memory the index writer may use, and its threads: at 1 GB the 600,000-page
 #: synthetic space is written as one segment (a query visits each segment once).
 WRITER_HEAP = 1_000_000_000
@@ -108,6 +120,20 @@ def word_pairs(words: list[str]) -> list[str]:
     return [a + PAIR_JOINER + b for a, b in pairwise(words)]
 
 
+def stuffing(words: list[str]) -> float:
+    """The share of ``words`` that is its most frequent word, when that word occurs at least
+    :data:`STUFFED_MIN_COUNT` times; else 0 (too short a page to tell)."""
+    if len(words) < STUFFED_MIN_COUNT:
+        return 0.0
+    top = Counter(words).most_common(1)[0][1]
+    return top / len(words) if top >= STUFFED_MIN_COUNT else 0.0
+
+
+def stuffing_factor(share: float) -> float:
+    """What a page's re-ranked score is multiplied by for its :func:`stuffing` share."""
+    return STUFFED_SHARE / share if share > STUFFED_SHARE else 1.0
+
+
 def _schema() -> tantivy.Schema:
     builder = tantivy.SchemaBuilder()
     builder.add_unsigned_field("id", stored=True, indexed=False, fast=True)
@@ -117,6 +143,7 @@ def _schema() -> tantivy.Schema:
             PAIR_FIELDS[name], tokenizer_name=_PAIR_TOKENIZER, index_option="freq"
         )
     builder.add_float_field("authority", fast=True)
+    builder.add_float_field("stuffing", fast=True)
     return builder.build()
 
 
@@ -144,23 +171,29 @@ class TantivyIndex:
     ) -> list[tuple[int, float]]:
         """(page id, score) of ``limit`` pages from the ``offset``-th on, best first.
 
-        With ``authority`` (and an index built with it): the best ``window`` pages by text
-        are ordered by text score × ``log2(2 + authority)``, and any asked for beyond
-        them follow in text order, so that pages of results never overlap or skip.
-        Scores are text × that factor throughout."""
+        With ``authority``, the best ``window`` pages by text are ordered by text score ×
+        ``log2(2 + authority)`` (when the index was built with authority) ×
+        :func:`stuffing_factor`, and any asked for beyond them follow in text order, so
+        that pages of results never overlap or skip; scores are text × those factors
+        throughout. Without it: text relevance alone."""
         query = self._query(parsed)
         if query is None:
             return []
         searcher = self.index.searcher()
-        weighted = authority and self.has_authority
         wanted = offset + limit
-        hits = searcher.search(query, max(wanted, window) if weighted else wanted, count=False)
+        hits = searcher.search(query, max(wanted, window) if authority else wanted, count=False)
         ranked: list[tuple[float, tantivy.DocAddress]] = hits.hits
-        if weighted and ranked:
+        if authority and ranked:
+            addresses = [addr for _, addr in ranked]
             factors = [
-                weight_of(float(a or 0.0))
-                for a in searcher.fast_field_values("authority", [addr for _, addr in ranked])
+                stuffing_factor(float(share or 0.0))
+                for share in searcher.fast_field_values("stuffing", addresses)
             ]
+            if self.has_authority:
+                weights = searcher.fast_field_values("authority", addresses)
+                factors = [
+                    f * weight_of(float(a or 0.0)) for f, a in zip(factors, weights, strict=True)
+                ]
             scored = [(s * f, addr) for (s, addr), f in zip(ranked, factors, strict=True)]
             head = sorted(scored[:window], key=lambda hit: -hit[0])  # stable: text order
             ranked = head + scored[window:]
@@ -342,6 +375,7 @@ def rebuild(
             for page_id, title, headings, anchors, body, url, score in batch:
                 doc = tantivy.Document()
                 doc.add_unsigned("id", int(page_id))
+                own: list[str] = []  # the page's own words: title, headings, body
                 for name, value in (
                     ("title", title),
                     ("headings", headings),
@@ -350,9 +384,12 @@ def rebuild(
                     ("url", url),
                 ):
                     doc.add_text(name, value or "")
-                    pairs = word_pairs(analyzer.analyze(value)) if value else []
-                    doc.add_text(PAIR_FIELDS[name], " ".join(pairs))
+                    words = analyzer.analyze(value) if value else []
+                    doc.add_text(PAIR_FIELDS[name], " ".join(word_pairs(words)))
+                    if name in OWN_FIELDS:
+                        own += words
                 doc.add_float("authority", float(score))
+                doc.add_float("stuffing", stuffing(own))
                 writer.add_document(doc)
             count += len(batch)
             say(f"indexed {count} pages")

@@ -18,11 +18,15 @@ from geminibot.index.search import text_snippet
 from geminibot.index.tantivy_index import (
     FIELD_BOOSTS,
     RERANK_WINDOW,
+    STUFFED_MIN_COUNT,
+    STUFFED_SHARE,
     IndexUnavailable,
     index_dir,
     open_current,
     rebuild,
     status,
+    stuffing,
+    stuffing_factor,
     word_pairs,
 )
 
@@ -397,3 +401,25 @@ def test_results_are_read_back_from_the_store_in_one_query(db: sqlite3.Connectio
     assert len(results) == 10
     # One statement of ours reads them (FTS5's own, marked "--", serve it).
     assert len([s for s in statements if "pages_fts" in s and not s.startswith("--")]) == 1
+
+
+def test_stuffing_share_and_factor_at_their_edges() -> None:
+    filler = [f"w{n}" for n in range(100)]
+    assert stuffing(["casino"] * (STUFFED_MIN_COUNT - 1)) == 0.0  # too few to tell
+    assert stuffing(["casino"] * STUFFED_MIN_COUNT) == 1.0
+    assert stuffing(["casino"] * (STUFFED_MIN_COUNT - 1) + filler) == 0.0
+    assert stuffing(["casino"] * 30 + filler[:70]) == 0.3
+    assert stuffing_factor(STUFFED_SHARE) == 1.0
+    assert stuffing_factor(0.0) == 1.0
+    assert stuffing_factor(2 * STUFFED_SHARE) == 0.5
+    assert stuffing_factor(1.0) == STUFFED_SHARE
+
+
+def test_a_page_stuffed_with_the_word_ranks_below_one_about_it(tmp_path: Path) -> None:
+    conn = connect(tmp_path / "stuffed.db")
+    put(conn, "gemini://stuffed.test/", "casino casino casino", "casino " * 60)
+    natural = " ".join(["A history of the casino, its rules and its games."] + WORDS * 3)
+    put(conn, "gemini://good.test/", "Casino guide", natural)
+    rebuild(conn)  # no link authority in this database: text and stuffing alone
+    assert urls(search(conn, "casino", authority=False))[0] == "gemini://stuffed.test/"
+    assert urls(search(conn, "casino")) == ["gemini://good.test/", "gemini://stuffed.test/"]
