@@ -13,13 +13,13 @@ duplicates collapsed), link authority is computed, then
   each query ``--repeats`` times, per engine, with and without link authority.
 
     .venv/bin/python bench/search_engines.py [--sizes 20000,150000,600000] [--repeats 15]
-        [--store-dir DIR] [--build-only]
+        [--store-dir DIR] [--build-only] [--engines fts5,tantivy]
 
 ``--store-dir DIR`` keeps each size's filled store (with its authority) as
 ``DIR/space-N.db`` and reuses it on later runs: filling 600,000 pages takes most of an
 hour on two shared cores, the engines' builds and queries minutes. A store is written
 under a ``.partial`` name and renamed once complete, so an interrupted fill is never
-reused. ``--build-only`` fills the stores and stops.
+reused. ``--build-only`` fills the stores and stops; ``--engines tantivy`` measures one.
 """
 
 from __future__ import annotations
@@ -145,24 +145,23 @@ def filled_store(pages: int, folder: Path) -> tuple[Path, str]:
     )
 
 
-def run(pages: int, folder: Path, repeats: int) -> None:
+def run(pages: int, folder: Path, repeats: int, engines: list[str]) -> None:
     hosts, space = space_of(pages)
     db, made = filled_store(pages, folder)
     conn = connect(db)
     text_pages = int(conn.execute("SELECT count(*) FROM pages WHERE text_indexed").fetchone()[0])
-    fts_s, fts_bytes, content_bytes = fts5_build(conn)
-    manifest = rebuild(conn)
-    tv_s, tv_bytes = float(manifest["seconds"]), int(manifest["bytes"])  # type: ignore[arg-type]
+    fts_s, fts_bytes, content_bytes = fts5_build(conn) if "fts5" in engines else (0.0, 0, 0)
+    tv_s, tv_bytes = 0.0, 0
+    if "tantivy" in engines:
+        manifest = rebuild(conn)
+        tv_s, tv_bytes = float(manifest["seconds"]), int(manifest["bytes"])  # type: ignore[arg-type]
     print(f"\n### {pages:,} URLs ({hosts} hosts): {text_pages:,} pages with text; {made}\n")
     print("| engine | build s | index MiB | query median ms | p95 ms | worst ms |")
     print("|---|---:|---:|---:|---:|---:|")
     mix = queries(space)
     per_engine = {}
     for engine, authority in (
-        ("fts5", False),
-        ("fts5", True),
-        ("tantivy", False),
-        ("tantivy", True),
+        (engine, authority) for engine in engines for authority in (False, True)
     ):
         every, per_query = time_queries(conn, mix, engine, authority, repeats)
         per_engine[(engine, authority)] = per_query
@@ -172,9 +171,10 @@ def run(pages: int, folder: Path, repeats: int) -> None:
             f"| {name} | {build:.1f} | {size / 2**20:.1f} | {statistics.median(every):.1f} "
             f"| {p95(every):.1f} | {max(every):.1f} |"
         )
-    print(
-        f"\nFTS5 stored text (both engines read snippets from it): {content_bytes / 2**20:.1f} MiB"
-    )
+    if content_bytes:
+        print(
+            f"\nFTS5 stored text (both engines read snippets from it): {content_bytes / 2**20:.1f} MiB"
+        )
     print("\n| query | " + " | ".join(f"{e}{' +a' if a else ''} ms" for e, a in per_engine) + " |")
     print("|---|" + "---:|" * len(per_engine))
     for label, query in mix:
@@ -189,7 +189,11 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=15, help="runs of each query")
     parser.add_argument("--store-dir", type=Path, help="keep and reuse filled stores here")
     parser.add_argument("--build-only", action="store_true", help="fill the stores, stop")
+    parser.add_argument("--engines", default="fts5,tantivy", help="fts5, tantivy or both")
     args = parser.parse_args()
+    engines = args.engines.split(",")
+    if not engines or not set(engines) <= {"fts5", "tantivy"}:
+        parser.error("--engines: fts5, tantivy or both")
     sizes = [int(s) for s in args.sizes.split(",")]
     if args.build_only and args.store_dir is None:
         parser.error("--build-only needs --store-dir")
@@ -203,10 +207,10 @@ def main() -> None:
         if args.build_only:
             print(pages, filled_store(pages, args.store_dir)[1], flush=True)
         elif args.store_dir is not None:
-            run(pages, args.store_dir, args.repeats)
+            run(pages, args.store_dir, args.repeats, engines)
         else:
             with tempfile.TemporaryDirectory() as tmp:
-                run(pages, Path(tmp), args.repeats)
+                run(pages, Path(tmp), args.repeats, engines)
         sys.stdout.flush()
 
 
