@@ -15,7 +15,8 @@ term lookups (:func:`word_pairs`); and the page's link authority as a fast field
 
 Ranking is in two stages (:meth:`TantivyIndex.search`): tantivy's collector keeps the
 best :data:`RERANK_WINDOW` pages by text alone, with block-max pruning intact, then those
-are re-ranked by text score × ``log2(2 + authority)`` outside the collector. Weighting
+are re-ranked by text score × ``log2(2 + authority)`` × a keyword-stuffing penalty
+(:data:`STUFFED_SHARE`) outside the collector. Weighting
 inside the collector (``weight_by_field``) made every matching page's score depend on a
 per-document factor, so no block could be skipped: 38 ms instead of 8 ms for the most
 common word at 600,000 pages (docs/benchmarks.md).
