@@ -69,6 +69,7 @@ def running_postgres() -> Iterator[str]:
         subprocess.run(
             _as_owner(
                 [str(bindir / "initdb"), "-D", str(data), "-U", user, "-A", "trust", "-E", "UTF8"]
+                + ["--no-sync"]  # a throwaway cluster: nothing to flush to disk
             ),
             check=True,
             capture_output=True,
