@@ -246,11 +246,17 @@ class PgStore:
 
     def seed(self, urls: list[str]) -> dict[str, str]:
         """As :meth:`Frontier.seed`: each URL normalised before the frontier; what happened
-        to each, by the URL as given."""
-        named = {url: normalise(url) for url in urls}
+        to each, by the URL as given (one met again, or another name of one met before in
+        the list, is ``known``, as when Frontier.add is called once per URL)."""
+        names = [normalise(url) for url in urls]
         with self._tx() as conn:
-            added = self._add(conn, [(url, 0, None) for url in named.values()])
-        return {url: added[name] for url, name in named.items()}
+            added = self._add(conn, [(name, 0, None) for name in names])
+        result: dict[str, str] = {}
+        met: set[str] = set()
+        for url, name in zip(urls, names, strict=True):
+            result[url] = "known" if name in met else added[name]
+            met.add(name)
+        return result
 
     def _lock_hosts(self, conn: psycopg.Connection[Any], hosts: Iterable[str]) -> dict[str, int]:
         """Create the missing ``hosts`` rows and lock them all, in host order, until the

@@ -80,9 +80,14 @@ def test_attempts_count_failures_in_a_row_and_an_answer_resets_them(store: Crawl
 
 def test_urls_are_normalised_before_the_frontier(store: CrawlStore) -> None:
     """Seeds (and links) naming one resource are one row, queued once, on both stores."""
-    store.seed(["GEMINI://A.test:1965", "gemini://a.test/x/../"])
+    got = store.seed(["GEMINI://A.test:1965", "gemini://a.test/x/../", A + "1", A + "1"])
+    assert got == {
+        "GEMINI://A.test:1965": "queued",
+        "gemini://a.test/x/../": "known",  # another name of the URL met just before
+        A + "1": "known",  # (met twice: the second time, it is known)
+    }
     store.seed([A])
-    assert store.queued() == 1
+    assert store.queued() == 2
     assert store.state_of(A) == ("queued", None)
 
 

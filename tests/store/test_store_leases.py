@@ -13,7 +13,7 @@ from crawl.crawl_fakes import FakeSite, gmi
 from store_helpers import LIMITS, Clock
 from test_store import A, B, decision, fetch, page
 
-from geminibot.crawl.crawler import Crawler, CrawlOptions, Response
+from geminibot.crawl.crawler import HELD_BACKOFF, Crawler, CrawlOptions, Response
 from geminibot.crawl.pgstore import PgStore
 from geminibot.crawl.store import FetchedPage, HostState
 
@@ -149,6 +149,48 @@ async def test_a_claim_whose_lease_ran_out_while_it_waited_is_not_sent(
             with trio.fail_after(3600):
                 await crawler.run()
         assert A not in site.urls()  # fetched once, by the other process
+        assert mine.state_of(A) == ("done", None)
+    finally:
+        mine.close()
+        other.close()
+
+
+class Watched(PgStore):
+    """A crawl process's store that notes (trio time) when it looks for held work."""
+
+    looks: list[float]
+
+    def work_elsewhere(self, lease: str) -> dict[str, float]:
+        self.looks.append(trio.current_time())
+        return super().work_elsewhere(lease)
+
+
+async def test_a_process_with_only_held_hosts_backs_off(
+    pg_url: str, autojump_clock: object
+) -> None:
+    """Every host with work leased by another process: look again every HELD_BACKOFF
+    seconds (not hot), and take the host once its holder lets it go."""
+    wall = mock_wall_clock
+    mine = Watched(pg_url, wall, LIMITS, lease_seconds=60)
+    mine.looks = []
+    other = PgStore(pg_url, wall, LIMITS, lease_seconds=600)
+    site = FakeSite({A: gmi("# A\n")})
+    crawler = Crawler(mine, site.fetch, CrawlOptions(test_range=True), wall_clock=wall)
+    let_go = 2.5 * HELD_BACKOFF
+
+    async def hold_then_let_go() -> None:
+        await trio.sleep(let_go)
+        other.release_host("a.test", "other")
+
+    try:
+        crawler.seed([A])
+        assert other.lease_host("a.test", "other") is not None
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(hold_then_let_go)
+            with trio.fail_after(3600):
+                await crawler.run()
+        assert mine.looks[:4] == [0, HELD_BACKOFF, 2 * HELD_BACKOFF, 3 * HELD_BACKOFF]
+        assert site.urls()[-1] == A and site.log[0][0] >= 3 * HELD_BACKOFF
         assert mine.state_of(A) == ("done", None)
     finally:
         mine.close()
