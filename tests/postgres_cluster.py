@@ -25,6 +25,9 @@ from pathlib import Path
 
 #: Seconds ``pg_ctl`` may take to start or stop the server.
 START_SECONDS = 60
+#: initdb's options: trusted local logins, UTF-8, and (a throwaway cluster) nothing
+#: flushed to disk, as the server then runs with fsync=off.
+INITDB_OPTIONS = ("-A", "trust", "-E", "UTF8", "--no-sync")
 
 
 def server_bin_dir() -> Path | None:
@@ -67,10 +70,7 @@ def running_postgres() -> Iterator[str]:
     port = _free_port()
     try:
         subprocess.run(
-            _as_owner(
-                [str(bindir / "initdb"), "-D", str(data), "-U", user, "-A", "trust", "-E", "UTF8"]
-                + ["--no-sync"]  # a throwaway cluster: nothing to flush to disk
-            ),
+            _as_owner([str(bindir / "initdb"), "-D", str(data), "-U", user, *INITDB_OPTIONS]),
             check=True,
             capture_output=True,
             timeout=START_SECONDS,

@@ -427,6 +427,12 @@ class Crawler:
     # --- one host ---
 
     async def _worker(self, host: str) -> None:
+        try:
+            await self._work_on(host)
+        except LostHost:  # another process took the host over: its claim is theirs now
+            self.scheduler.drop_work(host)
+
+    async def _work_on(self, host: str) -> None:
         lease = self.store.lease_host(host, self.lease)
         if lease is None:  # another crawl process holds the host
             self.scheduler.drop_work(host)
@@ -439,43 +445,37 @@ class Crawler:
             if host not in self._addressed:  # hosts on one address are paced as one
                 self._addressed.add(host)
                 self.scheduler.set_address(host, await self.address_of(host))
-            await self._claims(host)
-        except LostHost:  # its claim is the new holder's now: nothing to release
-            self.scheduler.drop_work(host)
+            policy: SitePolicy | None = None
+            while not self._stopping and not self._limit_reached():
+                policy = await self._current_policy(host, policy)
+                if policy is None:
+                    return
+                claim = self.store.claim(host, self.lease)
+                if claim is None:
+                    self.scheduler.drop_work(host)
+                    return
+                self._queued -= 1
+                done = False
+                try:
+                    done = await self._visit(claim, policy)
+                except Exception:
+                    # The URL stays leased: the next run's recovery counts this as an
+                    # attempt cut short, and gives the URL up after MAX_URL_ATTEMPTS.
+                    # (LostHost: it is the new holder's claim now.)
+                    done = True
+                    raise
+                finally:
+                    if not done:
+                        self.store.release(claim.url)
+                        self._queued += 1
+                skipped = self.scheduler.skipped(host)
+                if skipped:
+                    self._skip(host, skipped)
+                    return
         finally:
             self.store.release_host(host, self.lease)
             self._running.discard(host)
             self._wake.set()
-
-    async def _claims(self, host: str) -> None:
-        """Claim and visit ``host``'s queued URLs one by one, while the crawl goes on."""
-        policy: SitePolicy | None = None
-        while not self._stopping and not self._limit_reached():
-            policy = await self._current_policy(host, policy)
-            if policy is None:
-                return
-            claim = self.store.claim(host, self.lease)
-            if claim is None:
-                self.scheduler.drop_work(host)
-                return
-            self._queued -= 1
-            done = False
-            try:
-                done = await self._visit(claim, policy)
-            except Exception:
-                # The URL stays leased: the next run's recovery counts this as an
-                # attempt cut short, and gives the URL up after MAX_URL_ATTEMPTS.
-                # (LostHost: it is the new holder's claim now.)
-                done = True
-                raise
-            finally:
-                if not done:
-                    self.store.release(claim.url)
-                    self._queued += 1
-            skipped = self.scheduler.skipped(host)
-            if skipped:
-                self._skip(host, skipped)
-                return
 
     async def _current_policy(self, host: str, policy: SitePolicy | None) -> SitePolicy | None:
         """``policy``, or the host's policy read from its files when there is none yet or
