@@ -140,7 +140,10 @@ class PgStore:
 
     def host_states(self) -> dict[str, HostState]:
         with self._tx() as conn:
-            conn.execute("UPDATE hosts SET skipped_reason = NULL WHERE skipped_reason IS NOT NULL")
+            conn.execute(  # (rows locked in host order, as _lock_hosts does)
+                "UPDATE hosts SET skipped_reason = NULL WHERE host IN (SELECT host FROM hosts"
+                " WHERE skipped_reason IS NOT NULL ORDER BY host FOR UPDATE)"
+            )
             rows = conn.execute(
                 "SELECT host, last_fetch_at, coalesce(last_duration, 0), not_before,"
                 " slow_downs FROM hosts"

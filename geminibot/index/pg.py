@@ -64,7 +64,8 @@ _V1 = (
         urls_total INTEGER NOT NULL DEFAULT 0,
         skipped_reason TEXT
     )""",
-    # Which crawl process holds a host, until when (renewed before every request).
+    # Which crawl process holds a host, until when (renewed by hold_host, right before
+    # every request).
     """CREATE TABLE host_leases (
         host TEXT PRIMARY KEY,
         holder TEXT,
