@@ -115,3 +115,34 @@ def run_main(
         print(code, file=err)
         code = 1
     return subprocess.CompletedProcess([program, *argv], code, _text(out), _text(err))
+
+
+@contextlib.contextmanager
+def _captured() -> Iterator[tuple[io.TextIOWrapper, io.TextIOWrapper]]:
+    out, err, given = _stream(), _stream(), _stream()
+    saved = sys.stdin, sys.stdout, sys.stderr
+    sys.stdin, sys.stdout, sys.stderr = given, out, err
+    try:
+        yield out, err
+    finally:
+        sys.stdin, sys.stdout, sys.stderr = saved
+
+
+async def crawl_in_trio(argv: Sequence[str]) -> subprocess.CompletedProcess[str]:
+    """``geminibot crawl ARGV...`` inside the caller's trio run: next to servers of the
+    same process, and on the test's clock (a mock clock makes its pacing instant). Parsed
+    and reported as ``geminibot`` does (a usage or input error: its line, exit 2)."""
+    from geminibot.cli import build_parser
+    from geminibot.cliutil import CommandError
+    from geminibot.crawl.cli import crawl_async
+
+    parser = build_parser("crawl", load_all=False)
+    with _captured() as (out, err):
+        try:
+            code: object = await crawl_async(parser.parse_args(["crawl", *argv]))
+        except SystemExit as exc:
+            code = exc.code
+        except CommandError as exc:
+            print(f"{parser.prog}: {exc.message}", file=err)
+            code = exc.exit_code
+    return subprocess.CompletedProcess(["geminibot", "crawl", *argv], code, _text(out), _text(err))

@@ -467,6 +467,12 @@ def _failure(db: str, exc: BaseException) -> CommandError:
 
 
 def run_crawl(args: argparse.Namespace) -> int:
+    return trio.run(crawl_async, args)
+
+
+async def crawl_async(args: argparse.Namespace) -> int:
+    """``geminibot crawl`` with parsed ``args``, inside a trio run (the tests run it on
+    their own, next to in-process servers and under a mock clock)."""
     seeds, options, resolver = _options(args)
     shared = is_postgres(args.db)
     if args.lease_seconds is not None and (not shared or args.lease_seconds <= 0):
@@ -484,7 +490,7 @@ def run_crawl(args: argparse.Namespace) -> int:
                 raise CommandError(str(exc)) from None
         label = without_password(args.db) if shared else str(db)
         try:
-            return _run(args, db, label, conn, seeds, options, resolver)
+            return await _run(args, db, label, conn, seeds, options, resolver)
         except (sqlite3.Error, OSError, BaseExceptionGroup) as exc:
             cause = _environment_error(exc)
             if cause is None:
@@ -494,7 +500,7 @@ def run_crawl(args: argparse.Namespace) -> int:
             conn.close()
 
 
-def _run(
+async def _run(
     args: argparse.Namespace,
     db: Path,
     label: str,
@@ -530,7 +536,7 @@ def _run(
     crawler.on_progress = display
     try:
         crawler.seed(seeds)
-        progress, interrupted = trio.run(_crawl, crawler, web)
+        progress, interrupted = await _crawl(crawler, web)
     finally:
         display.end()
         if archive is not None:
