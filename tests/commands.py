@@ -59,11 +59,27 @@ def _stream(data: bytes = b"") -> io.TextIOWrapper:
     return io.TextIOWrapper(io.BytesIO(data), encoding="utf-8", errors="replace", newline=None)
 
 
-def _text(stream: io.TextIOWrapper) -> str:
+def _bytes(stream: io.TextIOWrapper) -> bytes:
     stream.flush()
     raw = stream.buffer
     assert isinstance(raw, io.BytesIO)
-    return raw.getvalue().decode("utf-8", errors="replace")
+    return raw.getvalue()
+
+
+def _text(stream: io.TextIOWrapper) -> str:
+    return _bytes(stream).decode("utf-8", errors="replace")
+
+
+@contextlib.contextmanager
+def _captured(stdin: bytes = b"") -> Iterator[tuple[io.TextIOWrapper, io.TextIOWrapper]]:
+    """Standard input ``stdin``; standard output and error captured (yielded)."""
+    out, err, given = _stream(), _stream(), _stream(stdin)
+    saved = sys.stdin, sys.stdout, sys.stderr
+    sys.stdin, sys.stdout, sys.stderr = given, out, err
+    try:
+        yield out, err
+    finally:
+        sys.stdin, sys.stdout, sys.stderr = saved
 
 
 @contextlib.contextmanager
@@ -82,21 +98,19 @@ def _limit(seconds: float) -> Iterator[None]:
         signal.signal(signal.SIGALRM, previous)
 
 
-def run_main(
-    argv: Sequence[str],
-    *,
-    program: str = "geminibot",
-    stdin: bytes = b"",
-    limit: float = IN_PROCESS_LIMIT,
-) -> subprocess.CompletedProcess[str]:
-    """``PROGRAM ARGV...`` (``geminibot`` or ``capsule-server``) run in this process, as
-    its script runs it: ``returncode``, ``stdout`` and ``stderr`` as text. Standard input
-    is ``stdin`` (empty: as from /dev/null)."""
+def _status(code: object, err: io.TextIOWrapper) -> int:
+    """The exit status of ``sys.exit(code)`` (a message is printed, status 1)."""
+    if code is None:
+        return 0
+    if isinstance(code, int):
+        return code
+    print(code, file=err)
+    return 1
+
+
+def _run(argv: Sequence[str], program: str, stdin: bytes, limit: float) -> tuple[int, bytes, bytes]:
     main = _entry(program)
-    out, err, given = _stream(), _stream(), _stream(stdin)
-    saved = sys.stdin, sys.stdout, sys.stderr
-    sys.stdin, sys.stdout, sys.stderr = given, out, err
-    try:
+    with _captured(stdin) as (out, err):
         with _limit(limit):
             try:
                 code: object = main(list(argv))
@@ -107,25 +121,34 @@ def run_main(
             except BaseException:  # what Python does with an uncaught exception
                 traceback.print_exc(file=err)
                 code = 1
-    finally:
-        sys.stdin, sys.stdout, sys.stderr = saved
-    if code is None:
-        code = 0
-    elif not isinstance(code, int):  # sys.exit("message")
-        print(code, file=err)
-        code = 1
-    return subprocess.CompletedProcess([program, *argv], code, _text(out), _text(err))
+        return _status(code, err), _bytes(out), _bytes(err)
 
 
-@contextlib.contextmanager
-def _captured() -> Iterator[tuple[io.TextIOWrapper, io.TextIOWrapper]]:
-    out, err, given = _stream(), _stream(), _stream()
-    saved = sys.stdin, sys.stdout, sys.stderr
-    sys.stdin, sys.stdout, sys.stderr = given, out, err
-    try:
-        yield out, err
-    finally:
-        sys.stdin, sys.stdout, sys.stderr = saved
+def run_main(
+    argv: Sequence[str],
+    *,
+    program: str = "geminibot",
+    stdin: bytes = b"",
+    limit: float = IN_PROCESS_LIMIT,
+) -> subprocess.CompletedProcess[str]:
+    """``PROGRAM ARGV...`` (``geminibot`` or ``capsule-server``) run in this process, as
+    its script runs it: ``returncode``, ``stdout`` and ``stderr`` as text. Standard input
+    is ``stdin`` (empty: as from /dev/null)."""
+    code, out, err = _run(argv, program, stdin, limit)
+    decoded = out.decode("utf-8", errors="replace"), err.decode("utf-8", errors="replace")
+    return subprocess.CompletedProcess([program, *argv], code, *decoded)
+
+
+def run_main_bytes(
+    argv: Sequence[str],
+    *,
+    program: str = "geminibot",
+    stdin: bytes = b"",
+    limit: float = IN_PROCESS_LIMIT,
+) -> subprocess.CompletedProcess[bytes]:
+    """:func:`run_main` with ``stdout`` and ``stderr`` as the bytes written."""
+    code, out, err = _run(argv, program, stdin, limit)
+    return subprocess.CompletedProcess([program, *argv], code, out, err)
 
 
 async def crawl_in_trio(argv: Sequence[str]) -> subprocess.CompletedProcess[str]:
@@ -145,4 +168,7 @@ async def crawl_in_trio(argv: Sequence[str]) -> subprocess.CompletedProcess[str]
         except CommandError as exc:
             print(f"{parser.prog}: {exc.message}", file=err)
             code = exc.exit_code
-    return subprocess.CompletedProcess(["geminibot", "crawl", *argv], code, _text(out), _text(err))
+        status = _status(code, err)
+    return subprocess.CompletedProcess(
+        ["geminibot", "crawl", *argv], status, _text(out), _text(err)
+    )
