@@ -67,6 +67,7 @@ from geminibot.crawl.schemes import (
     normalise,
     protocol_of,
 )
+from geminibot.crawl.settings import DEFAULT_AGENT, DEFAULT_CONCURRENCY
 from geminibot.crawl.store import (
     CrawlStore,
     DecisionRecord,
@@ -89,8 +90,6 @@ __all__ = [
     "Response",
 ]
 
-#: Requests in flight across all hosts, by default.
-DEFAULT_CONCURRENCY = 16
 #: robots2.txt category each role declares (project decision; None: global directives only).
 ROLE_CATEGORIES: dict[str, str | None] = {
     "indexer": "search-indexer",
@@ -99,10 +98,6 @@ ROLE_CATEGORIES: dict[str, str | None] = {
 }
 #: Seconds between two progress reports.
 PROGRESS_INTERVAL = 0.5
-#: Roles the crawler can declare (virtual user agents it acts as).
-ROLES = ("indexer", "archiver", "researcher")
-#: The crawler's own product token.
-DEFAULT_AGENT = "geminibot"
 #: Seconds between two looks for work another crawl process holds, while this one has
 #: none (a store shared by several processes; at least the first, at most the second).
 HELD_POLL = (0.1, 5.0)

@@ -41,7 +41,7 @@ import httpx
 import trio
 
 from geminibot import __version__
-from geminibot.http.urls import parse_web_url
+from geminibot.http.urls import DEFAULT_INFO_URL, parse_web_url
 from geminibot.net.connect import ConnectTo, route
 from geminibot.net.errors import (
     BodyTooLarge,
@@ -58,8 +58,6 @@ from geminibot.net.limits import Limits
 from geminibot.net.redirects import RedirectRules, follow_chain
 from geminibot.urls import URL, WEB_SCHEMES, InvalidURL, resolve_reference
 
-#: Where a site owner reads who the bot is; put in the User-Agent (override with --contact).
-DEFAULT_INFO_URL = "https://geminibot.invalid/about"
 #: Statuses whose Location is followed.
 REDIRECT_STATUSES = frozenset({301, 302, 303, 307, 308})
 Headers = tuple[tuple[str, str], ...]
