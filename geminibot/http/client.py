@@ -41,7 +41,8 @@ import httpx
 import trio
 
 from geminibot import __version__
-from geminibot.http.urls import DEFAULT_INFO_URL, parse_web_url
+from geminibot.http.urls import DEFAULT_INFO_URL as _INFO_URL
+from geminibot.http.urls import parse_web_url
 from geminibot.net.connect import ConnectTo, route
 from geminibot.net.errors import (
     BodyTooLarge,
@@ -58,6 +59,9 @@ from geminibot.net.limits import Limits
 from geminibot.net.redirects import RedirectRules, follow_chain
 from geminibot.urls import URL, WEB_SCHEMES, InvalidURL, resolve_reference
 
+#: Where a site owner reads who the bot is; put in the User-Agent (override with --contact).
+#: Kept in :mod:`geminibot.http.urls`, which the command line reads without httpx.
+DEFAULT_INFO_URL = _INFO_URL
 #: Statuses whose Location is followed.
 REDIRECT_STATUSES = frozenset({301, 302, 303, 307, 308})
 Headers = tuple[tuple[str, str], ...]
