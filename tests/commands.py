@@ -154,7 +154,12 @@ def run_main_bytes(
 async def crawl_in_trio(argv: Sequence[str]) -> subprocess.CompletedProcess[str]:
     """``geminibot crawl ARGV...`` inside the caller's trio run: next to servers of the
     same process, and on the test's clock (a mock clock makes its pacing instant). Parsed
-    and reported as ``geminibot`` does (a usage or input error: its line, exit 2)."""
+    and reported as ``geminibot`` does (a usage or input error: its line, exit 2).
+
+    Under an autojumping mock clock, the crawl's progress report (every
+    ``PROGRESS_INTERVAL``, 0.5 s) is always the next timer or nearer than it: a jump taken
+    while bytes or a server's file read are still on their way moves the clock by no more
+    than that, never to a request's timeout."""
     from geminibot.cli import build_parser
     from geminibot.cliutil import CommandError
     from geminibot.crawl.cli import crawl_async

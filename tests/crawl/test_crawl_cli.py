@@ -154,7 +154,8 @@ def test_ctrl_c_stops_cleanly_and_resumes(served: int, tmp_path: Path) -> None:
         text=True,
     )
     deadline = time.monotonic() + TIMEOUT
-    while time.monotonic() < deadline and pages_in(db) < 5:  # the crawl is under way
+    while pages_in(db) < 5 and proc.poll() is None:  # the crawl is under way
+        assert time.monotonic() < deadline, "the crawl made no progress"
         time.sleep(0.05)
     proc.send_signal(signal.SIGINT)
     out, err = proc.communicate(timeout=TIMEOUT)
