@@ -26,5 +26,8 @@ AUTOJUMP_IN_PROCESS = 0.005
 @pytest.fixture
 def in_process_clock() -> trio.testing.MockClock:
     """A mock clock for tests whose clients and servers all run in the test's trio run
-    (no child process, no thread): pacing and waits take no real time."""
+    (no child process): pacing and waits take no real time. A wait on a thread (the
+    capsule server reads files in one) may let the clock jump to the next timer: use it
+    only where a timer much shorter than any timeout always runs, as a crawl's progress
+    report does (``commands.crawl_in_trio``)."""
     return trio.testing.MockClock(autojump_threshold=AUTOJUMP_IN_PROCESS)
