@@ -33,10 +33,12 @@ from geminibot.gemini.servecmd import (
     make_server,
     open_log,
     port_number,
+    positive_float,
     positive_int,
     run_server,
 )
 from geminibot.gemini.server import (
+    HEADER_TIMEOUT,
     MAX_PER_ADDRESS,
     Limits,
 )
@@ -74,6 +76,7 @@ def _serve(args: argparse.Namespace) -> int:
         rate_burst=args.rate_burst,
         rate_per_second=args.rate,
         max_per_address=args.max_per_address,
+        header_timeout=args.header_timeout,
     )
     log_stream = open_log(args.log) if args.log else sys.stdout
     try:
@@ -153,6 +156,13 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="N",
         default=MAX_PER_ADDRESS,
         help="connections open at once per client address (an IPv6 client's /64)",
+    )
+    serve.add_argument(
+        "--header-timeout",
+        type=positive_float,
+        metavar="SECONDS",
+        default=HEADER_TIMEOUT,
+        help="from accept to a complete request line (TLS included), then the connection is closed",
     )
     serve.set_defaults(run=_serve)
 

@@ -1,25 +1,147 @@
-"""The ``geminibot`` command. Each package registers its own subcommands here."""
+"""The ``geminibot`` command. Each package registers its own subcommands here.
+
+A command's module is imported only when that command runs (or its help is asked for):
+``geminibot fetch`` does not pay for importing the crawler, the index and the portal.
+The top-level ``--help`` lists every command from :data:`COMMANDS`, which holds each
+command's name and one-line help as its module registers them (``tests/test_cli.py``
+checks that the two agree, so the help reads the same as when every module is loaded).
+"""
 
 from __future__ import annotations
 
 import argparse
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
 
 from geminibot import __version__
-from geminibot.classify import cli as classify_cli
-from geminibot.classify import compare_cli
 from geminibot.cliutil import Parser, run_command
-from geminibot.crawl import cli as crawl_cli
-from geminibot.crawl import migrate as db_cli
-from geminibot.gemini import cli as gemini_cli
-from geminibot.index import cli as index_cli
-from geminibot.policy import cli as policy_cli
-from geminibot.portal import cli as portal_cli
-from geminibot.searchcap import cli as searchcap_cli
+
+#: What a package's ``register(commands)`` looks like.
+Register = Callable[[Any], None]
 
 
-def build_parser() -> argparse.ArgumentParser:
+def _policy() -> Register:
+    from geminibot.policy import cli
+
+    return cli.register
+
+
+def _gemini() -> Register:
+    from geminibot.gemini import cli
+
+    return cli.register
+
+
+def _classify() -> Register:
+    from geminibot.classify import cli
+
+    return cli.register
+
+
+def _crawl() -> Register:
+    from geminibot.crawl import cli
+
+    return cli.register
+
+
+def _compare() -> Register:
+    from geminibot.classify import compare_cli
+
+    return compare_cli.register
+
+
+def _db() -> Register:
+    from geminibot.crawl import migrate
+
+    return migrate.register
+
+
+def _portal() -> Register:
+    from geminibot.portal import cli
+
+    return cli.register
+
+
+def _index() -> Register:
+    from geminibot.index import cli
+
+    return cli.register
+
+
+def _searchcap() -> Register:
+    from geminibot.searchcap import cli
+
+    return cli.register
+
+
+@dataclass(frozen=True)
+class Module:
+    """One package's commands: their names and one-line helps, in the order its
+    ``register`` adds them, and how to import that ``register``."""
+
+    load: Callable[[], Register]
+    commands: tuple[tuple[str, str], ...]
+
+
+#: Every command, in the order ``geminibot --help`` lists them.
+COMMANDS: tuple[Module, ...] = (
+    Module(_policy, (("policy", "check URLs against robots.txt and lint policy files"),)),
+    Module(_gemini, (("fetch", "fetch a gemini:// URL (a curl for Gemini)"),)),
+    Module(
+        _classify,
+        (
+            (
+                "classify",
+                "which virtual agents and robots2.txt categories a bot is, and what it must obey",
+            ),
+        ),
+    ),
+    Module(
+        _crawl,
+        (
+            (
+                "crawl",
+                "crawl Gemini capsules (and websites) politely into a searchable SQLite index",
+            ),
+            ("search", "search a crawl's index"),
+            ("stats", "what a crawl database holds"),
+        ),
+    ),
+    Module(
+        _compare,
+        (("compare", "where a host's web and Gemini policies disagree, per bot class"),),
+    ),
+    Module(_db, (("db", "crawl databases: move a crawl to PostgreSQL"),)),
+    Module(
+        _portal,
+        (("portal", "serve Gemini capsules to web browsers, obeying their webproxy rules"),),
+    ),
+    Module(
+        _index,
+        (("index", "rank a crawl's pages by links and build its fast search index"),),
+    ),
+    Module(_searchcap, (("serve-search", "serve a crawl's index as a Gemini search capsule"),)),
+)
+
+ALL = frozenset(name for module in COMMANDS for name, _ in module.commands)
+
+
+def chosen(argv: Sequence[str]) -> str | None:
+    """The command ``argv`` names: its first word that is not an option (the top-level
+    parser's options take no values), or None."""
+    for word in argv:
+        if word == "--":
+            return None
+        if not word.startswith("-"):
+            return word
+    return None
+
+
+def build_parser(only: str | None = None, *, load_all: bool = True) -> argparse.ArgumentParser:
+    """The whole parser. With ``load_all=False`` only the module of command ``only`` is
+    imported; every other command is a stand-in that shows the same name and help."""
     parser = Parser(
         prog="geminibot",
         description=(
@@ -29,20 +151,18 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--version", action="version", version=f"geminibot {__version__}")
     commands = parser.add_subparsers(title="commands", metavar="COMMAND")
-    policy_cli.register(commands)
-    gemini_cli.register(commands)
-    classify_cli.register(commands)
-    crawl_cli.register(commands)
-    compare_cli.register(commands)
-    db_cli.register(commands)
-    portal_cli.register(commands)
-    index_cli.register(commands)
-    searchcap_cli.register(commands)
+    for module in COMMANDS:
+        if load_all or any(name == only for name, _ in module.commands):
+            module.load()(commands)
+        else:
+            for name, help_text in module.commands:
+                commands.add_parser(name, help=help_text)
     return parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    return run_command(build_parser(), argv)
+    words = sys.argv[1:] if argv is None else list(argv)
+    return run_command(build_parser(chosen(words), load_all=False), words)
 
 
 if __name__ == "__main__":

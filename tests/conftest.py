@@ -15,3 +15,19 @@ def loopback_clock() -> trio.testing.MockClock:
     """A mock clock for tests that talk to real loopback servers (pytest-trio runs the
     test on it): it jumps to the next timer after :data:`AUTOJUMP` idle real seconds."""
     return trio.testing.MockClock(autojump_threshold=AUTOJUMP)
+
+
+#: Real seconds of idleness before :func:`in_process_clock` jumps. Everything such a test
+#: talks to runs in its own trio run, so an idle loop means every task waits on a timer;
+#: the few milliseconds only give the kernel time to hand loopback bytes across.
+AUTOJUMP_IN_PROCESS = 0.005
+
+
+@pytest.fixture
+def in_process_clock() -> trio.testing.MockClock:
+    """A mock clock for tests whose clients and servers all run in the test's trio run
+    (no child process): pacing and waits take no real time. A wait on a thread (the
+    capsule server reads files in one) may let the clock jump to the next timer: use it
+    only where a timer much shorter than any timeout always runs, as a crawl's progress
+    report does (``commands.crawl_in_trio``)."""
+    return trio.testing.MockClock(autojump_threshold=AUTOJUMP_IN_PROCESS)

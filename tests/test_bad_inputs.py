@@ -2,7 +2,9 @@
 (issue 14): a missing file, a folder where a file goes, a file where a folder goes, an
 unreadable file, a read-only folder, numbers out of range, malformed URLs. Each must end
 with the exit code the README gives (2: usage or input error), ONE line on standard
-error, and no traceback anywhere. Run as a user runs them: subprocesses.
+error, and no traceback anywhere. Each runs through the ``main`` its script calls, in
+this process (``commands.run_main``: what a new interpreter would add is half a second of
+imports); a few run as the installed scripts in a child process, as a user runs them.
 
 No case reaches the network beyond loopback: every URL that could be fetched is on
 127.0.0.1 port 1 (nothing listens) or refused before a connection is tried.
@@ -19,6 +21,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from commands import run_main
 from fs_faults import read_only
 
 from capsule_server.cli import build_parser as server_parser
@@ -205,12 +208,7 @@ def places(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, str]]
     ro = tmp / "ro"
     ro.mkdir()
     db = tmp / "c.db"
-    made = subprocess.run(
-        [sys.executable, "-m", "geminibot", "crawl", NOWHERE, "--db", str(db), "--max-time", "1"],
-        capture_output=True,
-        timeout=TIMEOUT,
-        check=False,
-    )
+    made = run_main(["crawl", NOWHERE, "--db", str(db), "--max-time", "1"], limit=TIMEOUT)
     assert db.exists(), made.stderr
     (ro / "c.db").write_bytes(db.read_bytes())
     with read_only(ro):
@@ -246,6 +244,19 @@ def fill(arg: str, places: dict[str, str]) -> str:
 )
 def test_bad_input(command: str, argv: list[str], code: int, places: dict[str, str]) -> None:
     program = "capsule-server" if command.split(maxsplit=1)[0] in SERVER_COMMANDS else "geminibot"
+    proc = run_main([fill(a, places) for a in argv], program=program, limit=TIMEOUT)
+    _is_one_clean_line(proc, code)
+
+
+#: Cases run as the installed scripts, in a child process: one of each program.
+AS_PROCESSES = [
+    ("geminibot", ["crawl", NOWHERE, "--db", "FOLDER"]),
+    ("capsule-server", ["serve", "--port", "0", "--log", "FOLDER"]),
+]
+
+
+@pytest.mark.parametrize(("program", "argv"), AS_PROCESSES, ids=str)
+def test_bad_input_as_a_process(program: str, argv: list[str], places: dict[str, str]) -> None:
     exe = [str(Path(sys.executable).with_name(program))]
     proc = subprocess.run(
         [*exe, *(fill(a, places) for a in argv)],
@@ -255,6 +266,10 @@ def test_bad_input(command: str, argv: list[str], code: int, places: dict[str, s
         check=False,
         stdin=subprocess.DEVNULL,
     )
+    _is_one_clean_line(proc, 2)
+
+
+def _is_one_clean_line(proc: subprocess.CompletedProcess[str], code: int) -> None:
     assert "Traceback" not in proc.stdout + proc.stderr, proc.stderr
     assert proc.returncode == code, proc.stderr
     lines = proc.stderr.splitlines()

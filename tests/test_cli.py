@@ -1,18 +1,23 @@
 """The command line entry points start, teach, and fail with usage errors cleanly."""
 
+from __future__ import annotations
+
+import argparse
+import json
 import subprocess
 import sys
 
-from geminibot.cli import main
+import pytest
+from fresh_python import run_python
+
+from geminibot.cli import ALL, COMMANDS, build_parser, main
 
 
-def test_help_lists_policy_command(capsys: object) -> None:
-    try:
+def test_help_lists_policy_command(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exc:
         main(["--help"])
-    except SystemExit as exc:
-        assert exc.code == 0
-    out = capsys.readouterr().out  # type: ignore[attr-defined]
-    assert "policy" in out
+    assert exc.value.code == 0
+    assert "policy" in capsys.readouterr().out
 
 
 def test_no_command_is_a_usage_error() -> None:
@@ -28,3 +33,76 @@ def test_module_entry_point_runs() -> None:
     )
     assert proc.returncode == 0
     assert proc.stdout.startswith("geminibot ")
+
+
+def _commands(parser: argparse.ArgumentParser) -> argparse._SubParsersAction:  # type: ignore[type-arg]
+    (action,) = (a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+    return action
+
+
+def test_the_lazy_table_is_what_the_modules_register() -> None:
+    """COMMANDS names each command with the help its module gives it, in the order the
+    modules add them: the stand-ins of a lazy parser say what the real ones say."""
+    registered = [(c.dest, c.help) for c in _commands(build_parser())._choices_actions]
+    assert registered == [pair for module in COMMANDS for pair in module.commands]
+
+
+def test_top_level_help_is_the_same_lazy_or_not() -> None:
+    full = build_parser().format_help()
+    assert build_parser(None, load_all=False).format_help() == full
+    assert "serve-search" in full and "crawl" in full
+
+
+@pytest.mark.parametrize("name", sorted(ALL))
+def test_each_command_parses_and_helps_the_same_lazy_or_not(name: str) -> None:
+    full = _commands(build_parser()).choices[name]
+    lazy_parser = build_parser(name, load_all=False)
+    lazy = _commands(lazy_parser).choices[name]
+    assert lazy.format_help() == full.format_help()
+    assert lazy_parser.format_usage() == build_parser().format_usage()
+
+
+def test_error_for_an_unknown_command_lists_every_command(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    with pytest.raises(SystemExit) as exc:
+        main(["nope"])
+    assert exc.value.code == 2
+    err = capsys.readouterr().err
+    assert err.startswith("geminibot: argument COMMAND: invalid choice: 'nope'")
+    assert all(repr(name) in err for name in ALL)
+
+
+IMPORTED = """
+import contextlib, io, json, sys
+from geminibot.cli import main
+with contextlib.redirect_stdout(io.StringIO()), contextlib.suppress(SystemExit):
+    main(sys.argv[1:])
+print(json.dumps(sorted(sys.modules)))
+"""
+
+
+@pytest.mark.parametrize(
+    ("argv", "wanted", "unwanted"),
+    [
+        (["--version"], [], ["geminibot.policy", "geminibot.crawl", "geminibot.gemini"]),
+        (["--help"], [], ["geminibot.policy", "geminibot.crawl", "geminibot.index"]),
+        (["fetch", "--help"], ["geminibot.gemini.cli"], ["geminibot.crawl", "geminibot.index"]),
+        (["policy", "--help"], ["geminibot.policy.cli"], ["geminibot.crawl", "geminibot.http"]),
+        (
+            ["crawl", "--help"],
+            ["geminibot.crawl.cli"],
+            ["geminibot.crawl.crawler", "trio", "httpx"],
+        ),
+        (["search", "--help"], ["geminibot.crawl.cli"], ["geminibot.crawl.fetcher", "trio"]),
+        (["stats", "--help"], ["geminibot.crawl.cli"], ["geminibot.gemini.client", "httpx"]),
+    ],
+)
+def test_a_command_imports_only_its_own_module(
+    argv: list[str], wanted: list[str], unwanted: list[str]
+) -> None:
+    """In a fresh interpreter: what the command runs decides what is imported."""
+    loaded = json.loads(run_python(IMPORTED, *argv))
+    assert all(m in loaded for m in wanted), loaded
+    for prefix in unwanted:
+        assert not [m for m in loaded if m == prefix or m.startswith(prefix + ".")], loaded

@@ -1,4 +1,8 @@
-"""``geminibot crawl``, ``geminibot search`` and ``geminibot stats``."""
+"""``geminibot crawl``, ``geminibot search`` and ``geminibot stats``.
+
+The crawler and its network clients (trio, httpx) are imported when a crawl runs, not
+when this module is: ``search``, ``stats`` and every ``--help`` start without them.
+"""
 
 from __future__ import annotations
 
@@ -13,9 +17,7 @@ import time
 from collections.abc import Awaitable, Callable, Iterator
 from contextlib import contextmanager, nullcontext
 from pathlib import Path
-from typing import Any
-
-import trio
+from typing import TYPE_CHECKING, Any
 
 from geminibot.cliutil import (
     EXIT_NEGATIVE,
@@ -25,32 +27,24 @@ from geminibot.cliutil import (
     human_duration,
     terminal_safe,
 )
-from geminibot.crawl.crawler import (
-    DEFAULT_AGENT,
-    DEFAULT_CONCURRENCY,
-    ROLES,
-    ConfigMismatch,
-    Crawler,
-    CrawlOptions,
-    Progress,
-)
 from geminibot.crawl.databases import display as without_password
 from geminibot.crawl.databases import is_postgres, open_pg_store, reading
-from geminibot.crawl.display import Display
-from geminibot.crawl.fetcher import CRAWL_LIMITS, ProtocolFetcher, gemini_fetch
 from geminibot.crawl.frontier import DEFAULT_MAX_DEPTH, MAX_URLS_PER_HOST, Limits
 from geminibot.crawl.politeness import DEFAULT_MIN_DELAY
 from geminibot.crawl.schemes import host_url, normalise, parse_any
-from geminibot.crawl.store import StoreKnownHosts
-from geminibot.crawl.warc import WarcArchive
-from geminibot.gemini.client import GeminiClient
-from geminibot.http.client import DEFAULT_INFO_URL, WebClient, user_agent
+from geminibot.crawl.settings import DEFAULT_AGENT, DEFAULT_CONCURRENCY, ROLES
+from geminibot.http.urls import DEFAULT_INFO_URL
 from geminibot.index import DatabaseError, QueryError, connect, stats
 from geminibot.index.search import MAX_LIMIT, MAX_OFFSET
 from geminibot.index.stats import URL_STATES, format_stats, list_urls, status_filter
 from geminibot.net.connect import ConnectToError, Resolver, is_loopback, parse_connect_to
 from geminibot.policy.cli import agent_option
 from geminibot.urls import SCHEMES
+
+if TYPE_CHECKING:
+    from geminibot.crawl.crawler import Crawler, CrawlOptions, Progress
+    from geminibot.crawl.warc import WarcArchive
+    from geminibot.http.client import WebClient
 
 #: Exit code of a crawl stopped by Ctrl-C (resumable).
 EXIT_INTERRUPTED = 130
@@ -334,6 +328,8 @@ def _exclusive(db: Path) -> Iterator[None]:
 
 
 def _options(args: argparse.Namespace) -> tuple[list[str], CrawlOptions, Resolver]:
+    from geminibot.crawl.crawler import CrawlOptions
+
     seeds = []
     for seed in args.seeds:
         try:
@@ -389,6 +385,8 @@ def address_of(resolver: Resolver) -> Callable[[str], Awaitable[str]]:
     that hosts on one server are paced as one. A name that does not resolve is its own
     address (its requests will fail on their own)."""
 
+    import trio
+
     async def lookup(host: str) -> str:
         url = parse_any(host_url(host))
         address, port = resolver.address(url.host, url.port)
@@ -407,6 +405,8 @@ def address_of(resolver: Resolver) -> Callable[[str], Awaitable[str]]:
 
 
 def _warc_archive(args: argparse.Namespace, db: Path, run_id: str) -> WarcArchive:
+    from geminibot.crawl.warc import WarcArchive
+
     warc_dir = Path(args.warc_dir) if args.warc_dir else db.with_name(db.name + ".warc")
     if warc_dir.exists() and not warc_dir.is_dir():
         raise CommandError(f"--warc-dir {warc_dir}: is a file, expected a folder")
@@ -417,6 +417,8 @@ def _warc_archive(args: argparse.Namespace, db: Path, run_id: str) -> WarcArchiv
 
 
 async def _crawl(crawler: Crawler, web: WebClient) -> tuple[Progress, bool]:
+    import trio
+
     interrupted = False
 
     async def on_signal() -> None:
@@ -467,6 +469,14 @@ def _failure(db: str, exc: BaseException) -> CommandError:
 
 
 def run_crawl(args: argparse.Namespace) -> int:
+    import trio
+
+    return trio.run(crawl_async, args)
+
+
+async def crawl_async(args: argparse.Namespace) -> int:
+    """``geminibot crawl`` with parsed ``args``, inside a trio run (the tests run it on
+    their own, next to in-process servers and under a mock clock)."""
     seeds, options, resolver = _options(args)
     shared = is_postgres(args.db)
     if args.lease_seconds is not None and (not shared or args.lease_seconds <= 0):
@@ -484,7 +494,7 @@ def run_crawl(args: argparse.Namespace) -> int:
                 raise CommandError(str(exc)) from None
         label = without_password(args.db) if shared else str(db)
         try:
-            return _run(args, db, label, conn, seeds, options, resolver)
+            return await _run(args, db, label, conn, seeds, options, resolver)
         except (sqlite3.Error, OSError, BaseExceptionGroup) as exc:
             cause = _environment_error(exc)
             if cause is None:
@@ -494,7 +504,7 @@ def run_crawl(args: argparse.Namespace) -> int:
             conn.close()
 
 
-def _run(
+async def _run(
     args: argparse.Namespace,
     db: Path,
     label: str,
@@ -503,6 +513,13 @@ def _run(
     options: CrawlOptions,
     resolver: Resolver,
 ) -> int:
+    from geminibot.crawl.crawler import ConfigMismatch, Crawler
+    from geminibot.crawl.display import Display
+    from geminibot.crawl.fetcher import CRAWL_LIMITS, ProtocolFetcher, gemini_fetch
+    from geminibot.crawl.store import StoreKnownHosts
+    from geminibot.gemini.client import GeminiClient
+    from geminibot.http.client import WebClient, user_agent
+
     display = Display(sys.stderr)
     web = WebClient(
         user_agent=user_agent(options.agent, info_url=args.contact),
@@ -530,7 +547,7 @@ def _run(
     crawler.on_progress = display
     try:
         crawler.seed(seeds)
-        progress, interrupted = trio.run(_crawl, crawler, web)
+        progress, interrupted = await _crawl(crawler, web)
     finally:
         display.end()
         if archive is not None:

@@ -67,6 +67,7 @@ from geminibot.crawl.schemes import (
     normalise,
     protocol_of,
 )
+from geminibot.crawl.settings import DEFAULT_AGENT, DEFAULT_CONCURRENCY
 from geminibot.crawl.store import (
     CrawlStore,
     DecisionRecord,
@@ -90,8 +91,6 @@ __all__ = [
     "Response",
 ]
 
-#: Requests in flight across all hosts, by default.
-DEFAULT_CONCURRENCY = 16
 #: robots2.txt category each role declares (project decision; None: global directives only).
 ROLE_CATEGORIES: dict[str, str | None] = {
     "indexer": "search-indexer",
@@ -100,10 +99,6 @@ ROLE_CATEGORIES: dict[str, str | None] = {
 }
 #: Seconds between two progress reports.
 PROGRESS_INTERVAL = 0.5
-#: Roles the crawler can declare (virtual user agents it acts as).
-ROLES = ("indexer", "archiver", "researcher")
-#: The crawler's own product token.
-DEFAULT_AGENT = "geminibot"
 #: Seconds a crawl process with nothing to do waits before it looks again at the hosts
 #: that other processes sharing the store hold, when every one of them is leased (a
 #: store shared by several processes): not polling the database while they work. A dead

@@ -41,6 +41,7 @@ import httpx
 import trio
 
 from geminibot import __version__
+from geminibot.http.urls import DEFAULT_INFO_URL as _INFO_URL
 from geminibot.http.urls import parse_web_url
 from geminibot.net.connect import ConnectTo, route
 from geminibot.net.errors import (
@@ -59,7 +60,8 @@ from geminibot.net.redirects import RedirectRules, follow_chain
 from geminibot.urls import URL, WEB_SCHEMES, InvalidURL, resolve_reference
 
 #: Where a site owner reads who the bot is; put in the User-Agent (override with --contact).
-DEFAULT_INFO_URL = "https://geminibot.invalid/about"
+#: Kept in :mod:`geminibot.http.urls`, which the command line reads without httpx.
+DEFAULT_INFO_URL = _INFO_URL
 #: Statuses whose Location is followed.
 REDIRECT_STATUSES = frozenset({301, 302, 303, 307, 308})
 Headers = tuple[tuple[str, str], ...]

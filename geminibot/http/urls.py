@@ -8,6 +8,9 @@ from __future__ import annotations
 
 from geminibot.urls import URL, WEB_SCHEMES, parse_url
 
+#: Where a site owner reads who the bot is; put in the User-Agent (override with --contact).
+DEFAULT_INFO_URL = "https://geminibot.invalid/about"
+
 
 def is_web_url(text: str) -> bool:
     return text.partition(":")[0].lower() in WEB_SCHEMES

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 import trio
 from capsule_fixtures import cli_process, stderr_until_exit
-from commands import run_module
+from commands import run_main, run_module
 
 from capsule_server.cli import build_parser, main
 from capsule_server.files import load_capsules
@@ -82,6 +82,8 @@ BAD_INPUT = [
     (["serve", "--rate", "x"], "capsule-server serve: argument --rate: 'x' is not a number"),
     (["serve", "--rate-burst", "0"], "capsule-server serve: argument --rate-burst: 0 must be 1 or more"),
     (["serve", "--max-per-address", "0"], "capsule-server serve: argument --max-per-address: 0 must be 1 or more"),
+    (["serve", "--header-timeout", "0"], "capsule-server serve: argument --header-timeout: 0 must be a number above 0"),
+    (["serve", "--header-timeout", "inf"], "capsule-server serve: argument --header-timeout: inf must be a number above 0"),
     (["serve", "--certs", "F"], "capsule-server: F: not a folder (--certs names the certificate folder)"),
     (["serve", "--port", "99999"], "capsule-server serve: argument --port: 99999 is not a port (0-65535)"),
     (["serve", "--port", "70000"], "capsule-server serve: argument --port: 70000 is not a port (0-65535)"),
@@ -98,12 +100,15 @@ BAD_INPUT = [
 
 
 @pytest.mark.parametrize(("args", "first_line"), BAD_INPUT, ids=[" ".join(a) for a, _ in BAD_INPUT])
-def test_bad_input_is_one_line_and_exit_2(tmp_path: Path, args: list[str], first_line: str) -> None:
+def test_bad_input_is_one_line_and_exit_2(
+    tmp_path: Path, args: list[str], first_line: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """Issue 14: one line on stderr, exit 2, no traceback (never serves: every case fails
-    before listening)."""
+    before listening). Run in this process, as the script runs ``main``."""
     (tmp_path / "F").write_text("a file\n")
     (tmp_path / "D").mkdir()
-    done = run_cli(*args, cwd=tmp_path)
+    monkeypatch.chdir(tmp_path)
+    done = run_main(args, program="capsule-server")
     assert done.returncode == 2
     assert done.stderr.splitlines() == [first_line]
     assert done.stdout == ""
@@ -196,6 +201,19 @@ async def test_non_ascii_sni_prints_no_traceback(tmp_path: Path) -> None:
     assert errors == ["tls: SNI name is not ASCII: b\\xc3\\xbccher.test"] * 3 + [None]
 
 
+async def test_header_timeout_option_closes_a_silent_connection(tmp_path: Path) -> None:
+    log = tmp_path / "access.jsonl"
+    args = ("--certs", str(tmp_path / "certs"), "--log", str(log), "--header-timeout", "0.2")
+    async with serve_process(*args) as (proc, port):
+        with trio.fail_after(LOAD_DEADLINE):  # the server closes it: nothing is sent
+            assert await raw_request(port, b"", "maze.test") == b""
+        proc.send_signal(signal.SIGTERM)
+        with trio.fail_after(15):
+            assert await proc.wait() == 0
+    [record] = [json.loads(line) for line in log.read_text().splitlines()]
+    assert record["error"] == "header timeout"
+
+
 async def test_thousand_concurrent_connections(tmp_path: Path) -> None:
     """1,000 TLS connections open at once, then all send their request together: every
     one is answered (20 with the right body) or refused with 44; the server lives on."""
@@ -215,6 +233,9 @@ async def _load(tmp_path: Path) -> None:
     expected_body = (Path(__file__).parents[2] / "capsules/va-groups.test/index.gmi").read_bytes()
     args = ("--certs", str(tmp_path / "certs"), "--log", str(tmp_path / "log"))
     unlimited = ("--rate-burst", "100000", "--rate", "100000", "--max-per-address", "100000")
+    # Connections wait for all 1,000 to be open, which takes what the machine takes: the
+    # header timeout must not end the first ones meanwhile (the test's own bound does).
+    unlimited += ("--header-timeout", str(LOAD_DEADLINE))
     async with serve_process(*args, *unlimited) as (proc, port):
         ctx = make_ssl_context()
         go = trio.Event()

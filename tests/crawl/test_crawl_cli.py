@@ -1,7 +1,8 @@
-"""The commands end to end, in subprocesses, over loopback: ``geminibot crawl`` against the
-real ``capsule-server serve`` and against jetforce (a peer from PyPI) serving a copy of the
+"""The commands end to end over loopback: ``geminibot crawl`` against the real
+``capsule-server serve`` and against jetforce (a peer from PyPI) serving a copy of the
 same capsule, then ``geminibot search`` and ``geminibot stats``; Ctrl-C and resume; the
-archiver's WARC file; usage errors."""
+archiver's WARC file; usage errors. The servers are processes; the commands run in this
+one (``commands.run_main``), except the Ctrl-C test's crawl, a process to signal."""
 
 from __future__ import annotations
 
@@ -17,7 +18,7 @@ from pathlib import Path
 
 import pytest
 from capsule_crawl import CAPSULES, POLICY_FILES, expectation
-from commands import run_module
+from commands import run_main
 from jetforce_peer import running_jetforce
 from served_capsules import capsule_server
 from warcio.archiveiterator import ArchiveIterator
@@ -30,7 +31,7 @@ TIMEOUT = 60.0
 
 
 def geminibot(*args: str, timeout: float = TIMEOUT) -> subprocess.CompletedProcess[str]:
-    return run_module("geminibot", *args, timeout=timeout)
+    return run_main(args, limit=timeout)
 
 
 @pytest.fixture(scope="module")
@@ -153,7 +154,8 @@ def test_ctrl_c_stops_cleanly_and_resumes(served: int, tmp_path: Path) -> None:
         text=True,
     )
     deadline = time.monotonic() + TIMEOUT
-    while time.monotonic() < deadline and pages_in(db) < 5:  # the crawl is under way
+    while pages_in(db) < 5 and proc.poll() is None:  # the crawl is under way
+        assert time.monotonic() < deadline, "the crawl made no progress"
         time.sleep(0.05)
     proc.send_signal(signal.SIGINT)
     out, err = proc.communicate(timeout=TIMEOUT)

@@ -1,6 +1,8 @@
 """Issue 14 (and 13.13, 13.15) through the command line: ``geminibot crawl``, ``search``,
 ``stats``, ``classify`` and ``compare`` as a user meets them, against ``capsule-server
-serve`` on loopback. Each test asserts the exit code and the first line of output."""
+serve`` on loopback. Each test asserts the exit code and the first line of output. The
+commands run in this process (``commands.run_main``: the script's ``main``, its own
+standard streams and exit status)."""
 
 from __future__ import annotations
 
@@ -13,9 +15,16 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+import trio
+import trio.testing
 from capsule_crawl import CAPSULES
+from commands import crawl_in_trio, run_main
 from fs_faults import grow, read_only, small_disk
 from served_capsules import capsule_server, free_port, generate
+
+from capsule_server.testing import running_server
+from geminibot.gemini.accesslog import AccessRecord
+from geminibot.gemini.server import Limits
 
 HOST = "va-groups.test"
 #: Bound on any one command (a crawl that does not stop when told fails by it).
@@ -23,13 +32,7 @@ TIMEOUT = 60.0
 
 
 def geminibot(*args: str, timeout: float = TIMEOUT) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "geminibot", *args],
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-        check=False,
-    )
+    return run_main(args, limit=timeout)
 
 
 def one_line(text: str) -> str:
@@ -324,22 +327,30 @@ def test_certificate_pins_are_kept_and_a_change_is_refused(tmp_path: Path) -> No
     assert one_line(second.stderr).startswith("geminibot crawl: nothing fetched: ")
 
 
-def test_capsules_on_one_address_are_paced_as_one(tmp_path: Path) -> None:
+async def test_capsules_on_one_address_are_paced_as_one(
+    tmp_path: Path, in_process_clock: trio.testing.MockClock
+) -> None:
     """Six capsules on one server that allows 2 requests/s per client, each asking
     Crawl-delay: 1: paced per host name the crawler sent 6 requests/s and was answered
-    44 (30 times in 71 requests when this was measured); per address, 1 request/s."""
+    44 (30 times in 71 requests when this was measured); per address, 1 request/s. The
+    server and the crawl run in this trio run, on one mock clock: the pacing is the
+    crawler's, the seconds are not waited."""
     capsules = tmp_path / "capsules"
     seeds = generate(capsules, 6, 18)
     for robots in capsules.glob("*/robots.txt"):
         robots.write_text("User-agent: *\nDisallow: /private/\nCrawl-delay: 1\n")
-    log = tmp_path / "access.log"
+    log: list[AccessRecord] = []
     db = tmp_path / "a.db"
-    with capsule_server(capsules, tmp_path / "certs", log, rate=2.0) as port:
-        proc = crawl(db, port, *seeds, "--min-delay", "0.5", "--json")
+    limits = Limits(rate_burst=2, rate_per_second=2.0)  # capsule-server --rate 2 --rate-burst 2
+    certs = tmp_path / "certs"
+    async with running_server(capsules, certs, limits, log.append, trio.current_time) as server:
+        argv = [*seeds, "--min-delay", "0.5", "--json", "--db", str(db), "--test-range"]
+        argv += ["--connect-to", f"*.test:1965:127.0.0.1:{server.port}"]
+        with trio.fail_after(TIMEOUT):
+            proc = await crawl_in_trio(argv)
     assert proc.returncode == 0, proc.stderr
-    statuses = [json.loads(line).get("status") for line in log.read_text().splitlines()]
     assert json.loads(first_line(proc.stdout))["pages"] == 18
-    assert statuses.count(44) == 0
+    assert [r.status for r in log].count(44) == 0
 
 
 def test_search_host_and_offset(served: int, tmp_path: Path) -> None:

@@ -21,11 +21,14 @@ import time
 from collections import Counter
 from pathlib import Path
 
+from loopback import open_connections, wait_connections_closed
 from served_capsules import capsule_server, generate
 
-#: Kills per test, and a bound on the whole loop (seconds).
+#: Kills per test, and a bound on each crawl (seconds).
 KILLS = 6
 DEADLINE = 90.0
+#: Seconds the server may take to close (and log) the connections a kill cut.
+SETTLE_LIMIT = 30.0
 HOSTS, PAGES = 3, 150
 #: Requests the crawl keeps in flight at once: the most one kill can cut off mid-way.
 CONCURRENCY = 2
@@ -49,6 +52,21 @@ def requests(log: Path, since: int = 0) -> list[str]:
         if record.get("host") and record.get("path"):
             out.append(f"gemini://{record['host']}{record['path']}")
     return out
+
+
+def settled(log: Path, port: int) -> None:
+    """Wait until the server has closed, and so logged, every connection of the killed
+    crawl: none still open, and its log the same size on two looks."""
+    deadline = time.monotonic() + SETTLE_LIMIT
+    size = -1
+    while time.monotonic() < deadline:
+        wait_connections_closed(port, SETTLE_LIMIT)
+        now = log.stat().st_size if log.exists() else 0
+        if now == size and not open_connections(port):
+            return
+        size = now
+        time.sleep(0.05)
+    raise RuntimeError(f"the server's log still grew after {SETTLE_LIMIT:g} s")
 
 
 def committed(db: Path) -> Counter[str]:
@@ -92,27 +110,25 @@ def test_kill_nine_and_resume(tmp_path: Path) -> None:
 
     allowed_repeats: Counter[str] = Counter()
     kills = 0
-    deadline = time.monotonic() + DEADLINE
     with capsule_server(tmp_path / "capsules", tmp_path / "certs", log) as port:
-        while time.monotonic() < deadline:
+        while kills < KILLS:
             before = len(requests(log))
             proc = start_crawl(db, seeds, port)
-            if kills < KILLS:
-                target = before + rng.randint(1, 15)
-                while len(requests(log)) < target and proc.poll() is None:
-                    time.sleep(0.005)
-                time.sleep(rng.uniform(0, 0.05))
-                if proc.poll() is None:
-                    proc.send_signal(signal.SIGKILL)
-                    proc.wait()
-                    kills += 1
-                    time.sleep(0.2)  # let the server log the connection the kill cut
-                    on_the_wire = Counter(requests(log)) - committed(db)
-                    allowed_repeats.update(on_the_wire.keys())
-                    continue
-            assert proc.wait(DEADLINE) == 0
-            break
-    assert kills == KILLS, "the crawl finished before it could be killed enough times"
+            target, started = before + rng.randint(1, 15), time.monotonic()
+            while len(requests(log)) < target and proc.poll() is None:
+                assert time.monotonic() - started < DEADLINE, "the crawl made no progress"
+                time.sleep(0.005)
+            time.sleep(rng.uniform(0, 0.05))
+            if proc.poll() is not None:
+                break  # it finished first: the last run below says so
+            proc.send_signal(signal.SIGKILL)
+            proc.wait()
+            kills += 1
+            settled(log, port)  # the server has logged the connections the kill cut
+            on_the_wire = Counter(requests(log)) - committed(db)
+            allowed_repeats.update(on_the_wire.keys())
+        assert kills == KILLS, "the crawl finished before it could be killed enough times"
+        assert start_crawl(db, seeds, port).wait(DEADLINE) == 0
 
     got = Counter(requests(log))
     assert set(got) == set(expected)  # no URL lost, nothing else fetched

@@ -1,7 +1,8 @@
-"""``geminibot fetch`` as a user runs it: a subprocess against a real TLS server on 127.0.0.1.
+"""``geminibot fetch`` as a user runs it, against a real TLS server on 127.0.0.1.
 
-The server is a few lines of ``socketserver`` in a thread (the command runs its own trio
-loop in another process); a test that needs a terminal gives the command a pseudo-terminal.
+The server is a few lines of ``socketserver`` in a thread; the command runs its own trio
+loop through the script's ``main`` in this process (``commands.run_main_bytes``), or, when
+a test needs a terminal, in a child process whose standard output is a pseudo-terminal.
 """
 
 from __future__ import annotations
@@ -19,10 +20,14 @@ from pathlib import Path
 
 import pytest
 from certs import cert_pair
+from commands import run_main_bytes
 
 HOST = "h.test"
 #: Seconds a command may take: far more than a loopback fetch needs.
 COMMAND_LIMIT = 60
+#: Seconds between the server thread's looks for a shutdown (socketserver's default, 0.5,
+#: was half of each test's time).
+POLL = 0.01
 Handler = Callable[[bytes, bytes | None], bytes]
 """(request line, client certificate DER or None) -> the whole response."""
 
@@ -56,7 +61,7 @@ def gemini_server(handler: Handler, *, ask_certificate: bool = False) -> Iterato
         allow_reuse_address = True
 
     with Server(("127.0.0.1", 0), Connection) as server:
-        thread = threading.Thread(target=server.serve_forever, daemon=True)
+        thread = threading.Thread(target=server.serve_forever, args=(POLL,), daemon=True)
         thread.start()
         try:
             yield server.server_address[1]
@@ -70,11 +75,9 @@ def answer(response: bytes) -> Handler:
 
 
 def fetch(port: int, *args: str, path: str = "/") -> subprocess.CompletedProcess[bytes]:
-    command = [sys.executable, "-m", "geminibot", "fetch", f"gemini://{HOST}:{port}{path}"]
+    command = ["fetch", f"gemini://{HOST}:{port}{path}"]
     route = ["--resolve", f"{HOST}:{port}:127.0.0.1"]
-    return subprocess.run(
-        [*command, *route, *args], capture_output=True, timeout=COMMAND_LIMIT, check=False
-    )
+    return run_main_bytes([*command, *route, *args], limit=COMMAND_LIMIT)
 
 
 def fetch_on_terminal(port: int, *args: str) -> tuple[int, bytes, bytes]:

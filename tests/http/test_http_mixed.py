@@ -1,14 +1,14 @@
-"""A mixed crawl through the command line: a capsule (capsule_server) and a website (a
-loopback HTTP server) that link to each other, both hosts' policies obeyed."""
+"""A mixed crawl through the command line (``geminibot crawl`` run in the test's trio
+run): a capsule (capsule_server) and a website (a loopback HTTP server) that link to each
+other, both hosts' policies obeyed."""
 
 from __future__ import annotations
 
 import json
 import sqlite3
-import sys
 from pathlib import Path
 
-import trio
+from commands import crawl_in_trio
 from webserver import html, serve, text
 
 from capsule_server.testing import running_server
@@ -49,15 +49,15 @@ async def crawl(
             tmp_path / "capsules", tmp_path / "certs", LIMITS, gemini_hits.append
         ) as capsule:
             command = [
-                sys.executable, "-m", "geminibot", "crawl", seed,
+                seed,
                 "--db", str(db), "--test-range", "--json",
                 "--allow-host", "capsule.test", "--allow-host", "web.test",
                 "--connect-to", f"capsule.test:1965:127.0.0.1:{capsule.port}",
                 "--connect-to", f"web.test:80:127.0.0.1:{web.port}",
                 *extra,
             ]  # fmt: skip
-            done = await trio.run_process(command, capture_stdout=True, capture_stderr=True)
-    assert done.returncode == 0, done.stderr.decode()
+            done = await crawl_in_trio(command)
+    assert done.returncode == 0, done.stderr
     summary = json.loads(done.stdout)
     gemini_paths = {r.path for r in gemini_hits if r.path}
     return summary, sqlite3.connect(db), gemini_paths, set(web.paths())

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 import tantivy
-from commands import run_module
+from commands import run_main
 
 from geminibot.index import Link, Page, QueryError, connect, search, store_page, transaction
 from geminibot.index.authority import compute_authority, has_authority, pagerank, weight_of
@@ -229,7 +229,7 @@ def test_an_untrusted_seed_list_falls_back_to_every_host(tmp_path: Path) -> None
 
 
 def geminibot(*args: str) -> subprocess.CompletedProcess[str]:
-    return run_module("geminibot", *args, timeout=120)
+    return run_main(args, limit=120)
 
 
 def test_cli_rebuild_status_and_search(db: sqlite3.Connection, tmp_path: Path) -> None:

@@ -1,19 +1,23 @@
-"""Today's crawler (``geminibot crawl``, a subprocess) over a small synthetic Geminispace
-served in-process: policies obeyed, traps stopped, duplicates collapsed, non-text kept as
+"""Today's crawler (``geminibot crawl``) over a small synthetic Geminispace served in the
+same process: policies obeyed, traps stopped, duplicates collapsed, non-text kept as
 metadata, 44s met, vanished hosts failing, and a second day's crawl changing exactly the
-pages the space says changed."""
+pages the space says changed. The crawl runs in the test's trio run on a mock clock: the
+pacing and the 44 answers' waits take no real time, and the rate-limited host sees the
+same request times however loaded the machine is."""
 
 from __future__ import annotations
 
 import sqlite3
-import sys
 from pathlib import Path
 
 import trio
+import trio.testing
+from commands import crawl_in_trio
 from geminispace import Space, SpaceServer, serving
 from geminispace.space import DOMAIN
 
-#: Bound on one crawl (seconds): far more than it needs, far less than a hang.
+#: Bound on one crawl (seconds on the mock clock): far more than it needs, far less than
+#: a hang.
 CRAWL_LIMIT = 240.0
 MAX_HOST_URLS = 40
 
@@ -21,13 +25,12 @@ MAX_HOST_URLS = 40
 async def crawl(server: SpaceServer, db: Path) -> sqlite3.Connection:
     space = server.space
     seeds = [f"gemini://{space.host(i)}/" for i in range(space.hosts)]  # gone ones too
-    argv = [sys.executable, "-m", "geminibot", "crawl", *seeds, "--db", str(db)]
-    argv += ["--test-range", "--allow-host", f"*.{DOMAIN}", "--json"]
+    argv = [*seeds, "--db", str(db), "--test-range", "--allow-host", f"*.{DOMAIN}", "--json"]
     argv += ["--connect-to", f"*.{DOMAIN}:1965:127.0.0.1:{server.port}"]
     argv += ["--max-host-urls", str(MAX_HOST_URLS)]
     with trio.fail_after(CRAWL_LIMIT):
-        done = await trio.run_process(argv, capture_stdout=True, capture_stderr=True, check=False)
-    assert done.returncode in (0, 1), done.stderr.decode()
+        done = await crawl_in_trio(argv)
+    assert done.returncode in (0, 1), done.stderr
     return sqlite3.connect(db)
 
 
@@ -36,7 +39,9 @@ def pages(conn: sqlite3.Connection, host: str) -> dict[str, tuple[int, str | Non
     return {url.split(host, 1)[1]: (status, digest) for url, status, digest in rows}
 
 
-async def test_crawl_of_a_small_space_day_0_then_day_1(tmp_path: Path) -> None:
+async def test_crawl_of_a_small_space_day_0_then_day_1(
+    tmp_path: Path, in_process_clock: trio.testing.MockClock
+) -> None:
     space = Space(12, 300, slow_seconds=0.05)
     kind = {space.behaviour(i): i for i in range(space.hosts)}
     server = SpaceServer(space, rate_interval=0.2, record=True)

@@ -1,32 +1,35 @@
 """A revisit of the synthetic Geminispace on the same database (``geminibot crawl
---refresh``, a subprocess): on day 1 exactly the pages the space says changed are
-re-indexed; the others are recognised by their hash and left as they were."""
+--refresh``, run in the test's trio run on a mock clock, beside the space's server): on
+day 1 exactly the pages the space says changed are re-indexed; the others are recognised
+by their hash and left as they were."""
 
 from __future__ import annotations
 
 import json
 import sqlite3
-import sys
 from pathlib import Path
 from typing import Any
 
 import trio
+import trio.testing
+from commands import crawl_in_trio
 from geminispace import Space, SpaceServer, serving
 from geminispace.space import DOMAIN
 
-#: Bound on one crawl (seconds): far more than it needs, far less than a hang.
+#: Bound on one crawl (seconds on the mock clock): far more than it needs, far less than
+#: a hang.
 CRAWL_LIMIT = 240.0
 
 
 async def crawl(server: SpaceServer, db: Path, *extra: str) -> dict[str, Any]:
     space = server.space
     seeds = [f"gemini://{space.host(i)}/" for i in range(space.hosts)]
-    argv = [sys.executable, "-m", "geminibot", "crawl", *seeds, "--db", str(db), *extra]
+    argv = [*seeds, "--db", str(db), *extra]
     argv += ["--test-range", "--allow-host", f"*.{DOMAIN}", "--json", "--max-host-urls", "40"]
     argv += ["--connect-to", f"*.{DOMAIN}:1965:127.0.0.1:{server.port}"]
     with trio.fail_after(CRAWL_LIMIT):
-        done = await trio.run_process(argv, capture_stdout=True, capture_stderr=True, check=False)
-    assert done.returncode in (0, 1), done.stderr.decode()
+        done = await crawl_in_trio(argv)
+    assert done.returncode in (0, 1), done.stderr
     summary: dict[str, Any] = json.loads(done.stdout)
     return summary
 
@@ -42,7 +45,9 @@ def tree_pages(conn: sqlite3.Connection) -> dict[tuple[str, int], tuple[int, str
     return out
 
 
-async def test_a_second_day_reindexes_only_what_changed(tmp_path: Path) -> None:
+async def test_a_second_day_reindexes_only_what_changed(
+    tmp_path: Path, in_process_clock: trio.testing.MockClock
+) -> None:
     space = Space(8, 200, slow_seconds=0.05, change_rate=0.3)
     server = SpaceServer(space, rate_interval=0.2)
     db = tmp_path / "space.db"
