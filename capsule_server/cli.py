@@ -20,6 +20,8 @@ from geminibot.cliutil import (
     CommandError,
     Parser,
     emit_json,
+    port_number,
+    positive_int,
     run_command,
 )
 from geminibot.gemini.accesslog import JsonLinesLog
@@ -32,8 +34,6 @@ from geminibot.gemini.servecmd import (
     host_name,
     make_server,
     open_log,
-    port_number,
-    positive_int,
     run_server,
 )
 from geminibot.gemini.server import (

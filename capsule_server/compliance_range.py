@@ -33,9 +33,8 @@ from capsule_server.report import (
     render,
 )
 from capsule_server.server import CapsuleServer
-from geminibot.cliutil import EXIT_OK, CommandError
+from geminibot.cliutil import EXIT_OK, CommandError, port_number, positive_float, positive_int
 from geminibot.gemini.accesslog import AccessRecord, JsonLinesLog
-from geminibot.gemini.servecmd import port_number, positive_float, positive_int
 from geminibot.gemini.server import RATE_BURST, RATE_PER_SECOND, Limits
 
 #: Seconds without a request after which a client counts as gone (default of --idle):

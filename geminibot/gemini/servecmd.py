@@ -1,5 +1,5 @@
 """What the serving commands share (``capsule-server serve``, ``geminibot serve-search``):
-their option types, the checks of ``--hostname``, ``--certs`` and ``--log`` that give one
+their options, the checks of ``--hostname``, ``--certs`` and ``--log`` that give one
 line and exit 2, and running a :class:`~geminibot.gemini.server.GeminiServer` until
 SIGINT or SIGTERM (or until its access log cannot be written: exit 1)."""
 
@@ -15,7 +15,7 @@ from typing import TextIO
 
 import trio
 
-from geminibot.cliutil import EXIT_NEGATIVE, CommandError
+from geminibot.cliutil import EXIT_NEGATIVE, CommandError, positive_float, positive_int
 from geminibot.gemini.server import RATE_BURST, RATE_PER_SECOND, GeminiServer, open_listeners
 from geminibot.gemini.urls import parse_url
 from geminibot.urls import InvalidURL
@@ -33,36 +33,6 @@ class HelpWithDefaults(argparse.HelpFormatter):
         if action.default in (None, False, argparse.SUPPRESS) or "default" in text:
             return text
         return f"{text} (default: %(default)s)"
-
-
-def port_number(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"'{text}' is not a port number") from None
-    if not 0 <= value <= 65535:
-        raise argparse.ArgumentTypeError(f"{value} is not a port (0-65535)")
-    return value
-
-
-def positive_float(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"'{text}' is not a number") from None
-    if not value > 0 or value == float("inf"):
-        raise argparse.ArgumentTypeError(f"{text} must be a number above 0")
-    return value
-
-
-def positive_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"'{text}' is not a whole number") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"{value} must be 1 or more")
-    return value
 
 
 def host_name(text: str) -> str:

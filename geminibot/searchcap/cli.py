@@ -14,7 +14,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from geminibot.cliutil import EXIT_OK
+from geminibot.cliutil import EXIT_OK, port_number
 from geminibot.crawl.databases import reading
 from geminibot.gemini.accesslog import JsonLinesLog
 from geminibot.gemini.servecmd import (
@@ -26,7 +26,6 @@ from geminibot.gemini.servecmd import (
     host_name,
     make_server,
     open_log,
-    port_number,
     run_server,
 )
 from geminibot.gemini.server import GeminiServer, Limits
