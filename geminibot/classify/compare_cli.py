@@ -22,7 +22,6 @@ from geminibot.classify.sources import site_from_url
 from geminibot.cliutil import EXIT_NEGATIVE, EXIT_OK, CommandError, emit_json
 from geminibot.gemini.client import GeminiClient
 from geminibot.http.client import DEFAULT_INFO_URL, WebClient, user_agent
-from geminibot.http.site import site_from_web
 from geminibot.net.connect import Resolver, add_connect_to_option, connect_rules
 from geminibot.net.limits import DEFAULT_TOTAL_TIMEOUT, Limits
 from geminibot.policy.cli import load_sources, parse_time, parse_virtual_agents
@@ -132,7 +131,7 @@ def _from_host(args: argparse.Namespace) -> tuple[SitePolicy, SitePolicy]:
         async with WebClient(
             user_agent=agent, limits=limits, connect_to=resolver, verify=verify
         ) as web_client:
-            return await site_from_web(f"{args.web_scheme}://{host}/", web_client)
+            return await site_from_url(f"{args.web_scheme}://{host}/", web_client)
 
     async def fetch_gemini() -> SitePolicy:
         gemini_client = GeminiClient(limits=limits, connect_to=resolver)
