@@ -24,22 +24,15 @@ from geminibot.cliutil import (
     positive_int,
     run_command,
 )
-from geminibot.gemini.accesslog import JsonLinesLog
 from geminibot.gemini.certs import FALLBACK_HOST, ensure_certificate, list_certificates
 from geminibot.gemini.servecmd import (
     DEFAULT_HOST,
     add_serve_options,
     cert_folder,
-    close_log,
     host_name,
-    make_server,
-    open_log,
-    run_server,
+    serve,
 )
-from geminibot.gemini.server import (
-    MAX_PER_ADDRESS,
-    Limits,
-)
+from geminibot.gemini.server import MAX_PER_ADDRESS
 from geminibot.gemini.urls import DEFAULT_PORT
 
 DEFAULT_CERT_DIR = Path("var/capsule-server/certs")
@@ -70,22 +63,13 @@ def _load(args: argparse.Namespace) -> dict[str, Capsule]:
 def _serve(args: argparse.Namespace) -> int:
     capsules = _load(args)
     cert_dir = cert_folder(args.certs)
-    limits = Limits(
-        rate_burst=args.rate_burst,
-        rate_per_second=args.rate,
+    return serve(
+        args,
+        cert_dir,
+        lambda limits, log: CapsuleServer(capsules, cert_dir, limits, log),
+        "capsule-server",
         max_per_address=args.max_per_address,
     )
-    log_stream = open_log(args.log) if args.log else sys.stdout
-    try:
-        server = make_server(
-            cert_dir, lambda: CapsuleServer(capsules, cert_dir, limits, JsonLinesLog(log_stream))
-        )
-        hosts = args.host or [DEFAULT_HOST]
-        run_server(server, hosts, args.port, "capsule-server", args.log or "standard output")
-    finally:
-        if args.log:
-            close_log(log_stream)
-    return EXIT_OK
 
 
 def _certs(args: argparse.Namespace) -> int:

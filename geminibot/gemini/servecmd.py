@@ -15,8 +15,15 @@ from typing import TextIO
 
 import trio
 
-from geminibot.cliutil import EXIT_NEGATIVE, CommandError, positive_float, positive_int
-from geminibot.gemini.server import RATE_BURST, RATE_PER_SECOND, GeminiServer, open_listeners
+from geminibot.cliutil import EXIT_NEGATIVE, EXIT_OK, CommandError, positive_float, positive_int
+from geminibot.gemini.accesslog import JsonLinesLog
+from geminibot.gemini.server import (
+    RATE_BURST,
+    RATE_PER_SECOND,
+    GeminiServer,
+    Limits,
+    open_listeners,
+)
 from geminibot.gemini.urls import parse_url
 from geminibot.urls import InvalidURL
 
@@ -140,6 +147,30 @@ async def serve_until_signal(
 def close_log(stream: TextIO) -> None:
     with suppress(OSError):  # a failed write is reported by run_server
         stream.close()
+
+
+def serve(
+    args: argparse.Namespace,
+    cert_dir: Path,
+    make: Callable[[Limits, JsonLinesLog], GeminiServer],
+    prog: str,
+    ready: Callable[[int], str] | None = None,
+    **limits: int,
+) -> int:
+    """Run a serving command: ``make(limits, log)`` the server (limits from ``--rate`` and
+    ``--rate-burst`` plus ``limits``; the access log to ``--log`` or standard output), then
+    serve on ``--host`` (default :data:`DEFAULT_HOST`) and ``--port`` as :func:`run_server`
+    does, and close the log."""
+    server_limits = Limits(rate_burst=args.rate_burst, rate_per_second=args.rate, **limits)
+    log_stream = open_log(args.log) if args.log else sys.stdout
+    try:
+        server = make_server(cert_dir, lambda: make(server_limits, JsonLinesLog(log_stream)))
+        hosts = args.host or [DEFAULT_HOST]
+        run_server(server, hosts, args.port, prog, args.log or "standard output", ready)
+    finally:
+        if args.log:
+            close_log(log_stream)
+    return EXIT_OK
 
 
 def add_serve_options(serve: argparse.ArgumentParser, cert_dir: Path) -> None:
