@@ -9,8 +9,9 @@ from pathlib import Path
 
 import pytest
 from commands import run_module
+from pages import gemtext_page
 
-from geminibot.index import Link, Page, QueryError, connect, search, store_page, transaction
+from geminibot.index import Link, QueryError, connect, search, store_page, transaction
 from geminibot.index.authority import compute_authority, has_authority, pagerank
 from geminibot.index.query import Term
 from geminibot.index.search import text_snippet
@@ -32,21 +33,10 @@ def put(
     text: str = "",
     links: tuple[tuple[str, str], ...] = (),
 ) -> None:
-    host = url.split("/")[2]
     with transaction(conn):
         store_page(
             conn,
-            Page(
-                url=url,
-                host=host,
-                status=20,
-                meta="text/gemini",
-                fetched_at=1000.0,
-                mime="text/gemini",
-                title=title,
-                text=text,
-                links=tuple(Link(t, label) for t, label in links),
-            ),
+            gemtext_page(url, title, text, links=tuple(Link(t, label) for t, label in links)),
             "indexer",
         )
 

@@ -16,8 +16,9 @@ from typing import Any
 
 import cryptography.hazmat.primitives.serialization  # noqa: F401  (before ignition, see PEERS.md)
 import pytest
+from pages import gemtext_page
 
-from geminibot.index import Link, Page, connect, store_page, transaction
+from geminibot.index import Link, connect, store_page, transaction
 from geminibot.index.search import MAX_QUERY_LENGTH
 
 with warnings.catch_warnings():  # ignition imports the deprecated cgi module
@@ -40,15 +41,11 @@ def make_index(path: Path) -> None:
         for n in range(12):
             store_page(
                 conn,
-                Page(
-                    url=f"gemini://garden.test/{n}",
-                    host="garden.test",
-                    status=20,
-                    meta="text/gemini",
+                gemtext_page(
+                    f"gemini://garden.test/{n}",
+                    f"Tomato diary {n}",
+                    f"Day {n}: the tomatoes are ripening.",
                     fetched_at=1_700_000_000.0,
-                    mime="text/gemini",
-                    title=f"Tomato diary {n}",
-                    text=f"Day {n}: the tomatoes are ripening.",
                     links=(Link("gemini://hub.test/", "hub"),),
                 ),
                 "indexer",
