@@ -20,20 +20,18 @@ from geminibot.cliutil import (
     CommandError,
     Parser,
     emit_json,
-    port_number,
     positive_int,
     run_command,
 )
 from geminibot.gemini.certs import FALLBACK_HOST, ensure_certificate, list_certificates
 from geminibot.gemini.servecmd import (
-    DEFAULT_HOST,
+    add_listen_options,
     add_serve_options,
     cert_folder,
     host_name,
     serve,
 )
 from geminibot.gemini.server import MAX_PER_ADDRESS
-from geminibot.gemini.urls import DEFAULT_PORT
 
 DEFAULT_CERT_DIR = Path("var/capsule-server/certs")
 """Certificates are kept here, relative to the working directory, unless --certs says."""
@@ -121,15 +119,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="serve DIR itself as the capsule of host NAME, e.g. localhost "
         "(default: a capsule per host-named sub-folder)",
     )
-    serve.add_argument(
-        "--host",
-        action="append",
-        metavar="ADDRESS",
-        help=f"address to listen on; repeat for more (default: {DEFAULT_HOST})",
-    )
-    serve.add_argument(
-        "--port", type=port_number, default=DEFAULT_PORT, help="port (0 picks a free one)"
-    )
+    add_listen_options(serve)
     add_serve_options(serve, DEFAULT_CERT_DIR)
     serve.add_argument(
         "--max-per-address",

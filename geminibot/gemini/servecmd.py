@@ -15,7 +15,14 @@ from typing import TextIO
 
 import trio
 
-from geminibot.cliutil import EXIT_NEGATIVE, EXIT_OK, CommandError, positive_float, positive_int
+from geminibot.cliutil import (
+    EXIT_NEGATIVE,
+    EXIT_OK,
+    CommandError,
+    port_number,
+    positive_float,
+    positive_int,
+)
 from geminibot.gemini.accesslog import JsonLinesLog
 from geminibot.gemini.server import (
     RATE_BURST,
@@ -24,7 +31,7 @@ from geminibot.gemini.server import (
     Limits,
     open_listeners,
 )
-from geminibot.gemini.urls import parse_url
+from geminibot.gemini.urls import DEFAULT_PORT, parse_url
 from geminibot.urls import InvalidURL
 
 DEFAULT_HOST = "127.0.0.1"
@@ -171,6 +178,20 @@ def serve(
         if args.log:
             close_log(log_stream)
     return EXIT_OK
+
+
+def add_listen_options(serve: argparse.ArgumentParser) -> None:
+    """Where a serving command listens (read by :func:`serve`): ``--host`` (repeatable,
+    default :data:`DEFAULT_HOST`) and ``--port`` (default 1965; 0 picks a free one)."""
+    serve.add_argument(
+        "--host",
+        action="append",
+        metavar="ADDRESS",
+        help=f"address to listen on; repeat for more (default: {DEFAULT_HOST})",
+    )
+    serve.add_argument(
+        "--port", type=port_number, default=DEFAULT_PORT, help="port (0 picks a free one)"
+    )
 
 
 def add_serve_options(serve: argparse.ArgumentParser, cert_dir: Path) -> None:

@@ -14,11 +14,10 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from geminibot.cliutil import port_number
 from geminibot.crawl.databases import reading
 from geminibot.gemini.servecmd import (
-    DEFAULT_HOST,
     HelpWithDefaults,
+    add_listen_options,
     add_serve_options,
     cert_folder,
     host_name,
@@ -51,13 +50,7 @@ def register(commands: Any) -> None:
         metavar="PATH|URL",
         help="crawl database: an SQLite file, or postgresql://USER@HOST/DB",
     )
-    serve.add_argument(
-        "--host",
-        action="append",
-        metavar="ADDRESS",
-        help=f"address to listen on; repeat for more (default: {DEFAULT_HOST})",
-    )
-    serve.add_argument("--port", type=port_number, default=DEFAULT_PORT, help="port (0: any)")
+    add_listen_options(serve)
     serve.add_argument(
         "--hostname",
         action="append",

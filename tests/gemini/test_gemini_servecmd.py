@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from geminibot.cliutil import CommandError
+from geminibot.cliutil import CommandError, Parser
 from geminibot.gemini.accesslog import JsonLinesLog
-from geminibot.gemini.servecmd import serve
+from geminibot.gemini.servecmd import add_listen_options, serve
 from geminibot.gemini.server import GeminiServer, Limits
 
 
@@ -57,3 +57,14 @@ def test_limits_come_from_the_options_and_a_busy_port_is_one_line(tmp_path: Path
         with pytest.raises(CommandError, match=f"cannot listen on 127.0.0.1 port {port}"):
             serve(options(None, port), tmp_path / "certs", make, "prog", max_per_address=3)
     assert made == [Limits(rate_per_second=2.5, rate_burst=7, max_per_address=3)]
+
+
+def test_listen_options_default_to_loopback_and_the_gemini_port() -> None:
+    parser = Parser(prog="prog")
+    add_listen_options(parser)
+    args = parser.parse_args([])
+    assert (args.host, args.port) == (None, 1965)  # serve: None is [DEFAULT_HOST]
+    args = parser.parse_args(["--host", "::1", "--host", "127.0.0.1", "--port", "0"])
+    assert (args.host, args.port) == (["::1", "127.0.0.1"], 0)
+    with pytest.raises(SystemExit):
+        parser.parse_args(["--port", "65536"])
