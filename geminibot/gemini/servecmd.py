@@ -11,7 +11,7 @@ import sys
 from collections.abc import Callable
 from contextlib import suppress
 from pathlib import Path
-from typing import TextIO
+from typing import TextIO, TypeVar
 
 import trio
 
@@ -81,7 +81,10 @@ def open_log(text: str) -> TextIO:
         raise CommandError(f"{path}: cannot write: {exc.strerror}") from None
 
 
-def make_server(cert_dir: Path, make: Callable[[], GeminiServer]) -> GeminiServer:
+Server = TypeVar("Server", bound=GeminiServer)
+
+
+def make_server(cert_dir: Path, make: Callable[[], Server]) -> Server:
     """``make()``, with a certificate folder that cannot be written as one line, exit 2."""
     try:
         return make()
