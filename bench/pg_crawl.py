@@ -22,6 +22,7 @@ CPU per page while the machine's cores are all busy is the bottleneck.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import platform
@@ -43,6 +44,8 @@ from served_capsules import capsule_server, generate  # noqa: E402
 
 #: Bound on one run (seconds).
 RUN_TIMEOUT = 900.0
+#: Lines of a failed crawl process's messages shown.
+ERROR_LINES = 20
 TICKS = os.sysconf("SC_CLK_TCK")
 
 
@@ -129,19 +132,22 @@ def crawl(
     server = server_pid(port)
     server_before = cpu_of([server])
     start = time.monotonic()
-    procs = [
-        subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
-        for _ in range(processes)
-    ]
     usage = 0.0
     pages = 0
-    for proc in procs:
-        _, status, rusage = os.wait4(proc.pid, 0)
-        assert os.waitstatus_to_exitcode(status) == 0, "a crawl failed"
-        usage += rusage.ru_utime + rusage.ru_stime
-        assert proc.stdout is not None
-        pages += int(json.loads(proc.stdout.read().decode())["pages"])
-        proc.returncode = 0
+    with contextlib.ExitStack() as files:
+        # each process's messages in a file (a pipe left unread could fill and stall it)
+        errors = [files.enter_context(tempfile.TemporaryFile()) for _ in range(processes)]
+        procs = [subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=err) for err in errors]
+        for proc, err in zip(procs, errors, strict=True):
+            _, status, rusage = os.wait4(proc.pid, 0)
+            if os.waitstatus_to_exitcode(status) != 0:
+                err.seek(0)
+                tail = err.read().decode(errors="replace").splitlines()[-ERROR_LINES:]
+                raise SystemExit("a crawl failed:\n" + "\n".join(tail))
+            usage += rusage.ru_utime + rusage.ru_stime
+            assert proc.stdout is not None
+            pages += int(json.loads(proc.stdout.read().decode())["pages"])
+            proc.returncode = 0
     wall = time.monotonic() - start
     span = fetch_span(db)
     after = pg_counters(db) if shared else (0, 0, 0)

@@ -11,6 +11,8 @@ Rankings compared: FTS5 bm25 (title, headings, body, url) and tantivy bm25 (plus
 text from other hosts), each alone and multiplied by link authority, computed as plain
 PageRank over the host graph (every host trusted) or as TrustRank from seed hosts (the
 home pages of the best-linked 5% of hosts, as a crawl started from well-known capsules).
+tantivy's "×" rows are its two-stage ranking: the best ``RERANK_WINDOW`` pages by text,
+re-ranked by text × authority weight × keyword-stuffing penalty.
 Precision@10 counts relevant results in the first ten over ten, so its ceiling is 0.8 for
 topic queries, 0.3 for anchor queries and 0.6 for spam queries.
 

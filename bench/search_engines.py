@@ -13,6 +13,13 @@ duplicates collapsed), link authority is computed, then
   each query ``--repeats`` times, per engine, with and without link authority.
 
     .venv/bin/python bench/search_engines.py [--sizes 20000,150000,600000] [--repeats 15]
+        [--store-dir DIR] [--build-only] [--engines fts5,tantivy]
+
+``--store-dir DIR`` keeps each size's filled store (with its authority) as
+``DIR/space-N.db`` and reuses it on later runs: filling 600,000 pages takes most of an
+hour on two shared cores, the engines' builds and queries minutes. A store is written
+under a ``.partial`` name and renamed once complete, so an interrupted fill is never
+reused. ``--build-only`` fills the stores and stops; ``--engines tantivy`` measures one.
 """
 
 from __future__ import annotations
@@ -109,33 +116,52 @@ def p95(values: list[float]) -> float:
     return statistics.quantiles(values, n=20)[-1]
 
 
-def run(pages: int, tmp: Path, repeats: int) -> None:
+def space_of(pages: int) -> tuple[int, Space]:
     hosts = max(MIN_HOSTS, round(pages * HOSTS_PER_URL))
-    space = Space(hosts, pages)
-    db = tmp / f"space-{pages}.db"
-    conn = connect(db)
+    return hosts, Space(hosts, pages)
+
+
+def filled_store(pages: int, folder: Path) -> tuple[Path, str]:
+    """``folder/space-N.db`` filled with the space and its authority (reused when there);
+    and a line saying how it was made."""
+    db = folder / f"space-{pages}.db"
+    if db.exists():
+        return db, f"store reused from {db}"
+    _, space = space_of(pages)
+    partial = folder / f"space-{pages}.db.partial"
+    for stale in folder.glob(partial.name + "*"):
+        stale.unlink()
+    conn = connect(partial)
     t0 = time.perf_counter()
     stored = fill_store(space, conn)
     fill = time.perf_counter() - t0
-    text_pages = int(conn.execute("SELECT count(*) FROM pages WHERE text_indexed").fetchone()[0])
     auth = compute_authority(conn)
-    fts_s, fts_bytes, content_bytes = fts5_build(conn)
-    manifest = rebuild(conn)
-    tv_s, tv_bytes = float(manifest["seconds"]), int(manifest["bytes"])  # type: ignore[arg-type]
-    print(
-        f"\n### {pages:,} URLs ({hosts} hosts): {stored:,} pages stored, {text_pages:,} with "
-        f"text, in {fill:.0f} s; authority over {auth['links']:,} host links in "
-        f"{auth['seconds']:.1f} s\n"
+    conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    conn.close()
+    partial.rename(db)
+    return db, (
+        f"{stored:,} pages stored in {fill:.0f} s; authority over {auth['links']:,} "
+        f"host links in {auth['seconds']:.1f} s"
     )
+
+
+def run(pages: int, folder: Path, repeats: int, engines: list[str]) -> None:
+    hosts, space = space_of(pages)
+    db, made = filled_store(pages, folder)
+    conn = connect(db)
+    text_pages = int(conn.execute("SELECT count(*) FROM pages WHERE text_indexed").fetchone()[0])
+    fts_s, fts_bytes, content_bytes = fts5_build(conn) if "fts5" in engines else (0.0, 0, 0)
+    tv_s, tv_bytes = 0.0, 0
+    if "tantivy" in engines:
+        manifest = rebuild(conn)
+        tv_s, tv_bytes = float(manifest["seconds"]), int(manifest["bytes"])  # type: ignore[arg-type]
+    print(f"\n### {pages:,} URLs ({hosts} hosts): {text_pages:,} pages with text; {made}\n")
     print("| engine | build s | index MiB | query median ms | p95 ms | worst ms |")
     print("|---|---:|---:|---:|---:|---:|")
     mix = queries(space)
     per_engine = {}
     for engine, authority in (
-        ("fts5", False),
-        ("fts5", True),
-        ("tantivy", False),
-        ("tantivy", True),
+        (engine, authority) for engine in engines for authority in (False, True)
     ):
         every, per_query = time_queries(conn, mix, engine, authority, repeats)
         per_engine[(engine, authority)] = per_query
@@ -145,9 +171,10 @@ def run(pages: int, tmp: Path, repeats: int) -> None:
             f"| {name} | {build:.1f} | {size / 2**20:.1f} | {statistics.median(every):.1f} "
             f"| {p95(every):.1f} | {max(every):.1f} |"
         )
-    print(
-        f"\nFTS5 stored text (both engines read snippets from it): {content_bytes / 2**20:.1f} MiB"
-    )
+    if content_bytes:
+        print(
+            f"\nFTS5 stored text (both engines read snippets from it): {content_bytes / 2**20:.1f} MiB"
+        )
     print("\n| query | " + " | ".join(f"{e}{' +a' if a else ''} ms" for e, a in per_engine) + " |")
     print("|---|" + "---:|" * len(per_engine))
     for label, query in mix:
@@ -160,16 +187,31 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--sizes", default="20000,150000,600000", help="URLs per space")
     parser.add_argument("--repeats", type=int, default=15, help="runs of each query")
+    parser.add_argument("--store-dir", type=Path, help="keep and reuse filled stores here")
+    parser.add_argument("--build-only", action="store_true", help="fill the stores, stop")
+    parser.add_argument("--engines", default="fts5,tantivy", help="fts5, tantivy or both")
     args = parser.parse_args()
+    engines = args.engines.split(",")
+    if not engines or not set(engines) <= {"fts5", "tantivy"}:
+        parser.error("--engines: fts5, tantivy or both")
     sizes = [int(s) for s in args.sizes.split(",")]
+    if args.build_only and args.store_dir is None:
+        parser.error("--build-only needs --store-dir")
+    if args.store_dir is not None:
+        args.store_dir.mkdir(parents=True, exist_ok=True)
     print(
         f"machine: nproc {os.cpu_count()}, {cpu_model()}, Python {platform.python_version()}, "
         f"SQLite {sqlite3.sqlite_version}, tantivy 0.27"
     )
     for pages in sizes:
-        with tempfile.TemporaryDirectory() as tmp:
-            run(pages, Path(tmp), args.repeats)
-            sys.stdout.flush()
+        if args.build_only:
+            print(pages, filled_store(pages, args.store_dir)[1], flush=True)
+        elif args.store_dir is not None:
+            run(pages, args.store_dir, args.repeats, engines)
+        else:
+            with tempfile.TemporaryDirectory() as tmp:
+                run(pages, Path(tmp), args.repeats, engines)
+        sys.stdout.flush()
 
 
 if __name__ == "__main__":

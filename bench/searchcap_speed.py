@@ -17,6 +17,14 @@ tantivy top-k index that search uses while it is current). Only loopback traffic
 loop is bounded.
 
     .venv/bin/python bench/searchcap_speed.py [--pages N] [--repeats N]
+
+At Geminispace scale, on the synthetic space's store of ``bench/search_engines.py``
+(filled there, or here when missing, and kept in ``--store-dir``) with its query mix,
+tantivy only (FTS5 takes seconds a query there, see docs/benchmarks.md), reusing the
+tantivy index when it is current:
+
+    .venv/bin/python bench/searchcap_speed.py --space 600000 --store-dir /tmp/search600k \
+        --engines tantivy
 """
 
 from __future__ import annotations
@@ -39,12 +47,13 @@ import trio
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 from commands import start_serve_search
+from search_engines import filled_store, queries, space_of
 from search_speed import QUERIES, build
 
 from geminibot.gemini.client import GeminiClient
 from geminibot.gemini.urls import parse_request
 from geminibot.index import connect, search
-from geminibot.index.tantivy_index import rebuild
+from geminibot.index.tantivy_index import open_current, rebuild, status
 from geminibot.searchcap import SearchCapsule, prepare
 
 #: Runs of each query per way (the command as a process: CLI_REPEATS).
@@ -86,7 +95,7 @@ def start_server(db: Path, tmp: Path) -> tuple[subprocess.Popen[str], int]:
 
 
 async def interleaved(
-    conn: sqlite3.Connection, port: int, repeats: int
+    conn: sqlite3.Connection, port: int, repeats: int, mix: list[str]
 ) -> dict[str, dict[str, list[float]]]:
     """Each run times the three in-process and networked ways one after the other, so a
     load that comes and goes on a shared machine weighs on all of them alike."""
@@ -94,7 +103,7 @@ async def interleaved(
     client = GeminiClient(connect_to=lambda _host, _port: ("127.0.0.1", port))
     ways: dict[str, dict[str, list[float]]] = {"search()": {}, "handler": {}, "capsule": {}}
     with trio.fail_after(CAPSULE_SECONDS):
-        for query in QUERIES:
+        for query in mix:
             encoded = quote(query, safe="")
             request = parse_request(f"gemini://localhost/search?{encoded}\r\n".encode())
             url = f"gemini://localhost:{port}/search?{encoded}"
@@ -110,11 +119,11 @@ async def interleaved(
     return ways
 
 
-def measure(db: Path, tmp: Path, repeats: int) -> dict[str, dict[str, list[float]]]:
+def measure(db: Path, tmp: Path, repeats: int, mix: list[str]) -> dict[str, dict[str, list[float]]]:
     conn = connect(db, create=False)
     proc, port = start_server(db, tmp)
     try:
-        ways = trio.run(interleaved, conn, port, repeats)
+        ways = trio.run(interleaved, conn, port, repeats, mix)
     finally:
         proc.terminate()
         proc.wait(timeout=START_SECONDS)
@@ -125,23 +134,23 @@ def measure(db: Path, tmp: Path, repeats: int) -> dict[str, dict[str, list[float
             lambda q=query: subprocess.run([*command, q], capture_output=True, check=False),
             CLI_REPEATS,
         )
-        for query in QUERIES
+        for query in mix
     }
     return ways
 
 
-def report(engine: str, ways: dict[str, dict[str, list[float]]]) -> None:
+def report(engine: str, ways: dict[str, dict[str, list[float]]], mix: list[str]) -> None:
     print(f"\n### {engine}: per query, median ms\n")
     print("| query | " + " | ".join(ways) + " |")
     print("|---|" + "---:|" * len(ways))
-    for query in QUERIES:
+    for query in mix:
         cells = [f"{statistics.median(ways[w][query]):.1f}" for w in ways]
         print(f"| `{query}` | " + " | ".join(cells) + " |")
     print(f"\n### {engine}: all queries together\n")
     print("| way | runs | median ms | p95 ms |")
     print("|---|---:|---:|---:|")
     for way, per_query in ways.items():
-        times = [t for q in QUERIES for t in per_query[q]]
+        times = [t for q in mix for t in per_query[q]]
         print(
             f"| {way} | {len(times)} | {statistics.median(times):.1f} | "
             f"{percentile(times, 0.95):.1f} |"
@@ -152,24 +161,47 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--pages", type=int, default=20_000, help="pages in the index")
     parser.add_argument("--repeats", type=int, default=REPEATS, help="runs of each query")
+    parser.add_argument("--space", type=int, help="URLs of a synthetic-space store instead")
+    parser.add_argument("--store-dir", type=Path, help="where --space's store is kept")
+    parser.add_argument("--engines", default="fts5,tantivy", help="fts5, tantivy or both")
     args = parser.parse_args()
+    engines = args.engines.split(",")
+    if not set(engines) <= {"fts5", "tantivy"}:
+        parser.error("--engines: fts5, tantivy or both")
+    if args.space is not None and args.store_dir is None:
+        parser.error("--space needs --store-dir")
+    machine = (
+        f"Machine: nproc {os.cpu_count()}, {cpu_model()}, Python {platform.python_version()}, "
+        f"load average {', '.join(f'{x:.1f}' for x in os.getloadavg())} at the start."
+    )
     with tempfile.TemporaryDirectory() as name:
         tmp = Path(name)
-        db = tmp / "index.sqlite"
-        seconds = build(db, args.pages)
+        if args.space is not None:
+            args.store_dir.mkdir(parents=True, exist_ok=True)
+            db, made = filled_store(args.space, args.store_dir)
+            mix = [query for _, query in queries(space_of(args.space)[1])]
+            print(f"Index: the {args.space:,}-URL synthetic space: {made}. {machine}")
+        else:
+            db = tmp / "index.sqlite"
+            seconds = build(db, args.pages)
+            mix = list(QUERIES)
+            print(f"Index: {args.pages:,} pages, built in {seconds:.1f} s. {machine}")
         conn = connect(db, create=False)
         prepare(conn)
-        print(
-            f"Index: {args.pages:,} pages, built in {seconds:.1f} s. Machine: nproc "
-            f"{os.cpu_count()}, {cpu_model()}, "
-            f"Python {platform.python_version()}."
-        )
-        report("FTS5 (no tantivy index)", measure(db, tmp, args.repeats))
-        t0 = time.perf_counter()
-        rebuild(conn)
+        if "fts5" in engines:
+            if open_current(conn) is not None:  # search would use it: set it aside
+                raise SystemExit(f"{db} has a current tantivy index: use --engines tantivy")
+            report("FTS5 (no tantivy index)", measure(db, tmp, args.repeats, mix), mix)
+        if "tantivy" in engines:
+            if open_current(conn) is None:
+                t0 = time.perf_counter()
+                rebuild(conn)
+                print(f"\n(tantivy index rebuilt in {time.perf_counter() - t0:.1f} s)")
+            else:
+                built = status(conn)
+                print(f"\n(current tantivy index reused: built in {built['seconds']} s)")
+            report("tantivy (geminibot index rebuild)", measure(db, tmp, args.repeats, mix), mix)
         conn.close()
-        print(f"\n(tantivy index rebuilt in {time.perf_counter() - t0:.1f} s)")
-        report("tantivy (geminibot index rebuild)", measure(db, tmp, args.repeats))
 
 
 if __name__ == "__main__":

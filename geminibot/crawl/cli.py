@@ -630,8 +630,6 @@ def run_stats(args: argparse.Namespace) -> int:
             status_filter(args.status)
         except ValueError as exc:
             raise CommandError(f"stats: {exc}") from None
-        if is_postgres(args.db):
-            raise CommandError("stats: --urls needs an SQLite --db (not yet on postgresql://)")
     with reading(args.db) as (conn, _):
         if args.urls:
             return _list_urls(conn, args)
@@ -643,8 +641,14 @@ def run_stats(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def _list_urls(conn: sqlite3.Connection, args: argparse.Namespace) -> int:
-    rows = list_urls(conn, status=args.status, host=args.host, limit=args.limit)
+def _list_urls(conn: Any, args: argparse.Namespace) -> int:
+    """``stats --urls`` on either store (an sqlite3 or a psycopg connection)."""
+    if isinstance(conn, sqlite3.Connection):
+        rows = list_urls(conn, status=args.status, host=args.host, limit=args.limit)
+    else:
+        from geminibot.index import pg
+
+        rows = pg.list_urls(conn, status=args.status, host=args.host, limit=args.limit)
     for row in rows:
         if args.json:
             emit_json(row.as_json())

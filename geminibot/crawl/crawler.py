@@ -72,6 +72,7 @@ from geminibot.crawl.store import (
     DecisionRecord,
     FetchedPage,
     FetchRecord,
+    LostHost,
     Revisit,
     SqliteStore,
 )
@@ -103,9 +104,14 @@ PROGRESS_INTERVAL = 0.5
 ROLES = ("indexer", "archiver", "researcher")
 #: The crawler's own product token.
 DEFAULT_AGENT = "geminibot"
-#: Seconds between two looks for work another crawl process holds, while this one has
-#: none (a store shared by several processes; at least the first, at most the second).
-HELD_POLL = (0.1, 5.0)
+#: Seconds a crawl process with nothing to do waits before it looks again at the hosts
+#: that other processes sharing the store hold, when every one of them is leased (a
+#: store shared by several processes): not polling the database while they work. A dead
+#: process's host is taken over at most this long after its lease ran out.
+HELD_BACKOFF = 5.0
+#: Seconds it waits when some of those hosts are free now (their holder let them go),
+#: before it takes them: a host another process is taking at that instant is then its.
+HELD_FREE_PAUSE = 0.1
 #: An ask answer is applied to the decision it was asked for during this long.
 ASK_DECISION_WINDOW = timedelta(seconds=1)
 
@@ -339,8 +345,14 @@ class Crawler:
         }
         if not held:
             return False
-        await trio.sleep(min(max(min(held.values()), HELD_POLL[0]), HELD_POLL[1]))
-        self.scheduler.add_work(host for host, wait in held.items() if wait <= 0)
+        free = [host for host, wait in held.items() if wait <= 0]
+        if not free:  # all leased: back off (a lease running out sooner is waited for)
+            await trio.sleep(min(*held.values(), HELD_BACKOFF))
+            return True
+        await trio.sleep(HELD_FREE_PAUSE)
+        for host in free:  # (a host whose worker here ended may still count as work)
+            self.scheduler.drop_work(host)
+        self.scheduler.add_work(free)
         return True
 
     def stop(self) -> None:
@@ -362,7 +374,8 @@ class Crawler:
         cap = self.options.max_hosts
         if self._capped and cap is not None and len(self._running) < cap:
             self._capped = False  # room again: the hosts left out (or another's, now free)
-            self.scheduler.add_work(self.store.hosts_with_work())
+            held = {h for h, wait in self.store.work_elsewhere(self.lease).items() if wait > 0}
+            self.scheduler.add_work(h for h in self.store.hosts_with_work() if h not in held)
         for host in self.scheduler.take_ready():
             if host in self._running or host in self._skipped or not self.host_allowed(host):
                 continue  # a host not allowed, or skipped, stays out for this run
@@ -414,6 +427,12 @@ class Crawler:
     # --- one host ---
 
     async def _worker(self, host: str) -> None:
+        try:
+            await self._work_on(host)
+        except LostHost:  # another process took the host over: its claim is theirs now
+            self.scheduler.drop_work(host)
+
+    async def _work_on(self, host: str) -> None:
         lease = self.store.lease_host(host, self.lease)
         if lease is None:  # another crawl process holds the host
             self.scheduler.drop_work(host)
@@ -442,6 +461,7 @@ class Crawler:
                 except Exception:
                     # The URL stays leased: the next run's recovery counts this as an
                     # attempt cut short, and gives the URL up after MAX_URL_ATTEMPTS.
+                    # (LostHost: it is the new holder's claim now.)
                     done = True
                     raise
                 finally:
@@ -477,8 +497,11 @@ class Crawler:
         *,
         method: str = "GET",
         headers: tuple[tuple[str, str], ...] = (),
+        claimed: str | None = None,
     ) -> Sent | None:
-        """Wait for the host's turn, then fetch; None if the host is skipped for now.
+        """Wait for the host's turn, then fetch; None if the host is skipped for now;
+        :class:`LostHost` if another process took the host over meanwhile (``claimed``:
+        the URL this process claimed for the request, which must still be its claim).
 
         ``policy`` sets the pace (with none, the default delay applies: the policy files
         themselves are fetched before it is known) and whether to announce the bot."""
@@ -493,17 +516,14 @@ class Crawler:
             # the same server may hold it), and check the turn again once it is ours.
             if not await self.scheduler.wait_turn(host):
                 return None
-            lease = self.store.lease_host(host, self.lease)  # renewed before each request
-            if lease is None:
-                return None
-            if lease.state is not None:  # another process requested it since: its pace
-                self.scheduler.restore({host: lease.state}, ())
-                continue
             async with self.scheduler.address_turn(host):
                 turn = self.scheduler.turn_now(host)
                 if turn is None:
                     return None
                 if turn:
+                    # after every wait: is the host (and the claim) still ours?
+                    if not self.store.hold_host(host, self.lease, claimed):
+                        raise LostHost(host)
                     return await self._send(host, url, policy, adapter, method, headers)
 
     async def _send(
@@ -567,7 +587,12 @@ class Crawler:
         None when the host is skipped for now."""
         url = host_url(claim.host, request.target)
         sent = await self._request(
-            claim.host, url, policy, method=request.method, headers=request.headers
+            claim.host,
+            url,
+            policy,
+            method=request.method,
+            headers=request.headers,
+            claimed=claim.url,
         )
         if sent is None:
             return None
@@ -619,7 +644,7 @@ class Crawler:
             return True
         self._reserved += 1
         try:
-            sent = await self._request(claim.host, claim.url, policy)
+            sent = await self._request(claim.host, claim.url, policy, claimed=claim.url)
         finally:
             self._reserved -= 1
         if sent is None:

@@ -9,18 +9,22 @@ and on politeness delays, not on these (``bench/pg_crawl.py`` measures both).
 What makes several processes safe (docs/postgres.md):
 
 - **Host leases.** A worker takes its host with :meth:`PgStore.lease_host` before its first
-  request and again before every request: ``SELECT ... FOR UPDATE SKIP LOCKED`` on the
-  host's ``host_leases`` row, which is granted when the host is free, its lease has
-  expired, or it is this process's already; the lease then lasts ``lease_seconds`` (longer
-  than a request may take). So one process at a time sends requests to a host, and the one
-  that takes a host over reads the politeness state (last request, 44 back-off) the last
-  holder committed: the pace holds across processes.
+  request: ``SELECT ... FOR UPDATE SKIP LOCKED`` on the host's ``host_leases`` row, which
+  is granted when the host is free, its lease has expired, or it is this process's
+  already; the lease then lasts ``lease_seconds`` (longer than a request may take). Right
+  before every request, after every wait, :meth:`PgStore.hold_host` checks that the host
+  and the claimed URL are still this process's and renews the lease; a worker whose lease
+  ran out while it waited and whose host another process took over sends nothing. So one
+  process at a time sends requests to a host, and the one that takes a host over reads the
+  politeness state (last request, 44 back-off) the last holder committed: the pace holds
+  across processes.
 - **A killed process** stops renewing; when its leases expire, the next process to take
   one of its hosts puts that host's ``leased`` URLs back in the queue (in the same
   transaction). Only the requests that were on the wire at the kill are repeated.
-- **Links** are inserted in one statement per page, ``ON CONFLICT (url) DO NOTHING``, so
-  two processes finding the same link keep one row; the per-host counters are updated in
-  host order (no deadlocks).
+- **Links** are inserted in one statement per page, ``ON CONFLICT (url) DO NOTHING``,
+  with the rows of their hosts locked in host order first (:meth:`PgStore._lock_hosts`):
+  two processes finding the same link keep one row, the trap bounds are counted exactly,
+  and no two transactions deadlock.
 - **Policy files** are cached in ``robots`` with their fetch time and expiry, read by all.
 """
 
@@ -34,7 +38,13 @@ import psycopg
 from psycopg_pool import ConnectionPool
 
 from geminibot.crawl.freshness import Visit
-from geminibot.crawl.frontier import MAX_URL_ATTEMPTS, Claim, Limits, trap_reason
+from geminibot.crawl.frontier import (
+    CAP_REASON,
+    MAX_URL_ATTEMPTS,
+    Claim,
+    Limits,
+    trap_reason,
+)
 from geminibot.crawl.schemes import host_key, normalise, parse_any
 from geminibot.crawl.store import (
     CachedFile,
@@ -130,7 +140,10 @@ class PgStore:
 
     def host_states(self) -> dict[str, HostState]:
         with self._tx() as conn:
-            conn.execute("UPDATE hosts SET skipped_reason = NULL WHERE skipped_reason IS NOT NULL")
+            conn.execute(  # (rows locked in host order, as _lock_hosts does)
+                "UPDATE hosts SET skipped_reason = NULL WHERE host IN (SELECT host FROM hosts"
+                " WHERE skipped_reason IS NOT NULL ORDER BY host FOR UPDATE)"
+            )
             rows = conn.execute(
                 "SELECT host, last_fetch_at, coalesce(last_duration, 0), not_before,"
                 " slow_downs FROM hosts"
@@ -191,6 +204,24 @@ class PgStore:
             ).fetchone()
         return Lease(None if state is None else HostState(*state))
 
+    def hold_host(self, host: str, lease: str, claimed: str | None) -> bool:
+        """Whether ``host`` is still this process's, and ``claimed`` (if any) still its
+        claim, right before a request (after every wait); renews the lease if so.
+
+        The lease may have run out during the wait without anyone taking the host: it is
+        still ours (the holder column names us) and is renewed. Once another process took
+        it over, the holder names that process (or nobody, once it let go) and the claim
+        was queued again or claimed by it: False, and the request must not be sent."""
+        with self._tx() as conn:
+            held = conn.execute(
+                f"UPDATE host_leases SET lease_until = greatest(lease_until, {NOW} + %(s)s)"
+                " WHERE host = %(host)s AND holder = %(me)s AND (%(url)s::text IS NULL OR"
+                " EXISTS (SELECT 1 FROM urls WHERE url = %(url)s AND state = 'leased'"
+                " AND lease = %(me)s)) RETURNING 1",
+                {"s": self.lease_seconds, "host": host, "me": lease, "url": claimed},
+            ).fetchone()
+        return held is not None
+
     def release_host(self, host: str, lease: str) -> None:
         with self._tx() as conn:
             conn.execute(
@@ -218,97 +249,88 @@ class PgStore:
 
     def seed(self, urls: list[str]) -> dict[str, str]:
         """As :meth:`Frontier.seed`: each URL normalised before the frontier; what happened
-        to each, by the URL as given."""
-        named = {url: normalise(url) for url in urls}
+        to each, by the URL as given (one met again, or another name of one met before in
+        the list, is ``known``, as when Frontier.add is called once per URL)."""
+        names = [normalise(url) for url in urls]
         with self._tx() as conn:
-            added = self._add(conn, [(url, 0, None) for url in named.values()])
-        return {url: added[name] for url, name in named.items()}
+            added = self._add(conn, [(name, 0, None) for name in names])
+        result: dict[str, str] = {}
+        met: set[str] = set()
+        for url, name in zip(urls, names, strict=True):
+            result[url] = "known" if name in met else added[name]
+            met.add(name)
+        return result
+
+    def _lock_hosts(self, conn: psycopg.Connection[Any], hosts: Iterable[str]) -> dict[str, int]:
+        """Create the missing ``hosts`` rows and lock them all, in host order, until the
+        transaction ends; returns each one's live URLs (``urls_total``).
+
+        Every transaction that adds URLs to a host holds its row, so the trap bounds are
+        counted exactly across processes (no two add to one host at once), and, as the
+        locks are taken in one order, two pages linking to each other's hosts cannot
+        deadlock."""
+        ordered = sorted(set(hosts))
+        conn.execute(
+            "INSERT INTO hosts (host, first_seen) SELECT h, %s FROM unnest(%s::text[]) AS h"
+            " ORDER BY h ON CONFLICT DO NOTHING",
+            (self.clock(), ordered),
+        )
+        rows = conn.execute(
+            "SELECT host, urls_total FROM hosts WHERE host = ANY(%s) ORDER BY host FOR UPDATE",
+            (ordered,),
+        ).fetchall()
+        return {str(host): int(total) for host, total in rows}
 
     def _add(
         self, conn: psycopg.Connection[Any], links: Iterable[tuple[str, int, str | None]]
     ) -> dict[str, str]:
-        """Put URLs in the frontier (one batch; trap bounds as in
-        :class:`~geminibot.crawl.frontier.Frontier`); what happened to each."""
+        """Put URLs in the frontier (one batch), as :meth:`Frontier.add` does one by one:
+        each normalised first, the trap bounds applied in the order the URLs are met, and a
+        URL trapped by the per-host cap queued again once its host has room. Returns what
+        happened to each (by normalised URL)."""
         batch: dict[str, tuple[int, str | None]] = {}
         for url, depth, parent in links:
-            batch.setdefault(url, (depth, parent))
+            batch.setdefault(normalise(url), (depth, parent))
         if not batch:
             return {}
+        totals = self._lock_hosts(conn, (host_key(u) for u in batch))
         known = {
-            str(r[0])
+            str(r[0]): (str(r[1]), r[2])
             for r in conn.execute(
-                "SELECT url FROM urls WHERE url = ANY(%s)", (list(batch),)
+                "SELECT url, state, reason FROM urls WHERE url = ANY(%s)", (list(batch),)
             ).fetchall()
         }
-        result = dict.fromkeys(known, "known")
-        new = sorted(u for u in batch if u not in known)
-        if not new:
-            return result
         now = self.clock()
-        hosts = sorted({host_key(u) for u in new})
-        conn.execute(
-            "INSERT INTO hosts (host, first_seen) SELECT h, %s FROM unnest(%s::text[]) AS h"
-            " ORDER BY h ON CONFLICT DO NOTHING",
-            (now, hosts),
-        )
-        totals = dict(
-            conn.execute(
-                "SELECT host, urls_total FROM hosts WHERE host = ANY(%s)", (hosts,)
-            ).fetchall()
-        )
+        result: dict[str, str] = {}
+        queries: dict[tuple[str, str], int] = {}
         rows: list[tuple[str, str, str, bool, int, str | None, str, str | None]] = []
-        queries: Counter[tuple[str, str]] = Counter()
-        for url in new:
-            depth, parent = batch[url]
+        for url, (depth, parent) in batch.items():
             parsed = parse_any(url)
             host, path, has_query = host_key(url), parsed.path, parsed.query is not None
-            count = None
-            if has_query:
-                if (host, path) not in queries:
-                    row = conn.execute(
-                        "SELECT count(*) FROM urls WHERE host = %s AND path = %s"
-                        " AND has_query AND state != 'trapped'",
-                        (host, path),
-                    ).fetchone()
-                    queries[(host, path)] = int(row[0]) if row else 0
-                count = queries[(host, path)]
-            reason = trap_reason(self.limits, url, depth, totals[host], count)
-            if reason is None and has_query:
-                queries[(host, path)] += 1
-            if reason is None:
-                totals[host] += 1
-            state = "trapped" if reason else "queued"
-            rows.append((url, host, path, has_query, depth, parent, state, reason))
-        inserted = conn.execute(
-            "INSERT INTO urls (url, host, path, has_query, depth, parent, state, reason,"
-            " updated_at) SELECT u, h, p, q, d, par, s, r, %s FROM unnest(%s::text[],"
-            " %s::text[], %s::text[], %s::boolean[], %s::int[], %s::text[], %s::text[],"
-            " %s::text[]) AS x (u, h, p, q, d, par, s, r)"
-            " ON CONFLICT (url) DO NOTHING RETURNING url, host, state, reason",
-            (now, *(list(column) for column in zip(*rows, strict=True))),
-        ).fetchall()
-        self._count_queued(conn, inserted, result)
-        for url in new:
-            result.setdefault(url, "known")  # another process inserted it meanwhile
-        return result
-
-    def _count_queued(
-        self, conn: psycopg.Connection[Any], inserted: list[Any], result: dict[str, str]
-    ) -> None:
-        """Note in ``result`` what became of each inserted URL; count the queued ones in
-        their hosts' totals."""
-        added: Counter[str] = Counter()
-        for url, host, state, reason in inserted:
-            if state == "queued":
-                added[host] += 1
-                result[url] = "queued"
+            if has_query and (host, path) not in queries:
+                queries[(host, path)] = self._queries_on(conn, host, path)
+            if url in known:
+                what = self._requeue_capped(conn, url, known[url], totals[host], now)
             else:
-                result[url] = f"trapped: {reason}"
+                reason = trap_reason(
+                    self.limits, url, depth, totals[host], queries.get((host, path))
+                )
+                what = "queued" if reason is None else f"trapped: {reason}"
+                state = "trapped" if reason else "queued"
+                rows.append((url, host, path, has_query, depth, parent, state, reason))
+            result[url] = what
+            if what == "queued":
+                totals[host] += 1
+                if has_query:
+                    queries[(host, path)] += 1
+        self._insert(conn, rows, now)
+        added = Counter(host_key(u) for u, what in result.items() if what == "queued")
         for host in sorted(added):
             conn.execute(
                 "UPDATE hosts SET urls_total = urls_total + %s WHERE host = %s",
                 (added[host], host),
             )
+        return result
 
     def claim(self, host: str, lease: str) -> Claim | None:
         now = self.clock()
@@ -471,7 +493,10 @@ class PgStore:
         """As :meth:`SqliteStore.fetched`, freshness included (unchanged, gone, demote)."""
         page, url = fetched.page, fetched.decision.url
         woken: Counter[str] = Counter()
+        links = [] if fetched.unchanged or fetched.gone else self._normalised(fetched.links)
         with self._tx() as conn:
+            if links:  # every host this page touches, locked in one order (see _lock_hosts)
+                self._lock_hosts(conn, [host_key(url), *(host_key(u) for u, _, _ in links)])
             self._record_decision(conn, fetched.decision)
             self._log_fetch(conn, fetched.fetch)
             if fetched.unchanged:
@@ -484,8 +509,8 @@ class PgStore:
                 old = conn.execute(
                     "SELECT content_hash, duplicate_of FROM pages WHERE url = %s", (page.url,)
                 ).fetchone()
-                if not fetched.gone:
-                    added = self._add(conn, list(fetched.links))
+                if links:
+                    added = self._add(conn, links)
                     woken.update(host_key(u) for u, what in added.items() if what == "queued")
                 with conn.cursor() as cur:
                     pg.store_page(cur, page, fetched.role)
@@ -510,6 +535,60 @@ class PgStore:
                     self._finish(conn, url, "done")
             self._schedule(conn, url, fetched.revisit)
         return dict(woken)
+
+    def _insert(
+        self,
+        conn: psycopg.Connection[Any],
+        rows: list[tuple[str, str, str, bool, int, str | None, str, str | None]],
+        now: float,
+    ) -> None:
+        """Insert new ``urls`` rows, in the order given (the order they were met). Their
+        hosts are locked (:meth:`_lock_hosts`): no other process inserts them meanwhile."""
+        if rows:
+            conn.execute(
+                "INSERT INTO urls (url, host, path, has_query, depth, parent, state, reason,"
+                " updated_at) SELECT u, h, p, q, d, par, s, r, %s FROM unnest(%s::text[],"
+                " %s::text[], %s::text[], %s::boolean[], %s::int[], %s::text[], %s::text[],"
+                " %s::text[]) WITH ORDINALITY AS x (u, h, p, q, d, par, s, r, n)"
+                " ORDER BY n ON CONFLICT (url) DO NOTHING",
+                (now, *(list(column) for column in zip(*rows, strict=True))),
+            )
+
+    def _queries_on(self, conn: psycopg.Connection[Any], host: str, path: str) -> int:
+        """The query strings on ``host``'s ``path`` not trapped (the bound's count)."""
+        row = conn.execute(
+            "SELECT count(*) FROM urls WHERE host = %s AND path = %s"
+            " AND has_query AND state != 'trapped'",
+            (host, path),
+        ).fetchone()
+        return int(row[0]) if row else 0
+
+    def _requeue_capped(
+        self,
+        conn: psycopg.Connection[Any],
+        url: str,
+        known: tuple[str, str | None],
+        host_total: int,
+        now: float,
+    ) -> str:
+        """A known URL met again: ``queued`` again if the per-host cap trapped it and its
+        host has room now (the cap counts live URLs, as :meth:`Frontier.add` does);
+        otherwise ``known``."""
+        state, reason = known
+        capped = state == "trapped" and str(reason).endswith(CAP_REASON)
+        if not capped or host_total >= self.limits.max_urls_per_host:
+            return "known"
+        conn.execute(
+            "UPDATE urls SET state = 'queued', reason = NULL, updated_at = %s WHERE url = %s",
+            (now, url),
+        )
+        return "queued"
+
+    @staticmethod
+    def _normalised(
+        links: Iterable[tuple[str, int, str | None]],
+    ) -> list[tuple[str, int, str | None]]:
+        return [(normalise(url), depth, parent) for url, depth, parent in links]
 
     def _schedule(self, conn: psycopg.Connection[Any], url: str, revisit: Revisit | None) -> None:
         if revisit is not None:

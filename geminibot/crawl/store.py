@@ -138,6 +138,11 @@ class Lease:
     state: HostState | None
 
 
+class LostHost(Exception):
+    """Another crawl process took the host over while this one waited for its turn
+    (:meth:`CrawlStore.hold_host` said no): the request is not sent, the worker ends."""
+
+
 class CrawlStore(Protocol):
     """What the crawl loop needs of its storage; every method is one transaction."""
 
@@ -157,8 +162,15 @@ class CrawlStore(Protocol):
 
     # -- hosts shared between crawl processes --
     def lease_host(self, host: str, lease: str) -> Lease | None:
-        """Take or renew ``host`` for this process (before its first request and before
-        every request); None when another process holds it."""
+        """Take or renew ``host`` for this process (before a worker's first request);
+        None when another process holds it."""
+        ...
+
+    def hold_host(self, host: str, lease: str, claimed: str | None) -> bool:
+        """Right before a request to ``host`` (after every wait): whether the host is still
+        this process's and ``claimed`` (the URL claimed for it, if any) still its claim;
+        renews the lease if so. False: another process took the host over meanwhile (the
+        lease ran out during the wait), and the request must not be sent."""
         ...
 
     def release_host(self, host: str, lease: str) -> None: ...
@@ -255,6 +267,9 @@ class SqliteStore(Frontier):
 
     def lease_host(self, host: str, lease: str) -> Lease | None:
         return Lease(None)
+
+    def hold_host(self, host: str, lease: str, claimed: str | None) -> bool:
+        return True
 
     def release_host(self, host: str, lease: str) -> None:
         pass

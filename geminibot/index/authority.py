@@ -13,7 +13,7 @@ Each page gets its host's score, scaled so that 1.0 is the average host. The tab
 ``authority`` (created here when missing, so databases written before it keep working,
 and dropping it loses nothing the crawl cannot recompute) holds ``score`` and ``weight`` =
 ``log2(2 + AUTHORITY_SCALE * score)``, the factor search multiplies text relevance by
-(tantivy's ``weight_by_field`` applies the same formula).
+(:func:`weight_of`; tantivy's re-rank stage calls it on the score it stores).
 """
 
 from __future__ import annotations

@@ -28,6 +28,7 @@ from geminibot.index.db import DatabaseError
 from geminibot.index.pages import TEXT_ROLES, Page
 from geminibot.index.query import QueryError, Term, parse_query
 from geminibot.index.search import MAX_LIMIT, SearchResult, result_from_row
+from geminibot.index.stats import UrlRow, status_filter
 
 if TYPE_CHECKING:
     import psycopg
@@ -63,7 +64,8 @@ _V1 = (
         urls_total INTEGER NOT NULL DEFAULT 0,
         skipped_reason TEXT
     )""",
-    # Which crawl process holds a host, until when (renewed before every request).
+    # Which crawl process holds a host, until when (renewed by hold_host, right before
+    # every request).
     """CREATE TABLE host_leases (
         host TEXT PRIMARY KEY,
         holder TEXT,
@@ -397,6 +399,30 @@ def host_like(pattern: str) -> str:
     text = pattern.strip().lower().replace("\\", "\\\\")
     text = text.replace("%", "\\%").replace("_", "\\_")
     return text.replace("*", "%").replace("?", "_")
+
+
+def list_urls(
+    conn: psycopg.Connection[Any],
+    *,
+    status: str | None = None,
+    host: str | None = None,
+    limit: int | None = None,
+    offset: int = 0,
+) -> list[UrlRow]:
+    """:func:`geminibot.index.stats.list_urls` on PostgreSQL (``stats --urls``): the same
+    rows in the same order, filtered the same way."""
+    by_status, p1 = status_filter(status)
+    by_host, p2 = "", tuple[str, ...]()
+    if host is not None:
+        like = host_like(host)
+        by_host, p2 = " AND (u.host LIKE %s OR u.host LIKE '%%://' || %s)", (like, like)
+    rows = conn.execute(
+        "SELECT u.url, u.host, u.state, p.status, u.reason FROM urls u"
+        f" LEFT JOIN pages p ON p.url = u.url WHERE true{by_status.replace('?', '%s')}{by_host}"
+        " ORDER BY u.id LIMIT %s OFFSET %s",
+        (*p1, *p2, limit, offset),
+    ).fetchall()
+    return [UrlRow(str(r[0]), str(r[1]), str(r[2]), r[3], r[4]) for r in rows]
 
 
 def search(

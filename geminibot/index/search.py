@@ -114,7 +114,9 @@ def search(
     field), else FTS5; ``fts5`` or ``tantivy`` force one (``tantivy`` raises
     :class:`QueryError` when the index is missing or stale, or with ``host``).
     ``authority``: multiply text relevance by the page's link-authority weight when the
-    database has one (:mod:`geminibot.index.authority`)."""
+    database has one (:mod:`geminibot.index.authority`); with tantivy, over the best
+    :data:`~geminibot.index.tantivy_index.RERANK_WINDOW` pages by text, and with its
+    keyword-stuffing penalty too (``False``: text relevance alone)."""
     if not 1 <= limit <= MAX_LIMIT:
         raise QueryError(f"limit must be between 1 and {MAX_LIMIT}, got {limit}")
     if not 0 <= offset <= MAX_OFFSET:
@@ -130,7 +132,7 @@ def search(
     if engine == "tantivy" and index is None:
         raise QueryError("no current tantivy index: run 'geminibot index rebuild --db PATH'")
     if index is not None:
-        hits = index.search(parsed, limit + offset, authority=authority)[offset:]
+        hits = index.search(parsed, limit, offset=offset, authority=authority)
         return _read_back(conn, parsed, hits)
     weights = ", ".join(str(w) for w in COLUMN_WEIGHTS)
     score = f"bm25(pages_fts, {weights})"
@@ -155,20 +157,28 @@ def search(
 def _read_back(
     conn: sqlite3.Connection, parsed: ParsedQuery, hits: list[tuple[int, float]]
 ) -> list[SearchResult]:
-    """Results for tantivy's (page id, score) hits, read from the store.
+    """Results for tantivy's (page id, score) hits, read from the store in one query.
 
     Snippets come from :func:`text_snippet` over the stored text: FTS5's ``snippet()``
     would run the whole MATCH again for each result (for ``prefix*`` queries, merging every
     matching word's postings ten times over). Scores are negated so that, as with FTS5's
     bm25, lower is better."""
-    sql = (
-        "SELECT p.url, p.title, p.mime, p.lang, p.size, p.fetched_at, f.body, f.headings"
-        " FROM pages_fts f JOIN pages p ON p.id = f.rowid WHERE f.rowid = ?"
-    )
+    if not hits:
+        return []
+    marks = ", ".join("?" * len(hits))
+    rows = {
+        row[0]: row[1:]
+        for row in conn.execute(
+            "SELECT f.rowid, p.url, p.title, p.mime, p.lang, p.size, p.fetched_at, f.body,"
+            " f.headings FROM pages_fts f JOIN pages p ON p.id = f.rowid"
+            f" WHERE f.rowid IN ({marks})",
+            [page_id for page_id, _ in hits],
+        )
+    }
     words = [t for group in parsed.groups for t in group]
     results = []
     for page_id, score in hits:
-        row = conn.execute(sql, (page_id,)).fetchone()
+        row = rows.get(page_id)
         if row is None:  # deleted from the store since the index was built
             continue
         body, headings = row[6] or "", row[7] or ""

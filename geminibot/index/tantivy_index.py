@@ -9,8 +9,17 @@ It lives in the folder ``DB.search/`` and is rebuilt whole from the store
 (:func:`rebuild`, ``geminibot index rebuild --db DB``): deleting the folder loses nothing.
 Fields: title, headings, **anchors** (the text of links from other hosts pointing to the
 page, one copy per linking host and label), body and url, each scored by bm25 and summed
-with :data:`FIELD_BOOSTS`; and the page's link authority (:mod:`geminibot.index.authority`)
-as a fast field that multiplies the score by ``log2(2 + authority)`` inside the collector.
+with :data:`FIELD_BOOSTS`; beside each, a **pair field** (``body_pairs``...) holding
+every two neighbouring words of it as one token (``ba_babore``), so that a phrase becomes
+term lookups (:func:`word_pairs`); and the page's link authority as a fast field.
+
+Ranking is in two stages (:meth:`TantivyIndex.search`): tantivy's collector keeps the
+best :data:`RERANK_WINDOW` pages by text alone, with block-max pruning intact, then those
+are re-ranked by text score × ``log2(2 + authority)`` × a keyword-stuffing penalty
+(:data:`STUFFED_SHARE`) outside the collector. Weighting
+inside the collector (``weight_by_field``) made every matching page's score depend on a
+per-document factor, so no block could be skipped: 38 ms instead of 8 ms for the most
+common word at 600,000 pages (docs/benchmarks.md).
 
 The index records the store's largest page id when it was built (``manifest.json``).
 :func:`open_current` returns None when the store has moved on since (a page added or
@@ -25,21 +34,44 @@ import os
 import shutil
 import sqlite3
 import time
+from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
+from itertools import pairwise
 from pathlib import Path
 
 import tantivy
 
-from geminibot.index.authority import AUTHORITY_SCALE, has_authority
+from geminibot.index.authority import has_authority, weight_of
 from geminibot.index.query import ParsedQuery, Term
 
 #: Index format of this module (a folder written by another is rebuilt, not read).
-FORMAT = 1
+FORMAT = 2
 #: bm25 boosts per field (FTS5's column weights, plus anchor text).
 FIELD_BOOSTS = {"title": 10.0, "headings": 5.0, "anchors": 1.0, "body": 1.0, "url": 2.0}
-#: Bytes of memory the index writer may use, and its threads.
-WRITER_HEAP = 200_000_000
+#: The fields holding the page's own words (not others' link text, nor its URL).
+OWN_FIELDS = ("title", "headings", "body")
+#: The pair field beside each text field (see :func:`word_pairs`).
+PAIR_FIELDS = {name: name + "_pairs" for name in FIELD_BOOSTS}
+#: Joins two words into one token of a pair field: the analyzer's words are letters and
+#: digits only, so it cannot occur inside one.
+PAIR_JOINER = "_"
+#: Pages ranked by text alone that are then re-ranked by text × authority: the first
+#: stage keeps tantivy's top-k pruning; a page outside this window is never lifted into it
+#: by its authority (those beyond it follow, in text order).
+RERANK_WINDOW = 500
+#: Keyword stuffing: a page whose most frequent word makes up more than this share of its
+#: own words (title, headings, body), and occurs at least STUFFED_MIN_COUNT times, has its
+#: re-ranked score multiplied by ``STUFFED_SHARE / share`` (1/3 for a page of one word
+#: repeated). Natural text stays below it: the commonest English word is about 6% of
+#: running text, and no page of the synthetic space's Zipf-distributed text reaches 25%.
+#: bm25 saturates a word's frequency per field and then tantivy sums the fields, so a
+#: page repeating a word in title, headings and body gains in each (docs/benchmarks.md).
+STUFFED_SHARE = 0.3
+STUFFED_MIN_COUNT = 20
+#: Bytes of memory the index writer may use, and its threads: at 1 GB the 600,000-page
+#: synthetic space is written as one segment (a query visits each segment once).
+WRITER_HEAP = 1_000_000_000
 WRITER_THREADS = 1
 #: Documents read from SQLite per batch while building.
 BATCH = 5_000
@@ -47,6 +79,7 @@ BATCH = 5_000
 #: representative sample, not an unbounded field.
 MAX_ANCHOR_CHARS = 20_000
 _TOKENIZER = "geminibot"
+_PAIR_TOKENIZER = "geminibot_pairs"
 
 
 class IndexUnavailable(Exception):
@@ -74,13 +107,50 @@ def _analyzer() -> tantivy.TextAnalyzer:
     )
 
 
+def _pair_analyzer() -> tantivy.TextAnalyzer:
+    # A pair field's text is already analysed words joined in pairs, space-separated.
+    return tantivy.TextAnalyzerBuilder(tantivy.Tokenizer.whitespace()).build()
+
+
+def word_pairs(words: list[str]) -> list[str]:
+    """Each two neighbouring words as one pair-field token: ``a b c`` -> ``a_b b_c``.
+
+    A phrase of n words occurs in a field exactly when its n-1 pairs occur there in
+    sequence; for two words that is one term lookup, where a positional phrase query
+    reads the positions of every page holding both words (nearly all, for common ones)."""
+    return [a + PAIR_JOINER + b for a, b in pairwise(words)]
+
+
+def stuffing(words: list[str]) -> float:
+    """The share of ``words`` that is its most frequent word, when that word occurs at least
+    :data:`STUFFED_MIN_COUNT` times; else 0 (too short a page to tell)."""
+    if len(words) < STUFFED_MIN_COUNT:
+        return 0.0
+    top = Counter(words).most_common(1)[0][1]
+    return top / len(words) if top >= STUFFED_MIN_COUNT else 0.0
+
+
+def stuffing_factor(share: float) -> float:
+    """What a page's re-ranked score is multiplied by for its :func:`stuffing` share."""
+    return STUFFED_SHARE / share if share > STUFFED_SHARE else 1.0
+
+
 def _schema() -> tantivy.Schema:
     builder = tantivy.SchemaBuilder()
-    builder.add_unsigned_field("id", stored=True, indexed=False)
+    builder.add_unsigned_field("id", stored=True, indexed=False, fast=True)
     for name in FIELD_BOOSTS:
         builder.add_text_field(name, tokenizer_name=_TOKENIZER)
+        builder.add_text_field(
+            PAIR_FIELDS[name], tokenizer_name=_PAIR_TOKENIZER, index_option="freq"
+        )
     builder.add_float_field("authority", fast=True)
+    builder.add_float_field("stuffing", fast=True)
     return builder.build()
+
+
+def _register(index: tantivy.Index, analyzer: tantivy.TextAnalyzer) -> None:
+    index.register_tokenizer(_TOKENIZER, analyzer)
+    index.register_tokenizer(_PAIR_TOKENIZER, _pair_analyzer())
 
 
 @dataclass
@@ -92,16 +162,45 @@ class TantivyIndex:
     has_authority: bool
 
     def search(
-        self, parsed: ParsedQuery, limit: int, *, authority: bool = True
+        self,
+        parsed: ParsedQuery,
+        limit: int,
+        *,
+        offset: int = 0,
+        authority: bool = True,
+        window: int = RERANK_WINDOW,
     ) -> list[tuple[int, float]]:
-        """(page id, score) of the best ``limit`` pages, best first."""
+        """(page id, score) of ``limit`` pages from the ``offset``-th on, best first.
+
+        With ``authority``, the best ``window`` pages by text are ordered by text score ×
+        ``log2(2 + authority)`` (when the index was built with authority) ×
+        :func:`stuffing_factor`, and any asked for beyond them follow in text order, so
+        that pages of results never overlap or skip; scores are text × those factors
+        throughout. Without it: text relevance alone."""
         query = self._query(parsed)
         if query is None:
             return []
         searcher = self.index.searcher()
-        weight = "authority" if authority and self.has_authority else None
-        hits = searcher.search(query, limit, count=False, weight_by_field=weight).hits
-        return [(int(searcher.doc(addr)["id"][0]), float(score)) for score, addr in hits]
+        wanted = offset + limit
+        hits = searcher.search(query, max(wanted, window) if authority else wanted, count=False)
+        ranked: list[tuple[float, tantivy.DocAddress]] = hits.hits
+        if authority and ranked:
+            addresses = [addr for _, addr in ranked]
+            factors = [
+                stuffing_factor(float(share or 0.0))
+                for share in searcher.fast_field_values("stuffing", addresses)
+            ]
+            if self.has_authority:
+                weights = searcher.fast_field_values("authority", addresses)
+                factors = [
+                    f * weight_of(float(a or 0.0)) for f, a in zip(factors, weights, strict=True)
+                ]
+            scored = [(s * f, addr) for (s, addr), f in zip(ranked, factors, strict=True)]
+            head = sorted(scored[:window], key=lambda hit: -hit[0])  # stable: text order
+            ranked = head + scored[window:]
+        page = ranked[offset:wanted]
+        ids = searcher.fast_field_values("id", [addr for _, addr in page])
+        return [(int(i or 0), float(score)) for i, (score, _) in zip(ids, page, strict=True)]
 
     def _term(self, term: Term) -> tantivy.Query | None:
         words: list[str | tuple[int, str]] = list(self.analyzer.analyze(term.text))
@@ -109,17 +208,34 @@ class TantivyIndex:
             return None
         per_field = []
         for field, boost in FIELD_BOOSTS.items():
-            if term.prefix and len(words) == 1:
+            if not term.prefix and len(words) > 1:
+                q = self._phrase(field, words)
+            elif term.prefix and len(words) == 1:
                 escaped = "".join(c if c.isalnum() else "\\" + c for c in str(words[0]))
                 q = tantivy.Query.regex_query(self.schema, field, escaped + ".*")
             elif term.prefix:
                 q = tantivy.Query.phrase_prefix_query(self.schema, field, words)
-            elif len(words) == 1:
-                q = tantivy.Query.term_query(self.schema, field, words[0])
             else:
-                q = tantivy.Query.phrase_query(self.schema, field, words)
+                q = tantivy.Query.term_query(self.schema, field, words[0])
             per_field.append((tantivy.Occur.Should, tantivy.Query.boost_query(q, boost)))
         return tantivy.Query.boolean_query(per_field)
+
+    def _phrase(self, field: str, words: list[str | tuple[int, str]]) -> tantivy.Query:
+        """The phrase ``words`` in ``field``, through its pair field: one term for two
+        words; for more, every pair required and the positional phrase checked only on
+        the pages holding them all (scored by the pairs alone)."""
+        pairs = [
+            tantivy.Query.term_query(self.schema, PAIR_FIELDS[field], pair)
+            for pair in word_pairs([str(w) for w in words])
+        ]
+        if len(pairs) == 1:
+            return pairs[0]
+        exact = tantivy.Query.const_score_query(
+            tantivy.Query.phrase_query(self.schema, field, words), 0.0
+        )
+        return tantivy.Query.boolean_query(
+            [(tantivy.Occur.Must, q) for q in pairs] + [(tantivy.Occur.Must, exact)]
+        )
 
     def _query(self, parsed: ParsedQuery) -> tantivy.Query | None:
         groups = []
@@ -153,7 +269,7 @@ def _open(folder: Path) -> tuple[TantivyIndex, dict[str, object]] | None:
     except (OSError, ValueError, RuntimeError, KeyError, TypeError):  # missing, damaged
         return None
     analyzer = _analyzer()
-    index.register_tokenizer(_TOKENIZER, analyzer)
+    _register(index, analyzer)
     built = TantivyIndex(index, index.schema, analyzer, max_page_id, authority)
     return built, manifest
 
@@ -239,7 +355,8 @@ def rebuild(
     try:
         (build / "tantivy").mkdir(parents=True)
         index = tantivy.Index(_schema(), path=str(build / "tantivy"))
-        index.register_tokenizer(_TOKENIZER, _analyzer())
+        analyzer = _analyzer()
+        _register(index, analyzer)
         writer = index.writer(WRITER_HEAP, WRITER_THREADS)
         say("collecting link text")
         _anchor_table(conn)
@@ -259,6 +376,7 @@ def rebuild(
             for page_id, title, headings, anchors, body, url, score in batch:
                 doc = tantivy.Document()
                 doc.add_unsigned("id", int(page_id))
+                own: list[str] = []  # the page's own words: title, headings, body
                 for name, value in (
                     ("title", title),
                     ("headings", headings),
@@ -267,7 +385,12 @@ def rebuild(
                     ("url", url),
                 ):
                     doc.add_text(name, value or "")
-                doc.add_float("authority", AUTHORITY_SCALE * float(score))
+                    words = analyzer.analyze(value) if value else []
+                    doc.add_text(PAIR_FIELDS[name], " ".join(word_pairs(words)))
+                    if name in OWN_FIELDS:
+                        own += words
+                doc.add_float("authority", float(score))
+                doc.add_float("stuffing", stuffing(own))
                 writer.add_document(doc)
             count += len(batch)
             say(f"indexed {count} pages")

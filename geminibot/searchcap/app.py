@@ -36,7 +36,7 @@ import sqlite3
 import time
 from collections.abc import Callable
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, Protocol
 from urllib.parse import quote, unquote_to_bytes
 
 from geminibot import __version__
@@ -86,18 +86,24 @@ def prepare(conn: sqlite3.Connection) -> None:
     conn.execute(BACKLINKS_INDEX)
 
 
-#: A store's search: (connection, query, limit) -> results, best first
-#: (:func:`geminibot.index.search`, :func:`geminibot.index.pg.search`).
-SearchFunction = Callable[[Any, str, int], list[SearchResult]]
+class SearchFunction(Protocol):
+    """A store's search: ``limit`` results from the ``offset``-th on, best first
+    (:func:`geminibot.index.search`, :func:`geminibot.index.pg.search`)."""
+
+    def __call__(
+        self, conn: Any, query: str, limit: int, *, offset: int = ...
+    ) -> list[SearchResult]: ...
 
 
 def run_search(
     find: SearchFunction, conn: Any, query: str, page: int
 ) -> tuple[list[SearchResult], bool]:
     """Page ``page`` of the results for ``query`` and whether there are more: the one place
-    the capsule calls the index's search."""
-    results = find(conn, query, page * PAGE_SIZE + 1)
-    return results[(page - 1) * PAGE_SIZE : page * PAGE_SIZE], len(results) > page * PAGE_SIZE
+    the capsule calls the index's search. Only that page is asked for (and one result past
+    it, to know whether a next page exists): the results before it are neither read back
+    from the store nor given snippets."""
+    results = find(conn, query, PAGE_SIZE + 1, offset=(page - 1) * PAGE_SIZE)
+    return results[:PAGE_SIZE], len(results) > PAGE_SIZE
 
 
 def one_line(text: str, limit: int = MAX_TEXT) -> str:

@@ -8,19 +8,27 @@ import subprocess
 from pathlib import Path
 
 import pytest
+import tantivy
 from commands import run_module
 from pages import gemtext_page
 
-from geminibot.index import Link, QueryError, connect, search, store_page, transaction
-from geminibot.index.authority import compute_authority, has_authority, pagerank
-from geminibot.index.query import Term
+from geminibot.index import Link, Page, QueryError, connect, search, store_page, transaction
+from geminibot.index.authority import compute_authority, has_authority, pagerank, weight_of
+from geminibot.index.query import Term, parse_query
 from geminibot.index.search import text_snippet
 from geminibot.index.tantivy_index import (
+    FIELD_BOOSTS,
+    RERANK_WINDOW,
+    STUFFED_MIN_COUNT,
+    STUFFED_SHARE,
     IndexUnavailable,
     index_dir,
     open_current,
     rebuild,
     status,
+    stuffing,
+    stuffing_factor,
+    word_pairs,
 )
 
 WORDS = ["gemini", "capsule", "garden", "orbit", "lichen", "sextant", "kettle", "almanac"]
@@ -266,3 +274,133 @@ def test_a_damaged_index_falls_back_to_fts5(
     assert urls(search(db, "orrery"))[0] == "gemini://a.test/orrery.gmi"
     rebuild(db)  # and a rebuild repairs it
     assert open_current(db) is not None
+
+
+# -- two-stage ranking, phrases through pair fields, read-back in one query -------------
+
+
+def test_authority_reranks_the_text_window_and_nothing_beyond_it(tmp_path: Path) -> None:
+    """RERANK_WINDOW pages by text, then text × authority: the page ranked last by text
+    inside the window rises to the top; the first one outside it stays where text put it."""
+    conn = connect(tmp_path / "window.db")
+    strong = RERANK_WINDOW - 1
+    with transaction(conn):
+        # Same length, so text rank follows how often "kettle" occurs: 3, then 2, then 1.
+        for n in range(strong):
+            store_page(conn, _kettle_page(f"gemini://s{n}.test/", 3), "indexer")
+        store_page(conn, _kettle_page("gemini://inside.test/", 2), "indexer")
+        store_page(conn, _kettle_page("gemini://outside.test/", 1), "indexer")
+    compute_authority(conn, [])
+    with transaction(conn):
+        conn.execute("UPDATE authority SET score = 0.0, weight = 1.0")
+        conn.execute(
+            "UPDATE authority SET score = 1000.0, weight = ? WHERE url IN (?, ?)",
+            (weight_of(1000.0), "gemini://inside.test/", "gemini://outside.test/"),
+        )
+    rebuild(conn)
+    by_text = urls(search(conn, "kettle", RERANK_WINDOW + 1, engine="tantivy", authority=False))
+    assert by_text[RERANK_WINDOW - 1 :] == ["gemini://inside.test/", "gemini://outside.test/"]
+    ranked = urls(search(conn, "kettle", RERANK_WINDOW + 1, engine="tantivy"))
+    assert ranked[0] == "gemini://inside.test/"
+    assert ranked[RERANK_WINDOW] == "gemini://outside.test/"
+    # Paging across the window's edge neither repeats nor skips a page.
+    pages = [
+        urls(search(conn, "kettle", 7, offset=start, engine="tantivy"))
+        for start in range(0, RERANK_WINDOW + 1, 7)
+    ]
+    assert [url for page in pages for url in page] == ranked
+
+
+def _kettle_page(url: str, times: int) -> Page:
+    return gemtext_page(url, text=" ".join(["kettle"] * times + ["steam"] * (4 - times)))
+
+
+def test_word_pairs() -> None:
+    assert word_pairs(["a", "b", "c"]) == ["a_b", "b_c"]
+    assert word_pairs(["a"]) == []
+
+
+PHRASES = [
+    "garden orbit",  # neighbours in some pages, apart in others
+    "orbit garden",  # the reverse order
+    "lichen sextant kettle",  # three words: both pairs, in sequence
+    "red kite blue",  # both pairs occur, never in sequence
+    "kite blue kite",
+    "Ga-rden",  # one word to the user, two to the analyzer
+    "orrery guide",  # in the title only
+    "d test",  # in the url
+]
+
+
+@pytest.fixture
+def phrases_db(db: sqlite3.Connection) -> sqlite3.Connection:
+    put(db, "gemini://p.test/1", "Kites", "a red kite flew; blue kite too")
+    put(db, "gemini://p.test/2", "Kites", "red kite blue")
+    put(db, "gemini://p.test/3", "Ga rden", "garden orbit, orbit garden")
+    put(db, "gemini://p.test/4", "Apart", "garden, and later an orbit")
+    rebuild(db)
+    return db
+
+
+@pytest.mark.parametrize("phrase", PHRASES)
+def test_a_phrase_finds_what_a_positional_phrase_finds(
+    phrases_db: sqlite3.Connection, phrase: str
+) -> None:
+    index = open_current(phrases_db)
+    assert index is not None
+    words = list(index.analyzer.analyze(phrase))
+    positional = tantivy.Query.boolean_query(
+        [
+            (tantivy.Occur.Should, tantivy.Query.phrase_query(index.schema, field, words))
+            for field in FIELD_BOOSTS
+        ]
+    )
+    searcher = index.index.searcher()
+    expected = set(
+        searcher.fast_field_values("id", [a for _, a in searcher.search(positional, 100).hits])
+    )
+    got = {page_id for page_id, _ in index.search(parse_query(f'"{phrase}"'), 100)}
+    assert got == expected
+
+
+def test_a_two_word_phrase_is_one_term_of_the_pair_field(phrases_db: sqlite3.Connection) -> None:
+    index = open_current(phrases_db)
+    assert index is not None
+    query = repr(index._query(parse_query('"garden orbit"')))
+    assert '"garden_orbit"' in query
+    assert "Phrase" not in query  # no positions read
+
+
+def test_results_are_read_back_from_the_store_in_one_query(db: sqlite3.Connection) -> None:
+    rebuild(db)
+    statements: list[str] = []
+    db.set_trace_callback(statements.append)
+    try:
+        results = search(db, "garden", 10, engine="tantivy")
+    finally:
+        db.set_trace_callback(None)
+    assert len(results) == 10
+    # One statement of ours reads them (FTS5's own, marked "--", serve it).
+    assert len([s for s in statements if "pages_fts" in s and not s.startswith("--")]) == 1
+
+
+def test_stuffing_share_and_factor_at_their_edges() -> None:
+    filler = [f"w{n}" for n in range(100)]
+    assert stuffing(["casino"] * (STUFFED_MIN_COUNT - 1)) == 0.0  # too few to tell
+    assert stuffing(["casino"] * STUFFED_MIN_COUNT) == 1.0
+    assert stuffing(["casino"] * (STUFFED_MIN_COUNT - 1) + filler) == 0.0
+    assert stuffing(["casino"] * 30 + filler[:70]) == 0.3
+    assert stuffing_factor(STUFFED_SHARE) == 1.0
+    assert stuffing_factor(0.0) == 1.0
+    assert stuffing_factor(2 * STUFFED_SHARE) == 0.5
+    assert stuffing_factor(1.0) == STUFFED_SHARE
+
+
+def test_a_page_stuffed_with_the_word_ranks_below_one_about_it(tmp_path: Path) -> None:
+    conn = connect(tmp_path / "stuffed.db")
+    put(conn, "gemini://stuffed.test/", "casino casino casino", "casino " * 60)
+    natural = " ".join(["A history of the casino, its rules and its games."] + WORDS * 3)
+    put(conn, "gemini://good.test/", "Casino guide", natural)
+    rebuild(conn)  # no link authority in this database: text and stuffing alone
+    assert urls(search(conn, "casino", authority=False))[0] == "gemini://stuffed.test/"
+    assert urls(search(conn, "casino")) == ["gemini://good.test/", "gemini://stuffed.test/"]

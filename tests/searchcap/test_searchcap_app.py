@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import sqlite3
 from pathlib import Path
+from typing import Any
 
 import pytest
 from pages import gemtext_page
@@ -12,9 +13,10 @@ from geminibot.crawl.frontier import Limits as FrontierLimits
 from geminibot.crawl.politeness import DEFAULT_MIN_DELAY
 from geminibot.gemini.server import Resolution
 from geminibot.gemini.urls import parse_request
-from geminibot.index import Link, Page, connect, store_page, transaction
+from geminibot.index import Link, Page, SearchResult, connect, search, store_page, transaction
 from geminibot.index.db import set_setting
 from geminibot.index.search import MAX_QUERY_LENGTH
+from geminibot.index.tantivy_index import rebuild
 from geminibot.searchcap import SearchCapsule, prepare
 from geminibot.searchcap.app import (
     HOSTS_PER_PAGE,
@@ -109,6 +111,24 @@ def test_search_pages(conn: sqlite3.Connection) -> None:
     ]
     assert len(seen) == len(set(seen)) == 25
     assert "No results from 41 on." in text(ask(conn, "/search/5?tomatoes"))
+
+
+@pytest.mark.parametrize("engine", ["fts5", "tantivy"])
+def test_a_page_asks_the_index_for_that_page_only(conn: sqlite3.Connection, engine: str) -> None:
+    """Page 3 asks for its ten results and one more (is there a next page?), from the
+    20th on: the twenty before it are neither read back nor given snippets."""
+    rebuild(conn)
+    asked: list[tuple[int, int]] = []
+
+    def find(db: Any, query: str, limit: int, *, offset: int = 0) -> list[SearchResult]:
+        asked.append((limit, offset))
+        return search(db, query, limit, offset=offset, engine=engine)
+
+    url = parse_request(b"gemini://search.test/search/3?tomatoes\r\n")
+    body = text(SearchCapsule(conn, find)(url))
+    assert asked == [(PAGE_SIZE + 1, 2 * PAGE_SIZE)]
+    shown = [ln.split()[1] for ln in body.splitlines() if ln.startswith("=> gemini://")]
+    assert shown == [r.url for r in search(conn, "tomatoes", 1000, engine=engine)][20:]
 
 
 def test_query_is_percent_decoded_and_reencoded(conn: sqlite3.Connection) -> None:

@@ -8,9 +8,11 @@ from pathlib import Path
 
 import pytest
 from store_helpers import LIMITS, Clock
+from test_store import A, B, claim, decision, fetch, page
 
 from geminibot.cli import main
 from geminibot.crawl.pgstore import PgStore
+from geminibot.crawl.store import CrawlStore, FetchedPage
 
 
 @pytest.mark.parametrize(
@@ -51,3 +53,39 @@ def test_role_mismatch_on_postgres_is_one_line(pg_url: str) -> None:
     done = subprocess.run(argv, capture_output=True, text=True, timeout=60, check=False)
     assert done.returncode == 2
     assert done.stderr.count("\n") == 1 and "crawled with role 'indexer'" in done.stderr
+
+
+def test_stats_urls_alike_on_both_stores(
+    store: CrawlStore, db: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``stats --urls`` lists the same rows, filtered the same way, on either store."""
+    long = A + "x" * LIMITS.max_url_length
+    store.seed([A, A + "1", B, long])
+    assert claim(store).url == A
+    store.fetched(FetchedPage(decision(A), fetch(A), page(A, "Home", "hi"), "indexer", []))
+    assert store.lease_host("b.test", "me") is not None
+    assert store.claim("b.test", "me") is not None
+    store.refused(decision(B, allowed=False, host="b.test"))
+
+    def listed(*extra: str) -> list[str]:
+        code = main(["stats", "--db", db, "--urls", *extra])
+        out = capsys.readouterr().out.splitlines()
+        assert code == (0 if out else 1)
+        return out
+
+    trapped = f"trapped    -  {long}  URL longer than {LIMITS.max_url_length} bytes"
+    assert listed() == [
+        f"done      20  {A}",
+        f"queued     -  {A}1",
+        f"refused    -  {B}  because",
+        trapped,
+    ]
+    assert listed("--status", "2x") == [f"done      20  {A}"]
+    assert listed("--status", "trapped") == [trapped]
+    assert listed("--host", "b.*") == [f"refused    -  {B}  because"]
+    assert listed("--host", "a.test", "--limit", "1") == [f"done      20  {A}"]
+    assert listed("--status", "59") == []
+    assert listed("--json", "--status", "queued") == [
+        '{"url": "gemini://a.test/1", "host": "a.test", "state": "queued", "status": null,'
+        ' "reason": null}'
+    ]

@@ -6,8 +6,10 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+from store_helpers import LIMITS
 from test_store import A, claim, decision, fetch, page
 
+from geminibot.crawl.frontier import CAP_REASON
 from geminibot.crawl.store import CrawlStore, FetchedPage, Revisit
 
 DAY = 86_400.0
@@ -78,7 +80,54 @@ def test_attempts_count_failures_in_a_row_and_an_answer_resets_them(store: Crawl
 
 def test_urls_are_normalised_before_the_frontier(store: CrawlStore) -> None:
     """Seeds (and links) naming one resource are one row, queued once, on both stores."""
-    store.seed(["GEMINI://A.test:1965", "gemini://a.test/x/../"])
+    got = store.seed(["GEMINI://A.test:1965", "gemini://a.test/x/../", A + "1", A + "1"])
+    assert got == {
+        "GEMINI://A.test:1965": "queued",
+        "gemini://a.test/x/../": "known",  # another name of the URL met just before
+        A + "1": "known",  # (met twice: the second time, it is known)
+    }
     store.seed([A])
-    assert store.queued() == 1
+    assert store.queued() == 2
     assert store.state_of(A) == ("queued", None)
+
+
+def test_a_capped_url_is_queued_once_its_host_has_room(store: CrawlStore) -> None:
+    """The per-host cap counts live URLs: a URL it trapped is queued when met again after
+    one of the host's URLs is gone (SQLite and PostgreSQL alike)."""
+    cap = LIMITS.max_urls_per_host
+    first = [f"{A}{i}" for i in range(cap)]
+    store.seed([A, *first[1:]])
+    late = A + "late"
+    assert store.seed([late]) == {late: f"trapped: more than {cap}{CAP_REASON}"}
+    assert store.seed([late]) == {late: "known"}  # still no room
+    visit(store, A, "home", gone=True)  # one live URL fewer
+    woken = visit_with_links(store, first[1], [late, first[2]])
+    assert woken == {"a.test": 1}
+    assert store.state_of(late) == ("queued", None)
+    assert store.seed([A + "later"]) == {A + "later": f"trapped: more than {cap}{CAP_REASON}"}
+
+
+def test_trap_decisions_follow_the_order_the_urls_are_met(store: CrawlStore) -> None:
+    """Beyond the cap, the URLs met first are the ones queued (and claimed first)."""
+    cap = LIMITS.max_urls_per_host
+    met = [f"{A}{i}" for i in range(cap, -1, -1)]  # 6, 5, ..., 0: not in sorted order
+    got = store.seed(met)
+    assert [got[u] for u in met] == ["queued"] * cap + [f"trapped: more than {cap}{CAP_REASON}"]
+    assert claim(store).url == met[0]
+
+
+def test_discovered_links_are_normalised_before_the_frontier(store: CrawlStore) -> None:
+    store.seed([A])
+    woken = visit_with_links(store, A, ["GEMINI://A.test:1965/x", "gemini://a.test/y/../x"])
+    assert woken == {"a.test": 1}
+    assert store.state_of(A + "x") == ("queued", None)
+    assert store.queued() == 1
+
+
+def visit_with_links(store: CrawlStore, url: str, links: list[str]) -> dict[str, int]:
+    claimed = claim(store)
+    assert claimed is not None and claimed.url == url, claimed
+    p = page(url, "T", f"text of {url}", content_hash=f"h-{url}")
+    return store.fetched(
+        FetchedPage(decision(url), fetch(url), p, "indexer", [(t, 1, url) for t in links])
+    )

@@ -8,9 +8,12 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 import pytest
+import trio
+from crawl.crawl_fakes import FakeSite, gmi
 from store_helpers import LIMITS, Clock
 from test_store import A, B, decision, fetch, page
 
+from geminibot.crawl.crawler import HELD_BACKOFF, Crawler, CrawlOptions, Response
 from geminibot.crawl.pgstore import PgStore
 from geminibot.crawl.store import FetchedPage, HostState
 
@@ -64,6 +67,10 @@ def test_expired_lease_taken_over_with_its_claims_and_pace(pg_url: str, clock: C
         heir.close()
 
 
+def mock_wall_clock() -> float:
+    return 1.7e9 + trio.current_time()
+
+
 def test_links_found_twice_are_kept_once(two: tuple[PgStore, PgStore]) -> None:
     p1, p2 = two
     p1.seed([A, B])
@@ -81,3 +88,110 @@ def test_links_found_twice_are_kept_once(two: tuple[PgStore, PgStore]) -> None:
     assert p1.queued() == 2
     stats = p1.hosts_with_work()
     assert stats == ["a.test", "b.test"]
+
+
+def test_hold_host_right_before_a_request(two: tuple[PgStore, PgStore]) -> None:
+    """The check made after every wait: the host and the claim still this process's."""
+    p1, p2 = two
+    p1.seed([A, A + "1"])
+    assert p1.lease_host("a.test", "p1") is not None
+    assert p1.hold_host("a.test", "p1", None)  # a policy file: no claim yet
+    claimed = p1.claim("a.test", "p1")
+    assert claimed is not None and p1.hold_host("a.test", "p1", claimed.url)
+    assert not p1.hold_host("a.test", "p1", A + "1")  # not its claim
+    assert not p2.hold_host("a.test", "p2", None)  # not its host
+    expire(p1, "a.test")  # the wait outlasted the lease, and nobody took the host
+    assert p1.hold_host("a.test", "p1", claimed.url)  # still its own: renewed
+    assert p2.lease_host("a.test", "p2") is None
+    expire(p1, "a.test")
+    assert p2.lease_host("a.test", "p2") is not None  # taken over: the claim queued again
+    assert not p1.hold_host("a.test", "p1", claimed.url)
+    p2.release_host("a.test", "p2")  # ... and let go again: still not p1's
+    assert not p1.hold_host("a.test", "p1", claimed.url)
+
+
+def expire(store: PgStore, host: str) -> None:
+    """``host``'s lease runs out now (as after a wait longer than the lease)."""
+    with store.pool.connection() as conn:
+        conn.execute("UPDATE host_leases SET lease_until = 0 WHERE host = %s", (host,))
+
+
+async def test_a_claim_whose_lease_ran_out_while_it_waited_is_not_sent(
+    pg_url: str, autojump_clock: object
+) -> None:
+    """A worker claims A, then waits for its turn (the Crawl-delay); meanwhile its lease
+    runs out, another process takes the host over, fetches A and lets the host go. When
+    the turn comes the worker must not send A: the host was another's in between."""
+    wall = mock_wall_clock
+    mine = PgStore(pg_url, wall, LIMITS, lease_seconds=60)
+    other = PgStore(pg_url, wall, LIMITS, lease_seconds=60)
+    robots = Response(20, "text/plain", b"User-agent: *\nCrawl-delay: 30\n")
+    site = FakeSite({"gemini://a.test/robots.txt": robots, A: gmi("# A\n")})
+    crawler = Crawler(mine, site.fetch, CrawlOptions(), wall_clock=wall)
+
+    async def take_over() -> None:
+        for _ in range(1000):  # until the worker holds its claim and waits for its turn
+            if mine.state_of(A) == ("leased", None):
+                break
+            await trio.sleep(1)
+        expire(other, "a.test")
+        assert other.lease_host("a.test", "other") is not None
+        taken = other.claim("a.test", "other")
+        assert taken is not None and taken.url == A
+        done = FetchedPage(decision(A), fetch(A), page(A, "A", "a"), "indexer", [])
+        other.fetched(done)
+        other.release_host("a.test", "other")
+
+    try:
+        crawler.seed([A])
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(take_over)
+            with trio.fail_after(3600):
+                await crawler.run()
+        assert A not in site.urls()  # fetched once, by the other process
+        assert mine.state_of(A) == ("done", None)
+    finally:
+        mine.close()
+        other.close()
+
+
+class Watched(PgStore):
+    """A crawl process's store that notes (trio time) when it looks for held work."""
+
+    looks: list[float]
+
+    def work_elsewhere(self, lease: str) -> dict[str, float]:
+        self.looks.append(trio.current_time())
+        return super().work_elsewhere(lease)
+
+
+async def test_a_process_with_only_held_hosts_backs_off(
+    pg_url: str, autojump_clock: object
+) -> None:
+    """Every host with work leased by another process: look again every HELD_BACKOFF
+    seconds (not hot), and take the host once its holder lets it go."""
+    wall = mock_wall_clock
+    mine = Watched(pg_url, wall, LIMITS, lease_seconds=60)
+    mine.looks = []
+    other = PgStore(pg_url, wall, LIMITS, lease_seconds=600)
+    site = FakeSite({A: gmi("# A\n")})
+    crawler = Crawler(mine, site.fetch, CrawlOptions(test_range=True), wall_clock=wall)
+    let_go = 2.5 * HELD_BACKOFF
+
+    async def hold_then_let_go() -> None:
+        await trio.sleep(let_go)
+        other.release_host("a.test", "other")
+
+    try:
+        crawler.seed([A])
+        assert other.lease_host("a.test", "other") is not None
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(hold_then_let_go)
+            with trio.fail_after(3600):
+                await crawler.run()
+        assert mine.looks[:4] == [0, HELD_BACKOFF, 2 * HELD_BACKOFF, 3 * HELD_BACKOFF]
+        assert site.urls()[-1] == A and site.log[0][0] >= 3 * HELD_BACKOFF
+        assert mine.state_of(A) == ("done", None)
+    finally:
+        mine.close()
+        other.close()
