@@ -45,6 +45,8 @@ from urllib.parse import quote
 import trio
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
+from commands import start_serve_search
 from search_engines import filled_store, queries, space_of
 from search_speed import QUERIES, build
 
@@ -84,34 +86,12 @@ def timed(run: Callable[[], object], repeats: int) -> list[float]:
 
 
 def start_server(db: Path, tmp: Path) -> tuple[subprocess.Popen[str], int]:
-    proc = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "geminibot",
-            "serve-search",
-            "--db",
-            str(db),
-            "--port",
-            "0",
-            "--certs",
-            str(tmp / "certs"),
-            "--log",
-            os.devnull,
-            "--rate",
-            "1000000",
-            "--rate-burst",
-            "1000000",
-        ],
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-    assert proc.stderr is not None
-    banner = proc.stderr.readline()
-    if "serving" not in banner:
-        proc.kill()
-        raise SystemExit(f"serve-search did not start: {banner}")
-    return proc, int(banner.rsplit(":", 1)[1])
+    unlimited = ("--rate", "1000000", "--rate-burst", "1000000")
+    try:
+        proc, port, _ = start_serve_search(db, tmp / "certs", "--log", os.devnull, *unlimited)
+    except RuntimeError as exc:
+        raise SystemExit(str(exc)) from None
+    return proc, port
 
 
 async def interleaved(

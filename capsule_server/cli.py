@@ -20,29 +20,19 @@ from geminibot.cliutil import (
     CommandError,
     Parser,
     emit_json,
-    run_command,
-)
-from geminibot.gemini.accesslog import JsonLinesLog
-from geminibot.gemini.certs import FALLBACK_HOST, ensure_certificate, list_certificates
-from geminibot.gemini.servecmd import (
-    DEFAULT_HOST,
-    add_serve_options,
-    cert_folder,
-    close_log,
-    host_name,
-    make_server,
-    open_log,
-    port_number,
     positive_float,
     positive_int,
-    run_server,
+    run_command,
 )
-from geminibot.gemini.server import (
-    HEADER_TIMEOUT,
-    MAX_PER_ADDRESS,
-    Limits,
+from geminibot.gemini.certs import FALLBACK_HOST, ensure_certificate, list_certificates
+from geminibot.gemini.servecmd import (
+    add_listen_options,
+    add_serve_options,
+    cert_folder,
+    host_name,
+    serve,
 )
-from geminibot.gemini.urls import DEFAULT_PORT
+from geminibot.gemini.server import HEADER_TIMEOUT, MAX_PER_ADDRESS
 
 DEFAULT_CERT_DIR = Path("var/capsule-server/certs")
 """Certificates are kept here, relative to the working directory, unless --certs says."""
@@ -72,23 +62,14 @@ def _load(args: argparse.Namespace) -> dict[str, Capsule]:
 def _serve(args: argparse.Namespace) -> int:
     capsules = _load(args)
     cert_dir = cert_folder(args.certs)
-    limits = Limits(
-        rate_burst=args.rate_burst,
-        rate_per_second=args.rate,
+    return serve(
+        args,
+        cert_dir,
+        lambda limits, log: CapsuleServer(capsules, cert_dir, limits, log),
+        "capsule-server",
         max_per_address=args.max_per_address,
         header_timeout=args.header_timeout,
     )
-    log_stream = open_log(args.log) if args.log else sys.stdout
-    try:
-        server = make_server(
-            cert_dir, lambda: CapsuleServer(capsules, cert_dir, limits, JsonLinesLog(log_stream))
-        )
-        hosts = args.host or [DEFAULT_HOST]
-        run_server(server, hosts, args.port, "capsule-server", args.log or "standard output")
-    finally:
-        if args.log:
-            close_log(log_stream)
-    return EXIT_OK
 
 
 def _certs(args: argparse.Namespace) -> int:
@@ -140,15 +121,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="serve DIR itself as the capsule of host NAME, e.g. localhost "
         "(default: a capsule per host-named sub-folder)",
     )
-    serve.add_argument(
-        "--host",
-        action="append",
-        metavar="ADDRESS",
-        help=f"address to listen on; repeat for more (default: {DEFAULT_HOST})",
-    )
-    serve.add_argument(
-        "--port", type=port_number, default=DEFAULT_PORT, help="port (0 picks a free one)"
-    )
+    add_listen_options(serve)
     add_serve_options(serve, DEFAULT_CERT_DIR)
     serve.add_argument(
         "--max-per-address",

@@ -18,7 +18,7 @@ import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, TextIO
+from typing import Any
 
 import trio
 
@@ -33,9 +33,9 @@ from capsule_server.report import (
     render,
 )
 from capsule_server.server import CapsuleServer
-from geminibot.cliutil import EXIT_OK, CommandError
+from geminibot.cliutil import EXIT_OK, CommandError, port_number, positive_float, positive_int
 from geminibot.gemini.accesslog import AccessRecord, JsonLinesLog
-from geminibot.gemini.servecmd import port_number, positive_float, positive_int
+from geminibot.gemini.servecmd import cert_folder, close_log, make_server, open_log
 from geminibot.gemini.server import RATE_BURST, RATE_PER_SECOND, Limits
 
 #: Seconds without a request after which a client counts as gone (default of --idle):
@@ -107,17 +107,10 @@ class Scorecards:
 
 def run_range(args: argparse.Namespace) -> int:
     capsules, policies = _load_range(args)
-    certs = Path(args.certs)
-    if certs.exists() and not certs.is_dir():
-        raise CommandError(f"{certs}: not a folder (--certs names the certificate folder)")
+    certs = cert_folder(args.certs)
     folder = _scorecards_folder(Path(args.scorecards))
     cards = Scorecards(policies, folder, args.agent, args.judge_as)
-    log_stream: TextIO | None = None
-    if args.log:
-        try:
-            log_stream = open(args.log, "a", encoding="utf-8")  # noqa: SIM115
-        except OSError as exc:
-            raise CommandError(f"{args.log}: cannot write the log: {exc.strerror}") from None
+    log_stream = open_log(args.log) if args.log else None
     writer = JsonLinesLog(log_stream) if log_stream is not None else None
 
     def on_record(record: AccessRecord) -> None:
@@ -127,11 +120,11 @@ def run_range(args: argparse.Namespace) -> int:
 
     limits = Limits(rate_burst=args.rate_burst, rate_per_second=args.rate)
     try:
-        server = CapsuleServer(capsules, Path(args.certs), limits, on_record)
+        server = make_server(certs, lambda: CapsuleServer(capsules, certs, limits, on_record))
         trio.run(_serve, server, cards, args.host, args.port, args.idle)
     finally:
         if log_stream is not None:
-            log_stream.close()
+            close_log(log_stream)
     return EXIT_OK
 
 

@@ -24,6 +24,7 @@ import trio
 
 from capsule_server.files import bundled_capsules, load_capsules
 from capsule_server.testing import running_server
+from geminibot.cliutil import bounded_number
 from geminibot.crawl.crawler import Crawler, CrawlOptions, Progress
 from geminibot.crawl.fetcher import gemini_fetch
 from geminibot.crawl.frontier import Limits
@@ -103,28 +104,10 @@ async def serve_search(db: Path, certs: Path, seconds: float) -> None:
     conn.close()
 
 
-def demo_seconds(text: str) -> float:
-    """``--seconds``: a number above 0 and at most :data:`MAX_DEMO_SECONDS`."""
-    try:
-        seconds = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
-    if not 0 < seconds <= MAX_DEMO_SECONDS:
-        raise argparse.ArgumentTypeError(
-            f"must be above 0 and at most {MAX_DEMO_SECONDS:g}, not {text}"
-        )
-    return seconds
-
-
-def serve_seconds(text: str) -> float:
-    """``--serve-seconds``: 0 or more, at most :data:`MAX_DEMO_SECONDS`."""
-    try:
-        seconds = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
-    if not 0 <= seconds <= MAX_DEMO_SECONDS:
-        raise argparse.ArgumentTypeError(f"must be 0 to {MAX_DEMO_SECONDS:g}, not {text}")
-    return seconds
+#: ``--seconds``: a number above 0 and at most :data:`MAX_DEMO_SECONDS`.
+demo_seconds = bounded_number(float, 0, MAX_DEMO_SECONDS, above=True)
+#: ``--serve-seconds``: 0 or more, at most :data:`MAX_DEMO_SECONDS`.
+serve_seconds = bounded_number(float, 0, MAX_DEMO_SECONDS)
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -8,10 +8,11 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import re
 import sys
-from collections.abc import Sequence
-from typing import Any, NoReturn, TextIO
+from collections.abc import Callable, Sequence
+from typing import Any, NoReturn, TextIO, TypeVar
 
 EXIT_OK = 0
 EXIT_NEGATIVE = 1
@@ -72,6 +73,56 @@ class Parser(argparse.ArgumentParser):
 
     def error(self, message: str) -> NoReturn:
         self.exit(EXIT_USAGE, f"{self.prog}: {message}\n")
+
+
+Number = TypeVar("Number", int, float)
+
+
+def bounded_number(
+    kind: type[Number],
+    low: float | None = None,
+    high: float | None = None,
+    *,
+    above: bool = False,
+    name: str | None = None,
+) -> Callable[[str], Number]:
+    """The argparse ``type=`` of every bounded numeric option: a finite ``kind`` (int or
+    float) from ``low`` (or, with ``above``, more than ``low``) to ``high``; either bound
+    may be None. A value outside is :class:`argparse.ArgumentTypeError`, so the command's
+    usage error names the option: ``'x' is not a number``, ``0 must be 1 or more``,
+    ``0 must be a number above 0``, ``9 must be 0 to 5``; with ``name`` (``port``),
+    ``'x' is not a port number`` and ``70000 is not a port (0-65535)``."""
+    noun = f"{name} number" if name else "whole number" if kind is int else "number"
+
+    def parse(text: str) -> Number:
+        try:
+            value = kind(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"'{text}' is not a {noun}") from None
+        too_low = low is not None and (value <= low if above else value < low)
+        if not math.isfinite(value) or too_low or (high is not None and value > high):
+            if name and low is not None and high is not None:
+                raise argparse.ArgumentTypeError(f"{text} is not a {name} ({low:g}-{high:g})")
+            raise argparse.ArgumentTypeError(f"{text} must be {_span(low, high, above)}")
+        return value
+
+    return parse
+
+
+def _span(low: float | None, high: float | None, above: bool) -> str:
+    if low is None:
+        return f"at most {high:g}" if high is not None else "a finite number"
+    if high is None:
+        return f"a number above {low:g}" if above else f"{low:g} or more"
+    return f"above {low:g} and at most {high:g}" if above else f"{low:g} to {high:g}"
+
+
+#: ``--port``: 0 (any free port) to 65535.
+port_number = bounded_number(int, 0, 65535, name="port")
+#: Counts of at least one (connections, burst sizes).
+positive_int = bounded_number(int, 1)
+#: Rates and times above 0.
+positive_float = bounded_number(float, 0, above=True)
 
 
 def emit_json(obj: Any, stream: TextIO | None = None) -> None:

@@ -1,5 +1,6 @@
 """The project's commands run as a person runs them (importable as ``commands``:
-``tests/conftest.py`` puts this folder on ``sys.path``).
+``tests/conftest.py`` puts this folder on ``sys.path``; the benchmarks put it there
+themselves).
 
 :func:`run_main` runs a command in this process: the same ``main(argv)`` the
 ``geminibot`` and ``capsule-server`` scripts call, with standard input, output and error
@@ -177,3 +178,23 @@ async def crawl_in_trio(argv: Sequence[str]) -> subprocess.CompletedProcess[str]
     return subprocess.CompletedProcess(
         ["geminibot", "crawl", *argv], status, _text(out), _text(err)
     )
+
+
+def start_serve_search(
+    db: Path, certs: Path, *options: str
+) -> tuple[subprocess.Popen[str], int, str]:
+    """``geminibot serve-search --db DB --port 0 --certs CERTS OPTIONS...`` in a child
+    process, once it listens: the process (standard error a pipe, read past its first line),
+    the port it chose and that first line (``serve-search: serving NAMES on ADDRESS:PORT``).
+    A server that does not start is killed: RuntimeError with what it said."""
+    argv = [sys.executable, "-m", "geminibot", "serve-search", "--db", str(db), "--port", "0"]
+    proc = subprocess.Popen(
+        [*argv, "--certs", str(certs), *options], stderr=subprocess.PIPE, text=True
+    )
+    assert proc.stderr is not None
+    banner = proc.stderr.readline()
+    if " serving " not in banner:
+        proc.kill()
+        proc.wait()
+        raise RuntimeError(f"serve-search did not start: {banner}")
+    return proc, int(banner.rsplit(":", 1)[1]), banner

@@ -150,6 +150,8 @@ CASES: list[tuple[str, list[str], int]] = [
     ("range", ["range", "--port", "0", "--log", "FOLDER"], 2),
     ("range", ["range", "--port", "0", "--scorecards", "FILE"], 2),
     ("range", ["range", "--port", "0", "--certs", "FILE"], 2),
+    ("range", ["range", "--port", "0", "--certs", "RO/certs"], 2),
+    ("range", ["range", "--port", "0", "--log", "NODIR/x.log"], 2),
     ("serve", ["serve", "MISSING", "--port", "0"], 2),
     ("serve", ["serve", "FILE", "--port", "0"], 2),
     ("serve", ["serve", "--port", "0", "--log", "FOLDER"], 2),

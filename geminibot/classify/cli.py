@@ -23,8 +23,8 @@ from geminibot.classify.rules import Assignment, Classification
 from geminibot.classify.sources import site_from_source
 from geminibot.cliutil import EXIT_NEGATIVE, EXIT_OK, CommandError, emit_json, read_source
 from geminibot.gemini.client import GeminiClient
-from geminibot.net.connect import ConnectToError, Resolver, parse_connect_to
-from geminibot.policy.cli import agent_option
+from geminibot.net.connect import Resolver, add_connect_to_option, connect_rules
+from geminibot.policy.cli import agent_option, parse_time
 from geminibot.policy.discovery import PolicyUnreachable
 from geminibot.policy.site_policy import SitePolicy
 from geminibot.urls import Scheme
@@ -123,6 +123,7 @@ def register(commands: Any) -> None:
     )
     parser.add_argument(
         "--at",
+        type=parse_time,
         metavar="TIME",
         help="with --against: the UTC time for Visit-time windows (ISO 8601; default now)",
     )
@@ -133,14 +134,7 @@ def register(commands: Any) -> None:
         help="with --against and a policy file: the protocol of the host (default gemini; "
         "on Gemini hosts robots2.txt's 'ask' counts as 'no')",
     )
-    parser.add_argument(
-        "--connect-to",
-        action="append",
-        default=[],
-        metavar="HOST:PORT:ADDR:PORT2",
-        help="with --against gemini://...: connect to ADDR:PORT2 for HOST:PORT (TLS SNI "
-        "stays HOST); repeatable",
-    )
+    add_connect_to_option(parser, "with --against gemini://...")
     parser.add_argument("--json", action="store_true", help="one JSON object per line")
     parser.set_defaults(run=run)
 
@@ -154,8 +148,8 @@ def run(args: argparse.Namespace) -> int:
     result = profile.classify()
     if (args.path or args.at) and not args.against:
         raise CommandError("classify: --path and --at need --against")
-    at = _parse_at(args.at)
-    client = GeminiClient(connect_to=_resolver(args.connect_to))
+    at = args.at or datetime.now(UTC)
+    client = GeminiClient(connect_to=Resolver(connect_rules(args.connect_to), loopback_only=False))
     reports = [
         effective_policy(
             _site(source, args.protocol, client),
@@ -183,31 +177,12 @@ def run(args: argparse.Namespace) -> int:
     return EXIT_NEGATIVE if refused else EXIT_OK
 
 
-def _resolver(rules: list[str]) -> Resolver:
-    try:
-        return Resolver([parse_connect_to(r) for r in rules], loopback_only=False)
-    except ConnectToError as exc:
-        raise CommandError(str(exc)) from None
-
-
 def _site(source: str, protocol: Scheme, client: GeminiClient) -> SitePolicy:
     """The SOURCE's policy; a site whose robots.txt got no answer is one line, exit 1."""
     try:
         return site_from_source(source, protocol, client)
     except PolicyUnreachable as exc:
         raise CommandError(f"--against {exc}", EXIT_NEGATIVE) from None
-
-
-def _parse_at(text: str | None) -> datetime:
-    if text is None:
-        return datetime.now(UTC)
-    try:
-        value = datetime.fromisoformat(text)
-    except ValueError:
-        raise CommandError(
-            f"--at: {text!r} is not an ISO 8601 time (e.g. 2026-01-01T23:00Z)"
-        ) from None
-    return value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
 
 
 def _profile(args: argparse.Namespace) -> tuple[Profile, Bot | None]:

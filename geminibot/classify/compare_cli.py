@@ -19,10 +19,9 @@ from typing import Any
 import trio
 
 from geminibot.classify.sources import site_from_url
-from geminibot.cliutil import EXIT_NEGATIVE, EXIT_OK, CommandError, emit_json
+from geminibot.cliutil import EXIT_NEGATIVE, EXIT_OK, CommandError, emit_json, positive_float
 from geminibot.gemini.client import GeminiClient
 from geminibot.http.client import DEFAULT_INFO_URL, WebClient, user_agent
-from geminibot.http.site import site_from_web
 from geminibot.net.connect import Resolver, add_connect_to_option, connect_rules
 from geminibot.net.limits import DEFAULT_TOTAL_TIMEOUT, Limits
 from geminibot.policy.cli import load_sources, parse_time, parse_virtual_agents
@@ -92,7 +91,7 @@ def register(commands: Any) -> None:
     )
     parser.add_argument(
         "--timeout",
-        type=float,
+        type=positive_float,
         default=DEFAULT_TOTAL_TIMEOUT,
         metavar="S",
         help="seconds for each fetch, redirects included",
@@ -132,7 +131,7 @@ def _from_host(args: argparse.Namespace) -> tuple[SitePolicy, SitePolicy]:
         async with WebClient(
             user_agent=agent, limits=limits, connect_to=resolver, verify=verify
         ) as web_client:
-            return await site_from_web(f"{args.web_scheme}://{host}/", web_client)
+            return await site_from_url(f"{args.web_scheme}://{host}/", web_client)
 
     async def fetch_gemini() -> SitePolicy:
         gemini_client = GeminiClient(limits=limits, connect_to=resolver)
@@ -175,8 +174,6 @@ def run_compare(args: argparse.Namespace) -> int:
         raise CommandError("give HOST, or --web FILE... and --gemini FILE..., not both")
     if not args.host and not (args.web and args.gemini):
         raise CommandError("give HOST, or both --web FILE... and --gemini FILE...")
-    if args.timeout <= 0:
-        raise CommandError("--timeout must be more than 0")
     agents = [parse_agent(a) for a in args.agent]
     if files:
         web, gemini = _from_files(args.web, "http"), _from_files(args.gemini, "gemini")

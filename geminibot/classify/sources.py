@@ -9,6 +9,9 @@ A SOURCE is one site:
   them (a redirect, a temporary failure) is only seen through a URL;
 * a ``gemini://`` URL: the three files are fetched from that host with the Gemini client
   (one after the other, then the robots2.txt chain), read through the same outcomes.
+
+:func:`site_from_url` is also how ``compare`` and the portal obtain a live host's policy,
+over Gemini or (with the web client) http(s).
 """
 
 from __future__ import annotations
@@ -22,6 +25,8 @@ import trio
 from geminibot.cliutil import CommandError, read_source
 from geminibot.gemini.client import GeminiClient
 from geminibot.gemini.urls import parse_url
+from geminibot.http.client import WebClient, WebResponse
+from geminibot.http.urls import parse_web_url
 from geminibot.net.errors import FetchError, RedirectRefused, TooManyRedirects
 from geminibot.policy.discovery import (
     MAX_ROBOTS_REDIRECTS,
@@ -29,6 +34,7 @@ from geminibot.policy.discovery import (
     PolicyAnswer,
     PolicyDiscovery,
     discover_reachable,
+    parse_retry_after,
 )
 from geminibot.policy.outcomes import fetch_outcome
 from geminibot.policy.site_policy import AGENTS, ROBOTS, ROBOTS2, Fetched, SitePolicy
@@ -84,32 +90,43 @@ def site_from_folder(folder: Path) -> SitePolicy:
     return discovery.result
 
 
-async def fetch_policy_file(client: GeminiClient, url: str) -> PolicyAnswer:
-    """Fetch one policy file, redirects followed by the client; never raises for the
-    server's faults (a failed fetch is an answer with a failure)."""
+async def fetch_policy_file(client: GeminiClient | WebClient, url: str) -> PolicyAnswer:
+    """Fetch one policy file over either protocol, redirects followed by the client; never
+    raises for the server's faults (a failed fetch is an answer with a failure). The answer
+    is in the protocol's own terms: a Gemini meta, or the web's Location and Retry-After."""
     limits = replace(client.limits, max_body_size=POLICY_FETCH_BYTES, cut_body=True)
     try:
         response = await client.fetch(url, limits=limits)
     except (TooManyRedirects, RedirectRefused) as exc:
         # a redirect chain that does not end: RFC 9309 counts it as unavailable
-        return PolicyAnswer(30, str(exc), redirects=MAX_ROBOTS_REDIRECTS)
+        status = 30 if isinstance(client, GeminiClient) else 301
+        return PolicyAnswer(status, str(exc), redirects=MAX_ROBOTS_REDIRECTS)
     except (FetchError, InvalidURL) as exc:
         return PolicyAnswer(None, failure=f"{type(exc).__name__}: {exc}")
+    if isinstance(response, WebResponse):
+        return PolicyAnswer(
+            response.status,
+            response.header("location") or "",
+            response.body,
+            redirects=len(response.redirects),
+            retry_after=parse_retry_after(response.header("retry-after")),
+        )
     return PolicyAnswer(
-        response.status,
-        response.meta,
-        response.body,
-        redirects=len(response.redirects),
+        response.status, response.meta, response.body, redirects=len(response.redirects)
     )
 
 
-async def site_from_url(url: str, client: GeminiClient) -> SitePolicy:
-    """The policy a bot obtains from the host of ``url`` (a ``gemini://`` URL); raises
-    :class:`~geminibot.policy.discovery.PolicyUnreachable` when the host does not answer."""
+async def site_from_url(url: str, client: GeminiClient | WebClient) -> SitePolicy:
+    """The policy a bot obtains from the host of ``url``: a ``gemini://`` URL with a
+    :class:`GeminiClient`, an ``http(s)://`` URL (its origin) with a :class:`WebClient`.
+    Raises :class:`~geminibot.policy.discovery.PolicyUnreachable` when the host does not
+    answer."""
 
     async def fetch(target: str) -> PolicyAnswer:
         return await fetch_policy_file(client, target)
 
+    if isinstance(client, WebClient):
+        return await discover_reachable("http", parse_web_url(url).origin + "/", fetch)
     return await discover_reachable("gemini", f"gemini://{parse_url(url).authority}/", fetch)
 
 

@@ -37,7 +37,7 @@ from geminibot.http.urls import DEFAULT_INFO_URL
 from geminibot.index import DatabaseError, QueryError, connect, stats
 from geminibot.index.search import MAX_LIMIT, MAX_OFFSET
 from geminibot.index.stats import URL_STATES, format_stats, list_urls, status_filter
-from geminibot.net.connect import ConnectToError, Resolver, is_loopback, parse_connect_to
+from geminibot.net.connect import Resolver, add_connect_to_option, connect_rules, is_loopback
 from geminibot.policy.cli import agent_option
 from geminibot.urls import SCHEMES
 
@@ -214,14 +214,7 @@ def register(commands: Any) -> None:
         help="for local test capsules only (refused for hosts not on loopback): no default "
         "delay between requests when no policy sets one",
     )
-    crawl.add_argument(
-        "--connect-to",
-        action="append",
-        default=[],
-        metavar="HOST:PORT:ADDR:PORT2",
-        help="connect to ADDR:PORT2 for HOST:PORT; HOST may be a shell pattern (*.test); "
-        "SNI stays the host name; repeatable",
-    )
+    add_connect_to_option(crawl)
     crawl.add_argument(
         "--warc-dir", metavar="DIR", help="--as archiver: WARC folder (default: DB.warc/)"
     )
@@ -346,11 +339,7 @@ def _options(args: argparse.Namespace) -> tuple[list[str], CrawlOptions, Resolve
             raise CommandError(f"{name} must be at least 1")
     if args.max_depth < 0:
         raise CommandError("--max-depth must be 0 or more")
-    try:
-        rules = [parse_connect_to(r) for r in args.connect_to]
-    except ConnectToError as exc:
-        raise CommandError(str(exc)) from None
-    resolver = Resolver(rules, loopback_only=args.test_range)
+    resolver = Resolver(connect_rules(args.connect_to), loopback_only=args.test_range)
     if args.test_range:
         for seed in seeds:
             url = parse_any(seed)

@@ -27,7 +27,14 @@ from urllib.parse import quote
 
 import trio
 
-from geminibot.cliutil import EXIT_NEGATIVE, EXIT_OK, CommandError, emit_json
+from geminibot.cliutil import (
+    EXIT_NEGATIVE,
+    EXIT_OK,
+    CommandError,
+    bounded_number,
+    emit_json,
+    positive_float,
+)
 from geminibot.gemini.client import ClientCertificate, GeminiClient, Response
 from geminibot.gemini.status import Family
 from geminibot.gemini.tofu import (
@@ -83,14 +90,14 @@ def register(commands: Any) -> None:
     )
     parser.add_argument(
         "--max-size",
-        type=int,
+        type=bounded_number(int, 0),
         default=DEFAULT_MAX_BODY_SIZE,
         metavar="N",
         help="largest body in bytes",
     )
     parser.add_argument(
         "--timeout",
-        type=float,
+        type=positive_float,
         default=DEFAULT_TOTAL_TIMEOUT,
         metavar="S",
         help="seconds for the whole fetch, redirects included",
@@ -117,8 +124,6 @@ def register(commands: Any) -> None:
 
 
 def run_fetch(args: argparse.Namespace) -> int:
-    if args.max_size < 0 or args.timeout <= 0:
-        raise CommandError("--max-size must be >= 0 and --timeout > 0")
     url = args.url if "://" in args.url else "gemini://" + args.url
     try:
         target = parse_url(url)

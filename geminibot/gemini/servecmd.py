@@ -1,5 +1,5 @@
 """What the serving commands share (``capsule-server serve``, ``geminibot serve-search``):
-their option types, the checks of ``--hostname``, ``--certs`` and ``--log`` that give one
+their options, the checks of ``--hostname``, ``--certs`` and ``--log`` that give one
 line and exit 2, and running a :class:`~geminibot.gemini.server.GeminiServer` until
 SIGINT or SIGTERM (or until its access log cannot be written: exit 1)."""
 
@@ -11,13 +11,27 @@ import sys
 from collections.abc import Callable
 from contextlib import suppress
 from pathlib import Path
-from typing import TextIO
+from typing import TextIO, TypeVar
 
 import trio
 
-from geminibot.cliutil import EXIT_NEGATIVE, CommandError
-from geminibot.gemini.server import RATE_BURST, RATE_PER_SECOND, GeminiServer, open_listeners
-from geminibot.gemini.urls import parse_url
+from geminibot.cliutil import (
+    EXIT_NEGATIVE,
+    EXIT_OK,
+    CommandError,
+    port_number,
+    positive_float,
+    positive_int,
+)
+from geminibot.gemini.accesslog import JsonLinesLog
+from geminibot.gemini.server import (
+    RATE_BURST,
+    RATE_PER_SECOND,
+    GeminiServer,
+    Limits,
+    open_listeners,
+)
+from geminibot.gemini.urls import DEFAULT_PORT, parse_url
 from geminibot.urls import InvalidURL
 
 DEFAULT_HOST = "127.0.0.1"
@@ -33,36 +47,6 @@ class HelpWithDefaults(argparse.HelpFormatter):
         if action.default in (None, False, argparse.SUPPRESS) or "default" in text:
             return text
         return f"{text} (default: %(default)s)"
-
-
-def port_number(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"'{text}' is not a port number") from None
-    if not 0 <= value <= 65535:
-        raise argparse.ArgumentTypeError(f"{value} is not a port (0-65535)")
-    return value
-
-
-def positive_float(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"'{text}' is not a number") from None
-    if not value > 0 or value == float("inf"):
-        raise argparse.ArgumentTypeError(f"{text} must be a number above 0")
-    return value
-
-
-def positive_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"'{text}' is not a whole number") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"{value} must be 1 or more")
-    return value
 
 
 def host_name(text: str) -> str:
@@ -97,7 +81,10 @@ def open_log(text: str) -> TextIO:
         raise CommandError(f"{path}: cannot write: {exc.strerror}") from None
 
 
-def make_server(cert_dir: Path, make: Callable[[], GeminiServer]) -> GeminiServer:
+Server = TypeVar("Server", bound=GeminiServer)
+
+
+def make_server(cert_dir: Path, make: Callable[[], Server]) -> Server:
     """``make()``, with a certificate folder that cannot be written as one line, exit 2."""
     try:
         return make()
@@ -170,6 +157,44 @@ async def serve_until_signal(
 def close_log(stream: TextIO) -> None:
     with suppress(OSError):  # a failed write is reported by run_server
         stream.close()
+
+
+def serve(
+    args: argparse.Namespace,
+    cert_dir: Path,
+    make: Callable[[Limits, JsonLinesLog], GeminiServer],
+    prog: str,
+    ready: Callable[[int], str] | None = None,
+    **limits: int,
+) -> int:
+    """Run a serving command: ``make(limits, log)`` the server (limits from ``--rate`` and
+    ``--rate-burst`` plus ``limits``; the access log to ``--log`` or standard output), then
+    serve on ``--host`` (default :data:`DEFAULT_HOST`) and ``--port`` as :func:`run_server`
+    does, and close the log."""
+    server_limits = Limits(rate_burst=args.rate_burst, rate_per_second=args.rate, **limits)
+    log_stream = open_log(args.log) if args.log else sys.stdout
+    try:
+        server = make_server(cert_dir, lambda: make(server_limits, JsonLinesLog(log_stream)))
+        hosts = args.host or [DEFAULT_HOST]
+        run_server(server, hosts, args.port, prog, args.log or "standard output", ready)
+    finally:
+        if args.log:
+            close_log(log_stream)
+    return EXIT_OK
+
+
+def add_listen_options(serve: argparse.ArgumentParser) -> None:
+    """Where a serving command listens (read by :func:`serve`): ``--host`` (repeatable,
+    default :data:`DEFAULT_HOST`) and ``--port`` (default 1965; 0 picks a free one)."""
+    serve.add_argument(
+        "--host",
+        action="append",
+        metavar="ADDRESS",
+        help=f"address to listen on; repeat for more (default: {DEFAULT_HOST})",
+    )
+    serve.add_argument(
+        "--port", type=port_number, default=DEFAULT_PORT, help="port (0 picks a free one)"
+    )
 
 
 def add_serve_options(serve: argparse.ArgumentParser, cert_dir: Path) -> None:

@@ -72,16 +72,17 @@ def parse_connect_to(text: str) -> ConnectRule:
     return _rule("--connect-to", text, m[1], m[2], m[3], m[4])
 
 
-def add_connect_to_option(parser: Any) -> None:
+def add_connect_to_option(parser: Any, when: str = "") -> None:
     """Give a command the ``--connect-to`` option (repeatable; read by
-    :func:`connect_rules`)."""
+    :func:`connect_rules`); ``when`` begins its help where the option serves only part of
+    the command (``with --against gemini://...``)."""
     parser.add_argument(
         "--connect-to",
         action="append",
         default=[],
         metavar="HOST:PORT:ADDR:PORT2",
-        help="connect to ADDR:PORT2 for HOST:PORT (HOST may be a pattern: *.test; TLS SNI, "
-        "Host and pins stay HOST); repeatable",
+        help=f"{when}: " * bool(when) + "connect to ADDR:PORT2 for HOST:PORT (HOST may be a "
+        "pattern: *.test; TLS SNI, Host and pins stay HOST); repeatable",
     )
 
 

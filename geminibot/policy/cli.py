@@ -14,6 +14,7 @@ from geminibot.cliutil import (
     EXIT_OK,
     CommandError,
     Parser,
+    bounded_number,
     emit_json,
     read_source,
     terminal_safe,
@@ -157,7 +158,7 @@ def register(commands: Any) -> None:
     )
     check.add_argument(
         "--last-duration",
-        type=float,
+        type=bounded_number(float, 0),
         metavar="SECONDS",
         help="how long the last fetch took, for the rule of thumb when no file sets a pace",
     )
@@ -292,8 +293,6 @@ def _protocol(choice: str, urls: list[str]) -> str:
 
 
 def run_check(args: argparse.Namespace) -> int:
-    if args.last_duration is not None and not 0 <= args.last_duration < float("inf"):
-        raise CommandError("--last-duration must be 0 seconds or more")
     vas = parse_virtual_agents(args.virtual_agents)
     agent = agent_option(args.agent)
     more, urls = _split_sources(args.items)

@@ -13,7 +13,7 @@ import trio
 from hypercorn.config import Config
 from hypercorn.trio import serve
 
-from geminibot.cliutil import EXIT_OK, CommandError
+from geminibot.cliutil import EXIT_OK, CommandError, port_number
 from geminibot.gemini.tofu import FileKnownHosts, KnownHosts, MemoryKnownHosts
 from geminibot.gemini.urls import parse_url
 from geminibot.net.connect import add_connect_to_option, connect_rules
@@ -48,7 +48,9 @@ def register(commands: Any) -> None:
         ),
     )
     p.add_argument("--host", default=DEFAULT_HOST, help=f"address to listen on ({DEFAULT_HOST})")
-    p.add_argument("--port", type=int, default=DEFAULT_PORT, help=f"port ({DEFAULT_PORT}; 0: any)")
+    p.add_argument(
+        "--port", type=port_number, default=DEFAULT_PORT, help=f"port ({DEFAULT_PORT}; 0: any)"
+    )
     p.add_argument("--capsule", metavar="gemini://HOST/", help="serve this one capsule at /")
     p.add_argument(
         "--test-range",
@@ -127,8 +129,6 @@ def hypercorn_config(host: str, port: int) -> Config:
 
 
 def run_portal(args: argparse.Namespace) -> int:
-    if not 0 <= args.port <= 65535:
-        raise CommandError(f"--port {args.port}: not a port (0 to 65535)")
     app, guard = build(args)
     trio.run(_serve_until_signal, app, guard, args.host, args.port, _announce(args))
     return EXIT_OK

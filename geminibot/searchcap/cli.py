@@ -14,22 +14,16 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from geminibot.cliutil import EXIT_OK
 from geminibot.crawl.databases import reading
-from geminibot.gemini.accesslog import JsonLinesLog
 from geminibot.gemini.servecmd import (
-    DEFAULT_HOST,
     HelpWithDefaults,
+    add_listen_options,
     add_serve_options,
     cert_folder,
-    close_log,
     host_name,
-    make_server,
-    open_log,
-    port_number,
-    run_server,
+    serve,
 )
-from geminibot.gemini.server import GeminiServer, Limits
+from geminibot.gemini.server import GeminiServer
 from geminibot.gemini.urls import DEFAULT_PORT
 from geminibot.searchcap.app import SearchCapsule, prepare
 
@@ -56,13 +50,7 @@ def register(commands: Any) -> None:
         metavar="PATH|URL",
         help="crawl database: an SQLite file, or postgresql://USER@HOST/DB",
     )
-    serve.add_argument(
-        "--host",
-        action="append",
-        metavar="ADDRESS",
-        help=f"address to listen on; repeat for more (default: {DEFAULT_HOST})",
-    )
-    serve.add_argument("--port", type=port_number, default=DEFAULT_PORT, help="port (0: any)")
+    add_listen_options(serve)
     serve.add_argument(
         "--hostname",
         action="append",
@@ -104,25 +92,16 @@ def run_serve_search(args: argparse.Namespace) -> int:
 def _serve(
     args: argparse.Namespace, names: list[str], cert_dir: Path, capsule: SearchCapsule
 ) -> int:
-    limits = Limits(rate_burst=args.rate_burst, rate_per_second=args.rate)
-    log_stream = open_log(args.log) if args.log else sys.stdout
-
     def ready(port: int) -> str:
         return (
             f"serve-search: {capsule_url(names[0], port)}  "
             f"(a query: {capsule_url(names[0], port, '/search?gemini')})"
         )
 
-    try:
-        server = make_server(
-            cert_dir,
-            lambda: GeminiServer(
-                dict.fromkeys(names, capsule), cert_dir, limits, JsonLinesLog(log_stream)
-            ),
-        )
-        hosts = args.host or [DEFAULT_HOST]
-        run_server(server, hosts, args.port, "serve-search", args.log or "standard output", ready)
-    finally:
-        if args.log:
-            close_log(log_stream)
-    return EXIT_OK
+    return serve(
+        args,
+        cert_dir,
+        lambda limits, log: GeminiServer(dict.fromkeys(names, capsule), cert_dir, limits, log),
+        "serve-search",
+        ready,
+    )

@@ -291,8 +291,10 @@ def test_cli_against_errors(capsys: pytest.CaptureFixture[str], tmp_path: Path) 
     assert "no such file" in capsys.readouterr().err
     robots = tmp_path / "robots.txt"
     robots.write_bytes(b"User-agent: *\nDisallow: /private/\n")
-    assert main(["classify", "--does", "archive", "--against", str(robots), "--at", "soon"]) == 2
-    assert "not an ISO 8601 time" in capsys.readouterr().err
+    with pytest.raises(SystemExit) as exited:  # a usage error of argparse's (the type)
+        main(["classify", "--does", "archive", "--against", str(robots), "--at", "soon"])
+    assert exited.value.code == 2
+    assert "argument --at: 'soon' is not an ISO 8601 time" in capsys.readouterr().err
     empty = tmp_path / "empty.test"
     empty.mkdir()
     (empty / "serve.toml").write_text("[[special]\n")  # a server's file: not read here

@@ -13,14 +13,12 @@ import sqlite3
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from capsule_crawl import CAPSULES, POLICY_FILES, expectation
 from commands import run_main
 from jetforce_peer import running_jetforce
-from served_capsules import capsule_server
 from warcio.archiveiterator import ArchiveIterator
 
 from geminibot.cli import main
@@ -32,14 +30,6 @@ TIMEOUT = 60.0
 
 def geminibot(*args: str, timeout: float = TIMEOUT) -> subprocess.CompletedProcess[str]:
     return run_main(args, limit=timeout)
-
-
-@pytest.fixture(scope="module")
-def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[int]:
-    """``capsule-server serve`` on the bundled capsules; yields the port."""
-    tmp = tmp_path_factory.mktemp("server")
-    with capsule_server(CAPSULES, tmp / "certs") as port:
-        yield port
 
 
 def crawl(db: Path, port: int, *extra: str) -> subprocess.CompletedProcess[str]:

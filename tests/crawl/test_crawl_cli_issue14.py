@@ -11,7 +11,6 @@ import socket
 import sqlite3
 import subprocess
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -44,13 +43,6 @@ def one_line(text: str) -> str:
 
 def first_line(text: str) -> str:
     return text.splitlines()[0]
-
-
-@pytest.fixture(scope="module")
-def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[int]:
-    tmp = tmp_path_factory.mktemp("server")
-    with capsule_server(CAPSULES, tmp / "certs") as port:
-        yield port
 
 
 def crawl(db: Path, port: int, *args: str) -> subprocess.CompletedProcess[str]:
@@ -168,18 +160,22 @@ def test_max_time_ends_the_crawl(served: int, tmp_path: Path) -> None:
 # --- tracebacks instead of one line ---
 
 
-def test_warc_dir_that_is_a_file(served: int, tmp_path: Path) -> None:
-    a_file = tmp_path / "notes.txt"
-    a_file.write_text("mine\n")
-    proc = crawl(
+def archive(tmp_path: Path, port: int, warc_dir: Path) -> subprocess.CompletedProcess[str]:
+    return crawl(
         tmp_path / "w.db",
-        served,
+        port,
         f"gemini://{HOST}/",
         "--as",
         "archiver",
         "--warc-dir",
-        str(a_file),
+        str(warc_dir),
     )
+
+
+def test_warc_dir_that_is_a_file(served: int, tmp_path: Path) -> None:
+    a_file = tmp_path / "notes.txt"
+    a_file.write_text("mine\n")
+    proc = archive(tmp_path, served, a_file)
     assert proc.returncode == 2
     assert one_line(proc.stderr) == f"geminibot: --warc-dir {a_file}: is a file, expected a folder"
     assert a_file.read_text() == "mine\n"
@@ -189,15 +185,7 @@ def test_warc_dir_read_only(served: int, tmp_path: Path) -> None:
     folder = tmp_path / "ro"
     folder.mkdir()
     with read_only(folder):
-        proc = crawl(
-            tmp_path / "w.db",
-            served,
-            f"gemini://{HOST}/",
-            "--as",
-            "archiver",
-            "--warc-dir",
-            str(folder / "warc"),
-        )
+        proc = archive(tmp_path, served, folder / "warc")
     assert proc.returncode == 2
     assert one_line(proc.stderr).startswith(
         f"geminibot: --warc-dir {folder / 'warc'}: cannot write"

@@ -1,4 +1,5 @@
-"""A web host's policy as compare obtains it (geminibot.http.site) from a loopback server."""
+"""A web host's policy as compare obtains it (geminibot.classify.sources.site_from_url)
+from a loopback server."""
 
 from __future__ import annotations
 
@@ -7,8 +8,8 @@ from datetime import UTC, datetime
 import pytest
 from webserver import Page, serve, text
 
+from geminibot.classify.sources import site_from_url
 from geminibot.http.client import WebClient
-from geminibot.http.site import site_from_web
 from geminibot.net.limits import DEFAULT_MAX_BODY_SIZE
 from geminibot.policy.site_policy import Bot, SitePolicy
 
@@ -19,7 +20,7 @@ AT = datetime(2026, 11, 23, 12, 0, tzinfo=UTC)
 async def web_policy(routes: dict[str, Page]) -> SitePolicy:
     with serve(routes) as web:  # type: ignore[arg-type]
         async with WebClient(connect_to={"web.test": ("127.0.0.1", web.port)}) as client:
-            return await site_from_web("http://web.test/", client)
+            return await site_from_url("http://web.test/", client)
 
 
 @pytest.mark.parametrize("status", [300, 304, 305])

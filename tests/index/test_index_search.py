@@ -7,25 +7,11 @@ from pathlib import Path
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from pages import gemtext_page as page
 
-from geminibot.index import Link, Page, QueryError, connect, search, stats, store_page, transaction
+from geminibot.index import Link, QueryError, connect, search, stats, store_page, transaction
 from geminibot.index.search import MAX_LIMIT, MAX_QUERY_LENGTH, to_fts_query
 from geminibot.index.stats import format_stats
-
-
-def page(url: str, title: str = "", text: str | None = "", **kw: object) -> Page:
-    kw.setdefault("mime", "text/gemini")
-    return Page(
-        url=url,
-        host="a.test",
-        status=20,
-        meta="text/gemini",
-        fetched_at=1000.0,
-        size=len(text or ""),
-        title=title,
-        text=text,
-        **kw,  # type: ignore[arg-type]
-    )
 
 
 @pytest.fixture

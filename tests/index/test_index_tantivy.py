@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 import tantivy
 from commands import run_main
+from pages import gemtext_page
 
 from geminibot.index import Link, Page, QueryError, connect, search, store_page, transaction
 from geminibot.index.authority import compute_authority, has_authority, pagerank, weight_of
@@ -40,21 +41,10 @@ def put(
     text: str = "",
     links: tuple[tuple[str, str], ...] = (),
 ) -> None:
-    host = url.split("/")[2]
     with transaction(conn):
         store_page(
             conn,
-            Page(
-                url=url,
-                host=host,
-                status=20,
-                meta="text/gemini",
-                fetched_at=1000.0,
-                mime="text/gemini",
-                title=title,
-                text=text,
-                links=tuple(Link(t, label) for t, label in links),
-            ),
+            gemtext_page(url, title, text, links=tuple(Link(t, label) for t, label in links)),
             "indexer",
         )
 
@@ -322,16 +312,7 @@ def test_authority_reranks_the_text_window_and_nothing_beyond_it(tmp_path: Path)
 
 
 def _kettle_page(url: str, times: int) -> Page:
-    return Page(
-        url=url,
-        host=url.split("/")[2],
-        status=20,
-        meta="text/gemini",
-        fetched_at=1000.0,
-        mime="text/gemini",
-        title="",
-        text=" ".join(["kettle"] * times + ["steam"] * (4 - times)),
-    )
+    return gemtext_page(url, text=" ".join(["kettle"] * times + ["steam"] * (4 - times)))
 
 
 def test_word_pairs() -> None:

@@ -8,7 +8,6 @@ import json
 import signal
 import socket
 import subprocess
-import sys
 import warnings
 from collections.abc import Iterator
 from pathlib import Path
@@ -16,8 +15,10 @@ from typing import Any
 
 import cryptography.hazmat.primitives.serialization  # noqa: F401  (before ignition, see PEERS.md)
 import pytest
+from commands import run_module, start_serve_search
+from pages import gemtext_page
 
-from geminibot.index import Link, Page, connect, store_page, transaction
+from geminibot.index import Link, connect, store_page, transaction
 from geminibot.index.search import MAX_QUERY_LENGTH
 
 with warnings.catch_warnings():  # ignition imports the deprecated cgi module
@@ -40,15 +41,11 @@ def make_index(path: Path) -> None:
         for n in range(12):
             store_page(
                 conn,
-                Page(
-                    url=f"gemini://garden.test/{n}",
-                    host="garden.test",
-                    status=20,
-                    meta="text/gemini",
+                gemtext_page(
+                    f"gemini://garden.test/{n}",
+                    f"Tomato diary {n}",
+                    f"Day {n}: the tomatoes are ripening.",
                     fetched_at=1_700_000_000.0,
-                    mime="text/gemini",
-                    title=f"Tomato diary {n}",
-                    text=f"Day {n}: the tomatoes are ripening.",
                     links=(Link("gemini://hub.test/", "hub"),),
                 ),
                 "indexer",
@@ -78,31 +75,12 @@ def served(tmp_path: Path) -> Iterator[tuple[subprocess.Popen[str], int, Path]]:
     make_index(tmp_path / "idx.db")
     ignition.set_default_hosts_file(str(tmp_path / "known_hosts"))
     log = tmp_path / "access.jsonl"
-    proc = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "geminibot",
-            "serve-search",
-            "--db",
-            str(tmp_path / "idx.db"),
-            "--port",
-            "0",
-            "--certs",
-            str(tmp_path / "certs"),
-            "--log",
-            str(log),
-            "--hostname",
-            NAME,
-        ],
-        stderr=subprocess.PIPE,
-        text=True,
+    proc, port, banner = start_serve_search(
+        tmp_path / "idx.db", tmp_path / "certs", "--log", str(log), "--hostname", NAME
     )
     try:
         assert proc.stderr is not None
-        banner = proc.stderr.readline()  # serve-search: serving NAME on 127.0.0.1:PORT
         assert f"serving {NAME} on 127.0.0.1:" in banner, banner
-        port = int(banner.rsplit(":", 1)[1])
         assert f"gemini://{NAME}:{port}/" in proc.stderr.readline()
         yield proc, port, log
     finally:
@@ -158,22 +136,14 @@ def test_a_real_client_searches_and_is_refused_bad_input(
     assert {r["path"] for r in records} >= {"/search", "/nowhere"}
 
 
+def serve_search(db: Path) -> subprocess.CompletedProcess[str]:
+    return run_module("geminibot", "serve-search", "--db", str(db), timeout=START_STOP_SECONDS)
+
+
 def test_usage_errors_are_one_line(tmp_path: Path) -> None:
-    run = subprocess.run(
-        [sys.executable, "-m", "geminibot", "serve-search", "--db", str(tmp_path / "none.db")],
-        capture_output=True,
-        text=True,
-        timeout=START_STOP_SECONDS,
-        check=False,
-    )
+    run = serve_search(tmp_path / "none.db")
     assert run.returncode == 2
     assert run.stderr == f"geminibot: {tmp_path / 'none.db'}: no such database\n"
     (tmp_path / "junk.db").write_bytes(b"not sqlite at all" * 100)
-    run = subprocess.run(
-        [sys.executable, "-m", "geminibot", "serve-search", "--db", str(tmp_path / "junk.db")],
-        capture_output=True,
-        text=True,
-        timeout=START_STOP_SECONDS,
-        check=False,
-    )
+    run = serve_search(tmp_path / "junk.db")
     assert run.returncode == 2 and len(run.stderr.splitlines()) == 1, run.stderr

@@ -120,6 +120,15 @@ def test_a_command_line_s_rules() -> None:
         connect_rules([], ["a.test"])
 
 
+def test_the_option_s_help_says_when_it_applies() -> None:
+    plain, scoped = argparse.ArgumentParser(), argparse.ArgumentParser()
+    add_connect_to_option(plain)
+    add_connect_to_option(scoped, "with --against gemini://...")
+    helps = [next(a.help for a in p._actions if a.dest == "connect_to") for p in (plain, scoped)]
+    assert helps[0] is not None and helps[0].startswith("connect to ADDR:PORT2 for HOST:PORT")
+    assert helps[1] == f"with --against gemini://...: {helps[0]}"
+
+
 def test_loopback_only_refuses_other_addresses() -> None:
     guarded = Resolver([parse_connect_to("*.test:1965:127.0.0.1:2000")], loopback_only=True)
     assert guarded("a.test", 1965) == ("127.0.0.1", 2000)

@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from pages import gemtext_page
 
 from geminibot.crawl.frontier import Limits as FrontierLimits
 from geminibot.crawl.politeness import DEFAULT_MIN_DELAY
@@ -29,19 +30,7 @@ GEMTEXT = "text/gemini; charset=utf-8"
 
 
 def stored(url: str, title: str, text: str, links: tuple[Link, ...] = ()) -> Page:
-    host = url.split("/")[2]
-    return Page(
-        url=url,
-        host=host,
-        status=20,
-        meta="text/gemini",
-        fetched_at=1_700_000_000.0,
-        size=len(text),
-        mime="text/gemini",
-        title=title,
-        text=text,
-        links=links,
-    )
+    return gemtext_page(url, title, text, fetched_at=1_700_000_000.0, links=links)
 
 
 @pytest.fixture

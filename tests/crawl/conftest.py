@@ -1,0 +1,17 @@
+"""What the crawl command-line tests share."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+from capsule_crawl import CAPSULES
+from served_capsules import capsule_server
+
+
+@pytest.fixture(scope="module")
+def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[int]:
+    """``capsule-server serve`` on the bundled capsules; yields the port."""
+    tmp = tmp_path_factory.mktemp("server")
+    with capsule_server(CAPSULES, tmp / "certs") as port:
+        yield port

@@ -1,0 +1,34 @@
+"""The index Page the tests store (importable as ``pages``: ``tests/`` is on ``sys.path``)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from geminibot.index import Page
+
+#: When a test page was fetched unless the test says (seconds since the epoch).
+FETCHED_AT = 1000.0
+
+
+def gemtext_page(
+    url: str,
+    title: str = "",
+    text: str | None = "",
+    *,
+    fetched_at: float = FETCHED_AT,
+    **fields: Any,
+) -> Page:
+    """A ``20 text/gemini`` page of ``url``'s host, ``size`` the length of ``text``; any other
+    :class:`Page` field (``links``, ``headings``, ``lang``, ``size``...) by keyword."""
+    fields.setdefault("size", len(text or ""))
+    fields.setdefault("mime", "text/gemini")
+    return Page(
+        url=url,
+        host=url.split("/")[2],
+        status=20,
+        meta="text/gemini",
+        fetched_at=fetched_at,
+        title=title,
+        text=text,
+        **fields,
+    )
