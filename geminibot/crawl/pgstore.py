@@ -57,6 +57,7 @@ from geminibot.crawl.store import (
 )
 from geminibot.index import pg
 from geminibot.index.db import DatabaseError
+from geminibot.index.pages import FIRST_WITH_HASH
 
 #: Seconds a host lease lasts unless renewed: longer than a request may take (the clients'
 #: 60-second total timeout), since it is renewed just before each request.
@@ -388,14 +389,8 @@ class PgStore:
 
     def load_policy_file(self, host: str, name: str, now: float) -> CachedFile | None:
         with self._tx() as conn:
-            row = conn.execute(
-                "SELECT outcome, reason, status, body, fetched_at, expires_at FROM robots"
-                " WHERE host = %s AND name = %s",
-                (host, name),
-            ).fetchone()
-        if row is None or row[5] <= now:
-            return None
-        return CachedFile.from_row(host, name, row)
+            row = conn.execute(CachedFile.QUERY.format("%s"), (host, name)).fetchone()
+        return CachedFile.fresh(host, name, row, now)
 
     def save_policy_file(self, file: CachedFile, fetch: FetchRecord) -> None:
         with self._tx() as conn:
@@ -482,11 +477,7 @@ class PgStore:
 
     def duplicate_of(self, content_hash: str, url: str) -> str | None:
         with self._tx() as conn:
-            row = conn.execute(
-                "SELECT url FROM pages WHERE content_hash = %s AND url != %s"
-                " AND duplicate_of IS NULL ORDER BY id LIMIT 1",
-                (content_hash, url),
-            ).fetchone()
+            row = conn.execute(FIRST_WITH_HASH.format("%s"), (content_hash, url)).fetchone()
         return None if row is None else str(row[0])
 
     def fetched(self, fetched: FetchedPage) -> dict[str, int]:

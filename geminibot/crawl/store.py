@@ -106,10 +106,21 @@ class CachedFile:
     fetched_at: float
     expires_at: float
 
+    #: The query of a host's cached file, ``{0}`` standing for the engine's placeholder.
+    QUERY = (
+        "SELECT outcome, reason, status, body, fetched_at, expires_at FROM robots"
+        " WHERE host = {0} AND name = {0}"
+    )
+
     @classmethod
-    def from_row(cls, host: str, name: str, row: Sequence[Any]) -> CachedFile:
-        """The file from a robots table row of (outcome, reason, status, body, fetched_at,
-        expires_at), as either store reads it (PostgreSQL's bytea comes back as memoryview)."""
+    def fresh(
+        cls, host: str, name: str, row: Sequence[Any] | None, now: float
+    ) -> CachedFile | None:
+        """The file from the row :data:`QUERY` read (outcome, reason, status, body, fetched_at,
+        expires_at), as either store reads it (PostgreSQL's bytea comes back as memoryview),
+        if there is one and it is still fresh at ``now``."""
+        if row is None or row[5] <= now:
+            return None
         kind, reason, status, body, fetched_at, expires_at = row
         outcome = FetchOutcome(kind, reason, None, expires_at - fetched_at)
         body = None if body is None else bytes(body)
@@ -291,14 +302,8 @@ class SqliteStore(Frontier):
 
     def load_policy_file(self, host: str, name: str, now: float) -> CachedFile | None:
         """The cached fetch of ``name`` on ``host`` if it is still fresh at ``now``."""
-        row = self.conn.execute(
-            "SELECT outcome, reason, status, body, fetched_at, expires_at FROM robots"
-            " WHERE host = ? AND name = ?",
-            (host, name),
-        ).fetchone()
-        if row is None or row[5] <= now:
-            return None
-        return CachedFile.from_row(host, name, row)
+        row = self.conn.execute(CachedFile.QUERY.format("?"), (host, name)).fetchone()
+        return CachedFile.fresh(host, name, row, now)
 
     def save_policy_file(self, file: CachedFile, fetch: FetchRecord) -> None:
         with transaction(self.conn):
