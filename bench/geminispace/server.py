@@ -206,12 +206,17 @@ async def serving(server: SpaceServer, addresses: int = 0) -> AsyncIterator[Spac
     server.port = listeners[0].socket.getsockname()[1]
     for k in range(1, addresses + 1):
         listeners += await trio.open_tcp_listeners(server.port, host=loopback_address(k))
-    async with trio.open_nursery() as nursery:
-        for listener in listeners:
-            await nursery.start(server.serve, listener)
-        try:
-            yield server
-        finally:
-            nursery.cancel_scope.cancel()
+    try:
+        async with trio.open_nursery() as nursery:
+            for listener in listeners:
+                await nursery.start(server.serve, listener)
+            try:
+                yield server
+            finally:
+                nursery.cancel_scope.cancel()
+    finally:
+        # Not inside the cancelled nursery: a checkpoint there would raise Cancelled, which
+        # would replace (and so hide) an exception raised by the block.
+        with trio.CancelScope(shield=True):
             for listener in listeners:
                 await listener.aclose()

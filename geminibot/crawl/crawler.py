@@ -98,9 +98,9 @@ __all__ = [
 DEFAULT_CONCURRENCY = 128
 #: Host workers at once per request allowed in flight (``concurrency``). A worker holds
 #: its host's policy, the URL it claimed and its task while it waits for its turn, tens
-#: of KiB; one worker for every host with work made memory grow with the hosts (measured
-#: on the synthetic space: about 3,400 of 4,400 hosts waiting at once, 270 MiB), while a
-#: few per slot keep every slot busy. The other hosts wait in the scheduler's ready queue.
+#: of KiB; one worker for every host with work made memory grow with the hosts (on the
+#: synthetic space, about 3,400 of 4,400 hosts held a claimed URL at once), while a few
+#: per slot keep every slot busy. The other hosts wait in the scheduler's ready queue.
 WORKERS_PER_SLOT = 4
 #: robots2.txt category each role declares (project decision; None: global directives only).
 ROLE_CATEGORIES: dict[str, str | None] = {
