@@ -2,7 +2,7 @@
 
     nice -n 10 .venv/bin/python bench/space_crawl.py [--hosts 4400] [--urls 600000]
         [--addresses 10] [--concurrency 128] [--naive-seconds 20] [--frontier 600000]
-        [--no-profile] [--json]
+        [--no-profile] [--json] [--max-time SECONDS]
 
 Serves ``bench/geminispace`` in its own process on 127.0.0.1 and 127.0.1.1 ...
 127.0.1.``addresses`` (each host sent to one of them by ``--connect-to`` rules, so the
@@ -140,13 +140,19 @@ def start_space(hosts: int, urls: int, addresses: int) -> tuple[subprocess.Popen
 
 
 def crawl(
-    space: Space, port: int, addresses: int, db: Path, concurrency: int, profile: Path | None
+    space: Space,
+    port: int,
+    addresses: int,
+    db: Path,
+    concurrency: int,
+    profile: Path | None,
+    max_time: float = CRAWL_LIMIT,
 ) -> dict[str, Any]:
     """Run ``geminibot crawl`` over the space; its summary, CPU seconds and peak RSS."""
     seeds = [f"gemini://{space.host(i)}/" for i in range(space.hosts)]
     argv = [sys.executable, "-m", "geminibot", "crawl", *seeds, "--db", str(db)]
     argv += ["--test-range", "--allow-host", f"*.{DOMAIN}", "--json"]
-    argv += ["--concurrency", str(concurrency), "--max-time", str(CRAWL_LIMIT)]
+    argv += ["--concurrency", str(concurrency), "--max-time", str(max_time)]
     for rule in address_rules(port, addresses):
         argv += ["--connect-to", rule]
     started = time.monotonic()
@@ -268,7 +274,9 @@ def report(args: argparse.Namespace) -> dict[str, Any]:
         try:
             db = tmp / "crawl.db"
             profile = None if args.no_profile else tmp / "spy.txt"
-            summary = crawl(space, port, args.addresses, db, args.concurrency, profile)
+            summary = crawl(
+                space, port, args.addresses, db, args.concurrency, profile, args.max_time
+            )
             if args.naive_seconds > 0:
                 pages, seconds = naive(space, port, args.naive_seconds, tmp)
                 out["naive_pages_per_second"] = pages / seconds
@@ -292,7 +300,7 @@ def report(args: argparse.Namespace) -> dict[str, Any]:
             cpu_ms_per_page=1000 * summary["cpu_seconds"] / max(pages, 1),
             peak_rss_mib=summary["peak_rss_mib"],
             db_bytes_per_page=db_bytes(db) / max(pages, 1),
-            stopped_by=summary.get("limit"),
+            stopped_by=summary.get("stopped_at"),
         )
         if "naive_pages_per_second" in out:
             out["speedup"] = out["pages_per_second"] / out["naive_pages_per_second"]
@@ -319,6 +327,9 @@ def main() -> None:
     parser.add_argument("--naive-seconds", type=float, default=20.0, help="0 skips it")
     parser.add_argument("--frontier", type=int, default=600_000, help="0 skips the choice")
     parser.add_argument("--no-profile", action="store_true", help="no py-spy")
+    parser.add_argument(
+        "--max-time", type=float, default=CRAWL_LIMIT, help="seconds, then the crawl stops"
+    )
     parser.add_argument("--json", action="store_true")
     parser.add_argument("--keep-profile", type=Path, help="copy py-spy's raw samples here")
     args = parser.parse_args()
@@ -328,7 +339,14 @@ def main() -> None:
         return
     print(f"machine: {out['machine']}; load average {out['load_average']}")
     print(f"space: {args.hosts} hosts, {args.urls} URLs, {args.addresses} addresses")
-    for key in ("pages", "requests", "wall_seconds", "pages_per_second", "last_vs_first"):
+    for key in (
+        "pages",
+        "requests",
+        "wall_seconds",
+        "pages_per_second",
+        "last_vs_first",
+        "stopped_by",
+    ):
         print(f"{key}: {out[key]}")
     print("pages/s per tenth: " + " ".join(f"{r:.1f}" for r in out["tenths"]))
     normal = out["tenths_normal_hosts"]
