@@ -1,6 +1,7 @@
 """Serve a synthetic Geminispace on loopback, or describe one.
 
     .venv/bin/python bench/geminispace serve --hosts 4400 --urls 600000 [--port N] [--day D]
+        [--addresses K]
     .venv/bin/python bench/geminispace describe --hosts 12 --urls 400
 
 ``serve`` prints the port and the ``geminibot crawl`` options that reach the space, then
@@ -22,7 +23,7 @@ if __package__ in (None, ""):  # run as ``python bench/geminispace``
 
 import trio
 
-from geminispace.server import SpaceServer
+from geminispace.server import MAX_ADDRESSES, SpaceServer, address_rules, loopback_address
 from geminispace.space import DOMAIN, Space
 
 #: Longest --seconds accepted (a day).
@@ -42,15 +43,20 @@ def describe(space: Space) -> dict[str, object]:
     }
 
 
-async def serve(space: Space, port: int, day: int, seconds: float) -> None:
+async def serve(space: Space, port: int, day: int, seconds: float, addresses: int = 0) -> None:
     server = SpaceServer(space, day=day)
     listeners = await trio.open_tcp_listeners(port, host="127.0.0.1")
     server.port = listeners[0].socket.getsockname()[1]
+    for k in range(1, addresses + 1):
+        listeners += await trio.open_tcp_listeners(server.port, host=loopback_address(k))
     print(f"serving {space.hosts} hosts (*.{DOMAIN}), day {day}, on 127.0.0.1:{server.port}")
-    print(f"crawl with: --connect-to '*.{DOMAIN}:1965:127.0.0.1:{server.port}' --test-range")
+    rules = " ".join(f"--connect-to '{r}'" for r in address_rules(server.port, addresses))
+    print(f"crawl with: {rules} --test-range")
     sys.stdout.flush()
     with trio.move_on_after(seconds):
-        await server.serve(listeners[0])
+        async with trio.open_nursery() as nursery:
+            for listener in listeners:
+                nursery.start_soon(server.serve, listener)
 
 
 def main() -> None:
@@ -62,6 +68,9 @@ def main() -> None:
     parser.add_argument("--day", type=int, default=0)
     parser.add_argument("--port", type=int, default=0)
     parser.add_argument("--seconds", type=float, default=MAX_SECONDS, help="stop after this")
+    parser.add_argument(
+        "--addresses", type=int, default=0, help="also serve on 127.0.1.1 ... 127.0.1.K"
+    )
     args = parser.parse_args()
     try:
         space = Space(args.hosts, args.urls, args.seed)
@@ -72,8 +81,10 @@ def main() -> None:
         return
     if not 0 < args.seconds <= MAX_SECONDS:
         parser.error(f"--seconds must be in (0, {MAX_SECONDS:.0f}]")
+    if not 0 <= args.addresses <= MAX_ADDRESSES or 1000 % max(args.addresses, 1):
+        parser.error(f"--addresses must divide 1000 and be at most {MAX_ADDRESSES}")
     with contextlib.suppress(KeyboardInterrupt):
-        trio.run(serve, space, args.port, args.day, args.seconds)
+        trio.run(serve, space, args.port, args.day, args.seconds, args.addresses)
 
 
 if __name__ == "__main__":

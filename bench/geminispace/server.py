@@ -12,6 +12,12 @@ names the space does not serve (vanished, gone, unknown: ``unrecognized_name`` a
 dead address would fail), and the request's URL must name the same host (else ``53``).
 
 Per-host state is the rate-limited hosts' time of last answer, nothing else.
+
+Addresses: :func:`serving` listens on 127.0.0.1 and, with ``addresses=N``, on 127.0.1.1 ...
+127.0.1.N as well (the same port: Linux routes all of 127.0.0.0/8 to loopback), so a crawl
+can send each host to one of several "servers" (:func:`address_rules`) and its politeness
+per resolved address can be exercised. Session tickets are offered (Python's default, two
+per TLS 1.3 handshake), so clients can resume sessions.
 """
 
 from __future__ import annotations
@@ -40,6 +46,31 @@ MAX_REQUEST = 1026
 REQUEST_TIMEOUT = 10.0
 #: Seconds to wait before accepting again after accept() failed.
 ACCEPT_BACKOFF = 0.05
+#: Most extra loopback addresses (127.0.1.1 ... 127.0.1.254).
+MAX_ADDRESSES = 254
+
+
+def loopback_address(k: int) -> str:
+    """The ``k``-th extra address (1-based): 127.0.1.k."""
+    if not 1 <= k <= MAX_ADDRESSES:
+        raise ValueError(f"address number {k} out of 1 to {MAX_ADDRESSES}")
+    return f"127.0.1.{k}"
+
+
+def address_rules(port: int, addresses: int) -> list[str]:
+    """``--connect-to`` rules that send host ``hN`` to 127.0.1.(N mod ``addresses`` + 1),
+    by the last digits of its name (``addresses`` must divide 10, 100 or 1000), or every
+    host to 127.0.0.1 when ``addresses`` is 0."""
+    if addresses == 0:
+        return [f"*.{DOMAIN}:1965:127.0.0.1:{port}"]
+    digits = next((d for d in (1, 2, 3) if 10**d % addresses == 0), None)
+    if digits is None:
+        raise ValueError("addresses must divide 1000 (1, 2, 4, 5, 8, 10, 20, 25, ...)")
+    rules = []
+    for end in range(10**digits):
+        k = end % addresses + 1
+        rules.append(f"h*{end:0{digits}d}.{DOMAIN}:1965:{loopback_address(k)}:{port}")
+    return rules
 
 
 def wildcard_context() -> ssl.SSLContext:
@@ -168,14 +199,24 @@ class SpaceServer:
 
 
 @asynccontextmanager
-async def serving(server: SpaceServer) -> AsyncIterator[SpaceServer]:
-    """Run ``server`` on 127.0.0.1 and a free port (``server.port``) until the block ends."""
+async def serving(server: SpaceServer, addresses: int = 0) -> AsyncIterator[SpaceServer]:
+    """Run ``server`` on 127.0.0.1 and a free port (``server.port``), and on that port of
+    127.0.1.1 ... 127.0.1.``addresses`` too, until the block ends."""
     listeners = await trio.open_tcp_listeners(0, host="127.0.0.1")
     server.port = listeners[0].socket.getsockname()[1]
-    async with trio.open_nursery() as nursery:
-        await nursery.start(server.serve, listeners[0])
-        try:
-            yield server
-        finally:
-            nursery.cancel_scope.cancel()
-            await listeners[0].aclose()
+    for k in range(1, addresses + 1):
+        listeners += await trio.open_tcp_listeners(server.port, host=loopback_address(k))
+    try:
+        async with trio.open_nursery() as nursery:
+            for listener in listeners:
+                await nursery.start(server.serve, listener)
+            try:
+                yield server
+            finally:
+                nursery.cancel_scope.cancel()
+    finally:
+        # Not inside the cancelled nursery: a checkpoint there would raise Cancelled, which
+        # would replace (and so hide) an exception raised by the block.
+        with trio.CancelScope(shield=True):
+            for listener in listeners:
+                await listener.aclose()

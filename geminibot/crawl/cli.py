@@ -7,6 +7,7 @@ when this module is: ``search``, ``stats`` and every ``--help`` start without th
 from __future__ import annotations
 
 import argparse
+import contextlib
 import errno
 import fcntl
 import re
@@ -45,6 +46,7 @@ if TYPE_CHECKING:
     from geminibot.crawl.crawler import Crawler, CrawlOptions, Progress
     from geminibot.crawl.warc import WarcArchive
     from geminibot.http.client import WebClient
+    from geminibot.net.dns import DnsCache
 
 #: Exit code of a crawl stopped by Ctrl-C (resumable).
 EXIT_INTERRUPTED = 130
@@ -368,13 +370,17 @@ def _options(args: argparse.Namespace) -> tuple[list[str], CrawlOptions, Resolve
     return seeds, options, resolver
 
 
-def address_of(resolver: Resolver) -> Callable[[str], Awaitable[str]]:
+def address_of(resolver: Resolver, dns: DnsCache | None = None) -> Callable[[str], Awaitable[str]]:
     """For the crawler: where a host key's requests go, ``address port N`` (the
-    --connect-to rule applied, the name resolved once, bounded by RESOLVE_TIMEOUT), so
-    that hosts on one server are paced as one. A name that does not resolve is its own
-    address (its requests will fail on their own)."""
-
+    --connect-to rule applied, the name resolved through ``dns``, the cache the Gemini
+    client shares, bounded by RESOLVE_TIMEOUT), so that hosts on one server are paced as
+    one. A name that does not resolve is its own address (its requests will fail on
+    their own)."""
     import trio
+
+    from geminibot.net.dns import DnsCache
+
+    cache = dns if dns is not None else DnsCache()
 
     async def lookup(host: str) -> str:
         url = parse_any(host_url(host))
@@ -382,12 +388,8 @@ def address_of(resolver: Resolver) -> Callable[[str], Awaitable[str]]:
         if resolver.loopback_only and not is_loopback(address):
             return f"{address} port {port}"  # refused anyway: no lookup
         with trio.move_on_after(RESOLVE_TIMEOUT):
-            try:
-                infos = await trio.socket.getaddrinfo(address, port, type=trio.socket.SOCK_STREAM)
-            except OSError:
-                infos = []
-            if infos:
-                address = str(infos[0][4][0])
+            with contextlib.suppress(OSError):
+                address = await cache.resolve(address, port)
         return f"{address} port {port}"
 
     return lookup
@@ -508,6 +510,7 @@ async def _run(
     from geminibot.crawl.store import StoreKnownHosts
     from geminibot.gemini.client import GeminiClient
     from geminibot.http.client import WebClient, user_agent
+    from geminibot.net.dns import DnsCache
 
     display = Display(sys.stderr)
     web = WebClient(
@@ -515,13 +518,15 @@ async def _run(
         connect_to=resolver,
         limits=CRAWL_LIMITS,
     )
-    crawler = Crawler(conn, ProtocolFetcher(web=web), options, address_of=address_of(resolver))
+    dns = DnsCache()  # one cache: the addresses paced as one are those connected to
+    crawler = Crawler(conn, ProtocolFetcher(web=web), options, address_of=address_of(resolver, dns))
     # Certificates pinned in the crawl's database on first use; a changed one is refused.
     gemini = GeminiClient(
         connect_to=resolver,
         limits=CRAWL_LIMITS,
         known_hosts=StoreKnownHosts(crawler.store, crawler.clock),
         strict_tofu=True,
+        dns=dns,
     )
     crawler.fetch = ProtocolFetcher(gemini=gemini_fetch(gemini), web=web)
     try:

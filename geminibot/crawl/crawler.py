@@ -39,7 +39,7 @@ import socket
 import sqlite3
 import time
 import uuid
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterator
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
 from typing import Protocol
@@ -91,6 +91,12 @@ __all__ = [
     "Response",
 ]
 
+#: Host workers at once per request allowed in flight (``concurrency``). A worker holds
+#: its host's policy, the URL it claimed and its task while it waits for its turn, tens
+#: of KiB; one worker for every host with work made memory grow with the hosts (on the
+#: synthetic space, about 3,400 of 4,400 hosts held a claimed URL at once), while a few
+#: per slot keep every slot busy. The other hosts wait in the scheduler's ready queue.
+WORKERS_PER_SLOT = 4
 #: robots2.txt category each role declares (project decision; None: global directives only).
 ROLE_CATEGORIES: dict[str, str | None] = {
     "indexer": "search-indexer",
@@ -371,7 +377,7 @@ class Crawler:
             self._capped = False  # room again: the hosts left out (or another's, now free)
             held = {h for h, wait in self.store.work_elsewhere(self.lease).items() if wait > 0}
             self.scheduler.add_work(h for h in self.store.hosts_with_work() if h not in held)
-        for host in self.scheduler.take_ready():
+        for host in self._take_ready():
             if host in self._running or host in self._skipped or not self.host_allowed(host):
                 continue  # a host not allowed, or skipped, stays out for this run
             if cap is not None and len(self._running) >= cap:
@@ -380,6 +386,15 @@ class Crawler:
                 continue
             self._running.add(host)
             nursery.start_soon(self._worker, host)
+
+    def _take_ready(self) -> Iterator[str]:
+        """Ready hosts while there is room for workers (:data:`WORKERS_PER_SLOT`)."""
+        workers = max(1, self.options.concurrency) * WORKERS_PER_SLOT
+        while len(self._running) < workers:
+            batch = self.scheduler.take_ready(workers - len(self._running))
+            if not batch:
+                return
+            yield from batch
 
     def _limit_met(self) -> bool:
         """The db holds --max-pages pages."""

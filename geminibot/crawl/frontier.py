@@ -26,7 +26,9 @@ every resume of a crawl.
 
 Trap bounds (named, documented, tested at their edges) stop link mazes and calendars:
 :data:`MAX_URL_LENGTH`, :data:`MAX_QUERIES_PER_PATH`, :data:`DEFAULT_MAX_DEPTH`,
-:data:`MAX_URLS_PER_HOST`.
+:data:`MAX_URLS_PER_HOST`, and the shapes of :mod:`geminibot.crawl.traps`. A trapped URL's
+reason is also recorded as a refusing decision (``trap: <bound>``), so ``decisions`` says
+why a URL was never fetched as it does for a policy's refusal.
 """
 
 from __future__ import annotations
@@ -34,7 +36,9 @@ from __future__ import annotations
 import sqlite3
 from collections.abc import Callable
 from dataclasses import dataclass
+from datetime import UTC, date, datetime
 
+from geminibot.crawl import traps
 from geminibot.crawl.schemes import host_key, parse_any
 from geminibot.index import transaction
 
@@ -46,9 +50,10 @@ MAX_URL_LENGTH = 1022
 MAX_QUERIES_PER_PATH = 16
 #: Links further than this from a seed are not followed (seeds are depth 0).
 DEFAULT_MAX_DEPTH = 16
-#: Most URLs one host may put into the frontier (stops endless generated link mazes). With
-#: the default 10 s between requests that is well over an hour of one host's time per crawl.
-MAX_URLS_PER_HOST = 500
+#: Most live URLs one host may have in the frontier: a last bound, not a quota (Kennedy
+#: allows 15,000 per authority; real large capsules need thousands). Generated mazes and
+#: calendars are stopped earlier by their shape (:mod:`geminibot.crawl.traps`).
+MAX_URLS_PER_HOST = 15_000
 #: How the per-host cap's trap reason ends (a trapped URL with it is queued once the host
 #: has room again).
 CAP_REASON = " URLs on the host"
@@ -63,6 +68,7 @@ class Limits:
     max_url_length: int = MAX_URL_LENGTH
     max_queries_per_path: int = MAX_QUERIES_PER_PATH
     max_urls_per_host: int = MAX_URLS_PER_HOST
+    max_deep_urls_per_host: int = traps.MAX_DEEP_URLS_PER_HOST
 
 
 @dataclass(frozen=True)
@@ -74,11 +80,28 @@ class Claim:
     depth: int
 
 
+def path_and_query(url: str) -> tuple[str, str | None]:
+    """A normalised URL's path (``/`` at least) and query (None: it has none)."""
+    parts = url.split("/", 3)
+    rest = parts[3] if len(parts) == 4 else ""
+    path, mark, query = rest.partition("?")
+    return "/" + path, query if mark else None
+
+
 def trap_reason(
-    lim: Limits, url: str, depth: int, host_total: int, queries_on_path: int | None
+    lim: Limits,
+    url: str,
+    depth: int,
+    host_total: int,
+    queries_on_path: int | None,
+    *,
+    deep_on_host: int | None = None,
+    today: date | None = None,
 ) -> str | None:
     """The trap bound a new URL breaks, or None: ``host_total`` URLs already queued on its
-    host, ``queries_on_path`` query strings already on its path (None: it has no query)."""
+    host, ``queries_on_path`` query strings already on its path (None: it has no query),
+    ``deep_on_host`` deep URLs on its host (None: not counted), ``today`` for calendar
+    dates (None: the UTC date now)."""
     if len(url.encode("utf-8", "surrogatepass")) > lim.max_url_length:
         return f"URL longer than {lim.max_url_length} bytes"
     if depth > lim.max_depth:
@@ -87,7 +110,11 @@ def trap_reason(
         return f"more than {lim.max_urls_per_host}{CAP_REASON}"
     if queries_on_path is not None and queries_on_path >= lim.max_queries_per_path:
         return f"more than {lim.max_queries_per_path} query strings on the path"
-    return None
+    path, query = path_and_query(url)
+    shape = traps.shape_trap(path, query, today or datetime.now(UTC).date())
+    if shape is not None or deep_on_host is None:
+        return shape
+    return traps.deep_trap(path, deep_on_host, lim.max_deep_urls_per_host)
 
 
 class Frontier:
@@ -99,6 +126,9 @@ class Frontier:
         self.conn = conn
         self.clock = clock
         self.limits = limits or Limits()
+        #: Deep URLs (:func:`geminibot.crawl.traps.is_deep`) per host, counted from the
+        #: table the first time a host needs it, then kept up to date (one int per host).
+        self._deep: dict[str, int] = {}
 
     # --- writes that belong to a larger transaction (the caller holds it) ---
 
@@ -137,8 +167,14 @@ class Frontier:
             (url, host, path, int(has_query), depth, parent, state, reason, now),
         )
         if reason:
+            conn.execute(
+                "INSERT INTO decisions (url, host, allowed, reason, at) VALUES (?, ?, 0, ?, ?)",
+                (url, host, f"trap: {reason}", now),
+            )
             return f"trapped: {reason}"
         conn.execute("UPDATE hosts SET urls_total = urls_total + 1 WHERE host = ?", (host,))
+        if host in self._deep and traps.is_deep(path):
+            self._deep[host] += 1
         return "queued"
 
     def _trap(self, url: str, host: str, path: str, has_query: bool, depth: int) -> str | None:
@@ -152,7 +188,18 @@ class Frontier:
                 " AND state != 'trapped'",
                 (host, path),
             ).fetchone()
-        return trap_reason(self.limits, url, depth, total, queries)
+        deep = self._deep_on(host) if traps.is_deep(path) else None
+        today = datetime.fromtimestamp(self.clock(), UTC).date()
+        return trap_reason(self.limits, url, depth, total, queries, deep_on_host=deep, today=today)
+
+    def _deep_on(self, host: str) -> int:
+        """The host's deep URLs that are not trapped (counted once per host and process)."""
+        if host not in self._deep:
+            rows = self.conn.execute(
+                "SELECT path FROM urls WHERE host = ? AND state != 'trapped'", (host,)
+            )
+            self._deep[host] = sum(traps.is_deep(str(r[0])) for r in rows)
+        return self._deep[host]
 
     def _room(self, host: str) -> bool:
         """Whether ``host`` has fewer live URLs (``hosts.urls_total``: queued, leased,

@@ -111,11 +111,14 @@ class Scheduler:
         host = min(self._waiting, key=self._waiting.__getitem__)
         return host, self._waiting[host]
 
-    def take_ready(self) -> list[str]:
-        """The hosts that got work since the last call, oldest work first."""
-        ready = list(self._ready)
-        self._ready.clear()
-        return ready
+    def take_ready(self, limit: int | None = None) -> list[str]:
+        """The hosts that got work since the last call, oldest work first; at most
+        ``limit`` of them (the others stay ready for a later call)."""
+        if limit is None or limit >= len(self._ready):
+            ready = list(self._ready)
+            self._ready.clear()
+            return ready
+        return [self._ready.popleft() for _ in range(max(limit, 0))]
 
     # -- addresses --
 

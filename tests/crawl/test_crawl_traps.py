@@ -1,0 +1,130 @@
+"""Traps caught by their shape (geminibot.crawl.traps), each bound at its edge, and the
+frontier recording a trapped URL's reason as a decision."""
+
+import sqlite3
+from datetime import UTC, date, datetime
+from pathlib import Path
+
+import pytest
+
+from geminibot.crawl import traps
+from geminibot.crawl.frontier import MAX_URLS_PER_HOST, Frontier, Limits, path_and_query
+from geminibot.index import connect, transaction
+
+TODAY = date(2026, 11, 25)
+NOON = datetime(2026, 11, 25, 12, tzinfo=UTC).timestamp()
+
+
+@pytest.fixture
+def conn(tmp_path: Path) -> sqlite3.Connection:
+    return connect(tmp_path / "t.db")
+
+
+def test_per_host_cap_is_kennedys_per_authority_limit() -> None:
+    assert MAX_URLS_PER_HOST == 15_000
+    assert Limits().max_urls_per_host == 15_000
+
+
+def test_segment_repeats_edge() -> None:
+    at_bound = "/a/b" * traps.MAX_SEGMENT_REPEATS
+    assert traps.shape_trap(at_bound, None, TODAY) is None
+    over = at_bound + "/a"
+    assert traps.shape_trap(over, None, TODAY) == "a path segment repeated more than 3 times"
+
+
+def test_segment_count_edge() -> None:
+    at_bound = "".join(f"/s{k}" for k in range(traps.MAX_SEGMENTS))
+    assert traps.shape_trap(at_bound, None, TODAY) is None
+    assert traps.shape_trap(at_bound + "/last", None, TODAY) == "more than 12 path segments"
+    assert traps.segments("/a//b/") == ["a", "b"]  # empty segments do not count
+
+
+@pytest.mark.parametrize(
+    ("path", "query", "reason"),
+    [
+        ("/calendar/1991/1", None, None),
+        ("/calendar/1990/12", None, "a calendar date before 1991"),
+        ("/log/1990-12-31.gmi", None, "a calendar date before 1991"),
+        ("/log/1991-01-01.gmi", None, None),
+        ("/cal", "day=2028-11-25", None),  # exactly two years ahead
+        ("/cal", "day=2028-11-26", "a calendar date more than 2 years ahead"),
+        ("/calendar/2028/11", None, None),  # a month means its first day
+        ("/calendar/2028/12", None, "a calendar date more than 2 years ahead"),
+        ("/p/1234/13", None, None),  # month 13: not a date
+        ("/p/0001-02-31", None, None),  # 31 February: not a date
+        ("/p/12345/01", None, None),  # five digits: not a year
+    ],
+)
+def test_calendar_dates_edges(path: str, query: str | None, reason: str | None) -> None:
+    assert traps.shape_trap(path, query, TODAY) == reason
+
+
+def test_latest_date_on_29_february() -> None:
+    assert traps.latest_date(date(2028, 2, 29)) == date(2030, 2, 28)
+
+
+def test_deep_urls_edge() -> None:
+    deep = "/a/b/c/d/e"
+    assert traps.is_deep(deep) and not traps.is_deep("/a/b/c/d")
+    assert traps.deep_trap(deep, traps.MAX_DEEP_URLS_PER_HOST - 1) is None
+    assert traps.deep_trap(deep, traps.MAX_DEEP_URLS_PER_HOST) == (
+        "more than 300 URLs deeper than 4 segments on the host"
+    )
+    assert traps.deep_trap("/a/b/c/d", 10_000) is None  # shallow URLs are not counted
+
+
+def test_path_and_query() -> None:
+    assert path_and_query("gemini://a.test") == ("/", None)
+    assert path_and_query("gemini://a.test/x/y?q=1/2") == ("/x/y", "q=1/2")
+    assert path_and_query("gemini://a.test/x?") == ("/x", "")
+
+
+def test_frontier_records_trap_as_decision(conn: sqlite3.Connection) -> None:
+    f = Frontier(conn, lambda: NOON)
+    with transaction(conn):
+        assert f.add("gemini://a.test/calendar/2026/11", 1) == "queued"
+        assert f.add("gemini://a.test/calendar/1990/12", 1) == (
+            "trapped: a calendar date before 1991"
+        )
+        assert f.add("gemini://a.test/x/x/x/x", 1).startswith("trapped: a path segment")
+    assert f.state_of("gemini://a.test/calendar/1990/12") == (
+        "trapped",
+        "a calendar date before 1991",
+    )
+    rows = conn.execute("SELECT url, allowed, reason, at FROM decisions ORDER BY id").fetchall()
+    assert rows == [
+        ("gemini://a.test/calendar/1990/12", 0, "trap: a calendar date before 1991", NOON),
+        ("gemini://a.test/x/x/x/x", 0, "trap: a path segment repeated more than 3 times", NOON),
+    ]
+
+
+def test_frontier_future_dates_follow_its_clock(conn: sqlite3.Connection) -> None:
+    later = datetime(2030, 1, 1, tzinfo=UTC).timestamp()
+    with transaction(conn):
+        assert Frontier(conn, lambda: NOON).add("gemini://a.test/2031/01", 1).startswith("trapped")
+        assert Frontier(conn, lambda: later).add("gemini://b.test/2031/01", 1) == "queued"
+
+
+def test_frontier_deep_urls_per_host_edge(conn: sqlite3.Connection) -> None:
+    f = Frontier(conn, lambda: NOON)
+    bound = traps.MAX_DEEP_URLS_PER_HOST
+    with transaction(conn):
+        for k in range(bound - 1):
+            assert f.add(f"gemini://m.test/a/b/c/d/{k}", 1) == "queued"
+        assert f.add("gemini://m.test/a/b/c/d/e/f", 1) == "queued"  # the 300th deep URL
+        assert f.add("gemini://m.test/a/b/c/d/last", 1) == (
+            "trapped: more than 300 URLs deeper than 4 segments on the host"
+        )
+        assert f.add("gemini://m.test/a/b/c/shallow", 1) == "queued"
+        assert f.add("gemini://n.test/a/b/c/d/e", 1) == "queued"  # another host
+
+
+def test_frontier_deep_count_survives_a_restart(conn: sqlite3.Connection) -> None:
+    limits = Limits(max_deep_urls_per_host=2)
+    with transaction(conn):
+        first = Frontier(conn, lambda: NOON, limits)
+        assert first.add("gemini://m.test/a/b/c/d/1", 1) == "queued"
+        assert first.add("gemini://m.test/a/b/c/d/2", 1) == "queued"
+    again = Frontier(conn, lambda: NOON, limits)  # counts the table afresh
+    with transaction(conn):
+        assert again.add("gemini://m.test/a/b/c/d/3", 1).startswith("trapped: more than 2 URLs")
