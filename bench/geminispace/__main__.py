@@ -5,7 +5,8 @@
     .venv/bin/python bench/geminispace describe --hosts 12 --urls 400
 
 ``serve`` prints the port and the ``geminibot crawl`` options that reach the space, then
-answers until Ctrl-C (or ``--seconds``).
+answers until Ctrl-C (or ``--seconds``). ``SIGUSR1`` moves it to the next day (it prints
+``day D``): same port, same certificate, so a crawler that pinned it can revisit.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import json
+import signal
 import sys
 from collections import Counter
 from pathlib import Path
@@ -57,6 +59,16 @@ async def serve(space: Space, port: int, day: int, seconds: float, addresses: in
         async with trio.open_nursery() as nursery:
             for listener in listeners:
                 nursery.start_soon(server.serve, listener)
+            nursery.start_soon(next_day_on_signal, server)
+
+
+async def next_day_on_signal(server: SpaceServer) -> None:
+    """Each ``SIGUSR1`` moves ``server`` to its next day."""
+    with trio.open_signal_receiver(signal.SIGUSR1) as signals:
+        async for _ in signals:
+            server.day += 1
+            print(f"day {server.day}")
+            sys.stdout.flush()
 
 
 def main() -> None:
