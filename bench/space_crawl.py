@@ -3,7 +3,8 @@ then revisited on day 1.
 
     nice -n 10 .venv/bin/python bench/space_crawl.py [--hosts 4400] [--urls 600000]
         [--addresses 10] [--concurrency 128] [--naive-seconds 20] [--frontier 600000]
-        [--no-profile] [--no-revisit] [--json] [--max-time SECONDS]
+        [--no-profile] [--no-revisit] [--from-scratch] [--max-host-urls N] [--json]
+        [--max-time SECONDS]
 
 Serves ``bench/geminispace`` in its own process on 127.0.0.1 and 127.0.1.1 ...
 127.0.1.``addresses`` (each host sent to one of them by ``--connect-to`` rules, so the
@@ -28,7 +29,8 @@ crawler's politeness per resolved address is exercised), crawls it with ``gemini
   day on: :data:`DAY_LATER`) and ``crawl --refresh`` (every page, now). For each: pages/s
   per tenth, CPU ms/page, peak RSS, requests, pages refetched, the database's growth per
   page refetched, and the pages re-indexed against the pages the space says changed, every
-  difference put in a named bucket (:func:`compare_days`).
+  difference put in a named bucket (:func:`compare_days`); with ``--from-scratch``, day 1
+  crawled into a new database too (what a crawler without revisits does).
 """
 
 from __future__ import annotations
@@ -415,7 +417,7 @@ def revisit(
     copy_db(day0, db)
     bytes0, rows0 = checkpointed(db)
     before = pages_of(db)
-    extra = ("--refresh",) if refresh else ()
+    extra = (*args.cap, "--refresh") if refresh else args.cap
     summary = crawl(
         space,
         args.port,
@@ -451,6 +453,29 @@ def revisit(
     }
 
 
+def crawl_figures(space: Space, summary: dict[str, Any], db: Path) -> dict[str, Any]:
+    """A crawl from scratch into ``db``: its pages, pages/s per tenth, CPU, memory, bytes."""
+    with sqlite3.connect(db) as conn:
+        fetched = conn.execute("SELECT url, fetched_at FROM pages").fetchall()
+    conn.close()
+    times = [float(t) for _, t in fetched]
+    pages = len(times)
+    rates = tenths(times)
+    return {
+        "pages": pages,
+        "requests": summary.get("requests"),
+        "wall_seconds": summary["wall_seconds"],
+        "pages_per_second": pages / summary["wall_seconds"],
+        "tenths": rates,
+        "tenths_normal_hosts": tenths([float(t) for u, t in fetched if normal_host(space, u)]),
+        "last_vs_first": rates[-1] / rates[0] if rates else None,
+        "cpu_ms_per_page": 1000 * summary["cpu_seconds"] / max(pages, 1),
+        "peak_rss_mib": summary["peak_rss_mib"],
+        "db_bytes_per_page": db_bytes(db) / max(pages, 1),
+        "stopped_by": summary.get("stopped_at"),
+    }
+
+
 def report(args: argparse.Namespace) -> dict[str, Any]:
     space = Space(args.hosts, args.urls)
     out: dict[str, Any] = {
@@ -468,7 +493,7 @@ def report(args: argparse.Namespace) -> dict[str, Any]:
             db = tmp / "crawl.db"
             profile = None if args.no_profile else tmp / "spy.txt"
             summary = crawl(
-                space, port, args.addresses, db, args.concurrency, profile, args.max_time
+                space, port, args.addresses, db, args.concurrency, profile, args.max_time, *args.cap
             )
             if args.naive_seconds > 0:
                 pages, seconds = naive(space, port, args.naive_seconds, tmp)
@@ -479,28 +504,23 @@ def report(args: argparse.Namespace) -> dict[str, Any]:
                     raise SystemExit("the space server is not on day 1")
                 for name, refresh in (("day1_due", False), ("day1_refresh", True)):
                     out[name] = revisit(args, space, db, tmp, refresh)
+                if args.from_scratch:  # what a crawler without revisits does on day 1
+                    scratch = tmp / "scratch.db"
+                    again = crawl(
+                        space,
+                        port,
+                        args.addresses,
+                        scratch,
+                        args.concurrency,
+                        None,
+                        args.max_time,
+                        *args.cap,
+                    )
+                    out["day1_from_scratch"] = crawl_figures(space, again, scratch)
         finally:
             server.kill()
             server.wait()
-        with sqlite3.connect(db) as conn:
-            fetched = conn.execute("SELECT url, fetched_at FROM pages").fetchall()
-        times = [float(t) for _, t in fetched]
-        pages = len(times)
-        rates = tenths(times)
-        steady = [float(t) for url, t in fetched if normal_host(space, url)]
-        out["tenths_normal_hosts"] = tenths(steady)
-        out.update(
-            pages=pages,
-            requests=summary.get("requests"),
-            wall_seconds=summary["wall_seconds"],
-            pages_per_second=pages / summary["wall_seconds"],
-            tenths=rates,
-            last_vs_first=rates[-1] / rates[0] if rates else None,
-            cpu_ms_per_page=1000 * summary["cpu_seconds"] / max(pages, 1),
-            peak_rss_mib=summary["peak_rss_mib"],
-            db_bytes_per_page=db_bytes(db) / max(pages, 1),
-            stopped_by=summary.get("stopped_at"),
-        )
+        out.update(crawl_figures(space, summary, db))
         if "naive_pages_per_second" in out:
             out["speedup"] = out["pages_per_second"] / out["naive_pages_per_second"]
         if profile is not None and profile.exists():
@@ -528,11 +548,16 @@ def main() -> None:
     parser.add_argument("--no-profile", action="store_true", help="no py-spy")
     parser.add_argument("--no-revisit", action="store_true", help="day 0 only")
     parser.add_argument(
+        "--from-scratch", action="store_true", help="also crawl day 1 into a new database"
+    )
+    parser.add_argument("--max-host-urls", type=int, help="the crawl's trap bound per host")
+    parser.add_argument(
         "--max-time", type=float, default=CRAWL_LIMIT, help="seconds, then the crawl stops"
     )
     parser.add_argument("--json", action="store_true")
     parser.add_argument("--keep-profile", type=Path, help="copy py-spy's raw samples here")
     args = parser.parse_args()
+    args.cap = () if args.max_host_urls is None else ("--max-host-urls", str(args.max_host_urls))
     out = report(args)
     if args.json:
         print(json.dumps(out, indent=2))
@@ -559,7 +584,7 @@ def main() -> None:
         print(f"naive pages/s: {out['naive_pages_per_second']:.1f}; x{out['speedup']:.1f}")
     if "next_host" in out:
         print(f"next host: {out['next_host']}")
-    for name in ("day1_due", "day1_refresh"):
+    for name in ("day1_due", "day1_refresh", "day1_from_scratch"):
         if name in out:
             day = dict(out[name])
             print(f"{name}: pages/s per tenth " + " ".join(f"{r:.1f}" for r in day.pop("tenths")))

@@ -51,24 +51,20 @@ async def serve(space: Space, port: int, day: int, seconds: float, addresses: in
     server.port = listeners[0].socket.getsockname()[1]
     for k in range(1, addresses + 1):
         listeners += await trio.open_tcp_listeners(server.port, host=loopback_address(k))
-    print(f"serving {space.hosts} hosts (*.{DOMAIN}), day {day}, on 127.0.0.1:{server.port}")
-    rules = " ".join(f"--connect-to '{r}'" for r in address_rules(server.port, addresses))
-    print(f"crawl with: {rules} --test-range")
-    sys.stdout.flush()
-    with trio.move_on_after(seconds):
-        async with trio.open_nursery() as nursery:
-            for listener in listeners:
-                nursery.start_soon(server.serve, listener)
-            nursery.start_soon(next_day_on_signal, server)
-
-
-async def next_day_on_signal(server: SpaceServer) -> None:
-    """Each ``SIGUSR1`` moves ``server`` to its next day."""
+    # SIGUSR1 handled before the first line is printed: a caller may send it once it is.
     with trio.open_signal_receiver(signal.SIGUSR1) as signals:
-        async for _ in signals:
-            server.day += 1
-            print(f"day {server.day}")
-            sys.stdout.flush()
+        print(f"serving {space.hosts} hosts (*.{DOMAIN}), day {day}, on 127.0.0.1:{server.port}")
+        rules = " ".join(f"--connect-to '{r}'" for r in address_rules(server.port, addresses))
+        print(f"crawl with: {rules} --test-range")
+        sys.stdout.flush()
+        with trio.move_on_after(seconds):
+            async with trio.open_nursery() as nursery:
+                for listener in listeners:
+                    nursery.start_soon(server.serve, listener)
+                async for _ in signals:  # each SIGUSR1: the next day
+                    server.day += 1
+                    print(f"day {server.day}")
+                    sys.stdout.flush()
 
 
 def main() -> None:
