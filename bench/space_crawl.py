@@ -1,5 +1,5 @@
 """Whole-Geminispace crawl on one machine: the synthetic space crawled from scratch (day 0),
-then revisited on day 1.
+then revisited on days 1 and 2.
 
     nice -n 10 .venv/bin/python bench/space_crawl.py [--hosts 4400] [--urls 600000]
         [--addresses 10] [--concurrency 128] [--naive-seconds 20] [--frontier 600000]
@@ -26,7 +26,9 @@ crawler's politeness per resolved address is exercised), crawls it with ``gemini
 - day 1 (the space's ``--day 1``: :data:`~geminispace.space.CHANGE_RATE` of the ``/p/``
   pages changed, the hosts that vanish gone), revisited twice from copies of the day-0
   database: ``geminibot crawl`` as a daily run would (only what is due, its wall clock a
-  day on: :data:`DAY_LATER`) and ``crawl --refresh`` (every page, now). For each: pages/s
+  day on: :data:`DAY_LATER`) and ``crawl --refresh`` (every page, now); then day 2 by a
+  plain crawl on a copy of the first's database (its clock two days on: what is due now
+  follows the intervals day 1 learned). For each: pages/s
   per tenth, CPU ms/page, peak RSS, requests, pages refetched, the database's growth per
   page refetched, and the pages re-indexed against the pages the space says changed, every
   difference put in a named bucket (:func:`compare_days`); with ``--from-scratch``, day 1
@@ -226,7 +228,7 @@ def compare_days(
         tree = tree_page(space, url)
         assert tree is not None
         if not space.answers(tree[0], day):
-            missed["host gone on day 1 (its requests fail; the day-0 copy stays)"] += 1
+            missed["host gone (its requests fail; the old copy stays)"] += 1
         elif url in refetched:
             missed["refetched, not re-indexed"] += 1
         else:
@@ -235,7 +237,7 @@ def compare_days(
     for url in before.keys() - set(refetched):
         i = space.index_of(url.removeprefix("gemini://").partition("/")[0])
         gone = i is not None and not space.answers(i, day)
-        stale["host gone on day 1" if gone else f"other {path_kind(url)}"] += 1
+        stale["host gone" if gone else f"other {path_kind(url)}"] += 1
     extra: Counter[str] = Counter()  # re-indexed, not changed
     for url in reindexed - changed:
         page = after[url]
@@ -409,12 +411,12 @@ def choice_latency(db: Path, hosts: int, queued: int) -> dict[str, float]:
 
 
 def revisit(
-    args: argparse.Namespace, space: Space, day0: Path, tmp: Path, refresh: bool
+    args: argparse.Namespace, space: Space, day: int, source: Path, db: Path, refresh: bool
 ) -> dict[str, Any]:
-    """Day 1 on a copy of the day-0 database: a plain crawl a day later, or ``--refresh``
-    now. The space's server must be serving day 1."""
-    db = tmp / ("refresh.db" if refresh else "due.db")
-    copy_db(day0, db)
+    """``day`` revisited in ``db``, a copy of the previous day's database ``source``: a
+    plain crawl with the clock ``day`` days on (:data:`DAY_LATER` each), or ``--refresh``
+    now. The space's server must be serving ``day``."""
+    copy_db(source, db)
     bytes0, rows0 = checkpointed(db)
     before = pages_of(db)
     extra = (*args.cap, "--refresh") if refresh else args.cap
@@ -427,9 +429,9 @@ def revisit(
         None,
         args.max_time,
         *extra,
-        ahead=0.0 if refresh else DAY_LATER,
+        ahead=0.0 if refresh else day * DAY_LATER,
     )
-    figures = compare_days(space, 1, before, pages_of(db))
+    figures = compare_days(space, day, before, pages_of(db))
     left = db_bytes(db)  # the database and its WAL as the crawl left them
     bytes1, rows1 = checkpointed(db)
     times = figures.pop("fetch_times")
@@ -451,6 +453,42 @@ def revisit(
         "rows_added": {t: rows1[t] - rows0[t] for t in GROWING},
         "stopped_by": summary.get("stopped_at"),
     }
+
+
+def revisits(
+    args: argparse.Namespace,
+    space: Space,
+    server: subprocess.Popen[str],
+    port: int,
+    db: Path,
+    tmp: Path,
+) -> dict[str, Any]:
+    """Days 1 and 2 after the day-0 crawl into ``db`` (see the module's docstring)."""
+    args.port = port
+    out: dict[str, Any] = {}
+    if next_day(server) != 1:
+        raise SystemExit("the space server is not on day 1")
+    for name, refresh in (("day1_due", False), ("day1_refresh", True)):
+        out[name] = revisit(args, space, 1, db, tmp / f"{name}.db", refresh)
+    if args.from_scratch:  # what a crawler without revisits does on day 1
+        scratch = tmp / "scratch.db"
+        again = crawl(
+            space,
+            port,
+            args.addresses,
+            scratch,
+            args.concurrency,
+            None,
+            args.max_time,
+            *args.cap,
+        )
+        out["day1_from_scratch"] = crawl_figures(space, again, scratch)
+    if next_day(server) != 2:
+        raise SystemExit("the space server is not on day 2")
+    # the intervals day 1 learned: changed pages halved, unchanged doubled
+    day1 = tmp / "day1_due.db"
+    out["day2_due"] = revisit(args, space, 2, day1, tmp / "day2_due.db", False)
+    return out
 
 
 def crawl_figures(space: Space, summary: dict[str, Any], db: Path) -> dict[str, Any]:
@@ -499,24 +537,7 @@ def report(args: argparse.Namespace) -> dict[str, Any]:
                 pages, seconds = naive(space, port, args.naive_seconds, tmp)
                 out["naive_pages_per_second"] = pages / seconds
             if not args.no_revisit:
-                args.port = port
-                if next_day(server) != 1:
-                    raise SystemExit("the space server is not on day 1")
-                for name, refresh in (("day1_due", False), ("day1_refresh", True)):
-                    out[name] = revisit(args, space, db, tmp, refresh)
-                if args.from_scratch:  # what a crawler without revisits does on day 1
-                    scratch = tmp / "scratch.db"
-                    again = crawl(
-                        space,
-                        port,
-                        args.addresses,
-                        scratch,
-                        args.concurrency,
-                        None,
-                        args.max_time,
-                        *args.cap,
-                    )
-                    out["day1_from_scratch"] = crawl_figures(space, again, scratch)
+                out.update(revisits(args, space, server, port, db, tmp))
         finally:
             server.kill()
             server.wait()
@@ -584,7 +605,7 @@ def main() -> None:
         print(f"naive pages/s: {out['naive_pages_per_second']:.1f}; x{out['speedup']:.1f}")
     if "next_host" in out:
         print(f"next host: {out['next_host']}")
-    for name in ("day1_due", "day1_refresh", "day1_from_scratch"):
+    for name in ("day1_due", "day1_refresh", "day1_from_scratch", "day2_due"):
         if name in out:
             day = dict(out[name])
             print(f"{name}: pages/s per tenth " + " ".join(f"{r:.1f}" for r in day.pop("tenths")))

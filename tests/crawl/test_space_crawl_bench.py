@@ -125,7 +125,7 @@ def test_compare_days_puts_every_difference_in_a_bucket() -> None:
     figures = space_crawl.compare_days(space, 1, before, after)
     assert figures["fetch_times"] == [98.0, 99.0, 99.0, 99.0, 99.0, 99.0]
     assert figures["pages_refetched"] == 6
-    assert figures["not_refetched"] == {"other /p/": 1, "host gone on day 1": 1}
+    assert figures["not_refetched"] == {"other /p/": 1, "host gone": 1}
     assert figures["pages_reindexed"] == 4
     assert figures["changed_in_space"] == 4
     assert figures["changed_and_reindexed"] == 1
