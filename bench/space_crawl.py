@@ -192,6 +192,36 @@ def pages_of(db: Path) -> dict[str, Page]:
     return {url: Page(row_id, float(at), status) for url, row_id, at, status in rows}
 
 
+#: Policy files a crawl reads (re-read once their copy is a day old).
+POLICY_FILES = ("/robots.txt", "/robots2.txt", "/agents.txt")
+
+
+def requests_by_kind(db: Path, after: int) -> dict[str, int]:
+    """The requests logged in ``fetches`` past row ``after``: policy files, answers
+    that asked to slow down (``44``), failures (no answer), the rest (pages)."""
+    out: Counter[str] = Counter()
+    with sqlite3.connect(db) as conn:
+        rows = conn.execute("SELECT url, status FROM fetches WHERE id > ?", (after,))
+        for url, status in rows:
+            if str(url).endswith(POLICY_FILES):
+                out["policy files"] += 1
+            elif status is None:
+                out["failed (no answer)"] += 1
+            elif status == 44:
+                out["44 slow down"] += 1
+            else:
+                out["pages"] += 1
+    conn.close()
+    return dict(out.most_common())
+
+
+def last_fetch(db: Path) -> int:
+    with sqlite3.connect(db) as conn:
+        last = conn.execute("SELECT max(id) FROM fetches").fetchone()[0]
+    conn.close()
+    return int(last or 0)
+
+
 def tree_page(space: Space, url: str) -> tuple[int, int] | None:
     """(host, j) of a ``/p/j.gmi`` URL of the space (the only pages a day changes)."""
     host, _, path = url.removeprefix("gemini://").partition("/")
@@ -418,7 +448,7 @@ def revisit(
     now. The space's server must be serving ``day``."""
     copy_db(source, db)
     bytes0, rows0 = checkpointed(db)
-    before = pages_of(db)
+    before, logged = pages_of(db), last_fetch(db)
     extra = (*args.cap, "--refresh") if refresh else args.cap
     summary = crawl(
         space,
@@ -439,6 +469,7 @@ def revisit(
     refetched = figures["pages_refetched"]
     return {
         "requests": summary.get("requests"),
+        "requests_by_kind": requests_by_kind(db, logged),
         "revisits_queued": summary.get("revisits"),
         "unchanged": summary.get("unchanged"),
         **figures,

@@ -166,3 +166,32 @@ def test_copy_and_checkpoint_a_crawl_db(tmp_path: Path) -> None:
     assert rows == {"pages": 0, "links": 0, "fetches": 0, "decisions": 1}
     assert size == space_crawl.db_bytes(tmp_path / "b.db") > 0
     assert not (tmp_path / "b.db-wal").exists() or (tmp_path / "b.db-wal").stat().st_size == 0
+
+
+def test_requests_by_kind(tmp_path: Path) -> None:
+    from geminibot.index import connect
+
+    conn = connect(tmp_path / "a.db")
+    rows = [
+        ("gemini://h/robots.txt", 20),
+        ("gemini://h/robots2.txt", 51),
+        ("gemini://h/agents.txt", None),
+        ("gemini://h/p/1.gmi", 20),
+        ("gemini://h/p/2.gmi", 44),
+        ("gemini://h/p/3.gmi", None),
+        ("gemini://h/p/4.gmi", 51),
+    ]
+    with conn:
+        conn.executemany(
+            "INSERT INTO fetches (url, host, status, started_at, duration) VALUES (?, 'h', ?, 0, 0)",
+            rows,
+        )
+    conn.close()
+    assert space_crawl.last_fetch(tmp_path / "a.db") == 7
+    assert space_crawl.requests_by_kind(tmp_path / "a.db", 1) == {
+        "policy files": 2,
+        "pages": 2,
+        "44 slow down": 1,
+        "failed (no answer)": 1,
+    }
+    assert space_crawl.requests_by_kind(tmp_path / "a.db", 7) == {}
