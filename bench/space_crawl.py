@@ -1,8 +1,10 @@
-"""Whole-Geminispace crawl on one machine: the synthetic space crawled from scratch.
+"""Whole-Geminispace crawl on one machine: the synthetic space crawled from scratch (day 0),
+then revisited on days 1 and 2.
 
     nice -n 10 .venv/bin/python bench/space_crawl.py [--hosts 4400] [--urls 600000]
         [--addresses 10] [--concurrency 128] [--naive-seconds 20] [--frontier 600000]
-        [--no-profile] [--json] [--max-time SECONDS]
+        [--no-profile] [--no-revisit] [--from-scratch] [--max-host-urls N] [--json]
+        [--max-time SECONDS]
 
 Serves ``bench/geminispace`` in its own process on 127.0.0.1 and 127.0.1.1 ...
 127.0.1.``addresses`` (each host sent to one of them by ``--connect-to`` rules, so the
@@ -20,7 +22,17 @@ crawler's politeness per resolved address is exercised), crawls it with ``gemini
 - choosing the next host at ``--frontier`` queued URLs: the GROUP BY over the queue that
   the crawler used to run each time a worker ended, against what it does now (the
   in-memory ready-host queue, then the host's oldest URL by the ``(host, state, id)``
-  index), median and 99th percentile over :data:`CHOICES` choices.
+  index), median and 99th percentile over :data:`CHOICES` choices;
+- day 1 (the space's ``--day 1``: :data:`~geminispace.space.CHANGE_RATE` of the ``/p/``
+  pages changed, the hosts that vanish gone), revisited twice from copies of the day-0
+  database: ``geminibot crawl`` as a daily run would (only what is due, its wall clock a
+  day on: :data:`DAY_LATER`) and ``crawl --refresh`` (every page, now); then day 2 by a
+  plain crawl on a copy of the first's database (its clock two days on: what is due now
+  follows the intervals day 1 learned). For each: pages/s
+  per tenth, CPU ms/page, peak RSS, requests, pages refetched, the database's growth per
+  page refetched, and the pages re-indexed against the pages the space says changed, every
+  difference put in a named bucket (:func:`compare_days`); with ``--from-scratch``, day 1
+  crawled into a new database too (what a crawler without revisits does).
 """
 
 from __future__ import annotations
@@ -30,6 +42,7 @@ import itertools
 import json
 import os
 import platform
+import signal
 import sqlite3
 import statistics
 import subprocess
@@ -39,7 +52,7 @@ import time
 from collections import Counter
 from collections.abc import Iterable
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 BENCH = Path(__file__).resolve().parent
 sys.path.insert(0, str(BENCH))
@@ -47,6 +60,8 @@ sys.path.insert(0, str(BENCH))
 from geminispace.server import address_rules  # noqa: E402
 from geminispace.space import DOMAIN, Space  # noqa: E402
 from machine import cpu_model  # noqa: E402
+
+from geminibot.crawl.freshness import DAY  # noqa: E402
 
 #: py-spy samples per second of the crawler.
 SAMPLE_RATE = 100
@@ -77,6 +92,20 @@ CATEGORIES = (
 #: A sample whose innermost frame is one of these is the loop waiting, not CPU: dropped
 #: (py-spy's own idle test is not reliable with ``--nonblocking``).
 IDLE = ("get_events (trio/_core/_io_epoll.py",)
+#: How far the plain day-1 revisit's wall clock runs ahead of the machine's: a day, the
+#: first revisit interval of every page (``freshness.INITIAL_REVISIT``), so each page
+#: fetched on day 0 is due, as in a daily run. The crawl is run with ``time.time``
+#: advanced by this much (:data:`ADVANCED_CLOCK`); the library has no clock option.
+DAY_LATER = DAY
+#: Runs ``python -m geminibot`` with ``time.time`` ``sys.argv[1]`` seconds ahead (set
+#: before geminibot is imported, so the crawler's default wall clock is the advanced one).
+ADVANCED_CLOCK = (
+    "import runpy, sys, time\n"
+    "ahead, real = float(sys.argv.pop(1)), time.time\n"
+    "time.time = lambda: real() + ahead\n"
+    "sys.argv[0] = 'geminibot'\n"
+    "runpy.run_module('geminibot', run_name='__main__', alter_sys=True)\n"
+)
 
 
 def classify(stack: str) -> str:
@@ -127,6 +156,139 @@ def db_bytes(db: Path) -> int:
     return sum(p.stat().st_size for p in db.parent.glob(db.name + "*"))
 
 
+#: Tables whose rows a revisit adds (the logs) or replaces (a re-indexed page).
+GROWING = ("pages", "links", "fetches", "decisions")
+
+
+def checkpointed(db: Path) -> tuple[int, dict[str, int]]:
+    """The database's bytes once its WAL is checkpointed into it (and truncated), and the
+    rows of :data:`GROWING` tables."""
+    with sqlite3.connect(db) as conn:
+        conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        rows = {t: conn.execute(f"SELECT count(*) FROM {t}").fetchone()[0] for t in GROWING}
+    conn.close()
+    return db_bytes(db), rows
+
+
+def copy_db(db: Path, to: Path) -> None:
+    """A copy of a closed crawl database (its WAL and shared memory files with it)."""
+    for part in db.parent.glob(db.name + "*"):
+        (to.parent / (to.name + part.name.removeprefix(db.name))).write_bytes(part.read_bytes())
+
+
+class Page(NamedTuple):
+    """A ``pages`` row as a revisit sees it: a new ``id`` means the page was re-indexed
+    (the index replaces a page's row, FTS5 terms and links), a new ``fetched_at`` that
+    it was fetched again."""
+
+    id: int
+    fetched_at: float
+    status: int | None
+
+
+def pages_of(db: Path) -> dict[str, Page]:
+    with sqlite3.connect(db) as conn:
+        rows = conn.execute("SELECT url, id, fetched_at, status FROM pages").fetchall()
+    return {url: Page(row_id, float(at), status) for url, row_id, at, status in rows}
+
+
+#: Policy files a crawl reads (re-read once their copy is a day old).
+POLICY_FILES = ("/robots.txt", "/robots2.txt", "/agents.txt")
+
+
+def requests_by_kind(db: Path, after: int) -> dict[str, int]:
+    """The requests logged in ``fetches`` past row ``after``: policy files, answers
+    that asked to slow down (``44``), failures (no answer), the rest (pages)."""
+    out: Counter[str] = Counter()
+    with sqlite3.connect(db) as conn:
+        rows = conn.execute("SELECT url, status FROM fetches WHERE id > ?", (after,))
+        for url, status in rows:
+            if str(url).endswith(POLICY_FILES):
+                out["policy files"] += 1
+            elif status is None:
+                out["failed (no answer)"] += 1
+            elif status == 44:
+                out["44 slow down"] += 1
+            else:
+                out["pages"] += 1
+    conn.close()
+    return dict(out.most_common())
+
+
+def last_fetch(db: Path) -> int:
+    with sqlite3.connect(db) as conn:
+        last = conn.execute("SELECT max(id) FROM fetches").fetchone()[0]
+    conn.close()
+    return int(last or 0)
+
+
+def tree_page(space: Space, url: str) -> tuple[int, int] | None:
+    """(host, j) of a ``/p/j.gmi`` URL of the space (the only pages a day changes)."""
+    host, _, path = url.removeprefix("gemini://").partition("/")
+    i = space.index_of(host)
+    number = path.removeprefix("p/").removesuffix(".gmi")
+    if i is None or not path.startswith("p/") or not number.isdigit() or path[-4:] != ".gmi":
+        return None
+    return i, int(number)
+
+
+def path_kind(url: str) -> str:
+    """``/p/``, ``/maze/``, ``/`` ...: a URL's first path segment, for the buckets."""
+    path = url.removeprefix("gemini://").partition("/")[2]
+    return "/" + (path.split("/")[0] + "/" if "/" in path else path.partition("?")[0])
+
+
+def compare_days(
+    space: Space, day: int, before: dict[str, Page], after: dict[str, Page]
+) -> dict[str, Any]:
+    """What a revisit on ``day`` did to the day-0 pages ``before`` (``after``: the pages
+    once it ended): pages refetched, re-indexed, and re-indexed against the pages the space
+    says changed, each difference counted under its cause."""
+    refetched = [
+        u for u, p in after.items() if u not in before or p.fetched_at != before[u].fetched_at
+    ]
+    reindexed = {u for u in refetched if u not in before or after[u].id != before[u].id}
+    changed = set()
+    for url, page in before.items():
+        tree = tree_page(space, url)
+        if tree is not None and page.status == 20 and space.changed(*tree, day):
+            changed.add(url)
+    missed: Counter[str] = Counter()  # changed, not re-indexed
+    for url in changed - reindexed:
+        tree = tree_page(space, url)
+        assert tree is not None
+        if not space.answers(tree[0], day):
+            missed["host gone (its requests fail; the old copy stays)"] += 1
+        elif url in refetched:
+            missed["refetched, not re-indexed"] += 1
+        else:
+            missed["not refetched (not due, or the run stopped)"] += 1
+    stale: Counter[str] = Counter()  # day-0 pages not fetched again
+    for url in before.keys() - set(refetched):
+        i = space.index_of(url.removeprefix("gemini://").partition("/")[0])
+        gone = i is not None and not space.answers(i, day)
+        stale["host gone" if gone else f"other {path_kind(url)}"] += 1
+    extra: Counter[str] = Counter()  # re-indexed, not changed
+    for url in reindexed - changed:
+        page = after[url]
+        if url not in before:
+            extra[f"new URL {path_kind(url)}"] += 1
+        elif page.status != before[url].status:
+            extra[f"status {before[url].status} -> {page.status} {path_kind(url)}"] += 1
+        else:
+            extra[f"same status {page.status}, another row {path_kind(url)}"] += 1
+    return {
+        "pages_refetched": len(refetched),
+        "not_refetched": dict(stale.most_common()),
+        "pages_reindexed": len(reindexed),
+        "changed_in_space": len(changed),
+        "changed_and_reindexed": len(changed & reindexed),
+        "changed_not_reindexed": dict(missed.most_common()),
+        "reindexed_not_changed": dict(extra.most_common()),
+        "fetch_times": sorted(after[u].fetched_at for u in refetched),
+    }
+
+
 def start_space(hosts: int, urls: int, addresses: int) -> tuple[subprocess.Popen[str], int]:
     argv = [sys.executable, str(BENCH / "geminispace"), "serve", "--hosts", str(hosts)]
     argv += ["--urls", str(urls), "--addresses", str(addresses)]
@@ -139,6 +301,18 @@ def start_space(hosts: int, urls: int, addresses: int) -> tuple[subprocess.Popen
     return proc, int(line.rsplit(":", 1)[1])
 
 
+def next_day(server: subprocess.Popen[str]) -> int:
+    """Move the space's server to its next day (``SIGUSR1``: same port and certificate,
+    which the crawl database has pinned); the day it now serves."""
+    assert server.stdout is not None
+    server.send_signal(signal.SIGUSR1)
+    for _ in range(3):  # after the two lines it printed when it started
+        line = server.stdout.readline()
+        if line.startswith("day "):
+            return int(line.split()[1])
+    raise SystemExit("the space server did not move to the next day")
+
+
 def crawl(
     space: Space,
     port: int,
@@ -147,10 +321,18 @@ def crawl(
     concurrency: int,
     profile: Path | None,
     max_time: float = CRAWL_LIMIT,
+    *extra: str,
+    ahead: float = 0.0,
 ) -> dict[str, Any]:
-    """Run ``geminibot crawl`` over the space; its summary, CPU seconds and peak RSS."""
+    """Run ``geminibot crawl`` over the space (``extra`` options added, its wall clock
+    ``ahead`` seconds on); its summary, CPU seconds and peak RSS."""
     seeds = [f"gemini://{space.host(i)}/" for i in range(space.hosts)]
-    argv = [sys.executable, "-m", "geminibot", "crawl", *seeds, "--db", str(db)]
+    python = (
+        [sys.executable, "-c", ADVANCED_CLOCK, str(ahead)]
+        if ahead
+        else [sys.executable, "-m", "geminibot"]
+    )
+    argv = [*python, "crawl", *seeds, "--db", str(db), *extra]
     argv += ["--test-range", "--allow-host", f"*.{DOMAIN}", "--json"]
     argv += ["--concurrency", str(concurrency), "--max-time", str(max_time)]
     for rule in address_rules(port, addresses):
@@ -258,6 +440,111 @@ def choice_latency(db: Path, hosts: int, queued: int) -> dict[str, float]:
     }
 
 
+def revisit(
+    args: argparse.Namespace, space: Space, day: int, source: Path, db: Path, refresh: bool
+) -> dict[str, Any]:
+    """``day`` revisited in ``db``, a copy of the previous day's database ``source``: a
+    plain crawl with the clock ``day`` days on (:data:`DAY_LATER` each), or ``--refresh``
+    now. The space's server must be serving ``day``."""
+    copy_db(source, db)
+    bytes0, rows0 = checkpointed(db)
+    before, logged = pages_of(db), last_fetch(db)
+    extra = (*args.cap, "--refresh") if refresh else args.cap
+    summary = crawl(
+        space,
+        args.port,
+        args.addresses,
+        db,
+        args.concurrency,
+        None,
+        args.max_time,
+        *extra,
+        ahead=0.0 if refresh else day * DAY_LATER,
+    )
+    figures = compare_days(space, day, before, pages_of(db))
+    left = db_bytes(db)  # the database and its WAL as the crawl left them
+    bytes1, rows1 = checkpointed(db)
+    times = figures.pop("fetch_times")
+    rates = tenths(times)
+    refetched = figures["pages_refetched"]
+    return {
+        "requests": summary.get("requests"),
+        "requests_by_kind": requests_by_kind(db, logged),
+        "revisits_queued": summary.get("revisits"),
+        "unchanged": summary.get("unchanged"),
+        **figures,
+        "wall_seconds": summary["wall_seconds"],
+        "pages_per_second": refetched / summary["wall_seconds"],
+        "tenths": rates,
+        "last_vs_first": rates[-1] / rates[0] if rates else None,
+        "cpu_ms_per_page": 1000 * summary["cpu_seconds"] / max(refetched, 1),
+        "peak_rss_mib": summary["peak_rss_mib"],
+        "db_bytes_per_page_refetched": (left - bytes0) / max(refetched, 1),
+        "checkpointed_db_bytes_per_page_refetched": (bytes1 - bytes0) / max(refetched, 1),
+        "rows_added": {t: rows1[t] - rows0[t] for t in GROWING},
+        "stopped_by": summary.get("stopped_at"),
+    }
+
+
+def revisits(
+    args: argparse.Namespace,
+    space: Space,
+    server: subprocess.Popen[str],
+    port: int,
+    db: Path,
+    tmp: Path,
+) -> dict[str, Any]:
+    """Days 1 and 2 after the day-0 crawl into ``db`` (see the module's docstring)."""
+    args.port = port
+    out: dict[str, Any] = {}
+    if next_day(server) != 1:
+        raise SystemExit("the space server is not on day 1")
+    for name, refresh in (("day1_due", False), ("day1_refresh", True)):
+        out[name] = revisit(args, space, 1, db, tmp / f"{name}.db", refresh)
+    if args.from_scratch:  # what a crawler without revisits does on day 1
+        scratch = tmp / "scratch.db"
+        again = crawl(
+            space,
+            port,
+            args.addresses,
+            scratch,
+            args.concurrency,
+            None,
+            args.max_time,
+            *args.cap,
+        )
+        out["day1_from_scratch"] = crawl_figures(space, again, scratch)
+    if next_day(server) != 2:
+        raise SystemExit("the space server is not on day 2")
+    # the intervals day 1 learned: changed pages halved, unchanged doubled
+    day1 = tmp / "day1_due.db"
+    out["day2_due"] = revisit(args, space, 2, day1, tmp / "day2_due.db", False)
+    return out
+
+
+def crawl_figures(space: Space, summary: dict[str, Any], db: Path) -> dict[str, Any]:
+    """A crawl from scratch into ``db``: its pages, pages/s per tenth, CPU, memory, bytes."""
+    with sqlite3.connect(db) as conn:
+        fetched = conn.execute("SELECT url, fetched_at FROM pages").fetchall()
+    conn.close()
+    times = [float(t) for _, t in fetched]
+    pages = len(times)
+    rates = tenths(times)
+    return {
+        "pages": pages,
+        "requests": summary.get("requests"),
+        "wall_seconds": summary["wall_seconds"],
+        "pages_per_second": pages / summary["wall_seconds"],
+        "tenths": rates,
+        "tenths_normal_hosts": tenths([float(t) for u, t in fetched if normal_host(space, u)]),
+        "last_vs_first": rates[-1] / rates[0] if rates else None,
+        "cpu_ms_per_page": 1000 * summary["cpu_seconds"] / max(pages, 1),
+        "peak_rss_mib": summary["peak_rss_mib"],
+        "db_bytes_per_page": db_bytes(db) / max(pages, 1),
+        "stopped_by": summary.get("stopped_at"),
+    }
+
+
 def report(args: argparse.Namespace) -> dict[str, Any]:
     space = Space(args.hosts, args.urls)
     out: dict[str, Any] = {
@@ -275,33 +562,17 @@ def report(args: argparse.Namespace) -> dict[str, Any]:
             db = tmp / "crawl.db"
             profile = None if args.no_profile else tmp / "spy.txt"
             summary = crawl(
-                space, port, args.addresses, db, args.concurrency, profile, args.max_time
+                space, port, args.addresses, db, args.concurrency, profile, args.max_time, *args.cap
             )
             if args.naive_seconds > 0:
                 pages, seconds = naive(space, port, args.naive_seconds, tmp)
                 out["naive_pages_per_second"] = pages / seconds
+            if not args.no_revisit:
+                out.update(revisits(args, space, server, port, db, tmp))
         finally:
             server.kill()
             server.wait()
-        with sqlite3.connect(db) as conn:
-            fetched = conn.execute("SELECT url, fetched_at FROM pages").fetchall()
-        times = [float(t) for _, t in fetched]
-        pages = len(times)
-        rates = tenths(times)
-        steady = [float(t) for url, t in fetched if normal_host(space, url)]
-        out["tenths_normal_hosts"] = tenths(steady)
-        out.update(
-            pages=pages,
-            requests=summary.get("requests"),
-            wall_seconds=summary["wall_seconds"],
-            pages_per_second=pages / summary["wall_seconds"],
-            tenths=rates,
-            last_vs_first=rates[-1] / rates[0] if rates else None,
-            cpu_ms_per_page=1000 * summary["cpu_seconds"] / max(pages, 1),
-            peak_rss_mib=summary["peak_rss_mib"],
-            db_bytes_per_page=db_bytes(db) / max(pages, 1),
-            stopped_by=summary.get("stopped_at"),
-        )
+        out.update(crawl_figures(space, summary, db))
         if "naive_pages_per_second" in out:
             out["speedup"] = out["pages_per_second"] / out["naive_pages_per_second"]
         if profile is not None and profile.exists():
@@ -327,12 +598,18 @@ def main() -> None:
     parser.add_argument("--naive-seconds", type=float, default=20.0, help="0 skips it")
     parser.add_argument("--frontier", type=int, default=600_000, help="0 skips the choice")
     parser.add_argument("--no-profile", action="store_true", help="no py-spy")
+    parser.add_argument("--no-revisit", action="store_true", help="day 0 only")
+    parser.add_argument(
+        "--from-scratch", action="store_true", help="also crawl day 1 into a new database"
+    )
+    parser.add_argument("--max-host-urls", type=int, help="the crawl's trap bound per host")
     parser.add_argument(
         "--max-time", type=float, default=CRAWL_LIMIT, help="seconds, then the crawl stops"
     )
     parser.add_argument("--json", action="store_true")
     parser.add_argument("--keep-profile", type=Path, help="copy py-spy's raw samples here")
     args = parser.parse_args()
+    args.cap = () if args.max_host_urls is None else ("--max-host-urls", str(args.max_host_urls))
     out = report(args)
     if args.json:
         print(json.dumps(out, indent=2))
@@ -359,6 +636,12 @@ def main() -> None:
         print(f"naive pages/s: {out['naive_pages_per_second']:.1f}; x{out['speedup']:.1f}")
     if "next_host" in out:
         print(f"next host: {out['next_host']}")
+    for name in ("day1_due", "day1_refresh", "day1_from_scratch", "day2_due"):
+        if name in out:
+            day = dict(out[name])
+            print(f"{name}: pages/s per tenth " + " ".join(f"{r:.1f}" for r in day.pop("tenths")))
+            for key, value in day.items():
+                print(f"  {key}: {value}")
 
 
 if __name__ == "__main__":

@@ -5,7 +5,8 @@
     .venv/bin/python bench/geminispace describe --hosts 12 --urls 400
 
 ``serve`` prints the port and the ``geminibot crawl`` options that reach the space, then
-answers until Ctrl-C (or ``--seconds``).
+answers until Ctrl-C (or ``--seconds``). ``SIGUSR1`` moves it to the next day (it prints
+``day D``): same port, same certificate, so a crawler that pinned it can revisit.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import json
+import signal
 import sys
 from collections import Counter
 from pathlib import Path
@@ -49,14 +51,20 @@ async def serve(space: Space, port: int, day: int, seconds: float, addresses: in
     server.port = listeners[0].socket.getsockname()[1]
     for k in range(1, addresses + 1):
         listeners += await trio.open_tcp_listeners(server.port, host=loopback_address(k))
-    print(f"serving {space.hosts} hosts (*.{DOMAIN}), day {day}, on 127.0.0.1:{server.port}")
-    rules = " ".join(f"--connect-to '{r}'" for r in address_rules(server.port, addresses))
-    print(f"crawl with: {rules} --test-range")
-    sys.stdout.flush()
-    with trio.move_on_after(seconds):
-        async with trio.open_nursery() as nursery:
-            for listener in listeners:
-                nursery.start_soon(server.serve, listener)
+    # SIGUSR1 handled before the first line is printed: a caller may send it once it is.
+    with trio.open_signal_receiver(signal.SIGUSR1) as signals:
+        print(f"serving {space.hosts} hosts (*.{DOMAIN}), day {day}, on 127.0.0.1:{server.port}")
+        rules = " ".join(f"--connect-to '{r}'" for r in address_rules(server.port, addresses))
+        print(f"crawl with: {rules} --test-range")
+        sys.stdout.flush()
+        with trio.move_on_after(seconds):
+            async with trio.open_nursery() as nursery:
+                for listener in listeners:
+                    nursery.start_soon(server.serve, listener)
+                async for _ in signals:  # each SIGUSR1: the next day
+                    server.day += 1
+                    print(f"day {server.day}")
+                    sys.stdout.flush()
 
 
 def main() -> None:

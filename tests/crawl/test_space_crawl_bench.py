@@ -73,3 +73,125 @@ def test_next_host_choice_on_a_small_frontier(tmp_path: Path) -> None:
     figures = space_crawl.choice_latency(tmp_path / "f.db", 50, 5000)
     assert figures["queued"] == 5000
     assert set(figures) >= {"group_by_ms_median", "choice_ms_median", "choice_ms_p99"}
+
+
+def _tree_url(space: Space, i: int, j: int) -> str:
+    return f"gemini://{space.host(i)}/p/{j}.gmi"
+
+
+def test_tree_page_and_path_kind() -> None:
+    space = Space(12, 400, 7)
+    assert space_crawl.tree_page(space, _tree_url(space, 3, 17)) == (3, 17)
+    for url in (
+        f"gemini://{space.host(3)}/p/x.gmi",
+        f"gemini://{space.host(3)}/p/17.gmi?q",
+        f"gemini://{space.host(3)}/",
+        "gemini://elsewhere.test/p/1.gmi",
+    ):
+        assert space_crawl.tree_page(space, url) is None
+    assert space_crawl.path_kind("gemini://h.test/maze/ab1/cd2/") == "/maze/"
+    assert space_crawl.path_kind("gemini://h.test/dup/a.gmi?ref=home") == "/dup/"
+    assert space_crawl.path_kind("gemini://h.test/") == "/"
+    assert space_crawl.path_kind("gemini://h.test/robots.txt") == "/robots.txt"
+
+
+def test_compare_days_puts_every_difference_in_a_bucket() -> None:
+    """Re-indexed against changed: each page the space changed and each page re-indexed
+    is counted once, under its cause."""
+    space = Space(12, 400, 7)
+    up = next(i for i in range(12) if space.behaviour(i) == "normal")
+    gone = next(i for i in range(12) if space.answers(i, 0) and not space.answers(i, 1))
+    changed = [j for j in range(space.tree_size(up)) if space.changed(up, j, 1)]
+    same = [j for j in range(space.tree_size(up)) if not space.changed(up, j, 1)]
+    gone_changed = next(j for j in range(space.tree_size(gone)) if space.changed(gone, j, 1))
+    assert len(changed) >= 3 and len(same) >= 3
+    page = space_crawl.Page
+    before = {
+        _tree_url(space, up, changed[0]): page(1, 10.0, 20),  # changed, re-indexed
+        _tree_url(space, up, changed[1]): page(2, 10.0, 20),  # changed, refetched, same row
+        _tree_url(space, up, changed[2]): page(3, 10.0, 20),  # changed, not refetched
+        _tree_url(space, up, same[0]): page(4, 10.0, 20),  # same, refetched, same row
+        _tree_url(space, up, same[1]): page(5, 10.0, 20),  # same, re-indexed: status
+        _tree_url(space, gone, gone_changed): page(6, 10.0, 20),  # its host is gone
+        f"gemini://{space.host(up)}/dup/b.gmi": page(7, 10.0, 20),  # re-indexed
+    }
+    after = dict(before)
+    after[_tree_url(space, up, changed[0])] = page(11, 99.0, 20)
+    after[_tree_url(space, up, changed[1])] = page(2, 99.0, 20)
+    after[_tree_url(space, up, same[0])] = page(4, 99.0, 20)
+    after[_tree_url(space, up, same[1])] = page(12, 99.0, 51)
+    after[f"gemini://{space.host(up)}/dup/b.gmi"] = page(13, 99.0, 20)
+    after[f"gemini://{space.host(up)}/maze/x1/"] = page(14, 98.0, 20)  # new
+    figures = space_crawl.compare_days(space, 1, before, after)
+    assert figures["fetch_times"] == [98.0, 99.0, 99.0, 99.0, 99.0, 99.0]
+    assert figures["pages_refetched"] == 6
+    assert figures["not_refetched"] == {"other /p/": 1, "host gone": 1}
+    assert figures["pages_reindexed"] == 4
+    assert figures["changed_in_space"] == 4
+    assert figures["changed_and_reindexed"] == 1
+    assert sum(figures["changed_not_reindexed"].values()) == 3
+    assert figures["changed_not_reindexed"]["refetched, not re-indexed"] == 1
+    assert figures["changed_not_reindexed"]["not refetched (not due, or the run stopped)"] == 1
+    assert sum(figures["reindexed_not_changed"].values()) == 3
+    assert figures["reindexed_not_changed"] == {
+        "status 20 -> 51 /p/": 1,
+        "same status 20, another row /dup/": 1,
+        "new URL /maze/": 1,
+    }
+
+
+def test_the_space_server_moves_to_the_next_day(tmp_path: Path) -> None:
+    """SIGUSR1: the next day on the same port (so the same pinned certificate)."""
+    server, port = space_crawl.start_space(12, 400, 0)
+    try:
+        assert port > 0
+        assert space_crawl.next_day(server) == 1
+        assert space_crawl.next_day(server) == 2
+    finally:
+        server.kill()
+        server.wait()
+
+
+def test_copy_and_checkpoint_a_crawl_db(tmp_path: Path) -> None:
+    from geminibot.index import connect
+
+    conn = connect(tmp_path / "a.db")
+    with conn:
+        conn.execute(
+            "INSERT INTO decisions (url, host, allowed, reason, at) VALUES ('u', 'h', 1, 'r', 0)"
+        )
+    conn.close()
+    space_crawl.copy_db(tmp_path / "a.db", tmp_path / "b.db")
+    size, rows = space_crawl.checkpointed(tmp_path / "b.db")
+    assert rows == {"pages": 0, "links": 0, "fetches": 0, "decisions": 1}
+    assert size == space_crawl.db_bytes(tmp_path / "b.db") > 0
+    assert not (tmp_path / "b.db-wal").exists() or (tmp_path / "b.db-wal").stat().st_size == 0
+
+
+def test_requests_by_kind(tmp_path: Path) -> None:
+    from geminibot.index import connect
+
+    conn = connect(tmp_path / "a.db")
+    rows = [
+        ("gemini://h/robots.txt", 20),
+        ("gemini://h/robots2.txt", 51),
+        ("gemini://h/agents.txt", None),
+        ("gemini://h/p/1.gmi", 20),
+        ("gemini://h/p/2.gmi", 44),
+        ("gemini://h/p/3.gmi", None),
+        ("gemini://h/p/4.gmi", 51),
+    ]
+    with conn:
+        conn.executemany(
+            "INSERT INTO fetches (url, host, status, started_at, duration) VALUES (?, 'h', ?, 0, 0)",
+            rows,
+        )
+    conn.close()
+    assert space_crawl.last_fetch(tmp_path / "a.db") == 7
+    assert space_crawl.requests_by_kind(tmp_path / "a.db", 1) == {
+        "policy files": 2,
+        "pages": 2,
+        "44 slow down": 1,
+        "failed (no answer)": 1,
+    }
+    assert space_crawl.requests_by_kind(tmp_path / "a.db", 7) == {}
