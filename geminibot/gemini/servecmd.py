@@ -11,7 +11,7 @@ import sys
 from collections.abc import Callable
 from contextlib import suppress
 from pathlib import Path
-from typing import TextIO, TypeVar
+from typing import Any, TextIO, TypeVar
 
 import trio
 
@@ -165,10 +165,10 @@ def serve(
     make: Callable[[Limits, JsonLinesLog], GeminiServer],
     prog: str,
     ready: Callable[[int], str] | None = None,
-    **limits: int,
+    **limits: Any,
 ) -> int:
     """Run a serving command: ``make(limits, log)`` the server (limits from ``--rate`` and
-    ``--rate-burst`` plus ``limits``; the access log to ``--log`` or standard output), then
+    ``--rate-burst`` plus ``limits``, other :class:`Limits` fields by name, ints and floats; the access log to ``--log`` or standard output), then
     serve on ``--host`` (default :data:`DEFAULT_HOST`) and ``--port`` as :func:`run_server`
     does, and close the log."""
     server_limits = Limits(rate_burst=args.rate_burst, rate_per_second=args.rate, **limits)
