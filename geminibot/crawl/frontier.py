@@ -41,6 +41,7 @@ from datetime import UTC, date, datetime
 from geminibot.crawl import traps
 from geminibot.crawl.schemes import host_key, parse_any
 from geminibot.index import transaction
+from geminibot.urls import URL
 
 __all__ = ["Claim", "Frontier", "Limits", "host_key"]
 
@@ -80,29 +81,21 @@ class Claim:
     depth: int
 
 
-def path_and_query(url: str) -> tuple[str, str | None]:
-    """A normalised URL's path (``/`` at least) and query (None: it has none)."""
-    parts = url.split("/", 3)
-    rest = parts[3] if len(parts) == 4 else ""
-    path, mark, query = rest.partition("?")
-    return "/" + path, query if mark else None
-
-
 def trap_reason(
     lim: Limits,
-    url: str,
+    url: URL,
     depth: int,
     host_total: int,
     queries_on_path: int | None,
     *,
+    today: date,
     deep_on_host: int | None = None,
-    today: date | None = None,
 ) -> str | None:
-    """The trap bound a new URL breaks, or None: ``host_total`` URLs already queued on its
-    host, ``queries_on_path`` query strings already on its path (None: it has no query),
-    ``deep_on_host`` deep URLs on its host (None: not counted), ``today`` for calendar
-    dates (None: the UTC date now)."""
-    if len(url.encode("utf-8", "surrogatepass")) > lim.max_url_length:
+    """The trap bound a new (parsed, normalised) URL breaks, or None: ``host_total`` URLs
+    already queued on its host, ``queries_on_path`` query strings already on its path
+    (None: it has no query), ``today`` the crawl clock's UTC date (for calendar dates),
+    ``deep_on_host`` deep URLs on its host (None: not counted)."""
+    if len(str(url).encode("utf-8", "surrogatepass")) > lim.max_url_length:
         return f"URL longer than {lim.max_url_length} bytes"
     if depth > lim.max_depth:
         return f"deeper than {lim.max_depth} links"
@@ -110,11 +103,15 @@ def trap_reason(
         return f"more than {lim.max_urls_per_host}{CAP_REASON}"
     if queries_on_path is not None and queries_on_path >= lim.max_queries_per_path:
         return f"more than {lim.max_queries_per_path} query strings on the path"
-    path, query = path_and_query(url)
-    shape = traps.shape_trap(path, query, today or datetime.now(UTC).date())
+    shape = traps.shape_trap(url.path, url.query, today)
     if shape is not None or deep_on_host is None:
         return shape
-    return traps.deep_trap(path, deep_on_host, lim.max_deep_urls_per_host)
+    return traps.deep_trap(url.path, deep_on_host, lim.max_deep_urls_per_host)
+
+
+def utc_date(timestamp: float) -> date:
+    """The UTC date of a crawl clock's epoch seconds (the calendar trap's "today")."""
+    return datetime.fromtimestamp(timestamp, UTC).date()
 
 
 class Frontier:
@@ -159,7 +156,7 @@ class Frontier:
             "INSERT INTO hosts (host, first_seen) VALUES (?, ?) ON CONFLICT (host) DO NOTHING",
             (host, now),
         )
-        reason = self._trap(url, host, path, has_query, depth)
+        reason = self._trap(parsed, host, depth)
         state = "trapped" if reason else "queued"
         conn.execute(
             "INSERT INTO urls (url, host, path, has_query, depth, parent, state, reason,"
@@ -177,20 +174,21 @@ class Frontier:
             self._deep[host] += 1
         return "queued"
 
-    def _trap(self, url: str, host: str, path: str, has_query: bool, depth: int) -> str | None:
+    def _trap(self, url: URL, host: str, depth: int) -> str | None:
+        path = url.path
         (total,) = self.conn.execute(
             "SELECT urls_total FROM hosts WHERE host = ?", (host,)
         ).fetchone()
         queries = None
-        if has_query:
+        if url.query is not None:
             (queries,) = self.conn.execute(
                 "SELECT count(*) FROM urls WHERE host = ? AND path = ? AND has_query = 1"
                 " AND state != 'trapped'",
                 (host, path),
             ).fetchone()
         deep = self._deep_on(host) if traps.is_deep(path) else None
-        today = datetime.fromtimestamp(self.clock(), UTC).date()
-        return trap_reason(self.limits, url, depth, total, queries, deep_on_host=deep, today=today)
+        today = utc_date(self.clock())
+        return trap_reason(self.limits, url, depth, total, queries, today=today, deep_on_host=deep)
 
     def _deep_on(self, host: str) -> int:
         """The host's deep URLs that are not trapped (counted once per host and process)."""

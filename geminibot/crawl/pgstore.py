@@ -44,6 +44,7 @@ from geminibot.crawl.frontier import (
     Claim,
     Limits,
     trap_reason,
+    utc_date,
 )
 from geminibot.crawl.schemes import host_key, normalise, parse_any
 from geminibot.crawl.store import (
@@ -302,6 +303,7 @@ class PgStore:
             ).fetchall()
         }
         now = self.clock()
+        today = utc_date(now)
         result: dict[str, str] = {}
         queries: dict[tuple[str, str], int] = {}
         rows: list[tuple[str, str, str, bool, int, str | None, str, str | None]] = []
@@ -314,7 +316,7 @@ class PgStore:
                 what = self._requeue_capped(conn, url, known[url], totals[host], now)
             else:
                 reason = trap_reason(
-                    self.limits, url, depth, totals[host], queries.get((host, path))
+                    self.limits, parsed, depth, totals[host], queries.get((host, path)), today=today
                 )
                 what = "queued" if reason is None else f"trapped: {reason}"
                 state = "trapped" if reason else "queued"

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from geminibot.crawl import traps
-from geminibot.crawl.frontier import MAX_URLS_PER_HOST, Frontier, Limits, path_and_query
+from geminibot.crawl.frontier import MAX_URLS_PER_HOST, Frontier, Limits
 from geminibot.index import connect, transaction
 
 TODAY = date(2026, 11, 25)
@@ -71,12 +71,6 @@ def test_deep_urls_edge() -> None:
         "more than 300 URLs deeper than 4 segments on the host"
     )
     assert traps.deep_trap("/a/b/c/d", 10_000) is None  # shallow URLs are not counted
-
-
-def test_path_and_query() -> None:
-    assert path_and_query("gemini://a.test") == ("/", None)
-    assert path_and_query("gemini://a.test/x/y?q=1/2") == ("/x/y", "q=1/2")
-    assert path_and_query("gemini://a.test/x?") == ("/x", "")
 
 
 def test_frontier_records_trap_as_decision(conn: sqlite3.Connection) -> None:
