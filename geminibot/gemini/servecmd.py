@@ -168,9 +168,9 @@ def serve(
     **limits: Any,
 ) -> int:
     """Run a serving command: ``make(limits, log)`` the server (limits from ``--rate`` and
-    ``--rate-burst`` plus ``limits``, other :class:`Limits` fields by name, ints and floats; the access log to ``--log`` or standard output), then
-    serve on ``--host`` (default :data:`DEFAULT_HOST`) and ``--port`` as :func:`run_server`
-    does, and close the log."""
+    ``--rate-burst`` plus ``limits``, other :class:`Limits` fields by name; the access log
+    to ``--log`` or standard output), then serve on ``--host`` (default
+    :data:`DEFAULT_HOST`) and ``--port`` as :func:`run_server` does, and close the log."""
     server_limits = Limits(rate_burst=args.rate_burst, rate_per_second=args.rate, **limits)
     log_stream = open_log(args.log) if args.log else sys.stdout
     try:
