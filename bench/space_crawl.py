@@ -457,7 +457,7 @@ def revisit(
         db,
         args.concurrency,
         None,
-        args.max_time,
+        args.revisit_max_time,
         *extra,
         ahead=0.0 if refresh else day * DAY_LATER,
     )
@@ -606,9 +606,14 @@ def main() -> None:
     parser.add_argument(
         "--max-time", type=float, default=CRAWL_LIMIT, help="seconds, then the crawl stops"
     )
+    parser.add_argument(
+        "--revisit-max-time", type=float, help="seconds each revisit may take (--max-time)"
+    )
     parser.add_argument("--json", action="store_true")
     parser.add_argument("--keep-profile", type=Path, help="copy py-spy's raw samples here")
     args = parser.parse_args()
+    if args.revisit_max_time is None:
+        args.revisit_max_time = args.max_time
     args.cap = () if args.max_host_urls is None else ("--max-host-urls", str(args.max_host_urls))
     out = report(args)
     if args.json:

@@ -18,7 +18,11 @@ Layout (host ``i`` of ``hosts``, named ``h0000.space.test`` ...):
 - **Behaviour** by ``i % 10``: normal, link maze (``/maze/...``: endless random children),
   calendar trap (``/calendar/YYYY/MM``: endless months), slow (every answer waits),
   rate-limited (``44`` when asked again too soon), vanishes from day 1 on, gone (never
-  answers). A gone host still gets links, as dead capsules do.
+  answers). A gone host still gets links, as dead capsules do. Slow and rate-limited
+  hosts are only those whose pages take a polite crawler at most :data:`MAX_POLITE_FLOOR`
+  one at a time (the bigger ones are normal): a 15,000-URL host that answers once a
+  second takes any polite crawler over four hours, which would measure that host, not
+  the crawler.
 - **Days.** On each day ``d >= 1`` a page ``/p/j`` changes with probability
   ``change_rate`` (decided by a hash, so which pages changed is known exactly:
   :meth:`Space.changed`); other URLs never change.
@@ -76,6 +80,9 @@ BEHAVIOURS = (
     "normal",
     "gone",
 )
+#: Longest a slow or rate-limited host may take a polite crawler, in seconds (its pages
+#: times :data:`SLOW_SECONDS` or :data:`RATE_INTERVAL`); bigger hosts behave normally.
+MAX_POLITE_FLOOR = 600.0
 #: Exponent of host sizes (pages of host i proportional to 1/(i+1)**SIZE_EXPONENT).
 SIZE_EXPONENT = 0.9
 #: Largest host, in URLs (Kennedy's per-authority allowance).
@@ -192,7 +199,15 @@ class Space:
     def behaviour(self, i: int) -> str:
         if self.plant and i in self._spam_hosts:
             return "normal"
-        return BEHAVIOURS[i % len(BEHAVIOURS)]
+        kind = BEHAVIOURS[i % len(BEHAVIOURS)]
+        if kind in ("slow", "rate-limited") and self.polite_floor(i, kind) > MAX_POLITE_FLOOR:
+            return "normal"
+        return kind
+
+    def polite_floor(self, i: int, kind: str) -> float:
+        """Seconds a polite crawler needs for host ``i`` if it behaved as ``kind``."""
+        each = {"slow": self.slow_seconds, "rate-limited": RATE_INTERVAL}.get(kind, 0.0)
+        return self._sizes[i] * each
 
     def answers(self, i: int, day: int) -> bool:
         """Whether host ``i`` is up on ``day`` (vanished and gone hosts are not)."""
