@@ -224,7 +224,7 @@ class Crawler:
         self.scheduler = Scheduler(
             self._clock, test_range=options.test_range, min_delay=options.min_delay
         )
-        self.policy_files = PolicyFiles(self.store, self.clock, self._request, self._slowed)
+        self.policy_files = PolicyFiles(self.store, self.clock, self._policy_request, self._slowed)
         # Names this process to the others sharing the store (which machine holds a host).
         self.lease = f"{uuid.uuid4().hex}@{socket.gethostname()}:{os.getpid()}"
         self._capped = False  # hosts were left out for --max-hosts: look again later
@@ -508,7 +508,7 @@ class Crawler:
             return
         if lease.state is not None:  # the pace goes on from where its last holder left it
             self.scheduler.restore({host: lease.state}, ())
-        later: tuple[float, SitePolicy] | None = None
+        later: tuple[float, SitePolicy | None] | None = None
         try:
             if host not in self._addressed:  # hosts on one address are paced as one
                 self._addressed.add(host)
@@ -522,13 +522,18 @@ class Crawler:
             self._running.discard(host)
             self._wake.set()
 
-    async def _turn(self, host: str, policy: SitePolicy | None) -> tuple[float, SitePolicy] | None:
+    async def _turn(
+        self, host: str, policy: SitePolicy | None
+    ) -> tuple[float, SitePolicy | None] | None:
         """``host``'s pages while its next request comes within :data:`HOLD_TURN`, at most
         :data:`TURN_PAGES` of them -> (when its next turn comes, its policy), or None when
         the host is done for this run (queue empty, skipped, the crawl stops)."""
         pages = 0
         while not self._stopping and not self._limit_reached():
-            policy = await self._current_policy(host, policy)
+            try:
+                policy = await self._current_policy(host, policy)
+            except TurnLater as later:  # between two policy files: read on at that turn
+                return later.at, None
             if policy is None:
                 return None
             at = self.scheduler.turn_at(host)
@@ -572,12 +577,13 @@ class Crawler:
                 self.store.release(claim.url)
                 self._queued += 1
 
-    def _hand_back(self, host: str, at: float, policy: SitePolicy) -> None:
+    def _hand_back(self, host: str, at: float, policy: SitePolicy | None) -> None:
         """``host`` waits in the scheduler's heap until ``at``, held by this process; its
         policy kept for its next turn (at most :data:`POLICIES_KEPT` of them)."""
         self._handed_back.add(host)
         self.scheduler.hand_back(host, at)
-        self._policies[host] = policy
+        if policy is not None:
+            self._policies[host] = policy
         while len(self._policies) > POLICIES_KEPT:
             self._policies.popitem(last=False)
 
@@ -602,11 +608,12 @@ class Crawler:
         method: str = "GET",
         headers: tuple[tuple[str, str], ...] = (),
         claimed: str | None = None,
+        hold: float = math.inf,
     ) -> Sent | None:
         """Wait for the host's turn, then fetch; None if the host is skipped for now;
         :class:`LostHost` if another process took the host over meanwhile (``claimed``:
         the URL this process claimed for the request, which must still be its claim);
-        :class:`TurnLater` if a claimed URL's turn is more than :data:`HOLD_TURN` away.
+        :class:`TurnLater` if the turn is more than ``hold`` seconds away (not waited for).
 
         ``policy`` sets the pace (with none, the default delay applies: the policy files
         themselves are fetched before it is known) and whether to announce the bot."""
@@ -619,9 +626,6 @@ class Crawler:
         while True:
             # Wait for the host's own turn first, then for its address (another host on
             # the same server may hold it), and check the turn again once it is ours.
-            # A page's turn further away than HOLD_TURN hands the host back (TurnLater);
-            # a policy file's is sat out (its read, slow-downs and redirects, goes on).
-            hold = HOLD_TURN if claimed is not None else math.inf
             if not await self.scheduler.wait_turn(host, hold):
                 return None
             async with self.scheduler.address_turn(host):
@@ -633,6 +637,15 @@ class Crawler:
                     if not self.store.hold_host(host, self.lease, claimed):
                         raise LostHost(host)
                     return await self._send(host, url, policy, adapter, method, headers)
+
+    async def _policy_request(
+        self, host: str, url: str, policy: SitePolicy | None, resumable: bool
+    ) -> Sent | None:
+        """A policy file's request; one that starts a file's fetch (``resumable``: its
+        read can stop there, the files before it are cached) hands the host back when its
+        turn is more than :data:`HOLD_TURN` away, the others (a redirect, a 44 sat out)
+        are waited for."""
+        return await self._request(host, url, policy, hold=HOLD_TURN if resumable else math.inf)
 
     async def _send(
         self,
@@ -701,6 +714,7 @@ class Crawler:
             method=request.method,
             headers=request.headers,
             claimed=claim.url,
+            hold=HOLD_TURN,
         )
         if sent is None:
             return None
@@ -752,7 +766,9 @@ class Crawler:
             return True
         self._reserved += 1
         try:
-            sent = await self._request(claim.host, claim.url, policy, claimed=claim.url)
+            sent = await self._request(
+                claim.host, claim.url, policy, claimed=claim.url, hold=HOLD_TURN
+            )
         finally:
             self._reserved -= 1
         if sent is None:

@@ -14,6 +14,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
 from geminibot.crawl.adapters import Response, adapter_for
+from geminibot.crawl.politeness import MAX_WAIT
 from geminibot.crawl.schemes import host_key, host_protocol, host_url, parse_any
 from geminibot.crawl.store import CachedFile, CrawlStore, FetchRecord, cache_expiry
 from geminibot.policy.discovery import PolicyDiscovery, PolicyRequest
@@ -33,9 +34,13 @@ class Sent:
     record: FetchRecord
 
 
-#: ``request(host, url, policy)``: one request in the host's turn (``policy``, as far as it
-#: is known, sets the pace); None when the host is skipped for now.
-Request = Callable[[str, str, SitePolicy | None], Awaitable[Sent | None]]
+#: ``request(host, url, policy, resumable)``: one request in the host's turn (``policy``, as
+#: far as it is known, sets the pace); None when the host is skipped for now. ``resumable``:
+#: the request starts a file's fetch (no redirect followed, no slow-down sat out yet) and
+#: the files read before it stay cached for longer than any wait (``MAX_WAIT``), so the
+#: read may stop there (the crawler's ``TurnLater``: the host's turn is far) and start
+#: again at the host's next turn, those files then taken from the cache.
+Request = Callable[[str, str, SitePolicy | None, bool], Awaitable[Sent | None]]
 
 
 @dataclass(frozen=True)
@@ -76,7 +81,9 @@ class PolicyFiles:
             name = cache_name(host, request)
             cached = self.store.load_policy_file(host, name, self.clock())
             if cached is None:
-                cached = await self._fetch(host, name, request, discovery, known)
+                # the read may stop before this file while those before it stay cached
+                resumable = expires >= self.clock() + MAX_WAIT
+                cached = await self._fetch(host, name, request, discovery, known, resumable)
                 if cached is None:
                     return Skip()
             else:
@@ -99,9 +106,10 @@ class PolicyFiles:
         request: PolicyRequest,
         discovery: PolicyDiscovery,
         known: SitePolicy | None,
+        resumable: bool,
     ) -> CachedFile | None:
         """Fetch one policy file, hand it to ``discovery`` and cache what it made of it."""
-        got = await self._follow(host, request.url, known)
+        got = await self._follow(host, request.url, known, resumable)
         if got is None:
             return None
         sent, hops = got
@@ -114,7 +122,7 @@ class PolicyFiles:
         return file
 
     async def _follow(
-        self, host: str, url: str, known: SitePolicy | None
+        self, host: str, url: str, known: SitePolicy | None, resumable: bool
     ) -> tuple[Sent, int] | None:
         """Fetch a policy file at ``url``, sitting out slow-downs and following redirects
         -> (the last request, the redirects followed); None when the host is skipped."""
@@ -122,7 +130,8 @@ class PolicyFiles:
         hops = slow_downs = 0
         followed: list[URL] = []
         while True:
-            sent = await self.request(host, url, known)
+            first = resumable and hops == 0 and slow_downs == 0
+            sent = await self.request(host, url, known, first)
             if sent is None:
                 return None
             if adapter.slows_down(sent.response.status):
