@@ -12,7 +12,11 @@ the same politeness rules as any request, redirects followed as RFC 9309 2.3.1.2
 site policy for the declared bot (the decision is recorded), waits its turn, fetches, and
 commits the page, its links and the new frontier rows in one transaction. A shared
 :class:`trio.CapacityLimiter` bounds the requests in flight across hosts
-(``concurrency``); a worker holds it only while its request runs.
+(``concurrency``); a worker holds it only while its request runs. A worker keeps its host
+for one turn: while the host's next request is due within :data:`HOLD_TURN`, at most
+:data:`TURN_PAGES` pages; then the host is handed back to the scheduler's heap until its
+next turn (lease and policy kept) and the worker ends, its place going to another ready
+host (see :mod:`geminibot.crawl.scheduler`).
 
 The fetcher is injected (``fetch(url) -> Response``): the command line passes a
 :class:`geminibot.crawl.fetcher.ProtocolFetcher` (Gemini and http(s)), tests may pass anything

@@ -5,7 +5,9 @@ agents.txt) and reads them; this module gets each one from the store's cache or,
 cached copy has expired, with one request under the host's politeness schedule: a
 slow-down is sat out (up to :data:`MAX_POLICY_SLOW_DOWNS` times) and redirects are
 followed (RFC 9309 2.3.1.2: at least five, across hosts, within the protocol). What the
-discovery made of the answer is cached for the next run.
+discovery made of the answer is cached for the next run. A read may stop before a file
+whose turn is far (the crawler hands the host back) and start again at the host's next
+turn, the files read so far then from the cache; a redirect or a slow-down is sat out.
 """
 
 from __future__ import annotations

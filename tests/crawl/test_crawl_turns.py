@@ -5,7 +5,9 @@ trio's mock clock: the assertions are on the order of requests, not on times."""
 
 from __future__ import annotations
 
+import itertools
 import math
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -41,8 +43,7 @@ def chain_host(site: dict[str, Answer], host: str, pages: int, delay: float | No
 
 def crawler_for(tmp_path: Path, site: FakeSite, **options: object) -> Crawler:
     opts = CrawlOptions(test_range=True, concurrency=1, allow_hosts=("*.test",))
-    for key, value in options.items():
-        opts = type(opts)(**{**opts.__dict__, key: value})
+    opts = replace(opts, **options)  # type: ignore[arg-type]
     return Crawler(connect(tmp_path / "c.db"), site.fetch, opts, wall_clock=wall)
 
 
@@ -133,7 +134,7 @@ async def test_a_large_host_takes_turns_with_the_others(
     # at most TURN_PAGES pages of one host in a row while another host had work
     order = [u.split("/")[2] for u in site.urls() if not u.endswith(".txt")]
     run = longest = 1
-    for before, after in zip(order, order[1:], strict=False):
+    for before, after in itertools.pairwise(order):
         run = run + 1 if before == after else 1
         longest = max(longest, run)
     assert longest <= TURN_PAGES
@@ -163,7 +164,7 @@ async def test_policies_beyond_the_limit_are_read_again_from_the_cache(
     # the delay still holds between two requests to a host
     for host in hosts:
         times = [t for t, u in site.log if u.split("/")[2] == host]
-        assert all(b - a >= 20 for a, b in zip(times, times[1:], strict=False))
+        assert all(b - a >= 20 for a, b in itertools.pairwise(times))
 
 
 async def test_max_hosts_counts_the_hosts_handed_back(
