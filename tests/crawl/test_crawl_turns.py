@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import itertools
 import math
+from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
 
@@ -60,6 +61,25 @@ def hosts_requested(site: FakeSite) -> list[str]:
     return [url.split("/")[2] for url in site.urls()]
 
 
+async def crawl_hosts(
+    tmp_path: Path,
+    hosts: Sequence[tuple[str, int, float | None]],
+    latency: float = 0.0,
+    **options: object,
+) -> tuple[FakeSite, Crawler]:
+    """Crawl (to its end, or its limit) chain hosts given as (name, pages, Crawl-delay),
+    seeded in that order, with one request slot."""
+    pages: dict[str, Answer] = {}
+    for host, count, delay in hosts:
+        chain_host(pages, host, count, delay)
+    site = FakeSite(pages, latency=latency)
+    crawler = crawler_for(tmp_path, site, **options)
+    crawler.seed([f"gemini://{host}/" for host, _, _ in hosts])
+    with trio.fail_after(3600):
+        await crawler.run()
+    return site, crawler
+
+
 async def test_a_fast_host_is_crawled_while_slow_hosts_wait(
     tmp_path: Path, autojump_clock: object
 ) -> None:
@@ -68,15 +88,8 @@ async def test_a_fast_host_is_crawled_while_slow_hosts_wait(
     old crawler's workers slept through the slow hosts' delays, the fast host waiting for
     one of them to finish)."""
     slow = [f"s{i}.test" for i in range(WORKERS_PER_SLOT + 1)]
-    pages: dict[str, Answer] = {}
-    for host in slow:
-        chain_host(pages, host, 3, 60)
-    chain_host(pages, "fast.test", 6, None)
-    site = FakeSite(pages, latency=0.1)
-    crawler = crawler_for(tmp_path, site)
-    crawler.seed([f"gemini://{h}/" for h in [*slow, "fast.test"]])
-    with trio.fail_after(3600):
-        await crawler.run()
+    hosts = [*((h, 3, 60.0) for h in slow), ("fast.test", 6, None)]
+    site, crawler = await crawl_hosts(tmp_path, hosts, latency=0.1)
     assert crawler.store.queued() == 0  # every page of every host in the end
     fast = pages_of(site, "fast.test")
     assert len(fast) == 6
@@ -91,14 +104,7 @@ async def test_many_more_hosts_than_workers_all_start_early(
     first request comes before any host's second one (the old crawler started hosts
     WORKERS_PER_SLOT at a time, each held to its end)."""
     hosts = [f"h{i}.test" for i in range(3 * WORKERS_PER_SLOT)]
-    pages: dict[str, Answer] = {}
-    for host in hosts:
-        chain_host(pages, host, 3, 30)
-    site = FakeSite(pages, latency=0.1)
-    crawler = crawler_for(tmp_path, site)
-    crawler.seed([f"gemini://{h}/" for h in hosts])
-    with trio.fail_after(3600):
-        await crawler.run()
+    site, crawler = await crawl_hosts(tmp_path, [(h, 3, 30.0) for h in hosts], latency=0.1)
     assert crawler.store.queued() == 0
     order = hosts_requested(site)
     firsts = [order.index(host) for host in hosts]
@@ -117,15 +123,8 @@ async def test_a_large_host_takes_turns_with_the_others(
     TURN_PAGES pages in a row a large host goes to the back of the ready queue, so the
     small host is crawled before the large ones are done (not after the first of them)."""
     large = [f"big{i}.test" for i in range(WORKERS_PER_SLOT)]
-    pages: dict[str, Answer] = {}
-    for host in large:
-        chain_host(pages, host, 4 * TURN_PAGES, None)
-    chain_host(pages, "small.test", 2, None)
-    site = FakeSite(pages, latency=0.1)
-    crawler = crawler_for(tmp_path, site)
-    crawler.seed([f"gemini://{h}/" for h in [*large, "small.test"]])
-    with trio.fail_after(3600):
-        await crawler.run()
+    hosts = [*((h, 4 * TURN_PAGES, None) for h in large), ("small.test", 2, None)]
+    site, crawler = await crawl_hosts(tmp_path, hosts, latency=0.1)
     assert crawler.store.queued() == 0
     small = pages_of(site, "small.test")
     assert len(small) == 2
@@ -172,14 +171,8 @@ async def test_max_hosts_counts_the_hosts_handed_back(
 ) -> None:
     """--max-hosts 1: a host waiting in the heap is still the one worked on; the other
     host starts only once the first is done."""
-    pages: dict[str, Answer] = {}
-    chain_host(pages, "a.test", 3, 30)
-    chain_host(pages, "b.test", 3, 30)
-    site = FakeSite(pages)
-    crawler = crawler_for(tmp_path, site, max_hosts=1)
-    crawler.seed(["gemini://a.test/", "gemini://b.test/"])
-    with trio.fail_after(3600):
-        await crawler.run()
+    hosts = [("a.test", 3, 30.0), ("b.test", 3, 30.0)]
+    site, crawler = await crawl_hosts(tmp_path, hosts, max_hosts=1)
     assert crawler.store.queued() == 0
     order = hosts_requested(site)
     assert order == sorted(order)  # every request to a.test before the first to b.test
@@ -190,15 +183,9 @@ async def test_a_stop_while_hosts_wait_leaves_them_resumable(
 ) -> None:
     """--max-time ends the crawl while hosts wait in the heap: nothing is leased, the
     queue keeps their pages, and the next run goes on."""
-    pages: dict[str, Answer] = {}
-    for host in ("a.test", "b.test"):
-        chain_host(pages, host, 3, 100)
-    site = FakeSite(pages)
-    crawler = crawler_for(tmp_path, site, max_time=150.0)
-    crawler.seed(["gemini://a.test/", "gemini://b.test/"])
-    with trio.fail_after(3600):
-        progress = await crawler.run()
-    assert progress.limit == "--max-time"
+    hosts = [("a.test", 3, 100.0), ("b.test", 3, 100.0)]
+    site, crawler = await crawl_hosts(tmp_path, hosts, max_time=150.0)
+    assert crawler.progress.limit == "--max-time"
     assert crawler.store.leased() == []
     assert crawler.store.queued() > 0
     assert not crawler._handed_back and not crawler._policies
