@@ -113,10 +113,15 @@ HOLD_TURN = 0.25
 #: the ready queue, at its next turn): a 15,000-URL host takes turns with the others
 #: instead of holding a worker for hours while other hosts were never started.
 TURN_PAGES = 8
-#: Site policies of hosts handed back kept in memory for their next turn; beyond this
-#: many (the least recently handed back first) a host's next turn reads its policy again
-#: from the store's cache of policy files (no request).
-POLICIES_KEPT = 1024
+#: Site policies of hosts handed back kept in memory for their next turn (about 2 KiB
+#: each for the synthetic space's policy files; 4,400 capsules in Geminispace); beyond
+#: this many (the least recently handed back first) a host's next turn reads its policy
+#: again from the store's cache of policy files: no request, but about 5 ms of CPU, more
+#: than a page's fetch.
+POLICIES_KEPT = 8192
+#: ... only for a policy read from at most this many bytes of files (a policy file may be
+#: 500 KiB): a larger one is read again from the cache at each turn.
+POLICY_KEPT_MAX_BYTES = 8192
 #: robots2.txt category each role declares (project decision; None: global directives only).
 ROLE_CATEGORIES: dict[str, str | None] = {
     "indexer": "search-indexer",
@@ -583,10 +588,11 @@ class Crawler:
 
     def _hand_back(self, host: str, at: float, policy: SitePolicy | None) -> None:
         """``host`` waits in the scheduler's heap until ``at``, held by this process; its
-        policy kept for its next turn (at most :data:`POLICIES_KEPT` of them)."""
+        policy kept for its next turn (at most :data:`POLICIES_KEPT` of them, each read
+        from at most :data:`POLICY_KEPT_MAX_BYTES`)."""
         self._handed_back.add(host)
         self.scheduler.hand_back(host, at)
-        if policy is not None:
+        if policy is not None and self.policy_files.sizes.get(host, 0) <= POLICY_KEPT_MAX_BYTES:
             self._policies[host] = policy
         while len(self._policies) > POLICIES_KEPT:
             self._policies.popitem(last=False)

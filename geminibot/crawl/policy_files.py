@@ -67,6 +67,8 @@ class PolicyFiles:
         self.on_slow_down = on_slow_down
         #: host -> when the first of the files its policy was read from expires
         self.expires: dict[str, float] = {}
+        #: host -> the bytes of the files its policy was last read from
+        self.sizes: dict[str, int] = {}
 
     def expired(self, host: str) -> bool:
         """Whether the policy last read for ``host`` rests on a file whose cached copy
@@ -78,6 +80,7 @@ class PolicyFiles:
         discovery = PolicyDiscovery(host_protocol(host), host_url(host, "/"))
         known: SitePolicy | None = None  # what the files read so far say (pace)
         self.expires.pop(host, None)
+        self.sizes[host] = 0
         expires = float("inf")
         while (request := discovery.next_request()) is not None:
             name = cache_name(host, request)
@@ -92,6 +95,7 @@ class PolicyFiles:
                 discovery.receive(Fetched(cached.outcome, cached.body))
             expires = min(expires, cached.expires_at)
             self.expires[host] = expires
+            self.sizes[host] += len(cached.body or b"")
             if not request.is_chain_link:
                 if cached.outcome.kind == "unreachable":
                     # disallow everything until a later fetch succeeds: leave the URLs queued

@@ -139,25 +139,40 @@ async def test_a_large_host_takes_turns_with_the_others(
     assert longest <= TURN_PAGES
 
 
-async def test_policies_beyond_the_limit_are_read_again_from_the_cache(
-    tmp_path: Path, autojump_clock: object, monkeypatch: pytest.MonkeyPatch
+ROBOTS_20 = len(b"User-agent: *\nCrawl-delay: 20\n")  # chain_host's robots.txt, delay 20
+
+
+@pytest.mark.parametrize(
+    ("kept", "max_bytes", "most"),
+    [(1, ROBOTS_20, 1), (8, ROBOTS_20 - 1, 0)],
+    ids=["count-edge", "bytes-edge"],
+)
+async def test_policies_beyond_the_limits_are_read_again_from_the_cache(
+    tmp_path: Path,
+    autojump_clock: object,
+    monkeypatch: pytest.MonkeyPatch,
+    kept: int,
+    max_bytes: int,
+    most: int,
 ) -> None:
-    """POLICIES_KEPT at its edge (1): hosts handed back beyond it read their policy again
-    at their next turn from the store's cache, with no request; the map stays bounded."""
-    monkeypatch.setattr(crawler_module, "POLICIES_KEPT", 1)
+    """POLICIES_KEPT at its edge (1), or POLICY_KEPT_MAX_BYTES one byte under the policy
+    files' size: hosts handed back beyond them read their policy again at their next turn
+    from the store's cache, with no request; the map stays bounded."""
+    monkeypatch.setattr(crawler_module, "POLICIES_KEPT", kept)
+    monkeypatch.setattr(crawler_module, "POLICY_KEPT_MAX_BYTES", max_bytes)
     hosts = [f"h{i}.test" for i in range(4)]
     pages: dict[str, Answer] = {}
     for host in hosts:
         chain_host(pages, host, 4, 20)
     site = FakeSite(pages)
     crawler = crawler_for(tmp_path, site)
-    kept: list[int] = []
-    site.on_request = lambda url: kept.append(len(crawler._policies))
+    sizes: list[int] = []
+    site.on_request = lambda url: sizes.append(len(crawler._policies))
     crawler.seed([f"gemini://{h}/" for h in hosts])
     with trio.fail_after(3600):
         await crawler.run()
     assert crawler.store.queued() == 0
-    assert max(kept) == 1
+    assert max(sizes) == most
     robots = [u for u in site.urls() if u.endswith("/robots.txt")]
     assert len(robots) == len(hosts)
     # the delay still holds between two requests to a host
