@@ -36,6 +36,7 @@ from geminibot.crawl.schemes import host_url, normalise, parse_any
 from geminibot.crawl.settings import DEFAULT_AGENT, DEFAULT_CONCURRENCY, ROLES
 from geminibot.http.urls import DEFAULT_INFO_URL
 from geminibot.index import DatabaseError, QueryError, connect, stats
+from geminibot.index.db import checkpoint
 from geminibot.index.search import MAX_LIMIT, MAX_OFFSET
 from geminibot.index.stats import URL_STATES, format_stats, list_urls, status_filter
 from geminibot.net.connect import Resolver, add_connect_to_option, connect_rules, is_loopback
@@ -485,7 +486,10 @@ async def crawl_async(args: argparse.Namespace) -> int:
                 raise CommandError(str(exc)) from None
         label = without_password(args.db) if shared else str(db)
         try:
-            return await _run(args, db, label, conn, seeds, options, resolver)
+            code = await _run(args, db, label, conn, seeds, options, resolver)
+            if not shared:  # a clean end: no WAL left beside the database
+                checkpoint(conn)
+            return code
         except (sqlite3.Error, OSError, BaseExceptionGroup) as exc:
             cause = _environment_error(exc)
             if cause is None:

@@ -249,3 +249,12 @@ def set_setting(conn: sqlite3.Connection, key: str, value: str) -> None:
         "ON CONFLICT (key) DO UPDATE SET value = excluded.value",
         (key, value),
     )
+
+
+def checkpoint(conn: sqlite3.Connection) -> None:
+    """Copy the WAL into the database and truncate it to nothing (``PRAGMA
+    wal_checkpoint(TRUNCATE)``), as a crawl ends: closing the last connection does that
+    too, but not while another one (``serve-search``, a ``search``) has the file open,
+    which leaves the crawl's whole WAL beside it. A reader in the middle of a read makes
+    it wait (up to :data:`BUSY_TIMEOUT_MS`), then give up, harmlessly."""
+    conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchall()
