@@ -32,17 +32,22 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Callable, Iterable
+from dataclasses import dataclass
 from typing import Any
 
 import psycopg
 from psycopg_pool import ConnectionPool
 
+from geminibot.crawl import traps
 from geminibot.crawl.freshness import Visit
 from geminibot.crawl.frontier import (
     CAP_REASON,
+    DEEP_PATHS,
     MAX_URL_ATTEMPTS,
     Claim,
     Limits,
+    count_deep,
+    trap_decision,
     trap_reason,
     utc_date,
 )
@@ -263,9 +268,12 @@ class PgStore:
             met.add(name)
         return result
 
-    def _lock_hosts(self, conn: psycopg.Connection[Any], hosts: Iterable[str]) -> dict[str, int]:
+    def _lock_hosts(
+        self, conn: psycopg.Connection[Any], hosts: Iterable[str]
+    ) -> dict[str, tuple[int, int | None]]:
         """Create the missing ``hosts`` rows and lock them all, in host order, until the
-        transaction ends; returns each one's live URLs (``urls_total``).
+        transaction ends; returns each one's live URLs (``urls_total``) and deep URLs
+        (``deep_urls``, None: not counted yet).
 
         Every transaction that adds URLs to a host holds its row, so the trap bounds are
         counted exactly across processes (no two add to one host at once), and, as the
@@ -278,10 +286,11 @@ class PgStore:
             (self.clock(), ordered),
         )
         rows = conn.execute(
-            "SELECT host, urls_total FROM hosts WHERE host = ANY(%s) ORDER BY host FOR UPDATE",
+            "SELECT host, urls_total, deep_urls FROM hosts WHERE host = ANY(%s)"
+            " ORDER BY host FOR UPDATE",
             (ordered,),
         ).fetchall()
-        return {str(host): int(total) for host, total in rows}
+        return {str(host): (int(total), deep) for host, total, deep in rows}
 
     def _add(
         self, conn: psycopg.Connection[Any], links: Iterable[tuple[str, int, str | None]]
@@ -295,7 +304,8 @@ class PgStore:
             batch.setdefault(normalise(url), (depth, parent))
         if not batch:
             return {}
-        totals = self._lock_hosts(conn, (host_key(u) for u in batch))
+        locked = self._lock_hosts(conn, (host_key(u) for u in batch))
+        counts = {host: _Counts(*both) for host, both in locked.items()}
         known = {
             str(r[0]): (str(r[1]), r[2])
             for r in conn.execute(
@@ -312,27 +322,33 @@ class PgStore:
             host, path, has_query = host_key(url), parsed.path, parsed.query is not None
             if has_query and (host, path) not in queries:
                 queries[(host, path)] = self._queries_on(conn, host, path)
+            host_counts = counts[host]
             if url in known:
-                what = self._requeue_capped(conn, url, known[url], totals[host], now)
+                what = self._requeue_capped(conn, url, known[url], host_counts.total, now)
             else:
+                deep = None
+                if traps.is_deep(path):
+                    deep = host_counts.deep_urls(conn, host)
                 reason = trap_reason(
-                    self.limits, parsed, depth, totals[host], queries.get((host, path)), today=today
+                    self.limits,
+                    parsed,
+                    depth,
+                    host_counts.total,
+                    queries.get((host, path)),
+                    today=today,
+                    deep_on_host=deep,
                 )
                 what = "queued" if reason is None else f"trapped: {reason}"
                 state = "trapped" if reason else "queued"
                 rows.append((url, host, path, has_query, depth, parent, state, reason))
             result[url] = what
             if what == "queued":
-                totals[host] += 1
+                host_counts.queued(path)
                 if has_query:
                     queries[(host, path)] += 1
         self._insert(conn, rows, now)
-        added = Counter(host_key(u) for u, what in result.items() if what == "queued")
-        for host in sorted(added):
-            conn.execute(
-                "UPDATE hosts SET urls_total = urls_total + %s WHERE host = %s",
-                (added[host], host),
-            )
+        for host in sorted(locked):
+            counts[host].save(conn, host, locked[host])
         return result
 
     def claim(self, host: str, lease: str) -> Claim | None:
@@ -546,6 +562,14 @@ class PgStore:
                 " ORDER BY n ON CONFLICT (url) DO NOTHING",
                 (now, *(list(column) for column in zip(*rows, strict=True))),
             )
+        trapped = [(url, host, trap_decision(reason)) for url, host, *_, reason in rows if reason]
+        if trapped:  # each one's refusing decision, as Frontier.add records it
+            conn.execute(
+                "INSERT INTO decisions (url, host, allowed, reason, at) SELECT u, h, false, r, %s"
+                " FROM unnest(%s::text[], %s::text[], %s::text[]) WITH ORDINALITY AS x (u, h, r, n)"
+                " ORDER BY n",
+                (now, *(list(column) for column in zip(*trapped, strict=True))),
+            )
 
     def _queries_on(self, conn: psycopg.Connection[Any], host: str, path: str) -> int:
         """The query strings on ``host``'s ``path`` not trapped (the bound's count)."""
@@ -635,6 +659,35 @@ class PgStore:
                 "SELECT url FROM pages WHERE duplicate_of = %s ORDER BY url", (url,)
             ).fetchall()
         return [str(r[0]) for r in rows]
+
+
+@dataclass
+class _Counts:
+    """A host's live URLs (``urls_total``) and deep URLs (``deep_urls``, None: not counted
+    yet) while a batch of URLs is added (its row locked: see :meth:`PgStore._lock_hosts`)."""
+
+    total: int
+    deep: int | None
+
+    def deep_urls(self, conn: psycopg.Connection[Any], host: str) -> int:
+        """The deep URLs, counted from the host's rows the first time."""
+        if self.deep is None:
+            self.deep = count_deep(conn.execute(DEEP_PATHS.format("%s"), (host,)))
+        return self.deep
+
+    def save(self, conn: psycopg.Connection[Any], host: str, was: tuple[int, int | None]) -> None:
+        """Write the counts to the host's row, if they moved from ``was``."""
+        if (self.total, self.deep) != was:
+            conn.execute(
+                "UPDATE hosts SET urls_total = %s, deep_urls = %s WHERE host = %s",
+                (self.total, self.deep, host),
+            )
+
+    def queued(self, path: str) -> None:
+        """One more live URL, at ``path``."""
+        self.total += 1
+        if self.deep is not None and traps.is_deep(path):
+            self.deep += 1
 
 
 def open_store(
