@@ -30,6 +30,7 @@ from geminibot.cliutil import (
 )
 from geminibot.crawl.databases import display as without_password
 from geminibot.crawl.databases import is_postgres, open_pg_store, reading
+from geminibot.crawl.freshness import DAY, VANISHED_AFTER
 from geminibot.crawl.frontier import DEFAULT_MAX_DEPTH, MAX_URLS_PER_HOST, Limits
 from geminibot.crawl.politeness import DEFAULT_MIN_DELAY
 from geminibot.crawl.schemes import host_url, normalise, parse_any
@@ -583,6 +584,7 @@ def _summary(
         "revisits": p.revisits,
         "unchanged": p.unchanged,
         "gone": p.gone,
+        "vanished": p.vanished,
         "queued": p.queued,
         "hosts": p.hosts_seen,
         "hosts_skipped": p.hosts_skipped,
@@ -606,6 +608,12 @@ def _summary(
         print(
             f"revisited: {p.revisits} URLs due again; {p.unchanged} pages unchanged "
             f"(not re-indexed), {p.gone} gone (51/52, out of the index)",
+            file=out,
+        )
+    if p.vanished:
+        print(
+            f"vanished hosts: {p.vanished} pages out of the index (no answer for "
+            f"{VANISHED_AFTER / DAY:g} days; indexed again when they answer)",
             file=out,
         )
     if p.excluded:

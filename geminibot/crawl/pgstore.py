@@ -53,6 +53,7 @@ from geminibot.crawl.frontier import (
 )
 from geminibot.crawl.schemes import host_key, normalise, parse_any
 from geminibot.crawl.store import (
+    VANISHED_PAGES,
     CachedFile,
     DecisionRecord,
     FetchedPage,
@@ -60,6 +61,7 @@ from geminibot.crawl.store import (
     HostState,
     Lease,
     Revisit,
+    vanished_since,
 )
 from geminibot.index import pg
 from geminibot.index.db import DatabaseError
@@ -448,12 +450,7 @@ class PgStore:
             " VALUES (%s, %s, %s, %s, %s, %s, %s)",
             (f.url, f.host, f.status, f.meta, f.error, f.started, f.duration),
         )
-        s = f.state
-        conn.execute(
-            "UPDATE hosts SET last_fetch_at = %s, last_duration = %s, not_before = %s,"
-            " slow_downs = %s WHERE host = %s",
-            (s.last_end, s.last_duration, s.not_before, s.slow_downs, f.host),
-        )
+        conn.execute(FetchRecord.HOST_UPDATE.format("%s"), f.host_row())
 
     def _record_decision(self, conn: psycopg.Connection[Any], d: DecisionRecord) -> None:
         conn.execute(
@@ -525,13 +522,7 @@ class PgStore:
                     pg.store_page(cur, page, fetched.role)
                 changed = fetched.gone or (old is not None and old[0] != page.content_hash)
                 if old is not None and old[1] is None and changed:
-                    rows = conn.execute(
-                        "UPDATE urls SET state = 'queued', lease = NULL, next_visit = NULL"
-                        " WHERE state IN ('done', 'refused', 'failed') AND url IN"
-                        " (SELECT url FROM pages WHERE duplicate_of = %s) RETURNING host",
-                        (page.url,),
-                    ).fetchall()
-                    woken.update(str(r[0]) for r in rows)
+                    woken.update(self._requeue_aliases(conn, page.url))
                 if fetched.demote is not None:
                     self._demote(conn, fetched.demote, page.url)
                 if fetched.gone:
@@ -614,6 +605,17 @@ class PgStore:
                 (revisit.next_visit, revisit.interval, url),
             )
 
+    def _requeue_aliases(self, conn: psycopg.Connection[Any], url: str) -> list[str]:
+        """As :meth:`SqliteStore._requeue_aliases`: the aliases of ``url`` queued again
+        now (their body is no longer its body); returns their hosts, one per URL."""
+        rows = conn.execute(
+            "UPDATE urls SET state = 'queued', lease = NULL, next_visit = NULL"
+            " WHERE state IN ('done', 'refused', 'failed') AND url IN"
+            " (SELECT url FROM pages WHERE duplicate_of = %s) RETURNING host",
+            (url,),
+        ).fetchall()
+        return [str(r[0]) for r in rows]
+
     def _demote(self, conn: psycopg.Connection[Any], old: str, new: str) -> None:
         conn.execute("UPDATE pages SET duplicate_of = %s WHERE duplicate_of = %s", (new, old))
         row = conn.execute("SELECT id FROM pages WHERE url = %s", (old,)).fetchone()
@@ -659,6 +661,20 @@ class PgStore:
                 "SELECT url FROM pages WHERE duplicate_of = %s ORDER BY url", (url,)
             ).fetchall()
         return [str(r[0]) for r in rows]
+
+    def delist_vanished(self, now: float) -> int:
+        with self._tx() as conn:
+            rows = conn.execute(VANISHED_PAGES.format("%s"), vanished_since(now)).fetchall()
+            ids = [r[0] for r in rows]
+            conn.execute("DELETE FROM links WHERE page_id = ANY(%s)", (ids,))
+            conn.execute(
+                "UPDATE pages SET title = '', text_indexed = false, content_hash = NULL,"
+                " headings = NULL, body = NULL WHERE id = ANY(%s)",
+                (ids,),
+            )
+            for _, url in rows:
+                self._requeue_aliases(conn, str(url))
+        return len(rows)
 
 
 @dataclass
