@@ -70,6 +70,7 @@ def test_crawl_search_stats(served: int, tmp_path: Path) -> None:
     assert proc.returncode == 0, proc.stderr
     summary = json.loads(proc.stdout)
     assert summary["pages"] == 7 and summary["refused"] == 1 and not summary["interrupted"]
+    assert summary["vanished"] == 0  # no host unanswered (docs/crawl.md, vanished hosts)
     assert fetched_paths(db) == set(expectation(HOST)["crawl"]["indexer"]["fetched"])
 
     found = geminibot("search", "virtual agent", "--db", str(db), "--json")
