@@ -513,12 +513,15 @@ async def _run(
     from geminibot.net.dns import DnsCache
 
     display = Display(sys.stderr)
+    # One DNS cache for both clients and the address lookup: the addresses paced as one
+    # are those connected to, and a name is resolved once per DNS_TTL whatever asks.
+    dns = DnsCache()
     web = WebClient(
         user_agent=user_agent(options.agent, info_url=args.contact),
         connect_to=resolver,
         limits=CRAWL_LIMITS,
+        dns=dns,
     )
-    dns = DnsCache()  # one cache: the addresses paced as one are those connected to
     crawler = Crawler(conn, ProtocolFetcher(web=web), options, address_of=address_of(resolver, dns))
     # Certificates pinned in the crawl's database on first use; a changed one is refused.
     gemini = GeminiClient(
