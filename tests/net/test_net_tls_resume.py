@@ -1,6 +1,6 @@
 """TLS session resumption in the Gemini client, against real servers on loopback: the
-synthetic space's server (which offers session tickets, on several loopback addresses),
-and the capsule server (which offers none: every handshake is a full one). Pins are
+synthetic space's server (on several loopback addresses) and the capsule server, both
+offering session tickets. Pins are
 checked on resumed sessions too; names go through the client's DNS cache."""
 
 from __future__ import annotations
@@ -96,15 +96,26 @@ async def test_sessions_bound_edge(monkeypatch: pytest.MonkeyPatch) -> None:
         assert (await client.fetch(f"gemini://{SPACE.host(4)}/")).resumed
 
 
-async def test_capsule_server_offers_no_tickets_so_none_is_kept(
+async def test_capsule_server_offers_tickets_so_a_second_connection_resumes(
     capsules_dir: Path, cert_dir: Path
 ) -> None:
+    """The shared Gemini server (capsule-server, serve-search) sends session tickets; a
+    resumed connection still reaches the host its SNI names, with the same pin."""
     async with running_server(capsules_dir, cert_dir) as server:
-        client = GeminiClient(connect_to={"va-groups.test": ("127.0.0.1", server.port or 0)})
-        for _ in range(2):
-            response = await client.fetch("gemini://va-groups.test/")
-            assert response.status == 20 and not response.resumed
-        assert client.tls_sessions() == 0
+        route = ("127.0.0.1", server.port or 0)
+        client = GeminiClient(connect_to={"va-groups.test": route, "maze.test": route})
+        first = await client.fetch("gemini://va-groups.test/")
+        assert first.status == 20 and not first.resumed
+        assert client.tls_sessions() == 1
+        second = await client.fetch("gemini://va-groups.test/")
+        assert second.status == 20 and second.resumed
+        assert (second.body, second.certificate) == (first.body, first.certificate)
+        other = await client.fetch("gemini://maze.test/", follow_redirects=False)
+        assert other.status == 20 and not other.resumed
+        assert other.certificate != first.certificate
+        again = await client.fetch("gemini://maze.test/", follow_redirects=False)
+        assert again.resumed and again.status == other.status and again.body == other.body
+        assert client.tls_sessions() == 2
 
 
 async def test_space_on_several_loopback_addresses() -> None:
