@@ -36,11 +36,10 @@ trio's own ``Cancelled`` when the caller cancels).
 
 from __future__ import annotations
 
-import contextlib
+import socket
 import ssl
 from collections import OrderedDict
 from dataclasses import dataclass, field
-from typing import Any
 
 import trio
 
@@ -54,6 +53,7 @@ from geminibot.gemini.response import (
     decode_text,
 )
 from geminibot.gemini.status import Family
+from geminibot.gemini.tls import TLSConnection, open_tcp
 from geminibot.gemini.tofu import KnownHosts, MemoryKnownHosts, Trust, check_pin, fingerprint
 from geminibot.gemini.urls import MAX_REQUEST_BYTES, SCHEME, parse_url, request_line
 from geminibot.net.connect import ConnectTo, route
@@ -219,7 +219,7 @@ class GeminiClient:
     def _address(self, host: str, port: int) -> tuple[str, int]:
         return route(self.connect_to, host, port)
 
-    async def _connect(self, address: str, port: int) -> trio.SocketStream:
+    async def _connect(self, address: str, port: int) -> socket.socket:
         """A TCP connection to ``address`` (a name through the DNS cache: its addresses
         in order, the first that answers)."""
         try:
@@ -229,7 +229,7 @@ class GeminiClient:
         error: OSError | None = None
         for ip in addresses:
             try:
-                return await trio.open_tcp_stream(ip, port)
+                return await open_tcp(ip, port)
             except OSError as exc:
                 error = exc
         raise ConnectionFailed(f"cannot connect to {address} port {port}: {error}")
@@ -237,28 +237,26 @@ class GeminiClient:
     async def _exchange(self, url: URL, followed: tuple[URL, ...], limits: Limits) -> Response:
         request = request_line(url)
         address, port = self._address(url.host, url.port)
-        stream: trio.SSLStream[trio.SocketStream] | None = None
+        context = self._context_for(url)
+        session_key = (url.host, address, port, id(context))
+        conn: TLSConnection | None = None
         try:
             with trio.move_on_after(limits.connect_timeout) as connecting:
-                tcp = await self._connect(address, port)
-                context = self._context_for(url)
-                stream = trio.SSLStream(tcp, context, server_hostname=url.host)
-                session_key = (url.host, address, port, id(context))
-                session = self._sessions.get(session_key)
-                if session is not None:
-                    stream.session = session
+                sock = await self._connect(address, port)
                 try:
-                    await stream.do_handshake()
-                except trio.BrokenResourceError as exc:
-                    raise TLSFailure(
-                        f"TLS handshake with {url.authority} failed: {exc.__cause__}"
-                    ) from None
+                    conn = TLSConnection(sock, context, url.host, self._sessions.get(session_key))
+                    await conn.do_handshake()
+                except OSError as exc:  # ssl.SSLError is one
+                    raise TLSFailure(f"TLS handshake with {url.authority} failed: {exc}") from None
+                finally:
+                    if conn is None:
+                        sock.close()
             if connecting.cancelled_caught:
                 raise ConnectTimeout(
                     f"no TLS connection to {url.authority} within {limits.connect_timeout} s"
                 )
-            assert stream is not None
-            der = stream.getpeercert(binary_form=True)
+            assert conn is not None
+            der = conn.peer_certificate()
             if der is None:  # pragma: no cover - a TLS server always sends a certificate
                 raise TLSFailure(f"{url.authority} sent no certificate")
             seen = fingerprint(der)
@@ -267,25 +265,23 @@ class GeminiClient:
             )
             reader = ResponseReader(None if limits.cut_body else limits.max_body_size)
             with trio.move_on_after(limits.header_timeout) as waiting:
-                await _send(stream, request)
-                header = await _read_header(stream, reader)
+                await _send(conn, request)
+                header = await _read_header(conn, reader)
             if waiting.cancelled_caught:
                 raise HeaderTimeout(
                     f"no header from {url.authority} within {limits.header_timeout} s"
                 )
             cut = limits.max_body_size if limits.cut_body else None
-            body, truncated = await _read_body(stream, reader, limits.idle_timeout, cut)
-        except BaseException:
-            if stream is not None:
-                await trio.aclose_forcefully(stream)
-            raise
-        await _close(stream)
-        resumed = bool(stream.session_reused)
-        if not resumed:  # a resumed session stays the one kept (see _keep_session)
-            self._keep_session(session_key, stream)
+            body, truncated = await _read_body(conn, reader, limits.idle_timeout, cut)
+            resumed = conn.session_reused
+            if not resumed:  # a resumed session stays the one kept (see _keep_session)
+                self._keep_session(session_key, conn)
+        finally:
+            if conn is not None:
+                conn.close()  # our close_notify, without waiting for the peer's
         return Response(url, header, body, seen, trust, previous, followed, truncated, resumed)
 
-    def _keep_session(self, key: tuple[str, str, int, int], stream: trio.SSLStream[Any]) -> None:
+    def _keep_session(self, key: tuple[str, str, int, int], conn: TLSConnection) -> None:
         """Keep the connection's session for the next one, if the server offered a ticket.
 
         Called after full handshakes only: reading ``SSLSocket.session`` costs about 5.6 KiB
@@ -293,7 +289,7 @@ class GeminiClient:
         connections, none without the read), so it is read once per host until the server
         stops accepting the session (its ticket expired: a full handshake again), not once
         per connection. TLS 1.3 lets a client offer one ticket more than once."""
-        session = stream.session
+        session = conn.session
         if session is None or not session.has_ticket:
             self._sessions.pop(key, None)
             return
@@ -307,39 +303,37 @@ class GeminiClient:
         return len(self._sessions)
 
 
-async def _send(stream: trio.SSLStream[trio.SocketStream], data: bytes) -> None:
+async def _send(conn: TLSConnection, data: bytes) -> None:
     try:
-        await stream.send_all(data)
-    except trio.BrokenResourceError as exc:
-        raise ConnectionFailed(
-            f"connection broke while sending the request: {exc.__cause__}"
-        ) from None
+        await conn.send_all(data)
+    except OSError as exc:  # ssl.SSLError is one
+        raise ConnectionFailed(f"connection broke while sending the request: {exc}") from None
 
 
-async def _receive(stream: trio.SSLStream[trio.SocketStream]) -> tuple[bytes, bool]:
-    """(data, clean): b"" at the end; clean is False when the end had no close_notify."""
+async def _receive(conn: TLSConnection) -> tuple[bytes, bool]:
+    """(data, clean): b"" at the end; clean is False when the end had no close_notify (or
+    the connection broke)."""
     try:
-        return bytes(await stream.receive_some(_RECEIVE_SIZE)), True
-    except trio.BrokenResourceError:
+        data = await conn.receive_some(_RECEIVE_SIZE)
+    except OSError:  # ssl.SSLError is one: a reset, a bad record
         return b"", False
+    return data, not conn.ragged_eof
 
 
-async def _read_header(
-    stream: trio.SSLStream[trio.SocketStream], reader: ResponseReader
-) -> ResponseHeader:
+async def _read_header(conn: TLSConnection, reader: ResponseReader) -> ResponseHeader:
     while True:
         event = reader.next_event()
         if isinstance(event, ResponseHeader):
             return event
         assert event is NEED_DATA
-        data, clean = await _receive(stream)
+        data, clean = await _receive(conn)
         if not data and not clean and not reader.has_buffered_data:
             raise ConnectionFailed("the connection broke before the response header")
         reader.receive_data(data)
 
 
 async def _read_body(
-    stream: trio.SSLStream[trio.SocketStream],
+    conn: TLSConnection,
     reader: ResponseReader,
     idle_timeout: float,
     cut: int | None = None,
@@ -358,13 +352,7 @@ async def _read_body(
             return b"".join(chunks), not clean
         else:
             with trio.move_on_after(idle_timeout) as idle:
-                data, clean = await _receive(stream)
+                data, clean = await _receive(conn)
             if idle.cancelled_caught:
                 raise IdleTimeout(f"body stalled for more than {idle_timeout} s")
             reader.receive_data(data)
-
-
-async def _close(stream: trio.SSLStream[trio.SocketStream]) -> None:
-    """Send our close_notify (one small write, bounded by the total deadline) and close."""
-    with contextlib.suppress(trio.BrokenResourceError):  # the peer has gone: closed anyway
-        await stream.aclose()
