@@ -23,11 +23,15 @@ the ``SSLContext`` is built once per client and loads no CA bundle.
 - A body that ends without TLS ``close_notify`` is returned with
   ``possibly_truncated=True``.
 - TLS sessions are resumed where the server offers session tickets: the session of each
-  (host, address, port) from its last full handshake is kept, at most :data:`MAX_TLS_SESSIONS` (the least
-  recently used forgotten first), and offered on the next connection; a resumed handshake
-  skips the server's key exchange and certificate (``Response.resumed`` says it was one).
-  The certificate a resumed session carries is the one first seen on it, and is checked
-  against the pins like any other: TOFU works the same either way.
+  (host, address, port) from its last full handshake is kept and offered on the next
+  connection; a resumed handshake skips the server's key exchange and certificate
+  (``Response.resumed`` says it was one). The certificate a resumed session carries is the
+  one first seen on it, and is checked against the pins like any other: TOFU works the
+  same either way. A server that offers no ticket, or refuses the first ticket it gave
+  (jetforce 1.0.0 does: new tickets, never a resumption), is remembered as one that does
+  not resume, and its sessions are no longer read (see ``_after_handshake``). At most
+  :data:`MAX_TLS_SESSIONS` (host, address, port) are remembered either way, the least
+  recently used forgotten first.
 
 Only :class:`~geminibot.net.errors.FetchError` subclasses leave :meth:`GeminiClient.fetch`,
 and :class:`~geminibot.urls.InvalidURL` for a URL given that cannot be requested (and
@@ -71,8 +75,19 @@ from geminibot.net.redirects import RedirectRules, follow_chain
 from geminibot.urls import URL, resolve_reference
 
 _RECEIVE_SIZE = 65536
-#: TLS sessions kept for resumption (one per host, address and port; a few KiB each).
+#: TLS sessions kept for resumption, and servers marked as not resuming (one per host,
+#: address and port; a few KiB each).
 MAX_TLS_SESSIONS = 5_000
+
+
+@dataclass(slots=True)
+class _Kept:
+    """What is known of one (host, address, port)'s TLS sessions."""
+
+    session: ssl.SSLSession | None
+    """Offered on the next connection; None: the server does not resume, offer nothing."""
+    resumed: bool = False
+    """The server has resumed ``session`` at least once."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -165,7 +180,7 @@ class GeminiClient:
         #: Names resolved once per :data:`~geminibot.net.dns.DNS_TTL` (share one cache
         #: between the clients of a crawl).
         self.dns = dns if dns is not None else DnsCache()
-        self._sessions: OrderedDict[tuple[str, str, int, int], ssl.SSLSession] = OrderedDict()
+        self._sessions: OrderedDict[tuple[str, str, int, int], _Kept] = OrderedDict()
         self.known_hosts: KnownHosts = (
             known_hosts if known_hosts is not None else MemoryKnownHosts()
         )
@@ -239,12 +254,14 @@ class GeminiClient:
         address, port = self._address(url.host, url.port)
         context = self._context_for(url)
         session_key = (url.host, address, port, id(context))
+        kept = self._sessions.get(session_key)
         conn: TLSConnection | None = None
         try:
             with trio.move_on_after(limits.connect_timeout) as connecting:
                 sock = await self._connect(address, port)
                 try:
-                    conn = TLSConnection(sock, context, url.host, self._sessions.get(session_key))
+                    offer = kept.session if kept is not None else None
+                    conn = TLSConnection(sock, context, url.host, offer)
                     await conn.do_handshake()
                 except OSError as exc:  # ssl.SSLError is one
                     raise TLSFailure(f"TLS handshake with {url.authority} failed: {exc}") from None
@@ -274,33 +291,46 @@ class GeminiClient:
             cut = limits.max_body_size if limits.cut_body else None
             body, truncated = await _read_body(conn, reader, limits.idle_timeout, cut)
             resumed = conn.session_reused
-            if not resumed:  # a resumed session stays the one kept (see _keep_session)
-                self._keep_session(session_key, conn)
+            self._after_handshake(session_key, kept, conn, resumed)
         finally:
             if conn is not None:
                 conn.close()  # our close_notify, without waiting for the peer's
         return Response(url, header, body, seen, trust, previous, followed, truncated, resumed)
 
-    def _keep_session(self, key: tuple[str, str, int, int], conn: TLSConnection) -> None:
-        """Keep the connection's session for the next one, if the server offered a ticket.
+    def _after_handshake(
+        self, key: tuple[str, str, int, int], kept: _Kept | None, conn: TLSConnection, resumed: bool
+    ) -> None:
+        """Keep the connection's session for the next one, if the server will resume it.
 
-        Called after full handshakes only: reading ``SSLSocket.session`` costs about 5.6 KiB
-        that is never freed (CPython 3.11 with OpenSSL 3.0: measured 7 MiB over 1,200
-        connections, none without the read), so it is read once per host until the server
-        stops accepting the session (its ticket expired: a full handshake again), not once
-        per connection. TLS 1.3 lets a client offer one ticket more than once."""
-        session = conn.session
-        if session is None or not session.has_ticket:
-            self._sessions.pop(key, None)
+        Reading ``SSLSocket.session`` costs about 5.6 KiB that is never freed (CPython 3.11
+        with OpenSSL 3.0: measured 7 MiB over 1,200 connections, none without the read) and
+        0.2-0.4 ms of CPU, so it is read after a full handshake only, and only where it may
+        be resumed: not after a resumed one (the session kept stays the one offered: TLS 1.3
+        lets a client offer one ticket more than once), not again for a server that offered
+        no ticket, and not again for one that refused the first ticket it gave (jetforce
+        does, every time: without this, every connection to it read and leaked a session).
+        A server that resumed a session and then refuses it (its ticket expired, its keys
+        changed) has its new session read: one read per run of resumptions."""
+        if resumed:
+            if kept is not None:
+                kept.resumed = True
+                self._sessions.move_to_end(key)
             return
-        self._sessions[key] = session
+        if kept is not None and (kept.session is None or not kept.resumed):
+            kept.session = None  # offered no ticket, or refused its first: does not resume
+            self._sessions.move_to_end(key)
+            return
+        session = conn.session
+        has_ticket = session is not None and session.has_ticket
+        self._sessions[key] = _Kept(session if has_ticket else None)
         self._sessions.move_to_end(key)
         while len(self._sessions) > MAX_TLS_SESSIONS:
             self._sessions.popitem(last=False)
 
     def tls_sessions(self) -> int:
-        """How many TLS sessions are kept for resumption."""
-        return len(self._sessions)
+        """How many TLS sessions are kept for resumption (servers marked as not resuming
+        are not counted)."""
+        return sum(kept.session is not None for kept in self._sessions.values())
 
 
 async def _send(conn: TLSConnection, data: bytes) -> None:

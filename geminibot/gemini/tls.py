@@ -107,7 +107,7 @@ class TLSConnection:
     @property
     def session(self) -> ssl.SSLSession | None:
         """The TLS session, for a later connection to offer (client side). Each read costs
-        memory that is never freed (see ``GeminiClient._keep_session``): read it sparingly."""
+        memory that is never freed (see ``GeminiClient._after_handshake``): read it sparingly."""
         return self.tls.session
 
     @property
