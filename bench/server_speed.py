@@ -26,7 +26,6 @@ import os
 import platform
 import resource
 import shutil
-import socket
 import ssl
 import subprocess
 import sys
@@ -46,7 +45,7 @@ from machine import cpu_model  # noqa: E402
 from capsule_server.testing import open_tls  # noqa: E402
 from geminibot.gemini.certs import ensure_certificate  # noqa: E402
 from geminibot.gemini.client import make_ssl_context  # noqa: E402
-from geminibot.gemini.tls import TLSConnection  # noqa: E402
+from geminibot.gemini.tls import TLSConnection, open_tcp  # noqa: E402
 
 HOST = "va-groups.test"
 PAGE = "/"
@@ -90,11 +89,7 @@ async def _worker(port: int, stop_at: float, counts: list[int]) -> None:
     while trio.current_time() < stop_at:
         conn = None
         try:
-            tsock = trio.socket.socket()
-            tsock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-            await tsock.connect(("127.0.0.1", port))
-            sock = socket.socket(fileno=tsock.detach())
-            conn = TLSConnection(sock, ctx, server_hostname=HOST)
+            conn = TLSConnection(await open_tcp("127.0.0.1", port), ctx, server_hostname=HOST)
             await conn.do_handshake()
             await conn.send_all(request)
             data = b""
