@@ -311,14 +311,17 @@ class GeminiClient:
         does, every time: without this, every connection to it read and leaked a session).
         A server that resumed a session and then refuses it (its ticket expired, its keys
         changed) has its new session read: one read per run of resumptions."""
+        current = self._sessions.get(key) is kept  # not forgotten meanwhile (concurrent fetches)
         if resumed:
             if kept is not None:
                 kept.resumed = True
-                self._sessions.move_to_end(key)
+                if current:
+                    self._sessions.move_to_end(key)
             return
         if kept is not None and (kept.session is None or not kept.resumed):
             kept.session = None  # offered no ticket, or refused its first: does not resume
-            self._sessions.move_to_end(key)
+            if current:
+                self._sessions.move_to_end(key)
             return
         session = conn.session
         has_ticket = session is not None and session.has_ticket

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import ssl
 import sys
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from pathlib import Path
 
@@ -86,10 +86,18 @@ async def test_a_resumed_session_is_kept_not_read_again(monkeypatch: pytest.Monk
         assert len(reads) == 1 and client.tls_sessions() == 1
 
 
+async def answer_now(_request: bytes) -> None:
+    pass
+
+
 @asynccontextmanager
-async def ticket_server(contexts: Callable[[int], ssl.SSLContext]) -> AsyncIterator[int]:
-    """A TLS server on 127.0.0.1 answering "20 text/plain" to every request; connection N
-    (from 0) is served with ``contexts(N)``. Yields the port."""
+async def ticket_server(
+    contexts: Callable[[int], ssl.SSLContext],
+    before_answer: Callable[[bytes], Awaitable[None]] = answer_now,
+) -> AsyncIterator[int]:
+    """A TLS server on 127.0.0.1 answering "20 text/plain" to every request (after
+    ``before_answer(request)``); connection N (from 0) is served with ``contexts(N)``.
+    Yields the port."""
     served = 0
 
     async def connection(tcp: trio.SocketStream) -> None:
@@ -98,7 +106,7 @@ async def ticket_server(contexts: Callable[[int], ssl.SSLContext]) -> AsyncItera
         served += 1
         try:
             await stream.do_handshake()
-            await loopback.read_request(stream, 2048)
+            await before_answer(await loopback.read_request(stream, 2048))
             await stream.send_all(b"20 text/plain\r\nok")
             await stream.aclose()
         except trio.BrokenResourceError:
@@ -161,6 +169,36 @@ async def test_sessions_bound_edge(monkeypatch: pytest.MonkeyPatch) -> None:
         assert client.tls_sessions() == 2
         assert not (await client.fetch(f"gemini://{SPACE.host(0)}/")).resumed  # forgotten
         assert (await client.fetch(f"gemini://{SPACE.host(4)}/")).resumed
+
+
+async def test_a_session_forgotten_during_its_fetch(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Room for one session: a.test's is forgotten (b.test's full handshake takes its place)
+    while a resumed fetch of a.test is still running; that fetch ends normally."""
+    monkeypatch.setattr(client_module, "MAX_TLS_SESSIONS", 1)
+    b_done = trio.Event()
+    context = cert_pair("a.test").server_context()
+
+    async def a_waits_for_b(request: bytes) -> None:
+        if request.startswith(b"gemini://a.test/wait"):
+            await b_done.wait()
+
+    async with ticket_server(lambda _n: context, a_waits_for_b) as port:
+        client = GeminiClient(
+            connect_to={name: ("127.0.0.1", port) for name in ("a.test", "b.test")}
+        )
+        assert not (await client.fetch("gemini://a.test/")).resumed
+        results: dict[str, bool] = {}
+
+        async def fetch(name: str, path: str) -> None:
+            results[name] = (await client.fetch(f"gemini://{name}/{path}")).resumed
+            if name == "b.test":
+                b_done.set()
+
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(fetch, "a.test", "wait")
+            nursery.start_soon(fetch, "b.test", "")
+    assert results == {"a.test": True, "b.test": False}
+    assert client.tls_sessions() == 1
 
 
 async def test_capsule_server_offers_no_tickets_so_none_is_kept(
