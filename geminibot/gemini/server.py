@@ -54,8 +54,8 @@ import trio
 from geminibot.gemini.accesslog import AccessRecord, now_iso
 from geminibot.gemini.certs import FALLBACK_HOST, ensure_certificate
 from geminibot.gemini.ratelimit import RateLimiter
-from geminibot.gemini.servertls import InvalidServerName, TLSConnection
 from geminibot.gemini.status import Status
+from geminibot.gemini.tls import InvalidServerName, TLSConnection
 from geminibot.gemini.urls import DEFAULT_PORT, MAX_REQUEST_BYTES, parse_request
 from geminibot.urls import REFERENCE, URL, InvalidURL, UnsupportedScheme
 
@@ -294,7 +294,7 @@ class GeminiServer:
                 self._emit(AccessRecord("", error=f"accept: {exc.strerror}"))
                 await trio.sleep(0.1)
                 continue
-            # From here on OpenSSL drives the socket itself (see geminibot.gemini.servertls).
+            # From here on OpenSSL drives the socket itself (see geminibot.gemini.tls).
             sock = socket.socket(
                 accepted.family, accepted.type, accepted.proto, fileno=accepted.detach()
             )
