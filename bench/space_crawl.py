@@ -546,8 +546,11 @@ def crawl_figures(space: Space, summary: dict[str, Any], db: Path) -> dict[str, 
     times = [float(t) for _, t in fetched]
     pages = len(times)
     rates = tenths(times)
+    by_time = sorted(fetched, key=lambda row: float(row[1]))
     return {
         "pages": pages,
+        "hosts_reached": len({url.split("/")[2] for url, _ in fetched}),
+        "hosts_in_last_tenth": len({url.split("/")[2] for url, _ in by_time[pages * 9 // 10 :]}),
         "requests": summary.get("requests"),
         "wall_seconds": summary["wall_seconds"],
         "pages_per_second": pages / summary["wall_seconds"],

@@ -12,7 +12,11 @@ the same politeness rules as any request, redirects followed as RFC 9309 2.3.1.2
 site policy for the declared bot (the decision is recorded), waits its turn, fetches, and
 commits the page, its links and the new frontier rows in one transaction. A shared
 :class:`trio.CapacityLimiter` bounds the requests in flight across hosts
-(``concurrency``); a worker holds it only while its request runs.
+(``concurrency``); a worker holds it only while its request runs. A worker keeps its host
+for one turn: while the host's next request is due within :data:`HOLD_TURN`, at most
+:data:`TURN_PAGES` pages; then the host is handed back to the scheduler's heap until its
+next turn (lease and policy kept) and the worker ends, its place going to another ready
+host (see :mod:`geminibot.crawl.scheduler`).
 
 The fetcher is injected (``fetch(url) -> Response``): the command line passes a
 :class:`geminibot.crawl.fetcher.ProtocolFetcher` (Gemini and http(s)), tests may pass anything
@@ -39,6 +43,7 @@ import socket
 import sqlite3
 import time
 import uuid
+from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Iterator
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
@@ -58,7 +63,7 @@ from geminibot.crawl.freshness import (
 )
 from geminibot.crawl.frontier import Claim, Limits
 from geminibot.crawl.policy_files import PolicyFiles, Sent, Skip
-from geminibot.crawl.scheduler import Clock, Scheduler, TrioWallClock
+from geminibot.crawl.scheduler import Clock, Scheduler, TrioWallClock, TurnLater
 from geminibot.crawl.schemes import (
     host_key,
     host_name,
@@ -95,8 +100,28 @@ __all__ = [
 #: its host's policy, the URL it claimed and its task while it waits for its turn, tens
 #: of KiB; one worker for every host with work made memory grow with the hosts (on the
 #: synthetic space, about 3,400 of 4,400 hosts held a claimed URL at once), while a few
-#: per slot keep every slot busy. The other hosts wait in the scheduler's ready queue.
+#: per slot keep every slot busy. The other hosts wait in the scheduler's ready queue,
+#: or in its heap until their turn (see :data:`HOLD_TURN`).
 WORKERS_PER_SLOT = 4
+#: Longest wait for a host's turn that its worker sits out (seconds). A host whose next
+#: request is further away (its delay, a 44's back-off, a visit window) is handed back to
+#: the scheduler's heap until then, its claimed URL (if any) back in the queue, and the
+#: worker takes another ready host: a worker sleeping through a one-second delay would
+#: hold one of the :data:`WORKERS_PER_SLOT` places that another host could use.
+HOLD_TURN = 0.25
+#: Pages a host's worker fetches in a row before it hands the host back (to the back of
+#: the ready queue, at its next turn): a 15,000-URL host takes turns with the others
+#: instead of holding a worker for hours while other hosts were never started.
+TURN_PAGES = 8
+#: Site policies of hosts handed back kept in memory for their next turn (about 2 KiB
+#: each for the synthetic space's policy files; 4,400 capsules in Geminispace); beyond
+#: this many (the least recently handed back first) a host's next turn reads its policy
+#: again from the store's cache of policy files: no request, but about 5 ms of CPU, more
+#: than a page's fetch.
+POLICIES_KEPT = 8192
+#: ... only for a policy read from at most this many bytes of files (a policy file may be
+#: 500 KiB): a larger one is read again from the cache at each turn.
+POLICY_KEPT_MAX_BYTES = 8192
 #: robots2.txt category each role declares (project decision; None: global directives only).
 ROLE_CATEGORIES: dict[str, str | None] = {
     "indexer": "search-indexer",
@@ -209,7 +234,7 @@ class Crawler:
         self.scheduler = Scheduler(
             self._clock, test_range=options.test_range, min_delay=options.min_delay
         )
-        self.policy_files = PolicyFiles(self.store, self.clock, self._request, self._slowed)
+        self.policy_files = PolicyFiles(self.store, self.clock, self._policy_request, self._slowed)
         # Names this process to the others sharing the store (which machine holds a host).
         self.lease = f"{uuid.uuid4().hex}@{socket.gethostname()}:{os.getpid()}"
         self._capped = False  # hosts were left out for --max-hosts: look again later
@@ -226,7 +251,10 @@ class Crawler:
         self._host_allowed: dict[str, bool] = {}  # host -> whether a pattern matches it
         self._protocols: set[Scheme] = set(options.follow)
         self._asks: dict[str, AskLedger] = {}
-        self._running: set[str] = set()
+        self._running: set[str] = set()  # hosts with a worker now
+        self._handed_back: set[str] = set()  # hosts held here, waiting for their turn
+        #: site policies of hosts handed back, for their next turn (:data:`POLICIES_KEPT`)
+        self._policies: OrderedDict[str, SitePolicy] = OrderedDict()
         self._skipped: dict[str, str] = {}
         self._wake = trio.Event()
         self._stopping = False
@@ -318,13 +346,17 @@ class Crawler:
                     nursery.start_soon(self._report_progress, self.on_progress)
                 while not self._stopping:
                     self._spawn(nursery)
-                    if not self._running:
+                    if not self._running and not self._handed_back:
                         if not await self._await_held_work():
                             break
                         continue
                     self._wake = trio.Event()
-                    await self._wake.wait()
+                    await self._await_wake()
                 nursery.cancel_scope.cancel()
+        for host in self._handed_back:  # (a host's worker releases its own)
+            self.store.release_host(host, self.lease)
+        self._handed_back.clear()
+        self._policies.clear()
         if timer.cancelled_caught:
             self.progress.limit = "--max-time"
         elif self.progress.limit is None and self._limit_met() and not self._stopping:
@@ -334,6 +366,23 @@ class Crawler:
         self.progress.queued = self.store.queued()
         self.progress.hosts_seen = self.store.count_hosts()
         return self.progress
+
+    async def _await_wake(self) -> None:
+        """Wait until a worker ends or work arrives (:attr:`_wake`), or, when a worker
+        could start, until the next turn of a host handed back comes."""
+        due = self.scheduler.next_hand_back()
+        if due is None or len(self._running) >= self._workers_max():
+            await self._wake.wait()
+            return
+        async with trio.open_nursery() as nursery:
+
+            async def turn_comes() -> None:
+                await self._clock.sleep_until(due)
+                nursery.cancel_scope.cancel()
+
+            nursery.start_soon(turn_comes)
+            await self._wake.wait()
+            nursery.cancel_scope.cancel()
 
     async def _await_held_work(self) -> bool:
         """No worker runs here: wait for work that other crawl processes sharing the store
@@ -375,23 +424,36 @@ class Crawler:
         if self._limit_reached():
             return  # the pages in flight may meet it: start nothing more
         cap = self.options.max_hosts
-        if self._capped and cap is not None and len(self._running) < cap:
+        if self._capped and cap is not None and self._hosts_held() < cap:
             self._capped = False  # room again: the hosts left out (or another's, now free)
             held = {h for h, wait in self.store.work_elsewhere(self.lease).items() if wait > 0}
             self.scheduler.add_work(h for h in self.store.hosts_with_work() if h not in held)
         for host in self._take_ready():
+            if host in self._handed_back:  # its turn came: it is still held here
+                self._handed_back.discard(host)
+                self._running.add(host)
+                nursery.start_soon(self._worker, host)
+                continue
             if host in self._running or host in self._skipped or not self.host_allowed(host):
                 continue  # a host not allowed, or skipped, stays out for this run
-            if cap is not None and len(self._running) >= cap:
+            if cap is not None and self._hosts_held() >= cap:
                 self.scheduler.drop_work(host)  # for another process, or for later
                 self._capped = True
                 continue
             self._running.add(host)
             nursery.start_soon(self._worker, host)
 
+    def _hosts_held(self) -> int:
+        """Hosts this process works on: with a worker, or handed back until their turn."""
+        return len(self._running) + len(self._handed_back)
+
+    def _workers_max(self) -> int:
+        """Host workers at once (:data:`WORKERS_PER_SLOT`)."""
+        return max(1, self.options.concurrency) * WORKERS_PER_SLOT
+
     def _take_ready(self) -> Iterator[str]:
         """Ready hosts while there is room for workers (:data:`WORKERS_PER_SLOT`)."""
-        workers = max(1, self.options.concurrency) * WORKERS_PER_SLOT
+        workers = self._workers_max()
         while len(self._running) < workers:
             batch = self.scheduler.take_ready(workers - len(self._running))
             if not batch:
@@ -421,7 +483,7 @@ class Crawler:
         p = self.progress
         p.elapsed = self.clock() - self._wall0
         p.queued = self._queued
-        p.hosts_active = len(self._running)
+        p.hosts_active = self._hosts_held()
         p.hosts_seen = self.scheduler.hosts_with_work()
         p.hosts_skipped = dict(self._skipped)
         p.in_flight = self._in_flight
@@ -445,49 +507,97 @@ class Crawler:
             self.scheduler.drop_work(host)
 
     async def _work_on(self, host: str) -> None:
+        """One turn of ``host`` (:meth:`_turn`); then it is handed back to the scheduler's
+        heap (its lease kept, taken again at its next turn) unless its queue ran dry, it
+        is skipped or the crawl stops (the lease then let go)."""
         lease = self.store.lease_host(host, self.lease)
-        if lease is None:  # another crawl process holds the host
+        if lease is None:  # another crawl process holds the host (or took it over)
             self.scheduler.drop_work(host)
+            self._policies.pop(host, None)
             self._running.discard(host)
             self._wake.set()
             return
         if lease.state is not None:  # the pace goes on from where its last holder left it
             self.scheduler.restore({host: lease.state}, ())
+        later: tuple[float, SitePolicy | None] | None = None
         try:
             if host not in self._addressed:  # hosts on one address are paced as one
                 self._addressed.add(host)
                 self.scheduler.set_address(host, await self.address_of(host))
-            policy: SitePolicy | None = None
-            while not self._stopping and not self._limit_reached():
-                policy = await self._current_policy(host, policy)
-                if policy is None:
-                    return
-                claim = self.store.claim(host, self.lease)
-                if claim is None:
-                    self.scheduler.drop_work(host)
-                    return
-                self._queued -= 1
-                done = False
-                try:
-                    done = await self._visit(claim, policy)
-                except Exception:
-                    # The URL stays leased: the next run's recovery counts this as an
-                    # attempt cut short, and gives the URL up after MAX_URL_ATTEMPTS.
-                    # (LostHost: it is the new holder's claim now.)
-                    done = True
-                    raise
-                finally:
-                    if not done:
-                        self.store.release(claim.url)
-                        self._queued += 1
-                skipped = self.scheduler.skipped(host)
-                if skipped:
-                    self._skip(host, skipped)
-                    return
+            later = await self._turn(host, self._policies.pop(host, None))
         finally:
-            self.store.release_host(host, self.lease)
+            if later is None:
+                self.store.release_host(host, self.lease)
+            else:
+                self._hand_back(host, *later)
             self._running.discard(host)
             self._wake.set()
+
+    async def _turn(
+        self, host: str, policy: SitePolicy | None
+    ) -> tuple[float, SitePolicy | None] | None:
+        """``host``'s pages while its next request comes within :data:`HOLD_TURN`, at most
+        :data:`TURN_PAGES` of them -> (when its next turn comes, its policy), or None when
+        the host is done for this run (queue empty, skipped, the crawl stops)."""
+        pages = 0
+        while not self._stopping and not self._limit_reached():
+            try:
+                policy = await self._current_policy(host, policy)
+            except TurnLater as later:  # between two policy files: read on at that turn
+                return later.at, None
+            if policy is None:
+                return None
+            at = self.scheduler.turn_at(host)
+            if at is None:
+                self._skip(host, self.scheduler.skipped(host) or "skipped")
+                return None
+            now = self.clock()
+            if pages >= TURN_PAGES or at - now > HOLD_TURN:
+                return max(at, now), policy
+            claim = self.store.claim(host, self.lease)
+            if claim is None:
+                self.scheduler.drop_work(host)
+                return None
+            pages += 1
+            try:
+                await self._claimed(claim, policy)
+            except TurnLater as later:  # the URL went back to the queue, for that turn
+                return later.at, policy
+            skipped = self.scheduler.skipped(host)
+            if skipped:
+                self._skip(host, skipped)
+                return None
+        return None
+
+    async def _claimed(self, claim: Claim, policy: SitePolicy) -> None:
+        """Visit a claimed URL; it goes back to the queue unless its row was closed."""
+        self._queued -= 1
+        done = False
+        try:
+            done = await self._visit(claim, policy)
+        except TurnLater:
+            raise
+        except Exception:
+            # The URL stays leased: the next run's recovery counts this as an
+            # attempt cut short, and gives the URL up after MAX_URL_ATTEMPTS.
+            # (LostHost: it is the new holder's claim now.)
+            done = True
+            raise
+        finally:
+            if not done:
+                self.store.release(claim.url)
+                self._queued += 1
+
+    def _hand_back(self, host: str, at: float, policy: SitePolicy | None) -> None:
+        """``host`` waits in the scheduler's heap until ``at``, held by this process; its
+        policy kept for its next turn (at most :data:`POLICIES_KEPT` of them, each read
+        from at most :data:`POLICY_KEPT_MAX_BYTES`)."""
+        self._handed_back.add(host)
+        self.scheduler.hand_back(host, at)
+        if policy is not None and self.policy_files.sizes.get(host, 0) <= POLICY_KEPT_MAX_BYTES:
+            self._policies[host] = policy
+        while len(self._policies) > POLICIES_KEPT:
+            self._policies.popitem(last=False)
 
     async def _current_policy(self, host: str, policy: SitePolicy | None) -> SitePolicy | None:
         """``policy``, or the host's policy read from its files when there is none yet or
@@ -510,10 +620,12 @@ class Crawler:
         method: str = "GET",
         headers: tuple[tuple[str, str], ...] = (),
         claimed: str | None = None,
+        hold: float = math.inf,
     ) -> Sent | None:
         """Wait for the host's turn, then fetch; None if the host is skipped for now;
         :class:`LostHost` if another process took the host over meanwhile (``claimed``:
-        the URL this process claimed for the request, which must still be its claim).
+        the URL this process claimed for the request, which must still be its claim);
+        :class:`TurnLater` if the turn is more than ``hold`` seconds away (not waited for).
 
         ``policy`` sets the pace (with none, the default delay applies: the policy files
         themselves are fetched before it is known) and whether to announce the bot."""
@@ -526,7 +638,7 @@ class Crawler:
         while True:
             # Wait for the host's own turn first, then for its address (another host on
             # the same server may hold it), and check the turn again once it is ours.
-            if not await self.scheduler.wait_turn(host):
+            if not await self.scheduler.wait_turn(host, hold):
                 return None
             async with self.scheduler.address_turn(host):
                 turn = self.scheduler.turn_now(host)
@@ -537,6 +649,15 @@ class Crawler:
                     if not self.store.hold_host(host, self.lease, claimed):
                         raise LostHost(host)
                     return await self._send(host, url, policy, adapter, method, headers)
+
+    async def _policy_request(
+        self, host: str, url: str, policy: SitePolicy | None, resumable: bool
+    ) -> Sent | None:
+        """A policy file's request; one that starts a file's fetch (``resumable``: its
+        read can stop there, the files before it are cached) hands the host back when its
+        turn is more than :data:`HOLD_TURN` away, the others (a redirect, a 44 sat out)
+        are waited for."""
+        return await self._request(host, url, policy, hold=HOLD_TURN if resumable else math.inf)
 
     async def _send(
         self,
@@ -605,6 +726,7 @@ class Crawler:
             method=request.method,
             headers=request.headers,
             claimed=claim.url,
+            hold=HOLD_TURN,
         )
         if sent is None:
             return None
@@ -656,7 +778,9 @@ class Crawler:
             return True
         self._reserved += 1
         try:
-            sent = await self._request(claim.host, claim.url, policy, claimed=claim.url)
+            sent = await self._request(
+                claim.host, claim.url, policy, claimed=claim.url, hold=HOLD_TURN
+            )
         finally:
             self._reserved -= 1
         if sent is None:

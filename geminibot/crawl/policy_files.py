@@ -5,7 +5,9 @@ agents.txt) and reads them; this module gets each one from the store's cache or,
 cached copy has expired, with one request under the host's politeness schedule: a
 slow-down is sat out (up to :data:`MAX_POLICY_SLOW_DOWNS` times) and redirects are
 followed (RFC 9309 2.3.1.2: at least five, across hosts, within the protocol). What the
-discovery made of the answer is cached for the next run.
+discovery made of the answer is cached for the next run. A read may stop before a file
+whose turn is far (the crawler hands the host back) and start again at the host's next
+turn, the files read so far then from the cache; a redirect or a slow-down is sat out.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
 from geminibot.crawl.adapters import Response, adapter_for
+from geminibot.crawl.politeness import MAX_WAIT
 from geminibot.crawl.schemes import host_key, host_protocol, host_url, parse_any
 from geminibot.crawl.store import CachedFile, CrawlStore, FetchRecord, cache_expiry
 from geminibot.policy.discovery import PolicyDiscovery, PolicyRequest
@@ -33,9 +36,13 @@ class Sent:
     record: FetchRecord
 
 
-#: ``request(host, url, policy)``: one request in the host's turn (``policy``, as far as it
-#: is known, sets the pace); None when the host is skipped for now.
-Request = Callable[[str, str, SitePolicy | None], Awaitable[Sent | None]]
+#: ``request(host, url, policy, resumable)``: one request in the host's turn (``policy``, as
+#: far as it is known, sets the pace); None when the host is skipped for now. ``resumable``:
+#: the request starts a file's fetch (no redirect followed, no slow-down sat out yet) and
+#: the files read before it stay cached for longer than any wait (``MAX_WAIT``), so the
+#: read may stop there (the crawler's ``TurnLater``: the host's turn is far) and start
+#: again at the host's next turn, those files then taken from the cache.
+Request = Callable[[str, str, SitePolicy | None, bool], Awaitable[Sent | None]]
 
 
 @dataclass(frozen=True)
@@ -60,6 +67,8 @@ class PolicyFiles:
         self.on_slow_down = on_slow_down
         #: host -> when the first of the files its policy was read from expires
         self.expires: dict[str, float] = {}
+        #: host -> the bytes of the files its policy was last read from
+        self.sizes: dict[str, int] = {}
 
     def expired(self, host: str) -> bool:
         """Whether the policy last read for ``host`` rests on a file whose cached copy
@@ -71,18 +80,22 @@ class PolicyFiles:
         discovery = PolicyDiscovery(host_protocol(host), host_url(host, "/"))
         known: SitePolicy | None = None  # what the files read so far say (pace)
         self.expires.pop(host, None)
+        self.sizes[host] = 0
         expires = float("inf")
         while (request := discovery.next_request()) is not None:
             name = cache_name(host, request)
             cached = self.store.load_policy_file(host, name, self.clock())
             if cached is None:
-                cached = await self._fetch(host, name, request, discovery, known)
+                # the read may stop before this file while those before it stay cached
+                resumable = expires >= self.clock() + MAX_WAIT
+                cached = await self._fetch(host, name, request, discovery, known, resumable)
                 if cached is None:
                     return Skip()
             else:
                 discovery.receive(Fetched(cached.outcome, cached.body))
             expires = min(expires, cached.expires_at)
             self.expires[host] = expires
+            self.sizes[host] += len(cached.body or b"")
             if not request.is_chain_link:
                 if cached.outcome.kind == "unreachable":
                     # disallow everything until a later fetch succeeds: leave the URLs queued
@@ -99,9 +112,10 @@ class PolicyFiles:
         request: PolicyRequest,
         discovery: PolicyDiscovery,
         known: SitePolicy | None,
+        resumable: bool,
     ) -> CachedFile | None:
         """Fetch one policy file, hand it to ``discovery`` and cache what it made of it."""
-        got = await self._follow(host, request.url, known)
+        got = await self._follow(host, request.url, known, resumable)
         if got is None:
             return None
         sent, hops = got
@@ -114,7 +128,7 @@ class PolicyFiles:
         return file
 
     async def _follow(
-        self, host: str, url: str, known: SitePolicy | None
+        self, host: str, url: str, known: SitePolicy | None, resumable: bool
     ) -> tuple[Sent, int] | None:
         """Fetch a policy file at ``url``, sitting out slow-downs and following redirects
         -> (the last request, the redirects followed); None when the host is skipped."""
@@ -122,7 +136,8 @@ class PolicyFiles:
         hops = slow_downs = 0
         followed: list[URL] = []
         while True:
-            sent = await self.request(host, url, known)
+            first = resumable and hops == 0 and slow_downs == 0
+            sent = await self.request(host, url, known, first)
             if sent is None:
                 return None
             if adapter.slows_down(sent.response.status):

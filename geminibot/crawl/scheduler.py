@@ -16,10 +16,22 @@ the order asked), and each host's delay counted from the address's last request 
 as from the host's own. A server that limits its rate per client address
 then sees one polite client, not one per virtual host. The address's state lives in
 memory for the run (the per-host state is what the store keeps).
+
+A worker does not sleep through a host's long waits: a host whose next turn is more than
+a short bound away (the crawler's ``HOLD_TURN``; :meth:`Scheduler.wait_turn` raises
+:class:`TurnLater`), or that has had its share of pages in a row (``TURN_PAGES``), is
+handed back (:meth:`Scheduler.hand_back`) to a heap keyed by the time its turn comes;
+:meth:`Scheduler.take_ready` moves the hosts whose turn has come from the heap to the back
+of the ready queue, and the worker takes another ready host. A waiting host thus costs a
+heap entry, not a task, and hosts with slow paces (a delay, a 44's back-off, a visit
+window) or with many pages take turns with the others instead of holding the workers.
 """
 
 from __future__ import annotations
 
+import heapq
+import itertools
+import math
 import time
 from collections import deque
 from collections.abc import AsyncIterator, Callable, Iterable
@@ -64,6 +76,16 @@ class TrioWallClock:
         await trio.sleep(max(0.0, when - self.now()))
 
 
+class TurnLater(Exception):
+    """The host's next turn is further away than the worker holds a host: hand it back
+    (:meth:`Scheduler.hand_back`) with ``at``, the time its turn comes."""
+
+    def __init__(self, host: str, at: float) -> None:
+        super().__init__(host, at)
+        self.host = host
+        self.at = at
+
+
 class Scheduler:
     def __init__(self, clock: Clock, *, test_range: bool = False, min_delay: float = 0.0) -> None:
         self.clock = clock
@@ -74,6 +96,11 @@ class Scheduler:
         self._waiting: dict[str, float] = {}  # host -> when its worker's turn comes
         self._address: dict[str, str] = {}  # host -> address:port
         self._address_locks: dict[str, trio.Lock] = {}
+        # hosts handed back until their turn: (when, order, host); an entry is current
+        # while _turn_of[host] is its order (a later hand-back or a take supersedes it)
+        self._turns: list[tuple[float, int, str]] = []
+        self._turn_of: dict[str, int] = {}
+        self._order = itertools.count()
 
     # -- the ready-host set --
 
@@ -105,15 +132,53 @@ class Scheduler:
         return len(self._work)
 
     def next_turn(self) -> tuple[str, float] | None:
-        """The host whose worker waits for the soonest turn, and when it comes."""
-        if not self._waiting:
+        """The host waiting for the soonest turn (its worker's, or handed back), and when
+        it comes."""
+        turns = list(self._waiting.items())
+        handed = self._first_handed_back()
+        if handed is not None:
+            turns.append((handed[2], handed[0]))
+        if not turns:
             return None
-        host = min(self._waiting, key=self._waiting.__getitem__)
-        return host, self._waiting[host]
+        return min(turns, key=lambda turn: turn[1])
+
+    def hand_back(self, host: str, at: float) -> None:
+        """``host``'s worker lets it go until ``at``, its next turn: it then comes back
+        to the ready queue (:meth:`take_ready`), behind the hosts already there."""
+        order = next(self._order)
+        self._turn_of[host] = order
+        heapq.heappush(self._turns, (at, order, host))
+
+    def handed_back(self) -> int:
+        """How many hosts wait in the heap for their turn."""
+        return len(self._turn_of)
+
+    def next_hand_back(self) -> float | None:
+        """When the soonest turn of a host handed back comes (None: no host waits)."""
+        first = self._first_handed_back()
+        return None if first is None else first[0]
+
+    def _first_handed_back(self) -> tuple[float, int, str] | None:
+        while self._turns:
+            first = self._turns[0]
+            if self._turn_of.get(first[2]) == first[1]:
+                return first
+            heapq.heappop(self._turns)  # superseded
+        return None
+
+    def _turns_come(self) -> None:
+        """Hosts whose turn has come leave the heap for the back of the ready queue."""
+        now = self.clock.now()
+        while (first := self._first_handed_back()) is not None and first[0] <= now:
+            heapq.heappop(self._turns)
+            del self._turn_of[first[2]]
+            self._ready.append(first[2])
 
     def take_ready(self, limit: int | None = None) -> list[str]:
-        """The hosts that got work since the last call, oldest work first; at most
-        ``limit`` of them (the others stay ready for a later call)."""
+        """The hosts that got work since the last call, oldest work first, then those
+        handed back whose turn has come; at most ``limit`` of them (the others stay ready
+        for a later call)."""
+        self._turns_come()
         if limit is None or limit >= len(self._ready):
             ready = list(self._ready)
             self._ready.clear()
@@ -150,19 +215,27 @@ class Scheduler:
         self._opens[host] = opens
         return self.politeness.ready_at(host) is not None
 
-    async def wait_turn(self, host: str) -> bool:
-        """Sleep until ``host``'s next request may start; False if it is skipped for now."""
+    async def wait_turn(self, host: str, hold: float = math.inf) -> bool:
+        """Sleep until ``host``'s next request may start; False if it is skipped for now.
+        :class:`TurnLater` when that is more than ``hold`` seconds away (not slept)."""
         try:
             while True:
                 at = self.politeness.ready_at(host)
                 if at is None:
                     return False
-                if at <= self.clock.now():
+                now = self.clock.now()
+                if at <= now:
                     return True
+                if at - now > hold:
+                    raise TurnLater(host, at)
                 self._waiting[host] = at
                 await self.clock.sleep_until(at)
         finally:
             self._waiting.pop(host, None)
+
+    def turn_at(self, host: str) -> float | None:
+        """When ``host``'s next request may start; None if it is skipped for now."""
+        return self.politeness.ready_at(host)
 
     def turn_now(self, host: str) -> bool | None:
         """Whether ``host``'s next request may start now; None if it is skipped for now."""

@@ -1,0 +1,275 @@
+"""Hosts take turns (issue 15 item 2): a worker hands a host whose next turn is far away
+(more than HOLD_TURN) or that had TURN_PAGES pages in a row back to the scheduler's heap and
+takes another ready host, so a few workers serve many slow-paced or large hosts. All on
+trio's mock clock: the assertions are on the order of requests, not on times."""
+
+from __future__ import annotations
+
+import itertools
+import math
+from collections.abc import Sequence
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+import trio
+from crawl_fakes import Answer, FakeSite, gmi
+
+from geminibot.crawl import crawler as crawler_module
+from geminibot.crawl.crawler import (
+    HOLD_TURN,
+    TURN_PAGES,
+    WORKERS_PER_SLOT,
+    Crawler,
+    CrawlOptions,
+    Response,
+)
+from geminibot.crawl.scheduler import Scheduler, TurnLater
+from geminibot.index import connect
+
+
+def wall() -> float:
+    return 1.7e9 + trio.current_time()
+
+
+def chain_host(site: dict[str, Answer], host: str, pages: int, delay: float | None) -> None:
+    """``host``: / links to /1 ... /``pages``-1 in a chain; robots.txt sets ``delay``."""
+    robots = "User-agent: *\n" + ("" if delay is None else f"Crawl-delay: {delay:g}\n")
+    site[f"gemini://{host}/robots.txt"] = Response(20, "text/plain", robots.encode())
+    for p in range(pages):
+        path = "/" if p == 0 else f"/{p}"
+        link = f"=> /{p + 1} next\n" if p + 1 < pages else ""
+        site[f"gemini://{host}{path}"] = gmi(f"# {host} {p}\n{link}")
+
+
+def crawler_for(tmp_path: Path, site: FakeSite, **options: object) -> Crawler:
+    opts = CrawlOptions(test_range=True, concurrency=1, allow_hosts=("*.test",))
+    opts = replace(opts, **options)  # type: ignore[arg-type]
+    return Crawler(connect(tmp_path / "c.db"), site.fetch, opts, wall_clock=wall)
+
+
+def pages_of(site: FakeSite, host: str) -> list[int]:
+    """Indexes in the request log of ``host``'s page requests (not its policy files)."""
+    return [
+        i
+        for i, url in enumerate(site.urls())
+        if url.split("/")[2] == host and not url.endswith(".txt")
+    ]
+
+
+def hosts_requested(site: FakeSite) -> list[str]:
+    return [url.split("/")[2] for url in site.urls()]
+
+
+async def crawl_hosts(
+    tmp_path: Path,
+    hosts: Sequence[tuple[str, int, float | None]],
+    latency: float = 0.0,
+    **options: object,
+) -> tuple[FakeSite, Crawler]:
+    """Crawl (to its end, or its limit) chain hosts given as (name, pages, Crawl-delay),
+    seeded in that order, with one request slot."""
+    pages: dict[str, Answer] = {}
+    for host, count, delay in hosts:
+        chain_host(pages, host, count, delay)
+    site = FakeSite(pages, latency=latency)
+    crawler = crawler_for(tmp_path, site, **options)
+    crawler.seed([f"gemini://{host}/" for host, _, _ in hosts])
+    with trio.fail_after(3600):
+        await crawler.run()
+    return site, crawler
+
+
+async def test_a_fast_host_is_crawled_while_slow_hosts_wait(
+    tmp_path: Path, autojump_clock: object
+) -> None:
+    """More slow-paced hosts (Crawl-delay 60) than workers, seeded first, and one fast
+    host: the fast host's pages are all fetched before any slow host's second page (the
+    old crawler's workers slept through the slow hosts' delays, the fast host waiting for
+    one of them to finish)."""
+    slow = [f"s{i}.test" for i in range(WORKERS_PER_SLOT + 1)]
+    hosts = [*((h, 3, 60.0) for h in slow), ("fast.test", 6, None)]
+    site, crawler = await crawl_hosts(tmp_path, hosts, latency=0.1)
+    assert crawler.store.queued() == 0  # every page of every host in the end
+    fast = pages_of(site, "fast.test")
+    assert len(fast) == 6
+    second_slow_pages = [pages_of(site, host)[1] for host in slow]
+    assert max(fast) < min(second_slow_pages)
+
+
+async def test_many_more_hosts_than_workers_all_start_early(
+    tmp_path: Path, autojump_clock: object
+) -> None:
+    """Three times as many hosts as workers, each paced at Crawl-delay 30: every host's
+    first request comes before any host's second one (the old crawler started hosts
+    WORKERS_PER_SLOT at a time, each held to its end)."""
+    hosts = [f"h{i}.test" for i in range(3 * WORKERS_PER_SLOT)]
+    site, crawler = await crawl_hosts(tmp_path, [(h, 3, 30.0) for h in hosts], latency=0.1)
+    assert crawler.store.queued() == 0
+    order = hosts_requested(site)
+    firsts = [order.index(host) for host in hosts]
+    seconds = [order.index(host, order.index(host) + 1) for host in hosts]
+    assert max(firsts) < min(seconds)
+    # each policy file once per host: the policy kept between turns, not read again
+    robots = [u for u in site.urls() if u.endswith("/robots.txt")]
+    assert sorted(robots) == sorted(f"gemini://{h}/robots.txt" for h in hosts)
+    assert site.max_in_flight_per_host == 1
+
+
+async def test_a_large_host_takes_turns_with_the_others(
+    tmp_path: Path, autojump_clock: object
+) -> None:
+    """WORKERS_PER_SLOT large hosts with no delay seeded before a small one: after
+    TURN_PAGES pages in a row a large host goes to the back of the ready queue, so the
+    small host is crawled before the large ones are done (not after the first of them)."""
+    large = [f"big{i}.test" for i in range(WORKERS_PER_SLOT)]
+    hosts = [*((h, 4 * TURN_PAGES, None) for h in large), ("small.test", 2, None)]
+    site, crawler = await crawl_hosts(tmp_path, hosts, latency=0.1)
+    assert crawler.store.queued() == 0
+    small = pages_of(site, "small.test")
+    assert len(small) == 2
+    ends = [pages_of(site, host)[-1] for host in large]
+    assert max(small) < min(ends)
+    # at most TURN_PAGES pages of one host in a row while another host had work
+    order = [u.split("/")[2] for u in site.urls() if not u.endswith(".txt")]
+    run = longest = 1
+    for before, after in itertools.pairwise(order):
+        run = run + 1 if before == after else 1
+        longest = max(longest, run)
+    assert longest <= TURN_PAGES
+
+
+ROBOTS_20 = len(b"User-agent: *\nCrawl-delay: 20\n")  # chain_host's robots.txt, delay 20
+
+
+@pytest.mark.parametrize(
+    ("kept", "max_bytes", "most"),
+    [(1, ROBOTS_20, 1), (8, ROBOTS_20 - 1, 0)],
+    ids=["count-edge", "bytes-edge"],
+)
+async def test_policies_beyond_the_limits_are_read_again_from_the_cache(
+    tmp_path: Path,
+    autojump_clock: object,
+    monkeypatch: pytest.MonkeyPatch,
+    kept: int,
+    max_bytes: int,
+    most: int,
+) -> None:
+    """POLICIES_KEPT at its edge (1), or POLICY_KEPT_MAX_BYTES one byte under the policy
+    files' size: hosts handed back beyond them read their policy again at their next turn
+    from the store's cache, with no request; the map stays bounded."""
+    monkeypatch.setattr(crawler_module, "POLICIES_KEPT", kept)
+    monkeypatch.setattr(crawler_module, "POLICY_KEPT_MAX_BYTES", max_bytes)
+    hosts = [f"h{i}.test" for i in range(4)]
+    pages: dict[str, Answer] = {}
+    for host in hosts:
+        chain_host(pages, host, 4, 20)
+    site = FakeSite(pages)
+    crawler = crawler_for(tmp_path, site)
+    sizes: list[int] = []
+    site.on_request = lambda url: sizes.append(len(crawler._policies))
+    crawler.seed([f"gemini://{h}/" for h in hosts])
+    with trio.fail_after(3600):
+        await crawler.run()
+    assert crawler.store.queued() == 0
+    assert max(sizes) == most
+    robots = [u for u in site.urls() if u.endswith("/robots.txt")]
+    assert len(robots) == len(hosts)
+    # the delay still holds between two requests to a host
+    for host in hosts:
+        times = [t for t, u in site.log if u.split("/")[2] == host]
+        assert all(b - a >= 20 for a, b in itertools.pairwise(times))
+
+
+async def test_max_hosts_counts_the_hosts_handed_back(
+    tmp_path: Path, autojump_clock: object
+) -> None:
+    """--max-hosts 1: a host waiting in the heap is still the one worked on; the other
+    host starts only once the first is done."""
+    hosts = [("a.test", 3, 30.0), ("b.test", 3, 30.0)]
+    site, crawler = await crawl_hosts(tmp_path, hosts, max_hosts=1)
+    assert crawler.store.queued() == 0
+    order = hosts_requested(site)
+    assert order == sorted(order)  # every request to a.test before the first to b.test
+
+
+async def test_a_stop_while_hosts_wait_leaves_them_resumable(
+    tmp_path: Path, autojump_clock: object
+) -> None:
+    """--max-time ends the crawl while hosts wait in the heap: nothing is leased, the
+    queue keeps their pages, and the next run goes on."""
+    hosts = [("a.test", 3, 100.0), ("b.test", 3, 100.0)]
+    site, crawler = await crawl_hosts(tmp_path, hosts, max_time=150.0)
+    assert crawler.progress.limit == "--max-time"
+    assert crawler.store.leased() == []
+    assert crawler.store.queued() > 0
+    assert not crawler._handed_back and not crawler._policies
+    again = crawler_for(tmp_path, site)
+    with trio.fail_after(3600):
+        await again.run()
+    assert again.store.queued() == 0
+
+
+class Now:
+    """A settable clock for the scheduler alone."""
+
+    def __init__(self) -> None:
+        self.t = 100.0
+
+    def start(self) -> None:
+        pass
+
+    def now(self) -> float:
+        return self.t
+
+    async def sleep_until(self, when: float) -> None:
+        self.t = max(self.t, when)
+        await trio.lowlevel.checkpoint()
+
+
+def test_hosts_handed_back_come_back_when_their_turn_comes() -> None:
+    clock = Now()
+    s = Scheduler(clock)
+    s.add_work(["a", "b", "c"])
+    assert s.take_ready() == ["a", "b", "c"]
+    s.hand_back("a", 130.0)
+    s.hand_back("b", 110.0)
+    s.hand_back("c", 100.0)  # its turn has come: the back of the ready queue
+    s.add_work(["d"])
+    assert s.handed_back() == 3
+    assert s.next_hand_back() == 100.0
+    assert s.take_ready() == ["d", "c"]
+    assert s.next_turn() == ("b", 110.0)
+    clock.t = 130.0
+    assert s.take_ready(1) == ["b"]  # the others stay ready for a later call
+    assert s.take_ready() == ["a"]
+    assert s.handed_back() == 0 and s.next_hand_back() is None and s.next_turn() is None
+
+
+def test_a_later_hand_back_supersedes_an_earlier_one() -> None:
+    clock = Now()
+    s = Scheduler(clock)
+    s.hand_back("a", 150.0)
+    s.hand_back("a", 120.0)
+    assert s.handed_back() == 1 and s.next_hand_back() == 120.0
+    clock.t = 200.0
+    assert s.take_ready() == ["a"]  # once
+    assert s.take_ready() == []
+
+
+async def test_wait_turn_hands_back_a_turn_beyond_hold() -> None:
+    """A turn exactly ``hold`` away is waited for; a turn further away is not."""
+    clock = Now()
+    s = Scheduler(clock, test_range=True)
+    s.politeness.restore("a", last_end=100.0, last_duration=0.0, not_before=0.0, slow_downs=0)
+    s.set_pace("a", HOLD_TURN)
+    assert await s.wait_turn("a", HOLD_TURN)
+    assert clock.t == 100.0 + HOLD_TURN
+    s.start("a")
+    s.finish("a", 0.0, 20, "", slow_down=False)
+    s.set_pace("a", HOLD_TURN * 2)
+    with pytest.raises(TurnLater) as later:
+        await s.wait_turn("a", HOLD_TURN)
+    assert later.value.at == clock.t + HOLD_TURN * 2
+    assert clock.t == 100.0 + HOLD_TURN  # not slept
+    assert await s.wait_turn("a", math.inf)  # no bound: sat out as before
