@@ -636,6 +636,9 @@ class PgStore:
             ).fetchall()
         return [str(r[0]) for r in rows]
 
+    def flush(self) -> None:
+        """Nothing waits: every call commits its own transaction."""
+
 
 def open_store(
     conninfo: str,

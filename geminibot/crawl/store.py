@@ -1,8 +1,9 @@
 """Everything a crawl keeps: one interface (:class:`CrawlStore`), one SQLite implementation.
 
 The crawl loop, its scheduler and its adapters hold no SQL: they call the methods below,
-each one transaction (a page, its links and the new frontier rows are committed together;
-so are a refusal and its decision). Another engine (PostgreSQL) implements the same
+each one transaction or, on SQLite, one savepoint of a batch of them committed together
+(see :class:`SqliteStore`): a page, its links and the new frontier rows are committed
+together or not at all; so are a refusal and its decision. Another engine (PostgreSQL) implements the same
 :class:`CrawlStore`; :class:`SqliteStore` is the SQLite one, on the schema of
 :mod:`geminibot.index.db` (an existing crawl database resumes unchanged).
 
@@ -12,19 +13,29 @@ Times are wall-clock seconds from the injected clock.
 from __future__ import annotations
 
 import sqlite3
+import time
 from collections import Counter
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any, Protocol
 
 from geminibot.crawl.freshness import Visit
 from geminibot.crawl.frontier import Claim, Frontier, Limits
 from geminibot.crawl.schemes import host_key
-from geminibot.index import Page, store_page, transaction
+from geminibot.index import Page, store_page
 from geminibot.index.db import get_setting, set_setting
 from geminibot.index.pages import find_by_hash
 from geminibot.policy import FetchOutcome
 from geminibot.policy.outcomes import MAX_CACHE_SECONDS
+
+#: URLs closed (fetched, refused, failed, slowed down, released) in one SQLite batch before
+#: it is committed (:class:`SqliteStore`): what a ``kill -9`` makes the crawl fetch again.
+BATCH_URLS = 100
+#: Seconds a SQLite batch may stay open (from its first write) before it is committed,
+#: checked at each write and before each request: how long another process reading the
+#: database may wait to see a page, and the span of work a ``kill -9`` repeats.
+BATCH_SECONDS = 2.0
 
 
 @dataclass(frozen=True)
@@ -244,19 +255,99 @@ class CrawlStore(Protocol):
         """The URLs recorded as aliases of the canonical ``url`` (same body)."""
         ...
 
+    def flush(self) -> None:
+        """Commit the writes the store holds back (SQLite's batch; PostgreSQL's are
+        committed by each call): the crawl loop calls it when its run ends."""
+        ...
+
 
 class SqliteStore(Frontier):
-    """:class:`CrawlStore` on the crawl database (see :mod:`geminibot.index.db`)."""
+    """:class:`CrawlStore` on the crawl database (see :mod:`geminibot.index.db`).
+
+    Batched commits (``batch=True``, as the crawl loop opens it; otherwise each write is
+    committed when it ends): the writes of the crawl loop's hot path (a claim, a URL closed as
+    fetched, refused, failed or slowed down, a fetch logged, a policy file cached) go into
+    one open write transaction, committed when it holds :data:`BATCH_URLS` closed URLs,
+    when its first write is :data:`BATCH_SECONDS` old (checked at each write and each
+    :meth:`hold_host`), before a request is sent for a URL whose claim it holds
+    (:meth:`hold_host`: so an attempt at a URL is always committed before its request
+    goes out, as :data:`~geminibot.crawl.frontier.MAX_URL_ATTEMPTS` needs), by every
+    other write (settings, seeds, recovery, revisits, skips, pins: committed at once, with
+    what waits) and by :meth:`flush` (the crawl loop calls it when its run ends, however
+    it ends). Each write is its own savepoint: one that fails leaves nothing behind.
+
+    What a ``kill -9`` (or a power cut) then repeats: the results of the last batch's URLs
+    (at most :data:`BATCH_URLS`, of at most :data:`BATCH_SECONDS`), which are fetched
+    again; their claims went back with them (to ``queued``), so no attempt is counted
+    for them; nothing committed is lost, the index never holds half a page. Another
+    process reading the database (``geminibot search`` during a crawl) sees a page at
+    most :data:`BATCH_SECONDS` after its fetch. Each commit writes the b-tree pages its
+    rows touched once, and FTS5 flushes its pending terms into one segment for the whole
+    batch, instead of once per page (docs/benchmarks.md: the crawler's CPU per page).
+    """
 
     def __init__(
-        self, conn: sqlite3.Connection, clock: Callable[[], float], limits: Limits | None = None
+        self,
+        conn: sqlite3.Connection,
+        clock: Callable[[], float],
+        limits: Limits | None = None,
+        *,
+        batch: bool = False,
+        monotonic: Callable[[], float] = time.monotonic,
     ) -> None:
         super().__init__(conn, clock, limits)
+        self.batch = batch
+        self._monotonic = monotonic
+        self._opened = 0.0  # when the open batch's first write began (monotonic)
+        self._closed = 0  # URLs closed in the open batch
+        self._claims: set[str] = set()  # URLs claimed in the open batch
+
+    # -- the batch --
+
+    @contextmanager
+    def _batched(self, closes: bool = False) -> Iterator[None]:
+        """One write of the hot path, into the open batch (opened if none is);
+        ``closes``: it closes a claimed URL (counts towards :data:`BATCH_URLS`)."""
+        conn = self.conn
+        if not conn.in_transaction:
+            conn.execute("BEGIN IMMEDIATE")
+            self._opened = self._monotonic()
+        conn.execute("SAVEPOINT write")
+        try:
+            yield
+        except BaseException:
+            conn.execute("ROLLBACK TO write")
+            conn.execute("RELEASE write")
+            raise
+        conn.execute("RELEASE write")
+        self._closed += closes
+        if not self.batch or self._closed >= BATCH_URLS:
+            self.flush()
+        else:
+            self._flush_if_old()
+
+    @contextmanager
+    def _tx(self) -> Iterator[sqlite3.Connection]:
+        """A write committed when it ends, with the batch that waits."""
+        with self._batched():
+            yield self.conn
+        self.flush()
+
+    def _flush_if_old(self) -> None:
+        if self.conn.in_transaction and self._monotonic() - self._opened >= BATCH_SECONDS:
+            self.flush()
+
+    def flush(self) -> None:
+        """Commit the open batch, if there is one."""
+        if self.conn.in_transaction:
+            self.conn.execute("COMMIT")
+        self._closed = 0
+        self._claims.clear()
 
     # -- the run --
 
     def check_settings(self, settings: dict[str, str]) -> tuple[str, str, str] | None:
-        with transaction(self.conn):
+        with self._tx():
             for key, value in settings.items():
                 stored = get_setting(self.conn, key)
                 if stored is None:
@@ -266,7 +357,7 @@ class SqliteStore(Frontier):
         return None
 
     def host_states(self) -> dict[str, HostState]:
-        with transaction(self.conn):
+        with self._tx():
             self.conn.execute("UPDATE hosts SET skipped_reason = NULL")
         rows = self.conn.execute(
             "SELECT host, last_fetch_at, coalesce(last_duration, 0), not_before, slow_downs"
@@ -280,6 +371,10 @@ class SqliteStore(Frontier):
         return Lease(None)
 
     def hold_host(self, host: str, lease: str, claimed: str | None) -> bool:
+        if claimed in self._claims:  # its attempt is committed before its request is sent
+            self.flush()
+        else:
+            self._flush_if_old()
         return True
 
     def release_host(self, host: str, lease: str) -> None:
@@ -297,7 +392,7 @@ class SqliteStore(Frontier):
     # -- hosts and policy files --
 
     def skip_host(self, host: str, reason: str) -> None:
-        with transaction(self.conn):
+        with self._tx():
             self.conn.execute("UPDATE hosts SET skipped_reason = ? WHERE host = ?", (reason, host))
 
     def load_policy_file(self, host: str, name: str, now: float) -> CachedFile | None:
@@ -306,7 +401,7 @@ class SqliteStore(Frontier):
         return CachedFile.fresh(host, name, row, now)
 
     def save_policy_file(self, file: CachedFile, fetch: FetchRecord) -> None:
-        with transaction(self.conn):
+        with self._batched():
             self._log_fetch(fetch)
             self.conn.execute(
                 "INSERT INTO robots (host, name, fetched_at, expires_at, outcome, reason,"
@@ -318,7 +413,7 @@ class SqliteStore(Frontier):
             )
 
     def log_fetch(self, fetch: FetchRecord) -> None:
-        with transaction(self.conn):
+        with self._batched():
             self._log_fetch(fetch)
 
     def pin(self, host: str, port: int) -> str | None:
@@ -328,7 +423,7 @@ class SqliteStore(Frontier):
         return None if row is None else str(row[0])
 
     def set_pin(self, host: str, port: int, fingerprint: str, now: float) -> None:
-        with transaction(self.conn):
+        with self._tx():
             self.conn.execute(
                 "INSERT INTO pins (host, port, fingerprint, first_seen) VALUES (?, ?, ?, ?)"
                 " ON CONFLICT (host, port) DO UPDATE SET fingerprint = excluded.fingerprint,"
@@ -357,19 +452,26 @@ class SqliteStore(Frontier):
 
     # -- the frontier --
 
+    def claim(self, host: str, lease: str) -> Claim | None:
+        with self._batched():
+            claim = self._claim(host, lease)
+        if claim is not None:
+            self._claims.add(claim.url)
+        return claim
+
     def release(self, url: str) -> None:
-        with transaction(self.conn):
+        with self._batched(closes=True):
             super().release(url)
 
     # -- closing a claimed URL --
 
     def slowed_down(self, fetch: FetchRecord) -> None:
-        with transaction(self.conn):
+        with self._batched(closes=True):
             self._log_fetch(fetch)
             super().release(fetch.url)
 
     def refused(self, decision: DecisionRecord, revisit: Revisit | None = None) -> None:
-        with transaction(self.conn):
+        with self._batched(closes=True):
             self._record_decision(decision)
             self.finish(decision.url, "refused", decision.reason)
             self._schedule(decision.url, revisit)
@@ -377,7 +479,7 @@ class SqliteStore(Frontier):
     def failed(
         self, decision: DecisionRecord, fetch: FetchRecord, revisit: Revisit | None = None
     ) -> None:
-        with transaction(self.conn):
+        with self._batched(closes=True):
             self._record_decision(decision)
             self._log_fetch(fetch)
             self.finish(decision.url, "failed", fetch.error)
@@ -389,7 +491,7 @@ class SqliteStore(Frontier):
     def fetched(self, fetched: FetchedPage) -> dict[str, int]:
         woken: Counter[str] = Counter()
         page, url = fetched.page, fetched.decision.url
-        with transaction(self.conn):
+        with self._batched(closes=True):
             self._record_decision(fetched.decision)
             self._log_fetch(fetched.fetch)
             if fetched.unchanged:
@@ -404,8 +506,9 @@ class SqliteStore(Frontier):
                 ).fetchone()
                 if not fetched.gone:
                     for link, depth, parent in fetched.links:
-                        if self.add(link, depth, parent) == "queued":
-                            woken[host_key(link)] += 1
+                        added, host = self._add(link, depth, parent)
+                        if added == "queued":
+                            woken[host] += 1
                 store_page(self.conn, page, fetched.role)
                 if (
                     old is not None
@@ -468,7 +571,7 @@ class SqliteStore(Frontier):
 
     def revisit(self, now: float, everything: bool = False) -> int:
         due = "" if everything else " AND next_visit <= ?"
-        with transaction(self.conn):
+        with self._tx():
             cur = self.conn.execute(
                 "UPDATE urls SET state = 'queued', lease = NULL"
                 f" WHERE state IN ('done', 'refused', 'failed'){due}",
@@ -477,7 +580,7 @@ class SqliteStore(Frontier):
             return cur.rowcount
 
     def prune_logs(self, before: float) -> int:
-        with transaction(self.conn):
+        with self._tx():
             n = self.conn.execute("DELETE FROM fetches WHERE started_at < ?", (before,)).rowcount
             n += self.conn.execute("DELETE FROM decisions WHERE at < ?", (before,)).rowcount
         return n
