@@ -304,7 +304,7 @@ class Crawler:
         try:
             return await self._run()
         finally:
-            self.store.flush()
+            self.store.end_run()
 
     async def _run(self) -> Progress:
         self._clock.start()

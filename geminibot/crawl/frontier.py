@@ -257,16 +257,20 @@ class Frontier:
         attempts were cut short :data:`MAX_URL_ATTEMPTS` times (recorded failed); returns
         how many went back to the queue."""
         with self._tx():
-            self.conn.execute(
-                "UPDATE urls SET state = 'failed', lease = NULL, updated_at = ?, next_visit = NULL,"
-                " reason = 'given up: ' || attempts || ' attempts ended abnormally'"
-                " WHERE state = 'leased' AND attempts >= ?",
-                (self.clock(), MAX_URL_ATTEMPTS),
-            )
-            cur = self.conn.execute(
-                "UPDATE urls SET state = 'queued', lease = NULL WHERE state = 'leased'"
-            )
-            return cur.rowcount
+            return self._recover()
+
+    def _recover(self) -> int:
+        """:meth:`recover` inside the caller's transaction."""
+        self.conn.execute(
+            "UPDATE urls SET state = 'failed', lease = NULL, updated_at = ?, next_visit = NULL,"
+            " reason = 'given up: ' || attempts || ' attempts ended abnormally'"
+            " WHERE state = 'leased' AND attempts >= ?",
+            (self.clock(), MAX_URL_ATTEMPTS),
+        )
+        cur = self.conn.execute(
+            "UPDATE urls SET state = 'queued', lease = NULL WHERE state = 'leased'"
+        )
+        return cur.rowcount
 
     def claim(self, host: str, lease: str) -> Claim | None:
         """Lease the oldest queued URL of ``host`` (one transaction), or None if none."""

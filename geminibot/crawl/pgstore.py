@@ -636,7 +636,7 @@ class PgStore:
             ).fetchall()
         return [str(r[0]) for r in rows]
 
-    def flush(self) -> None:
+    def end_run(self) -> None:
         """Nothing waits: every call commits its own transaction."""
 
 

@@ -36,6 +36,9 @@ BATCH_URLS = 100
 #: checked at each write and before each request: how long another process reading the
 #: database may wait to see a page, and the span of work a ``kill -9`` repeats.
 BATCH_SECONDS = 2.0
+#: The setting that says a batched run is open ("1") or ended ("0"): found open, the run
+#: before was killed (see :class:`SqliteStore`, careful mode).
+RUN_OPEN = "run_open"
 
 
 @dataclass(frozen=True)
@@ -255,9 +258,9 @@ class CrawlStore(Protocol):
         """The URLs recorded as aliases of the canonical ``url`` (same body)."""
         ...
 
-    def flush(self) -> None:
-        """Commit the writes the store holds back (SQLite's batch; PostgreSQL's are
-        committed by each call): the crawl loop calls it when its run ends."""
+    def end_run(self) -> None:
+        """The crawl loop's run ended (normally, stopped, or by an exception): commit what
+        the store holds back (SQLite's batch; PostgreSQL commits each call)."""
         ...
 
 
@@ -265,25 +268,31 @@ class SqliteStore(Frontier):
     """:class:`CrawlStore` on the crawl database (see :mod:`geminibot.index.db`).
 
     Batched commits (``batch=True``, as the crawl loop opens it; otherwise each write is
-    committed when it ends): the writes of the crawl loop's hot path (a claim, a URL closed as
-    fetched, refused, failed or slowed down, a fetch logged, a policy file cached) go into
-    one open write transaction, committed when it holds :data:`BATCH_URLS` closed URLs,
-    when its first write is :data:`BATCH_SECONDS` old (checked at each write and each
-    :meth:`hold_host`), before a request is sent for a URL whose claim it holds
-    (:meth:`hold_host`: so an attempt at a URL is always committed before its request
-    goes out, as :data:`~geminibot.crawl.frontier.MAX_URL_ATTEMPTS` needs), by every
-    other write (settings, seeds, recovery, revisits, skips, pins: committed at once, with
-    what waits) and by :meth:`flush` (the crawl loop calls it when its run ends, however
-    it ends). Each write is its own savepoint: one that fails leaves nothing behind.
+    committed when it ends): the writes of the crawl loop's hot path (a claim, a URL closed
+    as fetched, refused, failed or slowed down, a fetch logged, a policy file cached) go
+    into one open write transaction, committed when it holds :data:`BATCH_URLS` closed
+    URLs, when its first write is :data:`BATCH_SECONDS` old (checked at each write and
+    before each request), by every other write (settings, seeds, recovery, revisits,
+    skips, pins: committed at once, with what waits) and by :meth:`end_run` (the crawl
+    loop calls it when its run ends, however it ends, an exception included). Each write
+    is its own savepoint: one that fails leaves nothing behind. Each commit writes the
+    b-tree pages its rows touched once, and FTS5 flushes its pending terms into one
+    segment for the whole batch, instead of once per page (docs/benchmarks.md).
 
-    What a ``kill -9`` (or a power cut) then repeats: the results of the last batch's URLs
-    (at most :data:`BATCH_URLS`, of at most :data:`BATCH_SECONDS`), which are fetched
-    again; their claims went back with them (to ``queued``), so no attempt is counted
-    for them; nothing committed is lost, the index never holds half a page. Another
-    process reading the database (``geminibot search`` during a crawl) sees a page at
-    most :data:`BATCH_SECONDS` after its fetch. Each commit writes the b-tree pages its
-    rows touched once, and FTS5 flushes its pending terms into one segment for the whole
-    batch, instead of once per page (docs/benchmarks.md: the crawler's CPU per page).
+    What a ``kill -9`` (or a power cut) repeats: the last batch (at most
+    :data:`BATCH_URLS` URLs, of at most :data:`BATCH_SECONDS`): its pages are fetched
+    again, its claims went back with it (``queued``, not ``leased``); nothing committed is
+    lost and the index never holds half a page. Another process reading the database
+    (``geminibot search`` during a crawl) sees a page at most :data:`BATCH_SECONDS` after
+    its fetch, and waits up to that long for the write lock.
+
+    Careful mode: a claim whose attempt is not committed does not count towards
+    :data:`~geminibot.crawl.frontier.MAX_URL_ATTEMPTS`, so a page that kills the process
+    outright (not an exception: those end the run, which commits) would be fetched again
+    by every resume. So a run that finds the one before it did not end (:data:`RUN_OPEN`
+    still "1", or URLs left ``leased`` by an older geminibot) commits each claim before
+    its request is sent (:meth:`hold_host`), as an unbatched store does: after
+    MAX_URL_ATTEMPTS such kills the URL is given up. A run that ends clears the mark.
     """
 
     def __init__(
@@ -301,6 +310,9 @@ class SqliteStore(Frontier):
         self._opened = 0.0  # when the open batch's first write began (monotonic)
         self._closed = 0  # URLs closed in the open batch
         self._claims: set[str] = set()  # URLs claimed in the open batch
+        #: Commit each claim before its request (until :meth:`recover` finds the run
+        #: before ended).
+        self.careful = True
 
     # -- the batch --
 
@@ -337,6 +349,20 @@ class SqliteStore(Frontier):
         if self.conn.in_transaction and self._monotonic() - self._opened >= BATCH_SECONDS:
             self.flush()
 
+    def end_run(self) -> None:
+        with self._tx():
+            if self.batch:
+                set_setting(self.conn, RUN_OPEN, "0")
+
+    def recover(self) -> int:
+        with self._tx():
+            ended = get_setting(self.conn, RUN_OPEN) != "1"
+            left = self.conn.execute("SELECT 1 FROM urls WHERE state = 'leased' LIMIT 1")
+            self.careful = not ended or left.fetchone() is not None
+            if self.batch:
+                set_setting(self.conn, RUN_OPEN, "1")
+            return self._recover()
+
     def flush(self) -> None:
         """Commit the open batch, if there is one."""
         if self.conn.in_transaction:
@@ -371,7 +397,7 @@ class SqliteStore(Frontier):
         return Lease(None)
 
     def hold_host(self, host: str, lease: str, claimed: str | None) -> bool:
-        if claimed in self._claims:  # its attempt is committed before its request is sent
+        if self.careful and claimed in self._claims:  # its attempt, before its request
             self.flush()
         else:
             self._flush_if_old()
