@@ -274,8 +274,9 @@ class SqliteStore(Frontier):
     URLs, when its first write is :data:`BATCH_SECONDS` old (checked at each write and
     before each request), by every other write (settings, seeds, recovery, revisits,
     skips, pins: committed at once, with what waits) and by :meth:`end_run` (the crawl
-    loop calls it when its run ends, however it ends, an exception included). Each write
-    is its own savepoint: one that fails leaves nothing behind. Each commit writes the
+    loop calls it when its run ends, however it ends, an exception included). A write
+    that fails rolls the open batch back with it (as a kill would: see below) and leaves
+    the run marked open, so the next one is careful. Each commit writes the
     b-tree pages its rows touched once, and FTS5 flushes its pending terms into one
     segment for the whole batch, instead of once per page (docs/benchmarks.md).
 
@@ -290,9 +291,10 @@ class SqliteStore(Frontier):
     :data:`~geminibot.crawl.frontier.MAX_URL_ATTEMPTS`, so a page that kills the process
     outright (not an exception: those end the run, which commits) would be fetched again
     by every resume. So a run that finds the one before it did not end (:data:`RUN_OPEN`
-    still "1", or URLs left ``leased`` by an older geminibot) commits each claim before
-    its request is sent (:meth:`hold_host`), as an unbatched store does: after
-    MAX_URL_ATTEMPTS such kills the URL is given up. A run that ends clears the mark.
+    still "1", or URLs left ``leased`` by an older geminibot) commits each write when it
+    ends, as an unbatched store does (a claim before its request is sent): after
+    MAX_URL_ATTEMPTS such kills the URL is given up, and a kill repeats only the requests
+    on the wire. A run that ends clears the mark, and the next run batches again.
     """
 
     def __init__(
@@ -309,9 +311,9 @@ class SqliteStore(Frontier):
         self._monotonic = monotonic
         self._opened = 0.0  # when the open batch's first write began (monotonic)
         self._closed = 0  # URLs closed in the open batch
-        self._claims: set[str] = set()  # URLs claimed in the open batch
-        #: Commit each claim before its request (until :meth:`recover` finds the run
-        #: before ended).
+        self._lost = False  # a failed write rolled a batch back in this run
+        #: Commit each write when it ends (until :meth:`recover` finds the run before
+        #: ended).
         self.careful = True
 
     # -- the batch --
@@ -324,16 +326,17 @@ class SqliteStore(Frontier):
         if not conn.in_transaction:
             conn.execute("BEGIN IMMEDIATE")
             self._opened = self._monotonic()
-        conn.execute("SAVEPOINT write")
         try:
             yield
         except BaseException:
-            conn.execute("ROLLBACK TO write")
-            conn.execute("RELEASE write")
+            # The batch goes back whole (a savepoint per write would make FTS5 flush its
+            # pending terms at each one); the run that raised is not marked ended.
+            conn.execute("ROLLBACK")
+            self._lost = True
+            self._closed = 0
             raise
-        conn.execute("RELEASE write")
         self._closed += closes
-        if not self.batch or self._closed >= BATCH_URLS:
+        if not self.batch or self.careful or self._closed >= BATCH_URLS:
             self.flush()
         else:
             self._flush_if_old()
@@ -351,7 +354,7 @@ class SqliteStore(Frontier):
 
     def end_run(self) -> None:
         with self._tx():
-            if self.batch:
+            if self.batch and not self._lost:
                 set_setting(self.conn, RUN_OPEN, "0")
 
     def recover(self) -> int:
@@ -368,7 +371,6 @@ class SqliteStore(Frontier):
         if self.conn.in_transaction:
             self.conn.execute("COMMIT")
         self._closed = 0
-        self._claims.clear()
 
     # -- the run --
 
@@ -397,10 +399,7 @@ class SqliteStore(Frontier):
         return Lease(None)
 
     def hold_host(self, host: str, lease: str, claimed: str | None) -> bool:
-        if self.careful and claimed in self._claims:  # its attempt, before its request
-            self.flush()
-        else:
-            self._flush_if_old()
+        self._flush_if_old()
         return True
 
     def release_host(self, host: str, lease: str) -> None:
@@ -480,10 +479,7 @@ class SqliteStore(Frontier):
 
     def claim(self, host: str, lease: str) -> Claim | None:
         with self._batched():
-            claim = self._claim(host, lease)
-        if claim is not None:
-            self._claims.add(claim.url)
-        return claim
+            return self._claim(host, lease)
 
     def release(self, url: str) -> None:
         with self._batched(closes=True):

@@ -38,7 +38,9 @@ def monotonic() -> Monotonic:
 @pytest.fixture
 def store(db: Path, monotonic: Monotonic) -> Iterator[SqliteStore]:
     conn = connect(db)
-    yield SqliteStore(conn, Clock(), batch=True, monotonic=monotonic)
+    store = SqliteStore(conn, Clock(), batch=True, monotonic=monotonic)
+    store.recover()  # a new database: no run before it, so not careful
+    yield store
     conn.close()
 
 
@@ -99,30 +101,9 @@ def test_a_batch_commits_at_batch_seconds(
     assert committed(db, "SELECT count(*) FROM pages") == 3
 
 
-def test_a_claim_is_committed_before_its_request(store: SqliteStore, db: Path) -> None:
-    """hold_host (right before a request) commits the batch holding the URL's claim, so
-    its attempt counts even if the request or its page kills the process."""
-    store.seed([url(0), url(1)])
-    claimed = store.claim(HOST, "me")
-    assert claimed is not None
-    state = f"SELECT state || ' ' || attempts FROM urls WHERE url = '{claimed.url}'"
-    assert committed(db, state) == "queued 0"
-    assert store.hold_host(HOST, "me", "gemini://a.test/other")  # not a claim it holds
-    assert committed(db, state) == "queued 0"
-    assert store.hold_host(HOST, "me", claimed.url)
-    assert committed(db, state) == "leased 1"
-    store.fetched(
-        FetchedPage(
-            decision(claimed.url), fetch(claimed.url), page(claimed.url, "t", "b"), "indexer", []
-        )
-    )
-    assert store.hold_host(HOST, "me", claimed.url)  # committed already: nothing to do
-    assert committed(db, state) == "leased 1"
-
-
 def test_careful_mode_only_after_a_run_that_did_not_end(db: Path) -> None:
-    """A batched store is careful until recover() finds the run before it ended; then a
-    claim waits for its batch, as the pages do."""
+    """A batched store is careful (each write committed when it ends) until recover()
+    finds the run before it ended; then a claim waits for its batch, as the pages do."""
     conn = connect(db)
     store = SqliteStore(conn, Clock(), batch=True)
     store.seed([url(i) for i in range(3)])
@@ -138,10 +119,11 @@ def test_careful_mode_only_after_a_run_that_did_not_end(db: Path) -> None:
     store = SqliteStore(conn, Clock(), batch=True)
     assert store.recover() == 0
     assert store.careful
-    claimed = store.claim(HOST, "me")
+    claimed = store.claim(HOST, "me")  # committed when it ends: its attempt counts
     assert claimed is not None
-    store.hold_host(HOST, "me", claimed.url)
     assert committed(db, state) == "leased"
+    fetch_one(store)
+    assert committed(db, "SELECT count(*) FROM pages") == 1
     store.end_run()
     assert committed(db, "SELECT value FROM settings WHERE key = 'run_open'") == "0"
     conn.close()
@@ -175,22 +157,27 @@ def test_a_kill_repeats_the_open_batch_only(db: Path, monotonic: Monotonic) -> N
     conn.close()
 
 
-def test_a_failed_write_leaves_nothing_and_keeps_the_batch(store: SqliteStore, db: Path) -> None:
-    store.seed([url(0), url(1)])
-    done = fetch_one(store)
+def test_a_failed_write_rolls_the_batch_back_and_the_next_run_is_careful(
+    store: SqliteStore, db: Path
+) -> None:
+    store.seed([url(0), url(1), url(2)])
+    first = fetch_one(store)
+    store.flush()
+    fetch_one(store)
     claimed = store.claim(HOST, "me")
     assert claimed is not None
     u = claimed.url
     bad = FetchedPage(decision(u), fetch(u), page(u, "t", "b"), "indexer", [("not a url", 1, u)])
     with pytest.raises(ValueError):
         store.fetched(bad)
-    assert store.state_of(u) == ("leased", None)  # the claim (before it) stays
-    assert (
-        store.conn.execute("SELECT count(*) FROM decisions WHERE url = ?", (u,)).fetchone()[0] == 0
-    )
-    store.flush()
-    assert committed(db, "SELECT count(*) FROM pages") == 1
-    assert store.previous(done) is not None
+    store.end_run()  # as the crawl loop does when the error ends its run
+    assert committed(db, "SELECT count(*) FROM pages") == 1  # the batch went back, as a kill
+    assert store.previous(first) is not None
+    assert committed(db, f"SELECT state FROM urls WHERE url = '{u}'") == "queued"
+    assert committed(db, "SELECT value FROM settings WHERE key = 'run_open'") == "1"
+    again = SqliteStore(store.conn, Clock(), batch=True)
+    again.recover()
+    assert again.careful  # so the URL's attempts now count, each committed at once
 
 
 def test_unbatched_each_write_is_committed(db: Path) -> None:
