@@ -14,6 +14,9 @@ Crash safety: a ``kill -9`` can only leave rows ``leased``. :meth:`Frontier.reco
 once at start, puts them back to ``queued``; nothing else needs repair because every other
 change is a committed transaction. A URL whose request was on the wire when the process
 died is fetched again (at most once per kill): a server cannot be part of our transaction.
+The crawl loop's SQLite store commits in batches (:class:`geminibot.crawl.store.SqliteStore`):
+a kill then also repeats the URLs of the batch it cut, claims included (back to
+``queued``), and the run after it is careful (each write committed at once, as here).
 
 Attempts (column ``attempts``): the requests at a URL since it last got an answer. A claim
 counts one attempt, a release gives it back, an answer (``done``, ``refused``, ``gone``)
