@@ -331,9 +331,7 @@ class SqliteStore(Frontier):
         except BaseException:
             # The batch goes back whole (a savepoint per write would make FTS5 flush its
             # pending terms at each one); the run that raised is not marked ended.
-            conn.execute("ROLLBACK")
-            self._lost = True
-            self._closed = 0
+            self._roll_back()
             raise
         self._closed += closes
         if not self.batch or self.careful or self._closed >= BATCH_URLS:
@@ -353,8 +351,9 @@ class SqliteStore(Frontier):
             self.flush()
 
     def end_run(self) -> None:
-        with self._tx():
-            if self.batch and not self._lost:
+        self.flush()
+        if self.batch and not self._lost:
+            with self._tx():
                 set_setting(self.conn, RUN_OPEN, "0")
 
     def recover(self) -> int:
@@ -367,9 +366,20 @@ class SqliteStore(Frontier):
             return self._recover()
 
     def flush(self) -> None:
-        """Commit the open batch, if there is one."""
+        """Commit the open batch, if there is one (one that cannot be committed, a full
+        disk say, is rolled back, as a failed write's is)."""
         if self.conn.in_transaction:
-            self.conn.execute("COMMIT")
+            try:
+                self.conn.execute("COMMIT")
+            except BaseException:
+                self._roll_back()
+                raise
+        self._closed = 0
+
+    def _roll_back(self) -> None:
+        if self.conn.in_transaction:  # (SQLite may have rolled it back already)
+            self.conn.execute("ROLLBACK")
+        self._lost = True
         self._closed = 0
 
     # -- the run --
