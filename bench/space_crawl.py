@@ -61,7 +61,7 @@ from geminispace.server import address_rules  # noqa: E402
 from geminispace.space import DOMAIN, Space  # noqa: E402
 from machine import cpu_model  # noqa: E402
 
-from geminibot.crawl.freshness import DAY  # noqa: E402
+from geminibot.crawl.freshness import DAY, VANISHED_AFTER  # noqa: E402
 
 #: py-spy samples per second of the crawler.
 SAMPLE_RATE = 100
@@ -97,6 +97,13 @@ IDLE = ("get_events (trio/_core/_io_epoll.py",)
 #: fetched on day 0 is due, as in a daily run. The crawl is run with ``time.time``
 #: advanced by this much (:data:`ADVANCED_CLOCK`); the library has no clock option.
 DAY_LATER = DAY
+#: A changed page not re-indexed because its host no longer answers: the old copy stays
+#: in the index until the host has vanished (geminibot.crawl.freshness), days after any
+#: revisit this benchmark makes.
+VANISHED = (
+    f"host gone (its requests fail; the old copy stays until the host has been"
+    f" unanswered for {VANISHED_AFTER / DAY:g} days)"
+)
 #: Runs ``python -m geminibot`` with ``time.time`` ``sys.argv[1]`` seconds ahead (set
 #: before geminibot is imported, so the crawler's default wall clock is the advanced one).
 ADVANCED_CLOCK = (
@@ -258,7 +265,7 @@ def compare_days(
         tree = tree_page(space, url)
         assert tree is not None
         if not space.answers(tree[0], day):
-            missed["host gone (its requests fail; the old copy stays)"] += 1
+            missed[VANISHED] += 1
         elif url in refetched:
             missed["refetched, not re-indexed"] += 1
         else:

@@ -30,12 +30,14 @@ from geminibot.cliutil import (
 )
 from geminibot.crawl.databases import display as without_password
 from geminibot.crawl.databases import is_postgres, open_pg_store, reading
+from geminibot.crawl.freshness import DAY, VANISHED_AFTER
 from geminibot.crawl.frontier import DEFAULT_MAX_DEPTH, MAX_URLS_PER_HOST, Limits
 from geminibot.crawl.politeness import DEFAULT_MIN_DELAY
 from geminibot.crawl.schemes import host_url, normalise, parse_any
 from geminibot.crawl.settings import DEFAULT_AGENT, DEFAULT_CONCURRENCY, ROLES
 from geminibot.http.urls import DEFAULT_INFO_URL
 from geminibot.index import DatabaseError, QueryError, connect, stats
+from geminibot.index.db import checkpoint
 from geminibot.index.search import MAX_LIMIT, MAX_OFFSET
 from geminibot.index.stats import URL_STATES, format_stats, list_urls, status_filter
 from geminibot.net.connect import Resolver, add_connect_to_option, connect_rules, is_loopback
@@ -485,7 +487,10 @@ async def crawl_async(args: argparse.Namespace) -> int:
                 raise CommandError(str(exc)) from None
         label = without_password(args.db) if shared else str(db)
         try:
-            return await _run(args, db, label, conn, seeds, options, resolver)
+            code = await _run(args, db, label, conn, seeds, options, resolver)
+            if not shared:  # a clean end: no WAL left beside the database
+                checkpoint(conn)
+            return code
         except (sqlite3.Error, OSError, BaseExceptionGroup) as exc:
             cause = _environment_error(exc)
             if cause is None:
@@ -579,6 +584,7 @@ def _summary(
         "revisits": p.revisits,
         "unchanged": p.unchanged,
         "gone": p.gone,
+        "vanished": p.vanished,
         "queued": p.queued,
         "hosts": p.hosts_seen,
         "hosts_skipped": p.hosts_skipped,
@@ -602,6 +608,12 @@ def _summary(
         print(
             f"revisited: {p.revisits} URLs due again; {p.unchanged} pages unchanged "
             f"(not re-indexed), {p.gone} gone (51/52, out of the index)",
+            file=out,
+        )
+    if p.vanished:
+        print(
+            f"vanished hosts: {p.vanished} pages out of the index (no answer for "
+            f"{VANISHED_AFTER / DAY:g} days; indexed again when they answer)",
             file=out,
         )
     if p.excluded:

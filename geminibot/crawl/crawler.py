@@ -154,6 +154,7 @@ class Progress:
     revisits: int = 0  # finished URLs queued again when the run started (due, or --refresh)
     unchanged: int = 0  # revisited pages found unchanged (not re-indexed)
     gone: int = 0  # URLs that answered 51/52 (out of the index)
+    vanished: int = 0  # pages out of the index at the end: their host vanished (freshness)
     queued: int = 0
     hosts_active: int = 0
     hosts_seen: int = 0
@@ -336,6 +337,7 @@ class Crawler:
             self.progress.limit = "--max-time"
         elif self.progress.limit is None and self._limit_met() and not self._stopping:
             self.progress.limit = "--max-pages"
+        self.progress.vanished = self.store.delist_vanished(self.clock())
         self._update_progress()
         self.progress.queued = self.store.queued()
         self.progress.hosts_seen = self.store.count_hosts()

@@ -13,6 +13,15 @@ The rules (docs/crawl.md, "Keeping the index fresh"):
   ``urls.attempts`` (:mod:`geminibot.crawl.frontier`): requests since the last answer.
 - A URL that answers "not found" or "gone" (Gemini ``51``/``52``, HTTP ``404``/``410``)
   leaves the index and the frontier's live URLs: its state becomes ``gone``.
+- A host *vanishes* when every request to it has gone unanswered (network, DNS, TLS: no
+  status) for at least :data:`VANISHED_AFTER` and at least :data:`VANISHED_FAILURES`
+  requests in a row (``hosts.failures``, since ``hosts.failing_since``; any answer ends
+  the run of failures), while some other host answered after its first failure (a crawler
+  that lost its own network takes nothing out). At the end of a crawl its pages leave the
+  search index (text, title, links; their ``pages`` rows keep status and fetch time, their
+  URLs stay in the frontier, retried as before) and their aliases on other hosts are
+  queued again (the body finds a canonical URL that answers). A page that answers again
+  is indexed again, even with the same body (its hash was cleared with its text).
 - The fetch and decision logs keep :data:`LOG_RETENTION_DAYS` days.
 """
 
@@ -33,6 +42,10 @@ MAX_REVISIT = 32 * DAY
 RETRY_BASE = 3600.0
 #: Failed requests in a row after which a URL is no longer retried.
 MAX_ATTEMPTS = 5
+#: A host unanswered for this long (and VANISHED_FAILURES requests) has vanished.
+VANISHED_AFTER = 7 * DAY
+#: Unanswered requests in a row a vanished host has had, at least.
+VANISHED_FAILURES = 5
 #: Days of the ``fetches`` and ``decisions`` logs kept; older rows are pruned when a crawl
 #: starts.
 LOG_RETENTION_DAYS = 30

@@ -30,14 +30,19 @@ every resume of a crawl.
 Trap bounds (named, documented, tested at their edges) stop link mazes and calendars:
 :data:`MAX_URL_LENGTH`, :data:`MAX_QUERIES_PER_PATH`, :data:`DEFAULT_MAX_DEPTH`,
 :data:`MAX_URLS_PER_HOST`, and the shapes of :mod:`geminibot.crawl.traps`. A trapped URL's
-reason is also recorded as a refusing decision (``trap: <bound>``), so ``decisions`` says
-why a URL was never fetched as it does for a policy's refusal.
+reason is also recorded as a refusing decision (:func:`trap_decision`: ``trap: <bound>``),
+so ``decisions`` says why a URL was never fetched as it does for a policy's refusal. The
+deep URLs a host has (the bound :data:`~geminibot.crawl.traps.MAX_DEEP_URLS_PER_HOST`) are
+kept in ``hosts.deep_urls``: NULL until the host first needs the count, then counted once
+from its rows (:data:`DEEP_PATHS`, :func:`count_deep`) and kept up to date as URLs are
+queued. Both stores (SQLite here, PostgreSQL in :mod:`geminibot.crawl.pgstore`) apply these
+bounds through :func:`trap_reason` and record them alike.
 """
 
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from datetime import UTC, date, datetime
@@ -113,6 +118,21 @@ def trap_reason(
     return traps.deep_trap(url.path, deep_on_host, lim.max_deep_urls_per_host)
 
 
+def trap_decision(reason: str) -> str:
+    """The reason of the refusing decision recorded for a URL trapped by ``reason``."""
+    return f"trap: {reason}"
+
+
+#: The paths a host's deep-URL count is taken from (its URLs not trapped); ``{0}`` stands
+#: for the engine's placeholder.
+DEEP_PATHS = "SELECT path FROM urls WHERE host = {0} AND state != 'trapped'"
+
+
+def count_deep(paths: Iterable[Sequence[object]]) -> int:
+    """The deep URLs (:func:`geminibot.crawl.traps.is_deep`) among rows of :data:`DEEP_PATHS`."""
+    return sum(traps.is_deep(str(row[0])) for row in paths)
+
+
 def utc_date(timestamp: float) -> date:
     """The UTC date of a crawl clock's epoch seconds (the calendar trap's "today")."""
     return datetime.fromtimestamp(timestamp, UTC).date()
@@ -127,9 +147,6 @@ class Frontier:
         self.conn = conn
         self.clock = clock
         self.limits = limits or Limits()
-        #: Deep URLs (:func:`geminibot.crawl.traps.is_deep`) per host, counted from the
-        #: table the first time a host needs it, then kept up to date (one int per host).
-        self._deep: dict[str, int] = {}
 
     # --- writes that belong to a larger transaction (the caller holds it) ---
 
@@ -158,7 +175,8 @@ class Frontier:
                 ).fetchone()
         if known is not None:
             if known[0] == "trapped" and str(known[1]).endswith(CAP_REASON):
-                host = host_key(url)
+                parsed = parse_any(url)
+                host = host_of(parsed)
                 if self._room(host):
                     # the per-host cap counts live URLs: room again, so the URL is queued now
                     conn.execute(
@@ -166,9 +184,7 @@ class Frontier:
                         " WHERE url = ?",
                         (self.clock(), url),
                     )
-                    conn.execute(
-                        "UPDATE hosts SET urls_total = urls_total + 1 WHERE host = ?", (host,)
-                    )
+                    self._count_queued(host, parsed.path)
                     return "queued", host
             return "known", ""
         assert parsed is not None
@@ -188,13 +204,19 @@ class Frontier:
         if reason:
             conn.execute(
                 "INSERT INTO decisions (url, host, allowed, reason, at) VALUES (?, ?, 0, ?, ?)",
-                (url, host, f"trap: {reason}", now),
+                (url, host, trap_decision(reason), now),
             )
             return f"trapped: {reason}", host
-        conn.execute("UPDATE hosts SET urls_total = urls_total + 1 WHERE host = ?", (host,))
-        if host in self._deep and traps.is_deep(path):
-            self._deep[host] += 1
+        self._count_queued(host, path)
         return "queued", host
+
+    def _count_queued(self, host: str, path: str) -> None:
+        """One more live URL on ``host`` (a deep one counted as such, once counted)."""
+        self.conn.execute(
+            "UPDATE hosts SET urls_total = urls_total + 1, deep_urls = deep_urls + ?"
+            " WHERE host = ?",
+            (int(traps.is_deep(path)), host),
+        )
 
     def _trap(self, url: URL, host: str, depth: int) -> str | None:
         path = url.path
@@ -213,13 +235,15 @@ class Frontier:
         return trap_reason(self.limits, url, depth, total, queries, today=today, deep_on_host=deep)
 
     def _deep_on(self, host: str) -> int:
-        """The host's deep URLs that are not trapped (counted once per host and process)."""
-        if host not in self._deep:
-            rows = self.conn.execute(
-                "SELECT path FROM urls WHERE host = ? AND state != 'trapped'", (host,)
-            )
-            self._deep[host] = sum(traps.is_deep(str(r[0])) for r in rows)
-        return self._deep[host]
+        """The host's deep URLs that are not trapped (``hosts.deep_urls``, counted from
+        its rows the first time)."""
+        (deep,) = self.conn.execute(
+            "SELECT deep_urls FROM hosts WHERE host = ?", (host,)
+        ).fetchone()
+        if deep is None:
+            deep = count_deep(self.conn.execute(DEEP_PATHS.format("?"), (host,)))
+            self.conn.execute("UPDATE hosts SET deep_urls = ? WHERE host = ?", (deep, host))
+        return int(deep)
 
     def _room(self, host: str) -> bool:
         """Whether ``host`` has fewer live URLs (``hosts.urls_total``: queued, leased,

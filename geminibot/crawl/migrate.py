@@ -28,9 +28,9 @@ _TABLES: tuple[tuple[str, str, str], ...] = (
     (
         "hosts",
         "SELECT host, first_seen, last_fetch_at, last_duration, slow_downs, not_before,"
-        " urls_total, skipped_reason FROM hosts",
+        " urls_total, skipped_reason, deep_urls, failures, failing_since FROM hosts",
         "host, first_seen, last_fetch_at, last_duration, slow_downs, not_before,"
-        " urls_total, skipped_reason",
+        " urls_total, skipped_reason, deep_urls, failures, failing_since",
     ),
     (
         "urls",

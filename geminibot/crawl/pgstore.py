@@ -32,22 +32,28 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Callable, Iterable
+from dataclasses import dataclass
 from typing import Any
 
 import psycopg
 from psycopg_pool import ConnectionPool
 
+from geminibot.crawl import traps
 from geminibot.crawl.freshness import Visit
 from geminibot.crawl.frontier import (
     CAP_REASON,
+    DEEP_PATHS,
     MAX_URL_ATTEMPTS,
     Claim,
     Limits,
+    count_deep,
+    trap_decision,
     trap_reason,
     utc_date,
 )
 from geminibot.crawl.schemes import host_key, normalise, parse_any
 from geminibot.crawl.store import (
+    VANISHED_PAGES,
     CachedFile,
     DecisionRecord,
     FetchedPage,
@@ -55,6 +61,7 @@ from geminibot.crawl.store import (
     HostState,
     Lease,
     Revisit,
+    vanished_since,
 )
 from geminibot.index import pg
 from geminibot.index.db import DatabaseError
@@ -263,9 +270,12 @@ class PgStore:
             met.add(name)
         return result
 
-    def _lock_hosts(self, conn: psycopg.Connection[Any], hosts: Iterable[str]) -> dict[str, int]:
+    def _lock_hosts(
+        self, conn: psycopg.Connection[Any], hosts: Iterable[str]
+    ) -> dict[str, tuple[int, int | None]]:
         """Create the missing ``hosts`` rows and lock them all, in host order, until the
-        transaction ends; returns each one's live URLs (``urls_total``).
+        transaction ends; returns each one's live URLs (``urls_total``) and deep URLs
+        (``deep_urls``, None: not counted yet).
 
         Every transaction that adds URLs to a host holds its row, so the trap bounds are
         counted exactly across processes (no two add to one host at once), and, as the
@@ -278,10 +288,11 @@ class PgStore:
             (self.clock(), ordered),
         )
         rows = conn.execute(
-            "SELECT host, urls_total FROM hosts WHERE host = ANY(%s) ORDER BY host FOR UPDATE",
+            "SELECT host, urls_total, deep_urls FROM hosts WHERE host = ANY(%s)"
+            " ORDER BY host FOR UPDATE",
             (ordered,),
         ).fetchall()
-        return {str(host): int(total) for host, total in rows}
+        return {str(host): (int(total), deep) for host, total, deep in rows}
 
     def _add(
         self, conn: psycopg.Connection[Any], links: Iterable[tuple[str, int, str | None]]
@@ -295,7 +306,8 @@ class PgStore:
             batch.setdefault(normalise(url), (depth, parent))
         if not batch:
             return {}
-        totals = self._lock_hosts(conn, (host_key(u) for u in batch))
+        locked = self._lock_hosts(conn, (host_key(u) for u in batch))
+        counts = {host: _Counts(*both) for host, both in locked.items()}
         known = {
             str(r[0]): (str(r[1]), r[2])
             for r in conn.execute(
@@ -312,27 +324,33 @@ class PgStore:
             host, path, has_query = host_key(url), parsed.path, parsed.query is not None
             if has_query and (host, path) not in queries:
                 queries[(host, path)] = self._queries_on(conn, host, path)
+            host_counts = counts[host]
             if url in known:
-                what = self._requeue_capped(conn, url, known[url], totals[host], now)
+                what = self._requeue_capped(conn, url, known[url], host_counts.total, now)
             else:
+                deep = None
+                if traps.is_deep(path):
+                    deep = host_counts.deep_urls(conn, host)
                 reason = trap_reason(
-                    self.limits, parsed, depth, totals[host], queries.get((host, path)), today=today
+                    self.limits,
+                    parsed,
+                    depth,
+                    host_counts.total,
+                    queries.get((host, path)),
+                    today=today,
+                    deep_on_host=deep,
                 )
                 what = "queued" if reason is None else f"trapped: {reason}"
                 state = "trapped" if reason else "queued"
                 rows.append((url, host, path, has_query, depth, parent, state, reason))
             result[url] = what
             if what == "queued":
-                totals[host] += 1
+                host_counts.queued(path)
                 if has_query:
                     queries[(host, path)] += 1
         self._insert(conn, rows, now)
-        added = Counter(host_key(u) for u, what in result.items() if what == "queued")
-        for host in sorted(added):
-            conn.execute(
-                "UPDATE hosts SET urls_total = urls_total + %s WHERE host = %s",
-                (added[host], host),
-            )
+        for host in sorted(locked):
+            counts[host].save(conn, host, locked[host])
         return result
 
     def claim(self, host: str, lease: str) -> Claim | None:
@@ -432,12 +450,7 @@ class PgStore:
             " VALUES (%s, %s, %s, %s, %s, %s, %s)",
             (f.url, f.host, f.status, f.meta, f.error, f.started, f.duration),
         )
-        s = f.state
-        conn.execute(
-            "UPDATE hosts SET last_fetch_at = %s, last_duration = %s, not_before = %s,"
-            " slow_downs = %s WHERE host = %s",
-            (s.last_end, s.last_duration, s.not_before, s.slow_downs, f.host),
-        )
+        conn.execute(FetchRecord.HOST_UPDATE.format("%s"), f.host_row())
 
     def _record_decision(self, conn: psycopg.Connection[Any], d: DecisionRecord) -> None:
         conn.execute(
@@ -509,13 +522,7 @@ class PgStore:
                     pg.store_page(cur, page, fetched.role)
                 changed = fetched.gone or (old is not None and old[0] != page.content_hash)
                 if old is not None and old[1] is None and changed:
-                    rows = conn.execute(
-                        "UPDATE urls SET state = 'queued', lease = NULL, next_visit = NULL"
-                        " WHERE state IN ('done', 'refused', 'failed') AND url IN"
-                        " (SELECT url FROM pages WHERE duplicate_of = %s) RETURNING host",
-                        (page.url,),
-                    ).fetchall()
-                    woken.update(str(r[0]) for r in rows)
+                    woken.update(self._requeue_aliases(conn, page.url))
                 if fetched.demote is not None:
                     self._demote(conn, fetched.demote, page.url)
                 if fetched.gone:
@@ -545,6 +552,14 @@ class PgStore:
                 " %s::text[]) WITH ORDINALITY AS x (u, h, p, q, d, par, s, r, n)"
                 " ORDER BY n ON CONFLICT (url) DO NOTHING",
                 (now, *(list(column) for column in zip(*rows, strict=True))),
+            )
+        trapped = [(url, host, trap_decision(reason)) for url, host, *_, reason in rows if reason]
+        if trapped:  # each one's refusing decision, as Frontier.add records it
+            conn.execute(
+                "INSERT INTO decisions (url, host, allowed, reason, at) SELECT u, h, false, r, %s"
+                " FROM unnest(%s::text[], %s::text[], %s::text[]) WITH ORDINALITY AS x (u, h, r, n)"
+                " ORDER BY n",
+                (now, *(list(column) for column in zip(*trapped, strict=True))),
             )
 
     def _queries_on(self, conn: psycopg.Connection[Any], host: str, path: str) -> int:
@@ -589,6 +604,17 @@ class PgStore:
                 "UPDATE urls SET next_visit = %s, revisit_interval = %s WHERE url = %s",
                 (revisit.next_visit, revisit.interval, url),
             )
+
+    def _requeue_aliases(self, conn: psycopg.Connection[Any], url: str) -> list[str]:
+        """As :meth:`SqliteStore._requeue_aliases`: the aliases of ``url`` queued again
+        now (their body is no longer its body); returns their hosts, one per URL."""
+        rows = conn.execute(
+            "UPDATE urls SET state = 'queued', lease = NULL, next_visit = NULL"
+            " WHERE state IN ('done', 'refused', 'failed') AND url IN"
+            " (SELECT url FROM pages WHERE duplicate_of = %s) RETURNING host",
+            (url,),
+        ).fetchall()
+        return [str(r[0]) for r in rows]
 
     def _demote(self, conn: psycopg.Connection[Any], old: str, new: str) -> None:
         conn.execute("UPDATE pages SET duplicate_of = %s WHERE duplicate_of = %s", (new, old))
@@ -636,8 +662,51 @@ class PgStore:
             ).fetchall()
         return [str(r[0]) for r in rows]
 
+    def delist_vanished(self, now: float) -> int:
+        with self._tx() as conn:
+            rows = conn.execute(VANISHED_PAGES.format("%s"), vanished_since(now)).fetchall()
+            ids = [r[0] for r in rows]
+            conn.execute("DELETE FROM links WHERE page_id = ANY(%s)", (ids,))
+            conn.execute(
+                "UPDATE pages SET title = '', text_indexed = false, content_hash = NULL,"
+                " headings = NULL, body = NULL WHERE id = ANY(%s)",
+                (ids,),
+            )
+            for _, url in rows:
+                self._requeue_aliases(conn, str(url))
+        return len(rows)
+
     def end_run(self) -> None:
         """Nothing waits: every call commits its own transaction."""
+
+
+@dataclass
+class _Counts:
+    """A host's live URLs (``urls_total``) and deep URLs (``deep_urls``, None: not counted
+    yet) while a batch of URLs is added (its row locked: see :meth:`PgStore._lock_hosts`)."""
+
+    total: int
+    deep: int | None
+
+    def deep_urls(self, conn: psycopg.Connection[Any], host: str) -> int:
+        """The deep URLs, counted from the host's rows the first time."""
+        if self.deep is None:
+            self.deep = count_deep(conn.execute(DEEP_PATHS.format("%s"), (host,)))
+        return self.deep
+
+    def save(self, conn: psycopg.Connection[Any], host: str, was: tuple[int, int | None]) -> None:
+        """Write the counts to the host's row, if they moved from ``was``."""
+        if (self.total, self.deep) != was:
+            conn.execute(
+                "UPDATE hosts SET urls_total = %s, deep_urls = %s WHERE host = %s",
+                (self.total, self.deep, host),
+            )
+
+    def queued(self, path: str) -> None:
+        """One more live URL, at ``path``."""
+        self.total += 1
+        if self.deep is not None and traps.is_deep(path):
+            self.deep += 1
 
 
 def open_store(

@@ -20,7 +20,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from geminibot.crawl.freshness import Visit
+from geminibot.crawl.freshness import VANISHED_AFTER, VANISHED_FAILURES, Visit
 from geminibot.crawl.frontier import Claim, Frontier, Limits
 from geminibot.crawl.schemes import host_key
 from geminibot.index import Page, store_page
@@ -64,6 +64,45 @@ class FetchRecord:
     started: float
     duration: float
     state: HostState
+
+    #: The host's row after the request, ``{0}`` standing for the engine's placeholder:
+    #: its politeness state and its unanswered requests in a row (vanished hosts, see
+    #: :mod:`geminibot.crawl.freshness`); parameters: :meth:`host_row`.
+    HOST_UPDATE = (
+        "UPDATE hosts SET last_fetch_at = {0}, last_duration = {0}, not_before = {0},"
+        " slow_downs = {0}, failures = CASE WHEN {0} THEN failures + 1 ELSE 0 END,"
+        " failing_since = CASE WHEN {0} THEN coalesce(failing_since, {0}) END WHERE host = {0}"
+    )
+
+    def host_row(self) -> tuple[float | None, float, float, int, bool, bool, float, str]:
+        """The parameters of :data:`HOST_UPDATE`, for either store."""
+        s, failed = self.state, self.status is None
+        return (
+            s.last_end,
+            s.last_duration,
+            s.not_before,
+            s.slow_downs,
+            failed,
+            failed,
+            self.started,
+            self.host,
+        )
+
+
+#: The pages still in the search index (text, or a hash to be found by) of the hosts
+#: vanished at a time (:mod:`geminibot.crawl.freshness`): id and URL; ``{0}`` stands for
+#: the engine's placeholder; parameters: :func:`vanished_since`.
+VANISHED_PAGES = (
+    "SELECT id, url FROM pages WHERE (text_indexed OR content_hash IS NOT NULL) AND host IN"
+    " (SELECT host FROM hosts h WHERE failures >= {0} AND failing_since <= {0} AND EXISTS"
+    " (SELECT 1 FROM hosts o WHERE o.failures = 0 AND o.last_fetch_at > h.failing_since))"
+    " ORDER BY id"
+)
+
+
+def vanished_since(now: float) -> tuple[int, float]:
+    """The parameters of :data:`VANISHED_PAGES` at ``now``."""
+    return VANISHED_FAILURES, now - VANISHED_AFTER
 
 
 @dataclass(frozen=True)
@@ -261,6 +300,11 @@ class CrawlStore(Protocol):
     def end_run(self) -> None:
         """The crawl loop's run ended (normally, stopped, or by an exception): commit what
         the store holds back (SQLite's batch; PostgreSQL commits each call)."""
+        ...
+
+    def delist_vanished(self, now: float) -> int:
+        """Take the pages of the hosts vanished at ``now`` out of the search index (text,
+        title, links, hash) and queue their aliases again; returns how many pages."""
         ...
 
 
@@ -472,12 +516,7 @@ class SqliteStore(Frontier):
             " VALUES (?, ?, ?, ?, ?, ?, ?)",
             (f.url, f.host, f.status, f.meta, f.error, f.started, f.duration),
         )
-        s = f.state
-        self.conn.execute(
-            "UPDATE hosts SET last_fetch_at = ?, last_duration = ?, not_before = ?,"
-            " slow_downs = ? WHERE host = ?",
-            (s.last_end, s.last_duration, s.not_before, s.slow_downs, f.host),
-        )
+        self.conn.execute(FetchRecord.HOST_UPDATE.format("?"), f.host_row())
 
     def _record_decision(self, d: DecisionRecord) -> None:
         self.conn.execute(
@@ -622,6 +661,20 @@ class SqliteStore(Frontier):
             "SELECT url FROM pages WHERE duplicate_of = ? ORDER BY url", (url,)
         ).fetchall()
         return [str(r[0]) for r in rows]
+
+    def delist_vanished(self, now: float) -> int:
+        with self._tx():
+            rows = self.conn.execute(VANISHED_PAGES.format("?"), vanished_since(now)).fetchall()
+            ids = [(r[0],) for r in rows]
+            self.conn.executemany("DELETE FROM pages_fts WHERE rowid = ?", ids)
+            self.conn.executemany("DELETE FROM links WHERE page_id = ?", ids)
+            self.conn.executemany(
+                "UPDATE pages SET title = '', text_indexed = 0, content_hash = NULL WHERE id = ?",
+                ids,
+            )
+            for _, url in rows:
+                self._requeue_aliases(str(url))
+        return len(rows)
 
 
 class StoreKnownHosts:

@@ -150,8 +150,17 @@ _V3 = (
     "CREATE INDEX decisions_at ON decisions (at)",
 )
 
+# Per host: its deep URLs (the trap bound of geminibot.crawl.traps; NULL: not counted yet,
+# counted from its rows when first needed) and its requests failed in a row since its last
+# answer, with the first one's time (vanished hosts: geminibot.crawl.freshness).
+_V4 = (
+    "ALTER TABLE hosts ADD COLUMN deep_urls INTEGER",
+    "ALTER TABLE hosts ADD COLUMN failures INTEGER NOT NULL DEFAULT 0",
+    "ALTER TABLE hosts ADD COLUMN failing_since REAL",
+)
+
 #: Append-only: MIGRATIONS[n - 1] takes a database from version n - 1 to n.
-MIGRATIONS: tuple[tuple[str, ...], ...] = (_V1, _V2, _V3)
+MIGRATIONS: tuple[tuple[str, ...], ...] = (_V1, _V2, _V3, _V4)
 SCHEMA_VERSION = len(MIGRATIONS)
 
 
@@ -249,3 +258,12 @@ def set_setting(conn: sqlite3.Connection, key: str, value: str) -> None:
         "ON CONFLICT (key) DO UPDATE SET value = excluded.value",
         (key, value),
     )
+
+
+def checkpoint(conn: sqlite3.Connection) -> None:
+    """Copy the WAL into the database and truncate it to nothing (``PRAGMA
+    wal_checkpoint(TRUNCATE)``), as a crawl ends: closing the last connection does that
+    too, but not while another one (``serve-search``, a ``search``) has the file open,
+    which leaves the crawl's whole WAL beside it. A reader in the middle of a read makes
+    it wait (up to :data:`BUSY_TIMEOUT_MS`), then give up, harmlessly."""
+    conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchall()

@@ -194,8 +194,15 @@ _V4 = (
     "CREATE INDEX decisions_at ON decisions (at)",
 )
 
+#: Version 5: per host, its deep URLs and its failures in a row, as SQLite's schema 4.
+_V5 = (
+    "ALTER TABLE hosts ADD COLUMN deep_urls INTEGER",
+    "ALTER TABLE hosts ADD COLUMN failures INTEGER NOT NULL DEFAULT 0",
+    "ALTER TABLE hosts ADD COLUMN failing_since DOUBLE PRECISION",
+)
+
 #: Append-only: MIGRATIONS[n - 1] takes a database from version n - 1 to n.
-MIGRATIONS: tuple[tuple[str, ...], ...] = (_V1, _V2, _V3, _V4)
+MIGRATIONS: tuple[tuple[str, ...], ...] = (_V1, _V2, _V3, _V4, _V5)
 SCHEMA_VERSION = len(MIGRATIONS)
 
 

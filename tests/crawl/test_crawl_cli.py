@@ -22,6 +22,7 @@ from jetforce_peer import running_jetforce
 from warcio.archiveiterator import ArchiveIterator
 
 from geminibot.cli import main
+from geminibot.index import connect
 
 HOST = "va-groups.test"
 #: Bound on any one command.
@@ -69,6 +70,7 @@ def test_crawl_search_stats(served: int, tmp_path: Path) -> None:
     assert proc.returncode == 0, proc.stderr
     summary = json.loads(proc.stdout)
     assert summary["pages"] == 7 and summary["refused"] == 1 and not summary["interrupted"]
+    assert summary["vanished"] == 0  # no host unanswered (docs/crawl.md, vanished hosts)
     assert fetched_paths(db) == set(expectation(HOST)["crawl"]["indexer"]["fetched"])
 
     found = geminibot("search", "virtual agent", "--db", str(db), "--json")
@@ -130,6 +132,23 @@ def test_researcher_keeps_no_text(served: int, tmp_path: Path) -> None:
     assert json.loads(geminibot("stats", "--db", str(db), "--json").stdout)["links"] > 0
     mixed = crawl(db, served, "--as", "indexer")
     assert mixed.returncode == 2 and "crawled with role 'researcher'" in mixed.stderr
+
+
+def test_a_crawl_leaves_no_wal_behind(served: int, tmp_path: Path) -> None:
+    """A crawl that ends checkpoints its WAL into the database and truncates it, also
+    while another connection (a search, ``serve-search``) keeps the file open: closing the
+    last connection would do it otherwise, not then."""
+    db = tmp_path / "c.db"
+    connect(db).close()
+    reader = sqlite3.connect(db)  # as serve-search holds it
+    try:
+        assert reader.execute("SELECT count(*) FROM pages").fetchone() == (0,)
+        assert crawl(db, served).returncode == 0
+        wal = db.with_name(db.name + "-wal")
+        assert not wal.exists() or wal.stat().st_size == 0
+        assert reader.execute("SELECT count(*) FROM pages").fetchone()[0] > 0
+    finally:
+        reader.close()
 
 
 def test_ctrl_c_stops_cleanly_and_resumes(served: int, tmp_path: Path) -> None:

@@ -20,6 +20,8 @@ from geminibot.crawl.freshness import (
     MAX_REVISIT,
     MIN_REVISIT,
     RETRY_BASE,
+    VANISHED_AFTER,
+    VANISHED_FAILURES,
     next_interval,
     retry_delay,
 )
@@ -154,6 +156,49 @@ async def test_failures_are_retried_with_back_off_then_given_up(
     assert attempt == MAX_ATTEMPTS  # bounded: not retried after MAX_ATTEMPTS
     assert [round(w / RETRY_BASE) for w in waits] == [1, 2, 4, 8]
     assert fake.urls().count(url) == MAX_ATTEMPTS
+
+
+async def test_a_vanished_host_leaves_the_index_and_comes_back(
+    tmp_path: Path, autojump_clock: object
+) -> None:
+    """Daily runs after b.test stops answering: its robots.txt fails once a run (its
+    pages wait in the queue); its pages stay found until it has been unanswered for
+    VANISHED_AFTER (and VANISHED_FAILURES requests), then leave the index while a.test's
+    stay; once it answers again, its unchanged pages are indexed again."""
+    pages = site()
+    other = {
+        "gemini://b.test/robots.txt": ROBOTS,
+        "gemini://b.test/": gmi("# Bee\nbumblebee meadow\n=> /hive.gmi\n"),
+        "gemini://b.test/hive.gmi": gmi("# Hive\nhoneycomb\n"),
+    }
+    pages.update(other)
+    now, db, fake = FakeTime(), tmp_path / "c.db", FakeSite(pages)
+    seeds = ["gemini://a.test/", "gemini://b.test/"]
+    _, conn = await crawl(db, fake, seeds, now)
+    assert [r.url for r in search(conn, "honeycomb")] == ["gemini://b.test/hive.gmi"]
+    conn.close()
+    for url in other:
+        pages[url] = Response(None, error="connection refused")
+    days = int(VANISHED_AFTER // DAY) + 1
+    for day in range(1, days + 1):
+        now.offset = day * DAY
+        progress, conn = await crawl(db, fake, seeds, now)
+        gone = day == days  # its first failure was on day 1: VANISHED_AFTER ago on day 8
+        assert progress.vanished == (2 if gone else 0), day
+        assert bool(search(conn, "honeycomb")) != gone and bool(search(conn, "bumblebee")) != gone
+        assert search(conn, "granite")  # a.test answers: its pages stay
+        before = ids(conn)
+        conn.close()
+    assert days - 1 >= VANISHED_FAILURES
+    pages.update(other)  # back, with the same pages
+    now.offset = (days + 1) * DAY
+    progress, conn = await crawl(db, fake, seeds, now)
+    assert [r.url for r in search(conn, "honeycomb")] == ["gemini://b.test/hive.gmi"]
+    assert progress.vanished == 0
+    after = ids(conn)
+    for url in ("gemini://b.test/", "gemini://b.test/hive.gmi"):  # re-indexed, though the same
+        assert after[url] != before[url]
+    conn.close()
 
 
 async def test_robots_txt_is_read_again_after_24_hours(

@@ -62,7 +62,7 @@ async def test_a_second_day_reindexes_only_what_changed(
         i = space.index_of(host)
         assert i is not None
         if not space.answers(i, 1):
-            # a vanished host's pages fail: the last copy stays indexed while retried
+            # a vanished host's pages fail: the last copy stays indexed (for VANISHED_AFTER)
             assert after[host, j] == (row_id, digest)
             continue
         new_id, new_digest = after[host, j]
