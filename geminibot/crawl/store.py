@@ -1,11 +1,11 @@
 """Everything a crawl keeps: one interface (:class:`CrawlStore`), one SQLite implementation.
 
 The crawl loop, its scheduler and its adapters hold no SQL: they call the methods below,
-each one transaction or, on SQLite, one savepoint of a batch of them committed together
-(see :class:`SqliteStore`): a page, its links and the new frontier rows are committed
-together or not at all; so are a refusal and its decision. Another engine (PostgreSQL) implements the same
-:class:`CrawlStore`; :class:`SqliteStore` is the SQLite one, on the schema of
-:mod:`geminibot.index.db` (an existing crawl database resumes unchanged).
+each one transaction (on SQLite, the crawl loop's are batched: several committed as one,
+see :class:`SqliteStore`): a page, its links and the new frontier rows are committed
+together or not at all; so are a refusal and its decision. Another engine (PostgreSQL)
+implements the same :class:`CrawlStore`; :class:`SqliteStore` is the SQLite one, on the
+schema of :mod:`geminibot.index.db` (an existing crawl database resumes unchanged).
 
 Times are wall-clock seconds from the injected clock.
 """
