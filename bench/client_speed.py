@@ -3,7 +3,11 @@
 Side by side in one run: geminibot's trio client at concurrency 1, 16 and 64; ignition
 sequential; ignition in a thread pool as wide as the concurrency. Every cell stops after
 ``--requests`` requests or ``--seconds`` seconds, whichever comes first; every response is
-checked (status 20 and the expected body), and failures are counted, not timed.
+checked (status 20 and the expected body), and failures are counted, not timed. For
+geminibot's cells the client's own CPU per request is reported too (``process_time`` of
+this process, user + system: jetforce runs in another), the figure that does not depend on
+how fast jetforce answers or on what else the machine runs, and how much its resident
+memory grew per request (a leak per connection shows there).
 
     .venv/bin/python bench/client_speed.py [--requests N] [--seconds T]
 """
@@ -49,10 +53,20 @@ class Cell:
     done: int = 0
     failed: int = 0
     seconds: float = 0.0
+    cpu: float = 0.0
+    """CPU seconds of this process over the cell (geminibot's cells only)."""
+    grown: int = 0
+    """KiB this process's RSS grew over the cell (geminibot's cells only)."""
 
     @property
     def rate(self) -> float:
         return self.done / self.seconds if self.seconds else 0.0
+
+
+def rss_kib() -> int:
+    """This process's resident set now (Linux), KiB."""
+    with open("/proc/self/statm") as statm:
+        return int(statm.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") // 1024
 
 
 def bench_geminibot(url: str, concurrency: int, max_requests: int, max_seconds: float) -> Cell:
@@ -76,12 +90,14 @@ def bench_geminibot(url: str, concurrency: int, max_requests: int, max_seconds: 
     async def main() -> None:
         client = GeminiClient()
         await client.fetch(url)  # warm-up, pins the certificate
-        begin = time.perf_counter()
+        begin, cpu, rss = time.perf_counter(), time.process_time(), rss_kib()
         with trio.move_on_after(max_seconds):
             async with trio.open_nursery() as nursery:
                 for _ in range(concurrency):
                     nursery.start_soon(worker, client)
         cell.seconds = time.perf_counter() - begin
+        cell.cpu = time.process_time() - cpu
+        cell.grown = rss_kib() - rss
 
     trio.run(main)
     return cell
@@ -153,9 +169,10 @@ def main() -> None:
             print()
             print(
                 "| concurrency | geminibot req/s | ignition sequential req/s "
-                "| ignition thread pool req/s | geminibot / pool | failures |"
+                "| ignition thread pool req/s | geminibot / pool | geminibot CPU ms/req "
+                "| geminibot RSS growth KiB/req | failures |"
             )
-            print("|---:|---:|---:|---:|---:|---:|")
+            print("|---:|---:|---:|---:|---:|---:|---:|---:|")
             for width in CONCURRENCY:
                 ours = run(bench_geminibot, width)
                 pool = run(bench_ignition, width)
@@ -163,7 +180,8 @@ def main() -> None:
                 print(
                     f"| {width} | {ours.rate:.0f} ({ours.done} in {ours.seconds:.1f} s) "
                     f"| {sequential.rate:.1f} | {pool.rate:.1f} ({pool.done} in {pool.seconds:.1f} s) "
-                    f"| {ratio:.1f}x | {ours.failed + pool.failed} |",
+                    f"| {ratio:.1f}x | {1000 * ours.cpu / max(ours.done, 1):.2f} "
+                    f"| {ours.grown / max(ours.done, 1):.2f} | {ours.failed + pool.failed} |",
                     flush=True,
                 )
 

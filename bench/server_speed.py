@@ -26,7 +26,6 @@ import os
 import platform
 import resource
 import shutil
-import socket
 import ssl
 import subprocess
 import sys
@@ -46,7 +45,7 @@ from machine import cpu_model  # noqa: E402
 from capsule_server.testing import open_tls  # noqa: E402
 from geminibot.gemini.certs import ensure_certificate  # noqa: E402
 from geminibot.gemini.client import make_ssl_context  # noqa: E402
-from geminibot.gemini.servertls import TLSConnection  # noqa: E402
+from geminibot.gemini.tls import TLSConnection, open_tcp  # noqa: E402
 
 HOST = "va-groups.test"
 PAGE = "/"
@@ -82,7 +81,7 @@ def memory_kib(pid: int, key: str) -> int:
 async def _worker(port: int, stop_at: float, counts: list[int]) -> None:
     """One client: connect, TLS, request, read to the end, close; again until ``stop_at``.
 
-    TLS runs over OpenSSL's socket BIO (geminibot.gemini.servertls), so that the generator costs as
+    TLS runs over OpenSSL's socket BIO (geminibot.gemini.tls), so that the generator costs as
     little CPU as it can: on a small machine it shares the cores with the server it drives.
     """
     ctx = make_ssl_context()
@@ -90,11 +89,7 @@ async def _worker(port: int, stop_at: float, counts: list[int]) -> None:
     while trio.current_time() < stop_at:
         conn = None
         try:
-            tsock = trio.socket.socket()
-            tsock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-            await tsock.connect(("127.0.0.1", port))
-            sock = socket.socket(fileno=tsock.detach())
-            conn = TLSConnection(sock, ctx, server_hostname=HOST)
+            conn = TLSConnection(await open_tcp("127.0.0.1", port), ctx, server_hostname=HOST)
             await conn.do_handshake()
             await conn.send_all(request)
             data = b""

@@ -72,9 +72,19 @@ CRAWL_LIMIT = 3 * 3600.0
 #: Where a py-spy frame puts its sample (the innermost frame that matches wins). py-spy
 #: names a frame ``function (file:line)``, the file relative to its ``sys.path`` entry
 #: (``ssl.py``, ``trio/_ssl.py``, ``geminibot/crawl/store.py``); a C function (OpenSSL,
-#: SQLite) counts for the Python frame that called it.
+#: SQLite) counts for the Python frame that called it. The client's TCP connect is
+#: ``open_tcp`` in ``geminibot/gemini/tls.py`` (before it: trio's ``open_tcp_stream``), so
+#: TCP is tried before TLS.
 CATEGORIES = (
-    ("TLS", ("(ssl.py:", "trio/_ssl.py")),
+    (
+        "TCP",
+        (
+            "trio/_socket.py",
+            "trio/_highlevel_open_tcp_stream.py",
+            "open_tcp (geminibot/gemini/tls.py",
+        ),
+    ),
+    ("TLS", ("(ssl.py:", "trio/_ssl.py", "geminibot/gemini/tls.py")),
     ("policy", ("geminibot/policy/", "crawl/policy_files.py")),
     (
         "parsing",
@@ -87,7 +97,6 @@ CATEGORIES = (
         ),
     ),
     ("SQLite", ("crawl/store.py", "crawl/frontier.py", "geminibot/index/", "sqlite3/")),
-    ("TCP", ("trio/_socket.py", "trio/_highlevel_open_tcp_stream.py")),
 )
 #: A sample whose innermost frame is one of these is the loop waiting, not CPU: dropped
 #: (py-spy's own idle test is not reliable with ``--nonblocking``).

@@ -36,7 +36,7 @@ from urllib.parse import urlsplit
 import trio
 
 from geminibot.gemini.certs import make_certificate
-from geminibot.gemini.servertls import TLSConnection
+from geminibot.gemini.tls import TLSConnection
 
 from .space import DOMAIN, RATE_INTERVAL, Answer, Space
 

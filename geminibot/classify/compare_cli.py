@@ -23,6 +23,7 @@ from geminibot.cliutil import EXIT_NEGATIVE, EXIT_OK, CommandError, emit_json, p
 from geminibot.gemini.client import GeminiClient
 from geminibot.http.client import DEFAULT_INFO_URL, WebClient, user_agent
 from geminibot.net.connect import Resolver, add_connect_to_option, connect_rules
+from geminibot.net.dns import DnsCache
 from geminibot.net.limits import DEFAULT_TOTAL_TIMEOUT, Limits
 from geminibot.policy.cli import load_sources, parse_time, parse_virtual_agents
 from geminibot.policy.compare import BotClass, ClassComparison, Comparison, bot_classes, compare
@@ -125,16 +126,17 @@ def _from_host(args: argparse.Namespace) -> tuple[SitePolicy, SitePolicy]:
     resolver = Resolver(connect_rules(args.connect_to), loopback_only=False)
     verify = _web_verify(args.web_ca)
     limits = Limits(total_timeout=args.timeout)
+    dns = DnsCache()  # one host asked over both protocols: resolved once
 
     async def fetch_web() -> SitePolicy:
         agent = user_agent(info_url=DEFAULT_INFO_URL)
         async with WebClient(
-            user_agent=agent, limits=limits, connect_to=resolver, verify=verify
+            user_agent=agent, limits=limits, connect_to=resolver, verify=verify, dns=dns
         ) as web_client:
             return await site_from_url(f"{args.web_scheme}://{host}/", web_client)
 
     async def fetch_gemini() -> SitePolicy:
-        gemini_client = GeminiClient(limits=limits, connect_to=resolver)
+        gemini_client = GeminiClient(limits=limits, connect_to=resolver, dns=dns)
         return await site_from_url(f"gemini://{host}/", gemini_client)
 
     async def fetch_both() -> tuple[SitePolicy, SitePolicy]:

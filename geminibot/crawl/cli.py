@@ -24,8 +24,11 @@ from geminibot.cliutil import (
     EXIT_NEGATIVE,
     EXIT_OK,
     CommandError,
+    bounded_number,
     emit_json,
     human_duration,
+    positive_float,
+    positive_int,
     terminal_safe,
 )
 from geminibot.crawl.databases import display as without_password
@@ -128,14 +131,14 @@ def register(commands: Any) -> None:
     )
     crawl.add_argument(
         "--max-hosts",
-        type=int,
+        type=positive_int,
         metavar="N",
         help="work on at most N hosts at once (default: every host with work); with "
         "several processes on one postgresql:// --db, leaves hosts for the others",
     )
     crawl.add_argument(
         "--lease-seconds",
-        type=float,
+        type=positive_float,
         metavar="S",
         help="PostgreSQL: how long a host stays leased to this process unless renewed "
         "(default 90; a killed process's hosts go on elsewhere after it)",
@@ -156,7 +159,7 @@ def register(commands: Any) -> None:
     crawl.add_argument("--strict", action="store_true", help="strict virtual-agent mode")
     crawl.add_argument(
         "--max-pages",
-        type=int,
+        type=positive_int,
         metavar="N",
         help="stop once the db holds N pages (default: no limit); run again to go on",
     )
@@ -185,14 +188,14 @@ def register(commands: Any) -> None:
     )
     crawl.add_argument(
         "--max-depth",
-        type=int,
+        type=bounded_number(int, 0),
         default=DEFAULT_MAX_DEPTH,
         metavar="N",
         help=f"link depth bound (default {DEFAULT_MAX_DEPTH})",
     )
     crawl.add_argument(
         "--max-host-urls",
-        type=int,
+        type=positive_int,
         default=MAX_URLS_PER_HOST,
         metavar="N",
         help=f"URLs taken from one host (trap bound, default {MAX_URLS_PER_HOST})",
@@ -207,7 +210,7 @@ def register(commands: Any) -> None:
     )
     crawl.add_argument(
         "--concurrency",
-        type=int,
+        type=positive_int,
         default=DEFAULT_CONCURRENCY,
         metavar="N",
         help=f"requests in flight across hosts (default {DEFAULT_CONCURRENCY})",
@@ -244,11 +247,15 @@ def register(commands: Any) -> None:
         "--db", required=True, metavar="PATH|URL", help="crawl database (file or postgresql://)"
     )
     find.add_argument(
-        "--limit", type=int, default=10, metavar="N", help=f"results (1 to {MAX_LIMIT})"
+        "--limit",
+        type=bounded_number(int, 1, MAX_LIMIT),
+        default=10,
+        metavar="N",
+        help=f"results (1 to {MAX_LIMIT})",
     )
     find.add_argument(
         "--offset",
-        type=int,
+        type=bounded_number(int, 0, MAX_OFFSET),
         default=0,
         metavar="N",
         help="skip the first N results (the next page: --offset 10)",
@@ -283,7 +290,10 @@ def register(commands: Any) -> None:
         "--host", metavar="PATTERN", help="with --urls: hosts matching this shell pattern"
     )
     numbers.add_argument(
-        "--limit", type=int, metavar="N", help="with --urls: at most N URLs (default: all)"
+        "--limit",
+        type=positive_int,
+        metavar="N",
+        help="with --urls: at most N URLs (default: all)",
     )
     numbers.add_argument("--json", action="store_true", help="one JSON object (per URL)")
     numbers.set_defaults(run=run_stats)
@@ -333,16 +343,6 @@ def _options(args: argparse.Namespace) -> tuple[list[str], CrawlOptions, Resolve
             seeds.append(normalise(seed))
         except ValueError as exc:
             raise CommandError(f"seed {seed!r}: {exc}") from None
-    for name, value in (
-        ("--max-pages", args.max_pages),
-        ("--concurrency", args.concurrency),
-        ("--max-host-urls", args.max_host_urls),
-        ("--max-hosts", args.max_hosts),
-    ):
-        if value is not None and value < 1:
-            raise CommandError(f"{name} must be at least 1")
-    if args.max_depth < 0:
-        raise CommandError("--max-depth must be 0 or more")
     resolver = Resolver(connect_rules(args.connect_to), loopback_only=args.test_range)
     if args.test_range:
         for seed in seeds:
@@ -472,8 +472,8 @@ async def crawl_async(args: argparse.Namespace) -> int:
     their own, next to in-process servers and under a mock clock)."""
     seeds, options, resolver = _options(args)
     shared = is_postgres(args.db)
-    if args.lease_seconds is not None and (not shared or args.lease_seconds <= 0):
-        raise CommandError("--lease-seconds is for a postgresql:// --db, more than 0")
+    if args.lease_seconds is not None and not shared:
+        raise CommandError("--lease-seconds is for a postgresql:// --db")
     if shared and options.role == "archiver" and not args.warc_dir:
         raise CommandError("--as archiver with a postgresql:// --db needs --warc-dir")
     db = Path(args.db)
@@ -518,12 +518,15 @@ async def _run(
     from geminibot.net.dns import DnsCache
 
     display = Display(sys.stderr)
+    # One DNS cache for both clients and the address lookup: the addresses paced as one
+    # are those connected to, and a name is resolved once per DNS_TTL whatever asks.
+    dns = DnsCache()
     web = WebClient(
         user_agent=user_agent(options.agent, info_url=args.contact),
         connect_to=resolver,
         limits=CRAWL_LIMITS,
+        dns=dns,
     )
-    dns = DnsCache()  # one cache: the addresses paced as one are those connected to
     crawler = Crawler(conn, ProtocolFetcher(web=web), options, address_of=address_of(resolver, dns))
     # Certificates pinned in the crawl's database on first use; a changed one is refused.
     gemini = GeminiClient(
@@ -635,10 +638,6 @@ def _summary(
 
 
 def run_search(args: argparse.Namespace) -> int:
-    if not 1 <= args.limit <= MAX_LIMIT:
-        raise CommandError(f"search: --limit must be between 1 and {MAX_LIMIT}")
-    if not 0 <= args.offset <= MAX_OFFSET:
-        raise CommandError(f"search: --offset must be between 0 and {MAX_OFFSET}")
     with reading(args.db) as (conn, search):
         try:
             results = search(conn, args.query, args.limit, offset=args.offset, host=args.host)
@@ -657,8 +656,6 @@ def run_search(args: argparse.Namespace) -> int:
 def run_stats(args: argparse.Namespace) -> int:
     if not args.urls and (args.status or args.host or args.limit is not None):
         raise CommandError("stats: --status, --host and --limit go with --urls")
-    if args.limit is not None and args.limit < 1:
-        raise CommandError("stats: --limit must be at least 1")
     if args.urls:
         try:
             status_filter(args.status)

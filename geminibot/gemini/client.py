@@ -23,11 +23,15 @@ the ``SSLContext`` is built once per client and loads no CA bundle.
 - A body that ends without TLS ``close_notify`` is returned with
   ``possibly_truncated=True``.
 - TLS sessions are resumed where the server offers session tickets: the session of each
-  (host, address, port) from its last full handshake is kept, at most :data:`MAX_TLS_SESSIONS` (the least
-  recently used forgotten first), and offered on the next connection; a resumed handshake
-  skips the server's key exchange and certificate (``Response.resumed`` says it was one).
-  The certificate a resumed session carries is the one first seen on it, and is checked
-  against the pins like any other: TOFU works the same either way.
+  (host, address, port) from its last full handshake is kept and offered on the next
+  connection; a resumed handshake skips the server's key exchange and certificate
+  (``Response.resumed`` says it was one). The certificate a resumed session carries is the
+  one first seen on it, and is checked against the pins like any other: TOFU works the
+  same either way. A server that offers no ticket, or refuses the first ticket it gave
+  (jetforce 1.0.0 does: new tickets, never a resumption), is remembered as one that does
+  not resume, and its sessions are no longer read (see ``_after_handshake``). At most
+  :data:`MAX_TLS_SESSIONS` (host, address, port) are remembered either way, the least
+  recently used forgotten first.
 
 Only :class:`~geminibot.net.errors.FetchError` subclasses leave :meth:`GeminiClient.fetch`,
 and :class:`~geminibot.urls.InvalidURL` for a URL given that cannot be requested (and
@@ -36,11 +40,10 @@ trio's own ``Cancelled`` when the caller cancels).
 
 from __future__ import annotations
 
-import contextlib
+import socket
 import ssl
 from collections import OrderedDict
 from dataclasses import dataclass, field
-from typing import Any
 
 import trio
 
@@ -54,6 +57,7 @@ from geminibot.gemini.response import (
     decode_text,
 )
 from geminibot.gemini.status import Family
+from geminibot.gemini.tls import TLSConnection, open_tcp
 from geminibot.gemini.tofu import KnownHosts, MemoryKnownHosts, Trust, check_pin, fingerprint
 from geminibot.gemini.urls import MAX_REQUEST_BYTES, SCHEME, parse_url, request_line
 from geminibot.net.connect import ConnectTo, route
@@ -71,8 +75,19 @@ from geminibot.net.redirects import RedirectRules, follow_chain
 from geminibot.urls import URL, resolve_reference
 
 _RECEIVE_SIZE = 65536
-#: TLS sessions kept for resumption (one per host, address and port; a few KiB each).
+#: TLS sessions kept for resumption, and servers marked as not resuming (one per host,
+#: address and port; a few KiB each).
 MAX_TLS_SESSIONS = 5_000
+
+
+@dataclass(slots=True)
+class _Kept:
+    """What is known of one (host, address, port)'s TLS sessions."""
+
+    session: ssl.SSLSession | None
+    """Offered on the next connection; None: the server does not resume, offer nothing."""
+    resumed: bool = False
+    """The server has resumed ``session`` at least once."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -165,7 +180,7 @@ class GeminiClient:
         #: Names resolved once per :data:`~geminibot.net.dns.DNS_TTL` (share one cache
         #: between the clients of a crawl).
         self.dns = dns if dns is not None else DnsCache()
-        self._sessions: OrderedDict[tuple[str, str, int, int], ssl.SSLSession] = OrderedDict()
+        self._sessions: OrderedDict[tuple[str, str, int, int], _Kept] = OrderedDict()
         self.known_hosts: KnownHosts = (
             known_hosts if known_hosts is not None else MemoryKnownHosts()
         )
@@ -219,7 +234,7 @@ class GeminiClient:
     def _address(self, host: str, port: int) -> tuple[str, int]:
         return route(self.connect_to, host, port)
 
-    async def _connect(self, address: str, port: int) -> trio.SocketStream:
+    async def _connect(self, address: str, port: int) -> socket.socket:
         """A TCP connection to ``address`` (a name through the DNS cache: its addresses
         in order, the first that answers)."""
         try:
@@ -229,7 +244,7 @@ class GeminiClient:
         error: OSError | None = None
         for ip in addresses:
             try:
-                return await trio.open_tcp_stream(ip, port)
+                return await open_tcp(ip, port)
             except OSError as exc:
                 error = exc
         raise ConnectionFailed(f"cannot connect to {address} port {port}: {error}")
@@ -237,28 +252,28 @@ class GeminiClient:
     async def _exchange(self, url: URL, followed: tuple[URL, ...], limits: Limits) -> Response:
         request = request_line(url)
         address, port = self._address(url.host, url.port)
-        stream: trio.SSLStream[trio.SocketStream] | None = None
+        context = self._context_for(url)
+        session_key = (url.host, address, port, id(context))
+        kept = self._sessions.get(session_key)
+        conn: TLSConnection | None = None
         try:
             with trio.move_on_after(limits.connect_timeout) as connecting:
-                tcp = await self._connect(address, port)
-                context = self._context_for(url)
-                stream = trio.SSLStream(tcp, context, server_hostname=url.host)
-                session_key = (url.host, address, port, id(context))
-                session = self._sessions.get(session_key)
-                if session is not None:
-                    stream.session = session
+                sock = await self._connect(address, port)
                 try:
-                    await stream.do_handshake()
-                except trio.BrokenResourceError as exc:
-                    raise TLSFailure(
-                        f"TLS handshake with {url.authority} failed: {exc.__cause__}"
-                    ) from None
+                    offer = kept.session if kept is not None else None
+                    conn = TLSConnection(sock, context, url.host, offer)
+                    await conn.do_handshake()
+                except OSError as exc:  # ssl.SSLError is one
+                    raise TLSFailure(f"TLS handshake with {url.authority} failed: {exc}") from None
+                finally:
+                    if conn is None:
+                        sock.close()
             if connecting.cancelled_caught:
                 raise ConnectTimeout(
                     f"no TLS connection to {url.authority} within {limits.connect_timeout} s"
                 )
-            assert stream is not None
-            der = stream.getpeercert(binary_form=True)
+            assert conn is not None
+            der = conn.peer_certificate()
             if der is None:  # pragma: no cover - a TLS server always sends a certificate
                 raise TLSFailure(f"{url.authority} sent no certificate")
             seen = fingerprint(der)
@@ -267,79 +282,91 @@ class GeminiClient:
             )
             reader = ResponseReader(None if limits.cut_body else limits.max_body_size)
             with trio.move_on_after(limits.header_timeout) as waiting:
-                await _send(stream, request)
-                header = await _read_header(stream, reader)
+                await _send(conn, request)
+                header = await _read_header(conn, reader)
             if waiting.cancelled_caught:
                 raise HeaderTimeout(
                     f"no header from {url.authority} within {limits.header_timeout} s"
                 )
             cut = limits.max_body_size if limits.cut_body else None
-            body, truncated = await _read_body(stream, reader, limits.idle_timeout, cut)
-        except BaseException:
-            if stream is not None:
-                await trio.aclose_forcefully(stream)
-            raise
-        await _close(stream)
-        resumed = bool(stream.session_reused)
-        if not resumed:  # a resumed session stays the one kept (see _keep_session)
-            self._keep_session(session_key, stream)
+            body, truncated = await _read_body(conn, reader, limits.idle_timeout, cut)
+            resumed = conn.session_reused
+            self._after_handshake(session_key, kept, conn, resumed)
+        finally:
+            if conn is not None:
+                conn.close()  # our close_notify, without waiting for the peer's
         return Response(url, header, body, seen, trust, previous, followed, truncated, resumed)
 
-    def _keep_session(self, key: tuple[str, str, int, int], stream: trio.SSLStream[Any]) -> None:
-        """Keep the connection's session for the next one, if the server offered a ticket.
+    def _after_handshake(
+        self, key: tuple[str, str, int, int], kept: _Kept | None, conn: TLSConnection, resumed: bool
+    ) -> None:
+        """Keep the connection's session for the next one, if the server will resume it.
 
-        Called after full handshakes only: reading ``SSLSocket.session`` costs about 5.6 KiB
-        that is never freed (CPython 3.11 with OpenSSL 3.0: measured 7 MiB over 1,200
-        connections, none without the read), so it is read once per host until the server
-        stops accepting the session (its ticket expired: a full handshake again), not once
-        per connection. TLS 1.3 lets a client offer one ticket more than once."""
-        session = stream.session
-        if session is None or not session.has_ticket:
-            self._sessions.pop(key, None)
+        Reading ``SSLSocket.session`` costs about 5.6 KiB that is never freed (CPython 3.11
+        with OpenSSL 3.0: measured 7 MiB over 1,200 connections, none without the read) and
+        0.2-0.4 ms of CPU, so it is read after a full handshake only, and only where it may
+        be resumed: not after a resumed one (the session kept stays the one offered: TLS 1.3
+        lets a client offer one ticket more than once), not again for a server that offered
+        no ticket, and not again for one that refused the first ticket it gave (jetforce
+        does, every time: without this, every connection to it read and leaked a session).
+        A server that resumed a session and then refuses it (its ticket expired, its keys
+        changed) has its new session read: one read per run of resumptions."""
+        current = self._sessions.get(key) is kept  # not forgotten meanwhile (concurrent fetches)
+        if resumed:
+            if kept is not None:
+                kept.resumed = True
+                if current:
+                    self._sessions.move_to_end(key)
             return
-        self._sessions[key] = session
+        if kept is not None and (kept.session is None or not kept.resumed):
+            kept.session = None  # offered no ticket, or refused its first: does not resume
+            if current:
+                self._sessions.move_to_end(key)
+            return
+        session = conn.session
+        has_ticket = session is not None and session.has_ticket
+        self._sessions[key] = _Kept(session if has_ticket else None)
         self._sessions.move_to_end(key)
         while len(self._sessions) > MAX_TLS_SESSIONS:
             self._sessions.popitem(last=False)
 
     def tls_sessions(self) -> int:
-        """How many TLS sessions are kept for resumption."""
-        return len(self._sessions)
+        """How many TLS sessions are kept for resumption (servers marked as not resuming
+        are not counted)."""
+        return sum(kept.session is not None for kept in self._sessions.values())
 
 
-async def _send(stream: trio.SSLStream[trio.SocketStream], data: bytes) -> None:
+async def _send(conn: TLSConnection, data: bytes) -> None:
     try:
-        await stream.send_all(data)
-    except trio.BrokenResourceError as exc:
-        raise ConnectionFailed(
-            f"connection broke while sending the request: {exc.__cause__}"
-        ) from None
+        await conn.send_all(data)
+    except OSError as exc:  # ssl.SSLError is one
+        raise ConnectionFailed(f"connection broke while sending the request: {exc}") from None
 
 
-async def _receive(stream: trio.SSLStream[trio.SocketStream]) -> tuple[bytes, bool]:
-    """(data, clean): b"" at the end; clean is False when the end had no close_notify."""
+async def _receive(conn: TLSConnection) -> tuple[bytes, bool]:
+    """(data, clean): b"" at the end; clean is False when the end had no close_notify (or
+    the connection broke)."""
     try:
-        return bytes(await stream.receive_some(_RECEIVE_SIZE)), True
-    except trio.BrokenResourceError:
+        data = await conn.receive_some(_RECEIVE_SIZE)
+    except OSError:  # ssl.SSLError is one: a reset, a bad record
         return b"", False
+    return data, not conn.ragged_eof
 
 
-async def _read_header(
-    stream: trio.SSLStream[trio.SocketStream], reader: ResponseReader
-) -> ResponseHeader:
+async def _read_header(conn: TLSConnection, reader: ResponseReader) -> ResponseHeader:
     while True:
         event = reader.next_event()
         if isinstance(event, ResponseHeader):
             return event
         assert event is NEED_DATA
-        data, clean = await _receive(stream)
+        data, clean = await _receive(conn)
         if not data and not clean and not reader.has_buffered_data:
             raise ConnectionFailed("the connection broke before the response header")
         reader.receive_data(data)
 
 
 async def _read_body(
-    stream: trio.SSLStream[trio.SocketStream],
+    conn: TLSConnection,
     reader: ResponseReader,
     idle_timeout: float,
     cut: int | None = None,
@@ -358,13 +385,7 @@ async def _read_body(
             return b"".join(chunks), not clean
         else:
             with trio.move_on_after(idle_timeout) as idle:
-                data, clean = await _receive(stream)
+                data, clean = await _receive(conn)
             if idle.cancelled_caught:
                 raise IdleTimeout(f"body stalled for more than {idle_timeout} s")
             reader.receive_data(data)
-
-
-async def _close(stream: trio.SSLStream[trio.SocketStream]) -> None:
-    """Send our close_notify (one small write, bounded by the total deadline) and close."""
-    with contextlib.suppress(trio.BrokenResourceError):  # the peer has gone: closed anyway
-        await stream.aclose()

@@ -13,7 +13,9 @@ One connection carries one request. The flow of a connection:
    connections open in all: the oldest connection that has not yet sent its request is
    closed to make room, or, if every one has, the new one is closed before TLS.
 2. TLS handshake; the ``sni_callback`` picks the context (certificate) of the host the client
-   named, or the ``localhost`` fallback certificate for a missing or unknown name.
+   named, or the ``localhost`` fallback certificate for a missing or unknown name. The server
+   sends :data:`SESSION_TICKETS` TLS 1.3 session ticket; a client offering it resumes
+   (the callback still runs and picks the host).
 3. Read the request line, up to CRLF, within ``Limits.header_timeout`` (slowloris): more
    than 1024 bytes before CRLF gives 59; a bare LF is not a line end (the server waits for
    CRLF until the timeout, as gemini-diagnostics expects); the timeout closes the connection.
@@ -52,8 +54,8 @@ import trio
 from geminibot.gemini.accesslog import AccessRecord, now_iso
 from geminibot.gemini.certs import FALLBACK_HOST, ensure_certificate
 from geminibot.gemini.ratelimit import RateLimiter
-from geminibot.gemini.servertls import InvalidServerName, TLSConnection
 from geminibot.gemini.status import Status
+from geminibot.gemini.tls import InvalidServerName, TLSConnection
 from geminibot.gemini.urls import DEFAULT_PORT, MAX_REQUEST_BYTES, parse_request
 from geminibot.urls import REFERENCE, URL, InvalidURL, UnsupportedScheme
 
@@ -140,6 +142,17 @@ class Resolution:
         return b""
 
 
+#: TLS 1.3 session tickets sent after each handshake, full or resumed. A client that keeps
+#: one and offers it on its next connection (the crawler does) resumes the session: the
+#: server sends no certificate and makes no signature, the client checks none. Tickets are
+#: stateless (encrypted by a key of the process: nothing is kept per client) and valid
+#: until the server restarts or their lifetime (OpenSSL's, 2 hours) ends. One, not
+#: OpenSSL's default two: every connection brings a fresh one, so a client that uses each
+#: ticket once (as RFC 8446 advises) still resumes every next connection, and each ticket
+#: costs the server some CPU on every handshake. Figures: docs/benchmarks.md, "TLS
+#: session tickets".
+SESSION_TICKETS = 1
+
 Handler = Callable[[URL], Resolution]
 """What a host serves: the request's URL (validated, for this host and port) to the answer."""
 
@@ -149,7 +162,7 @@ def _context(cert_dir: Path, host: str) -> ssl.SSLContext:
     ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
     ctx.minimum_version = ssl.TLSVersion.TLSv1_2
     ctx.load_cert_chain(info.cert_path, info.key_path)
-    ctx.num_tickets = 0  # one request per connection: session tickets would be wasted work
+    ctx.num_tickets = SESSION_TICKETS
     return ctx
 
 
@@ -281,7 +294,7 @@ class GeminiServer:
                 self._emit(AccessRecord("", error=f"accept: {exc.strerror}"))
                 await trio.sleep(0.1)
                 continue
-            # From here on OpenSSL drives the socket itself (see geminibot.gemini.servertls).
+            # From here on OpenSSL drives the socket itself (see geminibot.gemini.tls).
             sock = socket.socket(
                 accepted.family, accepted.type, accepted.proto, fileno=accepted.detach()
             )

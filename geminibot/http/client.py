@@ -19,9 +19,15 @@
   by httpx, as :mod:`geminibot.net.redirects` decides: up to ``max_redirects`` hops; a
   loop is refused as soon as it closes; a switch to a scheme other than http/https is
   refused unless ``allow_scheme_switch`` (then the redirect is returned unfollowed).
-- ``connect_to`` routes a host to another address (tests reach loopback this way), with
-  the same type and meaning as the Gemini client's: the request goes to the address, the
-  ``Host`` header and TLS SNI (and so certificate checks) keep the URL's host.
+- Connections are opened by :class:`Connector`, httpcore's network backend for this
+  client: ``connect_to`` (the same type and meaning as the Gemini client's; tests reach
+  loopback this way) says where a host's connections go, the name is resolved through
+  ``dns``, the :class:`~geminibot.net.dns.DnsCache` the crawl's Gemini client and address
+  lookup share (once per ``DNS_TTL``, not per connection), and its addresses are tried in
+  order. The request URL keeps the host, so the ``Host`` header, TLS SNI and the
+  certificate check are the URL's host, and httpx's connection pool is keyed by it: two
+  names on one address never share a connection (a pooled TLS connection checked for one
+  name is not reused for another).
 - Every request carries a real ``User-Agent`` (:func:`user_agent`).
 
 Only :class:`~geminibot.net.errors.FetchError` subclasses leave :meth:`WebClient.fetch`,
@@ -31,12 +37,13 @@ and :class:`~geminibot.urls.InvalidURL` for a URL given that is not an http(s) U
 from __future__ import annotations
 
 import ssl
-from collections.abc import AsyncIterator, Iterator, Sequence
+from collections.abc import AsyncIterator, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from types import TracebackType
 from typing import Any
 
+import httpcore
 import httpx
 import trio
 
@@ -44,6 +51,7 @@ from geminibot import __version__
 from geminibot.http.urls import DEFAULT_INFO_URL as _INFO_URL
 from geminibot.http.urls import parse_web_url
 from geminibot.net.connect import ConnectTo, route
+from geminibot.net.dns import DnsCache
 from geminibot.net.errors import (
     BodyTooLarge,
     ConnectionFailed,
@@ -103,6 +111,66 @@ class WebResponse:
         return resolve_reference(str(self.url), location.strip())
 
 
+#: httpx's own connection pool bounds (the pool is made here: see :func:`_transport`).
+POOL_CONNECTIONS = 100
+POOL_KEEPALIVE_CONNECTIONS = 20
+POOL_KEEPALIVE_SECONDS = 5.0
+
+
+class Connector(httpcore.AsyncNetworkBackend):
+    """httpcore's network backend for :class:`WebClient`: a TCP connection for a URL's
+    host and port, where ``connect_to`` sends it, the name resolved through ``dns``, its
+    addresses tried in order (the first that answers). httpcore then runs TLS on it with
+    the URL's host as SNI and as the name the certificate must carry."""
+
+    def __init__(self, dns: DnsCache, connect_to: ConnectTo | None = None) -> None:
+        self.dns = dns
+        self.connect_to = connect_to
+        self._tcp = httpcore.TrioBackend()
+
+    async def connect_tcp(
+        self,
+        host: str,
+        port: int,
+        timeout: float | None = None,
+        local_address: str | None = None,
+        socket_options: Iterable[httpcore.SOCKET_OPTION] | None = None,
+    ) -> httpcore.AsyncNetworkStream:
+        address, to_port = route(self.connect_to, host, port)  # --test-range: ConnectionFailed
+        try:
+            addresses = await self.dns.addresses(address, to_port)
+        except (OSError, UnicodeError) as exc:
+            raise httpcore.ConnectError(f"cannot resolve {address}: {exc}") from None
+        error = httpcore.ConnectError(f"{address} has no address")
+        for ip in addresses:
+            try:
+                return await self._tcp.connect_tcp(
+                    ip, to_port, timeout, local_address, socket_options
+                )
+            except httpcore.ConnectError as exc:
+                error = exc
+        raise error
+
+    async def sleep(self, seconds: float) -> None:
+        await trio.sleep(seconds)
+
+
+def _transport(verify: ssl.SSLContext | bool, connector: Connector) -> httpx.AsyncHTTPTransport:
+    """httpx's transport with its connection pool on ``connector``. httpx 0.28 takes no
+    network backend (encode/httpx#3749 would add one), so the pool it makes is replaced
+    by the same pool, made through httpcore's public API with the backend given."""
+    context = httpx.create_ssl_context(verify=verify, trust_env=False)
+    transport = httpx.AsyncHTTPTransport(verify=context, trust_env=False)
+    transport._pool = httpcore.AsyncConnectionPool(
+        ssl_context=context,
+        max_connections=POOL_CONNECTIONS,
+        max_keepalive_connections=POOL_KEEPALIVE_CONNECTIONS,
+        keepalive_expiry=POOL_KEEPALIVE_SECONDS,
+        network_backend=connector,
+    )
+    return transport
+
+
 class WebClient:
     """Fetches http(s) URLs; see the module docstring. Share one per trio run; close it."""
 
@@ -114,13 +182,17 @@ class WebClient:
         connect_to: ConnectTo | None = None,
         verify: ssl.SSLContext | bool = True,
         allow_scheme_switch: bool = False,
+        dns: DnsCache | None = None,
     ) -> None:
         self.user_agent = user_agent
         self.limits = limits if limits is not None else Limits()
         self.connect_to = connect_to
         self.allow_scheme_switch = allow_scheme_switch
+        #: Names resolved once per :data:`~geminibot.net.dns.DNS_TTL` (share one cache
+        #: between the clients of a crawl).
+        self.dns = dns if dns is not None else DnsCache()
         self._client = httpx.AsyncClient(
-            verify=verify,
+            transport=_transport(verify, Connector(self.dns, connect_to)),
             trust_env=False,
             follow_redirects=False,
             timeout=httpx.Timeout(None),
@@ -168,21 +240,9 @@ class WebClient:
             return await follow_chain(current, exchange, _redirect_target, rules)
         raise DeadlineExceeded(f"fetch of {url} took longer than {limits.total_timeout} s")
 
-    def _route(self, url: URL) -> tuple[str, dict[str, Any]]:
-        """The URL to connect to, and the request extensions that keep SNI on the host."""
-        try:
-            address = route(self.connect_to, url.host, url.port)
-        except OSError as exc:  # a resolver may also refuse with a FetchError (--test-range)
-            raise ConnectionFailed(str(exc)) from None
-        if address == (url.host, url.port):
-            return str(url), {}
-        host = f"[{address[0]}]" if ":" in address[0] else address[0]
-        return f"{url.scheme}://{host}:{address[1]}{url.path_query}", {"sni_hostname": url.host}
-
     async def _exchange(
         self, url: URL, method: str, headers: Headers, limits: Limits
     ) -> tuple[int, str, Headers, bytes]:
-        target, extensions = self._route(url)
         phase = ["connect"]
 
         with trio.CancelScope() as scope:
@@ -195,9 +255,9 @@ class WebClient:
 
             request = self._client.build_request(
                 method,
-                target,
+                str(url),
                 headers=[("Host", url.authority), *headers],
-                extensions={**extensions, "trace": trace},
+                extensions={"trace": trace},
             )
             with _mapped_errors(url):
                 response = await self._client.send(request, stream=True)

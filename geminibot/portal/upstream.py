@@ -2,7 +2,8 @@
 
 Every Gemini request the portal makes goes through :meth:`Upstream.exchange`:
 
-- the address guard: ``--connect-to`` rules first, then the name is resolved; without
+- the address guard: ``--connect-to`` rules first, then the name is resolved (through a
+  :class:`~geminibot.net.dns.DnsCache`: once per ``DNS_TTL``, as the crawler does); without
   ``--test-range`` only public (global) addresses are reached, so the portal is no way
   into the machine's or the network's private services; with ``--test-range`` only
   loopback addresses are (local test capsules); the portal's own listening address never;
@@ -22,7 +23,6 @@ redirects within the client's limits, and a short page cache.
 from __future__ import annotations
 
 import ipaddress
-import socket
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field, replace
@@ -37,6 +37,7 @@ from geminibot.gemini.status import Family
 from geminibot.gemini.tofu import KnownHosts, MemoryKnownHosts
 from geminibot.gemini.urls import MAX_REQUEST_BYTES, SCHEME, parse_url
 from geminibot.net.connect import ConnectRule, Resolver
+from geminibot.net.dns import DnsCache
 from geminibot.net.errors import ConnectionFailed, FetchError
 from geminibot.net.limits import Limits
 from geminibot.net.redirects import RedirectRules, next_hop
@@ -100,23 +101,20 @@ class AddressGuard:
         *,
         test_range: bool = False,
         own: set[tuple[str, int]] | None = None,
+        dns: DnsCache | None = None,
     ) -> None:
         self.resolver = Resolver(rules or [], loopback_only=False)
         self.test_range = test_range
         self.own: set[tuple[str, int]] = own if own is not None else set()
+        #: The portal's one DNS cache (its Gemini clients get it too).
+        self.dns = dns if dns is not None else DnsCache()
 
     async def address(self, host: str, port: int) -> tuple[str, int]:
         name, to_port = self.resolver.address(host, port)
         try:
-            ip = ipaddress.ip_address(name)
-        except ValueError:
-            try:
-                infos = await trio.socket.getaddrinfo(name, to_port, type=socket.SOCK_STREAM)
-            except (OSError, UnicodeError) as exc:
-                raise ConnectionFailed(f"cannot resolve {host}: {exc}") from None
-            if not infos:
-                raise ConnectionFailed(f"cannot resolve {host}") from None
-            ip = ipaddress.ip_address(str(infos[0][4][0]).split("%")[0])
+            ip = ipaddress.ip_address((await self.dns.resolve(name, to_port)).split("%")[0])
+        except (OSError, UnicodeError) as exc:
+            raise ConnectionFailed(f"cannot resolve {host}: {exc}") from None
         if self.test_range and not ip.is_loopback:
             raise UpstreamRefused(
                 f"--test-range: {host} is not on this machine ({ip}); only loopback is reached"
@@ -138,7 +136,12 @@ class _PolicyClient(GeminiClient):
     portal's guard, pacing and limits, and is recorded (outcome and body) for the cache."""
 
     def __init__(self, upstream: Upstream, limits: Limits) -> None:
-        super().__init__(known_hosts=upstream.known_hosts, limits=limits, connect_to=upstream.route)
+        super().__init__(
+            known_hosts=upstream.known_hosts,
+            limits=limits,
+            connect_to=upstream.route,
+            dns=upstream.guard.dns,
+        )
         self.upstream = upstream
         self.seen: dict[str, list[tuple[str, int | None, bytes]]] = {}
 
@@ -187,6 +190,7 @@ class Upstream:
             limits=Limits(max_body_size=self.limits.max_body_bytes),
             connect_to=self.route,
             allow_scheme_switch=True,
+            dns=self.guard.dns,  # it connects to the addresses the guard resolved
         )
         # policy files are read as the core reads them (POLICY_FETCH_BYTES, the rest cut)
         self.policy_client = _PolicyClient(

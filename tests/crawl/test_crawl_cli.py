@@ -199,7 +199,6 @@ def pages_in(db: Path) -> int:
         (["crawl", "ftp://x.test/", "--db", "D"], "not a gemini:// or http(s):// URL"),
         (["crawl", "https://example.org/", "--db", "D", "--test-range"], "local test capsules"),
         (["crawl", "gemini://example.org/", "--db", "D", "--test-range"], "local test capsules"),
-        (["crawl", "gemini://a.test/", "--db", "D", "--max-pages", "0"], "at least 1"),
         (["crawl", "gemini://a.test/", "--db", "D", "--connect-to", "x"], "HOST:PORT:ADDR:PORT2"),
         (["search", "x", "--db", "NOPE"], "no such database"),
         (["stats", "--db", "NOPE"], "no such database"),

@@ -44,6 +44,11 @@ def test_samples_split_by_innermost_known_frame() -> None:
         "TCP": 2,
     }
     assert space_crawl.classify("may_fetch (geminibot/policy/site_policy.py:5)") == "policy"
+    # The client's own TCP connect and TLS connection (geminibot.gemini.tls)
+    connect = "_connect (geminibot/gemini/client.py:1);open_tcp (geminibot/gemini/tls.py:9)"
+    assert space_crawl.classify(connect) == "TCP"
+    wait = "_exchange (geminibot/gemini/client.py:1);receive_some (geminibot/gemini/tls.py:9)"
+    assert space_crawl.classify(wait) == "TLS"
 
 
 def test_normal_hosts() -> None:

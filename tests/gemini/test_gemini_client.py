@@ -6,8 +6,10 @@ is a failure, and expects one specific documented error: any other exception fai
 
 from __future__ import annotations
 
+import os
 import socket
 import ssl
+import struct
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -25,6 +27,7 @@ from geminibot.gemini import errors
 from geminibot.gemini.client import GeminiClient
 from geminibot.gemini.tofu import FileKnownHosts, MemoryKnownHosts, Trust
 from geminibot.net import errors as net_errors
+from geminibot.net.dns import DnsCache
 from geminibot.net.limits import Limits
 
 HOST = "h.test"
@@ -467,3 +470,131 @@ async def test_ipv6_literal_url() -> None:
             response = await GeminiClient().fetch(f"gemini://[::1]:{server.port}/")
     assert response.body == b"six"
     assert str(response.url) == f"gemini://[::1]:{server.port}/"
+
+
+# The transport: TCP connect and TLS over the socket (geminibot.gemini.tls).
+
+
+def reading_then(close: Callable[[trio.SocketStream], None]) -> Handler:
+    """A plain TCP server that reads the start of the ClientHello, then ``close``s."""
+
+    async def handler(stream: trio.abc.Stream) -> None:
+        assert isinstance(stream, trio.SocketStream)
+        await stream.receive_some(5)
+        close(stream)
+
+    return handler
+
+
+def hang_up(stream: trio.SocketStream) -> None:
+    stream.socket.close()
+
+
+def reset(stream: trio.SocketStream) -> None:
+    stream.socket.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+    stream.socket.close()
+
+
+@pytest.mark.parametrize("close", [hang_up, reset], ids=["EOF", "RST"])
+async def test_server_gone_mid_handshake_is_a_tls_failure(
+    close: Callable[[trio.SocketStream], None],
+) -> None:
+    with trio.fail_after(TEST_DEADLINE):
+        async with serve(reading_then(close), tls=False) as server:
+            with pytest.raises(net_errors.TLSFailure, match=r"TLS handshake with h\.test"):
+                await client_for(server).fetch(f"gemini://{HOST}/")
+
+
+async def test_server_silent_after_the_handshake_is_a_header_timeout() -> None:
+    async def silent(_stream: trio.abc.Stream) -> None:
+        await trio.sleep_forever()  # the handshake is done (serve), the request never read
+
+    with trio.fail_after(TEST_DEADLINE):
+        async with serve(silent) as server:
+            with pytest.raises(net_errors.HeaderTimeout):
+                await client_for(server).fetch(
+                    f"gemini://{HOST}/", limits=Limits(header_timeout=0.3)
+                )
+
+
+async def test_the_client_sends_close_notify() -> None:
+    """The client closes with close_notify, here after cutting a body it had enough of."""
+    ends: list[bytes | str] = []
+
+    async def handler(stream: trio.abc.Stream) -> None:
+        await read_request(stream)
+        await stream.send_all(b"20 text/plain\r\n" + b"z" * 100)
+        try:
+            ends.append(await stream.receive_some(100))  # b"": a close_notify came
+        except trio.BrokenResourceError:
+            ends.append("TCP closed without close_notify")
+
+    with trio.fail_after(TEST_DEADLINE):
+        async with serve(handler) as server:
+            response = await client_for(server).fetch(
+                f"gemini://{HOST}/", limits=Limits(max_body_size=10, cut_body=True)
+            )
+            while not ends:
+                await trio.sleep(0.01)
+    assert response.body == b"z" * 10
+    assert ends == [b""]
+
+
+async def test_the_next_address_is_tried_when_one_refuses() -> None:
+    async def two(_name: str, _port: int) -> list[str]:
+        return ["127.0.0.2", "127.0.0.1"]  # the server listens on 127.0.0.1 only
+
+    async def one(_name: str, _port: int) -> list[str]:
+        return ["127.0.0.2"]
+
+    with trio.fail_after(TEST_DEADLINE):
+        async with serve(replying(b"20 text/plain\r\nsecond")) as server:
+            route = {HOST: ("two.test", server.port)}
+            response = await GeminiClient(connect_to=route, dns=DnsCache(lookup=two)).fetch(
+                f"gemini://{HOST}/"
+            )
+            refusing = GeminiClient(connect_to=route, dns=DnsCache(lookup=one))
+            with pytest.raises(net_errors.ConnectionFailed, match=r"cannot connect to two\.test"):
+                await refusing.fetch(f"gemini://{HOST}/")
+    assert response.body == b"second"
+
+
+def open_fds() -> int:
+    return len(os.listdir("/proc/self/fd"))
+
+
+@pytest.mark.skipif(not Path("/proc/self/fd").is_dir(), reason="no /proc/self/fd here")
+async def test_every_failure_closes_its_socket() -> None:
+    """Each way a fetch fails closes the connection at once, even while the error (and so
+    its traceback's frames) is kept, as a crawler's log may keep it."""
+    kept: list[BaseException] = []
+
+    async def stall(stream: trio.abc.Stream) -> None:
+        await read_request(stream)
+        await stream.send_all(b"20 text/plain\r\n")
+        await trio.sleep_forever()
+
+    listener = trio.socket.socket()
+    await listener.bind(("127.0.0.1", 0))
+    closed_port = listener.getsockname()[1]
+    listener.close()
+    before = open_fds()
+    short = Limits(connect_timeout=0.3, header_timeout=0.3, idle_timeout=0.3)
+    with trio.fail_after(TEST_DEADLINE):
+        cases: list[tuple[Handler, bool, type[Exception]]] = [
+            (reading_then(hang_up), False, net_errors.TLSFailure),
+            (reading_then(reset), False, net_errors.TLSFailure),
+            (lambda _s: trio.sleep_forever(), False, net_errors.ConnectTimeout),
+            (lambda _s: trio.sleep_forever(), True, net_errors.HeaderTimeout),
+            (stall, True, net_errors.IdleTimeout),
+        ]
+        for handler, tls, error in cases:
+            async with serve(handler, tls=tls) as server:
+                with pytest.raises(error) as caught:
+                    await client_for(server).fetch(f"gemini://{HOST}/", limits=short)
+                kept.append(caught.value)
+        refused = GeminiClient(connect_to={HOST: ("127.0.0.1", closed_port)})
+        with pytest.raises(net_errors.ConnectionFailed) as caught:
+            await refused.fetch(f"gemini://{HOST}/")
+        kept.append(caught.value)
+    assert open_fds() == before

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ipaddress
 import itertools
 from pathlib import Path
 
@@ -12,6 +13,8 @@ from portal_fixtures import CAPSULES, browser, portal
 
 from geminibot.cli import main
 from geminibot.net.connect import parse_connect_to
+from geminibot.net.dns import DnsCache, system_lookup
+from geminibot.net.errors import ConnectionFailed
 from geminibot.portal.app import PortalApp
 from geminibot.portal.limits import ClientBuckets, PortalLimits
 from geminibot.portal.upstream import AddressGuard, Upstream, UpstreamRefused
@@ -117,6 +120,26 @@ async def test_test_range_reaches_loopback_only() -> None:
         await guard.address("far.test", 1965)  # refused before any connection
     near = AddressGuard([parse_connect_to("*.test:1965:127.0.0.1:4000")], test_range=True)
     assert await near.address("near.test", 1965) == ("127.0.0.1", 4000)
+
+
+async def test_names_resolved_once_through_the_dns_cache() -> None:
+    """The guard resolves through one DnsCache (localhost via /etc/hosts), which the
+    portal's Gemini clients share; a name that does not resolve is one clear error."""
+    cache = DnsCache(lookup=system_lookup)
+    guard = AddressGuard(test_range=True, dns=cache)
+    first = await guard.address("localhost", 1965)
+    assert ipaddress.ip_address(first[0]).is_loopback and first[1] == 1965
+    assert await guard.address("localhost", 1965) == first
+    assert cache.lookups == 1
+    upstream = Upstream(PortalLimits(), guard=guard)
+    assert upstream.page_client.dns is cache and upstream.policy_client.dns is cache
+
+    async def no_such_name(name: str, port: int) -> list[str]:
+        raise OSError(f"{name}: Name or service not known")
+
+    lost = AddressGuard(test_range=True, dns=DnsCache(lookup=no_such_name))
+    with pytest.raises(ConnectionFailed, match=r"cannot resolve gone\.test"):
+        await lost.address("gone.test", 1965)
 
 
 async def test_the_portal_never_fetches_from_itself() -> None:

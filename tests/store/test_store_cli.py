@@ -10,30 +10,82 @@ import pytest
 from store_helpers import LIMITS, Clock
 from test_store import A, B, claim, decision, fetch, page
 
-from geminibot.cli import main
+from geminibot.cli import build_parser, main
 from geminibot.crawl.pgstore import PgStore
 from geminibot.crawl.store import CrawlStore, FetchedPage
+from geminibot.index.search import MAX_LIMIT, MAX_OFFSET
+
+#: Every numeric option of crawl, search and stats: (command, option, the first value
+#: refused, the shared wording of cliutil.bounded_number, the value at the edge accepted).
+NUMERIC_OPTIONS = [
+    ("crawl", "--max-hosts", "0", "0 must be 1 or more", "1"),
+    ("crawl", "--lease-seconds", "0", "0 must be a number above 0", "0.001"),
+    ("crawl", "--max-pages", "0", "0 must be 1 or more", "1"),
+    ("crawl", "--max-depth", "-1", "-1 must be 0 or more", "0"),
+    ("crawl", "--max-host-urls", "0", "0 must be 1 or more", "1"),
+    ("crawl", "--concurrency", "0", "0 must be 1 or more", "1"),
+    ("crawl", "--concurrency", "x", "'x' is not a whole number", "1"),
+    ("search", "--limit", "0", f"0 must be 1 to {MAX_LIMIT}", "1"),
+    (
+        "search",
+        "--limit",
+        str(MAX_LIMIT + 1),
+        f"{MAX_LIMIT + 1} must be 1 to {MAX_LIMIT}",
+        str(MAX_LIMIT),
+    ),
+    ("search", "--offset", "-1", f"-1 must be 0 to {MAX_OFFSET}", "0"),
+    (
+        "search",
+        "--offset",
+        str(MAX_OFFSET + 1),
+        f"{MAX_OFFSET + 1} must be 0 to {MAX_OFFSET}",
+        str(MAX_OFFSET),
+    ),
+    ("stats", "--limit", "0", "0 must be 1 or more", "1"),
+]
 
 
-@pytest.mark.parametrize(
-    ("extra", "says"),
-    [
-        (["--max-hosts", "0"], "--max-hosts must be at least 1"),
-        (["--lease-seconds", "30"], "--lease-seconds is for a postgresql:// --db"),
-    ],
-)
-def test_bad_options(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str], extra: list[str], says: str
+def _argv(command: str, *extra: str, db: str = "c.db") -> list[str]:
+    first = {"crawl": ["gemini://a.test/"], "search": ["q"], "stats": ["--urls"]}[command]
+    return [command, *first, "--db", db, *extra]
+
+
+@pytest.mark.parametrize(("command", "option", "refused", "says", "edge"), NUMERIC_OPTIONS)
+def test_numeric_options_bounded_at_their_edges(
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    command: str,
+    option: str,
+    refused: str,
+    says: str,
+    edge: str,
+) -> None:
+    """Checked as every command's numeric options are (cliutil.bounded_number): a usage
+    error naming the option, before any database is touched; the edge is accepted."""
+    db = str(tmp_path / "c.db")
+    with pytest.raises(SystemExit) as exited:
+        main(_argv(command, option, refused, db=db))
+    assert exited.value.code == 2
+    assert capsys.readouterr().err == f"geminibot {command}: argument {option}: {says}\n"
+    assert not (tmp_path / "c.db").exists()
+    args = build_parser().parse_args(_argv(command, option, edge))
+    assert getattr(args, option[2:].replace("-", "_")) == float(edge)
+
+
+def test_lease_seconds_needs_a_shared_db(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     db = str(tmp_path / "c.db")
-    assert main(["crawl", "gemini://a.test/", "--db", db, *extra]) == 2
-    assert says in capsys.readouterr().err
+    assert main(_argv("crawl", "--lease-seconds", "30", db=db)) == 2
+    assert "--lease-seconds is for a postgresql:// --db" in capsys.readouterr().err
     assert not (tmp_path / "c.db").exists()
 
 
 def test_lease_seconds_must_be_positive(pg_url: str, capsys: pytest.CaptureFixture[str]) -> None:
-    assert main(["crawl", "gemini://a.test/", "--db", pg_url, "--lease-seconds", "0"]) == 2
-    assert "more than 0" in capsys.readouterr().err
+    with pytest.raises(SystemExit) as exited:
+        main(_argv("crawl", "--lease-seconds", "0", db=pg_url))
+    assert exited.value.code == 2
+    assert "argument --lease-seconds: 0 must be a number above 0" in capsys.readouterr().err
 
 
 def test_archiver_on_postgres_needs_a_warc_dir(
