@@ -227,7 +227,7 @@ class Crawler:
         self._clock = clock if clock is not None else TrioWallClock(wall_clock)
         self._wall0 = self._clock.now()
         self.store: CrawlStore = (
-            SqliteStore(conn, self.clock, options.limits)
+            SqliteStore(conn, self.clock, options.limits, batch=True)
             if isinstance(conn, sqlite3.Connection)
             else conn
         )
@@ -327,7 +327,15 @@ class Crawler:
 
     async def run(self) -> Progress:
         """Crawl until the frontier is empty (for the hosts that can go on), the page
-        limit is reached, or :meth:`stop` is called. Returns the final counters."""
+        limit is reached, or :meth:`stop` is called. Returns the final counters; what the
+        store holds back is committed however the run ends (see
+        :class:`~geminibot.crawl.store.SqliteStore`)."""
+        try:
+            return await self._run()
+        finally:
+            self.store.end_run()
+
+    async def _run(self) -> Progress:
         self._clock.start()
         self.check_settings()
         self.store.recover()
@@ -645,10 +653,7 @@ class Crawler:
                 if turn is None:
                     return None
                 if turn:
-                    # after every wait: is the host (and the claim) still ours?
-                    if not self.store.hold_host(host, self.lease, claimed):
-                        raise LostHost(host)
-                    return await self._send(host, url, policy, adapter, method, headers)
+                    return await self._send(host, url, policy, adapter, method, headers, claimed)
 
     async def _policy_request(
         self, host: str, url: str, policy: SitePolicy | None, resumable: bool
@@ -667,10 +672,15 @@ class Crawler:
         adapter: Adapter,
         method: str,
         headers: tuple[tuple[str, str], ...],
+        claimed: str | None,
     ) -> Sent | None:
         """:meth:`_request` once it is the host's turn and its address is ours."""
         assert self._limiter is not None
         async with self._limiter:
+            # after every wait (the limiter's too): is the host (and the claim) still ours?
+            # (On SQLite this also commits the claim's attempt before its request.)
+            if not self.store.hold_host(host, self.lease, claimed):
+                raise LostHost(host)
             self.scheduler.start(host)
             self._in_flight += 1
             started = self.clock()

@@ -14,6 +14,9 @@ Crash safety: a ``kill -9`` can only leave rows ``leased``. :meth:`Frontier.reco
 once at start, puts them back to ``queued``; nothing else needs repair because every other
 change is a committed transaction. A URL whose request was on the wire when the process
 died is fetched again (at most once per kill): a server cannot be part of our transaction.
+The crawl loop's SQLite store commits in batches (:class:`geminibot.crawl.store.SqliteStore`):
+a kill then also repeats the URLs of the batch it cut, claims included (back to
+``queued``), and the run after it is careful (each write committed at once, as here).
 
 Attempts (column ``attempts``): the requests at a URL since it last got an answer. A claim
 counts one attempt, a release gives it back, an answer (``done``, ``refused``, ``gone``)
@@ -40,11 +43,12 @@ from __future__ import annotations
 
 import sqlite3
 from collections.abc import Callable, Iterable, Sequence
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from datetime import UTC, date, datetime
 
 from geminibot.crawl import traps
-from geminibot.crawl.schemes import host_key, parse_any
+from geminibot.crawl.schemes import host_key, host_of, parse_any
 from geminibot.index import transaction
 from geminibot.urls import URL
 
@@ -153,21 +157,38 @@ class Frontier:
         Returns ``"queued"``, ``"known"`` (already seen, in any state) or
         ``"trapped: <bound>"`` (recorded, never fetched).
         """
+        return self._add(url, depth, parent)[0]
+
+    def _add(self, url: str, depth: int, parent: str | None) -> tuple[str, str]:
+        """:meth:`add`, and the URL's host key. A URL the table holds as it is given is
+        known without being parsed (the table holds normalised URLs only, and normalising
+        a normalised URL gives it back): most links of a page are."""
         conn = self.conn
-        parsed = parse_any(url)
-        url = str(parsed)  # normalised (geminibot.urls, RFC 3986 6.2.2) before the frontier
-        host, path, has_query = host_key(url), parsed.path, parsed.query is not None
         known = conn.execute("SELECT state, reason FROM urls WHERE url = ?", (url,)).fetchone()
+        parsed = None
+        if known is None:
+            parsed = parse_any(url)
+            if str(parsed) != url:  # normalised (geminibot.urls, RFC 3986 6.2.2) first
+                url = str(parsed)
+                known = conn.execute(
+                    "SELECT state, reason FROM urls WHERE url = ?", (url,)
+                ).fetchone()
         if known is not None:
-            if known[0] == "trapped" and str(known[1]).endswith(CAP_REASON) and self._room(host):
-                # the per-host cap counts live URLs: room again, so the URL is queued now
-                conn.execute(
-                    "UPDATE urls SET state = 'queued', reason = NULL, updated_at = ? WHERE url = ?",
-                    (self.clock(), url),
-                )
-                self._count_queued(host, path)
-                return "queued"
-            return "known"
+            if known[0] == "trapped" and str(known[1]).endswith(CAP_REASON):
+                parsed = parse_any(url)
+                host = host_of(parsed)
+                if self._room(host):
+                    # the per-host cap counts live URLs: room again, so the URL is queued now
+                    conn.execute(
+                        "UPDATE urls SET state = 'queued', reason = NULL, updated_at = ?"
+                        " WHERE url = ?",
+                        (self.clock(), url),
+                    )
+                    self._count_queued(host, parsed.path)
+                    return "queued", host
+            return "known", ""
+        assert parsed is not None
+        host, path, has_query = host_of(parsed), parsed.path, parsed.query is not None
         now = self.clock()
         conn.execute(
             "INSERT INTO hosts (host, first_seen) VALUES (?, ?) ON CONFLICT (host) DO NOTHING",
@@ -185,9 +206,9 @@ class Frontier:
                 "INSERT INTO decisions (url, host, allowed, reason, at) VALUES (?, ?, 0, ?, ?)",
                 (url, host, trap_decision(reason), now),
             )
-            return f"trapped: {reason}"
+            return f"trapped: {reason}", host
         self._count_queued(host, path)
-        return "queued"
+        return "queued", host
 
     def _count_queued(self, host: str, path: str) -> None:
         """One more live URL on ``host`` (a deep one counted as such, once counted)."""
@@ -249,42 +270,53 @@ class Frontier:
 
     # --- self-contained transactions ---
 
+    def _tx(self) -> AbstractContextManager[sqlite3.Connection]:
+        """The transaction a self-contained operation runs in (committed when it ends)."""
+        return transaction(self.conn)
+
     def seed(self, urls: list[str]) -> dict[str, str]:
         """Add seed URLs (depth 0) in one transaction; returns what happened to each."""
-        with transaction(self.conn):
+        with self._tx():
             return {url: self.add(url, 0) for url in urls}
 
     def recover(self) -> int:
         """Return leases left by a killed run to the queue, except those of URLs whose
         attempts were cut short :data:`MAX_URL_ATTEMPTS` times (recorded failed); returns
         how many went back to the queue."""
-        with transaction(self.conn):
-            self.conn.execute(
-                "UPDATE urls SET state = 'failed', lease = NULL, updated_at = ?, next_visit = NULL,"
-                " reason = 'given up: ' || attempts || ' attempts ended abnormally'"
-                " WHERE state = 'leased' AND attempts >= ?",
-                (self.clock(), MAX_URL_ATTEMPTS),
-            )
-            cur = self.conn.execute(
-                "UPDATE urls SET state = 'queued', lease = NULL WHERE state = 'leased'"
-            )
-            return cur.rowcount
+        with self._tx():
+            return self._recover()
+
+    def _recover(self) -> int:
+        """:meth:`recover` inside the caller's transaction."""
+        self.conn.execute(
+            "UPDATE urls SET state = 'failed', lease = NULL, updated_at = ?, next_visit = NULL,"
+            " reason = 'given up: ' || attempts || ' attempts ended abnormally'"
+            " WHERE state = 'leased' AND attempts >= ?",
+            (self.clock(), MAX_URL_ATTEMPTS),
+        )
+        cur = self.conn.execute(
+            "UPDATE urls SET state = 'queued', lease = NULL WHERE state = 'leased'"
+        )
+        return cur.rowcount
 
     def claim(self, host: str, lease: str) -> Claim | None:
         """Lease the oldest queued URL of ``host`` (one transaction), or None if none."""
-        with transaction(self.conn):
-            row = self.conn.execute(
-                "SELECT url, depth FROM urls WHERE host = ? AND state = 'queued'"
-                " ORDER BY id LIMIT 1",
-                (host,),
-            ).fetchone()
-            if row is None:
-                return None
-            self.conn.execute(
-                "UPDATE urls SET state = 'leased', lease = ?, updated_at = ?,"
-                " attempts = attempts + 1 WHERE url = ?",
-                (lease, self.clock(), row[0]),
-            )
+        with self._tx():
+            return self._claim(host, lease)
+
+    def _claim(self, host: str, lease: str) -> Claim | None:
+        """:meth:`claim` inside the caller's transaction."""
+        row = self.conn.execute(
+            "SELECT url, depth FROM urls WHERE host = ? AND state = 'queued' ORDER BY id LIMIT 1",
+            (host,),
+        ).fetchone()
+        if row is None:
+            return None
+        self.conn.execute(
+            "UPDATE urls SET state = 'leased', lease = ?, updated_at = ?,"
+            " attempts = attempts + 1 WHERE url = ?",
+            (lease, self.clock(), row[0]),
+        )
         return Claim(url=row[0], host=host, depth=int(row[1]))
 
     # --- reads ---

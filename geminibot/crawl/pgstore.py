@@ -676,6 +676,9 @@ class PgStore:
                 self._requeue_aliases(conn, str(url))
         return len(rows)
 
+    def end_run(self) -> None:
+        """Nothing waits: every call commits its own transaction."""
+
 
 @dataclass
 class _Counts:

@@ -25,7 +25,11 @@ def normalise(url: str) -> str:
 
 def host_key(url: str) -> str:
     """``host[:port]`` for Gemini, ``scheme://host[:port]`` for the web (see module doc)."""
-    parsed = parse_any(url)
+    return host_of(parse_any(url))
+
+
+def host_of(parsed: URL) -> str:
+    """:func:`host_key` of a URL already parsed."""
     return parsed.origin if parsed.protocol == "http" else parsed.authority
 
 

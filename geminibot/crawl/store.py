@@ -1,10 +1,11 @@
 """Everything a crawl keeps: one interface (:class:`CrawlStore`), one SQLite implementation.
 
 The crawl loop, its scheduler and its adapters hold no SQL: they call the methods below,
-each one transaction (a page, its links and the new frontier rows are committed together;
-so are a refusal and its decision). Another engine (PostgreSQL) implements the same
-:class:`CrawlStore`; :class:`SqliteStore` is the SQLite one, on the schema of
-:mod:`geminibot.index.db` (an existing crawl database resumes unchanged).
+each one transaction (on SQLite, the crawl loop's are batched: several committed as one,
+see :class:`SqliteStore`): a page, its links and the new frontier rows are committed
+together or not at all; so are a refusal and its decision. Another engine (PostgreSQL)
+implements the same :class:`CrawlStore`; :class:`SqliteStore` is the SQLite one, on the
+schema of :mod:`geminibot.index.db` (an existing crawl database resumes unchanged).
 
 Times are wall-clock seconds from the injected clock.
 """
@@ -12,19 +13,32 @@ Times are wall-clock seconds from the injected clock.
 from __future__ import annotations
 
 import sqlite3
+import time
 from collections import Counter
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any, Protocol
 
 from geminibot.crawl.freshness import VANISHED_AFTER, VANISHED_FAILURES, Visit
 from geminibot.crawl.frontier import Claim, Frontier, Limits
 from geminibot.crawl.schemes import host_key
-from geminibot.index import Page, store_page, transaction
+from geminibot.index import Page, store_page
 from geminibot.index.db import get_setting, set_setting
 from geminibot.index.pages import find_by_hash
 from geminibot.policy import FetchOutcome
 from geminibot.policy.outcomes import MAX_CACHE_SECONDS
+
+#: URLs closed (fetched, refused, failed, slowed down, released) in one SQLite batch before
+#: it is committed (:class:`SqliteStore`): what a ``kill -9`` makes the crawl fetch again.
+BATCH_URLS = 100
+#: Seconds a SQLite batch may stay open (from its first write) before it is committed,
+#: checked at each write and before each request: how long another process reading the
+#: database may wait to see a page, and the span of work a ``kill -9`` repeats.
+BATCH_SECONDS = 2.0
+#: The setting that says a batched run is open ("1") or ended ("0"): found open, the run
+#: before was killed (see :class:`SqliteStore`, careful mode).
+RUN_OPEN = "run_open"
 
 
 @dataclass(frozen=True)
@@ -283,6 +297,11 @@ class CrawlStore(Protocol):
         """The URLs recorded as aliases of the canonical ``url`` (same body)."""
         ...
 
+    def end_run(self) -> None:
+        """The crawl loop's run ended (normally, stopped, or by an exception): commit what
+        the store holds back (SQLite's batch; PostgreSQL commits each call)."""
+        ...
+
     def delist_vanished(self, now: float) -> int:
         """Take the pages of the hosts vanished at ``now`` out of the search index (text,
         title, links, hash) and queue their aliases again; returns how many pages."""
@@ -290,17 +309,127 @@ class CrawlStore(Protocol):
 
 
 class SqliteStore(Frontier):
-    """:class:`CrawlStore` on the crawl database (see :mod:`geminibot.index.db`)."""
+    """:class:`CrawlStore` on the crawl database (see :mod:`geminibot.index.db`).
+
+    Batched commits (``batch=True``, as the crawl loop opens it; otherwise each write is
+    committed when it ends): the writes of the crawl loop's hot path (a claim, a URL closed
+    as fetched, refused, failed or slowed down, a fetch logged, a policy file cached) go
+    into one open write transaction, committed when it holds :data:`BATCH_URLS` closed
+    URLs, when its first write is :data:`BATCH_SECONDS` old (checked at each write and
+    before each request), by every other write (settings, seeds, recovery, revisits,
+    skips, pins: committed at once, with what waits) and by :meth:`end_run` (the crawl
+    loop calls it when its run ends, however it ends, an exception included). A write
+    that fails rolls the open batch back with it (as a kill would: see below) and leaves
+    the run marked open, so the next one is careful. Each commit writes the
+    b-tree pages its rows touched once, and FTS5 flushes its pending terms into one
+    segment for the whole batch, instead of once per page (docs/benchmarks.md).
+
+    What a ``kill -9`` (or a power cut) repeats: the last batch (at most
+    :data:`BATCH_URLS` URLs, of at most :data:`BATCH_SECONDS`): its pages are fetched
+    again, its claims went back with it (``queued``, not ``leased``); nothing committed is
+    lost and the index never holds half a page. Another process reading the database
+    (``geminibot search`` during a crawl) sees a page at most :data:`BATCH_SECONDS` after
+    its fetch, and waits up to that long for the write lock.
+
+    Careful mode: a claim whose attempt is not committed does not count towards
+    :data:`~geminibot.crawl.frontier.MAX_URL_ATTEMPTS`, so a page that kills the process
+    outright (not an exception: those end the run, which commits) would be fetched again
+    by every resume. So a run that finds the one before it did not end (:data:`RUN_OPEN`
+    still "1", or URLs left ``leased`` by an older geminibot) commits each write when it
+    ends, as an unbatched store does (a claim before its request is sent): after
+    MAX_URL_ATTEMPTS such kills the URL is given up, and a kill repeats only the requests
+    on the wire. A run that ends clears the mark, and the next run batches again.
+    """
 
     def __init__(
-        self, conn: sqlite3.Connection, clock: Callable[[], float], limits: Limits | None = None
+        self,
+        conn: sqlite3.Connection,
+        clock: Callable[[], float],
+        limits: Limits | None = None,
+        *,
+        batch: bool = False,
+        monotonic: Callable[[], float] = time.monotonic,
     ) -> None:
         super().__init__(conn, clock, limits)
+        self.batch = batch
+        self._monotonic = monotonic
+        self._opened = 0.0  # when the open batch's first write began (monotonic)
+        self._closed = 0  # URLs closed in the open batch
+        self._lost = False  # a failed write rolled a batch back in this run
+        #: Commit each write when it ends (until :meth:`recover` finds the run before
+        #: ended).
+        self.careful = True
+
+    # -- the batch --
+
+    @contextmanager
+    def _batched(self, closes: bool = False) -> Iterator[None]:
+        """One write of the hot path, into the open batch (opened if none is);
+        ``closes``: it closes a claimed URL (counts towards :data:`BATCH_URLS`)."""
+        conn = self.conn
+        if not conn.in_transaction:
+            conn.execute("BEGIN IMMEDIATE")
+            self._opened = self._monotonic()
+        try:
+            yield
+        except BaseException:
+            # The batch goes back whole (a savepoint per write would make FTS5 flush its
+            # pending terms at each one); the run that raised is not marked ended.
+            self._roll_back()
+            raise
+        self._closed += closes
+        if not self.batch or self.careful or self._closed >= BATCH_URLS:
+            self.flush()
+        else:
+            self._flush_if_old()
+
+    @contextmanager
+    def _tx(self) -> Iterator[sqlite3.Connection]:
+        """A write committed when it ends, with the batch that waits."""
+        with self._batched():
+            yield self.conn
+        self.flush()
+
+    def _flush_if_old(self) -> None:
+        if self.conn.in_transaction and self._monotonic() - self._opened >= BATCH_SECONDS:
+            self.flush()
+
+    def end_run(self) -> None:
+        self.flush()
+        if self.batch and not self._lost:
+            with self._tx():
+                set_setting(self.conn, RUN_OPEN, "0")
+
+    def recover(self) -> int:
+        with self._tx():
+            ended = get_setting(self.conn, RUN_OPEN) != "1"
+            left = self.conn.execute("SELECT 1 FROM urls WHERE state = 'leased' LIMIT 1")
+            self.careful = not ended or left.fetchone() is not None
+            if self.batch:
+                set_setting(self.conn, RUN_OPEN, "1")
+            return self._recover()
+
+    def flush(self) -> None:
+        """Commit the open batch, if there is one (one that cannot be committed, a full
+        disk say, is rolled back, as a failed write's is)."""
+        if self.conn.in_transaction:
+            try:
+                self.conn.execute("COMMIT")
+            except BaseException:
+                self._roll_back()
+                raise
+        self._closed = 0
+
+    def _roll_back(self) -> None:
+        if self.conn.in_transaction:  # (SQLite may have rolled it back already)
+            self.conn.execute("ROLLBACK")
+        self._lost = True
+        self._closed = 0
 
     # -- the run --
 
     def check_settings(self, settings: dict[str, str]) -> tuple[str, str, str] | None:
-        with transaction(self.conn):
+        with self._tx():
             for key, value in settings.items():
                 stored = get_setting(self.conn, key)
                 if stored is None:
@@ -310,7 +439,7 @@ class SqliteStore(Frontier):
         return None
 
     def host_states(self) -> dict[str, HostState]:
-        with transaction(self.conn):
+        with self._tx():
             self.conn.execute("UPDATE hosts SET skipped_reason = NULL")
         rows = self.conn.execute(
             "SELECT host, last_fetch_at, coalesce(last_duration, 0), not_before, slow_downs"
@@ -324,6 +453,7 @@ class SqliteStore(Frontier):
         return Lease(None)
 
     def hold_host(self, host: str, lease: str, claimed: str | None) -> bool:
+        self._flush_if_old()
         return True
 
     def release_host(self, host: str, lease: str) -> None:
@@ -341,7 +471,7 @@ class SqliteStore(Frontier):
     # -- hosts and policy files --
 
     def skip_host(self, host: str, reason: str) -> None:
-        with transaction(self.conn):
+        with self._tx():
             self.conn.execute("UPDATE hosts SET skipped_reason = ? WHERE host = ?", (reason, host))
 
     def load_policy_file(self, host: str, name: str, now: float) -> CachedFile | None:
@@ -350,7 +480,7 @@ class SqliteStore(Frontier):
         return CachedFile.fresh(host, name, row, now)
 
     def save_policy_file(self, file: CachedFile, fetch: FetchRecord) -> None:
-        with transaction(self.conn):
+        with self._batched():
             self._log_fetch(fetch)
             self.conn.execute(
                 "INSERT INTO robots (host, name, fetched_at, expires_at, outcome, reason,"
@@ -362,7 +492,7 @@ class SqliteStore(Frontier):
             )
 
     def log_fetch(self, fetch: FetchRecord) -> None:
-        with transaction(self.conn):
+        with self._batched():
             self._log_fetch(fetch)
 
     def pin(self, host: str, port: int) -> str | None:
@@ -372,7 +502,7 @@ class SqliteStore(Frontier):
         return None if row is None else str(row[0])
 
     def set_pin(self, host: str, port: int, fingerprint: str, now: float) -> None:
-        with transaction(self.conn):
+        with self._tx():
             self.conn.execute(
                 "INSERT INTO pins (host, port, fingerprint, first_seen) VALUES (?, ?, ?, ?)"
                 " ON CONFLICT (host, port) DO UPDATE SET fingerprint = excluded.fingerprint,"
@@ -396,19 +526,23 @@ class SqliteStore(Frontier):
 
     # -- the frontier --
 
+    def claim(self, host: str, lease: str) -> Claim | None:
+        with self._batched():
+            return self._claim(host, lease)
+
     def release(self, url: str) -> None:
-        with transaction(self.conn):
+        with self._batched(closes=True):
             super().release(url)
 
     # -- closing a claimed URL --
 
     def slowed_down(self, fetch: FetchRecord) -> None:
-        with transaction(self.conn):
+        with self._batched(closes=True):
             self._log_fetch(fetch)
             super().release(fetch.url)
 
     def refused(self, decision: DecisionRecord, revisit: Revisit | None = None) -> None:
-        with transaction(self.conn):
+        with self._batched(closes=True):
             self._record_decision(decision)
             self.finish(decision.url, "refused", decision.reason)
             self._schedule(decision.url, revisit)
@@ -416,7 +550,7 @@ class SqliteStore(Frontier):
     def failed(
         self, decision: DecisionRecord, fetch: FetchRecord, revisit: Revisit | None = None
     ) -> None:
-        with transaction(self.conn):
+        with self._batched(closes=True):
             self._record_decision(decision)
             self._log_fetch(fetch)
             self.finish(decision.url, "failed", fetch.error)
@@ -428,7 +562,7 @@ class SqliteStore(Frontier):
     def fetched(self, fetched: FetchedPage) -> dict[str, int]:
         woken: Counter[str] = Counter()
         page, url = fetched.page, fetched.decision.url
-        with transaction(self.conn):
+        with self._batched(closes=True):
             self._record_decision(fetched.decision)
             self._log_fetch(fetched.fetch)
             if fetched.unchanged:
@@ -443,8 +577,9 @@ class SqliteStore(Frontier):
                 ).fetchone()
                 if not fetched.gone:
                     for link, depth, parent in fetched.links:
-                        if self.add(link, depth, parent) == "queued":
-                            woken[host_key(link)] += 1
+                        added, host = self._add(link, depth, parent)
+                        if added == "queued":
+                            woken[host] += 1
                 store_page(self.conn, page, fetched.role)
                 if (
                     old is not None
@@ -507,7 +642,7 @@ class SqliteStore(Frontier):
 
     def revisit(self, now: float, everything: bool = False) -> int:
         due = "" if everything else " AND next_visit <= ?"
-        with transaction(self.conn):
+        with self._tx():
             cur = self.conn.execute(
                 "UPDATE urls SET state = 'queued', lease = NULL"
                 f" WHERE state IN ('done', 'refused', 'failed'){due}",
@@ -516,7 +651,7 @@ class SqliteStore(Frontier):
             return cur.rowcount
 
     def prune_logs(self, before: float) -> int:
-        with transaction(self.conn):
+        with self._tx():
             n = self.conn.execute("DELETE FROM fetches WHERE started_at < ?", (before,)).rowcount
             n += self.conn.execute("DELETE FROM decisions WHERE at < ?", (before,)).rowcount
         return n
@@ -528,7 +663,7 @@ class SqliteStore(Frontier):
         return [str(r[0]) for r in rows]
 
     def delist_vanished(self, now: float) -> int:
-        with transaction(self.conn):
+        with self._tx():
             rows = self.conn.execute(VANISHED_PAGES.format("?"), vanished_since(now)).fetchall()
             ids = [(r[0],) for r in rows]
             self.conn.executemany("DELETE FROM pages_fts WHERE rowid = ?", ids)

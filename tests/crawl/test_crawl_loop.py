@@ -269,3 +269,47 @@ async def test_visit_window_waits_or_skips(
         assert page_times == []
         assert "more than" in crawler.progress.hosts_skipped["a.test"]
         assert crawler.frontier.state_of("gemini://a.test/") == ("queued", None)
+
+
+async def test_after_a_kill_each_claim_is_committed_before_its_request(
+    tmp_path: Path, autojump_clock: object
+) -> None:
+    """The crawl loop batches its SQLite writes; a run that finds the run before it never
+    ended (killed: its end_run did not clear run_open) commits each claim's attempt before
+    the request goes out (another connection sees it: so would the run after another
+    kill). Every run commits everything when it ends, and marks itself ended."""
+    db = tmp_path / "c.db"
+    site = FakeSite(generated_site(3, 6))
+    seen: list[tuple[str, str, int]] = []
+
+    def look(url: str) -> None:
+        if url.endswith(".txt"):
+            return  # policy files are not claimed
+        other = sqlite3.connect(db)
+        row = other.execute("SELECT state, attempts FROM urls WHERE url = ?", (url,)).fetchone()
+        other.close()
+        seen.append((url, *row))
+
+    def committed(sql: str) -> object:
+        other = sqlite3.connect(db)
+        try:
+            return other.execute(sql).fetchone()[0]
+        finally:
+            other.close()
+
+    seeds = [f"gemini://h{i}.test/" for i in range(3)]
+    _, conn = await crawl(db, site, seeds[:1], test_range=True, max_pages=2)
+    conn.close()
+    assert committed("SELECT value FROM settings WHERE key = 'run_open'") == "0"
+    assert committed("SELECT count(*) FROM pages") == 2
+    other = sqlite3.connect(db)
+    with other:
+        other.execute("UPDATE settings SET value = '1' WHERE key = 'run_open'")  # killed
+    other.close()
+    site.on_request = look
+    _, conn = await crawl(db, site, seeds, test_range=True)
+    conn.close()
+    assert len(seen) > 18 and all(s[1:] == ("leased", 1) for s in seen)
+    assert committed("SELECT count(*) FROM pages") == len(seen) + 2
+    assert committed("SELECT count(*) FROM urls WHERE state IN ('queued', 'leased')") == 0
+    assert committed("SELECT value FROM settings WHERE key = 'run_open'") == "0"

@@ -1,0 +1,117 @@
+"""The SQLite store's CPU per page without the network: the synthetic space's pages put
+through :class:`~geminibot.crawl.store.SqliteStore` as the crawl loop does (``claim``,
+``previous``, ``duplicate_of``, ``fetched``), hosts taken in turn, each call committed
+(``batch=False``) and batched (``batch=True``, as the crawl loop opens it).
+
+    nice -n 19 .venv/bin/python bench/store_speed.py [--pages 6000] [--hosts 400]
+        [--urls 20000]
+
+Reports the CPU seconds (``time.process_time``) spent in the store's calls only, per page;
+building the answers and extracting the pages is not counted.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import platform
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+BENCH = Path(__file__).resolve().parent
+sys.path.insert(0, str(BENCH))
+
+from geminispace.space import Space  # noqa: E402
+from machine import cpu_model  # noqa: E402
+
+from geminibot.crawl.adapters import Response, adapter_for  # noqa: E402
+from geminibot.crawl.freshness import next_interval  # noqa: E402
+from geminibot.crawl.schemes import host_name, normalise  # noqa: E402
+from geminibot.crawl.store import (  # noqa: E402
+    DecisionRecord,
+    FetchedPage,
+    FetchRecord,
+    HostState,
+    Revisit,
+    SqliteStore,
+)
+from geminibot.index import connect  # noqa: E402
+
+
+def store_cpu(space: Space, pages: int, db: Path, batch: bool) -> tuple[int, float]:
+    """Pages committed and the store's CPU seconds for them."""
+    conn = connect(db)
+    now = [1_700_000_000.0]
+    store = SqliteStore(conn, lambda: now[0], batch=batch)
+    store.seed(space.seeds())
+    store.recover()
+    hosts = store.hosts_with_work()
+    done, cpu, turn = 0, 0.0, 0
+    while done < pages and hosts:
+        host = hosts[turn % len(hosts)]
+        turn += 1
+        now[0] += 0.01
+        started = time.process_time()
+        claim = store.claim(host, "bench")
+        cpu += time.process_time() - started
+        if claim is None:
+            hosts.remove(host)
+            continue
+        name = host_name(host)
+        answer = space.respond(name, claim.url.split(name, 1)[1] or "/")
+        response = Response(answer.status, answer.meta, answer.body)
+        extracted = adapter_for(host).extract(claim.url, host, response, now[0])
+        state = HostState(now[0], 0.01, now[0], 0)
+        record = FetchRecord(claim.url, host, answer.status, answer.meta, None, now[0], 0.01, state)
+        links = []
+        for raw in extracted.links:
+            try:
+                links.append((normalise(raw), claim.depth + 1, claim.url))
+            except ValueError:
+                continue
+        interval = next_interval(None, changed=True)
+        page = extracted.page
+        started = time.process_time()
+        store.previous(claim.url)
+        if page.content_hash is not None:
+            store.duplicate_of(page.content_hash, page.url)
+        woken = store.fetched(
+            FetchedPage(
+                DecisionRecord(claim.url, host, True, "allowed", now[0]),
+                record,
+                page,
+                "indexer",
+                links,
+                revisit=Revisit(now[0] + interval, interval),
+            )
+        )
+        cpu += time.process_time() - started
+        hosts += [h for h in woken if h not in hosts]
+        done += 1
+    started = time.process_time()
+    store.end_run()
+    cpu += time.process_time() - started
+    conn.close()
+    return done, cpu
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--pages", type=int, default=6000)
+    parser.add_argument("--hosts", type=int, default=400)
+    parser.add_argument("--urls", type=int, default=20_000)
+    args = parser.parse_args()
+    space = Space(args.hosts, args.urls)
+    print(f"machine: nproc {os.cpu_count()}, {cpu_model()}, Python {platform.python_version()}")
+    print(f"load average: {os.getloadavg()}")
+    with tempfile.TemporaryDirectory() as tmp:
+        for batch in (False, True):
+            pages, cpu = store_cpu(space, args.pages, Path(tmp) / f"{batch}.db", batch)
+            label = "batched" if batch else "each call committed"
+            print(f"{label}: {pages} pages, store CPU {1000 * cpu / max(pages, 1):.3f} ms/page")
+
+
+if __name__ == "__main__":
+    main()
