@@ -23,6 +23,7 @@ per TLS 1.3 handshake), so clients can resume sessions.
 from __future__ import annotations
 
 import datetime as dt
+import random
 import socket
 import ssl
 import tempfile
@@ -57,20 +58,35 @@ def loopback_address(k: int) -> str:
     return f"127.0.1.{k}"
 
 
+#: Host names are sent to addresses by their last :data:`ROUTE_DIGITS` digits.
+ROUTE_DIGITS = 3
+
+
+def address_number(end: int, addresses: int) -> int:
+    """The address (1 to ``addresses``) of the hosts whose number ends in ``end`` (its last
+    :data:`ROUTE_DIGITS` digits): a fixed shuffle, so that a host's address says nothing of
+    its behaviour or policy kind (both of which follow the host number modulo 10 or 6:
+    ``N mod 100`` put every maze host on the same ten addresses)."""
+    return _SHUFFLED[end % 10**ROUTE_DIGITS] % addresses + 1
+
+
+_SHUFFLED = list(range(10**ROUTE_DIGITS))
+random.Random(1965).shuffle(_SHUFFLED)
+
+
 def address_rules(port: int, addresses: int) -> list[str]:
-    """``--connect-to`` rules that send host ``hN`` to 127.0.1.(N mod ``addresses`` + 1),
-    by the last digits of its name (``addresses`` must divide 10, 100 or 1000), or every
-    host to 127.0.0.1 when ``addresses`` is 0."""
+    """``--connect-to`` rules that send host ``hN`` to 127.0.1.K, K =
+    :func:`address_number` of N (1 to ``addresses``), or every host to 127.0.0.1 when
+    ``addresses`` is 0."""
     if addresses == 0:
         return [f"*.{DOMAIN}:1965:127.0.0.1:{port}"]
-    digits = next((d for d in (1, 2, 3) if 10**d % addresses == 0), None)
-    if digits is None:
-        raise ValueError("addresses must divide 1000 (1, 2, 4, 5, 8, 10, 20, 25, ...)")
-    rules = []
-    for end in range(10**digits):
-        k = end % addresses + 1
-        rules.append(f"h*{end:0{digits}d}.{DOMAIN}:1965:{loopback_address(k)}:{port}")
-    return rules
+    if not 1 <= addresses <= MAX_ADDRESSES:
+        raise ValueError(f"addresses must be 0 to {MAX_ADDRESSES}")
+    return [
+        f"h*{end:0{ROUTE_DIGITS}d}.{DOMAIN}:1965:"
+        f"{loopback_address(address_number(end, addresses))}:{port}"
+        for end in range(10**ROUTE_DIGITS)
+    ]
 
 
 def wildcard_context() -> ssl.SSLContext:

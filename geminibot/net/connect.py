@@ -27,6 +27,9 @@ from geminibot.urls import InvalidURL, normalise_host, unicode_host
 
 #: Names that always mean this machine.
 LOOPBACK_NAMES = frozenset({"localhost", "localhost.localdomain"})
+#: Hosts whose route a :class:`Resolver` remembers (rules are matched once per host, not
+#: once per request); past this many the memory starts again empty.
+MAX_ROUTES = 20_000
 _WILDCARDS = frozenset("*?[")
 _PART = r"(\[[^\]]*\]|[^:\[\]]+)"
 _CONNECT_TO = re.compile(rf"{_PART}:(\d+):{_PART}:(\d+)")
@@ -145,12 +148,19 @@ class Resolver:
     def __init__(self, rules: Iterable[ConnectRule], *, loopback_only: bool = False) -> None:
         self.rules = tuple(rules)
         self.loopback_only = loopback_only
+        self._routes: dict[tuple[str, int], tuple[str, int]] = {}  # at most MAX_ROUTES
 
     def address(self, host: str, port: int) -> tuple[str, int]:
-        for rule in self.rules:
-            if rule.matches(host, port):
-                return rule.address, rule.to_port
-        return host, port
+        known = self._routes.get((host, port))
+        if known is not None:
+            return known
+        found = next(
+            ((r.address, r.to_port) for r in self.rules if r.matches(host, port)), (host, port)
+        )
+        if len(self._routes) >= MAX_ROUTES:
+            self._routes.clear()
+        self._routes[(host, port)] = found
+        return found
 
     def __call__(self, host: str, port: int) -> tuple[str, int]:
         address, to_port = self.address(host, port)

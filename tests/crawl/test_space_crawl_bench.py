@@ -4,6 +4,7 @@ rules, and the next-host choice measured on a small frontier."""
 from __future__ import annotations
 
 import sys
+from collections import Counter
 from pathlib import Path
 
 import pytest
@@ -13,7 +14,12 @@ if str(BENCH) not in sys.path:
     sys.path.insert(0, str(BENCH))
 
 import space_crawl  # noqa: E402
-from geminispace.server import MAX_ADDRESSES, address_rules, loopback_address  # noqa: E402
+from geminispace.server import (  # noqa: E402
+    MAX_ADDRESSES,
+    address_number,
+    address_rules,
+    loopback_address,
+)
 from geminispace.space import Space  # noqa: E402
 
 
@@ -65,13 +71,24 @@ def test_normal_hosts() -> None:
 def test_address_rules() -> None:
     assert address_rules(7000, 0) == ["*.space.test:1965:127.0.0.1:7000"]
     rules = address_rules(7000, 10)
-    assert rules[3] == "h*3.space.test:1965:127.0.1.4:7000" and len(rules) == 10
-    assert len(address_rules(7000, 4)) == 100  # by the last two digits
+    assert len(rules) == 1000  # by the last three digits
+    assert rules[3] == f"h*003.space.test:1965:127.0.1.{address_number(3, 10)}:7000"
     with pytest.raises(ValueError):
-        address_rules(7000, 3)
+        address_rules(7000, MAX_ADDRESSES + 1)
     assert loopback_address(MAX_ADDRESSES) == "127.0.1.254"
     with pytest.raises(ValueError):
         loopback_address(MAX_ADDRESSES + 1)
+
+
+def test_addresses_say_nothing_of_behaviour() -> None:
+    """Hosts of each behaviour (host number mod 10) are spread over most addresses: with
+    N mod 100, every maze host shared the same ten."""
+    space = Space(4400, 60_000)
+    for kind in ("maze", "calendar", "normal"):
+        hosts = [i for i in range(space.hosts) if space.behaviour(i) == kind]
+        assert len({address_number(i, 100) for i in hosts}) >= 60
+    per_address = Counter(address_number(i, 100) for i in range(1000))
+    assert set(per_address.values()) == {10}
 
 
 def test_next_host_choice_on_a_small_frontier(tmp_path: Path) -> None:

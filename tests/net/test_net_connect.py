@@ -8,6 +8,7 @@ import argparse
 import pytest
 
 from geminibot.cliutil import CommandError
+from geminibot.net import connect as connect_module
 from geminibot.net.connect import (
     ConnectRule,
     ConnectToError,
@@ -76,6 +77,29 @@ def test_first_matching_rule_wins() -> None:
     )
     assert resolver("a.test", 1965) == ("127.0.0.1", 1)
     assert resolver("b.test", 1965) == ("127.0.0.2", 2)
+
+
+def test_routes_are_matched_once_per_host_up_to_max_routes(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Rules are matched once per host and port (the crawler asks on every request), and
+    the memory of routes starts again empty past MAX_ROUTES."""
+    monkeypatch.setattr(connect_module, "MAX_ROUTES", 2)
+    matched: list[str] = []
+
+    class Counting(ConnectRule):
+        def matches(self, host: str, port: int) -> bool:
+            matched.append(host)
+            return super().matches(host, port)
+
+    rule = parse_connect_to("*.test:1965:127.0.0.2:2")
+    resolver = Resolver([Counting(rule.host, rule.port, rule.address, rule.to_port)])
+    for host in ("a.test", "a.test", "b.test", "a.test", "b.test"):
+        assert resolver(host, 1965) == ("127.0.0.2", 2)
+    assert matched == ["a.test", "b.test"]  # two routes fit
+    assert resolver("other.example", 1965) == ("other.example", 1965)  # the third: full
+    assert resolver("a.test", 1965) == ("127.0.0.2", 2)
+    assert matched == ["a.test", "b.test", "other.example", "a.test"]
 
 
 @pytest.mark.parametrize(
