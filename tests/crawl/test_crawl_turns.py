@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 import trio
+from clocks import JumpClock
 from crawl_fakes import Answer, FakeSite, gmi
 
 from geminibot.crawl import crawler as crawler_module
@@ -210,25 +211,8 @@ async def test_a_stop_while_hosts_wait_leaves_them_resumable(
     assert again.store.queued() == 0
 
 
-class Now:
-    """A settable clock for the scheduler alone."""
-
-    def __init__(self) -> None:
-        self.t = 100.0
-
-    def start(self) -> None:
-        pass
-
-    def now(self) -> float:
-        return self.t
-
-    async def sleep_until(self, when: float) -> None:
-        self.t = max(self.t, when)
-        await trio.lowlevel.checkpoint()
-
-
 def test_hosts_handed_back_come_back_when_their_turn_comes() -> None:
-    clock = Now()
+    clock = JumpClock(100.0)
     s = Scheduler(clock)
     s.add_work(["a", "b", "c"])
     assert s.take_ready() == ["a", "b", "c"]
@@ -240,36 +224,36 @@ def test_hosts_handed_back_come_back_when_their_turn_comes() -> None:
     assert s.next_hand_back() == 100.0
     assert s.take_ready() == ["d", "c"]
     assert s.next_turn() == ("b", 110.0)
-    clock.t = 130.0
+    clock.time = 130.0
     assert s.take_ready(1) == ["b"]  # the others stay ready for a later call
     assert s.take_ready() == ["a"]
     assert s.handed_back() == 0 and s.next_hand_back() is None and s.next_turn() is None
 
 
 def test_a_later_hand_back_supersedes_an_earlier_one() -> None:
-    clock = Now()
+    clock = JumpClock(100.0)
     s = Scheduler(clock)
     s.hand_back("a", 150.0)
     s.hand_back("a", 120.0)
     assert s.handed_back() == 1 and s.next_hand_back() == 120.0
-    clock.t = 200.0
+    clock.time = 200.0
     assert s.take_ready() == ["a"]  # once
     assert s.take_ready() == []
 
 
 async def test_wait_turn_hands_back_a_turn_beyond_hold() -> None:
     """A turn exactly ``hold`` away is waited for; a turn further away is not."""
-    clock = Now()
+    clock = JumpClock(100.0)
     s = Scheduler(clock, test_range=True)
     s.politeness.restore("a", last_end=100.0, last_duration=0.0, not_before=0.0, slow_downs=0)
     s.set_pace("a", HOLD_TURN)
     assert await s.wait_turn("a", HOLD_TURN)
-    assert clock.t == 100.0 + HOLD_TURN
+    assert clock.time == 100.0 + HOLD_TURN
     s.start("a")
     s.finish("a", 0.0, 20, "", slow_down=False)
     s.set_pace("a", HOLD_TURN * 2)
     with pytest.raises(TurnLater) as later:
         await s.wait_turn("a", HOLD_TURN)
-    assert later.value.at == clock.t + HOLD_TURN * 2
-    assert clock.t == 100.0 + HOLD_TURN  # not slept
+    assert later.value.at == clock.time + HOLD_TURN * 2
+    assert clock.time == 100.0 + HOLD_TURN  # not slept
     assert await s.wait_turn("a", math.inf)  # no bound: sat out as before

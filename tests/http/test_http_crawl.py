@@ -10,7 +10,7 @@ from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 
 import pytest
-import trio
+from clocks import JumpClock
 from webserver import Page, WebServer, html, redirect, serve, text
 
 from geminibot.crawl.crawler import Crawler, CrawlOptions
@@ -55,24 +55,6 @@ def ask_endpoint(*answers: Answer) -> Callable[[BaseHTTPRequestHandler], None]:
 
 def decision(value: str, *scopes: str) -> Answer:
     return 200, (("X-Robots2-Decision", value), *(("X-Robots2-Scope", s) for s in scopes))
-
-
-class JumpClock:
-    """Wall-clock time that jumps to the end of each politeness wait instead of sleeping
-    (the requests themselves run on trio's real clock, with their real time limits)."""
-
-    def __init__(self) -> None:
-        self.time = 1.7e9
-
-    def start(self) -> None:
-        pass
-
-    def now(self) -> float:
-        return self.time
-
-    async def sleep_until(self, when: float) -> None:
-        self.time = max(self.time, when)
-        await trio.lowlevel.checkpoint()
 
 
 async def crawl_site(
