@@ -39,7 +39,7 @@ from protego import Protego
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests" / "crawl"))
 
-from machine import cpu_model
+from machine import cpu_model, measured_argv, peak_rss_kib
 from served_capsules import capsule_server, generate
 
 with warnings.catch_warnings():
@@ -56,18 +56,19 @@ def crawl_geminibot(
     seeds: list[str], port: int, db: Path, concurrency: int, max_host_urls: int
 ) -> tuple[dict[str, object], int]:
     """Run ``geminibot crawl``; returns (its JSON summary, peak RSS in KiB)."""
-    argv = [sys.executable, "-m", "geminibot", "crawl", *seeds, "--db", str(db)]
+    peak_file = db.with_name(f"peak-{db.stem}.kib")
+    argv = [*measured_argv("geminibot", peak_file), "crawl", *seeds, "--db", str(db)]
     argv += ["--test-range", "--allow-host", "*.test", "--json"]
     argv += ["--connect-to", f"*.test:1965:127.0.0.1:{port}"]
     argv += ["--concurrency", str(concurrency), "--max-host-urls", str(max_host_urls)]
     proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
     assert proc.stdout is not None
     out = proc.stdout.read()
-    _, status, usage = os.wait4(proc.pid, 0)
+    _, status, _ = os.wait4(proc.pid, 0)
     proc.returncode = os.waitstatus_to_exitcode(status)
     if proc.returncode != 0:
         raise SystemExit(f"geminibot crawl failed ({proc.returncode})")
-    return json.loads(out), usage.ru_maxrss
+    return json.loads(out), peak_rss_kib(peak_file)
 
 
 def crawl_naive(seeds: list[str], port: int, max_seconds: float, tmp: Path) -> tuple[int, float]:

@@ -8,7 +8,46 @@ from __future__ import annotations
 
 import os
 import platform
+import sys
 from pathlib import Path
+
+#: ``python -c`` code that runs ``python -m MODULE ARGS...`` (``sys.argv``: MODULE,
+#: PEAK_FILE, AHEAD, ARGS...) with ``time.time`` AHEAD seconds ahead (set before the
+#: module is imported, so its default wall clock is the advanced one) and, at exit, writes
+#: the process's own peak RSS (``VmHWM``, KiB) to PEAK_FILE. The ``ru_maxrss`` that
+#: ``wait4`` reports for a child is no measure of the child: Linux counts the pages the
+#: parent had when it forked (or vfork-ed) the child, so a benchmark holding 2 GiB of
+#: figures saw every crawl it started "peak" at 2 GiB. ``VmHWM`` belongs to the memory
+#: the child has after ``exec``.
+MEASURED = (
+    "import atexit, runpy, sys, time\n"
+    "module, peak, ahead = sys.argv[1], sys.argv[2], float(sys.argv[3])\n"
+    "del sys.argv[1:4]\n"
+    "real = time.time\n"
+    "time.time = lambda: real() + ahead\n"
+    "def report():\n"
+    "    for line in open('/proc/self/status'):\n"
+    "        if line.startswith('VmHWM:'):\n"
+    "            open(peak, 'w').write(line.split()[1])\n"
+    "atexit.register(report)\n"
+    "sys.argv[0] = module\n"
+    "runpy.run_module(module, run_name='__main__', alter_sys=True)\n"
+)
+
+
+def measured_argv(module: str, peak_file: Path, ahead: float = 0.0) -> list[str]:
+    """The start of an argv that runs ``python -m module`` as :data:`MEASURED` says
+    (append the module's arguments); read the peak with :func:`peak_rss_kib`."""
+    return [sys.executable, "-c", MEASURED, module, str(peak_file), repr(ahead)]
+
+
+def peak_rss_kib(peak_file: Path) -> int:
+    """The peak RSS a :func:`measured_argv` process wrote at exit (KiB); 0 if it wrote
+    none (killed, or ``os._exit``)."""
+    try:
+        return int(peak_file.read_text())
+    except (OSError, ValueError):
+        return 0
 
 
 def cpu_model() -> str:

@@ -59,7 +59,7 @@ sys.path.insert(0, str(BENCH))
 
 from geminispace.server import address_rules  # noqa: E402
 from geminispace.space import DOMAIN, Space  # noqa: E402
-from machine import cpu_model  # noqa: E402
+from machine import cpu_model, measured_argv, peak_rss_kib  # noqa: E402
 
 from geminibot.crawl.freshness import DAY, VANISHED_AFTER  # noqa: E402
 
@@ -104,7 +104,7 @@ IDLE = ("get_events (trio/_core/_io_epoll.py",)
 #: How far the plain day-1 revisit's wall clock runs ahead of the machine's: a day, the
 #: first revisit interval of every page (``freshness.INITIAL_REVISIT``), so each page
 #: fetched on day 0 is due, as in a daily run. The crawl is run with ``time.time``
-#: advanced by this much (:data:`ADVANCED_CLOCK`); the library has no clock option.
+#: advanced by this much (:data:`machine.MEASURED`); the library has no clock option.
 DAY_LATER = DAY
 #: A changed page not re-indexed because its host no longer answers: the old copy stays
 #: in the index until the host has vanished (geminibot.crawl.freshness), days after any
@@ -112,15 +112,6 @@ DAY_LATER = DAY
 VANISHED = (
     f"host gone (its requests fail; the old copy stays until the host has been"
     f" unanswered for {VANISHED_AFTER / DAY:g} days)"
-)
-#: Runs ``python -m geminibot`` with ``time.time`` ``sys.argv[1]`` seconds ahead (set
-#: before geminibot is imported, so the crawler's default wall clock is the advanced one).
-ADVANCED_CLOCK = (
-    "import runpy, sys, time\n"
-    "ahead, real = float(sys.argv.pop(1)), time.time\n"
-    "time.time = lambda: real() + ahead\n"
-    "sys.argv[0] = 'geminibot'\n"
-    "runpy.run_module('geminibot', run_name='__main__', alter_sys=True)\n"
 )
 
 
@@ -343,12 +334,10 @@ def crawl(
     """Run ``geminibot crawl`` over the space (``extra`` options added, its wall clock
     ``ahead`` seconds on); its summary, CPU seconds and peak RSS."""
     seeds = [f"gemini://{space.host(i)}/" for i in range(space.hosts)]
-    python = (
-        [sys.executable, "-c", ADVANCED_CLOCK, str(ahead)]
-        if ahead
-        else [sys.executable, "-m", "geminibot"]
-    )
-    argv = [*python, "crawl", *seeds, "--db", str(db), *extra]
+    peak_file = db.with_name(f"peak-{db.stem}.kib")  # (not db.name*: the db's files)
+    peak_file.unlink(missing_ok=True)
+    argv = [*measured_argv("geminibot", peak_file, ahead), "crawl", *seeds, "--db", str(db)]
+    argv += extra
     argv += ["--test-range", "--allow-host", f"*.{DOMAIN}", "--json"]
     argv += ["--concurrency", str(concurrency), "--max-time", str(max_time)]
     for rule in address_rules(port, addresses):
@@ -372,7 +361,7 @@ def crawl(
     summary: dict[str, Any] = json.loads(out)
     summary["wall_seconds"] = seconds
     summary["cpu_seconds"] = usage.ru_utime + usage.ru_stime
-    summary["peak_rss_mib"] = usage.ru_maxrss / 1024
+    summary["peak_rss_mib"] = peak_rss_kib(peak_file) / 1024
     return summary
 
 

@@ -217,3 +217,42 @@ def test_requests_by_kind(tmp_path: Path) -> None:
         "failed (no answer)": 1,
     }
     assert space_crawl.requests_by_kind(tmp_path / "a.db", 7) == {}
+
+
+def test_peak_rss_is_the_childs_own_not_the_parents(tmp_path: Path) -> None:
+    """A crawl started by a benchmark holding a lot of memory reports its own peak: the
+    ``ru_maxrss`` of ``wait4`` counted the parent's pages at the fork (2.3 GiB "revisit
+    peaks" that were the benchmark's own table of 750,000 pages)."""
+    import os
+    import subprocess
+
+    from machine import measured_argv, peak_rss_kib
+
+    held = bytearray(400 * 1024 * 1024)  # the parent's: 400 MiB, every page touched
+    for at in range(0, len(held), 4096):
+        held[at] = 1
+    peak_file = tmp_path / "peak.kib"
+    argv = [*measured_argv("json.tool", peak_file, 86400.0), "--help"]
+    proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL)
+    _, status, usage = os.wait4(proc.pid, 0)
+    assert os.waitstatus_to_exitcode(status) == 0
+    assert usage.ru_maxrss > 400 * 1024  # what the benchmark used to report
+    assert 0 < peak_rss_kib(peak_file) < 100 * 1024
+    del held
+
+
+def test_measured_runs_the_module_with_its_clock_ahead(tmp_path: Path) -> None:
+    import subprocess
+    import time
+
+    from machine import measured_argv, peak_rss_kib
+
+    probe = tmp_path / "probe.py"
+    probe.write_text("import sys, time\nprint(time.time(), sys.argv[1:])\n")
+    argv = [*measured_argv("probe", tmp_path / "peak.kib", 86400.0), "a", "--b"]
+    out = subprocess.run(
+        argv, capture_output=True, text=True, check=True, cwd=tmp_path, env={"PYTHONPATH": "."}
+    ).stdout.split(" ", 1)
+    assert float(out[0]) - time.time() == pytest.approx(86400.0, abs=60)
+    assert out[1].strip() == "['a', '--b']"
+    assert peak_rss_kib(tmp_path / "missing.kib") == 0
