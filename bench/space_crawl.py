@@ -30,8 +30,9 @@ crawler's politeness per resolved address is exercised), crawls it with ``gemini
   plain crawl on a copy of the first's database (its clock two days on: what is due now
   follows the intervals day 1 learned). For each: pages/s
   per tenth, CPU ms/page, peak RSS, requests, pages refetched, the database's growth per
-  page refetched, and the pages re-indexed against the pages the space says changed, every
-  difference put in a named bucket (:func:`compare_days`); with ``--from-scratch``, day 1
+  page refetched, and the pages re-indexed against the pages the space changed since the
+  database's copy (that day, or an earlier one the copy predates), every difference put in
+  a named bucket (:func:`compare_days`); with ``--from-scratch``, day 1
   crawled into a new database too (what a crawler without revisits does).
 """
 
