@@ -30,8 +30,9 @@ crawler's politeness per resolved address is exercised), crawls it with ``gemini
   plain crawl on a copy of the first's database (its clock two days on: what is due now
   follows the intervals day 1 learned). For each: pages/s
   per tenth, CPU ms/page, peak RSS, requests, pages refetched, the database's growth per
-  page refetched, and the pages re-indexed against the pages the space says changed, every
-  difference put in a named bucket (:func:`compare_days`); with ``--from-scratch``, day 1
+  page refetched, and the pages re-indexed against the pages the space changed since the
+  database's copy (that day, or an earlier one the copy predates), every difference put in
+  a named bucket (:func:`compare_days`); with ``--from-scratch``, day 1
   crawled into a new database too (what a crawler without revisits does).
 """
 
@@ -62,6 +63,7 @@ from geminispace.space import DOMAIN, Space  # noqa: E402
 from machine import cpu_model, measured_argv, peak_rss_kib  # noqa: E402
 
 from geminibot.crawl.freshness import DAY, VANISHED_AFTER  # noqa: E402
+from geminibot.crawl.page import content_hash  # noqa: E402
 
 #: py-spy samples per second of the crawler.
 SAMPLE_RATE = 100
@@ -186,17 +188,22 @@ def copy_db(db: Path, to: Path) -> None:
 class Page(NamedTuple):
     """A ``pages`` row as a revisit sees it: a new ``id`` means the page was re-indexed
     (the index replaces a page's row, FTS5 terms and links), a new ``fetched_at`` that
-    it was fetched again."""
+    it was fetched again; ``content_hash`` says which body the database holds."""
 
     id: int
     fetched_at: float
     status: int | None
+    content_hash: str | None = None
 
 
 def pages_of(db: Path) -> dict[str, Page]:
     with sqlite3.connect(db) as conn:
-        rows = conn.execute("SELECT url, id, fetched_at, status FROM pages").fetchall()
-    return {url: Page(row_id, float(at), status) for url, row_id, at, status in rows}
+        rows = conn.execute(
+            "SELECT url, id, fetched_at, status, content_hash FROM pages"
+        ).fetchall()
+    return {
+        url: Page(row_id, float(at), status, digest) for url, row_id, at, status, digest in rows
+    }
 
 
 #: Policy files a crawl reads (re-read once their copy is a day old).
@@ -239,27 +246,64 @@ def tree_page(space: Space, url: str) -> tuple[int, int] | None:
     return i, int(number)
 
 
+def held_revision(space: Space, i: int, j: int, day: int, digest: str | None) -> int | None:
+    """Which revision of ``/p/j`` on host ``i`` a database's copy is (``digest``: its
+    body's hash), among those the space served on days 0 ... ``day``; None: none of them.
+    A page the space never changed by ``day`` is revision 0, taken without hashing (a copy
+    can only be older than ``day`` where the page changed)."""
+    first_day = {space.revision(i, j, d): d for d in range(day, -1, -1)}
+    if len(first_day) == 1:
+        return 0
+    for revision, first in sorted(first_day.items(), reverse=True):  # the newest first
+        if content_hash(space.tree_page(i, j, first).encode()) == digest:
+            return revision
+    return None
+
+
 def path_kind(url: str) -> str:
     """``/p/``, ``/maze/``, ``/`` ...: a URL's first path segment, for the buckets."""
     path = url.removeprefix("gemini://").partition("/")[2]
     return "/" + (path.split("/")[0] + "/" if "/" in path else path.partition("?")[0])
 
 
+def changed_since_copy(
+    space: Space, day: int, before: dict[str, Page]
+) -> tuple[set[str], set[str], int]:
+    """The ``/p/`` pages of ``before`` (status 20) whose body on ``day`` is not the copy
+    held, those of them the space did not change on ``day`` itself (changed on an earlier
+    day), and how many copies are none of their page's revisions."""
+    changed, earlier, unknown = set(), set(), 0
+    for url, page in before.items():
+        tree = tree_page(space, url)
+        if tree is None or page.status != 20:
+            continue
+        held = held_revision(space, *tree, day, page.content_hash)
+        if held is None:
+            unknown += 1
+        elif held != space.revision(*tree, day):
+            changed.add(url)
+            if not space.changed(*tree, day):
+                earlier.add(url)
+    return changed, earlier, unknown
+
+
 def compare_days(
     space: Space, day: int, before: dict[str, Page], after: dict[str, Page]
 ) -> dict[str, Any]:
-    """What a revisit on ``day`` did to the day-0 pages ``before`` (``after``: the pages
-    once it ended): pages refetched, re-indexed, and re-indexed against the pages the space
-    says changed, each difference counted under its cause."""
+    """What a revisit on ``day`` did to the pages ``before`` it (``after``: the pages once
+    it ended): pages refetched, re-indexed, and re-indexed against the pages changed since
+    the database's copy, each difference counted under its cause.
+
+    "Changed" is a ``/p/`` page (status 20) whose body on ``day`` is not the copy in
+    ``before``: changed that day, or on an earlier day that copy predates (a revisit that
+    day stopped before it, or it was not due); the latter are counted apart
+    (``changed_before_today``). A copy that is none of the page's revisions is counted in
+    ``copies_of_no_revision`` (a wrong hash: never expected)."""
     refetched = [
         u for u, p in after.items() if u not in before or p.fetched_at != before[u].fetched_at
     ]
     reindexed = {u for u in refetched if u not in before or after[u].id != before[u].id}
-    changed = set()
-    for url, page in before.items():
-        tree = tree_page(space, url)
-        if tree is not None and page.status == 20 and space.changed(*tree, day):
-            changed.add(url)
+    changed, earlier, unknown = changed_since_copy(space, day, before)
     missed: Counter[str] = Counter()  # changed, not re-indexed
     for url in changed - reindexed:
         tree = tree_page(space, url)
@@ -288,7 +332,9 @@ def compare_days(
         "pages_refetched": len(refetched),
         "not_refetched": dict(stale.most_common()),
         "pages_reindexed": len(reindexed),
-        "changed_in_space": len(changed),
+        "changed_since_copy": len(changed),
+        "changed_before_today": len(earlier),
+        "copies_of_no_revision": unknown,
         "changed_and_reindexed": len(changed & reindexed),
         "changed_not_reindexed": dict(missed.most_common()),
         "reindexed_not_changed": dict(extra.most_common()),

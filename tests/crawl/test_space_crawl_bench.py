@@ -22,6 +22,8 @@ from geminispace.server import (  # noqa: E402
 )
 from geminispace.space import Space  # noqa: E402
 
+from geminibot.crawl.page import content_hash  # noqa: E402
+
 
 def test_tenths_of_a_steady_and_a_slowing_crawl() -> None:
     steady = space_crawl.tenths([k / 10 for k in range(101)])  # 10 pages/s throughout
@@ -101,6 +103,11 @@ def _tree_url(space: Space, i: int, j: int) -> str:
     return f"gemini://{space.host(i)}/p/{j}.gmi"
 
 
+def _copy(space: Space, i: int, j: int, day: int) -> str:
+    """The content hash of ``/p/j`` on host ``i`` as a crawl fetched it on ``day``."""
+    return content_hash(space.tree_page(i, j, day).encode())
+
+
 def test_tree_page_and_path_kind() -> None:
     space = Space(12, 400, 7)
     assert space_crawl.tree_page(space, _tree_url(space, 3, 17)) == (3, 17)
@@ -128,15 +135,17 @@ def test_compare_days_puts_every_difference_in_a_bucket() -> None:
     gone_changed = next(j for j in range(space.tree_size(gone)) if space.changed(gone, j, 1))
     assert len(changed) >= 3 and len(same) >= 3
     page = space_crawl.Page
-    before = {
-        _tree_url(space, up, changed[0]): page(1, 10.0, 20),  # changed, re-indexed
-        _tree_url(space, up, changed[1]): page(2, 10.0, 20),  # changed, refetched, same row
-        _tree_url(space, up, changed[2]): page(3, 10.0, 20),  # changed, not refetched
+    before = {  # copies fetched on day 0
+        _tree_url(space, up, changed[0]): page(1, 10.0, 20, _copy(space, up, changed[0], 0)),
+        _tree_url(space, up, changed[1]): page(2, 10.0, 20, _copy(space, up, changed[1], 0)),
+        _tree_url(space, up, changed[2]): page(3, 10.0, 20, _copy(space, up, changed[2], 0)),
         _tree_url(space, up, same[0]): page(4, 10.0, 20),  # same, refetched, same row
         _tree_url(space, up, same[1]): page(5, 10.0, 20),  # same, re-indexed: status
-        _tree_url(space, gone, gone_changed): page(6, 10.0, 20),  # its host is gone
+        _tree_url(space, gone, gone_changed): page(
+            6, 10.0, 20, _copy(space, gone, gone_changed, 0)
+        ),
         f"gemini://{space.host(up)}/dup/b.gmi": page(7, 10.0, 20),  # re-indexed
-    }
+    }  # changed[0] is re-indexed, [1] refetched (same row), [2] not refetched
     after = dict(before)
     after[_tree_url(space, up, changed[0])] = page(11, 99.0, 20)
     after[_tree_url(space, up, changed[1])] = page(2, 99.0, 20)
@@ -149,7 +158,8 @@ def test_compare_days_puts_every_difference_in_a_bucket() -> None:
     assert figures["pages_refetched"] == 6
     assert figures["not_refetched"] == {"other /p/": 1, "host gone": 1}
     assert figures["pages_reindexed"] == 4
-    assert figures["changed_in_space"] == 4
+    assert figures["changed_since_copy"] == 4
+    assert figures["changed_before_today"] == figures["copies_of_no_revision"] == 0
     assert figures["changed_and_reindexed"] == 1
     assert sum(figures["changed_not_reindexed"].values()) == 3
     assert figures["changed_not_reindexed"]["refetched, not re-indexed"] == 1
@@ -256,3 +266,35 @@ def test_measured_runs_the_module_with_its_clock_ahead(tmp_path: Path) -> None:
     assert float(out[0]) - time.time() == pytest.approx(86400.0, abs=60)
     assert out[1].strip() == "['a', '--b']"
     assert peak_rss_kib(tmp_path / "missing.kib") == 0
+
+
+def test_a_copy_older_than_an_earlier_days_change_is_changed() -> None:
+    """Day 2 revisits a database whose copies are of day 0 or day 1 (a day-1 revisit cut
+    by --max-time leaves day-0 copies): a page the space changed on day 1 only, its copy
+    from day 0, differs from it on day 2, so re-indexing it is right. Counted as changed
+    (``changed_before_today``), not as a page re-indexed unchanged."""
+    space = Space(12, 400, 7)
+    up = next(i for i in range(12) if space.behaviour(i) == "normal")
+    size = space.tree_size(up)
+    day1_only = [j for j in range(size) if space.changed(up, j, 1) and not space.changed(up, j, 2)]
+    never = next(j for j in range(size) if space.revision(up, j, 2) == 0)
+    assert len(day1_only) >= 3
+    old, fresh, bogus = (_tree_url(space, up, j) for j in day1_only[:3])
+    page = space_crawl.Page
+    before = {
+        old: page(1, 10.0, 20, _copy(space, up, day1_only[0], 0)),  # day 1 did not reach it
+        fresh: page(2, 20.0, 20, _copy(space, up, day1_only[1], 1)),  # refetched on day 1
+        bogus: page(3, 10.0, 20, "0" * 64),  # a hash no revision has
+        _tree_url(space, up, never): page(4, 10.0, 20, "1" * 64),  # never changed: not hashed
+    }
+    after = dict(before)
+    after[old] = page(11, 30.0, 20, _copy(space, up, day1_only[0], 2))  # re-indexed
+    after[fresh] = page(2, 30.0, 20, before[fresh].content_hash)  # unchanged
+    figures = space_crawl.compare_days(space, 2, before, after)
+    assert figures["pages_reindexed"] == 1
+    assert figures["reindexed_not_changed"] == {}
+    assert figures["changed_since_copy"] == figures["changed_and_reindexed"] == 1
+    assert figures["changed_before_today"] == 1
+    assert figures["copies_of_no_revision"] == 1
+    assert space_crawl.held_revision(space, up, day1_only[1], 2, before[fresh].content_hash) == 1
+    assert space_crawl.held_revision(space, up, day1_only[0], 2, before[old].content_hash) == 0

@@ -10,6 +10,7 @@ import sqlite3
 from pathlib import Path
 from typing import Any
 
+import space_crawl
 import trio
 import trio.testing
 from commands import crawl_in_trio
@@ -74,3 +75,37 @@ async def test_a_second_day_reindexes_only_what_changed(
             assert (new_id, new_digest) == (row_id, digest), (host, j)  # not re-indexed
     assert changed > 5 and unchanged > 5
     assert summary["revisits"] > 0 and summary["unchanged"] >= unchanged
+
+
+#: Pages the day-1 revisit of the test below fetches before it stops (--max-pages).
+DAY1_PAGES = 20
+
+
+async def test_a_day_cut_short_leaves_its_changes_to_the_next(
+    tmp_path: Path, in_process_clock: trio.testing.MockClock
+) -> None:
+    """Day 1's revisit stops early (as a run cut by --max-time does), so the pages it did
+    not reach keep their day-0 copies; day 2 re-indexes those the space changed on day 1.
+    The benchmark's comparison (``compare_days``) counts them as changed since the
+    database's copy, not as pages re-indexed unchanged: every page day 2 re-indexed had
+    another body than its copy."""
+    space = Space(8, 200, slow_seconds=0.05, change_rate=0.3)
+    server = SpaceServer(space, rate_interval=0.2)
+    db = tmp_path / "space.db"
+    async with serving(server):
+        await crawl(server, db)
+        with sqlite3.connect(db) as conn:
+            held = conn.execute("SELECT count(*) FROM pages").fetchone()[0]
+        conn.close()
+        server.day = 1
+        await crawl(server, db, "--refresh", "--max-pages", str(held + DAY1_PAGES))
+        day1 = space_crawl.pages_of(db)
+        server.day = 2
+        await crawl(server, db, "--refresh")
+    figures = space_crawl.compare_days(space, 2, day1, space_crawl.pages_of(db))
+    unexplained = [k for k in figures["reindexed_not_changed"] if not k.startswith("new URL")]
+    assert unexplained == [], figures["reindexed_not_changed"]
+    assert figures["changed_before_today"] > 0  # day 1 left changed pages unreached
+    assert figures["copies_of_no_revision"] == 0
+    assert figures["changed_and_reindexed"] > figures["changed_before_today"]
+    assert set(figures["changed_not_reindexed"]) <= {space_crawl.VANISHED}
