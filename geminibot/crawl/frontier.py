@@ -128,6 +128,15 @@ def trap_decision(reason: str) -> str:
 DEEP_PATHS = "SELECT path FROM urls WHERE host = {0} AND state != 'trapped'"
 
 
+#: Query strings already on a (host, path), not trapped (searched in ``urls_query_path``,
+#: which holds the URLs with a query string only).
+QUERIES_ON_PATH = (
+    "SELECT count(*) FROM urls WHERE host = ? AND path = ? AND has_query = 1 AND state != 'trapped'"
+)
+#: A host's oldest queued URL.
+CLAIM = "SELECT url, depth FROM urls WHERE host = ? AND state = 'queued' ORDER BY id LIMIT 1"
+
+
 def count_deep(paths: Iterable[Sequence[object]]) -> int:
     """The deep URLs (:func:`geminibot.crawl.traps.is_deep`) among rows of :data:`DEEP_PATHS`."""
     return sum(traps.is_deep(str(row[0])) for row in paths)
@@ -225,11 +234,7 @@ class Frontier:
         ).fetchone()
         queries = None
         if url.query is not None:
-            (queries,) = self.conn.execute(
-                "SELECT count(*) FROM urls WHERE host = ? AND path = ? AND has_query = 1"
-                " AND state != 'trapped'",
-                (host, path),
-            ).fetchone()
+            (queries,) = self.conn.execute(QUERIES_ON_PATH, (host, path)).fetchone()
         deep = self._deep_on(host) if traps.is_deep(path) else None
         today = utc_date(self.clock())
         return trap_reason(self.limits, url, depth, total, queries, today=today, deep_on_host=deep)
@@ -306,10 +311,7 @@ class Frontier:
 
     def _claim(self, host: str, lease: str) -> Claim | None:
         """:meth:`claim` inside the caller's transaction."""
-        row = self.conn.execute(
-            "SELECT url, depth FROM urls WHERE host = ? AND state = 'queued' ORDER BY id LIMIT 1",
-            (host,),
-        ).fetchone()
+        row = self.conn.execute(CLAIM, (host,)).fetchone()
         if row is None:
             return None
         self.conn.execute(

@@ -159,8 +159,17 @@ _V4 = (
     "ALTER TABLE hosts ADD COLUMN failing_since REAL",
 )
 
+# Fewer index writes per URL and per page (docs/benchmarks.md, "Fewer index writes"): no
+# query reads ``decisions`` by URL, and only URLs with a query string are counted per path
+# (geminibot.crawl.frontier; a host's paths are read through ``urls_host_state``).
+_V5 = (
+    "DROP INDEX decisions_url",
+    "DROP INDEX urls_host_path",
+    "CREATE INDEX urls_query_path ON urls (host, path) WHERE has_query = 1",
+)
+
 #: Append-only: MIGRATIONS[n - 1] takes a database from version n - 1 to n.
-MIGRATIONS: tuple[tuple[str, ...], ...] = (_V1, _V2, _V3, _V4)
+MIGRATIONS: tuple[tuple[str, ...], ...] = (_V1, _V2, _V3, _V4, _V5)
 SCHEMA_VERSION = len(MIGRATIONS)
 
 

@@ -5,8 +5,9 @@ from pathlib import Path
 
 import pytest
 
+from geminibot.crawl.frontier import CLAIM, DEEP_PATHS, QUERIES_ON_PATH
 from geminibot.index import DatabaseError, connect, transaction
-from geminibot.index.db import SCHEMA_VERSION, get_setting, set_setting
+from geminibot.index.db import MIGRATIONS, SCHEMA_VERSION, get_setting, set_setting
 
 
 def test_new_database_is_wal_and_current(tmp_path: Path) -> None:
@@ -61,3 +62,57 @@ def test_transaction_rolls_back_on_error(tmp_path: Path) -> None:
         set_setting(conn, "role", "indexer")
         set_setting(conn, "role", "archiver")  # idempotent upsert
     assert get_setting(conn, "role") == "archiver"
+
+
+def _indexes(conn: sqlite3.Connection, table: str) -> set[str]:
+    rows = conn.execute(
+        "SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name = ?"
+        " AND name NOT LIKE 'sqlite_autoindex%'",
+        (table,),
+    )
+    return {str(r[0]) for r in rows}
+
+
+def _plan(conn: sqlite3.Connection, sql: str) -> str:
+    params = ("x",) * sql.count("?")
+    return " | ".join(str(r[3]) for r in conn.execute(f"EXPLAIN QUERY PLAN {sql}", params))
+
+
+def test_version_4_loses_the_indexes_no_query_reads(tmp_path: Path) -> None:
+    """Version 5: ``decisions_url`` and ``urls_host_path`` go (each cost every insert),
+    ``urls_query_path`` holds the URLs with a query string only; the rows stay."""
+    path = tmp_path / "crawl.db"
+    old = sqlite3.connect(path, isolation_level=None)
+    for statement in (s for version in MIGRATIONS[:4] for s in version):
+        old.execute(statement)
+    old.execute("PRAGMA user_version = 4")
+    old.execute(
+        "INSERT INTO urls (url, host, path, has_query, depth, state, updated_at)"
+        " VALUES ('gemini://a.test/?q', 'a.test', '/', 1, 0, 'queued', 0)"
+    )
+    old.close()
+    assert "urls_host_path" in _indexes(sqlite3.connect(path), "urls")
+    conn = connect(path)
+    assert conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION
+    assert _indexes(conn, "urls") == {
+        "urls_host_state",
+        "urls_state",
+        "urls_query_path",
+        "urls_next_visit",
+    }
+    assert _indexes(conn, "decisions") == {"decisions_at"}
+    assert conn.execute("SELECT count(*) FROM urls").fetchone()[0] == 1
+
+
+def test_frontier_queries_use_an_index(tmp_path: Path) -> None:
+    """Every query the frontier runs per URL searches an index (none scans ``urls``)."""
+    conn = connect(tmp_path / "crawl.db")
+    queries = {
+        "SELECT state, reason FROM urls WHERE url = ?": "sqlite_autoindex_urls_1",
+        QUERIES_ON_PATH: "urls_query_path",
+        DEEP_PATHS.format("?"): "urls_host_state",
+        CLAIM: "urls_host_state",
+    }
+    for sql, index in queries.items():
+        plan = _plan(conn, sql)
+        assert plan.startswith("SEARCH urls USING") and f"INDEX {index} " in plan, (sql, plan)
