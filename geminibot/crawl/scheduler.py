@@ -11,8 +11,8 @@ skip the host) and waits on the injected clock for the host's turn.
 
 Hosts that share an address (several capsules on one server, several names for one
 machine: the crawler passes ``address:port`` as resolved, --connect-to applied) are also
-paced as one: one request at a time to the address (:meth:`Scheduler.address_turn`, in
-the order asked), and each host's delay counted from the address's last request as well
+paced as one: one request at a time to the address (:meth:`Scheduler.address_turn`: the
+host whose requests cost the most polite time first, then in the order asked), and each host's delay counted from the address's last request as well
 as from the host's own. A server that limits its rate per client address
 then sees one polite client, not one per virtual host. The address's state lives in
 memory for the run (the per-host state is what the store keeps).
@@ -86,6 +86,52 @@ class TurnLater(Exception):
         self.at = at
 
 
+class _AddressTurn:
+    """One address, one request at a time; the waiters served by key (lowest first), then
+    in the order asked.
+
+    The crawler's addresses are its machines, its hosts the jobs, each a chain of one
+    request at a time: an address is busy for the sum of its requests whatever their
+    order, but a request that is slow, or that follows a long wait of its host's own (a
+    delay, a 44's back-off), costs the address wall time and the crawl next to no CPU,
+    while a fast host's request costs CPU that the other addresses want too. Served in
+    the order asked, a host that may send one request a second and waits behind twenty
+    fast hosts' requests sends one every few seconds, and such hosts were all that was
+    left at the end of a crawl (issue 15: the last tenth of the pages at an eighth of
+    the rate). Served first, they spend their polite time while the other hosts keep the
+    CPU busy (longest processing time first). Never faster: the host's own turn and the
+    address's one request at a time still hold."""
+
+    def __init__(self) -> None:
+        self.held = False
+        self.waiting: list[tuple[float, int, trio.Event]] = []
+
+    async def acquire(self, key: float, order: int) -> None:
+        if not self.held:
+            await trio.lowlevel.checkpoint()
+            if not self.held:
+                self.held = True
+                return
+        entry = (key, order, trio.Event())
+        heapq.heappush(self.waiting, entry)
+        try:
+            await entry[2].wait()
+        except BaseException:
+            if entry[2].is_set():  # the turn was passed to us as we were cancelled: pass it on
+                self.release()
+            else:
+                self.waiting.remove(entry)
+                heapq.heapify(self.waiting)
+            raise
+
+    def release(self) -> None:
+        """Pass the address to the first waiter (it stays held), or free it."""
+        if self.waiting:
+            heapq.heappop(self.waiting)[2].set()
+        else:
+            self.held = False
+
+
 class Scheduler:
     def __init__(self, clock: Clock, *, test_range: bool = False, min_delay: float = 0.0) -> None:
         self.clock = clock
@@ -95,7 +141,7 @@ class Scheduler:
         self._opens: dict[str, float] = {}  # host -> when its visit window opens
         self._waiting: dict[str, float] = {}  # host -> when its worker's turn comes
         self._address: dict[str, str] = {}  # host -> address:port
-        self._address_locks: dict[str, trio.Lock] = {}
+        self._address_turns: dict[str, _AddressTurn] = {}
         # hosts handed back until their turn: (when, order, host); an entry is current
         # while _turn_of[host] is its order (a later hand-back or a take supersedes it)
         self._turns: list[tuple[float, int, str]] = []
@@ -194,11 +240,17 @@ class Scheduler:
 
     @asynccontextmanager
     async def address_turn(self, host: str) -> AsyncIterator[None]:
-        """Hold ``host``'s address for one request (FIFO among the hosts waiting)."""
+        """Hold ``host``'s address for one request. Among the hosts waiting for it, the
+        one whose requests cost the most polite time each
+        (:meth:`~geminibot.crawl.politeness.Politeness.request_cost`) goes first, then in
+        the order asked (see :class:`_AddressTurn`)."""
         address = self._address.get(host, host)
-        lock = self._address_locks.setdefault(address, trio.Lock())
-        async with lock:
+        turn = self._address_turns.setdefault(address, _AddressTurn())
+        await turn.acquire(-self.politeness.request_cost(host), next(self._order))
+        try:
             yield
+        finally:
+            turn.release()
 
     # -- one host's schedule --
 
