@@ -26,7 +26,7 @@ from geminibot.crawl.crawler import (
     CrawlOptions,
     Response,
 )
-from geminibot.crawl.scheduler import Scheduler, TurnLater
+from geminibot.crawl.scheduler import COSTLY_REQUEST, Scheduler, TurnLater
 from geminibot.index import connect
 
 
@@ -277,11 +277,11 @@ async def address_order(s: Scheduler, first: str, waiters: Sequence[str]) -> lis
 
 
 async def test_the_address_goes_first_to_the_host_whose_requests_cost_most() -> None:
-    """Hosts on one address waiting for it: a slow host (its last request took 0.5 s) and
-    one slowed down by a 44 (1 s back-off, still counted after its next answer) go before
-    the fast hosts that asked before them, the slowest first; equal costs in the order
-    asked (served in the order asked, a slow host waited behind every fast host's request
-    and was what was left at the end of a crawl)."""
+    """Hosts on one address waiting for it: a slow host (its last request took 0.5 s,
+    COSTLY_REQUEST) and one slowed down by a 44 (1 s back-off, still counted after its
+    next answer) go before the fast hosts and the new one that asked before them; each
+    group in the order asked (served in the order asked, a slow host waited behind every
+    fast host's request and was what was left at the end of a crawl)."""
     clock = JumpClock(100.0)
     s = Scheduler(clock, test_range=True)
     hosts = ["holder", "fast1", "fast2", "slow", "limited", "new"]
@@ -300,7 +300,27 @@ async def test_the_address_goes_first_to_the_host_whose_requests_cost_most() -> 
     assert s.politeness.request_cost("limited") == pytest.approx(1.01)
     assert s.politeness.request_cost("new") == 0.0
     order = await address_order(s, "holder", ["fast1", "fast2", "new", "slow", "limited"])
-    assert order == ["limited", "slow", "fast1", "fast2", "new"]
+    assert order == ["slow", "limited", "fast1", "fast2", "new"]
+
+
+async def test_costly_hosts_go_first_when_their_turn_comes() -> None:
+    """Hosts handed back whose requests cost COSTLY_REQUEST or more (at the edge: 0.5 s)
+    come back ahead of new hosts and of fast hosts handed back before them; one just
+    under the bound does not."""
+    clock = JumpClock(100.0)
+    s = Scheduler(clock, test_range=True)
+    costs = {"fast": 0.01, "edge": COSTLY_REQUEST, "under": COSTLY_REQUEST - 0.001, "slow": 2.0}
+    for host, duration in costs.items():
+        s.politeness.restore(
+            host, last_end=99.0, last_duration=duration, not_before=0, slow_downs=0
+        )
+    s.add_work(["fast", "edge", "under", "slow"])
+    assert s.take_ready() == ["fast", "edge", "under", "slow"]
+    for host in ["fast", "under", "edge", "slow"]:
+        s.hand_back(host, 100.0)
+    s.add_work(["new"])
+    assert s.take_ready(3) == ["edge", "slow", "new"]
+    assert s.take_ready() == ["fast", "under"]
 
 
 async def test_a_waiter_cancelled_passes_the_address_on() -> None:
