@@ -104,8 +104,9 @@ COSTLY_REQUEST = 0.5
 
 
 class _AddressTurn:
-    """One address, one request at a time; the waiters served by key (lowest first), then
-    in the order asked.
+    """One address, one request at a time; the costly hosts waiting for it
+    (:data:`COSTLY_REQUEST`) go first, but a costly request is followed by another host's
+    when one waits; each class in the order asked.
 
     The crawler's addresses are its machines, its hosts the jobs, each a chain of one
     request at a time: an address is busy for the sum of its requests whatever their
@@ -114,37 +115,44 @@ class _AddressTurn:
     request costs CPU that the other addresses want too. Served in the order asked, a
     host that may send one request a second and waits behind twenty fast hosts' requests
     sends one every few seconds, and such hosts were all that was left at the end of a
-    crawl (issue 15: the last tenth of the pages at an eighth of the rate). Served first
-    (key 0, :data:`COSTLY_REQUEST`), they spend their polite time while the other hosts
-    keep the CPU busy (longest processing time first). Never faster: the host's own turn
-    and the address's one request at a time still hold."""
+    crawl (issue 15: the last tenth of the pages at an eighth of the rate). Served first,
+    they spend their polite time while the other hosts keep the CPU busy (longest
+    processing time first); served strictly first, two slow hosts answering back to back
+    held their address between them and its other hosts started minutes late, hence the
+    alternation. Never faster: the host's own turn and the address's one request at a
+    time still hold."""
 
     def __init__(self) -> None:
         self.held = False
-        self.waiting: list[tuple[float, int, trio.Event]] = []
+        self.costly_held = False  # the request holding it is a costly host's
+        self.waiting: tuple[deque[trio.Event], deque[trio.Event]] = (deque(), deque())
 
-    async def acquire(self, key: float, order: int) -> None:
+    async def acquire(self, costly: bool) -> None:
         if not self.held:
             await trio.lowlevel.checkpoint()
             if not self.held:
-                self.held = True
+                self.held, self.costly_held = True, costly
                 return
-        entry = (key, order, trio.Event())
-        heapq.heappush(self.waiting, entry)
+        line = self.waiting[0 if costly else 1]
+        event = trio.Event()
+        line.append(event)
         try:
-            await entry[2].wait()
+            await event.wait()
         except BaseException:
-            if entry[2].is_set():  # the turn was passed to us as we were cancelled: pass it on
+            if event.is_set():  # the turn was passed to us as we were cancelled: pass it on
                 self.release()
             else:
-                self.waiting.remove(entry)
-                heapq.heapify(self.waiting)
+                line.remove(event)
             raise
+        self.costly_held = costly
 
     def release(self) -> None:
-        """Pass the address to the first waiter (it stays held), or free it."""
-        if self.waiting:
-            heapq.heappop(self.waiting)[2].set()
+        """Pass the address to the next waiter (it stays held), or free it."""
+        costly, others = self.waiting
+        if others and (self.costly_held or not costly):
+            others.popleft().set()
+        elif costly:
+            costly.popleft().set()
         else:
             self.held = False
 
@@ -267,11 +275,12 @@ class Scheduler:
     @asynccontextmanager
     async def address_turn(self, host: str) -> AsyncIterator[None]:
         """Hold ``host``'s address for one request. Among the hosts waiting for it, those
-        whose requests are costly (:data:`COSTLY_REQUEST`) go first, then the others;
-        each in the order asked (see :class:`_AddressTurn`)."""
+        whose requests are costly (:data:`COSTLY_REQUEST`) go first, each followed by
+        another host's request when one waits; each class in the order asked (see
+        :class:`_AddressTurn`)."""
         address = self._address.get(host, host)
         turn = self._address_turns.setdefault(address, _AddressTurn())
-        await turn.acquire(0 if self.costly(host) else 1, next(self._order))
+        await turn.acquire(self.costly(host))
         try:
             yield
         finally:
