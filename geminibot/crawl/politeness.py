@@ -58,6 +58,7 @@ class _Host:
     last_duration: float = 0.0
     not_before: float = 0.0
     slow_downs: int = 0
+    backed_off: float = 0.0  # the last 44's back-off (kept after the 44s stop)
     skipped: str | None = None
 
 
@@ -133,6 +134,15 @@ class Politeness:
             delay = max(DEFAULT_MIN_DELAY, DEFAULT_DURATION_FACTOR * h.last_duration)
         return max(delay, self.min_delay)
 
+    def request_cost(self, host: str) -> float:
+        """Polite wall time one request to ``host`` costs: its last duration and the wait
+        before the next (the delay, or the last 44's back-off if longer). Known hosts that
+        are slow or slowed down cost more than fast ones; a new host costs 0."""
+        h = self._host(host)
+        if h.last_end is None:
+            return 0.0
+        return h.last_duration + max(self.delay(host), h.backed_off)
+
     def ready_at(self, host: str) -> float | None:
         """Earliest time the next request to ``host`` may start; None if the host is
         skipped for now (see :meth:`skipped`). Marks a host skipped when the wait is absurd."""
@@ -201,6 +211,7 @@ class Politeness:
         h.slow_downs += 1
         wait = slow_down_wait(meta, h.slow_downs)
         h.not_before = max(h.not_before, now + wait)
+        h.backed_off = wait
         return wait
 
     def state(self, host: str) -> tuple[float | None, float, float, int]:

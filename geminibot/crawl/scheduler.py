@@ -11,8 +11,8 @@ skip the host) and waits on the injected clock for the host's turn.
 
 Hosts that share an address (several capsules on one server, several names for one
 machine: the crawler passes ``address:port`` as resolved, --connect-to applied) are also
-paced as one: one request at a time to the address (:meth:`Scheduler.address_turn`, in
-the order asked), and each host's delay counted from the address's last request as well
+paced as one: one request at a time to the address (:meth:`Scheduler.address_turn`: the
+host whose requests cost the most polite time first, then in the order asked), and each host's delay counted from the address's last request as well
 as from the host's own. A server that limits its rate per client address
 then sees one polite client, not one per virtual host. The address's state lives in
 memory for the run (the per-host state is what the store keeps).
@@ -25,6 +25,10 @@ handed back (:meth:`Scheduler.hand_back`) to a heap keyed by the time its turn c
 of the ready queue, and the worker takes another ready host. A waiting host thus costs a
 heap entry, not a task, and hosts with slow paces (a delay, a 44's back-off, a visit
 window) or with many pages take turns with the others instead of holding the workers.
+Hosts whose requests cost much polite wall time (:data:`COSTLY_REQUEST`: slow answers,
+long delays or back-offs) go ahead of the others, in the ready queue and for their
+address: they need wall time rather than CPU, and left to wait behind the fast hosts they
+were all that was left at the end of a crawl.
 """
 
 from __future__ import annotations
@@ -86,16 +90,84 @@ class TurnLater(Exception):
         self.at = at
 
 
+#: A host whose requests cost at least this much polite wall time each (seconds: its last
+#: request's duration and the wait before its next, its delay or its last 44's back-off;
+#: :meth:`~geminibot.crawl.politeness.Politeness.request_cost`) goes ahead of the other
+#: hosts when its turn comes back (the ready queue) and when it waits for its address.
+#: Such a host needs wall time, not CPU: a host allowed two requests a second or fewer
+#: (the synthetic space's slow hosts answer in 0.5 s, its rate-limited ones allow one a
+#: second) that waits its place behind hundreds of fast hosts gets one every minute and
+#: is all that is left at the end of the crawl (issue 15). Fast hosts' requests, tens of
+#: ms even on a loaded machine, stay far below it; with the rule of thumb's 10 s delay
+#: (no test range) every host is costly, and they are served in order as before.
+COSTLY_REQUEST = 0.5
+
+
+class _AddressTurn:
+    """One address, one request at a time; the costly hosts waiting for it
+    (:data:`COSTLY_REQUEST`) go first, but a costly request is followed by another host's
+    when one waits; each class in the order asked.
+
+    The crawler's addresses are its machines, its hosts the jobs, each a chain of one
+    request at a time: an address is busy for the sum of its requests whatever their
+    order, but a request that is slow, or that follows a long wait of its host's own (a
+    delay, a 44's back-off), costs wall time and next to no CPU, while a fast host's
+    request costs CPU that the other addresses want too. Served in the order asked, a
+    host that may send one request a second and waits behind twenty fast hosts' requests
+    sends one every few seconds, and such hosts were all that was left at the end of a
+    crawl (issue 15: the last tenth of the pages at an eighth of the rate). Served first,
+    they spend their polite time while the other hosts keep the CPU busy (longest
+    processing time first); served strictly first, two slow hosts answering back to back
+    held their address between them and its other hosts started minutes late, hence the
+    alternation. Never faster: the host's own turn and the address's one request at a
+    time still hold."""
+
+    def __init__(self) -> None:
+        self.held = False
+        self.costly_held = False  # the request holding it is a costly host's
+        self.waiting: tuple[deque[trio.Event], deque[trio.Event]] = (deque(), deque())
+
+    async def acquire(self, costly: bool) -> None:
+        if not self.held:
+            await trio.lowlevel.checkpoint()
+            if not self.held:
+                self.held, self.costly_held = True, costly
+                return
+        line = self.waiting[0 if costly else 1]
+        event = trio.Event()
+        line.append(event)
+        try:
+            await event.wait()
+        except BaseException:
+            if event.is_set():  # the turn was passed to us as we were cancelled: pass it on
+                self.release()
+            else:
+                line.remove(event)
+            raise
+        self.costly_held = costly
+
+    def release(self) -> None:
+        """Pass the address to the next waiter (it stays held), or free it."""
+        costly, others = self.waiting
+        if others and (self.costly_held or not costly):
+            others.popleft().set()
+        elif costly:
+            costly.popleft().set()
+        else:
+            self.held = False
+
+
 class Scheduler:
     def __init__(self, clock: Clock, *, test_range: bool = False, min_delay: float = 0.0) -> None:
         self.clock = clock
         self.politeness = Politeness(clock.now, test_range=test_range, min_delay=min_delay)
         self._work: set[str] = set()  # hosts with queued URLs
         self._ready: deque[str] = deque()  # ... that have no worker yet, oldest work first
+        self._ready_costly: deque[str] = deque()  # ... costly ones, ahead (COSTLY_REQUEST)
         self._opens: dict[str, float] = {}  # host -> when its visit window opens
         self._waiting: dict[str, float] = {}  # host -> when its worker's turn comes
         self._address: dict[str, str] = {}  # host -> address:port
-        self._address_locks: dict[str, trio.Lock] = {}
+        self._address_turns: dict[str, _AddressTurn] = {}
         # hosts handed back until their turn: (when, order, host); an entry is current
         # while _turn_of[host] is its order (a later hand-back or a take supersedes it)
         self._turns: list[tuple[float, int, str]] = []
@@ -144,7 +216,8 @@ class Scheduler:
 
     def hand_back(self, host: str, at: float) -> None:
         """``host``'s worker lets it go until ``at``, its next turn: it then comes back
-        to the ready queue (:meth:`take_ready`), behind the hosts already there."""
+        to the ready queue (:meth:`take_ready`), behind the hosts already there (a costly
+        host: behind the costly ones, ahead of the others; see :data:`COSTLY_REQUEST`)."""
         order = next(self._order)
         self._turn_of[host] = order
         heapq.heappush(self._turns, (at, order, host))
@@ -167,23 +240,30 @@ class Scheduler:
         return None
 
     def _turns_come(self) -> None:
-        """Hosts whose turn has come leave the heap for the back of the ready queue."""
+        """Hosts whose turn has come leave the heap for the back of the ready queue (of
+        its costly part for a costly host)."""
         now = self.clock.now()
         while (first := self._first_handed_back()) is not None and first[0] <= now:
             heapq.heappop(self._turns)
             del self._turn_of[first[2]]
-            self._ready.append(first[2])
+            host = first[2]
+            (self._ready_costly if self.costly(host) else self._ready).append(host)
+
+    def costly(self, host: str) -> bool:
+        """Whether ``host``'s requests cost at least :data:`COSTLY_REQUEST` of polite time."""
+        return self.politeness.request_cost(host) >= COSTLY_REQUEST
 
     def take_ready(self, limit: int | None = None) -> list[str]:
-        """The hosts that got work since the last call, oldest work first, then those
-        handed back whose turn has come; at most ``limit`` of them (the others stay ready
+        """The costly hosts handed back whose turn has come (:data:`COSTLY_REQUEST`), then
+        the hosts that got work since the last call, oldest work first, then the other
+        hosts handed back whose turn has come; at most ``limit`` of them (the others stay ready
         for a later call)."""
         self._turns_come()
-        if limit is None or limit >= len(self._ready):
-            ready = list(self._ready)
-            self._ready.clear()
-            return ready
-        return [self._ready.popleft() for _ in range(max(limit, 0))]
+        ready: list[str] = []
+        for queue in (self._ready_costly, self._ready):
+            while queue and (limit is None or len(ready) < limit):
+                ready.append(queue.popleft())
+        return ready
 
     # -- addresses --
 
@@ -194,11 +274,17 @@ class Scheduler:
 
     @asynccontextmanager
     async def address_turn(self, host: str) -> AsyncIterator[None]:
-        """Hold ``host``'s address for one request (FIFO among the hosts waiting)."""
+        """Hold ``host``'s address for one request. Among the hosts waiting for it, those
+        whose requests are costly (:data:`COSTLY_REQUEST`) go first, each followed by
+        another host's request when one waits; each class in the order asked (see
+        :class:`_AddressTurn`)."""
         address = self._address.get(host, host)
-        lock = self._address_locks.setdefault(address, trio.Lock())
-        async with lock:
+        turn = self._address_turns.setdefault(address, _AddressTurn())
+        await turn.acquire(self.costly(host))
+        try:
             yield
+        finally:
+            turn.release()
 
     # -- one host's schedule --
 

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 import trio
+import trio.testing
 from clocks import JumpClock
 from crawl_fakes import Answer, FakeSite, gmi
 
@@ -25,7 +26,7 @@ from geminibot.crawl.crawler import (
     CrawlOptions,
     Response,
 )
-from geminibot.crawl.scheduler import Scheduler, TurnLater
+from geminibot.crawl.scheduler import COSTLY_REQUEST, Scheduler, TurnLater
 from geminibot.index import connect
 
 
@@ -257,3 +258,96 @@ async def test_wait_turn_hands_back_a_turn_beyond_hold() -> None:
     assert later.value.at == clock.time + HOLD_TURN * 2
     assert clock.time == 100.0 + HOLD_TURN  # not slept
     assert await s.wait_turn("a", math.inf)  # no bound: sat out as before
+
+
+async def address_order(s: Scheduler, first: str, waiters: Sequence[str]) -> list[str]:
+    """The order in which ``waiters`` (asking in that order) get the address that
+    ``first`` holds."""
+    got: list[str] = []
+
+    async def wait_for(host: str) -> None:
+        async with s.address_turn(host):
+            got.append(host)
+
+    async with trio.open_nursery() as nursery, s.address_turn(first):
+        for host in waiters:
+            nursery.start_soon(wait_for, host)
+            await trio.testing.wait_all_tasks_blocked()
+    return got
+
+
+async def test_the_address_goes_first_to_the_host_whose_requests_cost_most() -> None:
+    """Hosts on one address waiting for it: a slow host (its last request took 0.5 s,
+    COSTLY_REQUEST) and one slowed down by a 44 (1 s back-off, still counted after its
+    next answer) go before the fast hosts and the new one that asked before them, but
+    never two costly requests in a row while another host waits (two slow hosts would
+    hold the address between them); each class in the order asked (served in the order
+    asked, a slow host waited behind every fast host's request and was what was left at
+    the end of a crawl)."""
+    clock = JumpClock(100.0)
+    s = Scheduler(clock, test_range=True)
+    hosts = ["holder", "fast1", "fast2", "slow", "limited", "new"]
+    for host in hosts:
+        s.set_address(host, "127.0.0.1:1965")
+    for host, duration in [("holder", 0.01), ("fast1", 0.01), ("fast2", 0.01), ("slow", 0.5)]:
+        s.politeness.restore(
+            host, last_end=99.0, last_duration=duration, not_before=0, slow_downs=0
+        )
+    s.politeness.restore("limited", last_end=None, last_duration=0, not_before=0, slow_downs=0)
+    s.start("limited")
+    s.finish("limited", 0.01, 44, "1", slow_down=True)  # back-off 1 s
+    clock.time = 102.0
+    s.start("limited")
+    s.finish("limited", 0.01, 20, "", slow_down=False)  # the 44s stop; its cost stays
+    assert s.politeness.request_cost("limited") == pytest.approx(1.01)
+    assert s.politeness.request_cost("new") == 0.0
+    order = await address_order(s, "holder", ["fast1", "fast2", "new", "slow", "limited"])
+    # costly first, alternating with the others while they wait
+    assert order == ["slow", "fast1", "limited", "fast2", "new"]
+
+
+async def test_costly_hosts_go_first_when_their_turn_comes() -> None:
+    """Hosts handed back whose requests cost COSTLY_REQUEST or more (at the edge: 0.5 s)
+    come back ahead of new hosts and of fast hosts handed back before them; one just
+    under the bound does not."""
+    clock = JumpClock(100.0)
+    s = Scheduler(clock, test_range=True)
+    costs = {"fast": 0.01, "edge": COSTLY_REQUEST, "under": COSTLY_REQUEST - 0.001, "slow": 2.0}
+    for host, duration in costs.items():
+        s.politeness.restore(
+            host, last_end=99.0, last_duration=duration, not_before=0, slow_downs=0
+        )
+    s.add_work(["fast", "edge", "under", "slow"])
+    assert s.take_ready() == ["fast", "edge", "under", "slow"]
+    for host in ["fast", "under", "edge", "slow"]:
+        s.hand_back(host, 100.0)
+    s.add_work(["new"])
+    assert s.take_ready(3) == ["edge", "slow", "new"]
+    assert s.take_ready() == ["fast", "under"]
+
+
+async def test_a_waiter_cancelled_passes_the_address_on() -> None:
+    """A host cancelled while it waits for its address leaves the line; one cancelled just
+    as the address was passed to it passes it on (the address is never left held)."""
+    s = Scheduler(JumpClock(100.0), test_range=True)
+    for host in ["a", "b", "c"]:
+        s.set_address(host, "addr")
+    got: list[str] = []
+
+    async def wait_for(host: str, cancel: trio.CancelScope) -> None:
+        with cancel:
+            async with s.address_turn(host):
+                got.append(host)
+
+    b_scope, c_scope = trio.CancelScope(), trio.CancelScope()
+    async with trio.open_nursery() as nursery, s.address_turn("a"):
+        nursery.start_soon(wait_for, "b", b_scope)
+        await trio.testing.wait_all_tasks_blocked()
+        nursery.start_soon(wait_for, "c", c_scope)
+        await trio.testing.wait_all_tasks_blocked()
+        b_scope.cancel()  # b gets the address as a leaves, but is cancelled
+        # a left: the address went to b, whose cancellation passes it to c
+    assert got == ["c"]
+    async with s.address_turn("a"):  # free again
+        got.append("a")
+    assert got == ["c", "a"]
