@@ -11,11 +11,12 @@ skip the host) and waits on the injected clock for the host's turn.
 
 Hosts that share an address (several capsules on one server, several names for one
 machine: the crawler passes ``address:port`` as resolved, --connect-to applied) are also
-paced as one: one request at a time to the address (:meth:`Scheduler.address_turn`: the
-host whose requests cost the most polite time first, then in the order asked), and each host's delay counted from the address's last request as well
-as from the host's own. A server that limits its rate per client address
-then sees one polite client, not one per virtual host. The address's state lives in
-memory for the run (the per-host state is what the store keeps).
+paced as one: one request at a time to the address (:meth:`Scheduler.address_turn`:
+costly hosts first, each costly request followed by another host's when one waits, each
+kind in the order asked), and each host's delay counted from the address's last request
+as well as from the host's own. A server that limits its rate per client address then
+sees one polite client, not one per virtual host. The address's state lives in memory
+for the run (the per-host state is what the store keeps).
 
 A worker does not sleep through a host's long waits: a host whose next turn is more than
 a short bound away (the crawler's ``HOLD_TURN``; :meth:`Scheduler.wait_turn` raises
@@ -256,8 +257,8 @@ class Scheduler:
     def take_ready(self, limit: int | None = None) -> list[str]:
         """The costly hosts handed back whose turn has come (:data:`COSTLY_REQUEST`), then
         the hosts that got work since the last call, oldest work first, then the other
-        hosts handed back whose turn has come; at most ``limit`` of them (the others stay ready
-        for a later call)."""
+        hosts handed back whose turn has come; at most ``limit`` of them (the others stay
+        ready for a later call)."""
         self._turns_come()
         ready: list[str] = []
         for queue in (self._ready_costly, self._ready):
