@@ -17,17 +17,15 @@ CPU (``time.thread_time``) is counted. Loopback only.
 from __future__ import annotations
 
 import argparse
-import datetime as dt
 import os
 import socket
 import ssl
 import sys
-import tempfile
 import threading
 import time
-from pathlib import Path
 
-from geminibot.gemini.certs import make_certificate
+from geminispace.server import wildcard_context
+
 from geminibot.gemini.client import make_ssl_context
 
 HOST = "h0001.space.test"
@@ -73,12 +71,7 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--connections", type=int, default=300)
     n = max(1, parser.parse_args().connections)
-    cert, key = make_certificate(f"*.{HOST.split('.', 1)[1]}", dt.datetime.now(dt.UTC))
-    server = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
-    with tempfile.TemporaryDirectory() as tmp:
-        (Path(tmp) / "c.pem").write_bytes(cert)
-        (Path(tmp) / "k.pem").write_bytes(key)
-        server.load_cert_chain(Path(tmp) / "c.pem", Path(tmp) / "k.pem")
+    server = wildcard_context()
     listener = socket.create_server(("127.0.0.1", 0))
     port = listener.getsockname()[1]
     threading.Thread(target=serve, args=(listener, server), daemon=True).start()
