@@ -39,7 +39,7 @@ from protego import Protego
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests" / "crawl"))
 
-from machine import cpu_model, measured_argv, peak_rss_kib
+from machine import cpu_model, fresh_peak_file, measured_argv, peak_rss_kib
 from served_capsules import capsule_server, generate
 
 with warnings.catch_warnings():
@@ -56,7 +56,7 @@ def crawl_geminibot(
     seeds: list[str], port: int, db: Path, concurrency: int, max_host_urls: int
 ) -> tuple[dict[str, object], int]:
     """Run ``geminibot crawl``; returns (its JSON summary, peak RSS in KiB)."""
-    peak_file = db.with_name(f"peak-{db.stem}.kib")
+    peak_file = fresh_peak_file(db)
     argv = [*measured_argv("geminibot", peak_file), "crawl", *seeds, "--db", str(db)]
     argv += ["--test-range", "--allow-host", "*.test", "--json"]
     argv += ["--connect-to", f"*.test:1965:127.0.0.1:{port}"]

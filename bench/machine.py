@@ -41,6 +41,15 @@ def measured_argv(module: str, peak_file: Path, ahead: float = 0.0) -> list[str]
     return [sys.executable, "-c", MEASURED, module, str(peak_file), repr(ahead)]
 
 
+def fresh_peak_file(db: Path) -> Path:
+    """Where a :func:`measured_argv` crawl of ``db`` writes its peak, beside it but not
+    matched by ``db.name*`` (the database's own files); removed if an earlier run left
+    one, so a run that writes none reads 0, not another run's peak."""
+    peak_file = db.with_name(f"peak-{db.stem}.kib")
+    peak_file.unlink(missing_ok=True)
+    return peak_file
+
+
 def peak_rss_kib(peak_file: Path) -> int:
     """The peak RSS a :func:`measured_argv` process wrote at exit (KiB); 0 if it wrote
     none (killed, or ``os._exit``)."""

@@ -60,7 +60,7 @@ sys.path.insert(0, str(BENCH))
 
 from geminispace.server import address_rules  # noqa: E402
 from geminispace.space import DOMAIN, Space  # noqa: E402
-from machine import cpu_model, measured_argv, peak_rss_kib  # noqa: E402
+from machine import cpu_model, fresh_peak_file, measured_argv, peak_rss_kib  # noqa: E402
 
 from geminibot.crawl.freshness import DAY, VANISHED_AFTER  # noqa: E402
 from geminibot.crawl.page import content_hash  # noqa: E402
@@ -380,8 +380,7 @@ def crawl(
     """Run ``geminibot crawl`` over the space (``extra`` options added, its wall clock
     ``ahead`` seconds on); its summary, CPU seconds and peak RSS."""
     seeds = [f"gemini://{space.host(i)}/" for i in range(space.hosts)]
-    peak_file = db.with_name(f"peak-{db.stem}.kib")  # (not db.name*: the db's files)
-    peak_file.unlink(missing_ok=True)
+    peak_file = fresh_peak_file(db)
     argv = [*measured_argv("geminibot", peak_file, ahead), "crawl", *seeds, "--db", str(db)]
     argv += extra
     argv += ["--test-range", "--allow-host", f"*.{DOMAIN}", "--json"]
