@@ -145,15 +145,17 @@ class _AddressTurn:
             else:
                 line.remove(event)
             raise
-        self.costly_held = costly
 
     def release(self) -> None:
-        """Pass the address to the next waiter (it stays held), or free it."""
+        """Pass the address to the next waiter (it stays held, now by a request of the
+        waiter's class), or free it."""
         costly, others = self.waiting
         if others and (self.costly_held or not costly):
             others.popleft().set()
+            self.costly_held = False
         elif costly:
             costly.popleft().set()
+            self.costly_held = True
         else:
             self.held = False
 
