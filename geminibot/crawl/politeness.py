@@ -14,8 +14,14 @@ Rules, per host:
   reset by any other answer);
 - visit windows: the next request waits for the window to open;
 - hosts put in one group (:meth:`Politeness.set_group`: the hosts on one address) also
-  wait their delay from the group's last request (a 44 holds back its own host only: a
-  capsule's own 44 must not stall the others on its server);
+  wait from the group's last request: their own delay or the group's, whichever is
+  shorter, the group's being the rule of thumb above (zero with ``test_range``; never
+  under ``min_delay``) over the group's last request. A host that asks more time than
+  that between its own requests (a ``Crawl-delay`` on a shared server) gets it from its
+  own last request, but does not wait for the whole server to fall silent that long:
+  counted from any request to the server it waited for a gap that a busy server never
+  has, and was starved. A 44 holds back its own host only: a capsule's own 44 must not
+  stall the others on its server;
 - any wait longer than ``max_wait`` (:data:`MAX_WAIT`) means "skip this host for now":
   its URLs stay queued for a later run.
 
@@ -64,9 +70,10 @@ class _Host:
 
 @dataclass
 class _Group:
-    """What the hosts of one group (address) share: the last request's end."""
+    """What the hosts of one group (address) share: the last request's end and duration."""
 
     last_end: float | None = None
+    last_duration: float = 0.0
 
 
 def slow_down_wait(meta: str, consecutive: int) -> float:
@@ -134,6 +141,18 @@ class Politeness:
             delay = max(DEFAULT_MIN_DELAY, DEFAULT_DURATION_FACTOR * h.last_duration)
         return max(delay, self.min_delay)
 
+    def group_delay(self, host: str) -> float:
+        """The wait between two requests to ``host``'s group, whatever their hosts: the
+        rule of thumb over the group's last request (0 with ``test_range``), never under
+        ``min_delay``; a host waits the shorter of this and its own :meth:`delay` from the
+        group's last request (see the module docstring)."""
+        group = self._group(host)
+        duration = 0.0 if group is None else group.last_duration
+        default = (
+            0.0 if self.test_range else max(DEFAULT_MIN_DELAY, DEFAULT_DURATION_FACTOR * duration)
+        )
+        return max(default, self.min_delay)
+
     def request_cost(self, host: str) -> float:
         """Polite wall time one request to ``host`` costs: its last duration and the wait
         before the next (the delay, or the last 44's back-off if longer). Known hosts that
@@ -155,7 +174,7 @@ class Politeness:
             at = max(at, h.last_end + self.delay(host))
         group = self._group(host)
         if group is not None and group.last_end is not None:
-            at = max(at, group.last_end + self.delay(host))
+            at = max(at, group.last_end + min(self.delay(host), self.group_delay(host)))
         if h.pace.window_opens is not None:
             at = max(at, h.pace.window_opens(at))
         if at - now > self.max_wait:
@@ -204,7 +223,7 @@ class Politeness:
         h.last_duration = duration
         group = self._group(host)
         if group is not None:
-            group.last_end = now
+            group.last_end, group.last_duration = now, duration
         if not (status == 44 if slow_down is None else slow_down):
             h.slow_downs = 0
             return 0.0

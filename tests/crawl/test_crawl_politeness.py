@@ -107,3 +107,47 @@ def test_restore_after_restart() -> None:
     clock.now = 1005.0
     p.start("a")
     assert p.finish("a", 0.0, 44) == 4 * SLOW_DOWN_BASE  # third 44 in a row
+
+
+def test_a_host_on_a_busy_address_waits_its_delay_from_its_own_request() -> None:
+    """Two hosts on one address: ``slow`` asks 3 s between its requests, ``busy`` none
+    (test range). ``slow`` waits 3 s from its own last request and, from the address's
+    last request, the group's delay (0 here), not its own 3 s: counted from any request
+    to the address, it waited for a 3 s silence that ``busy``'s requests never left, and
+    was never served."""
+    clock = Clock()
+    p = Politeness(clock, test_range=True)
+    for host in ("slow", "busy"):
+        p.set_group(host, "127.0.0.1:1965")
+    p.set_pace("slow", HostPace(delay=3.0))
+    p.start("slow")
+    clock.now += 0.1
+    p.finish("slow", 0.1, 20)
+    slow_end = clock.now
+    for _ in range(40):  # busy keeps the address going, one request at a time
+        assert p.ready_at("busy") == clock.now
+        p.start("busy")
+        clock.now += 0.1
+        p.finish("busy", 0.1, 20)
+        assert p.ready_at("slow") == max(clock.now, slow_end + 3.0)
+    assert p.group_delay("slow") == 0.0
+
+
+def test_the_group_delay_is_the_rule_of_thumb_and_never_under_min_delay() -> None:
+    """Off a test range the address's delay is the rule of thumb over its last request; a
+    host that allows less waits less from the address's last request; ``min_delay`` is a
+    floor under both."""
+    clock = Clock()
+    p = Politeness(clock, min_delay=0.5)
+    for host in ("quick", "other"):
+        p.set_group(host, "addr")
+    p.set_pace("quick", HostPace(delay=1.0))
+    p.start("other")
+    clock.now += 8.0
+    p.finish("other", 8.0, 20)
+    assert p.group_delay("quick") == 16.0  # twice the address's last request
+    assert p.ready_at("quick") == clock.now + 1.0  # its own, shorter delay
+    assert p.ready_at("other") == clock.now + 16.0
+    t = Politeness(clock, test_range=True, min_delay=0.5)
+    t.set_group("a", "addr")
+    assert t.group_delay("a") == 0.5
