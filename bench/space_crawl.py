@@ -478,7 +478,7 @@ def choice_latency(db: Path, hosts: int, queued: int) -> dict[str, float]:
         assert claim is not None
         store.release(claim.url)
         scheduler.drop_work(host)
-        scheduler.add_work([host])  # its worker ended with work left: ready again
+        scheduler.add_work({host: 1})  # its worker ended with work left: ready again
     conn.close()
     new.sort()
     return {

@@ -47,7 +47,7 @@ def store_cpu(space: Space, pages: int, db: Path, batch: bool) -> tuple[int, flo
     store = SqliteStore(conn, lambda: now[0], batch=batch)
     store.seed(space.seeds())
     store.recover()
-    hosts = store.hosts_with_work()
+    hosts = list(store.hosts_with_work())
     done, cpu, turn = 0, 0.0, 0
     while done < pages and hosts:
         host = hosts[turn % len(hosts)]

@@ -412,7 +412,7 @@ class Crawler:
         await trio.sleep(HELD_FREE_PAUSE)
         for host in free:  # (a host whose worker here ended may still count as work)
             self.scheduler.drop_work(host)
-        self.scheduler.add_work(free)
+        self.scheduler.add_work(dict.fromkeys(free, 1))  # (how many: not known here)
         return True
 
     def stop(self) -> None:
@@ -435,7 +435,8 @@ class Crawler:
         if self._capped and cap is not None and self._hosts_held() < cap:
             self._capped = False  # room again: the hosts left out (or another's, now free)
             held = {h for h, wait in self.store.work_elsewhere(self.lease).items() if wait > 0}
-            self.scheduler.add_work(h for h in self.store.hosts_with_work() if h not in held)
+            work = self.store.hosts_with_work()
+            self.scheduler.add_work({h: n for h, n in work.items() if h not in held})
         for host in self._take_ready():
             if host in self._handed_back:  # its turn came: it is still held here
                 self._handed_back.discard(host)
@@ -526,7 +527,7 @@ class Crawler:
             self._wake.set()
             return
         if lease.state is not None:  # the pace goes on from where its last holder left it
-            self.scheduler.restore({host: lease.state}, ())
+            self.scheduler.restore({host: lease.state}, {})
         later: tuple[float, SitePolicy | None] | None = None
         try:
             if host not in self._addressed:  # hosts on one address are paced as one
@@ -566,6 +567,7 @@ class Crawler:
             if claim is None:
                 self.scheduler.drop_work(host)
                 return None
+            self.scheduler.claimed(host)
             pages += 1
             try:
                 await self._claimed(claim, policy)
@@ -595,6 +597,7 @@ class Crawler:
             if not done:
                 self.store.release(claim.url)
                 self._queued += 1
+                self.scheduler.claimed(claim.host, -1)
 
     def _hand_back(self, host: str, at: float, policy: SitePolicy | None) -> None:
         """``host`` waits in the scheduler's heap until ``at``, held by this process; its

@@ -323,12 +323,12 @@ class Frontier:
 
     # --- reads ---
 
-    def hosts_with_work(self) -> list[str]:
-        """Hosts with queued URLs, oldest work first."""
+    def hosts_with_work(self) -> dict[str, int]:
+        """Hosts with queued URLs, oldest work first, with how many each."""
         rows = self.conn.execute(
-            "SELECT host FROM urls WHERE state = 'queued' GROUP BY host ORDER BY min(id)"
+            "SELECT host, count(*) FROM urls WHERE state = 'queued' GROUP BY host ORDER BY min(id)"
         ).fetchall()
-        return [str(r[0]) for r in rows]
+        return {str(r[0]): int(r[1]) for r in rows}
 
     def queued(self) -> int:
         return int(

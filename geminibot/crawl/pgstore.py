@@ -159,12 +159,13 @@ class PgStore:
             ).fetchall()
         return {str(r[0]): HostState(r[1], r[2], r[3], r[4]) for r in rows}
 
-    def hosts_with_work(self) -> list[str]:
+    def hosts_with_work(self) -> dict[str, int]:
         with self._tx() as conn:
             rows = conn.execute(
-                "SELECT host FROM urls WHERE state = 'queued' GROUP BY host ORDER BY min(id)"
+                "SELECT host, count(*) FROM urls WHERE state = 'queued' GROUP BY host"
+                " ORDER BY min(id)"
             ).fetchall()
-        return [str(r[0]) for r in rows]
+        return {str(r[0]): int(r[1]) for r in rows}
 
     def count_pages(self) -> int:
         return self._count("SELECT count(*) FROM pages")

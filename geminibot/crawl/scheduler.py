@@ -11,25 +11,33 @@ skip the host) and waits on the injected clock for the host's turn.
 
 Hosts that share an address (several capsules on one server, several names for one
 machine: the crawler passes ``address:port`` as resolved, --connect-to applied) are also
-paced as one: one request at a time to the address (:meth:`Scheduler.address_turn`:
-costly hosts first, each costly request followed by another host's when one waits, each
-kind in the order asked), and each host's delay counted from the address's last request
-as well as from the host's own. A server that limits its rate per client address then
-sees one polite client, not one per virtual host. The address's state lives in memory
-for the run (the per-host state is what the store keeps).
+paced as one: one request at a time to the address (:meth:`Scheduler.address_turn`), and
+each host's wait counted from the address's last request as well as from the host's own
+(see :mod:`~geminibot.crawl.politeness`). A server that limits its rate per client
+address then sees one polite client, not one per virtual host. The address's state lives
+in memory for the run (the per-host state is what the store keeps).
 
 A worker does not sleep through a host's long waits: a host whose next turn is more than
 a short bound away (the crawler's ``HOLD_TURN``; :meth:`Scheduler.wait_turn` raises
 :class:`TurnLater`), or that has had its share of pages in a row (``TURN_PAGES``), is
 handed back (:meth:`Scheduler.hand_back`) to a heap keyed by the time its turn comes;
-:meth:`Scheduler.take_ready` moves the hosts whose turn has come from the heap to the back
-of the ready queue, and the worker takes another ready host. A waiting host thus costs a
-heap entry, not a task, and hosts with slow paces (a delay, a 44's back-off, a visit
-window) or with many pages take turns with the others instead of holding the workers.
-Hosts whose requests cost much polite wall time (:data:`COSTLY_REQUEST`: slow answers,
-long delays or back-offs) go ahead of the others, in the ready queue and for their
-address: they need wall time rather than CPU, and left to wait behind the fast hosts they
-were all that was left at the end of a crawl.
+:meth:`Scheduler.take_ready` moves the hosts whose turn has come from the heap to the
+ready queue, and the worker takes another ready host. A waiting host thus costs a heap
+entry, not a task, and hosts with slow paces (a delay, a 44's back-off, a visit window)
+or with many pages take turns with the others instead of holding the workers.
+
+Which ready host goes first: one that has not had a turn in this run (every capsule gets
+its policy files read and its first pages fetched early, whatever its size), then the
+one with the most work left (:meth:`Scheduler.work_left`: its queued URLs, counted in
+memory, times the polite wall time each of its requests costs); which host's request
+gets a busy address next: by turns, the one with the most work left and the one that
+has waited longest (:class:`_AddressTurn`). Each host is a chain of requests
+one at a time, so a crawl lasts at least as long as its longest chain; served in turn
+like the others, a 15,000-URL capsule allowed ten requests a second got one turn in
+hundreds and was all that was left for the crawl's last quarter of an hour (issue 15),
+as slow capsules were before it. Longest work first (the classic rule for scheduling
+chains on few machines) starts the long chains early and keeps them going, while the
+short ones fill the gaps and end together.
 """
 
 from __future__ import annotations
@@ -39,8 +47,9 @@ import itertools
 import math
 import time
 from collections import deque
-from collections.abc import AsyncIterator, Callable, Iterable
+from collections.abc import AsyncIterator, Callable, Mapping
 from contextlib import asynccontextmanager
+from dataclasses import dataclass, field
 from typing import Protocol
 
 import trio
@@ -91,82 +100,93 @@ class TurnLater(Exception):
         self.at = at
 
 
-#: A host whose requests cost at least this much polite wall time each (seconds: its last
-#: request's duration and the wait before its next, its delay or its last 44's back-off;
-#: :meth:`~geminibot.crawl.politeness.Politeness.request_cost`) goes ahead of the other
-#: hosts when its turn comes back (the ready queue) and when it waits for its address.
-#: Such a host needs wall time, not CPU: a host allowed two requests a second or fewer
-#: (the synthetic space's slow hosts answer in 0.5 s, its rate-limited ones allow one a
-#: second) that waits its place behind hundreds of fast hosts gets one every minute and
-#: is all that is left at the end of the crawl (issue 15). Fast hosts' requests, tens of
-#: ms even on a loaded machine, stay far below it; with the rule of thumb's 10 s delay
-#: (no test range) every host is costly, and they are served in order as before.
-COSTLY_REQUEST = 0.5
+#: The polite wall time a request is taken to cost at least (seconds), for
+#: :meth:`Scheduler.work_left`: a host not asked yet has no measured cost, and a fast
+#: host's few milliseconds on an idle machine say little about its work left; above
+#: this, a host's measured cost (its last request's duration and the wait before its
+#: next: delay, or 44 back-off) counts.
+REQUEST_COST_FLOOR = 0.01
+
+
+@dataclass(eq=False)
+class _Waiter:
+    """A request waiting for its address, in both of the address's lines."""
+
+    work: float  # its host's work left when it asked
+    event: trio.Event = field(default_factory=trio.Event)
+    gone: bool = False  # served, or cancelled: skipped when met in either line
 
 
 class _AddressTurn:
-    """One address, one request at a time; the costly hosts waiting for it
-    (:data:`COSTLY_REQUEST`) go first, but a costly request is followed by another host's
-    when one waits; each class in the order asked.
-
-    The crawler's addresses are its machines, its hosts the jobs, each a chain of one
-    request at a time: an address is busy for the sum of its requests whatever their
-    order, but a request that is slow, or that follows a long wait of its host's own (a
-    delay, a 44's back-off), costs wall time and next to no CPU, while a fast host's
-    request costs CPU that the other addresses want too. Served in the order asked, a
-    host that may send one request a second and waits behind twenty fast hosts' requests
-    sends one every few seconds, and such hosts were all that was left at the end of a
-    crawl (issue 15: the last tenth of the pages at an eighth of the rate). Served first,
-    they spend their polite time while the other hosts keep the CPU busy (longest
-    processing time first); served strictly first, two slow hosts answering back to back
-    held their address between them and its other hosts started minutes late, hence the
-    alternation. Never faster: the host's own turn and the address's one request at a
-    time still hold."""
+    """One address, one request at a time; the requests waiting for it are served by
+    turns: the one whose host has the most work left (:meth:`Scheduler.work_left`), then
+    the one that has waited longest, and so on. The host with the most work gets every
+    other request while it asks (its chain of requests is what the crawl's end waits
+    for), and no request waits more than twice the line ahead of it (served by work
+    alone, a small host's claimed URL waited as long as a big host on its address kept
+    asking). Never faster: the host's own turn and the address's one request at a time
+    still hold."""
 
     def __init__(self) -> None:
         self.held = False
-        self.costly_held = False  # the request holding it is a costly host's
-        self.waiting: tuple[deque[trio.Event], deque[trio.Event]] = (deque(), deque())
+        self._most_work: list[tuple[float, int, _Waiter]] = []  # heap: (-work, order, w)
+        self._oldest: deque[_Waiter] = deque()
+        self._order = itertools.count()
+        self._by_work = False  # whether the last waiter served was the one with most work
 
-    async def acquire(self, costly: bool) -> None:
+    async def acquire(self, work: float) -> None:
         if not self.held:
             await trio.lowlevel.checkpoint()
             if not self.held:
-                self.held, self.costly_held = True, costly
+                self.held = True
                 return
-        line = self.waiting[0 if costly else 1]
-        event = trio.Event()
-        line.append(event)
+        waiter = _Waiter(work)
+        heapq.heappush(self._most_work, (-work, next(self._order), waiter))
+        self._oldest.append(waiter)
         try:
-            await event.wait()
+            await waiter.event.wait()
         except BaseException:
-            if event.is_set():  # the turn was passed to us as we were cancelled: pass it on
-                self.release()
-            else:
-                line.remove(event)
+            if waiter.event.is_set():  # the turn was passed to us as we were cancelled
+                self.release()  # pass it on
+            waiter.gone = True
             raise
 
     def release(self) -> None:
-        """Pass the address to the next waiter (it stays held, now by a request of the
-        waiter's class), or free it."""
-        costly, others = self.waiting
-        if others and (self.costly_held or not costly):
-            others.popleft().set()
-            self.costly_held = False
-        elif costly:
-            costly.popleft().set()
-            self.costly_held = True
-        else:
+        """Pass the address to the next waiter by turns (it stays held), or free it."""
+        self._by_work = not self._by_work
+        waiter = self._next_by_work() if self._by_work else self._next_oldest()
+        if waiter is None:
+            waiter = self._next_oldest() if self._by_work else self._next_by_work()
+        if waiter is None:
             self.held = False
+        else:
+            waiter.gone = True
+            waiter.event.set()
+
+    def _next_by_work(self) -> _Waiter | None:
+        while self._most_work:
+            waiter = heapq.heappop(self._most_work)[2]
+            if not waiter.gone:
+                return waiter
+        return None
+
+    def _next_oldest(self) -> _Waiter | None:
+        while self._oldest:
+            waiter = self._oldest.popleft()
+            if not waiter.gone:
+                return waiter
+        return None
 
 
 class Scheduler:
     def __init__(self, clock: Clock, *, test_range: bool = False, min_delay: float = 0.0) -> None:
         self.clock = clock
         self.politeness = Politeness(clock.now, test_range=test_range, min_delay=min_delay)
-        self._work: set[str] = set()  # hosts with queued URLs
-        self._ready: deque[str] = deque()  # ... that have no worker yet, oldest work first
-        self._ready_costly: deque[str] = deque()  # ... costly ones, ahead (COSTLY_REQUEST)
+        self._work: dict[str, int] = {}  # hosts with queued URLs -> how many (as known)
+        # ... that have no worker yet: (had a turn, -work left when it became ready,
+        # order, host); the hosts that had a turn in this run
+        self._ready: list[tuple[bool, float, int, str]] = []
+        self._had_turn: set[str] = set()
         self._opens: dict[str, float] = {}  # host -> when its visit window opens
         self._waiting: dict[str, float] = {}  # host -> when its worker's turn comes
         self._address: dict[str, str] = {}  # host -> address:port
@@ -179,8 +199,9 @@ class Scheduler:
 
     # -- the ready-host set --
 
-    def restore(self, states: dict[str, HostState], with_work: Iterable[str]) -> None:
-        """Seed the schedule from the store (after a restart)."""
+    def restore(self, states: dict[str, HostState], with_work: Mapping[str, int]) -> None:
+        """Seed the schedule from the store (after a restart): the hosts' politeness
+        states and their queued URLs."""
         for host, s in states.items():
             self.politeness.restore(
                 host,
@@ -191,16 +212,33 @@ class Scheduler:
             )
         self.add_work(with_work)
 
-    def add_work(self, hosts: Iterable[str]) -> None:
-        """``hosts`` have queued URLs; those that had none become ready."""
-        for host in hosts:
-            if host not in self._work:
-                self._work.add(host)
-                self._ready.append(host)
+    def add_work(self, work: Mapping[str, int]) -> None:
+        """Hosts got this many more queued URLs; those that had none become ready."""
+        for host, urls in work.items():
+            if host in self._work:
+                self._work[host] += urls
+            else:
+                self._work[host] = urls
+                self._make_ready(host)
+
+    def claimed(self, host: str, urls: int = 1) -> None:
+        """``urls`` of ``host``'s queued URLs were claimed (negative: given back)."""
+        if host in self._work:
+            self._work[host] = max(0, self._work[host] - urls)
 
     def drop_work(self, host: str) -> None:
         """``host``'s queue was found empty (its worker ends)."""
-        self._work.discard(host)
+        self._work.pop(host, None)
+
+    def work_left(self, host: str) -> float:
+        """Polite wall time ``host``'s queued URLs will take one at a time (seconds): how
+        many, times what each request costs (at least :data:`REQUEST_COST_FLOOR`)."""
+        cost = max(self.politeness.request_cost(host), REQUEST_COST_FLOOR)
+        return self._work.get(host, 0) * cost
+
+    def _make_ready(self, host: str) -> None:
+        key = (host in self._had_turn, -self.work_left(host), next(self._order), host)
+        heapq.heappush(self._ready, key)
 
     def hosts_with_work(self) -> int:
         """How many hosts have queued URLs (as far as the crawl knows)."""
@@ -219,8 +257,7 @@ class Scheduler:
 
     def hand_back(self, host: str, at: float) -> None:
         """``host``'s worker lets it go until ``at``, its next turn: it then comes back
-        to the ready queue (:meth:`take_ready`), behind the hosts already there (a costly
-        host: behind the costly ones, ahead of the others; see :data:`COSTLY_REQUEST`)."""
+        to the ready queue (:meth:`take_ready`), in its place by its work left."""
         order = next(self._order)
         self._turn_of[host] = order
         heapq.heappush(self._turns, (at, order, host))
@@ -243,29 +280,25 @@ class Scheduler:
         return None
 
     def _turns_come(self) -> None:
-        """Hosts whose turn has come leave the heap for the back of the ready queue (of
-        its costly part for a costly host)."""
+        """Hosts whose turn has come leave the heap for the ready queue."""
         now = self.clock.now()
         while (first := self._first_handed_back()) is not None and first[0] <= now:
             heapq.heappop(self._turns)
             del self._turn_of[first[2]]
-            host = first[2]
-            (self._ready_costly if self.costly(host) else self._ready).append(host)
-
-    def costly(self, host: str) -> bool:
-        """Whether ``host``'s requests cost at least :data:`COSTLY_REQUEST` of polite time."""
-        return self.politeness.request_cost(host) >= COSTLY_REQUEST
+            self._make_ready(first[2])
 
     def take_ready(self, limit: int | None = None) -> list[str]:
-        """The costly hosts handed back whose turn has come (:data:`COSTLY_REQUEST`), then
-        the hosts that got work since the last call, oldest work first, then the other
-        hosts handed back whose turn has come; at most ``limit`` of them (the others stay
-        ready for a later call)."""
+        """The ready hosts (new work, and hosts handed back whose turn has come): those
+        that have not had a turn in this run first, then the others; in each part the
+        most work left first (:meth:`work_left` when each became ready; equal ones in
+        the order they became ready); at most ``limit`` of them (the others stay ready
+        for a later call)."""
         self._turns_come()
         ready: list[str] = []
-        for queue in (self._ready_costly, self._ready):
-            while queue and (limit is None or len(ready) < limit):
-                ready.append(queue.popleft())
+        while self._ready and (limit is None or len(ready) < limit):
+            host = heapq.heappop(self._ready)[3]
+            self._had_turn.add(host)
+            ready.append(host)
         return ready
 
     # -- addresses --
@@ -277,13 +310,12 @@ class Scheduler:
 
     @asynccontextmanager
     async def address_turn(self, host: str) -> AsyncIterator[None]:
-        """Hold ``host``'s address for one request. Among the hosts waiting for it, those
-        whose requests are costly (:data:`COSTLY_REQUEST`) go first, each followed by
-        another host's request when one waits; each class in the order asked (see
-        :class:`_AddressTurn`)."""
+        """Hold ``host``'s address for one request. The requests waiting for it are
+        served by turns: the one whose host has the most work left (:meth:`work_left`),
+        then the one that has waited longest (see :class:`_AddressTurn`)."""
         address = self._address.get(host, host)
         turn = self._address_turns.setdefault(address, _AddressTurn())
-        await turn.acquire(self.costly(host))
+        await turn.acquire(self.work_left(host))
         try:
             yield
         finally:

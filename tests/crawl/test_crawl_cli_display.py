@@ -161,7 +161,9 @@ async def test_the_loop_counts_in_memory(tmp_path: Path, autojump_clock: object)
     crawler.seed([f"gemini://h{h}.test/" for h in range(3)])
     progress = await crawler.run()
     assert len(reports) > 100 and progress.pages > 50
-    counts = [s for s in statements if "count(*)" in s and "state = 'queued'" in s]
+    counts = [
+        s for s in statements if s.startswith("SELECT count(*) FROM urls WHERE state = 'queued'")
+    ]
     assert len(counts) == 2
     assert (
         progress.queued

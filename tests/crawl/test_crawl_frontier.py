@@ -37,7 +37,8 @@ def test_dedup_and_fifo_per_host(conn: sqlite3.Connection) -> None:
     with transaction(conn):
         assert f.add("gemini://a.test/1", 1) == "queued"
         assert f.add("gemini://a.test/", 1) == "known"
-    assert f.hosts_with_work() == ["a.test", "b.test"]
+    assert list(f.hosts_with_work()) == ["a.test", "b.test"]
+    assert f.hosts_with_work() == {"a.test": 2, "b.test": 1}  # oldest first, counted
     first = f.claim("a.test", "L")
     assert first is not None and first.url == "gemini://a.test/" and first.depth == 0
     second = f.claim("a.test", "L")

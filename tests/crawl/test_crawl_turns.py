@@ -26,7 +26,7 @@ from geminibot.crawl.crawler import (
     CrawlOptions,
     Response,
 )
-from geminibot.crawl.scheduler import COSTLY_REQUEST, Scheduler, TurnLater
+from geminibot.crawl.scheduler import REQUEST_COST_FLOOR, Scheduler, TurnLater
 from geminibot.index import connect
 
 
@@ -122,8 +122,10 @@ async def test_a_large_host_takes_turns_with_the_others(
     tmp_path: Path, autojump_clock: object
 ) -> None:
     """WORKERS_PER_SLOT large hosts with no delay seeded before a small one: after
-    TURN_PAGES pages in a row a large host goes to the back of the ready queue, so the
-    small host is crawled before the large ones are done (not after the first of them)."""
+    TURN_PAGES pages in a row a large host goes back to the ready queue, behind the small
+    host that has not had a turn yet (the most work left goes first only among hosts
+    that had their first turn), so the small host is crawled before the large ones are
+    done (not after the first of them)."""
     large = [f"big{i}.test" for i in range(WORKERS_PER_SLOT)]
     hosts = [*((h, 4 * TURN_PAGES, None) for h in large), ("small.test", 2, None)]
     site, crawler = await crawl_hosts(tmp_path, hosts, latency=0.1)
@@ -215,12 +217,12 @@ async def test_a_stop_while_hosts_wait_leaves_them_resumable(
 def test_hosts_handed_back_come_back_when_their_turn_comes() -> None:
     clock = JumpClock(100.0)
     s = Scheduler(clock)
-    s.add_work(["a", "b", "c"])
+    s.add_work(dict.fromkeys("abc", 1))
     assert s.take_ready() == ["a", "b", "c"]
     s.hand_back("a", 130.0)
     s.hand_back("b", 110.0)
     s.hand_back("c", 100.0)  # its turn has come: the back of the ready queue
-    s.add_work(["d"])
+    s.add_work({"d": 1})
     assert s.handed_back() == 3
     assert s.next_hand_back() == 100.0
     assert s.take_ready() == ["d", "c"]
@@ -276,23 +278,24 @@ async def address_order(s: Scheduler, first: str, waiters: Sequence[str]) -> lis
     return got
 
 
-async def test_the_address_goes_first_to_the_host_whose_requests_cost_most() -> None:
-    """Hosts on one address waiting for it: a slow host (its last request took 0.5 s,
-    COSTLY_REQUEST) and one slowed down by a 44 (1 s back-off, still counted after its
-    next answer) go before the fast hosts and the new one that asked before them, but
-    never two costly requests in a row while another host waits (two slow hosts would
-    hold the address between them); each class in the order asked (served in the order
-    asked, a slow host waited behind every fast host's request and was what was left at
-    the end of a crawl)."""
+async def test_the_address_goes_first_to_the_host_with_the_most_work_left() -> None:
+    """Hosts on one address waiting for it are served by turns: the one with the most
+    work left (queued URLs times the polite time each request costs: a slow host's 0.5 s
+    answers, a 44's 1 s back-off still counted after its next answer; at least
+    REQUEST_COST_FLOOR), then the one that asked first. Served in the order asked, a
+    15,000-URL host got one request in dozens on its address and was all that was left
+    at the end of a crawl; served by work alone, the smallest waited for as long as the
+    biggest kept asking."""
     clock = JumpClock(100.0)
     s = Scheduler(clock, test_range=True)
-    hosts = ["holder", "fast1", "fast2", "slow", "limited", "new"]
+    hosts = ["holder", "fast1", "fast2", "slow", "limited", "new", "big"]
     for host in hosts:
         s.set_address(host, "127.0.0.1:1965")
     for host, duration in [("holder", 0.01), ("fast1", 0.01), ("fast2", 0.01), ("slow", 0.5)]:
         s.politeness.restore(
             host, last_end=99.0, last_duration=duration, not_before=0, slow_downs=0
         )
+    s.politeness.restore("big", last_end=99.0, last_duration=0.001, not_before=0, slow_downs=0)
     s.politeness.restore("limited", last_end=None, last_duration=0, not_before=0, slow_downs=0)
     s.start("limited")
     s.finish("limited", 0.01, 44, "1", slow_down=True)  # back-off 1 s
@@ -301,29 +304,42 @@ async def test_the_address_goes_first_to_the_host_whose_requests_cost_most() -> 
     s.finish("limited", 0.01, 20, "", slow_down=False)  # the 44s stop; its cost stays
     assert s.politeness.request_cost("limited") == pytest.approx(1.01)
     assert s.politeness.request_cost("new") == 0.0
-    order = await address_order(s, "holder", ["fast1", "fast2", "new", "slow", "limited"])
-    # costly first, alternating with the others while they wait
-    assert order == ["slow", "fast1", "limited", "fast2", "new"]
+    s.add_work({"fast1": 10, "fast2": 10, "new": 10, "slow": 10, "limited": 3, "big": 1000})
+    assert s.work_left("new") == 10 * REQUEST_COST_FLOOR  # the floor, not its cost of 0
+    assert s.work_left("big") == 1000 * REQUEST_COST_FLOOR  # 1 ms each: the floor
+    assert s.work_left("slow") == pytest.approx(5.0)
+    order = await address_order(s, "holder", ["fast1", "fast2", "new", "slow", "limited", "big"])
+    assert order == ["big", "fast1", "slow", "fast2", "limited", "new"]
+    s.claimed("big", 999)
+    s.claimed("slow", 20)  # never below none
+    assert (s.work_left("big"), s.work_left("slow")) == (REQUEST_COST_FLOOR, 0.0)
+    order = await address_order(s, "holder", ["slow", "fast2", "big"])
+    # the turns go on: the address last passed by work (and then freed), now the oldest
+    assert order == ["slow", "fast2", "big"]
 
 
-async def test_costly_hosts_go_first_when_their_turn_comes() -> None:
-    """Hosts handed back whose requests cost COSTLY_REQUEST or more (at the edge: 0.5 s)
-    come back ahead of new hosts and of fast hosts handed back before them; one just
-    under the bound does not."""
+async def test_the_host_with_the_most_work_left_is_ready_first() -> None:
+    """The ready queue gives the hosts that have not had a turn in this run first, then
+    the others, each part the most work left first; claims and URLs given back move a
+    host's place the next time it becomes ready."""
     clock = JumpClock(100.0)
     s = Scheduler(clock, test_range=True)
-    costs = {"fast": 0.01, "edge": COSTLY_REQUEST, "under": COSTLY_REQUEST - 0.001, "slow": 2.0}
-    for host, duration in costs.items():
+    for host, duration in {"fast": 0.01, "slow": 2.0}.items():
         s.politeness.restore(
             host, last_end=99.0, last_duration=duration, not_before=0, slow_downs=0
         )
-    s.add_work(["fast", "edge", "under", "slow"])
-    assert s.take_ready() == ["fast", "edge", "under", "slow"]
-    for host in ["fast", "under", "edge", "slow"]:
+    s.add_work({"fast": 100, "slow": 1, "small": 5, "tie": 5})
+    assert s.take_ready() == ["slow", "fast", "small", "tie"]  # 2 s, 1 s, 0.05 s, 0.05 s
+    s.claimed("fast", 95)
+    s.claimed("slow", -99)  # 99 given back: 100 now
+    for host in ["fast", "slow", "small", "tie"]:
         s.hand_back(host, 100.0)
-    s.add_work(["new"])
-    assert s.take_ready(3) == ["edge", "slow", "new"]
-    assert s.take_ready() == ["fast", "under"]
+    s.add_work({"new": 1})
+    # a host that has not had a turn goes first, however little its work
+    assert s.take_ready(3) == ["new", "slow", "fast"]
+    assert s.take_ready() == ["small", "tie"]
+    s.drop_work("small")
+    assert s.work_left("small") == 0.0
 
 
 async def test_a_waiter_cancelled_passes_the_address_on() -> None:

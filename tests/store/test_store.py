@@ -95,7 +95,8 @@ def test_query_and_host_bounds(store: CrawlStore) -> None:
 
 def test_claim_in_order_release_and_recover(store: CrawlStore) -> None:
     store.seed([A, A + "1", B])
-    assert store.hosts_with_work() == ["a.test", "b.test"]
+    assert list(store.hosts_with_work()) == ["a.test", "b.test"]
+    assert store.hosts_with_work() == {"a.test": 2, "b.test": 1}  # oldest first, counted
     first = claim(store)
     assert first is not None and (first.url, first.depth) == (A, 0)
     assert store.leased() == [A]
@@ -186,7 +187,7 @@ def test_skip_is_cleared_by_the_next_run(store: CrawlStore, clock: Clock) -> Non
     store.seed([A])
     store.skip_host("a.test", "robots.txt unreachable")
     store.host_states()
-    assert store.hosts_with_work() == ["a.test"]
+    assert list(store.hosts_with_work()) == ["a.test"]
 
 
 def test_certificate_pins_are_kept(store: CrawlStore) -> None:

@@ -87,7 +87,7 @@ def test_links_found_twice_are_kept_once(two: tuple[PgStore, PgStore]) -> None:
         assert woken == ({"a.test": 1, "b.test": 1} if me == "p1" else {})
     assert p1.queued() == 2
     stats = p1.hosts_with_work()
-    assert stats == ["a.test", "b.test"]
+    assert stats == {"a.test": 1, "b.test": 1}
 
 
 def test_hold_host_right_before_a_request(two: tuple[PgStore, PgStore]) -> None:

@@ -47,7 +47,7 @@ def test_migrate_moves_everything(
             ]
     store = PgStore(pg_url, clock, LIMITS)
     try:  # the crawl goes on: the queue in its order, new rows after the old ones
-        assert store.hosts_with_work() == ["b.test"]
+        assert list(store.hosts_with_work()) == ["b.test"]
         assert store.lease_host("b.test", "next") is not None
         claim = store.claim("b.test", "next")
         assert claim is not None and claim.url == B
