@@ -322,7 +322,9 @@ async def test_capsules_on_one_address_are_paced_as_one(
 ) -> None:
     """Six capsules on one server that allows 2 requests/s per client, each asking
     Crawl-delay: 1: paced per host name the crawler sent 6 requests/s and was answered
-    44 (30 times in 71 requests when this was measured); per address, 1 request/s. The
+    44 (30 times in 71 requests when this was measured); per address, one request at a
+    time, each at least --min-delay 0.5 s (the address's delay here) after the last
+    request to the address and 1 s after its host's last one. The
     server and the crawl run in this trio run, on one mock clock: the pacing is the
     crawler's, the seconds are not waited."""
     capsules = tmp_path / "capsules"
