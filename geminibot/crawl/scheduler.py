@@ -32,12 +32,11 @@ one with the most work left (:meth:`Scheduler.work_left`: its queued URLs, count
 memory, times the polite wall time each of its requests costs); which host's request
 gets a busy address next: by turns, the one with the most work left and the one that
 has waited longest (:class:`_AddressTurn`). Each host is a chain of requests
-one at a time, so a crawl lasts at least as long as its longest chain; served in turn
-like the others, a 15,000-URL capsule allowed ten requests a second got one turn in
-hundreds and was all that was left for the crawl's last quarter of an hour (issue 15),
-as slow capsules were before it. Longest work first (the classic rule for scheduling
-chains on few machines) starts the long chains early and keeps them going, while the
-short ones fill the gaps and end together.
+one at a time, so a crawl lasts at least as long as its longest chain (and as its
+busiest address's requests, one at a time): served in turn like the others, the biggest
+and the slow capsules were all that was left at the end of a crawl (issue 15). Longest
+work first (the classic rule for scheduling chains on few machines) starts the long
+chains early and keeps them going, while the short ones fill the gaps.
 """
 
 from __future__ import annotations
@@ -106,6 +105,12 @@ class TurnLater(Exception):
 #: this, a host's measured cost (its last request's duration and the wait before its
 #: next: delay, or 44 back-off) counts.
 REQUEST_COST_FLOOR = 0.01
+#: An address's line by work keeps the waiters served from its other line (by age) until
+#: they come up; past twice the waiters plus this many entries it is rebuilt without
+#: them. Without it, a busy address whose waiters never all left kept every small host's
+#: served request in the heap for the whole crawl (the likely cause of the synthetic
+#: Geminispace's day-0 peak RSS rising from 130 to 166 MiB with the lines by turns).
+ADDRESS_LINE_SLACK = 64
 
 
 @dataclass(eq=False)
@@ -133,6 +138,7 @@ class _AddressTurn:
         self._oldest: deque[_Waiter] = deque()
         self._order = itertools.count()
         self._by_work = False  # whether the last waiter served was the one with most work
+        self._waiting = 0  # waiters not gone
 
     async def acquire(self, work: float) -> None:
         if not self.held:
@@ -141,14 +147,20 @@ class _AddressTurn:
                 self.held = True
                 return
         waiter = _Waiter(work)
+        if len(self._most_work) > 2 * self._waiting + ADDRESS_LINE_SLACK:
+            self._most_work = [entry for entry in self._most_work if not entry[2].gone]
+            heapq.heapify(self._most_work)
         heapq.heappush(self._most_work, (-work, next(self._order), waiter))
         self._oldest.append(waiter)
+        self._waiting += 1
         try:
             await waiter.event.wait()
         except BaseException:
             if waiter.event.is_set():  # the turn was passed to us as we were cancelled
                 self.release()  # pass it on
-            waiter.gone = True
+            elif not waiter.gone:
+                waiter.gone = True
+                self._waiting -= 1
             raise
 
     def release(self) -> None:
@@ -161,6 +173,7 @@ class _AddressTurn:
             self.held = False
         else:
             waiter.gone = True
+            self._waiting -= 1
             waiter.event.set()
 
     def _next_by_work(self) -> _Waiter | None:

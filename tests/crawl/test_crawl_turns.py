@@ -26,7 +26,13 @@ from geminibot.crawl.crawler import (
     CrawlOptions,
     Response,
 )
-from geminibot.crawl.scheduler import REQUEST_COST_FLOOR, Scheduler, TurnLater
+from geminibot.crawl.scheduler import (
+    ADDRESS_LINE_SLACK,
+    REQUEST_COST_FLOOR,
+    Scheduler,
+    TurnLater,
+    _AddressTurn,
+)
 from geminibot.index import connect
 
 
@@ -367,3 +373,36 @@ async def test_a_waiter_cancelled_passes_the_address_on() -> None:
     async with s.address_turn("a"):  # free again
         got.append("a")
     assert got == ["c", "a"]
+
+
+async def test_an_address_busy_for_long_keeps_its_line_by_work_short() -> None:
+    """An address that always has waiters: each round a big host and a small one wait, the
+    small one served by age. Its heap entry would stay below the big hosts' for as long
+    as the address is busy; the line by work is rebuilt without the waiters served past
+    twice the waiters plus ADDRESS_LINE_SLACK, so it stays that short however long the
+    address is busy (it grew by one entry a round before)."""
+    turn = _AddressTurn()
+    await turn.acquire(0.0)  # held
+    served: list[str] = []
+    sizes: list[int] = []
+
+    async def wait(name: str, work: float) -> None:
+        await turn.acquire(work)
+        served.append(name)
+
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(wait, "small-0", 0.1)
+        await trio.testing.wait_all_tasks_blocked()
+        for i in range(20 * ADDRESS_LINE_SLACK):
+            nursery.start_soon(wait, f"big-{i}", 100.0 + i)
+            nursery.start_soon(wait, f"small-{i + 1}", 0.1)
+            await trio.testing.wait_all_tasks_blocked()
+            turn.release()  # by turns: one by work, one by age
+            turn.release()
+            await trio.testing.wait_all_tasks_blocked()
+            sizes.append(len(turn._most_work))
+        while len(served) < 1 + 2 * 20 * ADDRESS_LINE_SLACK:
+            turn.release()
+            await trio.testing.wait_all_tasks_blocked()
+    assert served.count("small-0") == 1 and len(set(served)) == len(served)
+    assert max(sizes) <= 2 * 2 + ADDRESS_LINE_SLACK + 2
