@@ -134,12 +134,8 @@ class Politeness:
         """The wait between two requests to ``host`` (see module docstring)."""
         h = self._host(host)
         if h.pace.delay is not None:
-            delay = h.pace.delay
-        elif self.test_range:
-            delay = 0.0
-        else:
-            delay = max(DEFAULT_MIN_DELAY, DEFAULT_DURATION_FACTOR * h.last_duration)
-        return max(delay, self.min_delay)
+            return max(h.pace.delay, self.min_delay)
+        return self._rule_of_thumb(h.last_duration)
 
     def group_delay(self, host: str) -> float:
         """The wait between two requests to ``host``'s group, whatever their hosts: the
@@ -147,11 +143,15 @@ class Politeness:
         ``min_delay``; a host waits the shorter of this and its own :meth:`delay` from the
         group's last request (see the module docstring)."""
         group = self._group(host)
-        duration = 0.0 if group is None else group.last_duration
-        default = (
-            0.0 if self.test_range else max(DEFAULT_MIN_DELAY, DEFAULT_DURATION_FACTOR * duration)
-        )
-        return max(default, self.min_delay)
+        return self._rule_of_thumb(0.0 if group is None else group.last_duration)
+
+    def _rule_of_thumb(self, last_duration: float) -> float:
+        """The wait after a request that took ``last_duration`` when no policy sets one:
+        :data:`DEFAULT_MIN_DELAY` or :data:`DEFAULT_DURATION_FACTOR` times it (zero with
+        ``test_range``), never under ``min_delay``."""
+        if self.test_range:
+            return self.min_delay
+        return max(DEFAULT_MIN_DELAY, DEFAULT_DURATION_FACTOR * last_duration, self.min_delay)
 
     def request_cost(self, host: str) -> float:
         """Polite wall time one request to ``host`` costs: its last duration and the wait
