@@ -135,6 +135,10 @@ QUERIES_ON_PATH = (
 )
 #: A host's oldest queued URL.
 CLAIM = "SELECT url, depth FROM urls WHERE host = ? AND state = 'queued' ORDER BY id LIMIT 1"
+#: Hosts with queued URLs, oldest work first, with how many each (both stores).
+HOSTS_WITH_WORK = (
+    "SELECT host, count(*) FROM urls WHERE state = 'queued' GROUP BY host ORDER BY min(id)"
+)
 
 
 def count_deep(paths: Iterable[Sequence[object]]) -> int:
@@ -325,9 +329,7 @@ class Frontier:
 
     def hosts_with_work(self) -> dict[str, int]:
         """Hosts with queued URLs, oldest work first, with how many each."""
-        rows = self.conn.execute(
-            "SELECT host, count(*) FROM urls WHERE state = 'queued' GROUP BY host ORDER BY min(id)"
-        ).fetchall()
+        rows = self.conn.execute(HOSTS_WITH_WORK).fetchall()
         return {str(r[0]): int(r[1]) for r in rows}
 
     def queued(self) -> int:

@@ -43,6 +43,7 @@ from geminibot.crawl.freshness import Visit
 from geminibot.crawl.frontier import (
     CAP_REASON,
     DEEP_PATHS,
+    HOSTS_WITH_WORK,
     MAX_URL_ATTEMPTS,
     Claim,
     Limits,
@@ -161,10 +162,7 @@ class PgStore:
 
     def hosts_with_work(self) -> dict[str, int]:
         with self._tx() as conn:
-            rows = conn.execute(
-                "SELECT host, count(*) FROM urls WHERE state = 'queued' GROUP BY host"
-                " ORDER BY min(id)"
-            ).fetchall()
+            rows = conn.execute(HOSTS_WITH_WORK).fetchall()
         return {str(r[0]): int(r[1]) for r in rows}
 
     def count_pages(self) -> int:
