@@ -213,7 +213,8 @@ def register(commands: Any) -> None:
         type=positive_int,
         default=DEFAULT_CONCURRENCY,
         metavar="N",
-        help=f"requests in flight across hosts (default {DEFAULT_CONCURRENCY})",
+        help=f"most requests in flight across hosts (default {DEFAULT_CONCURRENCY}; fewer "
+        "while the crawler's own CPU is what holds them up)",
     )
     crawl.add_argument(
         "--test-range",

@@ -62,6 +62,7 @@ from geminibot.crawl.freshness import (
     retry_delay,
 )
 from geminibot.crawl.frontier import Claim, Limits
+from geminibot.crawl.inflight import PROBE_INTERVAL, WINDOW, InFlight
 from geminibot.crawl.policy_files import PolicyFiles, Sent, Skip
 from geminibot.crawl.scheduler import Clock, Scheduler, TrioWallClock, TurnLater
 from geminibot.crawl.schemes import (
@@ -188,6 +189,9 @@ class Progress:
     hosts_skipped: dict[str, str] = field(default_factory=dict)
     elapsed: float = 0.0
     in_flight: int = 0
+    #: Requests allowed in flight now: ``concurrency``, less while the crawler's event
+    #: loop is saturated (:mod:`geminibot.crawl.inflight`).
+    in_flight_limit: int = 0
     #: What the crawl waits for when nothing is in flight: (host, seconds until its turn).
     next_request: tuple[str, float] | None = None
     #: Why the crawl ended before its queue was empty ("--max-pages", "--max-time"), if so.
@@ -264,6 +268,8 @@ class Crawler:
         self._addressed: set[str] = set()  # hosts whose address the scheduler knows
         self._pages_before = 0
         self._limiter: trio.CapacityLimiter | None = None
+        self._in_flight_limit = InFlight(options.concurrency)
+        self._sending = trio.Event()  # set when a request starts (the lag probe waits)
         self._cancel: trio.CancelScope | None = None
 
     @property
@@ -345,11 +351,12 @@ class Crawler:
         self.scheduler.restore(self.store.host_states(), self.store.hosts_with_work())
         self._pages_before = self.store.count_pages()
         self._queued = self.store.queued()
-        self._limiter = trio.CapacityLimiter(max(1, self.options.concurrency))
+        self._limiter = trio.CapacityLimiter(self._in_flight_limit.limit)
         max_time = self.options.max_time
         with trio.move_on_after(math.inf if max_time is None else max_time) as timer:
             async with trio.open_nursery() as nursery:
                 self._cancel = nursery.cancel_scope
+                nursery.start_soon(self._govern_in_flight)
                 if self.on_progress is not None:
                     nursery.start_soon(self._report_progress, self.on_progress)
                 while not self._stopping:
@@ -457,8 +464,32 @@ class Crawler:
         return len(self._running) + len(self._handed_back)
 
     def _workers_max(self) -> int:
-        """Host workers at once (:data:`WORKERS_PER_SLOT`)."""
-        return max(1, self.options.concurrency) * WORKERS_PER_SLOT
+        """Host workers at once (:data:`WORKERS_PER_SLOT` per request allowed in flight)."""
+        return self._in_flight_limit.limit * WORKERS_PER_SLOT
+
+    async def _govern_in_flight(self) -> None:
+        """Probe the event loop's lag and set the requests allowed in flight from it
+        (:mod:`geminibot.crawl.inflight`), window after window."""
+        assert self._limiter is not None
+        lags: list[float] = []
+        waited = False
+        start = trio.current_time()
+        while True:
+            if not self._in_flight:  # nothing to hold up: no timer (a mock clock jumps)
+                self._sending = trio.Event()
+                await self._sending.wait()
+                lags.clear()
+                start = trio.current_time()
+            before = trio.current_time()
+            await trio.sleep(PROBE_INTERVAL)
+            after = trio.current_time()
+            lags.append(max(0.0, after - before - PROBE_INTERVAL))
+            waited = waited or self._limiter.statistics().tasks_waiting > 0
+            if after - start >= WINDOW:
+                self._limiter.total_tokens = self._in_flight_limit.observe(lags, waited)
+                lags.clear()
+                waited = False
+                start = after
 
     def _take_ready(self) -> Iterator[str]:
         """Ready hosts while there is room for workers (:data:`WORKERS_PER_SLOT`)."""
@@ -496,6 +527,7 @@ class Crawler:
         p.hosts_seen = self.scheduler.hosts_with_work()
         p.hosts_skipped = dict(self._skipped)
         p.in_flight = self._in_flight
+        p.in_flight_limit = self._in_flight_limit.limit
         waiting = self.scheduler.next_turn()
         now = self.clock()
         p.next_request = None if waiting is None else (waiting[0], max(0.0, waiting[1] - now))
@@ -686,6 +718,7 @@ class Crawler:
                 raise LostHost(host)
             self.scheduler.start(host)
             self._in_flight += 1
+            self._sending.set()
             started = self.clock()
             response: Response | None = None
             try:
