@@ -112,7 +112,9 @@ WORKERS_PER_SLOT = 4
 HOLD_TURN = 0.25
 #: Pages a host's worker fetches in a row before it hands the host back (to the back of
 #: the ready queue, at its next turn): a 15,000-URL host takes turns with the others
-#: instead of holding a worker for hours while other hosts were never started.
+#: instead of holding a worker for hours while other hosts were never started. Unless
+#: no ready host is to go before it (:meth:`Scheduler.keeps_turn`): the longest chain
+#: then keeps its worker.
 TURN_PAGES = 8
 #: Site policies of hosts handed back kept in memory for their next turn (about 2 KiB
 #: each for the synthetic space's policy files; 4,400 capsules in Geminispace); beyond
@@ -593,7 +595,9 @@ class Crawler:
                 self._skip(host, self.scheduler.skipped(host) or "skipped")
                 return None
             now = self.clock()
-            if pages >= TURN_PAGES or at - now > HOLD_TURN:
+            if at - now > HOLD_TURN or (
+                pages >= TURN_PAGES and not self.scheduler.keeps_turn(host)
+            ):
                 return max(at, now), policy
             claim = self.store.claim(host, self.lease)
             if claim is None:

@@ -300,6 +300,18 @@ class Scheduler:
             del self._turn_of[first[2]]
             self._make_ready(first[2])
 
+    def keeps_turn(self, host: str) -> bool:
+        """Whether ``host``'s worker may go on past its share of pages in a row
+        (``TURN_PAGES``): no ready host is to go before it (one without a turn in this
+        run yet, or one with more work left). The longest chain then never waits for a
+        worker between turns: at the end of a crawl it is all that is left, so every
+        wait it had is time added to the crawl."""
+        self._turns_come()
+        if not self._ready:
+            return True
+        had_turn, minus_work, _, _ = self._ready[0]
+        return had_turn and -minus_work <= self.work_left(host)
+
     def take_ready(self, limit: int | None = None) -> list[str]:
         """The ready hosts (new work, and hosts handed back whose turn has come): those
         that have not had a turn in this run first, then the others; in each part the

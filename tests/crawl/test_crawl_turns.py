@@ -348,6 +348,40 @@ async def test_the_host_with_the_most_work_left_is_ready_first() -> None:
     assert s.work_left("small") == 0.0
 
 
+def test_the_longest_chain_keeps_its_turn_while_no_ready_host_is_to_go_first() -> None:
+    clock = JumpClock(100.0)
+    s = Scheduler(clock, test_range=True)
+    s.add_work({"big": 100, "small": 5})
+    assert s.take_ready(1) == ["big"]
+    assert not s.keeps_turn("big")  # small has not had a turn yet
+    assert s.take_ready() == ["small"]
+    assert s.keeps_turn("big")  # no host ready
+    s.hand_back("small", 100.0)  # ready again, with less work left than big
+    assert s.keeps_turn("big")
+    s.claimed("big", 96)  # 4 left: small's 5 go first
+    assert not s.keeps_turn("big")
+
+
+async def test_a_large_host_keeps_its_worker_while_no_other_host_waits(
+    tmp_path: Path, autojump_clock: object, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A large host and a small one, workers for both: the large host is never handed
+    back after its TURN_PAGES pages (it was, three times, waiting for a worker each time
+    while nothing else could use one)."""
+    handed: list[str] = []
+    hand_back = Scheduler.hand_back
+
+    def spy(self: Scheduler, host: str, at: float) -> None:
+        handed.append(host)
+        hand_back(self, host, at)
+
+    monkeypatch.setattr(Scheduler, "hand_back", spy)
+    hosts = [("big.test", 4 * TURN_PAGES, None), ("small.test", 3, None)]
+    _, crawler = await crawl_hosts(tmp_path, hosts, latency=0.1)
+    assert crawler.store.queued() == 0
+    assert "big.test" not in handed
+
+
 async def test_a_waiter_cancelled_passes_the_address_on() -> None:
     """A host cancelled while it waits for its address leaves the line; one cancelled just
     as the address was passed to it passes it on (the address is never left held)."""
