@@ -55,7 +55,8 @@ if TYPE_CHECKING:
 
 #: Exit code of a crawl stopped by Ctrl-C (resumable).
 EXIT_INTERRUPTED = 130
-#: Exit code of a crawl that fetched nothing and met errors, or could not write its
+#: Exit code of a crawl that fetched nothing and met errors, that made no request while
+#: URLs were queued (every host with work skipped for now), or could not write its
 #: database (disk full) or its WARC files: what was committed is kept, run it again.
 EXIT_FAILED = 1
 #: Seconds a host name's lookup may take (for pacing by address).
@@ -562,7 +563,18 @@ async def _run(
         # Nothing fetched, and why is an error: say so rather than succeed silently.
         print(
             f"geminibot crawl: nothing fetched: {progress.errors} requests failed "
-            f"({progress.last_error or 'see the skipped hosts above'})",
+            f"({terminal_safe(progress.last_error or 'see the skipped hosts above')})",
+            file=sys.stderr,
+        )
+        return EXIT_FAILED
+    if progress.requests == 0 and progress.queued and not progress.limit:
+        # URLs queued and not one request (every host with work skipped for now: its
+        # policy files cached as unreachable, its next turn beyond the longest wait, ...).
+        skipped = sorted(progress.hosts_skipped.items())
+        why = f"{skipped[0][0]}: {skipped[0][1]}" if skipped else "no host may be asked now"
+        print(
+            f"geminibot crawl: nothing fetched: {progress.queued} URLs queued, no request "
+            f"made ({terminal_safe(why)}); run again later",
             file=sys.stderr,
         )
         return EXIT_FAILED
@@ -623,7 +635,7 @@ def _summary(
     if p.excluded:
         print(f"excluded by --exclude: {p.excluded} URLs", file=out)
     for host, reason in sorted(p.hosts_skipped.items()):
-        print(f"skipped for now: {host}: {reason}", file=out)
+        print(f"skipped for now: {terminal_safe(host)}: {terminal_safe(reason)}", file=out)
     if archive is not None:
         print(f"WARC: {archive.path} ({archive.records} records)", file=out)
     if interrupted:

@@ -118,6 +118,19 @@ def test_a_crawl_of_unreachable_hosts_fails(tmp_path: Path) -> None:
     assert "gemini://127.0.0.1:1/robots.txt: ConnectionFailed" in line
 
 
+def test_a_second_crawl_that_makes_no_request_fails(tmp_path: Path) -> None:
+    """Run again within the policy-file cache's window, the unreachable host is skipped
+    for now without a request: not a success (it was exit 0, "1 URLs left")."""
+    db = str(tmp_path / "u.db")
+    assert geminibot("crawl", "gemini://127.0.0.1:1/", "--db", db).returncode == 1
+    proc = geminibot("crawl", "gemini://127.0.0.1:1/", "--db", db)
+    assert proc.returncode == 1
+    assert first_line(proc.stdout).startswith("crawled 0 pages (0 requests)")
+    line = one_line(proc.stderr)
+    assert line.startswith("geminibot crawl: nothing fetched: 1 URLs queued, no request made (")
+    assert line.endswith("); run again later")
+
+
 # --- does not stop when told ---
 
 
