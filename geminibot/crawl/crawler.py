@@ -470,28 +470,32 @@ class Crawler:
         return self._in_flight_limit.limit * WORKERS_PER_SLOT
 
     async def _govern_in_flight(self) -> None:
-        """Probe the event loop's lag and set the requests allowed in flight from it
-        (:mod:`geminibot.crawl.inflight`), window after window."""
+        """Probe the event loop's lag and the process's CPU time, and set the requests
+        allowed in flight from them (:mod:`geminibot.crawl.inflight`), window after
+        window."""
         assert self._limiter is not None
         lags: list[float] = []
         waited = False
-        start = trio.current_time()
+        start, wall, cpu = trio.current_time(), time.monotonic(), time.process_time()
         while True:
             if not self._in_flight:  # nothing to hold up: no timer (a mock clock jumps)
                 self._sending = trio.Event()
                 await self._sending.wait()
                 lags.clear()
-                start = trio.current_time()
+                start, wall, cpu = trio.current_time(), time.monotonic(), time.process_time()
             before = trio.current_time()
             await trio.sleep(PROBE_INTERVAL)
             after = trio.current_time()
             lags.append(max(0.0, after - before - PROBE_INTERVAL))
             waited = waited or self._limiter.statistics().tasks_waiting > 0
             if after - start >= WINDOW:
-                self._limiter.total_tokens = self._in_flight_limit.observe(lags, waited)
+                now_wall, now_cpu = time.monotonic(), time.process_time()
+                busy = (now_cpu - cpu) / max(now_wall - wall, 1e-9)
+                limit = self._in_flight_limit.observe(lags, waited, busy)
+                self._limiter.total_tokens = limit
                 lags.clear()
                 waited = False
-                start = after
+                start, wall, cpu = after, now_wall, now_cpu
 
     def _take_ready(self) -> Iterator[str]:
         """Ready hosts while there is room for workers (:data:`WORKERS_PER_SLOT`)."""

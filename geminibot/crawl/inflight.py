@@ -10,12 +10,17 @@ chain, one at a time, so that wait is paid once per request by every host: on th
 synthetic Geminispace at 128 in flight, its biggest host (``Request-rate: 600/1m``) ran
 at a quarter of its allowed pace and was all that was left at the end (issue 15).
 
-So the crawler measures its event loop's lag (how late a short sleep wakes up) and
-:class:`InFlight` adjusts the limit once per :data:`WINDOW`:
+So the crawler measures its event loop's lag (how late a short sleep wakes up) and its
+own CPU time, and :class:`InFlight` adjusts the limit once per :data:`WINDOW`:
 
-- the lag's median over a window above :data:`LAG_HIGH`: the limit shrinks by
-  :data:`DECREASE` (never under :data:`MIN_IN_FLIGHT`);
-- under :data:`LAG_LOW` while requests waited for a place (the limit was what held them):
+- the lag's median over a window above :data:`LAG_HIGH` while the process used at least
+  :data:`BUSY` of a core: the limit shrinks by :data:`DECREASE` (never under
+  :data:`MIN_IN_FLIGHT`). Lag alone is no proof of a saturated CPU: a loop running many
+  tasks per step lags with idle time to spare, and requests waiting on slow servers use
+  no CPU at all (at a crawl's start, slow capsules' half-second answers held most places
+  of a limit shrunk on lag alone, and the crawl fell to a third of its pace);
+- under :data:`LAG_LOW`, or under :data:`BUSY`, while requests waited for a place (the
+  limit was what held them):
   it grows by :data:`INCREASE` of itself (at least one), up to ``--concurrency``: slow
   hosts holding the places (their requests wait on the network, not on the loop) have
   it back to 128 from 20 in about 16 seconds.
@@ -38,6 +43,9 @@ WINDOW = 1.0
 LAG_HIGH = 0.010
 #: Median lag (seconds) under which the loop keeps up: the limit may grow.
 LAG_LOW = 0.004
+#: Share of one core (CPU seconds per second) from which the crawl process counts as
+#: saturated: below it, fewer requests in flight would leave the CPU idle.
+BUSY = 0.9
 #: A saturated window multiplies the limit by this.
 DECREASE = 0.8
 #: A window that kept up while requests waited adds this fraction of the limit (>= 1).
@@ -55,14 +63,14 @@ class InFlight:
         self.minimum = max(1, min(minimum, self.maximum))
         self.limit = self.maximum
 
-    def observe(self, lags: Sequence[float], waited: bool) -> int:
-        """One window: the probes' lags (seconds), and whether a request waited for a
-        place in it -> the new limit."""
+    def observe(self, lags: Sequence[float], waited: bool, busy: float) -> int:
+        """One window: the probes' lags (seconds), whether a request waited for a place
+        in it, and the process's CPU seconds per second in it -> the new limit."""
         if not lags:
             return self.limit
         lag = statistics.median(lags)
-        if lag > LAG_HIGH:
+        if lag > LAG_HIGH and busy >= BUSY:
             self.limit = max(self.minimum, int(self.limit * DECREASE))
-        elif lag < LAG_LOW and waited:
+        elif (lag < LAG_LOW or busy < BUSY) and waited:
             self.limit = min(self.maximum, self.limit + max(1, int(self.limit * INCREASE)))
         return self.limit
