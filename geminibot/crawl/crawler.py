@@ -11,8 +11,11 @@ Per host, one worker: it first learns the host's policy
 the same politeness rules as any request, redirects followed as RFC 9309 2.3.1.2 asks), then claims the host's queued URLs one by one, checks each against the
 site policy for the declared bot (the decision is recorded), waits its turn, fetches, and
 commits the page, its links and the new frontier rows in one transaction. A shared
-:class:`trio.CapacityLimiter` bounds the requests in flight across hosts
-(``concurrency``); a worker holds it only while its request runs. A worker keeps its host
+:class:`~geminibot.crawl.scheduler.Turns` bounds the requests in flight across hosts
+(``concurrency``, fewer while the crawler's CPU is saturated:
+:mod:`geminibot.crawl.inflight`), served by turns, the host with the most work left and
+the request that waited longest (as each address is); a worker holds a place only while
+its request runs. A worker keeps its host
 for one turn: while the host's next request is due within :data:`HOLD_TURN`, at most
 :data:`TURN_PAGES` pages; then the host is handed back to the scheduler's heap until its
 next turn (lease and policy kept) and the worker ends, its place going to another ready
@@ -64,7 +67,7 @@ from geminibot.crawl.freshness import (
 from geminibot.crawl.frontier import Claim, Limits
 from geminibot.crawl.inflight import PROBE_INTERVAL, WINDOW, InFlight
 from geminibot.crawl.policy_files import PolicyFiles, Sent, Skip
-from geminibot.crawl.scheduler import Clock, Scheduler, TrioWallClock, TurnLater
+from geminibot.crawl.scheduler import Clock, Scheduler, TrioWallClock, TurnLater, Turns
 from geminibot.crawl.schemes import (
     host_key,
     host_name,
@@ -269,7 +272,7 @@ class Crawler:
         self._in_flight = 0
         self._addressed: set[str] = set()  # hosts whose address the scheduler knows
         self._pages_before = 0
-        self._limiter: trio.CapacityLimiter | None = None
+        self._places: Turns | None = None  # the requests allowed in flight, by turns
         self._in_flight_limit = InFlight(options.concurrency)
         self._sending = trio.Event()  # set when a request starts (the lag probe waits)
         self._cancel: trio.CancelScope | None = None
@@ -353,7 +356,7 @@ class Crawler:
         self.scheduler.restore(self.store.host_states(), self.store.hosts_with_work())
         self._pages_before = self.store.count_pages()
         self._queued = self.store.queued()
-        self._limiter = trio.CapacityLimiter(self._in_flight_limit.limit)
+        self._places = Turns(self._in_flight_limit.limit)
         max_time = self.options.max_time
         with trio.move_on_after(math.inf if max_time is None else max_time) as timer:
             async with trio.open_nursery() as nursery:
@@ -473,7 +476,7 @@ class Crawler:
         """Probe the event loop's lag and the process's CPU time, and set the requests
         allowed in flight from them (:mod:`geminibot.crawl.inflight`), window after
         window."""
-        assert self._limiter is not None
+        assert self._places is not None
         lags: list[float] = []
         waited = False
         start, wall, cpu = trio.current_time(), time.monotonic(), time.process_time()
@@ -487,12 +490,12 @@ class Crawler:
             await trio.sleep(PROBE_INTERVAL)
             after = trio.current_time()
             lags.append(max(0.0, after - before - PROBE_INTERVAL))
-            waited = waited or self._limiter.statistics().tasks_waiting > 0
+            waited = waited or self._places.waiting > 0
             if after - start >= WINDOW:
                 now_wall, now_cpu = time.monotonic(), time.process_time()
                 busy = (now_cpu - cpu) / max(now_wall - wall, 1e-9)
                 limit = self._in_flight_limit.observe(lags, waited, busy)
-                self._limiter.total_tokens = limit
+                self._places.set_capacity(limit)
                 lags.clear()
                 waited = False
                 start, wall, cpu = after, now_wall, now_cpu
@@ -681,7 +684,6 @@ class Crawler:
         ``policy`` sets the pace (with none, the default delay applies: the policy files
         themselves are fetched before it is known) and whether to announce the bot."""
         adapter = adapter_for(host)
-        assert self._limiter is not None
         if policy is not None:
             last_duration = self.scheduler.last_duration(host)
             answer = policy.delay(self.bot, self._at(), last_duration, url)
@@ -718,8 +720,8 @@ class Crawler:
         claimed: str | None,
     ) -> Sent | None:
         """:meth:`_request` once it is the host's turn and its address is ours."""
-        assert self._limiter is not None
-        async with self._limiter:
+        assert self._places is not None
+        async with self._places.turn(self.scheduler.work_left(host)):
             # after every wait (the limiter's too): is the host (and the claim) still ours?
             # (On SQLite this also commits the claim's attempt before its request.)
             if not self.store.hold_host(host, self.lease, claimed):

@@ -31,7 +31,7 @@ its policy files read and its first pages fetched early, whatever its size), the
 one with the most work left (:meth:`Scheduler.work_left`: its queued URLs, counted in
 memory, times the polite wall time each of its requests costs); which host's request
 gets a busy address next: by turns, the one with the most work left and the one that
-has waited longest (:class:`_AddressTurn`). Each host is a chain of requests
+has waited longest (:class:`Turns`). Each host is a chain of requests
 one at a time, so a crawl lasts at least as long as its longest chain (and as its
 busiest address's requests, one at a time): served in turn like the others, the biggest
 and the slow capsules were all that was left at the end of a crawl (issue 15). Longest
@@ -105,7 +105,8 @@ class TurnLater(Exception):
 #: this, a host's measured cost (its last request's duration and the wait before its
 #: next: delay, or 44 back-off) counts.
 REQUEST_COST_FLOOR = 0.01
-#: An address's line by work keeps the waiters served from its other line (by age) until
+#: A line by work (:class:`Turns`: an address's, the crawl's places in flight) keeps the
+#: waiters served from its other line (by age) until
 #: they come up; past twice the waiters plus this many entries it is rebuilt without
 #: them. Without it, a busy address whose waiters never all left kept every small host's
 #: served request in the heap for the whole crawl (the likely cause of the synthetic
@@ -122,29 +123,53 @@ class _Waiter:
     gone: bool = False  # served, or cancelled: skipped when met in either line
 
 
-class _AddressTurn:
-    """One address, one request at a time; the requests waiting for it are served by
-    turns: the one whose host has the most work left (:meth:`Scheduler.work_left`), then
-    the one that has waited longest, and so on. The host with the most work gets every
-    other request while it asks (its chain of requests is what the crawl's end waits
-    for), and no request waits more than twice the line ahead of it (served by work
-    alone, a small host's claimed URL waited as long as a big host on its address kept
-    asking). Never faster: the host's own turn and the address's one request at a time
-    still hold."""
+class Turns:
+    """``capacity`` places held at once (an address: one request at a time; the crawl:
+    the requests allowed in flight); the requests waiting for one are served by turns:
+    the one whose host has the most work left (:meth:`Scheduler.work_left`), then the one
+    that has waited longest, and so on. The host with the most work gets every other
+    place while it asks (its chain of requests is what the crawl's end waits for), and
+    no request waits more than twice the line ahead of it (served by work alone, a small
+    host's claimed URL waited as long as a big host on its address kept asking). Never
+    faster: the host's own turn and the places' number still hold. ``capacity`` may
+    change while places are held: a lower one takes effect as places are released."""
 
-    def __init__(self) -> None:
-        self.held = False
+    def __init__(self, capacity: int = 1) -> None:
+        self.capacity = capacity
+        self.held = 0
         self._most_work: list[tuple[float, int, _Waiter]] = []  # heap: (-work, order, w)
         self._oldest: deque[_Waiter] = deque()
         self._order = itertools.count()
         self._by_work = False  # whether the last waiter served was the one with most work
         self._waiting = 0  # waiters not gone
 
+    @property
+    def waiting(self) -> int:
+        """Requests waiting for a place."""
+        return self._waiting
+
+    def set_capacity(self, capacity: int) -> None:
+        """Hold at most ``capacity`` places: more places serve waiters at once; fewer
+        wait for places to be released."""
+        self.capacity = capacity
+        while self.held < self.capacity and (waiter := self._next()) is not None:
+            self.held += 1
+            self._serve(waiter)
+
+    @asynccontextmanager
+    async def turn(self, work: float) -> AsyncIterator[None]:
+        """Hold a place, for a host with ``work`` left, while in the ``with`` block."""
+        await self.acquire(work)
+        try:
+            yield
+        finally:
+            self.release()
+
     async def acquire(self, work: float) -> None:
-        if not self.held:
+        if self.held < self.capacity:
             await trio.lowlevel.checkpoint()
-            if not self.held:
-                self.held = True
+            if self.held < self.capacity:
+                self.held += 1
                 return
         waiter = _Waiter(work)
         if len(self._most_work) > 2 * self._waiting + ADDRESS_LINE_SLACK:
@@ -156,7 +181,7 @@ class _AddressTurn:
         try:
             await waiter.event.wait()
         except BaseException:
-            if waiter.event.is_set():  # the turn was passed to us as we were cancelled
+            if waiter.event.is_set():  # the place was passed to us as we were cancelled
                 self.release()  # pass it on
             elif not waiter.gone:
                 waiter.gone = True
@@ -164,17 +189,25 @@ class _AddressTurn:
             raise
 
     def release(self) -> None:
-        """Pass the address to the next waiter by turns (it stays held), or free it."""
+        """Pass the place to the next waiter by turns (it stays held), or free it."""
+        waiter = None if self.held > self.capacity else self._next()
+        if waiter is None:
+            self.held -= 1
+        else:
+            self._serve(waiter)
+
+    def _serve(self, waiter: _Waiter) -> None:
+        waiter.gone = True
+        self._waiting -= 1
+        waiter.event.set()
+
+    def _next(self) -> _Waiter | None:
+        """The next waiter by turns (None: none waits)."""
         self._by_work = not self._by_work
         waiter = self._next_by_work() if self._by_work else self._next_oldest()
         if waiter is None:
             waiter = self._next_oldest() if self._by_work else self._next_by_work()
-        if waiter is None:
-            self.held = False
-        else:
-            waiter.gone = True
-            self._waiting -= 1
-            waiter.event.set()
+        return waiter
 
     def _next_by_work(self) -> _Waiter | None:
         while self._most_work:
@@ -203,7 +236,7 @@ class Scheduler:
         self._opens: dict[str, float] = {}  # host -> when its visit window opens
         self._waiting: dict[str, float] = {}  # host -> when its worker's turn comes
         self._address: dict[str, str] = {}  # host -> address:port
-        self._address_turns: dict[str, _AddressTurn] = {}
+        self._address_turns: dict[str, Turns] = {}
         # hosts handed back until their turn: (when, order, host); an entry is current
         # while _turn_of[host] is its order (a later hand-back or a take supersedes it)
         self._turns: list[tuple[float, int, str]] = []
@@ -337,14 +370,11 @@ class Scheduler:
     async def address_turn(self, host: str) -> AsyncIterator[None]:
         """Hold ``host``'s address for one request. The requests waiting for it are
         served by turns: the one whose host has the most work left (:meth:`work_left`),
-        then the one that has waited longest (see :class:`_AddressTurn`)."""
+        then the one that has waited longest (see :class:`Turns`)."""
         address = self._address.get(host, host)
-        turn = self._address_turns.setdefault(address, _AddressTurn())
-        await turn.acquire(self.work_left(host))
-        try:
+        turn = self._address_turns.setdefault(address, Turns())
+        async with turn.turn(self.work_left(host)):
             yield
-        finally:
-            turn.release()
 
     # -- one host's schedule --
 

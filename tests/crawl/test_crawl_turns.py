@@ -31,7 +31,7 @@ from geminibot.crawl.scheduler import (
     REQUEST_COST_FLOOR,
     Scheduler,
     TurnLater,
-    _AddressTurn,
+    Turns,
 )
 from geminibot.index import connect
 
@@ -415,7 +415,7 @@ async def test_an_address_busy_for_long_keeps_its_line_by_work_short() -> None:
     as the address is busy; the line by work is rebuilt without the waiters served past
     twice the waiters plus ADDRESS_LINE_SLACK, so it stays that short however long the
     address is busy (it grew by one entry a round before)."""
-    turn = _AddressTurn()
+    turn = Turns()
     await turn.acquire(0.0)  # held
     served: list[str] = []
     sizes: list[int] = []
@@ -440,3 +440,37 @@ async def test_an_address_busy_for_long_keeps_its_line_by_work_short() -> None:
             await trio.testing.wait_all_tasks_blocked()
     assert served.count("small-0") == 1 and len(set(served)) == len(served)
     assert max(sizes) <= 2 * 2 + ADDRESS_LINE_SLACK + 2
+
+
+async def test_places_in_flight_go_by_turns_and_follow_their_capacity() -> None:
+    """The crawl's places in flight are Turns with a capacity: two held at once here, the
+    waiters served by turns (the most work, then the oldest); a lower capacity takes
+    effect as places are released, a higher one serves waiters at once. (With a FIFO
+    limiter the biggest host waited behind every other request at each of its pages:
+    80 ms more than its 0.1 s delay between two of its requests on the whole space.)"""
+    places = Turns(2)
+    await places.acquire(0.0)
+    await places.acquire(0.0)
+    served: list[str] = []
+
+    async def wait(name: str, work: float) -> None:
+        await places.acquire(work)
+        served.append(name)
+
+    async with trio.open_nursery() as nursery:
+        for name, work in [("old", 1.0), ("mid", 5.0), ("big", 9.0), ("new", 0.5)]:
+            nursery.start_soon(wait, name, work)
+            await trio.testing.wait_all_tasks_blocked()
+        assert places.waiting == 4 and places.held == 2
+        places.release()  # passed on by work
+        await trio.testing.wait_all_tasks_blocked()
+        assert served == ["big"] and places.held == 2
+        places.set_capacity(1)
+        places.release()  # over the capacity: freed, not passed on
+        await trio.testing.wait_all_tasks_blocked()
+        assert served == ["big"] and places.held == 1
+        places.set_capacity(3)  # two more places: the oldest, then the most work
+        await trio.testing.wait_all_tasks_blocked()
+        assert sorted(served) == ["big", "mid", "old"] and places.held == 3
+        places.release()
+    assert served[3:] == ["new"] and places.waiting == 0
