@@ -15,11 +15,11 @@ commits the page, its links and the new frontier rows in one transaction. A shar
 (``concurrency``, fewer while the crawler's CPU is saturated:
 :mod:`geminibot.crawl.inflight`), served by turns, the host with the most work left and
 the request that waited longest (as each address is); a worker holds a place only while
-its request runs. A worker keeps its host
-for one turn: while the host's next request is due within :data:`HOLD_TURN`, at most
-:data:`TURN_PAGES` pages; then the host is handed back to the scheduler's heap until its
-next turn (lease and policy kept) and the worker ends, its place going to another ready
-host (see :mod:`geminibot.crawl.scheduler`).
+its request runs. A worker keeps its host for one turn: while the host's next request is
+due within :data:`HOLD_TURN`, at most :data:`TURN_PAGES` pages unless no ready host is to
+go before it (:meth:`~geminibot.crawl.scheduler.Scheduler.keeps_turn`); then the host is
+handed back to the scheduler's heap until its next turn (lease and policy kept) and the
+worker ends, its place going to another ready host (see :mod:`geminibot.crawl.scheduler`).
 
 The fetcher is injected (``fetch(url) -> Response``): the command line passes a
 :class:`geminibot.crawl.fetcher.ProtocolFetcher` (Gemini and http(s)), tests may pass anything
@@ -479,26 +479,25 @@ class Crawler:
         assert self._places is not None
         lags: list[float] = []
         waited = False
-        start, wall, cpu = trio.current_time(), time.monotonic(), time.process_time()
+        start, cpu = trio.current_time(), time.process_time()
         while True:
             if not self._in_flight:  # nothing to hold up: no timer (a mock clock jumps)
                 self._sending = trio.Event()
                 await self._sending.wait()
                 lags.clear()
-                start, wall, cpu = trio.current_time(), time.monotonic(), time.process_time()
+                start, cpu = trio.current_time(), time.process_time()
             before = trio.current_time()
             await trio.sleep(PROBE_INTERVAL)
             after = trio.current_time()
             lags.append(max(0.0, after - before - PROBE_INTERVAL))
             waited = waited or self._places.waiting > 0
             if after - start >= WINDOW:
-                now_wall, now_cpu = time.monotonic(), time.process_time()
-                busy = (now_cpu - cpu) / max(now_wall - wall, 1e-9)
-                limit = self._in_flight_limit.observe(lags, waited, busy)
-                self._places.set_capacity(limit)
+                now_cpu = time.process_time()
+                busy = (now_cpu - cpu) / (after - start)
+                self._places.set_capacity(self._in_flight_limit.observe(lags, waited, busy))
                 lags.clear()
                 waited = False
-                start, wall, cpu = after, now_wall, now_cpu
+                start, cpu = after, now_cpu
 
     def _take_ready(self) -> Iterator[str]:
         """Ready hosts while there is room for workers (:data:`WORKERS_PER_SLOT`)."""
@@ -587,8 +586,9 @@ class Crawler:
         self, host: str, policy: SitePolicy | None
     ) -> tuple[float, SitePolicy | None] | None:
         """``host``'s pages while its next request comes within :data:`HOLD_TURN`, at most
-        :data:`TURN_PAGES` of them -> (when its next turn comes, its policy), or None when
-        the host is done for this run (queue empty, skipped, the crawl stops)."""
+        :data:`TURN_PAGES` of them unless :meth:`Scheduler.keeps_turn` -> (when its next
+        turn comes, its policy), or None when the host is done for this run (queue empty,
+        skipped, the crawl stops)."""
         pages = 0
         while not self._stopping and not self._limit_reached():
             try:
@@ -722,7 +722,7 @@ class Crawler:
         """:meth:`_request` once it is the host's turn and its address is ours."""
         assert self._places is not None
         async with self._places.turn(self.scheduler.work_left(host)):
-            # after every wait (the limiter's too): is the host (and the claim) still ours?
+            # after every wait (for a place in flight too): is the host (and the claim) still ours?
             # (On SQLite this also commits the claim's attempt before its request.)
             if not self.store.hold_host(host, self.lease, claimed):
                 raise LostHost(host)
