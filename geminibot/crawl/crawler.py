@@ -224,8 +224,12 @@ class Crawler:
         wall_clock: Callable[[], float] = time.time,
         clock: Clock | None = None,
         address_of: Callable[[str], Awaitable[str]] | None = None,
+        cpu_clock: Callable[[], float] = time.process_time,
     ) -> None:
         self.fetch = fetch
+        #: The process's CPU seconds, for the share of a core it uses
+        #: (:mod:`geminibot.crawl.inflight`).
+        self._cpu_clock = cpu_clock
         #: Where a host key's requests go (``address:port``): hosts that share one are
         #: paced as one as well (see :mod:`geminibot.crawl.scheduler`). By default each
         #: host is its own address.
@@ -479,20 +483,20 @@ class Crawler:
         assert self._places is not None
         lags: list[float] = []
         waited = False
-        start, cpu = trio.current_time(), time.process_time()
+        start, cpu = trio.current_time(), self._cpu_clock()
         while True:
             if not self._in_flight:  # nothing to hold up: no timer (a mock clock jumps)
                 self._sending = trio.Event()
                 await self._sending.wait()
                 lags.clear()
-                start, cpu = trio.current_time(), time.process_time()
+                start, cpu = trio.current_time(), self._cpu_clock()
             before = trio.current_time()
             await trio.sleep(PROBE_INTERVAL)
             after = trio.current_time()
             lags.append(max(0.0, after - before - PROBE_INTERVAL))
             waited = waited or self._places.waiting > 0
             if after - start >= WINDOW:
-                now_cpu = time.process_time()
+                now_cpu = self._cpu_clock()
                 busy = (now_cpu - cpu) / (after - start)
                 self._places.set_capacity(self._in_flight_limit.observe(lags, waited, busy))
                 lags.clear()
