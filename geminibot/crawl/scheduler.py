@@ -27,9 +27,14 @@ entry, not a task, and hosts with slow paces (a delay, a 44's back-off, a visit 
 or with many pages take turns with the others instead of holding the workers.
 
 Which ready host goes first: one that has not had a turn in this run (every capsule gets
-its policy files read and its first pages fetched early, whatever its size), then the
-one with the most work left (:meth:`Scheduler.work_left`: its queued URLs, counted in
-memory, times the polite wall time each of its requests costs); which host's request
+its policy files read and its first pages fetched early, whatever its size) or whose
+work left is a long chain (at least :data:`LONG_CHAIN` seconds), then the others; in
+each part the one with the most work left (:meth:`Scheduler.work_left`: its queued URLs,
+counted in memory, times the polite wall time each of its requests costs). A long chain
+that waited behind every capsule not yet visited each time its worker handed it back
+(after its share of pages, or a 44's back-off) was the end of the crawl (issue 15: the
+space's biggest host and its rate-limited ones, at half their polite pace during the
+bulk, ran alone for minutes at the end); which host's request
 gets a busy address next: by turns, the one with the most work left and the one that
 has waited longest (:class:`Turns`). Each host is a chain of requests
 one at a time, so a crawl lasts at least as long as its longest chain (and as its
@@ -105,6 +110,12 @@ class TurnLater(Exception):
 #: this, a host's measured cost (its last request's duration and the wait before its
 #: next: delay, or 44 back-off) counts.
 REQUEST_COST_FLOOR = 0.01
+
+#: Work left (seconds, :meth:`Scheduler.work_left`) from which a host that has had a turn
+#: still goes with the hosts that have not (before the others): a chain that may be
+#: what ends the crawl. At most one worker each, so a few such hosts cannot hold back
+#: the rest.
+LONG_CHAIN = 60.0
 #: A line by work (:class:`Turns`: an address's, the crawl's places in flight) keeps the
 #: waiters served from its other line (by age) until
 #: they come up; past twice the waiters plus this many entries it is rebuilt without
@@ -229,8 +240,8 @@ class Scheduler:
         self.clock = clock
         self.politeness = Politeness(clock.now, test_range=test_range, min_delay=min_delay)
         self._work: dict[str, int] = {}  # hosts with queued URLs -> how many (as known)
-        # ... that have no worker yet: (had a turn, -work left when it became ready,
-        # order, host); the hosts that had a turn in this run
+        # ... that have no worker yet: (later: had a turn and no long chain, -work left
+        # when it became ready, order, host); the hosts that had a turn in this run
         self._ready: list[tuple[bool, float, int, str]] = []
         self._had_turn: set[str] = set()
         self._opens: dict[str, float] = {}  # host -> when its visit window opens
@@ -282,9 +293,15 @@ class Scheduler:
         cost = max(self.politeness.request_cost(host), REQUEST_COST_FLOOR)
         return self._work.get(host, 0) * cost
 
+    def _ready_key(self, host: str) -> tuple[bool, float]:
+        """Where ``host`` goes in the ready queue (smaller first): hosts that have had a
+        turn and have less than :data:`LONG_CHAIN` of work left come after the others;
+        in each part, the most work left first."""
+        work = self.work_left(host)
+        return (host in self._had_turn and work < LONG_CHAIN, -work)
+
     def _make_ready(self, host: str) -> None:
-        key = (host in self._had_turn, -self.work_left(host), next(self._order), host)
-        heapq.heappush(self._ready, key)
+        heapq.heappush(self._ready, (*self._ready_key(host), next(self._order), host))
 
     def hosts_with_work(self) -> int:
         """How many hosts have queued URLs (as far as the crawl knows)."""
@@ -335,22 +352,21 @@ class Scheduler:
 
     def keeps_turn(self, host: str) -> bool:
         """Whether ``host``'s worker may go on past its share of pages in a row
-        (``TURN_PAGES``): no ready host is to go before it (one without a turn in this
-        run yet, or one with more work left). The longest chain then never waits for a
-        worker between turns: at the end of a crawl it is all that is left, so every
-        wait it had is time added to the crawl."""
+        (``TURN_PAGES``): no ready host is to go before it (see :meth:`take_ready`).
+        The longest chain then never waits for a worker between turns: at the end of a
+        crawl it is all that is left, so every wait it had is time added to the crawl."""
         self._turns_come()
         if not self._ready:
             return True
-        had_turn, minus_work, _, _ = self._ready[0]
-        return had_turn and -minus_work <= self.work_left(host)
+        later, minus_work, _, _ = self._ready[0]
+        return self._ready_key(host) <= (later, minus_work)
 
     def take_ready(self, limit: int | None = None) -> list[str]:
         """The ready hosts (new work, and hosts handed back whose turn has come): those
-        that have not had a turn in this run first, then the others; in each part the
-        most work left first (:meth:`work_left` when each became ready; equal ones in
-        the order they became ready); at most ``limit`` of them (the others stay ready
-        for a later call)."""
+        that have not had a turn in this run and those with at least :data:`LONG_CHAIN`
+        of work left first, then the others; in each part the most work left first
+        (:meth:`work_left` when each became ready; equal ones in the order they became
+        ready); at most ``limit`` of them (the others stay ready for a later call)."""
         self._turns_come()
         ready: list[str] = []
         while self._ready and (limit is None or len(ready) < limit):

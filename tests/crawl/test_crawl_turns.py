@@ -28,6 +28,7 @@ from geminibot.crawl.crawler import (
 )
 from geminibot.crawl.scheduler import (
     ADDRESS_LINE_SLACK,
+    LONG_CHAIN,
     REQUEST_COST_FLOOR,
     Scheduler,
     TurnLater,
@@ -341,8 +342,10 @@ async def test_the_host_with_the_most_work_left_is_ready_first() -> None:
     for host in ["fast", "slow", "small", "tie"]:
         s.hand_back(host, 100.0)
     s.add_work({"new": 1})
-    # a host that has not had a turn goes first, however little its work
-    assert s.take_ready(3) == ["new", "slow", "fast"]
+    # a host that has not had a turn goes before those that had one, however little
+    # its work, except a long chain: slow's 100 URLs at 2 s are 200 s >= LONG_CHAIN
+    assert s.work_left("slow") >= LONG_CHAIN > s.work_left("fast")
+    assert s.take_ready(3) == ["slow", "new", "fast"]
     assert s.take_ready() == ["small", "tie"]
     s.drop_work("small")
     assert s.work_left("small") == 0.0
@@ -360,6 +363,25 @@ def test_the_longest_chain_keeps_its_turn_while_no_ready_host_is_to_go_first() -
     assert s.keeps_turn("big")
     s.claimed("big", 96)  # 4 left: small's 5 go first
     assert not s.keeps_turn("big")
+
+
+def test_a_long_chain_goes_with_the_hosts_not_visited_yet() -> None:
+    """A host with LONG_CHAIN of work left keeps its turn, and when handed back goes
+    before the hosts not visited yet; one just under waits behind them (on the whole
+    synthetic space the biggest host and the rate-limited ones waited behind every new
+    capsule at each turn, and ended the crawl alone)."""
+    clock = JumpClock(100.0)
+    s = Scheduler(clock, test_range=True)
+    for host in ("chain", "short"):  # 1 s a request
+        s.politeness.restore(host, last_end=99.0, last_duration=1.0, not_before=0, slow_downs=0)
+    s.add_work({"chain": int(LONG_CHAIN), "short": int(LONG_CHAIN) - 1})
+    assert s.take_ready() == ["chain", "short"]
+    s.add_work({"new": 1})
+    assert s.keeps_turn("chain")
+    assert not s.keeps_turn("short")
+    for host in ("chain", "short"):
+        s.hand_back(host, 100.0)
+    assert s.take_ready() == ["chain", "new", "short"]
 
 
 async def test_a_large_host_keeps_its_worker_while_no_other_host_waits(
