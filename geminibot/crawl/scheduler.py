@@ -113,8 +113,10 @@ REQUEST_COST_FLOOR = 0.01
 
 #: Work left (seconds, :meth:`Scheduler.work_left`) from which a host that has had a turn
 #: still goes with the hosts that have not (before the others): a chain that may be
-#: what ends the crawl. At most one worker each, so a few such hosts cannot hold back
-#: the rest.
+#: what ends the crawl. Each holds at most one worker, for its turn. Off the test range
+#: the default delay (``DEFAULT_MIN_DELAY``, 10 s) makes every host with 6 URLs left
+#: such a chain, so there hosts not visited yet come after those (measured only on the
+#: synthetic space, with ``--test-range``).
 LONG_CHAIN = 60.0
 #: A line by work (:class:`Turns`: an address's, the crawl's places in flight) keeps the
 #: waiters served from its other line (by age) until
