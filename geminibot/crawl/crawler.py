@@ -691,7 +691,10 @@ class Crawler:
         if policy is not None:
             last_duration = self.scheduler.last_duration(host)
             answer = policy.delay(self.bot, self._at(), last_duration, url)
-            self.scheduler.set_pace(host, answer.seconds if answer.file else None)
+            if answer.file:
+                self.scheduler.set_pace(host, answer.seconds, between_starts=answer.between_starts)
+            else:
+                self.scheduler.set_pace(host, None)
         while True:
             # Wait for the host's own turn first, then for its address (another host on
             # the same server may hold it), and check the turn again once it is ours.

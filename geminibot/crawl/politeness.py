@@ -4,7 +4,11 @@ Rules, per host:
 
 - one request in flight at a time;
 - between the end of one request and the start of the next, wait the site policy's delay
-  (``Crawl-delay``, ``Request-rate``, robots2.txt ``rate``); with no policy delay, the
+  (``Crawl-delay``); a rate (``Request-rate``, robots2.txt ``rate``, agents.txt
+  ``limit=``: requests per time) is counted between the starts of two requests instead
+  (:attr:`HostPace.between_starts`), one at a time still: 600 a minute is a request
+  every 0.1 s, however long each takes (a request that takes longer is followed at once,
+  or after ``min_delay``). With no policy delay, the
   rule of thumb of the robots 2.0 document: the larger of twice the last request's duration
   and :data:`DEFAULT_MIN_DELAY`. ``test_range=True`` (local test capsules only) drops that
   default to zero; a delay a policy sets is always obeyed; ``min_delay`` (``--min-delay``)
@@ -53,6 +57,7 @@ class HostPace:
     """What the site policy says about pace."""
 
     delay: float | None = None  # seconds between requests, None when no policy sets one
+    between_starts: bool = False  # the delay is a rate's: counted start to start
     window_opens: Callable[[float], float] | None = None  # now -> earliest allowed time >= now
 
 
@@ -60,6 +65,7 @@ class HostPace:
 class _Host:
     pace: HostPace = field(default_factory=HostPace)
     in_flight: bool = False
+    last_start: float | None = None
     last_end: float | None = None
     last_duration: float = 0.0
     not_before: float = 0.0
@@ -70,8 +76,10 @@ class _Host:
 
 @dataclass
 class _Group:
-    """What the hosts of one group (address) share: the last request's end and duration."""
+    """What the hosts of one group (address) share: the last request's start, end and
+    duration."""
 
+    last_start: float | None = None
     last_end: float | None = None
     last_duration: float = 0.0
 
@@ -128,6 +136,7 @@ class Politeness:
         """Seed a host's state from the database (after a restart)."""
         h = self._host(host)
         h.last_end, h.last_duration = last_end, last_duration
+        h.last_start = None if last_end is None else last_end - last_duration
         h.not_before, h.slow_downs = not_before, slow_downs
 
     def delay(self, host: str) -> float:
@@ -160,7 +169,17 @@ class Politeness:
         h = self._host(host)
         if h.last_end is None:
             return 0.0
-        return h.last_duration + max(self.delay(host), h.backed_off)
+        delay = self.delay(host)
+        if h.pace.between_starts and h.backed_off <= delay:
+            return max(delay, h.last_duration + self.min_delay)
+        return h.last_duration + max(delay, h.backed_off)
+
+    def _after(self, start: float | None, end: float, delay: float, pace: HostPace) -> float:
+        """When a request may start after one that ran from ``start`` to ``end``: ``delay``
+        after its end, or after its start for a rate (and ``min_delay`` after its end)."""
+        if pace.between_starts and start is not None:
+            return max(start + delay, end + self.min_delay)
+        return end + delay
 
     def ready_at(self, host: str) -> float | None:
         """Earliest time the next request to ``host`` may start; None if the host is
@@ -170,11 +189,16 @@ class Politeness:
             return None
         now = self.clock()
         at = max(now, h.not_before)
+        delay = self.delay(host)
         if h.last_end is not None:
-            at = max(at, h.last_end + self.delay(host))
+            at = max(at, self._after(h.last_start, h.last_end, delay, h.pace))
         group = self._group(host)
         if group is not None and group.last_end is not None:
-            at = max(at, group.last_end + min(self.delay(host), self.group_delay(host)))
+            shared = self.group_delay(host)
+            if delay <= shared:
+                at = max(at, self._after(group.last_start, group.last_end, delay, h.pace))
+            else:
+                at = max(at, group.last_end + shared)
         if h.pace.window_opens is not None:
             at = max(at, h.pace.window_opens(at))
         if at - now > self.max_wait:
@@ -200,6 +224,10 @@ class Politeness:
         if at is None or at > self.clock():
             raise RuntimeError(f"{host}: request started before it was allowed")
         h.in_flight = True
+        h.last_start = self.clock()
+        group = self._group(host)
+        if group is not None:
+            group.last_start = h.last_start
 
     def finish(
         self,

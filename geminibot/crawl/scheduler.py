@@ -396,12 +396,14 @@ class Scheduler:
 
     # -- one host's schedule --
 
-    def set_pace(self, host: str, delay: float | None) -> None:
-        """The site policy's delay (None: the rule of thumb), and the visit window that
-        :meth:`wait_for_window` announced, if any."""
+    def set_pace(self, host: str, delay: float | None, *, between_starts: bool = False) -> None:
+        """The site policy's delay (None: the rule of thumb; ``between_starts``: a rate's,
+        counted start to start), and the visit window that :meth:`wait_for_window`
+        announced, if any."""
         opens = self._opens.pop(host, None)
         window = None if opens is None else (lambda t: max(t, opens))
-        self.politeness.set_pace(host, HostPace(delay=delay, window_opens=window))
+        pace = HostPace(delay=delay, between_starts=between_starts, window_opens=window)
+        self.politeness.set_pace(host, pace)
 
     def wait_for_window(self, host: str, opens: float) -> bool:
         """The next request to ``host`` waits for a visit window opening at ``opens``;

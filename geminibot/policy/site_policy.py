@@ -138,12 +138,16 @@ class FetchDecision:
 
 @dataclass(frozen=True, slots=True)
 class DelayAnswer:
-    """Seconds to wait between requests, and which limit set it."""
+    """Seconds to wait between requests, and which limit set it. ``between_starts``: the
+    limit is a rate (requests per time: ``Request-rate``, robots2.txt ``rate``, agents.txt
+    ``limit=``), so its seconds count from the start of one request to the start of the
+    next; a delay (``Crawl-delay``, the rule of thumb) counts from the end of one."""
 
     seconds: float
     file: str
     line: int
     rule: str
+    between_starts: bool = False
 
     def as_dict(self) -> dict[str, object]:
         return {"seconds": self.seconds, "file": self.file, "line": self.line, "rule": self.rule}
@@ -365,21 +369,31 @@ class SitePolicy:
             if rate is not None:
                 window = f" {rate.window}" if rate.window else ""
                 text = f"Request-rate: {rate.documents}/{rate.seconds:g}s{window}"
-                found.append(DelayAnswer(rate.interval, ROBOTS, rate.line, text))
+                found.append(
+                    DelayAnswer(rate.interval, ROBOTS, rate.line, text, between_starts=True)
+                )
         if self.robots2 is not None:
             setting = self.robots2.setting("rate", bot.category)
             seconds = rate_seconds(setting)
             if setting is not None and seconds is not None:
                 found.append(
                     DelayAnswer(
-                        seconds, setting.source or ROBOTS2, setting.line, f"rate: {setting.value}"
+                        seconds,
+                        setting.source or ROBOTS2,
+                        setting.line,
+                        f"rate: {setting.value}",
+                        between_starts=True,
                     )
                 )
         if self.agents is not None:
             limit = self.agents.limit_interval(url)
             if limit is not None:
-                found.append(DelayAnswer(limit[0], AGENTS, limit[1].line, limit[1].text()))
-        if found:
+                found.append(
+                    DelayAnswer(
+                        limit[0], AGENTS, limit[1].line, limit[1].text(), between_starts=True
+                    )
+                )
+        if found:  # the longest; of equal ones the first, a Crawl-delay before a rate
             return max(found, key=lambda d: d.seconds)
         thumb = max(RULE_OF_THUMB_FACTOR * (last_duration or 0.0), RULE_OF_THUMB_FLOOR)
         return DelayAnswer(thumb, "", 0, "rule of thumb: max(2 x last fetch duration, 10 s)")

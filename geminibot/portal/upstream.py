@@ -223,7 +223,7 @@ class Upstream:
         if policy is not None:
             answer = policy.delay(self.bot, self.now_utc(), self.pace.state(host)[1])
             if answer.file:  # a policy file sets the pace: always obeyed
-                return HostPace(delay=answer.seconds)
+                return HostPace(delay=answer.seconds, between_starts=answer.between_starts)
         return HostPace(delay=self.limits.min_host_delay)
 
     async def exchange(self, url: URL, client: GeminiClient, limits: Limits) -> Response:
