@@ -151,3 +151,72 @@ def test_the_group_delay_is_the_rule_of_thumb_and_never_under_min_delay() -> Non
     t = Politeness(clock, test_range=True, min_delay=0.5)
     t.set_group("a", "addr")
     assert t.group_delay("a") == 0.5
+
+
+def test_a_rate_is_counted_from_the_start_of_the_last_request() -> None:
+    """A rate of one request per 0.1 s: a request that took 0.03 s is followed 0.1 s after
+    it started (not 0.1 s after it ended); one that took longer than 0.1 s at its end,
+    or ``min_delay`` after it. A Crawl-delay of 0.1 s still counts from the end."""
+    clock = Clock()
+    p = Politeness(clock, test_range=True)
+    p.set_pace("rate", HostPace(delay=0.1, between_starts=True))
+    p.set_pace("delay", HostPace(delay=0.1))
+    for host in ("rate", "delay"):
+        clock.now = 1000.0
+        p.start(host)
+        clock.now += 0.03
+        p.finish(host, 0.03, 20)
+    assert p.ready_at("rate") == pytest.approx(1000.1)
+    assert p.ready_at("delay") == pytest.approx(1000.13)
+    assert p.request_cost("rate") == pytest.approx(0.1)
+    assert p.request_cost("delay") == pytest.approx(0.13)
+    clock.now = 1000.1
+    p.start("rate")
+    clock.now += 0.25
+    p.finish("rate", 0.25, 20)
+    assert p.ready_at("rate") == clock.now  # took longer than its interval: at once
+    assert p.request_cost("rate") == pytest.approx(0.25)
+    floor = Politeness(clock, test_range=True, min_delay=0.05)
+    floor.set_pace("rate", HostPace(delay=0.1, between_starts=True))
+    start = clock.now
+    floor.start("rate")
+    clock.now += 0.25
+    floor.finish("rate", 0.25, 20)
+    assert floor.ready_at("rate") == pytest.approx(start + 0.3)  # min_delay after its end
+    clock.now += 0.01
+    with pytest.raises(RuntimeError, match="before it was allowed"):
+        floor.start("rate")
+
+
+def test_a_rate_after_a_slow_down_and_after_a_restart() -> None:
+    """A 44's back-off still counts from the 44's end; a restart knows the last start as
+    the last end less the last duration."""
+    clock = Clock()
+    p = Politeness(clock, test_range=True)
+    p.set_pace("a", HostPace(delay=0.1, between_starts=True))
+    p.start("a")
+    clock.now += 0.02
+    assert p.finish("a", 0.02, 44) == SLOW_DOWN_BASE
+    assert p.ready_at("a") == pytest.approx(1000.02 + SLOW_DOWN_BASE)
+    assert p.request_cost("a") == pytest.approx(0.02 + SLOW_DOWN_BASE)
+    r = Politeness(clock, test_range=True)
+    r.set_pace("a", HostPace(delay=0.1, between_starts=True))
+    r.restore("a", last_end=1000.05, last_duration=0.04, not_before=0.0, slow_downs=0)
+    clock.now = 1000.05
+    assert r.ready_at("a") == pytest.approx(1000.11)
+
+
+def test_a_rate_on_a_shared_address_counts_from_the_address_s_last_start() -> None:
+    """Off a test range a host whose rate asks less than the address's rule of thumb
+    waits its interval from the start of the address's last request, whoever made it."""
+    clock = Clock()
+    p = Politeness(clock)
+    for host in ("quick", "other"):
+        p.set_group(host, "addr")
+    p.set_pace("quick", HostPace(delay=1.0, between_starts=True))
+    p.set_pace("other", HostPace(delay=1.0))
+    p.start("other")
+    clock.now += 0.4
+    p.finish("other", 0.4, 20)
+    assert p.ready_at("quick") == pytest.approx(1001.0)  # 1 s after other's start
+    assert p.ready_at("other") == pytest.approx(1001.4)  # 1 s after its own end

@@ -111,6 +111,25 @@ def test_delay_is_the_most_restrictive_limit() -> None:
     assert (d.seconds, d.line) == (1800.0, 3)
 
 
+def test_a_rate_counts_between_request_starts_and_a_delay_from_the_end() -> None:
+    """Request-rate, robots2 ``rate`` and agents.txt ``limit=`` are rates (requests per
+    time); Crawl-delay and the rule of thumb are delays; of a Crawl-delay and a rate
+    that ask the same seconds, the Crawl-delay (it asks the longer wait) answers."""
+    assert site().delay(BOT, NOON).between_starts is False  # Crawl-delay: 5
+    rates = [
+        SitePolicy.from_texts("gemini", robots2="rate: 6\n"),
+        SitePolicy.from_texts("gemini", agents=agents_file("/ ALLOW limit=2")),
+        SitePolicy.from_texts("gemini", "User-agent: *\nRobot-version: 2.0\nRequest-rate: 6/1m\n"),
+    ]
+    assert [p.delay(BOT, NOON).between_starts for p in rates] == [True, True, True]
+    thumb = SitePolicy.from_texts("gemini", "User-agent: *\nDisallow: /x\n")
+    assert thumb.delay(BOT, NOON).between_starts is False
+    tie = SitePolicy.from_texts("gemini", "User-agent: *\nCrawl-delay: 10\n", "rate: 6\n")
+    d = tie.delay(BOT, NOON)
+    assert (d.seconds, d.file, d.between_starts) == (10.0, "robots.txt", False)
+    assert "between_starts" not in d.as_dict()  # the explanation's fields are unchanged
+
+
 @pytest.mark.parametrize(("last", "seconds"), [(None, 10.0), (1.0, 10.0), (7.5, 15.0)])
 def test_delay_rule_of_thumb_when_nothing_is_set(last: float | None, seconds: float) -> None:
     policy = SitePolicy.from_texts("gemini", "User-agent: *\nDisallow: /x\n", "rate: polite\n")
