@@ -15,7 +15,10 @@ Rules, per host:
   is a floor under all of these;
 - ``44 SLOW DOWN`` (and the web's 429 and 503): wait the larger of the seconds in its meta (if an integer) and an
   exponential back-off that doubles with each consecutive 44 (:data:`SLOW_DOWN_BASE`,
-  reset by any other answer);
+  reset by any other answer). The wait after which the host answered again is then
+  kept as its delay, from the end of one request to the start of the next, for the
+  rest of the run (the longest such wait, if it asked more than once): a capsule that
+  rate-limits is not asked too soon, and answered 44, on every other request;
 - visit windows: the next request waits for the window to open;
 - hosts put in one group (:meth:`Politeness.set_group`: the hosts on one address) also
   wait from the group's last request: their own delay or the group's, whichever is
@@ -71,6 +74,7 @@ class _Host:
     not_before: float = 0.0
     slow_downs: int = 0
     backed_off: float = 0.0  # the last 44's back-off (kept after the 44s stop)
+    slowed: float = 0.0  # the back-off that was enough: the host's delay from now on
     skipped: str | None = None
 
 
@@ -143,8 +147,8 @@ class Politeness:
         """The wait between two requests to ``host`` (see module docstring)."""
         h = self._host(host)
         if h.pace.delay is not None:
-            return max(h.pace.delay, self.min_delay)
-        return self._rule_of_thumb(h.last_duration)
+            return max(h.pace.delay, self.min_delay, h.slowed)
+        return max(self._rule_of_thumb(h.last_duration), h.slowed)
 
     def group_delay(self, host: str) -> float:
         """The wait between two requests to ``host``'s group, whatever their hosts: the
@@ -164,15 +168,18 @@ class Politeness:
 
     def request_cost(self, host: str) -> float:
         """Polite wall time one request to ``host`` costs: its last duration and the wait
-        before the next (the delay, or the last 44's back-off if longer). Known hosts that
+        before the next (the delay, or the last 44's back-off if longer; a rate's
+        interval, or the last duration if longer). Known hosts that
         are slow or slowed down cost more than fast ones; a new host costs 0."""
         h = self._host(host)
         if h.last_end is None:
             return 0.0
         delay = self.delay(host)
-        if h.pace.between_starts and h.backed_off <= delay:
-            return max(delay, h.last_duration + self.min_delay)
-        return h.last_duration + max(delay, h.backed_off)
+        if h.pace.between_starts:
+            cost = max(delay, h.last_duration + self.min_delay)
+        else:
+            cost = h.last_duration + delay
+        return max(cost, h.last_duration + max(h.backed_off, h.slowed))
 
     def _after(self, start: float | None, end: float, delay: float, pace: HostPace) -> float:
         """When a request may start after one that ran from ``start`` to ``end``: ``delay``
@@ -192,6 +199,7 @@ class Politeness:
         delay = self.delay(host)
         if h.last_end is not None:
             at = max(at, self._after(h.last_start, h.last_end, delay, h.pace))
+            at = max(at, h.last_end + h.slowed)  # a 44's lesson counts from the end
         group = self._group(host)
         if group is not None and group.last_end is not None:
             shared = self.group_delay(host)
@@ -253,6 +261,8 @@ class Politeness:
         if group is not None:
             group.last_end, group.last_duration = now, duration
         if not (status == 44 if slow_down is None else slow_down):
+            if h.slow_downs:  # answered after this back-off: keep it between requests
+                h.slowed = max(h.slowed, h.backed_off)
             h.slow_downs = 0
             return 0.0
         h.slow_downs += 1

@@ -76,6 +76,42 @@ def test_slow_down_backoff() -> None:
     p.start("a")
     assert p.finish("a", 0.0, 20) == 0.0
     assert p.state("a")[3] == 0  # back-off reset
+    assert p.ready_at("a") == clock.now + 4.0  # ... and the wait that was enough is kept
+
+
+def test_the_wait_after_which_a_host_answered_is_kept_as_its_delay() -> None:
+    """A capsule that answers 44 when asked again within 1 s: after one 44 and the 1 s
+    back-off it answers, so the crawler waits 1 s after each request from then on (from
+    the end, whatever a rate says), instead of meeting a 44 on every other one; a
+    longer back-off that was needed later raises it; a shorter one never lowers it."""
+    clock = Clock()
+    p = Politeness(clock, test_range=True)
+    p.set_pace("a", HostPace(delay=0.1, between_starts=True))
+    p.start("a")
+    clock.now += 0.02
+    p.finish("a", 0.02, 20)
+    assert p.ready_at("a") == pytest.approx(1000.1)  # no 44 yet: its own rate
+    clock.now = 1000.1
+    p.start("a")
+    clock.now += 0.02
+    assert p.finish("a", 0.02, 44, "1") == 1.0
+    clock.now += 1.0
+    p.start("a")
+    clock.now += 0.02
+    p.finish("a", 0.02, 20)
+    for _ in range(3):  # 1 s after each end, every request answered
+        assert p.ready_at("a") == pytest.approx(clock.now + 1.0)
+        assert p.delay("a") == 1.0 and p.request_cost("a") == pytest.approx(1.02)
+        clock.now += 1.0
+        p.start("a")
+        clock.now += 0.02
+        p.finish("a", 0.02, 20)
+    for status, meta in ((44, "3"), (20, ""), (44, "2"), (20, "")):
+        clock.now = p.ready_at("a") or 0.0
+        p.start("a")
+        p.finish("a", 0.0, status, meta)
+    assert p.delay("a") == 3.0
+    assert Politeness(clock, test_range=True).delay("a") == 0.0  # a new run starts afresh
 
 
 def test_absurd_wait_skips_host_edge() -> None:
