@@ -111,8 +111,11 @@ async def test_rate_limited_server_44s_obeyed(
         progress, conn = await crawl_host(
             served.port, host, tmp_path / "c.db", CrawlOptions(test_range=True)
         )
-    assert check_slow_downs_obeyed(served.hits[host]) >= 3
-    assert progress.slow_downs >= 3
+    # Each 44 sat out; then the wait that was enough is the host's pace: the token
+    # bucket (2 at once, one every 2 s) refuses the crawler once, not every few requests.
+    assert check_slow_downs_obeyed(served.hits[host]) == 1
+    assert progress.slow_downs == 1
+    assert len(served.hits[host]) > 5
     check_fetched(served.hits[host], expectation(host), "indexer")
     report = served.report()
     assert report.compliant, report.as_dict()
