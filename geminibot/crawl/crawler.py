@@ -733,6 +733,8 @@ class Crawler:
             # (On SQLite this also commits the claim's attempt before its request.)
             if not self.store.hold_host(host, self.lease, claimed):
                 raise LostHost(host)
+            if not await self.scheduler.until_turn(host):  # (TURN_LEAD at most)
+                return None
             self.scheduler.start(host)
             self._in_flight += 1
             self._sending.set()

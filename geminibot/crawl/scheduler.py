@@ -111,6 +111,14 @@ class TurnLater(Exception):
 #: next: delay, or 44 back-off) counts.
 REQUEST_COST_FLOOR = 0.01
 
+#: How long before a host's turn its worker takes its address and a place in flight
+#: (seconds), then waits the rest holding them: each of those takes a pass of the event
+#: loop, about 10 ms when the crawler's CPU is busy (the in-flight governor's
+#: ``LAG_HIGH``), which a chain of requests paid at every request on top of its delay
+#: (the synthetic Geminispace's biggest capsule, a request every 0.1 s by its
+#: ``Request-rate``, made one every 0.13 s). Never early: the request still starts at
+#: its turn; the address and the place are held idle for at most this long.
+TURN_LEAD = 0.02
 #: Work left (seconds, :meth:`Scheduler.work_left`) from which a host that has had a turn
 #: still goes with the hosts that have not (before the others): a chain that may be
 #: what ends the crawl. Each holds at most one worker, for its turn. Off the test range
@@ -412,31 +420,43 @@ class Scheduler:
         return self.politeness.ready_at(host) is not None
 
     async def wait_turn(self, host: str, hold: float = math.inf) -> bool:
-        """Sleep until ``host``'s next request may start; False if it is skipped for now.
-        :class:`TurnLater` when that is more than ``hold`` seconds away (not slept)."""
+        """Sleep until :data:`TURN_LEAD` before ``host``'s next request may start; False if
+        it is skipped for now. :class:`TurnLater` when that is more than ``hold`` seconds
+        away (not slept)."""
         try:
             while True:
                 at = self.politeness.ready_at(host)
                 if at is None:
                     return False
                 now = self.clock.now()
-                if at <= now:
+                if at - TURN_LEAD <= now:
                     return True
                 if at - now > hold:
                     raise TurnLater(host, at)
                 self._waiting[host] = at
-                await self.clock.sleep_until(at)
+                await self.clock.sleep_until(at - TURN_LEAD)
         finally:
             self._waiting.pop(host, None)
+
+    async def until_turn(self, host: str) -> bool:
+        """Sleep the rest of the way to ``host``'s turn (at most :data:`TURN_LEAD` once
+        :meth:`turn_now` said so); False if it is skipped for now."""
+        at = self.politeness.ready_at(host)
+        if at is None:
+            return False
+        if at > self.clock.now():
+            await self.clock.sleep_until(at)
+        return True
 
     def turn_at(self, host: str) -> float | None:
         """When ``host``'s next request may start; None if it is skipped for now."""
         return self.politeness.ready_at(host)
 
     def turn_now(self, host: str) -> bool | None:
-        """Whether ``host``'s next request may start now; None if it is skipped for now."""
+        """Whether ``host``'s next request may start within :data:`TURN_LEAD` (the rest is
+        waited by :meth:`until_turn`); None if it is skipped for now."""
         at = self.politeness.ready_at(host)
-        return None if at is None else at <= self.clock.now()
+        return None if at is None else at - TURN_LEAD <= self.clock.now()
 
     def start(self, host: str) -> None:
         self.politeness.start(host)

@@ -30,6 +30,7 @@ from geminibot.crawl.scheduler import (
     ADDRESS_LINE_SLACK,
     LONG_CHAIN,
     REQUEST_COST_FLOOR,
+    TURN_LEAD,
     Scheduler,
     TurnLater,
     Turns,
@@ -258,6 +259,8 @@ async def test_wait_turn_hands_back_a_turn_beyond_hold() -> None:
     s.politeness.restore("a", last_end=100.0, last_duration=0.0, not_before=0.0, slow_downs=0)
     s.set_pace("a", HOLD_TURN)
     assert await s.wait_turn("a", HOLD_TURN)
+    assert clock.time == 100.0 + HOLD_TURN - TURN_LEAD
+    assert await s.until_turn("a")
     assert clock.time == 100.0 + HOLD_TURN
     s.start("a")
     s.finish("a", 0.0, 20, "", slow_down=False)
@@ -267,6 +270,34 @@ async def test_wait_turn_hands_back_a_turn_beyond_hold() -> None:
     assert later.value.at == clock.time + HOLD_TURN * 2
     assert clock.time == 100.0 + HOLD_TURN  # not slept
     assert await s.wait_turn("a", math.inf)  # no bound: sat out as before
+
+
+async def test_a_turn_is_approached_by_turn_lead_and_never_started_early() -> None:
+    """The worker wakes TURN_LEAD before the host's turn (to take its address and a
+    place in flight), and waits the rest: the request starts at its turn, not before
+    (Politeness.start would raise); a turn already due is not waited for at all."""
+    clock = JumpClock(100.0)
+    s = Scheduler(clock, test_range=True)
+    s.set_pace("a", 0.1, between_starts=True)
+    s.start("a")
+    clock.time += 0.03
+    s.finish("a", 0.03, 20, "", slow_down=False)
+    assert s.turn_now("a") is False  # 0.07 s away
+    clock.time = 100.1 - TURN_LEAD - 0.001
+    assert s.turn_now("a") is False  # just beyond the lead
+    assert await s.wait_turn("a")
+    assert clock.time == pytest.approx(100.1 - TURN_LEAD)
+    assert s.turn_now("a") is True  # within the lead
+    with pytest.raises(RuntimeError, match="before it was allowed"):
+        s.start("a")
+    assert await s.until_turn("a")
+    assert clock.time == pytest.approx(100.1)
+    s.start("a")
+    clock.time += 0.3  # longer than the interval: the next turn is due at the end
+    s.finish("a", 0.3, 20, "", slow_down=False)
+    before = clock.time
+    assert await s.wait_turn("a") and await s.until_turn("a")
+    assert clock.time == before
 
 
 async def address_order(s: Scheduler, first: str, waiters: Sequence[str]) -> list[str]:
