@@ -4,7 +4,10 @@ through :class:`~geminibot.crawl.store.SqliteStore` as the crawl loop does (``cl
 (``batch=False``) and batched (``batch=True``, as the crawl loop opens it).
 
     nice -n 19 .venv/bin/python bench/store_speed.py [--pages 6000] [--hosts 400]
-        [--urls 20000]
+        [--urls 20000] [--cache-kib 2000,65536]
+
+``--cache-kib``: batched again with each of these SQLite page caches (KiB; the store's
+default is :data:`~geminibot.crawl.store.CACHE_KIB`).
 
 Reports the CPU seconds (``time.process_time``) spent in the store's calls only, per page;
 building the answers and extracting the pages is not counted.
@@ -30,6 +33,7 @@ from geminibot.crawl.adapters import Response, adapter_for  # noqa: E402
 from geminibot.crawl.freshness import next_interval  # noqa: E402
 from geminibot.crawl.schemes import host_name, normalise  # noqa: E402
 from geminibot.crawl.store import (  # noqa: E402
+    CACHE_KIB,
     DecisionRecord,
     FetchedPage,
     FetchRecord,
@@ -40,11 +44,13 @@ from geminibot.crawl.store import (  # noqa: E402
 from geminibot.index import connect  # noqa: E402
 
 
-def store_cpu(space: Space, pages: int, db: Path, batch: bool) -> tuple[int, float]:
+def store_cpu(
+    space: Space, pages: int, db: Path, batch: bool, cache_kib: int = CACHE_KIB
+) -> tuple[int, float]:
     """Pages committed and the store's CPU seconds for them."""
     conn = connect(db)
     now = [1_700_000_000.0]
-    store = SqliteStore(conn, lambda: now[0], batch=batch)
+    store = SqliteStore(conn, lambda: now[0], batch=batch, cache_kib=cache_kib)
     store.seed(space.seeds())
     store.recover()
     hosts = list(store.hosts_with_work())
@@ -102,14 +108,19 @@ def main() -> None:
     parser.add_argument("--pages", type=int, default=6000)
     parser.add_argument("--hosts", type=int, default=400)
     parser.add_argument("--urls", type=int, default=20_000)
+    parser.add_argument("--cache-kib", default="", help="e.g. 2000,65536 (batched runs)")
     args = parser.parse_args()
+    caches = [int(k) for k in args.cache_kib.split(",") if k.strip()]
     space = Space(args.hosts, args.urls)
     print(f"machine: nproc {os.cpu_count()}, {cpu_model()}, Python {platform.python_version()}")
     print(f"load average: {os.getloadavg()}")
     with tempfile.TemporaryDirectory() as tmp:
-        for batch in (False, True):
-            pages, cpu = store_cpu(space, args.pages, Path(tmp) / f"{batch}.db", batch)
-            label = "batched" if batch else "each call committed"
+        runs = [(False, CACHE_KIB), (True, CACHE_KIB)] if not caches else []
+        runs += [(True, k) for k in caches]
+        for n, (batch, cache) in enumerate(runs):
+            db = Path(tmp) / f"{n}.db"
+            pages, cpu = store_cpu(space, args.pages, db, batch, cache)
+            label = f"batched, cache {cache} KiB" if batch else "each call committed"
             print(f"{label}: {pages} pages, store CPU {1000 * cpu / max(pages, 1):.3f} ms/page")
 
 

@@ -36,6 +36,12 @@ BATCH_URLS = 100
 #: checked at each write and before each request: how long another process reading the
 #: database may wait to see a page, and the span of work a ``kill -9`` repeats.
 BATCH_SECONDS = 2.0
+#: The crawl connection's SQLite page cache (KiB; SQLite's default is 2,000). Each link a
+#: page brings is looked up and, if new, inserted into the frontier's indexes at a random
+#: place; a batch of 100 pages touches thousands of their pages, and with 2 MB each was
+#: read again from the file (a ``pread`` each) and dirty ones spilled before the commit.
+#: A bound: memory stays flat in the frontier's size (docs/benchmarks.md).
+CACHE_KIB = 65_536
 #: The setting that says a batched run is open ("1") or ended ("0"): found open, the run
 #: before was killed (see :class:`SqliteStore`, careful mode).
 RUN_OPEN = "run_open"
@@ -352,8 +358,10 @@ class SqliteStore(Frontier):
         *,
         batch: bool = False,
         monotonic: Callable[[], float] = time.monotonic,
+        cache_kib: int = CACHE_KIB,
     ) -> None:
         super().__init__(conn, clock, limits)
+        conn.execute(f"PRAGMA cache_size = -{int(cache_kib)}")
         self.batch = batch
         self._monotonic = monotonic
         self._opened = 0.0  # when the open batch's first write began (monotonic)

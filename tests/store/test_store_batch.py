@@ -11,7 +11,13 @@ import pytest
 from store_helpers import Clock
 from test_store import decision, fetch, page
 
-from geminibot.crawl.store import BATCH_SECONDS, BATCH_URLS, FetchedPage, SqliteStore
+from geminibot.crawl.store import (
+    BATCH_SECONDS,
+    BATCH_URLS,
+    CACHE_KIB,
+    FetchedPage,
+    SqliteStore,
+)
 from geminibot.index import connect
 
 HOST = "a.test"
@@ -187,3 +193,13 @@ def test_unbatched_each_write_is_committed(db: Path) -> None:
     fetch_one(store)
     assert committed(db, "SELECT count(*) FROM pages") == 1
     conn.close()
+
+
+def test_the_crawl_connection_has_its_own_page_cache(store: SqliteStore, db: Path) -> None:
+    """CACHE_KIB on the store's connection (a bound: negative is KiB in SQLite); another
+    connection to the same file (a search during the crawl) keeps SQLite's default."""
+    assert store.conn.execute("PRAGMA cache_size").fetchone()[0] == -CACHE_KIB
+    assert committed(db, "PRAGMA cache_size") == -2000
+    small = SqliteStore(connect(db), Clock(), cache_kib=512)
+    assert small.conn.execute("PRAGMA cache_size").fetchone()[0] == -512
+    small.conn.close()
