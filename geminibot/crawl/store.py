@@ -42,6 +42,12 @@ BATCH_SECONDS = 2.0
 #: read again from the file (a ``pread`` each) and dirty ones spilled before the commit.
 #: A bound: memory stays flat in the frontier's size (docs/benchmarks.md).
 CACHE_KIB = 65_536
+#: The crawl connection's WAL checkpoint threshold (pages; SQLite's default is 1,000). A
+#: batch writes more pages than that to the WAL, so each commit was followed by a
+#: checkpoint copying them all into the database; a page written by several batches (the
+#: FTS5 index's structure, the b-trees' upper levels, ``hosts``) is now copied once per
+#: checkpoint. The WAL grows to about this many pages (4 KiB each) before it starts over.
+CHECKPOINT_PAGES = 8_192
 #: The setting that says a batched run is open ("1") or ended ("0"): found open, the run
 #: before was killed (see :class:`SqliteStore`, careful mode).
 RUN_OPEN = "run_open"
@@ -362,6 +368,7 @@ class SqliteStore(Frontier):
     ) -> None:
         super().__init__(conn, clock, limits)
         conn.execute(f"PRAGMA cache_size = -{int(cache_kib)}")
+        conn.execute(f"PRAGMA wal_autocheckpoint = {CHECKPOINT_PAGES}")
         self.batch = batch
         self._monotonic = monotonic
         self._opened = 0.0  # when the open batch's first write began (monotonic)

@@ -15,6 +15,7 @@ from geminibot.crawl.store import (
     BATCH_SECONDS,
     BATCH_URLS,
     CACHE_KIB,
+    CHECKPOINT_PAGES,
     FetchedPage,
     SqliteStore,
 )
@@ -195,11 +196,16 @@ def test_unbatched_each_write_is_committed(db: Path) -> None:
     conn.close()
 
 
-def test_the_crawl_connection_has_its_own_page_cache(store: SqliteStore, db: Path) -> None:
-    """CACHE_KIB on the store's connection (a bound: negative is KiB in SQLite); another
-    connection to the same file (a search during the crawl) keeps SQLite's default."""
+def test_the_crawl_connection_has_its_own_cache_and_checkpoints(
+    store: SqliteStore, db: Path
+) -> None:
+    """CACHE_KIB and CHECKPOINT_PAGES on the store's connection (a bound: negative is KiB
+    in SQLite); another connection to the same file (a search during the crawl) keeps
+    SQLite's defaults."""
     assert store.conn.execute("PRAGMA cache_size").fetchone()[0] == -CACHE_KIB
     assert committed(db, "PRAGMA cache_size") == -2000
+    assert store.conn.execute("PRAGMA wal_autocheckpoint").fetchone()[0] == CHECKPOINT_PAGES
+    assert committed(db, "PRAGMA wal_autocheckpoint") == 1000
     small = SqliteStore(connect(db), Clock(), cache_kib=512)
     assert small.conn.execute("PRAGMA cache_size").fetchone()[0] == -512
     small.conn.close()
