@@ -299,23 +299,17 @@ def compare_days(
     day stopped before it, or it was not due); the latter are counted apart
     (``changed_before_today``). A copy that is none of the page's revisions is counted in
     ``copies_of_no_revision`` (a wrong hash: never expected)."""
-    # A body that differs was fetched and written again, even at the same instant (two
-    # runs on one mock clock) and under the same row id (SQLite gives a replaced last
-    # row its id again).
+
+    def rewritten(url: str) -> bool:
+        """New, or its body differs: fetched and written again, even at the same instant
+        (two runs on one mock clock) and under the same row id (SQLite gives a replaced
+        last row its id again)."""
+        return url not in before or after[url].content_hash != before[url].content_hash
+
     refetched = [
-        u
-        for u, p in after.items()
-        if u not in before
-        or p.fetched_at != before[u].fetched_at
-        or p.content_hash != before[u].content_hash
+        u for u, p in after.items() if rewritten(u) or p.fetched_at != before[u].fetched_at
     ]
-    reindexed = {
-        u
-        for u in refetched
-        if u not in before
-        or after[u].id != before[u].id
-        or after[u].content_hash != before[u].content_hash
-    }
+    reindexed = {u for u in refetched if rewritten(u) or after[u].id != before[u].id}
     changed, earlier, unknown = changed_since_copy(space, day, before)
     missed: Counter[str] = Counter()  # changed, not re-indexed
     for url in changed - reindexed:
