@@ -103,14 +103,27 @@ def store_cpu(
     return done, cpu
 
 
+def cache_sizes(text: str) -> list[int]:
+    """``--cache-kib``: positive KiB, comma-separated."""
+    try:
+        sizes = [int(k) for k in text.split(",") if k.strip()]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not KiB numbers: {text!r}") from None
+    if any(k <= 0 for k in sizes):
+        raise argparse.ArgumentTypeError(f"sizes must be positive: {text!r}")
+    return sizes
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--pages", type=int, default=6000)
     parser.add_argument("--hosts", type=int, default=400)
     parser.add_argument("--urls", type=int, default=20_000)
-    parser.add_argument("--cache-kib", default="", help="e.g. 2000,65536 (batched runs)")
+    parser.add_argument(
+        "--cache-kib", type=cache_sizes, default=[], help="e.g. 2000,65536 (batched runs)"
+    )
     args = parser.parse_args()
-    caches = [int(k) for k in args.cache_kib.split(",") if k.strip()]
+    caches: list[int] = args.cache_kib
     space = Space(args.hosts, args.urls)
     print(f"machine: nproc {os.cpu_count()}, {cpu_model()}, Python {platform.python_version()}")
     print(f"load average: {os.getloadavg()}")
