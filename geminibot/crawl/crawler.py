@@ -728,7 +728,8 @@ class Crawler:
     ) -> Sent | None:
         """:meth:`_request` once it is the host's turn and its address is ours."""
         assert self._places is not None
-        async with self._places.turn(self.scheduler.work_left(host)):
+        first = self.scheduler.goes_first(host)
+        async with self._places.turn(self.scheduler.work_left(host), first=first):
             # after every wait (for a place in flight too): is the host (and the claim) still ours?
             # (On SQLite this also commits the claim's attempt before its request.)
             if not self.store.hold_host(host, self.lease, claimed):

@@ -151,17 +151,24 @@ class Turns:
     that has waited longest, and so on. The host with the most work gets every other
     place while it asks (its chain of requests is what the crawl's end waits for), and
     no request waits more than twice the line ahead of it (served by work alone, a small
-    host's claimed URL waited as long as a big host on its address kept asking). Never
-    faster: the host's own turn and the places' number still hold. ``capacity`` may
-    change while places are held: a lower one takes effect as places are released."""
+    host's claimed URL waited as long as a big host on its address kept asking). A
+    waiter that asks ``first`` (a timed chain: :meth:`Scheduler.goes_first`) is served
+    before those unless the place before went to such a waiter: it asks once a turn,
+    and each wait is time its chain never makes up (on the synthetic Geminispace the
+    biggest capsule, a request every 0.1 s, lost a whole request of another host at
+    every other turn when its turn came on the line by age). Never faster: the host's own
+    turn and the places' number still hold. ``capacity`` may change while places are
+    held: a lower one takes effect as places are released."""
 
     def __init__(self, capacity: int = 1) -> None:
         self.capacity = capacity
         self.held = 0
         self._most_work: list[tuple[float, int, _Waiter]] = []  # heap: (-work, order, w)
+        self._first: list[tuple[float, int, _Waiter]] = []  # the same, of those first
         self._oldest: deque[_Waiter] = deque()
         self._order = itertools.count()
         self._by_work = False  # whether the last waiter served was the one with most work
+        self._was_first = False  # whether the last waiter served was served first
         self._waiting = 0  # waiters not gone
 
     @property
@@ -178,25 +185,26 @@ class Turns:
             self._serve(waiter)
 
     @asynccontextmanager
-    async def turn(self, work: float) -> AsyncIterator[None]:
-        """Hold a place, for a host with ``work`` left, while in the ``with`` block."""
-        await self.acquire(work)
+    async def turn(self, work: float, *, first: bool = False) -> AsyncIterator[None]:
+        """Hold a place, for a host with ``work`` left (``first``: a timed chain), while
+        in the ``with`` block."""
+        await self.acquire(work, first=first)
         try:
             yield
         finally:
             self.release()
 
-    async def acquire(self, work: float) -> None:
+    async def acquire(self, work: float, *, first: bool = False) -> None:
         if self.held < self.capacity:
             await trio.lowlevel.checkpoint()
             if self.held < self.capacity:
                 self.held += 1
                 return
         waiter = _Waiter(work)
-        if len(self._most_work) > 2 * self._waiting + ADDRESS_LINE_SLACK:
-            self._most_work = [entry for entry in self._most_work if not entry[2].gone]
-            heapq.heapify(self._most_work)
-        heapq.heappush(self._most_work, (-work, next(self._order), waiter))
+        entry = (-work, next(self._order), waiter)
+        self._most_work = self._pushed(self._most_work, entry)
+        if first:
+            self._first = self._pushed(self._first, entry)
         self._oldest.append(waiter)
         self._waiting += 1
         try:
@@ -222,17 +230,33 @@ class Turns:
         self._waiting -= 1
         waiter.event.set()
 
+    def _pushed(
+        self, line: list[tuple[float, int, _Waiter]], entry: tuple[float, int, _Waiter]
+    ) -> list[tuple[float, int, _Waiter]]:
+        """``line`` (a heap by work) with ``entry`` pushed, rebuilt first without the
+        waiters served past twice the waiters plus :data:`ADDRESS_LINE_SLACK`."""
+        if len(line) > 2 * self._waiting + ADDRESS_LINE_SLACK:
+            line = [kept for kept in line if not kept[2].gone]
+            heapq.heapify(line)
+        heapq.heappush(line, entry)
+        return line
+
     def _next(self) -> _Waiter | None:
         """The next waiter by turns (None: none waits)."""
+        if not self._was_first and (waiter := self._next_in(self._first)) is not None:
+            self._was_first = True
+            return waiter
+        self._was_first = False
         self._by_work = not self._by_work
-        waiter = self._next_by_work() if self._by_work else self._next_oldest()
+        waiter = self._next_in(self._most_work) if self._by_work else self._next_oldest()
         if waiter is None:
-            waiter = self._next_oldest() if self._by_work else self._next_by_work()
+            waiter = self._next_oldest() if self._by_work else self._next_in(self._most_work)
         return waiter
 
-    def _next_by_work(self) -> _Waiter | None:
-        while self._most_work:
-            waiter = heapq.heappop(self._most_work)[2]
+    @staticmethod
+    def _next_in(line: list[tuple[float, int, _Waiter]]) -> _Waiter | None:
+        while line:
+            waiter = heapq.heappop(line)[2]
             if not waiter.gone:
                 return waiter
         return None
@@ -395,12 +419,21 @@ class Scheduler:
     @asynccontextmanager
     async def address_turn(self, host: str) -> AsyncIterator[None]:
         """Hold ``host``'s address for one request. The requests waiting for it are
-        served by turns: the one whose host has the most work left (:meth:`work_left`),
-        then the one that has waited longest (see :class:`Turns`)."""
+        served by turns: a timed chain's (:meth:`goes_first`) first, then the one whose
+        host has the most work left (:meth:`work_left`), then the one that has waited
+        longest (see :class:`Turns`)."""
         address = self._address.get(host, host)
         turn = self._address_turns.setdefault(address, Turns())
-        async with turn.turn(self.work_left(host)):
+        async with turn.turn(self.work_left(host), first=self.goes_first(host)):
             yield
+
+    def goes_first(self, host: str) -> bool:
+        """Whether ``host`` is a timed chain: it waits between its requests (a delay or
+        rate over zero) and has at least :data:`LONG_CHAIN` of work left. Its requests
+        go first among those waiting for a place (:class:`Turns`): it asks once a turn,
+        and a wait for its address or a place in flight is time its chain never makes up,
+        while a host without a delay loses nothing it would not wait anyway."""
+        return self.work_left(host) >= LONG_CHAIN and self.politeness.delay(host) > 0
 
     # -- one host's schedule --
 
