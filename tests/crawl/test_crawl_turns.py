@@ -356,6 +356,56 @@ async def test_the_address_goes_first_to_the_host_with_the_most_work_left() -> N
     assert order == ["slow", "fast2", "big"]
 
 
+async def test_a_timed_chain_goes_first_but_never_twice_in_a_row() -> None:
+    """A waiter that asks first (a timed chain) is served before the lines by work and by
+    age, unless the place before went to one: the first ones by work among themselves,
+    each followed by one of the others by turns. (By turns alone the biggest capsule of
+    the synthetic space, a request every 0.1 s, found the line by age next at every
+    other turn and waited a whole request of another host: 0.13-0.18 s between its
+    requests.)"""
+    turn = Turns()
+    await turn.acquire(0.0)  # held
+    served: list[str] = []
+
+    async def wait(name: str, work: float, first: bool) -> None:
+        await turn.acquire(work, first=first)
+        served.append(name)
+
+    waiters = [
+        ("old", 1.0, False),
+        ("big", 9.0, False),
+        ("chain", 5.0, True),
+        ("chain2", 3.0, True),
+        ("new", 0.5, False),
+    ]
+    async with trio.open_nursery() as nursery:
+        for name, work, first in waiters:
+            nursery.start_soon(wait, name, work, first)
+            await trio.testing.wait_all_tasks_blocked()
+        for _ in waiters:
+            turn.release()
+            await trio.testing.wait_all_tasks_blocked()
+    assert served == ["chain", "big", "chain2", "old", "new"]
+    assert turn.waiting == 0 and turn.held == 1
+
+
+def test_a_timed_chain_is_a_host_with_a_delay_and_long_chain_of_work() -> None:
+    """goes_first: a delay or rate over zero and at least LONG_CHAIN of work left; a
+    host without a delay (the test range's rule of thumb) loses nothing it would not
+    wait anyway, and a short one is not what ends a crawl."""
+    s = Scheduler(JumpClock(100.0), test_range=True)
+    for host in ("rated", "short", "free"):
+        s.politeness.restore(host, last_end=99.0, last_duration=0.01, not_before=0, slow_downs=0)
+    s.set_pace("rated", 0.1, between_starts=True)
+    s.set_pace("short", 0.1, between_starts=True)
+    s.add_work({"rated": int(LONG_CHAIN / 0.1), "short": int(LONG_CHAIN / 0.1) - 1})
+    s.add_work({"free": 100_000})
+    assert s.work_left("rated") == pytest.approx(LONG_CHAIN)
+    assert s.goes_first("rated")
+    assert not s.goes_first("short")
+    assert s.work_left("free") >= LONG_CHAIN and not s.goes_first("free")
+
+
 async def test_the_host_with_the_most_work_left_is_ready_first() -> None:
     """The ready queue gives the hosts that have not had a turn in this run first, then
     the others, each part the most work left first; claims and URLs given back move a
