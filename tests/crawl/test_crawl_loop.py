@@ -201,6 +201,19 @@ async def test_resume_fetches_nothing_twice(tmp_path: Path, autojump_clock: obje
     assert pages_of(conn) == pages_of(conn2)
 
 
+async def test_a_fetcher_that_never_waits_still_lets_the_other_hosts_go(
+    tmp_path: Path, autojump_clock: object
+) -> None:
+    """Each request is a schedule point whatever the fetcher: taking a free address or
+    place in flight does not yield, so with a fetcher that answers at once (no latency)
+    and no delay (the test range) one host's worker held the event loop until
+    --max-pages, and the other host was never asked."""
+    site = FakeSite(generated_site(2, 30))
+    seeds = ["gemini://h0.test/", "gemini://h1.test/"]
+    await crawl(tmp_path / "c.db", site, seeds, test_range=True, max_pages=20)
+    assert {url.split("/")[2] for url in site.urls()} == {"h0.test", "h1.test"}
+
+
 def pages_of(conn: sqlite3.Connection) -> list[tuple[object, ...]]:
     return conn.execute(
         "SELECT url, status, title, content_hash, duplicate_of FROM pages ORDER BY url"
