@@ -754,10 +754,6 @@ class Crawler:
                 state = self.scheduler.finish(
                     host, duration, status, meta, slow_down=adapter.slows_down(status)
                 )
-        # Each request is a schedule point whatever the fetcher (one that answers without
-        # waiting would hold the event loop): here, after it, where a pass of the loop
-        # delays no one's turn (taking a free address or place no longer yields).
-        await trio.lowlevel.checkpoint()
         self.progress.requests += 1
         if response.status is None or response.cut:
             self.progress.errors += 1

@@ -112,8 +112,8 @@ class TurnLater(Exception):
 REQUEST_COST_FLOOR = 0.01
 
 #: How long before a host's turn its worker takes its address and a place in flight
-#: (seconds), then waits the rest holding them: waiting for either takes a pass of the
-#: event loop, about 10 ms when the crawler's CPU is busy (the in-flight governor's
+#: (seconds), then waits the rest holding them: each of those takes a pass of the event
+#: loop, about 10 ms when the crawler's CPU is busy (the in-flight governor's
 #: ``LAG_HIGH``), which a chain of requests paid at every request on top of its delay
 #: (the synthetic Geminispace's biggest capsule, a request every 0.1 s by its
 #: ``Request-rate``, made one every 0.13 s). Never early: the request still starts at
@@ -195,15 +195,11 @@ class Turns:
             self.release()
 
     async def acquire(self, work: float, *, first: bool = False) -> None:
-        """Wait for a place (see :meth:`turn`). A free place is taken without a pass of
-        the event loop (a cancel point, not a schedule point: no one waits while a place
-        is free): a worker took its address and then a place at each request, and each
-        pass, about 10 ms when the crawler's CPU is busy, made a timed chain late for
-        its turn."""
         if self.held < self.capacity:
-            await trio.lowlevel.checkpoint_if_cancelled()
-            self.held += 1
-            return
+            await trio.lowlevel.checkpoint()
+            if self.held < self.capacity:
+                self.held += 1
+                return
         waiter = _Waiter(work)
         entry = (-work, next(self._order), waiter)
         self._most_work = self._pushed(self._most_work, entry)

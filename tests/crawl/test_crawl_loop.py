@@ -204,10 +204,11 @@ async def test_resume_fetches_nothing_twice(tmp_path: Path, autojump_clock: obje
 async def test_a_fetcher_that_never_waits_still_lets_the_other_hosts_go(
     tmp_path: Path, autojump_clock: object
 ) -> None:
-    """Each request is a schedule point whatever the fetcher: taking a free address or
-    place in flight does not yield, so with a fetcher that answers at once (no latency)
-    and no delay (the test range) one host's worker held the event loop until
-    --max-pages, and the other host was never asked."""
+    """Each request is a schedule point whatever the fetcher (taking its address and a
+    place in flight yields): with a fetcher that answers at once (no latency) and no
+    delay (the test range), a worker that never yielded would hold the event loop until
+    --max-pages, and the other host would never be asked (seen when taking a free place
+    was made a cancel point only)."""
     site = FakeSite(generated_site(2, 30))
     seeds = ["gemini://h0.test/", "gemini://h1.test/"]
     await crawl(tmp_path / "c.db", site, seeds, test_range=True, max_pages=20)
