@@ -728,8 +728,7 @@ class Crawler:
     ) -> Sent | None:
         """:meth:`_request` once it is the host's turn and its address is ours."""
         assert self._places is not None
-        first = self.scheduler.goes_first(host)
-        async with self._places.turn(self.scheduler.work_left(host), first=first):
+        async with self.scheduler.place_turn(self._places, host):
             # after every wait (for a place in flight too): is the host (and the claim) still ours?
             # (On SQLite this also commits the claim's attempt before its request.)
             if not self.store.hold_host(host, self.lease, claimed):

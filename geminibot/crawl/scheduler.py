@@ -423,17 +423,27 @@ class Scheduler:
         host has the most work left (:meth:`work_left`), then the one that has waited
         longest (see :class:`Turns`)."""
         address = self._address.get(host, host)
-        turn = self._address_turns.setdefault(address, Turns())
-        async with turn.turn(self.work_left(host), first=self.goes_first(host)):
+        async with self.place_turn(self._address_turns.setdefault(address, Turns()), host):
             yield
 
-    def goes_first(self, host: str) -> bool:
+    @asynccontextmanager
+    async def place_turn(self, turns: Turns, host: str) -> AsyncIterator[None]:
+        """Hold one of ``turns``' places (an address's, the crawl's in flight) for one of
+        ``host``'s requests, in line by its work left (:meth:`work_left`), first if it is
+        a timed chain (:meth:`goes_first`)."""
+        work = self.work_left(host)
+        async with turns.turn(work, first=self.goes_first(host, work)):
+            yield
+
+    def goes_first(self, host: str, work: float | None = None) -> bool:
         """Whether ``host`` is a timed chain: it waits between its requests (a delay or
-        rate over zero) and has at least :data:`LONG_CHAIN` of work left. Its requests
-        go first among those waiting for a place (:class:`Turns`): it asks once a turn,
-        and a wait for its address or a place in flight is time its chain never makes up,
-        while a host without a delay loses nothing it would not wait anyway."""
-        return self.work_left(host) >= LONG_CHAIN and self.politeness.delay(host) > 0
+        rate over zero) and has at least :data:`LONG_CHAIN` of work left (``work``: its
+        :meth:`work_left`, if known). Its requests go first among those waiting for a
+        place (:class:`Turns`): it asks once a turn, and a wait for its address or a
+        place in flight is time its chain never makes up, while a host without a delay
+        loses nothing it would not wait anyway."""
+        work = self.work_left(host) if work is None else work
+        return work >= LONG_CHAIN and self.politeness.delay(host) > 0
 
     # -- one host's schedule --
 
