@@ -39,10 +39,13 @@ from collections.abc import Sequence
 PROBE_INTERVAL = 0.05
 #: Seconds of probes per adjustment (a window; a lagging loop probes less often in it).
 WINDOW = 1.0
-#: Median lag (seconds) above which the loop is saturated: the limit shrinks.
-LAG_HIGH = 0.010
+#: Median lag (seconds) above which the loop is saturated: the limit shrinks. A chain
+#: with a delay pays about this at each request (its wake at its turn is such a probe):
+#: 10 ms made the synthetic Geminispace's biggest capsule start 8-9 ms after its turn on
+#: average, 5 ms 4 ms (docs/benchmarks.md, one whole run).
+LAG_HIGH = 0.005
 #: Median lag (seconds) under which the loop keeps up: the limit may grow.
-LAG_LOW = 0.004
+LAG_LOW = 0.002
 #: Share of one core (CPU seconds per second) from which the crawl process counts as
 #: saturated: below it, fewer requests in flight would leave the CPU idle.
 BUSY = 0.9

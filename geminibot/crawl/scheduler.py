@@ -113,7 +113,7 @@ REQUEST_COST_FLOOR = 0.01
 
 #: How long before a host's turn its worker takes its address and a place in flight
 #: (seconds), then waits the rest holding them: each of those takes a pass of the event
-#: loop, about 10 ms when the crawler's CPU is busy (the in-flight governor's
+#: loop, about 5 ms when the crawler's CPU is busy (the in-flight governor's
 #: ``LAG_HIGH``), which a chain of requests paid at every request on top of its delay
 #: (the synthetic Geminispace's biggest capsule, a request every 0.1 s by its
 #: ``Request-rate``, made one every 0.13 s). Never early: the request still starts at
