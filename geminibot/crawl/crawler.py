@@ -67,7 +67,14 @@ from geminibot.crawl.freshness import (
 from geminibot.crawl.frontier import Claim, Limits
 from geminibot.crawl.inflight import PROBE_INTERVAL, WINDOW, InFlight
 from geminibot.crawl.policy_files import PolicyFiles, Sent, Skip
-from geminibot.crawl.scheduler import Clock, Scheduler, TrioWallClock, TurnLater, Turns
+from geminibot.crawl.scheduler import (
+    Clock,
+    GaveWay,
+    Scheduler,
+    TrioWallClock,
+    TurnLater,
+    Turns,
+)
 from geminibot.crawl.schemes import (
     host_key,
     host_name,
@@ -697,15 +704,22 @@ class Crawler:
                 self.scheduler.set_pace(host, None)
         while True:
             # Wait for the host's own turn first, then for its address (another host on
-            # the same server may hold it), and check the turn again once it is ours.
+            # the same server may hold it), and check the turn again once it is ours;
+            # a timed chain asking for the address while we wait for a place in flight
+            # gets it first, and we ask again (GaveWay).
             if not await self.scheduler.wait_turn(host, hold):
                 return None
-            async with self.scheduler.address_turn(host):
-                turn = self.scheduler.turn_now(host)
-                if turn is None:
-                    return None
-                if turn:
-                    return await self._send(host, url, policy, adapter, method, headers, claimed)
+            try:
+                async with self.scheduler.address_turn(host) as address:
+                    turn = self.scheduler.turn_now(host)
+                    if turn is None:
+                        return None
+                    if turn:
+                        return await self._send(
+                            host, url, policy, adapter, method, headers, claimed, address
+                        )
+            except GaveWay:
+                pass
 
     async def _policy_request(
         self, host: str, url: str, policy: SitePolicy | None, resumable: bool
@@ -725,10 +739,11 @@ class Crawler:
         method: str,
         headers: tuple[tuple[str, str], ...],
         claimed: str | None,
+        address: Turns,
     ) -> Sent | None:
-        """:meth:`_request` once it is the host's turn and its address is ours."""
+        """:meth:`_request` once it is the host's turn and its ``address`` is ours."""
         assert self._places is not None
-        async with self.scheduler.place_turn(self._places, host):
+        async with self.scheduler.place_turn(self._places, host, holding=address):
             # after every wait (for a place in flight too): is the host (and the claim) still ours?
             # (On SQLite this also commits the claim's attempt before its request.)
             if not self.store.hold_host(host, self.lease, claimed):
