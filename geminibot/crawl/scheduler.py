@@ -241,9 +241,7 @@ class Turns:
 
     def _first_waits(self) -> bool:
         """Whether a waiter that asked first is waiting."""
-        while self._first and self._first[0][2].gone:
-            heapq.heappop(self._first)
-        return bool(self._first)
+        return self._top(self._first) is not None
 
     def release(self) -> None:
         """Pass the place to the next waiter by turns (it stays held), or free it."""
@@ -282,12 +280,19 @@ class Turns:
         return waiter
 
     @staticmethod
-    def _next_in(line: list[tuple[float, int, _Waiter]]) -> _Waiter | None:
-        while line:
-            waiter = heapq.heappop(line)[2]
-            if not waiter.gone:
-                return waiter
-        return None
+    def _top(line: list[tuple[float, int, _Waiter]]) -> _Waiter | None:
+        """The waiter first in ``line`` (a heap by work), the gone ones above it dropped."""
+        while line and line[0][2].gone:
+            heapq.heappop(line)
+        return line[0][2] if line else None
+
+    @classmethod
+    def _next_in(cls, line: list[tuple[float, int, _Waiter]]) -> _Waiter | None:
+        """The waiter first in ``line``, taken out of it."""
+        waiter = cls._top(line)
+        if waiter is not None:
+            heapq.heappop(line)
+        return waiter
 
     def _next_oldest(self) -> _Waiter | None:
         while self._oldest:
