@@ -44,7 +44,6 @@ import argparse
 import datetime as dt
 import json
 import re
-import textwrap
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -53,7 +52,15 @@ from urllib.parse import urlsplit
 
 from capsule_server.expect import ExpectError, load_expectation, served_policy
 from capsule_server.files import CapsuleConfigError, capsules_dir, load_capsules
-from geminibot.cliutil import EXIT_NEGATIVE, EXIT_OK, CommandError, emit_json
+from geminibot.cliutil import (
+    EXIT_NEGATIVE,
+    EXIT_OK,
+    CommandError,
+    clipped,
+    emit_json,
+    terminal_safe,
+    wrapped,
+)
 from geminibot.crawl.crawler import ROLE_CATEGORIES
 from geminibot.gemini.accesslog import AccessRecord, LogFormatError, read_log
 from geminibot.gemini.gemtext import resolve_link
@@ -561,37 +568,27 @@ def load_policies(directory: Path) -> dict[str, HostPolicy]:
 # -- output ------------------------------------------------------------------------------
 
 
-def _safe(text: str) -> str:
-    """Control characters (from the network, via the log) escaped for a terminal."""
-    return "".join(c if c.isprintable() else f"\\x{ord(c):02x}" for c in text)
-
-
 def _breach_lines(report: ClientReport) -> list[str]:
     lines = []
     for b in report.breaches:
         times = f" ({b.count} requests)" if b.count > 1 else ""
         lines.append(f"  {_short_time(b.time)}  {b.kind}{times}")
-        lines.extend(_wrap(_safe(f"gemini://{b.host}{b.path}"), "    "))
+        lines.extend(wrapped(terminal_safe(f"gemini://{b.host}{b.path}"), "    "))
         broke = b.where or "-"
-        lines.extend(_wrap(_safe(f"broke {broke}" + (f"; {b.detail}" if b.detail else "")), "    "))
+        lines.extend(
+            wrapped(
+                terminal_safe(f"broke {broke}" + (f"; {b.detail}" if b.detail else "")),
+                "    ",
+            )
+        )
     return lines
-
-
-#: Human output fits this many columns.
-WIDTH = 80
-
-
-def _wrap(text: str, indent: str) -> list[str]:
-    return textwrap.wrap(
-        text, WIDTH, initial_indent=indent, subsequent_indent=indent + "  ", break_on_hyphens=False
-    )
 
 
 def format_text(report: ClientReport) -> list[str]:
     head, _, first = report.verdict().partition(", first at ")
-    lines = _wrap(f"{_safe(report.client)}: {head}", "")
+    lines = wrapped(f"{terminal_safe(report.client)}: {head}", "")
     if first:
-        lines.extend(_wrap(_safe(f"first at {first}"), "  "))
+        lines.extend(wrapped(terminal_safe(f"first at {first}"), "  "))
     refused = f", {len(report.rate_refused)} refused with 44" if report.rate_refused else ""
     lines.append(f"  {report.requests} requests to {len(report.hosts)} hosts{refused}")
     if not report.compliant:
@@ -602,22 +599,27 @@ def format_text(report: ClientReport) -> list[str]:
     lines.append("  scorecard:")
     width = max((len(h) for h in report.capsules), default=0)
     for host, score in report.scorecard():
-        line = f"    {host:<{width}}  {_safe(score)}"
-        lines.append(line if len(line) <= WIDTH else line[: WIDTH - 3] + "...")
+        line = f"    {host:<{width}}  {terminal_safe(score)}"
+        lines.append(clipped(line))
     lines.append(f"  verdict: {'compliant' if report.compliant else 'not compliant'}")
     return lines
 
 
 def format_gmi(report: ClientReport) -> list[str]:
     """The scorecard as a gemtext page (a range may publish it as a capsule page)."""
-    lines = [f"# Scorecard for {_safe(report.client)}", "", report.verdict(), ""]
+    lines = [
+        f"# Scorecard for {terminal_safe(report.client)}",
+        "",
+        report.verdict(),
+        "",
+    ]
     lines.append(f"Requests: {report.requests} to {len(report.hosts)} hosts.")
     lines.append(f"Consistent with: {', '.join(report.consistent_with) or 'no identity'}.")
     lines.append("")
     lines.append(f"## Capsules (as {report.judged_as})")
     lines.append("")
     for host, score in report.scorecard():
-        lines.append(f"* {host}: {_safe(score)}")
+        lines.append(f"* {host}: {terminal_safe(score)}")
     if report.breaches:
         lines += ["", "## Breaches", ""]
         for b in report.breaches:
@@ -625,8 +627,10 @@ def format_gmi(report: ClientReport) -> list[str]:
             broke = f": broke {b.where}" if b.where else ""
             detail = f"; {b.detail}" if b.detail else ""
             lines.append(
-                _safe(f"* {_short_time(b.time)} {b.kind}{times} gemini://{b.host}{b.path}")
-                + _safe(f"{broke}{detail}")
+                terminal_safe(
+                    f"* {_short_time(b.time)} {b.kind}{times} gemini://{b.host}{b.path}",
+                )
+                + terminal_safe(f"{broke}{detail}")
             )
     lines += ["", f"Verdict: {'compliant' if report.compliant else 'not compliant'}"]
     return lines
@@ -672,7 +676,9 @@ def read_records(log: Path) -> list[AccessRecord]:
         if not record.client or not record.time:
             raise CommandError(f"{log}:{number}: not an access log record (no client or time)")
         if _when(record) is None:
-            raise CommandError(f"{log}:{number}: time {_safe(record.time)!r} is not ISO 8601")
+            raise CommandError(
+                f"{log}:{number}: time {terminal_safe(record.time)!r} is not ISO 8601"
+            )
     records = [r for _, r in numbered]
     if not any(r.host is not None and r.path is not None for r in records):
         raise CommandError(f"{log}: no requests in the log, nothing to judge")

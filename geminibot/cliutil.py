@@ -11,6 +11,7 @@ import json
 import math
 import re
 import sys
+import textwrap
 from collections.abc import Callable, Sequence
 from typing import Any, NoReturn, TextIO, TypeVar
 
@@ -173,12 +174,52 @@ def run_command(parser: argparse.ArgumentParser, argv: Sequence[str] | None) -> 
     return code
 
 
-#: What could steer a terminal: C0 controls but tab and line feed, DEL, C1 controls, and a
-#: carriage return that does not end a line.
-_TERMINAL_UNSAFE = re.compile(r"[\x00-\x08\x0b-\x0c\x0e-\x1f\x7f-\x9f]|\r(?!\n)")
+#: What could steer a terminal or reorder what it shows: C0 controls, DEL, C1 controls,
+#: Unicode's bidirectional controls (text shown in another order than it is read: "Trojan
+#: Source") and its line and paragraph separators.
+_CONTROLS = r"\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f"  # but tab, LF and CR
+_REORDERING = r"\u061c\u200e\u200f\u2028-\u202e\u2066-\u2069"
+_LINE_UNSAFE = re.compile(rf"[{_CONTROLS}{_REORDERING}\t\n\r]")
+#: The same but tab, line feed and a carriage return that ends a line: for text of lines.
+_TEXT_UNSAFE = re.compile(rf"[{_CONTROLS}{_REORDERING}]|\r(?!\n)")
 
 
-def terminal_safe(text: str) -> str:
-    """``text`` with what could steer a terminal (escape sequences, bare CR, ...) shown as
-    ``\\xNN`` escapes: for any text from a file or a server on its way to a person."""
-    return _TERMINAL_UNSAFE.sub(lambda m: f"\\x{ord(m.group()):02x}", text)
+def _escape(match: re.Match[str]) -> str:
+    code = ord(match.group())
+    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
+
+
+def terminal_safe(text: str, *, keep_lines: bool = False) -> str:
+    """``text`` with what could steer a terminal (escape sequences, line breaks, tabs,
+    bidirectional controls, ...) shown as ``\\xNN`` or ``\\uNNNN`` escapes: for any text
+    from a file or a server on its way to a person, which must not start a line that could
+    pass for the program's own. ``keep_lines``: tabs and line breaks (LF, CRLF) are kept,
+    for a text of several lines (a page's body)."""
+    return (_TEXT_UNSAFE if keep_lines else _LINE_UNSAFE).sub(_escape, text)
+
+
+#: Columns a line for a person fits in when nothing says the terminal is wider.
+LINE_WIDTH = 80
+
+
+def clipped(text: str, width: int = LINE_WIDTH) -> str:
+    """``text`` cut to ``width`` characters, the cut shown by a final "…" (for a line that
+    ends in text of unbounded length, a server's reason say: make it terminal-safe first)."""
+    return text if len(text) <= width else text[: max(width - 1, 0)] + "…"
+
+
+def wrapped(text: str, indent: str = "", hang: str | None = None) -> list[str]:
+    """``text`` as lines of at most :data:`LINE_WIDTH` columns, the first led by ``indent``,
+    the others by ``hang`` (by default ``indent`` and two spaces); never cut at a hyphen."""
+    follow = indent + "  " if hang is None else hang
+    return textwrap.wrap(
+        text, LINE_WIDTH, initial_indent=indent, subsequent_indent=follow, break_on_hyphens=False
+    )
+
+
+def say(out: TextIO, text: str, indent: str = "", hang: str | None = None) -> None:
+    """Write one line for a person to ``out``: ``text`` escaped for a terminal (it may
+    quote a file or a server: :func:`terminal_safe`, one line) and wrapped to 80 columns
+    (:func:`wrapped`); an empty ``text`` writes an empty line."""
+    lines = wrapped(terminal_safe(text), indent, hang) if text else []
+    out.write("\n".join(lines) + "\n")

@@ -3,11 +3,24 @@
 from __future__ import annotations
 
 import argparse
+import unicodedata
 from collections.abc import Callable
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
-from geminibot.cliutil import Parser, bounded_number, port_number, positive_float, positive_int
+from geminibot.cliutil import (
+    LINE_WIDTH,
+    Parser,
+    bounded_number,
+    clipped,
+    port_number,
+    positive_float,
+    positive_int,
+    terminal_safe,
+    wrapped,
+)
 
 
 @pytest.mark.parametrize(
@@ -54,3 +67,47 @@ def test_bounded_number_is_an_argparse_type_naming_its_option(
         parser.parse_args(["--port", "70000"])
     assert exited.value.code == 2
     assert capsys.readouterr().err == "cmd: argument --port: 70000 is not a port (0-65535)\n"
+
+
+@pytest.mark.parametrize(
+    ("text", "field", "lines"),
+    [
+        ("plain é 中文\u3000text", "plain é 中文\u3000text", None),
+        ("a\x1b[2Jb", "a\\x1b[2Jb", None),
+        ("ring\x07 csi\x9b nul\x00 del\x7f", "ring\\x07 csi\\x9b nul\\x00 del\\x7f", None),
+        ("line\r\nnext\rover", "line\\x0d\\x0anext\\x0dover", "line\r\nnext\\x0dover"),
+        ("tab\there", "tab\\x09here", "tab\there"),
+        ("abc\u202eexe.txt", "abc\\u202eexe.txt", None),  # right-to-left override
+        ("a\u2066b\u2069c\u200fd\u061c", "a\\u2066b\\u2069c\\u200fd\\u061c", None),
+        ("one\u2028two", "one\\u2028two", None),  # line separator
+    ],
+)
+def test_terminal_safe_escapes_what_steers_a_terminal(
+    text: str, field: str, lines: str | None
+) -> None:
+    assert terminal_safe(text) == field
+    assert terminal_safe(text, keep_lines=True) == (field if lines is None else lines)
+
+
+#: Bidirectional controls, line and paragraph separators: what reorders or breaks a line.
+REORDERING = set("\u061c\u200e\u200f\u2028\u2029\u202a\u202b\u202c\u202d\u202e") | set(
+    "\u2066\u2067\u2068\u2069"
+)
+
+
+@given(st.text())
+def test_terminal_safe_leaves_nothing_that_steers_and_is_idempotent(text: str) -> None:
+    shown = terminal_safe(text)
+    assert not any(unicodedata.category(c) == "Cc" or c in REORDERING for c in shown)
+    assert terminal_safe(shown) == shown
+    kept = terminal_safe(text, keep_lines=True)  # lines kept: only tab, LF and CR before LF remain
+    assert all(c in "\t\n\r" for c in kept if unicodedata.category(c) == "Cc")
+
+
+def test_clipped_and_wrapped_fit_a_line() -> None:
+    assert clipped("x" * 80) == "x" * 80
+    assert clipped("x" * 81) == "x" * 79 + "…" and len(clipped("y" * 500)) == LINE_WIDTH
+    lines = wrapped("word " * 60 + "a-very-long-hyphenated-name " * 3, "  ", "    ")
+    assert all(len(line) <= LINE_WIDTH for line in lines)
+    assert lines[0].startswith("  word") and all(ln.startswith("    ") for ln in lines[1:])
+    assert "a-very-long-hyphenated-name" in " ".join(lines)  # not cut at its hyphens

@@ -18,24 +18,20 @@ from collections import deque
 from collections.abc import Callable
 from typing import TextIO
 
-from geminibot.cliutil import human_duration, terminal_safe
+from geminibot.cliutil import LINE_WIDTH, clipped, human_duration, terminal_safe
 from geminibot.crawl.crawler import Progress
 
 #: Seconds between two progress log lines when standard error is not a terminal.
 LOG_INTERVAL = 5.0
 #: Pages/s is measured over this many recent seconds.
 RATE_WINDOW = 30.0
-#: Width assumed when the terminal does not say (and of the log lines).
-DEFAULT_WIDTH = 80
 #: Printable characters of a host name shown; longer names are cut with "…".
 MAX_HOST_SHOWN = 32
 
 
 def _shown(host: str, room: int = MAX_HOST_SHOWN) -> str:
     """A host name safe for a terminal, cut to ``room`` characters (at least 8)."""
-    safe = terminal_safe(host)
-    room = max(8, min(room, MAX_HOST_SHOWN))
-    return safe if len(safe) <= room else safe[: room - 1] + "…"
+    return clipped(terminal_safe(host), max(8, min(room, MAX_HOST_SHOWN)))
 
 
 class RecentRate:
@@ -54,7 +50,7 @@ class RecentRate:
         return (pages - p0) / span if span > 0 else 0.0
 
 
-def status_parts(p: Progress, rate: float, width: int = DEFAULT_WIDTH) -> list[str]:
+def status_parts(p: Progress, rate: float, width: int = LINE_WIDTH) -> list[str]:
     """The status line's parts, most important first (what the crawl waits for is third,
     its host name cut so that the first three fit in ``width``)."""
     head = [f"{p.pages} pages", f"{rate:.1f}/s"]
@@ -96,9 +92,9 @@ def terminal_width(stream: TextIO) -> int:
     if os.environ.get("COLUMNS", "").isdigit():
         return int(os.environ["COLUMNS"])
     try:
-        return os.get_terminal_size(stream.fileno()).columns or DEFAULT_WIDTH
+        return os.get_terminal_size(stream.fileno()).columns or LINE_WIDTH
     except (ValueError, OSError, AttributeError):
-        return shutil.get_terminal_size((DEFAULT_WIDTH, 24)).columns
+        return shutil.get_terminal_size((LINE_WIDTH, 24)).columns
 
 
 class Display:
@@ -131,7 +127,7 @@ class Display:
         elif self._monotonic() - self._last_log >= LOG_INTERVAL:
             self._last_log = self._monotonic()
             prefix = "crawl: "
-            print(prefix + self.line(p, DEFAULT_WIDTH - len(prefix)), file=self.stream, flush=True)
+            print(prefix + self.line(p, LINE_WIDTH - len(prefix)), file=self.stream, flush=True)
 
     def end(self) -> None:
         if self.tty:

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import re
 import ssl
 import sys
 import tempfile
@@ -34,6 +33,7 @@ from geminibot.cliutil import (
     bounded_number,
     emit_json,
     positive_float,
+    terminal_safe,
 )
 from geminibot.gemini.client import ClientCertificate, GeminiClient, Response
 from geminibot.gemini.status import Family
@@ -49,9 +49,6 @@ from geminibot.net.errors import FetchError
 from geminibot.net.limits import DEFAULT_MAX_BODY_SIZE, DEFAULT_TOTAL_TIMEOUT, Limits
 from geminibot.urls import URL, InvalidURL
 
-#: What a terminal must not be sent raw: C0 and C1 controls but TAB and LF, DEL, and a
-#: CR that does not end a line.
-_TERMINAL_UNSAFE = re.compile(r"[\x00-\x08\x0b-\x0c\x0e-\x1f\x7f-\x9f]|\r(?!\n)")
 STDOUT = "-"
 
 
@@ -250,12 +247,6 @@ def _as_json(response: Response) -> dict[str, Any]:
     }
 
 
-def terminal_safe(text: str) -> str:
-    """``text`` with what could steer a terminal (escape sequences, bare CR, ...) shown
-    as ``\\xNN`` escapes."""
-    return _TERMINAL_UNSAFE.sub(lambda m: f"\\x{ord(m.group()):02x}", text)
-
-
 def _print(response: Response, *, raw: bool, output: str | None, answered: bool) -> int:
     for hop in response.redirects:
         print(f"redirected from {hop}", file=sys.stderr)
@@ -290,6 +281,6 @@ def _print(response: Response, *, raw: bool, output: str | None, answered: bool)
         sys.stdout.buffer.flush()
     else:
         text = response.text()
-        sys.stdout.write(terminal_safe(text) if terminal else text)
+        sys.stdout.write(terminal_safe(text, keep_lines=True) if terminal else text)
         sys.stdout.flush()
     return EXIT_OK
