@@ -24,7 +24,7 @@ import trio
 
 from capsule_server.files import bundled_capsules, load_capsules
 from capsule_server.testing import running_server
-from geminibot.cliutil import bounded_number
+from geminibot.cliutil import bounded_number, clipped, terminal_safe
 from geminibot.crawl.crawler import Crawler, CrawlOptions, Progress
 from geminibot.crawl.fetcher import gemini_fetch
 from geminibot.crawl.frontier import Limits
@@ -138,24 +138,24 @@ def main(argv: list[str] | None = None) -> None:
         db = Path(tmp) / "demo.db"
         started = time.monotonic()
         progress = trio.run(crawl_capsules, directory, db, Path(tmp) / "certs", seconds)
+        elapsed = time.monotonic() - started
+        print(f"{progress.pages} pages, {progress.requests} requests in {elapsed:.1f} s")
         print(
-            f"{progress.pages} pages, {progress.requests} requests, {progress.refused} URLs "
-            f"refused by policy, {progress.slow_downs} 44 SLOW DOWN obeyed, "
-            f"in {time.monotonic() - started:.1f} s"
+            f"{progress.refused} URLs refused by policy, {progress.slow_downs} 44 SLOW DOWN obeyed"
         )
         for host, reason in sorted(progress.hosts_skipped.items()):
-            print(f"  skipped for now: {host}: {reason}")
+            print(clipped(f"  skipped for now: {terminal_safe(host)}: {terminal_safe(reason)}"))
         if progress.queued:
             print(
-                f"  stopped after {seconds:g} s with {progress.queued} URLs queued "
-                "(hosts still waiting out a 44); a real crawl resumes them next run"
+                f"  stopped after {seconds:g} s with {progress.queued} URLs queued (hosts still\n"
+                "  waiting out a 44); a real crawl resumes them next run"
             )
         conn = connect(db)
         print("\n== geminibot stats\n" + format_stats(stats(conn)))
         for query in QUERIES:
             print(f"\n== geminibot search {query!r}")
             for n, r in enumerate(search(conn, query, 3), 1):
-                print(f"{n}. {r.title or r.url}\n   {r.url}\n   {r.snippet}")
+                print(r.as_text(n))
         conn.close()
         trio.run(serve_search, db, Path(tmp) / "certs", args.serve_seconds)
     print("\nTry it yourself: .venv/bin/geminibot crawl --help (docs/crawl.md), then")

@@ -25,6 +25,7 @@ from geminibot.cliutil import (
     EXIT_OK,
     CommandError,
     bounded_number,
+    clipped,
     emit_json,
     human_duration,
     positive_float,
@@ -613,38 +614,45 @@ def _summary(
     if args.json:
         emit_json(data)
         return
-    out = sys.stdout
-    print(
+    print("\n".join(summary_lines(p, db, interrupted, archive)))
+
+
+def summary_lines(
+    p: Progress, db: str, interrupted: bool, archive: WarcArchive | None
+) -> list[str]:
+    """The closing summary for a person: one fact a line, each within 80 columns but for
+    the counts' digits and the database's name (the hosts' names and reasons servers gave
+    are escaped and cut to fit)."""
+    lines = [
         f"crawled {p.pages} pages ({p.requests} requests) in {human_duration(p.elapsed)}, "
-        f"{p.rate:.1f} pages/s; {p.refused} refused by policy, {p.errors} errors, "
-        f"{p.slow_downs} slow-downs obeyed",
-        file=out,
-    )
+        f"{p.rate:.1f} pages/s",
+        f"{p.refused} refused by policy, {p.errors} errors, {p.slow_downs} slow-downs obeyed",
+    ]
     if p.revisits:
-        print(
-            f"revisited: {p.revisits} URLs due again; {p.unchanged} pages unchanged "
-            f"(not re-indexed), {p.gone} gone (51/52, out of the index)",
-            file=out,
+        lines.append(
+            f"revisited: {p.revisits} URLs due again, {p.unchanged} pages unchanged "
+            "(not re-indexed)"
         )
+        lines.append(f"gone (51/52): {p.gone} pages out of the index")
     if p.vanished:
-        print(
+        lines.append(
             f"vanished hosts: {p.vanished} pages out of the index (no answer for "
-            f"{VANISHED_AFTER / DAY:g} days; indexed again when they answer)",
-            file=out,
+            f"{VANISHED_AFTER / DAY:g} days)"
         )
     if p.excluded:
-        print(f"excluded by --exclude: {p.excluded} URLs", file=out)
+        lines.append(f"excluded by --exclude: {p.excluded} URLs")
     for host, reason in sorted(p.hosts_skipped.items()):
-        print(f"skipped for now: {terminal_safe(host)}: {terminal_safe(reason)}", file=out)
+        lines.append(clipped(terminal_safe(f"skipped for now: {host}: {reason}")))
     if archive is not None:
-        print(f"WARC: {archive.path} ({archive.records} records)", file=out)
+        lines.append(f"WARC: {archive.path} ({archive.records} records)")
     if interrupted:
-        print(f"stopped: {p.queued} URLs queued; run the same command to resume", file=out)
+        lines.append(f"stopped: {p.queued} URLs queued; run the same command to resume")
     elif p.limit:
-        print(f"stopped at {p.limit}: {p.queued} URLs queued; run again to go on", file=out)
+        lines.append(f"stopped at {p.limit}: {p.queued} URLs queued; run again to go on")
     elif p.queued:
-        print(f"{p.queued} URLs left in the queue (hosts skipped for now)", file=out)
-    print(f"index: {db}  (geminibot search QUERY --db {db})", file=out)
+        lines.append(f"{p.queued} URLs left in the queue (hosts skipped for now)")
+    lines.append(f"index: {db}  (geminibot search QUERY --db {db})")
+    return lines
 
 
 # --- search and stats ---
@@ -660,7 +668,7 @@ def run_search(args: argparse.Namespace) -> int:
         if args.json:
             emit_json(r.as_json())
         else:
-            print(f"{n}. {r.title or r.url}\n   {r.url}\n   {r.snippet}")
+            print(r.as_text(n))
     if not results and not args.json:
         print("no results", file=sys.stderr)
     return EXIT_OK if results else EXIT_NEGATIVE

@@ -20,6 +20,7 @@ import unicodedata
 from dataclasses import dataclass
 from typing import Any
 
+from geminibot.cliutil import terminal_safe
 from geminibot.index.authority import has_authority
 from geminibot.index.query import MAX_QUERY_LENGTH, ParsedQuery, QueryError, Term, parse_query
 from geminibot.index.tantivy_index import open_current
@@ -70,6 +71,16 @@ class SearchResult:
             "size": self.size,
             "fetched_at": self.fetched_at,
         }
+
+    def as_text(self, number: int) -> str:
+        """Three lines for a terminal: number and title, URL, snippet (the servers' text,
+        escaped; a line each)."""
+        title = terminal_safe(self.title or self.url)
+        url, snippet = (
+            terminal_safe(self.url),
+            terminal_safe(self.snippet),
+        )
+        return f"{number}. {title}\n   {url}\n   {snippet}"
 
 
 def _fts_term(term: Term) -> str:

@@ -8,6 +8,7 @@ import time
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from geminibot.cliutil import LINE_WIDTH, clipped, terminal_safe
 from geminibot.index.search import host_filter
 
 #: Longest list of per-host refusal counts reported.
@@ -179,9 +180,10 @@ def format_stats(data: dict[str, Any]) -> str:
         ("trap bounds hit", "traps"),
         ("refusals by host", "refusals_by_host"),
     ):
-        table: dict[str, int] = data[key]
-        if table:
+        # Hosts and MIME types come from servers: escaped, and cut to half a line.
+        rows = [(clipped(terminal_safe(k), LINE_WIDTH // 2), v) for k, v in data[key].items()]
+        if rows:
             lines.append(f"{title}:")
-            width = max(len(k) for k in table)
-            lines.extend(f"  {k:<{width}}  {v}" for k, v in table.items())
+            width = max(len(k) for k, _ in rows)
+            lines.extend(f"  {k:<{width}}  {v}" for k, v in rows)
     return "\n".join(lines)

@@ -20,6 +20,7 @@ import pytest
 from crawl_fakes import FakeSite, generated_site, gmi
 
 from geminibot.cliutil import human_duration
+from geminibot.crawl.cli import summary_lines
 from geminibot.crawl.crawler import Crawler, CrawlOptions, Progress, Response
 from geminibot.crawl.display import RATE_WINDOW, Display
 from geminibot.crawl.frontier import MAX_URL_ATTEMPTS
@@ -213,3 +214,23 @@ async def test_a_url_that_keeps_raising_is_given_up(tmp_path: Path, autojump_clo
     assert conn.execute(
         "SELECT state FROM urls WHERE url = 'gemini://a.test/good.gmi'"
     ).fetchone() == ("done",)
+
+
+def test_the_closing_summary_fits_80_columns() -> None:
+    """A whole-space run's counts, every optional line, and a server's long reason with a
+    control character: no line past 80 columns, the reason cut with "…" and escaped."""
+    reason = "44 slow down: " + "\x1b[2J" + "please come back much later " * 5
+    p = busy(
+        revisits=600_000,
+        unchanged=540_000,
+        gone=1_234,
+        vanished=4_321,
+        excluded=99,
+        hosts_skipped={"h0001.example.test": reason},
+        limit="--max-time",
+    )
+    lines = summary_lines(p, "/tmp/space.db", False, None)
+    assert len(lines) == 9
+    assert all(len(line) <= 80 for line in lines), [ln for ln in lines if len(ln) > 80]
+    (skipped,) = [ln for ln in lines if ln.startswith("skipped for now: h0001.example.test: ")]
+    assert skipped.endswith("…") and "\x1b" not in skipped and "\\x1b[2J" in skipped

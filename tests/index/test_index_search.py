@@ -132,3 +132,35 @@ def test_stats(db: sqlite3.Connection) -> None:
     text = format_stats(data)
     assert "MIME types:" in text
     assert "image/png" in text
+
+
+def test_text_output_escapes_what_servers_wrote(tmp_path: Path) -> None:
+    """A page's title, body and MIME type carry escape sequences and a line break:
+    ``geminibot search`` and ``stats`` show them escaped, each result three lines."""
+    from commands import run_main
+
+    path = tmp_path / "hostile.db"
+    conn = connect(path)
+    evil = "\x1b]0;owned\x07"
+    with transaction(conn):
+        store_page(
+            conn,
+            page(
+                "gemini://a.test/x",
+                f"Turnip{evil}\nfake line",
+                "turnip soup \x1b[2J\u202etxt.exe and more",
+                mime="text/gemini" + "\x1b[31m" + ";x" * 60,
+            ),
+            "indexer",
+        )
+    conn.close()
+    found = run_main(["search", "turnip", "--db", str(path)])
+    assert found.returncode == 0
+    assert not any(c in found.stdout for c in "\x1b\x07\u202e")
+    assert (
+        found.stdout.count("\n") == 3 and "Turnip\\x1b]0;owned\\x07\\x0afake line" in found.stdout
+    )
+    shown = run_main(["stats", "--db", str(path)])
+    assert shown.returncode == 0 and "\x1b" not in shown.stdout
+    assert "text/gemini\\x1b[31m;x;x" in shown.stdout
+    assert max(len(line) for line in shown.stdout.splitlines()) <= 80
