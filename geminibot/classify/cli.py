@@ -21,7 +21,15 @@ from geminibot.classify.profile import (
 from geminibot.classify.registry import Bot, RegistryError, load_registry
 from geminibot.classify.rules import Assignment, Classification
 from geminibot.classify.sources import site_from_source
-from geminibot.cliutil import EXIT_NEGATIVE, EXIT_OK, CommandError, emit_json, read_source
+from geminibot.cliutil import (
+    EXIT_NEGATIVE,
+    EXIT_OK,
+    CommandError,
+    emit_json,
+    read_source,
+    say,
+    terminal_safe,
+)
 from geminibot.gemini.client import GeminiClient
 from geminibot.net.connect import Resolver, add_connect_to_option, connect_rules
 from geminibot.policy.cli import agent_option, parse_time
@@ -276,56 +284,63 @@ def _as_json(profile: Profile, bot: Bot | None, result: Classification) -> dict[
 
 def _print_assignments(title: str, items: tuple[Assignment, ...], out: TextIO) -> None:
     if not items:
-        out.write(f"{title}: none\n")
+        say(out, f"{title}: none")
         return
-    out.write(f"{title}:\n")
+    say(out, f"{title}:")
     for item in items:
         for i, reason in enumerate(item.reasons):
             label = item.name if i == 0 else ""
-            out.write(f"  {label:<17} <- {reason.activity.value}: {reason.source.cite()}\n")
+            say(
+                out,
+                f"{label:<17} <- {reason.activity.value}: {reason.source.cite()}",
+                "  ",
+                " " * 23,
+            )
 
 
 def _print(profile: Profile, bot: Bot | None, result: Classification, out: TextIO) -> None:
     who = profile.name or "bot"
     token = f" (own token: {profile.token})" if profile.token else " (no own token)"
-    out.write(f"{who}{token}\n")
+    say(out, f"{who}{token}")
     if bot is not None:
         _print_registry_entry(bot, out)
-    out.write(f"activities: {', '.join(a.value for a in result.activities) or 'none'}\n\n")
+    say(out, f"activities: {', '.join(a.value for a in result.activities) or 'none'}")
+    say(out, "")
     _print_assignments("Gemini virtual agents", result.virtual_agents, out)
     _print_assignments("robots2.txt categories", result.categories, out)
     if result.directives:
-        out.write(
+        say(
+            out,
             f"robots2.txt directives that answer its activities: "
-            f"{', '.join(result.directive_names)}\n"
+            f"{', '.join(result.directive_names)}",
         )
     if result.combination:
-        out.write(f"combination: {result.combination}\n")
+        say(out, f"combination: {result.combination}")
         if result.combination_source:
-            out.write(f"  <- {result.combination_source.cite()}\n")
-    out.write(f"mode: {result.recommended_mode} ({result.mode_reason})\n")
+            say(out, f"<- {result.combination_source.cite()}", "  ", "     ")
+    say(out, f"mode: {result.recommended_mode} ({result.mode_reason})")
     if bot is not None and bot.missing_virtual_agents:
-        out.write(
+        say(
+            out,
             f"note: not documented to obey {', '.join(bot.missing_virtual_agents)}, "
-            f"which its activities call for\n"
+            f"which its activities call for",
         )
     if result.warnings:
-        out.write("warnings:\n")
+        say(out, "warnings:")
         for w in result.warnings:
-            text = f"[{w.code}] {w.message}"
-            out.write(textwrap.fill(text, 96, initial_indent="  ", subsequent_indent="      "))
-            out.write("\n")
+            say(out, f"[{w.code}] {w.message}", "  ", "      ")
 
 
 def _print_registry_entry(bot: Bot, out: TextIO) -> None:
     """What the registry documents of the bot."""
-    out.write(f"  documented as: {bot.documented_as}\n  source: {bot.source}\n")
+    say(out, f"documented as: {bot.documented_as}", "  ", "    ")
+    say(out, f"source: {bot.source}", "  ", "    ")
     if bot.obeys:
-        out.write(f"  documented to obey: {', '.join(bot.obeys)}\n")
+        say(out, f"documented to obey: {', '.join(bot.obeys)}", "  ", "    ")
     if bot.notes:
-        out.write(f"  notes: {bot.notes}\n")
+        say(out, f"notes: {bot.notes}", "  ", "    ")
     if bot.protocol == "web":
-        out.write("  (a web bot: its virtual agents matter when it fetches from Gemini hosts)\n")
+        say(out, "(a web bot: its virtual agents matter when it fetches from Gemini hosts)", "  ")
 
 
 def _yes(allowed: bool) -> str:
@@ -338,61 +353,74 @@ def _print_mode(mode: ModeReport, recommended: bool, out: TextIO) -> None:
         for token, role, lines in mode.groups
     )
     mark = " (recommended)" if recommended else ""
-    out.write(f"  {mode.mode}{mark}: robots.txt groups: {groups or 'none'}\n")
-    out.write(
-        f"    waiting time: {mode.delay.seconds:g} s ({mode.delay.rule}"
+    say(out, f"{mode.mode}{mark}: robots.txt groups: {groups or 'none'}", "  ", "    ")
+    say(
+        out,
+        f"waiting time: {mode.delay.seconds:g} s ({mode.delay.rule}"
         f"{', ' + mode.delay.file if mode.delay.file else ''}"
         f"{' line ' + str(mode.delay.line) if mode.delay.line else ''}); "
-        f"`*` gets {mode.star_delay.seconds:g} s\n"
+        f"`*` gets {mode.star_delay.seconds:g} s",
+        "    ",
+        "      ",
     )
+    # A path and its answer on one line, why on the lines below it.
     differing = mode.differing
     if differing:
-        out.write("    differs from `*`:\n")
+        say(out, "differs from `*`:", "    ")
         for v in differing:
-            out.write(
-                f"      {v.path:<28} {_yes(v.allowed):<10} (`*`: {_yes(v.star_allowed)}) "
-                f"{v.reason}\n"
-            )
+            path = terminal_safe(v.path)  # padded as shown
+            say(out, f"{path:<28} {_yes(v.allowed):<10} (`*`: {_yes(v.star_allowed)})", "      ")
+            say(out, v.reason, "        ", "        ")
     else:
-        out.write(f"    same as `*` on all {len(mode.verdicts)} paths examined\n")
+        say(out, f"same as `*` on all {len(mode.verdicts)} paths examined", "    ")
     explicit = [v for v in mode.verdicts if v.explicit]
     if explicit:
-        out.write("    paths asked:\n")
+        say(out, "paths asked:", "    ")
         for v in explicit:
             robots = (
                 ""
                 if v.robots_allowed == v.allowed
                 else f" (robots.txt alone: {_yes(v.robots_allowed)})"
             )
-            out.write(f"      {v.path:<28} {_yes(v.allowed)}{robots}: {v.reason}\n")
+            path = terminal_safe(v.path)
+            say(out, f"{path:<28} {_yes(v.allowed)}{robots}", "      ")
+            say(out, v.reason, "        ", "        ")
 
 
 def _print_report(report: SiteReport, out: TextIO) -> None:
     who = f"agent {report.agent}" if report.agent else "no own token"
     as_ = ", ".join(report.virtual_agents) or "no virtual agent"
-    out.write(f"\nagainst {report.source} ({who}; {as_})\n")
+    say(out, "")
+    print(terminal_safe(f"against {report.source} ({who}; {as_})"), file=out)
     for mode in (report.precedence, report.strict):
         _print_mode(mode, mode.mode == report.recommended_mode, out)
     for va, mode in report.per_agent:
-        out.write(f"  adapting per activity, the fetches made as {va} alone:\n")
+        say(out, f"adapting per activity, the fetches made as {va} alone:", "  ")
         _print_mode(mode, False, out)
     if report.truncated:
-        out.write("  (only the first derived paths were examined: the file has very many rules)\n")
+        say(
+            out,
+            "(only the first derived paths were examined: the file has very many rules)",
+            "  ",
+        )
     stated = [u for u in report.usage if u.answer.value is not None]
     if not stated:
         note = report.usage[0].answer.note if report.usage else ""
-        out.write(f"  AI usage (robots2.txt): nothing stated ({note})\n")
+        say(out, f"AI usage (robots2.txt): nothing stated ({note})", "  ")
         return
-    out.write("  AI usage (robots2.txt; * marks the directives its activities need):\n")
+    say(out, "AI usage (robots2.txt; * marks the directives its activities need):", "  ")
     for u in report.usage:
         a = u.answer
         mark = "*" if u.relevant else " "
         if a.value is None:
-            out.write(f"   {mark} {a.directive:<12} not stated\n")
+            say(out, f"{mark} {a.directive:<12} not stated", "   ")
             continue
         where = f"{a.file} line {a.line}" if a.line else a.file
         label = f"the most restrictive, for {u.category}" if u.category else ""
         extra = "; ".join(x for x in (a.note, label) if x)
-        out.write(
-            f"   {mark} {a.directive:<12} {a.value:<13} {where}{'  (' + extra + ')' if extra else ''}\n"
+        say(
+            out,
+            f"{mark} {a.directive:<12} {a.value:<13} {where}{'  (' + extra + ')' if extra else ''}",
+            "   ",
+            " " * 32,
         )

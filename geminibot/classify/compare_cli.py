@@ -14,12 +14,20 @@ import argparse
 import ssl
 import sys
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, TextIO
 
 import trio
 
 from geminibot.classify.sources import site_from_url
-from geminibot.cliutil import EXIT_NEGATIVE, EXIT_OK, CommandError, emit_json, positive_float
+from geminibot.cliutil import (
+    EXIT_NEGATIVE,
+    EXIT_OK,
+    CommandError,
+    emit_json,
+    positive_float,
+    say,
+    terminal_safe,
+)
 from geminibot.gemini.client import GeminiClient
 from geminibot.http.client import DEFAULT_INFO_URL, WebClient, user_agent
 from geminibot.net.connect import Resolver, add_connect_to_option, connect_rules
@@ -195,10 +203,11 @@ def run_compare(args: argparse.Namespace) -> int:
 
 def _print(result: Comparison, where: tuple[str, str]) -> None:
     out = sys.stdout
-    print(f"web:    {where[0]}\ngemini: {where[1]}", file=out)
+    for side, source in zip(("web:   ", "gemini:"), where, strict=True):  # whole, to copy
+        print(terminal_safe(f"{side} {source}"), file=out)
     for c in result.classes:
-        _print_class(c)
-    print(result.summary(), file=out)
+        _print_class(c, out)
+    say(out, result.summary())
 
 
 def _describe_class(bot_class: BotClass) -> str:
@@ -209,26 +218,37 @@ def _describe_class(bot_class: BotClass) -> str:
     return f"{bot_class.name} ({what})"
 
 
-def _print_class(c: ClassComparison) -> None:
+def _print_class(c: ClassComparison, out: TextIO) -> None:
+    """Each line escaped and wrapped: paths and reasons quote the policy files, which may
+    come from a server."""
     head = f"class {_describe_class(c.bot_class)}:"
     if c.agree:
-        print(f"{head} agree", flush=False)
+        say(out, f"{head} agree")
         return
-    print(head)
+    say(out, head)
     for p in c.paths:
         more = f" (and {p.candidates - 1} more like it)" if p.candidates > 1 else ""
-        print(f"  path  {p.describe()}{more}")
-        print(f"        web:    {p.web_reason}")
-        print(f"        gemini: {p.gemini_reason}")
+        say(out, f"path  {p.describe()}{more}", "  ", "        ")
+        say(out, f"web:    {p.web_reason}", "        ", " " * 16)
+        say(out, f"gemini: {p.gemini_reason}", "        ", " " * 16)
     if c.wait_differs:
-        print(f"  wait  web {c.web_wait.seconds:g} s ({_rule(c.web_wait.file, c.web_wait.line, c.web_wait.rule)}), "
-              f"gemini {c.gemini_wait.seconds:g} s ({_rule(c.gemini_wait.file, c.gemini_wait.line, c.gemini_wait.rule)})")  # fmt: skip
+        web, gemini = c.web_wait, c.gemini_wait
+        say(
+            out,
+            f"wait  web {web.seconds:g} s ({_rule(web.file, web.line, web.rule)}), "
+            f"gemini {gemini.seconds:g} s ({_rule(gemini.file, gemini.line, gemini.rule)})",
+            "  ",
+            "        ",
+        )
     for u in c.usage:
-        web = u.web.value or "-"
-        gemini = u.gemini.value or "-"
-        print(
-            f"  usage {u.directive}: web {web} ({_rule(u.web.file, u.web.line, u.web.note)}), "
-            f"gemini {gemini} ({_rule(u.gemini.file, u.gemini.line, u.gemini.note)})"
+        web_value = u.web.value or "-"
+        gemini_value = u.gemini.value or "-"
+        say(
+            out,
+            f"usage {u.directive}: web {web_value} ({_rule(u.web.file, u.web.line, u.web.note)}), "
+            f"gemini {gemini_value} ({_rule(u.gemini.file, u.gemini.line, u.gemini.note)})",
+            "  ",
+            "        ",
         )
 
 

@@ -17,6 +17,7 @@ from geminibot.cliutil import (
     bounded_number,
     emit_json,
     read_source,
+    say,
     terminal_safe,
 )
 from geminibot.policy.agents_txt import NOT_THIS_DIALECT, parse_agents
@@ -341,16 +342,22 @@ def run_check(args: argparse.Namespace) -> int:
             emit_json(record)
         else:
             verdict = "allowed" if decision.allowed else "DISALLOWED"
-            print(terminal_safe(f"{verdict:<11} {url}\n            {decision.reason}"))
+            print(terminal_safe(f"{verdict:<11} {url}"))  # whole, to copy
+            say(sys.stdout, decision.reason, " " * 12, " " * 12)
     if not args.json:
         where = (
             f" ({delay.file} line {delay.line}: {delay.rule})" if delay.file else f" ({delay.rule})"
         )
-        print(terminal_safe(f"{'wait':<11} {delay.seconds:g} s between requests{where}"))
+        say(sys.stdout, f"{'wait':<11} {delay.seconds:g} s between requests{where}", "", " " * 12)
         for u in usage:
             origin = f"{u.file}:{u.line}" if u.line else (u.note or "not stated")
             note = f"; {u.note}" if u.note and u.line else ""
-            print(terminal_safe(f"{'usage':<11} {u.directive}: {u.value or '-'} ({origin}{note})"))
+            say(
+                sys.stdout,
+                f"{'usage':<11} {u.directive}: {u.value or '-'} ({origin}{note})",
+                "",
+                " " * 12,
+            )
     return EXIT_NEGATIVE if any_refused else EXIT_OK
 
 

@@ -468,3 +468,24 @@ def test_a_bot_that_adapts_gets_each_virtual_agents_policy(
     assert archive_no is not None and archive_no.allowed
     main(["classify", "--does", "archive,search-index", "--adapts", "--against", str(folder)])
     assert "adapting per activity, the fetches made as indexer alone" in capsys.readouterr().out
+
+
+def test_cli_against_text_from_a_hostile_file(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """Rules quoting escape sequences: shown escaped, the paths' answers still in their
+    column, every line in 80 (a non-ASCII path is percent-encoded by the policy core)."""
+    robots = tmp_path / "robots.txt"
+    robots.write_bytes(
+        b"User-agent: *\nDisallow: /a\x1b[31mred\n\n"
+        b"User-agent: indexer\nDisallow: /b\x1b]0;owned\x07\nDisallow: /c\xe2\x80\xaegnp.exe\n"
+    )
+    code = main(["classify", "--does", "search-index", "--against", str(robots)])
+    out = capsys.readouterr().out
+    assert code == 0
+    assert not any(c in out for c in "\x1b\x07\u202e")
+    assert "/b\\x1b]0;owned\\x07" in out and "/c%E2%80%AEgnp.exe" in out
+    shown = [line for line in out.splitlines() if not line.startswith("against ")]
+    assert max(len(line) for line in shown) <= 80  # the file's name stands whole
+    rows = [line for line in out.splitlines() if line.startswith("      /")]
+    assert rows and all(line[35:45].strip() in ("allowed", "disallowed") for line in rows), rows

@@ -39,7 +39,9 @@ def test_does_text(capsys: pytest.CaptureFixture[str]) -> None:
     assert code == 0
     assert "researcher" in out and "[not-purely-researcher]" in out
     assert "mode: strict" in out
-    assert 'gemini-robots-virtual-agents.txt (researcher): "study large-scale' in out
+    assert max(len(line) for line in out.splitlines()) <= 80
+    words = " ".join(out.split())  # the text wraps where it will
+    assert 'gemini-robots-virtual-agents.txt (researcher): "study large-scale' in words
 
 
 def test_does_json(capsys: pytest.CaptureFixture[str]) -> None:

@@ -263,6 +263,25 @@ def test_compare_reports_crawl_delay_at_its_own_line(
     assert "wait  web 9 s (robots.txt:4 Crawl-delay: 9)" in out
 
 
+def test_compare_text_escapes_the_files_and_fits_80_columns(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Paths and reasons quote the policy files (a server's, for ``compare HOST``): their
+    escape sequences are shown escaped, and each line is wrapped to 80 columns but those
+    naming the files."""
+    web = tmp_path / "robots.txt"
+    web.write_bytes(b"User-agent: *\nDisallow: /w\n")
+    gemini = tmp_path / "gemini" / "robots.txt"
+    gemini.parent.mkdir()
+    gemini.write_bytes(b"User-agent: *\nDisallow: /a\x1b]0;owned\x07\n")
+    assert main(["compare", "--web", str(web), "--gemini", str(gemini)]) == 1
+    out = capsys.readouterr().out
+    assert "\x1b" not in out and "\x07" not in out
+    assert "path  /a\\x1b]0;owned\\x07: web allows, Gemini forbids" in out
+    body = out.splitlines()[2:]  # after the two lines naming the files (whole, to copy)
+    assert body and max(len(line) for line in body) <= 80
+
+
 @pytest.mark.parametrize(("extra", "is_source"), [(0, True), (1, False)])
 def test_a_further_source_is_told_by_its_first_sniff_bytes(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], extra: int, is_source: bool
