@@ -73,7 +73,7 @@ class Parser(argparse.ArgumentParser):
         super().__init__(*args, **kwargs)
 
     def error(self, message: str) -> NoReturn:
-        self.exit(EXIT_USAGE, f"{self.prog}: {message}\n")
+        self.exit(EXIT_USAGE, f"{self.prog}: {terminal_safe(message)}\n")
 
 
 Number = TypeVar("Number", int, float)
@@ -154,7 +154,7 @@ def run_command(parser: argparse.ArgumentParser, argv: Sequence[str] | None) -> 
     """Parse ``argv`` and run the chosen subcommand's ``run(args) -> int``.
 
     A missing subcommand prints the help (exit 2); a CommandError prints its message
-    without a traceback; Ctrl-C exits 130; a closed pipe (``| head``) exits quietly.
+    (escaped: :func:`terminal_safe`) on one line, without a traceback; Ctrl-C exits 130; a closed pipe (``| head``) exits quietly.
     """
     args = parser.parse_args(argv)
     run = getattr(args, "run", None)
@@ -163,8 +163,8 @@ def run_command(parser: argparse.ArgumentParser, argv: Sequence[str] | None) -> 
         return EXIT_USAGE
     try:
         code: int = run(args)
-    except CommandError as exc:
-        print(f"{parser.prog}: {exc.message}", file=sys.stderr)
+    except CommandError as exc:  # its message may quote a file or a server: escaped
+        print(f"{parser.prog}: {terminal_safe(exc.message)}", file=sys.stderr)
         return exc.exit_code
     except KeyboardInterrupt:
         print(f"{parser.prog}: interrupted", file=sys.stderr)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import unicodedata
 from collections.abc import Callable
+from pathlib import Path
 
 import pytest
 from hypothesis import given
@@ -111,3 +112,16 @@ def test_clipped_and_wrapped_fit_a_line() -> None:
     assert all(len(line) <= LINE_WIDTH for line in lines)
     assert lines[0].startswith("  word") and all(ln.startswith("    ") for ln in lines[1:])
     assert "a-very-long-hyphenated-name" in " ".join(lines)  # not cut at its hyphens
+
+
+def test_an_error_quoting_what_it_was_given_is_escaped(tmp_path: Path) -> None:
+    """A CommandError's message names a file whose name carries an escape sequence; an
+    argparse error quotes an option's value: both reach standard error escaped, one line."""
+    from commands import run_main
+
+    name = tmp_path / "x\x1b]0;owned\x07"
+    missing = run_main(["policy", "check", str(name), "--agent", "a", "/a"])
+    assert missing.returncode == 2 and "\x1b" not in missing.stderr
+    assert missing.stderr == f"geminibot: {tmp_path}/x\\x1b]0;owned\\x07: no such file\n"
+    bad = run_main(["crawl", "gemini://a.test/", "--max-time", "9\x1b[2J"])
+    assert bad.returncode == 2 and "\x1b" not in bad.stderr and bad.stderr.count("\n") == 1
