@@ -106,3 +106,27 @@ def test_a_command_imports_only_its_own_module(
     assert all(m in loaded for m in wanted), loaded
     for prefix in unwanted:
         assert not [m for m in loaded if m == prefix or m.startswith(prefix + ".")], loaded
+
+
+def _every_parser(parser: argparse.ArgumentParser) -> list[argparse.ArgumentParser]:
+    """``parser`` and every parser below it (commands, and actions such as policy check)."""
+    found = [parser]
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for sub in dict.fromkeys(action.choices.values()):  # aliases name one parser
+                found += _every_parser(sub)
+    return found
+
+
+def test_every_help_fits_80_columns(monkeypatch: pytest.MonkeyPatch) -> None:
+    """``--help`` of every command and action of both programs, as an 80-column terminal
+    shows it: argparse wraps what it formats, the epilogs are written to fit."""
+    from capsule_server.cli import build_parser as server_parser
+
+    monkeypatch.setenv("COLUMNS", "80")
+    parsers = _every_parser(build_parser()) + _every_parser(server_parser())
+    assert len(parsers) > 15
+    long = {
+        p.prog: [line for line in p.format_help().splitlines() if len(line) > 80] for p in parsers
+    }
+    assert not {prog: lines for prog, lines in long.items() if lines}

@@ -54,8 +54,8 @@ examples:
       --gemini capsule/robots.txt
   geminibot compare example.org --agent mybot:indexer --json
 
-exit status: 0 the policies agree, 1 they differ or a side's robots.txt got no answer,
-2 usage or input error.
+exit status: 0 the policies agree, 1 they differ or a side's robots.txt got no
+answer, 2 usage or input error.
 """
 
 

@@ -42,40 +42,47 @@ _POLICY_FILE_NAME = re.compile(r"(robots|agents)[^/\\]*$", re.IGNORECASE)
 
 CHECK_EPILOG = """\
 modes:
-  precedence (default)  the bot's own-token group, if the file has one, decides alone;
-                        otherwise every group naming one of its virtual agents applies and
-                        all must allow; if none does, the '*' group applies.
-  strict (--strict)     own token, every matching virtual agent and '*' all apply;
-                        a URL is allowed only if all of them allow it.
+  precedence (default)  the bot's own-token group, if the file has one,
+                        decides alone; otherwise every group naming one of its
+                        virtual agents applies and all must allow; if none
+                        does, the '*' group applies.
+  strict (--strict)     own token, every matching virtual agent and '*' all
+                        apply; a URL is allowed only if all of them allow it.
 
 sources and URLs:
-  SOURCE (the first argument) is always a policy file, or - for stdin. After it, an
-  argument is another policy file only while it names an existing file that is one by
-  its name (robots*, robots2*, agents*) or by its content in its first 64 KiB (a
-  robots.txt field line, a robots2.txt directive, an agents.txt hash line); the first
-  argument that is not, and
-  everything after it, is a URL or path to check, even if a local file has that name
-  (/etc/passwd is a path on the host). At most one file of each dialect; the dialect
-  comes from the name, else from the content.
-  A URL is allowed only if every file allows it; see docs/dialects.md.
+  SOURCE (the first argument) is always a policy file, or - for stdin. After
+  it, an argument is another policy file only while it names an existing file
+  that is one by its name (robots*, robots2*, agents*) or by its content in
+  its first 64 KiB (a robots.txt field line, a robots2.txt directive, an
+  agents.txt hash line); the first argument that is not, and everything after
+  it, is a URL or path to check, even if a local file has that name
+  (/etc/passwd is a path on the host). At most one file of each dialect; the
+  dialect comes from the name, else from the content. A URL is allowed only
+  if every file allows it; see docs/dialects.md.
 
 agent:
-  --agent is cut to its product token as Google's parser cuts a User-agent line (the
-  leading letters, '-' and '_'): --agent MJ12bot/1.0 matches 'User-agent: MJ12bot'.
+  --agent is cut to its product token as Google's parser cuts a User-agent
+  line (the leading letters, '-' and '_'): --agent MJ12bot/1.0 matches
+  'User-agent: MJ12bot'.
 
 examples:
-  geminibot policy check robots.txt --agent mybot --as indexer gemini://example.org/a.gmi
-  curl -s https://example.org/robots.txt | geminibot policy check - --agent mybot --json /x /y
-  geminibot policy check robots.txt robots2.txt agents.txt --agent mybot \
-      --category search-indexer --at 2026-11-23T07:00Z --json https://example.org/a
+  geminibot policy check robots.txt --agent mybot --as indexer \\
+      gemini://example.org/a.gmi
+  curl -s https://example.org/robots.txt |
+      geminibot policy check - --agent mybot --json /x /y
+  geminibot policy check robots.txt robots2.txt agents.txt --agent mybot \\
+      --category search-indexer --at 2026-11-23T07:00Z --json \\
+      https://example.org/a
 
-exit status: 0 every URL allowed, 1 some URL disallowed, 2 usage or input error.
+exit status: 0 every URL allowed, 1 some URL disallowed, 2 usage or input
+error.
 """
 
 LINT_EPILOG = """\
-Each finding is printed as FILE:LINE: level: message [code]. Levels: error (a line the
-parser ignores or cannot read as intended), warning (read, but probably not as meant),
-info (worth knowing). Exit status: 0 no errors, 1 errors found, 2 a file could not be read.
+Each finding is printed as FILE:LINE: level: message [code]. Levels: error (a
+line the parser ignores or cannot read as intended), warning (read, but
+probably not as meant), info (worth knowing). Exit status: 0 no errors, 1
+errors found, 2 a file could not be read.
 """
 
 
@@ -110,7 +117,7 @@ def register(commands: Any) -> None:
         "check",
         help="may this bot fetch these URLs? one verdict and reason per URL",
         description=(
-            "Decide each URL against a host's policy files (robots.txt, robots2.txt, "
+            "Decide each URL against a host's policy files (robots.txt, robots2.txt,\n"
             "agents.txt) for a bot, and say why."
         ),
         epilog=CHECK_EPILOG,
