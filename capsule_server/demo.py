@@ -16,6 +16,7 @@ would take the default 500), and the search capsule up for ``--serve-seconds`` (
 from __future__ import annotations
 
 import argparse
+import sys
 import tempfile
 import time
 from pathlib import Path
@@ -24,7 +25,7 @@ import trio
 
 from capsule_server.files import bundled_capsules, load_capsules
 from capsule_server.testing import running_server
-from geminibot.cliutil import bounded_number, clipped, terminal_safe
+from geminibot.cliutil import bounded_number, say
 from geminibot.crawl.crawler import Crawler, CrawlOptions, Progress
 from geminibot.crawl.fetcher import gemini_fetch
 from geminibot.crawl.frontier import Limits
@@ -144,7 +145,7 @@ def main(argv: list[str] | None = None) -> None:
             f"{progress.refused} URLs refused by policy, {progress.slow_downs} 44 SLOW DOWN obeyed"
         )
         for host, reason in sorted(progress.hosts_skipped.items()):
-            print(clipped(f"  skipped for now: {terminal_safe(host)}: {terminal_safe(reason)}"))
+            say(sys.stdout, f"skipped for now: {host}: {reason}", "  ", "    ")
         if progress.queued:
             print(
                 f"  stopped after {seconds:g} s with {progress.queued} URLs queued (hosts still\n"

@@ -25,12 +25,12 @@ from geminibot.cliutil import (
     EXIT_OK,
     CommandError,
     bounded_number,
-    clipped,
     emit_json,
     human_duration,
     positive_float,
     positive_int,
     terminal_safe,
+    wrapped,
 )
 from geminibot.crawl.databases import display as without_password
 from geminibot.crawl.databases import is_postgres, open_pg_store, reading
@@ -622,7 +622,7 @@ def summary_lines(
 ) -> list[str]:
     """The closing summary for a person: one fact a line, each within 80 columns but for
     the counts' digits and the database's name (the hosts' names and reasons servers gave
-    are escaped and cut to fit)."""
+    are escaped, and wrapped: a Gemini server's reason is 1024 bytes at most)."""
     lines = [
         f"crawled {p.pages} pages ({p.requests} requests) in {human_duration(p.elapsed)}, "
         f"{p.rate:.1f} pages/s",
@@ -642,7 +642,7 @@ def summary_lines(
     if p.excluded:
         lines.append(f"excluded by --exclude: {p.excluded} URLs")
     for host, reason in sorted(p.hosts_skipped.items()):
-        lines.append(clipped(terminal_safe(f"skipped for now: {host}: {reason}")))
+        lines += wrapped(terminal_safe(f"skipped for now: {host}: {reason}"), "", "  ")
     if archive is not None:
         lines.append(f"WARC: {archive.path} ({archive.records} records)")
     if interrupted:

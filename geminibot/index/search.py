@@ -20,7 +20,7 @@ import unicodedata
 from dataclasses import dataclass
 from typing import Any
 
-from geminibot.cliutil import terminal_safe
+from geminibot.cliutil import terminal_safe, wrapped
 from geminibot.index.authority import has_authority
 from geminibot.index.query import MAX_QUERY_LENGTH, ParsedQuery, QueryError, Term, parse_query
 from geminibot.index.tantivy_index import open_current
@@ -73,14 +73,13 @@ class SearchResult:
         }
 
     def as_text(self, number: int) -> str:
-        """Three lines for a terminal: number and title, URL, snippet (the servers' text,
-        escaped; a line each)."""
+        """For a terminal: number and title, URL (whole, to copy), snippet, the servers'
+        text escaped and wrapped to 80 columns."""
         title = terminal_safe(self.title or self.url)
-        url, snippet = (
-            terminal_safe(self.url),
-            terminal_safe(self.snippet),
-        )
-        return f"{number}. {title}\n   {url}\n   {snippet}"
+        lines = wrapped(f"{number}. {title}", "", "   ")
+        lines.append(f"   {terminal_safe(self.url)}")
+        lines += wrapped(terminal_safe(self.snippet), "   ", "   ")
+        return "\n".join(lines)
 
 
 def _fts_term(term: Term) -> str:

@@ -136,7 +136,7 @@ def test_stats(db: sqlite3.Connection) -> None:
 
 def test_text_output_escapes_what_servers_wrote(tmp_path: Path) -> None:
     """A page's title, body and MIME type carry escape sequences and a line break:
-    ``geminibot search`` and ``stats`` show them escaped, each result three lines."""
+    ``geminibot search`` and ``stats`` show them escaped, wrapped to 80 columns."""
     from commands import run_main
 
     path = tmp_path / "hostile.db"
@@ -157,9 +157,9 @@ def test_text_output_escapes_what_servers_wrote(tmp_path: Path) -> None:
     found = run_main(["search", "turnip", "--db", str(path)])
     assert found.returncode == 0
     assert not any(c in found.stdout for c in "\x1b\x07\u202e")
-    assert (
-        found.stdout.count("\n") == 3 and "Turnip\\x1b]0;owned\\x07\\x0afake line" in found.stdout
-    )
+    assert "Turnip\\x1b]0;owned\\x07\\x0afake line" in found.stdout
+    assert max(len(line) for line in found.stdout.splitlines()) <= 80
+    assert found.stdout.splitlines()[1] == "   gemini://a.test/x"  # the URL whole, to copy
     shown = run_main(["stats", "--db", str(path)])
     assert shown.returncode == 0 and "\x1b" not in shown.stdout
     assert "text/gemini\\x1b[31m;x;x" in shown.stdout
