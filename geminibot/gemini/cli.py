@@ -147,7 +147,8 @@ def run_fetch(args: argparse.Namespace) -> int:
         if args.json:
             emit_json({"url": url, "error": type(exc).__name__, "message": str(exc)})
         else:
-            print(f"geminibot: {url}: {type(exc).__name__}: {exc}", file=sys.stderr)
+            # The error may quote the server's answer (a malformed header, say).
+            print(terminal_safe(f"geminibot: {url}: {type(exc).__name__}: {exc}"), file=sys.stderr)
         return EXIT_NEGATIVE
     if args.json:
         emit_json(_as_json(response))
@@ -249,7 +250,7 @@ def _as_json(response: Response) -> dict[str, Any]:
 
 def _print(response: Response, *, raw: bool, output: str | None, answered: bool) -> int:
     for hop in response.redirects:
-        print(f"redirected from {hop}", file=sys.stderr)
+        print(terminal_safe(f"redirected from {hop}"), file=sys.stderr)
     print(terminal_safe(f"{response.status} {response.meta}".rstrip()), file=sys.stderr)
     if response.possibly_truncated:
         print("warning: no TLS close_notify, the body may be truncated", file=sys.stderr)
