@@ -154,7 +154,8 @@ def run_command(parser: argparse.ArgumentParser, argv: Sequence[str] | None) -> 
     """Parse ``argv`` and run the chosen subcommand's ``run(args) -> int``.
 
     A missing subcommand prints the help (exit 2); a CommandError prints its message
-    (escaped: :func:`terminal_safe`) on one line, without a traceback; Ctrl-C exits 130; a closed pipe (``| head``) exits quietly.
+    (escaped: :func:`terminal_safe`) on one line, without a traceback; Ctrl-C exits 130;
+    a closed pipe (``| head``) exits quietly.
     """
     args = parser.parse_args(argv)
     run = getattr(args, "run", None)
