@@ -94,7 +94,8 @@ async def serve_search(db: Path, certs: Path, seconds: float) -> None:
         print(f"\n== the index as a Gemini search capsule: {base}/")
         print(f"{base}{CAPSULE_QUERY}  ->  {response.status} {response.meta}")
         lines = [line for line in response.text().splitlines() if line.strip()]
-        print("\n".join("  " + line for line in lines[:CAPSULE_LINES]))
+        for line in lines[:CAPSULE_LINES]:  # as a Gemini client shows text: wrapped
+            say(sys.stdout, line, "  ", "    ")
         if seconds > 0:
             print(
                 f"Serving for {seconds:g} s; try a Gemini client on {base}/search?maze",
@@ -160,7 +161,8 @@ def main(argv: list[str] | None = None) -> None:
         conn.close()
         trio.run(serve_search, db, Path(tmp) / "certs", args.serve_seconds)
     print("\nTry it yourself: .venv/bin/geminibot crawl --help (docs/crawl.md), then")
-    print("  .venv/bin/geminibot serve-search --db PATH --port 1965 (docs/search_capsule.md)")
+    print("  .venv/bin/geminibot serve-search --db PATH --port 1965")
+    print("  (docs/search_capsule.md)")
 
 
 if __name__ == "__main__":

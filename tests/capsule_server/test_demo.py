@@ -25,6 +25,8 @@ def test_demo_runs() -> None:
     assert "refused by policy" in proc.stdout and "== geminibot search" in proc.stdout
     # the index served as a Gemini search capsule and queried by a client
     assert f"{CAPSULE_QUERY}  ->  20 text/gemini; charset=utf-8\n  # Search: robots" in proc.stdout
+    long = [line for line in proc.stdout.splitlines() if len(line) > 80]
+    assert not long  # the capsule's answer wrapped as a Gemini client shows it
 
 
 @pytest.mark.parametrize("value", ["-1", "nan", "ten", str(MAX_DEMO_SECONDS + 0.5)])
