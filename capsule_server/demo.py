@@ -148,9 +148,12 @@ def main(argv: list[str] | None = None) -> None:
         for host, reason in sorted(progress.hosts_skipped.items()):
             say(sys.stdout, f"skipped for now: {host}: {reason}", "  ", "    ")
         if progress.queued:
-            print(
-                f"  stopped after {seconds:g} s with {progress.queued} URLs queued (hosts still\n"
-                "  waiting out a 44); a real crawl resumes them next run"
+            say(
+                sys.stdout,
+                f"stopped after {seconds:g} s with {progress.queued} URLs queued (hosts still "
+                "waiting out a 44); a real crawl resumes them next run",
+                "  ",
+                "  ",
             )
         conn = connect(db)
         print("\n== geminibot stats\n" + format_stats(stats(conn)))

@@ -573,22 +573,17 @@ def _breach_lines(report: ClientReport) -> list[str]:
     for b in report.breaches:
         times = f" ({b.count} requests)" if b.count > 1 else ""
         lines.append(f"  {_short_time(b.time)}  {b.kind}{times}")
-        lines.extend(wrapped(terminal_safe(f"gemini://{b.host}{b.path}"), "    "))
+        lines.extend(wrapped(f"gemini://{b.host}{b.path}", "    "))
         broke = b.where or "-"
-        lines.extend(
-            wrapped(
-                terminal_safe(f"broke {broke}" + (f"; {b.detail}" if b.detail else "")),
-                "    ",
-            )
-        )
+        lines.extend(wrapped(f"broke {broke}" + (f"; {b.detail}" if b.detail else ""), "    "))
     return lines
 
 
 def format_text(report: ClientReport) -> list[str]:
     head, _, first = report.verdict().partition(", first at ")
-    lines = wrapped(f"{terminal_safe(report.client)}: {head}", "")
+    lines = wrapped(f"{report.client}: {head}", "")
     if first:
-        lines.extend(wrapped(terminal_safe(f"first at {first}"), "  "))
+        lines.extend(wrapped(f"first at {first}", "  "))
     refused = f", {len(report.rate_refused)} refused with 44" if report.rate_refused else ""
     lines.append(f"  {report.requests} requests to {len(report.hosts)} hosts{refused}")
     if not report.compliant:
@@ -628,9 +623,9 @@ def format_gmi(report: ClientReport) -> list[str]:
             detail = f"; {b.detail}" if b.detail else ""
             lines.append(
                 terminal_safe(
-                    f"* {_short_time(b.time)} {b.kind}{times} gemini://{b.host}{b.path}",
+                    f"* {_short_time(b.time)} {b.kind}{times} gemini://{b.host}{b.path}"
+                    f"{broke}{detail}"
                 )
-                + terminal_safe(f"{broke}{detail}")
             )
     lines += ["", f"Verdict: {'compliant' if report.compliant else 'not compliant'}"]
     return lines

@@ -210,17 +210,21 @@ def clipped(text: str, width: int = LINE_WIDTH) -> str:
 
 
 def wrapped(text: str, indent: str = "", hang: str | None = None) -> list[str]:
-    """``text`` as lines of at most :data:`LINE_WIDTH` columns, the first led by ``indent``,
-    the others by ``hang`` (by default ``indent`` and two spaces); never cut at a hyphen."""
+    """``text`` escaped for a terminal (it may quote a file or a server:
+    :func:`terminal_safe`, which leaves escaped text as it is) as lines of at most
+    :data:`LINE_WIDTH` columns, the first led by ``indent``, the others by ``hang`` (by
+    default ``indent`` and two spaces); never cut at a hyphen; none for an empty text."""
     follow = indent + "  " if hang is None else hang
     return textwrap.wrap(
-        text, LINE_WIDTH, initial_indent=indent, subsequent_indent=follow, break_on_hyphens=False
+        terminal_safe(text),
+        LINE_WIDTH,
+        initial_indent=indent,
+        subsequent_indent=follow,
+        break_on_hyphens=False,
     )
 
 
 def say(out: TextIO, text: str, indent: str = "", hang: str | None = None) -> None:
-    """Write one line for a person to ``out``: ``text`` escaped for a terminal (it may
-    quote a file or a server: :func:`terminal_safe`, one line) and wrapped to 80 columns
+    """Write one line for a person to ``out``: ``text`` escaped and wrapped to 80 columns
     (:func:`wrapped`); an empty ``text`` writes an empty line."""
-    lines = wrapped(terminal_safe(text), indent, hang) if text else []
-    out.write("\n".join(lines) + "\n")
+    out.write("\n".join(wrapped(text, indent, hang)) + "\n")

@@ -642,7 +642,7 @@ def summary_lines(
     if p.excluded:
         lines.append(f"excluded by --exclude: {p.excluded} URLs")
     for host, reason in sorted(p.hosts_skipped.items()):
-        lines += wrapped(terminal_safe(f"skipped for now: {host}: {reason}"), "", "  ")
+        lines += wrapped(f"skipped for now: {host}: {reason}", "", "  ")
     if archive is not None:
         lines.append(f"WARC: {archive.path} ({archive.records} records)")
     if interrupted:

@@ -75,10 +75,9 @@ class SearchResult:
     def as_text(self, number: int) -> str:
         """For a terminal: number and title, URL (whole, to copy), snippet, the servers'
         text escaped and wrapped to 80 columns."""
-        title = terminal_safe(self.title or self.url)
-        lines = wrapped(f"{number}. {title}", "", "   ")
+        lines = wrapped(f"{number}. {self.title or self.url}", "", "   ")
         lines.append(f"   {terminal_safe(self.url)}")
-        lines += wrapped(terminal_safe(self.snippet), "   ", "   ")
+        lines += wrapped(self.snippet, "   ", "   ")
         return "\n".join(lines)
 
 
