@@ -23,8 +23,8 @@ from protego import Protego
 
 from geminibot.policy.agents_txt import parse_agents
 from geminibot.policy.ext20 import parse_ext20
-from geminibot.policy.robots import parse_robots
 from geminibot.policy.robots2 import parse_robots2
+from geminibot.policy.robots_parse import parse_robots
 
 ROOT = Path(__file__).resolve().parent.parent
 FROMMITZ = (ROOT / "tests" / "policy" / "data" / "frommitz-robots.txt").read_text()

@@ -46,8 +46,9 @@ from geminibot.net.errors import FetchError
 from geminibot.policy.agents_txt import ALWAYS_ALLOWED, MAX_AGENTS_BYTES, parse_agents
 from geminibot.policy.ext20 import parse_ext20
 from geminibot.policy.render import FORMATS, PolicyError, load_policy, render
-from geminibot.policy.robots import MAX_ROBOTS_BYTES, VIRTUAL_AGENTS, parse_robots
 from geminibot.policy.robots2 import CATEGORIES, parse_robots2, rate_seconds
+from geminibot.policy.robots_model import VIRTUAL_AGENTS
+from geminibot.policy.robots_parse import MAX_ROBOTS_BYTES, parse_robots
 from geminibot.policy.site_policy import Bot, SitePolicy
 from geminibot.urls import InvalidURL
 

@@ -18,8 +18,8 @@ from datetime import datetime
 
 from geminibot.policy.candidates import candidate_paths
 from geminibot.policy.paths import path_of
-from geminibot.policy.robots import Mode
 from geminibot.policy.robots2 import DIRECTIVE_VALUES, USAGE_DIRECTIVES
+from geminibot.policy.robots_model import Mode
 from geminibot.policy.site_policy import Bot, DelayAnswer, SitePolicy, UsageAnswer
 
 #: The token of the baseline bot: no group names it, so it gets exactly the ``*`` group.

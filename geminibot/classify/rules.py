@@ -12,8 +12,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from geminibot.classify.activities import Activity
-from geminibot.policy.robots import VIRTUAL_AGENTS, Mode
 from geminibot.policy.robots2 import CATEGORIES, USAGE_DIRECTIVES
+from geminibot.policy.robots_model import VIRTUAL_AGENTS, Mode
 
 GEMINI_DOC = "gemini-robots-virtual-agents.txt"
 ROBOTS2_DOC = "robots2-ai-policy-v0.2.1.txt"

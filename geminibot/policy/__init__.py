@@ -7,16 +7,9 @@ the semantics.
 from geminibot.policy.diagnostics import Diagnostic, has_errors
 from geminibot.policy.outcomes import FetchOutcome, fetch_outcome
 from geminibot.policy.paths import path_of
-from geminibot.policy.robots import (
-    MAX_ROBOTS_BYTES,
-    VIRTUAL_AGENTS,
-    AppliedGroup,
-    Decision,
-    Group,
-    RobotsFile,
-    Rule,
-    parse_robots,
-)
+from geminibot.policy.robots import RobotsFile
+from geminibot.policy.robots_model import VIRTUAL_AGENTS, AppliedGroup, Decision, Group, Rule
+from geminibot.policy.robots_parse import MAX_ROBOTS_BYTES, parse_robots
 
 __all__ = [
     "MAX_ROBOTS_BYTES",

@@ -24,8 +24,9 @@ from geminibot.policy.agents_txt import NOT_THIS_DIALECT, parse_agents
 from geminibot.policy.diagnostics import Diagnostic, has_errors
 from geminibot.policy.ext20 import parse_ext20
 from geminibot.policy.render import FORMATS, PolicyError, load_policy, render
-from geminibot.policy.robots import MAX_ROBOTS_BYTES, VIRTUAL_AGENTS, own_token, parse_robots
 from geminibot.policy.robots2 import CATEGORIES, parse_robots2
+from geminibot.policy.robots_model import VIRTUAL_AGENTS
+from geminibot.policy.robots_parse import MAX_ROBOTS_BYTES, own_token, parse_robots
 from geminibot.policy.site_policy import (
     DIALECT_FILES,
     Bot,

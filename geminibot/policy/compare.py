@@ -28,7 +28,8 @@ from dataclasses import dataclass, field
 from datetime import datetime
 
 from geminibot.policy.candidates import candidate_paths
-from geminibot.policy.robots import VIRTUAL_AGENTS, RobotsFile
+from geminibot.policy.robots import RobotsFile
+from geminibot.policy.robots_model import VIRTUAL_AGENTS
 from geminibot.policy.site_policy import Bot, DelayAnswer, FetchDecision, SitePolicy, UsageAnswer
 
 #: The token of the ``*`` class: a bot no group names (a suffix is added if a file names it).

@@ -30,8 +30,8 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
 from geminibot.policy.outcomes import MAX_ROBOTS_REDIRECTS, fetch_outcome
-from geminibot.policy.robots import MAX_ROBOTS_BYTES
 from geminibot.policy.robots2 import ChainWalker, parse_robots2
+from geminibot.policy.robots_parse import MAX_ROBOTS_BYTES
 from geminibot.policy.site_policy import (
     AGENTS,
     ROBOTS,

@@ -41,22 +41,18 @@ import re2
 
 from geminibot.policy.diagnostics import Diagnostic
 from geminibot.policy.paths import path_of
-from geminibot.policy.robots import (
-    MAX_ROBOTS_BYTES,
+from geminibot.policy.robots import RobotsFile
+from geminibot.policy.robots_match import match_length, matcher_for
+from geminibot.policy.robots_model import (
     ROBOTS_PATH,
     AppliedGroup,
     Decision,
     Group,
     Mode,
-    RobotsFile,
     Role,
     Rule,
-    agent_token,
-    match_length,
-    matcher_for,
-    parse_robots,
-    read_field,
 )
+from geminibot.policy.robots_parse import MAX_ROBOTS_BYTES, agent_token, parse_robots, read_field
 from geminibot.policy.textlines import numbered_lines, pattern_text, whole_lines_within
 
 
@@ -321,8 +317,8 @@ class Ext20File:
     ) -> Decision:
         """Allowed only if every applicable set allows; ``at`` (UTC) checks Visit-time.
 
-        The same :class:`~geminibot.policy.robots.Decision` as the RFC 9309 engine gives:
-        one :class:`~geminibot.policy.robots.AppliedGroup` per token and set kind (and per
+        The same :class:`~geminibot.policy.robots_model.Decision` as the RFC 9309 engine gives:
+        one :class:`~geminibot.policy.robots_model.AppliedGroup` per token and set kind (and per
         Visit-time window that refuses), each with its own reason."""
         path = path_of(url)
         mode: Mode = "strict" if strict else "precedence"
@@ -451,7 +447,7 @@ class _Tier:
     """The rules of one precedence tier of a 2.0 set, in file order, and the first that
     matches a path without trying each: explicit rules by a dict lookup, ``*``-only globs
     (the hostile kind: thousands fit in 500 KiB) first asked of one RFC 9309 matcher
-    (:func:`~geminibot.policy.robots.matcher_for`, the robots.txt engine's bounded
+    (:func:`~geminibot.policy.robots_match.matcher_for`, the robots.txt engine's bounded
     index) whether any of them matches at all; the rest (regexes, RE2 globs) in order."""
 
     __slots__ = ("_explicit", "_others", "_star", "_stars")

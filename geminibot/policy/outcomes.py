@@ -24,7 +24,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
-from geminibot.policy.robots import RobotsFile, parse_robots
+from geminibot.policy.robots import RobotsFile
+from geminibot.policy.robots_parse import parse_robots
 from geminibot.urls import Scheme
 
 Kind = Literal["success", "redirect", "unavailable", "unreachable"]

@@ -34,7 +34,8 @@ from urllib.parse import quote
 from geminibot.policy.diagnostics import Diagnostic
 from geminibot.policy.ext20 import strip_comment
 from geminibot.policy.paths import path_of
-from geminibot.policy.robots import RobotsFile, parse_robots
+from geminibot.policy.robots import RobotsFile
+from geminibot.policy.robots_parse import parse_robots
 from geminibot.policy.textlines import numbered_lines, whole_lines_within
 from geminibot.urls import resolve_reference
 

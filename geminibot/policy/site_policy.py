@@ -29,7 +29,7 @@ from geminibot.policy.agents_txt import AgentsFile, parse_agents
 from geminibot.policy.ext20 import Ext20File, parse_ext20
 from geminibot.policy.outcomes import FetchOutcome, fetch_outcome
 from geminibot.policy.paths import path_of
-from geminibot.policy.robots import VIRTUAL_AGENTS, RobotsFile
+from geminibot.policy.robots import RobotsFile
 from geminibot.policy.robots2 import (
     CATEGORIES,
     DIRECTIVE_VALUES,
@@ -46,6 +46,7 @@ from geminibot.policy.robots2 import (
     rate_seconds,
     resolve_chain,
 )
+from geminibot.policy.robots_model import VIRTUAL_AGENTS
 from geminibot.policy.textlines import numbered_lines
 from geminibot.urls import Scheme
 

@@ -19,7 +19,7 @@ from geminibot.cli import main
 from geminibot.gemini.server import Limits
 from geminibot.policy.candidates import candidate_paths, pattern_paths
 from geminibot.policy.compare import Comparison, bot_classes, compare
-from geminibot.policy.robots import VIRTUAL_AGENTS
+from geminibot.policy.robots_model import VIRTUAL_AGENTS
 from geminibot.policy.site_policy import SitePolicy
 
 AT = datetime(2026, 11, 23, 12, 0, tzinfo=UTC)

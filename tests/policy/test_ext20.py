@@ -18,7 +18,7 @@ from geminibot.policy.ext20 import (
     parse_ext20,
     strip_comment,
 )
-from geminibot.policy.robots import parse_robots
+from geminibot.policy.robots_parse import parse_robots
 
 FROMMITZ = (Path(__file__).parent / "data" / "frommitz-robots.txt").read_text()
 

@@ -16,7 +16,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from geminibot.policy import Rule, parse_robots
-from geminibot.policy import robots as engine
+from geminibot.policy import robots_match as engine
 from geminibot.policy.paths import path_of
 
 

@@ -9,7 +9,7 @@ import pytest
 
 from geminibot.cli import main
 from geminibot.policy.cli import SNIFF_BYTES
-from geminibot.policy.robots import MAX_ROBOTS_BYTES
+from geminibot.policy.robots_parse import MAX_ROBOTS_BYTES
 
 ROBOTS = b"User-agent: *\nDisallow: /private/\n\nUser-agent: indexer\nDisallow: /drafts/\n"
 

@@ -12,8 +12,8 @@ from hypothesis import strategies as st
 
 from geminibot.policy.agents_txt import parse_agents
 from geminibot.policy.render import FORMATS, PolicyError, load_policy, render
-from geminibot.policy.robots import parse_robots
 from geminibot.policy.robots2 import CATEGORIES, DIRECTIVE_VALUES, parse_robots2
+from geminibot.policy.robots_parse import parse_robots
 
 POLICY = (Path(__file__).parent / "data" / "policy.toml").read_bytes()
 

@@ -7,7 +7,7 @@ covers our own surface: modes, explanations, diagnostics, limits.
 import pytest
 
 from geminibot.policy import MAX_ROBOTS_BYTES, VIRTUAL_AGENTS, RobotsFile, parse_robots
-from geminibot.policy.robots import MAX_LINE_BYTES
+from geminibot.policy.robots_parse import MAX_LINE_BYTES
 
 VA_FILE = b"""\
 User-agent: *

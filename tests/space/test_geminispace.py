@@ -8,8 +8,8 @@ from geminispace import Space
 from geminispace.space import BEHAVIOURS, FIXED_PATHS, MAX_HOST_URLS, ROBOTS_KINDS
 
 from geminibot.policy.agents_txt import parse_agents
-from geminibot.policy.robots import parse_robots
 from geminibot.policy.robots2 import parse_robots2
+from geminibot.policy.robots_parse import parse_robots
 
 
 def test_same_seed_same_space_other_seed_other_pages() -> None:

@@ -1,0 +1,165 @@
+"""The robots.txt model: rules, groups and the decision about a URL, shared by the
+RFC 9309 engine (:mod:`geminibot.policy.robots`) and the version 2.0 engine
+(:mod:`geminibot.policy.ext20`)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal, Protocol
+
+#: The Gemini virtual user agents (gemini-robots-virtual-agents.txt).
+VIRTUAL_AGENTS: tuple[str, ...] = ("archiver", "indexer", "researcher", "webproxy")
+#: The path that is always allowed (RFC 9309 section 2.2.2).
+ROBOTS_PATH = "/robots.txt"
+
+Mode = Literal["precedence", "strict"]
+Role = Literal["own", "virtual", "default"]
+
+
+@dataclass(frozen=True, slots=True)
+class Rule:
+    """One Allow or Disallow line. ``pattern`` is percent-encoding normalised."""
+
+    line: int
+    allow: bool
+    pattern: str
+    #: Set on the extra rule Google derives from ``Allow: .../index.htm...`` (``.../$``).
+    derived_from: str | None = None
+
+    @property
+    def directive(self) -> str:
+        return "Allow" if self.allow else "Disallow"
+
+    def text(self) -> str:
+        return f"{self.directive}: {self.pattern}"
+
+    def describe(self) -> str:
+        text = f"'{self.directive}: {self.derived_from or self.pattern}' (line {self.line}"
+        if self.derived_from is not None:
+            text += f", read as '{self.pattern}' by Google's index.html rule"
+        return text + ")"
+
+    def as_dict(self) -> dict[str, object]:
+        return {"line": self.line, "directive": self.directive, "pattern": self.pattern}
+
+
+class DecidingRule(Protocol):
+    """What a decision says of the rule that decided: a robots.txt :class:`Rule`, or a
+    version 2.0 rule (:class:`geminibot.policy.ext20.Ext20Rule`)."""
+
+    @property
+    def line(self) -> int: ...
+    @property
+    def allow(self) -> bool: ...
+    @property
+    def pattern(self) -> str: ...
+    @property
+    def directive(self) -> str: ...
+    def text(self) -> str:
+        """The line as it reads: ``Disallow: /x``."""
+        ...
+
+    def describe(self) -> str:
+        """The rule and its line, quoted for an explanation."""
+        ...
+
+    def as_dict(self) -> dict[str, object]: ...
+
+
+@dataclass(frozen=True, slots=True)
+class AgentLine:
+    """One ``User-agent`` line: the value as written and the token it matches as."""
+
+    line: int
+    value: str
+    #: ``*`` for the global group, else the lower-cased product token ("" matches nothing).
+    token: str
+
+
+@dataclass(frozen=True, slots=True)
+class Group:
+    """A group: consecutive User-agent lines and the lines that follow until the next group."""
+
+    agents: tuple[AgentLine, ...]
+    rules: tuple[Rule, ...]
+    crawl_delay: float | None = None
+    #: The line of the Crawl-delay that set ``crawl_delay`` (the largest of the group's).
+    crawl_delay_line: int = 0
+
+    @property
+    def lines(self) -> tuple[int, ...]:
+        return tuple(a.line for a in self.agents)
+
+
+@dataclass(frozen=True, slots=True)
+class AppliedGroup:
+    """The rules for one token (all groups naming it, merged) and what they said.
+
+    The one type for both engines: a version 2.0 file gives one per token and set kind
+    (and one per Visit-time window that refuses), with its own ``reason``."""
+
+    token: str
+    role: Role
+    lines: tuple[int, ...]
+    rule: DecidingRule | None
+    allowed: bool
+    #: The group's own explanation (version 2.0 sets and Visit-time windows), else "".
+    reason: str = ""
+    #: The line that decided when it is not the rule's (a Visit-time line), else 0.
+    line: int = 0
+
+    @property
+    def deciding_line(self) -> int:
+        """The line that decided: a Visit-time's, the rule's, else the first User-agent's."""
+        if self.line:
+            return self.line
+        if self.rule is not None:
+            return self.rule.line
+        return self.lines[0] if self.lines else 0
+
+    def describe(self) -> str:
+        where = ", ".join(str(n) for n in self.lines)
+        plural = "s" if len(self.lines) > 1 else ""
+        return f"the group for {self.token} (User-agent line{plural} {where})"
+
+    def as_dict(self) -> dict[str, object]:
+        return {
+            "token": self.token,
+            "role": self.role,
+            "lines": list(self.lines),
+            "allowed": self.allowed,
+            "rule": self.rule.as_dict() if self.rule else None,
+            **({"reason": self.reason} if self.reason else {}),
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class Decision:
+    """Whether a URL may be fetched, which groups applied, which rule decided, and why."""
+
+    url: str
+    path: str
+    allowed: bool
+    mode: Mode
+    groups: tuple[AppliedGroup, ...]
+    #: The deciding rule: for a refusal the first refusing group's rule; else the first rule
+    #: that matched in an allowing group; None when no rule matched.
+    rule: DecidingRule | None
+    reason: str
+
+    def as_dict(self) -> dict[str, object]:
+        return {
+            "url": self.url,
+            "path": self.path,
+            "allowed": self.allowed,
+            "reason": self.reason,
+            "rule": self.rule.as_dict() if self.rule else None,
+            "mode": self.mode,
+            "groups": [g.as_dict() for g in self.groups],
+        }
+
+    @property
+    def deciding(self) -> AppliedGroup | None:
+        """The first group that refused, else the first group that applied."""
+        refusing = next((g for g in self.groups if not g.allowed), None)
+        return refusing or (self.groups[0] if self.groups else None)
