@@ -54,7 +54,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from geminibot.policy.agents_txt import content_hash
-from geminibot.policy.ext20 import longest_match
+from geminibot.policy.ext20_patterns import longest_match
 from geminibot.policy.robots2 import (
     CATEGORIES,
     DIRECTIVE_VALUES,

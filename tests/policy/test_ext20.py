@@ -10,14 +10,8 @@ from fresh_python import run_python
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from geminibot.policy.ext20 import (
-    MAX_GLOB_LENGTH,
-    REGEX_PREFIX,
-    Ext20Rule,
-    Window,
-    parse_ext20,
-    strip_comment,
-)
+from geminibot.policy.ext20 import Window, parse_ext20, strip_comment
+from geminibot.policy.ext20_patterns import MAX_GLOB_LENGTH, REGEX_PREFIX, Ext20Rule
 from geminibot.policy.robots_parse import parse_robots
 
 FROMMITZ = (Path(__file__).parent / "data" / "frommitz-robots.txt").read_text()
