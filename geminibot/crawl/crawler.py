@@ -93,7 +93,7 @@ from geminibot.crawl.store import (
     Revisit,
     SqliteStore,
 )
-from geminibot.policy.robots2 import AskLedger, AskOutcome, AskRequest, AskResponse, ask_outcome
+from geminibot.policy.robots2_ask import AskLedger, AskOutcome, AskRequest, AskResponse, ask_outcome
 from geminibot.policy.site_policy import Bot, FetchDecision, SitePolicy
 from geminibot.urls import Scheme
 

@@ -34,18 +34,15 @@ from geminibot.policy.robots2 import (
     CATEGORIES,
     DIRECTIVE_VALUES,
     USAGE_DIRECTIVES,
-    AskLedger,
-    AskRequest,
     Chain,
     ChainFetch,
     ChainLink,
     Setting,
-    agent_identity,
-    ask_request,
     parse_robots2,
     rate_seconds,
     resolve_chain,
 )
+from geminibot.policy.robots2_ask import AskLedger, AskRequest, agent_identity, ask_request
 from geminibot.policy.robots_model import VIRTUAL_AGENTS
 from geminibot.policy.textlines import numbered_lines
 from geminibot.urls import Scheme

@@ -19,7 +19,7 @@ from geminibot.crawl.warc import WarcArchive
 from geminibot.http.client import WebClient
 from geminibot.index import connect, search
 from geminibot.net.limits import Limits
-from geminibot.policy.robots2 import ASK_PATH
+from geminibot.policy.robots2_ask import ASK_PATH
 
 FAST = Limits(connect_timeout=2, header_timeout=2, idle_timeout=2, total_timeout=5)
 IDENTITY = "geminibot/0.1.0 (search-indexer)"

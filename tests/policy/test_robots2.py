@@ -8,18 +8,20 @@ from pathlib import Path
 import pytest
 
 from geminibot.policy.robots2 import (
-    ASK_ALLOW_CACHE,
-    ASK_PATH,
     CATEGORIES,
     DIRECTIVE_VALUES,
     MAX_CHAIN_DEPTH,
+    parse_robots2,
+    resolve_chain,
+)
+from geminibot.policy.robots2_ask import (
+    ASK_ALLOW_CACHE,
+    ASK_PATH,
     AskLedger,
     AskResponse,
     agent_identity,
     ask_outcome,
     ask_request,
-    parse_robots2,
-    resolve_chain,
 )
 
 EXAMPLE = (Path(__file__).parent / "data" / "robots2-example.txt").read_bytes()

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from geminibot.policy.outcomes import fetch_outcome
-from geminibot.policy.robots2 import AskLedger, AskResponse, ask_outcome
+from geminibot.policy.robots2_ask import AskLedger, AskResponse, ask_outcome
 from geminibot.policy.site_policy import Bot, Fetched, SitePolicy
 
 DATA = Path(__file__).parent / "data"
