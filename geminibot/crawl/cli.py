@@ -668,7 +668,7 @@ def run_search(args: argparse.Namespace) -> int:
         if args.json:
             emit_json(r.as_json())
         else:
-            print(r.as_text(n))
+            print(r.as_text(n, highlight=sys.stdout.isatty()))
     if not results and not args.json:
         print("no results", file=sys.stderr)
     return EXIT_OK if results else EXIT_NEGATIVE

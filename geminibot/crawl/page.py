@@ -1,8 +1,10 @@
 """From one Gemini (or http(s): :func:`extract_web`) response to what the index keeps and the frontier grows by (pure).
 
-- ``20`` with ``text/gemini``: title (first heading), headings, text (every line, link
-  labels included, preformatted blocks too), links (resolved and normalised);
-- ``20`` with another ``text/*``: decoded text, no links;
+- ``20`` with ``text/gemini``: title (:func:`geminibot.index.text.page_title`),
+  headings, text (every line, link labels included, an unlabeled link's URL words,
+  preformatted blocks too; front matter left out), links (resolved and normalised);
+- ``20`` with another ``text/*``: decoded text without front matter (its title: the
+  first Markdown heading or the first line), no links;
 - ``20`` with anything else: metadata only (MIME type, size, content hash);
 - ``3x``: the redirect target is recorded and becomes a link;
 - other statuses: the status and meta line only.
@@ -20,11 +22,17 @@ from geminibot.gemini.gemtext import resolve_link as resolve
 from geminibot.gemini.response import MimeType, decode_text, parse_mime
 from geminibot.http.html import parse_html, robots_directives, sniff_charset
 from geminibot.index import Link, Page
+from geminibot.index.text import (
+    clean_title,
+    name_title,
+    page_title,
+    split_front_matter,
+    unmarked,
+    url_words,
+)
 
 #: Most links taken from one page (the rest are ignored; a trap bound).
 MAX_LINKS_PER_PAGE = 1_000
-#: Longest title taken from the first line of a plain text page (characters).
-MAX_TITLE_LENGTH = 200
 
 
 @dataclass(frozen=True)
@@ -74,26 +82,44 @@ def extract(
     base = replace(base, size=len(body), content_hash=content_hash(body), mime=mime.essence)
     if not mime.essence.startswith("text/"):
         return Extracted(base, ())
-    text = decode_text(body, mime)
+    text = unmarked(decode_text(body, mime))
     if not mime.is_gemtext:
-        first = next((line.strip() for line in text.splitlines() if line.strip()), "")
-        return Extracted(replace(base, title=first[:MAX_TITLE_LENGTH], text=text), ())
+        return Extracted(_text_page(base, text, url, mime.essence), ())
     return _gemtext_page(base, mime, text, url)
+
+
+def _text_page(base: Page, text: str, url: str, essence: str) -> Page:
+    """A text page other than gemtext: its text without front matter, and its title (of
+    Markdown, the first heading in its first lines)."""
+    front, text = split_front_matter(text)
+    first = ""
+    heading = None
+    for n, line in enumerate(text.splitlines()):
+        if heading is not None or n >= _TITLE_SCAN_LINES or (first and essence != MARKDOWN):
+            break
+        if line.startswith("#") and essence == MARKDOWN:
+            heading = line
+        first = first or line.strip()
+    return replace(base, title=page_title(heading, front, first, url), text=text)
 
 
 def _gemtext_page(base: Page, mime: MimeType, text: str, url: str) -> Extracted:
     """A text/gemini page: title, headings, text and links."""
     # One line at a time, links resolved only up to the cap: a page of a million links
     # costs its text, not a million objects (issue 13, item 19).
+    front, text = split_front_matter(text)
     title: str | None = None
+    first = label = ""  # the first line of text; the first link's label
     links: list[Link] = []
     headings: list[str] = []
     words = _Joined()
     for line in iter_gemtext(text):
         if isinstance(line, LinkLine):
+            target = resolve(line.raw_url, url)
             if len(links) < MAX_LINKS_PER_PAGE:
-                links.append(Link(resolve(line.raw_url, url), line.label))
-            words.add(line.label)
+                links.append(Link(target, line.label))
+            words.add(line.label or url_words(target))
+            label = label or line.label.strip()
         elif isinstance(line, HeadingLine):
             title = line.text if title is None else title
             headings.append(line.text)
@@ -102,10 +128,11 @@ def _gemtext_page(base: Page, mime: MimeType, text: str, url: str) -> Extracted:
                 words.add(row)
         else:
             words.add(line.text)
+            first = first or line.text.strip()
     page = replace(
         base,
         lang=mime.lang,
-        title=title or "",
+        title=page_title(title, front, first or label, url),
         headings=tuple(headings),
         text=words.text(),
         links=tuple(links),
@@ -113,6 +140,9 @@ def _gemtext_page(base: Page, mime: MimeType, text: str, url: str) -> Extracted:
     return Extracted(page, tuple(link.target for link in links))
 
 
+MARKDOWN = "text/markdown"
+#: Lines of a Markdown page looked at for a heading to be its title.
+_TITLE_SCAN_LINES = 50
 #: MIME types read as HTML.
 HTML_TYPES = frozenset({"text/html", "application/xhtml+xml"})
 
@@ -152,9 +182,7 @@ def extract_web(
         return _html_page(base, mime, body, url, header_noindex, header_nofollow)
     if not mime.essence.startswith("text/") or header_noindex:
         return Extracted(base, ())
-    text = decode_text(body, mime)
-    first = next((line.strip() for line in text.splitlines() if line.strip()), "")
-    return Extracted(replace(base, title=first[:MAX_TITLE_LENGTH], text=text), ())
+    return Extracted(_text_page(base, unmarked(decode_text(body, mime)), url, mime.essence), ())
 
 
 def _html_page(
@@ -173,7 +201,7 @@ def _html_page(
     page = replace(
         base,
         lang=doc.lang,
-        title=doc.title[:MAX_TITLE_LENGTH],
+        title=clean_title(doc.title) or name_title(url),
         headings=doc.headings,
         text=doc.text,
         links=tuple(Link(link.url, link.label) for link in links),

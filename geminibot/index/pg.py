@@ -29,6 +29,7 @@ from geminibot.index.pages import TEXT_ROLES, Page
 from geminibot.index.query import QueryError, Term, parse_query
 from geminibot.index.search import MAX_LIMIT, SearchResult, result_from_row
 from geminibot.index.stats import UrlRow, status_filter
+from geminibot.index.text import MARK, unmarked
 
 if TYPE_CHECKING:
     import psycopg
@@ -456,7 +457,8 @@ def search(
         like = host_like(host)
         by_host, hosts = " AND (p.host LIKE %s OR p.host LIKE '%%://' || %s)", (like, like)
     options = (
-        f"StartSel=[, StopSel=], MaxWords={SNIPPET_WORDS}, MinWords={SNIPPET_WORDS // 2},"
+        f"StartSel={MARK[0]}, StopSel={MARK[1]}, MaxWords={SNIPPET_WORDS},"
+        f" MinWords={SNIPPET_WORDS // 2},"
         " ShortWord=0, MaxFragments=1, FragmentDelimiter=…"
     )
     weight = (
@@ -478,7 +480,7 @@ def search(
 
 def _cut_marks(headline: str, body: str) -> str:
     """``…`` where the snippet cuts the body, as FTS5's ``snippet()`` marks it."""
-    plain = headline.replace("[", "").replace("]", "")
+    plain = unmarked(headline)
     at = body.find(plain) if plain else -1
     if at < 0:
         return headline

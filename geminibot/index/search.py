@@ -24,6 +24,14 @@ from geminibot.cliutil import terminal_safe, wrapped
 from geminibot.index.authority import has_authority
 from geminibot.index.query import MAX_QUERY_LENGTH, ParsedQuery, QueryError, Term, parse_query
 from geminibot.index.tantivy_index import open_current
+from geminibot.index.text import (
+    MARK,
+    clean_title,
+    mark_spans,
+    name_title,
+    render_marks,
+    split_front_matter,
+)
 
 __all__ = [
     "MAX_QUERY_LENGTH",
@@ -44,6 +52,8 @@ SNIPPET_TOKENS = 16
 COLUMN_WEIGHTS = (10.0, 5.0, 1.0, 2.0)
 #: Characters of page text shown for a page that matched through link text only.
 PLAIN_SNIPPET_CHARS = 120
+#: How a terminal shows a searched word in a snippet: bold (ANSI SGR 1, then 22).
+TERMINAL_HIGHLIGHT = ("\x1b[1m", "\x1b[22m")
 _WORD = re.compile(r"\w+")
 #: Search engines: the derived tantivy index when current, else FTS5 (``auto``).
 ENGINES = ("auto", "fts5", "tantivy")
@@ -51,6 +61,9 @@ ENGINES = ("auto", "fts5", "tantivy")
 
 @dataclass(frozen=True)
 class SearchResult:
+    """One result. ``snippet`` marks each searched word with the two characters of
+    :data:`geminibot.index.text.MARK`; each display renders them its own way."""
+
     url: str
     title: str
     snippet: str
@@ -61,10 +74,14 @@ class SearchResult:
     fetched_at: float
 
     def as_json(self) -> dict[str, object]:
+        """For scripts: the snippet as plain text, its highlights as [start, end)
+        character offsets into it."""
+        snippet, spans = mark_spans(self.snippet)
         return {
             "url": self.url,
             "title": self.title,
-            "snippet": self.snippet,
+            "snippet": snippet,
+            "highlights": [list(span) for span in spans],
             "score": round(self.score, 4),
             "mime": self.mime,
             "lang": self.lang,
@@ -72,13 +89,15 @@ class SearchResult:
             "fetched_at": self.fetched_at,
         }
 
-    def as_text(self, number: int) -> str:
+    def as_text(self, number: int, *, highlight: bool = False) -> str:
         """For a terminal: number and title, URL (whole, to copy), snippet, the servers'
-        text escaped and wrapped to 80 columns."""
+        text escaped and wrapped to 80 columns; searched words in bold
+        (:data:`TERMINAL_HIGHLIGHT`) with ``highlight``, else unmarked."""
         lines = wrapped(f"{number}. {self.title or self.url}", "", "   ")
         lines.append(f"   {terminal_safe(self.url)}")
-        lines += wrapped(self.snippet, "   ", "   ")
-        return "\n".join(lines)
+        shown = "\n".join(wrapped(self.snippet, "   ", "   "))
+        lines.append(render_marks(shown, *(TERMINAL_HIGHLIGHT if highlight else ("", ""))))
+        return "\n".join(line for line in lines if line)
 
 
 def _fts_term(term: Term) -> str:
@@ -150,8 +169,8 @@ def search(
         score += " * coalesce((SELECT weight FROM authority a WHERE a.url = p.url), 1.0)"
     sql = (
         "SELECT p.url, p.title, p.mime, p.lang, p.size, p.fetched_at,"
-        f" snippet(pages_fts, 2, '[', ']', '…', {SNIPPET_TOKENS}),"
-        f" snippet(pages_fts, 1, '[', ']', '…', {SNIPPET_TOKENS}),"
+        f" snippet(pages_fts, 2, '{MARK[0]}', '{MARK[1]}', '…', {SNIPPET_TOKENS}),"
+        f" snippet(pages_fts, 1, '{MARK[0]}', '{MARK[1]}', '…', {SNIPPET_TOKENS}),"
         f" {score} AS score"
         " FROM pages_fts JOIN pages p ON p.id = pages_fts.rowid"
         f" WHERE pages_fts MATCH ?{where} ORDER BY score, p.id LIMIT ? OFFSET ?"
@@ -190,7 +209,7 @@ def _read_back(
         row = rows.get(page_id)
         if row is None:  # deleted from the store since the index was built
             continue
-        body, headings = row[6] or "", row[7] or ""
+        body, headings = split_front_matter(row[6] or "")[1], row[7] or ""
         snippet = text_snippet(body, words) or text_snippet(headings, words)
         results.append(
             result_from_row((*row[:6], snippet or body[:PLAIN_SNIPPET_CHARS], ""), -score)
@@ -200,7 +219,8 @@ def _read_back(
 
 def text_snippet(text: str, terms: list[Term], tokens: int = SNIPPET_TOKENS) -> str:
     """About ``tokens`` words of ``text`` around the first searched word, searched words
-    in ``[...]`` as FTS5's snippet marks them; "" when none occurs."""
+    between the :data:`~geminibot.index.text.MARK` characters as FTS5's snippet marks
+    them; "" when none occurs."""
     wanted = [_fold(w) for t in terms for w in _WORD.findall(t.text)]
     prefixes = [_fold(t.text) for t in terms if t.prefix]
     words = text.split()
@@ -214,7 +234,7 @@ def text_snippet(text: str, terms: list[Term], tokens: int = SNIPPET_TOKENS) -> 
         return ""
     start = max(0, first - tokens // 4)
     window = words[start : start + tokens]
-    shown = " ".join(f"[{w}]" if hit(w) else w for w in window)
+    shown = " ".join(f"{MARK[0]}{w}{MARK[1]}" if hit(w) else w for w in window)
     return ("…" if start else "") + shown + ("…" if start + tokens < len(words) else "")
 
 
@@ -225,12 +245,13 @@ def _fold(word: str) -> str:
 
 def result_from_row(row: tuple[Any, ...], score: float) -> SearchResult:
     """A result from (url, title, mime, lang, size, fetched_at, body snippet, headings
-    snippet): the body's snippet when it shows a match (both stores' searches)."""
+    snippet): the body's snippet when it shows a match (both stores' searches); the title
+    cleaned, or made from the URL when the page has none."""
     url, title, mime, lang, size, fetched_at, body_snip, head_snip = row
-    snippet = body_snip if "[" in body_snip or not head_snip else head_snip
+    snippet = body_snip if MARK[0] in body_snip or not head_snip else head_snip
     return SearchResult(
         url=url,
-        title=title,
+        title=clean_title(title or "") or name_title(url),
         snippet=" ".join(snippet.split()),
         score=float(score),
         mime=mime,

@@ -49,6 +49,7 @@ from geminibot.gemini.status import Status
 from geminibot.index import QueryError, SearchResult, search
 from geminibot.index.search import MAX_QUERY_LENGTH
 from geminibot.index.stats import format_stats, stats
+from geminibot.index.text import render_marks
 from geminibot.policy.outcomes import MAX_CACHE_SECONDS
 from geminibot.policy.site_policy import AGENTS, ROBOTS, ROBOTS2
 from geminibot.urls import URL, InvalidURL
@@ -63,6 +64,9 @@ MAX_BACKLINKS = 100
 HOSTS_PER_PAGE = 200
 #: Longest title or snippet shown, in characters.
 MAX_TEXT = 300
+#: How the capsule shows a searched word in a snippet (gemtext has no emphasis): between
+#: mathematical white square brackets, which are removed from the page's own text.
+CAPSULE_HIGHLIGHT = ("⟦", "⟧")
 #: Seconds the /stats page is reused: counting a large database takes a while, and the
 #: handler runs on the server's event loop.
 STATS_SECONDS = 60.0
@@ -218,7 +222,7 @@ class SearchCapsule:
         for result in results:
             lines += [
                 f"=> {result.url} {one_line(result.title) or result.url}",
-                f"{_host(result.url)} · {one_line(result.snippet)}",
+                f"{_host(result.url)} · {_snippet(result.snippet)}",
                 "",
             ]
         if more and number < MAX_PAGE:
@@ -353,6 +357,11 @@ class SearchCapsule:
             "=> / Home",
         ]
         return page(lines)
+
+
+def _snippet(snippet: str) -> str:
+    """A result's snippet as one gemtext line, searched words in :data:`CAPSULE_HIGHLIGHT`."""
+    return render_marks(one_line(snippet), *CAPSULE_HIGHLIGHT)
 
 
 def _host(url: str) -> str:

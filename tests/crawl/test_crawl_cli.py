@@ -77,7 +77,8 @@ def test_crawl_search_stats(served: int, tmp_path: Path) -> None:
     assert found.returncode == 0, found.stderr
     results = [json.loads(line) for line in found.stdout.splitlines()]
     assert results and all(r["url"].startswith(f"gemini://{HOST}/") for r in results)
-    assert "[" in results[0]["snippet"]
+    start, end = results[0]["highlights"][0]
+    assert results[0]["snippet"][start:end].lower() in {"virtual", "agent"}
     text = geminibot("search", "virtual", "--db", str(db), "--limit", "1")
     assert text.returncode == 0 and text.stdout.count("gemini://") == 1
     assert geminibot("search", "zzzznothing", "--db", str(db)).returncode == 1

@@ -33,7 +33,7 @@ def test_web_page_in_a_charset_that_is_no_text_encoding(charset: str) -> None:
         assert page.page.title == "Caf\u00e9"
         assert page.links == ("https://h.test/next",)
     plain = extract_web("https://h.test/", "h.test", 200, f"text/plain; charset={charset}", BODY, 0)
-    assert plain.page.title == "# Caf\u00e9"
+    assert plain.page.title == "Caf\u00e9"  # the line marker removed
 
 
 MEASURE = """

@@ -12,6 +12,7 @@ from pages import gemtext_page as page
 from geminibot.index import Link, QueryError, connect, search, stats, store_page, transaction
 from geminibot.index.search import MAX_LIMIT, MAX_QUERY_LENGTH, to_fts_query
 from geminibot.index.stats import format_stats
+from geminibot.index.text import MARK
 
 
 @pytest.fixture
@@ -39,7 +40,7 @@ def db(tmp_path: Path) -> sqlite3.Connection:
 def test_ranking_and_snippet(db: sqlite3.Connection) -> None:
     results = search(db, "crawler")
     assert [r.url for r in results] == ["gemini://a.test/crawler"]
-    assert "[crawler]" in results[0].snippet
+    assert MARK[0] + "crawler" + MARK[1] in results[0].snippet
     assert results[0].title == "Crawlers"
     assert search(db, "gardening")[0].url == "gemini://a.test/"
 
@@ -157,7 +158,7 @@ def test_text_output_escapes_what_servers_wrote(tmp_path: Path) -> None:
     found = run_main(["search", "turnip", "--db", str(path)])
     assert found.returncode == 0
     assert not any(c in found.stdout for c in "\x1b\x07\u202e")
-    assert "Turnip\\x1b]0;owned\\x07\\x0afake line" in found.stdout
+    assert "Turnip\\x1b]0;owned\\x07 fake line" in found.stdout  # one line
     assert max(len(line) for line in found.stdout.splitlines()) <= 80
     assert found.stdout.splitlines()[1] == "   gemini://a.test/x"  # the URL whole, to copy
     shown = run_main(["stats", "--db", str(path)])

@@ -30,6 +30,7 @@ from geminibot.index.tantivy_index import (
     stuffing_factor,
     word_pairs,
 )
+from geminibot.index.text import MARK as M
 
 WORDS = ["gemini", "capsule", "garden", "orbit", "lichen", "sextant", "kettle", "almanac"]
 
@@ -88,7 +89,7 @@ def test_search_uses_fts5_until_the_index_is_built_then_tantivy(db: sqlite3.Conn
     assert search(db, "blimp") == []
     assert urls(search(db, "orrery"))[0] == "gemini://a.test/orrery.gmi"
     hit = search(db, "orrery", engine="tantivy")[0]
-    assert "[orrery]" in hit.snippet and hit.title == "Orrery guide"
+    assert M[0] + "orrery" + M[1] in hit.snippet and hit.title == "Orrery guide"
 
 
 def test_a_stale_index_is_not_used(db: sqlite3.Connection) -> None:
@@ -152,8 +153,10 @@ def test_rebuild_replaces_the_old_index(db: sqlite3.Connection, tmp_path: Path) 
 
 def test_snippet_marks_words_and_prefixes() -> None:
     text = "one two Three four five six seven eight nine ten eleven twelve"
-    assert text_snippet(text, [Term("three")], tokens=4) == "…two [Three] four five…"
-    assert text_snippet(text, [Term("fiv", prefix=True)], tokens=3) == "…[five] six seven…"
+    assert text_snippet(text, [Term("three")], tokens=4) == f"…two {M[0]}Three{M[1]} four five…"
+    assert (
+        text_snippet(text, [Term("fiv", prefix=True)], tokens=3) == f"…{M[0]}five{M[1]} six seven…"
+    )
     assert text_snippet(text, [Term("zero")]) == ""
 
 

@@ -89,7 +89,7 @@ def test_search_asks_for_input(conn: sqlite3.Connection, path: str) -> None:
 
 def test_search_answers_results_with_title_url_host_snippet(conn: sqlite3.Connection) -> None:
     body = text(ask(conn, "/search?every"))
-    assert "=> gemini://hub.test/ The hub\nhub.test · Links to [every] garden.\n" in body
+    assert "=> gemini://hub.test/ The hub\nhub.test · Links to ⟦every⟧ garden.\n" in body
 
 
 def test_search_pages(conn: sqlite3.Connection) -> None:
@@ -266,3 +266,14 @@ def test_every_answer_is_plain_gemtext_whatever_the_page_text(conn: sqlite3.Conn
     assert "phish" in body
     assert not any(line.startswith("=> gemini://phish") for line in body.splitlines())
     assert not any(line.startswith(("```", "# heading")) for line in body.splitlines())
+
+
+def test_highlights_are_not_confused_with_brackets(tmp_path: Path) -> None:
+    """A page's own brackets stay brackets; the capsule's highlight marks only the
+    searched word (a literal one in the page is removed)."""
+    conn = connect(tmp_path / "b.db")
+    with transaction(conn):
+        store_page(
+            conn, stored("gemini://a.test/", "Ports", '["OpenJDK] port and ⟦x⟧ too', ()), "indexer"
+        )
+    assert 'a.test · ["OpenJDK] ⟦port⟧ and x too' in text(ask(conn, "/search?port"))

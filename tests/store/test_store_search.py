@@ -11,6 +11,7 @@ from geminibot.crawl.databases import reading
 from geminibot.crawl.store import CrawlStore, FetchedPage
 from geminibot.index import Link, QueryError
 from geminibot.index.stats import format_stats
+from geminibot.index.text import MARK
 
 PAGES = [
     (A, "Welcome", "A capsule about gardening and tomatoes.", ()),
@@ -61,7 +62,7 @@ def test_snippet_and_title(store: CrawlStore, db: str) -> None:
     with reading(db) as (conn, search):
         (best, *_) = search(conn, "polite", 10)
     assert best.title == "Crawlers"
-    assert "[polite]" in best.snippet.lower()
+    assert MARK[0] + "polite" + MARK[1] in best.snippet.lower()
 
 
 def test_bad_queries_are_refused_alike(store: CrawlStore, db: str) -> None:
@@ -101,7 +102,7 @@ def test_command_line_output_alike(
     out = capsys.readouterr().out.splitlines()
     assert out[0] == "1. Crawlers"
     assert out[1] == f"   {A}crawler"
-    assert "[polite]" in out[2]
+    assert "polite" in out[2] and MARK[0] not in out[2]  # not a terminal: unmarked
     assert main(["search", "zzz", "--db", db]) == 1
     assert main(["stats", "--db", db]) == 0
     assert capsys.readouterr().out.startswith("hosts      1 (0 skipped for now)")
@@ -128,5 +129,5 @@ def test_a_cut_snippet_is_marked(store: CrawlStore, db: str) -> None:
     store.fetched(FetchedPage(decision(url), fetch(url), page(url, "Long", text), "indexer", []))
     with reading(db) as (conn, search):
         (hit,) = search(conn, "needle", 10)
-    assert "[needle]" in hit.snippet
+    assert MARK[0] + "needle" + MARK[1] in hit.snippet
     assert hit.snippet.startswith("…") and hit.snippet.endswith("…")

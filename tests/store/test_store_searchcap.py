@@ -51,7 +51,7 @@ def test_every_page_answers_alike(store: CrawlStore, db: str) -> None:
     status, _, body = got["/search?crawler"]
     assert status == 20 and "Results 1-2:" in body
     assert f"=> {A}crawler Crawlers\na.test · " in body
-    assert "[crawler]" in body.split(f"=> {A}crawler", 1)[1]
+    assert "⟦crawler⟧" in body.split(f"=> {A}crawler", 1)[1]
     assert "No results from 11 on." in got["/search/2?crawler"][2]
     assert got["/search?-only"][0] == 10 and "nothing to search for" in got["/search?-only"][1]
     backlinks = got[f"/backlinks?{A}"][2]
