@@ -23,15 +23,8 @@ from typing import Any
 import trio
 
 from capsule_server.files import Capsule, CapsuleConfigError, capsules_dir, load_capsules
-from capsule_server.report import (
-    FORMATS,
-    HostPolicy,
-    add_judging_options,
-    build_report,
-    identity_names,
-    load_policies,
-    render,
-)
+from capsule_server.judge import HostPolicy, build_report, identity_names, load_policies
+from capsule_server.report import FORMATS, add_judging_options, render
 from capsule_server.server import CapsuleServer
 from geminibot.cliutil import EXIT_OK, CommandError, port_number, positive_float, positive_int
 from geminibot.gemini.accesslog import AccessRecord, JsonLinesLog

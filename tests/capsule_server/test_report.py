@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from capsule_server.cli import main
-from capsule_server.report import (
+from capsule_server.judge import (
     MAZE_MAX_DEPTH,
     HostPolicy,
     build_report,

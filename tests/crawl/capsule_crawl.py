@@ -20,7 +20,7 @@ from typing import Any
 import trio
 from capsule_fixtures import serving_on_trio_time
 
-from capsule_server.report import ClientReport, build_report, load_policies
+from capsule_server.judge import ClientReport, build_report, load_policies
 from capsule_server.server import CapsuleServer
 from geminibot.crawl.crawler import Crawler, CrawlOptions, Progress
 from geminibot.crawl.fetcher import gemini_fetch

@@ -15,7 +15,7 @@ import trio.testing
 from portal_fixtures import browser, make_app, portal, serving
 
 from capsule_server.cli import main as capsule_server_main
-from capsule_server.report import build_report, load_policies
+from capsule_server.judge import build_report, load_policies
 from geminibot.gemini.server import Limits
 from geminibot.portal.app import PortalApp
 from geminibot.portal.limits import PortalLimits
