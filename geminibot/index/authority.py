@@ -22,13 +22,11 @@ import math
 import sqlite3
 import time
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import Any
 from urllib.parse import urlsplit
 
 from geminibot.index.db import set_setting, transaction
-
-if TYPE_CHECKING:  # stats imports search, which imports this module
-    from geminibot.index.stats import Connection
+from geminibot.index.stats import Connection
 
 #: PageRank's damping factor (the chance a reader follows a link instead of jumping).
 DAMPING = 0.85

@@ -23,6 +23,7 @@ from typing import Any
 from geminibot.cliutil import terminal_safe, wrapped
 from geminibot.index.authority import has_authority
 from geminibot.index.query import MAX_QUERY_LENGTH, ParsedQuery, QueryError, Term, parse_query
+from geminibot.index.stats import host_filter
 from geminibot.index.tantivy_index import open_current
 from geminibot.index.text import (
     MARK,
@@ -111,16 +112,6 @@ def to_fts_query(query: str | ParsedQuery) -> str:
     if parsed.excluded:
         expr = "(" + expr + ") NOT (" + " OR ".join(_fts_term(t) for t in parsed.excluded) + ")"
     return expr
-
-
-def host_filter(pattern: str | None, column: str) -> tuple[str, tuple[str, ...]]:
-    """SQL (`` AND ...``) and parameters keeping rows whose host key in ``column`` matches
-    the shell pattern ``pattern`` (the key itself, or the host name of a web origin, so
-    ``*.example.org`` covers both protocols); no condition when ``pattern`` is None."""
-    if pattern is None:
-        return "", ()
-    glob = pattern.strip().lower()
-    return f" AND ({column} GLOB ? OR {column} GLOB '*://' || ?)", (glob, glob)
 
 
 def search(

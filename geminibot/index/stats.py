@@ -9,7 +9,6 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from geminibot.cliutil import LINE_WIDTH, clipped, terminal_safe
-from geminibot.index.search import host_filter
 
 #: Longest list of per-host refusal counts reported.
 TOP_REFUSING_HOSTS = 10
@@ -86,6 +85,16 @@ def list_urls(
         (*p1, *p2, -1 if limit is None else limit, offset),
     ).fetchall()
     return [UrlRow(str(r[0]), str(r[1]), str(r[2]), r[3], r[4]) for r in rows]
+
+
+def host_filter(pattern: str | None, column: str) -> tuple[str, tuple[str, ...]]:
+    """SQL (`` AND ...``) and parameters keeping rows whose host key in ``column`` matches
+    the shell pattern ``pattern`` (the key itself, or the host name of a web origin, so
+    ``*.example.org`` covers both protocols); no condition when ``pattern`` is None."""
+    if pattern is None:
+        return "", ()
+    glob = pattern.strip().lower()
+    return f" AND ({column} GLOB ? OR {column} GLOB '*://' || ?)", (glob, glob)
 
 
 class Connection(Protocol):
