@@ -10,8 +10,10 @@ import argparse
 import json
 import math
 import re
+import signal
 import sys
 import textwrap
+import threading
 from collections.abc import Callable, Sequence
 from typing import Any, NoReturn, TextIO, TypeVar
 
@@ -228,3 +230,34 @@ def say(out: TextIO, text: str, indent: str = "", hang: str | None = None) -> No
     """Write one line for a person to ``out``: ``text`` escaped and wrapped to 80 columns
     (:func:`wrapped`); an empty ``text`` writes an empty line."""
     out.write("\n".join(wrapped(text, indent, hang)) + "\n")
+
+
+class StopSignals:
+    """SIGTERM and SIGINT ask a synchronous loop to stop, for the duration of a ``with``
+    block: :meth:`is_set` says whether one came, :meth:`wait` sleeps until one comes or
+    the time is up. The previous handlers are restored on leaving."""
+
+    SIGNALS = (signal.SIGTERM, signal.SIGINT)
+
+    def __init__(self) -> None:
+        self._event = threading.Event()
+        self._previous: dict[int, Any] = {}
+
+    def __enter__(self) -> StopSignals:
+        for signum in self.SIGNALS:
+            self._previous[signum] = signal.signal(signum, self._handle)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        for signum, handler in self._previous.items():
+            signal.signal(signum, handler)
+
+    def _handle(self, _signum: int, _frame: object) -> None:
+        self._event.set()
+
+    def is_set(self) -> bool:
+        return self._event.is_set()
+
+    def wait(self, seconds: float) -> bool:
+        """Sleep ``seconds`` or until a stop signal; True if one came."""
+        return self._event.wait(seconds)

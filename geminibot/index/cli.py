@@ -9,11 +9,12 @@ import time
 from pathlib import Path
 from typing import Any
 
-from geminibot.cliutil import EXIT_NEGATIVE, EXIT_OK, CommandError, emit_json
+from geminibot.cliutil import EXIT_NEGATIVE, EXIT_OK, CommandError, StopSignals, emit_json
 from geminibot.index import pg
 from geminibot.index.authority import compute_authority, crawl_seeds
 from geminibot.index.db import DatabaseError, connect
 from geminibot.index.tantivy_index import IndexUnavailable, index_dir, rebuild, status
+from geminibot.index.updater import COMMIT_INTERVAL, IndexUpdater, follow, verify
 
 #: Seconds between two progress lines.
 PROGRESS_INTERVAL = 2.0
@@ -51,8 +52,31 @@ def register(commands: Any) -> None:
     build.set_defaults(run=run_rebuild)
     show = actions.add_parser("status", help="whether the search index is built and current")
     show.add_argument("--db", required=True, metavar="PATH", help="crawl database")
+    show.add_argument(
+        "--verify",
+        action="store_true",
+        help="also compare the index's pages with the store's, one by one (exit 0 only "
+        "when they agree)",
+    )
     show.add_argument("--json", action="store_true", help="one JSON object")
     show.set_defaults(run=run_status)
+    update = actions.add_parser(
+        "update",
+        help="apply the crawl's changes to the search index (building it if missing)",
+        description=(
+            "Apply to the search index the pages fetched, changed, gone or delisted since "
+            "it last recorded a change, in small commits; with --follow, keep doing so "
+            f"every {COMMIT_INTERVAL:g} s until SIGTERM or SIGINT (Ctrl-C). 'geminibot "
+            "search' and 'serve-search' read each new commit. Safe to stop at any moment: "
+            "the next run catches up from what the index recorded."
+        ),
+    )
+    update.add_argument("--db", required=True, metavar="PATH", help="crawl database")
+    update.add_argument(
+        "--follow", action="store_true", help="keep applying changes as the crawl makes them"
+    )
+    update.add_argument("--json", action="store_true", help="summary as one JSON object")
+    update.set_defaults(run=run_update)
     index.set_defaults(run=lambda _args: _usage(index))
 
 
@@ -152,19 +176,81 @@ def _rebuild_postgres(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def run_status(args: argparse.Namespace) -> int:
-    if pg.is_postgres(args.db):
+def _sqlite_only(action: str, db: str) -> None:
+    if pg.is_postgres(db):
         raise CommandError(
-            "index status: a PostgreSQL database has no tantivy index "
-            "(its search uses its own GIN index)"
+            f"index {action}: a PostgreSQL database has no tantivy index "
+            "(its search uses its own GIN index, always current)"
         )
+
+
+def _state(data: dict[str, Any]) -> str:
+    if data["current"]:
+        return "current"
+    if data["following"]:
+        return f"{data['pending']} changes pending, an updater is applying them"
+    return f"stale ({data['pending']} changes pending): FTS5 is used"
+
+
+def run_status(args: argparse.Namespace) -> int:
+    _sqlite_only("status", args.db)
     conn = _open(args.db)
-    data = status(conn)
+    data: dict[str, Any] = status(conn)
+    if data["built"] and args.verify:
+        data["verify"] = verify(conn)
     if args.json:
         emit_json(data)
     elif not data["built"]:
         print(f"no search index at {data['path']}: 'geminibot search' uses FTS5")
     else:
-        state = "current" if data["current"] else "stale (the crawl has moved on): FTS5 is used"
-        print(f"{data['path']}: {data['pages']} pages, {state}")
-    return EXIT_OK if data["current"] else EXIT_NEGATIVE
+        print(f"{data['path']}: {data['pages']} pages, {_state(data)}")
+        if args.verify:
+            _print_verify(data["verify"])
+    agree = data["current"] and (not args.verify or data["verify"]["agree"])
+    return EXIT_OK if agree else EXIT_NEGATIVE
+
+
+def _print_verify(check: dict[str, Any]) -> None:
+    if check["agree"]:
+        print(f"verified: the index and the store both hold {check['store_pages']} pages")
+        return
+    print(f"differ: store {check['store_pages']} pages, index {check['index_pages']}")
+    for key, what in (
+        ("missing", "in the store, not the index"),
+        ("extra", "in the index, not the store"),
+    ):
+        if check[f"{key}_count"]:
+            ids = ", ".join(str(i) for i in check[key])
+            print(f"  {check[key + '_count']} {what} (page ids {ids}...)")
+    if check["duplicated"]:
+        print(f"  {check['duplicated']} documents twice in the index")
+    print("repair: 'geminibot index update --db PATH', or 'geminibot index rebuild'")
+
+
+def run_update(args: argparse.Namespace) -> int:
+    _sqlite_only("update", args.db)
+    conn = _open(args.db)
+    say = _progress(args.json)
+    stop = StopSignals()
+    started = time.monotonic()
+    try:
+        with stop, IndexUpdater(conn, say) as updater:
+            applied = updater.catch_up()
+            if args.follow:
+                applied += follow(updater, stop.is_set, stop.wait)
+            summary = {
+                "applied": applied,
+                "pages": updater.manifest["pages"],
+                "pending": updater.pending(),
+                "seconds": round(time.monotonic() - started, 2),
+            }
+    except (IndexUnavailable, OSError, ValueError) as exc:
+        raise CommandError(f"index update: {exc}", EXIT_NEGATIVE) from None
+    if args.json:
+        emit_json(summary)
+    else:
+        print(
+            f"applied {summary['applied']} changes; the index holds {summary['pages']} pages"
+            f" ({summary['pending']} changes pending) after {summary['seconds']} s"
+        )
+    return EXIT_OK

@@ -168,8 +168,24 @@ _V5 = (
     "CREATE INDEX urls_query_path ON urls (host, path) WHERE has_query = 1",
 )
 
+# The searchable set's change log, for the derived search index that follows the store
+# (geminibot.index.updater): a page's id each time it enters or leaves the searchable text
+# (``text_indexed``): written, replaced, delisted, deleted. Its sequence never reuses a
+# number (AUTOINCREMENT), so the index records the last one it applied; the index's
+# updater deletes the rows it has applied.
+_V6 = (
+    "CREATE TABLE index_changes (seq INTEGER PRIMARY KEY AUTOINCREMENT, page_id INTEGER NOT NULL)",
+    "CREATE TRIGGER pages_text_added AFTER INSERT ON pages WHEN new.text_indexed"
+    " BEGIN INSERT INTO index_changes (page_id) VALUES (new.id); END",
+    "CREATE TRIGGER pages_text_removed AFTER DELETE ON pages WHEN old.text_indexed"
+    " BEGIN INSERT INTO index_changes (page_id) VALUES (old.id); END",
+    "CREATE TRIGGER pages_text_changed AFTER UPDATE OF text_indexed, title ON pages"
+    " WHEN old.text_indexed OR new.text_indexed"
+    " BEGIN INSERT INTO index_changes (page_id) VALUES (new.id); END",
+)
+
 #: Append-only: MIGRATIONS[n - 1] takes a database from version n - 1 to n.
-MIGRATIONS: tuple[tuple[str, ...], ...] = (_V1, _V2, _V3, _V4, _V5)
+MIGRATIONS: tuple[tuple[str, ...], ...] = (_V1, _V2, _V3, _V4, _V5, _V6)
 SCHEMA_VERSION = len(MIGRATIONS)
 
 

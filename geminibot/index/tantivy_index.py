@@ -5,8 +5,10 @@ copy built for ranked retrieval at Geminispace scale: tantivy's collector keeps 
 ``limit`` documents and skips blocks of postings that cannot enter them (block-max WAND),
 where FTS5's bm25 scores every matching page before sorting (see docs/benchmarks.md).
 
-It lives in the folder ``DB.search/`` and is rebuilt whole from the store
-(:func:`rebuild`, ``geminibot index rebuild --db DB``): deleting the folder loses nothing.
+It lives in the folder ``DB.search/``, built whole from the store (:func:`rebuild`,
+``geminibot index rebuild --db DB``) and then, while an updater follows the store
+(:mod:`geminibot.index.updater`), kept current page by page: deleting the folder loses
+nothing.
 Fields: title, headings, **anchors** (the text of links from other hosts pointing to the
 page, one copy per linking host and label), body and url, each scored by bm25 and summed
 with :data:`FIELD_BOOSTS`; beside each, a **pair field** (``body_pairs``...) holding
@@ -21,21 +23,27 @@ inside the collector (``weight_by_field``) made every matching page's score depe
 per-document factor, so no block could be skipped: 38 ms instead of 8 ms for the most
 common word at 600,000 pages (docs/benchmarks.md).
 
-The index records the store's largest page id when it was built (``manifest.json``).
-:func:`open_current` returns None when the store has moved on since (a page added or
-re-fetched gets a new, larger id), so search falls back to FTS5 rather than miss pages;
-a page deleted from the store is never shown, since results are read back from it.
+The store logs each page that enters or leaves the searchable text (``index_changes``,
+:mod:`geminibot.index.db`); the index records in ``manifest.json`` the last change it has
+applied. :func:`open_current` returns the index when nothing is pending, or when an
+updater has committed within :data:`FOLLOW_GRACE` seconds (it is following: a changed page
+is missing for the seconds until its next commit); otherwise None, and search falls back to
+FTS5 rather than miss pages. A page deleted from the store is never shown, since results
+are read back from it. Searches read the newest commit: a new manifest reloads the index.
 """
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
+import secrets
 import shutil
 import sqlite3
 import time
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from itertools import pairwise
 from pathlib import Path
@@ -43,10 +51,11 @@ from pathlib import Path
 import tantivy
 
 from geminibot.index.authority import has_authority, weight_of
+from geminibot.index.db import transaction
 from geminibot.index.query import ParsedQuery, Term
 
 #: Index format of this module (a folder written by another is rebuilt, not read).
-FORMAT = 2
+FORMAT = 3
 #: bm25 boosts per field (FTS5's column weights, plus anchor text).
 FIELD_BOOSTS = {"title": 10.0, "headings": 5.0, "anchors": 1.0, "body": 1.0, "url": 2.0}
 #: The fields holding the page's own words (not others' link text, nor its URL).
@@ -75,6 +84,9 @@ WRITER_HEAP = 1_000_000_000
 WRITER_THREADS = 1
 #: Documents read from SQLite per batch while building.
 BATCH = 5_000
+#: Seconds since an updater's last commit within which a lagging index is still searched
+#: (a live updater commits every few seconds while changes are pending).
+FOLLOW_GRACE = 60.0
 #: Longest anchor text kept per page (characters): a page linked from everywhere gets a
 #: representative sample, not an unbounded field.
 MAX_ANCHOR_CHARS = 20_000
@@ -97,7 +109,7 @@ def db_path_of(conn: sqlite3.Connection) -> Path | None:
     return None
 
 
-def _analyzer() -> tantivy.TextAnalyzer:
+def text_analyzer() -> tantivy.TextAnalyzer:
     # FTS5's unicode61 remove_diacritics: words of letters and digits, lower case, folded.
     return (
         tantivy.TextAnalyzerBuilder(tantivy.Tokenizer.simple())
@@ -137,9 +149,12 @@ def stuffing_factor(share: float) -> float:
 
 def _schema() -> tantivy.Schema:
     builder = tantivy.SchemaBuilder()
-    builder.add_unsigned_field("id", stored=True, indexed=False, fast=True)
+    # Indexed, so that an update deletes a page's document by its id.
+    builder.add_unsigned_field("id", stored=True, indexed=True, fast=True)
     for name in FIELD_BOOSTS:
-        builder.add_text_field(name, tokenizer_name=_TOKENIZER)
+        # Stored: an update carries a page's link text over to its next copy, by URL.
+        stored = name in ("anchors", "url")
+        builder.add_text_field(name, tokenizer_name=_TOKENIZER, stored=stored)
         builder.add_text_field(
             PAIR_FIELDS[name], tokenizer_name=_PAIR_TOKENIZER, index_option="freq"
         )
@@ -158,8 +173,15 @@ class TantivyIndex:
     index: tantivy.Index
     schema: tantivy.Schema
     analyzer: tantivy.TextAnalyzer
-    built_max_id: int
     has_authority: bool
+    #: This build's identity (a rebuild writes another) and the manifest it was read from.
+    build: str
+    manifest: dict[str, object]
+
+    @property
+    def applied(self) -> int:
+        """The last store change (``index_changes.seq``) this index holds."""
+        return int(str(self.manifest["applied"]))
 
     def search(
         self,
@@ -259,53 +281,119 @@ class TantivyIndex:
         return top
 
 
-def _open(folder: Path) -> tuple[TantivyIndex, dict[str, object]] | None:
+def read_manifest(folder: Path) -> dict[str, object] | None:
+    """The manifest of the index in ``folder`` when it is of this :data:`FORMAT`."""
     try:
         manifest = json.loads((folder / "manifest.json").read_text())
-        if not isinstance(manifest, dict) or manifest.get("format") != FORMAT:
-            return None
-        max_page_id, authority = int(manifest["max_page_id"]), bool(manifest["authority"])
-        index = tantivy.Index.open(str(folder / "tantivy"))
-    except (OSError, ValueError, RuntimeError, KeyError, TypeError):  # missing, damaged
+    except (OSError, ValueError):  # missing, damaged
         return None
-    analyzer = _analyzer()
+    if not isinstance(manifest, dict) or manifest.get("format") != FORMAT:
+        return None
+    if not isinstance(manifest.get("build"), str) or not isinstance(manifest.get("applied"), int):
+        return None
+    return manifest
+
+
+def write_manifest(folder: Path, manifest: dict[str, object]) -> None:
+    """Replace ``folder``'s manifest atomically (a reader sees the old one or the new)."""
+    part = folder / f"manifest.json.{os.getpid()}"
+    with part.open("w") as out:
+        out.write(json.dumps(manifest))
+        out.flush()
+        os.fsync(out.fileno())
+    part.replace(folder / "manifest.json")
+
+
+def open_index(folder: Path) -> tantivy.Index:
+    """The tantivy index in ``folder`` with this module's analyzers registered."""
+    index = tantivy.Index.open(str(folder / "tantivy"))
+    _register(index, text_analyzer())
+    return index
+
+
+def _open(folder: Path) -> TantivyIndex | None:
+    manifest = read_manifest(folder)
+    if manifest is None:
+        return None
+    try:
+        index = tantivy.Index.open(str(folder / "tantivy"))
+    except (OSError, ValueError, RuntimeError):  # missing, damaged
+        return None
+    analyzer = text_analyzer()
     _register(index, analyzer)
-    built = TantivyIndex(index, index.schema, analyzer, max_page_id, authority)
-    return built, manifest
+    authority = bool(manifest.get("authority"))
+    return TantivyIndex(index, index.schema, analyzer, authority, str(manifest["build"]), manifest)
 
 
-#: Indexes opened in this process, by folder, with their manifest's mtime (a rebuild
-#: replaces the folder and so the manifest).
+#: Indexes opened in this process, by folder, with their manifest's mtime: a new manifest
+#: is a new commit of the same build (the reader reloads) or another build (reopened).
 _OPENED: dict[Path, tuple[int, TantivyIndex]] = {}
 
 
-def store_generation(conn: sqlite3.Connection) -> int:
-    """The store's largest page id: any page added or re-fetched raises it."""
-    return int(conn.execute("SELECT coalesce(max(id), 0) FROM pages").fetchone()[0])
+def last_change(conn: sqlite3.Connection) -> int:
+    """The last change the store has logged (``index_changes``; 0 before any)."""
+    row = conn.execute("SELECT seq FROM sqlite_sequence WHERE name = 'index_changes'").fetchone()
+    return 0 if row is None else int(row[0])
 
 
-def open_current(conn: sqlite3.Connection) -> TantivyIndex | None:
-    """The derived index of ``conn``'s database if it is built and up to date, else None."""
-    db = db_path_of(conn)
-    if db is None or not index_dir(db).is_dir():
-        return None
-    folder = index_dir(db)
+def pending(conn: sqlite3.Connection, applied: int) -> int:
+    """Changes logged after ``applied``: pages fetched, changed or gone not yet searchable."""
+    return int(
+        conn.execute("SELECT count(*) FROM index_changes WHERE seq > ?", (applied,)).fetchone()[0]
+    )
+
+
+def _reopened(folder: Path) -> TantivyIndex | None:
+    """The index in ``folder`` as of its newest commit, opened once per build."""
     try:
         stamp = (folder / "manifest.json").stat().st_mtime_ns
     except OSError:
         return None
     cached = _OPENED.get(folder)
-    if cached is None or cached[0] != stamp:
+    if cached is not None and cached[0] == stamp:
+        return cached[1]
+    manifest = read_manifest(folder)
+    if manifest is None:
+        return None
+    if cached is not None and cached[1].build == manifest["build"]:
+        index = cached[1]
+        try:
+            index.index.reload()
+        except (OSError, ValueError, RuntimeError):
+            return None
+        index.manifest = manifest
+    else:
         opened = _open(folder)
         if opened is None:
             return None
-        cached = _OPENED[folder] = (stamp, opened[0])
-    index = cached[1]
-    return index if index.built_max_id == store_generation(conn) else None
+        index = opened
+    _OPENED[folder] = (stamp, index)
+    return index
+
+
+def is_followed(manifest: dict[str, object], now: float) -> bool:
+    """Whether an updater has committed to this index within :data:`FOLLOW_GRACE`."""
+    updated = manifest.get("updated_at")
+    return isinstance(updated, float | int) and now - float(updated) < FOLLOW_GRACE
+
+
+def open_current(conn: sqlite3.Connection) -> TantivyIndex | None:
+    """The derived index of ``conn``'s database, as of its newest commit, when it holds
+    every change of the store or an updater is following it; else None."""
+    db = db_path_of(conn)
+    if db is None:
+        return None
+    index = _reopened(index_dir(db))
+    if index is None:
+        return None
+    if is_followed(index.manifest, time.time()) or not pending(conn, index.applied):
+        return index
+    return None
 
 
 def status(conn: sqlite3.Connection) -> dict[str, object]:
-    """Whether the derived index exists and is current, for people (``index status``)."""
+    """Whether the derived index exists and is current, for people (``index status``):
+    ``pending`` changes of the store not yet applied, ``following`` while an updater is."""
     db = db_path_of(conn)
     folder = index_dir(db) if db is not None else None
     if folder is None or not folder.is_dir():
@@ -313,13 +401,30 @@ def status(conn: sqlite3.Connection) -> dict[str, object]:
     opened = _open(folder)
     if opened is None:
         return {"built": False, "current": False, "path": str(folder), "unreadable": True}
-    index, manifest = opened
+    waiting = pending(conn, opened.applied)
     return {
-        **manifest,
+        **opened.manifest,
         "built": True,
-        "current": index.built_max_id == store_generation(conn),
+        "current": waiting == 0,
+        "pending": waiting,
+        "following": is_followed(opened.manifest, time.time()),
         "path": str(folder),
     }
+
+
+@contextmanager
+def writing(db: Path) -> Iterator[None]:
+    """Hold the right to write ``db``'s derived index (a lock file beside it) for the
+    block: one rebuild or updater at a time; :class:`IndexUnavailable` if another has it."""
+    lock = db.with_name(db.name + ".search.lock")
+    with lock.open("a") as held:
+        try:
+            fcntl.flock(held, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            raise IndexUnavailable(
+                f"another process (an index updater or rebuild) is writing {index_dir(db)}"
+            ) from None
+        yield
 
 
 def _anchor_table(conn: sqlite3.Connection) -> None:
@@ -338,60 +443,94 @@ def _anchor_table(conn: sqlite3.Connection) -> None:
     conn.execute("CREATE INDEX temp.anchor_target ON anchor_text (target)")
 
 
+def page_rows(conn: sqlite3.Connection, anchors: str, join: str, where: str) -> str:
+    """The query of pages as :func:`page_document` takes them: id, title, headings,
+    ``anchors`` (an expression over ``join``), body, url, authority score; for the pages
+    with text matching ``where``."""
+    authority = (
+        "(SELECT score FROM authority a WHERE a.url = p.url)" if has_authority(conn) else "0.0"
+    )
+    return (
+        f"SELECT p.id, f.title, f.headings, {anchors}, f.body, f.url,"
+        f" coalesce({authority}, 0.0)"
+        f" FROM pages p JOIN pages_fts f ON f.rowid = p.id{join}"
+        f" WHERE p.text_indexed AND {where}"
+    )
+
+
+def page_document(
+    analyzer: tantivy.TextAnalyzer, row: tuple[int, str, str, str, str, str, float]
+) -> tantivy.Document:
+    """The index's document of one page, from a row of :func:`page_rows`."""
+    page_id, title, headings, anchors, body, url, score = row
+    doc = tantivy.Document()
+    doc.add_unsigned("id", int(page_id))
+    own: list[str] = []  # the page's own words: title, headings, body
+    for name, value in (
+        ("title", title),
+        ("headings", headings),
+        ("anchors", anchors),
+        ("body", body),
+        ("url", url),
+    ):
+        doc.add_text(name, value or "")
+        words = analyzer.analyze(value) if value else []
+        doc.add_text(PAIR_FIELDS[name], " ".join(word_pairs(words)))
+        if name in OWN_FIELDS:
+            own += words
+    doc.add_float("authority", float(score))
+    doc.add_float("stuffing", stuffing(own))
+    return doc
+
+
+def forget_applied(conn: sqlite3.Connection, applied: int) -> None:
+    """Delete the change log's rows up to ``applied``: the index holds them."""
+    with transaction(conn):
+        conn.execute("DELETE FROM index_changes WHERE seq <= ?", (applied,))
+
+
 def rebuild(
     conn: sqlite3.Connection, progress: Callable[[str], None] | None = None
 ) -> dict[str, object]:
-    """Build the derived index from the store, replacing any old one atomically."""
-    say = progress or (lambda _msg: None)
+    """Build the derived index from the store, replacing any old one atomically; fails
+    with :class:`IndexUnavailable` while an updater or another rebuild writes it."""
     db = db_path_of(conn)
     if db is None:
         raise IndexUnavailable("the database is in memory: nowhere to put a derived index")
+    with writing(db):
+        return rebuild_locked(conn, db, progress)
+
+
+def rebuild_locked(
+    conn: sqlite3.Connection, db: Path, progress: Callable[[str], None] | None = None
+) -> dict[str, object]:
+    """:func:`rebuild` by the holder of :func:`writing`."""
+    say = progress or (lambda _msg: None)
     folder = index_dir(db)
     started = time.perf_counter()
-    generation = store_generation(conn)
+    applied = last_change(conn)  # before reading pages: a later change is applied again
     with_authority = has_authority(conn)
     build = folder.with_name(folder.name + f".building-{os.getpid()}")
     shutil.rmtree(build, ignore_errors=True)
     try:
         (build / "tantivy").mkdir(parents=True)
         index = tantivy.Index(_schema(), path=str(build / "tantivy"))
-        analyzer = _analyzer()
+        analyzer = text_analyzer()
         _register(index, analyzer)
         writer = index.writer(WRITER_HEAP, WRITER_THREADS)
         say("collecting link text")
         _anchor_table(conn)
-        authority = (
-            "(SELECT score FROM authority a WHERE a.url = p.url)" if with_authority else "0.0"
+        sql = page_rows(
+            conn,
+            "coalesce(t.text, '')",
+            " LEFT JOIN temp.anchor_text t ON t.target = p.url",
+            "1",
         )
-        rows = conn.execute(
-            "SELECT p.id, f.title, f.headings, coalesce(t.text, ''), f.body, f.url,"
-            f" coalesce({authority}, 0.0)"
-            " FROM pages p JOIN pages_fts f ON f.rowid = p.id"
-            " LEFT JOIN temp.anchor_text t ON t.target = p.url"
-            " WHERE p.id <= ? AND p.text_indexed",
-            (generation,),
-        )
+        rows = conn.execute(sql)
         count = 0
         while batch := rows.fetchmany(BATCH):
-            for page_id, title, headings, anchors, body, url, score in batch:
-                doc = tantivy.Document()
-                doc.add_unsigned("id", int(page_id))
-                own: list[str] = []  # the page's own words: title, headings, body
-                for name, value in (
-                    ("title", title),
-                    ("headings", headings),
-                    ("anchors", anchors),
-                    ("body", body),
-                    ("url", url),
-                ):
-                    doc.add_text(name, value or "")
-                    words = analyzer.analyze(value) if value else []
-                    doc.add_text(PAIR_FIELDS[name], " ".join(word_pairs(words)))
-                    if name in OWN_FIELDS:
-                        own += words
-                doc.add_float("authority", float(score))
-                doc.add_float("stuffing", stuffing(own))
-                writer.add_document(doc)
+            for row in batch:
+                writer.add_document(page_document(analyzer, row))
             count += len(batch)
             say(f"indexed {count} pages")
         writer.commit()
@@ -399,13 +538,14 @@ def rebuild(
         conn.execute("DROP TABLE IF EXISTS temp.anchor_text")
         manifest: dict[str, object] = {
             "format": FORMAT,
-            "max_page_id": generation,
+            "build": secrets.token_hex(8),
+            "applied": applied,
             "pages": count,
             "authority": with_authority,
             "built_at": time.time(),
             "seconds": round(time.perf_counter() - started, 3),
         }
-        (build / "manifest.json").write_text(json.dumps(manifest))
+        write_manifest(build, manifest)
         old = folder.with_name(folder.name + f".old-{os.getpid()}")
         if folder.exists():
             folder.rename(old)
@@ -414,5 +554,6 @@ def rebuild(
     except BaseException:
         shutil.rmtree(build, ignore_errors=True)
         raise
+    forget_applied(conn, applied)
     manifest["bytes"] = sum(f.stat().st_size for f in folder.rglob("*") if f.is_file())
     return manifest

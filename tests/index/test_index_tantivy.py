@@ -3,8 +3,10 @@ while current, FTS5 otherwise; link text and TrustRank in the ranking; the CLI."
 
 from __future__ import annotations
 
+import json
 import sqlite3
 import subprocess
+import time
 from pathlib import Path
 
 import pytest
@@ -29,6 +31,7 @@ from geminibot.index.tantivy_index import (
     stuffing,
     stuffing_factor,
     word_pairs,
+    write_manifest,
 )
 from geminibot.index.text import MARK as M
 
@@ -104,11 +107,19 @@ def test_a_stale_index_is_not_used(db: sqlite3.Connection) -> None:
     assert "gemini://g.test/new.gmi" in urls(search(db, "sextant", limit=50, engine="tantivy"))
 
 
-def test_a_page_deleted_from_the_store_is_never_shown(db: sqlite3.Connection) -> None:
+def test_a_page_deleted_from_the_store_is_never_shown(
+    db: sqlite3.Connection, tmp_path: Path
+) -> None:
     rebuild(db)
     with transaction(db):
         db.execute("DELETE FROM pages WHERE url = 'gemini://b.test/misc.gmi'")
-    assert open_current(db) is not None  # the largest id did not change
+    assert open_current(db) is None  # the deletion is a change the index lacks
+    assert status(db)["pending"] == 1
+    # An index an updater follows is searched while it lags: still never the deleted page.
+    folder = index_dir(tmp_path / "crawl.db")
+    manifest = json.loads((folder / "manifest.json").read_text())
+    write_manifest(folder, {**manifest, "updated_at": time.time()})
+    assert open_current(db) is not None
     assert urls(search(db, "orrery", engine="tantivy")) == ["gemini://a.test/orrery.gmi"]
 
 
@@ -146,7 +157,8 @@ def test_rebuild_replaces_the_old_index(db: sqlite3.Connection, tmp_path: Path) 
     rebuild(db)
     folder = index_dir(tmp_path / "crawl.db")
     assert sorted(p.name for p in folder.parent.iterdir() if p.name.startswith("crawl.db.")) == [
-        "crawl.db.search"
+        "crawl.db.search",
+        "crawl.db.search.lock",
     ]
     assert status(db)["pages"] == 37
 
