@@ -29,7 +29,7 @@ from capsule_server.server import CapsuleServer
 from geminibot.cliutil import EXIT_OK, CommandError, port_number, positive_float, positive_int
 from geminibot.gemini.accesslog import AccessRecord, JsonLinesLog
 from geminibot.gemini.servecmd import cert_folder, close_log, make_server, open_log
-from geminibot.gemini.server import RATE_BURST, RATE_PER_SECOND, Limits
+from geminibot.gemini.server import RATE_BURST, RATE_PER_SECOND, ServerLimits
 
 #: Seconds without a request after which a client counts as gone (default of --idle):
 #: longer than any pause a polite bot makes on the capsules (their slowest pace is 10 s).
@@ -111,7 +111,7 @@ def run_range(args: argparse.Namespace) -> int:
             writer(record)
         cards.add(record)
 
-    limits = Limits(rate_burst=args.rate_burst, rate_per_second=args.rate)
+    limits = ServerLimits(rate_burst=args.rate_burst, rate_per_second=args.rate)
     try:
         server = make_server(certs, lambda: CapsuleServer(capsules, certs, limits, on_record))
         trio.run(_serve, server, cards, args.host, args.port, args.idle)

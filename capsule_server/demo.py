@@ -30,8 +30,7 @@ from geminibot.crawl.crawler import Crawler, CrawlOptions, Progress
 from geminibot.crawl.fetcher import gemini_fetch
 from geminibot.crawl.frontier import Limits
 from geminibot.gemini.client import GeminiClient
-from geminibot.gemini.server import GeminiServer
-from geminibot.gemini.server import Limits as ServerLimits
+from geminibot.gemini.server import GeminiServer, ServerLimits
 from geminibot.index import connect, search
 from geminibot.index.stats import format_stats, stats
 from geminibot.net.connect import ConnectRule, Resolver

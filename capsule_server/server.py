@@ -12,7 +12,7 @@ from pathlib import Path
 
 from capsule_server.files import Capsule
 from geminibot.gemini.accesslog import AccessRecord
-from geminibot.gemini.server import GeminiServer, Handler, Limits, Resolution
+from geminibot.gemini.server import GeminiServer, Handler, Resolution, ServerLimits
 from geminibot.urls import URL
 
 
@@ -32,7 +32,7 @@ class CapsuleServer(GeminiServer):
         self,
         capsules: dict[str, Capsule],
         cert_dir: Path,
-        limits: Limits | None = None,
+        limits: ServerLimits | None = None,
         log: Callable[[AccessRecord], None] | None = None,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:

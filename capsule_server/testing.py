@@ -14,14 +14,14 @@ from capsule_server.files import load_capsules
 from capsule_server.server import CapsuleServer
 from geminibot.gemini.accesslog import AccessRecord
 from geminibot.gemini.client import make_ssl_context
-from geminibot.gemini.server import Limits, open_listeners
+from geminibot.gemini.server import ServerLimits, open_listeners
 
 
 @asynccontextmanager
 async def running_server(
     directory: Path,
     cert_dir: Path,
-    limits: Limits | None = None,
+    limits: ServerLimits | None = None,
     log: Callable[[AccessRecord], None] | None = None,
     clock: Callable[[], float] | None = None,
     hosts: Sequence[str] = ("127.0.0.1",),

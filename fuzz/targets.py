@@ -350,12 +350,12 @@ def _server() -> object:
     """A CapsuleServer over the bundled capsules (certificates made once, in a temp dir)."""
     from capsule_server.files import bundled_capsules, load_capsules
     from capsule_server.server import CapsuleServer
-    from geminibot.gemini.server import Limits
+    from geminibot.gemini.server import ServerLimits
 
     folder = bundled_capsules()
     assert folder is not None
     certs = Path(tempfile.mkdtemp(prefix="geminibot-fuzz-certs-"))
-    limits = Limits(rate_burst=1 << 30, rate_per_second=1e9)
+    limits = ServerLimits(rate_burst=1 << 30, rate_per_second=1e9)
     return CapsuleServer(load_capsules(folder), certs, limits, clock=lambda: 0.0)
 
 

@@ -18,11 +18,11 @@ from capsule_server.files import bundled_capsules
 from capsule_server.server import CapsuleServer
 from capsule_server.testing import running_server
 from geminibot.gemini.accesslog import AccessRecord
-from geminibot.gemini.server import Limits
+from geminibot.gemini.server import ServerLimits
 
 # Generous limits so that a test suite's bursts are not slowed down; tests of the limits
 # themselves start their own server.
-TEST_LIMITS = Limits(rate_burst=100_000, rate_per_second=100_000.0, header_timeout=5.0)
+TEST_LIMITS = ServerLimits(rate_burst=100_000, rate_per_second=100_000.0, header_timeout=5.0)
 
 
 @pytest.fixture(scope="session")
@@ -91,7 +91,7 @@ async def stderr_until_exit(proc: trio.Process, within: float) -> tuple[str, int
 async def serving_on_trio_time(
     root: Path,
     cert_dir: Path,
-    limits: Limits | None,
+    limits: ServerLimits | None,
     log: Callable[[AccessRecord], None],
     start: float,
     timespec: str = "auto",

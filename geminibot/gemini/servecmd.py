@@ -28,7 +28,7 @@ from geminibot.gemini.server import (
     RATE_BURST,
     RATE_PER_SECOND,
     GeminiServer,
-    Limits,
+    ServerLimits,
     open_listeners,
 )
 from geminibot.gemini.urls import DEFAULT_PORT, parse_url
@@ -162,16 +162,16 @@ def close_log(stream: TextIO) -> None:
 def serve(
     args: argparse.Namespace,
     cert_dir: Path,
-    make: Callable[[Limits, JsonLinesLog], GeminiServer],
+    make: Callable[[ServerLimits, JsonLinesLog], GeminiServer],
     prog: str,
     ready: Callable[[int], str] | None = None,
     **limits: Any,
 ) -> int:
     """Run a serving command: ``make(limits, log)`` the server (limits from ``--rate`` and
-    ``--rate-burst`` plus ``limits``, other :class:`Limits` fields by name; the access log
+    ``--rate-burst`` plus ``limits``, other :class:`ServerLimits` fields by name; the access log
     to ``--log`` or standard output), then serve on ``--host`` (default
     :data:`DEFAULT_HOST`) and ``--port`` as :func:`run_server` does, and close the log."""
-    server_limits = Limits(rate_burst=args.rate_burst, rate_per_second=args.rate, **limits)
+    server_limits = ServerLimits(rate_burst=args.rate_burst, rate_per_second=args.rate, **limits)
     log_stream = open_log(args.log) if args.log else sys.stdout
     try:
         server = make_server(cert_dir, lambda: make(server_limits, JsonLinesLog(log_stream)))

@@ -8,26 +8,26 @@ module does the network, TLS, certificates, limits and the access log around it.
 
 One connection carries one request. The flow of a connection:
 
-1. More than ``Limits.max_per_address`` connections open from the client's address (an
-   IPv6 client's /64): closed before TLS (no answer). More than ``Limits.max_open``
+1. More than ``ServerLimits.max_per_address`` connections open from the client's address (an
+   IPv6 client's /64): closed before TLS (no answer). More than ``ServerLimits.max_open``
    connections open in all: the oldest connection that has not yet sent its request is
    closed to make room, or, if every one has, the new one is closed before TLS.
 2. TLS handshake; the ``sni_callback`` picks the context (certificate) of the host the client
    named, or the ``localhost`` fallback certificate for a missing or unknown name. The server
    sends :data:`SESSION_TICKETS` TLS 1.3 session ticket; a client offering it resumes
    (the callback still runs and picks the host).
-3. Read the request line, up to CRLF, within ``Limits.header_timeout`` (slowloris): more
+3. Read the request line, up to CRLF, within ``ServerLimits.header_timeout`` (slowloris): more
    than 1024 bytes before CRLF gives 59; a bare LF is not a line end (the server waits for
    CRLF until the timeout, as gemini-diagnostics expects); the timeout closes the connection.
 4. Validation (:func:`geminibot.gemini.urls.parse_request`, plus the CRLF and dot segments
    that climb above the root): 59 malformed, 53 another scheme.
-5. The client address over its rate (a token bucket of ``Limits.rate_burst`` requests
-   refilled at ``Limits.rate_per_second``), or more than ``Limits.max_connections``
+5. The client address over its rate (a token bucket of ``ServerLimits.rate_burst`` requests
+   refilled at ``ServerLimits.rate_per_second``), or more than ``ServerLimits.max_connections``
    requests being answered at once: ``44 SECONDS``.
 6. 53 for a host not served, a host other than the SNI name, or a port that is neither
    1965 nor the one the client connected to.
 7. The host's handler: a file, a body, a generated body, or any other status (a handler
-   that raises gives ``40``, logged); sent within ``Limits.send_timeout``, then TLS
+   that raises gives ``40``, logged); sent within ``ServerLimits.send_timeout``, then TLS
    close_notify.
 
 Every connection that got as far as TCP gives one access-log record
@@ -99,7 +99,10 @@ SMALL_FILE = 256 * 1024
 
 
 @dataclass(frozen=True, slots=True)
-class Limits:
+class ServerLimits:
+    """What the Gemini server allows each client and itself: timeouts, connections (in all,
+    open, per address), the per-address request rate, the grace period at shutdown."""
+
     header_timeout: float = HEADER_TIMEOUT
     send_timeout: float = SEND_TIMEOUT
     max_connections: int = MAX_CONNECTIONS
@@ -221,12 +224,12 @@ class GeminiServer:
         self,
         sites: Mapping[str, Handler],
         cert_dir: Path,
-        limits: Limits | None = None,
+        limits: ServerLimits | None = None,
         log: Callable[[AccessRecord], None] | None = None,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.sites = dict(sites)
-        self.limits = limits or Limits()
+        self.limits = limits or ServerLimits()
         self._log = log
         self._clock = clock
         self._rate = RateLimiter(self.limits.rate_burst, self.limits.rate_per_second)
@@ -253,7 +256,7 @@ class GeminiServer:
 
     @property
     def answering(self) -> int:
-        """Requests being answered now (what ``Limits.max_connections`` bounds)."""
+        """Requests being answered now (what ``ServerLimits.max_connections`` bounds)."""
         return self._answering
 
     def _choose_context(
@@ -282,7 +285,7 @@ class GeminiServer:
             handlers.cancel_scope.deadline = trio.current_time() + self.limits.shutdown_grace
 
     def shutdown(self) -> None:
-        """Stop accepting; connections in flight get ``Limits.shutdown_grace`` seconds."""
+        """Stop accepting; connections in flight get ``ServerLimits.shutdown_grace`` seconds."""
         self._accept_scope.cancel()
         self.stopping.set()
 

@@ -30,11 +30,11 @@ from geminibot.crawl.frontier import Limits as CrawlLimits
 from geminibot.gemini.accesslog import JsonLinesLog
 from geminibot.gemini.client import GeminiClient
 from geminibot.gemini.gemtext import resolve_link
-from geminibot.gemini.server import Limits
+from geminibot.gemini.server import ServerLimits
 from geminibot.index import connect
 from geminibot.net.connect import ConnectRule, Resolver
 
-FAST = Limits(rate_burst=100_000, rate_per_second=100_000.0)
+FAST = ServerLimits(rate_burst=100_000, rate_per_second=100_000.0)
 NIGHT = datetime(2026, 11, 23, 23, 0, tzinfo=UTC).timestamp()  # inside robots-v2's window
 NOON = datetime(2026, 11, 23, 12, 0, tzinfo=UTC).timestamp()  # outside it
 #: Pages of the maze the crawler may queue (a low bound keeps the test quick).

@@ -14,7 +14,7 @@ from capsule_server.files import binary_sha256, large_robots
 from capsule_server.server import CapsuleServer
 from capsule_server.testing import client_hello, open_tls, raw_request, running_server
 from geminibot.gemini.accesslog import AccessRecord
-from geminibot.gemini.server import MAX_PER_ADDRESS, Limits, client_key, climbs_above_root
+from geminibot.gemini.server import MAX_PER_ADDRESS, ServerLimits, client_key, climbs_above_root
 
 
 def split(response: bytes) -> tuple[str, bytes]:
@@ -127,7 +127,7 @@ async def test_access_log_fields(server: CapsuleServer, access_log: list[AccessR
 async def test_header_timeout_closes_slow_client(
     capsules_dir: Path, cert_dir: Path, access_log: list[AccessRecord]
 ) -> None:
-    limits = Limits(header_timeout=0.3)
+    limits = ServerLimits(header_timeout=0.3)
     async with running_server(capsules_dir, cert_dir, limits, access_log.append) as srv:
         assert srv.port is not None
         tls = await open_tls(srv.port, "maze.test")
@@ -148,7 +148,7 @@ async def test_header_timeout_closes_slow_client(
 async def test_rate_limit_answers_44_with_seconds(
     capsules_dir: Path, cert_dir: Path, access_log: list[AccessRecord]
 ) -> None:
-    limits = Limits(rate_burst=3, rate_per_second=0.5)
+    limits = ServerLimits(rate_burst=3, rate_per_second=0.5)
     async with running_server(capsules_dir, cert_dir, limits, access_log.append) as srv:
         answers = [split(await get(srv, "maze.test", "/"))[0] for _ in range(5)]
     assert answers[:3] == ["20 text/gemini; charset=utf-8"] * 3
@@ -175,7 +175,7 @@ async def hold_answering(srv: CapsuleServer, count: int) -> list[trio.SSLStream[
 
 
 async def test_busy_server_answers_44(capsules_dir: Path, cert_dir: Path) -> None:
-    limits = Limits(max_connections=2, overload_retry=7, shutdown_grace=0.5)
+    limits = ServerLimits(max_connections=2, overload_retry=7, shutdown_grace=0.5)
     async with running_server(capsules_dir, cert_dir, limits) as srv:
         holders = await hold_answering(srv, 2)  # two requests being answered fill it
         assert split(await get(srv, "maze.test", "/"))[0] == "44 7"
@@ -188,7 +188,7 @@ async def test_idle_connections_do_not_make_the_server_busy(
 ) -> None:
     """Issue 13 item 14: connections that sent nothing (TCP only, or TLS without a request)
     from one address do not count as requests being answered: others are still served."""
-    limits = Limits(max_connections=4)
+    limits = ServerLimits(max_connections=4)
     async with running_server(capsules_dir, cert_dir, limits) as srv:
         assert srv.port is not None
         idle: list[trio.abc.AsyncResource] = []
@@ -211,7 +211,7 @@ async def test_connections_per_address_are_capped(
 ) -> None:
     """Issue 13 item 14: at ``max_per_address`` connections from an address, the next one
     from there is closed before TLS; another address is served."""
-    limits = Limits(max_per_address=5)
+    limits = ServerLimits(max_per_address=5)
     async with running_server(capsules_dir, cert_dir, limits, access_log.append) as srv:
         assert srv.port is not None
         idle = [await trio.open_tcp_stream("127.0.0.1", srv.port) for _ in range(5)]
@@ -247,7 +247,7 @@ async def test_at_max_open_the_oldest_silent_connection_makes_room(
 ) -> None:
     """Issue 13 item 14: connections that sent nothing cannot crowd out a client with a
     request: at ``max_open`` the oldest of them is closed for the newcomer."""
-    limits = Limits(max_open=4)
+    limits = ServerLimits(max_open=4)
     async with running_server(capsules_dir, cert_dir, limits, access_log.append) as srv:
         assert srv.port is not None
         idle = [
@@ -271,7 +271,7 @@ async def test_at_max_open_the_oldest_silent_connection_makes_room(
 
 async def test_over_max_open_is_closed_before_tls(capsules_dir: Path, cert_dir: Path) -> None:
     """When every open connection is being answered, a new one is closed before TLS."""
-    limits = Limits(max_open=1, shutdown_grace=0.5)
+    limits = ServerLimits(max_open=1, shutdown_grace=0.5)
     async with running_server(capsules_dir, cert_dir, limits) as srv:
         assert srv.port is not None
         [holder] = await hold_answering(srv, 1)
@@ -299,7 +299,7 @@ async def test_shutdown_lets_in_flight_request_finish(capsules_dir: Path, cert_d
 async def test_send_timeout_drops_a_client_that_does_not_read(
     capsules_dir: Path, cert_dir: Path, access_log: list[AccessRecord]
 ) -> None:
-    limits = Limits(send_timeout=0.3)
+    limits = ServerLimits(send_timeout=0.3)
     async with running_server(capsules_dir, cert_dir, limits, access_log.append) as srv:
         assert srv.port is not None
         tls = await open_tls(srv.port, "large-file.test", handshake=False)
@@ -313,7 +313,7 @@ async def test_send_timeout_drops_a_client_that_does_not_read(
 
 
 async def test_shutdown_grace_cuts_idle_connections(capsules_dir: Path, cert_dir: Path) -> None:
-    limits = Limits(shutdown_grace=0.2, header_timeout=30.0)
+    limits = ServerLimits(shutdown_grace=0.2, header_timeout=30.0)
     with trio.fail_after(10):  # far less than the header timeout: the grace period ended it
         async with running_server(capsules_dir, cert_dir, limits) as srv:
             assert srv.port is not None

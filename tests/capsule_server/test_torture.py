@@ -24,7 +24,7 @@ from capsule_server.server import CapsuleServer
 from capsule_server.testing import has_ipv6_loopback, raw_request, running_server
 from geminibot.gemini.accesslog import AccessRecord
 from geminibot.gemini.client import make_ssl_context
-from geminibot.gemini.server import Limits
+from geminibot.gemini.server import ServerLimits
 
 IPV6 = has_ipv6_loopback()
 FAMILIES = [
@@ -52,7 +52,7 @@ async def diag(
     localhost_capsules: Path, cert_dir: Path, access_log: list[AccessRecord]
 ) -> AsyncIterator[CapsuleServer]:
     hosts = ("127.0.0.1", "::1") if IPV6 else ("127.0.0.1",)
-    limits = Limits(rate_burst=10_000, rate_per_second=10_000.0)
+    limits = ServerLimits(rate_burst=10_000, rate_per_second=10_000.0)
     async with running_server(
         localhost_capsules, cert_dir, limits, access_log.append, hosts=hosts
     ) as srv:
@@ -171,7 +171,7 @@ async def test_request_without_crlf_times_out(
     """Issue 13 item 11: a request ended by a bare LF (or a bare CR) is not a request
     line yet; the server waits for CRLF and, at the header timeout, closes without an
     answer, as gemini-diagnostics expects."""
-    limits = Limits(header_timeout=SHORT_HEADER_TIMEOUT)
+    limits = ServerLimits(header_timeout=SHORT_HEADER_TIMEOUT)
     async with running_server(localhost_capsules, cert_dir, limits, access_log.append) as srv:
         assert srv.port is not None
         tls = trio.SSLStream(await trio.open_tcp_stream("127.0.0.1", srv.port), make_ssl_context())

@@ -23,7 +23,7 @@ from geminibot.classify.sources import (
 )
 from geminibot.cli import main
 from geminibot.gemini.client import GeminiClient
-from geminibot.gemini.server import Limits as ServerLimits
+from geminibot.gemini.server import ServerLimits
 from geminibot.net.limits import Limits
 from geminibot.policy.candidates import (
     BASE_PATHS,

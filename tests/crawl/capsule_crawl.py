@@ -26,7 +26,7 @@ from geminibot.crawl.crawler import Crawler, CrawlOptions, Progress
 from geminibot.crawl.fetcher import gemini_fetch
 from geminibot.gemini.accesslog import AccessRecord
 from geminibot.gemini.client import GeminiClient
-from geminibot.gemini.server import Limits
+from geminibot.gemini.server import ServerLimits
 from geminibot.index import connect
 from geminibot.net.connect import ConnectRule, Resolver
 
@@ -82,7 +82,7 @@ async def serving(
     hosts: list[str],
     root: Path,
     cert_dir: Path,
-    limits: Limits | None = None,
+    limits: ServerLimits | None = None,
     source: Path = CAPSULES,
 ) -> AsyncIterator[Served]:
     """Serve only ``hosts`` of ``source`` (linked into ``root``), logging on trio's clock."""

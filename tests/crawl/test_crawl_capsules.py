@@ -24,11 +24,11 @@ from capsule_crawl import (
 
 from geminibot.crawl.crawler import CrawlOptions
 from geminibot.crawl.frontier import Limits as CrawlLimits
-from geminibot.gemini.server import Limits
+from geminibot.gemini.server import ServerLimits
 from geminibot.index import search
 
 #: A server rate limit the crawl never meets (test_rate_limited_server_44s_obeyed meets one).
-FAST = Limits(rate_burst=10_000, rate_per_second=10_000.0)
+FAST = ServerLimits(rate_burst=10_000, rate_per_second=10_000.0)
 MAZE_BOUND = 100
 NIGHT = datetime(2026, 11, 23, 23, 0, tzinfo=UTC).timestamp()  # inside robots-v2's window
 NOON = datetime(2026, 11, 23, 12, 0, tzinfo=UTC).timestamp()  # outside it
@@ -106,7 +106,7 @@ async def test_rate_limited_server_44s_obeyed(
     cert_dir: Path, tmp_path: Path, loopback_clock: trio.testing.MockClock
 ) -> None:
     host = "va-groups.test"
-    limits = Limits(rate_burst=2, rate_per_second=0.5)
+    limits = ServerLimits(rate_burst=2, rate_per_second=0.5)
     async with serving([host], tmp_path / "capsules", cert_dir, limits) as served:
         progress, conn = await crawl_host(
             served.port, host, tmp_path / "c.db", CrawlOptions(test_range=True)

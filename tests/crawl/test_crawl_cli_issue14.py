@@ -23,7 +23,7 @@ from served_capsules import capsule_server, free_port, generate
 
 from capsule_server.testing import running_server
 from geminibot.gemini.accesslog import AccessRecord
-from geminibot.gemini.server import Limits
+from geminibot.gemini.server import ServerLimits
 
 HOST = "va-groups.test"
 #: Bound on any one command (a crawl that does not stop when told fails by it).
@@ -346,7 +346,9 @@ async def test_capsules_on_one_address_are_paced_as_one(
         robots.write_text("User-agent: *\nDisallow: /private/\nCrawl-delay: 1\n")
     log: list[AccessRecord] = []
     db = tmp_path / "a.db"
-    limits = Limits(rate_burst=2, rate_per_second=2.0)  # capsule-server --rate 2 --rate-burst 2
+    limits = ServerLimits(
+        rate_burst=2, rate_per_second=2.0
+    )  # capsule-server --rate 2 --rate-burst 2
     certs = tmp_path / "certs"
     async with running_server(capsules, certs, limits, log.append, trio.current_time) as server:
         argv = [*seeds, "--min-delay", "0.5", "--json", "--db", str(db), "--test-range"]

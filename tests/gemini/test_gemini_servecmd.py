@@ -13,7 +13,7 @@ import pytest
 from geminibot.cliutil import CommandError, Parser
 from geminibot.gemini.accesslog import JsonLinesLog
 from geminibot.gemini.servecmd import add_listen_options, serve
-from geminibot.gemini.server import GeminiServer, Limits
+from geminibot.gemini.server import GeminiServer, ServerLimits
 
 
 def options(log: Path | None, port: int = 0) -> argparse.Namespace:
@@ -23,9 +23,9 @@ def options(log: Path | None, port: int = 0) -> argparse.Namespace:
 
 
 def test_a_log_in_a_missing_folder_stops_before_the_server_is_made(tmp_path: Path) -> None:
-    made: list[Limits] = []
+    made: list[ServerLimits] = []
 
-    def make(limits: Limits, log: JsonLinesLog) -> GeminiServer:
+    def make(limits: ServerLimits, log: JsonLinesLog) -> GeminiServer:
         made.append(limits)
         raise AssertionError("not reached")
 
@@ -35,7 +35,7 @@ def test_a_log_in_a_missing_folder_stops_before_the_server_is_made(tmp_path: Pat
 
 
 def test_a_server_that_cannot_make_its_certificates_is_one_line(tmp_path: Path) -> None:
-    def make(limits: Limits, log: JsonLinesLog) -> GeminiServer:
+    def make(limits: ServerLimits, log: JsonLinesLog) -> GeminiServer:
         raise PermissionError(13, "Permission denied")
 
     with pytest.raises(CommandError, match="cannot make certificates: Permission denied"):
@@ -44,9 +44,9 @@ def test_a_server_that_cannot_make_its_certificates_is_one_line(tmp_path: Path) 
 
 
 def test_limits_come_from_the_options_and_a_busy_port_is_one_line(tmp_path: Path) -> None:
-    made: list[Limits] = []
+    made: list[ServerLimits] = []
 
-    def make(limits: Limits, log: JsonLinesLog) -> GeminiServer:
+    def make(limits: ServerLimits, log: JsonLinesLog) -> GeminiServer:
         made.append(limits)
         return GeminiServer({}, tmp_path / "certs", limits, log)
 
@@ -56,7 +56,7 @@ def test_limits_come_from_the_options_and_a_busy_port_is_one_line(tmp_path: Path
         port = busy.getsockname()[1]
         with pytest.raises(CommandError, match=f"cannot listen on 127.0.0.1 port {port}"):
             serve(options(None, port), tmp_path / "certs", make, "prog", max_per_address=3)
-    assert made == [Limits(rate_per_second=2.5, rate_burst=7, max_per_address=3)]
+    assert made == [ServerLimits(rate_per_second=2.5, rate_burst=7, max_per_address=3)]
 
 
 def test_listen_options_default_to_loopback_and_the_gemini_port() -> None:

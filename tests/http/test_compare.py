@@ -16,7 +16,7 @@ from webserver import WebServer, _handler, text
 
 from capsule_server.testing import running_server
 from geminibot.cli import main
-from geminibot.gemini.server import Limits
+from geminibot.gemini.server import ServerLimits
 from geminibot.policy.candidates import candidate_paths, pattern_paths
 from geminibot.policy.compare import Comparison, bot_classes, compare
 from geminibot.policy.robots_model import VIRTUAL_AGENTS
@@ -216,7 +216,7 @@ async def test_compare_host_over_loopback(tmp_path: Path) -> None:
     thread.start()
     write(tmp_path / "capsules" / host, {"robots.txt": BASE, "index.gmi": "# hi\n"})
     try:
-        limits = Limits(rate_burst=100, rate_per_second=100.0)
+        limits = ServerLimits(rate_burst=100, rate_per_second=100.0)
         async with running_server(tmp_path / "capsules", tmp_path / "certs", limits) as capsule:
             command = [
                 sys.executable, "-m", "geminibot", "compare", host, "--json",

@@ -13,7 +13,7 @@ from webserver import html, serve, text
 
 from capsule_server.testing import running_server
 from geminibot.gemini.accesslog import AccessRecord
-from geminibot.gemini.server import Limits
+from geminibot.gemini.server import ServerLimits
 
 CAPSULE = {
     "robots.txt": "User-agent: indexer\nDisallow: /private/\n",
@@ -32,7 +32,7 @@ WEBSITE = {
     "/w.html": html("<title>W</title><p>bracken</p>"),
     "/private/x.html": html("<p>honeypot</p>"),
 }
-LIMITS = Limits(rate_burst=1000, rate_per_second=1000.0)
+LIMITS = ServerLimits(rate_burst=1000, rate_per_second=1000.0)
 
 
 async def crawl(

@@ -22,7 +22,7 @@ from capsule_fixtures import serving_on_trio_time
 from capsule_server.files import bundled_capsules
 from capsule_server.server import CapsuleServer
 from geminibot.gemini.accesslog import AccessRecord
-from geminibot.gemini.server import Limits
+from geminibot.gemini.server import ServerLimits
 from geminibot.net.connect import parse_connect_to
 from geminibot.policy.site_policy import Bot
 from geminibot.portal.app import PortalApp
@@ -32,7 +32,7 @@ from geminibot.portal.upstream import AddressGuard, Upstream
 CAPSULES = bundled_capsules()
 assert CAPSULES is not None
 EPOCH = 1.8e9  # where the access log's clock starts
-FAST = Limits(rate_burst=100_000, rate_per_second=100_000.0, header_timeout=5.0)
+FAST = ServerLimits(rate_burst=100_000, rate_per_second=100_000.0, header_timeout=5.0)
 #: A portal that never slows a test down on its own (tests of the limits set their own).
 OPEN = PortalLimits(rate_per_second=1e6, rate_burst=1_000_000, min_host_delay=0.0)
 
@@ -131,7 +131,7 @@ class Served:
 
 
 @asynccontextmanager
-async def serving(root: Path, cert_dir: Path, limits: Limits = FAST) -> AsyncIterator[Served]:
+async def serving(root: Path, cert_dir: Path, limits: ServerLimits = FAST) -> AsyncIterator[Served]:
     """Every bundled capsule plus input.test under ``root``, on 127.0.0.1."""
     root.mkdir(parents=True, exist_ok=True)
     for folder in sorted(CAPSULES.glob("*.test")):  # type: ignore[union-attr]
@@ -179,7 +179,7 @@ def browser(app: PortalApp, client: str = "127.0.0.1") -> httpx.AsyncClient:
 async def portal(
     root: Path,
     cert_dir: Path,
-    server_limits: Limits = FAST,
+    server_limits: ServerLimits = FAST,
     limits: PortalLimits = OPEN,
     **options: Any,
 ) -> AsyncIterator[tuple[Served, httpx.AsyncClient]]:

@@ -16,7 +16,7 @@ from portal_fixtures import browser, make_app, portal, serving
 
 from capsule_server.cli import main as capsule_server_main
 from capsule_server.judge import build_report, load_policies
-from geminibot.gemini.server import Limits
+from geminibot.gemini.server import ServerLimits
 from geminibot.portal.app import PortalApp
 from geminibot.portal.limits import PortalLimits
 
@@ -260,7 +260,7 @@ async def test_a_44_on_robots_txt_slows_the_portal_down(
 async def test_a_rate_limited_capsule_is_obeyed(
     tmp_path: Path, cert_dir: Path, loopback_clock: trio.testing.MockClock
 ) -> None:
-    server_limits = Limits(rate_burst=2, rate_per_second=0.5)
+    server_limits = ServerLimits(rate_burst=2, rate_per_second=0.5)
     pages = ["/", "/public/a.gmi", "/index-no/a.gmi", "/research-no/a.gmi", "/archive-no/a.gmi"]
     async with portal(tmp_path / "c", cert_dir, server_limits) as (served, web):
         answers = [await web.get(f"/gemini/va-groups.test{p}") for p in pages]
