@@ -70,6 +70,12 @@ def _index() -> Register:
     return cli.register
 
 
+def _why() -> Register:
+    from geminibot.why import cli
+
+    return cli.register
+
+
 def _searchcap() -> Register:
     from geminibot.searchcap import cli
 
@@ -121,6 +127,10 @@ COMMANDS: tuple[Module, ...] = (
     Module(
         _index,
         (("index", "rank a crawl's pages by links and build its fast search index"),),
+    ),
+    Module(
+        _why,
+        (("why", "why a page is in a crawl's index or not, or what it knows of a host"),),
     ),
     Module(_searchcap, (("serve-search", "serve a crawl's index as a Gemini search capsule"),)),
 )

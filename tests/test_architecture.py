@@ -23,11 +23,12 @@ LAYERS = {
     "geminibot.index": 2,
     "geminibot.crawl": 3,
     "geminibot.classify": 3,
-    "geminibot.portal": 4,
-    "geminibot.searchcap": 4,
-    "geminibot.cli": 5,
-    "geminibot.__main__": 6,
-    "capsule_server": 7,
+    "geminibot.why": 4,
+    "geminibot.portal": 5,
+    "geminibot.searchcap": 5,
+    "geminibot.cli": 6,
+    "geminibot.__main__": 7,
+    "capsule_server": 8,
 }
 #: Modules whose very point is to import nothing else of geminibot.
 STANDALONE = ("geminibot.urls", "geminibot.cliutil")

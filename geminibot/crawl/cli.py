@@ -515,6 +515,7 @@ async def _run(
     from geminibot.crawl.crawler import ConfigMismatch, Crawler
     from geminibot.crawl.display import Display
     from geminibot.crawl.fetcher import CRAWL_LIMITS, ProtocolFetcher, gemini_fetch
+    from geminibot.crawl.runrecord import record_run
     from geminibot.crawl.store import StoreKnownHosts
     from geminibot.gemini.client import GeminiClient
     from geminibot.http.client import WebClient, user_agent
@@ -544,6 +545,7 @@ async def _run(
         crawler.check_settings()
     except ConfigMismatch as exc:
         raise CommandError(f"{label}: {exc}") from None
+    record_run(crawler.store, options, seeds)
     archive = None
     if options.role == "archiver":
         archive = crawler.archive = _warc_archive(args, db, crawler.lease)

@@ -65,7 +65,7 @@ from geminibot.crawl.store import (
     vanished_since,
 )
 from geminibot.index import pg
-from geminibot.index.db import DatabaseError
+from geminibot.index.db import SET_SETTING, DatabaseError
 from geminibot.index.pages import FIRST_WITH_HASH
 
 #: Seconds a host lease lasts unless renewed: longer than a request may take (the clients'
@@ -122,6 +122,10 @@ class PgStore:
                 if row is not None and row[0] != value:
                     return key, str(row[0]), value
         return None
+
+    def record_run(self, key: str, value: str) -> None:
+        with self._tx() as conn:
+            conn.execute(SET_SETTING.format("%s"), (key, value))
 
     def recover(self) -> int:
         """Queue again the URLs left leased by processes whose host leases have expired

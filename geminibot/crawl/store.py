@@ -227,6 +227,11 @@ class CrawlStore(Protocol):
         """Record the settings, or return (key, stored, given) for the first that differs."""
         ...
 
+    def record_run(self, key: str, value: str) -> None:
+        """Record what this run was told (a setting replaced by each run, unlike those
+        :meth:`check_settings` holds to): see :mod:`geminibot.crawl.runrecord`."""
+        ...
+
     def recover(self) -> int: ...
     def host_states(self) -> dict[str, HostState]:
         """Every host's persisted politeness state; clears the skips of the last run."""
@@ -455,6 +460,10 @@ class SqliteStore(Frontier):
                 elif stored != value:
                     return key, stored, value
         return None
+
+    def record_run(self, key: str, value: str) -> None:
+        with self._tx():
+            set_setting(self.conn, key, value)
 
     def host_states(self) -> dict[str, HostState]:
         with self._tx():

@@ -277,12 +277,15 @@ def get_setting(conn: sqlite3.Connection, key: str) -> str | None:
     return None if row is None else str(row[0])
 
 
+#: Set a setting (replacing its value), ``{0}`` standing for the engine's placeholder.
+SET_SETTING = (
+    "INSERT INTO settings (key, value) VALUES ({0}, {0}) "
+    "ON CONFLICT (key) DO UPDATE SET value = excluded.value"
+)
+
+
 def set_setting(conn: sqlite3.Connection, key: str, value: str) -> None:
-    conn.execute(
-        "INSERT INTO settings (key, value) VALUES (?, ?) "
-        "ON CONFLICT (key) DO UPDATE SET value = excluded.value",
-        (key, value),
-    )
+    conn.execute(SET_SETTING.format("?"), (key, value))
 
 
 def checkpoint(conn: sqlite3.Connection) -> None:

@@ -258,7 +258,7 @@ def _file_notes(name: str, data: bytes) -> list[str]:
     """What a person should know about a policy file before its verdicts: lines the parser
     cannot read, a size cut, an agents.txt that is not this dialect."""
     notes: list[str] = []
-    diags = _lint_file(name, data)
+    diags = lint_file(name, data)
     errors = sum(1 for d in diags if d.level == "error")
     restricted = next((d for d in diags if d.code == "site-restricted"), None)
     if any(d.code == "not-this-dialect" for d in diags):
@@ -369,7 +369,7 @@ def run_check(args: argparse.Namespace) -> int:
     return EXIT_NEGATIVE if any_refused else EXIT_OK
 
 
-def _lint_file(name: str, data: bytes) -> tuple[Diagnostic, ...]:
+def lint_file(name: str, data: bytes) -> tuple[Diagnostic, ...]:
     dialect = detect_dialect(name, data)
     if dialect == "agents":
         return parse_agents(data).diagnostics
@@ -397,7 +397,7 @@ def run_lint(args: argparse.Namespace) -> int:
     for source in args.files:
         name, data = read_source(source)
         dialect = DIALECT_FILES[detect_dialect(name, data)]
-        diagnostics = _lint_file(name, data)
+        diagnostics = lint_file(name, data)
         for diag in diagnostics:
             counts[diag.level] += 1
             if args.json:

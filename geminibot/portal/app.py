@@ -5,7 +5,10 @@ Routes (see docs/portal.md):
 - ``/robots.txt``: the portal's own, keeping web crawlers out of proxied Gemini content;
 - without a capsule: ``/`` is a form for a ``gemini://`` URL (``/?url=...`` redirects),
   ``/gemini/HOST[:PORT]/PATH[?QUERY]`` shows ``gemini://HOST[:PORT]/PATH[?QUERY]``;
-- with ``capsule``: ``/PATH[?QUERY]`` shows that path of the one capsule, as Kineto does.
+- with ``capsule``: ``/PATH[?QUERY]`` shows that path of the one capsule, as Kineto does;
+- with a crawl database (``crawl_db``): ``/check`` is a form, ``/check?q=URL|HOST`` says why
+  a page is in the crawl's index or not, or what it knows of a capsule
+  (:mod:`geminibot.why`).
 
 A ``POST`` to a page address answers a ``10``/``11`` prompt: the form's ``input`` becomes
 the Gemini query. Every response carries ``X-Robots-Tag: noindex, nofollow``; every HTML
@@ -15,6 +18,7 @@ page ``<meta name="robots" content="noindex,nofollow">`` and a script-free CSP.
 from __future__ import annotations
 
 import re
+import time
 from collections.abc import Awaitable, Callable, MutableMapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -43,6 +47,9 @@ from geminibot.portal.render import (
 )
 from geminibot.portal.upstream import Busy, Refused, Upstream, UpstreamRefused
 from geminibot.urls import URL, InvalidURL
+from geminibot.why import BadTarget
+from geminibot.why import check as why_check
+from geminibot.why.render import html_form, html_fragment
 
 Scope = MutableMapping[str, Any]
 Receive = Callable[[], Awaitable[MutableMapping[str, Any]]]
@@ -87,8 +94,13 @@ class PortalApp:
         *,
         capsule: URL | None = None,
         clock: Callable[[], float] = trio.current_time,
+        crawl_db: Any = None,
+        wall_clock: Callable[[], float] = time.time,
     ) -> None:
         self.upstream = upstream
+        #: A crawl database's connection (either store's) for ``/check``, or None.
+        self.crawl_db = crawl_db
+        self.wall_clock = wall_clock
         self.capsule = capsule
         self.clock = clock
         limits = upstream.limits
@@ -165,6 +177,8 @@ class PortalApp:
             )
         if request.path == "/favicon.ico":
             return HTTPResponse(404, b"", [(b"content-type", b"text/plain")])
+        if request.path == "/check" and self.crawl_db is not None:
+            return self._check(request)
         if self.capsule is None:
             if request.path == "/":
                 return self._home(request)
@@ -226,7 +240,27 @@ class PortalApp:
             "rule that says so. It paces its requests to each capsule and slows down when "
             "a capsule answers 44.</p>"
         )
+        if self.crawl_db is not None:
+            body += (
+                '\n<p><a href="/check">Why is a page in the search index, or not?</a> '
+                "What the crawl knows of a capsule, and the policy line behind each page.</p>"
+            )
         return self._html(200, "geminibot portal", body)
+
+    def _check(self, request: Request) -> HTTPResponse:
+        asked = parse_qs(request.query or "").get("q", [""])[0].strip()
+        if not asked:
+            return self._html(200, "Check a page", "<h1>Check a page</h1>\n" + html_form())
+        try:
+            answer = why_check(self.crawl_db, asked, self.wall_clock())
+        except BadTarget as exc:
+            return self._html(
+                400,
+                "Cannot check that",
+                html_form(asked) + notice("Cannot check that", [esc(str(exc))]),
+            )
+        body = "<h1>Check</h1>\n" + html_form(asked) + "\n" + html_fragment(answer, self.href)
+        return self._html(200, "Check", body)
 
     def href(self, url: str) -> str | None:
         """The portal address of a gemini:// URL, or None to leave the link as it is."""

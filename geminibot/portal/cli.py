@@ -6,6 +6,7 @@ import argparse
 import signal
 import sys
 from collections.abc import Callable
+from contextlib import ExitStack
 from functools import partial
 from typing import Any
 
@@ -14,6 +15,7 @@ from hypercorn.config import Config
 from hypercorn.trio import serve
 
 from geminibot.cliutil import EXIT_OK, CommandError, port_number
+from geminibot.crawl.databases import reading
 from geminibot.gemini.tofu import FileKnownHosts, KnownHosts, MemoryKnownHosts
 from geminibot.gemini.urls import parse_url
 from geminibot.net.connect import add_connect_to_option, connect_rules
@@ -60,6 +62,12 @@ def register(commands: Any) -> None:
     )
     add_connect_to_option(p)
     p.add_argument("--known-hosts", metavar="FILE", help="keep certificate pins in FILE")
+    p.add_argument(
+        "--db",
+        metavar="PATH|URL",
+        help="a crawl database (SQLite file or postgresql://...): /check then says why a "
+        "page is in its index or not",
+    )
     p.add_argument("--agent", default=DEFAULT_AGENT, help=f"product token ({DEFAULT_AGENT})")
     p.add_argument(
         "--strict",
@@ -130,7 +138,10 @@ def hypercorn_config(host: str, port: int) -> Config:
 
 def run_portal(args: argparse.Namespace) -> int:
     app, guard = build(args)
-    trio.run(_serve_until_signal, app, guard, args.host, args.port, _announce(args))
+    with ExitStack() as stack:
+        if args.db:
+            app.crawl_db, _ = stack.enter_context(reading(args.db))
+        trio.run(_serve_until_signal, app, guard, args.host, args.port, _announce(args))
     return EXIT_OK
 
 

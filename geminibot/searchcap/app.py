@@ -19,6 +19,8 @@ Routes:
   :data:`HOSTS_PER_PAGE` a page;
 - ``/stats``: what the index holds (``geminibot stats``), counted at most once every
   :data:`STATS_SECONDS`;
+- ``/check``: ``10`` asks for a URL or a host; ``/check?URL`` says why that page is in the
+  index or not, ``/check?HOST`` what the crawl knows of the capsule (:mod:`geminibot.why`);
 - ``/about``: how the crawler behaves and how to keep it out, from the crawler's own
   defaults and the database's settings (role, product token).
 
@@ -53,6 +55,9 @@ from geminibot.index.text import render_marks
 from geminibot.policy.outcomes import MAX_CACHE_SECONDS
 from geminibot.policy.site_policy import AGENTS, ROBOTS, ROBOTS2
 from geminibot.urls import URL, InvalidURL
+from geminibot.why import BadTarget
+from geminibot.why import check as why_check
+from geminibot.why.render import CHECK_PROMPT, gemtext_page
 
 #: Results on one page of /search.
 PAGE_SIZE = 10
@@ -152,8 +157,10 @@ class SearchCapsule:
         *,
         title: str = "geminibot search",
         clock: Callable[[], float] = time.monotonic,
+        wall_clock: Callable[[], float] = time.time,
     ) -> None:
         self.conn = conn
+        self.wall_clock = wall_clock
         self.find = find
         # The one difference between the two drivers' SQL here: their placeholders.
         self._p = "?" if isinstance(conn, sqlite3.Connection) else "%s"
@@ -167,6 +174,7 @@ class SearchCapsule:
             "/hosts": lambda url: self.hosts(1),
             "/stats": self.stats,
             "/about": self.about,
+            "/check": self.check,
         }
 
     def __call__(self, url: URL) -> Resolution:
@@ -196,6 +204,7 @@ class SearchCapsule:
                 "=> /backlinks Who links to a page",
                 "=> /hosts Known capsules",
                 "=> /stats What the index holds",
+                "=> /check Why is a page in the index, or not? What is known of a capsule?",
                 "=> /about About the crawler: how it behaves, how to keep it out",
             ]
         )
@@ -257,6 +266,16 @@ class SearchCapsule:
             lines += ["", f"(the first {MAX_BACKLINKS} pages, by URL)"]
         lines += ["", f"=> {target} The page itself", "=> /backlinks Another URL", "=> / Home"]
         return page(lines)
+
+    def check(self, url: URL) -> Resolution:
+        text = decoded_query(url)
+        if text is None:
+            return Resolution(Status.INPUT, CHECK_PROMPT)
+        try:
+            answer = why_check(self.conn, text, self.wall_clock())
+        except BadTarget as exc:
+            raise BadInput(one_line(str(exc), 200)) from None
+        return page(gemtext_page(answer))
 
     def hosts(self, number: int) -> Resolution:
         p = self._p
@@ -354,6 +373,7 @@ class SearchCapsule:
             f"{trap.max_queries_per_path} query strings per path, URLs up to "
             f"{trap.max_url_length} bytes.",
             "",
+            "=> /check Why is my page in the index, or not? What is known of my capsule?",
             "=> / Home",
         ]
         return page(lines)

@@ -36,6 +36,7 @@ SCENARIOS = {
     "maze.test",
     "non-utf8.test",
     "large-file.test",
+    "why.test",
 }
 
 

@@ -1,0 +1,57 @@
+"""The capsule owner's view: what the crawl knows of a URL or a host, and why each page is
+in the search index or not.
+
+One routine (:func:`check`) behind every face: ``geminibot why`` (text and ``--json``),
+the search capsule's ``/check`` (gemtext) and the portal's ``/check`` (HTML); the faces
+only render its answer (:mod:`geminibot.why.render`), so they never disagree.
+:mod:`geminibot.why.records` reads the crawl database (either store),
+:mod:`geminibot.why.explain` and :mod:`geminibot.why.host` decide (pure).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from geminibot.crawl.frontier import MAX_URL_LENGTH
+from geminibot.crawl.schemes import host_key, normalise
+from geminibot.urls import InvalidURL
+from geminibot.why.explain import Answer, explain_url
+from geminibot.why.host import HostAnswer, explain_host
+from geminibot.why.records import Reader
+
+__all__ = ["MAX_TARGET_LENGTH", "Answer", "BadTarget", "HostAnswer", "check"]
+
+#: Longest URL or host asked about, in UTF-8 bytes: the longest URL the crawl queues.
+MAX_TARGET_LENGTH = MAX_URL_LENGTH
+
+
+class BadTarget(ValueError):
+    """What was asked about is neither a URL the crawl could follow nor a host."""
+
+
+def parse_target(text: str) -> tuple[str, str, bool]:
+    """(normalised URL or host key, host key, whether it is a URL); raises
+    :class:`BadTarget`."""
+    text = text.strip()
+    if not text:
+        raise BadTarget("give a URL (gemini://host/path) or a host name")
+    if len(text.encode("utf-8", "surrogatepass")) > MAX_TARGET_LENGTH:
+        raise BadTarget(f"longer than {MAX_TARGET_LENGTH} bytes")
+    as_url = "://" in text or "/" in text
+    candidate = text if "://" in text else f"gemini://{text if as_url else text + '/'}"
+    try:
+        url = normalise(candidate)
+        host = host_key(url)
+    except (InvalidURL, ValueError) as exc:
+        raise BadTarget(f"not a URL this crawler follows: {exc}") from None
+    return (url if as_url else host), host, as_url
+
+
+def check(conn: Any, text: str, now: float) -> Answer | HostAnswer:
+    """The answer for a URL, or the summary of a host (``text``: what the owner typed),
+    from the crawl database ``conn`` (either store's connection), at ``now``."""
+    target, host, is_url = parse_target(text)
+    reader = Reader(conn)
+    if is_url:
+        return explain_url(reader.url(target, host, text.strip()), now)
+    return explain_host(reader.host(host), now)

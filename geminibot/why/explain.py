@@ -1,0 +1,385 @@
+"""Why a page is in the search index or not, from what the crawl recorded (pure: the
+records in, the answer out; the time is a parameter).
+
+:func:`explain_url` names one reason, in words a capsule owner understands, from every
+way a page stays out: a policy line (file, line, group, mode), a policy file the crawl
+could not read (``41``, ``44``, ``5x``), a trap bound, the depth or per-host bound, a
+duplicate, failed requests, gone (``51``/``52``), the operator's ``--exclude``, a host the
+crawl was not told to visit, not reached yet, never linked. It never recomputes a recorded
+decision from today's files: only for a URL the crawl never met does it say what the
+files it holds *would* decide, and says so.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import re
+from dataclasses import dataclass, field, replace
+from datetime import UTC, datetime
+from typing import Literal
+
+from geminibot.crawl.frontier import CAP_REASON
+from geminibot.crawl.runrecord import RunOptions
+from geminibot.crawl.schemes import host_name, host_protocol
+from geminibot.policy.robots import VIRTUAL_AGENTS
+from geminibot.policy.site_policy import ROBOTS, Bot, SitePolicy
+from geminibot.why.records import FetchRow, PolicyFileRow, UrlRecords
+
+Code = Literal[
+    "searchable",
+    "policy",
+    "policy_file",
+    "trap",
+    "depth",
+    "host_bound",
+    "duplicate",
+    "failed",
+    "gone",
+    "excluded",
+    "host_not_allowed",
+    "queued",
+    "not_linked",
+    "not_text",
+]
+
+#: What each reason is called, for a capsule owner.
+HEADLINES: dict[str, str] = {
+    "searchable": "searchable: in the index",
+    "policy": "kept out by the capsule's policy",
+    "policy_file": "kept out: the capsule's policy file could not be read",
+    "trap": "kept out by a trap bound (the URL looks like a link maze)",
+    "depth": "kept out: too many links away from where the crawl started",
+    "host_bound": "kept out: the capsule has too many URLs",
+    "duplicate": "not searchable: the same page as another URL",
+    "failed": "not searchable: the requests for it failed",
+    "gone": "not searchable: the capsule says it is gone",
+    "excluded": "kept out by the crawl's operator (--exclude)",
+    "host_not_allowed": "kept out: the crawl was not told to visit this capsule",
+    "queued": "not reached yet: waiting in the crawl's queue",
+    "not_linked": "unknown: nothing the crawl fetched links to it",
+    "not_text": "fetched, but nothing searchable in it",
+}
+_LINE = re.compile(r"\(line (\d+)\)")
+_RULE = re.compile(r"by '(.+?)' \(line")
+_GROUP = re.compile(r"in the group for (.+?) \(User-agent line (\d+)\)")
+
+
+@dataclass(frozen=True)
+class PolicyLine:
+    """The policy line a decision rests on: file, line (0: the file as a whole), the rule,
+    the group (its User-agent and what kind of name that is) and the mode."""
+
+    file: str
+    line: int
+    rule: str
+    group: str | None
+    group_kind: str | None
+    mode: str
+
+    def as_dict(self) -> dict[str, object]:
+        return {
+            "file": self.file,
+            "line": self.line,
+            "rule": self.rule,
+            "group": self.group,
+            "group_kind": self.group_kind,
+            "mode": self.mode,
+        }
+
+    def words(self) -> str:
+        where = f"{self.file} line {self.line}" if self.line else self.file
+        rule = f": {self.rule}" if self.rule else ""
+        group = f"; the group for {self.group} ({self.group_kind})" if self.group else ""
+        return f"{where}{rule}{group}; {self.mode} mode"
+
+
+@dataclass(frozen=True)
+class Answer:
+    """One URL's answer: whether it is searchable, the one reason, and what else the
+    crawl knows (its last answers, its next visit, who links to it)."""
+
+    url: str
+    host: str
+    code: Code
+    reason: str
+    policy: PolicyLine | None = None
+    last_fetched: float | None = None
+    last_answer: str | None = None
+    history: tuple[FetchRow, ...] = ()
+    next_visit: float | None = None
+    linked_from: tuple[str, ...] = ()
+    duplicate_of: str | None = None
+    aliases: tuple[str, ...] = ()
+    #: What the policy files the crawl holds would decide now (only for unknown URLs).
+    would_now: str | None = None
+    notes: tuple[str, ...] = field(default=())
+
+    @property
+    def searchable(self) -> bool:
+        return self.code == "searchable"
+
+    @property
+    def headline(self) -> str:
+        return HEADLINES[self.code]
+
+    def as_dict(self) -> dict[str, object]:
+        return {
+            "url": self.url,
+            "host": self.host,
+            "searchable": self.searchable,
+            "code": self.code,
+            "headline": self.headline,
+            "reason": self.reason,
+            "policy": None if self.policy is None else self.policy.as_dict(),
+            "last_fetched": _iso(self.last_fetched),
+            "last_answer": self.last_answer,
+            "history": [
+                {
+                    "at": _iso(f.started),
+                    "status": f.status,
+                    "meta": f.meta,
+                    "error": f.error,
+                }
+                for f in self.history
+            ],
+            "next_visit": _iso(self.next_visit),
+            "linked_from": list(self.linked_from),
+            "duplicate_of": self.duplicate_of,
+            "aliases": list(self.aliases),
+            "would_now": self.would_now,
+            "notes": list(self.notes),
+        }
+
+
+def _iso(when: float | None) -> str | None:
+    return None if when is None else datetime.fromtimestamp(when, UTC).isoformat()
+
+
+def day(when: float) -> str:
+    """A time as the answers show it."""
+    return datetime.fromtimestamp(when, UTC).strftime("%Y-%m-%d %H:%M UTC")
+
+
+def policy_line(reason: str, agent: str, strict: bool | None) -> PolicyLine:
+    """The policy line a recorded refusal names (``FILE: words``, as the policy core
+    words it)."""
+    file, _, text = reason.partition(": ")
+    line = _LINE.search(text)
+    rule = _RULE.search(text)
+    group = _GROUP.search(text)
+    token = group.group(1) if group else None
+    kind = None
+    if token is not None:
+        if token == "*":
+            kind = "every robot"
+        elif token.lower() == agent.lower():
+            kind = "this crawler's product token"
+        elif token.lower() in VIRTUAL_AGENTS:
+            kind = "a virtual agent"
+        else:
+            kind = "a product token"
+    is_strict = "strict mode" in text or bool(strict)
+    return PolicyLine(
+        file,
+        int(line.group(1)) if line else 0,
+        rule.group(1) if rule else "",
+        token,
+        kind,
+        "strict" if is_strict else "precedence",
+    )
+
+
+def unreadable_file(files: tuple[PolicyFileRow, ...]) -> PolicyFileRow | None:
+    """The host's robots.txt when its last fetch left it unreachable (41, 44, 5x...)."""
+    return next((f for f in files if f.name == ROBOTS and f.outcome == "unreachable"), None)
+
+
+def explain_url(records: UrlRecords, now: float) -> Answer:
+    """The answer for one URL from its records, at ``now``."""
+    base = Answer(
+        records.url,
+        records.host,
+        "searchable",
+        "",
+        linked_from=records.linked_from,
+        aliases=records.aliases,
+        history=records.history,
+    )
+    row = records.row
+    if row is None:
+        return _unknown(records, base, now)
+    page = records.page
+    if page is not None:
+        base = _with_page(base, records)
+    base = _replace(base, next_visit=row.next_visit)
+    if row.state == "trapped":
+        return _trapped(base, row.reason or "")
+    if row.state == "refused":
+        return _refused(base, records, row.reason or "")
+    if row.state == "failed":
+        return _failed(base, row.reason)
+    if row.state == "gone":
+        status = page.status if page else None
+        return _replace(
+            base,
+            code="gone",
+            reason=f"it answered {status if status is not None else '51/52'}"
+            f" ({'gone' if status == 52 else 'not found'}); the crawl does not ask again",
+            next_visit=None,
+        )
+    if row.state in ("queued", "leased") or page is None:
+        return _queued(base, records, now)
+    return _fetched(base, records)
+
+
+def _replace(answer: Answer, **changes: object) -> Answer:
+    return replace(answer, **changes)  # type: ignore[arg-type]
+
+
+def _with_page(answer: Answer, records: UrlRecords) -> Answer:
+    page = records.page
+    assert page is not None
+    said = f"{page.status} {page.meta}".strip()
+    return _replace(answer, last_fetched=page.fetched_at, last_answer=said)
+
+
+def _trapped(answer: Answer, reason: str) -> Answer:
+    if reason.startswith("deeper than"):
+        return _replace(answer, code="depth", reason=f"the link is {reason}")
+    if reason.endswith(CAP_REASON):
+        return _replace(answer, code="host_bound", reason=f"the capsule has {reason}")
+    return _replace(answer, code="trap", reason=f"the URL has {reason}")
+
+
+def _refused(answer: Answer, records: UrlRecords, reason: str) -> Answer:
+    if reason.startswith("excluded by --exclude"):
+        pattern = reason.removeprefix("excluded by --exclude").strip()
+        return _replace(answer, code="excluded", reason=f"it matches --exclude {pattern}")
+    run = records.settings.run
+    line = policy_line(reason, records.settings.agent, run.strict if run else None)
+    return _replace(answer, code="policy", reason=reason, policy=line)
+
+
+def _failed(answer: Answer, reason: str | None) -> Answer:
+    errors = [f for f in answer.history if f.status is None or f.error]
+    tried = f" ({len(errors)} of its last requests failed)" if errors else ""
+    return _replace(answer, code="failed", reason=f"{reason or 'the request failed'}{tried}")
+
+
+def _queued(answer: Answer, records: UrlRecords, now: float) -> Answer:
+    unreadable = unreadable_file(records.files)
+    if unreadable is not None:
+        status = unreadable.status if unreadable.status is not None else "no answer"
+        return _replace(
+            answer,
+            code="policy_file",
+            reason=f"{unreadable.name} answered {status} ({unreadable.reason}) on "
+            f"{day(unreadable.fetched_at)}: everything on the capsule is disallowed "
+            "until it can be read",
+            next_visit=unreadable.expires_at,
+        )
+    host = records.host_row
+    waiting = f"{records.queued_before} URLs of the capsule are ahead of it"
+    when = None
+    if host is not None:
+        when = max(host.not_before, now)
+        if host.skipped_reason:
+            waiting += f"; the last run left the capsule for later: {host.skipped_reason}"
+    return _replace(answer, code="queued", reason=waiting, next_visit=when)
+
+
+def _fetched(answer: Answer, records: UrlRecords) -> Answer:
+    page = records.page
+    assert page is not None
+    if page.duplicate_of is not None:
+        kept = records.kept
+        state = "searchable" if kept and kept.text_indexed else "kept as its canonical URL"
+        return _replace(
+            answer,
+            code="duplicate",
+            duplicate_of=page.duplicate_of,
+            reason=f"the same body as {page.duplicate_of}, which the index keeps ({state})",
+        )
+    if page.text_indexed:
+        return _replace(answer, code="searchable", reason=f"in the index as {page.title!r}")
+    if page.redirect_to:
+        why = f"a redirect to {page.redirect_to}"
+    elif not 20 <= page.status < 30 and page.status != 200:
+        why = f"it answered {page.status} {page.meta}".rstrip()
+    elif records.settings.role not in ("indexer", "archiver"):
+        why = f"the crawl keeps no text as a {records.settings.role}"
+    else:
+        why = f"no text to index ({page.mime or 'no type'}), or the capsule asks not to store it"
+    return _replace(answer, code="not_text", reason=why)
+
+
+def _unknown(records: UrlRecords, answer: Answer, now: float) -> Answer:
+    """A URL without a row: linked but never queued (excluded, another host), or never
+    linked at all; and what the host's files would decide."""
+    run = records.settings.run
+    would = would_now(records, now)
+    answer = _replace(answer, would_now=would)
+    if records.linked_from:
+        if run is not None:
+            pattern = next((p for p in run.exclude if fnmatch.fnmatchcase(records.url, p)), None)
+            if pattern is not None:
+                return _replace(answer, code="excluded", reason=f"it matches --exclude {pattern}")
+            if not host_allowed(records.host, run):
+                return _replace(
+                    answer,
+                    code="host_not_allowed",
+                    reason=f"{host_name(records.host)} is neither a seed's host nor named "
+                    "by --allow-host, so links to it are not followed",
+                )
+        return _replace(
+            answer,
+            code="host_not_allowed",
+            reason="linked, but never queued: the crawl was not told to follow it "
+            "(another capsule or protocol, or --exclude)",
+        )
+    return _replace(
+        answer,
+        code="not_linked",
+        reason="the crawl never met this URL: no page it fetched links to it",
+    )
+
+
+def host_allowed(host: str, run: RunOptions) -> bool:
+    """Whether the run followed links to ``host`` (as the crawler decides it)."""
+    name = host_name(host.lower())
+    return name in run.seed_hosts or any(
+        fnmatch.fnmatchcase(host.lower(), p.lower()) or fnmatch.fnmatchcase(name, p.lower())
+        for p in run.allow_hosts
+    )
+
+
+def crawl_bot(records_agent: str, role: str, strict: bool) -> Bot:
+    return Bot(records_agent, (role,) if role in VIRTUAL_AGENTS else (), None, strict)
+
+
+def site_policy(host: str, files: tuple[PolicyFileRow, ...]) -> SitePolicy | None:
+    """The host's policy from the files the crawl holds (None: it holds none)."""
+    named = {f.name: f.fetched() for f in files}
+    if not named:
+        return None
+    return SitePolicy.build(
+        host_protocol(host),
+        named.get("robots.txt"),
+        named.get("robots2.txt"),
+        named.get("agents.txt"),
+    )
+
+
+def would_now(records: UrlRecords, now: float) -> str | None:
+    """What the crawl's copies of the host's files would decide about the URL now."""
+    policy = site_policy(records.host, records.files)
+    if policy is None:
+        return None
+    s = records.settings
+    strict = s.run.strict if s.run else False
+    bot = crawl_bot(s.agent, s.role, strict)
+    decision = policy.may_fetch(records.url, bot, datetime.fromtimestamp(now, UTC))
+    robots = next((f for f in records.files if f.name == ROBOTS), None)
+    fetched = f"the {ROBOTS} fetched on {day(robots.fetched_at)}" if robots else "its policy files"
+    verdict = "allowed" if decision.allowed else f"refused ({decision.reason})"
+    return f"with {fetched}, this URL would now be {verdict}"

@@ -1,0 +1,287 @@
+"""What the crawl database holds about one URL or one host: the only I/O of
+:mod:`geminibot.why`. Every read is bounded (the last :data:`HISTORY` answers, the first
+:data:`LINKERS` pages linking to a URL, ...) and written once for both stores: ``{0}``
+stands for the engine's placeholder (SQLite's ``?``, psycopg's ``%s``).
+"""
+
+from __future__ import annotations
+
+import itertools
+import sqlite3
+from dataclasses import dataclass, field
+from typing import Any
+
+from geminibot.crawl.runrecord import RUN_OPTIONS, RunOptions
+from geminibot.crawl.settings import DEFAULT_AGENT
+from geminibot.policy.outcomes import FetchOutcome
+from geminibot.policy.site_policy import Fetched
+
+#: Answers to a URL shown (its last requests, newest first).
+HISTORY = 5
+#: Pages shown that link to a URL.
+LINKERS = 10
+#: URLs shown that are duplicates of a URL.
+ALIASES = 10
+#: A host's requests read for the longest wait sat out between two of them (the newest).
+WAIT_WINDOW = 2_000
+
+
+@dataclass(frozen=True)
+class UrlRow:
+    """The URL's row of the frontier."""
+
+    id: int
+    state: str
+    reason: str | None
+    depth: int
+    parent: str | None
+    updated_at: float
+    next_visit: float | None
+    attempts: int
+
+
+@dataclass(frozen=True)
+class PageRow:
+    """The URL's row of the index: its last answer."""
+
+    status: int
+    meta: str
+    mime: str | None
+    fetched_at: float
+    duplicate_of: str | None
+    redirect_to: str | None
+    text_indexed: bool
+    title: str
+
+
+@dataclass(frozen=True)
+class FetchRow:
+    """One request of the crawl's access log."""
+
+    url: str
+    status: int | None
+    meta: str
+    error: str | None
+    started: float
+    duration: float
+
+
+@dataclass(frozen=True)
+class PolicyFileRow:
+    """A policy file as the crawl last fetched it."""
+
+    name: str
+    outcome: str
+    reason: str
+    status: int | None
+    body: bytes | None
+    fetched_at: float
+    expires_at: float
+
+    def fetched(self) -> Fetched:
+        """The file as the policy core reads it."""
+        seconds = self.expires_at - self.fetched_at
+        return Fetched(FetchOutcome(self.outcome, self.reason, None, seconds), self.body)  # type: ignore[arg-type]
+
+
+@dataclass(frozen=True)
+class HostRow:
+    """The host's politeness state and whether the last run skipped it."""
+
+    last_fetch_at: float | None
+    last_duration: float | None
+    not_before: float
+    slow_downs: int
+    skipped_reason: str | None
+
+
+@dataclass(frozen=True)
+class Settings:
+    """Who crawled: role and product token, and the last run's options (None: the run did
+    not record them)."""
+
+    role: str = "indexer"
+    agent: str = DEFAULT_AGENT
+    run: RunOptions | None = None
+
+
+@dataclass(frozen=True)
+class UrlRecords:
+    """Everything the crawl recorded about a URL (``url`` normalised, ``host`` its key)."""
+
+    url: str
+    host: str
+    settings: Settings
+    row: UrlRow | None = None
+    page: PageRow | None = None
+    history: tuple[FetchRow, ...] = ()
+    aliases: tuple[str, ...] = ()
+    linked_from: tuple[str, ...] = ()
+    host_row: HostRow | None = None
+    files: tuple[PolicyFileRow, ...] = ()
+    #: The page kept in the index instead, when this one is a duplicate.
+    kept: PageRow | None = None
+    #: URLs of the host queued before this one (when it is queued).
+    queued_before: int = 0
+
+
+@dataclass(frozen=True)
+class HostRecords:
+    """Everything the crawl recorded about a host (``host`` its key)."""
+
+    host: str
+    settings: Settings
+    host_row: HostRow | None = None
+    files: tuple[PolicyFileRow, ...] = ()
+    states: dict[str, int] = field(default_factory=dict)
+    pages: int = 0
+    searchable: int = 0
+    duplicates: int = 0
+    longest_wait: float | None = None
+    #: The web side of the host (``https://HOST``) as the crawl saw it: its key and files.
+    web_host: str | None = None
+    web_files: tuple[PolicyFileRow, ...] = ()
+
+
+URL_ROW = (
+    "SELECT id, state, reason, depth, parent, updated_at, next_visit, attempts"
+    " FROM urls WHERE url = {0}"
+)
+PAGE_ROW = (
+    "SELECT status, meta, mime, fetched_at, duplicate_of, redirect_to, text_indexed, title"
+    " FROM pages WHERE url = {0}"
+)
+HISTORY_ROWS = (
+    "SELECT url, status, meta, error, started_at, duration FROM fetches WHERE url = {0}"
+    f" ORDER BY started_at DESC LIMIT {HISTORY}"
+)
+ALIAS_ROWS = f"SELECT url FROM pages WHERE duplicate_of = {{0}} ORDER BY url LIMIT {ALIASES}"
+LINKER_ROWS = (
+    "SELECT DISTINCT p.url FROM links l JOIN pages p ON p.id = l.page_id"
+    f" WHERE l.target = {{0}} ORDER BY p.url LIMIT {LINKERS}"
+)
+HOST_ROW = (
+    "SELECT last_fetch_at, last_duration, not_before, slow_downs, skipped_reason"
+    " FROM hosts WHERE host = {0}"
+)
+FILE_ROWS = (
+    "SELECT name, outcome, reason, status, body, fetched_at, expires_at FROM robots"
+    " WHERE host = {0} ORDER BY name"
+)
+QUEUED_BEFORE = "SELECT count(*) FROM urls WHERE host = {0} AND state = 'queued' AND id < {0}"
+SETTING = "SELECT value FROM settings WHERE key = {0}"
+STATES = "SELECT state, count(*) FROM urls WHERE host = {0} GROUP BY state"
+PAGE_COUNTS = (
+    "SELECT count(*), coalesce(sum(CASE WHEN text_indexed THEN 1 ELSE 0 END), 0),"
+    " count(duplicate_of) FROM pages WHERE host = {0}"
+)
+WAITS = (
+    "SELECT started_at, duration FROM fetches WHERE host = {0}"
+    f" ORDER BY started_at DESC LIMIT {WAIT_WINDOW}"
+)
+
+
+class Reader:
+    """Reads the records from either store's connection (an sqlite3 or a psycopg one)."""
+
+    def __init__(self, conn: Any) -> None:
+        self.conn = conn
+        self._p = "?" if isinstance(conn, sqlite3.Connection) else "%s"
+
+    def _rows(self, sql: str, *params: object) -> list[Any]:
+        return list(self.conn.execute(sql.format(self._p), params).fetchall())
+
+    def _one(self, sql: str, *params: object) -> Any:
+        return self.conn.execute(sql.format(self._p), params).fetchone()
+
+    def settings(self) -> Settings:
+        def get(key: str) -> str | None:
+            row = self._one(SETTING, key)
+            return None if row is None else str(row[0])
+
+        return Settings(
+            get("role") or "indexer",
+            get("agent") or DEFAULT_AGENT,
+            RunOptions.from_json(get(RUN_OPTIONS)),
+        )
+
+    def host_row(self, host: str) -> HostRow | None:
+        row = self._one(HOST_ROW, host)
+        return None if row is None else HostRow(row[0], row[1], row[2], int(row[3]), row[4])
+
+    def files(self, host: str) -> tuple[PolicyFileRow, ...]:
+        return tuple(
+            PolicyFileRow(
+                str(r[0]), str(r[1]), str(r[2]), r[3], None if r[4] is None else bytes(r[4]), *r[5:]
+            )
+            for r in self._rows(FILE_ROWS, host)
+        )
+
+    def page(self, url: str) -> PageRow | None:
+        r = self._one(PAGE_ROW, url)
+        if r is None:
+            return None
+        return PageRow(int(r[0]), str(r[1]), r[2], float(r[3]), r[4], r[5], bool(r[6]), str(r[7]))
+
+    def url(self, url: str, host: str, raw: str | None = None) -> UrlRecords:
+        """The records of a normalised ``url`` on ``host`` (``raw``: the URL as given,
+        which a page may link to as it is)."""
+        r = self._one(URL_ROW, url)
+        row = (
+            None
+            if r is None
+            else UrlRow(int(r[0]), str(r[1]), r[2], int(r[3]), r[4], r[5], r[6], int(r[7]))
+        )
+        page = self.page(url)
+        kept = self.page(page.duplicate_of) if page and page.duplicate_of else None
+        linkers = {str(x[0]) for x in self._rows(LINKER_ROWS, url)}
+        if raw is not None and raw != url:
+            linkers.update(str(x[0]) for x in self._rows(LINKER_ROWS, raw))
+        before = 0
+        if row is not None and row.state == "queued":
+            before = int(self._one(QUEUED_BEFORE, host, row.id)[0])
+        return UrlRecords(
+            url,
+            host,
+            self.settings(),
+            row,
+            page,
+            tuple(FetchRow(str(f[0]), *f[1:]) for f in self._rows(HISTORY_ROWS, url)),
+            tuple(str(a[0]) for a in self._rows(ALIAS_ROWS, url)),
+            tuple(sorted(linkers)[:LINKERS]),
+            self.host_row(host),
+            self.files(host),
+            kept,
+            before,
+        )
+
+    def host(self, host: str) -> HostRecords:
+        pages, searchable, duplicates = self._one(PAGE_COUNTS, host)
+        web_host = web_files = None
+        if "://" not in host:
+            for key in (f"https://{host}", f"http://{host}"):
+                files = self.files(key)
+                if files:
+                    web_host, web_files = key, files
+                    break
+        return HostRecords(
+            host,
+            self.settings(),
+            self.host_row(host),
+            self.files(host),
+            {str(s): int(n) for s, n in self._rows(STATES, host)},
+            int(pages),
+            int(searchable),
+            int(duplicates),
+            longest_wait(self._rows(WAITS, host)),
+            web_host,
+            web_files or (),
+        )
+
+
+def longest_wait(rows: list[Any]) -> float | None:
+    """The longest time between the end of one request and the start of the next, of
+    (started_at, duration) rows newest first; None with fewer than two."""
+    ordered = sorted((float(s), float(d)) for s, d in rows)
+    gaps = [b[0] - (a[0] + a[1]) for a, b in itertools.pairwise(ordered)]
+    return max(gaps) if gaps else None

@@ -1,0 +1,170 @@
+"""The faces of one answer: terminal text, JSON, gemtext and HTML.
+
+:func:`facts` turns an answer into labelled lines once; each face only formats them (and
+escapes what came from the network in its own way), so the faces say the same things.
+JSON is the answer's ``as_dict()``.
+"""
+
+from __future__ import annotations
+
+import html
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+from urllib.parse import quote
+
+from geminibot.cliutil import wrapped
+from geminibot.crawl.schemes import host_url
+from geminibot.why.explain import Answer, day
+from geminibot.why.host import HostAnswer
+
+#: Longest text of one fact shown on a page (gemtext and HTML), in characters.
+MAX_FACT = 600
+#: Width of the labels of the terminal face.
+LABEL_WIDTH = 16
+_SPACES = re.compile(r"[\s\x00-\x1f\x7f\u2028\u2029]+")
+
+
+@dataclass(frozen=True)
+class Fact:
+    """One line of an answer: a label, its text, and a URL it is about (a link)."""
+
+    label: str
+    text: str
+    url: str | None = None
+
+
+def facts(answer: Answer | HostAnswer) -> list[Fact]:
+    """The answer as labelled lines, in the order every face shows them."""
+    if isinstance(answer, HostAnswer):
+        return _host_facts(answer)
+    out = [
+        Fact("page", answer.url, answer.url),
+        Fact("verdict", answer.headline),
+        Fact("reason", answer.reason),
+    ]
+    if answer.policy is not None:
+        file_url = host_url(answer.host, "/" + answer.policy.file)
+        out.append(Fact("policy line", answer.policy.words(), file_url))
+    if answer.last_fetched is not None:
+        out.append(Fact("last fetched", f"{day(answer.last_fetched)}: {answer.last_answer}"))
+    else:
+        out.append(Fact("last fetched", "never"))
+    for f in answer.history:
+        said = f.error if f.status is None else f"{f.status} {f.meta}".strip()
+        out.append(Fact("answer", f"{day(f.started)}: {said}"))
+    when = "not planned" if answer.next_visit is None else day(answer.next_visit)
+    out.append(Fact("next look", when))
+    if answer.duplicate_of is not None:
+        out.append(Fact("kept instead", answer.duplicate_of, answer.duplicate_of))
+    out += [Fact("duplicate", a, a) for a in answer.aliases]
+    out += [Fact("linked from", u, u) for u in answer.linked_from]
+    if not answer.linked_from:
+        out.append(Fact("linked from", "no page the crawl fetched"))
+    if answer.would_now is not None:
+        out.append(Fact("today", answer.would_now))
+    out += [Fact("note", n) for n in answer.notes]
+    return out
+
+
+def _host_facts(answer: HostAnswer) -> list[Fact]:
+    out = [Fact("host", answer.host, answer.root)]
+    if not answer.files:
+        out.append(Fact("policy file", "none fetched yet"))
+    for f in answer.files:
+        status = "no answer" if f.status is None else str(f.status)
+        text = f"{f.name}: {status} ({f.outcome}), {f.size} bytes, fetched {day(f.fetched_at)}"
+        url = host_url(answer.host, "/" + f.name) if "/" not in f.name else None
+        out.append(Fact("policy file", text, url))
+        for d in f.findings:
+            out.append(Fact("lint", f"{f.name} line {d.line}: {d.level}: {d.message}"))
+    for p in answer.permissions:
+        verdict = "allowed" if p.allowed else "refused"
+        out.append(Fact("may crawl /", f"{p.agent} ({p.mode} mode): {verdict}: {p.reason}"))
+    if answer.delay is not None:
+        out.append(Fact("delay", f"{answer.delay:g} s between requests ({answer.delay_rule})"))
+    if answer.longest_wait is not None:
+        out.append(Fact("longest wait", f"{answer.longest_wait:.1f} s between two requests"))
+    pages = ", ".join(f"{n} {what}" for what, n in answer.counts.items())
+    out.append(Fact("URLs", pages or "none yet"))
+    if answer.skipped:
+        out.append(Fact("left for later", answer.skipped))
+    if answer.differences is not None:
+        out.append(Fact("web policy", f"{answer.web_host}: {answer.differences}"))
+    out += [Fact("note", n) for n in answer.notes]
+    return out
+
+
+def one_line(text: str, limit: int = MAX_FACT) -> str:
+    """``text`` as one line: control characters and line breaks as spaces, cut at
+    ``limit`` characters."""
+    line = _SPACES.sub(" ", text).strip()
+    return line if len(line) <= limit else line[: limit - 1] + "…"
+
+
+def text_lines(answer: Answer | HostAnswer) -> list[str]:
+    """The terminal face: 80 columns, every text escaped (:func:`geminibot.cliutil.wrapped`)."""
+    lines: list[str] = []
+    hang = " " * LABEL_WIDTH
+    for fact in facts(answer):
+        lines += wrapped(fact.text, f"{fact.label:<{LABEL_WIDTH - 1}} ", hang)
+    return lines
+
+
+def _link_target(url: str) -> str:
+    """A URL safe on a gemtext link line (no space or control character splits it)."""
+    return quote(url, safe=":/?#[]@!$&'()*+,;=%~-._")
+
+
+def gemtext_lines(answer: Answer | HostAnswer) -> list[str]:
+    """The gemtext face: each fact a line of text, or a link line when it names a URL."""
+    lines = []
+    for fact in facts(answer):
+        text = one_line(f"{fact.label}: {fact.text}")
+        lines.append(f"=> {_link_target(fact.url)} {text}" if fact.url else text)
+    return lines
+
+
+def html_fragment(
+    answer: Answer | HostAnswer, href: Callable[[str], str | None] = lambda url: None
+) -> str:
+    """The HTML face: a definition list, every text escaped; a fact's URL is a link to
+    ``href(url)`` (the portal's address of a gemini:// URL), else to the URL itself when
+    it is a gemini:// or http(s):// one."""
+    rows = []
+    for fact in facts(answer):
+        text = html.escape(one_line(fact.text))
+        target = None if fact.url is None else href(fact.url) or fact.url
+        if target and target.lower().startswith(("gemini://", "http://", "https://", "/")):
+            text = f'<a href="{html.escape(target, quote=True)}">{text}</a>'
+        rows.append(f"<dt>{html.escape(fact.label)}</dt><dd>{text}</dd>")
+    return '<dl class="why">\n' + "\n".join(rows) + "\n</dl>"
+
+
+def gemtext_page(answer: Answer | HostAnswer) -> list[str]:
+    """The search capsule's ``/check`` answer, a whole gemtext page."""
+    what = answer.host if isinstance(answer, HostAnswer) else answer.url
+    return [
+        f"# Check: {one_line(what, 200)}",
+        "",
+        *gemtext_lines(answer),
+        "",
+        "=> /check Check another URL or host",
+        "=> / Home",
+    ]
+
+
+#: The prompt of a /check page (its ``10``, or its form's label).
+CHECK_PROMPT = "URL of a page (why is it in the index or not?), or a capsule's host name"
+
+
+def html_form(asked: str = "") -> str:
+    """The portal's ``/check`` form (GET, field ``q``), holding what was asked."""
+    value = html.escape(asked, quote=True)
+    return (
+        '<form method="get" action="/check">\n'
+        f'<label for="q">{html.escape(CHECK_PROMPT)}</label>\n'
+        f'<input id="q" name="q" type="text" value="{value}" '
+        'placeholder="gemini://example.org/page.gmi" required>\n'
+        '<button type="submit">Check</button>\n</form>'
+    )

@@ -1,0 +1,160 @@
+"""The capsule owner's view end to end: ``geminibot crawl`` of capsules/why.test (and the
+page of robots-41.test it links to) on loopback, then each page's reason from the three
+faces: ``geminibot why --json``, the search capsule's ``/check`` (gemtext) and the
+portal's ``/check`` (HTML). Each names the right reason (and the policy line where there
+is one), and the three say the same."""
+
+from __future__ import annotations
+
+import html
+import json
+import re
+import sqlite3
+from pathlib import Path
+from urllib.parse import quote
+
+import httpx
+import pytest
+import trio
+import trio.testing
+from commands import crawl_in_trio, run_main
+
+from capsule_server.testing import running_server
+from geminibot.gemini.status import Status
+from geminibot.gemini.urls import parse_request
+from geminibot.searchcap.app import SearchCapsule
+from geminibot.why.render import facts
+
+CAPSULES = Path(__file__).resolve().parents[2] / "capsules"
+TIMEOUT = 120.0
+HOST = "why.test"
+
+#: Each page, the reason code every face must give, and the policy line (file line) if any.
+EXPECTED: dict[str, tuple[str, str | None]] = {
+    "gemini://why.test/": ("searchable", None),
+    "gemini://why.test/about.gmi": ("searchable", None),
+    "gemini://why.test/copy.gmi": ("searchable", None),
+    "gemini://why.test/not-for-indexers/a.gmi": ("policy", "robots.txt line 6"),
+    "gemini://why.test/not-for-geminibot/a.gmi": ("policy", "robots.txt line 3"),
+    "gemini://why.test/private/a.gmi": ("policy", "robots.txt line 9"),
+    "gemini://robots-41.test/a.gmi": ("policy_file", None),
+    "gemini://why.test/loop/loop/loop/loop/a.gmi": ("trap", None),
+    "gemini://why.test/copy-of-copy.gmi": ("duplicate", None),
+    "gemini://why.test/missing.gmi": ("gone", None),
+    "gemini://why.test/deep/3.gmi": ("depth", None),
+    "gemini://why.test/drafts/a.gmi": ("excluded", None),
+    "gemini://elsewhere.test/": ("host_not_allowed", None),
+    "gemini://why.test/never-linked.gmi": ("not_linked", None),
+}
+#: The group named by each policy refusal, and its kind.
+GROUPS = {
+    "gemini://why.test/not-for-indexers/a.gmi": ("indexer", "a virtual agent"),
+    "gemini://why.test/not-for-geminibot/a.gmi": ("geminibot", "this crawler's product token"),
+    "gemini://why.test/private/a.gmi": ("*", "every robot"),
+}
+
+
+@pytest.fixture(scope="module")
+def crawled(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """why.test and robots-41.test crawled in strict mode, --max-depth 2, drafts excluded."""
+    tmp = tmp_path_factory.mktemp("why")
+    root = tmp / "capsules"
+    root.mkdir()
+    for host in (HOST, "robots-41.test"):
+        (root / host).symlink_to(CAPSULES / host, target_is_directory=True)
+    db = tmp / "crawl.db"
+
+    async def main() -> None:
+        async with running_server(root, tmp / "certs", clock=trio.current_time) as server:
+            argv = [f"gemini://{HOST}/", "--db", str(db), "--test-range", "--json"]
+            argv += ["--connect-to", f"*.test:1965:127.0.0.1:{server.port}"]
+            argv += ["--strict", "--max-depth", "2", "--exclude", "*/drafts/*"]
+            argv += ["--allow-host", "robots-41.test"]
+            with trio.fail_after(TIMEOUT):
+                proc = await crawl_in_trio(argv)
+            assert proc.returncode == 0, proc.stderr
+
+    trio.run(main, clock=trio.testing.MockClock(autojump_threshold=0.005))
+    return db
+
+
+def why_json(db: Path, target: str) -> dict[str, object]:
+    proc = run_main(["why", target, "--db", str(db), "--json"])
+    assert proc.returncode in (0, 1), proc.stderr
+    data = json.loads(proc.stdout)
+    assert isinstance(data, dict)
+    assert proc.returncode == (0 if data.get("searchable", True) else 1)
+    return data
+
+
+def capsule_check(db: Path, target: str) -> str:
+    conn = sqlite3.connect(db)
+    try:
+        request = f"gemini://localhost/check?{quote(target, safe='')}"
+        answer = SearchCapsule(conn)(parse_request(request.encode()))
+    finally:
+        conn.close()
+    assert answer.status == Status.SUCCESS, answer.meta
+    return answer.body.decode("utf-8")
+
+
+async def portal_check(db: Path, target: str) -> tuple[int, str]:
+    from geminibot.portal.app import PortalApp
+    from geminibot.portal.limits import PortalLimits
+    from geminibot.portal.upstream import AddressGuard, Upstream
+
+    conn = sqlite3.connect(db)
+    try:
+        upstream = Upstream(PortalLimits(), guard=AddressGuard([], test_range=True))
+        app = PortalApp(upstream, crawl_db=conn)
+        transport = httpx.ASGITransport(app=app, client=("127.0.0.1", 50000))  # type: ignore[arg-type]
+        async with httpx.AsyncClient(transport=transport, base_url="http://portal.test") as web:
+            response = await web.get("/check", params={"q": target})
+    finally:
+        conn.close()
+    return response.status_code, response.text
+
+
+def _plain(page: str) -> str:
+    return html.unescape(re.sub(r"<[^>]+>", "", page))
+
+
+@pytest.mark.parametrize("url", sorted(EXPECTED))
+def test_every_face_gives_the_right_reason(crawled: Path, url: str) -> None:
+    code, line = EXPECTED[url]
+    answer = why_json(crawled, url)
+    assert answer["code"] == code, answer
+    headline, reason = str(answer["headline"]), str(answer["reason"])
+    policy = answer["policy"]
+    if line is not None:
+        assert isinstance(policy, dict)
+        assert f"{policy['file']} line {policy['line']}" == line
+        assert (policy["group"], policy["group_kind"]) == GROUPS[url]
+        assert policy["mode"] == "strict"
+    gemtext = capsule_check(crawled, url)
+    status, page = trio.run(portal_check, crawled, url)
+    assert status == 200
+    text = _plain(page)
+    for face in (gemtext, text):
+        assert f"verdict: {headline}" in face or f"verdict{headline}" in face
+        assert reason.split(" (", maxsplit=1)[0][:60] in face
+        if line is not None:
+            assert line in face
+
+
+def test_the_faces_render_the_same_facts(crawled: Path) -> None:
+    """Every fact the routine gives is on the capsule's page and the portal's, word for
+    word (as each face escapes it)."""
+    from geminibot.why import check
+
+    for url in ("gemini://why.test/private/a.gmi", HOST):
+        conn = sqlite3.connect(crawled)
+        answer = check(conn, url, 2e9)
+        conn.close()
+        gemtext = capsule_check(crawled, url)
+        _, page = trio.run(portal_check, crawled, url)
+        for fact in facts(answer):
+            if fact.label in ("next look", "today"):
+                continue  # computed at each face's own "now"
+            assert fact.text[:50] in gemtext, fact
+            assert fact.text[:50] in html.unescape(page), fact
