@@ -21,7 +21,7 @@ from typing import Literal
 from geminibot.crawl.frontier import CAP_REASON
 from geminibot.crawl.runrecord import RunOptions
 from geminibot.crawl.schemes import host_name, host_protocol
-from geminibot.policy.robots import VIRTUAL_AGENTS
+from geminibot.policy import VIRTUAL_AGENTS
 from geminibot.policy.site_policy import ROBOTS, Bot, SitePolicy
 from geminibot.why.records import FetchRow, PolicyFileRow, UrlRecords
 
