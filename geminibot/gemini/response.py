@@ -234,9 +234,20 @@ def text_codec(charset: str | None) -> str:
         info = codecs.lookup(charset)
     except (LookupError, ValueError):  # unknown, or a NUL in the name
         return "utf-8"
-    if not info._is_text_encoding or info.name in _NOT_CHARSETS:
+    if info.name in _NOT_CHARSETS or not _is_text_encoding(info.name):
         return "utf-8"
     return info.name
+
+
+def _is_text_encoding(name: str) -> bool:
+    """Whether codec ``name`` encodes text to bytes: ``str.encode`` takes only those and
+    answers LookupError for the rest (``base64``, ``rot13``, ``zlib``...), even for "",
+    without encoding anything."""
+    try:
+        "".encode(name)
+    except (LookupError, UnicodeError):
+        return False
+    return True
 
 
 def decode_text(body: bytes, mime: MimeType | None) -> str:

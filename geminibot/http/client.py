@@ -37,7 +37,7 @@ and :class:`~geminibot.urls.InvalidURL` for a URL given that is not an http(s) U
 from __future__ import annotations
 
 import ssl
-from collections.abc import AsyncIterator, Iterable, Iterator, Sequence
+from collections.abc import AsyncIterable, AsyncIterator, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from types import TracebackType
@@ -111,7 +111,7 @@ class WebResponse:
         return resolve_reference(str(self.url), location.strip())
 
 
-#: httpx's own connection pool bounds (the pool is made here: see :func:`_transport`).
+#: The connection pool's bounds (httpx's defaults; the pool is :class:`PoolTransport`'s).
 POOL_CONNECTIONS = 100
 POOL_KEEPALIVE_CONNECTIONS = 20
 POOL_KEEPALIVE_SECONDS = 5.0
@@ -155,20 +155,61 @@ class Connector(httpcore.AsyncNetworkBackend):
         await trio.sleep(seconds)
 
 
-def _transport(verify: ssl.SSLContext | bool, connector: Connector) -> httpx.AsyncHTTPTransport:
-    """httpx's transport with its connection pool on ``connector``. httpx 0.28 takes no
-    network backend (encode/httpx#3749 would add one), so the pool it makes is replaced
-    by the same pool, made through httpcore's public API with the backend given."""
-    context = httpx.create_ssl_context(verify=verify, trust_env=False)
-    transport = httpx.AsyncHTTPTransport(verify=context, trust_env=False)
-    transport._pool = httpcore.AsyncConnectionPool(
-        ssl_context=context,
-        max_connections=POOL_CONNECTIONS,
-        max_keepalive_connections=POOL_KEEPALIVE_CONNECTIONS,
-        keepalive_expiry=POOL_KEEPALIVE_SECONDS,
-        network_backend=connector,
-    )
-    return transport
+class PoolTransport(httpx.AsyncBaseTransport):
+    """httpx's transport interface over httpcore's connection pool, on :class:`Connector`
+    (httpx's own transport takes no network backend). httpcore's exceptions pass through
+    as they are; :func:`_mapped_errors` reads both libraries' kinds."""
+
+    def __init__(self, verify: ssl.SSLContext | bool, connector: Connector) -> None:
+        self._pool = httpcore.AsyncConnectionPool(
+            ssl_context=httpx.create_ssl_context(verify=verify, trust_env=False),
+            max_connections=POOL_CONNECTIONS,
+            max_keepalive_connections=POOL_KEEPALIVE_CONNECTIONS,
+            keepalive_expiry=POOL_KEEPALIVE_SECONDS,
+            network_backend=connector,
+        )
+
+    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
+        url = request.url
+        sent = httpcore.Request(
+            method=request.method,
+            url=httpcore.URL(
+                scheme=url.raw_scheme, host=url.raw_host, port=url.port, target=url.raw_path
+            ),
+            headers=request.headers.raw,
+            content=request.stream,
+            extensions=request.extensions,
+        )
+        got = await self._pool.handle_async_request(sent)
+        return httpx.Response(
+            status_code=got.status,
+            headers=got.headers,
+            stream=_BodyStream(got.stream),
+            extensions=got.extensions,
+        )
+
+    async def aclose(self) -> None:
+        await self._pool.aclose()
+
+
+class _BodyStream(httpx.AsyncByteStream):
+    """An httpcore response body as httpx reads one; closing it returns the connection."""
+
+    def __init__(self, stream: Iterable[bytes] | AsyncIterable[bytes]) -> None:
+        self._stream = stream
+
+    async def __aiter__(self) -> AsyncIterator[bytes]:
+        if isinstance(self._stream, AsyncIterable):
+            async for part in self._stream:
+                yield part
+        else:
+            for part in self._stream:
+                yield part
+
+    async def aclose(self) -> None:
+        close = getattr(self._stream, "aclose", None)
+        if close is not None:
+            await close()
 
 
 class WebClient:
@@ -192,7 +233,7 @@ class WebClient:
         #: between the clients of a crawl).
         self.dns = dns if dns is not None else DnsCache()
         self._client = httpx.AsyncClient(
-            transport=_transport(verify, Connector(self.dns, connect_to)),
+            transport=PoolTransport(verify, Connector(self.dns, connect_to)),
             trust_env=False,
             follow_redirects=False,
             timeout=httpx.Timeout(None),
@@ -308,19 +349,31 @@ async def _read_body(url: URL, response: httpx.Response, limits: Limits) -> byte
         chunks.append(chunk)
 
 
+#: What httpcore raises (its exceptions share no base class).
+_HTTPCORE_ERRORS = (
+    httpcore.NetworkError,
+    httpcore.TimeoutException,
+    httpcore.ProtocolError,
+    httpcore.UnsupportedProtocol,
+    httpcore.ProxyError,
+)
+
+
 @contextmanager
 def _mapped_errors(url: URL) -> Iterator[None]:
-    """Turn httpx's exceptions into :mod:`geminibot.net.errors`."""
+    """Turn httpx's and httpcore's exceptions into :mod:`geminibot.net.errors`."""
     try:
         yield
-    except (httpx.HTTPError, httpx.InvalidURL) as exc:
+    except (httpx.HTTPError, httpx.InvalidURL, *_HTTPCORE_ERRORS) as exc:
         where = url.authority
         error: FetchError | InvalidURL
-        if isinstance(exc, httpx.ConnectError) and _is_tls(exc):
+        if isinstance(exc, httpx.ConnectError | httpcore.ConnectError) and _is_tls(exc):
             error = TLSFailure(f"TLS with {where} failed: {exc}")
-        elif isinstance(exc, httpx.UnsupportedProtocol | httpx.InvalidURL):
+        elif isinstance(
+            exc, httpx.UnsupportedProtocol | httpx.InvalidURL | httpcore.UnsupportedProtocol
+        ):
             error = InvalidURL(f"{url}: {exc}")
-        elif isinstance(exc, httpx.ProtocolError | httpx.DecodingError):
+        elif isinstance(exc, httpx.ProtocolError | httpx.DecodingError | httpcore.ProtocolError):
             error = RemoteProtocolError(f"{where} broke HTTP: {exc}")
         else:
             error = ConnectionFailed(f"{where}: {type(exc).__name__}: {exc}")
