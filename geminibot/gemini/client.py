@@ -303,7 +303,7 @@ class GeminiClient:
         """Keep the connection's session for the next one, if the server will resume it.
 
         Reading ``SSLSocket.session`` costs about 5.6 KiB that is never freed (CPython 3.11
-        with OpenSSL 3.0: measured 7 MiB over 1,200 connections, none without the read) and
+        with OpenSSL 3.0; docs/benchmarks.md has the figures) and
         0.2-0.4 ms of CPU, so it is read after a full handshake only, and only where it may
         be resumed: not after a resumed one (the session kept stays the one offered: TLS 1.3
         lets a client offer one ticket more than once), not again for a server that offered

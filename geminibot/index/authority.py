@@ -7,7 +7,7 @@ Votes are spread evenly over the hosts a host links to (PageRank), and the rando
 lands on *trusted* hosts only (TrustRank, Gyöngyi et al. 2004): by default the crawl's
 seeds' hosts, which its operator chose. With every host trusted this is plain PageRank,
 which a link farm fools: hosts that link only to each other keep what they are given and
-gain more for every member (docs/benchmarks.md shows both on the synthetic space).
+gain more for every member (docs/benchmarks.md has figures of both).
 
 Each page gets its host's score, scaled so that 1.0 is the average host. The table
 ``authority`` (created here when missing, so databases written before it keep working,

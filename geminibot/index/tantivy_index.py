@@ -73,13 +73,13 @@ RERANK_WINDOW = 500
 #: own words (title, headings, body), and occurs at least STUFFED_MIN_COUNT times, has its
 #: re-ranked score multiplied by ``STUFFED_SHARE / share`` (1/3 for a page of one word
 #: repeated). Natural text stays below it: the commonest English word is about 6% of
-#: running text, and no page of the synthetic space's Zipf-distributed text reaches 25%.
+#: running text, and text whose words follow Zipf's law stays well below 25%.
 #: bm25 saturates a word's frequency per field and then tantivy sums the fields, so a
 #: page repeating a word in title, headings and body gains in each (docs/benchmarks.md).
 STUFFED_SHARE = 0.3
 STUFFED_MIN_COUNT = 20
-#: Bytes of memory the index writer may use, and its threads: at 1 GB the 600,000-page
-#: synthetic space is written as one segment (a query visits each segment once).
+#: Bytes of memory the index writer may use, and its threads: at 1 GB an index of 600,000
+#: pages is written as one segment (a query visits each segment once).
 WRITER_HEAP = 1_000_000_000
 WRITER_THREADS = 1
 #: Documents read from SQLite per batch while building.

@@ -1,8 +1,7 @@
 """A DNS cache for the clients and the crawler: each name resolved once an hour at most.
 
 Without it every request resolves its host again (one ``getaddrinfo`` in a worker thread
-per request); a crawl of Geminispace asks the same 4,400 names hundreds of thousands of
-times. :class:`DnsCache` keeps a name's addresses for :data:`DNS_TTL` seconds and at most
+per request); a crawl asks the same few thousand names hundreds of thousands of times. :class:`DnsCache` keeps a name's addresses for :data:`DNS_TTL` seconds and at most
 :data:`DNS_CACHE_NAMES` names (the least recently used is forgotten first), so its memory
 is bounded whatever the crawl meets. The system resolver's own TTLs are not visible
 through ``getaddrinfo``; an hour is what most zones ask and short enough that a capsule
