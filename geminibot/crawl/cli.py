@@ -45,6 +45,7 @@ from geminibot.index.db import checkpoint
 from geminibot.index.search import MAX_LIMIT, MAX_OFFSET
 from geminibot.index.stats import URL_STATES, format_stats, list_urls, status_filter
 from geminibot.net.connect import Resolver, add_connect_to_option, connect_rules, is_loopback
+from geminibot.net.guard import AddressGuard, IPNetwork, parse_network
 from geminibot.policy.cli import agent_option
 from geminibot.urls import SCHEMES
 
@@ -224,6 +225,16 @@ def register(commands: Any) -> None:
         help="for local test capsules only (refused for hosts not on loopback): no default "
         "delay between requests when no policy sets one",
     )
+    crawl.add_argument(
+        "--allow-address",
+        action="append",
+        default=[],
+        type=_network,
+        metavar="CIDR",
+        help="also reach this network although it is not public (10.1.2.0/24, fd00::/8, "
+        "127.0.0.2; repeatable); by default loopback, private, link-local and other "
+        "non-public addresses are never contacted (not with --test-range: loopback only)",
+    )
     add_connect_to_option(crawl)
     crawl.add_argument(
         "--warc-dir", metavar="DIR", help="--as archiver: WARC folder (default: DB.warc/)"
@@ -305,6 +316,14 @@ def register(commands: Any) -> None:
 # --- crawl ---
 
 
+def _network(text: str) -> IPNetwork:
+    """``--allow-address``'s argument (see :func:`geminibot.net.guard.parse_network`)."""
+    try:
+        return parse_network(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
 def _cannot_write(db: Path, exc: OSError) -> CommandError:
     """The one line for a --db whose folder cannot be written."""
     folder = db.parent if str(db.parent) else Path(".")
@@ -347,6 +366,8 @@ def _options(args: argparse.Namespace) -> tuple[list[str], CrawlOptions, Resolve
         except ValueError as exc:
             raise CommandError(f"seed {seed!r}: {exc}") from None
     resolver = Resolver(connect_rules(args.connect_to), loopback_only=args.test_range)
+    if args.test_range and args.allow_address:
+        raise CommandError("--allow-address is for crawls without --test-range (loopback only)")
     if args.test_range:
         for seed in seeds:
             url = parse_any(seed)
@@ -523,8 +544,14 @@ async def _run(
 
     display = Display(sys.stderr)
     # One DNS cache for both clients and the address lookup: the addresses paced as one
-    # are those connected to, and a name is resolved once per DNS_TTL whatever asks.
-    dns = DnsCache()
+    # are those connected to, a name is resolved once per DNS_TTL whatever asks, and
+    # every address connected to (links, redirects, policy files) passes the guard.
+    guard = AddressGuard(
+        loopback_only=options.test_range,
+        allow=tuple(args.allow_address),
+        advice="; --allow-address CIDR reaches such a network",
+    )
+    dns = DnsCache(guard=guard)
     web = WebClient(
         user_agent=user_agent(options.agent, info_url=args.contact),
         connect_to=resolver,

@@ -8,6 +8,10 @@ through ``getaddrinfo``; an hour is what most zones ask and short enough that a 
 that moved is found again within the hour. A failed lookup is not cached (the next request
 asks again, and fails on its own). IP address literals are returned as they are.
 
+Given an :class:`~geminibot.net.guard.AddressGuard` (a crawl's), the cache returns only
+the addresses the guard allows, literals included, and :class:`AddressRefused` (an
+OSError: the name is treated as one that does not resolve) when none is left.
+
 The Gemini client tries a name's addresses in order; the crawler paces the hosts that share
 a first address as one (:mod:`geminibot.crawl.scheduler`).
 """
@@ -21,6 +25,8 @@ from collections.abc import Awaitable, Callable
 
 import trio
 
+from geminibot.net.guard import AddressGuard
+
 #: Seconds a resolved name is used before it is resolved again.
 DNS_TTL = 3600.0
 #: Most names kept (about 200 bytes each: some 4 MB at most).
@@ -28,6 +34,10 @@ DNS_CACHE_NAMES = 20_000
 
 Lookup = Callable[[str, int], Awaitable[list[str]]]
 """Resolve (name, port) to addresses, first choice first; raises OSError."""
+
+
+class AddressRefused(OSError):
+    """No address of the name that the cache's address guard allows."""
 
 
 async def system_lookup(name: str, port: int) -> list[str]:
@@ -46,7 +56,8 @@ def is_address(host: str) -> bool:
 
 class DnsCache:
     """Names to addresses, :data:`DNS_TTL` seconds each, at most :data:`DNS_CACHE_NAMES`
-    names; ``clock`` gives monotonic seconds, ``lookup`` resolves (tests may inject)."""
+    names; ``clock`` gives monotonic seconds, ``lookup`` resolves (tests may inject);
+    ``guard`` judges every address returned."""
 
     def __init__(
         self,
@@ -55,6 +66,7 @@ class DnsCache:
         max_names: int = DNS_CACHE_NAMES,
         lookup: Lookup = system_lookup,
         clock: Callable[[], float] = time.monotonic,
+        guard: AddressGuard | None = None,
     ) -> None:
         if max_names < 1:
             raise ValueError("a DNS cache holds at least one name")
@@ -62,6 +74,7 @@ class DnsCache:
         self.max_names = max_names
         self.lookup = lookup
         self.clock = clock
+        self.guard = guard
         self._names: OrderedDict[str, tuple[float, tuple[str, ...]]] = OrderedDict()
         self.lookups = 0  # calls of ``lookup`` (for the benchmarks)
 
@@ -81,8 +94,20 @@ class DnsCache:
         return entry[1]
 
     async def addresses(self, name: str, port: int) -> tuple[str, ...]:
-        """``name``'s addresses, first choice first (an address literal as it is); raises
-        OSError when the name does not resolve."""
+        """``name``'s addresses, first choice first (an address literal as it is), those
+        the guard allows; raises OSError when the name does not resolve
+        (:class:`AddressRefused` when it resolves only to addresses the guard refuses)."""
+        found = await self._resolved(name, port)
+        if self.guard is None:
+            return found
+        allowed = tuple(a for a in found if self.guard.refusal(name, a) is None)
+        if not allowed:
+            raise AddressRefused(
+                f"refused by the address guard: {self.guard.refusal(name, found[0])}"
+            )
+        return allowed
+
+    async def _resolved(self, name: str, port: int) -> tuple[str, ...]:
         if is_address(name):
             return (name.strip("[]"),)
         found = self.cached(name)

@@ -22,7 +22,7 @@ from geminibot.net.connect import add_connect_to_option, connect_rules
 from geminibot.policy.site_policy import Bot
 from geminibot.portal import limits as L
 from geminibot.portal.app import PortalApp
-from geminibot.portal.upstream import DEFAULT_AGENT, VIRTUAL_AGENT, AddressGuard, Upstream
+from geminibot.portal.upstream import DEFAULT_AGENT, VIRTUAL_AGENT, Upstream, UpstreamGuard
 from geminibot.urls import InvalidURL
 
 DEFAULT_HOST = "127.0.0.1"
@@ -96,7 +96,7 @@ def register(commands: Any) -> None:
     p.set_defaults(run=run_portal)
 
 
-def build(args: argparse.Namespace) -> tuple[PortalApp, AddressGuard]:
+def build(args: argparse.Namespace) -> tuple[PortalApp, UpstreamGuard]:
     rules = connect_rules(args.connect_to)
     capsule = None
     if args.capsule:
@@ -122,7 +122,7 @@ def build(args: argparse.Namespace) -> tuple[PortalApp, AddressGuard]:
         known = FileKnownHosts(args.known_hosts) if args.known_hosts else MemoryKnownHosts()
     except OSError as exc:
         raise CommandError(f"{args.known_hosts}: cannot read: {exc.strerror}") from None
-    guard = AddressGuard(rules, test_range=args.test_range)
+    guard = UpstreamGuard(rules, test_range=args.test_range)
     upstream = Upstream(limits, guard=guard, bot=bot, known_hosts=known)
     return PortalApp(upstream, capsule=capsule), guard
 
@@ -157,7 +157,7 @@ def _announce(args: argparse.Namespace) -> Callable[[str], None]:
 
 
 async def _serve_until_signal(
-    app: PortalApp, guard: AddressGuard, host: str, port: int, say: Callable[[str], None]
+    app: PortalApp, guard: UpstreamGuard, host: str, port: int, say: Callable[[str], None]
 ) -> None:
     config = hypercorn_config(host, port)
     asgi: Any = app  # hypercorn's own ASGI types, which PortalApp satisfies

@@ -2,11 +2,13 @@
 
 Every Gemini request the portal makes goes through :meth:`Upstream.exchange`:
 
-- the address guard: ``--connect-to`` rules first, then the name is resolved (through a
-  :class:`~geminibot.net.dns.DnsCache`: once per ``DNS_TTL``, as the crawler does); without
-  ``--test-range`` only public (global) addresses are reached, so the portal is no way
-  into the machine's or the network's private services; with ``--test-range`` only
-  loopback addresses are (local test capsules); the portal's own listening address never;
+- the address guard (:class:`UpstreamGuard`): ``--connect-to`` rules first, then the name
+  is resolved (through a :class:`~geminibot.net.dns.DnsCache`: once per ``DNS_TTL``, as
+  the crawler does) and judged by the crawler's guard,
+  :class:`geminibot.net.guard.AddressGuard`: without ``--test-range`` only public (global)
+  addresses are reached, so the portal is no way into the machine's or the network's
+  private services; with ``--test-range`` only loopback addresses are (local test
+  capsules); the portal's own listening address never;
 - per-host pacing with :class:`geminibot.crawl.politeness.Politeness` (one request in
   flight per host, the policy's delay for ``webproxy`` or :data:`~.limits.MIN_HOST_DELAY`,
   ``44`` back-off: the seconds in the meta or the doubling back-off, whichever is longer);
@@ -39,6 +41,7 @@ from geminibot.gemini.urls import MAX_REQUEST_BYTES, SCHEME, parse_url
 from geminibot.net.connect import ConnectRule, Resolver
 from geminibot.net.dns import DnsCache
 from geminibot.net.errors import ConnectionFailed, FetchError
+from geminibot.net.guard import AddressGuard
 from geminibot.net.limits import Limits
 from geminibot.net.redirects import RedirectRules, next_hop
 from geminibot.policy import fetch_outcome
@@ -92,8 +95,11 @@ class _CachedPage:
     expires: float
 
 
-class AddressGuard:
-    """Where the portal may connect for a Gemini host (see the module docstring)."""
+class UpstreamGuard:
+    """Where the portal may connect for a Gemini host: the ``--connect-to`` rules, the
+    name resolved once and the address pinned if :class:`~geminibot.net.guard.AddressGuard`
+    allows it (public addresses, or loopback with ``--test-range``), never the portal
+    itself."""
 
     def __init__(
         self,
@@ -106,6 +112,8 @@ class AddressGuard:
         self.resolver = Resolver(rules or [], loopback_only=False)
         self.test_range = test_range
         self.own: set[tuple[str, int]] = own if own is not None else set()
+        advice = "; loopback and private addresses are reached only with --test-range (loopback)"
+        self.check = AddressGuard(loopback_only=test_range, advice=advice)
         #: The portal's one DNS cache (its Gemini clients get it too).
         self.dns = dns if dns is not None else DnsCache()
 
@@ -115,15 +123,9 @@ class AddressGuard:
             ip = ipaddress.ip_address((await self.dns.resolve(name, to_port)).split("%")[0])
         except (OSError, UnicodeError) as exc:
             raise ConnectionFailed(f"cannot resolve {host}: {exc}") from None
-        if self.test_range and not ip.is_loopback:
-            raise UpstreamRefused(
-                f"--test-range: {host} is not on this machine ({ip}); only loopback is reached"
-            )
-        if not self.test_range and not ip.is_global:
-            raise UpstreamRefused(
-                f"{host} is not a public address ({ip}); loopback and private addresses are "
-                "reached only with --test-range (loopback)"
-            )
+        refusal = self.check.refusal(host, str(ip))
+        if refusal is not None:
+            raise UpstreamRefused(refusal)
         if (str(ip), to_port) in self.own or (
             ip.is_loopback and any(p == to_port and a in ("0.0.0.0", "::") for a, p in self.own)
         ):
@@ -168,14 +170,14 @@ class Upstream:
         self,
         limits: PortalLimits | None = None,
         *,
-        guard: AddressGuard | None = None,
+        guard: UpstreamGuard | None = None,
         bot: Bot | None = None,
         known_hosts: KnownHosts | None = None,
         clock: Callable[[], float] = trio.current_time,
         wall_clock: Callable[[], float] | None = None,
     ) -> None:
         self.limits = limits or PortalLimits()
-        self.guard = guard or AddressGuard()
+        self.guard = guard or UpstreamGuard()
         self.bot = bot or Bot(DEFAULT_AGENT, (VIRTUAL_AGENT,))
         self.known_hosts: KnownHosts = known_hosts or MemoryKnownHosts()
         self.clock = clock

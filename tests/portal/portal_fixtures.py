@@ -27,7 +27,7 @@ from geminibot.net.connect import parse_connect_to
 from geminibot.policy.site_policy import Bot
 from geminibot.portal.app import PortalApp
 from geminibot.portal.limits import PortalLimits
-from geminibot.portal.upstream import AddressGuard, Upstream
+from geminibot.portal.upstream import Upstream, UpstreamGuard
 
 CAPSULES = bundled_capsules()
 assert CAPSULES is not None
@@ -157,7 +157,9 @@ def make_app(
     test_range: bool = True,
     strict: bool = False,
 ) -> PortalApp:
-    guard = AddressGuard([parse_connect_to(f"*.test:1965:127.0.0.1:{port}")], test_range=test_range)
+    guard = UpstreamGuard(
+        [parse_connect_to(f"*.test:1965:127.0.0.1:{port}")], test_range=test_range
+    )
     t0 = trio.current_time()
     upstream = Upstream(
         limits,

@@ -17,7 +17,7 @@ from geminibot.net.connect import parse_connect_to
 from geminibot.policy.site_policy import Bot
 from geminibot.portal.app import PortalApp
 from geminibot.portal.limits import PortalLimits
-from geminibot.portal.upstream import AddressGuard, Upstream
+from geminibot.portal.upstream import Upstream, UpstreamGuard
 
 #: The endless body stops by itself after this many bytes (a bound, never reached).
 SERVER_BOUND = 256 * 1024 * 1024
@@ -70,7 +70,7 @@ async def hostile_server() -> AsyncIterator[Hostile]:
 
 
 def app_for(port: int, limits: PortalLimits = OPEN) -> PortalApp:
-    guard = AddressGuard([parse_connect_to(f"evil.test:1965:127.0.0.1:{port}")], test_range=True)
+    guard = UpstreamGuard([parse_connect_to(f"evil.test:1965:127.0.0.1:{port}")], test_range=True)
     return PortalApp(Upstream(limits, guard=guard, bot=Bot("geminibot", ("webproxy",))))
 
 

@@ -17,7 +17,7 @@ from geminibot.net.dns import DnsCache, system_lookup
 from geminibot.net.errors import ConnectionFailed
 from geminibot.portal.app import PortalApp
 from geminibot.portal.limits import ClientBuckets, PortalLimits
-from geminibot.portal.upstream import AddressGuard, Upstream, UpstreamRefused
+from geminibot.portal.upstream import Upstream, UpstreamGuard, UpstreamRefused
 
 
 @pytest.fixture(scope="module")
@@ -49,7 +49,7 @@ def test_limits_are_checked() -> None:
 
 
 def offline_app(limits: PortalLimits) -> PortalApp:
-    return PortalApp(Upstream(limits, guard=AddressGuard(test_range=True)))
+    return PortalApp(Upstream(limits, guard=UpstreamGuard(test_range=True)))
 
 
 async def test_per_client_rate_limit_edge(loopback_clock: trio.testing.MockClock) -> None:
@@ -104,21 +104,21 @@ async def test_only_gemini_urls(given: str, status: int, location: str | None) -
 
 
 async def test_loopback_needs_test_range() -> None:
-    guard = AddressGuard([parse_connect_to("*.test:1965:127.0.0.1:1965")], test_range=False)
+    guard = UpstreamGuard([parse_connect_to("*.test:1965:127.0.0.1:1965")], test_range=False)
     with pytest.raises(UpstreamRefused, match="--test-range"):
         await guard.address("a.test", 1965)
     with pytest.raises(UpstreamRefused, match="not a public address"):
         await guard.address("localhost", 1965)
-    private = AddressGuard([parse_connect_to("*.test:1965:10.1.2.3:1965")])
+    private = UpstreamGuard([parse_connect_to("*.test:1965:10.1.2.3:1965")])
     with pytest.raises(UpstreamRefused, match="not a public address"):
         await private.address("a.test", 1965)
 
 
 async def test_test_range_reaches_loopback_only() -> None:
-    guard = AddressGuard([parse_connect_to("far.test:1965:192.0.2.1:1965")], test_range=True)
+    guard = UpstreamGuard([parse_connect_to("far.test:1965:192.0.2.1:1965")], test_range=True)
     with pytest.raises(UpstreamRefused, match="not on this machine"):
         await guard.address("far.test", 1965)  # refused before any connection
-    near = AddressGuard([parse_connect_to("*.test:1965:127.0.0.1:4000")], test_range=True)
+    near = UpstreamGuard([parse_connect_to("*.test:1965:127.0.0.1:4000")], test_range=True)
     assert await near.address("near.test", 1965) == ("127.0.0.1", 4000)
 
 
@@ -126,7 +126,7 @@ async def test_names_resolved_once_through_the_dns_cache() -> None:
     """The guard resolves through one DnsCache (localhost via /etc/hosts), which the
     portal's Gemini clients share; a name that does not resolve is one clear error."""
     cache = DnsCache(lookup=system_lookup)
-    guard = AddressGuard(test_range=True, dns=cache)
+    guard = UpstreamGuard(test_range=True, dns=cache)
     first = await guard.address("localhost", 1965)
     assert ipaddress.ip_address(first[0]).is_loopback and first[1] == 1965
     assert await guard.address("localhost", 1965) == first
@@ -137,18 +137,18 @@ async def test_names_resolved_once_through_the_dns_cache() -> None:
     async def no_such_name(name: str, port: int) -> list[str]:
         raise OSError(f"{name}: Name or service not known")
 
-    lost = AddressGuard(test_range=True, dns=DnsCache(lookup=no_such_name))
+    lost = UpstreamGuard(test_range=True, dns=DnsCache(lookup=no_such_name))
     with pytest.raises(ConnectionFailed, match=r"cannot resolve gone\.test"):
         await lost.address("gone.test", 1965)
 
 
 async def test_the_portal_never_fetches_from_itself() -> None:
-    guard = AddressGuard(
+    guard = UpstreamGuard(
         [parse_connect_to("*.test:1965:127.0.0.1:8965")], test_range=True, own={("127.0.0.1", 8965)}
     )
     with pytest.raises(UpstreamRefused, match="this portal itself"):
         await guard.address("me.test", 1965)
-    wildcard = AddressGuard(
+    wildcard = UpstreamGuard(
         [parse_connect_to("*.test:1965:127.0.0.1:8965")], test_range=True, own={("0.0.0.0", 8965)}
     )
     with pytest.raises(UpstreamRefused, match="this portal itself"):
