@@ -18,11 +18,11 @@ from webserver import serve, text
 
 from capsule_server.testing import running_server
 from geminibot.gemini.accesslog import AccessRecord
-from geminibot.gemini.server import Limits
+from geminibot.gemini.server import ServerLimits
 from geminibot.net.dns import AddressRefused, DnsCache
 from geminibot.net.guard import AddressGuard, parse_network
 
-LIMITS = Limits(rate_burst=1000, rate_per_second=1000.0)
+LIMITS = ServerLimits(rate_burst=1000, rate_per_second=1000.0)
 #: Where the capsule under crawl listens: loopback, but not 127.0.0.1.
 CAPSULE_ADDRESS = "127.0.0.2"
 
