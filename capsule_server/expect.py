@@ -28,6 +28,8 @@ class ExpectError(ValueError):
 
 @dataclass(frozen=True, slots=True)
 class Check:
+    """One check of expect.toml: paths a bot must be allowed and refused."""
+
     agent: str
     virtual_agents: tuple[str, ...]
     strict: bool
@@ -37,6 +39,8 @@ class Check:
 
 @dataclass(frozen=True, slots=True)
 class Expectation:
+    """A capsule's expect.toml: what it tests, its honeypots and its checks."""
+
     host: str
     description: str
     honeypots: tuple[str, ...]

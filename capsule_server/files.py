@@ -106,12 +106,16 @@ class Generated:
 
 @dataclass(frozen=True, slots=True)
 class Special:
+    """A path answered with a fixed status and meta instead of a file."""
+
     status: int
     meta: str
 
 
 @dataclass(slots=True)
 class CapsuleConfig:
+    """A capsule's configuration: special answers, MIME types, generated files, a maze."""
+
     special: dict[str, Special] = field(default_factory=dict)
     mime: dict[str, str] = field(default_factory=dict)
     generated: dict[str, tuple[Generated, str]] = field(default_factory=dict)

@@ -108,6 +108,9 @@ class UsageReport:
 
 @dataclass(frozen=True, slots=True)
 class SiteReport:
+    """What a site's policy files mean for one bot: each mode's answers, the usage rules, the
+    mode to use and, for a bot that adapts per activity, each virtual agent's policy."""
+
     source: str
     agent: str | None
     virtual_agents: tuple[str, ...]

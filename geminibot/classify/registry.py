@@ -91,6 +91,8 @@ class Bot:
 
 @dataclass(frozen=True, slots=True)
 class Registry:
+    """The known bots (the registry file), found by id, product token or name."""
+
     bots: tuple[Bot, ...]
 
     def find(self, name: str) -> Bot | None:

@@ -21,6 +21,8 @@ from typing import Any, TextIO
 
 @dataclass(slots=True)
 class AccessRecord:
+    """One line of the access log: one connection, its request and how it was answered."""
+
     client: str
     host: str | None = None
     path: str | None = None
@@ -87,6 +89,8 @@ class JsonLinesLog:
 
 
 class LogFormatError(ValueError):
+    """A line of an access log that is not a record (the message names the line)."""
+
     pass
 
 

@@ -36,6 +36,8 @@ FALLBACK_HOST = "localhost"
 
 @dataclass(frozen=True, slots=True)
 class CertInfo:
+    """A host's certificate and key files, with the facts about it a listing shows."""
+
     host: str
     cert_path: Path
     key_path: Path

@@ -92,6 +92,9 @@ class _Kept:
 
 @dataclass(frozen=True, slots=True)
 class Response:
+    """A Gemini response as the client returns it: header, body, the certificate seen and its
+    trust, and the redirects followed to reach it."""
+
     url: URL
     """The URL that gave this response (after redirects)."""
     header: ResponseHeader

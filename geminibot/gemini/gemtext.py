@@ -19,11 +19,15 @@ from geminibot.urls import URL, InvalidURL, resolve_reference
 
 @dataclass(frozen=True, slots=True)
 class TextLine:
+    """A plain text line."""
+
     text: str
 
 
 @dataclass(frozen=True, slots=True)
 class LinkLine:
+    """A link line (``=> URL label``)."""
+
     url: str
     """Absolute when the page URL was given; normalised when it is a valid gemini:// URL."""
     label: str
@@ -33,17 +37,23 @@ class LinkLine:
 
 @dataclass(frozen=True, slots=True)
 class HeadingLine:
+    """A heading line (``#``, ``##`` or ``###``: ``level`` 1 to 3)."""
+
     level: int
     text: str
 
 
 @dataclass(frozen=True, slots=True)
 class ListItem:
+    """A list item (``* text``)."""
+
     text: str
 
 
 @dataclass(frozen=True, slots=True)
 class QuoteLine:
+    """A quote line (``> text``)."""
+
     text: str
 
 
@@ -60,6 +70,8 @@ Line = TextLine | LinkLine | HeadingLine | ListItem | QuoteLine | Preformatted
 
 @dataclass(frozen=True, slots=True)
 class Document:
+    """A parsed gemtext page: its lines in order, with its title and links."""
+
     lines: tuple[Line, ...]
 
     @property

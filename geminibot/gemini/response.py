@@ -142,6 +142,8 @@ def parse_header(line: bytes) -> ResponseHeader:
 
 @dataclass(frozen=True, slots=True)
 class Body:
+    """A piece of the response body, as the parser hands it out."""
+
     data: bytes
 
 
@@ -151,6 +153,8 @@ class EndOfResponse:
 
 
 class _NeedData(Enum):
+    """The parser's answer when it needs more bytes to say anything."""
+
     NEED_DATA = "NEED_DATA"
 
 

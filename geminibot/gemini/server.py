@@ -475,6 +475,8 @@ class GeminiServer:
 
 
 class _ClientClosed(Exception):
+    """The client closed the connection before its answer was sent."""
+
     pass
 
 

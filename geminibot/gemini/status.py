@@ -13,6 +13,8 @@ from geminibot.gemini.errors import UnknownStatus
 
 
 class Family(IntEnum):
+    """The first digit of a Gemini status: what kind of answer it is."""
+
     INPUT = 1
     SUCCESS = 2
     REDIRECT = 3

@@ -33,6 +33,8 @@ log = logging.getLogger("geminibot.gemini")
 
 
 class Trust(Enum):
+    """What trust on first use made of a certificate: new, the pinned one, or another."""
+
     NEW = "new"
     TRUSTED = "trusted"
     CHANGED = "changed"
@@ -44,6 +46,8 @@ def fingerprint(der: bytes) -> str:
 
 
 class KnownHosts(Protocol):
+    """Where the pinned certificate fingerprints of (host, port) are kept."""
+
     def get(self, host: str, port: int) -> str | None: ...
 
     def put(self, host: str, port: int, fingerprint: str) -> None: ...

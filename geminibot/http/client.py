@@ -84,6 +84,9 @@ def user_agent(
 
 @dataclass(frozen=True, slots=True)
 class WebResponse:
+    """An http(s) response as :class:`WebClient` returns it: status, headers, body and the
+    redirects followed to reach it."""
+
     url: URL
     """The URL that gave this response (after redirects)."""
     status: int

@@ -61,6 +61,8 @@ _META_CHARSET = re.compile(rb"""<meta[^>]+charset\s*=\s*["']?\s*([A-Za-z0-9_.:-]
 
 @dataclass(frozen=True)
 class HTMLLink:
+    """A link of an HTML page: where it leads and its text."""
+
     url: str
     """Resolved against the base URL (not normalised: the caller knows the schemes)."""
     label: str
@@ -68,6 +70,9 @@ class HTMLLink:
 
 @dataclass(frozen=True)
 class HTMLDocument:
+    """What the crawler keeps of an HTML page: title, headings, text, links, language and its
+    robots meta directives."""
+
     title: str = ""
     headings: tuple[str, ...] = ()
     text: str = ""
@@ -108,6 +113,8 @@ def _drop_pending(parser: HTMLParser, limit: int) -> bool:
 
 @dataclass
 class _State:
+    """What :class:`_Parser` has read so far of one page."""
+
     base: str
     stack: list[str] = field(default_factory=list)
     skip_depth: int = 0
@@ -126,6 +133,8 @@ class _State:
 
 
 class _Parser(HTMLParser):
+    """Reads an HTML page into :class:`_State` (the standard library's tolerant parser)."""
+
     def __init__(self, base: str) -> None:
         super().__init__(convert_charrefs=True)
         self.s = _State(base)

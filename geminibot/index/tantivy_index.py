@@ -170,6 +170,9 @@ def _register(index: tantivy.Index, analyzer: tantivy.TextAnalyzer) -> None:
 
 @dataclass
 class TantivyIndex:
+    """An opened tantivy index of the store's pages: the index, its schema and analyzer, and
+    the manifest of its build."""
+
     index: tantivy.Index
     schema: tantivy.Schema
     analyzer: tantivy.TextAnalyzer

@@ -47,6 +47,9 @@ class ConnectToError(ValueError):
 
 @dataclass(frozen=True, slots=True)
 class ConnectRule:
+    """A ``--connect-to`` or ``--resolve`` rule: connections for host and port go to
+    another address and port."""
+
     host: str
     """A normalised host (punycode, compressed IPv6 without brackets) or a pattern."""
     port: int

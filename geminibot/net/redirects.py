@@ -44,6 +44,8 @@ R = TypeVar("R")
 
 @dataclass(frozen=True, slots=True)
 class RedirectRules:
+    """Which redirects a fetch follows: the schemes, the hops, the origin and the URL length."""
+
     schemes: tuple[str, ...]
     """The URL schemes a redirect may lead to (``("gemini",)``, ``("http", "https")``)."""
     max_redirects: int = MAX_REDIRECTS

@@ -50,6 +50,8 @@ MAX_AGENTS_BYTES = 500 * 1024
 
 @dataclass(frozen=True, slots=True)
 class Directive:
+    """One path line of an agents.txt: the path, allowed or not, and its parameters."""
+
     line: int
     path: str
     allow: bool
@@ -70,6 +72,8 @@ class Directive:
 
 @dataclass(frozen=True, slots=True)
 class AgentsDecision:
+    """Whether agents.txt allows a path, the directive that decided and why."""
+
     allowed: bool
     path: str
     directive: Directive | None
@@ -78,6 +82,9 @@ class AgentsDecision:
 
 @dataclass(frozen=True)
 class AgentsFile:
+    """A parsed agents.txt: its directives, metadata and hashes, and whether it is valid.
+    Build it with :func:`parse_agents`."""
+
     directives: tuple[Directive, ...]
     diagnostics: tuple[Diagnostic, ...]
     fault: str | None

@@ -133,6 +133,8 @@ class PathDifference:
 
 @dataclass(frozen=True)
 class UsageDifference:
+    """One usage directive answered over the web and over Gemini."""
+
     directive: str
     web: UsageAnswer
     gemini: UsageAnswer
@@ -147,6 +149,8 @@ class UsageDifference:
 
 @dataclass(frozen=True)
 class ClassComparison:
+    """One class of bot: where the web's and Gemini's policies differ on paths, wait and usage."""
+
     bot_class: BotClass
     paths: tuple[PathDifference, ...]
     web_wait: DelayAnswer
@@ -188,6 +192,8 @@ class ClassComparison:
 
 @dataclass(frozen=True)
 class Comparison:
+    """A site's policies over both protocols compared for every class of bot."""
+
     classes: tuple[ClassComparison, ...]
     candidates: int
     at: datetime

@@ -80,6 +80,8 @@ class PolicyError(ValueError):
 
 @dataclass(frozen=True, slots=True)
 class PolicyRule:
+    """One allow or disallow of a structured policy, with its rate limit if any."""
+
     allow: bool
     pattern: str
     limit: int | None = None
@@ -87,6 +89,8 @@ class PolicyRule:
 
 @dataclass(frozen=True, slots=True)
 class RuleSet:
+    """The rules of a structured policy for some agents, and what they allow by default."""
+
     rules: tuple[PolicyRule, ...]
     fallback_allow: bool
 
@@ -97,6 +101,8 @@ class RuleSet:
 
 @dataclass(frozen=True, slots=True)
 class AgentEntry:
+    """The agents (product tokens) one rule set is for, with a comment."""
+
     tokens: tuple[str, ...]
     comment: str
     rule_set: RuleSet
@@ -104,6 +110,9 @@ class AgentEntry:
 
 @dataclass(frozen=True)
 class AgentPolicy:
+    """A structured policy (the file :func:`load_policy` reads), from which every policy
+    file is rendered."""
+
     source: str
     identity: str
     agents: tuple[AgentEntry, ...]

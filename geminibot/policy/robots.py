@@ -24,6 +24,8 @@ from geminibot.policy.robots_model import (
 
 @dataclass(frozen=True, slots=True)
 class _PlanEntry:
+    """One token's merged groups, as a bot's plan applies them."""
+
     token: str
     role: Role
     lines: tuple[int, ...]

@@ -37,6 +37,8 @@ def _wild_text(pattern: str) -> int:
 
 
 class Matcher(Protocol):
+    """Finds the rule of a rule list that decides a URL."""
+
     def best(self, url: str) -> Rule | None:
         """The rule that decides ``url`` (a URL or a path, as :func:`path_of` takes it):
         the best by :func:`_rank` of those matching its path, or None if none matches."""

@@ -107,6 +107,8 @@ class Reason:
 
 @dataclass(frozen=True, slots=True)
 class FetchDecision:
+    """Whether a bot may fetch a URL under every policy file of the site, and why."""
+
     url: str
     path: str
     allowed: bool
@@ -183,6 +185,9 @@ class Fetched:
 
 @dataclass
 class SitePolicy:
+    """Everything a site's policy files say, over one protocol: robots.txt (RFC 9309 and
+    version 2.0), robots2.txt and its chain, agents.txt; it answers a bot's questions."""
+
     protocol: Scheme
     robots: RobotsFile | None = None
     ext20: Ext20File | None = None
