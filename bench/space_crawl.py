@@ -449,6 +449,8 @@ def fill_frontier(db: Path, hosts: int, queued: int) -> None:
 
 def choice_latency(db: Path, hosts: int, queued: int) -> dict[str, float]:
     """Milliseconds to choose the next host and its URL, the old way and the new."""
+    import trio
+
     from geminibot.crawl.scheduler import Scheduler
     from geminibot.crawl.store import SqliteStore
     from geminibot.index import connect
@@ -473,19 +475,20 @@ def choice_latency(db: Path, hosts: int, queued: int) -> dict[str, float]:
     t = time.perf_counter()
     scheduler.restore({}, store.hosts_with_work())  # once, when a crawl starts
     start_ms = (time.perf_counter() - t) * 1000
-    new = []
-    ready: list[str] = []
-    for _ in range(CHOICES):
-        t = time.perf_counter()
-        if not ready:
-            ready = scheduler.take_ready()
-        host = ready.pop(0)
-        claim = store.claim(host, "bench")
-        new.append((time.perf_counter() - t) * 1000)
-        assert claim is not None
-        store.release(claim.url)
-        scheduler.drop_work(host)
-        scheduler.add_work({host: 1})  # its worker ended with work left: ready again
+    new: list[float] = []
+
+    async def choose() -> None:
+        for _ in range(CHOICES):
+            t = time.perf_counter()
+            host = await scheduler.next_host()
+            assert host is not None
+            claim = store.claim(host, "bench")
+            new.append((time.perf_counter() - t) * 1000)
+            assert claim is not None
+            store.release(claim.url)
+            scheduler.give_back(host, time.time())  # its turn ended with work left
+
+    trio.run(choose)
     conn.close()
     new.sort()
     return {

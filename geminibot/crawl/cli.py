@@ -216,8 +216,8 @@ def register(commands: Any) -> None:
         type=positive_int,
         default=DEFAULT_CONCURRENCY,
         metavar="N",
-        help=f"most requests in flight across hosts (default {DEFAULT_CONCURRENCY}; fewer "
-        "while the crawler's own CPU is what holds them up)",
+        help=f"most requests in flight across hosts: the crawl's workers, one request "
+        f"each (default {DEFAULT_CONCURRENCY})",
     )
     crawl.add_argument(
         "--test-range",

@@ -6,20 +6,16 @@ cache, decisions, fetch log and index, all of the crawl's SQL), the scheduler
 one adapter per protocol (:mod:`geminibot.crawl.adapters`) and the site-policy discovery
 (:mod:`geminibot.policy.discovery`, no I/O).
 
-Per host, one worker: it first learns the host's policy
-(:mod:`geminibot.crawl.policy_files`: each policy file from the cache, or fetched under
-the same politeness rules as any request, redirects followed as RFC 9309 2.3.1.2 asks), then claims the host's queued URLs one by one, checks each against the
-site policy for the declared bot (the decision is recorded), waits its turn, fetches, and
-commits the page, its links and the new frontier rows in one transaction. A shared
-:class:`~geminibot.crawl.scheduler.Turns` bounds the requests in flight across hosts
-(``concurrency``, fewer while the crawler's CPU is saturated:
-:mod:`geminibot.crawl.inflight`), served by turns, the host with the most work left and
-the request that waited longest (as each address is); a worker holds a place only while
-its request runs. A worker keeps its host for one turn: while the host's next request is
-due within :data:`HOLD_TURN`, at most :data:`TURN_PAGES` pages unless no ready host is to
-go before it (:meth:`~geminibot.crawl.scheduler.Scheduler.keeps_turn`); then the host is
-handed back to the scheduler's heap until its next turn (lease and policy kept) and the
-worker ends, its place going to another ready host (see :mod:`geminibot.crawl.scheduler`).
+A fixed set of workers (``concurrency`` of them: the requests in flight at most) takes
+hosts from the scheduler, the one due next (longest work first among those due), and
+makes one request for each: a policy file until the host's policy is known
+(:mod:`geminibot.crawl.policy_files`: each file from the cache, or fetched under the same
+politeness rules as any request, redirects followed as RFC 9309 2.3.1.2 asks), then one
+of its queued URLs: claimed, checked against the site policy for the declared bot (the
+decision is recorded), fetched with its address's slot, and committed with its links and
+the new frontier rows in one transaction. The worker then gives the host back to the
+scheduler with the time its next request is due (its lease and its policy kept), or
+drops it when it has nothing more for this run.
 
 The fetcher is injected (``fetch(url) -> Response``): the command line passes a
 :class:`geminibot.crawl.fetcher.ProtocolFetcher` (Gemini and http(s)), tests may pass anything
@@ -47,10 +43,10 @@ import sqlite3
 import time
 import uuid
 from collections import OrderedDict
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
-from typing import Protocol
+from typing import Literal, Protocol
 
 import trio
 
@@ -65,16 +61,8 @@ from geminibot.crawl.freshness import (
     retry_delay,
 )
 from geminibot.crawl.frontier import Claim, Limits
-from geminibot.crawl.inflight import PROBE_INTERVAL, WINDOW, InFlight
-from geminibot.crawl.policy_files import PolicyFiles, Sent, Skip
-from geminibot.crawl.scheduler import (
-    Clock,
-    GaveWay,
-    Scheduler,
-    TrioWallClock,
-    TurnLater,
-    Turns,
-)
+from geminibot.crawl.policy_files import Later, PolicyFiles, Sent, Skip
+from geminibot.crawl.scheduler import Clock, Scheduler, TrioWallClock
 from geminibot.crawl.schemes import (
     host_key,
     host_name,
@@ -89,7 +77,6 @@ from geminibot.crawl.store import (
     DecisionRecord,
     FetchedPage,
     FetchRecord,
-    LostHost,
     Revisit,
     SqliteStore,
 )
@@ -107,34 +94,11 @@ __all__ = [
     "Response",
 ]
 
-#: Host workers at once per request allowed in flight (``concurrency``). A worker holds
-#: its host's policy, the URL it claimed and its task while it waits for its turn, tens
-#: of KiB; one worker for every host with work made memory grow with the hosts (on the
-#: synthetic space, about 3,400 of 4,400 hosts held a claimed URL at once), while a few
-#: per slot keep every slot busy. The other hosts wait in the scheduler's ready queue,
-#: or in its heap until their turn (see :data:`HOLD_TURN`).
-WORKERS_PER_SLOT = 4
-#: Longest wait for a host's turn that its worker sits out (seconds). A host whose next
-#: request is further away (its delay, a 44's back-off, a visit window) is handed back to
-#: the scheduler's heap until then, its claimed URL (if any) back in the queue, and the
-#: worker takes another ready host: a worker sleeping through a one-second delay would
-#: hold one of the :data:`WORKERS_PER_SLOT` places that another host could use.
-HOLD_TURN = 0.25
-#: Pages a host's worker fetches in a row before it hands the host back (to the back of
-#: the ready queue, at its next turn): a 15,000-URL host takes turns with the others
-#: instead of holding a worker for hours while other hosts were never started. Unless
-#: no ready host is to go before it (:meth:`Scheduler.keeps_turn`): the longest chain
-#: then keeps its worker.
-TURN_PAGES = 8
-#: Site policies of hosts handed back kept in memory for their next turn (about 2 KiB
-#: each for the synthetic space's policy files; 4,400 capsules in Geminispace); beyond
-#: this many (the least recently handed back first) a host's next turn reads its policy
-#: again from the store's cache of policy files: no request, but about 5 ms of CPU, more
-#: than a page's fetch.
-POLICIES_KEPT = 8192
-#: ... only for a policy read from at most this many bytes of files (a policy file may be
-#: 500 KiB): a larger one is read again from the cache at each turn.
-POLICY_KEPT_MAX_BYTES = 8192
+#: Bytes of policy files whose site policies are kept in memory between a host's turns
+#: (the least recently used beyond it are read again from the store's cache of policy
+#: files at their host's next turn: no request, but milliseconds of CPU, more than a
+#: page's fetch). The synthetic space's policies are about 2 KiB each.
+POLICY_CACHE_BYTES = 16 * 1024 * 1024
 #: robots2.txt category each role declares (project decision; None: global directives only).
 ROLE_CATEGORIES: dict[str, str | None] = {
     "indexer": "search-indexer",
@@ -153,6 +117,13 @@ HELD_BACKOFF = 5.0
 HELD_FREE_PAUSE = 0.1
 #: An ask answer is applied to the decision it was asked for during this long.
 ASK_DECISION_WINDOW = timedelta(seconds=1)
+
+
+#: A request not sent because another crawl process took its host over.
+Lost = Literal["lost"]
+#: What became of a claimed URL: its row closed (``"done"``), the host lost, or the URL
+#: back in the queue (for the host's next turn: :class:`Later`; None: for a later run).
+Visited = Literal["done"] | Lost | Later | None
 
 
 class Archive(Protocol):
@@ -201,8 +172,7 @@ class Progress:
     hosts_skipped: dict[str, str] = field(default_factory=dict)
     elapsed: float = 0.0
     in_flight: int = 0
-    #: Requests allowed in flight now: ``concurrency``, less while the crawler's event
-    #: loop is saturated (:mod:`geminibot.crawl.inflight`).
+    #: Requests allowed in flight: ``concurrency``, one per worker.
     in_flight_limit: int = 0
     #: What the crawl waits for when nothing is in flight: (host, seconds until its turn).
     next_request: tuple[str, float] | None = None
@@ -220,6 +190,10 @@ class ConfigMismatch(Exception):
 
 
 class Crawler:
+    """The crawl engine: a fixed set of workers that take hosts from the
+    :class:`~geminibot.crawl.scheduler.Scheduler`, read each host's site policy, and
+    claim, decide, fetch and commit its URLs one request at a time."""
+
     def __init__(
         self,
         conn: sqlite3.Connection | CrawlStore,
@@ -231,12 +205,8 @@ class Crawler:
         wall_clock: Callable[[], float] = time.time,
         clock: Clock | None = None,
         address_of: Callable[[str], Awaitable[str]] | None = None,
-        cpu_clock: Callable[[], float] = time.process_time,
     ) -> None:
         self.fetch = fetch
-        #: The process's CPU seconds, for the share of a core it uses
-        #: (:mod:`geminibot.crawl.inflight`).
-        self._cpu_clock = cpu_clock
         #: Where a host key's requests go (``address:port``): hosts that share one are
         #: paced as one as well (see :mod:`geminibot.crawl.scheduler`). By default each
         #: host is its own address.
@@ -271,21 +241,18 @@ class Crawler:
         self._host_allowed: dict[str, bool] = {}  # host -> whether a pattern matches it
         self._protocols: set[Scheme] = set(options.follow)
         self._asks: dict[str, AskLedger] = {}
-        self._running: set[str] = set()  # hosts with a worker now
-        self._handed_back: set[str] = set()  # hosts held here, waiting for their turn
-        #: site policies of hosts handed back, for their next turn (:data:`POLICIES_KEPT`)
-        self._policies: OrderedDict[str, SitePolicy] = OrderedDict()
+        self._leased: set[str] = set()  # hosts this process works on (leased)
+        #: site policies of hosts between turns, least recently used first, and the
+        #: bytes of files they were read from (:data:`POLICY_CACHE_BYTES`)
+        self._policies: OrderedDict[str, tuple[SitePolicy, int]] = OrderedDict()
+        self._policy_bytes = 0
         self._skipped: dict[str, str] = {}
-        self._wake = trio.Event()
         self._stopping = False
         self._reserved = 0
         self._queued = 0  # URLs queued, kept up to date in memory for the display
         self._in_flight = 0
         self._addressed: set[str] = set()  # hosts whose address the scheduler knows
         self._pages_before = 0
-        self._places: Turns | None = None  # the requests allowed in flight, by turns
-        self._in_flight_limit = InFlight(options.concurrency)
-        self._sending = trio.Event()  # set when a request starts (the lag probe waits)
         self._cancel: trio.CancelScope | None = None
 
     @property
@@ -367,26 +334,22 @@ class Crawler:
         self.scheduler.restore(self.store.host_states(), self.store.hosts_with_work())
         self._pages_before = self.store.count_pages()
         self._queued = self.store.queued()
-        self._places = Turns(self._in_flight_limit.limit)
         max_time = self.options.max_time
         with trio.move_on_after(math.inf if max_time is None else max_time) as timer:
             async with trio.open_nursery() as nursery:
                 self._cancel = nursery.cancel_scope
-                nursery.start_soon(self._govern_in_flight)
                 if self.on_progress is not None:
                     nursery.start_soon(self._report_progress, self.on_progress)
-                while not self._stopping:
-                    self._spawn(nursery)
-                    if not self._running and not self._handed_back:
-                        if not await self._await_held_work():
-                            break
-                        continue
-                    self._wake = trio.Event()
-                    await self._await_wake()
+                while not self._stopping and not self._limit_met():
+                    async with trio.open_nursery() as workers:
+                        for _ in range(self.options.concurrency):
+                            workers.start_soon(self._worker)
+                    if not await self._await_held_work():
+                        break
                 nursery.cancel_scope.cancel()
-        for host in self._handed_back:  # (a host's worker releases its own)
+        for host in self._leased:
             self.store.release_host(host, self.lease)
-        self._handed_back.clear()
+        self._leased.clear()
         self._policies.clear()
         if timer.cancelled_caught:
             self.progress.limit = "--max-time"
@@ -398,27 +361,10 @@ class Crawler:
         self.progress.hosts_seen = self.store.count_hosts()
         return self.progress
 
-    async def _await_wake(self) -> None:
-        """Wait until a worker ends or work arrives (:attr:`_wake`), or, when a worker
-        could start, until the next turn of a host handed back comes."""
-        due = self.scheduler.next_hand_back()
-        if due is None or len(self._running) >= self._workers_max():
-            await self._wake.wait()
-            return
-        async with trio.open_nursery() as nursery:
-
-            async def turn_comes() -> None:
-                await self._clock.sleep_until(due)
-                nursery.cancel_scope.cancel()
-
-            nursery.start_soon(turn_comes)
-            await self._wake.wait()
-            nursery.cancel_scope.cancel()
-
     async def _await_held_work(self) -> bool:
-        """No worker runs here: wait for work that other crawl processes sharing the store
-        hold (their hosts come free when they finish or their leases expire). False when
-        there is none for this crawl."""
+        """No host has work here: wait for work that other crawl processes sharing the
+        store hold (their hosts come free when they finish or their leases expire).
+        False when there is none for this crawl."""
         if self._limit_reached():
             return False
         held = {
@@ -433,8 +379,6 @@ class Crawler:
             await trio.sleep(min(*held.values(), HELD_BACKOFF))
             return True
         await trio.sleep(HELD_FREE_PAUSE)
-        for host in free:  # (a host whose worker here ended may still count as work)
-            self.scheduler.drop_work(host)
         self.scheduler.add_work(dict.fromkeys(free, 1))  # (how many: not known here)
         return True
 
@@ -443,81 +387,6 @@ class Crawler:
         self._stopping = True
         if self._cancel is not None:
             self._cancel.cancel()
-
-    def _spawn(self, nursery: trio.Nursery) -> None:
-        if self._limit_met():
-            # A limit met ends the crawl: no policy file fetch, no 44 sat out for a page
-            # that will not be fetched (the requests in flight go back to the queue).
-            self.progress.limit = "--max-pages"
-            if self._cancel is not None:
-                self._cancel.cancel()
-            return
-        if self._limit_reached():
-            return  # the pages in flight may meet it: start nothing more
-        cap = self.options.max_hosts
-        if self._capped and cap is not None and self._hosts_held() < cap:
-            self._capped = False  # room again: the hosts left out (or another's, now free)
-            held = {h for h, wait in self.store.work_elsewhere(self.lease).items() if wait > 0}
-            work = self.store.hosts_with_work()
-            self.scheduler.add_work({h: n for h, n in work.items() if h not in held})
-        for host in self._take_ready():
-            if host in self._handed_back:  # its turn came: it is still held here
-                self._handed_back.discard(host)
-                self._running.add(host)
-                nursery.start_soon(self._worker, host)
-                continue
-            if host in self._running or host in self._skipped or not self.host_allowed(host):
-                continue  # a host not allowed, or skipped, stays out for this run
-            if cap is not None and self._hosts_held() >= cap:
-                self.scheduler.drop_work(host)  # for another process, or for later
-                self._capped = True
-                continue
-            self._running.add(host)
-            nursery.start_soon(self._worker, host)
-
-    def _hosts_held(self) -> int:
-        """Hosts this process works on: with a worker, or handed back until their turn."""
-        return len(self._running) + len(self._handed_back)
-
-    def _workers_max(self) -> int:
-        """Host workers at once (:data:`WORKERS_PER_SLOT` per request allowed in flight)."""
-        return self._in_flight_limit.limit * WORKERS_PER_SLOT
-
-    async def _govern_in_flight(self) -> None:
-        """Probe the event loop's lag and the process's CPU time, and set the requests
-        allowed in flight from them (:mod:`geminibot.crawl.inflight`), window after
-        window."""
-        assert self._places is not None
-        lags: list[float] = []
-        waited = False
-        start, cpu = trio.current_time(), self._cpu_clock()
-        while True:
-            if not self._in_flight:  # nothing to hold up: no timer (a mock clock jumps)
-                self._sending = trio.Event()
-                await self._sending.wait()
-                lags.clear()
-                start, cpu = trio.current_time(), self._cpu_clock()
-            before = trio.current_time()
-            await trio.sleep(PROBE_INTERVAL)
-            after = trio.current_time()
-            lags.append(max(0.0, after - before - PROBE_INTERVAL))
-            waited = waited or self._places.waiting > 0
-            if after - start >= WINDOW:
-                now_cpu = self._cpu_clock()
-                busy = (now_cpu - cpu) / (after - start)
-                self._places.set_capacity(self._in_flight_limit.observe(lags, waited, busy))
-                lags.clear()
-                waited = False
-                start, cpu = after, now_cpu
-
-    def _take_ready(self) -> Iterator[str]:
-        """Ready hosts while there is room for workers (:data:`WORKERS_PER_SLOT`)."""
-        workers = self._workers_max()
-        while len(self._running) < workers:
-            batch = self.scheduler.take_ready(workers - len(self._running))
-            if not batch:
-                return
-            yield from batch
 
     def _limit_met(self) -> bool:
         """The db holds --max-pages pages."""
@@ -542,12 +411,12 @@ class Crawler:
         p = self.progress
         p.elapsed = self.clock() - self._wall0
         p.queued = self._queued
-        p.hosts_active = self._hosts_held()
+        p.hosts_active = len(self._leased)
         p.hosts_seen = self.scheduler.hosts_with_work()
         p.hosts_skipped = dict(self._skipped)
         p.in_flight = self._in_flight
-        p.in_flight_limit = self._in_flight_limit.limit
-        waiting = self.scheduler.next_turn()
+        p.in_flight_limit = self.options.concurrency
+        waiting = self.scheduler.next_due()
         now = self.clock()
         p.next_request = None if waiting is None else (waiting[0], max(0.0, waiting[1] - now))
 
@@ -560,114 +429,142 @@ class Crawler:
 
     # --- one host ---
 
-    async def _worker(self, host: str) -> None:
-        try:
-            await self._work_on(host)
-        except LostHost:  # another process took the host over: its claim is theirs now
-            self.scheduler.drop_work(host)
+    async def _worker(self) -> None:
+        """Take the host due next, make its next request, give it back; until no host
+        has work (the crawl stops it otherwise)."""
+        while not self._limit_reached() and (host := await self.scheduler.next_host()):
+            due = await self._turn(host)
+            if due is None:
+                self._let_go(host)
+            else:
+                self.scheduler.give_back(host, due)
+        if self._limit_met() and self._cancel is not None:
+            # A limit met ends the crawl: no policy file fetch, no 44 sat out for a page
+            # that will not be fetched (the requests in flight go back to the queue).
+            self.progress.limit = "--max-pages"
+            self._cancel.cancel()
 
-    async def _work_on(self, host: str) -> None:
-        """One turn of ``host`` (:meth:`_turn`); then it is handed back to the scheduler's
-        heap (its lease kept, taken again at its next turn) unless its queue ran dry, it
-        is skipped or the crawl stops (the lease then let go)."""
+    async def _turn(self, host: str) -> float | None:
+        """One turn of ``host``: its site policy (a policy file read, or from memory),
+        then one of its URLs -> when its next request is due, or None when it is done
+        for this run (queue empty, skipped, another process holds it, --max-hosts)."""
+        if self._stopping or host in self._skipped or not self.host_allowed(host):
+            return None
+        if not await self._lease(host):
+            return None
+        cached = self._policies.pop(host, None)
+        if cached is not None:
+            self._policy_bytes -= cached[1]
+        policy = await self._current_policy(host, None if cached is None else cached[0])
+        if policy is None:
+            return None
+        if isinstance(policy, Later):
+            return policy.at
+        due = self._due(host)
+        if due is not None and due <= self.clock():
+            due = await self._next_url(host, policy)
+        if due is not None:
+            self._keep_policy(host, policy)
+        return due
+
+    def _due(self, host: str) -> float | None:
+        """When ``host``'s next request is due; None (and the host skipped) if it waits
+        beyond the longest wait."""
+        due = self.scheduler.ready_at(host)
+        if due is None:
+            self._skip(host, self.scheduler.skipped(host) or "skipped")
+        return due
+
+    async def _lease(self, host: str) -> bool:
+        """Take or renew ``host``'s lease for this turn; False when another crawl
+        process holds it, or the host would be one more than --max-hosts."""
+        cap = self.options.max_hosts
+        if cap is not None and host not in self._leased and len(self._leased) >= cap:
+            self._capped = True  # for another process, or for later
+            return False
         lease = self.store.lease_host(host, self.lease)
         if lease is None:  # another crawl process holds the host (or took it over)
-            self.scheduler.drop_work(host)
-            self._policies.pop(host, None)
-            self._running.discard(host)
-            self._wake.set()
-            return
+            self._leased.discard(host)
+            return False
+        self._leased.add(host)
         if lease.state is not None:  # the pace goes on from where its last holder left it
             self.scheduler.restore({host: lease.state}, {})
-        later: tuple[float, SitePolicy | None] | None = None
-        try:
-            if host not in self._addressed:  # hosts on one address are paced as one
-                self._addressed.add(host)
-                self.scheduler.set_address(host, await self.address_of(host))
-            later = await self._turn(host, self._policies.pop(host, None))
-        finally:
-            if later is None:
-                self.store.release_host(host, self.lease)
-            else:
-                self._hand_back(host, *later)
-            self._running.discard(host)
-            self._wake.set()
+        if host not in self._addressed:  # hosts on one address are paced as one
+            self._addressed.add(host)
+            self.scheduler.set_address(host, await self.address_of(host))
+        return True
 
-    async def _turn(
-        self, host: str, policy: SitePolicy | None
-    ) -> tuple[float, SitePolicy | None] | None:
-        """``host``'s pages while its next request comes within :data:`HOLD_TURN`, at most
-        :data:`TURN_PAGES` of them unless :meth:`Scheduler.keeps_turn` -> (when its next
-        turn comes, its policy), or None when the host is done for this run (queue empty,
-        skipped, the crawl stops)."""
-        pages = 0
-        while not self._stopping and not self._limit_reached():
-            try:
-                policy = await self._current_policy(host, policy)
-            except TurnLater as later:  # between two policy files: read on at that turn
-                return later.at, None
-            if policy is None:
-                return None
-            at = self.scheduler.turn_at(host)
-            if at is None:
-                self._skip(host, self.scheduler.skipped(host) or "skipped")
-                return None
-            now = self.clock()
-            if at - now > HOLD_TURN or (
-                pages >= TURN_PAGES and not self.scheduler.keeps_turn(host)
-            ):
-                return max(at, now), policy
-            claim = self.store.claim(host, self.lease)
-            if claim is None:
-                self.scheduler.drop_work(host)
-                return None
-            self.scheduler.claimed(host)
-            pages += 1
-            try:
-                await self._claimed(claim, policy)
-            except TurnLater as later:  # the URL went back to the queue, for that turn
-                return later.at, policy
-            skipped = self.scheduler.skipped(host)
-            if skipped:
-                self._skip(host, skipped)
-                return None
-        return None
+    def _let_go(self, host: str) -> None:
+        """``host`` is done for this run here: out of the schedule, its lease let go; the
+        hosts left out for --max-hosts come in when there is room again."""
+        self.scheduler.drop(host)
+        self._drop_policy(host)
+        if host in self._leased:
+            self._leased.discard(host)
+            self.store.release_host(host, self.lease)
+        cap = self.options.max_hosts
+        if self._capped and cap is not None and len(self._leased) < cap:
+            self._capped = False  # room again: the hosts left out (or another's, now free)
+            held = {h for h, wait in self.store.work_elsewhere(self.lease).items() if wait > 0}
+            work = self.store.hosts_with_work()
+            self.scheduler.add_work(
+                {h: n for h, n in work.items() if h not in held and h not in self._leased}
+            )
 
-    async def _claimed(self, claim: Claim, policy: SitePolicy) -> None:
-        """Visit a claimed URL; it goes back to the queue unless its row was closed."""
+    async def _next_url(self, host: str, policy: SitePolicy) -> float | None:
+        """Claim ``host``'s next URL and visit it -> when the host's next request is
+        due (None: done for this run)."""
+        claim = self.store.claim(host, self.lease)
+        if claim is None:
+            return None
+        self.scheduler.claimed(host)
         self._queued -= 1
-        done = False
+        outcome: Visited = None
         try:
-            done = await self._visit(claim, policy)
-        except TurnLater:
-            raise
+            outcome = await self._visit(claim, policy)
         except Exception:
             # The URL stays leased: the next run's recovery counts this as an
             # attempt cut short, and gives the URL up after MAX_URL_ATTEMPTS.
-            # (LostHost: it is the new holder's claim now.)
-            done = True
+            outcome = "lost"
             raise
         finally:
-            if not done:
+            if outcome is None or isinstance(outcome, Later):
                 self.store.release(claim.url)
                 self._queued += 1
-                self.scheduler.claimed(claim.host, -1)
+                self.scheduler.released(host)
+        if outcome == "lost":  # another crawl process took the host: the claim is theirs
+            return None
+        if isinstance(outcome, Later):
+            return outcome.at
+        skipped = self.scheduler.skipped(host)
+        if skipped:
+            self._skip(host, skipped)
+            return None
+        return self._due(host)
 
-    def _hand_back(self, host: str, at: float, policy: SitePolicy | None) -> None:
-        """``host`` waits in the scheduler's heap until ``at``, held by this process; its
-        policy kept for its next turn (at most :data:`POLICIES_KEPT` of them, each read
-        from at most :data:`POLICY_KEPT_MAX_BYTES`)."""
-        self._handed_back.add(host)
-        self.scheduler.hand_back(host, at)
-        if policy is not None and self.policy_files.sizes.get(host, 0) <= POLICY_KEPT_MAX_BYTES:
-            self._policies[host] = policy
-        while len(self._policies) > POLICIES_KEPT:
-            self._policies.popitem(last=False)
+    def _keep_policy(self, host: str, policy: SitePolicy) -> None:
+        """Keep ``host``'s policy for its next turn, within :data:`POLICY_CACHE_BYTES`."""
+        size = self.policy_files.sizes.get(host, 0)
+        if size > POLICY_CACHE_BYTES:
+            return
+        self._policies[host] = (policy, size)
+        self._policy_bytes += size
+        while self._policy_bytes > POLICY_CACHE_BYTES:
+            _, (_, dropped) = self._policies.popitem(last=False)
+            self._policy_bytes -= dropped
 
-    async def _current_policy(self, host: str, policy: SitePolicy | None) -> SitePolicy | None:
+    def _drop_policy(self, host: str) -> None:
+        cached = self._policies.pop(host, None)
+        if cached is not None:
+            self._policy_bytes -= cached[1]
+
+    async def _current_policy(
+        self, host: str, policy: SitePolicy | None
+    ) -> SitePolicy | Later | None:
         """``policy``, or the host's policy read from its files when there is none yet or
         one of the files it rests on has expired (RFC 9309 2.4: a cached copy is used for
-        at most 24 hours, also within one long run); None: the host is skipped."""
+        at most 24 hours, also within one long run); :class:`Later`: the read goes on at
+        the host's next turn; None: the host is skipped."""
         if policy is not None and not self.policy_files.expired(host):
             return policy
         read = await self.policy_files.site_policy(host)
@@ -685,12 +582,12 @@ class Crawler:
         method: str = "GET",
         headers: tuple[tuple[str, str], ...] = (),
         claimed: str | None = None,
-        hold: float = math.inf,
-    ) -> Sent | None:
-        """Wait for the host's turn, then fetch; None if the host is skipped for now;
-        :class:`LostHost` if another process took the host over meanwhile (``claimed``:
-        the URL this process claimed for the request, which must still be its claim);
-        :class:`TurnLater` if the turn is more than ``hold`` seconds away (not waited for).
+        wait: bool = False,
+    ) -> Sent | Later | Lost | None:
+        """Fetch ``url`` in ``host``'s turn, with its address's slot. None: the host is
+        skipped for now; :class:`Later`: its turn has not come (``wait``: waited for
+        instead); ``"lost"``: another crawl process took the host over (``claimed``: the
+        URL this process claimed for the request, which must still be its claim).
 
         ``policy`` sets the pace (with none, the default delay applies: the policy files
         themselves are fetched before it is known) and whether to announce the bot."""
@@ -703,32 +600,30 @@ class Crawler:
             else:
                 self.scheduler.set_pace(host, None)
         while True:
-            # Wait for the host's own turn first, then for its address (another host on
-            # the same server may hold it), and check the turn again once it is ours;
-            # a timed chain asking for the address while we wait for a place in flight
-            # gets it first, and we ask again (GaveWay).
-            if not await self.scheduler.wait_turn(host, hold):
-                return None
-            try:
-                async with self.scheduler.address_turn(host) as address:
-                    turn = self.scheduler.turn_now(host)
-                    if turn is None:
-                        return None
-                    if turn:
+            due = self.scheduler.ready_at(host)
+            if due is not None and due <= self.clock():
+                # Its turn: take the address's slot (another host on the same server may
+                # hold it), and check the turn again once the slot is ours.
+                async with self.scheduler.address_slot(host):
+                    due = self.scheduler.ready_at(host)
+                    if due is not None and due <= self.clock():
                         return await self._send(
-                            host, url, policy, adapter, method, headers, claimed, address
+                            host, url, policy, adapter, method, headers, claimed
                         )
-            except GaveWay:
-                pass
+            if due is None:
+                return None
+            if not wait:
+                return Later(due)
+            await self._clock.sleep_until(due)
 
     async def _policy_request(
         self, host: str, url: str, policy: SitePolicy | None, resumable: bool
-    ) -> Sent | None:
+    ) -> Sent | Later | None:
         """A policy file's request; one that starts a file's fetch (``resumable``: its
-        read can stop there, the files before it are cached) hands the host back when its
-        turn is more than :data:`HOLD_TURN` away, the others (a redirect, a 44 sat out)
-        are waited for."""
-        return await self._request(host, url, policy, hold=HOLD_TURN if resumable else math.inf)
+        read can stop there, the files before it are cached) gives the host back when its
+        turn has not come, the others (a redirect, a 44 sat out) wait for it."""
+        sent = await self._request(host, url, policy, wait=not resumable)
+        return None if sent == "lost" else sent
 
     async def _send(
         self,
@@ -739,35 +634,29 @@ class Crawler:
         method: str,
         headers: tuple[tuple[str, str], ...],
         claimed: str | None,
-        address: Turns,
-    ) -> Sent | None:
-        """:meth:`_request` once it is the host's turn and its ``address`` is ours."""
-        assert self._places is not None
-        async with self.scheduler.place_turn(self._places, host, holding=address):
-            # after every wait (for a place in flight too): is the host (and the claim) still ours?
-            # (On SQLite this also commits the claim's attempt before its request.)
-            if not self.store.hold_host(host, self.lease, claimed):
-                raise LostHost(host)
-            if not await self.scheduler.until_turn(host):  # (TURN_LEAD at most)
-                return None
-            self.scheduler.start(host)
-            self._in_flight += 1
-            self._sending.set()
-            started = self.clock()
-            response: Response | None = None
-            try:
-                response = await adapter.send(
-                    self.fetch, url, method=method, headers=headers, announce=self._announce(policy)
-                )
-            except Exception as exc:  # a fetcher should not raise; count it as a failure
-                response = Response(None, error=f"{type(exc).__name__}: {exc}")
-            finally:
-                self._in_flight -= 1
-                duration = max(0.0, self.clock() - started)
-                status, meta = (None, "") if response is None else (response.status, response.meta)
-                state = self.scheduler.finish(
-                    host, duration, status, meta, slow_down=adapter.slows_down(status)
-                )
+    ) -> Sent | Lost:
+        """:meth:`_request` once it is the host's turn and its address's slot is ours."""
+        # Is the host (and the claim) still ours? (On SQLite this also commits the
+        # claim's attempt before its request.)
+        if not self.store.hold_host(host, self.lease, claimed):
+            return "lost"
+        self.scheduler.start(host)
+        self._in_flight += 1
+        started = self.clock()
+        response: Response | None = None
+        try:
+            response = await adapter.send(
+                self.fetch, url, method=method, headers=headers, announce=self._announce(policy)
+            )
+        except Exception as exc:  # a fetcher should not raise; count it as a failure
+            response = Response(None, error=f"{type(exc).__name__}: {exc}")
+        finally:
+            self._in_flight -= 1
+            duration = max(0.0, self.clock() - started)
+            status, meta = (None, "") if response is None else (response.status, response.meta)
+            state = self.scheduler.finish(
+                host, duration, status, meta, slow_down=adapter.slows_down(status)
+            )
         self.progress.requests += 1
         if response.status is None or response.cut:
             self.progress.errors += 1
@@ -795,7 +684,7 @@ class Crawler:
 
     async def _ask(
         self, claim: Claim, policy: SitePolicy, request: AskRequest
-    ) -> AskOutcome | None:
+    ) -> AskOutcome | Later | Lost | None:
         """Perform the robots2 ask exchange (HEAD) for ``claim``'s host; log the request.
         None when the host is skipped for now."""
         url = host_url(claim.host, request.target)
@@ -806,47 +695,54 @@ class Crawler:
             method=request.method,
             headers=request.headers,
             claimed=claim.url,
-            hold=HOLD_TURN,
         )
-        if sent is None:
-            return None
+        if not isinstance(sent, Sent):
+            return sent
         self.store.log_fetch(sent.record)
         return ask_outcome(AskResponse(sent.response.status, sent.response.headers), self._at())
 
-    async def _decide(self, claim: Claim, policy: SitePolicy) -> FetchDecision | None:
-        """The site policy's decision, after the ask exchange when robots2.txt says
-        ``crawl: ask`` and nothing else refuses. None: ask again later (429, skipped)."""
+    async def _decide(
+        self, claim: Claim, policy: SitePolicy
+    ) -> tuple[FetchDecision, bool] | Later | Lost | None:
+        """The site policy's decision, and whether the host was asked for it (the ask
+        exchange, when robots2.txt says ``crawl: ask`` and nothing else refuses). None:
+        ask again later (429, skipped)."""
         asks = self._asks.setdefault(claim.host, AskLedger())
         decision = policy.may_fetch(claim.url, self.bot, self._at(), asks)
         refusals = [r for r in decision.reasons if not r.allowed]
         if decision.ask is None or len(refusals) != 1:
-            return decision
+            return decision, False
         outcome = await self._ask(claim, policy, decision.ask)
-        if outcome is None or outcome.kind == "retry":
+        if not isinstance(outcome, AskOutcome):
+            return outcome
+        if outcome.kind == "retry":
             return None  # the 429 slowed the host down; the URL is asked about again later
         asks.record("crawl", outcome)
         # Apply this answer to this decision (an allow-once is never remembered beyond it).
         now = self._at()
         once = AskLedger({"crawl": replace(outcome, cache_until=now + ASK_DECISION_WINDOW)})
-        return policy.may_fetch(claim.url, self.bot, now, once)
+        return policy.may_fetch(claim.url, self.bot, now, once), True
 
-    async def _visit(self, claim: Claim, policy: SitePolicy) -> bool:
-        """Decide, fetch and commit one URL; True when its row is closed (not leased)."""
+    async def _visit(self, claim: Claim, policy: SitePolicy) -> Visited:
+        """Decide, fetch and commit one URL: ``"done"`` when its row is closed, ``"lost"``
+        when the host is another process's now; otherwise (:class:`Later`, None) the
+        URL goes back to the queue."""
         pattern = self.excluded_by(claim.url)
         if pattern is not None:  # queued by an earlier run without this --exclude
             why = f"excluded by --exclude {pattern}"
             self.store.refused(DecisionRecord(claim.url, claim.host, False, why, self.clock()))
             self.progress.excluded += 1
-            return True
-        decision = await self._decide(claim, policy)
-        if decision is None:
-            return False
+            return "done"
+        decided = await self._decide(claim, policy)
+        if not isinstance(decided, tuple):
+            return decided
+        decision, asked = decided
         if not decision.allowed:
             asks = self._asks[claim.host]
             opens = policy.next_allowed(claim.url, self.bot, self._at(), asks)
             if opens is not None:  # outside the visit window: wait for it, or come back later
                 if not self.scheduler.wait_for_window(claim.host, opens.timestamp()):
-                    return False
+                    return None
                 decision = policy.may_fetch(claim.url, self.bot, opens, asks)
         if not decision.allowed:
             # asked again when its interval says: a policy file may change its mind
@@ -855,27 +751,26 @@ class Crawler:
             revisit = Revisit(self.clock() + interval, interval)
             self.store.refused(self._decision(claim, decision), revisit)
             self.progress.refused += 1
-            return True
+            return "done"
         self._reserved += 1
         try:
-            sent = await self._request(
-                claim.host, claim.url, policy, claimed=claim.url, hold=HOLD_TURN
-            )
+            # (after an ask, its answer holds for this request only: wait for the turn)
+            sent = await self._request(claim.host, claim.url, policy, claimed=claim.url, wait=asked)
         finally:
             self._reserved -= 1
-        if sent is None:
-            return False
+        if not isinstance(sent, Sent):
+            return sent
         adapter = adapter_for(claim.host)
         if adapter.slows_down(sent.response.status):
             self._slowed()
             self.store.slowed_down(sent.record)
             self._queued += 1
-            return True
+            return "done"
         if sent.response.status is None or sent.response.cut:
             self._failed(claim, decision, sent.record)
-            return True
+            return "done"
         self._index(claim, decision, sent, policy, adapter)
-        return True
+        return "done"
 
     def _failed(self, claim: Claim, decision: FetchDecision, record: FetchRecord) -> None:
         """Record a failed request; retried with back-off, a bounded number of times (the
@@ -949,8 +844,6 @@ class Crawler:
         self._queued += sum(woken.values())
         if woken:
             self.scheduler.add_work(woken)
-        if woken or self._limit_met():
-            self._wake.set()
 
     def _followed(self, links: tuple[str, ...], claim: Claim) -> list[tuple[str, int, str]]:
         """The links a crawl follows: its protocols and hosts, normalised."""

@@ -6,8 +6,9 @@ cached copy has expired, with one request under the host's politeness schedule: 
 slow-down is sat out (up to :data:`MAX_POLICY_SLOW_DOWNS` times) and redirects are
 followed (RFC 9309 2.3.1.2: at least five, across hosts, within the protocol). What the
 discovery made of the answer is cached for the next run. A read may stop before a file
-whose turn is far (the crawler hands the host back) and start again at the host's next
-turn, the files read so far then from the cache; a redirect or a slow-down is sat out.
+whose turn has not come (:class:`Later`: the crawler gives the host back to its
+scheduler) and start again at the host's next turn, the files read so far then from the
+cache; a redirect or a slow-down is sat out.
 """
 
 from __future__ import annotations
@@ -36,13 +37,21 @@ class Sent:
     record: FetchRecord
 
 
+@dataclass(frozen=True)
+class Later:
+    """The host's next request is not due yet: it comes at ``at`` (clock seconds)."""
+
+    at: float
+
+
 #: ``request(host, url, policy, resumable)``: one request in the host's turn (``policy``, as
 #: far as it is known, sets the pace); None when the host is skipped for now. ``resumable``:
 #: the request starts a file's fetch (no redirect followed, no slow-down sat out yet) and
 #: the files read before it stay cached for longer than any wait (``MAX_WAIT``), so the
-#: read may stop there (the crawler's ``TurnLater``: the host's turn is far) and start
-#: again at the host's next turn, those files then taken from the cache.
-Request = Callable[[str, str, SitePolicy | None, bool], Awaitable[Sent | None]]
+#: read may stop there (:class:`Later`, when the host's turn has not come) and start
+#: again at the host's next turn, those files then taken from the cache; otherwise the
+#: request waits for its turn.
+Request = Callable[[str, str, SitePolicy | None, bool], Awaitable[Sent | Later | None]]
 
 
 @dataclass(frozen=True)
@@ -75,8 +84,9 @@ class PolicyFiles:
         has expired (RFC 9309 2.4: not used for more than 24 hours): read it again."""
         return self.clock() >= self.expires.get(host, float("inf"))
 
-    async def site_policy(self, host: str) -> SitePolicy | Skip:
-        """The host's policy from its files, cached or fetched now, robots.txt first."""
+    async def site_policy(self, host: str) -> SitePolicy | Skip | Later:
+        """The host's policy from its files, cached or fetched now, robots.txt first
+        (:class:`Later`: read on at the host's next turn)."""
         discovery = PolicyDiscovery(host_protocol(host), host_url(host, "/"))
         known: SitePolicy | None = None  # what the files read so far say (pace)
         self.expires.pop(host, None)
@@ -88,9 +98,12 @@ class PolicyFiles:
             if cached is None:
                 # the read may stop before this file while those before it stay cached
                 resumable = expires >= self.clock() + MAX_WAIT
-                cached = await self._fetch(host, name, request, discovery, known, resumable)
-                if cached is None:
+                got = await self._fetch(host, name, request, discovery, known, resumable)
+                if got is None:
                     return Skip()
+                if isinstance(got, Later):
+                    return got
+                cached = got
             else:
                 discovery.receive(Fetched(cached.outcome, cached.body))
             expires = min(expires, cached.expires_at)
@@ -113,11 +126,11 @@ class PolicyFiles:
         discovery: PolicyDiscovery,
         known: SitePolicy | None,
         resumable: bool,
-    ) -> CachedFile | None:
+    ) -> CachedFile | Later | None:
         """Fetch one policy file, hand it to ``discovery`` and cache what it made of it."""
         got = await self._follow(host, request.url, known, resumable)
-        if got is None:
-            return None
+        if got is None or isinstance(got, Later):
+            return got
         sent, hops = got
         fetched = discovery.receive(adapter_for(host).policy_answer(sent.response, hops))
         body = fetched.body if isinstance(fetched.body, bytes) else None
@@ -129,7 +142,7 @@ class PolicyFiles:
 
     async def _follow(
         self, host: str, url: str, known: SitePolicy | None, resumable: bool
-    ) -> tuple[Sent, int] | None:
+    ) -> tuple[Sent, int] | Later | None:
         """Fetch a policy file at ``url``, sitting out slow-downs and following redirects
         -> (the last request, the redirects followed); None when the host is skipped."""
         adapter = adapter_for(host)
@@ -138,8 +151,8 @@ class PolicyFiles:
         while True:
             first = resumable and hops == 0 and slow_downs == 0
             sent = await self.request(host, url, known, first)
-            if sent is None:
-                return None
+            if sent is None or isinstance(sent, Later):
+                return sent
             if adapter.slows_down(sent.response.status):
                 self.on_slow_down()
                 slow_downs += 1

@@ -22,6 +22,7 @@ class FakeSite:
         self.log: list[tuple[float, str]] = []  # (trio time, url) per request
         self.in_flight: dict[str, int] = {}
         self.max_in_flight_per_host = 0
+        self.max_in_flight = 0  # across hosts
         self.on_request: Callable[[str], None] | None = None
 
     async def fetch(self, url: str) -> Response:
@@ -31,6 +32,7 @@ class FakeSite:
             self.on_request(url)
         self.in_flight[host] = self.in_flight.get(host, 0) + 1
         self.max_in_flight_per_host = max(self.max_in_flight_per_host, self.in_flight[host])
+        self.max_in_flight = max(self.max_in_flight, sum(self.in_flight.values()))
         try:
             if self.latency:
                 await trio.sleep(self.latency)

@@ -1,5 +1,5 @@
-"""The crawl's defaults fit a real round trip, and its memory does not grow with the
-hosts that have work (issue 15 item 2)."""
+"""The crawl's defaults fit a real round trip, and its requests in flight are bounded by
+its workers."""
 
 from pathlib import Path
 
@@ -7,13 +7,7 @@ import trio
 from crawl_fakes import FakeSite, generated_site
 
 from geminibot.cli import build_parser
-from geminibot.crawl.crawler import (
-    DEFAULT_CONCURRENCY,
-    WORKERS_PER_SLOT,
-    Crawler,
-    CrawlOptions,
-    Response,
-)
+from geminibot.crawl.crawler import DEFAULT_CONCURRENCY, Crawler, CrawlOptions
 from geminibot.index import connect
 
 
@@ -25,32 +19,22 @@ def test_default_concurrency_is_128() -> None:
     assert args.concurrency == 128
 
 
-async def test_host_workers_bounded_per_request_slot(
+async def test_requests_in_flight_are_bounded_by_the_concurrency(
     tmp_path: Path, autojump_clock: object
 ) -> None:
-    """A waiting worker holds its host's policy and a claimed URL: at most
-    WORKERS_PER_SLOT workers per request slot, the other hosts wait in the ready queue
-    (every host is still crawled)."""
-    hosts = 3 * WORKERS_PER_SLOT
+    """--concurrency 3: three workers, so at most three requests in flight, however many
+    hosts have work; every host is still crawled to the end."""
+    hosts = 12
     site = FakeSite(generated_site(hosts, 3), latency=1.0)
     crawler = Crawler(
         connect(tmp_path / "c.db"),
         site.fetch,
-        CrawlOptions(test_range=True, concurrency=1),
+        CrawlOptions(test_range=True, concurrency=3),
         wall_clock=lambda: 1.7e9 + trio.current_time(),
     )
-    workers: list[int] = []
-    leased: list[int] = []
-
-    async def fetch(url: str, **kw: object) -> Response:
-        workers.append(len(crawler._running))
-        leased.append(len(crawler.store.leased()))
-        return await site.fetch(url, **kw)
-
-    crawler.fetch = fetch
     crawler.seed([f"gemini://h{h}.test/" for h in range(hosts)])
     await crawler.run()
-    assert max(workers) == WORKERS_PER_SLOT
-    assert max(leased) <= WORKERS_PER_SLOT
+    assert site.max_in_flight == 3
+    assert site.max_in_flight_per_host == 1
     assert crawler.store.queued() == 0  # every host crawled to the end
     assert {url.split("/")[2] for url in site.urls()} == {f"h{h}.test" for h in range(hosts)}

@@ -188,15 +188,20 @@ async def test_max_pages_and_depth(tmp_path: Path, autojump_clock: object) -> No
 
 
 async def test_resume_fetches_nothing_twice(tmp_path: Path, autojump_clock: object) -> None:
+    """A crawl stopped and resumed fetches what one whole crawl does, each URL once (no
+    depth bound within reach: which link finds a page first depends on the order)."""
     site = FakeSite(generated_site(2, 30))
     seeds = ["gemini://h0.test/", "gemini://h1.test/"]
-    _, conn = await crawl(tmp_path / "c.db", site, seeds, test_range=True, max_pages=20)
+    deep = Limits(max_depth=100)
+    _, conn = await crawl(
+        tmp_path / "c.db", site, seeds, test_range=True, max_pages=20, limits=deep
+    )
     conn.close()
-    _, conn = await crawl(tmp_path / "c.db", site, seeds, test_range=True)
+    _, conn = await crawl(tmp_path / "c.db", site, seeds, test_range=True, limits=deep)
     urls = site.urls()
     assert len(urls) == len(set(urls))  # robots.txt came from the cache the second time
     whole = FakeSite(generated_site(2, 30))
-    _, conn2 = await crawl(tmp_path / "d.db", whole, seeds, test_range=True)
+    _, conn2 = await crawl(tmp_path / "d.db", whole, seeds, test_range=True, limits=deep)
     assert sorted(urls) == sorted(whole.urls())
     assert pages_of(conn) == pages_of(conn2)
 
