@@ -38,6 +38,7 @@ schedule can be restored from the database after a restart).
 
 from __future__ import annotations
 
+from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -53,6 +54,9 @@ SLOW_DOWN_BASE = 1.0
 #: Longest wait the crawler sits out; anything longer skips the host for now (seconds);
 #: the same bound the policy core applies to a 44 on robots.txt.
 MAX_WAIT = MAX_SLOW_DOWN_SECONDS
+#: Hosts whose state is kept; past it the least recently used host with no request in
+#: flight is forgotten (it starts again as a new host).
+MAX_HOSTS = 100_000
 
 
 @dataclass(frozen=True)
@@ -104,17 +108,32 @@ class Politeness:
         test_range: bool = False,
         max_wait: float = MAX_WAIT,
         min_delay: float = 0.0,
+        max_hosts: int = MAX_HOSTS,
     ) -> None:
         self.clock = clock
         self.test_range = test_range
         self.min_delay = min_delay
         self.max_wait = max_wait
-        self._hosts: dict[str, _Host] = {}
+        self.max_hosts = max_hosts
+        self._hosts: OrderedDict[str, _Host] = OrderedDict()  # least recently used first
         self._group_of: dict[str, str] = {}  # host -> its group's name
         self._groups: dict[str, _Group] = {}
 
+    def __len__(self) -> int:
+        return len(self._hosts)
+
     def _host(self, host: str) -> _Host:
-        return self._hosts.setdefault(host, _Host())
+        found = self._hosts.get(host)
+        if found is not None:
+            self._hosts.move_to_end(host)
+            return found
+        self._hosts[host] = found = _Host()
+        if len(self._hosts) > self.max_hosts:
+            idle = next((h for h, s in self._hosts.items() if not s.in_flight), None)
+            if idle is not None:
+                del self._hosts[idle]
+                self._group_of.pop(idle, None)
+        return found
 
     def set_group(self, host: str, group: str) -> None:
         """``host`` is paced with every other host of ``group`` as well (one address)."""

@@ -2,50 +2,48 @@
 
 Routes (see docs/portal.md):
 
-- ``/robots.txt``: the portal's own, keeping web crawlers out of proxied Gemini content;
-- without a capsule: ``/`` is a form for a ``gemini://`` URL (``/?url=...`` redirects),
-  ``/gemini/HOST[:PORT]/PATH[?QUERY]`` shows ``gemini://HOST[:PORT]/PATH[?QUERY]``;
+- the portal's own pages (:attr:`PortalApp.routes`, by exact path): ``/robots.txt``,
+  keeping web crawlers out of proxied Gemini content, and without a capsule ``/``, a form
+  for a ``gemini://`` URL (``/?url=...`` redirects);
+- without a capsule: ``/gemini/HOST[:PORT]/PATH[?QUERY]`` shows
+  ``gemini://HOST[:PORT]/PATH[?QUERY]``;
 - with ``capsule``: ``/PATH[?QUERY]`` shows that path of the one capsule, as Kineto does;
 - with a crawl database (``crawl_db``): ``/check`` is a form, ``/check?q=URL|HOST`` says why
   a page is in the crawl's index or not, or what it knows of a capsule
   (:mod:`geminibot.why`).
 
-A ``POST`` to a page address answers a ``10``/``11`` prompt: the form's ``input`` becomes
-the Gemini query. Every response carries ``X-Robots-Tag: noindex, nofollow``; every HTML
-page ``<meta name="robots" content="noindex,nofollow">`` and a script-free CSP.
+Only origin-form request targets (``/...``) are answered. A ``POST`` to a page address
+answers a ``10``/``11`` prompt: the form's ``input`` becomes the Gemini query.
+
+A page is fetched, rendered (:class:`~geminibot.portal.pages.Pages`, in a worker thread
+when the body is big) and kept rendered in the :class:`~geminibot.portal.cache.PageCache`;
+an answer is handed to the server in slices of ``send_chunk_bytes``. Every failure is a
+page; a fault of the portal itself is a 500 page and one line on stderr.
 """
 
 from __future__ import annotations
 
-import re
+import sys
 import time
 from collections.abc import Awaitable, Callable, MutableMapping
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any
 from urllib.parse import parse_qs, quote
 
 import trio
 
+from geminibot.cliutil import say
 from geminibot.gemini.client import Response
-from geminibot.gemini.gemtext import parse_gemtext
-from geminibot.gemini.status import Family, known_status
-from geminibot.gemini.urls import MAX_REQUEST_BYTES, parse_url
+from geminibot.gemini.server import client_key
+from geminibot.gemini.status import Family
+from geminibot.gemini.urls import parse_url
 from geminibot.net.errors import BodyTooLarge, FetchError
-from geminibot.policy.textlines import numbered_lines
+from geminibot.portal.cache import PageCache
 from geminibot.portal.limits import ClientBuckets
-from geminibot.portal.render import (
-    CSP,
-    Strip,
-    esc,
-    input_form,
-    link_html,
-    notice,
-    page,
-    quote_block,
-    render_gemtext,
-    safe_lang,
-)
-from geminibot.portal.upstream import Busy, Refused, Upstream, UpstreamRefused
+from geminibot.portal.pages import COMMON_HEADERS, HTTPResponse, Pages
+from geminibot.portal.render import Strip, esc, notice
+from geminibot.portal.upstream import Busy, NotReachable, Refused, Upstream
 from geminibot.urls import URL, InvalidURL
 from geminibot.why import BadTarget
 from geminibot.why import check as why_check
@@ -60,22 +58,9 @@ PORTAL_ROBOTS = (
     b"# geminibot portal: proxied Gemini content is not for web crawlers.\n"
     b"User-agent: *\nDisallow: /\n"
 )
-PROXY_PREFIX = "/gemini/"
-#: Types a browser may show inline; any other non-text type is offered as a download.
-INLINE_TYPES = re.compile(r"image/(png|jpeg|gif|webp|avif)|audio/[\w.+-]+|video/[\w.+-]+")
-_COMMON = [
-    (b"x-robots-tag", b"noindex, nofollow"),
-    (b"x-content-type-options", b"nosniff"),
-    (b"referrer-policy", b"no-referrer"),
-]
-_HTML = [(b"content-type", b"text/html; charset=utf-8"), (b"content-security-policy", CSP.encode())]
-
-
-@dataclass
-class HTTPResponse:
-    status: int
-    body: bytes
-    headers: list[tuple[bytes, bytes]] = field(default_factory=list)
+#: Bodies up to this size are rendered on the event loop (a few milliseconds at most);
+#: bigger ones in a worker thread.
+INLINE_RENDER_BYTES = 64 * 1024
 
 
 @dataclass(frozen=True)
@@ -83,8 +68,11 @@ class Request:
     method: str
     path: str  # raw, still percent-encoded
     query: str | None
-    client: str
+    client: str  # its rate key: the address, an IPv6 client's /64
     form: dict[str, list[str]] = field(default_factory=dict)
+
+
+Handler = Callable[[Request], Awaitable[HTTPResponse]]
 
 
 class PortalApp:
@@ -94,18 +82,51 @@ class PortalApp:
         *,
         capsule: URL | None = None,
         clock: Callable[[], float] = trio.current_time,
+        common_headers: bool = True,
         crawl_db: Any = None,
         wall_clock: Callable[[], float] = time.time,
     ) -> None:
         self.upstream = upstream
-        #: A crawl database's connection (either store's) for ``/check``, or None.
-        self.crawl_db = crawl_db
         self.wall_clock = wall_clock
         self.capsule = capsule
         self.clock = clock
         limits = upstream.limits
+        self.limits = limits
+        self.pages = Pages(limits, capsule)
+        self.cache = PageCache(limits.page_cache_bytes, limits.page_cache_seconds)
         self.buckets = ClientBuckets(limits.rate_per_second, limits.rate_burst, limits.max_clients)
-        self.home = "/"
+        self.renderers = trio.CapacityLimiter(limits.render_threads)
+        #: Headers the application adds to every answer (none when the HTTP server adds
+        #: them, as :func:`geminibot.portal.cli.hypercorn_config` does).
+        self.headers = list(COMMON_HEADERS) if common_headers else []
+        #: The portal's own pages, by exact path, before any Gemini address.
+        self.routes: dict[str, Handler] = {
+            "/robots.txt": self._robots,
+            "/favicon.ico": self._no_icon,
+        }
+        if capsule is None:
+            self.routes["/"] = self._home
+        self.crawl_db = crawl_db
+
+    @property
+    def crawl_db(self) -> Any:
+        """A crawl database's connection (either store's) for ``/check``, or None."""
+        return self._crawl_db
+
+    @crawl_db.setter
+    def crawl_db(self, db: Any) -> None:
+        self._crawl_db = db
+        if db is None:
+            self.routes.pop("/check", None)
+        else:
+            self.routes["/check"] = self._check
+
+    @property
+    def home(self) -> str:
+        return self.pages.home
+
+    def href(self, url: str) -> str | None:
+        return self.pages.href(url)
 
     # -- ASGI --------------------------------------------------------------------------
 
@@ -121,49 +142,67 @@ class PortalApp:
         if scope["type"] != "http":
             return
         method = str(scope["method"]).upper()
-        response = await self._respond(scope, receive, method)
-        headers = [*_COMMON, *response.headers]
+        try:
+            response = await self._respond(scope, receive, method)
+        except Exception as exc:  # a fault of the portal: a page and one line, no traceback
+            say(sys.stderr, f"geminibot portal: {method} {_target(scope)}: internal error: {exc!r}")
+            response = self.pages.internal_error()
+        if _ambiguous_framing(scope):  # RFC 9112, 6.3: answer, then close the connection
+            response.headers.append((b"connection", b"close"))
+        await self._send(send, response, method)
+
+    async def _send(self, send: Send, response: HTTPResponse, method: str) -> None:
+        """The answer in slices: a client that reads slowly holds one slice, not a copy."""
+        body = b"" if method == "HEAD" else response.body
+        headers = [*self.headers, *response.headers]
         headers.append((b"content-length", str(len(response.body)).encode()))
         await send({"type": "http.response.start", "status": response.status, "headers": headers})
-        body = b"" if method == "HEAD" else response.body
-        await send({"type": "http.response.body", "body": body})
+        view = memoryview(body)
+        chunk = self.limits.send_chunk_bytes
+        for start in range(0, len(view), chunk):
+            more = start + chunk < len(view)
+            piece = bytes(view[start : start + chunk])
+            await send({"type": "http.response.body", "body": piece, "more_body": more})
+        if not view:
+            await send({"type": "http.response.body", "body": b""})
 
     async def _respond(self, scope: Scope, receive: Receive, method: str) -> HTTPResponse:
-        raw = scope.get("raw_path") or str(scope.get("path", "/")).encode()
-        path = bytes(raw).decode("latin-1")
+        path = _target(scope)
         query_bytes = bytes(scope.get("query_string") or b"")
         query = query_bytes.decode("latin-1") if query_bytes else None
         client = scope.get("client")
-        who = str(client[0]) if client else "?"
+        who = client_key(str(client[0])) if client else "?"
         wait = self.buckets.take(who, self.clock())
         if wait is not None:
-            return self._html(
+            return self.pages.html(
                 429,
                 "Too many requests",
                 notice(
                     "Too many requests",
                     [
-                        f"This portal allows {self.upstream.limits.rate_per_second:g} requests a "
+                        f"This portal allows {self.limits.rate_per_second:g} requests a "
                         f"second per client. Please wait {wait:.0f} s."
                     ],
                 ),
                 retry_after=wait,
             )
+        if not path.startswith("/"):
+            return self.pages.bad_request("This portal answers request targets of the form /PATH.")
         form: dict[str, list[str]] = {}
         if method == "POST":
-            body = await _read_body(receive, self.upstream.limits.max_form_bytes)
+            body = await _read_body(receive, self.limits.max_form_bytes)
             if body is None:
-                return self._html(
+                return self.pages.html(
                     413,
                     "Input too long",
                     notice(
                         "Input too long",
-                        [f"A form may send at most {self.upstream.limits.max_form_bytes} bytes."],
+                        [f"A form may send at most {self.limits.max_form_bytes} bytes."],
                     ),
                 )
             form = parse_qs(body.decode("utf-8", "replace"), keep_blank_values=True)
         elif method not in ("GET", "HEAD"):
-            response = self._html(405, "Method not allowed", notice("Method not allowed", []))
+            response = self.pages.html(405, "Method not allowed", notice("Method not allowed", []))
             response.headers.append((b"allow", b"GET, HEAD, POST"))
             return response
         return await self.handle(Request(method, path, query, who, form))
@@ -171,43 +210,23 @@ class PortalApp:
     # -- routing -----------------------------------------------------------------------
 
     async def handle(self, request: Request) -> HTTPResponse:
-        if request.path == "/robots.txt":
-            return HTTPResponse(
-                200, PORTAL_ROBOTS, [(b"content-type", b"text/plain; charset=utf-8")]
-            )
-        if request.path == "/favicon.ico":
-            return HTTPResponse(404, b"", [(b"content-type", b"text/plain")])
-        if request.path == "/check" and self.crawl_db is not None:
-            return self._check(request)
-        if self.capsule is None:
-            if request.path == "/":
-                return self._home(request)
-            if not request.path.startswith(PROXY_PREFIX):
-                return self._html(
-                    404,
-                    "Not found",
-                    notice(
-                        "Not found",
-                        [
-                            f"Portal addresses look like <code>{PROXY_PREFIX}HOST/PATH</code>; "
-                            f'<a href="{self.home}">start here</a>.'
-                        ],
-                    ),
-                )
-            text = "gemini://" + request.path[len(PROXY_PREFIX) :]
-        else:
-            text = f"gemini://{self.capsule.authority}{request.path}"
-        if request.query is not None:
-            text += "?" + request.query
-        try:
-            url = parse_url(text)
-        except InvalidURL as exc:
-            return self._html(400, "Not a Gemini URL", notice("Not a Gemini URL", [esc(str(exc))]))
+        own = self.routes.get(request.path)
+        if own is not None:
+            return await own(request)
+        target = self.pages.target(request.path, request.query)
+        if isinstance(target, HTTPResponse):
+            return target
         if request.method == "POST":
-            return await self._answer_prompt(url, request)
-        return await self.show(url)
+            return await self._answer_prompt(target, request)
+        return await self.show(target, request.client)
 
-    def _home(self, request: Request) -> HTTPResponse:
+    async def _robots(self, request: Request) -> HTTPResponse:
+        return HTTPResponse(200, PORTAL_ROBOTS, [(b"content-type", b"text/plain; charset=utf-8")])
+
+    async def _no_icon(self, request: Request) -> HTTPResponse:
+        return HTTPResponse(404, b"", [(b"content-type", b"text/plain")])
+
+    async def _home(self, request: Request) -> HTTPResponse:
         wanted = parse_qs(request.query or "").get("url", [""])[0].strip()
         if wanted:
             if not wanted.lower().startswith("gemini://"):
@@ -215,7 +234,7 @@ class PortalApp:
             try:
                 url = parse_url(wanted)
             except InvalidURL as exc:
-                return self._html(
+                return self.pages.html(
                     400,
                     "Not a Gemini URL",
                     notice(
@@ -226,8 +245,7 @@ class PortalApp:
                         ],
                     ),
                 )
-            target = self.href(str(url)) or "/"
-            return HTTPResponse(303, b"", [(b"location", target.encode("ascii", "replace"))])
+            return _see_other(self.href(str(url)) or "/")
         body = (
             "<h1>Gemini in your web browser</h1>\n"
             "<p>Type a <code>gemini://</code> address to read it here.</p>\n"
@@ -245,36 +263,22 @@ class PortalApp:
                 '\n<p><a href="/check">Why is a page in the search index, or not?</a> '
                 "What the crawl knows of a capsule, and the policy line behind each page.</p>"
             )
-        return self._html(200, "geminibot portal", body)
+        return self.pages.html(200, "geminibot portal", body)
 
-    def _check(self, request: Request) -> HTTPResponse:
+    async def _check(self, request: Request) -> HTTPResponse:
         asked = parse_qs(request.query or "").get("q", [""])[0].strip()
         if not asked:
-            return self._html(200, "Check a page", "<h1>Check a page</h1>\n" + html_form())
+            return self.pages.html(200, "Check a page", "<h1>Check a page</h1>\n" + html_form())
         try:
             answer = why_check(self.crawl_db, asked, self.wall_clock())
         except BadTarget as exc:
-            return self._html(
+            return self.pages.html(
                 400,
                 "Cannot check that",
                 html_form(asked) + notice("Cannot check that", [esc(str(exc))]),
             )
         body = "<h1>Check</h1>\n" + html_form(asked) + "\n" + html_fragment(answer, self.href)
-        return self._html(200, "Check", body)
-
-    def href(self, url: str) -> str | None:
-        """The portal address of a gemini:// URL, or None to leave the link as it is."""
-        if not url.lower().startswith("gemini://"):
-            return None
-        try:
-            target = parse_url(url)
-        except InvalidURL:
-            return None
-        if self.capsule is None:
-            return PROXY_PREFIX + target.authority + target.path_query
-        if target.authority == self.capsule.authority:
-            return target.path_query
-        return None
+        return self.pages.html(200, "Check", body)
 
     # -- showing a page ----------------------------------------------------------------
 
@@ -282,209 +286,80 @@ class PortalApp:
         answer = request.form.get("input", [""])[0]
         sensitive = request.form.get("sensitive", [""])[0] == "1"
         base = str(url).split("?", 1)[0]
-        target_text = f"{base}?{quote(answer, safe='')}"
-        if len(target_text.encode()) > MAX_REQUEST_BYTES:
-            return self._html(
-                400,
-                "Input too long",
-                notice(
-                    "Input too long",
-                    [f"The answer makes a Gemini request longer than {MAX_REQUEST_BYTES} bytes."],
-                ),
-            )
-        target = parse_url(target_text)
+        target = self.pages.target_of(f"{base}?{quote(answer, safe='')}")
+        if isinstance(target, HTTPResponse):
+            return target
         if not sensitive:
-            where = self.href(str(target)) or "/"
-            return HTTPResponse(303, b"", [(b"location", where.encode("ascii", "replace"))])
-        return await self.show(target, hide_query=True)
+            return _see_other(self.href(str(target)) or "/")
+        return await self.show(target, request.client, hide_query=True)
 
-    async def show(self, url: URL, *, hide_query: bool = False) -> HTTPResponse:
-        shown = str(url).split("?", 1)[0] if hide_query else str(url)
+    async def show(self, url: URL, client: str = "", *, hide_query: bool = False) -> HTTPResponse:
+        """The page for ``url``; with ``hide_query`` (the answer to an ``11`` prompt)
+        neither shown nor cached."""
+        shown = _without_query(url) if hide_query else str(url)
+        key = None if hide_query else str(url)
         try:
-            response = await self.upstream.page(url, cache=not hide_query)
+            if key is not None:
+                await self.upstream.allowed(url)  # the rules first, even for a cached page
+                hit = self.cache.get(key, self.clock())
+                if hit is not None:
+                    return hit
+            response = await self.upstream.page(url, client)
         except Refused as refused:
-            return self._refusal(url, refused)
+            hop = parse_url(_without_query(refused.url)) if hide_query else refused.url
+            return self.pages.refusal(hop, refused.decision, refused.files)
         except Busy as busy:
-            return self._html(
-                503,
-                "Please wait",
-                notice(
-                    "Please wait",
-                    [esc(busy.reason), f"Try again in {busy.retry_after:.0f} seconds."],
-                ),
-                strip=Strip(shown),
-                retry_after=busy.retry_after,
-            )
-        except UpstreamRefused as exc:
-            return self._html(
-                403,
-                "Not reachable from this portal",
-                notice("Not reachable from this portal", [esc(str(exc))]),
-                strip=Strip(shown),
-            )
+            return self.pages.busy(busy.reason, busy.retry_after, shown)
+        except NotReachable as exc:
+            return self.pages.not_reachable(exc.url, shown)
         except BodyTooLarge as exc:
-            limit = self.upstream.limits.max_body_bytes
-            return self._html(
-                502,
-                "Too large",
-                notice(
-                    "Too large for this portal",
-                    [
-                        f"{esc(str(exc))}. The portal reads at most {limit} bytes of a page; "
-                        "open it in a Gemini client instead."
-                    ],
-                ),
-                strip=Strip(shown),
-            )
-        except FetchError as exc:
-            return self._html(
-                502,
-                "Could not fetch the page",
-                notice("Could not fetch the page", [f"{esc(type(exc).__name__)}: {esc(str(exc))}"]),
-                strip=Strip(shown),
-            )
-        final = str(response.url).split("?", 1)[0] if hide_query else str(response.url)
+            return self.pages.too_large(str(exc), shown)
+        except (FetchError, InvalidURL) as exc:
+            return self.pages.fetch_failed(type(exc).__name__, str(exc), shown)
+        final = _without_query(response.url) if hide_query else str(response.url)
         strip = Strip(
             final, response.certificate, response.trust.value, response.previous_certificate
         )
-        result = self._render(response, strip)
-        if hide_query:  # the answer to an 11 prompt: nothing of it kept by the browser
+        result = await self._render(response, strip)
+        if hide_query:  # nothing of the answer to an 11 prompt kept by the browser
             result.headers.append((b"cache-control", b"no-store"))
+        elif (
+            key is not None
+            and response.family is Family.SUCCESS
+            and not response.possibly_truncated
+            and self.upstream.storable(response)
+        ):
+            self.cache.put(key, result, self.clock())
         return result
 
-    def _render(self, response: Response, strip: Strip) -> HTTPResponse:
-        family = response.family
-        status = response.status
-        if family is Family.INPUT:
-            action = self.href(str(response.url).split("?", 1)[0]) or "/"
-            form = input_form(response.meta, action, sensitive=status == 11)
-            if status == 11:
-                form = form.replace(
-                    "<button", '<input type="hidden" name="sensitive" value="1">\n<button', 1
-                )
-            return self._html(200, response.meta or "Input", form, strip=strip)
-        if family is Family.SUCCESS:
-            return self._success(response, strip)
-        if family is Family.REDIRECT:
-            target = response.redirect_url or response.meta
-            return self._html(
-                200,
-                "Redirect",
-                notice(
-                    "This page moved elsewhere",
-                    [
-                        f"The capsule redirects ({status}) to another kind of address, which this "
-                        f"portal does not follow: {link_html(target, '', self.href)}"
-                    ],
-                ),
-                strip=strip,
-            )
-        known = known_status(status)
-        name = known.name.replace("_", " ").lower() if known else "unknown status"
-        http = _HTTP_STATUS.get(status, 502 if family is not Family.CLIENT_CERTIFICATE else 403)
-        lines = [f"The capsule answered <strong>{status}</strong> ({esc(name)})."]
-        if response.meta:
-            lines.append(f"Its message: {quote_block(response.meta)}")
-        if family is Family.CLIENT_CERTIFICATE:
-            lines.append(
-                "This page needs a client certificate; this portal never sends one. "
-                "Open it in a Gemini client."
-            )
-        return self._html(
-            http, f"{status} {name}", notice(f"Gemini status {status}: {name}", lines), strip=strip
+    async def _render(self, response: Response, strip: Strip) -> HTTPResponse:
+        if len(response.body) <= INLINE_RENDER_BYTES:
+            return self.pages.response(response, strip)
+        return await trio.to_thread.run_sync(
+            partial(self.pages.response, response, strip), limiter=self.renderers
         )
 
-    def _success(self, response: Response, strip: Strip) -> HTTPResponse:
-        mime = response.mime
-        essence = mime.essence if mime else "text/gemini"
-        if essence == "text/gemini":
-            doc = parse_gemtext(response.text(), base=response.url)
-            body = render_gemtext(doc, self.href)
-            if response.possibly_truncated:
-                body += (
-                    '\n<p class="notice">The capsule closed the connection without '
-                    "TLS close_notify: this page may be cut short.</p>"
-                )
-            title = doc.title or strip.gemini_url
-            return self._html(
-                200, title, body, strip=strip, lang=safe_lang(mime.lang if mime else None)
-            )
-        if essence.startswith("text/"):
-            body = f'<pre tabindex="0">{esc(response.text())}</pre>'
-            return self._html(200, strip.gemini_url, body, strip=strip)
-        headers = [
-            (b"content-type", essence.encode("ascii")),
-            (
-                b"content-security-policy",
-                b"default-src 'none'; img-src 'self'; media-src 'self'; sandbox",
-            ),
-        ]
-        if not INLINE_TYPES.fullmatch(essence):
-            name = re.sub(r"[^A-Za-z0-9._-]", "_", response.url.path.rsplit("/", 1)[-1]) or "file"
-            headers.append((b"content-disposition", f'attachment; filename="{name}"'.encode()))
-        return HTTPResponse(200, response.body, headers)
 
-    def _refusal(self, url: URL, refused: Refused) -> HTTPResponse:
-        root = f"gemini://{refused.host}/"
-        parts = [
-            f"The capsule <code>{esc(refused.host)}</code> asks web proxies (the "
-            "<code>webproxy</code> virtual agent) not to show "
-            f"<code>{esc(str(url))}</code>, so this portal did not fetch it."
-        ]
-        for reason in refused.decision.reasons:
-            if reason.allowed:
-                continue
-            where = esc(reason.file) + (f", line {reason.line}" if reason.line else "")
-            text = reason.rule
-            body = refused.files.get(reason.file)
-            if body is not None and reason.line:
-                lines = dict(numbered_lines(body))
-                text = lines.get(reason.line, text)
-            file_link = self.href(root + reason.file) if "/" not in reason.file else None
-            named = f'<a href="{esc(file_link)}">{where}</a>' if file_link else where
-            parts.append(f"{named}: " + (quote_block(text) if text else "") + esc(reason.text))
-        home = self.href(root)
-        parts.append(
-            (f'<a href="{esc(home)}">The capsule\'s home page</a> \u00b7 ' if home else "")
-            + f'<a href="{esc(str(url))}">open this page in a Gemini client</a>'
-        )
-        return self._html(
-            403,
-            "Not shown: the capsule's rules",
-            notice("Not shown here: the capsule's rules for web proxies", parts),
-            strip=Strip(str(url)),
-        )
-
-    def _html(
-        self,
-        status: int,
-        title: str,
-        body: str,
-        *,
-        strip: Strip | None = None,
-        lang: str | None = None,
-        retry_after: float | None = None,
-    ) -> HTTPResponse:
-        html = page(title, body, home=self.home, strip=strip, lang=lang)
-        headers = list(_HTML)
-        if retry_after is not None:
-            headers.append((b"retry-after", str(max(1, round(retry_after))).encode()))
-        return HTTPResponse(status, html.encode("utf-8"), headers)
+def _target(scope: Scope) -> str:
+    raw = scope.get("raw_path") or str(scope.get("path", "/")).encode()
+    return bytes(raw).decode("latin-1")
 
 
-#: HTTP status for each Gemini failure (others: 502 Bad Gateway; 6x: 403).
-_HTTP_STATUS = {
-    40: 502,
-    41: 503,
-    42: 502,
-    43: 502,
-    44: 503,
-    50: 502,
-    51: 404,
-    52: 410,
-    53: 502,
-    59: 400,
-}
+def _without_query(url: URL) -> str:
+    return str(url).split("?", 1)[0]
+
+
+def _see_other(where: str) -> HTTPResponse:
+    return HTTPResponse(303, b"", [(b"location", where.encode("ascii", "replace"))])
+
+
+def _ambiguous_framing(scope: Scope) -> bool:
+    """An HTTP/1 request with both Content-Length and Transfer-Encoding (a smuggling
+    attempt, or a broken client): RFC 9112 asks the server to close after answering."""
+    if scope.get("http_version") not in ("1.0", "1.1"):
+        return False
+    names = {bytes(name).lower() for name, _ in scope.get("headers", [])}
+    return b"content-length" in names and b"transfer-encoding" in names
 
 
 async def _read_body(receive: Receive, limit: int) -> bytes | None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import signal
+import socket
 import sys
 from collections.abc import Callable
 from contextlib import ExitStack
@@ -11,7 +12,7 @@ from functools import partial
 from typing import Any
 
 import trio
-from hypercorn.config import Config
+from hypercorn.config import Config, Sockets
 from hypercorn.trio import serve
 
 from geminibot.cliutil import EXIT_OK, CommandError, port_number
@@ -22,6 +23,7 @@ from geminibot.net.connect import add_connect_to_option, connect_rules
 from geminibot.policy.site_policy import Bot
 from geminibot.portal import limits as L
 from geminibot.portal.app import PortalApp
+from geminibot.portal.pages import COMMON_HEADERS
 from geminibot.portal.upstream import DEFAULT_AGENT, VIRTUAL_AGENT, Upstream, UpstreamGuard
 from geminibot.urls import InvalidURL
 
@@ -35,6 +37,7 @@ LIMIT_OPTIONS = (
     ("--max-upstream", "max_upstream", "N", "Gemini requests in flight at once ({})"),
     ("--max-wait", "max_wait", "S", "longest wait for a capsule's turn before 503 ({:g} s)"),
     ("--max-body", "max_body_bytes", "BYTES", "largest Gemini body read ({})"),
+    ("--send-timeout", "send_timeout", "S", "drop a client that reads nothing for S s ({:g})"),
 )
 
 
@@ -124,15 +127,38 @@ def build(args: argparse.Namespace) -> tuple[PortalApp, UpstreamGuard]:
         raise CommandError(f"{args.known_hosts}: cannot read: {exc.strerror}") from None
     guard = UpstreamGuard(rules, test_range=args.test_range)
     upstream = Upstream(limits, guard=guard, bot=bot, known_hosts=known)
-    return PortalApp(upstream, capsule=capsule), guard
+    return PortalApp(upstream, capsule=capsule, common_headers=False), guard
 
 
-def hypercorn_config(host: str, port: int) -> Config:
-    config = Config()
+class PortalConfig(Config):
+    """hypercorn's configuration, with the portal's :data:`COMMON_HEADERS` on every answer
+    (hypercorn's own 400, 431 and 500 too) and ``send_timeout`` on every connection: one
+    whose unread answer waits that long (the client's window closed) is dropped by the
+    kernel (``TCP_USER_TIMEOUT``, which accepted sockets take from the listening one)."""
+
+    send_timeout: float = L.SEND_TIMEOUT
+
+    def response_headers(self, protocol: str) -> list[tuple[bytes, bytes]]:
+        return [*super().response_headers(protocol), *COMMON_HEADERS]
+
+    def create_sockets(self) -> Sockets:
+        sockets = super().create_sockets()
+        option = getattr(socket, "TCP_USER_TIMEOUT", None)  # Linux only
+        if option is not None:
+            for sock in sockets.insecure_sockets:
+                sock.setsockopt(socket.IPPROTO_TCP, option, round(self.send_timeout * 1000))
+        return sockets
+
+
+def hypercorn_config(host: str, port: int, send_timeout: float = L.SEND_TIMEOUT) -> PortalConfig:
+    """How hypercorn serves the portal (serve an app made with ``common_headers=False``:
+    the server adds them)."""
+    config = PortalConfig()
     config.bind = [f"[{host}]:{port}" if ":" in host else f"{host}:{port}"]
     config.accesslog = None
     config.errorlog = "-"
     config.include_server_header = False
+    config.send_timeout = send_timeout
     return config
 
 
@@ -159,7 +185,7 @@ def _announce(args: argparse.Namespace) -> Callable[[str], None]:
 async def _serve_until_signal(
     app: PortalApp, guard: UpstreamGuard, host: str, port: int, say: Callable[[str], None]
 ) -> None:
-    config = hypercorn_config(host, port)
+    config = hypercorn_config(host, port, app.limits.send_timeout)
     asgi: Any = app  # hypercorn's own ASGI types, which PortalApp satisfies
     stop = trio.Event()
     started = False

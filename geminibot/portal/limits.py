@@ -33,6 +33,26 @@ POLICY_CACHE_HOSTS = 1024
 MAX_FORM_BYTES = 4096
 #: 44 answers to one web request sat out (each within MAX_WAIT) before giving up.
 MAX_SLOW_DOWN_RETRIES = 2
+#: Gemini requests in flight at once for one web client (an IPv6 client's /64) ...
+MAX_UPSTREAM_PER_CLIENT = 2
+#: ... and to one capsule server address, whatever the host names pointing there.
+MAX_UPSTREAM_PER_ADDRESS = 2
+#: Lines of a page rendered (a preformatted block's rows count); the rest is cut.
+MAX_PAGE_LINES = 20_000
+#: Links of a page rendered (each is resolved and rewritten); the rest is cut.
+MAX_PAGE_LINKS = 5_000
+#: Characters of HTML one page renders to (escaping can make six of one); the rest is cut.
+MAX_PAGE_CHARS = 2_000_000
+#: Pages rendered at once, each in a worker thread (never on the event loop).
+RENDER_THREADS = 1
+#: Bytes of an answer handed to the HTTP server at a time.
+SEND_CHUNK_BYTES = 64 * 1024
+#: Seconds an answer may stay unread (the client's window closed) before the connection
+#: is dropped (TCP_USER_TIMEOUT on the listening socket, Linux).
+SEND_TIMEOUT = 30.0
+#: Capsules whose pacing (last request, 44 back-off) is remembered; least recently used
+#: idle ones are forgotten first.
+PACED_HOSTS = 10_000
 
 
 @dataclass(frozen=True, slots=True)
@@ -49,14 +69,36 @@ class PortalLimits:
     policy_cache_hosts: int = POLICY_CACHE_HOSTS
     max_form_bytes: int = MAX_FORM_BYTES
     max_slow_down_retries: int = MAX_SLOW_DOWN_RETRIES
+    max_upstream_per_client: int = MAX_UPSTREAM_PER_CLIENT
+    max_upstream_per_address: int = MAX_UPSTREAM_PER_ADDRESS
+    max_page_lines: int = MAX_PAGE_LINES
+    max_page_links: int = MAX_PAGE_LINKS
+    max_page_chars: int = MAX_PAGE_CHARS
+    render_threads: int = RENDER_THREADS
+    send_chunk_bytes: int = SEND_CHUNK_BYTES
+    send_timeout: float = SEND_TIMEOUT
+    paced_hosts: int = PACED_HOSTS
 
     def __post_init__(self) -> None:
-        for name in ("rate_per_second", "max_wait", "page_cache_seconds"):
+        for name in ("rate_per_second", "max_wait", "page_cache_seconds", "send_timeout"):
             if getattr(self, name) <= 0:
                 raise ValueError(f"{name} must be positive")
         if self.min_host_delay < 0:
             raise ValueError("min_host_delay must not be negative")
-        for name in ("rate_burst", "max_clients", "max_upstream", "max_body_bytes"):
+        for name in (
+            "rate_burst",
+            "max_clients",
+            "max_upstream",
+            "max_body_bytes",
+            "max_upstream_per_client",
+            "max_upstream_per_address",
+            "max_page_lines",
+            "max_page_links",
+            "max_page_chars",
+            "render_threads",
+            "send_chunk_bytes",
+            "paced_hosts",
+        ):
             if getattr(self, name) < 1:
                 raise ValueError(f"{name} must be at least 1")
 

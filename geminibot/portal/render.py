@@ -17,7 +17,6 @@ from dataclasses import dataclass
 from html import escape
 
 from geminibot.gemini.gemtext import (
-    Document,
     HeadingLine,
     Line,
     LinkLine,
@@ -112,57 +111,136 @@ def scheme_of(url: str) -> str | None:
     return m.group(1).lower() if m else None
 
 
-def render_gemtext(doc: Document, href: Callable[[str], str | None]) -> str:
-    """The document's lines as HTML. ``href`` maps a link's absolute URL to the address the
-    page should use (a portal address for Gemini pages it serves), or None to keep the
-    URL as written (external schemes); a scheme outside :data:`LINKABLE_SCHEMES` is text."""
-    out: list[str] = []
-    lines = doc.lines
-    i = 0
-    while i < len(lines):
-        line = lines[i]
-        if isinstance(line, ListItem):
-            items, i = _run(lines, i, ListItem)
-            out.append("<ul>" + "".join(f"<li>{esc(x.text)}</li>" for x in items) + "</ul>")
-            continue
-        if isinstance(line, TextLine) and line.text.strip():
-            # consecutive text lines: one paragraph, their line breaks kept
-            texts, i = _run(lines, i, TextLine, nonblank=True)
-            out.append("<p>" + "<br>\n".join(esc(t.text) for t in texts) + "</p>")
-            continue
-        if isinstance(line, QuoteLine):
-            quotes, i = _run(lines, i, QuoteLine)
-            inner = "".join(f"<p>{esc(q.text)}</p>" for q in quotes if q.text)
-            out.append(f"<blockquote>{inner}</blockquote>")
-            continue
-        out.append(_line(line, href))
-        i += 1
-    return "\n".join(x for x in out if x)
+@dataclass(frozen=True, slots=True)
+class Budget:
+    """The most one page may cost to render: gemtext lines read, links resolved, and
+    characters of HTML written (see :mod:`geminibot.portal.limits`)."""
+
+    lines: int
+    links: int
+    chars: int
 
 
-def _run(
-    lines: tuple[Line, ...], start: int, kind: type, nonblank: bool = False
-) -> tuple[list, int]:  # type: ignore[type-arg]
-    end = start
-    while end < len(lines) and isinstance(lines[end], kind):
-        if nonblank and not lines[end].text.strip():  # type: ignore[union-attr]
+@dataclass(frozen=True, slots=True)
+class Rendered:
+    """A page body as HTML; ``cut`` names the budget that stopped it (None: whole)."""
+
+    html: str
+    title: str | None = None
+    cut: str | None = None
+
+
+class _Out:
+    """HTML written against a character budget; :meth:`text` escapes and cuts."""
+
+    def __init__(self, chars: int) -> None:
+        self.parts: list[str] = []
+        self.left = chars
+        self.full = False
+
+    def raw(self, html: str) -> None:
+        if html:
+            self.parts.append(html)
+        self.left -= len(html)
+
+    def text(self, text: str) -> None:
+        """``text`` escaped, as much of it as the budget holds (never half an entity)."""
+        for start in range(0, len(text), _SLICE):
+            piece = esc(text[start : start + _SLICE])
+            if len(piece) > self.left:
+                piece = piece[: max(0, self.left)]
+                amp = piece.rfind("&")
+                if amp > piece.rfind(";"):
+                    piece = piece[:amp]
+                self.full = True
+            self.raw(piece)
+            if self.full:
+                return
+
+
+#: Characters escaped at a time (bounds the copy one long line makes).
+_SLICE = 64 * 1024
+_GROUPS: dict[type, str] = {ListItem: "ul", QuoteLine: "blockquote", TextLine: "p"}
+
+
+def render_gemtext(
+    lines: Iterable[Line], href: Callable[[str], str | None], budget: Budget
+) -> Rendered:
+    """Gemtext lines (:func:`~geminibot.gemini.gemtext.iter_gemtext`, read lazily) as HTML,
+    within ``budget``: the lines after the budget runs out are never read. ``href`` maps
+    a link's absolute URL to the address the page should use (a portal address for Gemini
+    pages it serves), or None to keep the URL as written (external schemes); a scheme
+    outside :data:`LINKABLE_SCHEMES` is text. Consecutive text lines make one paragraph
+    (their line breaks kept), consecutive list items one list, quote lines one quote."""
+    out = _Out(budget.chars)
+    title: str | None = None
+    group: str | None = None  # the open paragraph, list or quote
+    read = links = 0
+    cut: str | None = None
+    for line in lines:
+        read += len(line.lines) + 2 if isinstance(line, Preformatted) else 1
+        links += isinstance(line, LinkLine)
+        if read > budget.lines or links > budget.links:
+            cut = "lines" if read > budget.lines else "links"
             break
-        end += 1
-    return list(lines[start:end]), end
+        if title is None and isinstance(line, HeadingLine):
+            title = line.text
+        kind = _GROUPS.get(type(line))
+        if isinstance(line, TextLine) and not line.text.strip():
+            kind = None
+        if kind is None or kind != group:
+            out.raw(_CLOSE.get(group, ""))
+            group = None
+            if kind is None and isinstance(line, TextLine):  # blank: ends a paragraph
+                continue
+            out.raw(("\n" if out.parts else "") + _OPEN.get(kind, ""))
+            group = kind
+        elif kind == "p":
+            out.raw("<br>\n")
+        _line(line, href, out)
+        if out.full:
+            cut = "characters"
+            break
+    out.raw(_CLOSE.get(group, ""))
+    return Rendered("".join(out.parts), title, cut)
 
 
-def _line(line: Line, href: Callable[[str], str | None]) -> str:
-    if isinstance(line, HeadingLine):
-        return f"<h{line.level}>{esc(line.text)}</h{line.level}>"
-    if isinstance(line, LinkLine):
-        return f'<p class="link">{link_html(line.url, line.label, href)}</p>'
-    if isinstance(line, Preformatted):
+_OPEN: dict[str | None, str] = {"ul": "<ul>", "blockquote": "<blockquote>", "p": "<p>"}
+_CLOSE: dict[str | None, str] = {"ul": "</ul>", "blockquote": "</blockquote>", "p": "</p>"}
+
+
+def _line(line: Line, href: Callable[[str], str | None], out: _Out) -> None:
+    if isinstance(line, ListItem):
+        out.raw("<li>")
+        out.text(line.text)
+        out.raw("</li>")
+    elif isinstance(line, QuoteLine):
+        if line.text:
+            out.raw("<p>")
+            out.text(line.text)
+            out.raw("</p>")
+    elif isinstance(line, TextLine):
+        out.text(line.text)  # a blank line: nothing (it ends a paragraph)
+    elif isinstance(line, HeadingLine):
+        out.raw(f"<h{line.level}>")
+        out.text(line.text)
+        out.raw(f"</h{line.level}>")
+    elif isinstance(line, LinkLine):
+        out.raw(f'<p class="link">{link_html(line.url, line.label, href)}</p>')
+    elif isinstance(line, Preformatted):
         label = f' aria-label="{esc(line.alt)}"' if line.alt else ""
-        body = esc("\n".join(line.lines))
-        return f'<pre{label} tabindex="0">{body}</pre>'
-    if isinstance(line, TextLine):
-        return f"<p>{esc(line.text)}</p>" if line.text.strip() else ""
-    return ""  # pragma: no cover - every line type is handled above
+        out.raw(f'<pre{label} tabindex="0">')
+        out.text("\n".join(line.lines))
+        out.raw("</pre>")
+
+
+def render_text(text: str, budget: Budget) -> Rendered:
+    """Plain text (any text type but gemtext) as one preformatted block within ``budget``."""
+    out = _Out(budget.chars)
+    out.raw('<pre tabindex="0">')
+    out.text(text)
+    out.raw("</pre>")
+    return Rendered("".join(out.parts), None, "characters" if out.full else None)
 
 
 def link_html(url: str, label: str, href: Callable[[str], str | None]) -> str:

@@ -12,27 +12,33 @@ Every Gemini request the portal makes goes through :meth:`Upstream.exchange`:
 - per-host pacing with :class:`geminibot.crawl.politeness.Politeness` (one request in
   flight per host, the policy's delay for ``webproxy`` or :data:`~.limits.MIN_HOST_DELAY`,
   ``44`` back-off: the seconds in the meta or the doubling back-off, whichever is longer);
-- at most ``max_upstream`` requests in flight in all;
+- at most ``max_upstream`` requests in flight in all, ``max_upstream_per_client`` for one
+  web client (:data:`WEB_CLIENT`) and ``max_upstream_per_address`` to one server address
+  (many host names can point at one server), so no one client or capsule takes every slot;
 - a web request never waits longer than ``max_wait`` for its turn: :class:`Busy` (503 with
-  Retry-After) instead.
+  Retry-After) instead; no Gemini request takes longer than ``max_wait`` either (the
+  client's ``total_timeout``), so a capsule that trickles holds a slot that long at most.
 
-:meth:`Upstream.page` adds the site policy (obtained once per host with the project's
-routine for Gemini hosts, :func:`geminibot.classify.sources.site_from_url`, then cached
-for as long as RFC 9309 allows: at most 24 h), a ``webproxy`` decision before every hop,
-redirects within the client's limits, and a short page cache.
+:meth:`Upstream.page` adds the site policy (obtained once per host as the core reads a
+Gemini host, :func:`geminibot.policy.discovery.discover`, then cached for as long as RFC
+9309 allows: at most 24 h; an unreachable robots.txt disallows everything for 10 minutes),
+a ``webproxy`` decision before every hop and redirects within the client's limits. The
+page cache (of rendered HTML) is the application's (:mod:`geminibot.portal.app`).
 """
 
 from __future__ import annotations
 
 import ipaddress
 from collections import OrderedDict
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 
 import trio
 
-from geminibot.classify.sources import site_from_url
+from geminibot.classify.sources import fetch_policy_file
 from geminibot.crawl.politeness import HostPace, Politeness
 from geminibot.gemini.client import GeminiClient, Response
 from geminibot.gemini.status import Family
@@ -42,10 +48,10 @@ from geminibot.net.connect import ConnectRule, Resolver
 from geminibot.net.dns import DnsCache
 from geminibot.net.errors import ConnectionFailed, FetchError
 from geminibot.net.guard import AddressGuard
-from geminibot.net.limits import Limits
+from geminibot.net.limits import DEFAULT_CONNECT_TIMEOUT, Limits
 from geminibot.net.redirects import RedirectRules, next_hop
 from geminibot.policy import fetch_outcome
-from geminibot.policy.discovery import POLICY_FETCH_BYTES
+from geminibot.policy.discovery import POLICY_FETCH_BYTES, PolicyAnswer, discover
 from geminibot.policy.outcomes import MAX_CACHE_SECONDS
 from geminibot.policy.site_policy import AGENTS, ROBOTS, ROBOTS2, Bot, FetchDecision, SitePolicy
 from geminibot.portal.limits import PortalLimits
@@ -57,6 +63,8 @@ DEFAULT_AGENT = "geminibot"
 VIRTUAL_AGENT = "webproxy"
 #: robots2.txt ``store`` values that keep a host's pages out of the page cache.
 NO_STORE = frozenset({"no", "session-only"})
+#: The web client (its rate key) on whose behalf the current task asks upstream.
+WEB_CLIENT: ContextVar[str] = ContextVar("WEB_CLIENT", default="")
 
 
 class Busy(Exception):
@@ -72,13 +80,23 @@ class UpstreamRefused(Exception):
     """The portal will not connect there (scheme, address, or itself)."""
 
 
-class Refused(Exception):
-    """The site policy keeps ``webproxy`` from the URL."""
+class NotReachable(Exception):
+    """The address guard refused the host of ``url`` (the page never says which address
+    the name resolved to)."""
 
-    def __init__(self, decision: FetchDecision, host: str, files: dict[str, bytes]) -> None:
+    def __init__(self, url: URL) -> None:
+        super().__init__(f"{url.host} is not reachable from this portal")
+        self.url = url
+
+
+class Refused(Exception):
+    """The site policy keeps ``webproxy`` from ``url`` (the hop refused, after redirects)."""
+
+    def __init__(self, decision: FetchDecision, url: URL, files: dict[str, bytes]) -> None:
         super().__init__(decision.reason)
         self.decision = decision
-        self.host = host
+        self.url = url
+        self.host = url.authority
         self.files = files
 
 
@@ -87,12 +105,6 @@ class CachedPolicy:
     policy: SitePolicy
     expires: float
     files: dict[str, bytes] = field(default_factory=dict)  # policy file name -> body
-
-
-@dataclass
-class _CachedPage:
-    response: Response
-    expires: float
 
 
 class UpstreamGuard:
@@ -134,7 +146,7 @@ class UpstreamGuard:
 
 
 class _PolicyClient(GeminiClient):
-    """The Gemini client site_from_url is given: every request it makes goes through the
+    """The Gemini client the policy discovery fetches with: every request it makes goes through the
     portal's guard, pacing and limits, and is recorded (outcome and body) for the cache."""
 
     def __init__(self, upstream: Upstream, limits: Limits) -> None:
@@ -182,26 +194,34 @@ class Upstream:
         self.known_hosts: KnownHosts = known_hosts or MemoryKnownHosts()
         self.clock = clock
         self.wall_clock = wall_clock
-        self._wall_offset: float | None = None
-        self.pace = Politeness(clock, max_wait=float("inf"))
-        self._slots = trio.CapacityLimiter(self.limits.max_upstream)
-        self._host_locks: dict[str, trio.Lock] = {}
+        self.pace = Politeness(clock, max_wait=float("inf"), max_hosts=self.limits.paced_hosts)
+        self.slots = Slots(
+            self.limits.max_upstream,
+            self.limits.max_upstream_per_client,
+            self.limits.max_upstream_per_address,
+        )
+        self._host_locks = KeyedLocks()
+        self._policy_locks = KeyedLocks()
         self._routes: dict[tuple[str, int], tuple[str, int]] = {}
+        wait = self.limits.max_wait
+        timed = Limits(
+            connect_timeout=min(wait, DEFAULT_CONNECT_TIMEOUT),
+            header_timeout=wait,
+            idle_timeout=wait,
+            total_timeout=wait,
+        )
         self.page_client = GeminiClient(
             known_hosts=self.known_hosts,
-            limits=Limits(max_body_size=self.limits.max_body_bytes),
+            limits=replace(timed, max_body_size=self.limits.max_body_bytes),
             connect_to=self.route,
             allow_scheme_switch=True,
             dns=self.guard.dns,  # it connects to the addresses the guard resolved
         )
         # policy files are read as the core reads them (POLICY_FETCH_BYTES, the rest cut)
         self.policy_client = _PolicyClient(
-            self, Limits(max_body_size=POLICY_FETCH_BYTES, cut_body=True)
+            self, replace(timed, max_body_size=POLICY_FETCH_BYTES, cut_body=True)
         )
         self.policies: OrderedDict[str, CachedPolicy] = OrderedDict()
-        self._policy_locks: dict[str, trio.Lock] = {}
-        self.pages: OrderedDict[str, _CachedPage] = OrderedDict()
-        self._page_bytes = 0
         #: Gemini requests sent (for the status line and benchmarks).
         self.requests = 0
 
@@ -237,32 +257,39 @@ class Upstream:
         deadline = self.clock() + self.limits.max_wait
         slow_downs = 0
         while True:
-            self._routes[(url.host, url.port)] = await self.guard.address(url.host, url.port)
-            lock = self._host_locks.setdefault(host, trio.Lock())
-            if not await _acquire_by(lock, deadline):
-                raise Busy(self.limits.max_wait, f"too many requests for {host} are waiting")
-            try:
-                at = self.pace.ready_at(host)
-                assert at is not None  # max_wait is infinite: never "skipped"
-                if at > deadline:
-                    raise Busy(at - self.clock(), self._pause_reason(host))
-                await trio.sleep_until(at)
-                if not await _acquire_by(self._slots, deadline):
-                    raise Busy(self.limits.max_wait, "all the portal's upstream slots are busy")
-                try:
-                    response = await self._send(host, url, client, limits)
-                finally:
-                    self._slots.release()
-            finally:
-                lock.release()
-                if lock.statistics().tasks_waiting == 0 and not lock.locked():
-                    self._host_locks.pop(host, None)
+            response = await self._in_turn(url, client, limits, deadline)
             if response.status != 44:
                 return response
             slow_downs += 1
             if slow_downs > self.limits.max_slow_down_retries:
                 at = self.pace.ready_at(host) or self.clock()
                 raise Busy(at - self.clock(), self._pause_reason(host))
+
+    async def _in_turn(
+        self, url: URL, client: GeminiClient, limits: Limits, deadline: float
+    ) -> Response:
+        """The request, sent when the host's turn and a slot come (by ``deadline``)."""
+        host = url.authority
+        async with self._host_locks.hold(host, deadline) as held:
+            if not held:
+                raise Busy(self.limits.max_wait, f"too many requests for {host} are waiting")
+            at = self.pace.ready_at(host)
+            assert at is not None  # max_wait is infinite: never "skipped"
+            if at > deadline:
+                raise Busy(at - self.clock(), self._pause_reason(host))
+            await trio.sleep_until(at)
+            try:
+                address = await self.guard.address(url.host, url.port)
+            except UpstreamRefused:
+                raise NotReachable(url) from None
+            async with self.slots.hold(WEB_CLIENT.get(), address[0], deadline) as why:
+                if why:
+                    raise Busy(self.limits.max_wait, why)
+                self._routes[(url.host, url.port)] = address
+                try:
+                    return await self._send(host, url, client, limits)
+                finally:
+                    del self._routes[(url.host, url.port)]
 
     def _pause_reason(self, host: str) -> str:
         slow_downs = self.pace.state(host)[3]
@@ -319,11 +346,14 @@ class Upstream:
     async def site_policy(self, url: URL) -> CachedPolicy:
         """The host's policy, from the cache or obtained now (robots.txt first)."""
         host = url.authority
-        lock = self._policy_locks.setdefault(host, trio.Lock())
-        async with lock:
-            cached = self.policies.get(host)
-            if cached is not None and cached.expires > self.clock():
-                self.policies.move_to_end(host)
+        cached = self._fresh_policy(host)
+        if cached is not None:
+            return cached
+        async with self._policy_locks.hold(host, self.clock() + self.limits.max_wait) as held:
+            if not held:
+                raise Busy(self.limits.max_wait, f"the rules of {host} are being read")
+            cached = self._fresh_policy(host)
+            if cached is not None:
                 return cached
             self.policy_client.seen[host] = []
             try:
@@ -332,61 +362,141 @@ class Upstream:
                 seen = self.policy_client.seen.pop(host, [])
             cached = CachedPolicy(policy, self.clock() + _cache_seconds(seen), _bodies(seen))
             self.policies[host] = cached
-            self.policies.move_to_end(host)
             while len(self.policies) > self.limits.policy_cache_hosts:
-                old, _ = self.policies.popitem(last=False)
-                self._policy_locks.pop(old, None)
+                self.policies.popitem(last=False)
             return cached
 
+    def _fresh_policy(self, host: str) -> CachedPolicy | None:
+        cached = self.policies.get(host)
+        if cached is None or cached.expires <= self.clock():
+            return None
+        self.policies.move_to_end(host)
+        return cached
+
     async def _obtain(self, url: URL) -> SitePolicy:
-        """THE one call that turns a Gemini host into a SitePolicy (switch it here)."""
-        return await site_from_url(str(url), self.policy_client)
+        """THE one call that turns a Gemini host into a SitePolicy (switch it here): the
+        core's discovery, robots.txt first; one that cannot be fetched disallows all."""
+
+        async def fetch(target: str) -> PolicyAnswer:
+            return await fetch_policy_file(self.policy_client, target)
+
+        return await discover("gemini", f"gemini://{url.authority}/", fetch)
 
     def decide(self, url: URL, cached: CachedPolicy) -> FetchDecision:
         return cached.policy.may_fetch(str(url), self.bot, self.now_utc())
 
     # -- a page for a web user ---------------------------------------------------------
 
-    async def page(self, url: URL, *, cache: bool = True) -> Response:
-        """The response to show for ``url``: raises :class:`Refused`, :class:`Busy`,
-        :class:`UpstreamRefused` or a FetchError when there is none to show. With
-        ``cache=False`` (the answer to an ``11`` prompt) nothing is read from or kept in
-        the page cache."""
+    async def allowed(self, url: URL) -> None:
+        """Raise :class:`Refused` unless the site policy lets ``webproxy`` fetch ``url``."""
+        cached = await self.site_policy(url)
+        decision = self.decide(url, cached)
+        if not decision.allowed:
+            raise Refused(decision, url, cached.files)
 
-        async def check(hop: URL) -> None:
-            cached = await self.site_policy(hop)
-            decision = self.decide(hop, cached)
-            if not decision.allowed:
-                raise Refused(decision, hop.authority, cached.files)
+    async def page(self, url: URL, client: str = "") -> Response:
+        """The response to show for ``url``, asked for by web ``client`` (its rate key),
+        each hop first :meth:`allowed`: raises :class:`Refused`, :class:`Busy`,
+        :class:`NotReachable` or a FetchError when there is none to show."""
+        token = WEB_CLIENT.set(client)
+        try:
+            return await self.follow(
+                url, self.page_client, self.page_client.limits, check=self.allowed
+            )
+        finally:
+            WEB_CLIENT.reset(token)
 
-        await check(url)
-        key = str(url)
-        hit = self.pages.get(key) if cache else None
-        if hit is not None and hit.expires > self.clock():
-            self.pages.move_to_end(key)
-            return hit.response
-        response = await self.follow(url, self.page_client, self.page_client.limits, check=check)
-        if cache:
-            self._remember(key, response)
-        return response
-
-    def _remember(self, key: str, response: Response) -> None:
-        if response.family is not Family.SUCCESS or response.possibly_truncated:
-            return
+    def storable(self, response: Response) -> bool:
+        """May the page be kept beyond the request (robots2.txt ``store``)?"""
         cached = self.policies.get(response.url.authority)
-        if cached is not None and cached.policy.usage_map(self.bot).get("store") in NO_STORE:
-            return  # robots2.txt: nothing kept beyond the request
-        size = len(response.body)
-        if size > self.limits.page_cache_bytes:
+        return cached is None or cached.policy.usage_map(self.bot).get("store") not in NO_STORE
+
+
+class KeyedLocks:
+    """A lock per key, made when first wanted and dropped when no one holds or waits for
+    it (so the keys a stranger names do not pile up)."""
+
+    def __init__(self) -> None:
+        self._locks: dict[str, trio.Lock] = {}
+
+    def __len__(self) -> int:
+        return len(self._locks)
+
+    @asynccontextmanager
+    async def hold(self, key: str, deadline: float) -> AsyncIterator[bool]:
+        """Hold ``key``'s lock (True), or give up at ``deadline`` (False)."""
+        lock = self._locks.setdefault(key, trio.Lock())
+        held = False
+        try:
+            held = await _acquire_by(lock, deadline)
+            yield held
+        finally:
+            if held:
+                lock.release()
+            if not lock.locked() and lock.statistics().tasks_waiting == 0:
+                self._locks.pop(key, None)
+
+
+class Slots:
+    """Upstream slots: ``total`` in all, at most ``per_client`` for one web client and
+    ``per_address`` to one server address, so that one client or one server (however
+    many names it has) cannot take them all."""
+
+    def __init__(self, total: int, per_client: int, per_address: int) -> None:
+        self.total = trio.CapacityLimiter(total)
+        self.per_client = per_client
+        self.per_address = per_address
+        self._held: dict[tuple[str, str], int] = {}  # (kind, key) -> slots held
+        self._freed = trio.Event()
+
+    def __len__(self) -> int:
+        return len(self._held)
+
+    def _free(self, client: str, address: str) -> str | None:
+        if self._held.get(("client", client), 0) >= self.per_client:
+            return f"this portal already asks {self.per_client} pages for you at once"
+        if self._held.get(("address", address), 0) >= self.per_address:
+            return f"this portal already asks that server for {self.per_address} pages at once"
+        return None
+
+    def _take(self, client: str, address: str) -> bool:
+        if self._free(client, address) is not None:
+            return False
+        try:
+            self.total.acquire_nowait()
+        except trio.WouldBlock:
+            return False
+        return True
+
+    @asynccontextmanager
+    async def hold(self, client: str, address: str, deadline: float) -> AsyncIterator[str | None]:
+        """A slot for ``client`` to ``address`` (None), or, at ``deadline``, why not."""
+        got = self._take(client, address)
+        with trio.move_on_at(deadline):
+            while not got:
+                if self._free(client, address) is not None:
+                    await self._freed.wait()
+                    continue
+                await self.total.acquire()
+                got = self._free(client, address) is None
+                if not got:  # taken by another request while this one waited
+                    self.total.release()
+        if not got:
+            yield self._free(client, address) or "all the portal's upstream slots are busy"
             return
-        old = self.pages.pop(key, None)
-        if old is not None:
-            self._page_bytes -= len(old.response.body)
-        self.pages[key] = _CachedPage(response, self.clock() + self.limits.page_cache_seconds)
-        self._page_bytes += size
-        while self._page_bytes > self.limits.page_cache_bytes:
-            _, gone = self.pages.popitem(last=False)
-            self._page_bytes -= len(gone.response.body)
+        keys = (("client", client), ("address", address))
+        for key in keys:
+            self._held[key] = self._held.get(key, 0) + 1
+        try:
+            yield None
+        finally:
+            for key in keys:
+                self._held[key] -= 1
+                if not self._held[key]:
+                    del self._held[key]
+            self.total.release()
+            self._freed.set()
+            self._freed = trio.Event()
 
 
 async def _acquire_by(lock: trio.Lock | trio.CapacityLimiter, deadline: float) -> bool:

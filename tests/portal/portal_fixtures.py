@@ -156,6 +156,7 @@ def make_app(
     capsule: str | None = None,
     test_range: bool = True,
     strict: bool = False,
+    common_headers: bool = True,
 ) -> PortalApp:
     guard = UpstreamGuard(
         [parse_connect_to(f"*.test:1965:127.0.0.1:{port}")], test_range=test_range
@@ -169,7 +170,11 @@ def make_app(
     )
     from geminibot.gemini.urls import parse_url
 
-    return PortalApp(upstream, capsule=parse_url(capsule) if capsule else None)
+    return PortalApp(
+        upstream,
+        capsule=parse_url(capsule) if capsule else None,
+        common_headers=common_headers,
+    )
 
 
 def browser(app: PortalApp, client: str = "127.0.0.1") -> httpx.AsyncClient:

@@ -55,7 +55,7 @@ async def test_chromium_renders_the_portal(tmp_path: Path) -> None:
     shots = tmp_path / "shots"
     shots.mkdir()
     async with serving(tmp_path / "c", tmp_path / "certs") as served:
-        app: Any = make_app(served.port)
+        app: Any = make_app(served.port, common_headers=False)  # hypercorn adds them
         config = hypercorn_config("127.0.0.1", 0)
         async with trio.open_nursery() as nursery:
             from hypercorn.trio import serve

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 import trio
 import trio.testing
-from portal_fixtures import CAPSULES, browser, portal
+from portal_fixtures import browser, portal
 
 from geminibot.cli import main
 from geminibot.net.connect import parse_connect_to
@@ -159,7 +159,8 @@ async def test_loopback_page_refused_without_test_range(tmp_path: Path, cert_dir
     async with portal(tmp_path / "c", cert_dir, test_range=False) as (served, web):
         r = await web.get("/gemini/va-groups.test/")
     assert r.status_code == 403
-    assert "--test-range" in r.text
+    assert "does not connect to <code>va-groups.test</code>" in r.text
+    assert "127.0.0.1" not in r.text  # the address a name resolves to is not told
     assert served.hits == []
 
 
@@ -173,9 +174,9 @@ async def test_max_concurrent_upstream_edge(
     async with portal(tmp_path / "c", cert_dir, limits=limits) as (served, web):
         app: PortalApp = web._transport.app  # type: ignore[attr-defined]
         holder = object()
-        await app.upstream._slots.acquire_on_behalf_of(holder)  # one fetch in flight
+        await app.upstream.slots.total.acquire_on_behalf_of(holder)  # one fetch in flight
         r = await web.get("/gemini/va-groups.test/")
-        app.upstream._slots.release_on_behalf_of(holder)
+        app.upstream.slots.total.release_on_behalf_of(holder)
     assert r.status_code == status
     if status == 503:
         assert "upstream slots are busy" in r.text
@@ -231,7 +232,9 @@ async def test_policy_cache_hosts_edge(
 
 
 async def test_page_cache_bytes_edge(tmp_path: Path, cert_dir: Path) -> None:
-    size = len((CAPSULES / "va-groups.test" / "public" / "a.gmi").read_bytes())
+    """The cache counts the page as rendered (HTML), not the capsule's body."""
+    async with portal(tmp_path / "c", cert_dir) as (_, web):
+        size = len((await web.get("/gemini/va-groups.test/public/a.gmi")).content)
     for budget, fetches in ((size, 1), (size - 1, 2)):
         async with portal(
             tmp_path / f"c{budget}", cert_dir, limits=open_limits(page_cache_bytes=budget)

@@ -3,7 +3,17 @@
 from __future__ import annotations
 
 from geminibot.gemini.gemtext import parse_gemtext
-from geminibot.portal.render import CSP, Strip, esc, page, render_gemtext, safe_lang
+from geminibot.portal.render import (
+    CSP,
+    Budget,
+    Strip,
+    esc,
+    page,
+    render_gemtext,
+    safe_lang,
+)
+
+ROOMY = Budget(lines=1000, links=1000, chars=100_000)
 
 
 def no_rewrite(url: str) -> str | None:
@@ -24,7 +34,9 @@ def test_links_by_scheme() -> None:
         '=> gemini://a.test/"onmouseover=x Quote\n',
         base="gemini://a.test/",
     )
-    html = render_gemtext(doc, lambda u: "/g/" + u[9:] if u.startswith("gemini://") else None)
+    html = render_gemtext(
+        doc.lines, lambda u: "/g/" + u[9:] if u.startswith("gemini://") else None, ROOMY
+    ).html
     assert '<a href="/g/a.test/x">Gem</a>' in html
     assert 'href="https://w.test/?a=1&amp;b=2"' in html
     assert "JS <code>javascript:alert(1)</code>" in html
@@ -35,7 +47,7 @@ def test_links_by_scheme() -> None:
 
 def test_structure() -> None:
     doc = parse_gemtext("# T\n## U\n### V\nline one\nline two\n\nnext\n* a\n> q\n```\nx\n```\n")
-    html = render_gemtext(doc, no_rewrite)
+    html = render_gemtext(doc.lines, no_rewrite, ROOMY).html
     assert html.split("\n") == [
         "<h1>T</h1>",
         "<h2>U</h2>",
@@ -63,3 +75,37 @@ def test_page_has_no_script_and_says_noindex() -> None:
     assert "gemini://a.test/&lt;x&gt;" in html
     assert "<script" not in html
     assert "script-src" not in CSP and "default-src 'none'" in CSP
+
+
+def links(count: int) -> str:
+    return "".join(f"=> gemini://a.test/p{i} link {i}\n" for i in range(count))
+
+
+def test_link_budget_edge() -> None:
+    budget = Budget(lines=100, links=3, chars=100_000)
+    whole = render_gemtext(parse_gemtext(links(3)).lines, no_rewrite, budget)
+    cut = render_gemtext(parse_gemtext(links(4)).lines, no_rewrite, budget)
+    assert (whole.cut, whole.html.count("<a ")) == (None, 3)
+    assert (cut.cut, cut.html.count("<a ")) == ("links", 3)
+
+
+def test_line_budget_edge() -> None:
+    """A preformatted block counts its rows and its two fences."""
+    budget = Budget(lines=5, links=100, chars=100_000)
+    whole = render_gemtext(parse_gemtext("# a\n```\nx\ny\n```\n").lines, no_rewrite, budget)
+    cut = render_gemtext(parse_gemtext("# a\n```\nx\ny\nz\n```\n").lines, no_rewrite, budget)
+    assert (whole.cut, whole.title) == (None, "a")
+    assert cut.cut == "lines"
+    assert "<pre" not in cut.html  # the block that did not fit is left out whole
+
+
+def test_character_budget_edge() -> None:
+    """Escaped text counts as written (``"`` is six characters); an entity is never cut
+    in half; the markup that closes the page is not counted."""
+    lines = parse_gemtext('a"b').lines
+    whole = render_gemtext(lines, no_rewrite, Budget(10, 10, len("<p>a&quot;b")))
+    cut = render_gemtext(lines, no_rewrite, Budget(10, 10, len("<p>a&quot;b") - 1))
+    assert (whole.cut, whole.html) == (None, "<p>a&quot;b</p>")
+    assert (cut.cut, cut.html) == ("characters", "<p>a&quot;</p>")
+    shorter = render_gemtext(lines, no_rewrite, Budget(10, 10, len("<p>a&quot;") - 1))
+    assert shorter.html == "<p>a</p>"

@@ -1,0 +1,133 @@
+"""The portal as the public meets it: the real ``geminibot portal`` process, and a hostile
+Gemini server on loopback (for tests/portal/ and bench/portal_attack.py).
+
+The hostile server answers by the request's host and path:
+
+- ``/robots.txt``, ``/robots2.txt``, ``/agents.txt``: ``51`` (no policy: all allowed),
+  but on a host whose name starts with ``trickle`` robots.txt trickles, one byte every
+  :data:`TRICKLE_EVERY` seconds (at most :data:`TRICKLE_BOUND` bytes, then it closes);
+- ``/links``: :data:`LINKS` link lines (6.5 MB, under the portal's 8 MiB body limit);
+- ``/quotes``: one line of :data:`QUOTES` double quotes (six times that once escaped);
+- anything else: a small page.
+"""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+import time
+from collections.abc import AsyncIterator, Iterator
+from contextlib import asynccontextmanager, contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import certs
+import trio
+from loopback import read_request, tcp_server
+
+LINKS = 200_000
+QUOTES = 8_000_000
+#: Seconds between two bytes of a trickling robots.txt, and the most it sends.
+TRICKLE_EVERY = 10.0
+TRICKLE_BOUND = 100
+SMALL = b"20 text/gemini\r\n# A small page\nHello.\n"
+#: Seconds the portal may take to start or stop (a bound, not a measure).
+BOUND = 60.0
+GEMINIBOT = str(Path(sys.executable).with_name("geminibot"))
+
+
+def links_body(count: int = LINKS) -> bytes:
+    return b"".join(b"=> /page/%06d Link number %06d\n" % (i, i) for i in range(count))
+
+
+@dataclass
+class Hostile:
+    port: int = 0
+    #: (host, path) of every request, in order.
+    requests: list[tuple[str, str]] = field(default_factory=list)
+
+
+@asynccontextmanager
+async def hostile_capsule(host: str = "127.0.0.1") -> AsyncIterator[Hostile]:
+    """The hostile server on ``host`` (a free port) until the block ends."""
+    state = Hostile()
+    context = certs.cert_pair("evil.test", 0).server_context()
+    links = b"20 text/gemini\r\n" + links_body()
+    quotes = b"20 text/gemini\r\n" + b'"' * QUOTES + b"\n"
+
+    async def handle(tcp: trio.SocketStream) -> None:
+        stream = trio.SSLStream(tcp, context, server_side=True)
+        try:
+            line = (await read_request(stream, 2048)).decode("utf-8", "replace").strip()
+            found = re.match(r"gemini://([^/:]+)(?::\d+)?(/[^?]*)?", line)
+            name, path = (found.group(1), found.group(2) or "/") if found else ("", "")
+            state.requests.append((name, path))
+            if name.startswith("trickle") and path == "/robots.txt":
+                for byte in (b"20 text/plain\r\n" + b"#" * TRICKLE_BOUND)[:TRICKLE_BOUND]:
+                    await stream.send_all(bytes([byte]))
+                    await trio.sleep(TRICKLE_EVERY)
+            elif path in ("/robots.txt", "/robots2.txt", "/agents.txt"):
+                await stream.send_all(b"51 none\r\n")
+            elif path == "/links":
+                await stream.send_all(links)
+            elif path == "/quotes":
+                await stream.send_all(quotes)
+            else:
+                await stream.send_all(SMALL)
+            await stream.aclose()
+        except (trio.BrokenResourceError, trio.ClosedResourceError):
+            pass
+
+    async with tcp_server(handle, host) as port:
+        state.port = port
+        yield state
+
+
+@dataclass
+class Portal:
+    proc: subprocess.Popen[bytes]
+    base: str
+    log: Path
+
+    @property
+    def port(self) -> int:
+        return int(self.base.rsplit(":", 1)[1])
+
+    def stderr(self) -> str:
+        return self.log.read_text("utf-8", "replace")
+
+
+@contextmanager
+def portal_process(log: Path, *args: str) -> Iterator[Portal]:
+    """``geminibot portal --port 0 ARGS`` until the block ends (then SIGINT); its stderr
+    goes to ``log``."""
+    with log.open("wb") as err:
+        proc = subprocess.Popen(
+            [GEMINIBOT, "portal", "--port", "0", *args], stdout=subprocess.DEVNULL, stderr=err
+        )
+    try:
+        deadline = time.monotonic() + BOUND
+        while True:
+            found = re.search(r"geminibot portal: (http://\S+)/ shows", log.read_text())
+            if found:
+                break
+            if proc.poll() is not None or time.monotonic() > deadline:
+                raise RuntimeError(f"the portal did not start: {log.read_text()}")
+            time.sleep(0.05)
+        yield Portal(proc, found.group(1), log)
+    finally:
+        proc.send_signal(2)
+        try:
+            proc.wait(BOUND)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(BOUND)
+
+
+def rss_mib(pid: int) -> tuple[float, float]:
+    """(resident, peak resident) MiB of process ``pid``."""
+    fields = dict(
+        line.split(":", 1) for line in Path(f"/proc/{pid}/status").read_text().splitlines()
+    )
+    return (int(fields["VmRSS"].split()[0]) / 1024, int(fields["VmHWM"].split()[0]) / 1024)
