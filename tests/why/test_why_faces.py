@@ -2,24 +2,27 @@
 page of robots-41.test it links to) on loopback, then each page's reason from the three
 faces: ``geminibot why --json``, the search capsule's ``/check`` (gemtext) and the
 portal's ``/check`` (HTML). Each names the right reason (and the policy line where there
-is one), and the three say the same."""
+is one), and the three say the same; on SQLite and on PostgreSQL (a real cluster)."""
 
 from __future__ import annotations
 
 import html
 import json
 import re
-import sqlite3
+from collections.abc import Iterator
 from pathlib import Path
 from urllib.parse import quote
 
 import httpx
+import psycopg
 import pytest
 import trio
 import trio.testing
 from commands import crawl_in_trio, run_main
+from postgres_cluster import running_postgres
 
 from capsule_server.testing import running_server
+from geminibot.crawl.databases import reading
 from geminibot.gemini.status import Status
 from geminibot.gemini.urls import parse_request
 from geminibot.searchcap.app import SearchCapsule
@@ -55,18 +58,30 @@ GROUPS = {
 
 
 @pytest.fixture(scope="module")
-def crawled(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """why.test and robots-41.test crawled in strict mode, --max-depth 2, drafts excluded."""
+def pg_cluster() -> Iterator[str]:
+    with running_postgres() as url:
+        yield url
+
+
+@pytest.fixture(scope="module", params=["sqlite", "postgresql"])
+def crawled(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> str:
+    """why.test and robots-41.test crawled in strict mode, --max-depth 2, drafts excluded,
+    into an SQLite file or a PostgreSQL database: what ``--db`` says."""
     tmp = tmp_path_factory.mktemp("why")
     root = tmp / "capsules"
     root.mkdir()
     for host in (HOST, "robots-41.test"):
         (root / host).symlink_to(CAPSULES / host, target_is_directory=True)
-    db = tmp / "crawl.db"
+    db = str(tmp / "crawl.db")
+    if request.param == "postgresql":
+        cluster = request.getfixturevalue("pg_cluster")
+        with psycopg.connect(cluster, autocommit=True) as conn:
+            conn.execute(b"CREATE DATABASE why")
+        db = cluster.rsplit("/", 1)[0] + "/why"
 
     async def main() -> None:
         async with running_server(root, tmp / "certs", clock=trio.current_time) as server:
-            argv = [f"gemini://{HOST}/", "--db", str(db), "--test-range", "--json"]
+            argv = [f"gemini://{HOST}/", "--db", db, "--test-range", "--json"]
             argv += ["--connect-to", f"*.test:1965:127.0.0.1:{server.port}"]
             argv += ["--strict", "--max-depth", "2", "--exclude", "*/drafts/*"]
             argv += ["--allow-host", "robots-41.test"]
@@ -78,8 +93,8 @@ def crawled(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return db
 
 
-def why_json(db: Path, target: str) -> dict[str, object]:
-    proc = run_main(["why", target, "--db", str(db), "--json"])
+def why_json(db: str, target: str) -> dict[str, object]:
+    proc = run_main(["why", target, "--db", db, "--json"])
     assert proc.returncode in (0, 1), proc.stderr
     data = json.loads(proc.stdout)
     assert isinstance(data, dict)
@@ -87,31 +102,25 @@ def why_json(db: Path, target: str) -> dict[str, object]:
     return data
 
 
-def capsule_check(db: Path, target: str) -> str:
-    conn = sqlite3.connect(db)
-    try:
+def capsule_check(db: str, target: str) -> str:
+    with reading(db) as (conn, find):
         request = f"gemini://localhost/check?{quote(target, safe='')}"
-        answer = SearchCapsule(conn)(parse_request(request.encode()))
-    finally:
-        conn.close()
+        answer = SearchCapsule(conn, find)(parse_request(request.encode()))
     assert answer.status == Status.SUCCESS, answer.meta
     return answer.body.decode("utf-8")
 
 
-async def portal_check(db: Path, target: str) -> tuple[int, str]:
+async def portal_check(db: str, target: str) -> tuple[int, str]:
     from geminibot.portal.app import PortalApp
     from geminibot.portal.limits import PortalLimits
     from geminibot.portal.upstream import AddressGuard, Upstream
 
-    conn = sqlite3.connect(db)
-    try:
+    with reading(db) as (conn, _):
         upstream = Upstream(PortalLimits(), guard=AddressGuard([], test_range=True))
         app = PortalApp(upstream, crawl_db=conn)
         transport = httpx.ASGITransport(app=app, client=("127.0.0.1", 50000))  # type: ignore[arg-type]
         async with httpx.AsyncClient(transport=transport, base_url="http://portal.test") as web:
             response = await web.get("/check", params={"q": target})
-    finally:
-        conn.close()
     return response.status_code, response.text
 
 
@@ -120,7 +129,7 @@ def _plain(page: str) -> str:
 
 
 @pytest.mark.parametrize("url", sorted(EXPECTED))
-def test_every_face_gives_the_right_reason(crawled: Path, url: str) -> None:
+def test_every_face_gives_the_right_reason(crawled: str, url: str) -> None:
     code, line = EXPECTED[url]
     answer = why_json(crawled, url)
     assert answer["code"] == code, answer
@@ -142,15 +151,14 @@ def test_every_face_gives_the_right_reason(crawled: Path, url: str) -> None:
             assert line in face
 
 
-def test_the_faces_render_the_same_facts(crawled: Path) -> None:
+def test_the_faces_render_the_same_facts(crawled: str) -> None:
     """Every fact the routine gives is on the capsule's page and the portal's, word for
     word (as each face escapes it)."""
     from geminibot.why import check
 
     for url in ("gemini://why.test/private/a.gmi", HOST):
-        conn = sqlite3.connect(crawled)
-        answer = check(conn, url, 2e9)
-        conn.close()
+        with reading(crawled) as (conn, _):
+            answer = check(conn, url, 2e9)
         gemtext = capsule_check(crawled, url)
         _, page = trio.run(portal_check, crawled, url)
         for fact in facts(answer):
@@ -158,3 +166,47 @@ def test_the_faces_render_the_same_facts(crawled: Path) -> None:
                 continue  # computed at each face's own "now"
             assert fact.text[:50] in gemtext, fact
             assert fact.text[:50] in html.unescape(page), fact
+
+
+def test_a_host_summary_matches_stats_and_policy_check(crawled: str, tmp_path: Path) -> None:
+    """The summary of why.test counts its URLs as ``geminibot stats --urls --host`` lists
+    them (and its searchable pages and duplicates as ``stats`` counts them: the only host
+    with pages), and says what each virtual agent may do at its root in both modes as
+    ``geminibot policy check`` does on the robots.txt it holds; its lint findings are
+    ``policy lint``'s."""
+    summary = why_json(crawled, HOST)
+    counts = summary["counts"]
+    assert isinstance(counts, dict)
+    listed = run_main(["stats", "--db", crawled, "--urls", "--host", HOST, "--json"])
+    assert listed.returncode == 0, listed.stderr
+    states: dict[str, int] = {}
+    for line in listed.stdout.splitlines():
+        state = json.loads(line)["state"]
+        states[state] = states.get(state, 0) + 1
+    assert {k: v for k, v in counts.items() if k not in ("searchable", "duplicates")} == states
+    totals = json.loads(run_main(["stats", "--db", crawled, "--json"]).stdout)
+    assert counts["searchable"] == totals["pages_with_text"] == 7
+    assert counts["duplicates"] == totals["duplicates"] == 1
+
+    with reading(crawled) as (conn, _):
+        (body,) = conn.execute(
+            "SELECT body FROM robots WHERE host = 'why.test' AND name = 'robots.txt'"
+        ).fetchone()
+    robots = tmp_path / "robots.txt"
+    robots.write_bytes(bytes(body))
+    permissions = summary["permissions"]
+    assert isinstance(permissions, list) and len(permissions) == 8
+    for p in permissions:
+        argv = ["policy", "check", str(robots), f"gemini://{HOST}/", "--agent", "geminibot"]
+        argv += ["--as", p["agent"], "--json"] + (["--strict"] if p["mode"] == "strict" else [])
+        checked = json.loads(run_main(argv).stdout)
+        assert (checked["allowed"], checked["reason"]) == (p["allowed"], p["reason"])
+    linted = run_main(["policy", "lint", str(robots), "--json"])
+    found = [json.loads(line) for line in linted.stdout.splitlines()]
+    files = summary["files"]
+    assert isinstance(files, list)
+    (robots_file,) = [f for f in files if f["name"] == "robots.txt"]
+    assert robots_file["findings"] == [
+        {k: d[k] for k in ("line", "level", "code", "message")} for d in found
+    ]
+    assert found and robots_file["status"] == 20 and robots_file["size"] == len(body)
