@@ -282,10 +282,23 @@ def _queued(answer: Answer, records: UrlRecords, now: float) -> Answer:
     waiting = f"{records.queued_before} URLs of the capsule are ahead of it"
     when = None
     if host is not None:
-        when = max(host.not_before, now)
+        # roughly: the host's next turn, then one delay per URL ahead of it
+        when = max(host.not_before, now) + records.queued_before * _delay(records, now)
         if host.skipped_reason:
             waiting += f"; the last run left the capsule for later: {host.skipped_reason}"
     return _replace(answer, code="queued", reason=waiting, next_visit=when)
+
+
+def _delay(records: UrlRecords, now: float) -> float:
+    """The seconds between two requests to the URL's host that its files set (0: none
+    known yet)."""
+    policy = site_policy(records.host, records.files)
+    if policy is None:
+        return 0.0
+    s = records.settings
+    bot = crawl_bot(s.agent, s.role, s.run.strict if s.run else False)
+    last = records.host_row.last_duration if records.host_row else None
+    return policy.delay(bot, datetime.fromtimestamp(now, UTC), last).seconds
 
 
 def _fetched(answer: Answer, records: UrlRecords) -> Answer:

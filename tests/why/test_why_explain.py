@@ -1,0 +1,105 @@
+"""The reasons a crawl of capsules/why.test does not show (the routine is pure: the
+records in, the answer out): failed requests, the per-host bound, a host's next turn and
+its skip, a redirect, a link never queued by a run that did not record its options, and
+the words of a policy line."""
+
+from __future__ import annotations
+
+from geminibot.crawl.runrecord import RunOptions
+from geminibot.why.explain import explain_url, host_allowed, policy_line
+from geminibot.why.records import (
+    FetchRow,
+    HostRow,
+    PageRow,
+    PolicyFileRow,
+    Settings,
+    UrlRecords,
+    UrlRow,
+)
+
+URL = "gemini://h.test/a.gmi"
+NOW = 1_800_000_000.0
+
+
+def row(state: str, reason: str | None = None, next_visit: float | None = None) -> UrlRow:
+    return UrlRow(7, state, reason, 1, "gemini://h.test/", NOW - 60, next_visit, 0)
+
+
+def records(**kw: object) -> UrlRecords:
+    return UrlRecords(URL, "h.test", Settings(), **kw)  # type: ignore[arg-type]
+
+
+def test_failed_requests_name_the_error_and_count_the_failures() -> None:
+    history = tuple(FetchRow(URL, None, "", "connection refused", NOW - i, 0.1) for i in (1, 2))
+    answer = explain_url(
+        records(row=row("failed", "connection refused", NOW + 3600), history=history), NOW
+    )
+    assert answer.code == "failed"
+    assert answer.reason == "connection refused (2 of its last requests failed)"
+    assert answer.next_visit == NOW + 3600
+
+
+def test_the_per_host_bound_and_a_trap_are_told_apart() -> None:
+    capped = explain_url(records(row=row("trapped", "more than 15000 URLs on the host")), NOW)
+    assert capped.code == "host_bound"
+    maze = explain_url(
+        records(row=row("trapped", "a path segment repeated more than 3 times")), NOW
+    )
+    assert maze.code == "trap"
+
+
+def test_a_queued_url_says_how_many_are_ahead_and_when_the_host_is_free() -> None:
+    host = HostRow(NOW - 5, 0.2, NOW + 90, 1, "a wait of 700 s is beyond the longest")
+    answer = explain_url(records(row=row("queued"), host_row=host, queued_before=12), NOW)
+    assert answer.code == "queued"
+    assert answer.reason.startswith("12 URLs of the capsule are ahead of it")
+    assert "a wait of 700 s" in answer.reason
+    assert answer.next_visit == NOW + 90
+
+
+def test_a_redirect_is_fetched_but_not_searchable() -> None:
+    page = PageRow(31, "/b.gmi", None, NOW - 10, None, "gemini://h.test/b.gmi", False, "")
+    answer = explain_url(records(row=row("done"), page=page), NOW)
+    assert (answer.code, answer.reason) == ("not_text", "a redirect to gemini://h.test/b.gmi")
+    assert answer.last_answer == "31 /b.gmi"
+
+
+def test_a_link_never_queued_without_the_runs_record_says_what_it_may_be() -> None:
+    answer = explain_url(records(linked_from=("gemini://h.test/",)), NOW)
+    assert answer.code == "host_not_allowed"
+    assert "--exclude" in answer.reason and answer.would_now is None
+
+
+def test_hosts_allowed_as_the_crawler_allows_them() -> None:
+    run = RunOptions(seed_hosts=("h.test",), allow_hosts=("*.example",))
+    assert host_allowed("h.test", run) and host_allowed("A.example", run)
+    assert not host_allowed("other.test", run)
+    assert host_allowed("https://a.example", run)
+
+
+def test_a_policy_line_is_read_from_the_policy_cores_words() -> None:
+    line = policy_line(
+        "robots.txt: disallowed by 'Disallow: /x/' (line 5) in the group for Geminibot"
+        " (User-agent line 4)",
+        "geminibot",
+        None,
+    )
+    assert (line.file, line.line, line.rule) == ("robots.txt", 5, "Disallow: /x/")
+    assert (line.group, line.group_kind, line.mode) == (
+        "Geminibot",
+        "this crawler's product token",
+        "precedence",
+    )
+    whole = policy_line("robots2.txt: crawl: no for this bot", "geminibot", True)
+    assert (whole.file, whole.line, whole.group, whole.mode) == ("robots2.txt", 0, None, "strict")
+
+
+def test_a_queued_url_waits_one_delay_per_url_ahead() -> None:
+    robots = PolicyFileRow(
+        "robots.txt", "success", "ok", 20, b"User-agent: *\nCrawl-delay: 30\n", NOW - 9, NOW + 9
+    )
+    host = HostRow(NOW - 5, 0.2, NOW + 90, 0, None)
+    answer = explain_url(
+        records(row=row("queued"), host_row=host, files=(robots,), queued_before=12), NOW
+    )
+    assert answer.next_visit == NOW + 90 + 12 * 30

@@ -1,0 +1,175 @@
+"""Hostile text in what the crawl recorded, and hostile input to every face of
+``geminibot why``: text from the network is escaped for the terminal, gemtext and HTML;
+what is asked about is bounded (:data:`geminibot.why.MAX_TARGET_LENGTH`) and each face's
+own limits (the portal's per-client rate) hold for ``/check`` as for every request. The
+database is a real SQLite crawl database, its rows written as a crawl writes them."""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+from urllib.parse import quote
+
+import httpx
+import pytest
+import trio
+from commands import run_main
+
+from geminibot.gemini.errors import RequestTooLong
+from geminibot.gemini.status import Status
+from geminibot.gemini.urls import parse_request
+from geminibot.index import connect
+from geminibot.portal.app import PortalApp
+from geminibot.portal.limits import PortalLimits
+from geminibot.portal.upstream import AddressGuard, Upstream
+from geminibot.searchcap.app import SearchCapsule
+from geminibot.why import MAX_TARGET_LENGTH
+
+EVIL = "\x1b[31mred\x1b]0;title\x07\n=> gemini://evil.test/ click\n# owned <script>x</script>\u202e"
+PAGE = "gemini://bad.test/page.gmi"
+REFUSED = "gemini://bad.test/no.gmi"
+
+
+@pytest.fixture
+def db(tmp_path: Path) -> Path:
+    path = tmp_path / "crawl.db"
+    conn = connect(path)
+    conn.execute("INSERT INTO hosts (host, first_seen) VALUES ('bad.test', 0)")
+    for url, state, reason in (
+        (PAGE, "done", None),
+        (REFUSED, "refused", f"robots.txt: disallowed by '{EVIL}' (line 2)"),
+    ):
+        conn.execute(
+            "INSERT INTO urls (url, host, path, has_query, depth, state, reason, updated_at)"
+            " VALUES (?, 'bad.test', '/', 0, 1, ?, ?, 0)",
+            (url, state, reason),
+        )
+    conn.execute(
+        "INSERT INTO pages (url, host, status, meta, size, fetched_at, title, text_indexed)"
+        " VALUES (?, 'bad.test', 20, ?, 1, 0, ?, 1)",
+        (PAGE, EVIL, EVIL),
+    )
+    conn.execute(
+        "INSERT INTO fetches (url, host, status, meta, error, started_at, duration)"
+        " VALUES (?, 'bad.test', NULL, '', ?, 0, 1)",
+        (PAGE, EVIL),
+    )
+    conn.execute(
+        "INSERT INTO robots (host, name, fetched_at, expires_at, outcome, reason, status, body)"
+        " VALUES ('bad.test', 'robots.txt', 0, 1, 'success', ?, 20, ?)",
+        (EVIL, f"User-agent: *\nDisallow: /no.gmi\n# {EVIL}\n".encode()),
+    )
+    conn.close()
+    return path
+
+
+def capsule(db: Path, query: str | None) -> tuple[int, str, str]:
+    conn = sqlite3.connect(db)
+    try:
+        url = "gemini://localhost/check" + ("" if query is None else "?" + quote(query, safe=""))
+        answer = SearchCapsule(conn)(parse_request(url.encode()))
+    finally:
+        conn.close()
+    return int(answer.status), answer.meta, (answer.body or b"").decode()
+
+
+def portal(
+    db: Path | None, *queries: str | None, limits: PortalLimits | None = None
+) -> list[httpx.Response]:
+    async def main() -> list[httpx.Response]:
+        conn = None if db is None else sqlite3.connect(db)
+        upstream = Upstream(limits or PortalLimits(), guard=AddressGuard([], test_range=True))
+        app = PortalApp(upstream, crawl_db=conn)
+        transport = httpx.ASGITransport(app=app, client=("127.0.0.1", 50000))  # type: ignore[arg-type]
+        out = []
+        async with httpx.AsyncClient(transport=transport, base_url="http://portal.test") as web:
+            for q in queries:
+                out.append(await web.get("/check", params={} if q is None else {"q": q}))
+        if conn is not None:
+            conn.close()
+        return out
+
+    return trio.run(main)
+
+
+@pytest.mark.parametrize("target", [PAGE, REFUSED, "bad.test"])
+def test_network_text_is_escaped_on_every_face(db: Path, target: str) -> None:
+    proc = run_main(["why", target, "--db", str(db)])
+    assert proc.returncode in (0, 1), proc.stderr
+    assert "\x1b" not in proc.stdout and "\u202e" not in proc.stdout
+    assert not any(line.startswith("=>") for line in proc.stdout.splitlines())
+    assert all(len(line) <= 80 for line in proc.stdout.splitlines() if "://" not in line)
+
+    status, _, body = capsule(db, target)
+    assert status == Status.SUCCESS
+    lines = body.splitlines()
+    ours = [line for line in lines if line.startswith("=> ")]
+    assert not any("evil.test" in line.split(" ")[1] for line in ours)
+    assert [line for line in lines if line.startswith("#")] == [lines[0]]
+    assert not any(c in body for c in "\x1b\x07")
+
+    (page,) = portal(db, target)
+    assert page.status_code == 200
+    assert "<script>x" not in page.text
+    assert target == "bad.test" or "&lt;script&gt;x" in page.text
+    assert 'href="gemini://evil.test/' not in page.text
+
+
+def test_a_target_too_long_is_refused_by_every_face(db: Path) -> None:
+    long = "gemini://bad.test/" + "a" * MAX_TARGET_LENGTH
+    proc = run_main(["why", long, "--db", str(db)])
+    assert proc.returncode == 2 and "longer than" in proc.stderr
+    # the capsule's request line is bounded first: 1024 bytes, so the server answers 59
+    with pytest.raises(RequestTooLong):
+        capsule(db, long)
+    (page,) = portal(db, long)
+    assert page.status_code == 400 and "longer than" in page.text
+
+
+def test_what_is_not_a_url_is_refused(db: Path) -> None:
+    proc = run_main(["why", "gemini://[oops/", "--db", str(db)])
+    assert proc.returncode == 2 and "not a URL" in proc.stderr
+    status, _, _ = capsule(db, "ftp://x.test/")
+    assert status == Status.BAD_REQUEST
+
+
+def test_check_asks_for_its_input(db: Path) -> None:
+    status, meta, _ = capsule(db, None)
+    assert status == Status.INPUT and "URL" in meta
+    (form,) = portal(db, None)
+    assert form.status_code == 200 and '<form method="get" action="/check">' in form.text
+
+
+def test_the_portal_without_a_crawl_database_has_no_check(db: Path) -> None:
+    (page,) = portal(None, PAGE)
+    assert page.status_code == 404
+
+
+def test_checks_count_against_the_portals_rate_limit(db: Path) -> None:
+    limits = PortalLimits(rate_per_second=0.001, rate_burst=2)
+    answers = portal(db, PAGE, PAGE, PAGE, limits=limits)
+    assert [a.status_code for a in answers] == [200, 200, 429]
+
+
+def test_home_and_about_link_to_check(db: Path) -> None:
+    conn = sqlite3.connect(db)
+    capsule_app = SearchCapsule(conn)
+    for path in ("/", "/about"):
+        body = (
+            capsule_app(parse_request(f"gemini://localhost{path}".encode())).body or b""
+        ).decode()
+        assert "=> /check " in body
+    conn.close()
+
+    async def home() -> str:
+        conn = sqlite3.connect(db)
+        app = PortalApp(
+            Upstream(PortalLimits(), guard=AddressGuard([], test_range=True)), crawl_db=conn
+        )
+        transport = httpx.ASGITransport(app=app, client=("127.0.0.1", 50000))  # type: ignore[arg-type]
+        async with httpx.AsyncClient(transport=transport, base_url="http://portal.test") as web:
+            text = (await web.get("/")).text
+        conn.close()
+        return text
+
+    assert 'href="/check"' in trio.run(home)
