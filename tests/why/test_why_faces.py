@@ -113,10 +113,10 @@ def capsule_check(db: str, target: str) -> str:
 async def portal_check(db: str, target: str) -> tuple[int, str]:
     from geminibot.portal.app import PortalApp
     from geminibot.portal.limits import PortalLimits
-    from geminibot.portal.upstream import AddressGuard, Upstream
+    from geminibot.portal.upstream import Upstream, UpstreamGuard
 
     with reading(db) as (conn, _):
-        upstream = Upstream(PortalLimits(), guard=AddressGuard([], test_range=True))
+        upstream = Upstream(PortalLimits(), guard=UpstreamGuard([], test_range=True))
         app = PortalApp(upstream, crawl_db=conn)
         transport = httpx.ASGITransport(app=app, client=("127.0.0.1", 50000))  # type: ignore[arg-type]
         async with httpx.AsyncClient(transport=transport, base_url="http://portal.test") as web:

@@ -21,7 +21,7 @@ from geminibot.gemini.urls import parse_request
 from geminibot.index import connect
 from geminibot.portal.app import PortalApp
 from geminibot.portal.limits import PortalLimits
-from geminibot.portal.upstream import AddressGuard, Upstream
+from geminibot.portal.upstream import Upstream, UpstreamGuard
 from geminibot.searchcap.app import SearchCapsule
 from geminibot.why import MAX_TARGET_LENGTH
 
@@ -78,7 +78,7 @@ def portal(
 ) -> list[httpx.Response]:
     async def main() -> list[httpx.Response]:
         conn = None if db is None else sqlite3.connect(db)
-        upstream = Upstream(limits or PortalLimits(), guard=AddressGuard([], test_range=True))
+        upstream = Upstream(limits or PortalLimits(), guard=UpstreamGuard([], test_range=True))
         app = PortalApp(upstream, crawl_db=conn)
         transport = httpx.ASGITransport(app=app, client=("127.0.0.1", 50000))  # type: ignore[arg-type]
         out = []
@@ -164,7 +164,7 @@ def test_home_and_about_link_to_check(db: Path) -> None:
     async def home() -> str:
         conn = sqlite3.connect(db)
         app = PortalApp(
-            Upstream(PortalLimits(), guard=AddressGuard([], test_range=True)), crawl_db=conn
+            Upstream(PortalLimits(), guard=UpstreamGuard([], test_range=True)), crawl_db=conn
         )
         transport = httpx.ASGITransport(app=app, client=("127.0.0.1", 50000))  # type: ignore[arg-type]
         async with httpx.AsyncClient(transport=transport, base_url="http://portal.test") as web:
