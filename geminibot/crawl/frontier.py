@@ -42,7 +42,7 @@ bounds through :func:`trap_reason` and record them alike.
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Collection, Iterable, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from datetime import UTC, date, datetime
@@ -99,11 +99,13 @@ def trap_reason(
     *,
     today: date,
     deep_on_host: int | None = None,
+    known: Collection[str] = (),
 ) -> str | None:
     """The trap bound a new (parsed, normalised) URL breaks, or None: ``host_total`` URLs
     already queued on its host, ``queries_on_path`` query strings already on its path
     (None: it has no query), ``today`` the crawl clock's UTC date (for calendar dates),
-    ``deep_on_host`` deep URLs on its host (None: not counted)."""
+    ``deep_on_host`` deep URLs on its host (None: not counted), ``known`` those of its
+    :func:`~geminibot.crawl.traps.calendar_neighbours` the host already has."""
     if len(str(url).encode("utf-8", "surrogatepass")) > lim.max_url_length:
         return f"URL longer than {lim.max_url_length} bytes"
     if depth > lim.max_depth:
@@ -112,7 +114,7 @@ def trap_reason(
         return f"more than {lim.max_urls_per_host}{CAP_REASON}"
     if queries_on_path is not None and queries_on_path >= lim.max_queries_per_path:
         return f"more than {lim.max_queries_per_path} query strings on the path"
-    shape = traps.shape_trap(url.path, url.query, today)
+    shape = traps.shape_trap(url.path) or traps.calendar_trap(url, today, known)
     if shape is not None or deep_on_host is None:
         return shape
     return traps.deep_trap(url.path, deep_on_host, lim.max_deep_urls_per_host)
@@ -241,7 +243,18 @@ class Frontier:
             (queries,) = self.conn.execute(QUERIES_ON_PATH, (host, path)).fetchone()
         deep = self._deep_on(host) if traps.is_deep(path) else None
         today = utc_date(self.clock())
-        return trap_reason(self.limits, url, depth, total, queries, today=today, deep_on_host=deep)
+        known = self._known(traps.calendar_neighbours(url, today))
+        return trap_reason(
+            self.limits, url, depth, total, queries, today=today, deep_on_host=deep, known=known
+        )
+
+    def _known(self, urls: Collection[str]) -> set[str]:
+        """Those of ``urls`` the frontier holds (in any state)."""
+        if not urls:
+            return set()
+        marks = ",".join("?" * len(urls))
+        rows = self.conn.execute(f"SELECT url FROM urls WHERE url IN ({marks})", list(urls))
+        return {str(row[0]) for row in rows}
 
     def _deep_on(self, host: str) -> int:
         """The host's deep URLs that are not trapped (``hosts.deep_urls``, counted from

@@ -31,7 +31,7 @@ What makes several processes safe (docs/postgres.md):
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Collection, Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -334,6 +334,7 @@ class PgStore:
                 deep = None
                 if traps.is_deep(path):
                     deep = host_counts.deep_urls(conn, host)
+                near = traps.calendar_neighbours(parsed, today)
                 reason = trap_reason(
                     self.limits,
                     parsed,
@@ -342,6 +343,7 @@ class PgStore:
                     queries.get((host, path)),
                     today=today,
                     deep_on_host=deep,
+                    known=_held(conn, near) | (near & result.keys()) if near else (),
                 )
                 what = "queued" if reason is None else f"trapped: {reason}"
                 state = "trapped" if reason else "queued"
@@ -725,3 +727,9 @@ def open_store(
     except psycopg.Error as exc:
         reason = " ".join(str(exc).split())
         raise DatabaseError(f"{pg.display(conninfo)}: {reason}") from None
+
+
+def _held(conn: psycopg.Connection[Any], urls: Collection[str]) -> set[str]:
+    """Those of ``urls`` the frontier holds (in any state)."""
+    rows = conn.execute("SELECT url FROM urls WHERE url = ANY(%s)", (list(urls),)).fetchall()
+    return {str(row[0]) for row in rows}

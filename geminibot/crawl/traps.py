@@ -11,19 +11,31 @@ what their URLs look like instead:
 - more than :data:`MAX_DEEP_URLS_PER_HOST` URLs of one host deeper than
   :data:`DEEP_SEGMENTS` segments (a maze that stays just under the two bounds above);
   the frontier counts them per host and passes the count;
-- a calendar date in the path or query before :data:`EARLIEST_YEAR` or more than
-  :data:`MAX_YEARS_AHEAD` years after today (``/calendar/1990/12``, ``?day=2031-01-01``):
-  an endless calendar's "previous" and "next" links walk out of that range. A date is
-  four digits, then a month 1-12, then optionally a day 1-31, joined by ``/`` or ``-``;
-  a date without a day means its month's first day.
+- an endless calendar: a date in the URL before :data:`EARLIEST_YEAR` or more than
+  :data:`MAX_YEARS_AHEAD` years after today, at the end of a run of :data:`CALENDAR_RUN`
+  dates in a row already known on the host under the same URL (``/calendar/1990/12``
+  once ``/calendar/1991/1`` to ``/calendar/1991/12`` are known; ``?day=2031-01-01``
+  after the twelve days before it): the "previous" and "next" links of a generated
+  calendar walk out of that range one step at a time. One date is content, not a trap:
+  ``/apollo/1969-07-20.gmi``, ``/books/1984/1.gmi`` or a camera's ``IMG_1081-1.jpg``
+  is fetched like any page.
 
-Segments are the non-empty parts of the path between slashes (``/a//b/`` has two).
+Segments are the non-empty parts of the path between slashes (``/a//b/`` has two). A
+date is four digits, then a month 1-12, then optionally a day 1-31, joined by ``/`` or
+``-``; its step is a day when it has one, else a month. Its neighbours are the URL with
+the date moved by whole steps, written with and without leading zeros. Whether they are
+known is the store's to say: :func:`calendar_neighbours` names the URLs to look up (none
+for a URL without a date out of range), :func:`calendar_trap` decides from those found.
 """
 
 from __future__ import annotations
 
 import re
-from datetime import date
+from collections.abc import Collection
+from dataclasses import dataclass
+from datetime import date, timedelta
+
+from geminibot.urls import URL
 
 #: A path segment may occur this many times in one path; one more is a trap.
 MAX_SEGMENT_REPEATS = 3
@@ -37,6 +49,9 @@ MAX_DEEP_URLS_PER_HOST = 300
 EARLIEST_YEAR = 1991
 #: Dates more than this many years after today are a calendar walking forwards.
 MAX_YEARS_AHEAD = 2
+#: Dates in a row (a year of months, twelve days) under one URL on one host that make a
+#: calendar of a date out of range next to them.
+CALENDAR_RUN = 12
 
 _DATE = re.compile(r"(?<![0-9])([0-9]{4})([/-])([0-9]{1,2})(?:\2([0-9]{1,2}))?(?![0-9])")
 
@@ -61,8 +76,19 @@ def latest_date(today: date) -> date:
         return today.replace(year=year, day=28)
 
 
-def calendar_dates(text: str) -> list[date]:
-    """The dates written in ``text`` (a path and query), as described above."""
+@dataclass(frozen=True, slots=True)
+class DateInURL:
+    """A date written in a URL: where (``start``, ``end`` in the text), and its parts."""
+
+    start: int
+    end: int
+    when: date
+    separator: str
+    has_day: bool
+
+
+def url_dates(text: str) -> list[DateInURL]:
+    """The dates written in ``text`` (a URL, or a path and query), as described above."""
     found = []
     for m in _DATE.finditer(text):
         year, month = int(m[1]), int(m[3])
@@ -70,14 +96,92 @@ def calendar_dates(text: str) -> list[date]:
         if year < 1 or not 1 <= month <= 12:
             continue
         try:
-            found.append(date(year, month, day))
+            when = date(year, month, day)
         except ValueError:  # 31 February is no date
             continue
+        found.append(DateInURL(m.start(), m.end(), when, m[2], m[4] is not None))
     return found
 
 
-def shape_trap(path: str, query: str | None, today: date) -> str | None:
-    """The trap a URL's path and query look like, or None."""
+def out_of_range(when: date, today: date) -> str | None:
+    """Why ``when`` is a calendar's date out of range, None if it is in range."""
+    if when.year < EARLIEST_YEAR:
+        return f"a calendar date before {EARLIEST_YEAR}"
+    if when > latest_date(today):
+        return f"a calendar date more than {MAX_YEARS_AHEAD} years ahead"
+    return None
+
+
+def _moved(found: DateInURL, steps: int) -> date | None:
+    if found.has_day:
+        try:
+            return found.when + timedelta(days=steps)
+        except OverflowError:
+            return None
+    months = found.when.year * 12 + found.when.month - 1 + steps
+    year, month = divmod(months, 12)
+    return date(year, month + 1, 1) if 1 <= year <= 9999 else None
+
+
+def _spellings(found: DateInURL, when: date) -> set[str]:
+    sep = found.separator
+    months = {str(when.month), f"{when.month:02d}"}
+    if not found.has_day:
+        return {f"{when.year:04d}{sep}{m}" for m in months}
+    days = {str(when.day), f"{when.day:02d}"}
+    return {f"{when.year:04d}{sep}{m}{sep}{d}" for m in months for d in days}
+
+
+def _runs(url: URL, today: date) -> tuple[DateInURL, list[list[set[str]]]] | None:
+    """The URL's first date out of range (in its path or query) and, for each direction
+    (back, ahead), the spellings of the URL at 1 to :data:`CALENDAR_RUN` steps from it."""
+    text = str(url)
+    where = url.path if url.query is None else f"{url.path}?{url.query}"
+    if not text.endswith(where):  # pragma: no cover - a URL ends with its path and query
+        return None
+    offset = len(text) - len(where)
+    found = next((d for d in url_dates(where) if out_of_range(d.when, today)), None)
+    if found is None:
+        return None
+    head, tail = text[: offset + found.start], text[offset + found.end :]
+    runs = []
+    for sign in (-1, 1):
+        run = []
+        for step in range(1, CALENDAR_RUN + 1):
+            when = _moved(found, sign * step)
+            if when is None:
+                break
+            run.append({head + text + tail for text in _spellings(found, when)})
+        runs.append(run)
+    return found, runs
+
+
+def calendar_neighbours(url: URL, today: date) -> set[str]:
+    """The URLs a store looks up for :func:`calendar_trap` (empty for a URL with no date
+    out of range: it cannot be a calendar's)."""
+    found = _runs(url, today)
+    if found is None:
+        return set()
+    return {u for run in found[1] for step in run for u in step}
+
+
+def calendar_trap(url: URL, today: date, known: Collection[str]) -> str | None:
+    """The calendar trap, or None: ``url`` has a date out of range and the
+    :data:`CALENDAR_RUN` dates before it or after it, under the same URL, are all among
+    ``known`` (URLs the host already has; those of :func:`calendar_neighbours` suffice)."""
+    found = _runs(url, today)
+    if found is None:
+        return None
+    first, runs = found
+    have = set(known)
+    for run in runs:
+        if len(run) == CALENDAR_RUN and all(step & have for step in run):
+            return out_of_range(first.when, today)
+    return None
+
+
+def shape_trap(path: str) -> str | None:
+    """The trap a URL's path looks like on its own (a loop, a maze), or None."""
     parts = segments(path)
     if len(parts) > MAX_SEGMENTS:
         return f"more than {MAX_SEGMENTS} path segments"
@@ -86,13 +190,6 @@ def shape_trap(path: str, query: str | None, today: date) -> str | None:
         counts[part] = counts.get(part, 0) + 1
         if counts[part] > MAX_SEGMENT_REPEATS:
             return f"a path segment repeated more than {MAX_SEGMENT_REPEATS} times"
-    text = path if query is None else f"{path}?{query}"
-    latest = latest_date(today)
-    for when in calendar_dates(text):
-        if when.year < EARLIEST_YEAR:
-            return f"a calendar date before {EARLIEST_YEAR}"
-        if when > latest:
-            return f"a calendar date more than {MAX_YEARS_AHEAD} years ahead"
     return None
 
 

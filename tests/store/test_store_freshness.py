@@ -5,9 +5,8 @@ per-host count, aliases under the canonical URL, logs pruned."""
 from __future__ import annotations
 
 from dataclasses import replace
-from datetime import UTC, datetime
 
-from store_helpers import LIMITS, Clock
+from store_helpers import LIMITS
 from test_store import A, claim, decision, fetch, page
 
 from geminibot.crawl.frontier import CAP_REASON
@@ -115,15 +114,6 @@ def test_trap_decisions_follow_the_order_the_urls_are_met(store: CrawlStore) -> 
     got = store.seed(met)
     assert [got[u] for u in met] == ["queued"] * cap + [f"trapped: more than {cap}{CAP_REASON}"]
     assert claim(store).url == met[0]
-
-
-def test_calendar_dates_are_judged_on_the_stores_clock(store: CrawlStore, clock: Clock) -> None:
-    """The calendar trap's "today" is the crawl clock's date, not the machine's: on
-    1 January 1995, May 1998 is more than two years ahead and May 1996 is not."""
-    clock.now = datetime(1995, 1, 1, tzinfo=UTC).timestamp()
-    ahead, near = A + "calendar/1998/05", A + "calendar/1996/05"
-    assert store.seed([ahead]) == {ahead: "trapped: a calendar date more than 2 years ahead"}
-    assert store.seed([near]) == {near: "queued"}
 
 
 def test_discovered_links_are_normalised_before_the_frontier(store: CrawlStore) -> None:

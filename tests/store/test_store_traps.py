@@ -72,14 +72,13 @@ def test_every_trapped_url_is_a_refusing_decision(
     """Seeds and a page's links, each trap bound once, recorded in the order met."""
     clock.now = NOON
     long = A + "x" * LIMITS.max_url_length
-    seeds = [A, A + "cal/1990/12", A + "a/a/a/a", long, A + "q?1", A + "q?2", A + "q?3"]
+    seeds = [A, A + "a/a/a/a", long, A + "q?1", A + "q?2", A + "q?3"]
     got = store.seed(seeds)
     assert [u for u in seeds if got[u] == "queued"] == [A, A + "q?1", A + "q?2"]
-    links = [A + "ok", A + "cal?day=2031-01-01", A + "/".join(f"s{k}" for k in range(13))]
+    links = [A + "ok", A + "/".join(f"s{k}" for k in range(13))]
     woken = commit(store, A, "Home", "text", links)
     assert woken == {"a.test": 1}
     expected = [
-        (A + "cal/1990/12", "a calendar date before 1991"),
         (A + "a/a/a/a", "a path segment repeated more than 3 times"),
         (long, f"URL longer than {LIMITS.max_url_length} bytes"),
         (A + "q?3", f"more than {LIMITS.max_queries_per_path} query strings on the path"),
@@ -87,11 +86,38 @@ def test_every_trapped_url_is_a_refusing_decision(
     assert decisions(kind, db) == [
         *[(url, False, f"trap: {reason}") for url, reason in expected],
         (A, True, "because"),  # the page's own decision, then its links' traps
-        (A + "cal?day=2031-01-01", False, "trap: a calendar date more than 2 years ahead"),
-        (links[2], False, "trap: more than 12 path segments"),
+        (links[1], False, "trap: more than 12 path segments"),
     ]
     for url, reason in expected:
         assert store.state_of(url) == ("trapped", reason)
+
+
+#: Bounds that leave room for a calendar's run of dates on one host.
+ROOMY = Limits(max_urls_per_host=100, max_queries_per_path=100)
+
+
+@pytest.mark.parametrize("batched", [False, True])
+def test_a_calendar_run_is_trapped_and_one_date_is_not(
+    kind: str, db: str, clock: Clock, batched: bool
+) -> None:
+    """Twelve days in a row, then the thirteenth out of range: trapped, whether the run was
+    met earlier or in the same batch of links; a lone historical date is queued."""
+    clock.now = NOON
+    store = open_store(kind, db, clock, ROOMY)
+    try:
+        run = [f"{A}cal?day=2030-12-{d:02d}" for d in range(20, 32)]
+        trap, lone = A + "cal?day=2031-01-01", A + "apollo/1969-07-20.gmi"
+        if batched:
+            got = store.seed([A, *run, trap, lone])
+        else:
+            store.seed([A, *run])
+            got = store.seed([trap, lone])
+        reason = "a calendar date more than 2 years ahead"
+        assert got[trap] == f"trapped: {reason}" and got[lone] == "queued"
+        assert all(store.state_of(u) == ("queued", None) for u in run)
+        assert [r for r in decisions(kind, db) if not r[1]] == [(trap, False, f"trap: {reason}")]
+    finally:
+        close(store)
 
 
 def test_the_per_host_cap_is_a_refusing_decision(store: CrawlStore, kind: str, db: str) -> None:
@@ -160,3 +186,22 @@ def test_two_processes_share_the_deep_count(pg_url: str, clock: Clock) -> None:
     finally:
         first.close()
         second.close()
+
+
+def test_calendar_dates_are_judged_on_the_stores_clock(kind: str, db: str, clock: Clock) -> None:
+    """The calendar trap's "today" is the crawl clock's date, not the machine's: on
+    1 January 1995, after the twelve months before each, May 1998 is more than two years
+    ahead and May 1996 is not."""
+    clock.now = datetime(1995, 1, 1, tzinfo=UTC).timestamp()
+    store = open_store(kind, db, clock, ROOMY)
+    try:
+        for year, host in ((1997, "a.test"), (1995, "b.test")):
+            months = [(year, m) for m in range(5, 13)] + [(year + 1, m) for m in range(1, 5)]
+            assert set(store.seed([f"gemini://{host}/c/{y}-{m}" for y, m in months]).values()) == {
+                "queued"
+            }
+        ahead, near = A + "c/1998-5", "gemini://b.test/c/1996-5"
+        assert store.seed([ahead]) == {ahead: "trapped: a calendar date more than 2 years ahead"}
+        assert store.seed([near]) == {near: "queued"}
+    finally:
+        close(store)
