@@ -34,7 +34,7 @@ from geminibot.gemini.server import GeminiServer, ServerLimits
 from geminibot.index import connect, search
 from geminibot.index.stats import format_stats, stats
 from geminibot.net.connect import ConnectRule, Resolver
-from geminibot.searchcap import SearchCapsule, prepare
+from geminibot.searchcap import SearchCapsule
 
 #: Longest the demo crawls (seconds of wall-clock time). Most capsules are done in a few
 #: seconds; robots-44.test answers robots.txt with ``44 60`` and is still being waited
@@ -81,7 +81,6 @@ async def serve_search(db: Path, certs: Path, seconds: float) -> None:
     """Serve the index over Gemini as ``localhost``, ask it once, and keep serving for
     ``seconds`` (0: stop after the one query)."""
     conn = connect(db)
-    prepare(conn)
     server = GeminiServer({"localhost": SearchCapsule(conn)}, certs)
     listeners = await trio.open_tcp_listeners(0, host="127.0.0.1")
     port = listeners[0].socket.getsockname()[1]

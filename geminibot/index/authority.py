@@ -36,21 +36,14 @@ TOLERANCE = 1e-6
 #: How strongly authority scales text relevance (0 turns it off).
 AUTHORITY_SCALE = 1.0
 
-SCHEMA = (
-    "CREATE TABLE IF NOT EXISTS authority ("
-    " url TEXT PRIMARY KEY, score REAL NOT NULL, weight REAL NOT NULL) WITHOUT ROWID"
-)
-
 
 def weight_of(score: float) -> float:
     return math.log2(2.0 + AUTHORITY_SCALE * score)
 
 
 def has_authority(conn: sqlite3.Connection) -> bool:
-    row = conn.execute(
-        "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'authority'"
-    ).fetchone()
-    return row is not None
+    """Whether authority has been computed (the ``authority`` table holds rows)."""
+    return conn.execute("SELECT 1 FROM authority LIMIT 1").fetchone() is not None
 
 
 def _host(url: str) -> str:
@@ -139,7 +132,6 @@ Writer = Callable[[Any, list[tuple[str, float, float]]], None]
 
 def write_sqlite(conn: sqlite3.Connection, ranks: list[tuple[str, float, float]]) -> None:
     """The SQLite store's :data:`Writer`."""
-    conn.execute(SCHEMA)
     with transaction(conn):
         conn.execute("DROP TABLE IF EXISTS temp.host_rank")
         conn.execute("CREATE TEMP TABLE host_rank (host TEXT PRIMARY KEY, score REAL, weight REAL)")

@@ -8,10 +8,9 @@ neutral like FTS5's ``unicode61``) with a GIN index; :func:`search` ranks with
 ``ts_rank_cd`` and cuts snippets with ``ts_headline``, and answers with the same
 :class:`~geminibot.index.search.SearchResult` and query syntax as the SQLite search.
 
-The schema version is the one row of ``geminibot_schema``. :data:`MIGRATIONS` is
-append-only: version N is the list of statements that take a database from N-1 to N, all
-applied in one transaction under an advisory lock, so processes starting together migrate
-once. A database of a newer version is refused with one line.
+The schema is :mod:`geminibot.index.schema`'s, created and upgraded by
+:mod:`geminibot.index.upgrade` (one history for both engines) when a connection opens; a
+database of a newer version is refused with one line.
 
 psycopg 3 is imported only here (and by the crawl's PostgreSQL store): the ``postgres``
 extra. A connection string is any libpq URI, ``postgresql://USER@HOST:PORT/DB``.
@@ -24,12 +23,19 @@ import time
 from typing import TYPE_CHECKING, Any
 
 from geminibot.cliutil import EXIT_NEGATIVE, EXIT_USAGE, CommandError
-from geminibot.index.db import DatabaseError
+from geminibot.index.errors import DatabaseError
 from geminibot.index.pages import TEXT_ROLES, Page
 from geminibot.index.query import QueryError, Term, parse_query
 from geminibot.index.search import MAX_LIMIT, SearchResult, result_from_row
 from geminibot.index.stats import UrlRow, status_filter
 from geminibot.index.text import MARK, unmarked
+from geminibot.index.upgrade import (
+    PG_LEGACY_VERSIONS,
+    SCHEMA_VERSION,
+    check_version,
+    upgrade,
+    version_of,
+)
 
 if TYPE_CHECKING:
     import psycopg
@@ -46,165 +52,8 @@ RANK_WEIGHTS = "{0.1, 0.2, 0.5, 1.0}"
 #: not fifty times as relevant and the link-authority weight (at most a few times) can
 #: outweigh it.
 RANK_NORMALIZATION = 32
-#: The advisory lock key taken while the schema is created or upgraded.
-MIGRATION_LOCK = 0x67656D69
 
 _URL_SCHEMES = ("postgresql://", "postgres://")
-
-_V1 = (
-    "CREATE TABLE geminibot_schema (version INTEGER NOT NULL)",
-    "INSERT INTO geminibot_schema (version) VALUES (0)",
-    "CREATE TABLE settings (key TEXT PRIMARY KEY, value TEXT NOT NULL)",
-    """CREATE TABLE hosts (
-        host TEXT PRIMARY KEY,
-        first_seen DOUBLE PRECISION NOT NULL,
-        last_fetch_at DOUBLE PRECISION,
-        last_duration DOUBLE PRECISION,
-        slow_downs INTEGER NOT NULL DEFAULT 0,
-        not_before DOUBLE PRECISION NOT NULL DEFAULT 0,
-        urls_total INTEGER NOT NULL DEFAULT 0,
-        skipped_reason TEXT
-    )""",
-    # Which crawl process holds a host, until when (renewed by hold_host, right before
-    # every request).
-    """CREATE TABLE host_leases (
-        host TEXT PRIMARY KEY,
-        holder TEXT,
-        lease_until DOUBLE PRECISION NOT NULL DEFAULT 0
-    )""",
-    """CREATE TABLE urls (
-        id BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
-        url TEXT NOT NULL UNIQUE,
-        host TEXT NOT NULL,
-        path TEXT NOT NULL,
-        has_query BOOLEAN NOT NULL,
-        depth INTEGER NOT NULL,
-        parent TEXT,
-        state TEXT NOT NULL,
-        reason TEXT,
-        lease TEXT,
-        updated_at DOUBLE PRECISION NOT NULL
-    )""",
-    "CREATE INDEX urls_host_state ON urls (host, state, id)",
-    "CREATE INDEX urls_state ON urls (state)",
-    "CREATE INDEX urls_host_path ON urls (host, path, has_query)",
-    """CREATE TABLE robots (
-        host TEXT NOT NULL,
-        name TEXT NOT NULL,
-        fetched_at DOUBLE PRECISION NOT NULL,
-        expires_at DOUBLE PRECISION NOT NULL,
-        outcome TEXT NOT NULL,
-        reason TEXT NOT NULL,
-        status INTEGER,
-        body BYTEA,
-        PRIMARY KEY (host, name)
-    )""",
-    """CREATE TABLE decisions (
-        id BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
-        url TEXT NOT NULL,
-        host TEXT NOT NULL,
-        allowed BOOLEAN NOT NULL,
-        reason TEXT NOT NULL,
-        at DOUBLE PRECISION NOT NULL
-    )""",
-    "CREATE INDEX decisions_url ON decisions (url)",
-    """CREATE TABLE fetches (
-        id BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
-        url TEXT NOT NULL,
-        host TEXT NOT NULL,
-        status INTEGER,
-        meta TEXT NOT NULL DEFAULT '',
-        error TEXT,
-        started_at DOUBLE PRECISION NOT NULL,
-        duration DOUBLE PRECISION NOT NULL
-    )""",
-    r"""CREATE TABLE pages (
-        id BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
-        url TEXT NOT NULL UNIQUE,
-        host TEXT NOT NULL,
-        status INTEGER NOT NULL,
-        meta TEXT NOT NULL,
-        mime TEXT,
-        lang TEXT,
-        size BIGINT NOT NULL,
-        content_hash TEXT,
-        fetched_at DOUBLE PRECISION NOT NULL,
-        title TEXT NOT NULL DEFAULT '',
-        duplicate_of TEXT,
-        redirect_to TEXT,
-        text_indexed BOOLEAN NOT NULL DEFAULT false,
-        headings TEXT,
-        body TEXT,
-        tsv TSVECTOR GENERATED ALWAYS AS (CASE WHEN text_indexed THEN
-            setweight(to_tsvector('simple', title), 'A')
-            || setweight(to_tsvector('simple', coalesce(headings, '')), 'B')
-            || setweight(to_tsvector('simple', regexp_replace(url, '[^[:alnum:]]+', ' ', 'g')), 'C')
-            || setweight(to_tsvector('simple', coalesce(body, '')), 'D')
-        ELSE ''::tsvector END) STORED
-    )""",
-    "CREATE INDEX pages_hash ON pages (content_hash)",
-    "CREATE INDEX pages_host ON pages (host)",
-    "CREATE INDEX pages_tsv ON pages USING GIN (tsv)",
-    """CREATE TABLE links (
-        page_id BIGINT NOT NULL REFERENCES pages (id) ON DELETE CASCADE,
-        position INTEGER NOT NULL,
-        target TEXT NOT NULL,
-        label TEXT NOT NULL,
-        PRIMARY KEY (page_id, position)
-    )""",
-)
-
-#: Version 2: link authority (:mod:`geminibot.index.authority`), and the index of link
-#: targets that backlinks (``serve-search``) look up.
-_V2 = (
-    """CREATE TABLE authority (
-        url TEXT PRIMARY KEY,
-        score DOUBLE PRECISION NOT NULL,
-        weight DOUBLE PRECISION NOT NULL
-    )""",
-    "CREATE INDEX links_target ON links (target)",
-)
-
-#: Version 3: attempts per URL and certificate pins (issue 14).
-_V3 = (
-    # Attempts at a URL cut short (see geminibot.crawl.frontier, MAX_URL_ATTEMPTS).
-    "ALTER TABLE urls ADD COLUMN attempts INTEGER NOT NULL DEFAULT 0",
-    # Certificate pins (trust on first use) per Gemini host and port, kept between runs.
-    """CREATE TABLE pins (
-        host TEXT NOT NULL,
-        port INTEGER NOT NULL,
-        fingerprint TEXT NOT NULL,
-        first_seen DOUBLE PRECISION NOT NULL,
-        PRIMARY KEY (host, port)
-    )""",
-)
-
-#: Version 4: freshness, as SQLite's schema 3 (geminibot.index.db): next visit and learned
-#: interval; ``attempts`` (version 3) also counts failed requests in a row. Older rows are
-#: due a day after their last change (a failure: an hour; one given up: never).
-_V4 = (
-    "ALTER TABLE urls ADD COLUMN next_visit DOUBLE PRECISION",
-    "ALTER TABLE urls ADD COLUMN revisit_interval DOUBLE PRECISION",
-    "UPDATE urls SET next_visit = updated_at + 86400, attempts = 0"
-    " WHERE state IN ('done', 'refused')",
-    "UPDATE urls SET next_visit = updated_at + 3600, attempts = greatest(attempts, 1)"
-    " WHERE state = 'failed' AND coalesce(reason, '') NOT LIKE 'given up:%'",
-    "CREATE INDEX urls_next_visit ON urls (next_visit) WHERE next_visit IS NOT NULL",
-    "CREATE INDEX pages_duplicate_of ON pages (duplicate_of) WHERE duplicate_of IS NOT NULL",
-    "CREATE INDEX fetches_started ON fetches (started_at)",
-    "CREATE INDEX decisions_at ON decisions (at)",
-)
-
-#: Version 5: per host, its deep URLs and its failures in a row, as SQLite's schema 4.
-_V5 = (
-    "ALTER TABLE hosts ADD COLUMN deep_urls INTEGER",
-    "ALTER TABLE hosts ADD COLUMN failures INTEGER NOT NULL DEFAULT 0",
-    "ALTER TABLE hosts ADD COLUMN failing_since DOUBLE PRECISION",
-)
-
-#: Append-only: MIGRATIONS[n - 1] takes a database from version n - 1 to n.
-MIGRATIONS: tuple[tuple[str, ...], ...] = (_V1, _V2, _V3, _V4, _V5)
-SCHEMA_VERSION = len(MIGRATIONS)
 
 
 class UnreachableDatabase(DatabaseError):
@@ -248,7 +97,7 @@ def connect(conninfo: str) -> psycopg.Connection[Any]:
         reason = " ".join(str(exc).split())
         raise UnreachableDatabase(f"{name}: cannot connect: {reason}") from None
     try:
-        migrate(conn, name)
+        migrate(conn, conninfo)
     except BaseException:
         conn.close()
         raise
@@ -256,40 +105,37 @@ def connect(conninfo: str) -> psycopg.Connection[Any]:
 
 
 def schema_version(conn: psycopg.Connection[Any]) -> int | None:
-    """The database's schema version; None for an empty database."""
-    row = conn.execute("SELECT to_regclass('geminibot_schema') IS NOT NULL").fetchone()
-    if row is None or not row[0]:
-        return None
-    version = conn.execute("SELECT version FROM geminibot_schema").fetchone()
-    return int(version[0]) if version else 0
+    """The database's schema version (see :mod:`geminibot.index.upgrade`); None for an
+    empty database, 0 for one of another application."""
+    row = conn.execute(
+        "SELECT to_regclass('alembic_version') IS NOT NULL,"
+        " to_regclass('geminibot_schema') IS NOT NULL,"
+        " (SELECT count(*) FROM pg_tables WHERE schemaname = current_schema())"
+    ).fetchone()
+    assert row is not None
+    if row[0]:
+        stored = conn.execute("SELECT version_num FROM alembic_version").fetchone()
+        return version_of(str(stored[0])) if stored else 0
+    if row[1]:
+        legacy = conn.execute("SELECT version FROM geminibot_schema").fetchone()
+        return PG_LEGACY_VERSIONS.get(legacy[0], legacy[0]) if legacy else 0
+    return 0 if row[2] else None
 
 
-def migrate(conn: psycopg.Connection[Any], name: str) -> None:
-    """Create the schema, or upgrade it in place, or refuse a newer one."""
+def migrate(conn: psycopg.Connection[Any], conninfo: str) -> None:
+    """Create the schema, or upgrade it in place, or refuse a newer one or a foreign
+    database."""
     import psycopg
 
+    name = display(conninfo)
+    version = schema_version(conn)
+    if version == SCHEMA_VERSION:
+        return
+    if version == 0:
+        raise DatabaseError(f"{name}: this database has tables but is not a geminibot database")
+    check_version(name, version or 0)
     try:
-        with conn.transaction():
-            conn.execute("SELECT pg_advisory_xact_lock(%s)", (MIGRATION_LOCK,))
-            version = schema_version(conn)
-            if version is None:
-                others = conn.execute(
-                    "SELECT count(*) FROM pg_tables WHERE schemaname = current_schema()"
-                ).fetchone()
-                if others and others[0]:
-                    raise DatabaseError(
-                        f"{name}: this database has tables but is not a geminibot database"
-                    )
-                version = 0
-            if version > SCHEMA_VERSION:
-                raise DatabaseError(
-                    f"{name}: database schema version {version} is newer than this "
-                    f"geminibot understands ({SCHEMA_VERSION})"
-                )
-            for target in range(version + 1, SCHEMA_VERSION + 1):
-                for statement in MIGRATIONS[target - 1]:
-                    conn.execute(statement.encode())
-                conn.execute("UPDATE geminibot_schema SET version = %s", (target,))
+        upgrade(lambda: psycopg.connect(conninfo, connect_timeout=CONNECT_TIMEOUT), "postgresql")
     except psycopg.Error as exc:
         reason = " ".join(str(exc).split())
         raise DatabaseError(f"{name}: cannot set up the schema: {reason}") from None

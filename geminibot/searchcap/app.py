@@ -75,8 +75,6 @@ CAPSULE_HIGHLIGHT = ("⟦", "⟧")
 #: Seconds the /stats page is reused: counting a large database takes a while, and the
 #: handler runs on the server's event loop.
 STATS_SECONDS = 60.0
-#: The index the backlinks lookup needs (``links.target``), made by :func:`prepare`.
-BACKLINKS_INDEX = "CREATE INDEX IF NOT EXISTS links_target ON links (target)"
 
 GEMTEXT = "text/gemini; charset=utf-8"
 SEARCH_PROMPT = 'Search for (words, "a phrase", word*, -word, a OR b)'
@@ -87,12 +85,6 @@ _SPACES = re.compile(r"[\s\x00-\x1f\x7f]+")
 
 class BadInput(Exception):
     """The request's input cannot be used: ``59`` with this message."""
-
-
-def prepare(conn: sqlite3.Connection) -> None:
-    """Make the one index the capsule needs beyond the crawl's own (idempotent, quick on
-    a database that has it; derived data: dropping it loses nothing)."""
-    conn.execute(BACKLINKS_INDEX)
 
 
 class SearchFunction(Protocol):

@@ -9,8 +9,6 @@ line's limits, per-address rate limits, a JSON Lines access log); the capsule is
 from __future__ import annotations
 
 import argparse
-import sqlite3
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -25,7 +23,7 @@ from geminibot.gemini.servecmd import (
 )
 from geminibot.gemini.server import GeminiServer
 from geminibot.gemini.urls import DEFAULT_PORT
-from geminibot.searchcap.app import SearchCapsule, prepare
+from geminibot.searchcap.app import SearchCapsule
 
 #: The host name served (and named in its certificate) unless ``--hostname`` says.
 DEFAULT_HOSTNAME = "localhost"
@@ -62,21 +60,6 @@ def register(commands: Any) -> None:
     serve.set_defaults(run=run_serve_search)
 
 
-def prepare_index(conn: Any, db: str) -> None:
-    """Make the backlinks index in an SQLite file if it can be (one line on standard
-    error if the file is read-only: backlinks then scan the links table); PostgreSQL's
-    schema has it."""
-    if not isinstance(conn, sqlite3.Connection):
-        return
-    try:
-        prepare(conn)
-    except sqlite3.Error as exc:
-        print(
-            f"serve-search: {db}: no backlinks index ({exc}); /backlinks is slower",
-            file=sys.stderr,
-        )
-
-
 def capsule_url(hostname: str, port: int, path: str = "/") -> str:
     return f"gemini://{hostname}{'' if port == DEFAULT_PORT else f':{port}'}{path}"
 
@@ -85,7 +68,6 @@ def run_serve_search(args: argparse.Namespace) -> int:
     names = [host_name(n) for n in args.hostname or [DEFAULT_HOSTNAME]]
     cert_dir = cert_folder(args.certs)
     with reading(args.db) as (conn, find):
-        prepare_index(conn, args.db)
         return _serve(args, names, cert_dir, SearchCapsule(conn, find))
 
 

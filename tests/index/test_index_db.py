@@ -3,11 +3,12 @@
 import sqlite3
 from pathlib import Path
 
+import legacy_schemas
 import pytest
 
 from geminibot.crawl.frontier import CLAIM, DEEP_PATHS, QUERIES_ON_PATH
 from geminibot.index import DatabaseError, connect, transaction
-from geminibot.index.db import MIGRATIONS, SCHEMA_VERSION, get_setting, set_setting
+from geminibot.index.db import SCHEMA_VERSION, get_setting, set_setting
 
 
 def test_new_database_is_wal_and_current(tmp_path: Path) -> None:
@@ -45,7 +46,7 @@ def test_newer_schema_refused(tmp_path: Path) -> None:
     path = tmp_path / "new.db"
     connect(path).close()
     c = sqlite3.connect(path)
-    c.execute(f"PRAGMA user_version = {SCHEMA_VERSION + 1}")
+    c.execute(f"UPDATE alembic_version SET version_num = '{SCHEMA_VERSION + 1:04d}'")
     c.commit()
     c.close()
     with pytest.raises(DatabaseError, match="newer"):
@@ -83,7 +84,7 @@ def test_version_4_loses_the_indexes_no_query_reads(tmp_path: Path) -> None:
     ``urls_query_path`` holds the URLs with a query string only; the rows stay."""
     path = tmp_path / "crawl.db"
     old = sqlite3.connect(path, isolation_level=None)
-    for statement in (s for version in MIGRATIONS[:4] for s in version):
+    for statement in (s for version in legacy_schemas.SQLITE[:4] for s in version):
         old.execute(statement)
     old.execute("PRAGMA user_version = 4")
     old.execute(

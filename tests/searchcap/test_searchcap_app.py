@@ -17,7 +17,7 @@ from geminibot.index import Link, Page, SearchResult, connect, search, store_pag
 from geminibot.index.db import set_setting
 from geminibot.index.search import MAX_QUERY_LENGTH
 from geminibot.index.tantivy_index import rebuild
-from geminibot.searchcap import SearchCapsule, prepare
+from geminibot.searchcap import SearchCapsule
 from geminibot.searchcap.app import (
     HOSTS_PER_PAGE,
     MAX_BACKLINKS,
@@ -59,7 +59,6 @@ def conn(tmp_path: Path) -> sqlite3.Connection:
         )
         set_setting(conn, "role", "indexer")
         set_setting(conn, "agent", "mybot")
-    prepare(conn)
     return conn
 
 

@@ -1,13 +1,21 @@
-"""Schema versions on both stores: created at the current version, an older one upgraded
-in place, a newer one (or a foreign database) refused with one line; a bad or unreachable
-``--db`` URL is one line and its exit code, never a traceback."""
+"""Schema versions on both stores: one schema and one version for both engines, created at
+the current version; every older database (built here from its old DDL) upgraded in place
+to exactly the schema of a new one; a newer one (or a foreign database) refused with one
+line; a bad or unreachable ``--db`` URL is one line and its exit code, never a traceback."""
 
 from __future__ import annotations
 
 import sqlite3
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
 
+import legacy_schemas
 import psycopg
 import pytest
+import sqlalchemy as sa
+from alembic.autogenerate import compare_metadata
+from alembic.runtime.migration import MigrationContext
 from store_helpers import LIMITS, Clock
 
 from geminibot.cli import main
@@ -15,24 +23,29 @@ from geminibot.crawl.pgstore import PgStore
 from geminibot.crawl.store import CrawlStore, SqliteStore
 from geminibot.index import DatabaseError, connect, pg
 from geminibot.index import db as sqlite_db
+from geminibot.index.schema import metadata
+from geminibot.index.upgrade import SCHEMA_VERSION
+
+#: What only one engine has: SQLite's FTS5 table (and the tables FTS5 keeps its index in)
+#: and the change log the derived index follows (with its triggers); PostgreSQL's text
+#: columns, their ``tsvector`` and its index, and its host leases.
+FTS5_TABLES = {"pages_fts", "pages_fts_data", "pages_fts_idx", "pages_fts_content"}
+FTS5_TABLES |= {"pages_fts_docsize", "pages_fts_config"}
+SQLITE_ONLY = FTS5_TABLES | {"index_changes"}
+SQLITE_TRIGGERS = {"pages_text_added", "pages_text_removed", "pages_text_changed"}
+PG_ONLY_TABLES = {"host_leases"}
+PG_ONLY_COLUMNS = {("pages", "headings"), ("pages", "body"), ("pages", "tsv")}
+PG_ONLY_INDEXES = {"pages_tsv"}
 
 
 def version(kind: str, db: str) -> int | None:
     if kind == "sqlite":
         with sqlite3.connect(db) as conn:
-            return int(conn.execute("PRAGMA user_version").fetchone()[0])
-    with psycopg.connect(db) as conn:
-        return pg.schema_version(conn)
-
-
-def set_version(kind: str, db: str, n: int) -> None:
-    if kind == "sqlite":
-        conn = sqlite3.connect(db)
-        conn.execute(f"PRAGMA user_version = {n}")
+            found = sqlite_db.sqlite_version(conn)
         conn.close()
-    else:
-        with psycopg.connect(db, autocommit=True) as conn:
-            conn.execute("UPDATE geminibot_schema SET version = %s", (n,))
+        return found
+    with psycopg.connect(db) as pconn:
+        return pg.schema_version(pconn)
 
 
 def open_db(kind: str, db: str) -> None:
@@ -42,55 +55,175 @@ def open_db(kind: str, db: str) -> None:
         pg.connect(db).close()
 
 
+def run(kind: str, db: str, statements: tuple[str, ...]) -> None:
+    """Run ``statements`` on the database as they are (one transaction)."""
+    if kind == "sqlite":
+        conn = sqlite3.connect(db, isolation_level=None)
+        conn.execute("BEGIN")
+        for statement in statements:
+            conn.execute(statement)
+        conn.execute("COMMIT")
+        conn.close()
+    else:
+        with psycopg.connect(db) as pconn:
+            for statement in statements:
+                pconn.execute(statement.encode())
+
+
+def make_old(kind: str, db: str, old: int) -> None:
+    """A database of an engine's own ``old`` version, from before the one history, built
+    from the DDL that version had."""
+    if kind == "sqlite":
+        statements = [s for v in legacy_schemas.SQLITE[:old] for s in v]
+        run(kind, db, (*statements, f"PRAGMA user_version = {old}"))
+    else:
+        statements = [s for v in legacy_schemas.PG[:old] for s in v]
+        run(kind, db, (*statements, f"UPDATE geminibot_schema SET version = {old}"))
+
+
+@contextmanager
+def inspected(kind: str, db: str) -> Iterator[sa.Connection]:
+    """A SQLAlchemy connection to the database, to inspect its schema."""
+    url = "sqlite://" if kind == "sqlite" else "postgresql+psycopg://"
+    creator: Any = (
+        (lambda: sqlite3.connect(db)) if kind == "sqlite" else (lambda: psycopg.connect(db))
+    )
+    engine = sa.create_engine(url, creator=creator, poolclass=sa.pool.NullPool)
+    with engine.connect() as connection:
+        yield connection
+    engine.dispose()
+
+
+def describe(kind: str, db: str) -> dict[str, Any]:
+    """Tables, their columns (name, nullable, part of the primary key), indexes (name,
+    columns, unique, partial) and unique constraints, triggers, and the version."""
+    tables: dict[str, Any] = {}
+    with inspected(kind, db) as connection:
+        inspector = sa.inspect(connection)
+        for table in inspector.get_table_names():
+            key = set(inspector.get_pk_constraint(table)["constrained_columns"])
+            columns = {
+                (c["name"], bool(c["nullable"]) and c["name"] not in key, c["name"] in key)
+                for c in inspector.get_columns(table)
+            }
+            indexes = {
+                (
+                    i["name"],
+                    tuple(i["column_names"]),
+                    bool(i["unique"]),
+                    bool(i.get("dialect_options", {}).get(f"{kind}_where") is not None),
+                )
+                for i in inspector.get_indexes(table)
+                if "duplicates_constraint" not in i
+            }
+            indexes |= {
+                ("unique", tuple(u["column_names"]), True, False)
+                for u in inspector.get_unique_constraints(table)
+            }
+            tables[table] = (columns, indexes)
+        trigger_names = (
+            "SELECT name FROM sqlite_master WHERE type = 'trigger'"
+            if kind == "sqlite"
+            else "SELECT tgname FROM pg_trigger WHERE NOT tgisinternal"
+        )
+        triggers = {str(r[0]) for r in connection.exec_driver_sql(trigger_names)}
+    return {"tables": tables, "triggers": triggers, "version": version(kind, db)}
+
+
+def engine_neutral(described: dict[str, Any]) -> dict[str, Any]:
+    """``described`` without what only one engine has."""
+    tables = {}
+    for table, (columns, indexes) in described["tables"].items():
+        if table not in SQLITE_ONLY | PG_ONLY_TABLES:
+            tables[table] = (
+                {c for c in columns if (table, c[0]) not in PG_ONLY_COLUMNS},
+                {i for i in indexes if i[0] not in PG_ONLY_INDEXES},
+            )
+    triggers = described["triggers"] - SQLITE_TRIGGERS
+    return {"tables": tables, "triggers": triggers, "version": described["version"]}
+
+
+def test_both_engines_have_one_schema_and_version(tmp_path: Any, pg_url: str) -> None:
+    """A new SQLite file and a new PostgreSQL database: the same tables, columns and
+    indexes (but for the full-text index and the host leases) at the same version."""
+    lite = str(tmp_path / "crawl.db")
+    open_db("sqlite", lite)
+    open_db("postgresql", pg_url)
+    sqlite_schema, pg_schema = describe("sqlite", lite), describe("postgresql", pg_url)
+    assert sqlite_schema["version"] == pg_schema["version"] == SCHEMA_VERSION
+    assert set(sqlite_schema["tables"]) >= SQLITE_ONLY
+    assert sqlite_schema["triggers"] == SQLITE_TRIGGERS
+    assert set(pg_schema["tables"]) >= PG_ONLY_TABLES
+    assert engine_neutral(sqlite_schema) == engine_neutral(pg_schema)
+    assert "urls_query_path" in {i[0] for i in pg_schema["tables"]["urls"][1]}
+
+
+def test_the_schema_description_is_the_database(kind: str, db: str) -> None:
+    """:func:`geminibot.index.schema.metadata` describes what the history creates: Alembic
+    finds nothing to change (tables, columns, types, indexes)."""
+    open_db(kind, db)
+    ignored = FTS5_TABLES | {"alembic_version"}
+    with inspected(kind, db) as connection:
+        context = MigrationContext.configure(
+            connection,
+            opts={
+                "compare_type": True,
+                "include_name": lambda name, what, parent: (
+                    not (what == "table" and name in ignored)
+                ),
+            },
+        )
+        assert compare_metadata(context, metadata(kind)) == []
+
+
+@pytest.mark.parametrize(
+    ("kind", "old"),
+    [("sqlite", n) for n in range(1, 7)] + [("postgresql", n) for n in range(1, 6)],
+)
+def test_every_older_version_becomes_the_new_schema(
+    kind: str, db: str, old: int, request: Any, tmp_path: Any
+) -> None:
+    """A database of every version before the one history, with the tables commands
+    made outside it, is upgraded to exactly the schema a new database has."""
+    make_old(kind, db, old)
+    if kind == "sqlite" and old % 2:  # (with and without them)
+        run(kind, db, legacy_schemas.SQLITE_EXTRAS)
+    assert version(kind, db) is not None
+    open_db(kind, db)
+    new = str(tmp_path / "new.db") if kind == "sqlite" else request.getfixturevalue("pg_url")
+    open_db(kind, new)
+    assert describe(kind, db) == describe(kind, new)
+    open_db(kind, db)  # opening again changes nothing
+    assert version(kind, db) == SCHEMA_VERSION
+
+
 def test_created_at_the_current_version(kind: str, db: str) -> None:
     open_db(kind, db)
-    current = sqlite_db.SCHEMA_VERSION if kind == "sqlite" else pg.SCHEMA_VERSION
-    assert version(kind, db) == current
+    assert version(kind, db) == SCHEMA_VERSION
     open_db(kind, db)  # opening again changes nothing
-    assert version(kind, db) == current
+    assert version(kind, db) == SCHEMA_VERSION
 
 
 def test_newer_schema_refused_in_one_line(kind: str, db: str) -> None:
     open_db(kind, db)
-    set_version(kind, db, 99)
+    run(kind, db, ("UPDATE alembic_version SET version_num = '0099'",))
     with pytest.raises(DatabaseError, match="schema version 99 is newer") as info:
         open_db(kind, db)
     assert "\n" not in str(info.value)
     assert main(["stats", "--db", db]) == 2
 
 
-def test_older_schema_upgraded_in_place(pg_url: str, monkeypatch: pytest.MonkeyPatch) -> None:
-    """A PostgreSQL database of the current version meets a geminibot whose schema has
-    one more."""
-    pg.connect(pg_url).close()
-    newer = ("CREATE TABLE upgraded (x INTEGER)",)
-    monkeypatch.setattr(pg, "MIGRATIONS", (*pg.MIGRATIONS, newer))
-    monkeypatch.setattr(pg, "SCHEMA_VERSION", pg.SCHEMA_VERSION + 1)
-    pg.connect(pg_url).close()
-    with psycopg.connect(pg_url) as conn:
-        assert pg.schema_version(conn) == pg.SCHEMA_VERSION
-        assert conn.execute("SELECT count(*) FROM upgraded").fetchone() == (0,)
-
-
-def test_version_1_upgraded_in_place(pg_url: str) -> None:
-    """A version-1 PostgreSQL database (before URL attempts and certificate pins) is
-    upgraded in place to the current version, its rows kept."""
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(pg, "MIGRATIONS", pg.MIGRATIONS[:1])
-        patch.setattr(pg, "SCHEMA_VERSION", 1)
-        with pg.connect(pg_url) as conn:
-            assert pg.schema_version(conn) == 1
-            conn.execute(
-                "INSERT INTO urls (url, host, path, has_query, depth, state, updated_at)"
-                " VALUES ('gemini://a.test/', 'a.test', '/', false, 0, 'queued', 0)"
-            )
-    pg.connect(pg_url).close()
-    with psycopg.connect(pg_url) as conn:
-        assert pg.schema_version(conn) == pg.SCHEMA_VERSION
-        assert conn.execute("SELECT url, attempts FROM urls").fetchall() == [
-            ("gemini://a.test/", 0)
-        ]
-        assert conn.execute("SELECT count(*) FROM pins").fetchone() == (0,)
+def test_newer_schema_of_the_old_kind_refused(kind: str, db: str) -> None:
+    """A database whose own version marker (before the history) says it is newer."""
+    make_old(kind, db, 1)
+    marker = (
+        "PRAGMA user_version = 99"
+        if kind == "sqlite"
+        else ("UPDATE geminibot_schema SET version = 99")
+    )
+    run(kind, db, (marker,))
+    with pytest.raises(DatabaseError, match="schema version 99 is newer"):
+        open_db(kind, db)
 
 
 def test_foreign_database_refused(pg_url: str) -> None:
@@ -135,17 +268,13 @@ _OLD_ROWS = (
 )
 _GIVEN_UP = ("gemini://a.test/g", "failed", "given up: 3 attempts ended abnormally", 3000.0, 3)
 
-#: The first version of each store with ``urls.attempts``.
+#: The first version of each engine's own with ``urls.attempts``.
 _ATTEMPTS_SINCE = {"sqlite": 2, "postgresql": 3}
 
 
-def _make_old(kind: str, db: str, old: int) -> None:
-    """A database of schema version ``old`` holding :data:`_OLD_ROWS`."""
-    module = sqlite_db if kind == "sqlite" else pg
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(module, "MIGRATIONS", module.MIGRATIONS[:old])
-        patch.setattr(module, "SCHEMA_VERSION", old)
-        open_db(kind, db)
+def _make_old_with_rows(kind: str, db: str, old: int) -> None:
+    """A database of its engine's own version ``old`` holding :data:`_OLD_ROWS`."""
+    make_old(kind, db, old)
     has_attempts = old >= _ATTEMPTS_SINCE[kind]
     rows = [r[:5] for r in _OLD_ROWS] + ([_GIVEN_UP] if has_attempts else [])
     columns = "url, host, path, has_query, depth, state, reason, updated_at"
@@ -164,7 +293,6 @@ def _make_old(kind: str, db: str, old: int) -> None:
     else:
         with psycopg.connect(db) as pconn, pconn.cursor() as cur:
             cur.executemany(sql.encode(), values)
-    assert version(kind, db) == old
 
 
 @pytest.mark.parametrize(
@@ -178,10 +306,9 @@ def test_every_version_before_freshness_upgraded_in_place(
     upgraded in place to the current one: its rows kept, finished URLs due a day after
     their last change, a failure an hour after with one attempt counted, a URL given up
     never; then the crawl resumes: its queued URL is claimed."""
-    _make_old(kind, db, old)
+    _make_old_with_rows(kind, db, old)
     open_db(kind, db)
-    current = sqlite_db.SCHEMA_VERSION if kind == "sqlite" else pg.SCHEMA_VERSION
-    assert version(kind, db) == current
+    assert version(kind, db) == SCHEMA_VERSION
     sql = "SELECT url, next_visit, attempts FROM urls ORDER BY url"
     if kind == "sqlite":
         with sqlite3.connect(db) as conn:

@@ -1,0 +1,1 @@
+"""One Alembic revision per schema version, for both engines; append-only."""
