@@ -4,7 +4,7 @@ Routes (see docs/portal.md):
 
 - the portal's own pages (:attr:`PortalApp.routes`, by exact path): ``/robots.txt``,
   keeping web crawlers out of proxied Gemini content, and without a capsule ``/``, a form
-  for a ``gemini://`` URL (``/?url=...`` redirects);
+  for a ``gemini://`` URL (``/?url=...`` redirects), and ``/about``, how the portal behaves;
 - without a capsule: ``/gemini/HOST[:PORT]/PATH[?QUERY]`` shows
   ``gemini://HOST[:PORT]/PATH[?QUERY]``;
 - with ``capsule``: ``/PATH[?QUERY]`` shows that path of the one capsule, as Kineto does;
@@ -106,6 +106,7 @@ class PortalApp:
         }
         if capsule is None:
             self.routes["/"] = self._home
+            self.routes["/about"] = self._about
         self.crawl_db = crawl_db
 
     @property
@@ -252,6 +253,13 @@ class PortalApp:
             '<form method="get" action="/">\n<label for="url">Gemini URL</label>\n'
             '<input id="url" name="url" type="url" placeholder="gemini://example.org/" '
             'required>\n<button type="submit">Go</button>\n</form>\n'
+        )
+        return self.pages.html(200, "geminibot portal", body + self._about_text())
+
+    def _about_text(self) -> str:
+        """How the portal behaves (its home page and ``/about``), and ``/check`` when it
+        has a crawl database."""
+        text = (
             "<p>Before each page this portal reads the capsule's robots.txt (and "
             "robots2.txt, agents.txt) and obeys the rules for the <code>webproxy</code> "
             "virtual agent: a page a capsule keeps from web proxies is refused, with the "
@@ -259,11 +267,15 @@ class PortalApp:
             "a capsule answers 44.</p>"
         )
         if self.crawl_db is not None:
-            body += (
+            text += (
                 '\n<p><a href="/check">Why is a page in the search index, or not?</a> '
                 "What the crawl knows of a capsule, and the policy line behind each page.</p>"
             )
-        return self.pages.html(200, "geminibot portal", body)
+        return text
+
+    async def _about(self, request: Request) -> HTTPResponse:
+        body = "<h1>About this portal</h1>\n" + self._about_text()
+        return self.pages.html(200, "About this portal", body)
 
     async def _check(self, request: Request) -> HTTPResponse:
         asked = parse_qs(request.query or "").get("q", [""])[0].strip()

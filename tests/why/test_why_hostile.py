@@ -161,15 +161,16 @@ def test_home_and_about_link_to_check(db: Path) -> None:
         assert "=> /check " in body
     conn.close()
 
-    async def home() -> str:
+    async def home(path: str) -> str:
         conn = sqlite3.connect(db)
         app = PortalApp(
             Upstream(PortalLimits(), guard=UpstreamGuard([], test_range=True)), crawl_db=conn
         )
         transport = httpx.ASGITransport(app=app, client=("127.0.0.1", 50000))  # type: ignore[arg-type]
         async with httpx.AsyncClient(transport=transport, base_url="http://portal.test") as web:
-            text = (await web.get("/")).text
+            text = (await web.get(path)).text
         conn.close()
         return text
 
-    assert 'href="/check"' in trio.run(home)
+    assert 'href="/check"' in trio.run(home, "/")
+    assert 'href="/check"' in trio.run(home, "/about")
