@@ -5,10 +5,16 @@ the words of a policy line."""
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
+
 from geminibot.crawl.runrecord import RunOptions
+from geminibot.policy.compare import bot_classes, compare
+from geminibot.policy.site_policy import SitePolicy
 from geminibot.why.explain import explain_url, host_allowed, policy_line
+from geminibot.why.host import explain_host
 from geminibot.why.records import (
     FetchRow,
+    HostRecords,
     HostRow,
     PageRow,
     PolicyFileRow,
@@ -103,3 +109,24 @@ def test_a_queued_url_waits_one_delay_per_url_ahead() -> None:
         records(row=row("queued"), host_row=host, files=(robots,), queued_before=12), NOW
     )
     assert answer.next_visit == NOW + 90 + 12 * 30
+
+
+def test_a_hosts_summary_says_where_its_web_policy_differs() -> None:
+    gemini = PolicyFileRow(
+        "robots.txt", "success", "ok", 20, b"User-agent: *\nDisallow: /private/\n", NOW, NOW + 9
+    )
+    web = PolicyFileRow(
+        "robots.txt", "success", "ok", 200, b"User-agent: *\nDisallow: /\n", NOW, NOW + 9
+    )
+    same = HostRecords("h.test", Settings(), files=(gemini,), web_host="https://h.test")
+    assert explain_host(same, NOW).differences is None
+    both = HostRecords(
+        "h.test", Settings(), files=(gemini,), web_host="https://h.test", web_files=(web,)
+    )
+    summary = explain_host(both, NOW)
+    web_policy = SitePolicy.from_texts("http", web.body)
+    gemini_policy = SitePolicy.from_texts("gemini", gemini.body)
+    at = datetime.fromtimestamp(NOW, UTC)
+    expected = compare(web_policy, gemini_policy, bot_classes([web_policy, gemini_policy]), at)
+    assert summary.differences == expected.summary()
+    assert summary.differences.startswith("summary: the policies differ")
