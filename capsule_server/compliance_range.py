@@ -1,12 +1,27 @@
 """``capsule-server range``: serve the capsules and write each client's scorecard.
 
 A bot author points their bot at the range and reads the result. The range serves the
-capsules like ``serve`` and keeps every access record in memory (and in ``--log``, if
-given). A client that has made no request for ``--idle`` seconds counts as gone: its
-scorecard (:mod:`capsule_server.report`, over all its requests so far) is written to the
-scorecards folder as ``CLIENT.txt``, ``CLIENT.gmi`` and ``CLIENT.json``. ``SIGUSR1`` writes
-the scorecard of every client seen at once; ``SIGINT``/``SIGTERM`` write the pending ones
-and stop. Times are the range's own clock (the log's times): the range is trusted.
+capsules like ``serve`` and keeps each client's access records in memory (every record
+also goes to ``--log``, if given). A client is an IPv4 address or an IPv6 /64 network
+(:func:`geminibot.gemini.server.client_key`, as the server's limits count clients). A
+client that has made no request for ``--idle`` seconds counts as gone: its scorecard
+(:mod:`capsule_server.report`, over its requests since it last went idle) is written to
+the scorecards folder as ``CLIENT.txt``, ``CLIENT.gmi`` and ``CLIENT.json`` and its
+records are dropped. ``SIGUSR1`` writes the scorecard of every client seen at once;
+``SIGINT``/``SIGTERM`` write the pending ones and stop. Times are the range's own clock
+(the log's times): the range is trusted.
+
+Bounds, so that no client can make the range grow or stall:
+
+- a client's first :data:`MAX_RECORDS_PER_CLIENT` requests are judged; later ones (a bot
+  that ignores its ``44`` answers, say) are counted, not kept, and the scorecard's line
+  on standard error says how many;
+- at most :data:`MAX_RECORDS` records in all: past that, the client seen least recently
+  is scored at once and its records dropped;
+- a scorecard is built and written in a worker thread, one at a time, never on the event
+  loop that serves the capsules;
+- at most :data:`MAX_SCORECARDS` clients' scorecards in the folder from one run: past
+  that, the oldest written is deleted with each new one.
 """
 
 from __future__ import annotations
@@ -15,8 +30,11 @@ import argparse
 import os
 import signal
 import sys
+import threading
 import time
+from collections import OrderedDict
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -29,7 +47,7 @@ from capsule_server.server import CapsuleServer
 from geminibot.cliutil import EXIT_OK, CommandError, port_number, positive_float, positive_int
 from geminibot.gemini.accesslog import AccessRecord, JsonLinesLog
 from geminibot.gemini.servecmd import cert_folder, close_log, make_server, open_log
-from geminibot.gemini.server import RATE_BURST, RATE_PER_SECOND, ServerLimits
+from geminibot.gemini.server import RATE_BURST, RATE_PER_SECOND, ServerLimits, client_key
 
 #: Seconds without a request after which a client counts as gone (default of --idle):
 #: longer than any pause a polite bot makes on the capsules (their slowest pace is 10 s).
@@ -37,10 +55,19 @@ IDLE_SECONDS = 60.0
 #: The idle check runs this many times per idle period.
 CHECKS_PER_IDLE = 4
 DEFAULT_SCORECARDS = Path("var/capsule-server/scorecards")
+#: Requests of one client judged (a polite pass over the bundled capsules takes a few
+#: hundred); a scorecard of this many takes some seconds to build.
+MAX_RECORDS_PER_CLIENT = 5_000
+#: Records kept in all (about 300 bytes each).
+MAX_RECORDS = 100_000
+#: Clients' scorecards (three files each) one run keeps in the folder.
+MAX_SCORECARDS = 1_000
 
 
 class Scorecards:
-    """The records of every client and the writing of their scorecards (no I/O but files)."""
+    """The records of every client and the writing of their scorecards (no I/O but
+    files). :meth:`add` runs on the event loop; :meth:`write` is for a worker thread
+    (:func:`score`), one at a time."""
 
     def __init__(
         self,
@@ -50,6 +77,10 @@ class Scorecards:
         judge_as: str | None,
         clock: Callable[[], float] = time.monotonic,
         say: Callable[[str], None] = lambda line: print(line, file=sys.stderr, flush=True),
+        *,
+        max_records_per_client: int = MAX_RECORDS_PER_CLIENT,
+        max_records: int = MAX_RECORDS,
+        max_scorecards: int = MAX_SCORECARDS,
     ) -> None:
         self.policies = policies
         self.folder = folder
@@ -57,45 +88,107 @@ class Scorecards:
         self.judge_as = judge_as
         self.clock = clock
         self.say = say
-        self.records: dict[str, list[AccessRecord]] = {}
+        self.max_records_per_client = max_records_per_client
+        self.max_records = max_records
+        self.max_scorecards = max_scorecards
+        #: Records by client, the client seen least recently first.
+        self.records: OrderedDict[str, list[AccessRecord]] = OrderedDict()
+        self.total = 0
         self.last_seen: dict[str, float] = {}
+        #: Requests not kept per client (over :attr:`max_records_per_client`).
+        self.dropped: dict[str, int] = {}
         self.pending: set[str] = set()
+        #: Clients scored early to make room, with their records: for :func:`score`.
+        self.evicted: list[tuple[str, list[AccessRecord], int]] = []
+        self._written: OrderedDict[str, None] = OrderedDict()  # file names, oldest first
+        self._writing = threading.Lock()
 
     def add(self, record: AccessRecord) -> None:
         if record.host is None or record.path is None:
             return  # no request was read: nothing to judge
-        self.records.setdefault(record.client, []).append(record)
-        self.last_seen[record.client] = self.clock()
-        self.pending.add(record.client)
+        client = client_key(record.client)
+        kept = self.records.get(client)
+        if kept is None:
+            kept = self.records[client] = []
+        self.records.move_to_end(client)
+        self.last_seen[client] = self.clock()
+        self.pending.add(client)
+        if len(kept) >= self.max_records_per_client:
+            self.dropped[client] = self.dropped.get(client, 0) + 1
+            return
+        kept.append(record if record.client == client else replace(record, client=client))
+        self.total += 1
+        while self.total > self.max_records:
+            oldest = next(iter(self.records))
+            self.evicted.append((oldest, *self.take(oldest)))
 
     def gone(self, idle: float) -> list[str]:
         """Clients with new requests and none for ``idle`` seconds."""
         now = self.clock()
         return sorted(c for c in self.pending if now - self.last_seen[c] >= idle)
 
-    def write(self, client: str) -> Path | None:
-        """Write ``client``'s scorecard in every format; the .gmi path (None: not written)."""
+    def take(self, client: str) -> tuple[list[AccessRecord], int]:
+        """``client``'s records and the count not kept, forgotten here."""
+        records = self.records.pop(client, [])
+        self.total -= len(records)
+        self.last_seen.pop(client, None)
         self.pending.discard(client)
-        [report] = build_report(self.records[client], self.policies, self.agent, self.judge_as)
-        name = client.replace(":", "_").replace("/", "_")
+        return records, self.dropped.pop(client, 0)
+
+    def copy(self, client: str) -> tuple[list[AccessRecord], int]:
+        """``client``'s records so far (kept here) and the count not kept."""
+        self.pending.discard(client)
+        return list(self.records.get(client, ())), self.dropped.get(client, 0)
+
+    def write(self, client: str, records: list[AccessRecord], dropped: int = 0) -> Path | None:
+        """Write the scorecard of ``client``'s ``records`` in every format; the .gmi path
+        (None: nothing to judge, or not written)."""
+        with self._writing:
+            reports = build_report(records, self.policies, self.agent, self.judge_as)
+            if not reports:
+                return None
+            name = client.replace(":", "_").replace("/", "_")
+            try:
+                self._make_room(name)
+                for fmt in FORMATS:
+                    target = self.folder / f"{name}.{_SUFFIX.get(fmt, fmt)}"
+                    partial = target.with_name(target.name + ".partial")
+                    partial.write_text(render(reports[0], fmt) + "\n", encoding="utf-8")
+                    os.replace(partial, target)
+            except OSError as exc:  # a full disk or a folder gone: say so, keep serving
+                self.say(f"capsule-server: {client}: cannot write its scorecard: {exc.strerror}")
+                return None
+            self._written[name] = None
+            self._written.move_to_end(name)
         gmi = self.folder / f"{name}.gmi"
-        try:
-            for fmt in FORMATS:
-                suffix = {"text": "txt"}.get(fmt, fmt)
-                target = self.folder / f"{name}.{suffix}"
-                partial = target.with_suffix(f".{suffix}.partial")
-                partial.write_text(render(report, fmt) + "\n", encoding="utf-8")
-                os.replace(partial, target)
-        except OSError as exc:  # a full disk or a folder gone: say so, keep serving
-            self.say(f"capsule-server: {client}: cannot write its scorecard: {exc.strerror}")
-            return None
-        verdict = "compliant" if report.compliant else "not compliant"
-        self.say(f"capsule-server: {client}: {verdict}, scorecard in {gmi}")
+        verdict = "compliant" if reports[0].compliant else "not compliant"
+        cut = f" (its first {len(records)} requests; {dropped} more not kept)" if dropped else ""
+        self.say(f"capsule-server: {client}: {verdict}, scorecard in {gmi}{cut}")
         return gmi
 
-    def write_all(self, clients: list[str] | None = None) -> None:
-        for client in sorted(self.records) if clients is None else clients:
-            self.write(client)
+    def _make_room(self, name: str) -> None:
+        """Delete the oldest scorecard written if ``name`` would be one too many."""
+        if name in self._written or len(self._written) < self.max_scorecards:
+            return
+        oldest, _ = self._written.popitem(last=False)
+        for fmt in FORMATS:
+            (self.folder / f"{oldest}.{_SUFFIX.get(fmt, fmt)}").unlink(missing_ok=True)
+
+
+_SUFFIX = {"text": "txt"}
+
+
+async def score(cards: Scorecards, which: list[tuple[str, list[AccessRecord], int]]) -> None:
+    """Write these scorecards in a worker thread (one at a time: :meth:`Scorecards.write`
+    holds a lock), the event loop free meanwhile."""
+    for client, records, dropped in which:
+        await trio.to_thread.run_sync(cards.write, client, records, dropped)
+
+
+async def score_gone(cards: Scorecards, idle: float) -> None:
+    """Score the clients evicted to make room and those gone for ``idle`` seconds."""
+    evicted, cards.evicted = cards.evicted, []
+    await score(cards, evicted + [(c, *cards.take(c)) for c in cards.gone(idle)])
 
 
 def run_range(args: argparse.Namespace) -> int:
@@ -171,10 +264,11 @@ async def _serve(
             nursery.start_soon(_watch_idle, cards, idle, stopped)
             async for signum in signals:
                 if signum == signal.SIGUSR1:
-                    cards.write_all()
+                    await score(cards, [(c, *cards.copy(c)) for c in sorted(cards.records)])
                     continue
                 cards.say(f"capsule-server: {signal.Signals(signum).name}, shutting down")
-                cards.write_all(sorted(cards.pending))
+                evicted, cards.evicted = cards.evicted, []
+                await score(cards, evicted + [(c, *cards.take(c)) for c in sorted(cards.pending)])
                 stopped.set()
                 server.shutdown()
                 break
@@ -184,7 +278,7 @@ async def _watch_idle(cards: Scorecards, idle: float, stopped: trio.Event) -> No
     while not stopped.is_set():
         with trio.move_on_after(idle / CHECKS_PER_IDLE):
             await stopped.wait()
-        cards.write_all(cards.gone(idle))
+        await score_gone(cards, idle)
 
 
 def register(commands: Any, default_certs: Path) -> None:

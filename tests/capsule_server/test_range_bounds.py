@@ -1,0 +1,113 @@
+"""``capsule-server range``'s bounds at their edges: records per client and in all, an
+IPv6 client as its /64, the number of scorecards in the folder, and scorecards built
+off the event loop."""
+
+from __future__ import annotations
+
+import threading
+from pathlib import Path
+
+from capsule_server.compliance_range import (
+    MAX_RECORDS,
+    MAX_RECORDS_PER_CLIENT,
+    MAX_SCORECARDS,
+    Scorecards,
+    score,
+    score_gone,
+)
+from capsule_server.files import capsules_dir
+from capsule_server.judge import load_policies
+from geminibot.gemini.accesslog import AccessRecord
+
+HOST = "honeypot.test"
+
+
+def record(client: str, path: str = "/robots.txt", status: int = 20) -> AccessRecord:
+    return AccessRecord(client, HOST, path, status, time="2026-11-27T10:00:00.000Z")
+
+
+def cards(tmp_path: Path, said: list[str] | None = None, **bounds: int) -> Scorecards:
+    lines = said if said is not None else []
+    policies = load_policies(capsules_dir(None))
+    return Scorecards(policies, tmp_path, "geminibot", None, lambda: 0.0, lines.append, **bounds)
+
+
+def test_the_default_bounds() -> None:
+    assert (MAX_RECORDS_PER_CLIENT, MAX_RECORDS, MAX_SCORECARDS) == (5_000, 100_000, 1_000)
+
+
+async def test_records_per_client_edge(tmp_path: Path) -> None:
+    said: list[str] = []
+    range_ = cards(tmp_path, said, max_records_per_client=3)
+    for k in range(3):
+        range_.add(record("192.0.2.1", f"/p{k}"))
+    assert range_.dropped == {}
+    range_.add(record("192.0.2.1", "/ignored-44", status=44))
+    range_.add(record("192.0.2.1", "/ignored-44", status=44))
+    assert len(range_.records["192.0.2.1"]) == 3 and range_.total == 3
+    assert range_.dropped == {"192.0.2.1": 2}
+    await score_gone(range_, 0.0)
+    assert said[-1].endswith("(its first 3 requests; 2 more not kept)")
+    assert range_.records == {} and range_.total == 0 and range_.dropped == {}
+    assert range_.last_seen == {} and range_.pending == set()
+
+
+async def test_records_in_all_edge_evict_the_client_seen_least_recently(tmp_path: Path) -> None:
+    range_ = cards(tmp_path, max_records=4)
+    for client in ("192.0.2.1", "192.0.2.2"):
+        range_.add(record(client))
+        range_.add(record(client, "/a"))
+    assert range_.total == 4 and range_.evicted == []
+    range_.add(record("192.0.2.1", "/b"))  # the fifth: 192.0.2.2 was seen least recently
+    assert list(range_.records) == ["192.0.2.1"] and range_.total == 3
+    assert [(c, len(r)) for c, r, _ in range_.evicted] == [("192.0.2.2", 2)]
+    await score_gone(range_, 3600.0)  # the evicted one is scored, not the others
+    assert (tmp_path / "192.0.2.2.json").exists()
+    assert not (tmp_path / "192.0.2.1.json").exists()
+
+
+async def test_an_ipv6_client_is_its_64(tmp_path: Path) -> None:
+    range_ = cards(tmp_path)
+    for k in range(1, 200):
+        range_.add(record(f"2001:db8:1:2::{k:x}"))
+    range_.add(record("2001:db8:1:3::1"))
+    assert list(range_.records) == ["2001:db8:1:2::/64", "2001:db8:1:3::/64"]
+    await score_gone(range_, 0.0)
+    names = sorted(p.name for p in tmp_path.iterdir())
+    assert names == [
+        f"2001_db8_1_{n}___64.{suffix}" for n in (2, 3) for suffix in ("gmi", "json", "txt")
+    ]
+    assert (tmp_path / "2001_db8_1_2___64.txt").read_text().startswith("2001:db8:1:2::/64: ")
+
+
+async def test_scorecards_in_the_folder_edge(tmp_path: Path) -> None:
+    (tmp_path / "from-before.txt").write_text("kept")
+    range_ = cards(tmp_path, max_scorecards=2)
+    for k in (1, 2):
+        range_.add(record(f"192.0.2.{k}"))
+    await score_gone(range_, 0.0)
+    range_.add(record("192.0.2.1"))  # again: its files are replaced, not added
+    await score_gone(range_, 0.0)
+    assert len(list(tmp_path.glob("192.*"))) == 6
+    range_.add(record("192.0.2.3"))  # a third client: the oldest scorecard goes
+    await score_gone(range_, 0.0)
+    assert sorted({p.stem for p in tmp_path.glob("192.*")}) == ["192.0.2.1", "192.0.2.3"]
+    assert (tmp_path / "from-before.txt").read_text() == "kept"
+
+
+async def test_a_scorecard_is_built_off_the_event_loop(tmp_path: Path) -> None:
+    threads: list[threading.Thread] = []
+    range_ = cards(tmp_path)
+    range_.say = lambda _line: threads.append(threading.current_thread())
+    range_.add(record("192.0.2.1"))
+    await score(range_, [("192.0.2.1", *range_.copy("192.0.2.1"))])
+    assert threads and threads[0] is not threading.main_thread()
+    assert list(range_.records) == ["192.0.2.1"]  # SIGUSR1's copy keeps the records
+
+
+def test_nothing_to_judge_writes_nothing(tmp_path: Path) -> None:
+    range_ = cards(tmp_path)
+    range_.add(AccessRecord("192.0.2.1", error="timeout"))  # no request read
+    assert range_.records == {}
+    assert range_.write("192.0.2.1", []) is None
+    assert list(tmp_path.iterdir()) == []
