@@ -43,7 +43,7 @@ from geminibot.portal.cache import PageCache
 from geminibot.portal.limits import ClientBuckets
 from geminibot.portal.pages import COMMON_HEADERS, HTTPResponse, Pages
 from geminibot.portal.render import Strip, esc, notice
-from geminibot.portal.upstream import Busy, NotReachable, Refused, Upstream
+from geminibot.portal.upstream import WEB_CLIENT, Busy, NotReachable, Refused, Upstream
 from geminibot.urls import URL, InvalidURL
 from geminibot.why import BadTarget
 from geminibot.why import check as why_check
@@ -308,6 +308,13 @@ class PortalApp:
     async def show(self, url: URL, client: str = "", *, hide_query: bool = False) -> HTTPResponse:
         """The page for ``url``; with ``hide_query`` (the answer to an ``11`` prompt)
         neither shown nor cached."""
+        token = WEB_CLIENT.set(client)  # whose share of the upstream slots it takes
+        try:
+            return await self._show(url, hide_query)
+        finally:
+            WEB_CLIENT.reset(token)
+
+    async def _show(self, url: URL, hide_query: bool) -> HTTPResponse:
         shown = _without_query(url) if hide_query else str(url)
         key = None if hide_query else str(url)
         try:
@@ -316,7 +323,7 @@ class PortalApp:
                 hit = self.cache.get(key, self.clock())
                 if hit is not None:
                     return hit
-            response = await self.upstream.page(url, client)
+            response = await self.upstream.page(url)
         except Refused as refused:
             hop = parse_url(_without_query(refused.url)) if hide_query else refused.url
             return self.pages.refusal(hop, refused.decision, refused.files)

@@ -394,17 +394,11 @@ class Upstream:
         if not decision.allowed:
             raise Refused(decision, url, cached.files)
 
-    async def page(self, url: URL, client: str = "") -> Response:
-        """The response to show for ``url``, asked for by web ``client`` (its rate key),
-        each hop first :meth:`allowed`: raises :class:`Refused`, :class:`Busy`,
-        :class:`NotReachable` or a FetchError when there is none to show."""
-        token = WEB_CLIENT.set(client)
-        try:
-            return await self.follow(
-                url, self.page_client, self.page_client.limits, check=self.allowed
-            )
-        finally:
-            WEB_CLIENT.reset(token)
+    async def page(self, url: URL) -> Response:
+        """The response to show for ``url``, each hop first :meth:`allowed`: raises
+        :class:`Refused`, :class:`Busy`, :class:`NotReachable` or a FetchError when there
+        is none to show. The caller sets :data:`WEB_CLIENT`."""
+        return await self.follow(url, self.page_client, self.page_client.limits, check=self.allowed)
 
     def storable(self, response: Response) -> bool:
         """May the page be kept beyond the request (robots2.txt ``store``)?"""
@@ -443,58 +437,50 @@ class Slots:
     many names it has) cannot take them all."""
 
     def __init__(self, total: int, per_client: int, per_address: int) -> None:
-        self.total = trio.CapacityLimiter(total)
+        self.total = total
         self.per_client = per_client
         self.per_address = per_address
+        #: Slots held now.
+        self.in_flight = 0
         self._held: dict[tuple[str, str], int] = {}  # (kind, key) -> slots held
         self._freed = trio.Event()
 
     def __len__(self) -> int:
+        """Clients and addresses holding slots (none is remembered once it holds none)."""
         return len(self._held)
 
-    def _free(self, client: str, address: str) -> str | None:
+    def _refusal(self, client: str, address: str) -> str | None:
+        if self.in_flight >= self.total:
+            return "all the portal's upstream slots are busy"
         if self._held.get(("client", client), 0) >= self.per_client:
             return f"this portal already asks {self.per_client} pages for you at once"
         if self._held.get(("address", address), 0) >= self.per_address:
             return f"this portal already asks that server for {self.per_address} pages at once"
         return None
 
-    def _take(self, client: str, address: str) -> bool:
-        if self._free(client, address) is not None:
-            return False
-        try:
-            self.total.acquire_nowait()
-        except trio.WouldBlock:
-            return False
-        return True
-
     @asynccontextmanager
     async def hold(self, client: str, address: str, deadline: float) -> AsyncIterator[str | None]:
         """A slot for ``client`` to ``address`` (None), or, at ``deadline``, why not."""
-        got = self._take(client, address)
+        why = self._refusal(client, address)
         with trio.move_on_at(deadline):
-            while not got:
-                if self._free(client, address) is not None:
-                    await self._freed.wait()
-                    continue
-                await self.total.acquire()
-                got = self._free(client, address) is None
-                if not got:  # taken by another request while this one waited
-                    self.total.release()
-        if not got:
-            yield self._free(client, address) or "all the portal's upstream slots are busy"
+            while why is not None:
+                await self._freed.wait()
+                why = self._refusal(client, address)
+        if why is not None:
+            yield why
             return
         keys = (("client", client), ("address", address))
+        self.in_flight += 1
         for key in keys:
             self._held[key] = self._held.get(key, 0) + 1
         try:
             yield None
         finally:
+            self.in_flight -= 1
             for key in keys:
                 self._held[key] -= 1
                 if not self._held[key]:
                     del self._held[key]
-            self.total.release()
             self._freed.set()
             self._freed = trio.Event()
 

@@ -8,7 +8,9 @@ The hostile server answers by the request's host and path:
   :data:`TRICKLE_EVERY` seconds (at most :data:`TRICKLE_BOUND` bytes, then it closes);
 - ``/links``: :data:`LINKS` link lines (6.5 MB, under the portal's 8 MiB body limit);
 - ``/quotes``: one line of :data:`QUOTES` double quotes (six times that once escaped);
-- anything else: a small page.
+- ``/dotslash``: a link to ``/.//web.attacker.test/p`` (a path that starts with ``//``);
+- anything else: a small page;
+- but a host whose name starts with ``mute`` closes every connection without a word.
 """
 
 from __future__ import annotations
@@ -63,7 +65,9 @@ async def hostile_capsule(host: str = "127.0.0.1") -> AsyncIterator[Hostile]:
             found = re.match(r"gemini://([^/:]+)(?::\d+)?(/[^?]*)?", line)
             name, path = (found.group(1), found.group(2) or "/") if found else ("", "")
             state.requests.append((name, path))
-            if name.startswith("trickle") and path == "/robots.txt":
+            if name.startswith("mute"):
+                pass
+            elif name.startswith("trickle") and path == "/robots.txt":
                 for byte in (b"20 text/plain\r\n" + b"#" * TRICKLE_BOUND)[:TRICKLE_BOUND]:
                     await stream.send_all(bytes([byte]))
                     await trio.sleep(TRICKLE_EVERY)
@@ -73,6 +77,8 @@ async def hostile_capsule(host: str = "127.0.0.1") -> AsyncIterator[Hostile]:
                 await stream.send_all(links)
             elif path == "/quotes":
                 await stream.send_all(quotes)
+            elif path == "/dotslash":
+                await stream.send_all(b"20 text/gemini\r\n=> /.//web.attacker.test/p Web\n")
             else:
                 await stream.send_all(SMALL)
             await stream.aclose()
@@ -131,3 +137,23 @@ def rss_mib(pid: int) -> tuple[float, float]:
         line.split(":", 1) for line in Path(f"/proc/{pid}/status").read_text().splitlines()
     )
     return (int(fields["VmRSS"].split()[0]) / 1024, int(fields["VmHWM"].split()[0]) / 1024)
+
+
+async def raw_http(port: int, request: bytes, bound: int = 1 << 20) -> bytes:
+    """Send ``request`` as it is to 127.0.0.1:``port``; everything answered until the
+    server closes (or ``bound`` bytes, or :data:`BOUND` seconds)."""
+    with trio.move_on_after(BOUND):
+        stream = await trio.open_tcp_stream("127.0.0.1", port)
+        async with stream:
+            await stream.send_all(request)
+            data = b""
+            while len(data) < bound:
+                try:
+                    chunk = await stream.receive_some(65536)
+                except trio.BrokenResourceError:
+                    break
+                if not chunk:
+                    break
+                data += chunk
+            return data
+    raise AssertionError(f"no end of the answer to {request[:60]!r} within {BOUND} s")

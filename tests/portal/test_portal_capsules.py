@@ -177,6 +177,8 @@ async def test_redirects(tmp_path: Path, cert_dir: Path) -> None:
     # a redirect into a path webproxy may not fetch is refused before it is followed
     assert sneaky.status_code == 403
     assert "/proxy-no/a.gmi" not in served.paths("input.test")
+    # the page names the hop refused, not the address asked for
+    assert "not to show <code>gemini://input.test/proxy-no/a.gmi</code>" in sneaky.text
     # another scheme: linked, not followed
     assert away.status_code == 200
     assert 'href="https://example.org/"' in away.text

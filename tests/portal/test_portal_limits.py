@@ -173,10 +173,8 @@ async def test_max_concurrent_upstream_edge(
     )
     async with portal(tmp_path / "c", cert_dir, limits=limits) as (served, web):
         app: PortalApp = web._transport.app  # type: ignore[attr-defined]
-        holder = object()
-        await app.upstream.slots.total.acquire_on_behalf_of(holder)  # one fetch in flight
-        r = await web.get("/gemini/va-groups.test/")
-        app.upstream.slots.total.release_on_behalf_of(holder)
+        async with app.upstream.slots.hold("elsewhere", "192.0.2.1", trio.current_time()):
+            r = await web.get("/gemini/va-groups.test/")  # one fetch in flight meanwhile
     assert r.status_code == status
     if status == 503:
         assert "upstream slots are busy" in r.text
@@ -267,3 +265,21 @@ async def test_slow_down_retries_edge(
     times = [h.at for h in served.hits]
     assert len(times) == retries + 1
     assert all(b - a >= 60 for a, b in itertools.pairwise(times))
+
+
+async def test_an_ipv6_client_is_counted_by_its_64(
+    loopback_clock: trio.testing.MockClock,
+) -> None:
+    app = offline_app(PortalLimits(rate_per_second=1.0, rate_burst=3))
+    async with (
+        browser(app, client="2001:db8::1") as one,
+        browser(app, client="2001:db8::2") as same_64,
+        browser(app, client="2001:db8:0:1::1") as other_64,
+    ):
+        within = [(await one.get("/robots.txt")).status_code for _ in range(2)]
+        within.append((await same_64.get("/robots.txt")).status_code)
+        over = await same_64.get("/robots.txt")
+        elsewhere = await other_64.get("/robots.txt")
+    assert within == [200, 200, 200]
+    assert over.status_code == 429
+    assert elsewhere.status_code == 200

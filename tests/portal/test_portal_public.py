@@ -10,7 +10,7 @@ from pathlib import Path
 import httpx
 import trio
 from loopback import wait_connections_closed
-from public_fixtures import BOUND, LINKS, Portal, hostile_capsule, portal_process
+from public_fixtures import BOUND, LINKS, Portal, hostile_capsule, portal_process, raw_http
 
 from geminibot.portal.limits import MAX_PAGE_CHARS, MAX_PAGE_LINKS
 
@@ -61,4 +61,83 @@ async def test_a_client_that_does_not_read_is_dropped(tmp_path: Path) -> None:
             assert portal.proc.poll() is None
             ok = await get(portal, "/gemini/evil.test/small")
     assert ok.status_code == 200
+    assert "Traceback" not in portal.stderr()
+
+
+def header(answer: bytes, name: bytes) -> list[bytes]:
+    head = answer.split(b"\r\n\r\n", 1)[0].lower()
+    return [
+        line.split(b":", 1)[1].strip()
+        for line in head.split(b"\r\n")[1:]
+        if line.split(b":", 1)[0] == name
+    ]
+
+
+async def test_only_origin_form_targets_reach_the_capsule(tmp_path: Path) -> None:
+    async with hostile_capsule() as evil:
+        args = evil_args(evil.port, "--capsule", "gemini://evil.test/")
+        with portal_process(tmp_path / "err", *args) as portal:
+            answers = [
+                await raw_http(portal.port, b"GET %s HTTP/1.1\r\nHost: p\r\n\r\n" % target)
+                for target in (b".other.test/x", b":19700/x", b"http://other.test/x", b"*")
+            ]
+            ok = await get(portal, "/small")
+    for answer in answers:
+        assert answer.startswith(b"HTTP/1.1 400 "), answer[:200]
+        assert header(answer, b"x-robots-tag") == [b"noindex, nofollow"]
+    assert ok.status_code == 200
+    assert {host for host, _ in evil.requests} == {"evil.test"}
+
+
+async def test_an_unreachable_robots_txt_is_a_refusal_kept_ten_minutes(tmp_path: Path) -> None:
+    async with hostile_capsule() as evil:
+        with portal_process(tmp_path / "err", *evil_args(evil.port)) as portal:
+            first = await get(portal, "/gemini/mute.test/")
+            again = await get(portal, "/gemini/mute.test/other")
+            long = await get(portal, "/gemini/evil.test/" + "a" * 1100)
+    for r in (first, again):
+        assert r.status_code == 403
+        assert r.headers["x-robots-tag"] == "noindex, nofollow"
+        assert "Not shown here" in r.text
+    assert evil.requests.count(("mute.test", "/robots.txt")) == 1  # then from the cache
+    assert long.status_code == 400
+    assert "Input too long" in long.text
+    assert long.headers["x-robots-tag"] == "noindex, nofollow"
+    assert "Traceback" not in portal.stderr()
+
+
+async def test_leaks_and_edges_of_a_one_capsule_portal(tmp_path: Path) -> None:
+    async with hostile_capsule() as evil:
+        args = evil_args(evil.port, "--capsule", "gemini://evil.test/")
+        with portal_process(tmp_path / "err", *args) as portal:
+            async with httpx.AsyncClient(base_url=portal.base, timeout=BOUND) as web:
+                post = await raw_http(
+                    portal.port,
+                    b"POST //attacker.test/x HTTP/1.1\r\nHost: p\r\nConnection: close\r\n"
+                    b"Content-Type: application/x-www-form-urlencoded\r\n"
+                    b"Content-Length: 8\r\n\r\ninput=hi",
+                )
+                page = await web.get("/dotslash")
+            smuggled = await raw_http(
+                portal.port,
+                b"GET /small HTTP/1.1\r\nHost: p\r\nContent-Length: 5\r\n"
+                b"Transfer-Encoding: chunked\r\n\r\n0\r\n\r\n",
+            )
+            garbage = await raw_http(portal.port, b"NOT HTTP AT ALL\r\n\r\n")
+            huge = await raw_http(
+                portal.port, b"GET / HTTP/1.1\r\nHost: p\r\nX: " + b"a" * 100_000 + b"\r\n\r\n"
+            )
+    # no open redirect, no link off the portal without the external marker
+    assert header(post, b"location") == [b"/.//attacker.test/x?hi"]
+    assert 'href="/.//web.attacker.test/p"' in page.text
+    assert 'href="//' not in page.text
+    # Content-Length with Transfer-Encoding: answered, then the connection closed
+    # (raw_http returns only when the portal closes it)
+    assert smuggled.startswith(b"HTTP/1.1 200 ")
+    assert header(smuggled, b"connection") == [b"close"]
+    # hypercorn's own answers carry the portal's headers too
+    assert garbage.startswith(b"HTTP/1.1 400 ")
+    assert huge.startswith(b"HTTP/1.1 431 ")
+    for answer in (garbage, huge):
+        assert header(answer, b"x-robots-tag") == [b"noindex, nofollow"]
     assert "Traceback" not in portal.stderr()
