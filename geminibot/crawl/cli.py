@@ -11,7 +11,6 @@ import contextlib
 import errno
 import fcntl
 import re
-import signal
 import sqlite3
 import sys
 import time
@@ -50,6 +49,7 @@ from geminibot.policy.cli import agent_option
 from geminibot.urls import SCHEMES
 
 if TYPE_CHECKING:
+    from geminibot.crawl.continuous import Stopper
     from geminibot.crawl.crawler import Crawler, CrawlOptions, Progress
     from geminibot.crawl.warc import WarcArchive
     from geminibot.http.client import WebClient
@@ -245,11 +245,19 @@ def register(commands: Any) -> None:
         help="revisit every page of the database now, due or not (default: only those "
         "whose revisit interval has passed)",
     )
-    crawl.add_argument("--json", action="store_true", help="summary as one JSON object")
+    crawl.add_argument(
+        "--forever",
+        action="store_true",
+        help="keep going: when the queue is empty, sleep until the next URL is due (a "
+        "revisit, a retry, a host's back-off or policy files' expiry) and crawl again, "
+        "until SIGTERM or Ctrl-C (then exit 0); --max-pages and --max-time apply per run",
+    )
+    crawl.add_argument("--json", action="store_true", help="summary as one JSON object (per run)")
     crawl.epilog = (
-        "Exit status: 0 the crawl ran (or stopped at --max-pages / --max-time); 1 it fetched "
-        "nothing and met errors (hosts unreachable), or its database's disk is full; 2 a usage "
-        "error or an unusable --db / --warc-dir; 130 stopped by Ctrl-C. Every stop is "
+        "Exit status: 0 the crawl ran (or stopped at --max-pages / --max-time, or --forever "
+        "was stopped); 1 it fetched nothing and met errors (hosts unreachable), or its "
+        "database's disk is full; 2 a usage error or an unusable --db / --warc-dir; 130 "
+        "stopped by Ctrl-C. Every stop is "
         "resumable: run the same command again. Certificates are pinned in the database on "
         "first use (per host and port); a changed certificate is refused."
     )
@@ -433,24 +441,14 @@ def _warc_archive(args: argparse.Namespace, db: Path, run_id: str) -> WarcArchiv
         raise CommandError(f"--warc-dir {warc_dir}: cannot write there: {exc.strerror}") from None
 
 
-async def _crawl(crawler: Crawler, web: WebClient) -> tuple[Progress, bool]:
-    import trio
-
-    interrupted = False
-
-    async def on_signal() -> None:
-        nonlocal interrupted
-        with trio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
-            async for _ in signals:
-                interrupted = True
-                crawler.stop()
-                return
-
-    async with web, trio.open_nursery() as nursery:
-        nursery.start_soon(on_signal)
-        progress = await crawler.run()
-        nursery.cancel_scope.cancel()
-    return progress, interrupted
+async def _crawl(crawler: Crawler, web: WebClient, stopper: Stopper) -> tuple[Progress, bool]:
+    stopper.running(crawler.stop)
+    try:
+        async with web:
+            progress = await crawler.run()
+    finally:
+        stopper.running(None)
+    return progress, stopper.stopped
 
 
 def _environment_error(exc: BaseException) -> BaseException | None:
@@ -493,7 +491,27 @@ def run_crawl(args: argparse.Namespace) -> int:
 
 async def crawl_async(args: argparse.Namespace) -> int:
     """``geminibot crawl`` with parsed ``args``, inside a trio run (the tests run it on
-    their own, next to in-process servers and under a mock clock)."""
+    their own, next to in-process servers and under a mock clock); SIGTERM and SIGINT
+    stop it."""
+    import trio
+
+    from geminibot.crawl.continuous import Stopper
+
+    stopper = Stopper()
+    failure: Exception | None = None
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(stopper.watch_signals)
+        try:
+            code = await _crawl_stoppable(args, stopper)
+        except Exception as exc:  # raised as itself, not in the nursery's exception group
+            failure = exc
+        nursery.cancel_scope.cancel()
+    if failure is not None:
+        raise failure
+    return code
+
+
+async def _crawl_stoppable(args: argparse.Namespace, stopper: Stopper) -> int:
     seeds, options, resolver = _options(args)
     shared = is_postgres(args.db)
     if args.lease_seconds is not None and not shared:
@@ -511,7 +529,10 @@ async def crawl_async(args: argparse.Namespace) -> int:
                 raise CommandError(str(exc)) from None
         label = without_password(args.db) if shared else str(db)
         try:
-            code = await _run(args, db, label, conn, seeds, options, resolver)
+            if args.forever:
+                code = await _run_forever(args, db, label, conn, stopper)
+            else:
+                code = await _run(args, db, label, conn, seeds, options, resolver, stopper)
             if not shared:  # a clean end: no WAL left beside the database
                 checkpoint(conn)
             return code
@@ -524,6 +545,39 @@ async def crawl_async(args: argparse.Namespace) -> int:
             conn.close()
 
 
+async def _run_forever(
+    args: argparse.Namespace, db: Path, label: str, conn: Any, stopper: Stopper
+) -> int:
+    """Crawl runs one after the other, each when work is due (:mod:`.continuous`), until
+    ``stopper`` stops them: exit 0."""
+    from geminibot.crawl.continuous import keep_going, next_due
+
+    async def run_once(wall_clock: Callable[[], float]) -> None:
+        seeds, options, resolver = _options(args)
+        await _run(args, db, label, conn, seeds, options, resolver, stopper, wall_clock)
+        args.refresh = False  # --refresh: the first run only
+
+    def due(now: float) -> float | None:
+        if isinstance(conn, sqlite3.Connection):
+            return next_due(conn, now)
+        from geminibot.index import pg
+
+        with pg.connect(args.db) as pg_conn:
+            return next_due(pg_conn, now, "%s")
+
+    def on_sleep(seconds: float, when: float | None) -> None:
+        what = "nothing due" if when is None else "the next URL is due"
+        print(
+            f"geminibot crawl: sleeping {human_duration(seconds)} ({what}); "
+            "SIGTERM or Ctrl-C stops",
+            file=sys.stderr,
+            flush=True,
+        )
+
+    await keep_going(run_once, due, stopper, on_sleep)
+    return EXIT_OK
+
+
 async def _run(
     args: argparse.Namespace,
     db: Path,
@@ -532,6 +586,8 @@ async def _run(
     seeds: list[str],
     options: CrawlOptions,
     resolver: Resolver,
+    stopper: Stopper,
+    wall_clock: Callable[[], float] = time.time,
 ) -> int:
     from geminibot.crawl.crawler import ConfigMismatch, Crawler
     from geminibot.crawl.display import Display
@@ -558,7 +614,13 @@ async def _run(
         limits=CRAWL_LIMITS,
         dns=dns,
     )
-    crawler = Crawler(conn, ProtocolFetcher(web=web), options, address_of=address_of(resolver, dns))
+    crawler = Crawler(
+        conn,
+        ProtocolFetcher(web=web),
+        options,
+        address_of=address_of(resolver, dns),
+        wall_clock=wall_clock,
+    )
     # Certificates pinned in the crawl's database on first use; a changed one is refused.
     gemini = GeminiClient(
         connect_to=resolver,
@@ -581,7 +643,7 @@ async def _run(
     crawler.on_progress = display
     try:
         crawler.seed(seeds)
-        progress, interrupted = await _crawl(crawler, web)
+        progress, interrupted = await _crawl(crawler, web, stopper)
     finally:
         display.end()
         if archive is not None:

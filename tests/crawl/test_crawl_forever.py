@@ -1,0 +1,123 @@
+"""``geminibot crawl --forever``: runs, sleeps until the next URL is due, runs again (a
+changed page re-indexed, a new link followed), stops on SIGTERM with exit 0, resumes."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import sqlite3
+from pathlib import Path
+
+import pytest
+import trio
+import trio.testing
+from commands import crawl_in_trio
+from served_capsules import generate
+
+from capsule_server.testing import running_server
+from geminibot.crawl.continuous import (
+    MAX_SLEEP,
+    MIN_PAUSE,
+    Stopper,
+    keep_going,
+    pause,
+)
+from geminibot.crawl.freshness import DAY
+from geminibot.gemini.server import Limits
+
+TIMEOUT = 120.0
+
+
+def query(db: Path, sql: str) -> list[tuple[object, ...]]:
+    conn = sqlite3.connect(db)
+    try:
+        return conn.execute(sql).fetchall()
+    except sqlite3.OperationalError:  # not created yet
+        return []
+    finally:
+        conn.close()
+
+
+async def wait_for(db: Path, sql: str, step: float = 600.0, most: int = 1000) -> None:
+    """Sleep (trio's clock: mock time) until ``sql`` finds a row, ``most`` steps at most."""
+    for _ in range(most):
+        if query(db, sql):
+            return
+        await trio.sleep(step)
+    raise AssertionError(f"never: {sql}")
+
+
+async def test_forever_revisits_when_due_and_stops_on_sigterm(
+    tmp_path: Path, in_process_clock: trio.testing.MockClock
+) -> None:
+    capsules = tmp_path / "capsules"
+    seeds = generate(capsules, 1, 4)
+    db = tmp_path / "f.db"
+    argv = [*seeds, "--forever", "--json", "--db", str(db), "--test-range"]
+    done: list[object] = []
+    async with running_server(capsules, tmp_path / "certs", Limits(), None, trio.current_time) as s:
+        argv += ["--connect-to", f"*.test:1965:127.0.0.1:{s.port}"]
+
+        async def crawl() -> None:
+            done.append(await crawl_in_trio(argv))
+
+        with trio.fail_after(TIMEOUT * DAY):  # mock seconds: days pass in an instant
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(crawl)
+                await wait_for(db, "SELECT 1 FROM pages WHERE url LIKE '%/p2.gmi'")
+                started = trio.current_time()
+                page = capsules / "host00.test" / "p1.gmi"
+                page.write_text("# Changed\n\nzeppelin\n=> /new.gmi a new page\n")
+                (capsules / "host00.test" / "new.gmi").write_text("# New\n\nlichen\n")
+                await wait_for(db, "SELECT 1 FROM pages WHERE url LIKE '%/new.gmi'")
+                assert trio.current_time() - started >= DAY - MAX_SLEEP  # slept until due
+                os.kill(os.getpid(), signal.SIGTERM)
+    (proc,) = done
+    assert proc.returncode == 0, proc.stderr  # type: ignore[attr-defined]
+    runs = [json.loads(line) for line in proc.stdout.splitlines()]  # type: ignore[attr-defined]
+    assert len(runs) >= 2 and runs[0]["pages"] >= 4
+    assert "sleeping" in proc.stderr  # type: ignore[attr-defined]
+    text = query(
+        db,
+        "SELECT f.body FROM pages_fts f JOIN pages p ON p.id = f.rowid WHERE p.url LIKE '%/p1.gmi'",
+    )
+    assert text and "zeppelin" in str(text[0][0])
+    assert query(db, "SELECT count(*) FROM urls WHERE state = 'leased'") == [(0,)]
+
+
+def test_pause_is_bounded() -> None:
+    assert pause(100.0, None) == MAX_SLEEP
+    assert pause(100.0, 50.0) == MIN_PAUSE
+    assert pause(100.0, 160.0) == 60.0
+    assert pause(100.0, 100.0 + 10 * MAX_SLEEP) == MAX_SLEEP
+
+
+@pytest.mark.parametrize("during", ["run", "sleep"])
+async def test_a_stop_ends_the_run_or_the_sleep(
+    during: str, autojump_clock: trio.testing.MockClock
+) -> None:
+    stopper = Stopper()
+    stopped_runs: list[int] = []
+
+    async def run_once(clock: object) -> None:
+        event = trio.Event()
+        stopper.running(lambda: (stopped_runs.append(1), event.set()))
+        try:
+            if during == "run":
+                stopper.stop()
+            if during == "run":
+                await event.wait()
+            else:
+                await trio.sleep(1)
+        finally:
+            stopper.running(None)
+
+    def due(now: float) -> float:
+        stopper.stop()  # asked while it sleeps (a signal then)
+        return now + DAY
+
+    runs = await keep_going(run_once, due, stopper)
+    assert runs == 1
+    assert stopped_runs == ([1] if during == "run" else [])
+    assert trio.current_time() < DAY  # the sleep did not last
