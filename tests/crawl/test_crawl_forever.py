@@ -24,7 +24,7 @@ from geminibot.crawl.continuous import (
     pause,
 )
 from geminibot.crawl.freshness import DAY
-from geminibot.gemini.server import Limits
+from geminibot.gemini.server import ServerLimits
 
 TIMEOUT = 120.0
 
@@ -56,7 +56,9 @@ async def test_forever_revisits_when_due_and_stops_on_sigterm(
     db = tmp_path / "f.db"
     argv = [*seeds, "--forever", "--json", "--db", str(db), "--test-range"]
     done: list[object] = []
-    async with running_server(capsules, tmp_path / "certs", Limits(), None, trio.current_time) as s:
+    async with running_server(
+        capsules, tmp_path / "certs", ServerLimits(), None, trio.current_time
+    ) as s:
         argv += ["--connect-to", f"*.test:1965:127.0.0.1:{s.port}"]
 
         async def crawl() -> None:
