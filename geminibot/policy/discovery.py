@@ -133,6 +133,9 @@ class PolicyDiscovery:
         self.robots2_url = self.root + ROBOTS2
         self._files: dict[str, Fetched] = {}
         self._walker: ChainWalker | None = None
+        #: robots.txt as received and its reading, parsed once however often
+        #: :attr:`result` is asked (a bot asks after each file, for the pace).
+        self._robots_read: tuple[Fetched, SitePolicy] | None = None
         self._chain: dict[str, bytes | None] = {}
         self._queue = [ROBOTS, ROBOTS2, AGENTS]
         self._pending: PolicyRequest | None = None
@@ -191,14 +194,21 @@ class PolicyDiscovery:
     @property
     def result(self) -> SitePolicy:
         """The policy of what has been received so far (all of it once :attr:`done`)."""
-        return SitePolicy.build(
+        policy = SitePolicy.build(
             self.protocol,
-            self._files.get(ROBOTS),
+            None,
             self._files.get(ROBOTS2),
             self._files.get(AGENTS),
             robots2_url=self.robots2_url,
             chain_fetch=self._chain,
         )
+        robots = self._files.get(ROBOTS)
+        if robots is not None:
+            if self._robots_read is None or self._robots_read[0] is not robots:
+                self._robots_read = (robots, SitePolicy.build(self.protocol, robots))
+            read = self._robots_read[1]
+            policy.robots, policy.ext20 = read.robots, read.ext20
+        return policy
 
 
 async def discover(

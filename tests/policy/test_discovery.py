@@ -14,7 +14,7 @@ from geminibot.policy.discovery import (
     read_answer,
 )
 from geminibot.policy.outcomes import MAX_ROBOTS_REDIRECTS
-from geminibot.policy.site_policy import Bot
+from geminibot.policy.site_policy import Bot, SitePolicy
 
 BOT = Bot("geminibot", ("indexer",), "search-indexer")
 AT = datetime(2026, 11, 23, 12, 0, tzinfo=UTC)
@@ -50,6 +50,26 @@ def test_files_in_order_with_the_chain_after_robots2() -> None:
     assert discovery.done and discovery.next_request() is None
     with pytest.raises(RuntimeError):
         discovery.receive(PolicyAnswer(200))
+
+
+def test_robots_txt_is_read_once_however_often_the_result_is_asked() -> None:
+    """A bot asks for the policy after each file (for the pace): robots.txt, up to 500 KiB,
+    is parsed once, and each result is the whole policy of what was received so far."""
+    discovery = PolicyDiscovery("gemini", "gemini://g.test/")
+    robots = b"User-agent: *\nDisallow: /p\nCrawl-delay: 3\n"
+    discovery.receive(PolicyAnswer(20, meta="text/plain", body=robots))
+    first = discovery.result
+    assert first.agents is None and first.robots2 is None
+    discovery.receive(PolicyAnswer(20, meta="text/plain", body=b"rate: 6\n"))
+    second = discovery.result
+    assert second.robots is first.robots and second.ext20 is first.ext20
+    assert second.robots2 is not None
+    walk(discovery, {})
+    final = discovery.result
+    assert final.robots is first.robots and final.ext20 is first.ext20
+    assert not final.may_fetch("gemini://g.test/p", BOT, AT).allowed
+    alone = SitePolicy.from_texts("gemini", robots, b"rate: 6\n")
+    assert final.delay(BOT, AT).seconds == alone.delay(BOT, AT).seconds == 10
 
 
 @pytest.mark.parametrize("status", [300, 304, 305, 399])
