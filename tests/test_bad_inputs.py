@@ -1,5 +1,5 @@
-"""Every command and subcommand of ``geminibot`` and ``capsule-server`` with bad input
-(issue 14): a missing file, a folder where a file goes, a file where a folder goes, an
+"""Every command and subcommand of ``geminibot`` and ``capsule-server`` with bad input:
+a missing file, a folder where a file goes, a file where a folder goes, an
 unreadable file, a read-only folder, numbers out of range, malformed URLs. Each must end
 with the exit code the README gives (2: usage or input error), ONE line on standard
 error, and no traceback anywhere. Each runs through the ``main`` its script calls, in

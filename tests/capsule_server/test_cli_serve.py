@@ -103,7 +103,7 @@ BAD_INPUT = [
 def test_bad_input_is_one_line_and_exit_2(
     tmp_path: Path, args: list[str], first_line: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Issue 14: one line on stderr, exit 2, no traceback (never serves: every case fails
+    """One line on stderr, exit 2, no traceback (never serves: every case fails
     before listening). Run in this process, as the script runs ``main``."""
     (tmp_path / "F").write_text("a file\n")
     (tmp_path / "D").mkdir()
@@ -129,7 +129,7 @@ def subcommands(parser: argparse.ArgumentParser) -> list[argparse.ArgumentParser
 
 
 def test_every_help_shows_the_defaults() -> None:
-    """Issue 14: each option with a default shows it in --help; so do the options of
+    """Each option with a default shows it in --help; so do the options of
     serve and certs whose default is not a value (the bundled capsules, stdout...)."""
     for parser in subcommands(build_parser()):
         text = " ".join(re.sub(r"-\n\s+", "-", parser.format_help()).split())
@@ -145,7 +145,7 @@ def test_every_help_shows_the_defaults() -> None:
 
 
 async def test_serve_one_folder_as_localhost(tmp_path: Path) -> None:
-    """Issue 13 item 12: ``serve DIR --hostname NAME`` serves DIR itself as the capsule of
+    """``serve DIR --hostname NAME`` serves DIR itself as the capsule of
     NAME, dot-less names such as localhost included (as jetforce and agate do)."""
     site = tmp_path / "site"
     site.mkdir()
@@ -160,7 +160,7 @@ async def test_serve_one_folder_as_localhost(tmp_path: Path) -> None:
 
 
 def test_a_folder_named_localhost_is_a_capsule(tmp_path: Path) -> None:
-    """Issue 13 item 12: in a capsules folder, ``localhost/`` is the capsule of localhost;
+    """In a capsules folder, ``localhost/`` is the capsule of localhost;
     other dot-less folders are still not taken for capsules."""
     for name in ("localhost", "a.test", "notes", ".hidden.test"):
         (tmp_path / name).mkdir()
@@ -181,7 +181,7 @@ async def test_listens_on_ipv4_and_ipv6_on_one_port(tmp_path: Path) -> None:
 
 
 async def test_non_ascii_sni_prints_no_traceback(tmp_path: Path) -> None:
-    """Issue 13 item 17, as the operator sees it: nothing on stderr but the banner and
+    """As the operator sees it: nothing on stderr but the banner and
     the shutdown line, however many clients send a non-ASCII SNI name."""
     log = tmp_path / "log"
     args = ("--certs", str(tmp_path / "certs"), "--log", str(log))

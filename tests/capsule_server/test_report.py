@@ -162,7 +162,7 @@ def test_bundled_policies(capsules_dir: Path) -> None:
     assert policies["maze.test"].maze_prefix == "/maze/"
 
 
-# -- the command line (issue 14) ----------------------------------------------------------
+# -- the command line ----------------------------------------------------------
 
 
 def one_error_line(capsys: pytest.CaptureFixture[str]) -> str:

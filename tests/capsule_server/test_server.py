@@ -186,7 +186,7 @@ async def test_busy_server_answers_44(capsules_dir: Path, cert_dir: Path) -> Non
 async def test_idle_connections_do_not_make_the_server_busy(
     capsules_dir: Path, cert_dir: Path
 ) -> None:
-    """Issue 13 item 14: connections that sent nothing (TCP only, or TLS without a request)
+    """Connections that sent nothing (TCP only, or TLS without a request)
     from one address do not count as requests being answered: others are still served."""
     limits = ServerLimits(max_connections=4)
     async with running_server(capsules_dir, cert_dir, limits) as srv:
@@ -209,7 +209,7 @@ async def test_idle_connections_do_not_make_the_server_busy(
 async def test_connections_per_address_are_capped(
     capsules_dir: Path, cert_dir: Path, access_log: list[AccessRecord]
 ) -> None:
-    """Issue 13 item 14: at ``max_per_address`` connections from an address, the next one
+    """At ``max_per_address`` connections from an address, the next one
     from there is closed before TLS; another address is served."""
     limits = ServerLimits(max_per_address=5)
     async with running_server(capsules_dir, cert_dir, limits, access_log.append) as srv:
@@ -245,7 +245,7 @@ def test_ipv6_clients_are_counted_by_their_slash_64() -> None:
 async def test_at_max_open_the_oldest_silent_connection_makes_room(
     capsules_dir: Path, cert_dir: Path, access_log: list[AccessRecord]
 ) -> None:
-    """Issue 13 item 14: connections that sent nothing cannot crowd out a client with a
+    """Connections that sent nothing cannot crowd out a client with a
     request: at ``max_open`` the oldest of them is closed for the newcomer."""
     limits = ServerLimits(max_open=4)
     async with running_server(capsules_dir, cert_dir, limits, access_log.append) as srv:
@@ -325,7 +325,7 @@ async def test_shutdown_grace_cuts_idle_connections(capsules_dir: Path, cert_dir
 async def test_non_ascii_sni_is_one_log_record_not_a_traceback(
     server: CapsuleServer, access_log: list[AccessRecord], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Issue 13 item 17: CPython reports an undecodable SNI name to sys.unraisablehook
+    """CPython reports an undecodable SNI name to sys.unraisablehook
     (a traceback on stderr per connection); the server keeps it to one log record."""
     assert server.port is not None
     reported: list[object] = []
@@ -348,7 +348,7 @@ async def test_non_ascii_sni_is_one_log_record_not_a_traceback(
 async def test_half_close_without_line_end_logs_no_status(
     server: CapsuleServer, access_log: list[AccessRecord]
 ) -> None:
-    """Issue 13 item 18: a request with no line end, then a TCP half-close (no TLS
+    """A request with no line end, then a TCP half-close (no TLS
     close_notify): nothing can be answered, and the log says so instead of claiming 59."""
     assert server.port is not None
     tls = await open_tls(server.port, "maze.test")
@@ -372,7 +372,7 @@ async def test_half_close_without_line_end_logs_no_status(
 async def test_256_idle_connections_from_one_address_shut_out_no_one(
     capsules_dir: Path, cert_dir: Path, access_log: list[AccessRecord]
 ) -> None:
-    """Issue 13 item 14 as it was found: 256 idle TCP connections from one address at the
+    """256 idle TCP connections from one address at the
     default limits made the server answer 44 to everyone else."""
     async with running_server(capsules_dir, cert_dir, log=access_log.append) as srv:
         assert srv.port is not None

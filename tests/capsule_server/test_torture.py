@@ -127,7 +127,7 @@ async def test_listener_and_response_format(diag: CapsuleServer, address: str) -
 
 
 async def test_port_of_the_url_must_be_the_served_one(diag: CapsuleServer) -> None:
-    """Issue 13 item 9: a port that is neither 1965 nor the one connected to is refused."""
+    """A port that is neither 1965 nor the one connected to is refused."""
     assert diag.port is not None
     other = diag.port + 1 if diag.port + 1 != 1965 else diag.port + 2
     assert status(await ask(diag, "127.0.0.1", f"gemini://localhost:{other}/\r\n")) == "53"
@@ -168,7 +168,7 @@ async def test_request_without_crlf_times_out(
     name: str,
     line_end: bytes,
 ) -> None:
-    """Issue 13 item 11: a request ended by a bare LF (or a bare CR) is not a request
+    """A request ended by a bare LF (or a bare CR) is not a request
     line yet; the server waits for CRLF and, at the header timeout, closes without an
     answer, as gemini-diagnostics expects."""
     limits = ServerLimits(header_timeout=SHORT_HEADER_TIMEOUT)

@@ -16,7 +16,7 @@ AT = datetime(2026, 11, 23, 12, 0, tzinfo=UTC)
 
 
 async def test_policy_file_over_the_client_limit_is_read_in_part(tmp_path: Path) -> None:
-    """Issue 13 item 7: as the crawler does, the first 500 KiB of an over-large robots.txt
+    """As the crawler does, the first 500 KiB of an over-large robots.txt
     are parsed; it is never taken as unreachable (which would disallow everything)."""
     capsule = tmp_path / "capsules" / "big.test"
     capsule.mkdir(parents=True)

@@ -341,7 +341,7 @@ async def test_503_with_retry_after_slows_the_host_down(tmp_path: Path) -> None:
 async def test_bodies_over_the_crawl_limit_are_cut_policy_read_page_failed(
     tmp_path: Path,
 ) -> None:
-    """Issue 13 item 7 in the crawler: its clients cut a body at their limit; a policy file
+    """The crawler's clients cut a body at their limit; a policy file
     so cut is read (its first 500 KiB), never unreachable; a page so cut counts as failed."""
     limit = 600 * 1024
     big = "#" * (2 * limit)

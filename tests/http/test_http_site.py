@@ -25,7 +25,7 @@ async def web_policy(routes: dict[str, Page]) -> SitePolicy:
 
 @pytest.mark.parametrize("status", [300, 304, 305])
 async def test_unfollowable_redirect_for_robots_txt_is_unavailable(status: int) -> None:
-    """Issue 13 item 8: no ValueError ("a redirect has no policy of its own"), so compare
+    """No ValueError ("a redirect has no policy of its own"), so compare
     does not exit 2: a 3xx that cannot be followed reads as a 4xx (allow all)."""
     policy = await web_policy({"/robots.txt": Page(status)})
     assert policy.may_fetch("http://web.test/anything", BOT, AT).allowed
@@ -33,7 +33,7 @@ async def test_unfollowable_redirect_for_robots_txt_is_unavailable(status: int) 
 
 
 async def test_policy_file_over_the_client_limit_is_read_in_part() -> None:
-    """Issue 13 item 7: a robots.txt larger than the client's body limit is cut and its
+    """A robots.txt larger than the client's body limit is cut and its
     first 500 KiB parsed, never taken as unreachable (which would disallow everything)."""
     body = "User-agent: *\nDisallow: /private\n" + "#" * (DEFAULT_MAX_BODY_SIZE + 1024)
     policy = await web_policy({"/robots.txt": text(body)})

@@ -50,7 +50,7 @@ async def run_cli(argv: list[str]) -> int:
 async def test_redirect_to_a_too_long_url_is_a_failed_fetch(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    """Issue 13 item 16: a redirect whose target is over 1024 bytes once resolved is the
+    """A redirect whose target is over 1024 bytes once resolved is the
     server's fault: exit 1 with an error object, not a usage error (exit 2, no output)."""
     target = b"/" + b"a" * 1015  # a meta within 1024 bytes, a URL beyond them
 
@@ -78,7 +78,7 @@ async def test_redirect_to_a_too_long_url_is_a_failed_fetch(
 async def test_connect_to_matches_an_idn_host(
     written: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """Issue 14: a rule written in Unicode or punycode routes the URL written either way."""
+    """A rule written in Unicode or punycode routes the URL written either way."""
 
     def reply(line: bytes) -> bytes:
         return b"20 text/plain\r\nhello"

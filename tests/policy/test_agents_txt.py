@@ -107,7 +107,7 @@ def test_faults_each_restrict_with_the_line() -> None:
     syntax = make_file(["/status ALLOW", "/x allow"])
     f = parse_agents(syntax)
     assert f.fault_line == 6 and [d.line for d in f.diagnostics if d.level == "error"] == [0, 6]
-    # Lint says what the fault does, not only which line is wrong (issue 13 item 20).
+    # Lint says what the fault does, not only which line is wrong.
     assert f.diagnostics[0].code == "site-restricted"
     assert "the whole site is restricted" in f.diagnostics[0].message
     assert_restricted(syntax)
@@ -133,7 +133,7 @@ def test_faults_each_restrict_with_the_line() -> None:
     ],
 )
 def test_a_file_not_in_the_drafts_form_is_ignored_not_closed(body: bytes) -> None:
-    # Issue 13 item 20 / issue 14: every real agents.txt follows another convention, and a
+    # Every real agents.txt follows another convention, and a
     # catch-all server answers a page; neither may close the whole site.
     assert_ignored(body)
 

@@ -74,7 +74,7 @@ def test_robots_txt_is_read_once_however_often_the_result_is_asked() -> None:
 
 @pytest.mark.parametrize("status", [300, 304, 305, 399])
 def test_a_redirect_handed_back_is_unavailable(status: int) -> None:
-    """Issue 13 item 8: an HTTP 3xx the transport could not follow (300, 304, 305: no
+    """An HTTP 3xx the transport could not follow (300, 304, 305: no
     Location to follow) reads as unavailable, as a 4xx does; it never raises."""
     fetched = read_answer("http", PolicyAnswer(status))
     assert fetched.outcome.kind == "unavailable"
@@ -95,7 +95,7 @@ def test_too_many_redirects_are_unavailable() -> None:
 
 
 def test_an_over_large_file_is_read_in_part_never_unreachable() -> None:
-    """Issue 13 item 7: the first 500 KiB are parsed; the rest is cut, not refused."""
+    """The first 500 KiB are parsed; the rest is cut, not refused."""
     rules = b"User-agent: *\nDisallow: /private\n"
     body = rules + b"#" * (3 * MAX_POLICY_FILE_BYTES) + b"\nDisallow: /late\n"
     fetched = read_answer("gemini", PolicyAnswer(20, "text/plain", body))

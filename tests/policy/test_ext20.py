@@ -313,7 +313,7 @@ def test_hostile_input_never_raises() -> None:
     assert not robots.decide("/x", "j").allowed  # the broken disallow fails safe
 
 
-# -- issue 13: 1.0 sets read as Google reads them; queries; non-ASCII regexes; bounded globs --
+# -- 1.0 sets read as Google reads them; queries; non-ASCII regexes; bounded globs --
 
 TYPO_GROUP = (
     "User-agent: alfred\nRobot-version: 2.0\nDisallow: *.cgi\n\n"

@@ -97,8 +97,8 @@ def test_lint(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
 def test_check_json_agrees_on_a_1_0_group_beside_a_version_group(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    # Issue 13 item 1: the '*' group's typo lines stopped applying once a Robot-version
-    # group was in the file, and --json said "allowed": true beside a deciding Disallow.
+    # The '*' group's typo lines apply though a Robot-version group is in the file, and
+    # --json says "allowed": false beside a deciding Disallow.
     path = tmp_path / "robots.txt"
     path.write_text(
         "User-agent: alfred\nRobot-version: 2.0\nDisallow: *.cgi\n\n"
@@ -114,7 +114,7 @@ def test_check_json_agrees_on_a_1_0_group_beside_a_version_group(
 def test_lint_gives_the_2_0_reason_for_a_non_ascii_regex(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    # Issue 13 item 4: lint said the regex "does not start with '/'" (the RFC reading).
+    # Lint does not say a 2.0 regex "does not start with '/'" (the RFC reading).
     path = tmp_path / "robots.txt"
     path.write_text("User-agent: *\nRobot-version: 2.0\nDisallow: ~ ^/café\nAllow: ~ ^/[éè]\n")
     assert main(["policy", "lint", str(path)]) == 0
@@ -124,7 +124,7 @@ def test_lint_gives_the_2_0_reason_for_a_non_ascii_regex(
     assert main(["policy", "check", str(path), "--agent", "bot", "/café"]) == 1
 
 
-# -- issue 14 (policy): each through the command line, exit code and first line asserted --
+# -- each through the command line, exit code and first line asserted --
 
 
 def _first(text: str) -> str:

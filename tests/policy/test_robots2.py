@@ -363,7 +363,7 @@ def test_relative_chain_on_a_gemini_host_resolves_and_loops_are_loops() -> None:
 
 @pytest.mark.parametrize("header", ["[Agent: data-harvester]", "[AGENT : Data-Harvester]"])
 def test_block_keyword_is_case_insensitive(header: str) -> None:
-    # Issue 13 item 3: '[Agent: ...]' was not a block, so its 'crawl: no' refused every bot.
+    # '[Agent: ...]' is a block header in any case: its 'crawl: no' is the block's alone.
     parsed = parse_robots2(f"crawl: yes\n{header}\ncrawl: no\n")
     assert parsed.setting("crawl").value == "yes"  # type: ignore[union-attr]
     assert parsed.setting("crawl", "data-harvester").value == "no"  # type: ignore[union-attr]

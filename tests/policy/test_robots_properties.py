@@ -146,7 +146,7 @@ def test_robots_like_text_parses_and_answers(
         robots.decide(url(path), BOT, VIRTUAL_AGENTS, strict=strict)
 
 
-#: A version 2.0 group for a crawler that is not the bot (issue 13 item 1).
+#: A version 2.0 group for a crawler that is not the bot.
 VERSION_GROUP = "User-agent: alfred\nRobot-version: 2.0\nDisallow: *.cgi\n\n"
 
 
