@@ -136,6 +136,14 @@ CASES: list[tuple[str, list[str], int]] = [
     ("index status", ["index", "status", "--db", "MISSING"], 2),
     ("index status", ["index", "status", "--db", "FOLDER"], 2),
     ("index status", ["index", "status", "--db", "FILE"], 2),
+    ("index update", ["index", "update", "--db", "MISSING"], 2),
+    ("index update", ["index", "update", "--db", "FOLDER"], 2),
+    ("index update", ["index", "update", "--db", "FILE"], 2),
+    # geminibot why
+    ("why", ["why", "gemini://a.test/", "--db", "MISSING"], 2),
+    ("why", ["why", "gemini://a.test/", "--db", "FOLDER"], 2),
+    ("why", ["why", "gemini://a.test/", "--db", "FILE"], 2),
+    ("why", ["why", "gemini://", "--db", "DB"], 2),
     # geminibot portal
     ("portal", ["portal", "--port", "99999"], 2),
     ("portal", ["portal", "--port", "0", "--rate", "0"], 2),

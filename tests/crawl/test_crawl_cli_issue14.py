@@ -160,6 +160,8 @@ def test_max_time_ends_the_crawl(served: int, tmp_path: Path) -> None:
         str(db),
         "--connect-to",
         f"*.test:1965:127.0.0.1:{served}",
+        "--allow-address",
+        "127.0.0.1/32",
         "--max-time",
         "2s",
         "--json",

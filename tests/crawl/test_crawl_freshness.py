@@ -258,8 +258,9 @@ async def test_duplicates_collapse_under_the_canonical_url(
     body = "# Same\nidentical twins\n"
     pages: dict[str, Response | list[Response]] = {
         "gemini://a.test/robots.txt": ROBOTS,
-        # the longest URL is met first; the shortest becomes the canonical one
-        "gemini://a.test/": gmi("=> /copy/of/twins.gmi\n=> /twins.gmi?ref=x\n=> /t.gmi\n"),
+        # the longest URL is met first; the shortest becomes the canonical one (labelled
+        # links: an unlabeled link's URL words would make the home page match too)
+        "gemini://a.test/": gmi("=> /copy/of/twins.gmi a\n=> /twins.gmi?ref=x b\n=> /t.gmi c\n"),
         "gemini://a.test/copy/of/twins.gmi": gmi(body),
         "gemini://a.test/twins.gmi?ref=x": gmi(body),
         "gemini://a.test/t.gmi": gmi(body),

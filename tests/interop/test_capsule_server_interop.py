@@ -80,6 +80,8 @@ EXPECTED: list[tuple[str, str, int, str, Body]] = [
     ("non-utf8.test", "/sjis.txt", 20, "text/plain; charset=shift_jis", "sjis.txt"),
     ("non-utf8.test", "/mislabelled.gmi", 20, GMI, "mislabelled.gmi"),
     ("large-file.test", "/robots.txt", 20, TXT, "robots.txt"),
+    ("why.test", "/robots.txt", 20, TXT, "robots.txt"),
+    ("why.test", "/copy.gmi", 20, GMI, "copy.gmi"),
     ("no-such-host.test", "/", 53, "This server does not serve that host", None),
     ("va-groups.test", "/nope.gmi", 51, "Not found", None),
 ]

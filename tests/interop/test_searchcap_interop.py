@@ -106,7 +106,7 @@ def test_a_real_client_searches_and_is_refused_bad_input(
     assert (answer.status, answer.meta) == ("20", "text/gemini; charset=utf-8")
     body = answer.raw_body.decode("utf-8")
     assert body.count("=> gemini://garden.test/") == 10
-    assert "garden.test · " in body and "[tomatoes]" in body
+    assert "garden.test · " in body and "⟦tomatoes⟧" in body
     assert "=> /search/2?tomatoes%20ripening Next page" in body
 
     second = get("/search/2?tomatoes%20ripening").raw_body.decode("utf-8")
