@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import encodings.aliases
 import functools
+import re
 import tempfile
 from collections.abc import Callable
 from datetime import UTC, datetime
@@ -22,6 +23,7 @@ from pathlib import Path
 from typing import TypeVar
 
 from geminibot.crawl.page import MAX_LINKS_PER_PAGE, extract, extract_web
+from geminibot.gemini.client import Response
 from geminibot.gemini.gemtext import (
     HeadingLine,
     LinkLine,
@@ -38,9 +40,11 @@ from geminibot.gemini.response import (
     ResponseHeader,
     ResponseReader,
     decode_text,
+    parse_header,
     parse_mime,
 )
-from geminibot.gemini.urls import MAX_REQUEST_BYTES, parse_request, parse_url
+from geminibot.gemini.tofu import Trust
+from geminibot.gemini.urls import MAX_REQUEST_BYTES, parse_request, parse_url, request_line
 from geminibot.http.html import MAX_HTML_CHARS, MAX_LINKS, parse_html
 from geminibot.net.errors import FetchError
 from geminibot.policy.agents_txt import ALWAYS_ALLOWED, MAX_AGENTS_BYTES, parse_agents
@@ -50,6 +54,9 @@ from geminibot.policy.robots2 import CATEGORIES, parse_robots2, rate_seconds
 from geminibot.policy.robots_model import VIRTUAL_AGENTS
 from geminibot.policy.robots_parse import MAX_ROBOTS_BYTES, parse_robots
 from geminibot.policy.site_policy import Bot, SitePolicy
+from geminibot.portal.limits import PortalLimits
+from geminibot.portal.pages import HTTPResponse, Pages
+from geminibot.portal.render import LINKABLE_SCHEMES, Strip, scheme_of
 from geminibot.urls import InvalidURL
 
 Target = Callable[[bytes], None]
@@ -405,6 +412,58 @@ def html(data: bytes) -> None:
     extract_web(base, "h.test", 200, "text/html", body, 0.0, robots_tag=text[:100])
 
 
+# -- the portal ---------------------------------------------------------------------------
+
+#: The portal's default limits, and a small budget that every input can reach the end of.
+PORTAL_LIMITS = (
+    PortalLimits(),
+    PortalLimits(max_page_lines=7, max_page_links=3, max_page_chars=300),
+)
+#: Characters a page may have beyond its budget: the page around it (style sheet, header
+#: strip with the URL, title, footer) and the note that says it was cut.
+PAGE_FRAME_CHARS = 20_000
+PORTAL_CAPSULES = (None, parse_url("gemini://cap.test/"))
+
+
+def portal_page(data: bytes) -> None:
+    """The portal's request path to HTML: an origin-form request target routed (all of
+    Geminispace, or one capsule) to a Gemini URL, then a Gemini response to it rendered.
+    A target is a URL within the request limit (in the capsule when there is one) or a
+    4xx page; every answer has a status and, as HTML, stays within the page budget, has
+    no script, and no link that leaves the portal unmarked (``//host``) or runs code."""
+    cursor = Cursor(data)
+    capsule = cursor.choose(PORTAL_CAPSULES)
+    limits = cursor.choose(PORTAL_LIMITS)
+    pages = Pages(limits, capsule)
+    split = cursor.byte() * 4
+    raw, body = cursor.rest()[:split], cursor.rest()[split:]
+    path, mark, query = ("/" + raw.decode("latin-1")).partition("?")
+    target = pages.target(path, query if mark else None)
+    if isinstance(target, HTTPResponse):
+        assert 400 <= target.status < 500, target.status
+        return
+    assert len(request_line(target)) <= MAX_REQUEST_BYTES + 2
+    assert capsule is None or target.authority == capsule.authority
+    line, _, rest = body.partition(b"\r\n")
+    try:
+        header = parse_header(line)
+    except FetchError:
+        return
+    content = rest if header.status // 10 == 2 else b""
+    response = Response(target, header, content, "0" * 64, Trust.NEW)
+    answer = pages.response(response, Strip(str(target)))
+    assert 200 <= answer.status < 600
+    if (b"content-type", b"text/html; charset=utf-8") not in answer.headers:
+        assert answer.body == content  # passed through as the capsule sent it
+        return
+    html = answer.body.decode("utf-8")
+    assert len(html) <= limits.max_page_chars + PAGE_FRAME_CHARS
+    assert "<script" not in html.lower()
+    for href in re.findall(r'href="([^"]*)"', html):
+        assert not href.startswith("//"), href
+        assert scheme_of(href) in (None, *LINKABLE_SCHEMES), href
+
+
 TARGETS: dict[str, Target] = {
     "robots_txt": robots_txt,
     "ext20": ext20,
@@ -416,4 +475,5 @@ TARGETS: dict[str, Target] = {
     "gemtext": gemtext,
     "capsule_request": capsule_request,
     "html": html,
+    "portal_page": portal_page,
 }

@@ -2,9 +2,14 @@
 
 - :mod:`geminibot.portal.limits`: every limit the portal applies, named, and the per-client
   request-rate buckets (pure, clock injected);
-- :mod:`geminibot.portal.render`: text/gemini and the portal's own pages as HTML (pure);
+- :mod:`geminibot.portal.render`: text/gemini as HTML within a budget, and the page
+  frame (pure);
+- :mod:`geminibot.portal.pages`: where a request path leads, and every answer as an HTTP
+  response: Gemini pages, refusals, failures (pure);
+- :mod:`geminibot.portal.cache`: the page cache of rendered answers (pure);
 - :mod:`geminibot.portal.upstream`: the Gemini side: address guard, per-host pacing and
-  ``44`` back-off, the policy cache, the page cache, redirects;
+  ``44`` back-off, upstream slots shared per client and per server, the policy cache,
+  redirects;
 - :mod:`geminibot.portal.app`: the ASGI application (served by hypercorn on trio);
 - :mod:`geminibot.portal.cli`: the ``portal`` subcommand.
 

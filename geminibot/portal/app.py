@@ -96,6 +96,8 @@ class PortalApp:
         self.cache = PageCache(limits.page_cache_bytes, limits.page_cache_seconds)
         self.buckets = ClientBuckets(limits.rate_per_second, limits.rate_burst, limits.max_clients)
         self.renderers = trio.CapacityLimiter(limits.render_threads)
+        #: Pages being fetched and rendered now, by URL: who asks meanwhile waits.
+        self._fetching: dict[str, trio.Event] = {}
         #: Headers the application adds to every answer (none when the HTTP server adds
         #: them, as :func:`geminibot.portal.cli.hypercorn_config` does).
         self.headers = list(COMMON_HEADERS) if common_headers else []
@@ -316,14 +318,11 @@ class PortalApp:
 
     async def _show(self, url: URL, hide_query: bool) -> HTTPResponse:
         shown = _without_query(url) if hide_query else str(url)
-        key = None if hide_query else str(url)
         try:
-            if key is not None:
-                await self.upstream.allowed(url)  # the rules first, even for a cached page
-                hit = self.cache.get(key, self.clock())
-                if hit is not None:
-                    return hit
-            response = await self.upstream.page(url)
+            if hide_query:
+                return await self._fresh(url, hide_query=True)
+            await self.upstream.allowed(url)  # the rules first, even for a cached page
+            return await self._shared(url)
         except Refused as refused:
             hop = parse_url(_without_query(refused.url)) if hide_query else refused.url
             return self.pages.refusal(hop, refused.decision, refused.files)
@@ -335,6 +334,29 @@ class PortalApp:
             return self.pages.too_large(str(exc), shown)
         except (FetchError, InvalidURL) as exc:
             return self.pages.fetch_failed(type(exc).__name__, str(exc), shown)
+
+    async def _shared(self, url: URL) -> HTTPResponse:
+        """The page from the cache, else fetched and rendered once for all who ask for it
+        meanwhile (they wait up to ``max_wait`` for the first, then try themselves)."""
+        key = str(url)
+        first = self._fetching.get(key)
+        if first is not None:
+            with trio.move_on_after(self.limits.max_wait):
+                await first.wait()
+        hit = self.cache.get(key, self.clock())
+        if hit is not None:
+            return hit
+        mine = self._fetching[key] = trio.Event()
+        try:
+            return await self._fresh(url, hide_query=False)
+        finally:
+            mine.set()
+            if self._fetching.get(key) is mine:
+                del self._fetching[key]
+
+    async def _fresh(self, url: URL, *, hide_query: bool) -> HTTPResponse:
+        """Fetched and rendered now (and kept in the cache when it may be)."""
+        response = await self.upstream.page(url)
         final = _without_query(response.url) if hide_query else str(response.url)
         strip = Strip(
             final, response.certificate, response.trust.value, response.previous_certificate
@@ -343,12 +365,11 @@ class PortalApp:
         if hide_query:  # nothing of the answer to an 11 prompt kept by the browser
             result.headers.append((b"cache-control", b"no-store"))
         elif (
-            key is not None
-            and response.family is Family.SUCCESS
+            response.family is Family.SUCCESS
             and not response.possibly_truncated
             and self.upstream.storable(response)
         ):
-            self.cache.put(key, result, self.clock())
+            self.cache.put(str(url), result, self.clock())
         return result
 
     async def _render(self, response: Response, strip: Strip) -> HTTPResponse:

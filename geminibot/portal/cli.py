@@ -35,6 +35,12 @@ LIMIT_OPTIONS = (
     ("--rate", "rate_per_second", "N", "requests/s per web client ({:g})"),
     ("--rate-burst", "rate_burst", "N", "burst per web client ({})"),
     ("--max-upstream", "max_upstream", "N", "Gemini requests in flight at once ({})"),
+    (
+        "--max-upstream-per-client",
+        "max_upstream_per_client",
+        "N",
+        "... for one web client ({}; behind a proxy, every client is the proxy)",
+    ),
     ("--max-wait", "max_wait", "S", "longest wait for a capsule's turn before 503 ({:g} s)"),
     ("--max-body", "max_body_bytes", "BYTES", "largest Gemini body read ({})"),
     ("--send-timeout", "send_timeout", "S", "drop a client that reads nothing for S s ({:g})"),

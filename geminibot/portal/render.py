@@ -158,6 +158,9 @@ class _Out:
                 return
 
 
+#: Characters of a page's first heading kept as its title (the title is outside the
+#: page's character budget).
+TITLE_CHARS = 200
 #: Characters escaped at a time (bounds the copy one long line makes).
 _SLICE = 64 * 1024
 _GROUPS: dict[type, str] = {ListItem: "ul", QuoteLine: "blockquote", TextLine: "p"}
@@ -184,7 +187,7 @@ def render_gemtext(
             cut = "lines" if read > budget.lines else "links"
             break
         if title is None and isinstance(line, HeadingLine):
-            title = line.text
+            title = line.text[:TITLE_CHARS]
         kind = _GROUPS.get(type(line))
         if isinstance(line, TextLine) and not line.text.strip():
             kind = None

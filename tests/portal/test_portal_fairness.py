@@ -135,3 +135,21 @@ def test_politeness_forgets_the_least_recently_used_idle_host() -> None:
         assert pace.in_flight("b")
         assert (pace.state("a")[3] == 1) is kept
         assert len(pace) == min(max_hosts, 3)
+
+
+async def test_a_page_asked_for_at_once_is_fetched_once(
+    in_process_clock: trio.testing.MockClock,
+) -> None:
+    async with hostile_capsule() as evil:
+        app = app_with([parse_connect_to(f"*.test:1965:127.0.0.1:{evil.port}")])
+        statuses: list[int] = []
+
+        async def ask() -> None:
+            statuses.append((await web.get("/gemini/evil.test/small")).status_code)
+
+        async with browser(app) as web, trio.open_nursery() as nursery:
+            for _ in range(5):
+                nursery.start_soon(ask)
+    assert statuses == [200] * 5
+    assert evil.requests.count(("evil.test", "/small")) == 1
+    assert app._fetching == {}

@@ -5,6 +5,7 @@ from __future__ import annotations
 from geminibot.gemini.gemtext import parse_gemtext
 from geminibot.portal.render import (
     CSP,
+    TITLE_CHARS,
     Budget,
     Strip,
     esc,
@@ -109,3 +110,11 @@ def test_character_budget_edge() -> None:
     assert (cut.cut, cut.html) == ("characters", "<p>a&quot;</p>")
     shorter = render_gemtext(lines, no_rewrite, Budget(10, 10, len("<p>a&quot;") - 1))
     assert shorter.html == "<p>a</p>"
+
+
+def test_title_edge() -> None:
+    """The first heading is the page's title, cut at TITLE_CHARS (it is outside the
+    page's character budget)."""
+    for length in (TITLE_CHARS, TITLE_CHARS + 1):
+        lines = parse_gemtext("# " + "t" * length + "\n## second").lines
+        assert render_gemtext(lines, no_rewrite, ROOMY).title == "t" * TITLE_CHARS
