@@ -26,9 +26,11 @@ import trio
 from capsule_server.files import bundled_capsules, load_capsules
 from capsule_server.testing import running_server
 from geminibot.cliutil import bounded_number, say
-from geminibot.crawl.crawler import Crawler, CrawlOptions, Progress
+from geminibot.crawl.crawler import sqlite_crawler
 from geminibot.crawl.fetcher import gemini_fetch
 from geminibot.crawl.frontier import Limits
+from geminibot.crawl.progress import Progress
+from geminibot.crawl.settings import CrawlOptions
 from geminibot.gemini.client import GeminiClient
 from geminibot.gemini.server import GeminiServer, ServerLimits
 from geminibot.index import connect, search
@@ -68,7 +70,9 @@ async def crawl_capsules(directory: Path, db: Path, certs: Path, seconds: float)
             allow_hosts=("*.test",),
             limits=Limits(max_urls_per_host=DEMO_HOST_URLS),
         )
-        crawler = Crawler(connect(db), gemini_fetch(GeminiClient(connect_to=resolver)), options)
+        crawler = sqlite_crawler(
+            connect(db), gemini_fetch(GeminiClient(connect_to=resolver)), options
+        )
         crawler.seed([f"gemini://{host}/" for host in hosts])
         print(f"Crawling {len(hosts)} capsules served on 127.0.0.1:{server.port} ...")
         with trio.move_on_after(seconds):

@@ -52,7 +52,7 @@ from urllib.parse import urlsplit
 
 from capsule_server.expect import ExpectError, load_expectation, served_policy
 from capsule_server.files import load_capsules
-from geminibot.crawl.crawler import ROLE_CATEGORIES
+from geminibot.crawl.settings import ROLE_CATEGORIES
 from geminibot.gemini.accesslog import AccessRecord
 from geminibot.gemini.gemtext import resolve_link
 from geminibot.net.limits import MAX_REDIRECTS

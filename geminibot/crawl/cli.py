@@ -37,7 +37,15 @@ from geminibot.crawl.freshness import DAY, VANISHED_AFTER
 from geminibot.crawl.frontier import DEFAULT_MAX_DEPTH, MAX_URLS_PER_HOST, Limits
 from geminibot.crawl.politeness import DEFAULT_MIN_DELAY
 from geminibot.crawl.schemes import host_url, normalise, parse_any
-from geminibot.crawl.settings import DEFAULT_AGENT, DEFAULT_CONCURRENCY, ROLES
+from geminibot.crawl.settings import (
+    DEFAULT_AGENT,
+    DEFAULT_CONCURRENCY,
+    ROLES,
+    ConfigMismatch,
+    CrawlOptions,
+    check_settings,
+    new_lease,
+)
 from geminibot.http.urls import DEFAULT_INFO_URL
 from geminibot.index import DatabaseError, QueryError, connect, stats
 from geminibot.index.db import checkpoint
@@ -49,8 +57,12 @@ from geminibot.policy.cli import agent_option
 from geminibot.urls import SCHEMES
 
 if TYPE_CHECKING:
+    from geminibot.crawl.clock import TrioWallClock
     from geminibot.crawl.continuous import Stopper
-    from geminibot.crawl.crawler import Crawler, CrawlOptions, Progress
+    from geminibot.crawl.crawler import Crawler
+    from geminibot.crawl.display import Display
+    from geminibot.crawl.progress import Progress
+    from geminibot.crawl.store import CrawlStore
     from geminibot.crawl.warc import WarcArchive
     from geminibot.http.client import WebClient
     from geminibot.net.dns import DnsCache
@@ -365,7 +377,6 @@ def _exclusive(db: Path) -> Iterator[None]:
 
 
 def _options(args: argparse.Namespace) -> tuple[list[str], CrawlOptions, Resolver]:
-    from geminibot.crawl.crawler import CrawlOptions
 
     seeds = []
     for seed in args.seeds:
@@ -578,27 +589,25 @@ async def _run_forever(
     return EXIT_OK
 
 
-async def _run(
+def _crawler(
     args: argparse.Namespace,
-    db: Path,
-    label: str,
-    conn: Any,
-    seeds: list[str],
     options: CrawlOptions,
+    store: CrawlStore,
+    clock: TrioWallClock,
     resolver: Resolver,
-    stopper: Stopper,
-    wall_clock: Callable[[], float] = time.time,
-) -> int:
-    from geminibot.crawl.crawler import ConfigMismatch, Crawler
-    from geminibot.crawl.display import Display
+    lease: str,
+    archive: WarcArchive | None,
+    display: Display,
+) -> tuple[Crawler, WebClient]:
+    """The crawl engine and its parts, built from the options (and its web client, which
+    the crawl opens and closes)."""
+    from geminibot.crawl.crawler import Crawler
     from geminibot.crawl.fetcher import CRAWL_LIMITS, ProtocolFetcher, gemini_fetch
-    from geminibot.crawl.runrecord import record_run
     from geminibot.crawl.store import StoreKnownHosts
     from geminibot.gemini.client import GeminiClient
     from geminibot.http.client import WebClient, user_agent
     from geminibot.net.dns import DnsCache
 
-    display = Display(sys.stderr)
     # One DNS cache for both clients and the address lookup: the addresses paced as one
     # are those connected to, a name is resolved once per DNS_TTL whatever asks, and
     # every address connected to (links, redirects, policy files) passes the guard.
@@ -614,33 +623,59 @@ async def _run(
         limits=CRAWL_LIMITS,
         dns=dns,
     )
-    crawler = Crawler(
-        conn,
-        ProtocolFetcher(web=web),
-        options,
-        address_of=address_of(resolver, dns),
-        wall_clock=wall_clock,
-    )
     # Certificates pinned in the crawl's database on first use; a changed one is refused.
     gemini = GeminiClient(
         connect_to=resolver,
         limits=CRAWL_LIMITS,
-        known_hosts=StoreKnownHosts(crawler.store, crawler.clock),
+        known_hosts=StoreKnownHosts(store, clock.now),
         strict_tofu=True,
         dns=dns,
     )
-    crawler.fetch = ProtocolFetcher(gemini=gemini_fetch(gemini), web=web)
+    crawler = Crawler(
+        store,
+        ProtocolFetcher(gemini=gemini_fetch(gemini), web=web),
+        options,
+        clock=clock,
+        archive=archive,
+        on_progress=display,
+        address_of=address_of(resolver, dns),
+        lease=lease,
+    )
+    return crawler, web
+
+
+async def _run(
+    args: argparse.Namespace,
+    db: Path,
+    label: str,
+    conn: Any,
+    seeds: list[str],
+    options: CrawlOptions,
+    resolver: Resolver,
+    stopper: Stopper,
+    wall_clock: Callable[[], float] = time.time,
+) -> int:
+    from geminibot.crawl.clock import TrioWallClock
+    from geminibot.crawl.display import Display
+    from geminibot.crawl.runrecord import record_run
+    from geminibot.crawl.store import SqliteStore
+
+    clock = TrioWallClock(wall_clock)
+    shared = is_postgres(args.db)
+    store = conn if shared else SqliteStore(conn, clock.now, options.limits, batch=True)
     try:
-        crawler.check_settings()
+        check_settings(store, options)
     except ConfigMismatch as exc:
         raise CommandError(f"{label}: {exc}") from None
-    record_run(crawler.store, options, seeds)
+    record_run(store, options, seeds)
+    lease = new_lease()  # this process among those sharing the store; the WARC run's name
     archive = None
     if options.role == "archiver":
-        archive = crawler.archive = _warc_archive(args, db, crawler.lease)
+        archive = _warc_archive(args, db, lease)
     elif args.warc_dir:
         raise CommandError("--warc-dir is for --as archiver only")
-    crawler.on_progress = display
+    display = Display(sys.stderr)
+    crawler, web = _crawler(args, options, store, clock, resolver, lease, archive, display)
     try:
         crawler.seed(seeds)
         progress, interrupted = await _crawl(crawler, web, stopper)

@@ -24,7 +24,7 @@ from typing import Any
 
 import trio
 
-from geminibot.crawl.scheduler import TrioWallClock
+from geminibot.crawl.clock import TrioWallClock
 
 #: Shortest pause between two runs (seconds): a store whose next work is due at once
 #: (a clock gone backwards, a URL whose host cannot be asked) does not spin.

@@ -19,7 +19,7 @@ from collections.abc import Callable
 from typing import TextIO
 
 from geminibot.cliutil import LINE_WIDTH, clipped, human_duration, terminal_safe
-from geminibot.crawl.crawler import Progress
+from geminibot.crawl.progress import Progress
 
 #: Seconds between two progress log lines when standard error is not a terminal.
 LOG_INTERVAL = 5.0

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from geminibot.crawl.crawler import WEB_SLOW_DOWN, Fetch, Response
+from geminibot.crawl.adapters import WEB_SLOW_DOWN, Fetch, Response
 from geminibot.crawl.schemes import protocol_of
 from geminibot.gemini.client import GeminiClient
 from geminibot.http.client import WebClient, WebResponse

@@ -19,7 +19,7 @@ from geminibot.crawl.frontier import DEFAULT_MAX_DEPTH, MAX_URLS_PER_HOST
 from geminibot.crawl.schemes import host_key, host_name
 
 if TYPE_CHECKING:
-    from geminibot.crawl.crawler import CrawlOptions
+    from geminibot.crawl.settings import CrawlOptions
     from geminibot.crawl.store import CrawlStore
 
 #: The settings key of the last run's options.

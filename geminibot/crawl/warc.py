@@ -18,7 +18,7 @@ from typing import BinaryIO
 
 from warcio.warcwriter import WARCWriter  # type: ignore[import-untyped]
 
-from geminibot.crawl.crawler import Response
+from geminibot.crawl.adapters import Response
 from geminibot.crawl.schemes import protocol_of
 
 GEMINI_RESPONSE_TYPE = "application/gemini; msgtype=response"

@@ -42,10 +42,10 @@ from typing import Any, Protocol
 from urllib.parse import quote, unquote_to_bytes
 
 from geminibot import __version__
-from geminibot.crawl.crawler import ROLE_CATEGORIES, CrawlOptions
 from geminibot.crawl.frontier import Limits as FrontierLimits
 from geminibot.crawl.politeness import DEFAULT_DURATION_FACTOR, DEFAULT_MIN_DELAY, MAX_WAIT
 from geminibot.crawl.schemes import host_key, host_url, normalise
+from geminibot.crawl.settings import ROLE_CATEGORIES, CrawlOptions
 from geminibot.gemini.server import Resolution
 from geminibot.gemini.status import Status
 from geminibot.index import QueryError, SearchResult, search

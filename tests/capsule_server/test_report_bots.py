@@ -24,9 +24,10 @@ from capsule_server.cli import main
 from capsule_server.files import load_capsules
 from capsule_server.server import CapsuleServer
 from capsule_server.testing import raw_request
-from geminibot.crawl.crawler import Crawler, CrawlOptions
+from geminibot.crawl.crawler import sqlite_crawler
 from geminibot.crawl.fetcher import gemini_fetch
 from geminibot.crawl.frontier import Limits as CrawlLimits
+from geminibot.crawl.settings import CrawlOptions
 from geminibot.gemini.accesslog import JsonLinesLog
 from geminibot.gemini.client import GeminiClient
 from geminibot.gemini.gemtext import resolve_link
@@ -81,7 +82,7 @@ async def test_geminibot_crawler_is_compliant(
         rule = ConnectRule("*", 1965, "127.0.0.1", srv.port or 0)
         resolver = Resolver([rule], loopback_only=True)
         t0 = trio.current_time()
-        crawler = Crawler(
+        crawler = sqlite_crawler(
             connect(tmp_path / "crawl.db"),
             gemini_fetch(GeminiClient(connect_to=resolver)),
             CrawlOptions(

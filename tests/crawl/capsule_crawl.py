@@ -22,8 +22,10 @@ from capsule_fixtures import serving_on_trio_time
 
 from capsule_server.judge import ClientReport, build_report, load_policies
 from capsule_server.server import CapsuleServer
-from geminibot.crawl.crawler import Crawler, CrawlOptions, Progress
+from geminibot.crawl.crawler import sqlite_crawler
 from geminibot.crawl.fetcher import gemini_fetch
+from geminibot.crawl.progress import Progress
+from geminibot.crawl.settings import CrawlOptions
 from geminibot.gemini.accesslog import AccessRecord
 from geminibot.gemini.client import GeminiClient
 from geminibot.gemini.server import ServerLimits
@@ -113,7 +115,7 @@ async def crawl_host(
     fetch = gemini_fetch(GeminiClient(connect_to=resolver))
     conn = connect(db)
     kwargs = {} if wall_clock is None else {"wall_clock": wall_clock}
-    crawler = Crawler(conn, fetch, options, **kwargs)  # type: ignore[arg-type]
+    crawler = sqlite_crawler(conn, fetch, options, **kwargs)  # type: ignore[arg-type]
     crawler.seed([f"gemini://{host}/"])
     return await crawler.run(), conn
 

@@ -10,7 +10,7 @@ from collections.abc import Callable
 
 import trio
 
-from geminibot.crawl.crawler import Response
+from geminibot.crawl.adapters import Response
 
 Answer = Response | list[Response]
 

@@ -22,8 +22,8 @@ from capsule_crawl import (
     serving,
 )
 
-from geminibot.crawl.crawler import CrawlOptions
 from geminibot.crawl.frontier import Limits as CrawlLimits
+from geminibot.crawl.settings import CrawlOptions
 from geminibot.gemini.server import ServerLimits
 from geminibot.index import search
 

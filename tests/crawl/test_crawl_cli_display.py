@@ -20,10 +20,13 @@ import pytest
 from crawl_fakes import FakeSite, generated_site, gmi
 
 from geminibot.cliutil import human_duration
+from geminibot.crawl.adapters import Response
 from geminibot.crawl.cli import summary_lines
-from geminibot.crawl.crawler import Crawler, CrawlOptions, Progress, Response
+from geminibot.crawl.crawler import sqlite_crawler
 from geminibot.crawl.display import RATE_WINDOW, Display
 from geminibot.crawl.frontier import MAX_URL_ATTEMPTS
+from geminibot.crawl.progress import Progress
+from geminibot.crawl.settings import CrawlOptions
 from geminibot.index import connect
 
 
@@ -111,7 +114,7 @@ def test_a_real_terminal_of_60_columns(tmp_path: Path) -> None:
     """The command under a pseudo-terminal 60 columns wide: no painted line is wider."""
     program = (
         "import sys, time\n"
-        "from geminibot.crawl.crawler import Progress\n"
+        "from geminibot.crawl.progress import Progress\n"
         "from geminibot.crawl.display import Display\n"
         "d = Display(sys.stderr)\n"
         "d(Progress(started=0, pages=99999, requests=99999, queued=999999, hosts_seen=9999,"
@@ -158,7 +161,7 @@ async def test_the_loop_counts_in_memory(tmp_path: Path, autojump_clock: object)
     conn.set_trace_callback(statements.append)
     reports: list[Progress] = []
     site = FakeSite(generated_site(3, 20), latency=0.3)
-    crawler = Crawler(conn, site.fetch, CrawlOptions(), on_progress=reports.append)
+    crawler = sqlite_crawler(conn, site.fetch, CrawlOptions(), on_progress=reports.append)
     crawler.seed([f"gemini://h{h}.test/" for h in range(3)])
     progress = await crawler.run()
     assert len(reports) > 100 and progress.pages > 50
@@ -195,7 +198,9 @@ async def test_a_url_that_keeps_raising_is_given_up(tmp_path: Path, autojump_clo
     db = tmp_path / "c.db"
     for run in range(1, MAX_URL_ATTEMPTS + 2):
         conn = connect(db)
-        crawler = Crawler(conn, site.fetch, CrawlOptions(test_range=True), archive=Exploding(bad))
+        crawler = sqlite_crawler(
+            conn, site.fetch, CrawlOptions(test_range=True), archive=Exploding(bad)
+        )
         crawler.seed(["gemini://a.test/"])
         if run <= MAX_URL_ATTEMPTS:
             with pytest.raises(BaseExceptionGroup) as caught:

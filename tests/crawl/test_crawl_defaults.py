@@ -7,7 +7,8 @@ import trio
 from crawl_fakes import FakeSite, generated_site
 
 from geminibot.cli import build_parser
-from geminibot.crawl.crawler import DEFAULT_CONCURRENCY, Crawler, CrawlOptions
+from geminibot.crawl.crawler import sqlite_crawler
+from geminibot.crawl.settings import DEFAULT_CONCURRENCY, CrawlOptions
 from geminibot.index import connect
 
 
@@ -26,7 +27,7 @@ async def test_requests_in_flight_are_bounded_by_the_concurrency(
     hosts have work; every host is still crawled to the end."""
     hosts = 12
     site = FakeSite(generated_site(hosts, 3), latency=1.0)
-    crawler = Crawler(
+    crawler = sqlite_crawler(
         connect(tmp_path / "c.db"),
         site.fetch,
         CrawlOptions(test_range=True, concurrency=3),

@@ -11,7 +11,8 @@ from pathlib import Path
 import trio
 from crawl_fakes import FakeSite, gmi
 
-from geminibot.crawl.crawler import Crawler, CrawlOptions, Progress, Response
+from geminibot.crawl.adapters import Response
+from geminibot.crawl.crawler import sqlite_crawler
 from geminibot.crawl.freshness import (
     DAY,
     INITIAL_REVISIT,
@@ -26,6 +27,8 @@ from geminibot.crawl.freshness import (
     retry_delay,
 )
 from geminibot.crawl.frontier import Limits
+from geminibot.crawl.progress import Progress
+from geminibot.crawl.settings import CrawlOptions
 from geminibot.crawl.store import SqliteStore
 from geminibot.index import connect, search, stats
 from geminibot.policy.outcomes import MAX_CACHE_SECONDS
@@ -49,7 +52,7 @@ async def crawl(
 ) -> tuple[Progress, sqlite3.Connection]:
     conn = connect(db)
     opts = CrawlOptions(test_range=True, **kw)  # type: ignore[arg-type]
-    crawler = Crawler(conn, site.fetch, opts, wall_clock=now)
+    crawler = sqlite_crawler(conn, site.fetch, opts, wall_clock=now)
     crawler.seed(seeds)
     return await crawler.run(), conn
 

@@ -9,9 +9,11 @@ import pytest
 import trio
 from crawl_fakes import FakeSite, generated_site, gmi
 
-from geminibot.crawl.crawler import ConfigMismatch, Crawler, CrawlOptions, Response
+from geminibot.crawl.adapters import Response
+from geminibot.crawl.crawler import Crawler, sqlite_crawler
 from geminibot.crawl.frontier import Limits
 from geminibot.crawl.politeness import DEFAULT_MIN_DELAY
+from geminibot.crawl.settings import ConfigMismatch, CrawlOptions
 from geminibot.index import connect, search, stats
 
 ROBOTS = Response(20, "text/plain", b"User-agent: indexer\nDisallow: /private/\n")
@@ -46,7 +48,7 @@ async def crawl(
     db: Path, site: FakeSite, seeds: list[str], **kw: object
 ) -> tuple[Crawler, sqlite3.Connection]:
     conn = connect(db)
-    crawler = Crawler(conn, site.fetch, CrawlOptions(**kw), wall_clock=mock_wall_clock)  # type: ignore[arg-type]
+    crawler = sqlite_crawler(conn, site.fetch, CrawlOptions(**kw), wall_clock=mock_wall_clock)  # type: ignore[arg-type]
     crawler.seed(seeds)
     await crawler.run()
     return crawler, conn
@@ -69,7 +71,7 @@ async def test_crawl_obeys_robots_and_indexes(tmp_path: Path, autojump_clock: ob
         "gemini://a.test/img.png",
     }
     assert len(urls) == len(set(urls))  # nothing fetched twice
-    assert crawler.frontier.state_of("gemini://a.test/private/x.gmi") == (
+    assert crawler.store.state_of("gemini://a.test/private/x.gmi") == (
         "refused",
         conn.execute("SELECT reason FROM decisions WHERE NOT allowed").fetchone()[0],
     )
@@ -126,7 +128,7 @@ async def test_unreachable_robots_skips_host(tmp_path: Path, autojump_clock: obj
     crawler, conn = await crawl(tmp_path / "c.db", site, ["gemini://a.test/"], test_range=True)
     assert site.urls() == ["gemini://a.test/robots.txt"]
     assert "unreachable" in crawler.progress.hosts_skipped["a.test"]
-    assert crawler.frontier.queued() == 1  # the seed waits for a later run
+    assert crawler.store.queued() == 1  # the seed waits for a later run
     assert stats(conn)["robots"] == {"robots.txt unreachable": 1}
 
 
@@ -145,7 +147,7 @@ async def test_absurd_slow_down_skips_host(tmp_path: Path, autojump_clock: objec
     crawler, _ = await crawl(tmp_path / "c.db", site, ["gemini://a.test/"], test_range=True)
     assert site.urls() == [*policy_files("a.test"), "gemini://a.test/"]
     assert "a.test" in crawler.progress.hosts_skipped
-    assert crawler.frontier.state_of("gemini://a.test/") == ("queued", None)
+    assert crawler.store.state_of("gemini://a.test/") == ("queued", None)
 
 
 async def test_concurrency_across_hosts(tmp_path: Path, autojump_clock: object) -> None:
@@ -237,7 +239,9 @@ async def test_role_mismatch_refused(tmp_path: Path, autojump_clock: object) -> 
 async def test_stop_releases_leases(tmp_path: Path, autojump_clock: object) -> None:
     site = FakeSite(generated_site(2, 20), latency=1.0)
     conn = connect(tmp_path / "c.db")
-    crawler = Crawler(conn, site.fetch, CrawlOptions(test_range=True), wall_clock=mock_wall_clock)
+    crawler = sqlite_crawler(
+        conn, site.fetch, CrawlOptions(test_range=True), wall_clock=mock_wall_clock
+    )
     crawler.seed(["gemini://h0.test/", "gemini://h1.test/"])
 
     def stop_after_some(url: str) -> None:
@@ -246,7 +250,7 @@ async def test_stop_releases_leases(tmp_path: Path, autojump_clock: object) -> N
 
     site.on_request = stop_after_some
     await crawler.run()
-    assert crawler.frontier.leased() == []
+    assert crawler.store.leased() == []
     before = set(site.urls())
     conn.close()
     site.on_request = None
@@ -273,7 +277,7 @@ async def test_visit_window_waits_or_skips(
     start = datetime(2026, 11, 23, tzinfo=UTC).timestamp() + start_hour * 3600
     t0 = trio.current_time()
     conn = connect(tmp_path / "c.db")
-    crawler = Crawler(
+    crawler = sqlite_crawler(
         conn,
         site.fetch,
         CrawlOptions(test_range=True),
@@ -287,7 +291,7 @@ async def test_visit_window_waits_or_skips(
     else:  # noon: the window is 12 hours away, more than the longest wait
         assert page_times == []
         assert "more than" in crawler.progress.hosts_skipped["a.test"]
-        assert crawler.frontier.state_of("gemini://a.test/") == ("queued", None)
+        assert crawler.store.state_of("gemini://a.test/") == ("queued", None)
 
 
 async def test_after_a_kill_each_claim_is_committed_before_its_request(

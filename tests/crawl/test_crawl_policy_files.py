@@ -10,7 +10,9 @@ import pytest
 import trio
 from crawl_fakes import Answer, FakeSite, gmi
 
-from geminibot.crawl.crawler import Crawler, CrawlOptions, Response
+from geminibot.crawl.adapters import Response
+from geminibot.crawl.crawler import sqlite_crawler
+from geminibot.crawl.settings import CrawlOptions
 from geminibot.index import connect
 
 ROBOTS = b"User-agent: *\nDisallow: /private/\n"
@@ -43,7 +45,7 @@ async def test_robots_txt_redirects_to_other_hosts_are_followed(
         site[here] = Response(31, there)
     site[hops[-1]] = Response(20, "text/plain", ROBOTS)
     fake = FakeSite(site)
-    crawler = Crawler(
+    crawler = sqlite_crawler(
         connect(tmp_path / "c.db"),
         fake.fetch,
         CrawlOptions(test_range=True),
@@ -139,7 +141,9 @@ async def test_a_database_of_the_old_format_resumes(tmp_path: Path, autojump_clo
         }
     )
     conn = connect(db)
-    crawler = Crawler(conn, fake.fetch, CrawlOptions(test_range=True), wall_clock=mock_wall_clock)
+    crawler = sqlite_crawler(
+        conn, fake.fetch, CrawlOptions(test_range=True), wall_clock=mock_wall_clock
+    )
     crawler.seed(["gemini://a.test/"])  # as the command line does: a known seed stays done
     progress = await crawler.run()
     # the cached policy files are used (not fetched again); the leased URL is fetched again

@@ -16,8 +16,11 @@ import trio.testing
 from crawl_fakes import Answer, FakeSite, gmi
 
 from geminibot.crawl import crawler as crawler_module
-from geminibot.crawl.crawler import Crawler, CrawlOptions, Response
-from geminibot.crawl.scheduler import REQUEST_COST_FLOOR, Scheduler, TrioWallClock
+from geminibot.crawl.adapters import Response
+from geminibot.crawl.clock import TrioWallClock
+from geminibot.crawl.crawler import Crawler, sqlite_crawler
+from geminibot.crawl.scheduler import REQUEST_COST_FLOOR, Scheduler
+from geminibot.crawl.settings import CrawlOptions
 from geminibot.index import connect
 
 # -- the scheduler alone --
@@ -138,7 +141,7 @@ def chain_host(site: dict[str, Answer], host: str, pages: int, delay: float | No
 def crawler_for(tmp_path: Path, site: FakeSite, **options: object) -> Crawler:
     opts = CrawlOptions(test_range=True, concurrency=1, allow_hosts=("*.test",))
     opts = replace(opts, **options)  # type: ignore[arg-type]
-    return Crawler(connect(tmp_path / "c.db"), site.fetch, opts, wall_clock=wall)
+    return sqlite_crawler(connect(tmp_path / "c.db"), site.fetch, opts, wall_clock=wall)
 
 
 def pages_of(site: FakeSite, host: str) -> list[int]:

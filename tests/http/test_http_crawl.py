@@ -13,8 +13,9 @@ import pytest
 from clocks import JumpClock
 from webserver import Page, WebServer, html, redirect, serve, text
 
-from geminibot.crawl.crawler import Crawler, CrawlOptions
+from geminibot.crawl.crawler import Crawler, sqlite_crawler
 from geminibot.crawl.fetcher import ProtocolFetcher
+from geminibot.crawl.settings import CrawlOptions
 from geminibot.crawl.warc import WarcArchive
 from geminibot.http.client import WebClient
 from geminibot.index import connect, search
@@ -71,7 +72,7 @@ async def crawl_site(
             conn = connect(tmp_path / "crawl.db")
             opts = CrawlOptions(test_range=True, **options)  # type: ignore[arg-type]
             fetch = ProtocolFetcher(web=client)
-            crawler = Crawler(conn, fetch, opts, archive=archive, clock=clock)
+            crawler = sqlite_crawler(conn, fetch, opts, archive=archive, clock=clock)
             crawler.seed([f"http://web.test{path}" for path in seeds])
             await crawler.run()
     return web, conn, crawler
@@ -352,7 +353,9 @@ async def test_bodies_over_the_crawl_limit_are_cut_policy_read_page_failed(
         limits = replace(FAST, max_body_size=limit, cut_body=True)
         async with WebClient(limits=limits, connect_to=route) as client:
             conn = connect(tmp_path / "crawl.db")
-            crawler = Crawler(conn, ProtocolFetcher(web=client), CrawlOptions(test_range=True))
+            crawler = sqlite_crawler(
+                conn, ProtocolFetcher(web=client), CrawlOptions(test_range=True)
+            )
             crawler.seed(["http://web.test/"])
             await crawler.run()
     got = states(conn)

@@ -13,8 +13,11 @@ from crawl.crawl_fakes import FakeSite, gmi
 from store_helpers import LIMITS, Clock
 from test_store import A, B, decision, fetch, page
 
-from geminibot.crawl.crawler import HELD_BACKOFF, Crawler, CrawlOptions, Response
+from geminibot.crawl.adapters import Response
+from geminibot.crawl.clock import TrioWallClock
+from geminibot.crawl.crawler import HELD_BACKOFF, Crawler
 from geminibot.crawl.pgstore import PgStore
+from geminibot.crawl.settings import CrawlOptions
 from geminibot.crawl.store import FetchedPage, HostState
 
 
@@ -129,7 +132,7 @@ async def test_a_host_taken_over_while_it_waited_for_its_turn_is_not_asked_twice
     other = PgStore(pg_url, wall, LIMITS, lease_seconds=60)
     robots = Response(20, "text/plain", f"User-agent: *\nCrawl-delay: {delay}\n".encode())
     site = FakeSite({"gemini://a.test/robots.txt": robots, A: gmi("# A\n")})
-    crawler = Crawler(mine, site.fetch, CrawlOptions(), wall_clock=wall)
+    crawler = Crawler(mine, site.fetch, CrawlOptions(), clock=TrioWallClock(wall))
 
     def waiting() -> bool:
         due = crawler.scheduler.next_due()
@@ -182,7 +185,7 @@ async def test_a_process_with_only_held_hosts_backs_off(
     mine.looks = []
     other = PgStore(pg_url, wall, LIMITS, lease_seconds=600)
     site = FakeSite({A: gmi("# A\n")})
-    crawler = Crawler(mine, site.fetch, CrawlOptions(test_range=True), wall_clock=wall)
+    crawler = Crawler(mine, site.fetch, CrawlOptions(test_range=True), clock=TrioWallClock(wall))
     let_go = 2.5 * HELD_BACKOFF
 
     async def hold_then_let_go() -> None:

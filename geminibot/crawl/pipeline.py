@@ -1,0 +1,105 @@
+"""What to commit for an answer: the crawl's item pipeline, as Scrapy has one (pure: no
+I/O, no clock; the store's answers and the time are passed in).
+
+For a page fetched, one small step each (:func:`page_item`): whether it is *gone* (51/52,
+404/410: out of the index), *unchanged* since the last visit (the same status, body and
+canonical URL: only its fetch time is updated), a *duplicate* of a page with the same
+body (the URL with the smaller :func:`~geminibot.crawl.freshness.canonical_key` is the
+canonical one; the other becomes its alias, and its links are not followed), when it is
+due again (:func:`~geminibot.crawl.freshness.next_interval`), and whether its content may
+be kept (robots2.txt ``store: no`` or ``session-only``: the index keeps its metadata and
+links only, and no WARC record). For a URL refused or failed, when it is asked again
+(:func:`refused_revisit`, :func:`failed_revisit`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, replace
+
+from geminibot.crawl.freshness import (
+    Visit,
+    canonical_key,
+    is_gone,
+    next_interval,
+    retry_delay,
+)
+from geminibot.crawl.page import Extracted
+from geminibot.crawl.scope import Link
+from geminibot.crawl.store import DecisionRecord, FetchedPage, FetchRecord, Revisit
+from geminibot.policy.site_policy import Bot, SitePolicy
+from geminibot.urls import Scheme
+
+#: robots2.txt ``store`` values under which no content may be persisted.
+NO_STORE_VALUES = frozenset({"no", "session-only"})
+
+
+def may_store(policy: SitePolicy, bot: Bot) -> bool:
+    """Whether the host's robots2.txt lets ``bot`` keep what it fetched."""
+    return policy.usage_map(bot).get("store") not in NO_STORE_VALUES
+
+
+@dataclass(frozen=True)
+class Answer:
+    """A page's answer and what the store knows of its URL, for :func:`page_item`."""
+
+    decision: DecisionRecord
+    fetch: FetchRecord
+    extracted: Extracted
+    protocol: Scheme
+    previous: Visit | None  # the URL's last visit (None: never visited)
+    original: str | None  # the canonical URL of another page with the same body, if any
+    keeps_copies: bool  # :func:`may_store`
+    role: str
+
+
+def page_item(
+    answer: Answer, now: float, follow: Callable[[Sequence[str]], list[Link]]
+) -> FetchedPage:
+    """What to commit for a fetched page (``follow``: the links of it the crawl takes)."""
+    page, links = answer.extracted.page, answer.extracted.links
+    previous, original = answer.previous, answer.original
+    gone = is_gone(answer.protocol, page.status)
+    unchanged = (
+        not gone
+        and previous is not None
+        and previous.status == page.status
+        and previous.content_hash == page.content_hash
+        and previous.duplicate_of == original
+    )
+    demote = None
+    if original is not None and not unchanged:
+        if canonical_key(page.url) < canonical_key(original):
+            demote = original  # this URL is the better name of the body
+        else:
+            page, links = replace(page, duplicate_of=original, links=()), ()
+    interval = next_interval(previous.interval if previous else None, changed=not unchanged)
+    if not answer.keeps_copies:
+        # robots2.txt store: no / session-only: nothing of the content is persisted; the
+        # index keeps the page's metadata and links only (and the archive no record).
+        page = replace(page, title="", headings=(), text=None)
+    return FetchedPage(
+        answer.decision,
+        answer.fetch,
+        page,
+        answer.role,
+        () if unchanged or gone else follow(links),
+        revisit=None if gone else Revisit(now + interval, interval),
+        unchanged=unchanged,
+        gone=gone,
+        demote=demote,
+    )
+
+
+def refused_revisit(previous: Visit | None, now: float) -> Revisit:
+    """A URL the site policy refused is asked again when its interval says (a policy
+    file may change its mind)."""
+    interval = next_interval(previous.interval if previous else None, changed=False)
+    return Revisit(now + interval, interval)
+
+
+def failed_revisit(previous: Visit | None, now: float) -> Revisit:
+    """A URL whose request failed is retried with back-off, a bounded number of times (the
+    claim counted this attempt: see :mod:`geminibot.crawl.frontier`)."""
+    delay = retry_delay(previous.attempts if previous else 1)
+    return Revisit(None if delay is None else now + delay, previous.interval if previous else None)

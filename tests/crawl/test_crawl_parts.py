@@ -1,0 +1,122 @@
+"""The crawl's pure parts, without trio, a server or a database: which hosts and links a
+crawl takes (scope) and what it commits for an answer (the item pipeline: gone,
+unchanged, duplicate, revisit, robots2 store)."""
+
+from __future__ import annotations
+
+import pytest
+
+from geminibot.crawl.freshness import INITIAL_REVISIT, MIN_REVISIT, RETRY_BASE, Visit
+from geminibot.crawl.page import extract
+from geminibot.crawl.pipeline import Answer, failed_revisit, page_item, refused_revisit
+from geminibot.crawl.scope import CrawlScope
+from geminibot.crawl.store import DecisionRecord, FetchRecord, HostState
+
+NOW = 1.7e9
+URL = "gemini://a.test/page.gmi"
+
+
+# -- scope --
+
+
+def test_the_seeds_hosts_and_the_allowed_patterns_are_the_crawls() -> None:
+    scope = CrawlScope(allow_hosts=("*.example.org",), exclude=("*/private/*",))
+    kept = scope.add_seeds(["gemini://a.test/", "gemini://a.test/private/x.gmi"])
+    assert kept == ["gemini://a.test/"]  # an excluded seed is not queued
+    assert scope.host_allowed("a.test")
+    assert scope.host_allowed("capsule.example.org")
+    assert not scope.host_allowed("b.test")
+    assert scope.excluded_by("gemini://a.test/private/y.gmi") == "*/private/*"
+    assert scope.excluded_by("gemini://a.test/public.gmi") is None
+
+
+def test_links_followed_are_the_crawls_protocols_hosts_and_not_excluded() -> None:
+    scope = CrawlScope(allow_hosts=("b.test",), exclude=("*/private/*",))
+    scope.add_seeds(["gemini://a.test/"])
+    links = [
+        "gemini://A.TEST:1965/x.gmi",  # normalised
+        "gemini://b.test/y.gmi",
+        "gemini://c.test/z.gmi",  # not the crawl's host
+        "gemini://a.test/private/p.gmi",  # excluded
+        "https://a.test/web.html",  # not a protocol of the crawl
+        "mailto:someone@a.test",  # no protocol of any crawl
+    ]
+    assert scope.followed(links, 2, URL) == [
+        ("gemini://a.test/x.gmi", 3, URL),
+        ("gemini://b.test/y.gmi", 3, URL),
+    ]
+    followed = CrawlScope(follow=("http",))
+    followed.add_seeds(["gemini://a.test/"])
+    assert followed.followed(["https://a.test/web.html"], 0, URL) == [
+        ("https://a.test/web.html", 1, URL)
+    ]
+
+
+# -- the item pipeline --
+
+
+def answer(
+    body: str,
+    *,
+    status: int = 20,
+    previous: Visit | None = None,
+    original: str | None = None,
+    keeps_copies: bool = True,
+    url: str = URL,
+) -> Answer:
+    extracted = extract(url, "a.test", status, "text/gemini", body.encode(), NOW)
+    decision = DecisionRecord(url, "a.test", True, "allowed", NOW)
+    fetch = FetchRecord(
+        url, "a.test", status, "text/gemini", None, NOW, 0.1, HostState(NOW, 0.1, 0, 0)
+    )
+    return Answer(decision, fetch, extracted, "gemini", previous, original, keeps_copies, "indexer")
+
+
+def every_link(links: object) -> list[tuple[str, int, str]]:
+    return [(link, 1, URL) for link in links]  # type: ignore[attr-defined]
+
+
+def test_a_new_page_is_indexed_with_its_links_and_due_after_the_first_interval() -> None:
+    item = page_item(answer("# Title\n=> /next.gmi\n"), NOW, every_link)
+    assert not item.unchanged and not item.gone and item.demote is None
+    assert item.page.title == "Title"
+    assert list(item.links) == [("gemini://a.test/next.gmi", 1, URL)]
+    assert item.revisit is not None and item.revisit.next_visit == NOW + INITIAL_REVISIT
+
+
+def test_an_unchanged_page_queues_nothing_and_waits_twice_as_long() -> None:
+    first = page_item(answer("# Same\n=> /next.gmi\n"), NOW, every_link)
+    seen = Visit(20, first.page.content_hash, None, 2 * MIN_REVISIT, 0)
+    item = page_item(answer("# Same\n=> /next.gmi\n", previous=seen), NOW, every_link)
+    assert item.unchanged and list(item.links) == []
+    assert item.revisit is not None and item.revisit.interval == 4 * MIN_REVISIT
+
+
+@pytest.mark.parametrize("status", [51, 52])
+def test_a_gone_page_leaves_the_index_and_is_not_revisited(status: int) -> None:
+    item = page_item(answer("", status=status), NOW, every_link)
+    assert item.gone and item.revisit is None and list(item.links) == []
+
+
+def test_a_duplicate_under_a_longer_url_becomes_an_alias_of_the_canonical_one() -> None:
+    longer = "gemini://a.test/copy/of/page.gmi"
+    item = page_item(answer("# Twin\n=> /x.gmi\n", url=longer, original=URL), NOW, every_link)
+    assert item.page.duplicate_of == URL and list(item.links) == [] and item.demote is None
+    shorter = "gemini://a.test/p.gmi"
+    item = page_item(answer("# Twin\n", url=shorter, original=URL), NOW, every_link)
+    assert item.demote == URL and item.page.duplicate_of is None
+
+
+def test_robots2_store_no_keeps_metadata_and_links_only() -> None:
+    item = page_item(answer("# Secret\ntext\n=> /x.gmi\n", keeps_copies=False), NOW, every_link)
+    assert item.page.title == "" and item.page.text is None and item.page.headings == ()
+    assert list(item.links) == [("gemini://a.test/x.gmi", 1, URL)]
+
+
+def test_refused_and_failed_urls_are_asked_again_later() -> None:
+    assert refused_revisit(None, NOW).next_visit == NOW + INITIAL_REVISIT
+    assert failed_revisit(None, NOW).next_visit == NOW + RETRY_BASE
+    twice = Visit(None, None, None, None, 2)
+    assert failed_revisit(twice, NOW).next_visit == NOW + 2 * RETRY_BASE
+    given_up = Visit(None, None, None, None, 5)
+    assert failed_revisit(given_up, NOW).next_visit is None
