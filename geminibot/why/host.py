@@ -15,15 +15,19 @@ from datetime import UTC, datetime
 
 from geminibot.crawl.schemes import host_url
 from geminibot.policy import VIRTUAL_AGENTS
+from geminibot.policy.candidates import candidate_paths
 from geminibot.policy.cli import lint_file
 from geminibot.policy.compare import bot_classes, compare
 from geminibot.policy.diagnostics import Diagnostic
-from geminibot.policy.site_policy import Bot
+from geminibot.policy.site_policy import Bot, SitePolicy
 from geminibot.why.explain import crawl_bot, site_policy
 from geminibot.why.records import HostRecords, PolicyFileRow
 
 #: The modes each virtual agent is shown in.
 MODES = ("precedence", "strict")
+#: Paths decided for each virtual agent and mode (of the candidates the host's rules
+#: name, shortest first: :func:`geminibot.policy.candidates.candidate_paths`).
+MAX_PATHS = 100
 
 
 @dataclass(frozen=True)
@@ -50,12 +54,15 @@ class FileSummary:
 
 @dataclass(frozen=True)
 class Permission:
-    """What one virtual agent may do at the host's root in one mode."""
+    """What one virtual agent may do on the host in one mode: whether it may crawl the
+    root (and the policy core's reason), and the rules that keep it out of other paths,
+    each with the shortest path it refuses (``/private/ (robots.txt line 9: ...)``)."""
 
     agent: str
     mode: str
     allowed: bool
     reason: str
+    refused: tuple[str, ...] = ()
 
     def as_dict(self) -> dict[str, object]:
         return {
@@ -63,7 +70,13 @@ class Permission:
             "mode": self.mode,
             "allowed": self.allowed,
             "reason": self.reason,
+            "refused": list(self.refused),
         }
+
+    def words(self) -> str:
+        said = "may crawl /" if self.allowed else f"may not crawl /: {self.reason}"
+        out = f"{self.agent}, {self.mode} mode: {said}"
+        return out + (f"; kept out of {', '.join(self.refused)}" if self.refused else "")
 
 
 @dataclass(frozen=True)
@@ -116,6 +129,21 @@ def _file(row: PolicyFileRow) -> FileSummary:
     )
 
 
+def _refused(
+    policy: SitePolicy, bot: Bot, host: str, paths: tuple[str, ...], at: datetime
+) -> tuple[str, ...]:
+    """The rules that refuse ``bot`` some of ``paths`` (other than the root), each once,
+    with the shortest path it refuses."""
+    found: dict[str, str] = {}
+    for path in paths:
+        if path == "/":
+            continue
+        for r in policy.may_fetch(host_url(host, path), bot, at).reasons:
+            if not r.allowed and r.line:
+                found.setdefault(f"{r.file} line {r.line}: {r.rule}", path)
+    return tuple(f"{path} ({rule})" for rule, path in found.items())
+
+
 def explain_host(records: HostRecords, now: float) -> HostAnswer:
     """The summary of one host from its records, at ``now``."""
     at = datetime.fromtimestamp(now, UTC)
@@ -125,11 +153,13 @@ def explain_host(records: HostRecords, now: float) -> HostAnswer:
     permissions: list[Permission] = []
     delay, rule = None, "no policy file fetched yet"
     if policy is not None:
+        paths = candidate_paths(policy)[0][:MAX_PATHS]
         for agent in VIRTUAL_AGENTS:
             for mode in MODES:
                 bot = Bot(s.agent, (agent,), None, mode == "strict")
                 d = policy.may_fetch(root, bot, at)
-                permissions.append(Permission(agent, mode, d.allowed, d.reason))
+                refused = _refused(policy, bot, records.host, paths, at)
+                permissions.append(Permission(agent, mode, d.allowed, d.reason, refused))
         strict = s.run.strict if s.run else False
         last = records.host_row.last_duration if records.host_row else None
         answer = policy.delay(crawl_bot(s.agent, s.role, strict), at, last)

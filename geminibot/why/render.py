@@ -78,9 +78,7 @@ def _host_facts(answer: HostAnswer) -> list[Fact]:
         out.append(Fact("policy file", text, url))
         for d in f.findings:
             out.append(Fact("lint", f"{f.name} line {d.line}: {d.level}: {d.message}"))
-    for p in answer.permissions:
-        verdict = "allowed" if p.allowed else "refused"
-        out.append(Fact("may crawl /", f"{p.agent} ({p.mode} mode): {verdict}: {p.reason}"))
+    out += [Fact("virtual agent", p.words()) for p in answer.permissions]
     if answer.delay is not None:
         out.append(Fact("delay", f"{answer.delay:g} s between requests ({answer.delay_rule})"))
     if answer.longest_wait is not None:

@@ -201,6 +201,13 @@ def test_a_host_summary_matches_stats_and_policy_check(crawled: str, tmp_path: P
         argv += ["--as", p["agent"], "--json"] + (["--strict"] if p["mode"] == "strict" else [])
         checked = json.loads(run_main(argv).stdout)
         assert (checked["allowed"], checked["reason"]) == (p["allowed"], p["reason"])
+        for refused in p["refused"]:  # "/private/ (robots.txt line 9: Disallow: /private/)"
+            path, _, rule = refused.partition(" (")
+            argv[3] = f"gemini://{HOST}{path}"
+            checked = json.loads(run_main(argv).stdout)
+            assert not checked["allowed"] and f"(line {rule.split()[2][:-1]})" in checked["reason"]
+    indexer_strict = [p for p in permissions if (p["agent"], p["mode"]) == ("indexer", "strict")]
+    assert len(indexer_strict[0]["refused"]) == 3
     linted = run_main(["policy", "lint", str(robots), "--json"])
     found = [json.loads(line) for line in linted.stdout.splitlines()]
     files = summary["files"]
