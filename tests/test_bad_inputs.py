@@ -104,8 +104,6 @@ CASES: list[tuple[str, list[str], int]] = [
     ("crawl", ["crawl", NOWHERE, "--db", "DB", "--connect-to", "a:1:b:99999"], 2),
     ("crawl", ["crawl", "gemini://example.org/", "--db", "DB", "--test-range"], 2),
     # geminibot search and stats
-    ("why", ["why", "gemini://x.test/" + "a" * 1100, "--db", "DB"], 2),
-    ("why", ["why", "gemini://[oops/", "--db", "DB"], 2),
     ("search", ["search", "x", "--db", "MISSING"], 2),
     ("search", ["search", "x", "--db", "FOLDER"], 2),
     ("search", ["search", "x", "--db", "FILE"], 2),
@@ -146,6 +144,8 @@ CASES: list[tuple[str, list[str], int]] = [
     ("why", ["why", "gemini://a.test/", "--db", "FOLDER"], 2),
     ("why", ["why", "gemini://a.test/", "--db", "FILE"], 2),
     ("why", ["why", "gemini://", "--db", "DB"], 2),
+    ("why", ["why", "gemini://x.test/" + "a" * 1100, "--db", "DB"], 2),
+    ("why", ["why", "gemini://[oops/", "--db", "DB"], 2),
     # geminibot portal
     ("portal", ["portal", "--port", "99999"], 2),
     ("portal", ["portal", "--port", "0", "--rate", "0"], 2),
