@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from geminibot.crawl.frontier import DEFAULT_MAX_DEPTH, MAX_URLS_PER_HOST
 from geminibot.crawl.schemes import host_key, host_name
+from geminibot.crawl.scope import CrawlScope
 
 if TYPE_CHECKING:
     from geminibot.crawl.settings import CrawlOptions
@@ -47,6 +48,13 @@ class RunOptions:
             options.limits.max_depth,
             options.limits.max_urls_per_host,
         )
+
+    def scope(self) -> CrawlScope:
+        """The run's scope, as the crawler decided which links to follow (its protocols
+        aside: they are not recorded)."""
+        scope = CrawlScope(self.allow_hosts, self.exclude)
+        scope.add_seeds(f"gemini://{host}/" for host in self.seed_hosts)
+        return scope
 
     def to_json(self) -> str:
         return json.dumps(asdict(self), sort_keys=True)

@@ -12,14 +12,12 @@ files it holds *would* decide, and says so.
 
 from __future__ import annotations
 
-import fnmatch
 import re
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from typing import Literal
 
 from geminibot.crawl.frontier import CAP_REASON
-from geminibot.crawl.runrecord import RunOptions
 from geminibot.crawl.schemes import host_name, host_protocol
 from geminibot.policy import VIRTUAL_AGENTS
 from geminibot.policy.site_policy import ROBOTS, Bot, SitePolicy
@@ -334,10 +332,11 @@ def _unknown(records: UrlRecords, answer: Answer, now: float) -> Answer:
     answer = _replace(answer, would_now=would)
     if records.linked_from:
         if run is not None:
-            pattern = next((p for p in run.exclude if fnmatch.fnmatchcase(records.url, p)), None)
+            scope = run.scope()
+            pattern = scope.excluded_by(records.url)
             if pattern is not None:
                 return _replace(answer, code="excluded", reason=f"it matches --exclude {pattern}")
-            if not host_allowed(records.host, run):
+            if not scope.host_allowed(records.host):
                 return _replace(
                     answer,
                     code="host_not_allowed",
@@ -354,15 +353,6 @@ def _unknown(records: UrlRecords, answer: Answer, now: float) -> Answer:
         answer,
         code="not_linked",
         reason="the crawl never met this URL: no page it fetched links to it",
-    )
-
-
-def host_allowed(host: str, run: RunOptions) -> bool:
-    """Whether the run followed links to ``host`` (as the crawler decides it)."""
-    name = host_name(host.lower())
-    return name in run.seed_hosts or any(
-        fnmatch.fnmatchcase(host.lower(), p.lower()) or fnmatch.fnmatchcase(name, p.lower())
-        for p in run.allow_hosts
     )
 
 

@@ -10,7 +10,7 @@ from datetime import UTC, datetime
 from geminibot.crawl.runrecord import RunOptions
 from geminibot.policy.compare import bot_classes, compare
 from geminibot.policy.site_policy import SitePolicy
-from geminibot.why.explain import explain_url, host_allowed, policy_line
+from geminibot.why.explain import explain_url, policy_line
 from geminibot.why.host import explain_host
 from geminibot.why.records import (
     FetchRow,
@@ -76,11 +76,13 @@ def test_a_link_never_queued_without_the_runs_record_says_what_it_may_be() -> No
     assert "--exclude" in answer.reason and answer.would_now is None
 
 
-def test_hosts_allowed_as_the_crawler_allows_them() -> None:
-    run = RunOptions(seed_hosts=("h.test",), allow_hosts=("*.example",))
-    assert host_allowed("h.test", run) and host_allowed("A.example", run)
-    assert not host_allowed("other.test", run)
-    assert host_allowed("https://a.example", run)
+def test_the_runs_scope_is_the_crawlers() -> None:
+    run = RunOptions(seed_hosts=("h.test",), allow_hosts=("*.example",), exclude=("*/d/*",))
+    scope = run.scope()
+    assert scope.host_allowed("h.test") and scope.host_allowed("A.example")
+    assert not scope.host_allowed("other.test")
+    assert scope.host_allowed("https://a.example") and scope.host_allowed("https://h.test")
+    assert scope.excluded_by("gemini://h.test/d/x") == "*/d/*"
 
 
 def test_a_policy_line_is_read_from_the_policy_cores_words() -> None:
