@@ -212,7 +212,7 @@ async def one_run(name: str, src: Path | None, gemini_port: int, seconds: float)
 
 def report(results: list[Result], seconds: float) -> None:
     print(f"machine: {cpu_model()}, {os.cpu_count()} cores, Python {platform.python_version()}")
-    print(f"attack: {BIG_PAGES} big-page workers, {NOT_READING} clients not reading, ")
+    print(f"attack: {BIG_PAGES} big-page workers, {NOT_READING} clients not reading,")
     print(f"{TRICKLING} trickling robots.txt at a time; {seconds:g} s each run")
     names = [r.name for r in results]
     rows = [
@@ -224,11 +224,12 @@ def report(results: list[Result], seconds: float) -> None:
         ("normal capsule: 200s", [f"{r.normal.count(200)}/{len(r.normal)}" for r in results]),
         ("portal RSS: median MiB", [f"{statistics.median(r.rss):.0f}" for r in results]),
         ("portal RSS: peak MiB", [f"{r.peak:.0f}" for r in results]),
-        ("attackers got", [fmt(r.attack) for r in results]),
     ]
-    print(f"{'':24}" + "".join(f"{n:>28}" for n in names))
+    print(f"{'':24}" + "".join(f"{n:>22}" for n in names))
     for label, cells in rows:
-        print(f"{label:24}" + "".join(f"{c:>28}" for c in cells))
+        print(f"{label:24}" + "".join(f"{c:>22}" for c in cells))
+    for r in results:
+        print(f"attackers got ({r.name}): {fmt(r.attack)}")
 
 
 def fmt(counts: dict[object, int]) -> str:

@@ -25,6 +25,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import certs
+import h2.config
+import h2.connection
+import h2.events
 import trio
 from loopback import read_request, tcp_server
 
@@ -157,3 +160,28 @@ async def raw_http(port: int, request: bytes, bound: int = 1 << 20) -> bytes:
                 data += chunk
             return data
     raise AssertionError(f"no end of the answer to {request[:60]!r} within {BOUND} s")
+
+
+async def h2_get(port: int, path: bytes) -> int | None:
+    """The status of ``GET path`` over cleartext HTTP/2 (prior knowledge), ``:path`` sent
+    as it is; None if the stream was reset."""
+    config = h2.config.H2Configuration(
+        client_side=True, validate_outbound_headers=False, normalize_outbound_headers=False
+    )
+    conn = h2.connection.H2Connection(config=config)
+    conn.initiate_connection()
+    headers = [(b":method", b"GET"), (b":scheme", b"http"), (b":authority", b"p"), (b":path", path)]
+    conn.send_headers(1, headers, end_stream=True)
+    status: int | None = None
+    with trio.move_on_after(BOUND):
+        stream = await trio.open_tcp_stream("127.0.0.1", port)
+        async with stream:
+            await stream.send_all(conn.data_to_send())
+            while data := await stream.receive_some(65536):
+                for event in conn.receive_data(data):
+                    if isinstance(event, h2.events.ResponseReceived):
+                        status = int(dict(event.headers)[b":status"])
+                    elif isinstance(event, h2.events.StreamEnded | h2.events.StreamReset):
+                        return status
+                await stream.send_all(conn.data_to_send())
+    raise AssertionError(f"no end of the HTTP/2 answer for {path!r} within {BOUND} s")

@@ -5,6 +5,7 @@ from __future__ import annotations
 import ipaddress
 import itertools
 from pathlib import Path
+from typing import Any
 
 import pytest
 import trio
@@ -17,6 +18,7 @@ from geminibot.net.dns import DnsCache, system_lookup
 from geminibot.net.errors import ConnectionFailed
 from geminibot.portal.app import PortalApp
 from geminibot.portal.limits import ClientBuckets, PortalLimits
+from geminibot.portal.pages import HTTPResponse
 from geminibot.portal.upstream import Upstream, UpstreamGuard, UpstreamRefused
 
 
@@ -283,3 +285,18 @@ async def test_an_ipv6_client_is_counted_by_its_64(
     assert within == [200, 200, 200]
     assert over.status_code == 429
     assert elsewhere.status_code == 200
+
+
+async def test_send_chunk_edge() -> None:
+    """An answer goes to the server in slices of send_chunk_bytes, the last one marked."""
+    app = offline_app(PortalLimits(send_chunk_bytes=4))
+    for size, pieces in ((8, [4, 4]), (9, [4, 4, 1]), (0, [0])):
+        sent: list[dict[str, Any]] = []
+
+        async def send(message: Any, into: list[dict[str, Any]] = sent) -> None:
+            into.append(dict(message))
+
+        await app._send(send, HTTPResponse(200, b"x" * size), "GET")
+        bodies = [m for m in sent if m["type"] == "http.response.body"]
+        assert [len(m["body"]) for m in bodies] == pieces
+        assert [m.get("more_body", False) for m in bodies] == [True] * (len(pieces) - 1) + [False]

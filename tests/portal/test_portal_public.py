@@ -10,7 +10,7 @@ from pathlib import Path
 import httpx
 import trio
 from loopback import wait_connections_closed
-from public_fixtures import BOUND, LINKS, Portal, hostile_capsule, portal_process, raw_http
+from public_fixtures import BOUND, LINKS, Portal, h2_get, hostile_capsule, portal_process, raw_http
 
 from geminibot.portal.limits import MAX_PAGE_CHARS, MAX_PAGE_LINKS
 
@@ -81,7 +81,9 @@ async def test_only_origin_form_targets_reach_the_capsule(tmp_path: Path) -> Non
                 await raw_http(portal.port, b"GET %s HTTP/1.1\r\nHost: p\r\n\r\n" % target)
                 for target in (b".other.test/x", b":19700/x", b"http://other.test/x", b"*")
             ]
+            over_h2 = [await h2_get(portal.port, t) for t in (b".other.test/x", b":19700/x")]
             ok = await get(portal, "/small")
+    assert over_h2 == [400, 400]
     for answer in answers:
         assert answer.startswith(b"HTTP/1.1 400 "), answer[:200]
         assert header(answer, b"x-robots-tag") == [b"noindex, nofollow"]
