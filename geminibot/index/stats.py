@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from geminibot.cliutil import LINE_WIDTH, clipped, terminal_safe
+from geminibot.index.freshness import format_freshness, freshness
 
 #: Longest list of per-host refusal counts reported.
 TOP_REFUSING_HOSTS = 10
@@ -126,6 +127,7 @@ def stats(conn: Connection, now: float | None = None) -> dict[str, Any]:
     """A JSON-ready summary of the database (page ages counted at ``now``, by default
     the current time)."""
     one = conn.execute
+    at = time.time() if now is None else now
     return {
         "hosts": int(one("SELECT count(*) FROM hosts").fetchone()[0]),
         "hosts_skipped": int(
@@ -137,7 +139,8 @@ def stats(conn: Connection, now: float | None = None) -> dict[str, Any]:
             one("SELECT count(*) FROM pages WHERE duplicate_of IS NOT NULL").fetchone()[0]
         ),
         "links": int(one("SELECT count(*) FROM links").fetchone()[0]),
-        "age": age_distribution(conn, time.time() if now is None else now),
+        "age": age_distribution(conn, at),
+        "freshness": freshness(conn, at),
         "bytes": int(one("SELECT coalesce(sum(size), 0) FROM pages").fetchone()[0]),
         "requests": int(one("SELECT count(*) FROM fetches").fetchone()[0]),
         "status": _counts(
@@ -195,4 +198,6 @@ def format_stats(data: dict[str, Any]) -> str:
             lines.append(f"{title}:")
             width = max(len(k) for k, _ in rows)
             lines.extend(f"  {k:<{width}}  {v}" for k, v in rows)
+    lines.append("freshness:")
+    lines += format_freshness(data["freshness"])
     return "\n".join(lines)

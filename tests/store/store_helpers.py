@@ -1,8 +1,16 @@
-"""What the store tests share: a settable clock and tight trap bounds."""
+"""What the store tests share: a settable clock, tight trap bounds, a raw connection."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+import psycopg
+
 from geminibot.crawl.frontier import Limits
+from geminibot.index import connect
+from geminibot.index import pg as pg_schema
 
 
 class Clock:
@@ -16,3 +24,19 @@ class Clock:
 
 
 LIMITS = Limits(max_depth=3, max_url_length=60, max_queries_per_path=2, max_urls_per_host=6)
+
+
+@contextmanager
+def opened(kind: str, db: str) -> Iterator[tuple[Any, str]]:
+    """A connection to a new crawl database of ``kind`` (autocommit), and its placeholder,
+    for tests that write rows with SQL both engines run."""
+    if kind == "sqlite":
+        conn = connect(db)
+        try:
+            yield conn, "?"
+        finally:
+            conn.close()
+        return
+    pg_schema.connect(db).close()  # creates the schema
+    with psycopg.connect(db, autocommit=True) as pg_conn:
+        yield pg_conn, "%s"

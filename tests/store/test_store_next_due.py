@@ -2,30 +2,9 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from contextlib import contextmanager
-from typing import Any
-
-import psycopg
+from store_helpers import opened
 
 from geminibot.crawl.continuous import QUEUED_RECHECK, next_due
-from geminibot.index import connect
-from geminibot.index import pg as pg_schema
-
-
-@contextmanager
-def opened(kind: str, db: str) -> Iterator[tuple[Any, str]]:
-    """A connection to a new crawl database of ``kind`` (autocommit) and its placeholder."""
-    if kind == "sqlite":
-        conn = connect(db)
-        try:
-            yield conn, "?"
-        finally:
-            conn.close()
-        return
-    pg_schema.connect(db).close()  # creates the schema
-    with psycopg.connect(db, autocommit=True) as pg_conn:
-        yield pg_conn, "%s"
 
 
 def test_next_due_is_the_earliest_revisit_or_a_queued_hosts_turn(kind: str, db: str) -> None:

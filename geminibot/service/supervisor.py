@@ -1,0 +1,208 @@
+"""A supervised process tree: each component a child process, restarted when it dies.
+
+A :class:`Component` is a name and a command line. :func:`supervise` starts every one,
+reads what each writes (standard output and error, line by line) and logs it as one JSON
+object a line (:class:`JsonLog`: the time, the component, and the line, or the object
+when the line is one); a component that ends while the service runs is logged and started
+again after ``restart_delay`` seconds, doubled at each death in a row up to
+``restart_max`` (back to the first delay once it has run :data:`HEALTHY_AFTER` seconds).
+When :meth:`Supervisor.stop` is called (SIGTERM, SIGINT), each child gets SIGTERM, and
+SIGKILL if it has not ended within ``stop_timeout`` seconds.
+
+The children die with the supervisor (``PR_SET_PDEATHSIG`` on Linux): a ``kill -9`` of
+the service leaves no orphan holding the database or a port; each component's own crash
+safety (the crawl's store, the index's catch-up) makes the next start lose nothing.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, TextIO
+
+import trio
+
+#: Seconds a component must have run for its next death to be restarted after the first
+#: delay again.
+HEALTHY_AFTER = 60.0
+#: Longest line of a component's output logged whole (bytes); the rest is cut.
+MAX_LINE = 64 * 1024
+_PR_SET_PDEATHSIG = 1
+
+
+@dataclass(frozen=True)
+class Component:
+    name: str
+    argv: tuple[str, ...]
+
+
+@dataclass
+class ComponentState:
+    """What the service knows of one component (for the metrics)."""
+
+    running: bool = False
+    starts: int = 0
+    restarts: int = 0
+    last_exit: int | None = None
+    process: trio.Process | None = field(default=None, repr=False)
+
+
+class JsonLog:
+    """One JSON object a line: ``time`` (Unix seconds), ``component``, then either
+    ``message`` (a line of text) or ``event`` (a line that was a JSON object)."""
+
+    def __init__(
+        self, out: TextIO, clock: Callable[[], float] = time.time, on_event: Any = None
+    ) -> None:
+        self.out = out
+        self.clock = clock
+        #: Called with (component, event object) for each JSON line a component writes.
+        self.on_event: Callable[[str, dict[str, Any]], None] | None = on_event
+
+    def write(self, component: str, **fields: object) -> None:
+        record = {"time": round(self.clock(), 3), "component": component, **fields}
+        self.out.write(json.dumps(record, ensure_ascii=False) + "\n")
+        self.out.flush()
+
+    def line(self, component: str, stream: str, raw: bytes) -> None:
+        text = raw.decode("utf-8", "replace").rstrip("\r")
+        if text.startswith("{"):
+            try:
+                event = json.loads(text)
+            except ValueError:
+                event = None
+            if isinstance(event, dict):
+                if self.on_event is not None:
+                    self.on_event(component, event)
+                self.write(component, stream=stream, event=event)
+                return
+        self.write(component, stream=stream, message=text)
+
+
+def _die_with_parent() -> None:  # pragma: no cover - runs in the child before exec
+    if sys.platform.startswith("linux"):
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
+
+
+async def _pump(stream: trio.abc.ReceiveStream, emit: Callable[[bytes], None]) -> None:
+    """Each line of ``stream`` to ``emit`` (a line longer than :data:`MAX_LINE` cut)."""
+    pending = b""
+    while chunk := await stream.receive_some(65536):
+        pending += chunk
+        *lines, pending = pending.split(b"\n")
+        for line in lines:
+            emit(line[:MAX_LINE])
+        if len(pending) > MAX_LINE:
+            emit(pending[:MAX_LINE])
+            pending = b""
+    if pending:
+        emit(pending[:MAX_LINE])
+
+
+class Supervisor:
+    def __init__(
+        self,
+        components: list[Component],
+        log: JsonLog,
+        *,
+        restart_delay: float = 1.0,
+        restart_max: float = 60.0,
+        stop_timeout: float = 30.0,
+        env: dict[str, str] | None = None,
+    ) -> None:
+        self.components = components
+        self.log = log
+        self.restart_delay = restart_delay
+        self.restart_max = restart_max
+        self.stop_timeout = stop_timeout
+        self.env = {**os.environ, "PYTHONUNBUFFERED": "1", **(env or {})}
+        self.state = {c.name: ComponentState() for c in components}
+        self.stopping = False
+        self._wakeup = trio.Event()
+
+    async def run(self) -> None:
+        """Run every component until :meth:`stop`; returns once all have ended."""
+        async with trio.open_nursery() as nursery:
+            for component in self.components:
+                nursery.start_soon(self._keep, component)
+
+    def stop(self) -> None:
+        """Stop every component (SIGTERM, then SIGKILL after ``stop_timeout``)."""
+        self.stopping = True
+        self._wakeup.set()
+
+    async def _keep(self, component: Component) -> None:
+        delay = self.restart_delay
+        state = self.state[component.name]
+        while not self.stopping:
+            started = time.monotonic()
+            code = await self._run_once(component, state)
+            if self.stopping:
+                self.log.write(component.name, message="stopped", exit=code)
+                return
+            if time.monotonic() - started >= HEALTHY_AFTER:
+                delay = self.restart_delay
+            state.restarts += 1
+            self.log.write(
+                component.name,
+                message=f"exited with {code}; restarting in {delay:g} s",
+                exit=code,
+                restarts=state.restarts,
+            )
+            with trio.move_on_after(delay):
+                await self._wakeup.wait()
+            delay = min(delay * 2, self.restart_max)
+
+    async def _run_once(self, component: Component, state: ComponentState) -> int:
+        process = await trio.lowlevel.open_process(
+            list(component.argv),
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            env=self.env,
+            preexec_fn=_die_with_parent,
+        )
+        state.process, state.running = process, True
+        state.starts += 1
+        self.log.write(component.name, message="started", pid=process.pid, argv=component.argv)
+        try:
+            async with trio.open_nursery() as nursery:
+                for stream, name in ((process.stdout, "stdout"), (process.stderr, "stderr")):
+                    assert stream is not None
+                    nursery.start_soon(
+                        _pump, stream, lambda raw, n=name: self.log.line(component.name, n, raw)
+                    )
+                nursery.start_soon(self._reap, process)
+        finally:
+            state.running = False
+            if process.returncode is None:  # cancelled: do not leave it behind
+                process.kill()
+        state.last_exit = process.returncode
+        return int(process.returncode or 0)
+
+    async def _reap(self, process: trio.Process) -> None:
+        """Wait for the process to end; once the service stops, SIGTERM it, and SIGKILL
+        it after ``stop_timeout``."""
+        async with trio.open_nursery() as nursery:
+
+            async def on_stop() -> None:
+                await self._wakeup.wait()
+                self.log.write("service", message="stopping", pid=process.pid)
+                process.send_signal(signal.SIGTERM)
+                with trio.move_on_after(self.stop_timeout):
+                    await process.wait()
+                if process.returncode is None:
+                    self.log.write("service", message="killing", pid=process.pid)
+                    process.kill()
+
+            nursery.start_soon(on_stop)
+            await process.wait()
+            nursery.cancel_scope.cancel()

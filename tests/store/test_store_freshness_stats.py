@@ -1,0 +1,42 @@
+"""Freshness for an operator (``stats``, ``/stats``, metrics): the same figures from both
+stores."""
+
+from __future__ import annotations
+
+from store_helpers import opened
+
+from geminibot.index.freshness import DAY, format_freshness, freshness
+
+NOW = 10 * DAY
+
+
+def test_ages_share_past_revisit_and_the_last_day(kind: str, db: str) -> None:
+    with opened(kind, db) as (conn, _):
+        assert freshness(conn, NOW)["live_pages"] == 0
+        for n in range(10):  # fetched 0..9 hours ago, due again 5 h after
+            url = f"gemini://a.test/{n}"
+            fetched = NOW - n * 3600
+            conn.execute(
+                "INSERT INTO urls (url, host, path, has_query, depth, state, updated_at,"
+                f" next_visit) VALUES ('{url}', 'a.test', '/', false, 0, 'done', {fetched},"
+                f" {fetched + 5 * 3600})"
+            )
+            conn.execute(
+                "INSERT INTO pages (url, host, status, meta, size, fetched_at)"
+                f" VALUES ('{url}', 'a.test', 20, 'text/gemini', 1, {fetched})"
+            )
+        conn.execute(
+            "INSERT INTO urls (url, host, path, has_query, depth, state, updated_at) VALUES"
+            f" ('gemini://a.test/old', 'a.test', '/', false, 0, 'gone', {NOW - 2 * DAY}),"
+            f" ('gemini://a.test/new', 'a.test', '/', false, 0, 'gone', {NOW - 60})"
+        )
+        data = freshness(conn, NOW)
+    assert data["live_pages"] == 10
+    assert data["age_median_seconds"] == 4 * 3600.0  # ages 0..9 h: the 5th freshest
+    assert data["age_p90_seconds"] == 8 * 3600.0
+    assert data["past_revisit"] == 4 and data["past_revisit_share"] == 0.4  # 6..9 h old
+    assert data["fetched_last_day"] == 10 and data["gone_last_day"] == 1
+    assert data["index_lag"] is None  # no tantivy index (PostgreSQL: never one)
+    lines = format_freshness(data)
+    assert "  age median, p90      4.0 h, 8.0 h" in lines
+    assert all(len(line) <= 80 for line in lines)
