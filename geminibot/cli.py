@@ -76,6 +76,12 @@ def _why() -> Register:
     return cli.register
 
 
+def _service() -> Register:
+    from geminibot.service import cli
+
+    return cli.register
+
+
 def _searchcap() -> Register:
     from geminibot.searchcap import cli
 
@@ -133,6 +139,10 @@ COMMANDS: tuple[Module, ...] = (
         (("why", "why a page is in a crawl's index or not, or what it knows of a host"),),
     ),
     Module(_searchcap, (("serve-search", "serve a crawl's index as a Gemini search capsule"),)),
+    Module(
+        _service,
+        (("serve", "run crawl, index updates, search capsule and portal as one service"),),
+    ),
 )
 
 ALL = frozenset(name for module in COMMANDS for name, _ in module.commands)

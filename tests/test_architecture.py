@@ -23,6 +23,7 @@ LAYERS = {
     "geminibot.index": 2,
     "geminibot.crawl": 3,
     "geminibot.classify": 3,
+    "geminibot.service": 3,
     "geminibot.why": 4,
     "geminibot.portal": 5,
     "geminibot.searchcap": 5,

@@ -811,7 +811,9 @@ def run_stats(args: argparse.Namespace) -> int:
     with reading(args.db) as (conn, _):
         if args.urls:
             return _list_urls(conn, args)
-        data = stats(conn)
+        from geminibot.index.tantivy_index import index_lag
+
+        data = stats(conn, lag=index_lag(conn))
     if args.json:
         emit_json(data)
     else:

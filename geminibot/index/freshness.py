@@ -6,14 +6,13 @@
 - the share of them past their revisit time (``urls.next_visit``): a crawl that keeps up
   holds it near 0;
 - pages fetched, and URLs gone (51/52, 404/410), in the last day;
-- on SQLite, the index lag: pages fetched, changed or gone that the tantivy index does not
-  hold yet (the store's change log past what the index applied); PostgreSQL's own index is
-  written with each page, it never lags.
+- on SQLite, the index lag, given by the caller: pages fetched, changed or gone that the
+  tantivy index does not hold yet; PostgreSQL's own index is written with each page, it
+  never lags.
 """
 
 from __future__ import annotations
 
-import sqlite3
 from typing import Any
 
 DAY = 86_400.0
@@ -28,9 +27,10 @@ def _age_at(conn: Any, now: float, offset: int) -> float | None:
     return None if row is None else round(float(row[0]), 1)
 
 
-def freshness(conn: Any, now: float) -> dict[str, Any]:
+def freshness(conn: Any, now: float, lag: int | None = None) -> dict[str, Any]:
     """The figures of the module docstring at ``now`` (an sqlite3 or psycopg connection;
-    the numbers, ours, are written into the SQL so the same text runs on both)."""
+    the numbers, ours, are written into the SQL so the same text runs on both), with the
+    index's ``lag`` (:func:`geminibot.index.tantivy_index.index_lag`) when known."""
     live, past = conn.execute(
         f"SELECT count(*), coalesce(sum(CASE WHEN u.next_visit < {now!r} THEN 1 ELSE 0 END), 0)"
         f"{_LIVE}"
@@ -49,22 +49,8 @@ def freshness(conn: Any, now: float) -> dict[str, Any]:
         "past_revisit_share": round(past / live, 4) if live else 0.0,
         "fetched_last_day": int(fetched[0]),
         "gone_last_day": int(gone[0]),
-        "index_lag": index_lag(conn),
+        "index_lag": lag,
     }
-
-
-def index_lag(conn: Any) -> int | None:
-    """Changes of the store the tantivy index has not applied (None: no such index, or a
-    PostgreSQL store, whose index never lags)."""
-    if not isinstance(conn, sqlite3.Connection):
-        return None
-    from geminibot.index.tantivy_index import db_path_of, index_dir, pending, read_manifest
-
-    db = db_path_of(conn)
-    manifest = read_manifest(index_dir(db)) if db is not None else None
-    if manifest is None:
-        return None
-    return pending(conn, int(str(manifest["applied"])))
 
 
 def format_freshness(data: dict[str, Any]) -> list[str]:
@@ -78,8 +64,7 @@ def format_freshness(data: dict[str, Any]) -> list[str]:
         f"  live pages           {data['live_pages']}",
         f"  age median, p90      {hours(data['age_median_seconds'])}, "
         f"{hours(data['age_p90_seconds'])}",
-        f"  past revisit time    {data['past_revisit']} "
-        f"({100 * data['past_revisit_share']:.1f}%)",
+        f"  past revisit time    {data['past_revisit']} ({100 * data['past_revisit_share']:.1f}%)",
         f"  fetched last day     {data['fetched_last_day']}",
         f"  gone last day        {data['gone_last_day']}",
         f"  index lag            {'-' if lag is None else f'{lag} changes'}",

@@ -123,9 +123,9 @@ def age_distribution(conn: Connection, now: float) -> dict[str, int]:
     return ages
 
 
-def stats(conn: Connection, now: float | None = None) -> dict[str, Any]:
+def stats(conn: Connection, now: float | None = None, lag: int | None = None) -> dict[str, Any]:
     """A JSON-ready summary of the database (page ages counted at ``now``, by default
-    the current time)."""
+    the current time; ``lag``: the search index's, when known)."""
     one = conn.execute
     at = time.time() if now is None else now
     return {
@@ -140,7 +140,7 @@ def stats(conn: Connection, now: float | None = None) -> dict[str, Any]:
         ),
         "links": int(one("SELECT count(*) FROM links").fetchone()[0]),
         "age": age_distribution(conn, at),
-        "freshness": freshness(conn, at),
+        "freshness": freshness(conn, at, lag),
         "bytes": int(one("SELECT coalesce(sum(size), 0) FROM pages").fetchone()[0]),
         "requests": int(one("SELECT count(*) FROM fetches").fetchone()[0]),
         "status": _counts(

@@ -346,6 +346,16 @@ def pending(conn: sqlite3.Connection, applied: int) -> int:
     )
 
 
+def index_lag(conn: object) -> int | None:
+    """Changes of the store the derived index has not applied (None: no index of this
+    format, or not an SQLite store: PostgreSQL's own index never lags)."""
+    if not isinstance(conn, sqlite3.Connection):
+        return None
+    db = db_path_of(conn)
+    manifest = read_manifest(index_dir(db)) if db is not None else None
+    return None if manifest is None else pending(conn, int(str(manifest["applied"])))
+
+
 def _reopened(folder: Path) -> TantivyIndex | None:
     """The index in ``folder`` as of its newest commit, opened once per build."""
     try:

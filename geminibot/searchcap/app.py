@@ -51,6 +51,7 @@ from geminibot.gemini.status import Status
 from geminibot.index import QueryError, SearchResult, search
 from geminibot.index.search import MAX_QUERY_LENGTH
 from geminibot.index.stats import format_stats, stats
+from geminibot.index.tantivy_index import index_lag
 from geminibot.index.text import render_marks
 from geminibot.policy.outcomes import MAX_CACHE_SECONDS
 from geminibot.policy.site_policy import AGENTS, ROBOTS, ROBOTS2
@@ -305,7 +306,7 @@ class SearchCapsule:
                 "# What the index holds",
                 "",
                 "```",
-                format_stats(stats(self.conn)),
+                format_stats(stats(self.conn, lag=index_lag(self.conn))),
                 "```",
                 "",
                 "=> / Home",

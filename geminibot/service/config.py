@@ -11,10 +11,13 @@ file over the defaults).
 from __future__ import annotations
 
 import argparse
+import textwrap
 import tomllib
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+from geminibot.cliutil import LINE_WIDTH
 
 Value = str | int | float | bool | list[str]
 
@@ -37,20 +40,57 @@ class Option:
 
 #: Every setting of the service, in the order of the commented default file.
 OPTIONS: tuple[Option, ...] = (
-    Option("service", "db", "var/geminibot/crawl.db", "crawl database: an SQLite file, or postgresql://USER@HOST/DB"),
-    Option("service", "restart_delay", 1.0, "seconds before a component that died is started again; doubled at each death in a row, up to restart_max"),
+    Option(
+        "service",
+        "db",
+        "var/geminibot/crawl.db",
+        "crawl database: an SQLite file, or postgresql://USER@HOST/DB",
+    ),
+    Option(
+        "service",
+        "restart_delay",
+        1.0,
+        "seconds before a component that died is started again; doubled at each death in a row, up to restart_max",
+    ),
     Option("service", "restart_max", 60.0, "longest wait before a restart (seconds)"),
-    Option("service", "stop_timeout", 30.0, "seconds a component has to stop after SIGTERM before it is killed"),
+    Option(
+        "service",
+        "stop_timeout",
+        30.0,
+        "seconds a component has to stop after SIGTERM before it is killed",
+    ),
     Option("crawl", "enabled", True, "run the crawl that keeps going (geminibot crawl --forever)"),
-    Option("crawl", "seeds", [], "URLs to start from (gemini:// or http(s)://); needed when crawl is enabled"),
-    Option("crawl", "allow_hosts", [], "host patterns crawled beside the seeds' hosts (*.example.org)"),
+    Option(
+        "crawl",
+        "seeds",
+        [],
+        "URLs to start from (gemini:// or http(s)://); needed when crawl is enabled",
+    ),
+    Option(
+        "crawl", "allow_hosts", [], "host patterns crawled beside the seeds' hosts (*.example.org)"
+    ),
     Option("crawl", "role", "indexer", "indexer, archiver or researcher"),
     Option("crawl", "concurrency", 16, "requests in flight at once"),
-    Option("crawl", "min_delay", 1.0, "seconds between two requests to one host when no policy sets a pace"),
-    Option("crawl", "test_range", False, "local test capsules only: loopback addresses, no minimum delay"),
+    Option(
+        "crawl",
+        "min_delay",
+        1.0,
+        "seconds between two requests to one host when no policy sets a pace",
+    ),
+    Option(
+        "crawl",
+        "test_range",
+        False,
+        "local test capsules only: loopback addresses, no minimum delay",
+    ),
     Option("crawl", "connect_to", [], "HOST:PORT:ADDR:PORT2 rules (as curl's --connect-to)"),
     Option("crawl", "args", [], "further 'geminibot crawl' options, as on its command line"),
-    Option("index", "enabled", True, "keep the tantivy search index current (geminibot index update --follow; SQLite only)"),
+    Option(
+        "index",
+        "enabled",
+        True,
+        "keep the tantivy search index current (geminibot index update --follow; SQLite only)",
+    ),
     Option("search", "enabled", True, "serve the search capsule (geminibot serve-search)"),
     Option("search", "host", "127.0.0.1", "address it listens on"),
     Option("search", "port", 1965, "port it listens on"),
@@ -96,8 +136,8 @@ def _toml(value: Value) -> str:
 def default_config() -> str:
     """The configuration file of the defaults, each setting with what it does."""
     lines = [
-        "# geminibot serve: the crawl that keeps going, the search index kept current, the",
-        "# search capsule and, if enabled, the web portal, as one supervised service.",
+        "# geminibot serve: the crawl that keeps going, the search index kept current,",
+        "# the search capsule and, if enabled, the web portal, as one service.",
         "# Each setting is shown with its default; each is also a command-line option",
         "# (--SECTION-KEY, e.g. --crawl-seeds), which wins over this file.",
     ]
@@ -106,7 +146,13 @@ def default_config() -> str:
         if option.section != section:
             section = option.section
             lines += ["", f"[{section}]"]
-        lines.append(f"# {option.help} ({option.flag})")
+        lines += textwrap.wrap(
+            f"{option.help} ({option.flag})",
+            LINE_WIDTH,
+            initial_indent="# ",
+            subsequent_indent="# ",
+            break_on_hyphens=False,
+        )
         lines.append(f"{option.key} = {_toml(option.default)}")
     return "\n".join(lines) + "\n"
 
@@ -124,7 +170,7 @@ def _check(option: Option, value: Any, where: str) -> Value:
             f"{where}: {option.section}.{option.key} must be a {expected.__name__}, "
             f"got {_toml(value) if isinstance(value, Value) else type(value).__name__}"
         )
-    return value  # type: ignore[no-any-return]
+    return value
 
 
 def read_file(path: Path) -> Settings:
@@ -155,11 +201,21 @@ def add_options(parser: argparse.ArgumentParser) -> None:
         kind = type(option.default)
         common: dict[str, Any] = {"dest": option.dest, "default": None}
         if kind is bool:
-            parser.add_argument(option.flag, action=argparse.BooleanOptionalAction, help=option.help, **common)
+            parser.add_argument(
+                option.flag, action=argparse.BooleanOptionalAction, help=option.help, **common
+            )
         elif kind is list:
-            parser.add_argument(option.flag, action="append", metavar="VALUE", help=option.help + " (repeatable)", **common)
+            parser.add_argument(
+                option.flag,
+                action="append",
+                metavar="VALUE",
+                help=option.help + " (repeatable)",
+                **common,
+            )
         else:
-            parser.add_argument(option.flag, type=kind, metavar=option.key.upper(), help=option.help, **common)
+            parser.add_argument(
+                option.flag, type=kind, metavar=option.key.upper(), help=option.help, **common
+            )
 
 
 def load(args: argparse.Namespace, path: Path | None) -> Settings:
@@ -170,3 +226,23 @@ def load(args: argparse.Namespace, path: Path | None) -> Settings:
         if value is not None:
             settings[option.section][option.key] = value
     return settings
+
+
+def text(settings: Settings, section: str, key: str) -> str:
+    return str(settings[section][key])
+
+
+def number(settings: Settings, section: str, key: str) -> float:
+    value = settings[section][key]
+    assert isinstance(value, int | float)
+    return float(value)
+
+
+def strings(settings: Settings, section: str, key: str) -> list[str]:
+    value = settings[section][key]
+    assert isinstance(value, list)
+    return list(value)
+
+
+def enabled(settings: Settings, section: str) -> bool:
+    return bool(settings[section]["enabled"])

@@ -1,0 +1,1 @@
+"""The whole search engine as one supervised service (``geminibot serve``)."""

@@ -1,0 +1,138 @@
+"""The service's metrics in the Prometheus text format (the official ``prometheus-client``
+library), served over HTTP on loopback by default.
+
+Three sources:
+
+- the supervisor: each component up or not, its restarts;
+- what the components write (the supervisor hands each JSON line over,
+  :meth:`Metrics.on_event`): the search capsule's access log (one object per request:
+  requests by status, and their latency as a histogram) and the crawl's summary at the end
+  of each run (pages, requests, errors, revisits, unchanged and gone pages);
+- the store, read at most every :data:`STORE_TTL` seconds when scraped: pages, URLs
+  queued, and freshness (:mod:`geminibot.index.freshness`: page ages, share past their
+  revisit time, fetched and gone in the last day, the index's lag).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterator
+from typing import Any
+
+from prometheus_client import CollectorRegistry, Counter, Histogram, start_http_server
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
+from prometheus_client.registry import Collector
+
+from geminibot.service.supervisor import ComponentState
+
+#: Seconds the store's figures are kept between two scrapes (reading them scans pages).
+STORE_TTL = 30.0
+#: Latency buckets of a search request (seconds): the target is 0.1 at the 95th percentile.
+SEARCH_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0)
+#: Fields of the crawl's run summary counted (``geminibot crawl --json``).
+CRAWL_COUNTS = ("pages", "requests", "errors", "refused", "revisits", "unchanged", "gone")
+
+
+class _StateCollector(Collector):
+    def __init__(self, states: dict[str, ComponentState]) -> None:
+        self.states = states
+
+    def collect(self) -> Iterator[Any]:
+        up = GaugeMetricFamily(
+            "geminibot_component_up", "Whether a component runs now", labels=["component"]
+        )
+        restarts = CounterMetricFamily(
+            "geminibot_component_restarts",
+            "Times a component died and was started again",
+            labels=["component"],
+        )
+        for name, state in self.states.items():
+            up.add_metric([name], 1.0 if state.running else 0.0)
+            restarts.add_metric([name], float(state.restarts))
+        yield up
+        yield restarts
+
+
+class _StoreCollector(Collector):
+    def __init__(self, read: Callable[[], dict[str, Any]], clock: Callable[[], float]) -> None:
+        self.read = read
+        self.clock = clock
+        self._cached: tuple[float, dict[str, Any]] | None = None
+
+    def _figures(self) -> dict[str, Any]:
+        now = self.clock()
+        if self._cached is None or now - self._cached[0] > STORE_TTL:
+            self._cached = (now, self.read())
+        return self._cached[1]
+
+    def collect(self) -> Iterator[Any]:
+        try:
+            data = self._figures()
+        except Exception:  # the store is busy or gone: no store figures this scrape
+            return
+        for key, help_text in (
+            ("pages", "Pages in the store"),
+            ("queued", "URLs queued in the frontier"),
+            ("live_pages", "Pages whose URL answered at its last fetch"),
+            ("age_median_seconds", "Median time since a live page was fetched"),
+            ("age_p90_seconds", "90th percentile of the time since a live page was fetched"),
+            ("past_revisit_share", "Share of live pages past their revisit time"),
+            ("fetched_last_day", "Pages fetched in the last 24 hours"),
+            ("gone_last_day", "URLs gone (51/52, 404/410) in the last 24 hours"),
+            ("index_lag", "Store changes the search index has not applied yet"),
+        ):
+            value = data.get(key)
+            if value is not None:
+                yield GaugeMetricFamily(f"geminibot_{key}", help_text, value=float(value))
+
+
+class Metrics:
+    """The service's registry; :meth:`serve` starts its HTTP listener."""
+
+    def __init__(
+        self,
+        states: dict[str, ComponentState],
+        read_store: Callable[[], dict[str, Any]],
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.registry = CollectorRegistry()
+        self.registry.register(_StateCollector(states))
+        self.registry.register(_StoreCollector(read_store, clock))
+        self.search_requests = Counter(
+            "geminibot_search_requests",
+            "Requests the search capsule answered, by status",
+            ["status"],
+            registry=self.registry,
+        )
+        self.search_seconds = Histogram(
+            "geminibot_search_request_seconds",
+            "Time from a search capsule connection's accept to its close",
+            buckets=SEARCH_BUCKETS,
+            registry=self.registry,
+        )
+        self.crawl = Counter(
+            "geminibot_crawl", "Crawl counts summed over its runs", ["what"], registry=self.registry
+        )
+        self.crawl_runs = Counter(
+            "geminibot_crawl_runs", "Crawl runs ended", registry=self.registry
+        )
+
+    def on_event(self, component: str, event: dict[str, Any]) -> None:
+        """A JSON line a component wrote: an access log record of the search capsule, or
+        the crawl's summary of a run."""
+        if component == "search" and "duration" in event:
+            duration = event.get("duration")
+            if isinstance(duration, int | float):
+                self.search_seconds.observe(float(duration))
+            self.search_requests.labels(str(event.get("status", "none"))).inc()
+        elif component == "crawl" and "pages_per_second" in event:
+            self.crawl_runs.inc()
+            for key in CRAWL_COUNTS:
+                value = event.get(key)
+                if isinstance(value, int) and value > 0:
+                    self.crawl.labels(key).inc(value)
+
+    def serve(self, host: str, port: int) -> int:
+        """Listen on ``host``:``port`` (a thread); returns the port (0 picks one)."""
+        server, _ = start_http_server(port, addr=host, registry=self.registry)
+        return int(server.server_port)

@@ -1,0 +1,196 @@
+"""``geminibot serve``: started from a config file over generated capsules, it crawls,
+keeps the index current and answers a real Gemini client (ignition) from its search
+capsule; its metrics are read over HTTP; a component killed is restarted and logged;
+SIGTERM stops it all with exit 0."""
+
+from __future__ import annotations
+
+import json
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+import tomllib
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import cryptography.hazmat.primitives.serialization  # noqa: F401  (ignition uses it unimported)
+import ignition
+import pytest
+from crawl.served_capsules import capsule_server, generate
+from loopback import free_port
+
+from geminibot.service.config import OPTIONS, ConfigError, default_config, defaults, read_file
+
+NAME = "search.test"
+#: Bounds (real seconds) on the service's start, its crawl, and its stop.
+DEADLINE = 120.0
+
+
+class Service:
+    """``geminibot serve`` in a child process; its JSON log lines collected by a thread."""
+
+    def __init__(self, argv: list[str]) -> None:
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "geminibot", "serve", *argv],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        self.records: list[dict[str, Any]] = []
+        self._reader = threading.Thread(target=self._read, daemon=True)
+        self._reader.start()
+
+    def _read(self) -> None:
+        assert self.proc.stdout is not None
+        for line in self.proc.stdout:
+            self.records.append(json.loads(line))  # every line is one JSON object
+
+    def wait_for(self, found: Any, what: str) -> Any:
+        deadline = time.monotonic() + DEADLINE
+        while time.monotonic() < deadline:
+            result = found()
+            if result:
+                return result
+            assert self.proc.poll() is None, f"the service ended: {self.proc.stderr.read()}"  # type: ignore[union-attr]
+            time.sleep(0.1)
+        raise AssertionError(f"never: {what}")
+
+    def logged(self, component: str, message: str) -> list[dict[str, Any]]:
+        return [
+            r
+            for r in list(self.records)
+            if r["component"] == component and str(r.get("message", "")).startswith(message)
+        ]
+
+
+@pytest.fixture
+def names_resolve_to_loopback(monkeypatch: pytest.MonkeyPatch) -> None:
+    real = socket.getaddrinfo
+
+    def fake(host: Any, *args: Any, **kwargs: Any) -> Any:
+        return real("127.0.0.1" if host == NAME else host, *args, **kwargs)
+
+    monkeypatch.setattr(socket, "getaddrinfo", fake)
+
+
+@pytest.fixture
+def capsules(tmp_path: Path) -> Iterator[tuple[list[str], int]]:
+    seeds = generate(tmp_path / "capsules", 2, 12)
+    with capsule_server(tmp_path / "capsules", tmp_path / "capsule-certs") as port:
+        yield seeds, port
+
+
+def config(tmp_path: Path, seeds: list[str], port: int) -> tuple[Path, int, int]:
+    search, metrics = free_port(), free_port()
+    text = f"""
+[service]
+db = "{tmp_path / "engine.db"}"
+restart_delay = 0.2
+stop_timeout = 20.0
+
+[crawl]
+seeds = {json.dumps(seeds)}
+test_range = true
+min_delay = 0.0
+connect_to = ["*.test:1965:127.0.0.1:{port}"]
+
+[search]
+port = {search}
+hostname = "{NAME}"
+certs = "{tmp_path / "certs"}"
+
+[metrics]
+port = {metrics}
+"""
+    path = tmp_path / "engine.toml"
+    path.write_text(text)
+    return path, search, metrics
+
+
+@pytest.mark.usefixtures("names_resolve_to_loopback")
+def test_the_service_crawls_serves_search_and_metrics_and_stops_on_sigterm(
+    tmp_path: Path, capsules: tuple[list[str], int]
+) -> None:
+    seeds, port = capsules
+    path, search_port, metrics_port = config(tmp_path, seeds, port)
+    ignition.set_default_hosts_file(str(tmp_path / "known_hosts"))
+    service = Service(["--config", str(path)])
+    try:
+        base = f"gemini://{NAME}:{search_port}"
+
+        def found() -> str | None:
+            try:
+                answer = ignition.request(base + "/search?word3", timeout=10)
+            except Exception:  # not listening yet
+                return None
+            body = answer.raw_body.decode("utf-8") if answer.status == "20" else ""
+            return body if "host00.test/p3.gmi" in body else None
+
+        body = service.wait_for(found, "the crawled page found through the capsule")
+        assert "=> gemini://host00.test/p3.gmi" in body
+        metrics = (
+            urllib.request.urlopen(f"http://127.0.0.1:{metrics_port}/metrics", timeout=10)
+            .read()
+            .decode()
+        )
+        assert 'geminibot_component_up{component="crawl"} 1.0' in metrics
+        assert 'geminibot_component_up{component="index"} 1.0' in metrics
+        assert "geminibot_search_request_seconds_count" in metrics
+        assert "geminibot_pages " in metrics and "geminibot_index_lag " in metrics
+        # A component that dies is started again, and both are logged.
+        (started,) = service.logged("index", "started")
+        subprocess.run(["kill", "-9", str(started["pid"])], check=True)
+        service.wait_for(lambda: len(service.logged("index", "started")) == 2, "a restart")
+        assert service.logged("index", "exited with -9; restarting")
+    finally:
+        service.proc.send_signal(signal.SIGTERM)
+        code = service.proc.wait(timeout=DEADLINE)
+    assert code == 0, service.proc.stderr.read()  # type: ignore[union-attr]
+    service._reader.join(timeout=10)
+    for component in ("crawl", "index", "search"):
+        assert service.logged(component, "stopped"), component
+    assert service.logged("service", "stopped")
+    access = [r for r in service.records if r["component"] == "search" and "event" in r]
+    assert any(r["event"].get("status") == 20 for r in access)
+
+
+def test_the_default_file_is_the_defaults_and_flags_win(tmp_path: Path) -> None:
+    assert tomllib.loads(default_config()) == defaults()
+    assert all(len(line) <= 80 for line in default_config().splitlines())
+    path = tmp_path / "c.toml"
+    path.write_text('[crawl]\nseeds = ["gemini://a.test/"]\nconcurrency = 4\n')
+    assert read_file(path)["crawl"]["concurrency"] == 4
+    assert {o.flag for o in OPTIONS} >= {"--crawl-seeds", "--search-port", "--metrics-host"}
+    for text, message in (
+        ("[crawl]\nconcurrency = 'many'\n", "crawl.concurrency must be a int"),
+        ("[crawl]\nseed = []\n", "unknown setting crawl.seed"),
+        ("[crawler]\n", "unknown section [crawler]"),
+        ("[crawl\n", "not TOML"),
+    ):
+        path.write_text(text)
+        with pytest.raises(ConfigError, match=message.replace("[", r"\[")):
+            read_file(path)
+
+
+def test_serve_usage_errors_are_one_line(tmp_path: Path) -> None:
+    path = tmp_path / "c.toml"
+    path.write_text("[crawl]\nseeds = []\n")
+    for argv, message in (
+        (["--config", str(path)], "crawl.seeds is empty"),
+        (["--config", str(tmp_path / "none.toml")], "cannot read"),
+        (["--no-crawl-enabled", "--no-index-enabled", "--no-search-enabled"], "nothing to run"),
+    ):
+        done = subprocess.run(
+            [sys.executable, "-m", "geminibot", "serve", *argv, "--no-metrics-enabled"],
+            capture_output=True,
+            text=True,
+            timeout=DEADLINE,
+            check=False,
+        )
+        assert done.returncode == 2, done.stderr
+        assert message in done.stderr and len(done.stderr.splitlines()) == 1
