@@ -209,7 +209,7 @@ def explain_url(records: UrlRecords, now: float) -> Answer:
     page = records.page
     if page is not None:
         base = _with_page(base, records)
-    base = _replace(base, next_visit=row.next_visit)
+    base = replace(base, next_visit=row.next_visit)
     if row.state == "trapped":
         return _trapped(base, row.reason or "")
     if row.state == "refused":
@@ -218,7 +218,7 @@ def explain_url(records: UrlRecords, now: float) -> Answer:
         return _failed(base, row.reason)
     if row.state == "gone":
         status = page.status if page else None
-        return _replace(
+        return replace(
             base,
             code="gone",
             reason=f"it answered {status if status is not None else '51/52'}"
@@ -230,45 +230,41 @@ def explain_url(records: UrlRecords, now: float) -> Answer:
     return _fetched(base, records)
 
 
-def _replace(answer: Answer, **changes: object) -> Answer:
-    return replace(answer, **changes)  # type: ignore[arg-type]
-
-
 def _with_page(answer: Answer, records: UrlRecords) -> Answer:
     page = records.page
     assert page is not None
     said = f"{page.status} {page.meta}".strip()
-    return _replace(answer, last_fetched=page.fetched_at, last_answer=said)
+    return replace(answer, last_fetched=page.fetched_at, last_answer=said)
 
 
 def _trapped(answer: Answer, reason: str) -> Answer:
     if reason.startswith("deeper than"):
-        return _replace(answer, code="depth", reason=f"the link is {reason}")
+        return replace(answer, code="depth", reason=f"the link is {reason}")
     if reason.endswith(CAP_REASON):
-        return _replace(answer, code="host_bound", reason=f"the capsule has {reason}")
-    return _replace(answer, code="trap", reason=f"the URL has {reason}")
+        return replace(answer, code="host_bound", reason=f"the capsule has {reason}")
+    return replace(answer, code="trap", reason=f"the URL has {reason}")
 
 
 def _refused(answer: Answer, records: UrlRecords, reason: str) -> Answer:
     if reason.startswith("excluded by --exclude"):
         pattern = reason.removeprefix("excluded by --exclude").strip()
-        return _replace(answer, code="excluded", reason=f"it matches --exclude {pattern}")
+        return replace(answer, code="excluded", reason=f"it matches --exclude {pattern}")
     run = records.settings.run
     line = policy_line(reason, records.settings.agent, run.strict if run else None)
-    return _replace(answer, code="policy", reason=reason, policy=line)
+    return replace(answer, code="policy", reason=reason, policy=line)
 
 
 def _failed(answer: Answer, reason: str | None) -> Answer:
     errors = [f for f in answer.history if f.status is None or f.error]
     tried = f" ({len(errors)} of its last requests failed)" if errors else ""
-    return _replace(answer, code="failed", reason=f"{reason or 'the request failed'}{tried}")
+    return replace(answer, code="failed", reason=f"{reason or 'the request failed'}{tried}")
 
 
 def _queued(answer: Answer, records: UrlRecords, now: float) -> Answer:
     unreadable = unreadable_file(records.files)
     if unreadable is not None:
         status = unreadable.status if unreadable.status is not None else "no answer"
-        return _replace(
+        return replace(
             answer,
             code="policy_file",
             reason=f"{unreadable.name} answered {status} ({unreadable.reason}) on "
@@ -284,7 +280,7 @@ def _queued(answer: Answer, records: UrlRecords, now: float) -> Answer:
         when = max(host.not_before, now) + records.queued_before * _delay(records, now)
         if host.skipped_reason:
             waiting += f"; the last run left the capsule for later: {host.skipped_reason}"
-    return _replace(answer, code="queued", reason=waiting, next_visit=when)
+    return replace(answer, code="queued", reason=waiting, next_visit=when)
 
 
 def _delay(records: UrlRecords, now: float) -> float:
@@ -305,14 +301,14 @@ def _fetched(answer: Answer, records: UrlRecords) -> Answer:
     if page.duplicate_of is not None:
         kept = records.kept
         state = "searchable" if kept and kept.text_indexed else "kept as its canonical URL"
-        return _replace(
+        return replace(
             answer,
             code="duplicate",
             duplicate_of=page.duplicate_of,
             reason=f"the same body as {page.duplicate_of}, which the index keeps ({state})",
         )
     if page.text_indexed:
-        return _replace(answer, code="searchable", reason=f"in the index as {page.title!r}")
+        return replace(answer, code="searchable", reason=f"in the index as {page.title!r}")
     if page.redirect_to:
         why = f"a redirect to {page.redirect_to}"
     elif not 20 <= page.status < 30 and page.status != 200:
@@ -321,7 +317,7 @@ def _fetched(answer: Answer, records: UrlRecords) -> Answer:
         why = f"the crawl keeps no text as a {records.settings.role}"
     else:
         why = f"no text to index ({page.mime or 'no type'}), or the capsule asks not to store it"
-    return _replace(answer, code="not_text", reason=why)
+    return replace(answer, code="not_text", reason=why)
 
 
 def _unknown(records: UrlRecords, answer: Answer, now: float) -> Answer:
@@ -329,27 +325,27 @@ def _unknown(records: UrlRecords, answer: Answer, now: float) -> Answer:
     linked at all; and what the host's files would decide."""
     run = records.settings.run
     would = would_now(records, now)
-    answer = _replace(answer, would_now=would)
+    answer = replace(answer, would_now=would)
     if records.linked_from:
         if run is not None:
             scope = run.scope()
             pattern = scope.excluded_by(records.url)
             if pattern is not None:
-                return _replace(answer, code="excluded", reason=f"it matches --exclude {pattern}")
+                return replace(answer, code="excluded", reason=f"it matches --exclude {pattern}")
             if not scope.host_allowed(records.host):
-                return _replace(
+                return replace(
                     answer,
                     code="host_not_allowed",
                     reason=f"{host_name(records.host)} is neither a seed's host nor named "
                     "by --allow-host, so links to it are not followed",
                 )
-        return _replace(
+        return replace(
             answer,
             code="host_not_allowed",
             reason="linked, but never queued: the crawl was not told to follow it "
             "(another capsule or protocol, or --exclude)",
         )
-    return _replace(
+    return replace(
         answer,
         code="not_linked",
         reason="the crawl never met this URL: no page it fetched links to it",

@@ -9,11 +9,11 @@ from __future__ import annotations
 import itertools
 import sqlite3
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
 from geminibot.crawl.runrecord import RUN_OPTIONS, RunOptions
 from geminibot.crawl.settings import DEFAULT_AGENT
-from geminibot.policy.outcomes import FetchOutcome
+from geminibot.policy.outcomes import FetchOutcome, Kind
 from geminibot.policy.site_policy import Fetched
 
 #: Answers to a URL shown (its last requests, newest first).
@@ -81,7 +81,8 @@ class PolicyFileRow:
     def fetched(self) -> Fetched:
         """The file as the policy core reads it."""
         seconds = self.expires_at - self.fetched_at
-        return Fetched(FetchOutcome(self.outcome, self.reason, None, seconds), self.body)  # type: ignore[arg-type]
+        kind = cast(Kind, self.outcome)
+        return Fetched(FetchOutcome(kind, self.reason, None, seconds), self.body)
 
 
 @dataclass(frozen=True)

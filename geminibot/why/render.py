@@ -13,7 +13,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from urllib.parse import quote
 
-from geminibot.cliutil import wrapped
+from geminibot.cliutil import terminal_safe, wrapped
 from geminibot.crawl.schemes import host_url
 from geminibot.why.explain import Answer, day
 from geminibot.why.host import HostAnswer
@@ -105,7 +105,11 @@ def text_lines(answer: Answer | HostAnswer) -> list[str]:
     lines: list[str] = []
     hang = " " * LABEL_WIDTH
     for fact in facts(answer):
-        lines += wrapped(fact.text, f"{fact.label:<{LABEL_WIDTH - 1}} ", hang)
+        label = f"{fact.label:<{LABEL_WIDTH - 1}} "
+        if fact.url is not None and fact.text == fact.url:  # a URL to copy: whole
+            lines.append(label + terminal_safe(fact.text))
+        else:
+            lines += wrapped(fact.text, label, hang)
     return lines
 
 
