@@ -35,11 +35,13 @@ typecheck: $(STAMP)
 	$(BIN)/mypy
 
 # Two workers per core: much of the suite waits (servers, subprocesses, a mock clock's
-# idle threshold) rather than computes; worksteal evens out the few long tests. On a
-# 2-core machine 4 workers took 74-84 s where one per core took 100 s (docs/benchmarks.md).
+# idle threshold) rather than computes; worksteal evens out the few long tests. Bytecode
+# is written even where the environment says not to (PYTHONDONTWRITEBYTECODE), so that
+# the workers and the commands the tests start compile each module once, not each time.
+# What the suite costs: docs/benchmarks.md, "Test suite time".
 PYTEST_WORKERS ?= $(shell echo $$(( $$(nproc) * 2 )))
 pytest: $(STAMP) browser
-	$(BIN)/python -m pytest -n $(PYTEST_WORKERS) --dist worksteal
+	PYTHONDONTWRITEBYTECODE= $(BIN)/python -m pytest -n $(PYTEST_WORKERS) --dist worksteal
 
 test: lint typecheck pytest
 

@@ -29,6 +29,8 @@ FAST_MOVING = {
     "pytest-trio",
     "psycopg",
     "psycopg-pool",
+    "sqlalchemy",
+    "alembic",
     "ruff",
     "mypy",
 }
