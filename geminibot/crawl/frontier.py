@@ -49,10 +49,15 @@ from datetime import UTC, date, datetime
 
 from geminibot.crawl import traps
 from geminibot.crawl.schemes import host_key, host_of, parse_any
+from geminibot.index import statements as q
 from geminibot.index import transaction
+from geminibot.index.sqlite_sql import ENGINE
 from geminibot.urls import URL
 
 __all__ = ["Claim", "Frontier", "Limits", "host_key"]
+
+#: The statements compiled for SQLite.
+SQL = ENGINE.sql
 
 #: Longest URL accepted, in UTF-8 bytes: a Gemini request is at most 1024 bytes with CRLF.
 MAX_URL_LENGTH = 1022
@@ -125,11 +130,6 @@ def trap_decision(reason: str) -> str:
     return f"trap: {reason}"
 
 
-#: The paths a host's deep-URL count is taken from (its URLs not trapped); ``{0}`` stands
-#: for the engine's placeholder.
-DEEP_PATHS = "SELECT path FROM urls WHERE host = {0} AND state != 'trapped'"
-
-
 #: Query strings already on a (host, path), not trapped (searched in ``urls_query_path``,
 #: which holds the URLs with a query string only).
 QUERIES_ON_PATH = (
@@ -137,14 +137,11 @@ QUERIES_ON_PATH = (
 )
 #: A host's oldest queued URL.
 CLAIM = "SELECT url, depth FROM urls WHERE host = ? AND state = 'queued' ORDER BY id LIMIT 1"
-#: Hosts with queued URLs, oldest work first, with how many each (both stores).
-HOSTS_WITH_WORK = (
-    "SELECT host, count(*) FROM urls WHERE state = 'queued' GROUP BY host ORDER BY min(id)"
-)
 
 
 def count_deep(paths: Iterable[Sequence[object]]) -> int:
-    """The deep URLs (:func:`geminibot.crawl.traps.is_deep`) among rows of :data:`DEEP_PATHS`."""
+    """The deep URLs (:func:`geminibot.crawl.traps.is_deep`) among rows of
+    :data:`~geminibot.index.statements.DEEP_PATHS`."""
     return sum(traps.is_deep(str(row[0])) for row in paths)
 
 
@@ -179,26 +176,20 @@ class Frontier:
         known without being parsed (the table holds normalised URLs only, and normalising
         a normalised URL gives it back): most links of a page are."""
         conn = self.conn
-        known = conn.execute("SELECT state, reason FROM urls WHERE url = ?", (url,)).fetchone()
+        known = conn.execute(SQL[q.URL_STATE], {"url": url}).fetchone()
         parsed = None
         if known is None:
             parsed = parse_any(url)
             if str(parsed) != url:  # normalised (geminibot.urls, RFC 3986 6.2.2) first
                 url = str(parsed)
-                known = conn.execute(
-                    "SELECT state, reason FROM urls WHERE url = ?", (url,)
-                ).fetchone()
+                known = conn.execute(SQL[q.URL_STATE], {"url": url}).fetchone()
         if known is not None:
             if known[0] == "trapped" and str(known[1]).endswith(CAP_REASON):
                 parsed = parse_any(url)
                 host = host_of(parsed)
                 if self._room(host):
                     # the per-host cap counts live URLs: room again, so the URL is queued now
-                    conn.execute(
-                        "UPDATE urls SET state = 'queued', reason = NULL, updated_at = ?"
-                        " WHERE url = ?",
-                        (self.clock(), url),
-                    )
+                    conn.execute(SQL[q.REQUEUE_CAPPED], {"now": self.clock(), "url": url})
                     self._count_queued(host, parsed.path)
                     return "queued", host
             return "known", ""
@@ -217,10 +208,8 @@ class Frontier:
             (url, host, path, int(has_query), depth, parent, state, reason, now),
         )
         if reason:
-            conn.execute(
-                "INSERT INTO decisions (url, host, allowed, reason, at) VALUES (?, ?, 0, ?, ?)",
-                (url, host, trap_decision(reason), now),
-            )
+            decision = {"url": url, "host": host, "allowed": False, "at": now}
+            conn.execute(SQL[q.LOG_DECISION], {**decision, "reason": trap_decision(reason)})
             return f"trapped: {reason}", host
         self._count_queued(host, path)
         return "queued", host
@@ -263,7 +252,7 @@ class Frontier:
             "SELECT deep_urls FROM hosts WHERE host = ?", (host,)
         ).fetchone()
         if deep is None:
-            deep = count_deep(self.conn.execute(DEEP_PATHS.format("?"), (host,)))
+            deep = count_deep(self.conn.execute(SQL[q.DEEP_PATHS], {"host": host}))
             self.conn.execute("UPDATE hosts SET deep_urls = ? WHERE host = ?", (deep, host))
         return int(deep)
 
@@ -276,19 +265,17 @@ class Frontier:
     def finish(self, url: str, state: str, reason: str | None = None) -> None:
         """Close a leased URL as done/refused/failed/gone; call inside a transaction. Only
         a failure keeps the URL's attempts counted."""
-        self.conn.execute(
-            "UPDATE urls SET state = ?, reason = ?, lease = NULL, updated_at = ?,"
-            " attempts = CASE WHEN ? THEN attempts ELSE 0 END WHERE url = ?",
-            (state, reason, self.clock(), state == "failed", url),
-        )
+        params = {
+            "state": state,
+            "reason": reason,
+            "now": self.clock(),
+            "failed": state == "failed",
+        }
+        self.conn.execute(SQL[q.FINISH], {**params, "url": url})
 
     def release(self, url: str) -> None:
         """Give a leased URL back to the queue (44 SLOW DOWN, host skipped, interrupted)."""
-        self.conn.execute(
-            "UPDATE urls SET state = 'queued', lease = NULL, attempts = max(attempts - 1, 0)"
-            " WHERE url = ? AND state = 'leased'",
-            (url,),
-        )
+        self.conn.execute(SQL[q.RELEASE], {"url": url})
 
     # --- self-contained transactions ---
 
@@ -331,29 +318,23 @@ class Frontier:
         row = self.conn.execute(CLAIM, (host,)).fetchone()
         if row is None:
             return None
-        self.conn.execute(
-            "UPDATE urls SET state = 'leased', lease = ?, updated_at = ?,"
-            " attempts = attempts + 1 WHERE url = ?",
-            (lease, self.clock(), row[0]),
-        )
+        self.conn.execute(SQL[q.MARK_LEASED], {"lease": lease, "now": self.clock(), "url": row[0]})
         return Claim(url=row[0], host=host, depth=int(row[1]))
 
     # --- reads ---
 
     def hosts_with_work(self) -> dict[str, int]:
         """Hosts with queued URLs, oldest work first, with how many each."""
-        rows = self.conn.execute(HOSTS_WITH_WORK).fetchall()
+        rows = self.conn.execute(SQL[q.HOSTS_WITH_WORK]).fetchall()
         return {str(r[0]): int(r[1]) for r in rows}
 
     def queued(self) -> int:
-        return int(
-            self.conn.execute("SELECT count(*) FROM urls WHERE state = 'queued'").fetchone()[0]
-        )
+        return int(self.conn.execute(SQL[q.COUNT_QUEUED]).fetchone()[0])
 
     def leased(self) -> list[str]:
-        rows = self.conn.execute("SELECT url FROM urls WHERE state = 'leased' ORDER BY id")
+        rows = self.conn.execute(SQL[q.LEASED])
         return [str(r[0]) for r in rows.fetchall()]
 
     def state_of(self, url: str) -> tuple[str, str | None] | None:
-        row = self.conn.execute("SELECT state, reason FROM urls WHERE url = ?", (url,)).fetchone()
+        row = self.conn.execute(SQL[q.URL_STATE], {"url": url}).fetchone()
         return None if row is None else (str(row[0]), row[1])

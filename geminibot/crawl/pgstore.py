@@ -32,6 +32,7 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Callable, Collection, Iterable
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from typing import Any
 
@@ -39,11 +40,8 @@ import psycopg
 from psycopg_pool import ConnectionPool
 
 from geminibot.crawl import traps
-from geminibot.crawl.freshness import Visit
 from geminibot.crawl.frontier import (
     CAP_REASON,
-    DEEP_PATHS,
-    HOSTS_WITH_WORK,
     MAX_URL_ATTEMPTS,
     Claim,
     Limits,
@@ -52,21 +50,13 @@ from geminibot.crawl.frontier import (
     trap_reason,
     utc_date,
 )
+from geminibot.crawl.records import FetchedPage, HostState, Lease
 from geminibot.crawl.schemes import host_key, normalise, parse_any
-from geminibot.crawl.store import (
-    VANISHED_PAGES,
-    CachedFile,
-    DecisionRecord,
-    FetchedPage,
-    FetchRecord,
-    HostState,
-    Lease,
-    Revisit,
-    vanished_since,
-)
-from geminibot.index import pg
-from geminibot.index.db import SET_SETTING, DatabaseError
-from geminibot.index.pages import FIRST_WITH_HASH
+from geminibot.crawl.sqlstore import Links, SqlStore
+from geminibot.index import Page, pg
+from geminibot.index import statements as q
+from geminibot.index.errors import DatabaseError
+from geminibot.index.pg_sql import ENGINE
 
 #: Seconds a host lease lasts unless renewed: longer than a request may take (the clients'
 #: 60-second total timeout), since it is renewed just before each request.
@@ -78,8 +68,12 @@ NOW = "extract(epoch FROM clock_timestamp())::float8"
 POOL_SIZE = 4
 
 
-class PgStore:
-    """The crawl's store on PostgreSQL (see the module docstring)."""
+class PgStore(SqlStore):
+    """The crawl's store on PostgreSQL (see the module docstring): the logic of
+    :class:`~geminibot.crawl.sqlstore.SqlStore`, with host leases and links queued in
+    batches."""
+
+    engine = ENGINE
 
     def __init__(
         self,
@@ -105,27 +99,39 @@ class PgStore:
     def close(self) -> None:
         self.pool.close()
 
-    def _tx(self) -> Any:
+    def _tx(self) -> AbstractContextManager[psycopg.Connection[Any]]:
         """One transaction (committed when the block ends, rolled back on an error)."""
         return self.pool.connection()
 
+    def _reading(self) -> AbstractContextManager[psycopg.Connection[Any]]:
+        return self._tx()
+
+    def _writing(self, closes: bool = False) -> AbstractContextManager[psycopg.Connection[Any]]:
+        return self._tx()
+
+    def _committing(self) -> AbstractContextManager[psycopg.Connection[Any]]:
+        return self._tx()
+
+    def _page_links(self, conn: psycopg.Connection[Any], fetched: FetchedPage) -> Links:
+        """The page's links, normalised, with every host they touch (and the page's own)
+        locked in one order (see :meth:`_lock_hosts`)."""
+        links = self._normalised(fetched.links)
+        if links:
+            url = fetched.decision.url
+            self._lock_hosts(conn, [host_key(url), *(host_key(u) for u, _, _ in links)])
+        return links
+
+    def _queue(self, conn: psycopg.Connection[Any], links: Links) -> Counter[str]:
+        if not links:
+            return Counter()
+        added = self._add(conn, links)
+        return Counter(host_key(u) for u, what in added.items() if what == "queued")
+
+    def _store_page(self, conn: psycopg.Connection[Any], page: Page, role: str) -> None:
+        with conn.cursor() as cur:
+            pg.store_page(cur, page, role)
+
     # -- the run --
-
-    def check_settings(self, settings: dict[str, str]) -> tuple[str, str, str] | None:
-        with self._tx() as conn:
-            for key, value in settings.items():
-                conn.execute(
-                    "INSERT INTO settings (key, value) VALUES (%s, %s) ON CONFLICT DO NOTHING",
-                    (key, value),
-                )
-                row = conn.execute("SELECT value FROM settings WHERE key = %s", (key,)).fetchone()
-                if row is not None and row[0] != value:
-                    return key, str(row[0]), value
-        return None
-
-    def record_run(self, key: str, value: str) -> None:
-        with self._tx() as conn:
-            conn.execute(SET_SETTING.format("%s"), (key, value))
 
     def recover(self) -> int:
         """Queue again the URLs left leased by processes whose host leases have expired
@@ -151,34 +157,6 @@ class PgStore:
             f" WHERE {where}",
             {**params, "now": self.clock(), "max": MAX_URL_ATTEMPTS},
         )
-
-    def host_states(self) -> dict[str, HostState]:
-        with self._tx() as conn:
-            conn.execute(  # (rows locked in host order, as _lock_hosts does)
-                "UPDATE hosts SET skipped_reason = NULL WHERE host IN (SELECT host FROM hosts"
-                " WHERE skipped_reason IS NOT NULL ORDER BY host FOR UPDATE)"
-            )
-            rows = conn.execute(
-                "SELECT host, last_fetch_at, coalesce(last_duration, 0), not_before,"
-                " slow_downs FROM hosts"
-            ).fetchall()
-        return {str(r[0]): HostState(r[1], r[2], r[3], r[4]) for r in rows}
-
-    def hosts_with_work(self) -> dict[str, int]:
-        with self._tx() as conn:
-            rows = conn.execute(HOSTS_WITH_WORK).fetchall()
-        return {str(r[0]): int(r[1]) for r in rows}
-
-    def count_pages(self) -> int:
-        return self._count("SELECT count(*) FROM pages")
-
-    def count_hosts(self) -> int:
-        return self._count("SELECT count(*) FROM hosts")
-
-    def _count(self, sql: str) -> int:
-        with self._tx() as conn:
-            row = conn.execute(sql).fetchone()
-        return int(row[0]) if row else 0
 
     # -- host leases --
 
@@ -375,171 +353,12 @@ class PgStore:
             ).fetchone()
             if row is None:
                 return None
-            conn.execute(
-                "UPDATE urls SET state = 'leased', lease = %s, updated_at = %s,"
-                " attempts = attempts + 1 WHERE url = %s",
-                (lease, now, row[0]),
-            )
+            self._run(conn, q.MARK_LEASED, {"lease": lease, "now": now, "url": row[0]})
         return Claim(url=str(row[0]), host=host, depth=int(row[1]))
-
-    def release(self, url: str) -> None:
-        with self._tx() as conn:
-            self._release(conn, url)
-
-    def _release(self, conn: psycopg.Connection[Any], url: str) -> None:
-        conn.execute(
-            "UPDATE urls SET state = 'queued', lease = NULL,"
-            " attempts = greatest(attempts - 1, 0) WHERE url = %s AND state = 'leased'",
-            (url,),
-        )
-
-    def queued(self) -> int:
-        return self._count("SELECT count(*) FROM urls WHERE state = 'queued'")
-
-    def leased(self) -> list[str]:
-        with self._tx() as conn:
-            rows = conn.execute("SELECT url FROM urls WHERE state = 'leased' ORDER BY id")
-            return [str(r[0]) for r in rows.fetchall()]
-
-    def state_of(self, url: str) -> tuple[str, str | None] | None:
-        with self._tx() as conn:
-            row = conn.execute("SELECT state, reason FROM urls WHERE url = %s", (url,)).fetchone()
-        return None if row is None else (str(row[0]), row[1])
 
     # -- hosts and policy files --
 
-    def skip_host(self, host: str, reason: str) -> None:
-        with self._tx() as conn:
-            conn.execute("UPDATE hosts SET skipped_reason = %s WHERE host = %s", (reason, host))
-
-    def load_policy_file(self, host: str, name: str, now: float) -> CachedFile | None:
-        with self._tx() as conn:
-            row = conn.execute(CachedFile.QUERY.format("%s"), (host, name)).fetchone()
-        return CachedFile.fresh(host, name, row, now)
-
-    def save_policy_file(self, file: CachedFile, fetch: FetchRecord) -> None:
-        with self._tx() as conn:
-            self._log_fetch(conn, fetch)
-            conn.execute(
-                "INSERT INTO robots (host, name, fetched_at, expires_at, outcome, reason,"
-                " status, body) VALUES (%s, %s, %s, %s, %s, %s, %s, %s)"
-                " ON CONFLICT (host, name) DO UPDATE SET fetched_at = excluded.fetched_at,"
-                " expires_at = excluded.expires_at, outcome = excluded.outcome,"
-                " reason = excluded.reason, status = excluded.status, body = excluded.body",
-                file.row(),
-            )
-
-    def log_fetch(self, fetch: FetchRecord) -> None:
-        with self._tx() as conn:
-            self._log_fetch(conn, fetch)
-
-    def pin(self, host: str, port: int) -> str | None:
-        with self._tx() as conn:
-            row = conn.execute(
-                "SELECT fingerprint FROM pins WHERE host = %s AND port = %s", (host, port)
-            ).fetchone()
-        return None if row is None else str(row[0])
-
-    def set_pin(self, host: str, port: int, fingerprint: str, now: float) -> None:
-        with self._tx() as conn:
-            conn.execute(
-                "INSERT INTO pins (host, port, fingerprint, first_seen) VALUES (%s, %s, %s, %s)"
-                " ON CONFLICT (host, port) DO UPDATE SET fingerprint = excluded.fingerprint,"
-                " first_seen = excluded.first_seen",
-                (host, port, fingerprint, now),
-            )
-
-    def _log_fetch(self, conn: psycopg.Connection[Any], f: FetchRecord) -> None:
-        conn.execute(
-            "INSERT INTO fetches (url, host, status, meta, error, started_at, duration)"
-            " VALUES (%s, %s, %s, %s, %s, %s, %s)",
-            (f.url, f.host, f.status, f.meta, f.error, f.started, f.duration),
-        )
-        conn.execute(FetchRecord.HOST_UPDATE.format("%s"), f.host_row())
-
-    def _record_decision(self, conn: psycopg.Connection[Any], d: DecisionRecord) -> None:
-        conn.execute(
-            "INSERT INTO decisions (url, host, allowed, reason, at) VALUES (%s, %s, %s, %s, %s)",
-            (d.url, d.host, d.allowed, d.reason, d.at),
-        )
-
-    def _finish(
-        self, conn: psycopg.Connection[Any], url: str, state: str, reason: str | None = None
-    ) -> None:
-        """As :meth:`Frontier.finish`: only a failure keeps the URL's attempts counted."""
-        conn.execute(
-            "UPDATE urls SET state = %s, reason = %s, lease = NULL, updated_at = %s,"
-            " attempts = CASE WHEN %s THEN attempts ELSE 0 END WHERE url = %s",
-            (state, reason, self.clock(), state == "failed", url),
-        )
-
     # -- closing a claimed URL --
-
-    def slowed_down(self, fetch: FetchRecord) -> None:
-        with self._tx() as conn:
-            self._log_fetch(conn, fetch)
-            self._release(conn, fetch.url)
-
-    def refused(self, decision: DecisionRecord, revisit: Revisit | None = None) -> None:
-        with self._tx() as conn:
-            self._record_decision(conn, decision)
-            self._finish(conn, decision.url, "refused", decision.reason)
-            self._schedule(conn, decision.url, revisit)
-
-    def failed(
-        self, decision: DecisionRecord, fetch: FetchRecord, revisit: Revisit | None = None
-    ) -> None:
-        with self._tx() as conn:
-            self._record_decision(conn, decision)
-            self._log_fetch(conn, fetch)
-            self._finish(conn, decision.url, "failed", fetch.error)
-            self._schedule(conn, decision.url, revisit)
-
-    def duplicate_of(self, content_hash: str, url: str) -> str | None:
-        with self._tx() as conn:
-            row = conn.execute(FIRST_WITH_HASH.format("%s"), (content_hash, url)).fetchone()
-        return None if row is None else str(row[0])
-
-    def fetched(self, fetched: FetchedPage) -> dict[str, int]:
-        """As :meth:`SqliteStore.fetched`, freshness included (unchanged, gone, demote)."""
-        page, url = fetched.page, fetched.decision.url
-        woken: Counter[str] = Counter()
-        links = [] if fetched.unchanged or fetched.gone else self._normalised(fetched.links)
-        with self._tx() as conn:
-            if links:  # every host this page touches, locked in one order (see _lock_hosts)
-                self._lock_hosts(conn, [host_key(url), *(host_key(u) for u, _, _ in links)])
-            self._record_decision(conn, fetched.decision)
-            self._log_fetch(conn, fetched.fetch)
-            if fetched.unchanged:
-                conn.execute(
-                    "UPDATE pages SET fetched_at = %s, meta = %s WHERE url = %s",
-                    (page.fetched_at, page.meta, page.url),
-                )
-                self._finish(conn, url, "done")
-            else:
-                old = conn.execute(
-                    "SELECT content_hash, duplicate_of FROM pages WHERE url = %s", (page.url,)
-                ).fetchone()
-                if links:
-                    added = self._add(conn, links)
-                    woken.update(host_key(u) for u, what in added.items() if what == "queued")
-                with conn.cursor() as cur:
-                    pg.store_page(cur, page, fetched.role)
-                changed = fetched.gone or (old is not None and old[0] != page.content_hash)
-                if old is not None and old[1] is None and changed:
-                    woken.update(self._requeue_aliases(conn, page.url))
-                if fetched.demote is not None:
-                    self._demote(conn, fetched.demote, page.url)
-                if fetched.gone:
-                    self._finish(conn, url, "gone", f"status {page.status}")
-                    conn.execute(
-                        "UPDATE hosts SET urls_total = greatest(0, urls_total - 1) WHERE host = %s",
-                        (host_key(url),),
-                    )
-                else:
-                    self._finish(conn, url, "done")
-            self._schedule(conn, url, fetched.revisit)
-        return dict(woken)
 
     def _insert(
         self,
@@ -591,10 +410,7 @@ class PgStore:
         capped = state == "trapped" and str(reason).endswith(CAP_REASON)
         if not capped or host_total >= self.limits.max_urls_per_host:
             return "known"
-        conn.execute(
-            "UPDATE urls SET state = 'queued', reason = NULL, updated_at = %s WHERE url = %s",
-            (now, url),
-        )
+        self._run(conn, q.REQUEUE_CAPPED, {"now": now, "url": url})
         return "queued"
 
     @staticmethod
@@ -603,83 +419,7 @@ class PgStore:
     ) -> list[tuple[str, int, str | None]]:
         return [(normalise(url), depth, parent) for url, depth, parent in links]
 
-    def _schedule(self, conn: psycopg.Connection[Any], url: str, revisit: Revisit | None) -> None:
-        if revisit is not None:
-            conn.execute(
-                "UPDATE urls SET next_visit = %s, revisit_interval = %s WHERE url = %s",
-                (revisit.next_visit, revisit.interval, url),
-            )
-
-    def _requeue_aliases(self, conn: psycopg.Connection[Any], url: str) -> list[str]:
-        """As :meth:`SqliteStore._requeue_aliases`: the aliases of ``url`` queued again
-        now (their body is no longer its body); returns their hosts, one per URL."""
-        rows = conn.execute(
-            "UPDATE urls SET state = 'queued', lease = NULL, next_visit = NULL"
-            " WHERE state IN ('done', 'refused', 'failed') AND url IN"
-            " (SELECT url FROM pages WHERE duplicate_of = %s) RETURNING host",
-            (url,),
-        ).fetchall()
-        return [str(r[0]) for r in rows]
-
-    def _demote(self, conn: psycopg.Connection[Any], old: str, new: str) -> None:
-        conn.execute("UPDATE pages SET duplicate_of = %s WHERE duplicate_of = %s", (new, old))
-        row = conn.execute("SELECT id FROM pages WHERE url = %s", (old,)).fetchone()
-        if row is not None:
-            conn.execute("DELETE FROM links WHERE page_id = %s", (row[0],))
-            conn.execute(
-                "UPDATE pages SET duplicate_of = %s, title = '', text_indexed = false,"
-                " headings = NULL, body = NULL"
-                " WHERE id = %s",
-                (new, row[0]),
-            )
-
     # -- freshness --
-
-    def previous(self, url: str) -> Visit | None:
-        with self._tx() as conn:
-            row = conn.execute(
-                "SELECT p.status, p.content_hash, p.duplicate_of, u.revisit_interval,"
-                " u.attempts FROM urls u LEFT JOIN pages p ON p.url = u.url WHERE u.url = %s",
-                (url,),
-            ).fetchone()
-        return None if row is None else Visit(*row)
-
-    def revisit(self, now: float, everything: bool = False) -> int:
-        due = "" if everything else " AND next_visit <= %s"
-        with self._tx() as conn:
-            cur = conn.execute(
-                "UPDATE urls SET state = 'queued', lease = NULL"
-                f" WHERE state IN ('done', 'refused', 'failed'){due}",
-                () if everything else (now,),
-            )
-            return int(cur.rowcount)
-
-    def prune_logs(self, before: float) -> int:
-        with self._tx() as conn:
-            n = conn.execute("DELETE FROM fetches WHERE started_at < %s", (before,)).rowcount
-            n += conn.execute("DELETE FROM decisions WHERE at < %s", (before,)).rowcount
-        return int(n)
-
-    def aliases(self, url: str) -> list[str]:
-        with self._tx() as conn:
-            rows = conn.execute(
-                "SELECT url FROM pages WHERE duplicate_of = %s ORDER BY url", (url,)
-            ).fetchall()
-        return [str(r[0]) for r in rows]
-
-    def delist_vanished(self, now: float) -> int:
-        with self._tx() as conn:
-            rows = conn.execute(VANISHED_PAGES.format("%s"), vanished_since(now)).fetchall()
-            ids = [r[0] for r in rows]
-            conn.execute("DELETE FROM links WHERE page_id = ANY(%s)", (ids,))
-            conn.execute(
-                "UPDATE pages SET title = '', text_indexed = false, content_hash = NULL,"
-                " headings = NULL, body = NULL WHERE id = ANY(%s)",
-                (ids,),
-            )
-            for _, url in rows:
-                self._requeue_aliases(conn, str(url))
-        return len(rows)
 
     def end_run(self) -> None:
         """Nothing waits: every call commits its own transaction."""
@@ -696,7 +436,7 @@ class _Counts:
     def deep_urls(self, conn: psycopg.Connection[Any], host: str) -> int:
         """The deep URLs, counted from the host's rows the first time."""
         if self.deep is None:
-            self.deep = count_deep(conn.execute(DEEP_PATHS.format("%s"), (host,)))
+            self.deep = count_deep(conn.execute(ENGINE.sql[q.DEEP_PATHS], {"host": host}))
         return self.deep
 
     def save(self, conn: psycopg.Connection[Any], host: str, was: tuple[int, int | None]) -> None:

@@ -1,11 +1,12 @@
-"""Everything a crawl keeps: one interface (:class:`CrawlStore`), one SQLite implementation.
+"""Everything a crawl keeps: one interface (:class:`CrawlStore`), the SQLite implementation.
 
 The crawl loop, its scheduler and its adapters hold no SQL: they call the methods below,
 each one transaction (on SQLite, the crawl loop's are batched: several committed as one,
 see :class:`SqliteStore`): a page, its links and the new frontier rows are committed
 together or not at all; so are a refusal and its decision. Another engine (PostgreSQL)
-implements the same :class:`CrawlStore`; :class:`SqliteStore` is the SQLite one, on the
-schema of :mod:`geminibot.index.db` (an existing crawl database resumes unchanged).
+implements the same :class:`CrawlStore` (:mod:`geminibot.crawl.pgstore`); both share
+their logic and statements (:mod:`geminibot.crawl.sqlstore`). The records they keep and
+hand back are :mod:`geminibot.crawl.records`'.
 
 Times are wall-clock seconds from the injected clock.
 """
@@ -15,19 +16,43 @@ from __future__ import annotations
 import sqlite3
 import time
 from collections import Counter
-from collections.abc import Callable, Iterable, Iterator, Sequence
-from contextlib import contextmanager
-from dataclasses import dataclass
-from typing import Any, Protocol
+from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager, contextmanager, nullcontext
+from typing import Protocol
 
-from geminibot.crawl.freshness import VANISHED_AFTER, VANISHED_FAILURES, Visit
+from geminibot.crawl.freshness import Visit
 from geminibot.crawl.frontier import Claim, Frontier, Limits
-from geminibot.crawl.schemes import host_key
+from geminibot.crawl.records import (
+    CachedFile,
+    DecisionRecord,
+    FetchedPage,
+    FetchRecord,
+    HostState,
+    Lease,
+    LostHost,
+    Revisit,
+)
+from geminibot.crawl.sqlstore import Links, SqlStore
 from geminibot.index import Page, store_page
 from geminibot.index.db import get_setting, set_setting
-from geminibot.index.pages import find_by_hash
+from geminibot.index.sqlite_sql import ENGINE
 from geminibot.policy import FetchOutcome
 from geminibot.policy.outcomes import MAX_CACHE_SECONDS
+
+__all__ = [
+    "CachedFile",
+    "CrawlStore",
+    "DecisionRecord",
+    "FetchRecord",
+    "FetchedPage",
+    "HostState",
+    "Lease",
+    "LostHost",
+    "Revisit",
+    "SqliteStore",
+    "StoreKnownHosts",
+    "cache_expiry",
+]
 
 #: URLs closed (fetched, refused, failed, slowed down, released) in one SQLite batch before
 #: it is committed (:class:`SqliteStore`): what a ``kill -9`` makes the crawl fetch again.
@@ -51,172 +76,6 @@ CHECKPOINT_PAGES = 8_192
 #: The setting that says a batched run is open ("1") or ended ("0"): found open, the run
 #: before was killed (see :class:`SqliteStore`, careful mode).
 RUN_OPEN = "run_open"
-
-
-@dataclass(frozen=True)
-class HostState:
-    """A host's politeness state as persisted: last request's end and duration, the
-    earliest next request (44 back-off) and the count of consecutive slow-downs."""
-
-    last_end: float | None
-    last_duration: float
-    not_before: float
-    slow_downs: int
-
-
-@dataclass(frozen=True)
-class FetchRecord:
-    """One request sent (the crawl's access log), with the host's state after it."""
-
-    url: str
-    host: str
-    status: int | None
-    meta: str
-    error: str | None
-    started: float
-    duration: float
-    state: HostState
-
-    #: The host's row after the request, ``{0}`` standing for the engine's placeholder:
-    #: its politeness state and its unanswered requests in a row (vanished hosts, see
-    #: :mod:`geminibot.crawl.freshness`); parameters: :meth:`host_row`.
-    HOST_UPDATE = (
-        "UPDATE hosts SET last_fetch_at = {0}, last_duration = {0}, not_before = {0},"
-        " slow_downs = {0}, failures = CASE WHEN {0} THEN failures + 1 ELSE 0 END,"
-        " failing_since = CASE WHEN {0} THEN coalesce(failing_since, {0}) END WHERE host = {0}"
-    )
-
-    def host_row(self) -> tuple[float | None, float, float, int, bool, bool, float, str]:
-        """The parameters of :data:`HOST_UPDATE`, for either store."""
-        s, failed = self.state, self.status is None
-        return (
-            s.last_end,
-            s.last_duration,
-            s.not_before,
-            s.slow_downs,
-            failed,
-            failed,
-            self.started,
-            self.host,
-        )
-
-
-#: The pages still in the search index (text, or a hash to be found by) of the hosts
-#: vanished at a time (:mod:`geminibot.crawl.freshness`): id and URL; ``{0}`` stands for
-#: the engine's placeholder; parameters: :func:`vanished_since`.
-VANISHED_PAGES = (
-    "SELECT id, url FROM pages WHERE (text_indexed OR content_hash IS NOT NULL) AND host IN"
-    " (SELECT host FROM hosts h WHERE failures >= {0} AND failing_since <= {0} AND EXISTS"
-    " (SELECT 1 FROM hosts o WHERE o.failures = 0 AND o.last_fetch_at > h.failing_since))"
-    " ORDER BY id"
-)
-
-
-def vanished_since(now: float) -> tuple[int, float]:
-    """The parameters of :data:`VANISHED_PAGES` at ``now``."""
-    return VANISHED_FAILURES, now - VANISHED_AFTER
-
-
-@dataclass(frozen=True)
-class DecisionRecord:
-    """One policy decision about a URL."""
-
-    url: str
-    host: str
-    allowed: bool
-    reason: str
-    at: float
-
-
-@dataclass(frozen=True)
-class Revisit:
-    """When a finished URL is due again (None: never) and its learned revisit interval
-    (see :mod:`geminibot.crawl.freshness`). Its failed requests in a row are the
-    frontier's ``attempts`` (see :mod:`geminibot.crawl.frontier`)."""
-
-    next_visit: float | None
-    interval: float | None = None
-
-
-@dataclass(frozen=True)
-class FetchedPage:
-    """A fetched URL to commit: its decision, its request, the page for the index (kept as
-    ``role`` keeps pages) and its links to queue (url, depth, parent).
-
-    ``unchanged``: the same status and body as last time: only its fetch time is updated
-    (nothing re-indexed, no links queued). ``gone``: it answered 51/52: out of the index
-    and of the host's live URLs. ``demote``: the canonical URL of the page's body until
-    now, which becomes an alias of this page (see ``canonical_key``)."""
-
-    decision: DecisionRecord
-    fetch: FetchRecord
-    page: Page
-    role: str
-    links: Iterable[tuple[str, int, str]]
-    revisit: Revisit | None = None
-    unchanged: bool = False
-    gone: bool = False
-    demote: str | None = None
-
-
-@dataclass(frozen=True)
-class CachedFile:
-    """A policy file's last fetch: its RFC 9309 outcome, body and expiry."""
-
-    host: str
-    name: str  # "robots.txt", ...
-    outcome: FetchOutcome
-    status: int | None
-    body: bytes | None
-    fetched_at: float
-    expires_at: float
-
-    #: The query of a host's cached file, ``{0}`` standing for the engine's placeholder.
-    QUERY = (
-        "SELECT outcome, reason, status, body, fetched_at, expires_at FROM robots"
-        " WHERE host = {0} AND name = {0}"
-    )
-
-    @classmethod
-    def fresh(
-        cls, host: str, name: str, row: Sequence[Any] | None, now: float
-    ) -> CachedFile | None:
-        """The file from the row :data:`QUERY` read (outcome, reason, status, body, fetched_at,
-        expires_at), as either store reads it (PostgreSQL's bytea comes back as memoryview),
-        if there is one and it is still fresh at ``now``."""
-        if row is None or row[5] <= now:
-            return None
-        kind, reason, status, body, fetched_at, expires_at = row
-        outcome = FetchOutcome(kind, reason, None, expires_at - fetched_at)
-        body = None if body is None else bytes(body)
-        return cls(host, name, outcome, status, body, fetched_at, expires_at)
-
-    def row(self) -> tuple[str, str, float, float, str, str, int | None, bytes | None]:
-        """The values of the robots table's columns (host, name, fetched_at, expires_at,
-        outcome, reason, status, body), in that order, for either store."""
-        return (
-            self.host,
-            self.name,
-            self.fetched_at,
-            self.expires_at,
-            self.outcome.kind,
-            self.outcome.reason,
-            self.status,
-            self.body,
-        )
-
-
-@dataclass(frozen=True)
-class Lease:
-    """A host leased to this crawl process. ``state``: the politeness state another
-    process left it in, when the host changed hands (None: nothing to adopt)."""
-
-    state: HostState | None
-
-
-class LostHost(Exception):
-    """Another crawl process took the host over while this one waited for its turn
-    (:meth:`CrawlStore.hold_host` said no): the request is not sent, the worker ends."""
 
 
 class CrawlStore(Protocol):
@@ -328,8 +187,10 @@ class CrawlStore(Protocol):
         ...
 
 
-class SqliteStore(Frontier):
-    """:class:`CrawlStore` on the crawl database (see :mod:`geminibot.index.db`).
+class SqliteStore(SqlStore, Frontier):
+    """:class:`CrawlStore` on an SQLite crawl database (see :mod:`geminibot.index.db`):
+    the logic of :class:`~geminibot.crawl.sqlstore.SqlStore`, the frontier's one URL at a
+    time (:class:`~geminibot.crawl.frontier.Frontier`), and batched commits.
 
     Batched commits (``batch=True``, as the crawl loop opens it; otherwise each write is
     committed when it ends): the writes of the crawl loop's hot path (a claim, a URL closed
@@ -361,6 +222,8 @@ class SqliteStore(Frontier):
     on the wire. A run that ends clears the mark, and the next run batches again.
     """
 
+    engine = ENGINE
+
     def __init__(
         self,
         conn: sqlite3.Connection,
@@ -386,7 +249,7 @@ class SqliteStore(Frontier):
     # -- the batch --
 
     @contextmanager
-    def _batched(self, closes: bool = False) -> Iterator[None]:
+    def _batched(self, closes: bool = False) -> Iterator[sqlite3.Connection]:
         """One write of the hot path, into the open batch (opened if none is);
         ``closes``: it closes a claimed URL (counts towards :data:`BATCH_URLS`)."""
         conn = self.conn
@@ -394,7 +257,7 @@ class SqliteStore(Frontier):
             conn.execute("BEGIN IMMEDIATE")
             self._opened = self._monotonic()
         try:
-            yield
+            yield conn
         except BaseException:
             # The batch goes back whole (a savepoint per write would make FTS5 flush its
             # pending terms at each one); the run that raised is not marked ended.
@@ -449,30 +312,28 @@ class SqliteStore(Frontier):
         self._lost = True
         self._closed = 0
 
-    # -- the run --
+    def _reading(self) -> AbstractContextManager[sqlite3.Connection]:
+        return nullcontext(self.conn)
 
-    def check_settings(self, settings: dict[str, str]) -> tuple[str, str, str] | None:
-        with self._tx():
-            for key, value in settings.items():
-                stored = get_setting(self.conn, key)
-                if stored is None:
-                    set_setting(self.conn, key, value)
-                elif stored != value:
-                    return key, stored, value
-        return None
+    def _writing(self, closes: bool = False) -> AbstractContextManager[sqlite3.Connection]:
+        return self._batched(closes)
 
-    def record_run(self, key: str, value: str) -> None:
-        with self._tx():
-            set_setting(self.conn, key, value)
+    def _committing(self) -> AbstractContextManager[sqlite3.Connection]:
+        return self._tx()
 
-    def host_states(self) -> dict[str, HostState]:
-        with self._tx():
-            self.conn.execute("UPDATE hosts SET skipped_reason = NULL")
-        rows = self.conn.execute(
-            "SELECT host, last_fetch_at, coalesce(last_duration, 0), not_before, slow_downs"
-            " FROM hosts"
-        ).fetchall()
-        return {str(row[0]): HostState(*row[1:]) for row in rows}
+    def _page_links(self, conn: sqlite3.Connection, fetched: FetchedPage) -> Links:
+        return list(fetched.links)
+
+    def _queue(self, conn: sqlite3.Connection, links: Links) -> Counter[str]:
+        woken: Counter[str] = Counter()
+        for link, depth, parent in links:
+            added, host = self._add(link, depth, parent)
+            if added == "queued":
+                woken[host] += 1
+        return woken
+
+    def _store_page(self, conn: sqlite3.Connection, page: Page, role: str) -> None:
+        store_page(conn, page, role)
 
     # -- hosts: one process per SQLite database (a lock file), so every host is ours --
 
@@ -489,219 +350,9 @@ class SqliteStore(Frontier):
     def work_elsewhere(self, lease: str) -> dict[str, float]:
         return {}
 
-    def count_pages(self) -> int:
-        return int(self.conn.execute("SELECT count(*) FROM pages").fetchone()[0])
-
-    def count_hosts(self) -> int:
-        return int(self.conn.execute("SELECT count(*) FROM hosts").fetchone()[0])
-
-    # -- hosts and policy files --
-
-    def skip_host(self, host: str, reason: str) -> None:
-        with self._tx():
-            self.conn.execute("UPDATE hosts SET skipped_reason = ? WHERE host = ?", (reason, host))
-
-    def load_policy_file(self, host: str, name: str, now: float) -> CachedFile | None:
-        """The cached fetch of ``name`` on ``host`` if it is still fresh at ``now``."""
-        row = self.conn.execute(CachedFile.QUERY.format("?"), (host, name)).fetchone()
-        return CachedFile.fresh(host, name, row, now)
-
-    def save_policy_file(self, file: CachedFile, fetch: FetchRecord) -> None:
-        with self._batched():
-            self._log_fetch(fetch)
-            self.conn.execute(
-                "INSERT INTO robots (host, name, fetched_at, expires_at, outcome, reason,"
-                " status, body) VALUES (?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (host, name)"
-                " DO UPDATE SET fetched_at = excluded.fetched_at,"
-                " expires_at = excluded.expires_at, outcome = excluded.outcome,"
-                " reason = excluded.reason, status = excluded.status, body = excluded.body",
-                file.row(),
-            )
-
-    def log_fetch(self, fetch: FetchRecord) -> None:
-        with self._batched():
-            self._log_fetch(fetch)
-
-    def pin(self, host: str, port: int) -> str | None:
-        row = self.conn.execute(
-            "SELECT fingerprint FROM pins WHERE host = ? AND port = ?", (host, port)
-        ).fetchone()
-        return None if row is None else str(row[0])
-
-    def set_pin(self, host: str, port: int, fingerprint: str, now: float) -> None:
-        with self._tx():
-            self.conn.execute(
-                "INSERT INTO pins (host, port, fingerprint, first_seen) VALUES (?, ?, ?, ?)"
-                " ON CONFLICT (host, port) DO UPDATE SET fingerprint = excluded.fingerprint,"
-                " first_seen = excluded.first_seen",
-                (host, port, fingerprint, now),
-            )
-
-    def _log_fetch(self, f: FetchRecord) -> None:
-        self.conn.execute(
-            "INSERT INTO fetches (url, host, status, meta, error, started_at, duration)"
-            " VALUES (?, ?, ?, ?, ?, ?, ?)",
-            (f.url, f.host, f.status, f.meta, f.error, f.started, f.duration),
-        )
-        self.conn.execute(FetchRecord.HOST_UPDATE.format("?"), f.host_row())
-
-    def _record_decision(self, d: DecisionRecord) -> None:
-        self.conn.execute(
-            "INSERT INTO decisions (url, host, allowed, reason, at) VALUES (?, ?, ?, ?, ?)",
-            (d.url, d.host, int(d.allowed), d.reason, d.at),
-        )
-
-    # -- the frontier --
-
     def claim(self, host: str, lease: str) -> Claim | None:
         with self._batched():
             return self._claim(host, lease)
-
-    def release(self, url: str) -> None:
-        with self._batched(closes=True):
-            super().release(url)
-
-    # -- closing a claimed URL --
-
-    def slowed_down(self, fetch: FetchRecord) -> None:
-        with self._batched(closes=True):
-            self._log_fetch(fetch)
-            super().release(fetch.url)
-
-    def refused(self, decision: DecisionRecord, revisit: Revisit | None = None) -> None:
-        with self._batched(closes=True):
-            self._record_decision(decision)
-            self.finish(decision.url, "refused", decision.reason)
-            self._schedule(decision.url, revisit)
-
-    def failed(
-        self, decision: DecisionRecord, fetch: FetchRecord, revisit: Revisit | None = None
-    ) -> None:
-        with self._batched(closes=True):
-            self._record_decision(decision)
-            self._log_fetch(fetch)
-            self.finish(decision.url, "failed", fetch.error)
-            self._schedule(decision.url, revisit)
-
-    def duplicate_of(self, content_hash: str, url: str) -> str | None:
-        return find_by_hash(self.conn, content_hash, url)
-
-    def fetched(self, fetched: FetchedPage) -> dict[str, int]:
-        woken: Counter[str] = Counter()
-        page, url = fetched.page, fetched.decision.url
-        with self._batched(closes=True):
-            self._record_decision(fetched.decision)
-            self._log_fetch(fetched.fetch)
-            if fetched.unchanged:
-                self.conn.execute(
-                    "UPDATE pages SET fetched_at = ?, meta = ? WHERE url = ?",
-                    (page.fetched_at, page.meta, page.url),
-                )
-                self.finish(url, "done")
-            else:
-                old = self.conn.execute(
-                    "SELECT content_hash, duplicate_of FROM pages WHERE url = ?", (page.url,)
-                ).fetchone()
-                if not fetched.gone:
-                    for link, depth, parent in fetched.links:
-                        added, host = self._add(link, depth, parent)
-                        if added == "queued":
-                            woken[host] += 1
-                store_page(self.conn, page, fetched.role)
-                if (
-                    old is not None
-                    and old[1] is None
-                    and (fetched.gone or old[0] != page.content_hash)
-                ):
-                    woken.update(self._requeue_aliases(page.url))  # their canonical changed
-                if fetched.demote is not None:
-                    self._demote(fetched.demote, page.url)
-                if fetched.gone:
-                    self.finish(url, "gone", f"status {page.status}")
-                    self.conn.execute(
-                        "UPDATE hosts SET urls_total = max(0, urls_total - 1) WHERE host = ?",
-                        (host_key(url),),
-                    )
-                else:
-                    self.finish(url, "done")
-            self._schedule(url, fetched.revisit)
-        return dict(woken)
-
-    def _schedule(self, url: str, revisit: Revisit | None) -> None:
-        if revisit is not None:
-            self.conn.execute(
-                "UPDATE urls SET next_visit = ?, revisit_interval = ? WHERE url = ?",
-                (revisit.next_visit, revisit.interval, url),
-            )
-
-    def _requeue_aliases(self, url: str) -> list[str]:
-        """Queue the aliases of ``url`` again now (their body is no longer its body);
-        returns their hosts, one per URL."""
-        rows = self.conn.execute(
-            "UPDATE urls SET state = 'queued', lease = NULL, next_visit = NULL"
-            " WHERE state IN ('done', 'refused', 'failed')"
-            " AND url IN (SELECT url FROM pages WHERE duplicate_of = ?) RETURNING host",
-            (url,),
-        ).fetchall()
-        return [str(r[0]) for r in rows]
-
-    def _demote(self, old: str, new: str) -> None:
-        """``old`` (and its aliases) become aliases of ``new``; ``old`` leaves the index."""
-        self.conn.execute("UPDATE pages SET duplicate_of = ? WHERE duplicate_of = ?", (new, old))
-        row = self.conn.execute("SELECT id FROM pages WHERE url = ?", (old,)).fetchone()
-        if row is not None:
-            self.conn.execute("DELETE FROM pages_fts WHERE rowid = ?", (row[0],))
-            self.conn.execute("DELETE FROM links WHERE page_id = ?", (row[0],))
-            self.conn.execute(
-                "UPDATE pages SET duplicate_of = ?, title = '', text_indexed = 0 WHERE id = ?",
-                (new, row[0]),
-            )
-
-    # -- freshness --
-
-    def previous(self, url: str) -> Visit | None:
-        row = self.conn.execute(
-            "SELECT p.status, p.content_hash, p.duplicate_of, u.revisit_interval, u.attempts"
-            " FROM urls u LEFT JOIN pages p ON p.url = u.url WHERE u.url = ?",
-            (url,),
-        ).fetchone()
-        return None if row is None else Visit(*row)
-
-    def revisit(self, now: float, everything: bool = False) -> int:
-        due = "" if everything else " AND next_visit <= ?"
-        with self._tx():
-            cur = self.conn.execute(
-                "UPDATE urls SET state = 'queued', lease = NULL"
-                f" WHERE state IN ('done', 'refused', 'failed'){due}",
-                () if everything else (now,),
-            )
-            return cur.rowcount
-
-    def prune_logs(self, before: float) -> int:
-        with self._tx():
-            n = self.conn.execute("DELETE FROM fetches WHERE started_at < ?", (before,)).rowcount
-            n += self.conn.execute("DELETE FROM decisions WHERE at < ?", (before,)).rowcount
-        return n
-
-    def aliases(self, url: str) -> list[str]:
-        rows = self.conn.execute(
-            "SELECT url FROM pages WHERE duplicate_of = ? ORDER BY url", (url,)
-        ).fetchall()
-        return [str(r[0]) for r in rows]
-
-    def delist_vanished(self, now: float) -> int:
-        with self._tx():
-            rows = self.conn.execute(VANISHED_PAGES.format("?"), vanished_since(now)).fetchall()
-            ids = [(r[0],) for r in rows]
-            self.conn.executemany("DELETE FROM pages_fts WHERE rowid = ?", ids)
-            self.conn.executemany("DELETE FROM links WHERE page_id = ?", ids)
-            self.conn.executemany(
-                "UPDATE pages SET title = '', text_indexed = 0, content_hash = NULL WHERE id = ?",
-                ids,
-            )
-            for _, url in rows:
-                self._requeue_aliases(str(url))
-        return len(rows)
 
 
 class StoreKnownHosts:

@@ -1,14 +1,17 @@
 """The crawl database: creation, migrations by version, refusal of foreign files."""
 
+import re
 import sqlite3
 from pathlib import Path
 
 import legacy_schemas
 import pytest
 
-from geminibot.crawl.frontier import CLAIM, DEEP_PATHS, QUERIES_ON_PATH
+from geminibot.crawl.frontier import CLAIM, QUERIES_ON_PATH
 from geminibot.index import DatabaseError, connect, transaction
 from geminibot.index.db import SCHEMA_VERSION, get_setting, set_setting
+from geminibot.index.sqlite_sql import ENGINE
+from geminibot.index.statements import DEEP_PATHS
 
 
 def test_new_database_is_wal_and_current(tmp_path: Path) -> None:
@@ -75,7 +78,10 @@ def _indexes(conn: sqlite3.Connection, table: str) -> set[str]:
 
 
 def _plan(conn: sqlite3.Connection, sql: str) -> str:
-    params = ("x",) * sql.count("?")
+    names = re.findall(r":(\w+)", sql)
+    params: dict[str, str] | tuple[str, ...] = (
+        dict.fromkeys(names, "x") if names else ("x",) * sql.count("?")
+    )
     return " | ".join(str(r[3]) for r in conn.execute(f"EXPLAIN QUERY PLAN {sql}", params))
 
 
@@ -111,7 +117,7 @@ def test_frontier_queries_use_an_index(tmp_path: Path) -> None:
     queries = {
         "SELECT state, reason FROM urls WHERE url = ?": "sqlite_autoindex_urls_1",
         QUERIES_ON_PATH: "urls_query_path",
-        DEEP_PATHS.format("?"): "urls_host_state",
+        ENGINE.sql[DEEP_PATHS]: "urls_host_state",
         CLAIM: "urls_host_state",
     }
     for sql, index in queries.items():
