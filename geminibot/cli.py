@@ -46,6 +46,12 @@ def _crawl() -> Register:
     return cli.register
 
 
+def _search() -> Register:
+    from geminibot.index import search_cli
+
+    return search_cli.register
+
+
 def _compare() -> Register:
     from geminibot.classify import compare_cli
 
@@ -117,6 +123,11 @@ COMMANDS: tuple[Module, ...] = (
                 "crawl",
                 "crawl Gemini capsules (and websites) politely into a searchable SQLite index",
             ),
+        ),
+    ),
+    Module(
+        _search,
+        (
             ("search", "search a crawl's index"),
             ("stats", "what a crawl database holds"),
         ),

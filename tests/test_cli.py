@@ -94,8 +94,16 @@ print(json.dumps(sorted(sys.modules)))
             ["geminibot.crawl.cli"],
             ["geminibot.crawl.crawler", "trio", "httpx"],
         ),
-        (["search", "--help"], ["geminibot.crawl.cli"], ["geminibot.crawl.fetcher", "trio"]),
-        (["stats", "--help"], ["geminibot.crawl.cli"], ["geminibot.gemini.client", "httpx"]),
+        (
+            ["search", "--help"],
+            ["geminibot.index.search_cli"],
+            ["geminibot.crawl", "geminibot.policy", "geminibot.gemini", "trio", "httpx"],
+        ),
+        (
+            ["stats", "--help"],
+            ["geminibot.index.search_cli"],
+            ["geminibot.crawl", "geminibot.policy", "geminibot.gemini", "trio", "httpx"],
+        ),
     ],
 )
 def test_a_command_imports_only_its_own_module(

@@ -1,7 +1,7 @@
-"""``geminibot crawl``, ``geminibot search`` and ``geminibot stats``.
+"""``geminibot crawl`` (``search`` and ``stats`` are :mod:`geminibot.index.search_cli`).
 
 The crawler and its network clients (trio, httpx) are imported when a crawl runs, not
-when this module is: ``search``, ``stats`` and every ``--help`` start without them.
+when this module is: every ``--help`` starts without them.
 """
 
 from __future__ import annotations
@@ -20,7 +20,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from geminibot.cliutil import (
-    EXIT_NEGATIVE,
     EXIT_OK,
     CommandError,
     bounded_number,
@@ -32,7 +31,7 @@ from geminibot.cliutil import (
     wrapped,
 )
 from geminibot.crawl.databases import display as without_password
-from geminibot.crawl.databases import is_postgres, open_pg_store, reading
+from geminibot.crawl.databases import is_postgres, open_pg_store
 from geminibot.crawl.freshness import DAY, VANISHED_AFTER
 from geminibot.crawl.frontier import DEFAULT_MAX_DEPTH, MAX_URLS_PER_HOST, Limits
 from geminibot.crawl.politeness import DEFAULT_MIN_DELAY
@@ -47,10 +46,8 @@ from geminibot.crawl.settings import (
     new_lease,
 )
 from geminibot.http.urls import DEFAULT_INFO_URL
-from geminibot.index import DatabaseError, QueryError, connect, stats
+from geminibot.index import DatabaseError, connect
 from geminibot.index.db import checkpoint
-from geminibot.index.search import MAX_LIMIT, MAX_OFFSET
-from geminibot.index.stats import URL_STATES, format_stats, list_urls, status_filter
 from geminibot.net.connect import Resolver, add_connect_to_option, connect_rules, is_loopback
 from geminibot.net.guard import AddressGuard, IPNetwork, parse_network
 from geminibot.policy.cli import agent_option
@@ -274,63 +271,6 @@ def register(commands: Any) -> None:
         "first use (per host and port); a changed certificate is refused."
     )
     crawl.set_defaults(run=run_crawl)
-
-    find = commands.add_parser("search", help="search a crawl's index")
-    find.add_argument("query", metavar="QUERY", help='words, "a phrase", prefix*, -excluded, OR')
-    find.add_argument(
-        "--db", required=True, metavar="PATH|URL", help="crawl database (file or postgresql://)"
-    )
-    find.add_argument(
-        "--limit",
-        type=bounded_number(int, 1, MAX_LIMIT),
-        default=10,
-        metavar="N",
-        help=f"results (1 to {MAX_LIMIT})",
-    )
-    find.add_argument(
-        "--offset",
-        type=bounded_number(int, 0, MAX_OFFSET),
-        default=0,
-        metavar="N",
-        help="skip the first N results (the next page: --offset 10)",
-    )
-    find.add_argument(
-        "--host",
-        metavar="PATTERN",
-        help="only pages of hosts matching this shell pattern (example.org, *.example.org)",
-    )
-    find.add_argument("--json", action="store_true", help="one JSON object per result")
-    find.set_defaults(run=run_search)
-
-    numbers = commands.add_parser(
-        "stats",
-        help="what a crawl database holds",
-        description="Counts of what a crawl database holds; with --urls, the URLs themselves "
-        "(filtered by --status and --host), one per line: state, status, URL, reason.",
-    )
-    numbers.add_argument(
-        "--db", required=True, metavar="PATH|URL", help="crawl database (file or postgresql://)"
-    )
-    numbers.add_argument(
-        "--urls", action="store_true", help="list the URLs instead of counting them"
-    )
-    numbers.add_argument(
-        "--status",
-        metavar="STATUS",
-        help="with --urls: a state (" + ", ".join(URL_STATES) + "), a status (51, 404) or a "
-        "class of them (5x)",
-    )
-    numbers.add_argument(
-        "--host", metavar="PATTERN", help="with --urls: hosts matching this shell pattern"
-    )
-    numbers.add_argument(
-        "--limit",
-        type=positive_int,
-        metavar="N",
-        help="with --urls: at most N URLs (default: all)",
-    )
-    numbers.add_argument("--json", action="store_true", help="one JSON object (per URL)")
-    numbers.set_defaults(run=run_stats)
 
 
 # --- crawl ---
@@ -779,63 +719,3 @@ def summary_lines(
         lines.append(f"{p.queued} URLs left in the queue (hosts skipped for now)")
     lines.append(f"index: {db}  (geminibot search QUERY --db {db})")
     return lines
-
-
-# --- search and stats ---
-
-
-def run_search(args: argparse.Namespace) -> int:
-    with reading(args.db) as (conn, search):
-        try:
-            results = search(conn, args.query, args.limit, offset=args.offset, host=args.host)
-        except QueryError as exc:
-            raise CommandError(f"search: {exc}") from None
-    for n, r in enumerate(results, args.offset + 1):
-        if args.json:
-            emit_json(r.as_json())
-        else:
-            print(r.as_text(n, highlight=sys.stdout.isatty()))
-    if not results and not args.json:
-        print("no results", file=sys.stderr)
-    return EXIT_OK if results else EXIT_NEGATIVE
-
-
-def run_stats(args: argparse.Namespace) -> int:
-    if not args.urls and (args.status or args.host or args.limit is not None):
-        raise CommandError("stats: --status, --host and --limit go with --urls")
-    if args.urls:
-        try:
-            status_filter(args.status)
-        except ValueError as exc:
-            raise CommandError(f"stats: {exc}") from None
-    with reading(args.db) as (conn, _):
-        if args.urls:
-            return _list_urls(conn, args)
-        from geminibot.index.tantivy_index import index_lag
-
-        data = stats(conn, lag=index_lag(conn))
-    if args.json:
-        emit_json(data)
-    else:
-        print(format_stats(data))
-    return EXIT_OK
-
-
-def _list_urls(conn: Any, args: argparse.Namespace) -> int:
-    """``stats --urls`` on either store (an sqlite3 or a psycopg connection)."""
-    if isinstance(conn, sqlite3.Connection):
-        rows = list_urls(conn, status=args.status, host=args.host, limit=args.limit)
-    else:
-        from geminibot.index import pg
-
-        rows = pg.list_urls(conn, status=args.status, host=args.host, limit=args.limit)
-    for row in rows:
-        if args.json:
-            emit_json(row.as_json())
-        else:
-            status = "-" if row.status is None else str(row.status)
-            reason = f"  {terminal_safe(row.reason)}" if row.reason else ""
-            print(f"{row.state:<8} {status:>3}  {terminal_safe(row.url)}{reason}")
-    if not rows and not args.json:
-        print("no URLs match", file=sys.stderr)
-    return EXIT_OK if rows else EXIT_NEGATIVE

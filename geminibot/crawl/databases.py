@@ -1,5 +1,6 @@
 """What ``--db`` names: an SQLite file (the default, no server) or a PostgreSQL database
-(a libpq URI, ``postgresql://USER@HOST:PORT/DB``), for ``crawl``, ``search`` and ``stats``.
+(a libpq URI, ``postgresql://USER@HOST:PORT/DB``), for ``crawl`` (``search`` and ``stats``
+read through :func:`geminibot.index.search_cli.reading`).
 
 A bad connection string is a usage error (exit 2); a server that cannot be reached, or
 refuses us, is an error found (exit 1). Either is one line, never a traceback.
@@ -8,16 +9,14 @@ refuses us, is an error found (exit 1). Either is one line, never a traceback.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
 from typing import Any
 
 from geminibot.crawl.frontier import Limits
-from geminibot.index import DatabaseError, SearchResult, connect, search
+from geminibot.index import DatabaseError
 from geminibot.index.pg import command_error as pg_error
 from geminibot.index.pg import display, is_postgres
 
-__all__ = ["display", "is_postgres", "open_pg_store", "pg_error", "reading"]
+__all__ = ["display", "is_postgres", "open_pg_store", "pg_error"]
 
 
 def open_pg_store(db: str, limits: Limits, lease_seconds: float | None) -> Any:
@@ -29,35 +28,3 @@ def open_pg_store(db: str, limits: Limits, lease_seconds: float | None) -> Any:
         return pgstore.open_store(db, time.time, limits, lease_seconds=seconds)
     except DatabaseError as exc:
         raise pg_error(exc) from None
-
-
-@contextmanager
-def reading(db: str) -> Iterator[tuple[Any, Callable[..., list[SearchResult]]]]:
-    """An existing crawl database to read: (connection, its search function); the same
-    statistics SQL runs on both connections."""
-    if is_postgres(db):
-        from geminibot.index import pg
-
-        try:
-            pg_conn = pg.connect(db)
-        except DatabaseError as exc:
-            raise pg_error(exc) from None
-        with pg_conn:
-            yield pg_conn, _pg_search
-        return
-    try:
-        conn = connect(db, create=False)
-    except DatabaseError as exc:
-        raise pg_error(exc) from None
-    try:
-        yield conn, search
-    finally:
-        conn.close()
-
-
-def _pg_search(
-    conn: Any, query: str, limit: int, *, offset: int = 0, host: str | None = None
-) -> list[SearchResult]:
-    from geminibot.index import pg
-
-    return pg.search(conn, query, limit, offset=offset, host=host)

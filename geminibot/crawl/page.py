@@ -1,10 +1,12 @@
 """From one Gemini (or http(s): :func:`extract_web`) response to what the index keeps and the frontier grows by (pure).
 
 - ``20`` with ``text/gemini``: title (:func:`geminibot.index.text.page_title`),
-  headings, text (every line, link labels included, an unlabeled link's URL words,
-  preformatted blocks too; front matter left out), links (resolved and normalised);
-- ``20`` with another ``text/*``: decoded text without front matter (its title: the
-  first Markdown heading or the first line), no links;
+  headings, text (every line, each link's label and the words of its URL as written,
+  preformatted blocks with their alt text and any text after their closing toggle,
+  front matter too), links (resolved and
+  normalised);
+- ``20`` with another ``text/*``: decoded text (its title: the first Markdown heading or
+  the first line after any front matter), no links;
 - ``20`` with anything else: metadata only (MIME type, size, content hash);
 - ``3x``: the redirect target is recorded and becomes a link;
 - other statuses: the status and meta line only.
@@ -31,7 +33,8 @@ from geminibot.index.text import (
     url_words,
 )
 
-#: Most links taken from one page (the rest are ignored; a trap bound).
+#: Most links taken from one page, and whose URL words go into its text (the rest are
+#: ignored but for their labels; a trap bound).
 MAX_LINKS_PER_PAGE = 1_000
 
 
@@ -89,12 +92,12 @@ def extract(
 
 
 def _text_page(base: Page, text: str, url: str, essence: str) -> Page:
-    """A text page other than gemtext: its text without front matter, and its title (of
-    Markdown, the first heading in its first lines)."""
-    front, text = split_front_matter(text)
+    """A text page other than gemtext: its text, and its title (of Markdown, the first
+    heading in its first lines; front matter is not a first line)."""
+    front, rest = split_front_matter(text)
     first = ""
     heading = None
-    for n, line in enumerate(text.splitlines()):
+    for n, line in enumerate(rest.splitlines()):
         if heading is not None or n >= _TITLE_SCAN_LINES or (first and essence != MARKDOWN):
             break
         if line.startswith("#") and essence == MARKDOWN:
@@ -107,25 +110,29 @@ def _gemtext_page(base: Page, mime: MimeType, text: str, url: str) -> Extracted:
     """A text/gemini page: title, headings, text and links."""
     # One line at a time, links resolved only up to the cap: a page of a million links
     # costs its text, not a million objects (issue 13, item 19).
-    front, text = split_front_matter(text)
+    front, rest = split_front_matter(text)
     title: str | None = None
     first = label = ""  # the first line of text; the first link's label
     links: list[Link] = []
     headings: list[str] = []
     words = _Joined()
-    for line in iter_gemtext(text):
+    words.add(text[: len(text) - len(rest)].strip())  # front matter: searched, not shown
+    for line in iter_gemtext(rest):
         if isinstance(line, LinkLine):
-            target = resolve(line.raw_url, url)
-            if len(links) < MAX_LINKS_PER_PAGE:
+            words.add(line.label)
+            if len(links) < MAX_LINKS_PER_PAGE:  # past it, a link's URL is not even read
+                target = resolve(line.raw_url, url)
                 links.append(Link(target, line.label))
-            words.add(line.label or url_words(target))
+                words.add(url_words(line.raw_url, whole=True))  # as written: #fragment too
             label = label or line.label.strip()
         elif isinstance(line, HeadingLine):
             title = line.text if title is None else title
             headings.append(line.text)
         elif isinstance(line, Preformatted):
+            words.add(line.alt)
             for row in line.lines:
                 words.add(row)
+            words.add(line.after)
         else:
             words.add(line.text)
             first = first or line.text.strip()

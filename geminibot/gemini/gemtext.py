@@ -59,10 +59,12 @@ class QuoteLine:
 
 @dataclass(frozen=True, slots=True)
 class Preformatted:
-    """A whole preformatted block: its alt text and its lines, verbatim."""
+    """A whole preformatted block: its alt text and its lines, verbatim; ``after``, any
+    text after its closing toggle (which clients do not show, though authors write it)."""
 
     alt: str
     lines: tuple[str, ...]
+    after: str = ""
 
 
 Line = TextLine | LinkLine | HeadingLine | ListItem | QuoteLine | Preformatted
@@ -112,7 +114,7 @@ def iter_gemtext(text: str, base: URL | str | None = None) -> Iterator[Line]:
                 pre_alt = raw[3:].strip()
                 pre_lines = []
             else:
-                yield Preformatted(pre_alt, tuple(pre_lines))
+                yield Preformatted(pre_alt, tuple(pre_lines), raw[3:].strip())
                 pre_alt = None
         elif pre_alt is not None:
             pre_lines.append(raw)

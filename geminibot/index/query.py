@@ -1,7 +1,10 @@
 """User search queries as data, parsed once and rendered by each engine.
 
 The syntax (all engines): words are all required; ``"a phrase"``; ``word*`` (prefix);
-``-word`` or ``-"a phrase"`` excludes; ``a OR b``. Nothing here knows any engine.
+``-word`` or ``-"a phrase"`` excludes; ``a OR b``; ``lang:CODE`` keeps pages in that
+language (an ISO 639-1 code such as ``de``; the last one given counts). A query is read
+as a query whatever it begins with (``-word`` first is an exclusion, not an option).
+Nothing here knows any engine.
 """
 
 from __future__ import annotations
@@ -15,6 +18,7 @@ MAX_QUERY_LENGTH = 500
 _TERM = re.compile(r'(-?)(?:"([^"]*)"?|(\S+))')
 _WORDLIKE = re.compile(r"\w", re.UNICODE)
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+_LANG = re.compile(r"lang:([A-Za-z]{2,3})(?:[-_][A-Za-z0-9]{1,8})*", re.IGNORECASE)
 
 
 class QueryError(ValueError):
@@ -38,6 +42,7 @@ class ParsedQuery:
 
     groups: tuple[tuple[Term, ...], ...]
     excluded: tuple[Term, ...] = ()
+    lang: str | None = None  # lang:CODE, the primary subtag in lower case
 
 
 def parse_query(query: str) -> ParsedQuery:
@@ -46,9 +51,14 @@ def parse_query(query: str) -> ParsedQuery:
         raise QueryError(f"query too long ({len(query)} characters, at most {MAX_QUERY_LENGTH})")
     query = _CONTROL.sub(" ", query)
     positive: list[list[Term]] = [[]]  # OR-separated groups of ANDed terms
+    lang: str | None = None
     negative: list[Term] = []
     for match in _TERM.finditer(query):
         neg, phrase, word = match.group(1), match.group(2), match.group(3)
+        lang_match = _LANG.fullmatch(word or "")
+        if lang_match is not None and not neg:
+            lang = lang_match.group(1).lower()
+            continue
         if word == "OR" and not neg:
             if positive[-1]:
                 positive.append([])
@@ -67,4 +77,4 @@ def parse_query(query: str) -> ParsedQuery:
         raise QueryError(
             "nothing to search for: give at least one word (not only -excluded words or symbols)"
         )
-    return ParsedQuery(groups, tuple(negative))
+    return ParsedQuery(groups, tuple(negative), lang)

@@ -22,9 +22,10 @@ from typing import Any
 
 from geminibot.cliutil import terminal_safe, wrapped
 from geminibot.index.authority import has_authority
+from geminibot.index.languages import primary
 from geminibot.index.query import MAX_QUERY_LENGTH, ParsedQuery, QueryError, Term, parse_query
 from geminibot.index.stats import host_filter
-from geminibot.index.tantivy_index import open_current
+from geminibot.index.tantivy_index import Hit, open_current
 from geminibot.index.text import (
     MARK,
     clean_title,
@@ -90,11 +91,19 @@ class SearchResult:
             "fetched_at": self.fetched_at,
         }
 
-    def as_text(self, number: int, *, highlight: bool = False) -> str:
-        """For a terminal: number and title, URL (whole, to copy), snippet, the servers'
-        text escaped and wrapped to 80 columns; searched words in bold
-        (:data:`TERMINAL_HIGHLIGHT`) with ``highlight``, else unmarked."""
-        lines = wrapped(f"{number}. {self.title or self.url}", "", "   ")
+    def language_note(self, reader: str | None) -> str:
+        """`` [de]`` after a title when the page's language is known and is not the
+        ``reader``'s (a language code), else ""."""
+        code = primary(self.lang)
+        return f" [{code}]" if code and code != primary(reader) else ""
+
+    def as_text(self, number: int, *, highlight: bool = False, reader: str | None = None) -> str:
+        """For a terminal: number and title (and the page's language when it is not the
+        ``reader``'s), URL (whole, to copy), snippet, the servers' text escaped and
+        wrapped to 80 columns; searched words in bold (:data:`TERMINAL_HIGHLIGHT`) with
+        ``highlight``, else unmarked."""
+        title = f"{number}. {self.title or self.url}{self.language_note(reader)}"
+        lines = wrapped(title, "", "   ")
         lines.append(f"   {terminal_safe(self.url)}")
         shown = "\n".join(wrapped(self.snippet, "   ", "   "))
         lines.append(render_marks(shown, *(TERMINAL_HIGHLIGHT if highlight else ("", ""))))
@@ -147,6 +156,11 @@ def search(
     parsed = parse_query(query)
     expr = to_fts_query(parsed)
     where, params = host_filter(host, "p.host")
+    if parsed.lang:
+        # The store knows a page's language from its MIME type only; the tantivy index
+        # knows the detected ones too.
+        where += " AND (lower(p.lang) = ? OR lower(p.lang) LIKE ? || '-%')"
+        params = (*params, parsed.lang, parsed.lang)
     index = None if engine == "fts5" or host is not None else open_current(conn)
     if engine == "tantivy" and index is None:
         raise QueryError("no current tantivy index: run 'geminibot index rebuild --db PATH'")
@@ -174,7 +188,7 @@ def search(
 
 
 def _read_back(
-    conn: sqlite3.Connection, parsed: ParsedQuery, hits: list[tuple[int, float]]
+    conn: sqlite3.Connection, parsed: ParsedQuery, hits: list[Hit]
 ) -> list[SearchResult]:
     """Results for tantivy's (page id, score) hits, read from the store in one query.
 
@@ -191,19 +205,23 @@ def _read_back(
             "SELECT f.rowid, p.url, p.title, p.mime, p.lang, p.size, p.fetched_at, f.body,"
             " f.headings FROM pages_fts f JOIN pages p ON p.id = f.rowid"
             f" WHERE f.rowid IN ({marks})",
-            [page_id for page_id, _ in hits],
+            [hit.page_id for hit in hits],
         )
     }
     words = [t for group in parsed.groups for t in group]
     results = []
-    for page_id, score in hits:
-        row = rows.get(page_id)
+    for hit in hits:
+        row = rows.get(hit.page_id)
         if row is None:  # deleted from the store since the index was built
             continue
         body, headings = split_front_matter(row[6] or "")[1], row[7] or ""
         snippet = text_snippet(body, words) or text_snippet(headings, words)
+        url, title, mime, lang, size, fetched_at = row[:6]
+        shown = snippet or body[:PLAIN_SNIPPET_CHARS]
         results.append(
-            result_from_row((*row[:6], snippet or body[:PLAIN_SNIPPET_CHARS], ""), -score)
+            result_from_row(
+                (url, title, mime, hit.lang or lang, size, fetched_at, shown, ""), -hit.score
+            )
         )
     return results
 

@@ -13,7 +13,11 @@ Fields: title, headings, **anchors** (the text of links from other hosts pointin
 page, one copy per linking host and label), body and url, each scored by bm25 and summed
 with :data:`FIELD_BOOSTS`; beside each, a **pair field** (``body_pairs``...) holding
 every two neighbouring words of it as one token (``ba_babore``), so that a phrase becomes
-term lookups (:func:`word_pairs`); and the page's link authority as a fast field.
+term lookups (:func:`word_pairs`); **stems**, the page's own words stemmed in its
+language (:mod:`geminibot.index.languages`), matched by a query word's stem in each
+language the index holds (:data:`STEM_BOOST`); **lang**, the page's language, which
+``lang:CODE`` requires; and the page's link authority as a fast field.
+:func:`page_document` makes one page's document, for a rebuild and an updater alike.
 
 Ranking is in two stages (:meth:`TantivyIndex.search`): tantivy's collector keeps the
 best :data:`RERANK_WINDOW` pages by text alone, with block-max pruning intact, then those
@@ -44,7 +48,7 @@ import time
 from collections import Counter
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from itertools import pairwise
 from pathlib import Path
 
@@ -52,14 +56,22 @@ import tantivy
 
 from geminibot.index.authority import has_authority, weight_of
 from geminibot.index.db import transaction
+from geminibot.index.languages import STEMMERS, page_language
 from geminibot.index.query import ParsedQuery, Term
+from geminibot.index.text import url_words
 
 #: Index format of this module (a folder written by another is rebuilt, not read).
-FORMAT = 3
+FORMAT = 4
 #: bm25 boosts per field (FTS5's column weights, plus anchor text).
 FIELD_BOOSTS = {"title": 10.0, "headings": 5.0, "anchors": 1.0, "body": 1.0, "url": 2.0}
 #: The fields holding the page's own words (not others' link text, nor its URL).
 OWN_FIELDS = ("title", "headings", "body")
+#: bm25 boost of the stems field (the page's own words stemmed in its language), matched
+#: by a query word's stems: a page saying "gardens" is found by "garden", and ranked by
+#: its other words. At 0 a stem finds pages without lifting them: on real capsules any
+#: weight on stems let pages sharing a rare word's stem outrank the page that has the
+#: word (known-item MRR 0.988 at 1.0, 0.991 at 0.25, 0.992 at 0; docs/benchmarks.md).
+STEM_BOOST = 0.0
 #: The pair field beside each text field (see :func:`word_pairs`).
 PAIR_FIELDS = {name: name + "_pairs" for name in FIELD_BOOSTS}
 #: Joins two words into one token of a pair field: the analyzer's words are letters and
@@ -92,6 +104,7 @@ FOLLOW_GRACE = 60.0
 MAX_ANCHOR_CHARS = 20_000
 _TOKENIZER = "geminibot"
 _PAIR_TOKENIZER = "geminibot_pairs"
+_RAW_TOKENIZER = "raw"
 
 
 class IndexUnavailable(Exception):
@@ -114,6 +127,17 @@ def text_analyzer() -> tantivy.TextAnalyzer:
     return (
         tantivy.TextAnalyzerBuilder(tantivy.Tokenizer.simple())
         .filter(tantivy.Filter.lowercase())
+        .filter(tantivy.Filter.ascii_fold())
+        .build()
+    )
+
+
+def _stem_analyzer(code: str) -> tantivy.TextAnalyzer:
+    """Words as :func:`text_analyzer` makes them, stemmed by language ``code``'s stemmer."""
+    return (
+        tantivy.TextAnalyzerBuilder(tantivy.Tokenizer.simple())
+        .filter(tantivy.Filter.lowercase())
+        .filter(tantivy.Filter.stemmer(STEMMERS[code]))
         .filter(tantivy.Filter.ascii_fold())
         .build()
     )
@@ -158,14 +182,41 @@ def _schema() -> tantivy.Schema:
         builder.add_text_field(
             PAIR_FIELDS[name], tokenizer_name=_PAIR_TOKENIZER, index_option="freq"
         )
+    builder.add_text_field("stems", tokenizer_name=_PAIR_TOKENIZER, index_option="freq")
+    builder.add_text_field("lang", stored=True, tokenizer_name=_RAW_TOKENIZER)
     builder.add_float_field("authority", fast=True)
     builder.add_float_field("stuffing", fast=True)
     return builder.build()
 
 
+class DocumentBuilder:
+    """What :func:`page_document` needs beyond a page's row: the analyzer, a stemmer per
+    language met, and how many pages of each language it has built (the manifest's
+    ``languages``, whose stems a query searches)."""
+
+    def __init__(self) -> None:
+        self.analyzer = text_analyzer()
+        self.languages: Counter[str] = Counter()
+        self._stemmers: dict[str, tantivy.TextAnalyzer] = {}
+
+    def stemmer(self, code: str) -> tantivy.TextAnalyzer:
+        if code not in self._stemmers:
+            self._stemmers[code] = _stem_analyzer(code)
+        return self._stemmers[code]
+
+
 def _register(index: tantivy.Index, analyzer: tantivy.TextAnalyzer) -> None:
     index.register_tokenizer(_TOKENIZER, analyzer)
     index.register_tokenizer(_PAIR_TOKENIZER, _pair_analyzer())
+
+
+@dataclass(frozen=True)
+class Hit:
+    """One page found: its id in the store, its score, its language (None: unknown)."""
+
+    page_id: int
+    score: float
+    lang: str | None
 
 
 @dataclass
@@ -177,14 +228,23 @@ class TantivyIndex:
     schema: tantivy.Schema
     analyzer: tantivy.TextAnalyzer
     has_authority: bool
+
     #: This build's identity (a rebuild writes another) and the manifest it was read from.
     build: str
     manifest: dict[str, object]
+    _stemmers: dict[str, tantivy.TextAnalyzer] = field(default_factory=dict)
 
     @property
     def applied(self) -> int:
         """The last store change (``index_changes.seq``) this index holds."""
         return int(str(self.manifest["applied"]))
+
+    @property
+    def languages(self) -> tuple[str, ...]:
+        """The languages with a stemmer that the index's pages are in (their stems are
+        searched)."""
+        counts = self.manifest.get("languages")
+        return tuple(str(c) for c in counts if c in STEMMERS) if isinstance(counts, dict) else ()
 
     def search(
         self,
@@ -194,8 +254,8 @@ class TantivyIndex:
         offset: int = 0,
         authority: bool = True,
         window: int = RERANK_WINDOW,
-    ) -> list[tuple[int, float]]:
-        """(page id, score) of ``limit`` pages from the ``offset``-th on, best first.
+    ) -> list[Hit]:
+        """The ``limit`` pages from the ``offset``-th on, best first.
 
         With ``authority``, the best ``window`` pages by text are ordered by text score ×
         ``log2(2 + authority)`` (when the index was built with authority) ×
@@ -225,23 +285,44 @@ class TantivyIndex:
             ranked = head + scored[window:]
         page = ranked[offset:wanted]
         ids = searcher.fast_field_values("id", [addr for _, addr in page])
-        return [(int(i or 0), float(score)) for i, (score, _) in zip(ids, page, strict=True)]
+        return [
+            Hit(int(i or 0), float(score), _stored_lang(searcher.doc(addr)))
+            for i, (score, addr) in zip(ids, page, strict=True)
+        ]
 
-    def _term(self, term: Term) -> tantivy.Query | None:
+    def _stems(self, word: str, lang: str | None) -> list[tantivy.Query]:
+        """Term queries for ``word``'s stem in each language searched (``lang``, else every
+        language of the index that has a stemmer)."""
+        codes = [lang] if lang in STEMMERS else [] if lang else list(self.languages)
+        stems: set[str] = set()
+        for code in codes:
+            if code not in self._stemmers:
+                self._stemmers[code] = _stem_analyzer(code)
+            stems.update(self._stemmers[code].analyze(word))
+        return [
+            tantivy.Query.boost_query(
+                tantivy.Query.term_query(self.schema, "stems", stem), STEM_BOOST
+            )
+            for stem in sorted(stems)
+        ]
+
+    def _term(self, term: Term, lang: str | None = None) -> tantivy.Query | None:
         words: list[str | tuple[int, str]] = list(self.analyzer.analyze(term.text))
         if not words:
             return None
         per_field = []
-        for field, boost in FIELD_BOOSTS.items():
+        if not term.prefix and len(words) == 1:
+            per_field += [(tantivy.Occur.Should, q) for q in self._stems(term.text, lang)]
+        for name, boost in FIELD_BOOSTS.items():
             if not term.prefix and len(words) > 1:
-                q = self._phrase(field, words)
+                q = self._phrase(name, words)
             elif term.prefix and len(words) == 1:
                 escaped = "".join(c if c.isalnum() else "\\" + c for c in str(words[0]))
-                q = tantivy.Query.regex_query(self.schema, field, escaped + ".*")
+                q = tantivy.Query.regex_query(self.schema, name, escaped + ".*")
             elif term.prefix:
-                q = tantivy.Query.phrase_prefix_query(self.schema, field, words)
+                q = tantivy.Query.phrase_prefix_query(self.schema, name, words)
             else:
-                q = tantivy.Query.term_query(self.schema, field, words[0])
+                q = tantivy.Query.term_query(self.schema, name, words[0])
             per_field.append((tantivy.Occur.Should, tantivy.Query.boost_query(q, boost)))
         return tantivy.Query.boolean_query(per_field)
 
@@ -265,7 +346,7 @@ class TantivyIndex:
     def _query(self, parsed: ParsedQuery) -> tantivy.Query | None:
         groups = []
         for group in parsed.groups:
-            terms = [self._term(t) for t in group]
+            terms = [self._term(t, parsed.lang) for t in group]
             if any(t is None for t in terms):
                 continue  # a required word the index can never contain
             groups.append(
@@ -281,7 +362,17 @@ class TantivyIndex:
             clauses = [(tantivy.Occur.Must, top)]
             clauses += [(tantivy.Occur.MustNot, q) for q in excluded]
             top = tantivy.Query.boolean_query(clauses)
+        if parsed.lang:
+            language = tantivy.Query.term_query(self.schema, "lang", parsed.lang)
+            top = tantivy.Query.boolean_query(
+                [(tantivy.Occur.Must, top), (tantivy.Occur.Must, language)]
+            )
         return top
+
+
+def _stored_lang(doc: tantivy.Document) -> str | None:
+    values = doc.to_dict().get("lang") or []
+    return str(values[0]) if values else None
 
 
 def read_manifest(folder: Path) -> dict[str, object] | None:
@@ -441,15 +532,20 @@ def writing(db: Path) -> Iterator[None]:
 
 
 def _anchor_table(conn: sqlite3.Connection) -> None:
-    """A temporary table: target URL -> text of links to it from other hosts."""
+    """A temporary table: target URL -> text of links to it from other hosts (an
+    unlabeled link's text: the words of the target's URL, :func:`url_words`)."""
     conn.execute("DROP TABLE IF EXISTS temp.anchor_text")
+    conn.create_function("geminibot_url_words", 1, url_words, deterministic=True)
     conn.execute(
         "CREATE TEMP TABLE anchor_text AS"
         " SELECT target, substr(group_concat(label, ' | '), 1, ?) AS text FROM ("
-        "  SELECT DISTINCT l.target AS target, p.host AS host, l.label AS label"
-        "  FROM links l JOIN pages p ON p.id = l.page_id"
-        "  WHERE l.label != '' AND l.target NOT LIKE 'gemini://' || p.host || '/%'"
-        "  AND l.target != 'gemini://' || p.host"
+        "  SELECT DISTINCT target, host, label FROM ("
+        "   SELECT l.target AS target, p.host AS host, CASE WHEN l.label != '' THEN l.label"
+        "   ELSE geminibot_url_words(l.target) END AS label"
+        "   FROM links l JOIN pages p ON p.id = l.page_id"
+        "   WHERE l.target NOT LIKE 'gemini://' || p.host || '/%'"
+        "   AND l.target != 'gemini://' || p.host"
+        "  ) WHERE label != ''"
         " ) GROUP BY target",
         (MAX_ANCHOR_CHARS,),
     )
@@ -458,24 +554,28 @@ def _anchor_table(conn: sqlite3.Connection) -> None:
 
 def page_rows(conn: sqlite3.Connection, anchors: str, join: str, where: str) -> str:
     """The query of pages as :func:`page_document` takes them: id, title, headings,
-    ``anchors`` (an expression over ``join``), body, url, authority score; for the pages
-    with text matching ``where``."""
+    ``anchors`` (an expression over ``join``), body, url, authority score, the MIME type's
+    lang parameter; for the pages with text matching ``where``."""
     authority = (
         "(SELECT score FROM authority a WHERE a.url = p.url)" if has_authority(conn) else "0.0"
     )
     return (
         f"SELECT p.id, f.title, f.headings, {anchors}, f.body, f.url,"
-        f" coalesce({authority}, 0.0)"
+        f" coalesce({authority}, 0.0), p.lang"
         f" FROM pages p JOIN pages_fts f ON f.rowid = p.id{join}"
         f" WHERE p.text_indexed AND {where}"
     )
 
 
-def page_document(
-    analyzer: tantivy.TextAnalyzer, row: tuple[int, str, str, str, str, str, float]
-) -> tantivy.Document:
-    """The index's document of one page, from a row of :func:`page_rows`."""
-    page_id, title, headings, anchors, body, url, score = row
+#: One page as :func:`page_rows` reads it: id, title, headings, link text from other
+#: hosts, body, URL, authority score, the MIME type's lang parameter.
+PageRow = tuple[int, str, str, str, str, str, float, "str | None"]
+
+
+def page_document(builder: DocumentBuilder, row: PageRow) -> tantivy.Document:
+    """The index's document of one page, from a row of :func:`page_rows`: the one place
+    that says what a document holds, for a rebuild and for an updater alike."""
+    page_id, title, headings, anchors, body, url, score, mime_lang = row
     doc = tantivy.Document()
     doc.add_unsigned("id", int(page_id))
     own: list[str] = []  # the page's own words: title, headings, body
@@ -487,10 +587,17 @@ def page_document(
         ("url", url),
     ):
         doc.add_text(name, value or "")
-        words = analyzer.analyze(value) if value else []
+        words = builder.analyzer.analyze(value) if value else []
         doc.add_text(PAIR_FIELDS[name], " ".join(word_pairs(words)))
         if name in OWN_FIELDS:
             own += words
+    lang = page_language(mime_lang, body or title or "")
+    if lang is not None:
+        doc.add_text("lang", lang)
+        builder.languages[lang] += 1
+        if lang in STEMMERS:
+            own_text = "\n".join((title or "", headings or "", body or ""))
+            doc.add_text("stems", " ".join(builder.stemmer(lang).analyze(own_text)))
     doc.add_float("authority", float(score))
     doc.add_float("stuffing", stuffing(own))
     return doc
@@ -528,8 +635,8 @@ def rebuild_locked(
     try:
         (build / "tantivy").mkdir(parents=True)
         index = tantivy.Index(_schema(), path=str(build / "tantivy"))
-        analyzer = text_analyzer()
-        _register(index, analyzer)
+        builder = DocumentBuilder()
+        _register(index, builder.analyzer)
         writer = index.writer(WRITER_HEAP, WRITER_THREADS)
         say("collecting link text")
         _anchor_table(conn)
@@ -543,7 +650,7 @@ def rebuild_locked(
         count = 0
         while batch := rows.fetchmany(BATCH):
             for row in batch:
-                writer.add_document(page_document(analyzer, row))
+                writer.add_document(page_document(builder, row))
             count += len(batch)
             say(f"indexed {count} pages")
         writer.commit()
@@ -555,6 +662,7 @@ def rebuild_locked(
             "applied": applied,
             "pages": count,
             "authority": with_authority,
+            "languages": dict(builder.languages.most_common()),
             "built_at": time.time(),
             "seconds": round(time.perf_counter() - started, 3),
         }

@@ -8,7 +8,8 @@ the words of a URL, and the highlighted words of a snippet (pure functions).
 - :func:`split_front_matter`: a Hugo/Jekyll front matter block (``+++ ... +++`` or
   ``--- ... ---``) at the top of a page, which is metadata, not text to show or search.
 - :func:`url_words`: the words of a URL's path (segments split on ``-``, ``_``, ``.``,
-  ``/``), which stand for an unlabeled link's text.
+  ``/``), which stand for an unlabeled link's text; a page's text holds each of its
+  links' URL words (host and path) beside the link's label.
 - :data:`MARK`: the two characters marking a searched word in a snippet, private-use
   code points that page text is cleared of (:func:`unmarked`), so that each display
   renders them its own way and a page's own brackets are never taken for them.
@@ -113,15 +114,19 @@ def page_title(heading: str | None, front: str, first_line: str, url: str) -> st
     return name_title(url)
 
 
-def url_words(url: str) -> str:
-    """The words of ``url``'s path, percent-decoded and split on ``-``, ``_``, ``.``,
-    ``/`` (and other punctuation): ``/images/eiffel_outside.jpg`` -> ``images eiffel
-    outside jpg``; the extensions of pages (``.gmi``, ``.md``...) left out."""
+def url_words(url: str, *, whole: bool = False) -> str:
+    """The words of ``url``'s path (with ``whole``, of its host name, path, query and
+    fragment), percent-decoded and split on ``-``, ``_``, ``.``, ``/`` (and other
+    punctuation): ``/images/eiffel_outside.jpg`` -> ``images eiffel outside jpg``; the
+    extensions of pages (``.gmi``, ``.md``...) left out."""
     try:
-        path = urlsplit(url[:MAX_URL_WORDS_CHARS]).path
+        parts = urlsplit(url[:MAX_URL_WORDS_CHARS])
     except ValueError:
         return ""
-    words = [w for w in _URL_SPLIT.split(unquote(path)) if w]
+    text = unquote(parts.path)
+    if whole:
+        text = " ".join((parts.hostname or "", text, unquote(parts.query), parts.fragment))
+    words = [w for w in _URL_SPLIT.split(text) if w]
     return " ".join(w for w in words if w.lower() not in _EXTENSIONS)
 
 

@@ -22,12 +22,14 @@ from __future__ import annotations
 import shutil
 import sqlite3
 import time
+from collections import Counter
 from collections.abc import Callable
 from contextlib import ExitStack
 
 import tantivy
 
 from geminibot.index.tantivy_index import (
+    DocumentBuilder,
     IndexUnavailable,
     db_path_of,
     forget_applied,
@@ -38,7 +40,6 @@ from geminibot.index.tantivy_index import (
     pending,
     read_manifest,
     rebuild_locked,
-    text_analyzer,
     write_manifest,
     writing,
 )
@@ -67,7 +68,7 @@ class IndexUpdater:
         self.db = db
         self.folder = index_dir(db)
         self.progress = progress
-        self.analyzer = text_analyzer()
+        self.builder = DocumentBuilder()
         self._stack = ExitStack()
 
     def __enter__(self) -> IndexUpdater:
@@ -107,6 +108,16 @@ class IndexUpdater:
     def applied(self) -> int:
         return int(str(self.manifest["applied"]))
 
+    def _languages(self) -> dict[str, int]:
+        """The manifest's pages per language with the pages this updater has added (a
+        language met first here has its stems searched from the next commit on)."""
+        counts = Counter(self.builder.languages)
+        old = self.manifest.get("languages")
+        if isinstance(old, dict):
+            counts.update({str(k): int(v) for k, v in old.items()})
+        self.builder.languages.clear()
+        return dict(counts.most_common())
+
     def pending(self) -> int:
         """Changes of the store not applied yet."""
         return pending(self.conn, self.applied)
@@ -127,10 +138,12 @@ class IndexUpdater:
         )
         marks = ", ".join("?" * len(ids))
         for row in self.conn.execute(page_rows(self.conn, "''", "", f"p.id IN ({marks})"), ids):
-            page_id, title, headings, _, body, url, score = row
+            page_id, title, headings, _, body, url, score, lang = row
             carried = anchors.get(str(url), "")
             self.writer.add_document(
-                page_document(self.analyzer, (page_id, title, headings, carried, body, url, score))
+                page_document(
+                    self.builder, (page_id, title, headings, carried, body, url, score, lang)
+                )
             )
         self.writer.commit()
         self.index.reload()
@@ -139,6 +152,7 @@ class IndexUpdater:
             **self.manifest,
             "applied": last,
             "pages": self.index.searcher().num_docs,
+            "languages": self._languages(),
             "updated_at": time.time(),
         }
         write_manifest(self.folder, self.manifest)

@@ -16,9 +16,9 @@ from hypercorn.config import Config, Sockets
 from hypercorn.trio import serve
 
 from geminibot.cliutil import EXIT_OK, CommandError, port_number
-from geminibot.crawl.databases import reading
 from geminibot.gemini.tofu import FileKnownHosts, KnownHosts, MemoryKnownHosts
 from geminibot.gemini.urls import parse_url
+from geminibot.index.search_cli import reading
 from geminibot.net.connect import add_connect_to_option, connect_rules
 from geminibot.policy.site_policy import Bot
 from geminibot.portal import limits as L

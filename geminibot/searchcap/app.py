@@ -4,7 +4,7 @@
 (:mod:`geminibot.gemini.server`): a request URL in, a :class:`Resolution` (status, meta,
 gemtext body) out. The server does TLS, certificates, the request line, limits and the
 access log; the only I/O here is reading the crawl database it is given: either store's
-connection and search function, as :func:`geminibot.crawl.databases.reading` gives them
+connection and search function, as :func:`geminibot.index.search_cli.reading` gives them
 to ``geminibot search``.
 
 Routes:
@@ -78,7 +78,7 @@ CAPSULE_HIGHLIGHT = ("⟦", "⟧")
 STATS_SECONDS = 60.0
 
 GEMTEXT = "text/gemini; charset=utf-8"
-SEARCH_PROMPT = 'Search for (words, "a phrase", word*, -word, a OR b)'
+SEARCH_PROMPT = 'Search for (words, "a phrase", word*, -word, a OR b, lang:de)'
 BACKLINKS_PROMPT = "URL of the page (who links to it?)"
 _PAGED = re.compile(r"/(search|hosts)/([1-9][0-9]{0,5})")
 _SPACES = re.compile(r"[\s\x00-\x1f\x7f]+")
@@ -151,6 +151,7 @@ class SearchCapsule:
         title: str = "geminibot search",
         clock: Callable[[], float] = time.monotonic,
         wall_clock: Callable[[], float] = time.time,
+        reader: str = "en",
     ) -> None:
         self.conn = conn
         self.wall_clock = wall_clock
@@ -159,6 +160,7 @@ class SearchCapsule:
         self._p = "?" if isinstance(conn, sqlite3.Connection) else "%s"
         self.title = title
         self.clock = clock
+        self.reader = reader  # the searchers' language: others are shown beside titles
         self._stats: tuple[float, Resolution] | None = None  # (counted at, page)
         self._routes: dict[str, Callable[[URL], Resolution]] = {
             "/": self.home,
@@ -223,7 +225,8 @@ class SearchCapsule:
             lines += [f"No results from {first} on.", ""]
         for result in results:
             lines += [
-                f"=> {result.url} {one_line(result.title) or result.url}",
+                f"=> {result.url} {one_line(result.title) or result.url}"
+                + result.language_note(self.reader),
                 f"{_host(result.url)} · {_snippet(result.snippet)}",
                 "",
             ]

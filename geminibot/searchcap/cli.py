@@ -12,7 +12,6 @@ import argparse
 from pathlib import Path
 from typing import Any
 
-from geminibot.crawl.databases import reading
 from geminibot.gemini.servecmd import (
     HelpWithDefaults,
     add_listen_options,
@@ -23,6 +22,7 @@ from geminibot.gemini.servecmd import (
 )
 from geminibot.gemini.server import GeminiServer
 from geminibot.gemini.urls import DEFAULT_PORT
+from geminibot.index.search_cli import reading
 from geminibot.searchcap.app import SearchCapsule
 
 #: The host name served (and named in its certificate) unless ``--hostname`` says.

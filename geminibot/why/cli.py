@@ -9,7 +9,7 @@ import time
 from typing import Any
 
 from geminibot.cliutil import EXIT_NEGATIVE, EXIT_OK, CommandError, emit_json
-from geminibot.crawl.databases import reading
+from geminibot.index.search_cli import reading
 from geminibot.why import Answer, BadTarget, check
 from geminibot.why.render import text_lines
 

@@ -374,7 +374,7 @@ def test_a_phrase_finds_what_a_positional_phrase_finds(
     expected = set(
         searcher.fast_field_values("id", [a for _, a in searcher.search(positional, 100).hits])
     )
-    got = {page_id for page_id, _ in index.search(parse_query(f'"{phrase}"'), 100)}
+    got = {hit.page_id for hit in index.search(parse_query(f'"{phrase}"'), 100)}
     assert got == expected
 
 

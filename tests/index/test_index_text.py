@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import pytest
 
-from geminibot.crawl.page import extract
+from geminibot.crawl.page import MAX_LINKS_PER_PAGE, extract
+from geminibot.index.query import Term
+from geminibot.index.search import text_snippet
 from geminibot.index.text import (
     MARK,
     MAX_TITLE_LENGTH,
@@ -60,9 +62,12 @@ def test_long_title_is_cut_at_a_word() -> None:
     assert clean_title("x" * 500) == "x" * (MAX_TITLE_LENGTH - 1) + "…"  # one long word
 
 
-def test_front_matter_is_left_out_of_the_text() -> None:
-    body = '+++\ntype = "blog"\ntitle = "T"\ndate = "2022-06-24"\n+++\n\nThe real text.'
-    assert extracted(body)[1].strip() == "The real text."
+def test_front_matter_is_searched_but_not_a_snippet() -> None:
+    body = '+++\ntype = "blog"\ntitle = "T"\nauthor = "zhihong"\n+++\n\nThe real text.'
+    _, text = extracted(body)
+    assert "zhihong" in text and "The real text." in text
+    found = text_snippet(split_front_matter(text)[1], [Term("real")])
+    assert "zhihong" not in found and "real" in found
     assert split_front_matter("---\ntitle: x\n---\nrest") == ("x", "rest")
     assert split_front_matter("--- not front matter\n") == ("", "--- not front matter\n")
     unclosed = "+++\n" + "key = 1\n" * 100 + "+++\ntext"
@@ -83,6 +88,9 @@ def test_url_words() -> None:
         == "gemlog 2024 05 21 New Hobby"
     )
     assert url_words("gemini://h.test/") == ""
+    assert url_words("https://www.drew.example/2020/How-to.html?p=1062#n40", whole=True) == (
+        "www drew example 2020 How to p 1062 n40"
+    )
 
 
 def test_unlabeled_link_words_are_in_the_page_text() -> None:
@@ -96,3 +104,32 @@ def test_marks_cannot_be_confused_with_the_text() -> None:
     assert mark_spans(snippet) == ('["OpenJDK] port ⟦x⟧', [(11, 15)])
     _, text = extracted(f"page text with {MARK[0]}fake{MARK[1]} marks")
     assert MARK[0] not in text and MARK[1] not in text
+
+
+def test_every_link_says_its_url_words_and_preformatted_alt_text_is_text() -> None:
+    body = (
+        "=> xfs.gmi#id1 Directories\n"
+        "=> https://www.salixos.example/forum/viewtopic.php?p=1062 Shador's script\n"
+        "``` home/pi/RetroPie/splashscreens ```\n"
+        "``` home/pi/RetroPie/RDmanuals ```\n"
+    )
+    _, text = extracted(body)
+    for word in (
+        "xfs",
+        "id1",
+        "salixos",
+        "viewtopic",
+        "1062",
+        "splashscreens",
+        "RDmanuals",
+        "Directories",
+    ):
+        assert word in text.split() or word in text
+
+
+def test_a_page_of_many_links_gives_url_words_of_the_first_only() -> None:
+    body = "".join(f"=> /w{n}.gmi label{n}\n" for n in range(MAX_LINKS_PER_PAGE + 5))
+    _, text = extracted(body)
+    assert f"w{MAX_LINKS_PER_PAGE - 1}" in text.split()
+    assert f"w{MAX_LINKS_PER_PAGE}" not in text.split()
+    assert f"label{MAX_LINKS_PER_PAGE + 4}" in text.split()  # labels are all text

@@ -13,11 +13,11 @@ import pytest
 from test_store import decision
 
 from geminibot.cli import main
-from geminibot.crawl.databases import reading
 from geminibot.crawl.store import CrawlStore, FetchedPage, FetchRecord, HostState
 from geminibot.index import Link, Page
 from geminibot.index.authority import compute_authority, write_sqlite
 from geminibot.index.pg import is_postgres, write_authority
+from geminibot.index.search_cli import reading
 
 SEED, GOOD = "gemini://seed.test/", "gemini://good.test/"
 FARM = [f"gemini://farm{n}.test/" for n in range(5)]

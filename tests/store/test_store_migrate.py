@@ -11,10 +11,10 @@ from test_store import A, B
 from test_store_search import fill
 
 from geminibot.cli import main
-from geminibot.crawl.databases import reading
 from geminibot.crawl.pgstore import PgStore
 from geminibot.crawl.store import SqliteStore
 from geminibot.index import connect, stats
+from geminibot.index.search_cli import reading
 
 
 def sqlite_crawl(path: Path, clock: Clock) -> None:

@@ -7,9 +7,9 @@ import pytest
 from test_store import A, decision, fetch, page
 
 from geminibot.cli import main
-from geminibot.crawl.databases import reading
 from geminibot.crawl.store import CrawlStore, FetchedPage
 from geminibot.index import Link, QueryError
+from geminibot.index.search_cli import reading
 from geminibot.index.stats import format_stats
 from geminibot.index.text import MARK
 

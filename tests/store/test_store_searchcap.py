@@ -1,6 +1,6 @@
 """``geminibot serve-search`` on both stores (``store`` and ``db`` are parametrised:
 SQLite and PostgreSQL): the capsule's handler over the connection and search function
-that ``geminibot search`` uses (:func:`geminibot.crawl.databases.reading`) answers
+that ``geminibot search`` uses (:func:`geminibot.index.search_cli.reading`) answers
 every page alike; the command opens a PostgreSQL ``--db`` as it does a file."""
 
 from __future__ import annotations
@@ -14,9 +14,9 @@ from test_store import A
 from test_store_search import fill
 
 from geminibot.cli import main
-from geminibot.crawl.databases import reading
 from geminibot.crawl.store import CrawlStore
 from geminibot.gemini.urls import parse_request
+from geminibot.index.search_cli import reading
 from geminibot.searchcap import SearchCapsule
 
 

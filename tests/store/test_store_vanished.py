@@ -11,9 +11,9 @@ from typing import Any
 from store_helpers import Clock
 from test_store import page
 
-from geminibot.crawl.databases import reading
 from geminibot.crawl.freshness import DAY, VANISHED_AFTER, VANISHED_FAILURES
 from geminibot.crawl.store import CrawlStore, DecisionRecord, FetchedPage, FetchRecord, HostState
+from geminibot.index.search_cli import reading
 
 A, B, C = "gemini://a.test/", "gemini://b.test/", "gemini://c.test/"
 

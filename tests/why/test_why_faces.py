@@ -22,9 +22,9 @@ from commands import crawl_in_trio, run_main
 from postgres_cluster import running_postgres
 
 from capsule_server.testing import running_server
-from geminibot.crawl.databases import reading
 from geminibot.gemini.status import Status
 from geminibot.gemini.urls import parse_request
+from geminibot.index.search_cli import reading
 from geminibot.searchcap.app import SearchCapsule
 from geminibot.why.render import facts
 

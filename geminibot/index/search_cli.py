@@ -1,0 +1,258 @@
+"""``geminibot search`` and ``geminibot stats``: reading a crawl database, SQLite or
+PostgreSQL.
+
+Only what they need is imported: the index, never the crawler, its network clients or
+the policy engine, so that a search answers in about the time Python takes to start.
+
+A query is read as a query whatever it begins with: ``geminibot search -haiku beos``,
+``geminibot search -- -haiku beos --db x.db`` and ``geminibot search --db x.db -- -haiku
+beos`` all search for ``beos`` without ``haiku`` (:class:`QueryParser`): only the
+command's own options (``--db``, ``--limit``... and ``-h``) are options, wherever they
+stand, and ``--``, the usual way to say "no options from here", is accepted and skipped.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sqlite3
+import sys
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from typing import Any
+
+from geminibot.cliutil import (
+    EXIT_NEGATIVE,
+    EXIT_OK,
+    CommandError,
+    Parser,
+    bounded_number,
+    emit_json,
+    positive_int,
+    terminal_safe,
+)
+from geminibot.index.db import DatabaseError, connect
+from geminibot.index.pg import command_error as pg_error
+from geminibot.index.pg import is_postgres
+from geminibot.index.query import QueryError
+from geminibot.index.search import MAX_LIMIT, MAX_OFFSET, SearchResult, search
+from geminibot.index.stats import URL_STATES, format_stats, list_urls, stats, status_filter
+from geminibot.index.tantivy_index import index_lag
+
+#: The language assumed for a reader whose locale names none (``C``, ``POSIX``, unset).
+DEFAULT_READER_LANGUAGE = "en"
+
+
+class QueryParser(Parser):
+    """``search``'s parser: every word that is not one of its options (or ``--``) is a
+    query word, ``-word`` included, in the order given."""
+
+    def parse_known_args(  # type: ignore[override]
+        self, args: Sequence[str] | None = None, namespace: argparse.Namespace | None = None
+    ) -> tuple[argparse.Namespace, list[str]]:
+        options, words = self.split(list(sys.argv[1:] if args is None else args))
+        return super().parse_known_args([*options, "--", *words], namespace)
+
+    def split(self, args: list[str]) -> tuple[list[str], list[str]]:
+        """(the command's options with their values, the query's words)."""
+        options: list[str] = []
+        words: list[str] = []
+        rest = iter(args)
+        for arg in rest:
+            if arg == "--":
+                continue
+            action = self._option(arg)
+            if action is None:
+                words.append(arg)
+                continue
+            options.append(arg)
+            if action.nargs != 0 and "=" not in arg:
+                options += [next(rest, "")]
+        return options, words
+
+    def _option(self, arg: str) -> argparse.Action | None:
+        """The option ``arg`` names (exactly, or as an unambiguous ``--`` prefix)."""
+        if not arg.startswith("-"):
+            return None
+        name = arg.split("=", 1)[0] if arg.startswith("--") else arg
+        if name in self._option_string_actions:
+            return self._option_string_actions[name]
+        if not arg.startswith("--"):
+            return None
+        found = {a for s, a in self._option_string_actions.items() if s.startswith(name)}
+        return found.pop() if len(found) == 1 else None
+
+
+def register(commands: Any) -> None:
+    find = commands.add_parser(
+        "search",
+        help="search a crawl's index",
+        description=(
+            'QUERY: words (all required), "a phrase", prefix*, -excluded, a OR b, lang:CODE '
+            "(pages in that language, an ISO 639-1 code: lang:de). Every word that is not "
+            "one of the options below is part of the query, -word included, wherever it "
+            "stands (search -haiku beos --db x.db; -- is accepted and skipped: search -- "
+            "-haiku beos --db x.db). A page in "
+            "another language than the locale's ($LANG) is marked with its code: [de]."
+        ),
+    )
+    find.__class__ = QueryParser  # argparse makes the parser; its reading of words is ours
+    find.add_argument("query", nargs="*", metavar="QUERY", help="the query's words")
+    find.add_argument(
+        "--db", required=True, metavar="PATH|URL", help="crawl database (file or postgresql://)"
+    )
+    find.add_argument(
+        "--limit",
+        type=bounded_number(int, 1, MAX_LIMIT),
+        default=10,
+        metavar="N",
+        help=f"results (1 to {MAX_LIMIT})",
+    )
+    find.add_argument(
+        "--offset",
+        type=bounded_number(int, 0, MAX_OFFSET),
+        default=0,
+        metavar="N",
+        help="skip the first N results (the next page: --offset 10)",
+    )
+    find.add_argument(
+        "--host",
+        metavar="PATTERN",
+        help="only pages of hosts matching this shell pattern (example.org, *.example.org)",
+    )
+    find.add_argument("--json", action="store_true", help="one JSON object per result")
+    find.set_defaults(run=run_search)
+
+    numbers = commands.add_parser(
+        "stats",
+        help="what a crawl database holds",
+        description="Counts of what a crawl database holds; with --urls, the URLs themselves "
+        "(filtered by --status and --host), one per line: state, status, URL, reason.",
+    )
+    numbers.add_argument(
+        "--db", required=True, metavar="PATH|URL", help="crawl database (file or postgresql://)"
+    )
+    numbers.add_argument(
+        "--urls", action="store_true", help="list the URLs instead of counting them"
+    )
+    numbers.add_argument(
+        "--status",
+        metavar="STATUS",
+        help="with --urls: a state (" + ", ".join(URL_STATES) + "), a status (51, 404) or a "
+        "class of them (5x)",
+    )
+    numbers.add_argument(
+        "--host", metavar="PATTERN", help="with --urls: hosts matching this shell pattern"
+    )
+    numbers.add_argument(
+        "--limit",
+        type=positive_int,
+        metavar="N",
+        help="with --urls: at most N URLs (default: all)",
+    )
+    numbers.add_argument("--json", action="store_true", help="one JSON object (per URL)")
+    numbers.set_defaults(run=run_stats)
+
+
+@contextmanager
+def reading(db: str) -> Iterator[tuple[Any, Callable[..., list[SearchResult]]]]:
+    """An existing crawl database to read: (connection, its search function); the same
+    statistics SQL runs on both connections."""
+    if is_postgres(db):
+        from geminibot.index import pg
+
+        try:
+            pg_conn = pg.connect(db)
+        except DatabaseError as exc:
+            raise pg_error(exc) from None
+        with pg_conn:
+            yield pg_conn, _pg_search
+        return
+    try:
+        conn = connect(db, create=False)
+    except DatabaseError as exc:
+        raise pg_error(exc) from None
+    try:
+        yield conn, search
+    finally:
+        conn.close()
+
+
+def _pg_search(
+    conn: Any, query: str, limit: int, *, offset: int = 0, host: str | None = None
+) -> list[SearchResult]:
+    from geminibot.index import pg
+
+    return pg.search(conn, query, limit, offset=offset, host=host)
+
+
+def reader_language(environ: dict[str, str] | None = None) -> str:
+    """The reader's language from the locale (``LC_ALL``, ``LC_MESSAGES``, ``LANG``:
+    ``de_DE.UTF-8`` -> ``de``), else :data:`DEFAULT_READER_LANGUAGE`."""
+    env = os.environ if environ is None else environ
+    for name in ("LC_ALL", "LC_MESSAGES", "LANG"):
+        value = env.get(name, "")
+        code = value.split("_", 1)[0].split(".", 1)[0].lower()
+        if value and code not in {"c", "posix"}:
+            return code
+    return DEFAULT_READER_LANGUAGE
+
+
+def run_search(args: argparse.Namespace) -> int:
+    query = " ".join(args.query)
+    if not query.strip():
+        raise CommandError("search: give a query")
+    with reading(args.db) as (conn, find):
+        try:
+            results = find(conn, query, args.limit, offset=args.offset, host=args.host)
+        except QueryError as exc:
+            raise CommandError(f"search: {exc}") from None
+    reader = reader_language()
+    highlight = sys.stdout.isatty()
+    for n, r in enumerate(results, args.offset + 1):
+        if args.json:
+            emit_json(r.as_json())
+        else:
+            print(r.as_text(n, highlight=highlight, reader=reader))
+    if not results and not args.json:
+        print("no results", file=sys.stderr)
+    return EXIT_OK if results else EXIT_NEGATIVE
+
+
+def run_stats(args: argparse.Namespace) -> int:
+    if not args.urls and (args.status or args.host or args.limit is not None):
+        raise CommandError("stats: --status, --host and --limit go with --urls")
+    if args.urls:
+        try:
+            status_filter(args.status)
+        except ValueError as exc:
+            raise CommandError(f"stats: {exc}") from None
+    with reading(args.db) as (conn, _):
+        if args.urls:
+            return _list_urls(conn, args)
+        data = stats(conn, lag=index_lag(conn))
+    if args.json:
+        emit_json(data)
+    else:
+        print(format_stats(data))
+    return EXIT_OK
+
+
+def _list_urls(conn: Any, args: argparse.Namespace) -> int:
+    """``stats --urls`` on either store (an sqlite3 or a psycopg connection)."""
+    if isinstance(conn, sqlite3.Connection):
+        rows = list_urls(conn, status=args.status, host=args.host, limit=args.limit)
+    else:
+        from geminibot.index import pg
+
+        rows = pg.list_urls(conn, status=args.status, host=args.host, limit=args.limit)
+    for row in rows:
+        if args.json:
+            emit_json(row.as_json())
+        else:
+            status = "-" if row.status is None else str(row.status)
+            reason = f"  {terminal_safe(row.reason)}" if row.reason else ""
+            print(f"{row.state:<8} {status:>3}  {terminal_safe(row.url)}{reason}")
+    if not rows and not args.json:
+        print("no URLs match", file=sys.stderr)
+    return EXIT_OK if rows else EXIT_NEGATIVE
