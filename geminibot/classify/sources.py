@@ -10,8 +10,10 @@ A SOURCE is one site:
 * a ``gemini://`` URL: the three files are fetched from that host with the Gemini client
   (one after the other, then the robots2.txt chain), read through the same outcomes.
 
-:func:`site_from_url` is also how ``compare`` and the portal obtain a live host's policy,
-over Gemini or (with the web client) http(s).
+:func:`site_from_url` is also how ``compare`` obtains a live host's policy, over Gemini or
+(with the web client) http(s); the portal fetches each file with :func:`fetch_policy_file`
+too, but reads a robots.txt that got no answer as RFC 9309 does (everything disallowed)
+rather than as :class:`~geminibot.policy.discovery.PolicyUnreachable`.
 """
 
 from __future__ import annotations

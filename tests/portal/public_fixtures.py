@@ -4,8 +4,9 @@ Gemini server on loopback (for tests/portal/ and bench/portal_attack.py).
 The hostile server answers by the request's host and path:
 
 - ``/robots.txt``, ``/robots2.txt``, ``/agents.txt``: ``51`` (no policy: all allowed),
-  but on a host whose name starts with ``trickle`` robots.txt trickles, one byte every
-  :data:`TRICKLE_EVERY` seconds (at most :data:`TRICKLE_BOUND` bytes, then it closes);
+  but on a host whose name starts with ``trickle`` robots.txt's body trickles after its
+  header, one byte every :data:`TRICKLE_EVERY` seconds (at most :data:`TRICKLE_BOUND`
+  bytes, then it closes);
 - ``/links``: :data:`LINKS` link lines (6.5 MB, under the portal's 8 MiB body limit);
 - ``/quotes``: one line of :data:`QUOTES` double quotes (six times that once escaped);
 - ``/dotslash``: a link to ``/.//web.attacker.test/p`` (a path that starts with ``//``);
@@ -71,9 +72,10 @@ async def hostile_capsule(host: str = "127.0.0.1") -> AsyncIterator[Hostile]:
             if name.startswith("mute"):
                 pass
             elif name.startswith("trickle") and path == "/robots.txt":
-                for byte in (b"20 text/plain\r\n" + b"#" * TRICKLE_BOUND)[:TRICKLE_BOUND]:
-                    await stream.send_all(bytes([byte]))
+                await stream.send_all(b"20 text/plain\r\n")  # then the body, byte by byte
+                for _ in range(TRICKLE_BOUND):
                     await trio.sleep(TRICKLE_EVERY)
+                    await stream.send_all(b"#")
             elif path in ("/robots.txt", "/robots2.txt", "/agents.txt"):
                 await stream.send_all(b"51 none\r\n")
             elif path == "/links":
