@@ -78,7 +78,9 @@ async def test_only_origin_form_targets_reach_the_capsule(tmp_path: Path) -> Non
         args = evil_args(evil.port, "--capsule", "gemini://evil.test/")
         with portal_process(tmp_path / "err", *args) as portal:
             answers = [
-                await raw_http(portal.port, b"GET %s HTTP/1.1\r\nHost: p\r\n\r\n" % target)
+                await raw_http(
+                    portal.port, b"GET %s HTTP/1.1\r\nHost: p\r\nConnection: close\r\n\r\n" % target
+                )
                 for target in (b".other.test/x", b":19700/x", b"http://other.test/x", b"*")
             ]
             over_h2 = [await h2_get(portal.port, t) for t in (b".other.test/x", b":19700/x")]
@@ -126,9 +128,9 @@ async def test_leaks_and_edges_of_a_one_capsule_portal(tmp_path: Path) -> None:
                 b"Transfer-Encoding: chunked\r\n\r\n0\r\n\r\n",
             )
             garbage = await raw_http(portal.port, b"NOT HTTP AT ALL\r\n\r\n")
-            huge = await raw_http(
-                portal.port, b"GET / HTTP/1.1\r\nHost: p\r\nX: " + b"a" * 100_000 + b"\r\n\r\n"
-            )
+            # a header over hypercorn's 16 KiB, not even ended: all of it read, then 431
+            # (more unread bytes would make the portal's close a reset that loses the answer)
+            huge = await raw_http(portal.port, b"GET / HTTP/1.1\r\nHost: p\r\nX: " + b"a" * 20_000)
     # no open redirect, no link off the portal without the external marker
     assert header(post, b"location") == [b"/.//attacker.test/x?hi"]
     assert 'href="/.//web.attacker.test/p"' in page.text
