@@ -1,0 +1,134 @@
+"""``kill -9`` of the whole service (crawl, index updater, search capsule) at ten random
+moments of a crawl: after each restart nothing is lost, and once the crawl is done and
+the index has caught up, ``index status --verify`` finds the index and the store agree."""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from crawl.served_capsules import capsule_server, generate
+from loopback import free_port
+
+#: Kills per test; bounds on each wait (real seconds).
+KILLS = 10
+DEADLINE = 120.0
+HOSTS, PAGES = 3, 300
+
+
+def served_requests(log: Path) -> int:
+    return len(log.read_text().splitlines()) if log.exists() else 0
+
+
+def rows(db: Path, sql: str) -> list[tuple[object, ...]]:
+    conn = sqlite3.connect(db)
+    try:
+        return conn.execute(sql).fetchall()
+    except sqlite3.OperationalError:  # not created yet
+        return []
+    finally:
+        conn.close()
+
+
+def start(config: Path) -> subprocess.Popen[str]:
+    """The service, its JSON log appended to ``service.log`` beside its config."""
+    with config.with_name("service.log").open("a") as out:
+        return subprocess.Popen(
+            [sys.executable, "-m", "geminibot", "serve", "--config", str(config)],
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            text=True,
+        )
+
+
+def children_of(proc: subprocess.Popen[str]) -> list[int]:
+    """The pids of the components the service started (from /proc: its children now)."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                stat = (entry / "stat").read_text()
+            except OSError:
+                continue
+            if int(stat.rsplit(")", 1)[1].split()[1]) == proc.pid:
+                found.append(int(entry.name))
+    return found
+
+
+def gone(pids: list[int]) -> bool:
+    for pid in pids:
+        try:
+            state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+        except OSError:
+            continue
+        if state != "Z":
+            return False
+    return True
+
+
+def wait_until(check: object, what: str) -> None:
+    deadline = time.monotonic() + DEADLINE
+    while not check():  # type: ignore[operator]
+        assert time.monotonic() < deadline, f"never: {what}"
+        time.sleep(0.02)
+
+
+def test_kill_nine_of_the_service_loses_nothing(tmp_path: Path) -> None:
+    rng = random.Random(20261127)
+    seeds = generate(tmp_path / "capsules", HOSTS, PAGES)
+    db, log = tmp_path / "engine.db", tmp_path / "served.log"
+    config = tmp_path / "engine.toml"
+    with capsule_server(tmp_path / "capsules", tmp_path / "certs", log) as port:
+        config.write_text(
+            f'[service]\ndb = "{db}"\nrestart_delay = 0.2\n'
+            f"[crawl]\nseeds = {json.dumps(seeds)}\ntest_range = true\nmin_delay = 0.0\n"
+            f'concurrency = 2\nallow_hosts = ["*.test"]\n'
+            f'connect_to = ["*.test:1965:127.0.0.1:{port}"]\n'
+            f'[search]\nport = {free_port()}\ncerts = "{tmp_path / "certs"}"\n'
+            "[metrics]\nenabled = false\n"
+        )
+        for _ in range(KILLS):
+            before = served_requests(log)
+            proc = start(config)
+            target = before + rng.randint(1, 15)
+            wait_until(lambda: served_requests(log) >= target, "the crawl goes on")  # noqa: B023
+            time.sleep(rng.uniform(0, 0.2))
+            children = children_of(proc)
+            proc.send_signal(signal.SIGKILL)
+            proc.wait()
+            # The components die with it (no orphan keeps the database or the port).
+            wait_until(lambda: gone(children), "the components die with the service")  # noqa: B023
+        assert rows(db, "SELECT count(*) FROM urls WHERE state = 'queued'")[0][0] > 0
+
+        proc = start(config)  # the last start: it finishes the crawl and catches up
+        done = "SELECT count(*) FROM urls WHERE state IN ('queued', 'leased')"
+        wait_until(lambda: rows(db, done) == [(0,)], "the crawl finishes")
+        index = [sys.executable, "-m", "geminibot", "index", "status", "--db", str(db)]
+        wait_until(
+            lambda: (
+                subprocess.run([*index, "--json"], capture_output=True, check=False).returncode == 0
+            ),
+            "the index catches up",
+        )
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(timeout=DEADLINE) == 0
+    served = {
+        f"gemini://{p.parent.name}/{p.name}".replace("/index.gmi", "/")
+        for p in (tmp_path / "capsules").glob("*/*.gmi")
+    }
+    fetched = {str(u) for (u,) in rows(db, "SELECT url FROM pages WHERE status = 20")}
+    assert served <= fetched  # every page, despite ten kills
+    verified = subprocess.run(
+        [*index, "--verify", "--json"], capture_output=True, text=True, check=False
+    )
+    assert verified.returncode == 0, verified.stdout
+    check = json.loads(verified.stdout)["verify"]
+    assert check["agree"] and check["index_pages"] == check["store_pages"] >= len(served)
+    assert os.path.exists(f"{db}.search")
