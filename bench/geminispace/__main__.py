@@ -26,7 +26,7 @@ if __package__ in (None, ""):  # run as ``python bench/geminispace``
 import trio
 
 from geminispace.server import MAX_ADDRESSES, SpaceServer, address_rules, loopback_address
-from geminispace.space import DOMAIN, Space
+from geminispace.space import CHANGE_RATE, DOMAIN, Space
 
 #: Longest --seconds accepted (a day).
 MAX_SECONDS = 86_400.0
@@ -74,6 +74,12 @@ def main() -> None:
     parser.add_argument("--urls", type=int, default=600_000)
     parser.add_argument("--seed", type=int, default=1965)
     parser.add_argument("--day", type=int, default=0)
+    parser.add_argument(
+        "--change-rate", type=float, default=CHANGE_RATE, help="share of /p/ pages changed a day"
+    )
+    parser.add_argument(
+        "--remove-rate", type=float, default=0.0, help="share of /p/ pages gone (51) from day 1"
+    )
     parser.add_argument("--port", type=int, default=0)
     parser.add_argument("--seconds", type=float, default=MAX_SECONDS, help="stop after this")
     parser.add_argument(
@@ -81,7 +87,13 @@ def main() -> None:
     )
     args = parser.parse_args()
     try:
-        space = Space(args.hosts, args.urls, args.seed)
+        space = Space(
+            args.hosts,
+            args.urls,
+            args.seed,
+            change_rate=args.change_rate,
+            remove_rate=args.remove_rate,
+        )
     except ValueError as exc:
         parser.error(str(exc))
     if args.command == "describe":

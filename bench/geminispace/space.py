@@ -25,7 +25,8 @@ Layout (host ``i`` of ``hosts``, named ``h0000.space.test`` ...):
   the crawler.
 - **Days.** On each day ``d >= 1`` a page ``/p/j`` changes with probability
   ``change_rate`` (decided by a hash, so which pages changed is known exactly:
-  :meth:`Space.changed`); other URLs never change.
+  :meth:`Space.changed`); other URLs never change. With ``remove_rate`` (0 by default), a
+  page ``/p/j`` answers ``51`` from day 1 on with that probability (:meth:`Space.removed`).
 - **Planted pages** for relevance evaluation (:meth:`Space.queries`; a space too small
   to hold them without crowding, such as a test's dozen hosts, has none): topic pages with the query
   in title and headings, anchor-text targets whose own text never says the query but many
@@ -156,6 +157,7 @@ class Space:
         seed: int = 1965,
         *,
         change_rate: float = CHANGE_RATE,
+        remove_rate: float = 0.0,
         slow_seconds: float = SLOW_SECONDS,
         plant: bool = True,
     ) -> None:
@@ -167,6 +169,7 @@ class Space:
         self.urls = urls
         self.seed = seed
         self.change_rate = change_rate
+        self.remove_rate = remove_rate
         self.slow_seconds = slow_seconds
         self.plant = plant
         self._sizes = self._host_sizes()
@@ -253,6 +256,10 @@ class Space:
     def changed(self, i: int, j: int, day: int) -> bool:
         """Whether page ``/p/j`` of host ``i`` changed on ``day`` (day 0 is the first)."""
         return day >= 1 and _unit(self.seed, "change", i, j, day) < self.change_rate
+
+    def removed(self, i: int, j: int, day: int) -> bool:
+        """Whether page ``/p/j`` of host ``i`` is gone (answers 51) on ``day``."""
+        return day >= 1 and _unit(self.seed, "remove", i, j, 0) < self.remove_rate
 
     def revision(self, i: int, j: int, day: int) -> int:
         return sum(self.changed(i, j, d) for d in range(1, day + 1))
@@ -432,6 +439,8 @@ class Space:
         if path.startswith("/p/") and path.endswith(".gmi") and path[3:-4].isdigit():
             j = int(path[3:-4])
             if j < self.tree_size(i) and path[3:-4] == str(j):
+                if self.removed(i, j, day):
+                    return Answer(51, "not found")
                 return Answer(20, gmi, self.tree_page(i, j, day).encode())
         kind = self.behaviour(i)
         if kind == "maze" and path.startswith("/maze/"):

@@ -51,7 +51,7 @@ class ComponentState:
     starts: int = 0
     restarts: int = 0
     last_exit: int | None = None
-    process: trio.Process | None = field(default=None, repr=False)
+    process: Child | None = field(default=None, repr=False)
 
 
 class JsonLog:
@@ -86,10 +86,68 @@ class JsonLog:
         self.write(component, stream=stream, message=text)
 
 
+_LIBC = ctypes.CDLL(None, use_errno=True) if sys.platform.startswith("linux") else None
+
+
 def _die_with_parent() -> None:  # pragma: no cover - runs in the child before exec
-    if sys.platform.startswith("linux"):
-        libc = ctypes.CDLL(None, use_errno=True)
-        libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
+    if _LIBC is not None:
+        _LIBC.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
+
+
+class Child:
+    """A component's process, started from the thread that runs the service (Linux sends
+    ``PR_SET_PDEATHSIG`` when the thread that started a child ends, so not from a worker
+    thread, as ``trio.lowlevel.open_process`` would), waited for through a pidfd."""
+
+    def __init__(self, argv: list[str], env: dict[str, str]) -> None:
+        self.popen = subprocess.Popen(
+            argv,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            env=env,
+            preexec_fn=_die_with_parent,  # noqa: PLW1509 - only a prctl call, no lock
+        )
+        self.pid = self.popen.pid
+        self._pidfd = os.pidfd_open(self.pid)
+        self._watcher = False
+        self._exited = trio.Event()
+        assert self.popen.stdout is not None and self.popen.stderr is not None
+        self.streams = {
+            "stdout": trio.lowlevel.FdStream(os.dup(self.popen.stdout.fileno())),
+            "stderr": trio.lowlevel.FdStream(os.dup(self.popen.stderr.fileno())),
+        }
+        self.popen.stdout.close()
+        self.popen.stderr.close()
+
+    @property
+    def returncode(self) -> int | None:
+        return self.popen.poll()
+
+    async def wait(self) -> int:
+        """Wait until the process ends (any number of tasks at once); its exit code."""
+        while self.popen.poll() is None:
+            if self._watcher:  # another task watches the pidfd: wait for its word
+                await self._exited.wait()
+                continue
+            self._watcher = True
+            try:
+                await trio.lowlevel.wait_readable(self._pidfd)
+            finally:
+                self._watcher = False
+            self.popen.wait()
+            self._exited.set()
+        return int(self.popen.returncode)
+
+    def send_signal(self, signum: int) -> None:
+        if self.popen.returncode is None:
+            self.popen.send_signal(signum)
+
+    def kill(self) -> None:
+        self.send_signal(signal.SIGKILL)
+
+    def close(self) -> None:
+        os.close(self._pidfd)
 
 
 async def _pump(stream: trio.abc.ReceiveStream, emit: Callable[[bytes], None]) -> None:
@@ -162,21 +220,13 @@ class Supervisor:
             delay = min(delay * 2, self.restart_max)
 
     async def _run_once(self, component: Component, state: ComponentState) -> int:
-        process = await trio.lowlevel.open_process(
-            list(component.argv),
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            env=self.env,
-            preexec_fn=_die_with_parent,
-        )
+        process = Child(list(component.argv), self.env)
         state.process, state.running = process, True
         state.starts += 1
         self.log.write(component.name, message="started", pid=process.pid, argv=component.argv)
         try:
             async with trio.open_nursery() as nursery:
-                for stream, name in ((process.stdout, "stdout"), (process.stderr, "stderr")):
-                    assert stream is not None
+                for name, stream in process.streams.items():
                     nursery.start_soon(
                         _pump, stream, lambda raw, n=name: self.log.line(component.name, n, raw)
                     )
@@ -185,10 +235,13 @@ class Supervisor:
             state.running = False
             if process.returncode is None:  # cancelled: do not leave it behind
                 process.kill()
+            for stream in process.streams.values():
+                stream.close()
+            process.close()
         state.last_exit = process.returncode
         return int(process.returncode or 0)
 
-    async def _reap(self, process: trio.Process) -> None:
+    async def _reap(self, process: Child) -> None:
         """Wait for the process to end; once the service stops, SIGTERM it, and SIGKILL
         it after ``stop_timeout``."""
         async with trio.open_nursery() as nursery:
