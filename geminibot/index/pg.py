@@ -302,6 +302,10 @@ def search(
     if host is not None:
         like = host_like(host)
         by_host, hosts = " AND (p.host LIKE %s OR p.host LIKE '%%://' || %s)", (like, like)
+    lang = parse_query(query).lang
+    if lang is not None:  # the MIME type's language: the store knows no other
+        by_host += " AND (lower(p.lang) = %s OR lower(p.lang) LIKE %s || '-%%')"
+        hosts = (*hosts, lang, lang)
     options = (
         f"StartSel={MARK[0]}, StopSel={MARK[1]}, MaxWords={SNIPPET_WORDS},"
         f" MinWords={SNIPPET_WORDS // 2},"

@@ -32,7 +32,8 @@ def fill(store: CrawlStore, role: str = "indexer") -> None:
         assert store.lease_host("a.test", "me") is not None
         claim = store.claim("a.test", "me")
         assert claim is not None and claim.url == url
-        p = page(url, title, text, headings=headings, links=(Link(A, "home"),))
+        lang = "de-AT" if url.endswith("garden") else None  # the MIME type's lang
+        p = page(url, title, text, headings=headings, links=(Link(A, "home"),), lang=lang)
         store.fetched(FetchedPage(decision(url), fetch(url), p, role, [(A, 1, url)]))
 
 
@@ -46,6 +47,8 @@ def fill(store: CrawlStore, role: str = "indexer") -> None:
         ("crawler -slugs", [A + "crawler"]),
         ("gardening OR obeys", [A, A + "crawler"]),
         ("nothing-here", []),
+        ("lang:de crawler", [A + "garden"]),
+        ("tomatoes lang:en", []),
     ],
 )
 def test_search_answers_alike(store: CrawlStore, db: str, query: str, urls: list[str]) -> None:
