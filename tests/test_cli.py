@@ -82,6 +82,21 @@ print(json.dumps(sorted(sys.modules)))
 """
 
 
+#: What ``search`` and ``stats`` start without: the crawler, the policy engine, network
+#: clients, the language detector (an index build's), SQLAlchemy (the stores' writers').
+SEARCH_NEEDS_NONE_OF = [
+    "geminibot.crawl",
+    "geminibot.policy",
+    "geminibot.gemini",
+    "trio",
+    "httpx",
+    "py3langid",
+    "numpy",
+    "sqlalchemy",
+    "psycopg",
+]
+
+
 @pytest.mark.parametrize(
     ("argv", "wanted", "unwanted"),
     [
@@ -97,12 +112,17 @@ print(json.dumps(sorted(sys.modules)))
         (
             ["search", "--help"],
             ["geminibot.index.search_cli"],
-            ["geminibot.crawl", "geminibot.policy", "geminibot.gemini", "trio", "httpx"],
+            SEARCH_NEEDS_NONE_OF,
+        ),
+        (
+            ["search", "-word", "word", "--db", "/nonexistent/crawl.db"],
+            ["geminibot.index.search_cli", "geminibot.index.search"],
+            SEARCH_NEEDS_NONE_OF,
         ),
         (
             ["stats", "--help"],
             ["geminibot.index.search_cli"],
-            ["geminibot.crawl", "geminibot.policy", "geminibot.gemini", "trio", "httpx"],
+            SEARCH_NEEDS_NONE_OF,
         ),
     ],
 )
