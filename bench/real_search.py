@@ -33,6 +33,7 @@ import argparse
 import json
 import random
 import re
+import resource
 import socket
 import sqlite3
 import statistics
@@ -237,16 +238,21 @@ def command_wall(db: Path, query: str, runs: int) -> dict[str, dict[str, float]]
         "import geminibot.crawl.cli": [sys.executable, "-c", "import geminibot.crawl.cli"],
     }
     seconds: dict[str, list[float]] = {name: [] for name in commands}
+    cpu: dict[str, list[float]] = {name: [] for name in commands}
     for _ in range(runs):
         for name, argv in commands.items():
+            before = resource.getrusage(resource.RUSAGE_CHILDREN)
             started = time.perf_counter()
             subprocess.run(argv, check=False, stdout=subprocess.DEVNULL)
             seconds[name].append(time.perf_counter() - started)
+            after = resource.getrusage(resource.RUSAGE_CHILDREN)
+            cpu[name].append(after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime)
     return {
         name: {
             "runs": runs,
             "median_ms": statistics.median(times) * 1000,
             "p95_ms": statistics.quantiles(times, n=20)[18] * 1000,
+            "cpu_median_ms": statistics.median(cpu[name]) * 1000,
         }
         for name, times in seconds.items()
     }
@@ -313,7 +319,7 @@ def run(
     for name, w in wall.items():
         print(
             f"{name} ({w['runs']:.0f} runs): median {w['median_ms']:.0f} ms, "
-            f"p95 {w['p95_ms']:.0f} ms"
+            f"p95 {w['p95_ms']:.0f} ms wall; median {w['cpu_median_ms']:.0f} ms CPU"
         )
     return {"figures": figures, "titles": shown, "command": wall}
 

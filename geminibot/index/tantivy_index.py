@@ -41,8 +41,6 @@ from __future__ import annotations
 import fcntl
 import json
 import os
-import secrets
-import shutil
 import sqlite3
 import time
 from collections import Counter
@@ -625,6 +623,9 @@ def rebuild_locked(
     conn: sqlite3.Connection, db: Path, progress: Callable[[str], None] | None = None
 ) -> dict[str, object]:
     """:func:`rebuild` by the holder of :func:`writing`."""
+    import secrets  # a rebuild's alone: kept out of a search's start-up
+    import shutil
+
     say = progress or (lambda _msg: None)
     folder = index_dir(db)
     started = time.perf_counter()
