@@ -106,16 +106,15 @@ def wait(check: object, what: str, deadline: float) -> None:
         time.sleep(1.0)
 
 
-def settled(db: Path) -> bool:
-    conn = sqlite3.connect(db)
-    try:
-        busy = conn.execute(
-            "SELECT count(*) FROM urls WHERE state IN ('queued', 'leased')"
-        ).fetchone()[0]
-        pages = conn.execute("SELECT count(*) FROM pages").fetchone()[0]
-        return busy == 0 and pages > 0 and open_current(conn) is not None and _lag(conn) == 0
-    except sqlite3.OperationalError:
+def settled(work: Path) -> bool:
+    """The crawl's first run has ended (its summary is in the service's log) and the
+    index holds every change of the store."""
+    log = (work / "service.log").read_text() if (work / "service.log").exists() else ""
+    if '"pages_per_second"' not in log:
         return False
+    conn = sqlite3.connect(work / "engine.db")
+    try:
+        return open_current(conn) is not None and _lag(conn) == 0
     finally:
         conn.close()
 
@@ -243,7 +242,7 @@ def main() -> None:
     service = start_service(work, space, port)
     try:
         started = time.monotonic()
-        wait(lambda: settled(work / "engine.db"), "the first crawl and index", args.deadline)
+        wait(lambda: settled(work), "the first crawl and index", args.deadline)
         first = time.monotonic() - started
         conn = connect(work / "engine.db")
         pages = targets(conn, space)
