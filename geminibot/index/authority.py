@@ -25,7 +25,7 @@ from collections.abc import Callable
 from typing import Any
 from urllib.parse import urlsplit
 
-from geminibot.index.db import set_setting, transaction
+from geminibot.index.db import transaction
 from geminibot.index.stats import Connection
 
 #: PageRank's damping factor (the chance a reader follows a link instead of jumping).
@@ -135,14 +135,24 @@ def write_sqlite(conn: sqlite3.Connection, ranks: list[tuple[str, float, float]]
     with transaction(conn):
         conn.execute("DROP TABLE IF EXISTS temp.host_rank")
         conn.execute("CREATE TEMP TABLE host_rank (host TEXT PRIMARY KEY, score REAL, weight REAL)")
-        conn.executemany("INSERT INTO temp.host_rank VALUES (?, ?, ?)", ranks)
-        conn.execute("DELETE FROM authority")
-        conn.execute(
-            "INSERT INTO authority (url, score, weight) SELECT p.url, h.score, h.weight"
-            " FROM pages p JOIN temp.host_rank h ON h.host = p.host"
-        )
+        replace_authority(conn, ranks)
         conn.execute("DROP TABLE temp.host_rank")
-        set_setting(conn, "authority_computed_at", str(time.time()))
+
+
+def replace_authority(conn: Any, ranks: list[tuple[str, float, float]]) -> None:
+    """Every page's authority replaced by its host's (score, weight), on either store's
+    connection, inside the caller's transaction, which holds the temporary table
+    ``host_rank`` (host, score, weight)."""
+    from geminibot.index import statements as q
+    from geminibot.index.engines import engine_of
+
+    sql = engine_of(conn).sql
+    rows = [{"host": host, "score": score, "weight": weight} for host, score, weight in ranks]
+    conn.cursor().executemany(sql[q.ADD_HOST_RANK], rows)
+    conn.execute(sql[q.CLEAR_AUTHORITY], {})
+    conn.execute(sql[q.FILL_AUTHORITY], {})
+    computed = {"key": "authority_computed_at", "value": str(time.time())}
+    conn.execute(sql[q.SET_SETTING], computed)
 
 
 def compute_authority(

@@ -22,7 +22,13 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from geminibot.index.errors import DatabaseError
-from geminibot.index.upgrade import SCHEMA_VERSION, check_version, upgrade, version_of
+from geminibot.index.upgrade import (
+    SCHEMA_VERSION,
+    VERSION_QUERY,
+    check_version,
+    upgrade,
+    version_of,
+)
 
 __all__ = ["SCHEMA_VERSION", "DatabaseError", "connect", "transaction"]
 
@@ -37,7 +43,7 @@ def sqlite_version(conn: sqlite3.Connection) -> int | None:
         "SELECT count(*), count(CASE WHEN name = 'alembic_version' THEN 1 END) FROM sqlite_master"
     ).fetchone()
     if row[1]:
-        stored = conn.execute("SELECT version_num FROM alembic_version").fetchone()
+        stored = conn.execute(VERSION_QUERY).fetchone()
         return version_of(str(stored[0])) if stored else 0
     legacy = int(conn.execute("PRAGMA user_version").fetchone()[0])
     return legacy if legacy or row[0] else None
@@ -123,19 +129,18 @@ def transaction(conn: sqlite3.Connection) -> Iterator[sqlite3.Connection]:
 
 
 def get_setting(conn: sqlite3.Connection, key: str) -> str | None:
-    row = conn.execute("SELECT value FROM settings WHERE key = ?", (key,)).fetchone()
+    from geminibot.index import statements as q
+    from geminibot.index.sqlite_sql import ENGINE
+
+    row = conn.execute(ENGINE.sql[q.SETTING], {"key": key}).fetchone()
     return None if row is None else str(row[0])
 
 
-#: Set a setting (replacing its value), ``{0}`` standing for the engine's placeholder.
-SET_SETTING = (
-    "INSERT INTO settings (key, value) VALUES ({0}, {0}) "
-    "ON CONFLICT (key) DO UPDATE SET value = excluded.value"
-)
-
-
 def set_setting(conn: sqlite3.Connection, key: str, value: str) -> None:
-    conn.execute(SET_SETTING.format("?"), (key, value))
+    from geminibot.index import statements as q
+    from geminibot.index.sqlite_sql import ENGINE
+
+    conn.execute(ENGINE.sql[q.SET_SETTING], {"key": key, "value": value})
 
 
 def checkpoint(conn: sqlite3.Connection) -> None:

@@ -90,15 +90,11 @@ def store_page(conn: sqlite3.Connection, page: Page, role: str) -> int:
     return page_id
 
 
-#: The first indexed page (not itself a duplicate) with a content hash, other than a URL:
-#: ``{0}`` stands for the engine's placeholder (SQLite's ``?``, PostgreSQL's ``%s``).
-FIRST_WITH_HASH = (
-    "SELECT url FROM pages WHERE content_hash = {0} AND url != {0} AND duplicate_of IS NULL"
-    " ORDER BY id LIMIT 1"
-)
-
-
 def find_by_hash(conn: sqlite3.Connection, content_hash: str, url: str) -> str | None:
     """The URL of an already indexed page with the same content, other than ``url``."""
-    row = conn.execute(FIRST_WITH_HASH.format("?"), (content_hash, url)).fetchone()
-    return None if row is None else str(row[0])
+    from geminibot.index import statements as q
+    from geminibot.index.sqlite_sql import ENGINE
+
+    row = conn.execute(ENGINE.sql[q.FIRST_WITH_HASH], {"hash": content_hash, "url": url})
+    found = row.fetchone()
+    return None if found is None else str(found[0])

@@ -19,19 +19,20 @@ extra. A connection string is any libpq URI, ``postgresql://USER@HOST:PORT/DB``.
 from __future__ import annotations
 
 import re
-import time
 from typing import TYPE_CHECKING, Any
 
 from geminibot.cliutil import EXIT_NEGATIVE, EXIT_USAGE, CommandError
+from geminibot.index.authority import replace_authority
 from geminibot.index.errors import DatabaseError
 from geminibot.index.pages import TEXT_ROLES, Page
 from geminibot.index.query import QueryError, Term, parse_query
 from geminibot.index.search import MAX_LIMIT, SearchResult, result_from_row
-from geminibot.index.stats import UrlRow, status_filter
+from geminibot.index.stats import host_like
 from geminibot.index.text import MARK, unmarked
 from geminibot.index.upgrade import (
     PG_LEGACY_VERSIONS,
     SCHEMA_VERSION,
+    VERSION_QUERY,
     check_version,
     upgrade,
     version_of,
@@ -114,7 +115,7 @@ def schema_version(conn: psycopg.Connection[Any]) -> int | None:
     ).fetchone()
     assert row is not None
     if row[0]:
-        stored = conn.execute("SELECT version_num FROM alembic_version").fetchone()
+        stored = conn.execute(VERSION_QUERY).fetchone()
         return version_of(str(stored[0])) if stored else 0
     if row[1]:
         legacy = conn.execute("SELECT version FROM geminibot_schema").fetchone()
@@ -199,21 +200,11 @@ def store_page(cur: psycopg.Cursor[Any], page: Page, role: str) -> int:
 def write_authority(conn: psycopg.Connection[Any], ranks: list[tuple[str, float, float]]) -> None:
     """The PostgreSQL store's :data:`~geminibot.index.authority.Writer`: every page's
     authority replaced in one transaction (searches see the old scores or the new)."""
-    with conn.transaction(), conn.cursor() as cur:
-        cur.execute(
+    with conn.transaction():
+        conn.execute(
             "CREATE TEMP TABLE host_rank (host TEXT, score FLOAT8, weight FLOAT8) ON COMMIT DROP"
         )
-        cur.executemany("INSERT INTO host_rank VALUES (%s, %s, %s)", ranks)
-        cur.execute("DELETE FROM authority")
-        cur.execute(
-            "INSERT INTO authority (url, score, weight) SELECT p.url, h.score, h.weight"
-            " FROM pages p JOIN host_rank h ON h.host = p.host"
-        )
-        cur.execute(
-            "INSERT INTO settings (key, value) VALUES ('authority_computed_at', %s)"
-            " ON CONFLICT (key) DO UPDATE SET value = excluded.value",
-            (str(time.time()),),
-        )
+        replace_authority(conn, ranks)
 
 
 # --- search ---
@@ -246,37 +237,6 @@ def to_tsquery(query: str) -> str:
     if nots:
         expr = f"({expr}) & !({' | '.join(nots)})"
     return expr
-
-
-def host_like(pattern: str) -> str:
-    """The LIKE pattern of a shell pattern (``*`` and ``?``) on host keys."""
-    text = pattern.strip().lower().replace("\\", "\\\\")
-    text = text.replace("%", "\\%").replace("_", "\\_")
-    return text.replace("*", "%").replace("?", "_")
-
-
-def list_urls(
-    conn: psycopg.Connection[Any],
-    *,
-    status: str | None = None,
-    host: str | None = None,
-    limit: int | None = None,
-    offset: int = 0,
-) -> list[UrlRow]:
-    """:func:`geminibot.index.stats.list_urls` on PostgreSQL (``stats --urls``): the same
-    rows in the same order, filtered the same way."""
-    by_status, p1 = status_filter(status)
-    by_host, p2 = "", tuple[str, ...]()
-    if host is not None:
-        like = host_like(host)
-        by_host, p2 = " AND (u.host LIKE %s OR u.host LIKE '%%://' || %s)", (like, like)
-    rows = conn.execute(
-        "SELECT u.url, u.host, u.state, p.status, u.reason FROM urls u"
-        f" LEFT JOIN pages p ON p.url = u.url WHERE true{by_status.replace('?', '%s')}{by_host}"
-        " ORDER BY u.id LIMIT %s OFFSET %s",
-        (*p1, *p2, limit, offset),
-    ).fetchall()
-    return [UrlRow(str(r[0]), str(r[1]), str(r[2]), r[3], r[4]) for r in rows]
 
 
 def search(

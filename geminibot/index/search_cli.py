@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import sqlite3
 import sys
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
@@ -240,12 +239,7 @@ def run_stats(args: argparse.Namespace) -> int:
 
 def _list_urls(conn: Any, args: argparse.Namespace) -> int:
     """``stats --urls`` on either store (an sqlite3 or a psycopg connection)."""
-    if isinstance(conn, sqlite3.Connection):
-        rows = list_urls(conn, status=args.status, host=args.host, limit=args.limit)
-    else:
-        from geminibot.index import pg
-
-        rows = pg.list_urls(conn, status=args.status, host=args.host, limit=args.limit)
+    rows = list_urls(conn, status=args.status, host=args.host, limit=args.limit)
     for row in rows:
         if args.json:
             emit_json(row.as_json())

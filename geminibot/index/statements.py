@@ -34,6 +34,11 @@ class Compiled(dict[sa.TextClause, str]):
         sql = self[statement] = str(statement.compile(dialect=self.dialect))
         return sql
 
+    def once(self, text: str) -> str:
+        """A statement put together for one call (filters chosen at run time), compiled
+        and not kept."""
+        return str(sa.text(text).compile(dialect=self.dialect))
+
 
 @dataclass(frozen=True)
 class Engine:
@@ -201,3 +206,28 @@ DELIST_PAGE = sa.text(
     "UPDATE pages SET title = '', text_indexed = false, content_hash = NULL WHERE id = :id"
 )
 DELETE_LINKS = sa.text("DELETE FROM links WHERE page_id = :id")
+
+# --- link authority (into the temporary table ``host_rank`` of the transaction) ---
+
+ADD_HOST_RANK = sa.text(
+    "INSERT INTO host_rank (host, score, weight) VALUES (:host, :score, :weight)"
+)
+CLEAR_AUTHORITY = sa.text("DELETE FROM authority")
+FILL_AUTHORITY = sa.text(
+    "INSERT INTO authority (url, score, weight) SELECT p.url, h.score, h.weight"
+    " FROM pages p JOIN host_rank h ON h.host = p.host"
+)
+
+# --- the search capsule ---
+
+#: The pages linking to a URL (as normalised, or as given), by URL.
+BACKLINKS = sa.text(
+    "SELECT p.url, p.title, min(l.label) FROM links l JOIN pages p ON p.id = l.page_id"
+    " WHERE l.target IN (:target, :given) GROUP BY p.id ORDER BY p.url LIMIT :limit"
+)
+#: A page of the known hosts, with their pages.
+HOSTS_PAGE = sa.text(
+    "SELECT h.host, h.last_fetch_at, h.skipped_reason,"
+    " (SELECT count(*) FROM pages p WHERE p.host = h.host)"
+    " FROM hosts h ORDER BY h.host LIMIT :limit OFFSET :offset"
+)

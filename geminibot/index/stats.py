@@ -3,7 +3,6 @@ outcomes, policy refusals, and the state of the frontier."""
 
 from __future__ import annotations
 
-import sqlite3
 import time
 from dataclasses import dataclass
 from typing import Any, Protocol
@@ -46,29 +45,36 @@ class UrlRow:
         }
 
 
-def status_filter(status: str | None) -> tuple[str, tuple[str | int, ...]]:
-    """SQL (`` AND ...``) for ``--status``: a frontier state (``failed``), a status code
-    (``51``) or a class of them (``5x``); raises ValueError for anything else."""
+def status_filter(status: str | None) -> tuple[str, dict[str, str | int]]:
+    """SQL (`` AND ...``, named parameters) for ``--status``: a frontier state
+    (``failed``), a status code (``51``) or a class of them (``5x``); raises ValueError
+    for anything else."""
     if status is None:
-        return "", ()
+        return "", {}
     text = status.strip().lower()
     if text in URL_STATES:
-        return " AND u.state = ?", (text,)
-    if len(text) == 2 and text.isdigit():
-        return " AND p.status = ?", (int(text),)
+        return " AND u.state = :state", {"state": text}
+    if len(text) in (2, 3) and text.isdigit():
+        return " AND p.status = :status", {"status": int(text)}
     if len(text) == 2 and text[0].isdigit() and text[1] == "x":
         low = int(text[0]) * 10
-        return " AND p.status BETWEEN ? AND ?", (low, low + 9)
-    if len(text) == 3 and text.isdigit():
-        return " AND p.status = ?", (int(text),)
+        return " AND p.status BETWEEN :low AND :high", {"low": low, "high": low + 9}
     raise ValueError(
         f"--status {status!r}: expected a state ({', '.join(URL_STATES)}), a status (51, 404) "
         "or a class of them (5x)"
     )
 
 
+def host_like(pattern: str) -> str:
+    """The LIKE pattern (escaped with ``\\``) of a shell pattern (``*`` and ``?``) on
+    host keys."""
+    text = pattern.strip().lower().replace("\\", "\\\\")
+    text = text.replace("%", "\\%").replace("_", "\\_")
+    return text.replace("*", "%").replace("?", "_")
+
+
 def list_urls(
-    conn: sqlite3.Connection,
+    conn: Any,
     *,
     status: str | None = None,
     host: str | None = None,
@@ -76,14 +82,24 @@ def list_urls(
     offset: int = 0,
 ) -> list[UrlRow]:
     """The crawl's URLs in the order they were found, filtered by ``status`` (see
-    :func:`status_filter`) and ``host`` (a shell pattern)."""
-    by_status, p1 = status_filter(status)
-    by_host, p2 = host_filter(host, "u.host")
-    rows = conn.execute(
+    :func:`status_filter`) and ``host`` (a shell pattern: the key itself, or the host
+    name of a web origin), on either store's connection."""
+    from geminibot.index.engines import engine_of
+
+    by_status, params = status_filter(status)
+    by_host = ""
+    if host is not None:
+        like = " LIKE :like ESCAPE '\\'"
+        by_host = f" AND (u.host{like} OR u.host LIKE '%://' || :like ESCAPE '\\')"
+        params["like"] = host_like(host)
+    limited = "" if limit is None else " LIMIT :limit OFFSET :offset"
+    sql = (
         "SELECT u.url, u.host, u.state, p.status, u.reason FROM urls u"
-        f" LEFT JOIN pages p ON p.url = u.url WHERE 1{by_status}{by_host}"
-        " ORDER BY u.id LIMIT ? OFFSET ?",
-        (*p1, *p2, -1 if limit is None else limit, offset),
+        f" LEFT JOIN pages p ON p.url = u.url WHERE true{by_status}{by_host}"
+        f" ORDER BY u.id{limited}"
+    )
+    rows = conn.execute(
+        engine_of(conn).sql.once(sql), {**params, "limit": limit, "offset": offset}
     ).fetchall()
     return [UrlRow(str(r[0]), str(r[1]), str(r[2]), r[3], r[4]) for r in rows]
 

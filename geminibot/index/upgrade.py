@@ -28,6 +28,8 @@ if TYPE_CHECKING:
     from alembic.runtime.migration import MigrationContext
     from alembic.script import ScriptDirectory
 
+#: The query of a database's version (where ``alembic_version`` exists).
+VERSION_QUERY = "SELECT version_num FROM alembic_version"
 #: The schema version this geminibot reads and writes (the last revision of the history).
 SCHEMA_VERSION = 7
 #: The advisory lock key a PostgreSQL upgrade holds.

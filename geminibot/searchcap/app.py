@@ -34,7 +34,6 @@ with the reason, so that the user can correct it.
 from __future__ import annotations
 
 import re
-import sqlite3
 import time
 from collections.abc import Callable
 from datetime import UTC, datetime
@@ -49,6 +48,8 @@ from geminibot.crawl.settings import ROLE_CATEGORIES, CrawlOptions
 from geminibot.gemini.server import Resolution
 from geminibot.gemini.status import Status
 from geminibot.index import QueryError, SearchResult, search
+from geminibot.index import statements as q
+from geminibot.index.engines import engine_of
 from geminibot.index.search import MAX_QUERY_LENGTH
 from geminibot.index.stats import format_stats, stats
 from geminibot.index.tantivy_index import index_lag
@@ -141,7 +142,8 @@ class SearchCapsule:
     """The handler: call it with a request URL (see the module docstring for the routes).
 
     ``conn`` is either store's connection (an sqlite3 one, or a psycopg one with
-    ``find`` = :func:`geminibot.index.pg.search`): the SQL here runs on both."""
+    ``find`` = :func:`geminibot.index.pg.search`): its statements are compiled for
+    the connection's engine."""
 
     def __init__(
         self,
@@ -156,8 +158,7 @@ class SearchCapsule:
         self.conn = conn
         self.wall_clock = wall_clock
         self.find = find
-        # The one difference between the two drivers' SQL here: their placeholders.
-        self._p = "?" if isinstance(conn, sqlite3.Connection) else "%s"
+        self.sql = engine_of(conn).sql
         self.title = title
         self.clock = clock
         self.reader = reader  # the searchers' language: others are shown beside titles
@@ -245,11 +246,9 @@ class SearchCapsule:
             target = normalise(text.strip())
         except InvalidURL as exc:
             raise BadInput(f"Not a URL this crawler follows: {one_line(str(exc), 200)}") from None
-        p = self._p
         rows = self.conn.execute(
-            "SELECT p.url, p.title, min(l.label) FROM links l JOIN pages p ON p.id = l.page_id"
-            f" WHERE l.target IN ({p}, {p}) GROUP BY p.id ORDER BY p.url LIMIT {p}",
-            (target, text.strip(), MAX_BACKLINKS + 1),
+            self.sql[q.BACKLINKS],
+            {"target": target, "given": text.strip(), "limit": MAX_BACKLINKS + 1},
         ).fetchall()
         lines = [f"# Links to {target}", ""]
         if not rows:
@@ -274,12 +273,9 @@ class SearchCapsule:
         return page(gemtext_page(answer))
 
     def hosts(self, number: int) -> Resolution:
-        p = self._p
+        offset = (number - 1) * HOSTS_PER_PAGE
         rows = self.conn.execute(
-            "SELECT h.host, h.last_fetch_at, h.skipped_reason,"
-            " (SELECT count(*) FROM pages p WHERE p.host = h.host)"
-            f" FROM hosts h ORDER BY h.host LIMIT {p} OFFSET {p}",
-            (HOSTS_PER_PAGE + 1, (number - 1) * HOSTS_PER_PAGE),
+            self.sql[q.HOSTS_PAGE], {"limit": HOSTS_PER_PAGE + 1, "offset": offset}
         ).fetchall()
         if number > 1 and not rows:
             return Resolution(Status.NOT_FOUND, "Not found (no hosts on that page)")
@@ -317,9 +313,7 @@ class SearchCapsule:
         )
 
     def _setting(self, key: str) -> str | None:
-        row = self.conn.execute(
-            f"SELECT value FROM settings WHERE key = {self._p}", (key,)
-        ).fetchone()
+        row = self.conn.execute(self.sql[q.SETTING], {"key": key}).fetchone()
         return None if row is None else str(row[0])
 
     def about(self, _url: URL) -> Resolution:

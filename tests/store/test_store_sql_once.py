@@ -1,0 +1,69 @@
+"""No SQL statement is written twice: outside the one dialect module of each engine
+(``geminibot/index/sqlite_sql.py``, ``geminibot/index/pg_sql.py``), no statement in the
+PostgreSQL code equals one in the SQLite code once their placeholders are the same. A
+statement both engines run is written once, in ``geminibot/index/statements.py``."""
+
+from __future__ import annotations
+
+import ast
+import re
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2] / "geminibot"
+
+#: The modules whose SQL runs on PostgreSQL only.
+PG_CODE = ("crawl/pgstore.py", "index/pg.py")
+#: The modules whose SQL runs on SQLite only.
+SQLITE_CODE = (
+    "crawl/store.py",
+    "crawl/frontier.py",
+    "crawl/migrate.py",
+    "index/db.py",
+    "index/pages.py",
+    "index/search.py",
+    "index/authority.py",
+    "index/tantivy_index.py",
+    "index/updater.py",
+)
+_VERBS = ("select", "insert", "update", "delete", "with", "create")
+# ?, ?1, %s, %(name)s, :name (not a ::cast), {0}, {} (an f-string's value)
+_PLACEHOLDER = re.compile(r"\?\d*|%\(\w+\)s|%s|(?<![:\w]):\w+|\{\d*\}")
+
+
+def normalised(sql: str) -> str:
+    """``sql`` with every placeholder as ``?``, ``%%`` as ``%``, blanks collapsed."""
+    text = _PLACEHOLDER.sub("?", sql.replace("%%", "%"))
+    return " ".join(text.split()).lower()
+
+
+def statements(path: Path) -> set[str]:
+    """The SQL statements written in a module: its string constants (an f-string with
+    its values as ``{}``) that begin with an SQL verb."""
+    found = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.JoinedStr):
+            text = "".join(v.value if isinstance(v, ast.Constant) else "{}" for v in node.values)
+        elif isinstance(node, ast.Constant) and isinstance(node.value, str):
+            text = node.value
+        else:
+            continue
+        words = text.split(None, 1)
+        if words and words[0].lower() in _VERBS:
+            found.add(normalised(text))
+    return found
+
+
+def test_normalising_makes_placeholders_alike() -> None:
+    assert normalised("SELECT a FROM t WHERE b = %s AND c = %(c)s") == normalised(
+        "SELECT a FROM t WHERE b = ? AND c = :c"
+    )
+    assert normalised("SELECT x::text FROM t WHERE y LIKE '%%' || {0}") == (
+        "select x::text from t where y like '%' || ?"
+    )
+
+
+def test_no_statement_is_written_for_both_engines() -> None:
+    pg = set().union(*(statements(ROOT / name) for name in PG_CODE))
+    sqlite = set().union(*(statements(ROOT / name) for name in SQLITE_CODE))
+    assert len(pg) > 10 and len(sqlite) > 10  # (the modules do hold SQL)
+    assert sorted(pg & sqlite) == []
