@@ -10,11 +10,13 @@ makes one request for each (a page, or a policy file), and gives it back
 left for this run (:meth:`Scheduler.drop`). A host is out with one worker at a time, so
 one request at a time goes to a host.
 
-Longest work first (LPT, the classic rule for scheduling chains of jobs on a few
+Among the hosts due, those not asked yet in this run go first (each host's policy files
+and first page come early, whatever its size: its work is not known before), then the
+longest work first (LPT, the classic rule for scheduling chains of jobs on a few
 machines): each host is a chain of requests, one at a time, so a crawl lasts at least as
 long as its longest chain; the host with the most work left (:meth:`Scheduler.work_left`:
-its queued URLs times the polite wall time one of its requests costs) goes first among
-those due, and the short chains fill the gaps.
+its queued URLs times the polite wall time one of its requests costs) goes first, and
+the short chains fill the gaps.
 
 Hosts that share an address (several capsules on one server, several names for one
 machine: the crawler passes ``address port N`` as resolved, --connect-to applied) are
@@ -44,15 +46,18 @@ REQUEST_COST_FLOOR = 0.01
 
 
 class Scheduler:
-    """The hosts with work, in order of when each is due and, among those due, longest
-    work first; one slot per address; the politeness schedule of each host."""
+    """The hosts with work, in order of when each is due and, among those due, the hosts
+    not asked yet, then longest work first; one slot per address; the politeness
+    schedule of each host."""
 
     def __init__(self, clock: Clock, *, test_range: bool = False, min_delay: float = 0.0) -> None:
         self.clock = clock
         self.politeness = Politeness(clock.now, test_range=test_range, min_delay=min_delay)
         self._work: dict[str, int] = {}  # host -> its queued URLs (as far as known here)
         self._due: list[tuple[float, int, str]] = []  # waiting: (due, order, host)
-        self._ready: list[tuple[float, int, str]] = []  # due: (-work left, order, host)
+        # due: (asked before in this run, -work left, order, host)
+        self._ready: list[tuple[bool, float, int, str]] = []
+        self._asked: set[str] = set()  # hosts taken at least once in this run
         self._placed: set[str] = set()  # hosts in either heap
         self._out: set[str] = set()  # hosts a worker has now
         self._order = itertools.count()
@@ -115,21 +120,23 @@ class Scheduler:
         self._changed.set()
 
     def _take_due(self) -> str | None:
-        """The ready host with the most work left, after moving the hosts now due from
-        the waiting heap to the ready one."""
+        """The ready host not asked yet in this run, else the one with the most work
+        left, after moving the hosts now due from the waiting heap to the ready one."""
         now = self.clock.now()
         while self._due and self._due[0][0] <= now:
             _, order, host = heapq.heappop(self._due)
-            heapq.heappush(self._ready, (-self.work_left(host), order, host))
+            entry = (host in self._asked, -self.work_left(host), order, host)
+            heapq.heappush(self._ready, entry)
         if not self._ready:
             return None
-        host = heapq.heappop(self._ready)[2]
+        host = heapq.heappop(self._ready)[3]
+        self._asked.add(host)
         self._placed.discard(host)
         self._out.add(host)
         return host
 
     async def next_host(self) -> str | None:
-        """Wait for a host that is due and take it (longest work first); None when no
+        """Wait for a host that is due and take it (see :meth:`_take_due`); None when no
         host has work and no worker has one (what it may add is all there is)."""
         async with self._taking:
             while True:
@@ -158,7 +165,7 @@ class Scheduler:
         elif host in self._placed:  # (rare: a host dropped before its worker took it)
             self._placed.discard(host)
             self._due = [entry for entry in self._due if entry[2] != host]
-            self._ready = [entry for entry in self._ready if entry[2] != host]
+            self._ready = [entry for entry in self._ready if entry[3] != host]
             heapq.heapify(self._due)
             heapq.heapify(self._ready)
 

@@ -37,9 +37,9 @@ def scheduler() -> Scheduler:
 
 
 async def test_among_hosts_due_the_longest_work_goes_first(autojump_clock: object) -> None:
-    """LPT: the host with the most queued URLs times their cost goes first, whatever the
-    order the hosts got their work in; a host just given back with less work waits its
-    place."""
+    """LPT: among hosts asked before, the one with the most queued URLs times their cost
+    goes first, whatever the order they got their work in; a host just given back with
+    less work waits its place."""
     s = scheduler()
     s.add_work({"small.test": 1, "big.test": 30, "mid.test": 5})
     order = [await s.next_host() for _ in range(3)]
@@ -51,6 +51,18 @@ async def test_among_hosts_due_the_longest_work_goes_first(autojump_clock: objec
     for host in order:
         s.give_back(host, now)
     assert [await s.next_host() for _ in range(3)] == ["mid.test", "big.test", "small.test"]
+
+
+async def test_a_host_not_asked_yet_goes_before_the_longest_work(autojump_clock: object) -> None:
+    """A host that got work and was never asked in this run goes before the hosts asked
+    before, however much work they have (its own is not known yet): a crawl reaches every
+    host early, not only the biggest."""
+    s = scheduler()
+    s.add_work({"big.test": 30})
+    assert await s.next_host() == "big.test"
+    s.give_back("big.test", s.clock.now())
+    s.add_work({"new.test": 1})
+    assert [await s.next_host(), await s.next_host()] == ["new.test", "big.test"]
 
 
 def test_a_host_is_taken_when_it_is_due_not_before() -> None:
