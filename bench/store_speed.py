@@ -29,7 +29,7 @@ sys.path.insert(0, str(BENCH))
 from geminispace.space import Space  # noqa: E402
 from machine import cpu_model  # noqa: E402
 
-from geminibot.crawl.adapters import Response, adapter_for  # noqa: E402
+from geminibot.crawl.adapters import FetchResult, adapter_for  # noqa: E402
 from geminibot.crawl.freshness import next_interval  # noqa: E402
 from geminibot.crawl.schemes import host_name, normalise  # noqa: E402
 from geminibot.crawl.store import (  # noqa: E402
@@ -67,7 +67,7 @@ def store_cpu(
             continue
         name = host_name(host)
         answer = space.respond(name, claim.url.split(name, 1)[1] or "/")
-        response = Response(answer.status, answer.meta, answer.body)
+        response = FetchResult(answer.status, answer.meta, answer.body)
         extracted = adapter_for(host).extract(claim.url, host, response, now[0])
         state = HostState(now[0], 0.01, now[0], 0)
         record = FetchRecord(claim.url, host, answer.status, answer.meta, None, now[0], 0.01, state)

@@ -28,7 +28,7 @@ from capsule_server.testing import running_server
 from geminibot.cliutil import bounded_number, say
 from geminibot.crawl.crawler import sqlite_crawler
 from geminibot.crawl.fetcher import gemini_fetch
-from geminibot.crawl.frontier import Limits
+from geminibot.crawl.frontier import FrontierLimits
 from geminibot.crawl.progress import Progress
 from geminibot.crawl.settings import CrawlOptions
 from geminibot.gemini.client import GeminiClient
@@ -68,7 +68,7 @@ async def crawl_capsules(directory: Path, db: Path, certs: Path, seconds: float)
             role="indexer",
             test_range=True,
             allow_hosts=("*.test",),
-            limits=Limits(max_urls_per_host=DEMO_HOST_URLS),
+            limits=FrontierLimits(max_urls_per_host=DEMO_HOST_URLS),
         )
         crawler = sqlite_crawler(
             connect(db), gemini_fetch(GeminiClient(connect_to=resolver)), options

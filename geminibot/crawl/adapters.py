@@ -6,7 +6,7 @@ web's 429 and 503), what an answer says as a policy-file fetch (status, redirect
 Retry-After) and what a page contributes to the index. The loop itself has no protocol
 branches.
 
-The fetcher is injected: ``fetch(url) -> Response``; for web URLs also ``fetch(url,
+The fetcher is injected: ``fetch(url) -> FetchResult``; for web URLs also ``fetch(url,
 method=..., headers=...)``.
 """
 
@@ -37,7 +37,7 @@ POLICY_REDIRECTS: dict[Scheme, RedirectRules] = {
 
 
 @dataclass(frozen=True)
-class Response:
+class FetchResult:
     """What a fetcher returns: a status and meta, or an error (status None)."""
 
     status: int | None
@@ -55,7 +55,7 @@ class Response:
 
 
 #: ``fetch(url)``; for web URLs also ``fetch(url, method=..., headers=...)``.
-Fetch = Callable[..., Awaitable[Response]]
+Fetch = Callable[..., Awaitable[FetchResult]]
 Headers = tuple[tuple[str, str], ...]
 
 
@@ -64,15 +64,17 @@ class Adapter(Protocol):
 
     async def send(
         self, fetch: Fetch, url: str, *, method: str, headers: Headers, announce: Headers
-    ) -> Response:
+    ) -> FetchResult:
         """One request; ``announce`` is what the bot says about itself when the site
         asks it to (robots2.txt ``announce: yes``), for protocols that carry headers."""
         ...
 
     def slows_down(self, status: int | None) -> bool: ...
-    def redirect_target(self, response: Response, url: str, followed: list[URL]) -> URL | None: ...
-    def policy_answer(self, response: Response, redirects: int) -> PolicyAnswer: ...
-    def extract(self, url: str, host: str, response: Response, fetched_at: float) -> Extracted:
+    def redirect_target(
+        self, response: FetchResult, url: str, followed: list[URL]
+    ) -> URL | None: ...
+    def policy_answer(self, response: FetchResult, redirects: int) -> PolicyAnswer: ...
+    def extract(self, url: str, host: str, response: FetchResult, fetched_at: float) -> Extracted:
         """The page and links of a response that has a status."""
         ...
 
@@ -86,10 +88,10 @@ class _Shared:
     def is_redirect(self, status: int) -> bool:
         raise NotImplementedError
 
-    def retry_after(self, response: Response) -> float | None:
+    def retry_after(self, response: FetchResult) -> float | None:
         return None
 
-    def redirect_target(self, response: Response, url: str, followed: list[URL]) -> URL | None:
+    def redirect_target(self, response: FetchResult, url: str, followed: list[URL]) -> URL | None:
         """For a redirect, the URL to follow (:data:`POLICY_REDIRECTS`: across hosts,
         within the protocol, at most five hops, no loop), else None (handed back)."""
         if response.status is None or not self.is_redirect(response.status):
@@ -101,7 +103,7 @@ class _Shared:
         except (FetchError, ValueError):
             return None
 
-    def policy_answer(self, response: Response, redirects: int) -> PolicyAnswer:
+    def policy_answer(self, response: FetchResult, redirects: int) -> PolicyAnswer:
         """A policy file's answer; a body cut at the size limit is read in part."""
         return PolicyAnswer(
             response.status,
@@ -118,7 +120,7 @@ class GeminiAdapter(_Shared):
 
     async def send(
         self, fetch: Fetch, url: str, *, method: str, headers: Headers, announce: Headers
-    ) -> Response:
+    ) -> FetchResult:
         return await fetch(url)
 
     def slows_down(self, status: int | None) -> bool:
@@ -127,7 +129,7 @@ class GeminiAdapter(_Shared):
     def is_redirect(self, status: int) -> bool:
         return status // 10 == 3
 
-    def extract(self, url: str, host: str, response: Response, fetched_at: float) -> Extracted:
+    def extract(self, url: str, host: str, response: FetchResult, fetched_at: float) -> Extracted:
         assert response.status is not None
         return extract(url, host, response.status, response.meta, response.body, fetched_at)
 
@@ -139,7 +141,7 @@ class WebAdapter(_Shared):
 
     async def send(
         self, fetch: Fetch, url: str, *, method: str, headers: Headers, announce: Headers
-    ) -> Response:
+    ) -> FetchResult:
         given = {name.lower() for name, _ in headers}
         sent = headers + tuple(h for h in announce if h[0].lower() not in given)
         return await fetch(url, method=method, headers=sent)
@@ -150,10 +152,10 @@ class WebAdapter(_Shared):
     def is_redirect(self, status: int) -> bool:
         return 300 <= status <= 399
 
-    def retry_after(self, response: Response) -> float | None:
+    def retry_after(self, response: FetchResult) -> float | None:
         return parse_retry_after(response.header("retry-after"))
 
-    def extract(self, url: str, host: str, response: Response, fetched_at: float) -> Extracted:
+    def extract(self, url: str, host: str, response: FetchResult, fetched_at: float) -> Extracted:
         assert response.status is not None
         return extract_web(
             url,

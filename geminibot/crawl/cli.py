@@ -33,7 +33,7 @@ from geminibot.cliutil import (
 from geminibot.crawl.databases import display as without_password
 from geminibot.crawl.databases import is_postgres, open_pg_store
 from geminibot.crawl.freshness import DAY, VANISHED_AFTER
-from geminibot.crawl.frontier import DEFAULT_MAX_DEPTH, MAX_URLS_PER_HOST, Limits
+from geminibot.crawl.frontier import DEFAULT_MAX_DEPTH, MAX_URLS_PER_HOST, FrontierLimits
 from geminibot.crawl.politeness import DEFAULT_MIN_DELAY
 from geminibot.crawl.schemes import host_url, normalise, parse_any
 from geminibot.crawl.settings import (
@@ -341,7 +341,7 @@ def _options(args: argparse.Namespace) -> tuple[list[str], CrawlOptions, Resolve
         agent=agent_option(args.agent),
         strict=args.strict,
         max_pages=args.max_pages,
-        limits=Limits(max_depth=args.max_depth, max_urls_per_host=args.max_host_urls),
+        limits=FrontierLimits(max_depth=args.max_depth, max_urls_per_host=args.max_host_urls),
         allow_hosts=tuple(args.allow_host),
         exclude=tuple(args.exclude),
         max_time=args.max_time,

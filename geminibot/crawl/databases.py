@@ -11,7 +11,7 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from geminibot.crawl.frontier import Limits
+from geminibot.crawl.frontier import FrontierLimits
 from geminibot.index import DatabaseError
 from geminibot.index.pg import command_error as pg_error
 from geminibot.index.pg import display, is_postgres
@@ -19,7 +19,7 @@ from geminibot.index.pg import display, is_postgres
 __all__ = ["display", "is_postgres", "open_pg_store", "pg_error"]
 
 
-def open_pg_store(db: str, limits: Limits, lease_seconds: float | None) -> Any:
+def open_pg_store(db: str, limits: FrontierLimits, lease_seconds: float | None) -> Any:
     """The crawl's :class:`~geminibot.crawl.pgstore.PgStore` on ``db``."""
     from geminibot.crawl import pgstore
 

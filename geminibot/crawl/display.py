@@ -23,6 +23,8 @@ from geminibot.crawl.progress import Progress
 
 #: Seconds between two progress log lines when standard error is not a terminal.
 LOG_INTERVAL = 5.0
+#: What begins each progress line written to a log (not a terminal).
+LOG_PREFIX = "crawl: "
 #: Pages/s is measured over this many recent seconds.
 RATE_WINDOW = 30.0
 #: Printable characters of a host name shown; longer names are cut with "…".
@@ -126,8 +128,8 @@ class Display:
             self.stream.flush()
         elif self._monotonic() - self._last_log >= LOG_INTERVAL:
             self._last_log = self._monotonic()
-            prefix = "crawl: "
-            print(prefix + self.line(p, LINE_WIDTH - len(prefix)), file=self.stream, flush=True)
+            line = self.line(p, LINE_WIDTH - len(LOG_PREFIX))
+            print(LOG_PREFIX + line, file=self.stream, flush=True)
 
     def end(self) -> None:
         if self.tty:

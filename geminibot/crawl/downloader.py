@@ -9,7 +9,7 @@ have taken the host over meanwhile). What did not go says why, as a value: the h
 skipped for now (None), its turn has not come (:class:`Later`), or it is another
 process's now (``"lost"``).
 
-The fetcher is injected (``fetch(url) -> Response``: see :mod:`geminibot.crawl.adapters`);
+The fetcher is injected (``fetch(url) -> FetchResult``: see :mod:`geminibot.crawl.adapters`);
 each protocol's adapter says how to send (the web adds the bot's headers, and
 ``X-Agent-Identity`` when a robots2.txt says ``announce: yes``).
 """
@@ -19,7 +19,7 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Literal
 
-from geminibot.crawl.adapters import Adapter, Fetch, Headers, Response, adapter_for
+from geminibot.crawl.adapters import Adapter, Fetch, FetchResult, Headers, adapter_for
 from geminibot.crawl.clock import Clock
 from geminibot.crawl.policy_files import Later, Sent
 from geminibot.crawl.progress import Progress
@@ -121,13 +121,13 @@ class Downloader:
         self.scheduler.start(host)
         self.progress.in_flight += 1
         started = self.clock.now()
-        response: Response | None = None
+        response: FetchResult | None = None
         try:
             response = await adapter.send(
                 self.fetch, url, method=method, headers=headers, announce=self._announce(policy)
             )
         except Exception as exc:  # a fetcher should not raise; count it as a failure
-            response = Response(None, error=f"{type(exc).__name__}: {exc}")
+            response = FetchResult(None, error=f"{type(exc).__name__}: {exc}")
         finally:
             self.progress.in_flight -= 1
             duration = max(0.0, self.clock.now() - started)

@@ -1,4 +1,4 @@
-"""The crawler's edge: the Gemini client as a ``fetch(url) -> Response`` function, and the
+"""The crawler's edge: the Gemini client as a ``fetch(url) -> FetchResult`` function, and the
 protocol-dispatching fetcher that adds the http(s) client (:class:`ProtocolFetcher`). The
 address overrides (``--connect-to``) and the loopback guard (``--test-range``) are
 :mod:`geminibot.net.connect`.
@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from geminibot.crawl.adapters import WEB_SLOW_DOWN, Fetch, Response
+from geminibot.crawl.adapters import WEB_SLOW_DOWN, Fetch, FetchResult
 from geminibot.crawl.schemes import protocol_of
 from geminibot.gemini.client import GeminiClient
 from geminibot.http.client import WebClient, WebResponse
@@ -31,13 +31,13 @@ def _cut(body: bytes, limits: Limits) -> str | None:
 def gemini_fetch(client: GeminiClient) -> Fetch:
     """The client as a crawler fetcher: one request, redirects returned, not followed."""
 
-    async def fetch(url: str) -> Response:
+    async def fetch(url: str) -> FetchResult:
         try:
             response = await client.fetch(url, follow_redirects=False)
         except (FetchError, InvalidURL) as exc:
-            return Response(None, error=f"{type(exc).__name__}: {exc}")
+            return FetchResult(None, error=f"{type(exc).__name__}: {exc}")
         cut = _cut(response.body, client.limits)
-        return Response(response.status, response.meta, response.body, cut, cut=cut is not None)
+        return FetchResult(response.status, response.meta, response.body, cut, cut=cut is not None)
 
     return fetch
 
@@ -69,20 +69,22 @@ class ProtocolFetcher:
 
     async def __call__(
         self, url: str, *, method: str = "GET", headers: Sequence[tuple[str, str]] = ()
-    ) -> Response:
+    ) -> FetchResult:
         try:
             protocol = protocol_of(url)
         except ValueError as exc:
-            return Response(None, error=f"{type(exc).__name__}: {exc}")
+            return FetchResult(None, error=f"{type(exc).__name__}: {exc}")
         if protocol == "gemini":
             if self.gemini is None:
-                return Response(None, error="this crawl has no Gemini client")
+                return FetchResult(None, error="this crawl has no Gemini client")
             return await self.gemini(url)
         if self.web is None:
-            return Response(None, error="this crawl has no http(s) client")
+            return FetchResult(None, error="this crawl has no http(s) client")
         try:
             w = await self.web.fetch(url, method=method, headers=headers, follow_redirects=False)
         except (FetchError, InvalidURL) as exc:
-            return Response(None, error=f"{type(exc).__name__}: {exc}")
+            return FetchResult(None, error=f"{type(exc).__name__}: {exc}")
         cut = _cut(w.body, self.web.limits)
-        return Response(w.status, web_meta(w), w.body, cut, headers=w.headers, cut=cut is not None)
+        return FetchResult(
+            w.status, web_meta(w), w.body, cut, headers=w.headers, cut=cut is not None
+        )

@@ -54,7 +54,7 @@ from geminibot.index import transaction
 from geminibot.index.sqlite_sql import ENGINE
 from geminibot.urls import URL
 
-__all__ = ["Claim", "Frontier", "Limits", "host_key"]
+__all__ = ["Claim", "Frontier", "FrontierLimits", "host_key"]
 
 #: The statements compiled for SQLite.
 SQL = ENGINE.sql
@@ -78,7 +78,9 @@ MAX_URL_ATTEMPTS = 3
 
 
 @dataclass(frozen=True)
-class Limits:
+class FrontierLimits:
+    """The trap bounds a crawl applies to the URLs it queues (see the module docstring)."""
+
     max_depth: int = DEFAULT_MAX_DEPTH
     max_url_length: int = MAX_URL_LENGTH
     max_queries_per_path: int = MAX_QUERIES_PER_PATH
@@ -96,7 +98,7 @@ class Claim:
 
 
 def trap_reason(
-    lim: Limits,
+    lim: FrontierLimits,
     url: URL,
     depth: int,
     host_total: int,
@@ -154,11 +156,14 @@ class Frontier:
     """Queue operations over the ``urls`` table; ``clock`` gives wall-clock seconds."""
 
     def __init__(
-        self, conn: sqlite3.Connection, clock: Callable[[], float], limits: Limits | None = None
+        self,
+        conn: sqlite3.Connection,
+        clock: Callable[[], float],
+        limits: FrontierLimits | None = None,
     ) -> None:
         self.conn = conn
         self.clock = clock
-        self.limits = limits or Limits()
+        self.limits = limits or FrontierLimits()
 
     # --- writes that belong to a larger transaction (the caller holds it) ---
 

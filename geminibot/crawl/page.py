@@ -109,7 +109,7 @@ def _text_page(base: Page, text: str, url: str, essence: str) -> Page:
 def _gemtext_page(base: Page, mime: MimeType, text: str, url: str) -> Extracted:
     """A text/gemini page: title, headings, text and links."""
     # One line at a time, links resolved only up to the cap: a page of a million links
-    # costs its text, not a million objects (issue 13, item 19).
+    # costs its text, not a million objects.
     front, rest = split_front_matter(text)
     title: str | None = None
     first = label = ""  # the first line of text; the first link's label

@@ -44,7 +44,7 @@ from geminibot.crawl.frontier import (
     CAP_REASON,
     MAX_URL_ATTEMPTS,
     Claim,
-    Limits,
+    FrontierLimits,
     count_deep,
     trap_decision,
     trap_reason,
@@ -79,14 +79,14 @@ class PgStore(SqlStore):
         self,
         conninfo: str,
         clock: Callable[[], float],
-        limits: Limits | None = None,
+        limits: FrontierLimits | None = None,
         *,
         lease_seconds: float = LEASE_SECONDS,
     ) -> None:
         pg.connect(conninfo).close()  # reachable, and the schema is current
         self.name = pg.display(conninfo)
         self.clock = clock
-        self.limits = limits or Limits()
+        self.limits = limits or FrontierLimits()
         self.lease_seconds = lease_seconds
         self.pool: ConnectionPool[Any] = ConnectionPool(
             conninfo,
@@ -457,7 +457,7 @@ class _Counts:
 def open_store(
     conninfo: str,
     clock: Callable[[], float],
-    limits: Limits | None = None,
+    limits: FrontierLimits | None = None,
     *,
     lease_seconds: float = LEASE_SECONDS,
 ) -> PgStore:

@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
-from geminibot.crawl.adapters import Response, adapter_for
+from geminibot.crawl.adapters import FetchResult, adapter_for
 from geminibot.crawl.politeness import MAX_WAIT
 from geminibot.crawl.schemes import host_key, host_protocol, host_url, parse_any
 from geminibot.crawl.store import CachedFile, CrawlStore, FetchRecord, cache_expiry
@@ -33,7 +33,7 @@ MAX_POLICY_SLOW_DOWNS = 3
 class Sent:
     """One request that was sent: the answer and its line of the fetch log."""
 
-    response: Response
+    response: FetchResult
     record: FetchRecord
 
 

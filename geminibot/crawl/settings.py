@@ -11,7 +11,7 @@ import uuid
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from geminibot.crawl.frontier import Limits
+from geminibot.crawl.frontier import FrontierLimits
 from geminibot.urls import Scheme
 
 if TYPE_CHECKING:
@@ -44,7 +44,7 @@ class CrawlOptions:
     agent: str = DEFAULT_AGENT
     strict: bool = False
     max_pages: int | None = None
-    limits: Limits = field(default_factory=Limits)
+    limits: FrontierLimits = field(default_factory=FrontierLimits)
     allow_hosts: tuple[str, ...] = ()  # fnmatch patterns, beside the seeds' own hosts
     exclude: tuple[str, ...] = ()  # fnmatch patterns of URLs never fetched (--exclude)
     max_time: float | None = None  # seconds, then the crawl stops (resumable)

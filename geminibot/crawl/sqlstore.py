@@ -19,7 +19,7 @@ from typing import Any
 import sqlalchemy as sa
 
 from geminibot.crawl.freshness import VANISHED_AFTER, VANISHED_FAILURES, Visit
-from geminibot.crawl.frontier import Limits
+from geminibot.crawl.frontier import FrontierLimits
 from geminibot.crawl.records import (
     CachedFile,
     DecisionRecord,
@@ -42,7 +42,7 @@ class SqlStore:
 
     engine: Engine
     clock: Callable[[], float]
-    limits: Limits
+    limits: FrontierLimits
 
     # -- what each engine gives --
 

@@ -21,7 +21,7 @@ from contextlib import AbstractContextManager, contextmanager, nullcontext
 from typing import Protocol
 
 from geminibot.crawl.freshness import Visit
-from geminibot.crawl.frontier import Claim, Frontier, Limits
+from geminibot.crawl.frontier import Claim, Frontier, FrontierLimits
 from geminibot.crawl.records import (
     CachedFile,
     DecisionRecord,
@@ -228,7 +228,7 @@ class SqliteStore(SqlStore, Frontier):
         self,
         conn: sqlite3.Connection,
         clock: Callable[[], float],
-        limits: Limits | None = None,
+        limits: FrontierLimits | None = None,
         *,
         batch: bool = False,
         monotonic: Callable[[], float] = time.monotonic,

@@ -12,7 +12,7 @@ from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from typing import Literal, Protocol
 
-from geminibot.crawl.adapters import Response, adapter_for
+from geminibot.crawl.adapters import FetchResult, adapter_for
 from geminibot.crawl.downloader import Downloader, Lost
 from geminibot.crawl.frontier import Claim
 from geminibot.crawl.pipeline import (
@@ -41,7 +41,7 @@ Visited = Literal["done"] | Lost | Later | None
 class Archive(Protocol):
     """Where ``--as archiver`` keeps every response (WARC files)."""
 
-    def write(self, url: str, response: Response, fetched_at: float) -> None: ...
+    def write(self, url: str, response: FetchResult, fetched_at: float) -> None: ...
 
 
 class Visitor:

@@ -18,7 +18,7 @@ from typing import BinaryIO
 
 from warcio.warcwriter import WARCWriter  # type: ignore[import-untyped]
 
-from geminibot.crawl.adapters import Response
+from geminibot.crawl.adapters import FetchResult
 from geminibot.crawl.schemes import protocol_of
 
 GEMINI_RESPONSE_TYPE = "application/gemini; msgtype=response"
@@ -27,7 +27,7 @@ HTTP_RESPONSE_TYPE = "application/http; msgtype=response"
 _WIRE_HEADERS = frozenset({"content-encoding", "transfer-encoding", "content-length"})
 
 
-def http_payload(response: Response) -> bytes:
+def http_payload(response: FetchResult) -> bytes:
     """An http(s) response as an HTTP/1.1 message: status line, headers, body. The body
     was decoded by the client, so the length and encoding headers are rewritten to match."""
     try:
@@ -49,7 +49,7 @@ class WarcArchive:
         self._writer = WARCWriter(self._file, gzip=True)
         self.records = 0
 
-    def write(self, url: str, response: Response, fetched_at: float) -> None:
+    def write(self, url: str, response: FetchResult, fetched_at: float) -> None:
         if protocol_of(url) == "http":
             payload, kind = http_payload(response), HTTP_RESPONSE_TYPE
         else:

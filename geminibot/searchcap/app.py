@@ -41,7 +41,7 @@ from typing import Any, Protocol
 from urllib.parse import quote, unquote_to_bytes
 
 from geminibot import __version__
-from geminibot.crawl.frontier import Limits as FrontierLimits
+from geminibot.crawl.frontier import FrontierLimits
 from geminibot.crawl.politeness import DEFAULT_DURATION_FACTOR, DEFAULT_MIN_DELAY, MAX_WAIT
 from geminibot.crawl.schemes import host_key, host_url, normalise
 from geminibot.crawl.settings import ROLE_CATEGORIES, CrawlOptions

@@ -26,7 +26,7 @@ from capsule_server.server import CapsuleServer
 from capsule_server.testing import raw_request
 from geminibot.crawl.crawler import sqlite_crawler
 from geminibot.crawl.fetcher import gemini_fetch
-from geminibot.crawl.frontier import Limits as CrawlLimits
+from geminibot.crawl.frontier import FrontierLimits
 from geminibot.crawl.settings import CrawlOptions
 from geminibot.gemini.accesslog import JsonLinesLog
 from geminibot.gemini.client import GeminiClient
@@ -86,7 +86,7 @@ async def test_geminibot_crawler_is_compliant(
             connect(tmp_path / "crawl.db"),
             gemini_fetch(GeminiClient(connect_to=resolver)),
             CrawlOptions(
-                role=role, test_range=True, limits=CrawlLimits(max_urls_per_host=MAZE_BOUND)
+                role=role, test_range=True, limits=FrontierLimits(max_urls_per_host=MAZE_BOUND)
             ),
             wall_clock=lambda: NIGHT + trio.current_time() - t0,
         )

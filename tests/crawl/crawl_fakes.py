@@ -10,9 +10,9 @@ from collections.abc import Callable
 
 import trio
 
-from geminibot.crawl.adapters import Response
+from geminibot.crawl.adapters import FetchResult
 
-Answer = Response | list[Response]
+Answer = FetchResult | list[FetchResult]
 
 
 class FakeSite:
@@ -25,7 +25,7 @@ class FakeSite:
         self.max_in_flight = 0  # across hosts
         self.on_request: Callable[[str], None] | None = None
 
-    async def fetch(self, url: str) -> Response:
+    async def fetch(self, url: str) -> FetchResult:
         host = url.split("/")[2]
         self.log.append((trio.current_time(), url))
         if self.on_request is not None:
@@ -36,7 +36,7 @@ class FakeSite:
         try:
             if self.latency:
                 await trio.sleep(self.latency)
-            answer = self.pages.get(url, Response(51, "not found"))
+            answer = self.pages.get(url, FetchResult(51, "not found"))
             if isinstance(answer, list):
                 return answer.pop(0) if len(answer) > 1 else answer[0]
             return answer
@@ -47,8 +47,8 @@ class FakeSite:
         return [u for _, u in self.log]
 
 
-def gmi(text: str) -> Response:
-    return Response(20, "text/gemini", text.encode())
+def gmi(text: str) -> FetchResult:
+    return FetchResult(20, "text/gemini", text.encode())
 
 
 def generated_site(hosts: int, pages: int) -> dict[str, Answer]:
@@ -57,7 +57,7 @@ def generated_site(hosts: int, pages: int) -> dict[str, Answer]:
     site: dict[str, Answer] = {}
     for h in range(hosts):
         name = f"h{h}.test"
-        site[f"gemini://{name}/robots.txt"] = Response(
+        site[f"gemini://{name}/robots.txt"] = FetchResult(
             20, "text/plain", b"User-agent: *\nDisallow: /private/\n"
         )
         for p in range(pages):

@@ -22,7 +22,7 @@ from capsule_crawl import (
     serving,
 )
 
-from geminibot.crawl.frontier import Limits as CrawlLimits
+from geminibot.crawl.frontier import FrontierLimits
 from geminibot.crawl.settings import CrawlOptions
 from geminibot.gemini.server import ServerLimits
 from geminibot.index import search
@@ -51,7 +51,7 @@ async def test_capsule_crawl(
     expect = expectation(host)
     # the maze is bounded by the URLs-per-host trap bound; a lower one keeps the test quick
     # (the default is tested at its edge in test_crawl_frontier.py)
-    limits = CrawlLimits(max_urls_per_host=MAZE_BOUND)
+    limits = FrontierLimits(max_urls_per_host=MAZE_BOUND)
     async with serving([host], tmp_path / "capsules", cert_dir, FAST) as served:
         await crawl_host(
             served.port,

@@ -1,7 +1,7 @@
-"""The crawl's progress display (issue 14): fits 60, 80 and 160 columns, says what it
+"""The crawl's progress display: fits 60, 80 and 160 columns, says what it
 waits for, prints waits for people, rates over a recent window; and the loop feeds it from
-counters in memory (no count of the queue per repaint). Also the attempts bound of issue
-13.13 in the loop: a URL whose processing keeps raising is given up, not retried forever."""
+counters in memory (no count of the queue per repaint). Also the attempts bound in the
+loop: a URL whose processing keeps raising is given up, not retried forever."""
 
 from __future__ import annotations
 
@@ -20,7 +20,7 @@ import pytest
 from crawl_fakes import FakeSite, generated_site, gmi
 
 from geminibot.cliutil import human_duration
-from geminibot.crawl.adapters import Response
+from geminibot.crawl.adapters import FetchResult
 from geminibot.crawl.cli import summary_lines
 from geminibot.crawl.crawler import sqlite_crawler
 from geminibot.crawl.display import RATE_WINDOW, Display
@@ -181,7 +181,7 @@ class Exploding:
     def __init__(self, bad: str) -> None:
         self.bad = bad
 
-    def write(self, url: str, response: Response, fetched_at: float) -> None:
+    def write(self, url: str, response: FetchResult, fetched_at: float) -> None:
         if url == self.bad:
             raise RuntimeError("cannot archive this one")
 

@@ -11,7 +11,7 @@ from pathlib import Path
 import trio
 from crawl_fakes import FakeSite, gmi
 
-from geminibot.crawl.adapters import Response
+from geminibot.crawl.adapters import FetchResult
 from geminibot.crawl.crawler import sqlite_crawler
 from geminibot.crawl.freshness import (
     DAY,
@@ -26,7 +26,7 @@ from geminibot.crawl.freshness import (
     next_interval,
     retry_delay,
 )
-from geminibot.crawl.frontier import Limits
+from geminibot.crawl.frontier import FrontierLimits
 from geminibot.crawl.progress import Progress
 from geminibot.crawl.settings import CrawlOptions
 from geminibot.crawl.store import SqliteStore
@@ -34,7 +34,7 @@ from geminibot.index import connect, search, stats
 from geminibot.policy.outcomes import MAX_CACHE_SECONDS
 
 T0 = 1.7e9
-ROBOTS = Response(20, "text/plain", b"User-agent: *\nDisallow: /private/\n")
+ROBOTS = FetchResult(20, "text/plain", b"User-agent: *\nDisallow: /private/\n")
 
 
 class FakeTime:
@@ -57,7 +57,7 @@ async def crawl(
     return await crawler.run(), conn
 
 
-def site() -> dict[str, Response | list[Response]]:
+def site() -> dict[str, FetchResult | list[FetchResult]]:
     return {
         "gemini://a.test/robots.txt": ROBOTS,
         "gemini://a.test/": gmi("# Home\n=> /stable.gmi\n=> /moving.gmi\n=> /doomed.gmi\n"),
@@ -100,7 +100,7 @@ async def test_revisit_reindexes_changed_skips_unchanged_and_51_removes(
 
     # A day later every page is due: one changed, one answers 51, the rest are the same.
     pages["gemini://a.test/moving.gmi"] = gmi("# Moving\nsecond draft, revised\n")
-    pages["gemini://a.test/doomed.gmi"] = Response(51, "not found")
+    pages["gemini://a.test/doomed.gmi"] = FetchResult(51, "not found")
     now.offset = INITIAL_REVISIT + 1
     fake.log.clear()
     progress, conn = await crawl(db, fake, ["gemini://a.test/"], now)
@@ -137,10 +137,10 @@ async def test_failures_are_retried_with_back_off_then_given_up(
     tmp_path: Path, autojump_clock: object
 ) -> None:
     now, db = FakeTime(), tmp_path / "c.db"
-    pages: dict[str, Response | list[Response]] = {
+    pages: dict[str, FetchResult | list[FetchResult]] = {
         "gemini://a.test/robots.txt": ROBOTS,
         "gemini://a.test/": gmi("# Home\n=> /flaky.gmi\n"),
-        "gemini://a.test/flaky.gmi": Response(None, error="connection reset"),
+        "gemini://a.test/flaky.gmi": FetchResult(None, error="connection reset"),
     }
     fake = FakeSite(pages)
     url = "gemini://a.test/flaky.gmi"
@@ -181,7 +181,7 @@ async def test_a_vanished_host_leaves_the_index_and_comes_back(
     assert [r.url for r in search(conn, "honeycomb")] == ["gemini://b.test/hive.gmi"]
     conn.close()
     for url in other:
-        pages[url] = Response(None, error="connection refused")
+        pages[url] = FetchResult(None, error="connection refused")
     days = int(VANISHED_AFTER // DAY) + 1
     for day in range(1, days + 1):
         now.offset = day * DAY
@@ -209,10 +209,10 @@ async def test_robots_txt_is_read_again_after_24_hours(
 ) -> None:
     """One run lasting two days (an hour between requests): robots.txt is fetched again
     once its cached copy is 24 hours old, and what it now says is obeyed."""
-    pages: dict[str, Response | list[Response]] = {
+    pages: dict[str, FetchResult | list[FetchResult]] = {
         "gemini://a.test/robots.txt": [
-            Response(20, "text/plain", b"User-agent: *\nCrawl-delay: 3600\n"),
-            Response(20, "text/plain", b"User-agent: *\nCrawl-delay: 3600\nDisallow: /late/\n"),
+            FetchResult(20, "text/plain", b"User-agent: *\nCrawl-delay: 3600\n"),
+            FetchResult(20, "text/plain", b"User-agent: *\nCrawl-delay: 3600\nDisallow: /late/\n"),
         ],
         "gemini://a.test/": gmi("".join(f"=> /late/{n}.gmi\n" for n in range(40))),
     }
@@ -259,7 +259,7 @@ async def test_duplicates_collapse_under_the_canonical_url(
     tmp_path: Path, autojump_clock: object
 ) -> None:
     body = "# Same\nidentical twins\n"
-    pages: dict[str, Response | list[Response]] = {
+    pages: dict[str, FetchResult | list[FetchResult]] = {
         "gemini://a.test/robots.txt": ROBOTS,
         # the longest URL is met first; the shortest becomes the canonical one (labelled
         # links: an unlabeled link's URL words would make the home page match too)
@@ -300,7 +300,7 @@ async def test_normalised_urls_are_queued_once(tmp_path: Path, autojump_clock: o
         "/%78.gmi",  # an escaped unreserved character
         "gemini://a.test/x.gmi#part",  # fragment
     ]
-    pages: dict[str, Response | list[Response]] = {
+    pages: dict[str, FetchResult | list[FetchResult]] = {
         "gemini://a.test/robots.txt": ROBOTS,
         "gemini://a.test/": gmi(
             "".join(f"=> {v}\n" for v in variants)
@@ -321,7 +321,7 @@ async def test_normalised_urls_are_queued_once(tmp_path: Path, autojump_clock: o
 async def test_per_host_cap_counts_live_urls(tmp_path: Path, autojump_clock: object) -> None:
     """A URL that answered 51 leaves the cap's count: a URL trapped by the cap earlier is
     queued when it is met again."""
-    pages: dict[str, Response | list[Response]] = {
+    pages: dict[str, FetchResult | list[FetchResult]] = {
         "gemini://a.test/robots.txt": ROBOTS,
         "gemini://a.test/": gmi("=> /a.gmi\n=> /b.gmi\n=> /c.gmi\n"),
         "gemini://a.test/a.gmi": gmi("# A\n"),
@@ -330,12 +330,12 @@ async def test_per_host_cap_counts_live_urls(tmp_path: Path, autojump_clock: obj
     }
     now, db = FakeTime(), tmp_path / "c.db"
     fake = FakeSite(pages)
-    limits = Limits(max_urls_per_host=3)
+    limits = FrontierLimits(max_urls_per_host=3)
     _, conn = await crawl(db, fake, ["gemini://a.test/"], now, limits=limits)
     store = SqliteStore(conn, now)
     assert store.state_of("gemini://a.test/c.gmi") == ("trapped", "more than 3 URLs on the host")
     conn.close()
-    pages["gemini://a.test/a.gmi"] = Response(52, "gone for good")
+    pages["gemini://a.test/a.gmi"] = FetchResult(52, "gone for good")
     now.offset = INITIAL_REVISIT + 1
     _, conn = await crawl(db, fake, ["gemini://a.test/"], now, limits=limits, refresh=True)
     store = SqliteStore(conn, now)
@@ -363,7 +363,7 @@ async def test_an_old_database_is_revisited_a_day_after_its_crawl(
     ).fetchone()
     assert due == (INITIAL_REVISIT,)
     conn.close()
-    pages: dict[str, Response | list[Response]] = {
+    pages: dict[str, FetchResult | list[FetchResult]] = {
         "gemini://a.test/robots.txt": ROBOTS,
         "gemini://a.test/": gmi("# A\n"),
     }

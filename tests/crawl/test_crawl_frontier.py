@@ -10,7 +10,7 @@ from geminibot.crawl.frontier import (
     MAX_QUERIES_PER_PATH,
     MAX_URL_LENGTH,
     Frontier,
-    Limits,
+    FrontierLimits,
     host_key,
 )
 from geminibot.index import connect, transaction
@@ -95,7 +95,7 @@ def test_query_strings_per_path_edge(conn: sqlite3.Connection) -> None:
 
 
 def test_urls_per_host_edge(conn: sqlite3.Connection) -> None:
-    f = Frontier(conn, lambda: 1.0, Limits(max_urls_per_host=3))
+    f = Frontier(conn, lambda: 1.0, FrontierLimits(max_urls_per_host=3))
     with transaction(conn):
         assert [f.add(f"gemini://a.test/{i}", 1) for i in range(3)] == ["queued"] * 3
         assert f.add("gemini://a.test/3", 1) == "trapped: more than 3 URLs on the host"

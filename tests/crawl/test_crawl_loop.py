@@ -9,17 +9,17 @@ import pytest
 import trio
 from crawl_fakes import FakeSite, generated_site, gmi
 
-from geminibot.crawl.adapters import Response
+from geminibot.crawl.adapters import FetchResult
 from geminibot.crawl.crawler import Crawler, sqlite_crawler
-from geminibot.crawl.frontier import Limits
+from geminibot.crawl.frontier import FrontierLimits
 from geminibot.crawl.politeness import DEFAULT_MIN_DELAY
 from geminibot.crawl.settings import ConfigMismatch, CrawlOptions
 from geminibot.index import connect, search, stats
 
-ROBOTS = Response(20, "text/plain", b"User-agent: indexer\nDisallow: /private/\n")
+ROBOTS = FetchResult(20, "text/plain", b"User-agent: indexer\nDisallow: /private/\n")
 
 
-def site_a() -> dict[str, Response | list[Response]]:
+def site_a() -> dict[str, FetchResult | list[FetchResult]]:
     return {
         "gemini://a.test/robots.txt": ROBOTS,
         "gemini://a.test/": gmi(
@@ -29,9 +29,9 @@ def site_a() -> dict[str, Response | list[Response]]:
         ),
         "gemini://a.test/b.gmi": gmi("# Bee\n## Pollination\nbees visit flowers\n=> / home\n"),
         "gemini://a.test/copy.gmi": gmi("# Bee\n## Pollination\nbees visit flowers\n=> / home\n"),
-        "gemini://a.test/moved": Response(31, "/b2.gmi"),
+        "gemini://a.test/moved": FetchResult(31, "/b2.gmi"),
         "gemini://a.test/b2.gmi": gmi("# Moved here\n"),
-        "gemini://a.test/img.png": Response(20, "image/png", b"\x89PNG..."),
+        "gemini://a.test/img.png": FetchResult(20, "image/png", b"\x89PNG..."),
     }
 
 
@@ -106,10 +106,10 @@ async def test_default_delay_between_requests(tmp_path: Path, autojump_clock: ob
 
 async def test_crawl_delay_and_slow_down(tmp_path: Path, autojump_clock: object) -> None:
     pages = site_a()
-    pages["gemini://a.test/robots.txt"] = Response(
+    pages["gemini://a.test/robots.txt"] = FetchResult(
         20, "text/plain", b"User-agent: *\nCrawl-delay: 3\n"
     )
-    pages["gemini://a.test/b.gmi"] = [Response(44, "7"), Response(44, "1"), gmi("# Bee\n")]
+    pages["gemini://a.test/b.gmi"] = [FetchResult(44, "7"), FetchResult(44, "1"), gmi("# Bee\n")]
     site = FakeSite(pages)
     await crawl(tmp_path / "c.db", site, ["gemini://a.test/"], test_range=True)
     log = site.log
@@ -123,7 +123,7 @@ async def test_crawl_delay_and_slow_down(tmp_path: Path, autojump_clock: object)
 
 async def test_unreachable_robots_skips_host(tmp_path: Path, autojump_clock: object) -> None:
     pages = site_a()
-    pages["gemini://a.test/robots.txt"] = Response(None, error="connection refused")
+    pages["gemini://a.test/robots.txt"] = FetchResult(None, error="connection refused")
     site = FakeSite(pages)
     crawler, conn = await crawl(tmp_path / "c.db", site, ["gemini://a.test/"], test_range=True)
     assert site.urls() == ["gemini://a.test/robots.txt"]
@@ -142,7 +142,7 @@ async def test_missing_robots_allows_all(tmp_path: Path, autojump_clock: object)
 
 async def test_absurd_slow_down_skips_host(tmp_path: Path, autojump_clock: object) -> None:
     pages = site_a()
-    pages["gemini://a.test/"] = Response(44, "86400")
+    pages["gemini://a.test/"] = FetchResult(44, "86400")
     site = FakeSite(pages)
     crawler, _ = await crawl(tmp_path / "c.db", site, ["gemini://a.test/"], test_range=True)
     assert site.urls() == [*policy_files("a.test"), "gemini://a.test/"]
@@ -178,7 +178,7 @@ async def test_max_pages_and_depth(tmp_path: Path, autojump_clock: object) -> No
         site2,
         ["gemini://h0.test/"],
         test_range=True,
-        limits=Limits(max_depth=2),
+        limits=FrontierLimits(max_depth=2),
     )
     assert set(site2.urls()) == {
         *policy_files("h0.test"),
@@ -194,7 +194,7 @@ async def test_resume_fetches_nothing_twice(tmp_path: Path, autojump_clock: obje
     depth bound within reach: which link finds a page first depends on the order)."""
     site = FakeSite(generated_site(2, 30))
     seeds = ["gemini://h0.test/", "gemini://h1.test/"]
-    deep = Limits(max_depth=100)
+    deep = FrontierLimits(max_depth=100)
     _, conn = await crawl(
         tmp_path / "c.db", site, seeds, test_range=True, max_pages=20, limits=deep
     )
@@ -270,7 +270,7 @@ async def test_visit_window_waits_or_skips(
     tmp_path: Path, autojump_clock: object, start_hour: float, fetched: bool
 ) -> None:
     pages = site_a()
-    pages["gemini://a.test/robots.txt"] = Response(
+    pages["gemini://a.test/robots.txt"] = FetchResult(
         20, "text/plain", b"User-agent: *\nVisit-time: 0000-0100\nDisallow: /private/\n"
     )
     site = FakeSite(pages)

@@ -1,6 +1,6 @@
 """What one hostile response can do to the crawler's page extraction: nothing.
 
-A server-chosen charset that is no text encoding reads as UTF-8 (issue 13, item 13); a
+A server-chosen charset that is no text encoding reads as UTF-8; a
 page of a million links costs about its own size, not a million objects (item 19).
 """
 

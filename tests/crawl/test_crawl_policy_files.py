@@ -10,7 +10,7 @@ import pytest
 import trio
 from crawl_fakes import Answer, FakeSite, gmi
 
-from geminibot.crawl.adapters import Response
+from geminibot.crawl.adapters import FetchResult
 from geminibot.crawl.crawler import sqlite_crawler
 from geminibot.crawl.settings import CrawlOptions
 from geminibot.index import connect
@@ -35,15 +35,15 @@ def pages() -> dict[str, Answer]:
 async def test_robots_txt_redirects_to_other_hosts_are_followed(
     tmp_path: Path, autojump_clock: object, redirects: int, private_fetched: bool
 ) -> None:
-    """Issue 13 item 6, RFC 9309 2.3.1.2: "follow at least five consecutive redirects,
+    """RFC 9309 2.3.1.2: "follow at least five consecutive redirects,
     even across authorities"; a sixth makes robots.txt unavailable (allow all)."""
     site = pages()
     hops = ["gemini://a.test/robots.txt"] + [
         f"gemini://r{i}.test/robots.txt" for i in range(1, redirects + 1)
     ]
     for here, there in itertools.pairwise(hops):
-        site[here] = Response(31, there)
-    site[hops[-1]] = Response(20, "text/plain", ROBOTS)
+        site[here] = FetchResult(31, there)
+    site[hops[-1]] = FetchResult(20, "text/plain", ROBOTS)
     fake = FakeSite(site)
     crawler = sqlite_crawler(
         connect(tmp_path / "c.db"),

@@ -16,7 +16,7 @@ import trio.testing
 from crawl_fakes import Answer, FakeSite, gmi
 
 from geminibot.crawl import crawler as crawler_module
-from geminibot.crawl.adapters import Response
+from geminibot.crawl.adapters import FetchResult
 from geminibot.crawl.clock import TrioWallClock
 from geminibot.crawl.crawler import Crawler, sqlite_crawler
 from geminibot.crawl.scheduler import REQUEST_COST_FLOOR, Scheduler
@@ -143,7 +143,7 @@ async def test_the_address_slot_is_one_per_address_and_handed_out_in_order(
 def chain_host(site: dict[str, Answer], host: str, pages: int, delay: float | None) -> None:
     """``host``: / links to /1 ... /``pages``-1 in a chain; robots.txt sets ``delay``."""
     robots = "User-agent: *\n" + ("" if delay is None else f"Crawl-delay: {delay:g}\n")
-    site[f"gemini://{host}/robots.txt"] = Response(20, "text/plain", robots.encode())
+    site[f"gemini://{host}/robots.txt"] = FetchResult(20, "text/plain", robots.encode())
     for p in range(pages):
         path = "/" if p == 0 else f"/{p}"
         link = f"=> /{p + 1} next\n" if p + 1 < pages else ""

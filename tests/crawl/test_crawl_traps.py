@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from geminibot.crawl import traps
-from geminibot.crawl.frontier import MAX_URLS_PER_HOST, Frontier, Limits
+from geminibot.crawl.frontier import MAX_URLS_PER_HOST, Frontier, FrontierLimits
 from geminibot.crawl.schemes import normalise, parse_any
 from geminibot.index import connect, transaction
 from geminibot.urls import URL
@@ -24,7 +24,7 @@ def conn(tmp_path: Path) -> sqlite3.Connection:
 
 def test_per_host_cap_is_kennedys_per_authority_limit() -> None:
     assert MAX_URLS_PER_HOST == 15_000
-    assert Limits().max_urls_per_host == 15_000
+    assert FrontierLimits().max_urls_per_host == 15_000
 
 
 def test_segment_repeats_edge() -> None:
@@ -179,7 +179,7 @@ def test_frontier_deep_urls_per_host_edge(conn: sqlite3.Connection) -> None:
 
 
 def test_frontier_deep_count_survives_a_restart(conn: sqlite3.Connection) -> None:
-    limits = Limits(max_deep_urls_per_host=2)
+    limits = FrontierLimits(max_deep_urls_per_host=2)
     with transaction(conn):
         first = Frontier(conn, lambda: NOON, limits)
         assert first.add("gemini://m.test/a/b/c/d/1", 1) == "queued"

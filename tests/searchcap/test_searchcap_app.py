@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 from pages import gemtext_page
 
-from geminibot.crawl.frontier import Limits as FrontierLimits
+from geminibot.crawl.frontier import FrontierLimits
 from geminibot.crawl.politeness import DEFAULT_MIN_DELAY
 from geminibot.gemini.server import Resolution
 from geminibot.gemini.urls import parse_request

@@ -8,7 +8,7 @@ from typing import Any
 
 import psycopg
 
-from geminibot.crawl.frontier import Limits
+from geminibot.crawl.frontier import FrontierLimits
 from geminibot.index import connect
 from geminibot.index import pg as pg_schema
 
@@ -23,7 +23,7 @@ class Clock:
         return self.now
 
 
-LIMITS = Limits(max_depth=3, max_url_length=60, max_queries_per_path=2, max_urls_per_host=6)
+LIMITS = FrontierLimits(max_depth=3, max_url_length=60, max_queries_per_path=2, max_urls_per_host=6)
 
 
 @contextmanager

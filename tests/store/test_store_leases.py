@@ -13,7 +13,7 @@ from crawl.crawl_fakes import FakeSite, gmi
 from store_helpers import LIMITS, Clock
 from test_store import A, B, decision, fetch, page
 
-from geminibot.crawl.adapters import Response
+from geminibot.crawl.adapters import FetchResult
 from geminibot.crawl.clock import TrioWallClock
 from geminibot.crawl.crawler import HELD_BACKOFF, Crawler
 from geminibot.crawl.pgstore import PgStore
@@ -130,7 +130,7 @@ async def test_a_host_taken_over_while_it_waited_for_its_turn_is_not_asked_twice
     wall = mock_wall_clock
     mine = PgStore(pg_url, wall, LIMITS, lease_seconds=60)
     other = PgStore(pg_url, wall, LIMITS, lease_seconds=60)
-    robots = Response(20, "text/plain", f"User-agent: *\nCrawl-delay: {delay}\n".encode())
+    robots = FetchResult(20, "text/plain", f"User-agent: *\nCrawl-delay: {delay}\n".encode())
     site = FakeSite({"gemini://a.test/robots.txt": robots, A: gmi("# A\n")})
     crawler = Crawler(mine, site.fetch, CrawlOptions(), clock=TrioWallClock(wall))
 

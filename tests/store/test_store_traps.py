@@ -15,14 +15,14 @@ import pytest
 from store_helpers import LIMITS, Clock
 from test_store import A, commit
 
-from geminibot.crawl.frontier import Limits
+from geminibot.crawl.frontier import FrontierLimits
 from geminibot.crawl.pgstore import PgStore
 from geminibot.crawl.store import CrawlStore, SqliteStore
 from geminibot.index import connect
 
 NOON = datetime(2026, 11, 25, 12, tzinfo=UTC).timestamp()
 #: A deep-URL bound small enough to reach (the per-host cap well above it).
-DEEP = Limits(max_deep_urls_per_host=2, max_urls_per_host=50)
+DEEP = FrontierLimits(max_deep_urls_per_host=2, max_urls_per_host=50)
 DEEP_BOUND = "more than 2 URLs deeper than 4 segments on the host"
 
 
@@ -44,7 +44,7 @@ def decisions(kind: str, db: str) -> list[tuple[str, bool, str]]:
     return [(str(url), bool(allowed), str(reason)) for url, allowed, reason in rows]
 
 
-def open_store(kind: str, db: str, clock: Clock, limits: Limits) -> CrawlStore:
+def open_store(kind: str, db: str, clock: Clock, limits: FrontierLimits) -> CrawlStore:
     if kind == "sqlite":
         return SqliteStore(connect(db), clock, limits)
     return PgStore(db, clock, limits, lease_seconds=30)
@@ -93,7 +93,7 @@ def test_every_trapped_url_is_a_refusing_decision(
 
 
 #: Bounds that leave room for a calendar's run of dates on one host.
-ROOMY = Limits(max_urls_per_host=100, max_queries_per_path=100)
+ROOMY = FrontierLimits(max_urls_per_host=100, max_queries_per_path=100)
 
 
 @pytest.mark.parametrize("batched", [False, True])
