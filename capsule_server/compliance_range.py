@@ -16,8 +16,9 @@ Bounds, so that no client can make the range grow or stall:
 - a client's first :data:`MAX_RECORDS_PER_CLIENT` requests are judged; later ones (a bot
   that ignores its ``44`` answers, say) are counted, not kept, and the scorecard's line
   on standard error says how many;
-- at most :data:`MAX_RECORDS` records in all: past that, the client seen least recently
-  is scored at once and its records dropped;
+- at most :data:`MAX_RECORDS` records held in all (those waiting to be scored
+  included): at the bound the client seen least recently is scored at once and its
+  records dropped, and a request that arrives meanwhile is counted, not kept;
 - a scorecard is built and written in a worker thread, one at a time, never on the event
   loop that serves the capsules;
 - at most :data:`MAX_SCORECARDS` clients' scorecards in the folder from one run: past
@@ -58,10 +59,13 @@ DEFAULT_SCORECARDS = Path("var/capsule-server/scorecards")
 #: Requests of one client judged (a polite pass over the bundled capsules takes a few
 #: hundred); a scorecard of this many takes some seconds to build.
 MAX_RECORDS_PER_CLIENT = 5_000
-#: Records kept in all (about 300 bytes each).
+#: Records held in all, those waiting to be scored included (about 300 bytes each).
 MAX_RECORDS = 100_000
 #: Clients' scorecards (three files each) one run keeps in the folder.
 MAX_SCORECARDS = 1_000
+
+
+_SUFFIX = {"text": "txt"}
 
 
 class Scorecards:
@@ -93,13 +97,16 @@ class Scorecards:
         self.max_scorecards = max_scorecards
         #: Records by client, the client seen least recently first.
         self.records: OrderedDict[str, list[AccessRecord]] = OrderedDict()
-        self.total = 0
+        #: Records held: in :attr:`records`, or taken and not yet scored.
+        self.held = 0
         self.last_seen: dict[str, float] = {}
         #: Requests not kept per client (over :attr:`max_records_per_client`).
         self.dropped: dict[str, int] = {}
         self.pending: set[str] = set()
         #: Clients scored early to make room, with their records: for :func:`score`.
         self.evicted: list[tuple[str, list[AccessRecord], int]] = []
+        #: Set when a client is evicted: the scorer need not wait for its next round.
+        self.wake = trio.Event()
         self._written: OrderedDict[str, None] = OrderedDict()  # file names, oldest first
         self._writing = threading.Lock()
 
@@ -113,14 +120,22 @@ class Scorecards:
         self.records.move_to_end(client)
         self.last_seen[client] = self.clock()
         self.pending.add(client)
-        if len(kept) >= self.max_records_per_client:
+        if len(kept) >= self.max_records_per_client or not self._room(client):
             self.dropped[client] = self.dropped.get(client, 0) + 1
             return
         kept.append(record if record.client == client else replace(record, client=client))
-        self.total += 1
-        while self.total > self.max_records:
-            oldest = next(iter(self.records))
+        self.held += 1
+
+    def _room(self, client: str) -> bool:
+        """Whether one more record may be held; at the bound, the client seen least
+        recently (not ``client``) is handed to the scorer, and False until it is scored."""
+        if self.held < self.max_records:
+            return True
+        oldest = next(iter(self.records))
+        if oldest != client:
             self.evicted.append((oldest, *self.take(oldest)))
+            self.wake.set()
+        return False
 
     def gone(self, idle: float) -> list[str]:
         """Clients with new requests and none for ``idle`` seconds."""
@@ -128,9 +143,9 @@ class Scorecards:
         return sorted(c for c in self.pending if now - self.last_seen[c] >= idle)
 
     def take(self, client: str) -> tuple[list[AccessRecord], int]:
-        """``client``'s records and the count not kept, forgotten here."""
+        """``client``'s records and the count not kept, forgotten here (still
+        :attr:`held` until :func:`score` has written them)."""
         records = self.records.pop(client, [])
-        self.total -= len(records)
         self.last_seen.pop(client, None)
         self.pending.discard(client)
         return records, self.dropped.pop(client, 0)
@@ -178,16 +193,26 @@ class Scorecards:
 _SUFFIX = {"text": "txt"}
 
 
-async def score(cards: Scorecards, which: list[tuple[str, list[AccessRecord], int]]) -> None:
+Scored = list[tuple[str, list[AccessRecord], int]]
+"""Clients to score: (client, records, requests not kept) each."""
+
+
+async def score(cards: Scorecards, which: Scored, *, taken: bool = True) -> None:
     """Write these scorecards in a worker thread (one at a time: :meth:`Scorecards.write`
-    holds a lock), the event loop free meanwhile."""
+    holds a lock), the event loop free meanwhile; records ``taken`` from ``cards``
+    (:meth:`Scorecards.take`) stop counting as held once written."""
     for client, records, dropped in which:
-        await trio.to_thread.run_sync(cards.write, client, records, dropped)
+        try:
+            await trio.to_thread.run_sync(cards.write, client, records, dropped)
+        finally:
+            if taken:
+                cards.held -= len(records)
 
 
 async def score_gone(cards: Scorecards, idle: float) -> None:
     """Score the clients evicted to make room and those gone for ``idle`` seconds."""
     evicted, cards.evicted = cards.evicted, []
+    cards.wake = trio.Event()
     await score(cards, evicted + [(c, *cards.take(c)) for c in cards.gone(idle)])
 
 
@@ -264,20 +289,24 @@ async def _serve(
             nursery.start_soon(_watch_idle, cards, idle, stopped)
             async for signum in signals:
                 if signum == signal.SIGUSR1:
-                    await score(cards, [(c, *cards.copy(c)) for c in sorted(cards.records)])
+                    every = [(c, *cards.copy(c)) for c in sorted(cards.records)]
+                    await score(cards, every, taken=False)
                     continue
                 cards.say(f"capsule-server: {signal.Signals(signum).name}, shutting down")
+                stopped.set()
+                cards.wake.set()
                 evicted, cards.evicted = cards.evicted, []
                 await score(cards, evicted + [(c, *cards.take(c)) for c in sorted(cards.pending)])
-                stopped.set()
                 server.shutdown()
                 break
 
 
 async def _watch_idle(cards: Scorecards, idle: float, stopped: trio.Event) -> None:
-    while not stopped.is_set():
+    while True:
         with trio.move_on_after(idle / CHECKS_PER_IDLE):
-            await stopped.wait()
+            await cards.wake.wait()
+        if stopped.is_set():
+            return
         await score_gone(cards, idle)
 
 

@@ -44,26 +44,35 @@ async def test_records_per_client_edge(tmp_path: Path) -> None:
     assert range_.dropped == {}
     range_.add(record("192.0.2.1", "/ignored-44", status=44))
     range_.add(record("192.0.2.1", "/ignored-44", status=44))
-    assert len(range_.records["192.0.2.1"]) == 3 and range_.total == 3
+    assert len(range_.records["192.0.2.1"]) == 3 and range_.held == 3
     assert range_.dropped == {"192.0.2.1": 2}
     await score_gone(range_, 0.0)
     assert said[-1].endswith("(its first 3 requests; 2 more not kept)")
-    assert range_.records == {} and range_.total == 0 and range_.dropped == {}
+    assert range_.records == {} and range_.held == 0 and range_.dropped == {}
     assert range_.last_seen == {} and range_.pending == set()
 
 
 async def test_records_in_all_edge_evict_the_client_seen_least_recently(tmp_path: Path) -> None:
+    """At the bound, the client seen least recently is handed to the scorer (woken at
+    once) and the record that found no room is counted; its records are held until
+    written, then room is made."""
     range_ = cards(tmp_path, max_records=4)
     for client in ("192.0.2.1", "192.0.2.2"):
         range_.add(record(client))
         range_.add(record(client, "/a"))
-    assert range_.total == 4 and range_.evicted == []
-    range_.add(record("192.0.2.1", "/b"))  # the fifth: 192.0.2.2 was seen least recently
-    assert list(range_.records) == ["192.0.2.1"] and range_.total == 3
+    assert range_.held == 4 and range_.evicted == [] and not range_.wake.is_set()
+    range_.add(record("192.0.2.1", "/b"))  # no room: 192.0.2.2 was seen least recently
+    assert list(range_.records) == ["192.0.2.1"] and range_.held == 4
     assert [(c, len(r)) for c, r, _ in range_.evicted] == [("192.0.2.2", 2)]
-    await score_gone(range_, 3600.0)  # the evicted one is scored, not the others
-    assert (tmp_path / "192.0.2.2.json").exists()
-    assert not (tmp_path / "192.0.2.1.json").exists()
+    assert range_.wake.is_set() and range_.dropped == {"192.0.2.1": 1}
+    range_.add(record("192.0.2.3"))  # still no room until the scorer has run
+    assert range_.held == 4 and list(range_.records) == ["192.0.2.3"]
+    await score_gone(range_, 3600.0)  # the evicted are scored, not the others
+    assert (tmp_path / "192.0.2.2.json").exists() and (tmp_path / "192.0.2.1.json").exists()
+    assert not (tmp_path / "192.0.2.3.json").exists()
+    assert range_.held == 0 and range_.evicted == [] and not range_.wake.is_set()
+    range_.add(record("192.0.2.3", "/c"))
+    assert range_.held == 1
 
 
 async def test_an_ipv6_client_is_its_64(tmp_path: Path) -> None:
