@@ -18,6 +18,10 @@
    (removed). Its latency: that moment minus the re-fetch. Also counts searches that did
    not use the tantivy index (FTS5's full scan).
 
+Meanwhile a client thread asks the service's search capsule (a real Gemini client,
+ignition) ``--rate`` queries a second, the pages' phrases and words in turn, and times
+each answer: the search latency while the crawl and the index updates run.
+
 Prints one JSON object (median and worst latencies, counts). Loopback only, bounded by
 ``--deadline`` seconds per phase.
 """
@@ -33,7 +37,9 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 import time
+import urllib.parse
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -79,14 +85,66 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
-def start_service(work: Path, space: Space, port: int) -> subprocess.Popen[str]:
+class CapsuleLoad:
+    """A thread asking the search capsule ``rate`` queries a second until stopped."""
+
+    def __init__(self, port: int, queries: list[str], rate: float) -> None:
+        self.port, self.queries, self.rate = port, queries, rate
+        self.seconds: list[float] = []
+        self.failures = 0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def _run(self) -> None:
+        import cryptography.hazmat.primitives.serialization  # noqa: F401  (before ignition)
+        import ignition
+
+        n = 0
+        while not self._stop.wait(1.0 / self.rate):
+            query = urllib.parse.quote(self.queries[n % len(self.queries)])
+            n += 1
+            started = time.perf_counter()
+            try:
+                answer = ignition.request(
+                    f"gemini://localhost:{self.port}/search?{query}", timeout=30
+                )
+                ok = answer.status == "20"
+            except Exception:
+                ok = False
+            if ok:
+                self.seconds.append(time.perf_counter() - started)
+            else:
+                self.failures += 1
+
+    def __enter__(self) -> CapsuleLoad:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join(timeout=60)
+
+    def summary(self) -> dict[str, object]:
+        values = sorted(self.seconds)
+        if not values:
+            return {"queries": 0, "failures": self.failures}
+        return {
+            "queries": len(values),
+            "failures": self.failures,
+            "median_ms": round(1000 * statistics.median(values), 1),
+            "p95_ms": round(1000 * values[int(0.95 * (len(values) - 1))], 1),
+            "max_ms": round(1000 * values[-1], 1),
+        }
+
+
+def start_service(work: Path, space: Space, port: int, search_port: int) -> subprocess.Popen[str]:
     config = work / "engine.toml"
     config.write_text(
         f'[service]\ndb = "{work / "engine.db"}"\nrestart_delay = 0.2\n'
         f"[crawl]\nseeds = {json.dumps(space.seeds())}\ntest_range = true\n"
         f'min_delay = 0.0\nallow_hosts = ["*.{DOMAIN}"]\n'
         f'connect_to = ["*.{DOMAIN}:1965:127.0.0.1:{port}"]\n'
-        f'[search]\nport = {free_port()}\ncerts = "{work / "certs"}"\n'
+        f'[search]\nport = {search_port}\ncerts = "{work / "certs"}"\n'
         f"[metrics]\nport = {free_port()}\n"
     )
     log = (work / "service.log").open("a")
@@ -127,12 +185,15 @@ def _lag(conn: sqlite3.Connection) -> int:
 
 
 def targets(conn: sqlite3.Connection, space: Space) -> dict[str, dict[str, object]]:
-    """Changed and removed ``/p/`` pages the crawl indexed, with their phrases."""
+    """Changed and removed ``/p/`` pages the crawl indexed, of hosts that still answer on
+    day 1, with their phrases."""
     out: dict[str, dict[str, object]] = {}
     for (url,) in conn.execute("SELECT url FROM pages WHERE text_indexed AND url LIKE '%/p/%'"):
         host, path = url.split("/")[2], url.split("/", 3)[3]
         i, j = space.index_of(host), int(path[2:-4])
         assert i is not None
+        if not space.answers(i, 1):
+            continue  # a host that vanishes on day 1: not re-fetched, nothing to see
         old = first_paragraph(space.tree_page(i, j, 0))
         if space.removed(i, j, 1):
             out[url] = {"kind": "removed", "old": phrase(old)}
@@ -226,6 +287,7 @@ def main() -> None:
     parser.add_argument("--change-rate", type=float, default=0.1)
     parser.add_argument("--remove-rate", type=float, default=0.03)
     parser.add_argument("--deadline", type=float, default=900.0, help="seconds per phase")
+    parser.add_argument("--rate", type=float, default=5.0, help="capsule queries a second")
     parser.add_argument("--work", type=Path, help="folder for the database (default: a temp one)")
     parser.add_argument("--out", type=Path, help="also write the JSON here")
     args = parser.parse_args()
@@ -239,7 +301,8 @@ def main() -> None:
     work = args.work or Path(tempfile.mkdtemp(prefix="freshness-"))
     work.mkdir(parents=True, exist_ok=True)
     space_proc, port = start_space(args)
-    service = start_service(work, space, port)
+    search_port = free_port()
+    service = start_service(work, space, port, search_port)
     try:
         started = time.monotonic()
         wait(lambda: settled(work), "the first crawl and index", args.deadline)
@@ -250,7 +313,12 @@ def main() -> None:
             if not found(conn, str(page["old"]), url):
                 del pages[url]
         conn.close()
-        result = measure(work, space_proc, pages, args.deadline)
+        queries = [str(p["old"]) for p in pages.values()] + [
+            str(p["old"]).strip('"').split()[0] for p in pages.values()
+        ]
+        with CapsuleLoad(search_port, queries, args.rate) as load:
+            result = measure(work, space_proc, pages, args.deadline)
+        result["capsule_search"] = load.summary()
     finally:
         service.send_signal(signal.SIGTERM)
         service.wait(timeout=120)

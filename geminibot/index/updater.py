@@ -49,6 +49,9 @@ COMMIT_PAGES = 500
 #: Seconds between two looks at the change log while following: a change becomes
 #: searchable within about this long, plus the commit's own time.
 COMMIT_INTERVAL = 2.0
+#: Seconds without a commit after which a following updater says it still follows (well
+#: within :data:`~geminibot.index.tantivy_index.FOLLOW_GRACE`).
+HEARTBEAT = 15.0
 #: Bytes of memory the updater's writer may use (its commits are small).
 UPDATE_HEAP = 64_000_000
 
@@ -159,6 +162,13 @@ class IndexUpdater:
         forget_applied(self.conn, last)
         return len(changes)
 
+    def beat(self) -> None:
+        """Say in the manifest that this updater follows the store, with nothing to apply:
+        a search then keeps to the index when the next change comes, for the seconds until
+        its commit (:func:`~geminibot.index.tantivy_index.is_followed`)."""
+        self.manifest = {**self.manifest, "updated_at": time.time()}
+        write_manifest(self.folder, self.manifest)
+
     def _anchors(self, ids: list[int]) -> dict[str, str]:
         """URL -> link text of the documents of pages ``ids`` now in the index."""
         searcher = self.index.searcher()
@@ -187,11 +197,19 @@ def follow(
     interval: float = COMMIT_INTERVAL,
 ) -> int:
     """Apply the store's changes as they come until ``stopping()``: all there are, then
-    ``wait(interval)`` (a sleep that a stop may cut short); returns the changes applied."""
+    ``wait(interval)`` (a sleep that a stop may cut short); returns the changes applied.
+    With nothing to apply for :data:`HEARTBEAT` seconds, :meth:`IndexUpdater.beat`."""
     total = 0
+    beat = time.monotonic()
     while not stopping():
         done = updater.step()
         total += done
+        now = time.monotonic()
+        if done:
+            beat = now
+        elif now - beat >= HEARTBEAT:
+            updater.beat()
+            beat = now
         if done < COMMIT_PAGES:
             wait(interval)
     return total

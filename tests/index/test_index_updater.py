@@ -10,6 +10,7 @@ import sqlite3
 import subprocess
 import sys
 import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -17,7 +18,9 @@ from commands import run_main
 from pages import gemtext_page
 
 from geminibot.index import Link, connect, search, store_page, transaction
+from geminibot.index import updater as updater_module
 from geminibot.index.tantivy_index import (
+    FOLLOW_GRACE,
     IndexUnavailable,
     index_dir,
     open_current,
@@ -207,3 +210,21 @@ def test_the_update_command_catches_up_and_stops_on_sigterm(
 def test_postgres_has_no_tantivy_index_to_update() -> None:
     done = run_main(["index", "update", "--db", "postgresql://localhost/none"])
     assert done.returncode == 2 and "GIN index" in done.stderr
+
+
+def test_an_idle_updater_still_says_it_follows(
+    db: sqlite3.Connection, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """With nothing to apply, the updater beats (every HEARTBEAT): a change arriving after
+    a long quiet spell finds the index still searched, not FTS5, until its commit."""
+    monkeypatch.setattr(updater_module, "HEARTBEAT", 0.0)
+    folder = index_dir(tmp_path / "crawl.db")
+    with IndexUpdater(db) as updater:
+        quiet = {**updater.manifest, "updated_at": time.time() - 10 * FOLLOW_GRACE}
+        write_manifest(folder, quiet)
+        updater.manifest = quiet
+        waits: list[float] = []
+        follow(updater, lambda: bool(waits), waits.append)
+        put(db, "gemini://d.test/new.gmi", "New", "a sextant arrives")
+        assert status(db)["pending"] == 1
+        assert open_current(db) is not None  # followed: the lag lasts until the commit
