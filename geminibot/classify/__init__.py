@@ -7,13 +7,13 @@ specification behind each, and warns where a profile is ambiguous.
 
 from geminibot.classify.activities import Activity, parse_activities
 from geminibot.classify.profile import Profile, ProfileError, profile_from_toml
-from geminibot.classify.registry import Bot, Registry, RegistryError, load_registry
+from geminibot.classify.registry import KnownBot, Registry, RegistryError, load_registry
 from geminibot.classify.rules import Classification, classify
 
 __all__ = [
     "Activity",
-    "Bot",
     "Classification",
+    "KnownBot",
     "Profile",
     "ProfileError",
     "Registry",

@@ -18,7 +18,7 @@ from geminibot.classify.profile import (
     profile_from_flags,
     profile_from_toml,
 )
-from geminibot.classify.registry import Bot, RegistryError, load_registry
+from geminibot.classify.registry import KnownBot, RegistryError, load_registry
 from geminibot.classify.rules import Assignment, Classification
 from geminibot.classify.sources import site_from_source
 from geminibot.cliutil import (
@@ -193,7 +193,7 @@ def _site(source: str, protocol: Scheme, client: GeminiClient) -> SitePolicy:
         raise CommandError(f"--against {exc}", EXIT_NEGATIVE) from None
 
 
-def _profile(args: argparse.Namespace) -> tuple[Profile, Bot | None]:
+def _profile(args: argparse.Namespace) -> tuple[Profile, KnownBot | None]:
     given = [x for x in (args.profile, args.bot, args.does) if x]
     if len(given) != 1:
         raise CommandError(
@@ -223,7 +223,7 @@ def _profile(args: argparse.Namespace) -> tuple[Profile, Bot | None]:
     return profile, bot
 
 
-def _registry_bot(name: str) -> Bot:
+def _registry_bot(name: str) -> KnownBot:
     try:
         registry = load_registry()
     except RegistryError as exc:  # a broken package, not the user's fault: still say what
@@ -274,7 +274,7 @@ def _summary(result: Classification) -> dict[str, object]:
     }
 
 
-def _as_json(profile: Profile, bot: Bot | None, result: Classification) -> dict[str, object]:
+def _as_json(profile: Profile, bot: KnownBot | None, result: Classification) -> dict[str, object]:
     return {
         "profile": profile.as_dict(),
         "registry": bot.as_dict() if bot else None,
@@ -298,7 +298,7 @@ def _print_assignments(title: str, items: tuple[Assignment, ...], out: TextIO) -
             )
 
 
-def _print(profile: Profile, bot: Bot | None, result: Classification, out: TextIO) -> None:
+def _print(profile: Profile, bot: KnownBot | None, result: Classification, out: TextIO) -> None:
     who = profile.name or "bot"
     token = f" (own token: {profile.token})" if profile.token else " (no own token)"
     say(out, f"{who}{token}")
@@ -331,7 +331,7 @@ def _print(profile: Profile, bot: Bot | None, result: Classification, out: TextI
             say(out, f"[{w.code}] {w.message}", "  ", "      ")
 
 
-def _print_registry_entry(bot: Bot, out: TextIO) -> None:
+def _print_registry_entry(bot: KnownBot, out: TextIO) -> None:
     """What the registry documents of the bot."""
     say(out, f"documented as: {bot.documented_as}", "  ", "    ")
     say(out, f"source: {bot.source}", "  ", "    ")

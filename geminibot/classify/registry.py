@@ -36,7 +36,7 @@ class RegistryError(ValueError):
 
 
 @dataclass(frozen=True, slots=True)
-class Bot:
+class KnownBot:
     """One known bot, as documented by ``source``."""
 
     id: str
@@ -93,9 +93,9 @@ class Bot:
 class Registry:
     """The known bots (the registry file), found by id, product token or name."""
 
-    bots: tuple[Bot, ...]
+    bots: tuple[KnownBot, ...]
 
-    def find(self, name: str) -> Bot | None:
+    def find(self, name: str) -> KnownBot | None:
         """The bot whose id, token or name is ``name`` (case-insensitive), or None."""
         key = name.strip().lower()
         for bot in self.bots:
@@ -104,7 +104,7 @@ class Registry:
         return None
 
 
-def _entry(raw: object, index: int, problems: list[str]) -> Bot | None:
+def _entry(raw: object, index: int, problems: list[str]) -> KnownBot | None:
     where = f"bot #{index + 1}"
     if not isinstance(raw, dict):
         problems.append(f"{where}: not a table")
@@ -120,7 +120,7 @@ def _entry(raw: object, index: int, problems: list[str]) -> Bot | None:
     activities = _activities(raw.get("activities"), where, problems)
     if len(problems) > before:
         return None
-    return Bot(
+    return KnownBot(
         id=strings["id"],
         name=strings["name"],
         operator=strings["operator"],

@@ -184,7 +184,7 @@ RESEARCHER_DISQUALIFIERS: dict[Activity, str] = {
 
 
 @dataclass(frozen=True, slots=True)
-class Reason:
+class Justification:
     """Why a class applies: which activity, resting on which sentence."""
 
     activity: Activity
@@ -199,7 +199,7 @@ class Assignment:
     """One class (a virtual agent, a category or a directive) and every reason for it."""
 
     name: str
-    reasons: tuple[Reason, ...]
+    reasons: tuple[Justification, ...]
 
     @property
     def activities(self) -> tuple[Activity, ...]:
@@ -281,10 +281,10 @@ def _assignments(
     pairs: dict[Activity, list[tuple[str, SpecRef]]],
     order: tuple[str, ...],
 ) -> tuple[Assignment, ...]:
-    reasons: dict[str, list[Reason]] = {}
+    reasons: dict[str, list[Justification]] = {}
     for act in acts:
         for name, ref in pairs.get(act, []):
-            reasons.setdefault(name, []).append(Reason(act, ref))
+            reasons.setdefault(name, []).append(Justification(act, ref))
     return tuple(Assignment(n, tuple(reasons[n])) for n in order if n in reasons)
 
 

@@ -8,7 +8,7 @@ import pytest
 
 from geminibot.classify import Activity, ProfileError, load_registry, profile_from_toml
 from geminibot.classify.profile import MAX_PROFILE_BYTES, is_product_token, profile_from_flags
-from geminibot.classify.registry import MAX_REGISTRY_BYTES, Bot, RegistryError, parse_registry
+from geminibot.classify.registry import MAX_REGISTRY_BYTES, KnownBot, RegistryError, parse_registry
 from geminibot.classify.rules import VIRTUAL_AGENT_NAMES
 
 REGISTRY = load_registry()
@@ -37,7 +37,7 @@ def test_registry_has_the_gemini_and_web_bots() -> None:
 
 
 @pytest.mark.parametrize("bot", REGISTRY.bots, ids=lambda b: b.id)
-def test_every_entry_is_valid(bot: Bot) -> None:
+def test_every_entry_is_valid(bot: KnownBot) -> None:
     assert re.fullmatch(r"[a-z0-9]+(-[a-z0-9]+)*", bot.id)
     assert bot.name.strip() and bot.operator.strip()
     assert bot.source.strip() and bot.documented_as.strip()
