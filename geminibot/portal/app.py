@@ -18,7 +18,7 @@ answers a ``10``/``11`` prompt: the form's ``input`` becomes the Gemini query.
 A page is fetched, rendered (:class:`~geminibot.portal.pages.Pages`, in a worker thread
 when the body is big) and kept rendered in the :class:`~geminibot.portal.cache.PageCache`;
 an answer is handed to the server in slices of ``send_chunk_bytes``. Every failure is a
-page; a fault of the portal itself is a 500 page and one line on stderr.
+page; a fault of the portal itself is a 500 page and one message on stderr.
 """
 
 from __future__ import annotations
@@ -147,7 +147,7 @@ class PortalApp:
         method = str(scope["method"]).upper()
         try:
             response = await self._respond(scope, receive, method)
-        except Exception as exc:  # a fault of the portal: a page and one line, no traceback
+        except Exception as exc:  # a fault of the portal: a page and a message, no traceback
             say(sys.stderr, f"geminibot portal: {method} {_target(scope)}: internal error: {exc!r}")
             response = self.pages.internal_error()
         if _ambiguous_framing(scope):  # RFC 9112, 6.3: answer, then close the connection

@@ -9,6 +9,7 @@ The hostile server answers by the request's host and path:
   bytes, then it closes);
 - ``/links``: :data:`LINKS` link lines (6.5 MB, under the portal's 8 MiB body limit);
 - ``/quotes``: one line of :data:`QUOTES` double quotes (six times that once escaped);
+- ``/bytes/N``: a gemtext body of exactly N bytes;
 - ``/dotslash``: a link to ``/.//web.attacker.test/p`` (a path that starts with ``//``);
 - anything else: a small page;
 - but a host whose name starts with ``mute`` closes every connection without a word.
@@ -62,6 +63,18 @@ async def hostile_capsule(host: str = "127.0.0.1") -> AsyncIterator[Hostile]:
     links = b"20 text/gemini\r\n" + links_body()
     quotes = b"20 text/gemini\r\n" + b'"' * QUOTES + b"\n"
 
+    def answer(name: str, path: str) -> bytes:
+        if path in ("/robots.txt", "/robots2.txt", "/agents.txt"):
+            return b"51 none\r\n"
+        if path.startswith("/bytes/"):  # a gemtext body of exactly that many bytes
+            return b"20 text/gemini\r\n" + b"x" * min(int(path[7:] or 0), QUOTES)
+        fixed = {
+            "/links": links,
+            "/quotes": quotes,
+            "/dotslash": b"20 text/gemini\r\n=> /.//web.attacker.test/p Web\n",
+        }
+        return fixed.get(path, SMALL)
+
     async def handle(tcp: trio.SocketStream) -> None:
         stream = trio.SSLStream(tcp, context, server_side=True)
         try:
@@ -69,23 +82,13 @@ async def hostile_capsule(host: str = "127.0.0.1") -> AsyncIterator[Hostile]:
             found = re.match(r"gemini://([^/:]+)(?::\d+)?(/[^?]*)?", line)
             name, path = (found.group(1), found.group(2) or "/") if found else ("", "")
             state.requests.append((name, path))
-            if name.startswith("mute"):
-                pass
-            elif name.startswith("trickle") and path == "/robots.txt":
+            if name.startswith("trickle") and path == "/robots.txt":
                 await stream.send_all(b"20 text/plain\r\n")  # then the body, byte by byte
                 for _ in range(TRICKLE_BOUND):
                     await trio.sleep(TRICKLE_EVERY)
                     await stream.send_all(b"#")
-            elif path in ("/robots.txt", "/robots2.txt", "/agents.txt"):
-                await stream.send_all(b"51 none\r\n")
-            elif path == "/links":
-                await stream.send_all(links)
-            elif path == "/quotes":
-                await stream.send_all(quotes)
-            elif path == "/dotslash":
-                await stream.send_all(b"20 text/gemini\r\n=> /.//web.attacker.test/p Web\n")
-            else:
-                await stream.send_all(SMALL)
+            elif not name.startswith("mute"):
+                await stream.send_all(answer(name, path))
             await stream.aclose()
         except (trio.BrokenResourceError, trio.ClosedResourceError):
             pass

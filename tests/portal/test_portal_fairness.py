@@ -4,15 +4,20 @@ by their /64. In one trio run with a hostile capsule on loopback (mock clock).""
 
 from __future__ import annotations
 
+import threading
+
 import trio
 import trio.testing
 from portal_fixtures import browser
 from public_fixtures import hostile_capsule
 
 from geminibot.crawl.politeness import Politeness
+from geminibot.gemini.client import Response
 from geminibot.net.connect import ConnectRule, parse_connect_to
-from geminibot.portal.app import PortalApp
-from geminibot.portal.limits import PortalLimits
+from geminibot.portal.app import INLINE_RENDER_BYTES, PortalApp
+from geminibot.portal.limits import RENDER_THREADS, PortalLimits
+from geminibot.portal.pages import HTTPResponse, Pages
+from geminibot.portal.render import Strip
 from geminibot.portal.upstream import Slots, Upstream, UpstreamGuard
 
 OPEN = PortalLimits(rate_per_second=1e6, rate_burst=1_000_000, min_host_delay=0.0)
@@ -153,3 +158,42 @@ async def test_a_page_asked_for_at_once_is_fetched_once(
     assert statuses == [200] * 5
     assert evil.requests.count(("evil.test", "/small")) == 1
     assert app._fetching == {}
+
+
+class RecordingPages(Pages):
+    """The portal's pages, noting where each Gemini response was rendered."""
+
+    def __init__(self, limits: PortalLimits) -> None:
+        super().__init__(limits)
+        self.on_loop: list[bool] = []
+        self.rendering = 0
+        self.most = 0
+        self._lock = threading.Lock()
+
+    def response(self, response: Response, strip: Strip) -> HTTPResponse:
+        with self._lock:
+            self.rendering += 1
+            self.most = max(self.most, self.rendering)
+        self.on_loop.append(threading.current_thread() is threading.main_thread())
+        try:
+            return super().response(response, strip)
+        finally:
+            with self._lock:
+                self.rendering -= 1
+
+
+async def test_inline_render_bytes_edge_and_render_threads() -> None:
+    """A body of INLINE_RENDER_BYTES is rendered on the event loop, a byte more in a
+    worker thread, at most RENDER_THREADS at a time."""
+    async with hostile_capsule() as evil:
+        app = app_with([parse_connect_to(f"*.test:1965:127.0.0.1:{evil.port}")])
+        pages = app.pages = RecordingPages(app.limits)
+        async with browser(app) as web:
+            for size in (INLINE_RENDER_BYTES, INLINE_RENDER_BYTES + 1):
+                assert (await web.get(f"/gemini/evil.test/bytes/{size}")).status_code == 200
+            assert pages.on_loop == [True, False]
+            async with trio.open_nursery() as nursery:
+                for i in range(4):
+                    nursery.start_soon(web.get, f"/gemini/evil.test/bytes/{10**6 + i}")
+    assert pages.on_loop == [True, False] + [False] * 4
+    assert pages.most == RENDER_THREADS == 1

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ipaddress
 import itertools
+import sqlite3
 from pathlib import Path
 from typing import Any
 
@@ -300,3 +301,22 @@ async def test_send_chunk_edge() -> None:
         bodies = [m for m in sent if m["type"] == "http.response.body"]
         assert [len(m["body"]) for m in bodies] == pieces
         assert [m.get("more_body", False) for m in bodies] == [True] * (len(pieces) - 1) + [False]
+
+
+async def test_a_fault_of_the_portal_is_a_page_and_one_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A crawl database closed under /check: the portal's own fault, still a page."""
+    db = sqlite3.connect(tmp_path / "crawl.db")
+    db.close()
+    app = offline_app(PortalLimits())
+    app.crawl_db = db
+    async with browser(app) as web:
+        r = await web.get("/check?q=gemini://a.test/")
+    assert r.status_code == 500
+    assert r.headers["x-robots-tag"] == "noindex, nofollow"
+    assert "Portal error" in r.text
+    err = capsys.readouterr().err
+    assert err.startswith("geminibot portal: GET /check: internal error: ProgrammingError")
+    assert "Traceback" not in err
+    assert len(err.splitlines()) <= 2  # one message, wrapped at 80 columns
