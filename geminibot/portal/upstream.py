@@ -252,8 +252,6 @@ class Upstream:
         """One request (no redirect followed), paced and guarded; 44s sat out within
         ``max_wait``, else :class:`Busy`."""
         host = url.authority
-        cached = self.policies.get(host)
-        self.pace.set_pace(host, self._host_delay(host, cached.policy if cached else None))
         deadline = self.clock() + self.limits.max_wait
         slow_downs = 0
         while True:
@@ -273,7 +271,9 @@ class Upstream:
         async with self._host_locks.hold(host, deadline) as held:
             if not held:
                 raise Busy(self.limits.max_wait, f"too many requests for {host} are waiting")
-            at = self.pace.ready_at(host)
+            cached = self.policies.get(host)  # the pace, set again: a host idle for long
+            self.pace.set_pace(host, self._host_delay(host, cached.policy if cached else None))
+            at = self.pace.ready_at(host)  # may have been forgotten meanwhile (PACED_HOSTS)
             assert at is not None  # max_wait is infinite: never "skipped"
             if at > deadline:
                 raise Busy(at - self.clock(), self._pause_reason(host))
