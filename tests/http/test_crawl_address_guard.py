@@ -127,6 +127,9 @@ async def test_links_to_loopback_and_private_addresses_contact_nothing(
     assert loopback and all("not a public address (loopback)" in e for e in loopback)
     assert any("(private)" in e for e in refused.values())
     assert any("(link-local)" in e for e in refused.values())
+    skipped = dict(conn.execute("SELECT host, skipped_reason FROM hosts").fetchall())
+    assert skipped.pop("cap.test") is None
+    assert all("refused by the address guard" in str(why) for why in skipped.values())
 
 
 async def test_a_robots_txt_redirect_to_loopback_is_refused(
@@ -145,6 +148,8 @@ async def test_a_robots_txt_redirect_to_loopback_is_refused(
         for u, e in refused.items()
     ), refused
     assert all("127.0.0.1" not in u for u in indexed(conn))
+    # an unreachable robots.txt (RFC 9309): the capsule is left for now, nothing fetched
+    assert "gemini://cap.test/" not in indexed(conn)
 
 
 # --- the guard itself (no I/O) ---------------------------------------------------------
