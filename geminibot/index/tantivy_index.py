@@ -529,9 +529,15 @@ def writing(db: Path) -> Iterator[None]:
         yield
 
 
-def _anchor_table(conn: sqlite3.Connection) -> None:
+#: The join of :func:`page_rows` that reads :func:`anchor_table`'s link text.
+ANCHOR_JOIN = " LEFT JOIN temp.anchor_text t ON t.target = p.url"
+
+
+def anchor_table(conn: sqlite3.Connection, targets: list[str] | None = None) -> None:
     """A temporary table: target URL -> text of links to it from other hosts (an
-    unlabeled link's text: the words of the target's URL, :func:`url_words`)."""
+    unlabeled link's text: the words of the target's URL, :func:`url_words`); of every
+    target, or of ``targets`` only (read through the ``links_target`` index)."""
+    only = "" if targets is None else f" AND l.target IN ({', '.join('?' * len(targets))})"
     conn.execute("DROP TABLE IF EXISTS temp.anchor_text")
     conn.create_function("geminibot_url_words", 1, url_words, deterministic=True)
     conn.execute(
@@ -542,10 +548,10 @@ def _anchor_table(conn: sqlite3.Connection) -> None:
         "   ELSE geminibot_url_words(l.target) END AS label"
         "   FROM links l JOIN pages p ON p.id = l.page_id"
         "   WHERE l.target NOT LIKE 'gemini://' || p.host || '/%'"
-        "   AND l.target != 'gemini://' || p.host"
+        f"   AND l.target != 'gemini://' || p.host{only}"
         "  ) WHERE label != ''"
         " ) GROUP BY target",
-        (MAX_ANCHOR_CHARS,),
+        (MAX_ANCHOR_CHARS, *(targets or ())),
     )
     conn.execute("CREATE INDEX temp.anchor_target ON anchor_text (target)")
 
@@ -640,13 +646,8 @@ def rebuild_locked(
         _register(index, builder.analyzer)
         writer = index.writer(WRITER_HEAP, WRITER_THREADS)
         say("collecting link text")
-        _anchor_table(conn)
-        sql = page_rows(
-            conn,
-            "coalesce(t.text, '')",
-            " LEFT JOIN temp.anchor_text t ON t.target = p.url",
-            "1",
-        )
+        anchor_table(conn)
+        sql = page_rows(conn, "coalesce(t.text, '')", ANCHOR_JOIN, "1")
         rows = conn.execute(sql)
         count = 0
         while batch := rows.fetchmany(BATCH):

@@ -11,14 +11,16 @@ same index, so a crash anywhere (``kill -9``) loses nothing: the next start appl
 from the recorded change (catch-up). :func:`follow` does that every
 :data:`COMMIT_INTERVAL` seconds until told to stop.
 
-A page's link text (the ``anchors`` field, from other hosts' links to it) is carried over
-from its previous document; a page new to the index gets its link text at the next
-``index rebuild``, which stays as the repair: it builds the whole index anew, and
-:func:`verify` compares the index's pages with the store's.
+A page's link text (the ``anchors`` field, from other hosts' links to it) is read as a
+rebuild reads it, for the batch's pages only (through the ``links_target`` index); link
+text that another page's change adds or takes away reaches a page already indexed at its
+own next change, or at the next ``index rebuild``, which stays as the repair: it builds
+the whole index anew, and :func:`verify` compares the index's pages with the store's.
 """
 
 from __future__ import annotations
 
+import contextlib
 import shutil
 import sqlite3
 import time
@@ -29,8 +31,10 @@ from contextlib import ExitStack
 import tantivy
 
 from geminibot.index.tantivy_index import (
+    ANCHOR_JOIN,
     DocumentBuilder,
     IndexUnavailable,
+    anchor_table,
     db_path_of,
     forget_applied,
     index_dir,
@@ -135,19 +139,21 @@ class IndexUpdater:
         if not changes:
             return 0
         ids = sorted({int(page_id) for _, page_id in changes})
-        anchors = self._anchors(ids)
         self.writer.delete_documents_by_query(
             tantivy.Query.term_set_query(self.index.schema, "id", ids)
         )
         marks = ", ".join("?" * len(ids))
-        for row in self.conn.execute(page_rows(self.conn, "''", "", f"p.id IN ({marks})"), ids):
-            page_id, title, headings, _, body, url, score, lang = row
-            carried = anchors.get(str(url), "")
-            self.writer.add_document(
-                page_document(
-                    self.builder, (page_id, title, headings, carried, body, url, score, lang)
-                )
-            )
+        urls = [
+            str(u)
+            for (u,) in self.conn.execute(f"SELECT url FROM pages WHERE id IN ({marks})", ids)
+        ]
+        anchor_table(self.conn, urls)
+        where = f"p.id IN ({marks})"
+        for row in self.conn.execute(
+            page_rows(self.conn, "coalesce(t.text, '')", ANCHOR_JOIN, where), ids
+        ):
+            self.writer.add_document(page_document(self.builder, row))
+        self.conn.execute("DROP TABLE temp.anchor_text")
         self.writer.commit()
         self.index.reload()
         last = int(changes[-1][0])
@@ -159,7 +165,10 @@ class IndexUpdater:
             "updated_at": time.time(),
         }
         write_manifest(self.folder, self.manifest)
-        forget_applied(self.conn, last)
+        # Locked past the busy timeout by a crawl's batch of writes: the rows stay, read
+        # past (seq > applied), and are deleted with a later step's.
+        with contextlib.suppress(sqlite3.OperationalError):
+            forget_applied(self.conn, last)
         return len(changes)
 
     def beat(self) -> None:
@@ -168,19 +177,6 @@ class IndexUpdater:
         its commit (:func:`~geminibot.index.tantivy_index.is_followed`)."""
         self.manifest = {**self.manifest, "updated_at": time.time()}
         write_manifest(self.folder, self.manifest)
-
-    def _anchors(self, ids: list[int]) -> dict[str, str]:
-        """URL -> link text of the documents of pages ``ids`` now in the index."""
-        searcher = self.index.searcher()
-        query = tantivy.Query.term_set_query(self.index.schema, "id", ids)
-        hits = searcher.search(query, max(1, 2 * len(ids)), count=False).hits
-        carried: dict[str, str] = {}
-        for _, address in hits:
-            doc = searcher.doc(address)
-            url, text = doc.get_first("url"), doc.get_first("anchors")
-            if isinstance(url, str) and isinstance(text, str) and text:
-                carried[url] = text
-        return carried
 
     def catch_up(self) -> int:
         """Apply every change the store has logged; returns how many."""

@@ -228,3 +228,26 @@ def test_an_idle_updater_still_says_it_follows(
         put(db, "gemini://d.test/new.gmi", "New", "a sextant arrives")
         assert status(db)["pending"] == 1
         assert open_current(db) is not None  # followed: the lag lasts until the commit
+
+
+def test_a_store_locked_by_a_writer_does_not_stop_the_updater(
+    db: sqlite3.Connection, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A crawl holding the store's write lock past the busy timeout: the change is applied
+    and recorded all the same; the log's applied rows are deleted at a later step."""
+    with IndexUpdater(db) as updater:
+        put(db, "gemini://d.test/new.gmi", "New", "a sextant arrives")
+        writer = sqlite3.connect(tmp_path / "crawl.db", timeout=0)
+        writer.execute("BEGIN IMMEDIATE")  # as a crawl's batch of writes does
+        db.execute("PRAGMA busy_timeout = 10")
+        try:
+            assert updater.step() == 1
+        finally:
+            writer.execute("ROLLBACK")
+            writer.close()
+        assert urls(db, "sextant") == ["gemini://d.test/new.gmi"]
+        assert db.execute("SELECT count(*) FROM index_changes").fetchone()[0] == 1  # kept
+        put(db, "gemini://d.test/other.gmi", "Other", "an almanac")
+        assert updater.step() == 1
+    assert db.execute("SELECT count(*) FROM index_changes").fetchone()[0] == 0
+    assert verify(db)["agree"] is True
