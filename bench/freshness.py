@@ -88,8 +88,8 @@ def free_port() -> int:
 class CapsuleLoad:
     """A thread asking the search capsule ``rate`` queries a second until stopped."""
 
-    def __init__(self, port: int, queries: list[str], rate: float) -> None:
-        self.port, self.queries, self.rate = port, queries, rate
+    def __init__(self, port: int, queries: list[str], rate: float, work: Path) -> None:
+        self.port, self.queries, self.rate, self.work = port, queries, rate, work
         self.seconds: list[float] = []
         self.failures = 0
         self._stop = threading.Event()
@@ -99,6 +99,7 @@ class CapsuleLoad:
         import cryptography.hazmat.primitives.serialization  # noqa: F401  (before ignition)
         import ignition
 
+        ignition.set_default_hosts_file(str(self.work / "known_hosts"))
         n = 0
         while not self._stop.wait(1.0 / self.rate):
             query = urllib.parse.quote(self.queries[n % len(self.queries)])
@@ -316,7 +317,7 @@ def main() -> None:
         queries = [str(p["old"]) for p in pages.values()] + [
             str(p["old"]).strip('"').split()[0] for p in pages.values()
         ]
-        with CapsuleLoad(search_port, queries, args.rate) as load:
+        with CapsuleLoad(search_port, queries, args.rate, work) as load:
             result = measure(work, space_proc, pages, args.deadline)
         result["capsule_search"] = load.summary()
     finally:
