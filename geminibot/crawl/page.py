@@ -1,10 +1,9 @@
 """From one Gemini (or http(s): :func:`extract_web`) response to what the index keeps and the frontier grows by (pure).
 
 - ``20`` with ``text/gemini``: title (:func:`geminibot.index.text.page_title`),
-  headings, text (every line, each link's label and the words of its URL as written,
-  preformatted blocks with their alt text and any text after their closing toggle,
-  front matter too), links (resolved and
-  normalised);
+  headings, text (every line, each link's label, preformatted blocks with their alt text
+  and any text after their closing toggle, front matter too; after them all, the words of
+  each link's URL as written), links (resolved and normalised);
 - ``20`` with another ``text/*``: decoded text (its title: the first Markdown heading or
   the first line after any front matter), no links;
 - ``20`` with anything else: metadata only (MIME type, size, content hash);
@@ -117,13 +116,14 @@ def _gemtext_page(base: Page, mime: MimeType, text: str, url: str) -> Extracted:
     headings: list[str] = []
     words = _Joined()
     words.add(text[: len(text) - len(rest)].strip())  # front matter: searched, not shown
+    addresses = _Joined()  # links' URL words, after the text: snippets show the text first
     for line in iter_gemtext(rest):
         if isinstance(line, LinkLine):
             words.add(line.label)
             if len(links) < MAX_LINKS_PER_PAGE:  # past it, a link's URL is not even read
                 target = resolve(line.raw_url, url)
                 links.append(Link(target, line.label))
-                words.add(url_words(line.raw_url, whole=True))  # as written: #fragment too
+                addresses.add(url_words(line.raw_url, whole=True))  # as written: #fragment too
             label = label or line.label.strip()
         elif isinstance(line, HeadingLine):
             title = line.text if title is None else title
@@ -141,7 +141,7 @@ def _gemtext_page(base: Page, mime: MimeType, text: str, url: str) -> Extracted:
         lang=mime.lang,
         title=page_title(title, front, first or label, url),
         headings=tuple(headings),
-        text=words.text(),
+        text="\n".join(t for t in (words.text(), addresses.text()) if t),
         links=tuple(links),
     )
     return Extracted(page, tuple(link.target for link in links))
