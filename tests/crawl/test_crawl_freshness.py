@@ -261,8 +261,8 @@ async def test_duplicates_collapse_under_the_canonical_url(
     body = "# Same\nidentical twins\n"
     pages: dict[str, FetchResult | list[FetchResult]] = {
         "gemini://a.test/robots.txt": ROBOTS,
-        # the longest URL is met first; the shortest becomes the canonical one (labelled
-        # links: an unlabeled link's URL words would make the home page match too)
+        # the longest URL is met first; the shortest becomes the canonical one (searched
+        # for "identical": a link's URL words make the home page match "twins" too)
         "gemini://a.test/": gmi("=> /copy/of/twins.gmi a\n=> /twins.gmi?ref=x b\n=> /t.gmi c\n"),
         "gemini://a.test/copy/of/twins.gmi": gmi(body),
         "gemini://a.test/twins.gmi?ref=x": gmi(body),
@@ -271,7 +271,7 @@ async def test_duplicates_collapse_under_the_canonical_url(
     now, db = FakeTime(), tmp_path / "c.db"
     fake = FakeSite(pages)
     _, conn = await crawl(db, fake, ["gemini://a.test/"], now)
-    assert [r.url for r in search(conn, "twins")] == ["gemini://a.test/t.gmi"]
+    assert [r.url for r in search(conn, "identical")] == ["gemini://a.test/t.gmi"]
     store = SqliteStore(conn, now)
     assert store.aliases("gemini://a.test/t.gmi") == [
         "gemini://a.test/copy/of/twins.gmi",
@@ -285,7 +285,7 @@ async def test_duplicates_collapse_under_the_canonical_url(
     pages["gemini://a.test/t.gmi"] = gmi("# Other\nsomething else\n")
     now.offset = INITIAL_REVISIT + 1
     _, conn = await crawl(db, fake, ["gemini://a.test/"], now)
-    assert [r.url for r in search(conn, "twins")] == ["gemini://a.test/twins.gmi?ref=x"]
+    assert [r.url for r in search(conn, "identical")] == ["gemini://a.test/twins.gmi?ref=x"]
     assert SqliteStore(conn, now).aliases("gemini://a.test/twins.gmi?ref=x") == [
         "gemini://a.test/copy/of/twins.gmi"
     ]
