@@ -1,18 +1,23 @@
 """What the crawl database holds about one URL or one host: the only I/O of
 :mod:`geminibot.why`. Every read is bounded (the last :data:`HISTORY` answers, the first
-:data:`LINKERS` pages linking to a URL, ...) and written once for both stores: ``{0}``
-stands for the engine's placeholder (SQLite's ``?``, psycopg's ``%s``).
+:data:`LINKERS` pages linking to a URL, ...) and written once for both stores, as the
+stores' own statements are (:mod:`geminibot.index.statements`): a SQLAlchemy Core text
+with named parameters, compiled for the connection's engine
+(:func:`geminibot.index.engines.engine_of`).
 """
 
 from __future__ import annotations
 
 import itertools
-import sqlite3
 from dataclasses import dataclass, field
 from typing import Any, cast
 
+import sqlalchemy as sa
+
 from geminibot.crawl.runrecord import RUN_OPTIONS, RunOptions
 from geminibot.crawl.settings import DEFAULT_AGENT
+from geminibot.index import statements as q
+from geminibot.index.engines import engine_of
 from geminibot.policy.outcomes import FetchOutcome, Kind
 from geminibot.policy.site_policy import Fetched
 
@@ -144,40 +149,43 @@ class HostRecords:
     web_files: tuple[PolicyFileRow, ...] = ()
 
 
-URL_ROW = (
+URL_ROW = sa.text(
     "SELECT id, state, reason, depth, parent, updated_at, next_visit, attempts"
-    " FROM urls WHERE url = {0}"
+    " FROM urls WHERE url = :url"
 )
-PAGE_ROW = (
+PAGE_ROW = sa.text(
     "SELECT status, meta, mime, fetched_at, duplicate_of, redirect_to, text_indexed, title"
-    " FROM pages WHERE url = {0}"
+    " FROM pages WHERE url = :url"
 )
-HISTORY_ROWS = (
-    "SELECT url, status, meta, error, started_at, duration FROM fetches WHERE url = {0}"
+HISTORY_ROWS = sa.text(
+    "SELECT url, status, meta, error, started_at, duration FROM fetches WHERE url = :url"
     f" ORDER BY started_at DESC LIMIT {HISTORY}"
 )
-ALIAS_ROWS = f"SELECT url FROM pages WHERE duplicate_of = {{0}} ORDER BY url LIMIT {ALIASES}"
-LINKER_ROWS = (
+ALIAS_ROWS = sa.text(
+    f"SELECT url FROM pages WHERE duplicate_of = :url ORDER BY url LIMIT {ALIASES}"
+)
+LINKER_ROWS = sa.text(
     "SELECT DISTINCT p.url FROM links l JOIN pages p ON p.id = l.page_id"
-    f" WHERE l.target = {{0}} ORDER BY p.url LIMIT {LINKERS}"
+    f" WHERE l.target = :url ORDER BY p.url LIMIT {LINKERS}"
 )
-HOST_ROW = (
+HOST_ROW = sa.text(
     "SELECT last_fetch_at, last_duration, not_before, slow_downs, skipped_reason"
-    " FROM hosts WHERE host = {0}"
+    " FROM hosts WHERE host = :host"
 )
-FILE_ROWS = (
+FILE_ROWS = sa.text(
     "SELECT name, outcome, reason, status, body, fetched_at, expires_at FROM robots"
-    " WHERE host = {0} ORDER BY name"
+    " WHERE host = :host ORDER BY name"
 )
-QUEUED_BEFORE = "SELECT count(*) FROM urls WHERE host = {0} AND state = 'queued' AND id < {0}"
-SETTING = "SELECT value FROM settings WHERE key = {0}"
-STATES = "SELECT state, count(*) FROM urls WHERE host = {0} GROUP BY state"
-PAGE_COUNTS = (
+QUEUED_BEFORE = sa.text(
+    "SELECT count(*) FROM urls WHERE host = :host AND state = 'queued' AND id < :id"
+)
+STATES = sa.text("SELECT state, count(*) FROM urls WHERE host = :host GROUP BY state")
+PAGE_COUNTS = sa.text(
     "SELECT count(*), coalesce(sum(CASE WHEN text_indexed THEN 1 ELSE 0 END), 0),"
-    " count(duplicate_of) FROM pages WHERE host = {0}"
+    " count(duplicate_of) FROM pages WHERE host = :host"
 )
-WAITS = (
-    "SELECT started_at, duration FROM fetches WHERE host = {0}"
+WAITS = sa.text(
+    "SELECT started_at, duration FROM fetches WHERE host = :host"
     f" ORDER BY started_at DESC LIMIT {WAIT_WINDOW}"
 )
 
@@ -187,17 +195,17 @@ class Reader:
 
     def __init__(self, conn: Any) -> None:
         self.conn = conn
-        self._p = "?" if isinstance(conn, sqlite3.Connection) else "%s"
+        self.sql = engine_of(conn).sql
 
-    def _rows(self, sql: str, *params: object) -> list[Any]:
-        return list(self.conn.execute(sql.format(self._p), params).fetchall())
+    def _rows(self, statement: sa.TextClause, **params: object) -> list[Any]:
+        return list(self.conn.execute(self.sql[statement], params).fetchall())
 
-    def _one(self, sql: str, *params: object) -> Any:
-        return self.conn.execute(sql.format(self._p), params).fetchone()
+    def _one(self, statement: sa.TextClause, **params: object) -> Any:
+        return self.conn.execute(self.sql[statement], params).fetchone()
 
     def settings(self) -> Settings:
         def get(key: str) -> str | None:
-            row = self._one(SETTING, key)
+            row = self._one(q.SETTING, key=key)
             return None if row is None else str(row[0])
 
         return Settings(
@@ -207,7 +215,7 @@ class Reader:
         )
 
     def host_row(self, host: str) -> HostRow | None:
-        row = self._one(HOST_ROW, host)
+        row = self._one(HOST_ROW, host=host)
         return None if row is None else HostRow(row[0], row[1], row[2], int(row[3]), row[4])
 
     def files(self, host: str) -> tuple[PolicyFileRow, ...]:
@@ -215,11 +223,11 @@ class Reader:
             PolicyFileRow(
                 str(r[0]), str(r[1]), str(r[2]), r[3], None if r[4] is None else bytes(r[4]), *r[5:]
             )
-            for r in self._rows(FILE_ROWS, host)
+            for r in self._rows(FILE_ROWS, host=host)
         )
 
     def page(self, url: str) -> PageRow | None:
-        r = self._one(PAGE_ROW, url)
+        r = self._one(PAGE_ROW, url=url)
         if r is None:
             return None
         return PageRow(int(r[0]), str(r[1]), r[2], float(r[3]), r[4], r[5], bool(r[6]), str(r[7]))
@@ -227,7 +235,7 @@ class Reader:
     def url(self, url: str, host: str, raw: str | None = None) -> UrlRecords:
         """The records of a normalised ``url`` on ``host`` (``raw``: the URL as given,
         which a page may link to as it is)."""
-        r = self._one(URL_ROW, url)
+        r = self._one(URL_ROW, url=url)
         row = (
             None
             if r is None
@@ -235,20 +243,20 @@ class Reader:
         )
         page = self.page(url)
         kept = self.page(page.duplicate_of) if page and page.duplicate_of else None
-        linkers = {str(x[0]) for x in self._rows(LINKER_ROWS, url)}
+        linkers = {str(x[0]) for x in self._rows(LINKER_ROWS, url=url)}
         if raw is not None and raw != url:
-            linkers.update(str(x[0]) for x in self._rows(LINKER_ROWS, raw))
+            linkers.update(str(x[0]) for x in self._rows(LINKER_ROWS, url=raw))
         before = 0
         if row is not None and row.state == "queued":
-            before = int(self._one(QUEUED_BEFORE, host, row.id)[0])
+            before = int(self._one(QUEUED_BEFORE, host=host, id=row.id)[0])
         return UrlRecords(
             url,
             host,
             self.settings(),
             row,
             page,
-            tuple(FetchRow(str(f[0]), *f[1:]) for f in self._rows(HISTORY_ROWS, url)),
-            tuple(str(a[0]) for a in self._rows(ALIAS_ROWS, url)),
+            tuple(FetchRow(str(f[0]), *f[1:]) for f in self._rows(HISTORY_ROWS, url=url)),
+            tuple(str(a[0]) for a in self._rows(ALIAS_ROWS, url=url)),
             tuple(sorted(linkers)[:LINKERS]),
             self.host_row(host),
             self.files(host),
@@ -257,7 +265,7 @@ class Reader:
         )
 
     def host(self, host: str) -> HostRecords:
-        pages, searchable, duplicates = self._one(PAGE_COUNTS, host)
+        pages, searchable, duplicates = self._one(PAGE_COUNTS, host=host)
         web_host = web_files = None
         if "://" not in host:
             for key in (f"https://{host}", f"http://{host}"):
@@ -270,11 +278,11 @@ class Reader:
             self.settings(),
             self.host_row(host),
             self.files(host),
-            {str(s): int(n) for s, n in self._rows(STATES, host)},
+            {str(s): int(n) for s, n in self._rows(STATES, host=host)},
             int(pages),
             int(searchable),
             int(duplicates),
-            longest_wait(self._rows(WAITS, host)),
+            longest_wait(self._rows(WAITS, host=host)),
             web_host,
             web_files or (),
         )

@@ -67,3 +67,37 @@ def test_no_statement_is_written_for_both_engines() -> None:
     sqlite = set().union(*(statements(ROOT / name) for name in SQLITE_CODE))
     assert len(pg) > 10 and len(sqlite) > 10  # (the modules do hold SQL)
     assert sorted(pg & sqlite) == []
+
+
+#: The modules whose SQL runs on either engine's connection: written once, with named
+#: parameters, compiled for the connection's engine (``engines.engine_of``).
+SHARED_CODE = (
+    "index/statements.py",
+    "index/stats.py",
+    "searchcap/app.py",
+    "why/records.py",
+)
+# ?, ?1, %s, %(name)s, {0}, {} (an f-string's value in place of a parameter)
+_ENGINE_PLACEHOLDER = re.compile(r"\?\d*|%\(\w+\)s|%s|\{\d*\}")
+# SQLite's placeholders rewritten for psycopg: .replace("?", "%s")
+_TO_PSYCOPG = re.compile(r"""\.replace\(\s*["']\?["']\s*,\s*["']%s""")
+
+
+def test_statements_both_engines_run_have_no_engine_of_their_own() -> None:
+    """A shared module writes no engine's placeholder (a format constant filled per
+    engine, ``.replace('?', '%s')``) and does not tell the connections apart itself."""
+    for name in SHARED_CODE:
+        path = ROOT / name
+        source = path.read_text(encoding="utf-8")
+        for node in ast.walk(ast.parse(source)):
+            if isinstance(node, ast.Constant) and isinstance(node.value, str):
+                words = node.value.split(None, 1)
+                if words and words[0].lower() in _VERBS:
+                    assert not _ENGINE_PLACEHOLDER.search(node.value), (name, node.value)
+        assert "sqlite3.Connection" not in source, name
+        assert not _TO_PSYCOPG.search(source), name
+
+
+def test_the_shared_modules_hold_sql() -> None:
+    assert len(statements(ROOT / "why/records.py")) > 10
+    assert len(statements(ROOT / "index/statements.py")) > 10
