@@ -46,9 +46,32 @@ class Page:
     redirect_to: str | None = None
 
 
+def page_row(page: Page, role: str) -> dict[str, object]:
+    """The ``pages`` row of ``page`` as either store writes it (named parameters): its
+    title and text kept (``keep``) only for a text page, not a duplicate, of a role that
+    keeps text."""
+    keep_text = role in TEXT_ROLES and page.text is not None and page.duplicate_of is None
+    return {
+        "url": page.url,
+        "host": page.host,
+        "status": page.status,
+        "meta": page.meta,
+        "mime": page.mime,
+        "lang": page.lang,
+        "size": page.size,
+        "hash": page.content_hash,
+        "at": page.fetched_at,
+        "title": page.title if keep_text else "",
+        "dup": page.duplicate_of,
+        "redirect": page.redirect_to,
+        "keep": keep_text,
+    }
+
+
 def store_page(conn: sqlite3.Connection, page: Page, role: str) -> int:
     """Insert or replace ``page``; return its row id. Call inside a transaction."""
-    keep_text = role in TEXT_ROLES and page.text is not None and page.duplicate_of is None
+    row = page_row(page, role)
+    keep_text = bool(row["keep"])
     old = conn.execute("SELECT id FROM pages WHERE url = ?", (page.url,)).fetchone()
     if old is not None:
         conn.execute("DELETE FROM pages_fts WHERE rowid = ?", (old[0],))
@@ -56,22 +79,9 @@ def store_page(conn: sqlite3.Connection, page: Page, role: str) -> int:
     cur = conn.execute(
         "INSERT INTO pages (url, host, status, meta, mime, lang, size, content_hash, fetched_at,"
         " title, duplicate_of, redirect_to, text_indexed)"
-        " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-        (
-            page.url,
-            page.host,
-            page.status,
-            page.meta,
-            page.mime,
-            page.lang,
-            page.size,
-            page.content_hash,
-            page.fetched_at,
-            page.title if keep_text else "",
-            page.duplicate_of,
-            page.redirect_to,
-            int(keep_text),
-        ),
+        " VALUES (:url, :host, :status, :meta, :mime, :lang, :size, :hash, :at, :title, :dup,"
+        " :redirect, :keep)",
+        row,
     )
     page_id = cur.lastrowid
     assert page_id is not None

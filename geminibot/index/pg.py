@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 from geminibot.cliutil import EXIT_NEGATIVE, EXIT_USAGE, CommandError
 from geminibot.index.authority import replace_authority
 from geminibot.index.errors import DatabaseError
-from geminibot.index.pages import TEXT_ROLES, Page
+from geminibot.index.pages import Page, page_row
 from geminibot.index.query import QueryError, Term, parse_query
 from geminibot.index.search import MAX_LIMIT, SearchResult, result_from_row
 from geminibot.index.stats import host_like
@@ -148,38 +148,21 @@ def migrate(conn: psycopg.Connection[Any], conninfo: str) -> None:
 def store_page(cur: psycopg.Cursor[Any], page: Page, role: str) -> int:
     """Insert or replace ``page`` (links and text as :func:`geminibot.index.store_page`);
     return its row id. Call inside a transaction."""
-    keep_text = role in TEXT_ROLES and page.text is not None and page.duplicate_of is None
+    row = page_row(page, role)
+    keep_text = bool(row["keep"])
     cur.execute("DELETE FROM pages WHERE url = %s", (page.url,))
     headings = "\n".join(page.headings) if keep_text else None
-    body = page.text if keep_text else None
-    title = page.title if keep_text else ""
     cur.execute(
         "INSERT INTO pages (url, host, status, meta, mime, lang, size, content_hash,"
         " fetched_at, title, duplicate_of, redirect_to, text_indexed, headings, body)"
         " VALUES (%(url)s, %(host)s, %(status)s, %(meta)s, %(mime)s, %(lang)s, %(size)s,"
         " %(hash)s, %(at)s, %(title)s, %(dup)s, %(redirect)s, %(keep)s, %(headings)s,"
         " %(body)s) RETURNING id",
-        {
-            "url": page.url,
-            "host": page.host,
-            "status": page.status,
-            "meta": page.meta,
-            "mime": page.mime,
-            "lang": page.lang,
-            "size": page.size,
-            "hash": page.content_hash,
-            "at": page.fetched_at,
-            "title": title,
-            "dup": page.duplicate_of,
-            "redirect": page.redirect_to,
-            "keep": keep_text,
-            "headings": headings,
-            "body": body,
-        },
+        {**row, "headings": headings, "body": page.text if keep_text else None},
     )
-    row = cur.fetchone()
-    assert row is not None
-    page_id = int(row[0])
+    added = cur.fetchone()
+    assert added is not None
+    page_id = int(added[0])
     if page.links:
         cur.execute(
             "INSERT INTO links (page_id, position, target, label)"
