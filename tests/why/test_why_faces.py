@@ -217,3 +217,77 @@ def test_a_host_summary_matches_stats_and_policy_check(crawled: str, tmp_path: P
         {k: d[k] for k in ("line", "level", "code", "message")} for d in found
     ]
     assert found and robots_file["status"] == 20 and robots_file["size"] == len(body)
+
+
+#: A capsule whose robots.txt answers a permanent failure other than 51: "unavailable".
+ROBOTS_5X = "robots-52.test"
+
+
+@pytest.fixture(scope="module")
+def unreadable_robots(tmp_path_factory: pytest.TempPathFactory) -> str:
+    """robots-44.test (robots.txt answers ``44 60``) and a capsule of the test's own whose
+    robots.txt answers ``52``, crawled into an SQLite file for 10 minutes of the test's
+    clock (robots-44.test's robots.txt is asked again after each wait, and recorded as
+    unreachable after the last): its path."""
+    tmp = tmp_path_factory.mktemp("why-robots")
+    root = tmp / "capsules"
+    root.mkdir()
+    (root / "robots-44.test").symlink_to(CAPSULES / "robots-44.test", target_is_directory=True)
+    gone = root / ROBOTS_5X
+    gone.mkdir()
+    (gone / "index.gmi").write_text("# robots-52\n=> /a.gmi a page\n", encoding="utf-8")
+    (gone / "a.gmi").write_text("# a page\nwords to index\n", encoding="utf-8")
+    (gone / "serve.toml").write_text(
+        '[[special]]\npath = "/robots.txt"\nstatus = 52\nmeta = "Gone for good"\n',
+        encoding="utf-8",
+    )
+    db = str(tmp / "crawl.db")
+
+    async def main() -> None:
+        async with running_server(root, tmp / "certs", clock=trio.current_time) as server:
+            argv = ["gemini://robots-44.test/", f"gemini://{ROBOTS_5X}/", "--db", db]
+            argv += ["--test-range", "--json", "--strict", "--max-time", "10m"]
+            argv += ["--connect-to", f"*.test:1965:127.0.0.1:{server.port}"]
+            with trio.fail_after(15 * 60):
+                proc = await crawl_in_trio(argv)
+            assert proc.returncode == 0, proc.stderr
+
+    trio.run(main, clock=trio.testing.MockClock(autojump_threshold=0.005))
+    return db
+
+
+def test_a_robots_txt_answering_44_keeps_the_capsule_out(unreadable_robots: str) -> None:
+    """44: robots.txt is unreachable, so nothing of the capsule is fetched, and every face
+    says that its robots.txt answered 44 and disallows everything until it is read."""
+    for url in ("gemini://robots-44.test/", "gemini://robots-44.test/a.gmi"):
+        answer = why_json(unreadable_robots, url)
+        if url.endswith("a.gmi"):  # never linked: the capsule's root was never read
+            assert answer["code"] == "not_linked", answer
+            continue
+        assert answer["code"] == "policy_file", answer
+        reason = str(answer["reason"])
+        assert reason.startswith("robots.txt answered 44 "), reason
+        assert "everything on the capsule is disallowed" in reason
+        gemtext = capsule_check(unreadable_robots, url)
+        _, page = trio.run(portal_check, unreadable_robots, url)
+        for face in (gemtext, _plain(page)):
+            assert "robots.txt answered 44 " in face
+
+
+def test_a_robots_txt_answering_5x_lets_the_capsule_in(unreadable_robots: str) -> None:
+    """52 (any 5x): robots.txt is unavailable, which allows everything: the capsule's
+    pages are searchable, and the answer shows robots.txt as unavailable."""
+    for url in (f"gemini://{ROBOTS_5X}/", f"gemini://{ROBOTS_5X}/a.gmi"):
+        answer = why_json(unreadable_robots, url)
+        assert answer["code"] == "searchable", answer
+    summary = why_json(unreadable_robots, ROBOTS_5X)
+    files = summary["files"]
+    assert isinstance(files, list)
+    (robots,) = [f for f in files if f["name"] == "robots.txt"]
+    assert (robots["status"], robots["outcome"]) == (52, "unavailable"), robots
+    permissions = summary["permissions"]
+    assert isinstance(permissions, list) and all(p["allowed"] for p in permissions)
+    gemtext = capsule_check(unreadable_robots, ROBOTS_5X)
+    _, page = trio.run(portal_check, unreadable_robots, ROBOTS_5X)
+    for face in (gemtext, _plain(page)):
+        assert "robots.txt: 52 (unavailable)" in face
