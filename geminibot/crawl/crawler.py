@@ -287,10 +287,12 @@ class Crawler:
         cached = self._policies.pop(host, None)
         if cached is not None:
             self._policy_bytes -= cached[1]
+        requests = self.progress.requests
         policy = await self._current_policy(host, None if cached is None else cached[0])
         if policy is None or isinstance(policy, Later):
             return None if policy is None else policy.at
-        due = self._due(host)
+        # (the scheduler handed the host out due; a policy file fetched now used its turn)
+        due = self._due(host) if self.progress.requests != requests else self.clock()
         if due is not None and due <= self.clock():
             due = await self._next_url(host, policy)
         if due is not None:

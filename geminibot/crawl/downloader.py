@@ -79,14 +79,12 @@ class Downloader:
             else:
                 self.scheduler.set_pace(host, None)
         while True:
-            due = self.scheduler.ready_at(host)
-            if due is not None and due <= self.clock.now():
-                # Its turn: take the address's slot (another host on the same server may
-                # hold it), and check the turn again once the slot is ours.
-                async with self.scheduler.address_slot(host):
-                    due = self.scheduler.ready_at(host)
-                    if due is not None and due <= self.clock.now():
-                        return await self._send(host, url, policy, method, headers, claimed)
+            # Take the address's slot (another host on the same server may hold it), and
+            # see whether it is the host's turn once the slot is ours.
+            async with self.scheduler.address_slot(host):
+                due = self.scheduler.ready_at(host)
+                if due is not None and due <= self.clock.now():
+                    return await self._send(host, url, policy, method, headers, claimed)
             if due is None:
                 return None
             if not wait:
