@@ -28,11 +28,9 @@ from geminibot.cliutil import (
     positive_float,
     positive_int,
     terminal_safe,
-    wrapped,
 )
 from geminibot.crawl.databases import display as without_password
 from geminibot.crawl.databases import is_postgres, open_pg_store
-from geminibot.crawl.freshness import DAY, VANISHED_AFTER
 from geminibot.crawl.frontier import DEFAULT_MAX_DEPTH, MAX_URLS_PER_HOST, FrontierLimits
 from geminibot.crawl.politeness import DEFAULT_MIN_DELAY
 from geminibot.crawl.schemes import host_url, normalise, parse_any
@@ -655,67 +653,9 @@ def _summary(
     interrupted: bool,
     archive: WarcArchive | None,
 ) -> None:
-    data = {
-        "db": str(db),
-        "pages": p.pages,
-        "requests": p.requests,
-        "refused": p.refused,
-        "excluded": p.excluded,
-        "errors": p.errors,
-        "last_error": p.last_error,
-        "slow_downs": p.slow_downs,
-        "revisits": p.revisits,
-        "unchanged": p.unchanged,
-        "gone": p.gone,
-        "vanished": p.vanished,
-        "queued": p.queued,
-        "hosts": p.hosts_seen,
-        "hosts_skipped": p.hosts_skipped,
-        "seconds": round(p.elapsed, 3),
-        "pages_per_second": round(p.rate, 2),
-        "interrupted": interrupted,
-        "stopped_at": p.limit,
-        "warc": str(archive.path) if archive is not None else None,
-    }
+    from geminibot.crawl.progress import summary, summary_lines
+
     if args.json:
-        emit_json(data)
-        return
-    print("\n".join(summary_lines(p, db, interrupted, archive)))
-
-
-def summary_lines(
-    p: Progress, db: str, interrupted: bool, archive: WarcArchive | None
-) -> list[str]:
-    """The closing summary for a person: one fact a line, each within 80 columns but for
-    the counts' digits and the database's name (the hosts' names and reasons servers gave
-    are escaped, and wrapped: a Gemini server's reason is 1024 bytes at most)."""
-    lines = [
-        f"crawled {p.pages} pages ({p.requests} requests) in {human_duration(p.elapsed)}, "
-        f"{p.rate:.1f} pages/s",
-        f"{p.refused} refused by policy, {p.errors} errors, {p.slow_downs} slow-downs obeyed",
-    ]
-    if p.revisits:
-        lines.append(
-            f"revisited: {p.revisits} URLs due again, {p.unchanged} pages unchanged "
-            "(not re-indexed)"
-        )
-        lines.append(f"gone (51/52): {p.gone} pages out of the index")
-    if p.vanished:
-        lines.append(
-            f"vanished hosts: {p.vanished} pages out of the index (no answer for "
-            f"{VANISHED_AFTER / DAY:g} days)"
-        )
-    if p.excluded:
-        lines.append(f"excluded by --exclude: {p.excluded} URLs")
-    for host, reason in sorted(p.hosts_skipped.items()):
-        lines += wrapped(f"skipped for now: {host}: {reason}", "", "  ")
-    if archive is not None:
-        lines.append(f"WARC: {archive.path} ({archive.records} records)")
-    if interrupted:
-        lines.append(f"stopped: {p.queued} URLs queued; run the same command to resume")
-    elif p.limit:
-        lines.append(f"stopped at {p.limit}: {p.queued} URLs queued; run again to go on")
-    elif p.queued:
-        lines.append(f"{p.queued} URLs left in the queue (hosts skipped for now)")
-    lines.append(f"index: {db}  (geminibot search QUERY --db {db})")
-    return lines
+        emit_json(summary(p, db, interrupted, archive))
+    else:
+        print("\n".join(summary_lines(p, db, interrupted, archive)))

@@ -4,6 +4,13 @@ the closing summary."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from geminibot.cliutil import human_duration, wrapped
+from geminibot.crawl.freshness import DAY, VANISHED_AFTER
+
+if TYPE_CHECKING:
+    from geminibot.crawl.warc import WarcArchive
 
 
 @dataclass
@@ -39,3 +46,67 @@ class Progress:
     def rate(self) -> float:
         """Pages per second over the whole run (the display shows a recent window)."""
         return self.pages / self.elapsed if self.elapsed > 0 else 0.0
+
+
+def summary(p: Progress, db: str, interrupted: bool, archive: WarcArchive | None) -> dict[str, Any]:
+    """The closing summary for a script (``--json``)."""
+    return {
+        "db": str(db),
+        "pages": p.pages,
+        "requests": p.requests,
+        "refused": p.refused,
+        "excluded": p.excluded,
+        "errors": p.errors,
+        "last_error": p.last_error,
+        "slow_downs": p.slow_downs,
+        "revisits": p.revisits,
+        "unchanged": p.unchanged,
+        "gone": p.gone,
+        "vanished": p.vanished,
+        "queued": p.queued,
+        "hosts": p.hosts_seen,
+        "hosts_skipped": p.hosts_skipped,
+        "seconds": round(p.elapsed, 3),
+        "pages_per_second": round(p.rate, 2),
+        "interrupted": interrupted,
+        "stopped_at": p.limit,
+        "warc": str(archive.path) if archive is not None else None,
+    }
+
+
+def summary_lines(
+    p: Progress, db: str, interrupted: bool, archive: WarcArchive | None
+) -> list[str]:
+    """The closing summary for a person: one fact a line, each within 80 columns but for
+    the counts' digits and the database's name (the hosts' names and reasons servers gave
+    are escaped, and wrapped: a Gemini server's reason is 1024 bytes at most)."""
+    lines = [
+        f"crawled {p.pages} pages ({p.requests} requests) in {human_duration(p.elapsed)}, "
+        f"{p.rate:.1f} pages/s",
+        f"{p.refused} refused by policy, {p.errors} errors, {p.slow_downs} slow-downs obeyed",
+    ]
+    if p.revisits:
+        lines.append(
+            f"revisited: {p.revisits} URLs due again, {p.unchanged} pages unchanged "
+            "(not re-indexed)"
+        )
+        lines.append(f"gone (51/52): {p.gone} pages out of the index")
+    if p.vanished:
+        lines.append(
+            f"vanished hosts: {p.vanished} pages out of the index (no answer for "
+            f"{VANISHED_AFTER / DAY:g} days)"
+        )
+    if p.excluded:
+        lines.append(f"excluded by --exclude: {p.excluded} URLs")
+    for host, reason in sorted(p.hosts_skipped.items()):
+        lines += wrapped(f"skipped for now: {host}: {reason}", "", "  ")
+    if archive is not None:
+        lines.append(f"WARC: {archive.path} ({archive.records} records)")
+    if interrupted:
+        lines.append(f"stopped: {p.queued} URLs queued; run the same command to resume")
+    elif p.limit:
+        lines.append(f"stopped at {p.limit}: {p.queued} URLs queued; run again to go on")
+    elif p.queued:
+        lines.append(f"{p.queued} URLs left in the queue (hosts skipped for now)")
+    lines.append(f"index: {db}  (geminibot search QUERY --db {db})")
+    return lines

@@ -21,11 +21,10 @@ from crawl_fakes import FakeSite, generated_site, gmi
 
 from geminibot.cliutil import human_duration
 from geminibot.crawl.adapters import FetchResult
-from geminibot.crawl.cli import summary_lines
 from geminibot.crawl.crawler import sqlite_crawler
 from geminibot.crawl.display import RATE_WINDOW, Display
 from geminibot.crawl.frontier import MAX_URL_ATTEMPTS
-from geminibot.crawl.progress import Progress
+from geminibot.crawl.progress import Progress, summary_lines
 from geminibot.crawl.settings import CrawlOptions
 from geminibot.index import connect
 
