@@ -241,3 +241,48 @@ def test_the_module_cycle_check_sees_a_cycle_inside_a_package() -> None:
         "geminibot.index.search -> geminibot.index.stats -> geminibot.index.search",
         "geminibot.index.stats -> geminibot.index.search -> geminibot.index.stats",
     ]
+
+
+@dataclass(frozen=True)
+class Class:
+    module: str
+    name: str
+    line: int
+    docstring: str | None
+
+
+def classes(module: str, path: Path) -> Iterator[Class]:
+    """Every class a module defines, nested ones included."""
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), str(path))):
+        if isinstance(node, ast.ClassDef):
+            yield Class(module, node.name, node.lineno, ast.get_docstring(node))
+
+
+CLASSES = [c for module, path in modules() for c in classes(module, path)]
+
+
+def shared_names(found: list[Class]) -> list[str]:
+    """Each class name defined more than once, with where."""
+    by_name: dict[str, list[Class]] = {}
+    for c in found:
+        by_name.setdefault(c.name, []).append(c)
+    return [
+        f"{name}: " + ", ".join(f"{c.module}:{c.line}" for c in same)
+        for name, same in sorted(by_name.items())
+        if len(same) > 1
+    ]
+
+
+def test_no_two_classes_share_a_name() -> None:
+    """One class per name in geminibot/ and capsule_server/, so that a name in a
+    traceback, a doc or a review means one thing."""
+    found = shared_names(CLASSES)
+    assert not found, "rename one of each:\n" + "\n".join(found)
+
+
+def test_the_class_name_check_sees_a_shared_name(tmp_path: Path) -> None:
+    one, two = tmp_path / "one.py", tmp_path / "two.py"
+    one.write_text("class Answer:\n    pass\n\nclass Outer:\n    class Row:\n        pass\n")
+    two.write_text("def f():\n    class Row:\n        pass\n\nclass Answer:\n    pass\n")
+    found = [*classes("a.one", one), *classes("a.two", two)]
+    assert shared_names(found) == ["Answer: a.one:1, a.two:5", "Row: a.one:5, a.two:2"]

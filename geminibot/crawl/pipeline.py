@@ -40,7 +40,7 @@ def may_store(policy: SitePolicy, bot: Bot) -> bool:
 
 
 @dataclass(frozen=True)
-class Answer:
+class PageAnswer:
     """A page's answer and what the store knows of its URL, for :func:`page_item`."""
 
     decision: DecisionRecord
@@ -54,7 +54,7 @@ class Answer:
 
 
 def page_item(
-    answer: Answer, now: float, follow: Callable[[Sequence[str]], list[Link]]
+    answer: PageAnswer, now: float, follow: Callable[[Sequence[str]], list[Link]]
 ) -> FetchedPage:
     """What to commit for a fetched page (``follow``: the links of it the crawl takes)."""
     page, links = answer.extracted.page, answer.extracted.links

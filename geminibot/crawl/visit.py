@@ -16,7 +16,7 @@ from geminibot.crawl.adapters import FetchResult, adapter_for
 from geminibot.crawl.downloader import Downloader, Lost
 from geminibot.crawl.frontier import Claim
 from geminibot.crawl.pipeline import (
-    Answer,
+    PageAnswer,
     failed_revisit,
     may_store,
     page_item,
@@ -186,7 +186,7 @@ class Visitor:
         if page.content_hash is not None:
             original = self.store.duplicate_of(page.content_hash, page.url)
         keeps_copies = may_store(policy, self.bot)
-        answer = Answer(
+        answer = PageAnswer(
             self._decision(claim, decision),
             record,
             extracted,

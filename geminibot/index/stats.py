@@ -25,7 +25,7 @@ URL_STATES = ("queued", "leased", "done", "refused", "failed", "gone", "trapped"
 
 
 @dataclass(frozen=True)
-class UrlRow:
+class ListedUrl:
     """One URL of the crawl: its frontier state, its answer's status (when fetched) and
     the reason of a refusal, failure or trap."""
 
@@ -80,7 +80,7 @@ def list_urls(
     host: str | None = None,
     limit: int | None = None,
     offset: int = 0,
-) -> list[UrlRow]:
+) -> list[ListedUrl]:
     """The crawl's URLs in the order they were found, filtered by ``status`` (see
     :func:`status_filter`) and ``host`` (a shell pattern: the key itself, or the host
     name of a web origin), on either store's connection."""
@@ -101,7 +101,7 @@ def list_urls(
     rows = conn.execute(
         engine_of(conn).sql.once(sql), {**params, "limit": limit, "offset": offset}
     ).fetchall()
-    return [UrlRow(str(r[0]), str(r[1]), str(r[2]), r[3], r[4]) for r in rows]
+    return [ListedUrl(str(r[0]), str(r[1]), str(r[2]), r[3], r[4]) for r in rows]
 
 
 def host_filter(pattern: str | None, column: str) -> tuple[str, tuple[str, ...]]:

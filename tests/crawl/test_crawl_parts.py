@@ -8,7 +8,7 @@ import pytest
 
 from geminibot.crawl.freshness import INITIAL_REVISIT, MIN_REVISIT, RETRY_BASE, Visit
 from geminibot.crawl.page import extract
-from geminibot.crawl.pipeline import Answer, failed_revisit, page_item, refused_revisit
+from geminibot.crawl.pipeline import PageAnswer, failed_revisit, page_item, refused_revisit
 from geminibot.crawl.scope import CrawlScope
 from geminibot.crawl.store import DecisionRecord, FetchRecord, HostState
 
@@ -63,13 +63,15 @@ def answer(
     original: str | None = None,
     keeps_copies: bool = True,
     url: str = URL,
-) -> Answer:
+) -> PageAnswer:
     extracted = extract(url, "a.test", status, "text/gemini", body.encode(), NOW)
     decision = DecisionRecord(url, "a.test", True, "allowed", NOW)
     fetch = FetchRecord(
         url, "a.test", status, "text/gemini", None, NOW, 0.1, HostState(NOW, 0.1, 0, 0)
     )
-    return Answer(decision, fetch, extracted, "gemini", previous, original, keeps_copies, "indexer")
+    return PageAnswer(
+        decision, fetch, extracted, "gemini", previous, original, keeps_copies, "indexer"
+    )
 
 
 def every_link(links: object) -> list[tuple[str, int, str]]:
