@@ -370,6 +370,8 @@ def capsule_request(data: bytes) -> None:
     """A request line as the server reads it: parse_request raises only InvalidURL, a
     parsed URL prints and parses back to itself, and the server's answer is a valid
     status that never names a file outside its capsule."""
+    import trio
+
     from capsule_server.server import CapsuleServer
     from geminibot.gemini.accesslog import AccessRecord
 
@@ -384,7 +386,7 @@ def capsule_request(data: bytes) -> None:
     server = _server()
     assert isinstance(server, CapsuleServer)
     for sni in (None, "", "percent.test"):
-        answer = server._answer(line, AccessRecord("127.0.0.1"), sni, 1965)
+        answer = trio.run(server._answer, line, AccessRecord("127.0.0.1"), sni, 1965)
         assert 10 <= answer.status <= 69, answer
         assert len(answer.header) <= MAX_HEADER_BYTES
         if answer.file is not None:

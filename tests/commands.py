@@ -21,6 +21,7 @@ import traceback
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from types import FrameType
+from typing import Any
 
 #: Seconds an in-process command may run before it is stopped (and its test fails): far
 #: more than any command under test needs, far less than a hang.
@@ -198,3 +199,20 @@ def start_serve_search(
         proc.wait()
         raise RuntimeError(f"serve-search did not start: {banner}")
     return proc, int(banner.rsplit(":", 1)[1]), banner
+
+
+def answer_of(handler: Callable[[Any], Any], url: object) -> Any:
+    """A Gemini handler's answer to ``url`` (a :class:`~geminibot.gemini.server.Resolution`),
+    an awaitable one awaited in a trio run of its own."""
+    import inspect
+
+    import trio
+
+    answer = handler(url)
+    if not inspect.isawaitable(answer):
+        return answer
+
+    async def awaited() -> Any:
+        return await answer
+
+    return trio.run(awaited)

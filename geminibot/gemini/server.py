@@ -3,7 +3,8 @@
 Shared by every server geminibot has: ``capsule-server`` (a folder of capsules, in
 :mod:`capsule_server`) and ``geminibot serve-search`` (:mod:`geminibot.searchcap`). What
 they serve is a :data:`Handler` per host name: a plain function from the request's URL to a
-:class:`Resolution` (status, meta, body), with no I/O of its own beyond reading files; this
+:class:`Resolution` (status, meta, body), with no I/O of its own beyond reading files, or to
+an awaitable of one (a handler that does its I/O off the event loop itself); this
 module does the network, TLS, certificates, limits and the access log around it.
 
 One connection carries one request. The flow of a connection:
@@ -37,13 +38,14 @@ no header went out).
 
 from __future__ import annotations
 
+import inspect
 import ipaddress
 import math
 import socket
 import ssl
 import time
 from collections import Counter
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
 from contextlib import suppress
 from dataclasses import dataclass
 from pathlib import Path
@@ -156,8 +158,9 @@ class Resolution:
 #: session tickets".
 SESSION_TICKETS = 1
 
-Handler = Callable[[URL], Resolution]
-"""What a host serves: the request's URL (validated, for this host and port) to the answer."""
+Handler = Callable[[URL], Resolution | Awaitable[Resolution]]
+"""What a host serves: the request's URL (validated, for this host and port) to the answer
+(or to an awaitable of it)."""
 
 
 def _context(cert_dir: Path, host: str) -> ssl.SSLContext:
@@ -361,7 +364,7 @@ class GeminiServer:
                 return
             line, sni = request
             self._answering += 1
-            resolution = self._answer(line, record, self._sni_host(sni), local_port)
+            resolution = await self._answer(line, record, self._sni_host(sni), local_port)
             with trio.move_on_after(self.limits.send_timeout) as send_scope:
                 await _send(conn, resolution)
             if send_scope.cancelled_caught:
@@ -418,7 +421,7 @@ class GeminiServer:
             return ""
         return self._host_of.get(context_id)
 
-    def _answer(
+    async def _answer(
         self, line: bytes, record: AccessRecord, sni_host: str | None, local_port: int
     ) -> Resolution:
         if not line.endswith(b"\r\n") or len(line) > MAX_REQUEST_LINE:
@@ -456,7 +459,8 @@ class GeminiServer:
         if url.port not in (DEFAULT_PORT, local_port):
             return Resolution(Status.PROXY_REQUEST_REFUSED, "This server does not serve that port")
         try:
-            return handler(url)
+            answer = handler(url)
+            return await answer if inspect.isawaitable(answer) else answer
         except Exception as exc:  # a handler's bug must not take the server down
             record.error = f"handler: {type(exc).__name__}: {exc}"[:200]
             return Resolution(Status.TEMPORARY_FAILURE, "Internal error")

@@ -8,7 +8,7 @@ Routes (see docs/portal.md):
 - without a capsule: ``/gemini/HOST[:PORT]/PATH[?QUERY]`` shows
   ``gemini://HOST[:PORT]/PATH[?QUERY]``;
 - with ``capsule``: ``/PATH[?QUERY]`` shows that path of the one capsule, as Kineto does;
-- with a crawl database (``crawl_db``): ``/check`` is a form, ``/check?q=URL|HOST`` says why
+- with a crawl database (``checks``, its reads off the event loop): ``/check`` is a form, ``/check?q=URL|HOST`` says why
   a page is in the crawl's index or not, or what it knows of a capsule
   (:mod:`geminibot.why`).
 
@@ -46,7 +46,7 @@ from geminibot.portal.render import Strip, esc, notice
 from geminibot.portal.upstream import WEB_CLIENT, Busy, NotReachable, Refused, Upstream
 from geminibot.urls import URL, InvalidURL
 from geminibot.why import BadTarget
-from geminibot.why import check as why_check
+from geminibot.why.reads import CheckBusy, CheckReads
 from geminibot.why.render import html_form, html_fragment
 
 Scope = MutableMapping[str, Any]
@@ -83,7 +83,7 @@ class PortalApp:
         capsule: URL | None = None,
         clock: Callable[[], float] = trio.current_time,
         common_headers: bool = True,
-        crawl_db: Any = None,
+        checks: CheckReads | None = None,
         wall_clock: Callable[[], float] = time.time,
     ) -> None:
         self.upstream = upstream
@@ -109,17 +109,17 @@ class PortalApp:
         if capsule is None:
             self.routes["/"] = self._home
             self.routes["/about"] = self._about
-        self.crawl_db = crawl_db
+        self.checks = checks
 
     @property
-    def crawl_db(self) -> Any:
-        """A crawl database's connection (either store's) for ``/check``, or None."""
-        return self._crawl_db
+    def checks(self) -> CheckReads | None:
+        """A crawl database's reads for ``/check`` (off the event loop), or None."""
+        return self._checks
 
-    @crawl_db.setter
-    def crawl_db(self, db: Any) -> None:
-        self._crawl_db = db
-        if db is None:
+    @checks.setter
+    def checks(self, checks: CheckReads | None) -> None:
+        self._checks = checks
+        if checks is None:
             self.routes.pop("/check", None)
         else:
             self.routes["/check"] = self._check
@@ -268,7 +268,7 @@ class PortalApp:
             "rule that says so. It paces its requests to each capsule and slows down when "
             "a capsule answers 44.</p>"
         )
-        if self.crawl_db is not None:
+        if self.checks is not None:
             text += (
                 '\n<p><a href="/check">Why is a page in the search index, or not?</a> '
                 "What the crawl knows of a capsule, and the policy line behind each page.</p>"
@@ -283,13 +283,22 @@ class PortalApp:
         asked = parse_qs(request.query or "").get("q", [""])[0].strip()
         if not asked:
             return self.pages.html(200, "Check a page", "<h1>Check a page</h1>\n" + html_form())
+        assert self.checks is not None  # (routed only with them)
         try:
-            answer = why_check(self.crawl_db, asked, self.wall_clock())
+            answer = await self.checks.answer(asked, self.wall_clock())
         except BadTarget as exc:
             return self.pages.html(
                 400,
                 "Cannot check that",
                 html_form(asked) + notice("Cannot check that", [esc(str(exc))]),
+            )
+        except CheckBusy as exc:
+            wait = f"Try again in {exc.retry_after} seconds."
+            return self.pages.html(
+                503,
+                "Please wait",
+                html_form(asked) + notice("Please wait", [esc(str(exc)), wait]),
+                retry_after=exc.retry_after,
             )
         body = "<h1>Check</h1>\n" + html_form(asked) + "\n" + html_fragment(answer, self.href)
         return self.pages.html(200, "Check", body)

@@ -7,7 +7,6 @@ import signal
 import socket
 import sys
 from collections.abc import Callable
-from contextlib import ExitStack
 from functools import partial
 from typing import Any
 
@@ -26,6 +25,7 @@ from geminibot.portal.app import PortalApp
 from geminibot.portal.pages import COMMON_HEADERS
 from geminibot.portal.upstream import DEFAULT_AGENT, VIRTUAL_AGENT, Upstream, UpstreamGuard
 from geminibot.urls import InvalidURL
+from geminibot.why.reads import CheckReads
 
 DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 8965
@@ -170,10 +170,11 @@ def hypercorn_config(host: str, port: int, send_timeout: float = L.SEND_TIMEOUT)
 
 def run_portal(args: argparse.Namespace) -> int:
     app, guard = build(args)
-    with ExitStack() as stack:
-        if args.db:
-            app.crawl_db, _ = stack.enter_context(reading(args.db))
-        trio.run(_serve_until_signal, app, guard, args.host, args.port, _announce(args))
+    if args.db:
+        with reading(args.db):  # (a database that cannot be read is told at start)
+            pass
+        app.checks = CheckReads.of(args.db)
+    trio.run(_serve_until_signal, app, guard, args.host, args.port, _announce(args))
     return EXIT_OK
 
 

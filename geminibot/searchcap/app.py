@@ -35,7 +35,7 @@ from __future__ import annotations
 
 import re
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime
 from typing import Any, Protocol
 from urllib.parse import quote, unquote_to_bytes
@@ -58,7 +58,7 @@ from geminibot.policy.outcomes import MAX_CACHE_SECONDS
 from geminibot.policy.site_policy import AGENTS, ROBOTS, ROBOTS2
 from geminibot.urls import URL, InvalidURL
 from geminibot.why import BadTarget
-from geminibot.why import check as why_check
+from geminibot.why.reads import CheckBusy, CheckReads
 from geminibot.why.render import CHECK_PROMPT, gemtext_page
 
 #: Results on one page of /search.
@@ -143,7 +143,7 @@ class SearchCapsule:
 
     ``conn`` is either store's connection (an sqlite3 one, or a psycopg one with
     ``find`` = :func:`geminibot.index.pg.search`): its statements are compiled for
-    the connection's engine."""
+    the connection's engine. ``checks`` answers ``/check`` (without it, 51)."""
 
     def __init__(
         self,
@@ -154,6 +154,7 @@ class SearchCapsule:
         clock: Callable[[], float] = time.monotonic,
         wall_clock: Callable[[], float] = time.time,
         reader: str = "en",
+        checks: CheckReads | None = None,
     ) -> None:
         self.conn = conn
         self.wall_clock = wall_clock
@@ -162,8 +163,9 @@ class SearchCapsule:
         self.title = title
         self.clock = clock
         self.reader = reader  # the searchers' language: others are shown beside titles
+        self.checks = checks  # /check's reads, off the event loop (None: no /check)
         self._stats: tuple[float, Resolution] | None = None  # (counted at, page)
-        self._routes: dict[str, Callable[[URL], Resolution]] = {
+        self._routes: dict[str, Callable[[URL], Resolution | Awaitable[Resolution]]] = {
             "/": self.home,
             "/search": lambda url: self.search(url, 1),
             "/backlinks": self.backlinks,
@@ -173,7 +175,9 @@ class SearchCapsule:
             "/check": self.check,
         }
 
-    def __call__(self, url: URL) -> Resolution:
+    def __call__(self, url: URL) -> Resolution | Awaitable[Resolution]:
+        """The answer to ``url``; ``/check``'s is awaited (its read runs off the event
+        loop)."""
         try:
             route = self._routes.get(url.path or "/")
             if route is not None:
@@ -262,14 +266,18 @@ class SearchCapsule:
         lines += ["", f"=> {target} The page itself", "=> /backlinks Another URL", "=> / Home"]
         return page(lines)
 
-    def check(self, url: URL) -> Resolution:
+    async def check(self, url: URL) -> Resolution:
         text = decoded_query(url)
         if text is None:
             return Resolution(Status.INPUT, CHECK_PROMPT)
+        if self.checks is None:
+            return Resolution(Status.NOT_FOUND, "This capsule has no crawl database to check")
         try:
-            answer = why_check(self.conn, text, self.wall_clock())
+            answer = await self.checks.answer(text, self.wall_clock())
         except BadTarget as exc:
-            raise BadInput(one_line(str(exc), 200)) from None
+            return Resolution(Status.BAD_REQUEST, one_line(str(exc), 200))
+        except CheckBusy as exc:
+            return Resolution(Status.SLOW_DOWN, str(exc.retry_after))
         return page(gemtext_page(answer))
 
     def hosts(self, number: int) -> Resolution:

@@ -24,6 +24,7 @@ from geminibot.gemini.server import GeminiServer
 from geminibot.gemini.urls import DEFAULT_PORT
 from geminibot.index.search_cli import reading
 from geminibot.searchcap.app import SearchCapsule
+from geminibot.why.reads import CheckReads
 
 #: The host name served (and named in its certificate) unless ``--hostname`` says.
 DEFAULT_HOSTNAME = "localhost"
@@ -68,7 +69,9 @@ def run_serve_search(args: argparse.Namespace) -> int:
     names = [host_name(n) for n in args.hostname or [DEFAULT_HOSTNAME]]
     cert_dir = cert_folder(args.certs)
     with reading(args.db) as (conn, find):
-        return _serve(args, names, cert_dir, SearchCapsule(conn, find))
+        return _serve(
+            args, names, cert_dir, SearchCapsule(conn, find, checks=CheckReads.of(args.db))
+        )
 
 
 def _serve(

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import ipaddress
 import itertools
 import sqlite3
@@ -21,6 +22,7 @@ from geminibot.portal.app import PortalApp
 from geminibot.portal.limits import ClientBuckets, PortalLimits
 from geminibot.portal.pages import HTTPResponse
 from geminibot.portal.upstream import Upstream, UpstreamGuard, UpstreamRefused
+from geminibot.why.reads import CheckReads
 
 
 @pytest.fixture(scope="module")
@@ -307,10 +309,10 @@ async def test_a_fault_of_the_portal_is_a_page_and_one_line(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """A crawl database closed under /check: the portal's own fault, still a page."""
-    db = sqlite3.connect(tmp_path / "crawl.db")
+    db = sqlite3.connect(tmp_path / "crawl.db", check_same_thread=False)
     db.close()
     app = offline_app(PortalLimits())
-    app.crawl_db = db
+    app.checks = CheckReads(lambda: contextlib.nullcontext(db))
     async with browser(app) as web:
         r = await web.get("/check?q=gemini://a.test/")
     assert r.status_code == 500

@@ -18,7 +18,7 @@ import psycopg
 import pytest
 import trio
 import trio.testing
-from commands import crawl_in_trio, run_main
+from commands import answer_of, crawl_in_trio, run_main
 from postgres_cluster import running_postgres
 
 from capsule_server.testing import running_server
@@ -26,6 +26,7 @@ from geminibot.gemini.status import Status
 from geminibot.gemini.urls import parse_request
 from geminibot.index.search_cli import reading
 from geminibot.searchcap.app import SearchCapsule
+from geminibot.why.reads import CheckReads
 from geminibot.why.render import facts
 
 CAPSULES = Path(__file__).resolve().parents[2] / "capsules"
@@ -105,7 +106,8 @@ def why_json(db: str, target: str) -> dict[str, object]:
 def capsule_check(db: str, target: str) -> str:
     with reading(db) as (conn, find):
         request = f"gemini://localhost/check?{quote(target, safe='')}"
-        answer = SearchCapsule(conn, find)(parse_request(request.encode()))
+        handler = SearchCapsule(conn, find, checks=CheckReads.of(db))
+        answer = answer_of(handler, parse_request(request.encode()))
     assert answer.status == Status.SUCCESS, answer.meta
     return answer.body.decode("utf-8")
 
@@ -115,12 +117,11 @@ async def portal_check(db: str, target: str) -> tuple[int, str]:
     from geminibot.portal.limits import PortalLimits
     from geminibot.portal.upstream import Upstream, UpstreamGuard
 
-    with reading(db) as (conn, _):
-        upstream = Upstream(PortalLimits(), guard=UpstreamGuard([], test_range=True))
-        app = PortalApp(upstream, crawl_db=conn)
-        transport = httpx.ASGITransport(app=app, client=("127.0.0.1", 50000))  # type: ignore[arg-type]
-        async with httpx.AsyncClient(transport=transport, base_url="http://portal.test") as web:
-            response = await web.get("/check", params={"q": target})
+    upstream = Upstream(PortalLimits(), guard=UpstreamGuard([], test_range=True))
+    app = PortalApp(upstream, checks=CheckReads.of(db))
+    transport = httpx.ASGITransport(app=app, client=("127.0.0.1", 50000))  # type: ignore[arg-type]
+    async with httpx.AsyncClient(transport=transport, base_url="http://portal.test") as web:
+        response = await web.get("/check", params={"q": target})
     return response.status_code, response.text
 
 

@@ -13,7 +13,7 @@ from urllib.parse import quote
 import httpx
 import pytest
 import trio
-from commands import run_main
+from commands import answer_of, run_main
 
 from geminibot.gemini.errors import RequestTooLong
 from geminibot.gemini.status import Status
@@ -24,6 +24,7 @@ from geminibot.portal.limits import PortalLimits
 from geminibot.portal.upstream import Upstream, UpstreamGuard
 from geminibot.searchcap.app import SearchCapsule
 from geminibot.why import MAX_TARGET_LENGTH
+from geminibot.why.reads import CheckReads
 
 EVIL = "\x1b[31mred\x1b]0;title\x07\n=> gemini://evil.test/ click\n# owned <script>x</script>\u202e"
 PAGE = "gemini://bad.test/page.gmi"
@@ -67,7 +68,8 @@ def capsule(db: Path, query: str | None) -> tuple[int, str, str]:
     conn = sqlite3.connect(db)
     try:
         url = "gemini://localhost/check" + ("" if query is None else "?" + quote(query, safe=""))
-        answer = SearchCapsule(conn)(parse_request(url.encode()))
+        handler = SearchCapsule(conn, checks=CheckReads.of(str(db)))
+        answer = answer_of(handler, parse_request(url.encode()))
     finally:
         conn.close()
     return int(answer.status), answer.meta, (answer.body or b"").decode()
@@ -77,16 +79,14 @@ def portal(
     db: Path | None, *queries: str | None, limits: PortalLimits | None = None
 ) -> list[httpx.Response]:
     async def main() -> list[httpx.Response]:
-        conn = None if db is None else sqlite3.connect(db)
+        checks = None if db is None else CheckReads.of(str(db))
         upstream = Upstream(limits or PortalLimits(), guard=UpstreamGuard([], test_range=True))
-        app = PortalApp(upstream, crawl_db=conn)
+        app = PortalApp(upstream, checks=checks)
         transport = httpx.ASGITransport(app=app, client=("127.0.0.1", 50000))  # type: ignore[arg-type]
         out = []
         async with httpx.AsyncClient(transport=transport, base_url="http://portal.test") as web:
             for q in queries:
                 out.append(await web.get("/check", params={} if q is None else {"q": q}))
-        if conn is not None:
-            conn.close()
         return out
 
     return trio.run(main)
@@ -162,14 +162,13 @@ def test_home_and_about_link_to_check(db: Path) -> None:
     conn.close()
 
     async def home(path: str) -> str:
-        conn = sqlite3.connect(db)
         app = PortalApp(
-            Upstream(PortalLimits(), guard=UpstreamGuard([], test_range=True)), crawl_db=conn
+            Upstream(PortalLimits(), guard=UpstreamGuard([], test_range=True)),
+            checks=CheckReads.of(str(db)),
         )
         transport = httpx.ASGITransport(app=app, client=("127.0.0.1", 50000))  # type: ignore[arg-type]
         async with httpx.AsyncClient(transport=transport, base_url="http://portal.test") as web:
             text = (await web.get(path)).text
-        conn.close()
         return text
 
     assert 'href="/check"' in trio.run(home, "/")

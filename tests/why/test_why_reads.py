@@ -1,0 +1,152 @@
+"""``/check``'s reads run off the event loop on both faces, a bounded number at once: a
+read held (by an event, never a timer) leaves the face answering other requests, and a
+``/check`` that finds every read slot taken is told "busy" (44 / 503) at
+``CHECK_WAIT``, on a real SQLite crawl database."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager, closing
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+import trio
+import trio.testing
+
+from geminibot.gemini.server import Resolution
+from geminibot.gemini.status import Status
+from geminibot.gemini.urls import parse_request
+from geminibot.index import connect
+from geminibot.portal.app import PortalApp
+from geminibot.portal.limits import PortalLimits
+from geminibot.portal.upstream import Upstream, UpstreamGuard
+from geminibot.searchcap.app import SearchCapsule
+from geminibot.why import check
+from geminibot.why.explain import Answer
+from geminibot.why.host import HostAnswer
+from geminibot.why.reads import CHECK_WAIT, CheckReads
+
+#: How long a held read waits for its event at most: reached only when the face ran the
+#: read on the event loop (then nothing else could set it), and the test fails.
+HOLD_LIMIT = 30.0
+TARGET = "gemini://a.test/page.gmi"
+
+
+class HeldRead:
+    """The real read (:func:`geminibot.why.check`), held until :meth:`release`."""
+
+    def __init__(self) -> None:
+        self.started = threading.Event()
+        self.released = threading.Event()
+
+    def __call__(self, conn: Any, text: str, now: float) -> Answer | HostAnswer:
+        self.started.set()
+        self.released.wait(HOLD_LIMIT)
+        return check(conn, text, now)
+
+    async def wait_started(self) -> None:
+        assert await trio.to_thread.run_sync(self.started.wait, HOLD_LIMIT)
+
+    def release(self) -> None:
+        self.released.set()
+
+
+@pytest.fixture
+def db(tmp_path: Path) -> str:
+    """An empty crawl database (schema only)."""
+    path = tmp_path / "crawl.db"
+    connect(path).close()
+    return str(path)
+
+
+async def gemini(capsule: SearchCapsule, url: str) -> Resolution:
+    answer = capsule(parse_request(url.encode()))
+    return answer if isinstance(answer, Resolution) else await answer
+
+
+@asynccontextmanager
+async def portal(checks: CheckReads) -> AsyncIterator[httpx.AsyncClient]:
+    upstream = Upstream(PortalLimits(), guard=UpstreamGuard([], test_range=True))
+    app = PortalApp(upstream, checks=checks)
+    transport = httpx.ASGITransport(app=app, client=("127.0.0.1", 50000))  # type: ignore[arg-type]
+    async with httpx.AsyncClient(transport=transport, base_url="http://portal.test") as web:
+        yield web
+
+
+async def while_held(
+    held: HeldRead, slow: Callable[[], Any], other: Callable[[], Any]
+) -> list[tuple[str, object]]:
+    """Start ``slow`` (a /check whose read ``held`` holds), answer ``other`` once the read
+    has begun, then release it: what was answered, in order."""
+    order: list[tuple[str, object]] = []
+
+    async def first() -> None:
+        order.append(("check", await slow()))
+
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(first)
+        await held.wait_started()
+        order.append(("other", await other()))
+        held.release()
+    return order
+
+
+def test_the_capsule_answers_while_a_check_read_is_held(db: str) -> None:
+    held = HeldRead()
+    with closing(connect(db)) as conn:
+        capsule = SearchCapsule(conn, checks=CheckReads.of(db, read=held))
+
+        async def slow() -> object:
+            return (await gemini(capsule, f"gemini://localhost/check?{TARGET}")).status
+
+        async def other() -> object:
+            return (await gemini(capsule, "gemini://localhost/about")).status
+
+        order = trio.run(while_held, held, slow, other)
+    assert order == [("other", Status.SUCCESS), ("check", Status.SUCCESS)]
+
+
+def test_the_portal_answers_while_a_check_read_is_held(db: str) -> None:
+    held = HeldRead()
+
+    async def main() -> list[tuple[str, object]]:
+        async with portal(CheckReads.of(db, read=held)) as web:
+
+            async def slow() -> object:
+                return (await web.get("/check", params={"q": TARGET})).status_code
+
+            async def other() -> object:
+                return (await web.get("/about")).status_code
+
+            return await while_held(held, slow, other)
+
+    assert trio.run(main) == [("other", 200), ("check", 200)]
+
+
+def test_a_check_past_the_read_limit_is_told_busy(db: str) -> None:
+    """One read at once: a second /check waits CHECK_WAIT for it, then 44 (the capsule)
+    or 503 (the portal), each with the seconds to wait; once the read ends, the next is
+    answered."""
+    held = HeldRead()
+    checks = CheckReads.of(db, limit=1, read=held)
+    url = f"gemini://localhost/check?{TARGET}"
+
+    async def main() -> None:
+        with closing(connect(db)) as conn:
+            capsule = SearchCapsule(conn, checks=checks)
+            async with portal(checks) as web, trio.open_nursery() as nursery:
+                nursery.start_soon(gemini, capsule, url)
+                await held.wait_started()
+                busy = await gemini(capsule, url)
+                assert (busy.status, busy.meta) == (Status.SLOW_DOWN, str(int(CHECK_WAIT)))
+                page = await web.get("/check", params={"q": TARGET})
+                assert page.status_code == 503
+                assert page.headers["retry-after"] == str(int(CHECK_WAIT))
+                assert "busy" in page.text
+                held.release()
+            assert (await gemini(capsule, url)).status == Status.SUCCESS
+
+    trio.run(main, clock=trio.testing.MockClock(autojump_threshold=0.01))
