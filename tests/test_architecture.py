@@ -286,3 +286,27 @@ def test_the_class_name_check_sees_a_shared_name(tmp_path: Path) -> None:
     two.write_text("def f():\n    class Row:\n        pass\n\nclass Answer:\n    pass\n")
     found = [*classes("a.one", one), *classes("a.two", two)]
     assert shared_names(found) == ["Answer: a.one:1, a.two:5", "Row: a.one:5, a.two:2"]
+
+
+def undocumented(found: list[Class]) -> list[str]:
+    """The public classes (a name not starting with ``_``) without a docstring."""
+    return [
+        f"{c.module}:{c.line} {c.name}"
+        for c in found
+        if not c.name.startswith("_") and not c.docstring
+    ]
+
+
+def test_every_public_class_says_what_it_is() -> None:
+    """A class docstring says what the class is, so that a newcomer need not read its body."""
+    found = undocumented(CLASSES)
+    assert not found, "give each a docstring:\n" + "\n".join(found)
+
+
+def test_the_docstring_check_sees_a_class_without_one(tmp_path: Path) -> None:
+    source = tmp_path / "x.py"
+    source.write_text(
+        'class Said:\n    """A thing."""\n\nclass Silent:\n    x: int\n\n'
+        "class _Private:\n    pass\n\nclass Empty:\n    ''\n"
+    )
+    assert undocumented(list(classes("a.x", source))) == ["a.x:4 Silent", "a.x:10 Empty"]

@@ -60,6 +60,9 @@ Headers = tuple[tuple[str, str], ...]
 
 
 class Adapter(Protocol):
+    """What the crawler asks of a protocol: sending a request, reading its answer (a
+    redirect, a slow-down, a policy file, a page's text and links)."""
+
     protocol: ClassVar[Scheme]
 
     async def send(
@@ -116,6 +119,9 @@ class _Shared:
 
 
 class GeminiAdapter(_Shared):
+    """The :class:`Adapter` for gemini:// URLs (44 is a slow-down, 3x a redirect, no
+    headers)."""
+
     protocol: ClassVar[Scheme] = "gemini"
 
     async def send(

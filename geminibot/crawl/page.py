@@ -39,6 +39,8 @@ MAX_LINKS_PER_PAGE = 1_000
 
 @dataclass(frozen=True)
 class Extracted:
+    """A fetched page as the index takes it, and the links found in it."""
+
     page: Page
     links: tuple[str, ...]  # absolute URLs to consider for the frontier, in page order
 

@@ -63,6 +63,9 @@ class Skip:
 
 
 class PolicyFiles:
+    """The crawler's reader of hosts' policy files: each host's site policy, from the
+    store's cache while it is fresh, else fetched in discovery order."""
+
     def __init__(
         self,
         store: CrawlStore,

@@ -70,6 +70,9 @@ class HostPace:
 
 @dataclass
 class _Host:
+    """What the schedule knows of one host: its pace, its last request and its
+    back-off."""
+
     pace: HostPace = field(default_factory=HostPace)
     in_flight: bool = False
     last_start: float | None = None
@@ -101,6 +104,9 @@ def slow_down_wait(meta: str, consecutive: int) -> float:
 
 
 class Politeness:
+    """The per-host schedule of the module's rules: when each host's next request may
+    start (:meth:`ready_at`), told of each request's start and finish."""
+
     def __init__(
         self,
         clock: Callable[[], float],

@@ -41,6 +41,8 @@ def http_payload(response: FetchResult) -> bytes:
 
 
 class WarcArchive:
+    """One gzipped WARC file of a run, a response record per answer fetched."""
+
     def __init__(self, directory: Path, run_id: str, now: float) -> None:
         directory.mkdir(parents=True, exist_ok=True)
         stamp = datetime.fromtimestamp(now, UTC).strftime("%Y%m%dT%H%M%SZ")

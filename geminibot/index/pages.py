@@ -21,6 +21,8 @@ TEXT_ROLES = frozenset({"indexer", "archiver"})
 
 @dataclass(frozen=True)
 class Link:
+    """A link of a page: the absolute URL it points to and its text."""
+
     target: str
     label: str = ""
 

@@ -65,6 +65,9 @@ INLINE_RENDER_BYTES = 64 * 1024
 
 @dataclass(frozen=True)
 class Request:
+    """An HTTP request as the portal's handlers see it (method, path, query, client,
+    form)."""
+
     method: str
     path: str  # raw, still percent-encoded
     query: str | None
@@ -76,6 +79,9 @@ Handler = Callable[[Request], Awaitable[HTTPResponse]]
 
 
 class PortalApp:
+    """The portal's ASGI application: routes each HTTP request to a page, within the
+    limits."""
+
     def __init__(
         self,
         upstream: Upstream,

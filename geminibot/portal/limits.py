@@ -57,6 +57,9 @@ PACED_HOSTS = 10_000
 
 @dataclass(frozen=True, slots=True)
 class PortalLimits:
+    """Every limit of the portal in one value (the module's constants are the
+    defaults)."""
+
     rate_per_second: float = RATE_PER_SECOND
     rate_burst: int = RATE_BURST
     max_clients: int = MAX_TRACKED_CLIENTS

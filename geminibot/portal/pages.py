@@ -52,6 +52,8 @@ _CUT = {"lines": "lines", "links": "links", "characters": "characters of HTML"}
 
 @dataclass
 class HTTPResponse:
+    """An HTTP answer of the portal: status, body and headers."""
+
     status: int
     body: bytes
     headers: list[tuple[bytes, bytes]] = field(default_factory=list)

@@ -102,6 +102,9 @@ class Refused(Exception):
 
 @dataclass
 class CachedPolicy:
+    """A capsule's site policy as the portal holds it, until it expires, with the files
+    read."""
+
     policy: SitePolicy
     expires: float
     files: dict[str, bytes] = field(default_factory=dict)  # policy file name -> body
@@ -178,6 +181,10 @@ class _PolicyClient(GeminiClient):
 
 
 class Upstream:
+    """The portal's Gemini client: fetches a capsule's pages within its policy, one
+    request at a time per host, within slots per client and per address, paced, its
+    policies cached."""
+
     def __init__(
         self,
         limits: PortalLimits | None = None,

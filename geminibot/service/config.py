@@ -24,6 +24,9 @@ Value = str | int | float | bool | list[str]
 
 @dataclass(frozen=True)
 class Option:
+    """One setting of the service: its section and key in the TOML file, its default and
+    help (also a command-line flag)."""
+
     section: str
     key: str
     default: Value

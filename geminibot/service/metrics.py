@@ -34,6 +34,8 @@ CRAWL_COUNTS = ("pages", "requests", "errors", "refused", "revisits", "unchanged
 
 
 class _StateCollector(Collector):
+    """The Prometheus collector of the components' states (up, restarts)."""
+
     def __init__(self, states: dict[str, ComponentState]) -> None:
         self.states = states
 
@@ -54,6 +56,9 @@ class _StateCollector(Collector):
 
 
 class _StoreCollector(Collector):
+    """The Prometheus collector of the crawl store's figures, read at most once per
+    :data:`STORE_TTL`."""
+
     def __init__(self, read: Callable[[], dict[str, Any]], clock: Callable[[], float]) -> None:
         self.read = read
         self.clock = clock

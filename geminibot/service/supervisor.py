@@ -39,6 +39,8 @@ _PR_SET_PDEATHSIG = 1
 
 @dataclass(frozen=True)
 class Component:
+    """One child process of the service: its name and command line."""
+
     name: str
     argv: tuple[str, ...]
 
@@ -166,6 +168,9 @@ async def _pump(stream: trio.abc.ReceiveStream, emit: Callable[[bytes], None]) -
 
 
 class Supervisor:
+    """Runs each component as a child process, restarts it when it dies after a delay
+    that doubles while it keeps dying, and stops them all on :meth:`stop`."""
+
     def __init__(
         self,
         components: list[Component],

@@ -32,6 +32,9 @@ MAX_PATHS = 100
 
 @dataclass(frozen=True)
 class FileSummary:
+    """One policy file of a host as the crawl fetched it: when, its status, what became
+    of it, and its lint findings."""
+
     name: str
     fetched_at: float
     status: int | None
@@ -81,6 +84,9 @@ class Permission:
 
 @dataclass(frozen=True)
 class HostAnswer:
+    """What the crawl knows of a host, for its owner: its policy files, what each
+    virtual agent may do, its delay, and its URLs counted by state."""
+
     host: str
     root: str
     agent: str
