@@ -9,6 +9,10 @@ through :class:`~geminibot.crawl.store.SqliteStore` as the crawl loop does (``cl
 ``--cache-kib``: batched again with each of these SQLite page caches (KiB; the store's
 default is :data:`~geminibot.crawl.store.CACHE_KIB`).
 
+``--fetches-url-index ROUNDS``: instead, batched runs without and with the index on
+``fetches(url)`` (schema version 8's ``fetches_url``), alternating, ROUNDS of each (the
+cost of that index to a crawl, beside the run-to-run spread).
+
 Reports the CPU seconds (``time.process_time``) spent in the store's calls only, per page;
 building the answers and extracting the pages is not counted.
 """
@@ -18,6 +22,7 @@ from __future__ import annotations
 import argparse
 import os
 import platform
+import statistics
 import sys
 import tempfile
 import time
@@ -43,12 +48,27 @@ from geminibot.crawl.store import (  # noqa: E402
 )
 from geminibot.index import connect  # noqa: E402
 
+#: What ``--fetches-url-index`` runs on a new database first: without and with the index.
+FETCHES_URL_INDEX = {
+    "without": "DROP INDEX IF EXISTS fetches_url",
+    "with": "CREATE INDEX IF NOT EXISTS fetches_url ON fetches (url)",
+}
+
 
 def store_cpu(
-    space: Space, pages: int, db: Path, batch: bool, cache_kib: int = CACHE_KIB
+    space: Space,
+    pages: int,
+    db: Path,
+    batch: bool,
+    cache_kib: int = CACHE_KIB,
+    extra_index: str | None = None,
 ) -> tuple[int, float]:
-    """Pages committed and the store's CPU seconds for them."""
+    """Pages committed and the store's CPU seconds for them (``extra_index``: a
+    statement run on the new database first)."""
     conn = connect(db)
+    if extra_index is not None:
+        conn.execute(extra_index)
+        conn.commit()
     now = [1_700_000_000.0]
     store = SqliteStore(conn, lambda: now[0], batch=batch, cache_kib=cache_kib)
     store.seed(space.seeds())
@@ -122,11 +142,21 @@ def main() -> None:
     parser.add_argument(
         "--cache-kib", type=cache_sizes, default=[], help="e.g. 2000,65536 (batched runs)"
     )
+    parser.add_argument(
+        "--fetches-url-index",
+        type=int,
+        default=0,
+        metavar="ROUNDS",
+        help="batched runs without and with an index on fetches(url), alternating",
+    )
     args = parser.parse_args()
     caches: list[int] = args.cache_kib
     space = Space(args.hosts, args.urls)
     print(f"machine: nproc {os.cpu_count()}, {cpu_model()}, Python {platform.python_version()}")
     print(f"load average: {os.getloadavg()}")
+    if args.fetches_url_index:
+        compare_fetches_index(space, args.pages, args.fetches_url_index)
+        return
     with tempfile.TemporaryDirectory() as tmp:
         runs = [(False, CACHE_KIB), (True, CACHE_KIB)] if not caches else []
         runs += [(True, k) for k in caches]
@@ -135,6 +165,24 @@ def main() -> None:
             pages, cpu = store_cpu(space, args.pages, db, batch, cache)
             label = f"batched, cache {cache} KiB" if batch else "each call committed"
             print(f"{label}: {pages} pages, store CPU {1000 * cpu / max(pages, 1):.3f} ms/page")
+
+
+def compare_fetches_index(space: Space, pages: int, rounds: int) -> None:
+    """Batched runs without and with the index (:data:`FETCHES_URL_INDEX`), alternating."""
+    results: dict[str, list[float]] = {"without": [], "with": []}
+    with tempfile.TemporaryDirectory() as tmp:
+        for n in range(rounds):
+            for label, index in FETCHES_URL_INDEX.items():
+                db = Path(tmp) / f"{label}-{n}.db"
+                done, cpu = store_cpu(space, pages, db, True, extra_index=index)
+                results[label].append(1000 * cpu / max(done, 1))
+                print(f"round {n + 1}, {label} index: {results[label][-1]:.3f} ms/page")
+                db.unlink()
+    for label, figures in results.items():
+        print(
+            f"{label} fetches(url) index: median {statistics.median(figures):.3f} ms/page,"
+            f" min {min(figures):.3f}, max {max(figures):.3f} ({len(figures)} runs)"
+        )
 
 
 if __name__ == "__main__":

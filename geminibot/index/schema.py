@@ -186,6 +186,7 @@ def _logs(meta: sa.MetaData) -> None:
         sa.Column("duration", Real, nullable=False),
     )
     sa.Index("fetches_started", fetches.c.started_at)
+    sa.Index("fetches_url", fetches.c.url)
 
 
 def _index(meta: sa.MetaData, pg: bool) -> None:

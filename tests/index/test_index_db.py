@@ -123,3 +123,13 @@ def test_frontier_queries_use_an_index(tmp_path: Path) -> None:
     for sql, index in queries.items():
         plan = _plan(conn, sql)
         assert plan.startswith("SEARCH urls USING") and f"INDEX {index} " in plan, (sql, plan)
+
+
+def test_a_pages_fetch_history_is_read_through_an_index(tmp_path: Path) -> None:
+    """``why`` and ``/check`` read a URL's last answers through ``fetches_url``, not a
+    scan of the log."""
+    from geminibot.why.records import HISTORY_ROWS
+
+    conn = connect(tmp_path / "crawl.db")
+    plan = _plan(conn, ENGINE.sql[HISTORY_ROWS])
+    assert plan.startswith("SEARCH fetches USING INDEX fetches_url "), plan
