@@ -507,12 +507,12 @@ async def _run_forever(
         args.refresh = False  # --refresh: the first run only
 
     def due(now: float) -> float | None:
-        if isinstance(conn, sqlite3.Connection):
+        if not is_postgres(args.db):
             return next_due(conn, now)
         from geminibot.index import pg
 
         with pg.connect(args.db) as pg_conn:
-            return next_due(pg_conn, now, "%s")
+            return next_due(pg_conn, now)
 
     def on_sleep(seconds: float, when: float | None) -> None:
         what = "nothing due" if when is None else "the next URL is due"

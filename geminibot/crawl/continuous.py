@@ -35,30 +35,17 @@ MAX_SLEEP = 3600.0
 #: no answer), how soon they are tried again at the latest (seconds).
 QUEUED_RECHECK = 300.0
 
-#: The next time work is due in the store, after ``now``; ``{0}`` stands for the engine's
-#: placeholder (SQLite's ``?``, PostgreSQL's ``%s``), its parameters ``(now, now)``.
-NEXT_DUE = (
-    "SELECT min(due) FROM ("
-    " SELECT min(next_visit) AS due FROM urls WHERE next_visit IS NOT NULL"
-    "  AND state IN ('done', 'refused', 'failed')"
-    " UNION ALL"
-    " SELECT min(h.not_before) FROM hosts h WHERE h.not_before > {0}"
-    "  AND EXISTS (SELECT 1 FROM urls u WHERE u.host = h.host AND u.state = 'queued')"
-    " UNION ALL"
-    " SELECT min(r.expires_at) FROM robots r WHERE r.expires_at > {0}"
-    "  AND EXISTS (SELECT 1 FROM urls u WHERE u.host = r.host AND u.state = 'queued')"
-    ") AS next_work"
-)
-#: Whether any URL is queued (waiting for a host skipped for now).
-ANY_QUEUED = "SELECT EXISTS (SELECT 1 FROM urls WHERE state = 'queued')"
 
-
-def next_due(conn: Any, now: float, placeholder: str = "?") -> float | None:
+def next_due(conn: Any, now: float) -> float | None:
     """When the store's next work is due (``None``: nothing ever will be, until new
     seeds come), on an sqlite3 or psycopg connection."""
-    row = conn.execute(NEXT_DUE.format(placeholder), (now, now)).fetchone()
+    from geminibot.index import statements as q
+    from geminibot.index.engines import engine_of
+
+    sql = engine_of(conn).sql
+    row = conn.execute(sql[q.NEXT_DUE], {"now": now}).fetchone()
     due = None if row is None or row[0] is None else float(row[0])
-    if conn.execute(ANY_QUEUED).fetchone()[0]:
+    if conn.execute(sql[q.ANY_QUEUED], {}).fetchone()[0]:
         recheck = now + QUEUED_RECHECK
         due = recheck if due is None else min(due, recheck)
     return due

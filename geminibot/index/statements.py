@@ -184,6 +184,23 @@ VANISHED_PAGES = sa.text(
     " AND o.last_fetch_at > h.failing_since)) ORDER BY id"
 )
 
+#: The next time work is due in the store, after ``:now``: a revisit, a queued host's
+#: back-off, a policy file to ask again (``crawl --forever``).
+NEXT_DUE = sa.text(
+    "SELECT min(due) FROM ("
+    " SELECT min(next_visit) AS due FROM urls WHERE next_visit IS NOT NULL"
+    "  AND state IN ('done', 'refused', 'failed')"
+    " UNION ALL"
+    " SELECT min(h.not_before) FROM hosts h WHERE h.not_before > :now"
+    "  AND EXISTS (SELECT 1 FROM urls u WHERE u.host = h.host AND u.state = 'queued')"
+    " UNION ALL"
+    " SELECT min(r.expires_at) FROM robots r WHERE r.expires_at > :now"
+    "  AND EXISTS (SELECT 1 FROM urls u WHERE u.host = r.host AND u.state = 'queued')"
+    ") AS next_work"
+)
+#: Whether any URL is queued (waiting for a host skipped for now).
+ANY_QUEUED = sa.text("SELECT EXISTS (SELECT 1 FROM urls WHERE state = 'queued')")
+
 # --- pages ---
 
 #: A page fetched again with the same status and body: only its fetch time changes.
