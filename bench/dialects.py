@@ -12,6 +12,7 @@ Run: .venv/bin/python bench/dialects.py
 
 from __future__ import annotations
 
+import argparse
 import hashlib
 import time
 import urllib.robotparser
@@ -73,6 +74,9 @@ ENGINES: dict[str, Callable[[], Decider]] = {
 
 
 def main() -> None:
+    argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    ).parse_args()  # no options: --help shows what it measures
     urls = [f"http://www.frommitz.biz{p}" for p in PAGES]
     reference = geminibot_v2()
     expected = {(u, b): reference(u, b) for u in urls for b in BOTS}

@@ -6,6 +6,7 @@ its own it prints that line.
 
 from __future__ import annotations
 
+import argparse
 import os
 import platform
 import sys
@@ -71,4 +72,7 @@ def cpu_model() -> str:
 
 
 if __name__ == "__main__":
+    argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    ).parse_args()  # no options: --help shows what it measures
     print(f"nproc {os.cpu_count()}, {cpu_model()}, Python {platform.python_version()}")

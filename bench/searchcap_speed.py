@@ -54,7 +54,7 @@ from geminibot.gemini.client import GeminiClient
 from geminibot.gemini.urls import parse_request
 from geminibot.index import connect, search
 from geminibot.index.tantivy_index import open_current, rebuild, status
-from geminibot.searchcap import SearchCapsule, prepare
+from geminibot.searchcap import SearchCapsule
 
 #: Runs of each query per way (the command as a process: CLI_REPEATS).
 REPEATS = 20
@@ -187,7 +187,6 @@ def main() -> None:
             mix = list(QUERIES)
             print(f"Index: {args.pages:,} pages, built in {seconds:.1f} s. {machine}")
         conn = connect(db, create=False)
-        prepare(conn)
         if "fts5" in engines:
             if open_current(conn) is not None:  # search would use it: set it aside
                 raise SystemExit(f"{db} has a current tantivy index: use --engines tantivy")

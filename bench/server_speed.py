@@ -20,6 +20,7 @@ Run: .venv/bin/python bench/server_speed.py   (about a minute; loopback only)
 
 from __future__ import annotations
 
+import argparse
 import contextlib
 import multiprocessing
 import os
@@ -158,6 +159,9 @@ Idle = tuple[int, int, int]
 
 
 def main() -> int:
+    argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    ).parse_args()  # no options: --help shows what it measures
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     want = min(hard, 8192)
     if soft < want:

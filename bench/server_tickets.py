@@ -26,6 +26,7 @@ Run: .venv/bin/python bench/server_tickets.py   (about a minute; loopback only)
 
 from __future__ import annotations
 
+import argparse
 import contextlib
 import os
 import platform
@@ -195,6 +196,9 @@ Cell = tuple[int, int, int, float, float]
 
 
 def main() -> int:
+    argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    ).parse_args()  # no options: --help shows what it measures
     tmp = Path(tempfile.mkdtemp(prefix="server-tickets-"))
     argv = _server_commands(tmp, "jetforce")["capsule-server"]
     servers: dict[int, tuple[subprocess.Popen[bytes], int]] = {}
