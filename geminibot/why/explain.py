@@ -19,6 +19,7 @@ from typing import Literal
 
 from geminibot.crawl.frontier import CAP_REASON
 from geminibot.crawl.schemes import host_name, host_protocol
+from geminibot.gemini.status import Status
 from geminibot.policy import VIRTUAL_AGENTS
 from geminibot.policy.site_policy import ROBOTS, Bot, SitePolicy
 from geminibot.why.records import FetchRow, PolicyFileRow, UrlRecords
@@ -272,6 +273,16 @@ def _queued(answer: Answer, records: UrlRecords, now: float) -> Answer:
             "until it can be read",
             next_visit=unreadable.expires_at,
         )
+    slowed = records.robots_answer
+    if slowed is not None and slowed.status == Status.SLOW_DOWN and not _read_robots(records):
+        return replace(
+            answer,
+            code="policy_file",
+            reason=f"robots.txt answered {slowed.status} {slowed.meta} on "
+            f"{day(slowed.started)}: the crawl sits out the wait and asks again; nothing "
+            "else of the capsule is fetched before robots.txt is read",
+            next_visit=records.host_row.not_before if records.host_row else None,
+        )
     host = records.host_row
     waiting = f"{records.queued_before} URLs of the capsule are ahead of it"
     when = None
@@ -281,6 +292,15 @@ def _queued(answer: Answer, records: UrlRecords, now: float) -> Answer:
         if host.skipped_reason:
             waiting += f"; the last run left the capsule for later: {host.skipped_reason}"
     return replace(answer, code="queued", reason=waiting, next_visit=when)
+
+
+def _read_robots(records: UrlRecords) -> bool:
+    """Whether the crawl holds the host's robots.txt as read since its last answer."""
+    answer = records.robots_answer
+    return any(
+        f.name == ROBOTS and (answer is None or f.fetched_at >= answer.started)
+        for f in records.files
+    )
 
 
 def _delay(records: UrlRecords, now: float) -> float:

@@ -15,6 +15,7 @@ from typing import Any, cast
 import sqlalchemy as sa
 
 from geminibot.crawl.runrecord import RUN_OPTIONS, RunOptions
+from geminibot.crawl.schemes import host_url
 from geminibot.crawl.settings import DEFAULT_AGENT
 from geminibot.index import statements as q
 from geminibot.index.engines import engine_of
@@ -129,6 +130,8 @@ class UrlRecords:
     kept: PageRow | None = None
     #: URLs of the host queued before this one (when it is queued).
     queued_before: int = 0
+    #: The host's robots.txt's last answer (when the URL is queued).
+    robots_answer: FetchRow | None = None
 
 
 @dataclass(frozen=True)
@@ -160,6 +163,10 @@ PAGE_ROW = sa.text(
 HISTORY_ROWS = sa.text(
     "SELECT url, status, meta, error, started_at, duration FROM fetches WHERE url = :url"
     f" ORDER BY started_at DESC LIMIT {HISTORY}"
+)
+LAST_FETCH = sa.text(
+    "SELECT url, status, meta, error, started_at, duration FROM fetches WHERE url = :url"
+    " ORDER BY started_at DESC LIMIT 1"
 )
 ALIAS_ROWS = sa.text(
     f"SELECT url FROM pages WHERE duplicate_of = :url ORDER BY url LIMIT {ALIASES}"
@@ -246,9 +253,11 @@ class Reader:
         linkers = {str(x[0]) for x in self._rows(LINKER_ROWS, url=url)}
         if raw is not None and raw != url:
             linkers.update(str(x[0]) for x in self._rows(LINKER_ROWS, url=raw))
-        before = 0
+        before, robots = 0, None
         if row is not None and row.state == "queued":
             before = int(self._one(QUEUED_BEFORE, host=host, id=row.id)[0])
+            last = self._one(LAST_FETCH, url=host_url(host, "/robots.txt"))
+            robots = None if last is None else FetchRow(str(last[0]), *last[1:])
         return UrlRecords(
             url,
             host,
@@ -262,6 +271,7 @@ class Reader:
             self.files(host),
             kept,
             before,
+            robots,
         )
 
     def host(self, host: str) -> HostRecords:

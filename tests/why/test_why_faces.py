@@ -224,13 +224,10 @@ def test_a_host_summary_matches_stats_and_policy_check(crawled: str, tmp_path: P
 ROBOTS_5X = "robots-52.test"
 
 
-@pytest.fixture(scope="module")
-def unreadable_robots(tmp_path_factory: pytest.TempPathFactory) -> str:
+def crawl_unreadable_robots(tmp: Path, max_time: str) -> str:
     """robots-44.test (robots.txt answers ``44 60``) and a capsule of the test's own whose
-    robots.txt answers ``52``, crawled into an SQLite file for 10 minutes of the test's
-    clock (robots-44.test's robots.txt is asked again after each wait, and recorded as
-    unreachable after the last): its path."""
-    tmp = tmp_path_factory.mktemp("why-robots")
+    robots.txt answers ``52``, crawled into an SQLite file for ``max_time`` of the test's
+    clock: its path."""
     root = tmp / "capsules"
     root.mkdir()
     (root / "robots-44.test").symlink_to(CAPSULES / "robots-44.test", target_is_directory=True)
@@ -247,7 +244,7 @@ def unreadable_robots(tmp_path_factory: pytest.TempPathFactory) -> str:
     async def main() -> None:
         async with running_server(root, tmp / "certs", clock=trio.current_time) as server:
             argv = ["gemini://robots-44.test/", f"gemini://{ROBOTS_5X}/", "--db", db]
-            argv += ["--test-range", "--json", "--strict", "--max-time", "10m"]
+            argv += ["--test-range", "--json", "--strict", "--max-time", max_time]
             argv += ["--connect-to", f"*.test:1965:127.0.0.1:{server.port}"]
             with trio.fail_after(15 * 60):
                 proc = await crawl_in_trio(argv)
@@ -255,6 +252,27 @@ def unreadable_robots(tmp_path_factory: pytest.TempPathFactory) -> str:
 
     trio.run(main, clock=trio.testing.MockClock(autojump_threshold=0.005))
     return db
+
+
+@pytest.fixture(scope="module")
+def unreadable_robots(tmp_path_factory: pytest.TempPathFactory) -> str:
+    """Crawled for 10 minutes: robots-44.test's robots.txt is asked again after each wait,
+    and recorded as unreachable after the last."""
+    return crawl_unreadable_robots(tmp_path_factory.mktemp("why-robots"), "10m")
+
+
+def test_a_robots_txt_answering_44_is_the_reason_while_its_wait_is_sat_out(
+    tmp_path: Path,
+) -> None:
+    """Crawled for 30 s, within robots.txt's first 44 wait: the capsule's root is queued,
+    and the reason is robots.txt's 44, not the queue."""
+    db = crawl_unreadable_robots(tmp_path, "30s")
+    answer = why_json(db, "gemini://robots-44.test/")
+    assert answer["code"] == "policy_file", answer
+    reason = str(answer["reason"])
+    assert reason.startswith("robots.txt answered 44 60 on "), reason
+    assert "sits out the wait" in reason
+    assert "robots.txt answered 44 60 " in capsule_check(db, "gemini://robots-44.test/")
 
 
 def test_a_robots_txt_answering_44_keeps_the_capsule_out(unreadable_robots: str) -> None:
