@@ -32,7 +32,7 @@ from geminibot.cliutil import (
 from geminibot.crawl.databases import display as without_password
 from geminibot.crawl.databases import is_postgres, open_pg_store
 from geminibot.crawl.frontier import DEFAULT_MAX_DEPTH, MAX_URLS_PER_HOST, FrontierLimits
-from geminibot.crawl.politeness import DEFAULT_MIN_DELAY
+from geminibot.crawl.politeness import START_DELAY
 from geminibot.crawl.schemes import host_url, normalise, parse_any
 from geminibot.crawl.settings import (
     DEFAULT_AGENT,
@@ -185,8 +185,8 @@ def register(commands: Any) -> None:
         default=0.0,
         metavar="SECONDS",
         help="wait at least this long between two requests to one host or address, "
-        "whatever a policy says (default 0: a policy's delay, else "
-        f"{DEFAULT_MIN_DELAY:.0f} s or twice the last request's duration)",
+        "whatever a policy says or the address's pace (default 0; the pace starts at "
+        f"one request per {START_DELAY:.0f} s and adapts to the server's answers)",
     )
     crawl.add_argument(
         "--exclude",
@@ -229,8 +229,9 @@ def register(commands: Any) -> None:
     crawl.add_argument(
         "--test-range",
         action="store_true",
-        help="for local test capsules only (refused for hosts not on loopback): no default "
-        "delay between requests when no policy sets one",
+        help="for local test capsules only (refused for hosts not on loopback): an "
+        "address's pace starts unbounded, with no ceiling (a policy's delay and a 44 "
+        "still hold)",
     )
     crawl.add_argument(
         "--allow-address",

@@ -3,12 +3,15 @@
 :mod:`geminibot.policy.discovery` names the files (robots.txt, robots2.txt and its chain,
 agents.txt) and reads them; this module gets each one from the store's cache or, when the
 cached copy has expired, with one request under the host's politeness schedule: a
-slow-down is sat out (up to :data:`MAX_POLICY_SLOW_DOWNS` times) and redirects are
-followed (RFC 9309 2.3.1.2: at least five, across hosts, within the protocol). What the
-discovery made of the answer is cached for the next run. A read may stop before a file
-whose turn has not come (:class:`Later`: the crawler gives the host back to its
-scheduler) and start again at the host's next turn, the files read so far then from the
-cache; a redirect or a slow-down is sat out.
+slow-down (``44``, the web's 429 and 503) is waited out like any other and the file
+asked again, never counted as the file's answer (the politeness schedule's back-off,
+doubling with each 44 in a row, skips the host for now once it passes the longest wait),
+and redirects are followed (RFC 9309 2.3.1.2: at least five, across hosts, within the
+protocol). What the discovery made of the answer is cached for the next run. A read may
+stop before a file whose turn has not come (:class:`Later`: the crawler gives the host
+back to its scheduler), a file asked again after a slow-down included, and start again
+at the host's next turn, the files read so far then from the cache; a redirect is sat
+out.
 """
 
 from __future__ import annotations
@@ -23,10 +26,6 @@ from geminibot.crawl.store import CachedFile, CrawlStore, FetchRecord, cache_exp
 from geminibot.policy.discovery import PolicyDiscovery, PolicyRequest
 from geminibot.policy.site_policy import Fetched, SitePolicy
 from geminibot.urls import URL
-
-#: 44 SLOW DOWN answers to a policy file sat out (then retried) before it counts as
-#: unreachable; a wait longer than the politeness bound skips the host at once.
-MAX_POLICY_SLOW_DOWNS = 3
 
 
 @dataclass(frozen=True)
@@ -46,7 +45,7 @@ class Later:
 
 #: ``request(host, url, policy, resumable)``: one request in the host's turn (``policy``, as
 #: far as it is known, sets the pace); None when the host is skipped for now. ``resumable``:
-#: the request starts a file's fetch (no redirect followed, no slow-down sat out yet) and
+#: the request starts a file's fetch (no redirect followed yet) and
 #: the files read before it stay cached for longer than any wait (``MAX_WAIT``), so the
 #: read may stop there (:class:`Later`, when the host's turn has not come) and start
 #: again at the host's next turn, those files then taken from the cache; otherwise the
@@ -149,19 +148,16 @@ class PolicyFiles:
         """Fetch a policy file at ``url``, sitting out slow-downs and following redirects
         -> (the last request, the redirects followed); None when the host is skipped."""
         adapter = adapter_for(host)
-        hops = slow_downs = 0
+        hops = 0
         followed: list[URL] = []
         while True:
-            first = resumable and hops == 0 and slow_downs == 0
-            sent = await self.request(host, url, known, first)
+            sent = await self.request(host, url, known, resumable and hops == 0)
             if sent is None or isinstance(sent, Later):
                 return sent
             if adapter.slows_down(sent.response.status):
                 self.on_slow_down()
-                slow_downs += 1
-                if slow_downs <= MAX_POLICY_SLOW_DOWNS:
-                    self.store.log_fetch(sent.record)
-                    continue  # the politeness schedule sits out the wait first
+                self.store.log_fetch(sent.record)
+                continue  # asked again once the politeness schedule's wait is over
             target = adapter.redirect_target(sent.response, url, followed)
             if target is None:
                 return sent, hops

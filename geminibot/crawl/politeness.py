@@ -1,43 +1,47 @@
 """When may the next request to a host start? A pure schedule with an injected clock.
 
-Rules, per host:
+Two paces hold at once, and a request waits for both:
 
-- one request in flight at a time;
-- between the end of one request and the start of the next, wait the site policy's delay
-  (``Crawl-delay``); a rate (``Request-rate``, robots2.txt ``rate``, agents.txt
-  ``limit=``: requests per time) is counted between the starts of two requests instead
-  (:attr:`HostPace.between_starts`), one at a time still: 600 a minute is a request
-  every 0.1 s, however long each takes (a request that takes longer is followed at once,
-  or after ``min_delay``). With no policy delay, the
-  rule of thumb of the robots 2.0 document: the larger of twice the last request's duration
-  and :data:`DEFAULT_MIN_DELAY`. ``test_range=True`` (local test capsules only) drops that
-  default to zero; a delay a policy sets is always obeyed; ``min_delay`` (``--min-delay``)
-  is a floor under all of these;
-- ``44 SLOW DOWN`` (and the web's 429 and 503): wait the larger of the seconds in its meta (if an integer) and an
-  exponential back-off that doubles with each consecutive 44 (:data:`SLOW_DOWN_BASE`,
-  reset by any other answer). The wait after which the host answered again is then
-  kept as its delay, from the end of one request to the start of the next, for the
-  rest of the run (the longest such wait, if it asked more than once): a capsule that
-  rate-limits is not asked too soon, and answered 44, on every other request;
-- visit windows: the next request waits for the window to open;
-- hosts put in one group (:meth:`Politeness.set_group`: the hosts on one address) also
-  wait from the group's last request: their own delay or the group's, whichever is
-  shorter, the group's being the rule of thumb above (zero with ``test_range``; never
-  under ``min_delay``) over the group's last request. A host that asks more time than
-  that between its own requests (a ``Crawl-delay`` on a shared server) gets it from its
-  own last request, but does not wait for the whole server to fall silent that long:
-  counted from any request to the server it waited for a gap that a busy server never
-  has, and was starved. A 44 holds back its own host only: a capsule's own 44 must not
-  stall the others on its server;
-- any wait longer than ``max_wait`` (:data:`MAX_WAIT`) means "skip this host for now":
-  its URLs stay queued for a later run.
+- **The address's pace**, learned from its answers. Hosts put in one group
+  (:meth:`Politeness.set_group`: the hosts on one address; a host not put in one is its
+  own) share it. One request at a time goes to the address; between the end of one and
+  the start of the next it waits ``1 / rate`` seconds. The rate starts at the rule of
+  thumb of the robots 2.0 document (one request per :data:`START_DELAY`) and adapts as
+  TCP's congestion window does, additive increase and multiplicative decrease: each
+  answer that came quickly (in at most ``1 / DEFAULT_DURATION_FACTOR`` of the wait) adds
+  :data:`RATE_STEP` requests a second, up to ``max_rate`` (:data:`MAX_RATE`, one a
+  second); a ``44 SLOW DOWN`` (the web's 429 and 503) multiplies it by
+  :data:`RATE_DECREASE` at once, for every host on the address. Off a test range the
+  wait is also at least :data:`DEFAULT_DURATION_FACTOR` times the address's last
+  request's duration (a slow server is asked less often). ``test_range=True`` (local
+  test capsules only) drops that floor and the start: the rate starts unbounded and has
+  no ceiling, and the first 44 sets it to :data:`RATE_DECREASE` of the pace the address
+  was being asked at; from there it adapts the same way.
+- **The host's own policy**, always on top: between the end of one of its requests and
+  the start of its next, the site policy's delay (``Crawl-delay``); a rate
+  (``Request-rate``, robots2.txt ``rate``, agents.txt ``limit=``: requests per time) is
+  counted between the starts of two requests instead (:attr:`HostPace.between_starts`):
+  600 a minute is a request every 0.1 s, however long each takes (one that takes longer
+  is followed at once, or after ``min_delay``). Visit windows: the next request waits
+  for the window to open.
+
+``min_delay`` (``--min-delay``) is a floor under both waits. A ``44`` also holds back
+its own host for the larger of the seconds in its meta (if an integer) and an
+exponential back-off that doubles with each of its 44s in a row (:data:`SLOW_DOWN_BASE`,
+reset by any other answer of the host): a capsule that answers 44 to every request ends
+up waiting longer than ``max_wait`` however its neighbours answer, and a capsule that
+asks for a long wait for reasons of its own does not stall the others on its server
+(they slow down by the rate only). Any wait longer than ``max_wait`` (:data:`MAX_WAIT`)
+means "skip this host for now": its URLs stay queued for a later run.
 
 Times are seconds on the injected clock (the crawler uses wall-clock time so that the
-schedule can be restored from the database after a restart).
+schedule can be restored from the database after a restart; an address's learned rate
+is not kept: a new run starts again at the rule of thumb).
 """
 
 from __future__ import annotations
 
+import math
 from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -45,17 +49,27 @@ from dataclasses import dataclass, field
 from geminibot.cliutil import human_duration
 from geminibot.policy.outcomes import MAX_SLOW_DOWN_SECONDS
 
-#: With no delay from any policy: wait at least this long between requests (seconds).
-DEFAULT_MIN_DELAY = 10.0
-#: ... and at least this many times the last request's duration.
+#: The rule of thumb an address's pace starts at: one request per this many seconds,
+#: from the end of one to the start of the next.
+START_DELAY = 10.0
+#: Off a test range, the wait is at least this many times the last request's duration,
+#: and an answer counts as quick (the rate goes up) when the wait is at least this many
+#: times its duration.
 DEFAULT_DURATION_FACTOR = 2.0
+#: The ceiling of an address's pace off a test range (requests a second, counted from
+#: the end of one request to the start of the next).
+MAX_RATE = 1.0
+#: Additive increase: requests a second an address's rate gains with each quick answer.
+RATE_STEP = 0.05
+#: Multiplicative decrease: an address's rate is multiplied by this on a 44.
+RATE_DECREASE = 0.5
 #: First back-off after a 44 SLOW DOWN without a usable wait in its meta (seconds).
 SLOW_DOWN_BASE = 1.0
 #: Longest wait the crawler sits out; anything longer skips the host for now (seconds);
 #: the same bound the policy core applies to a 44 on robots.txt.
 MAX_WAIT = MAX_SLOW_DOWN_SECONDS
-#: Hosts whose state is kept; past it the least recently used host with no request in
-#: flight is forgotten (it starts again as a new host).
+#: Hosts (and addresses) whose state is kept; past it the least recently used one with
+#: no request in flight is forgotten (it starts again as a new one).
 MAX_HOSTS = 100_000
 
 
@@ -80,16 +94,17 @@ class _Host:
     last_duration: float = 0.0
     not_before: float = 0.0
     slow_downs: int = 0
-    backed_off: float = 0.0  # the last 44's back-off (kept after the 44s stop)
-    slowed: float = 0.0  # the back-off that was enough: the host's delay from now on
+    backed_off: float = 0.0  # the last 44's back-off
     skipped: str | None = None
 
 
 @dataclass
-class _Group:
-    """What the hosts of one group (address) share: the last request's start, end and
-    duration."""
+class _Address:
+    """The pace one address (a group of hosts) is asked at, and its last request."""
 
+    rate: float  # requests a second, from the end of one to the start of the next
+    in_flight: bool = False
+    previous_start: float | None = None
     last_start: float | None = None
     last_end: float | None = None
     last_duration: float = 0.0
@@ -104,8 +119,7 @@ def slow_down_wait(meta: str, consecutive: int) -> float:
 
 
 class Politeness:
-    """The per-host schedule of the module's rules: when each host's next request may
-    start (:meth:`ready_at`), told of each request's start and finish."""
+    """The two paces of the module docstring, for every host and address the crawl asks."""
 
     def __init__(
         self,
@@ -115,15 +129,17 @@ class Politeness:
         max_wait: float = MAX_WAIT,
         min_delay: float = 0.0,
         max_hosts: int = MAX_HOSTS,
+        max_rate: float = MAX_RATE,
     ) -> None:
         self.clock = clock
         self.test_range = test_range
         self.min_delay = min_delay
         self.max_wait = max_wait
         self.max_hosts = max_hosts
+        self.max_rate = math.inf if test_range else max_rate
         self._hosts: OrderedDict[str, _Host] = OrderedDict()  # least recently used first
-        self._group_of: dict[str, str] = {}  # host -> its group's name
-        self._groups: dict[str, _Group] = {}
+        self._group_of: dict[str, str] = {}  # host -> its group's name (its own if none)
+        self._groups: OrderedDict[str, _Address] = OrderedDict()
 
     def __len__(self) -> int:
         return len(self._hosts)
@@ -141,14 +157,26 @@ class Politeness:
                 self._group_of.pop(idle, None)
         return found
 
-    def set_group(self, host: str, group: str) -> None:
-        """``host`` is paced with every other host of ``group`` as well (one address)."""
-        self._group_of[host] = group
-        self._groups.setdefault(group, _Group())
+    def _group(self, host: str) -> _Address:
+        name = self._group_of.get(host, host)
+        found = self._groups.get(name)
+        if found is not None:
+            self._groups.move_to_end(name)
+            return found
+        self._groups[name] = found = _Address(math.inf if self.test_range else 1 / START_DELAY)
+        if len(self._groups) > self.max_hosts:
+            idle = next((g for g, s in self._groups.items() if not s.in_flight), None)
+            if idle is not None:
+                del self._groups[idle]
+        return found
 
-    def _group(self, host: str) -> _Group | None:
-        name = self._group_of.get(host)
-        return None if name is None else self._groups[name]
+    def set_group(self, host: str, group: str) -> None:
+        """``host`` is paced with every other host of ``group`` (one address)."""
+        self._group_of[host] = group
+        h, g = self._host(host), self._group(host)
+        if h.last_end is not None and (g.last_end is None or g.last_end < h.last_end):
+            g.last_start, g.last_end = h.last_start, h.last_end
+            g.last_duration = h.last_duration
 
     def set_pace(self, host: str, pace: HostPace) -> None:
         self._host(host).pace = pace
@@ -167,44 +195,45 @@ class Politeness:
         h.last_end, h.last_duration = last_end, last_duration
         h.last_start = None if last_end is None else last_end - last_duration
         h.not_before, h.slow_downs = not_before, slow_downs
+        self.set_group(host, self._group_of.get(host, host))
+
+    def rate(self, host: str) -> float:
+        """The pace of ``host``'s address now: requests a second, from the end of one to
+        the start of the next (``inf``: unbounded, on a test range before any 44)."""
+        return self._group(host).rate
 
     def delay(self, host: str) -> float:
-        """The wait between two requests to ``host`` (see module docstring)."""
+        """The wait between two of ``host``'s own requests its site policy asks (never
+        under ``min_delay``; 0 when no policy sets one)."""
         h = self._host(host)
-        if h.pace.delay is not None:
-            return max(h.pace.delay, self.min_delay, h.slowed)
-        return max(self._rule_of_thumb(h.last_duration), h.slowed)
+        return max(h.pace.delay or 0.0, self.min_delay)
 
-    def group_delay(self, host: str) -> float:
-        """The wait between two requests to ``host``'s group, whatever their hosts: the
-        rule of thumb over the group's last request (0 with ``test_range``), never under
-        ``min_delay``; a host waits the shorter of this and its own :meth:`delay` from the
-        group's last request (see the module docstring)."""
-        group = self._group(host)
-        return self._rule_of_thumb(0.0 if group is None else group.last_duration)
-
-    def _rule_of_thumb(self, last_duration: float) -> float:
-        """The wait after a request that took ``last_duration`` when no policy sets one:
-        :data:`DEFAULT_MIN_DELAY` or :data:`DEFAULT_DURATION_FACTOR` times it (zero with
-        ``test_range``), never under ``min_delay``."""
-        if self.test_range:
-            return self.min_delay
-        return max(DEFAULT_MIN_DELAY, DEFAULT_DURATION_FACTOR * last_duration, self.min_delay)
+    def address_delay(self, host: str) -> float:
+        """The wait from the end of the last request to ``host``'s address to the start
+        of the next, whichever hosts made them: ``1 / rate``; off a test range at least
+        :data:`DEFAULT_DURATION_FACTOR` times the last request's duration; never under
+        ``min_delay``."""
+        g = self._group(host)
+        wait = max(1 / g.rate, self.min_delay)
+        if not self.test_range:
+            wait = max(wait, DEFAULT_DURATION_FACTOR * g.last_duration)
+        return wait
 
     def request_cost(self, host: str) -> float:
         """Polite wall time one request to ``host`` costs: its last duration and the wait
-        before the next (the delay, or the last 44's back-off if longer; a rate's
-        interval, or the last duration if longer). Known hosts that
-        are slow or slowed down cost more than fast ones; a new host costs 0."""
+        before the next (its own delay or its address's, the longer; a rate's interval,
+        or the last duration if longer; the last 44's back-off if longer still). Known
+        hosts that are slow or slowed down cost more than fast ones; a new host costs 0."""
         h = self._host(host)
         if h.last_end is None:
             return 0.0
         delay = self.delay(host)
         if h.pace.between_starts:
-            cost = max(delay, h.last_duration + self.min_delay)
+            own = max(delay, h.last_duration + self.min_delay)
         else:
-            cost = h.last_duration + delay
-        return max(cost, h.last_duration + max(h.backed_off, h.slowed))
+            own = h.last_duration + delay
+        shared = h.last_duration + self.address_delay(host)
+        return max(own, shared, h.last_duration + h.backed_off)
 
     def _after(self, start: float | None, end: float, delay: float, pace: HostPace) -> float:
         """When a request may start after one that ran from ``start`` to ``end``: ``delay``
@@ -219,19 +248,13 @@ class Politeness:
         h = self._host(host)
         if h.skipped:
             return None
+        g = self._group(host)
         now = self.clock()
         at = max(now, h.not_before)
-        delay = self.delay(host)
         if h.last_end is not None:
-            at = max(at, self._after(h.last_start, h.last_end, delay, h.pace))
-            at = max(at, h.last_end + h.slowed)  # a 44's lesson counts from the end
-        group = self._group(host)
-        if group is not None and group.last_end is not None:
-            shared = self.group_delay(host)
-            if delay <= shared:
-                at = max(at, self._after(group.last_start, group.last_end, delay, h.pace))
-            else:
-                at = max(at, group.last_end + shared)
+            at = max(at, self._after(h.last_start, h.last_end, self.delay(host), h.pace))
+        if g.last_end is not None:
+            at = max(at, g.last_end + self.address_delay(host))
         if h.pace.window_opens is not None:
             at = max(at, h.pace.window_opens(at))
         if at - now > self.max_wait:
@@ -250,17 +273,17 @@ class Politeness:
 
     def start(self, host: str) -> None:
         """A request to ``host`` starts now; it must be allowed now."""
-        h = self._host(host)
+        h, g = self._host(host), self._group(host)
         if h.in_flight:
             raise RuntimeError(f"{host}: a request is already in flight")
+        if g.in_flight:
+            raise RuntimeError(f"{host}: a request to its address is already in flight")
         at = self.ready_at(host)
         if at is None or at > self.clock():
             raise RuntimeError(f"{host}: request started before it was allowed")
-        h.in_flight = True
+        h.in_flight = g.in_flight = True
         h.last_start = self.clock()
-        group = self._group(host)
-        if group is not None:
-            group.last_start = h.last_start
+        g.previous_start, g.last_start = g.last_start, h.last_start
 
     def finish(
         self,
@@ -275,26 +298,37 @@ class Politeness:
 
         ``slow_down`` says whether the answer asks to slow down (default: status 44; the
         web's 429 and 503 pass True with their Retry-After as ``meta``). Returns the extra
-        wait it imposed (0 otherwise).
+        wait it imposed on the host (0 otherwise).
         """
-        h = self._host(host)
-        h.in_flight = False
+        h, g = self._host(host), self._group(host)
         now = self.clock()
-        h.last_end = now
-        h.last_duration = duration
-        group = self._group(host)
-        if group is not None:
-            group.last_end, group.last_duration = now, duration
+        h.in_flight = g.in_flight = False
+        h.last_end = g.last_end = now
+        h.last_duration = g.last_duration = duration
         if not (status == 44 if slow_down is None else slow_down):
-            if h.slow_downs:  # answered after this back-off: keep it between requests
-                h.slowed = max(h.slowed, h.backed_off)
             h.slow_downs = 0
+            quick = DEFAULT_DURATION_FACTOR * duration <= 1 / g.rate
+            if status is not None and quick:
+                g.rate = min(g.rate + RATE_STEP, self.max_rate)
             return 0.0
+        self._slow_address(g)
         h.slow_downs += 1
         wait = slow_down_wait(meta, h.slow_downs)
         h.not_before = max(h.not_before, now + wait)
         h.backed_off = wait
         return wait
+
+    @staticmethod
+    def _slow_address(g: _Address) -> None:
+        """A 44 to one of the address's hosts: the address's rate multiplied by
+        :data:`RATE_DECREASE` (when unbounded, that of the pace it was asked at, at most
+        one request per :data:`SLOW_DOWN_BASE`)."""
+        if math.isinf(g.rate):
+            period = SLOW_DOWN_BASE
+            if g.previous_start is not None and g.last_start is not None:
+                period = min(max(g.last_start - g.previous_start, 0.0), SLOW_DOWN_BASE)
+            g.rate = 1 / period if period > 0 else 1 / SLOW_DOWN_BASE
+        g.rate *= RATE_DECREASE
 
     def state(self, host: str) -> tuple[float | None, float, float, int]:
         """(last end, last duration, not before, consecutive 44s) to persist."""

@@ -42,7 +42,7 @@ from urllib.parse import quote, unquote_to_bytes
 
 from geminibot import __version__
 from geminibot.crawl.frontier import FrontierLimits
-from geminibot.crawl.politeness import DEFAULT_DURATION_FACTOR, DEFAULT_MIN_DELAY, MAX_WAIT
+from geminibot.crawl.politeness import MAX_RATE, MAX_WAIT, START_DELAY
 from geminibot.crawl.schemes import host_key, host_url, normalise
 from geminibot.crawl.settings import ROLE_CATEGORIES, CrawlOptions
 from geminibot.gemini.server import Resolution
@@ -358,10 +358,12 @@ class SearchCapsule:
             "",
             "## How it behaves",
             "",
-            "* One request at a time per capsule. Between two requests it waits the delay a "
-            "policy sets (Crawl-delay, Request-rate, the rate of robots2.txt), or else the "
-            f"larger of {DEFAULT_MIN_DELAY:g} seconds and {DEFAULT_DURATION_FACTOR:g} times "
-            "the last request's duration.",
+            "* One request at a time per server address, however many capsules it hosts. "
+            f"It starts at one request every {START_DELAY:g} seconds and goes faster while "
+            f"the server answers quickly, up to {MAX_RATE:g} a second in all; a 44 SLOW "
+            "DOWN halves that pace at once, for every capsule on the address.",
+            "* The delay a capsule's policy sets (Crawl-delay, Request-rate, the rate of "
+            "robots2.txt) always holds on top.",
             "* 44 SLOW DOWN: it waits the seconds given, and longer after each 44 in a row; "
             f"a wait longer than {MAX_WAIT:g} seconds leaves the capsule for a later run.",
             f"* Policy files are reused for {MAX_CACHE_SECONDS / 3600:g} hours at most "

@@ -111,11 +111,14 @@ async def test_rate_limited_server_44s_obeyed(
         progress, conn = await crawl_host(
             served.port, host, tmp_path / "c.db", CrawlOptions(test_range=True)
         )
-    # Each 44 sat out; then the wait that was enough is the host's pace: the token
-    # bucket (2 at once, one every 2 s) refuses the crawler once, not every few requests.
-    assert check_slow_downs_obeyed(served.hits[host]) == 1
-    assert progress.slow_downs == 1
-    assert len(served.hits[host]) > 5
+    # Each 44 sat out (the token bucket: 2 at once, one every 2 s).
+    hits = served.hits[host]
+    slow_downs = check_slow_downs_obeyed(hits)
+    assert progress.slow_downs == slow_downs >= 1
+    assert len(hits) > 5
+    # the address's pace halves at each 44 and creeps back up: a server this slow (one
+    # request every 2 s) sees a 44 every few requests, not on every other one
+    assert slow_downs * 3 <= len(hits)
     check_fetched(served.hits[host], expectation(host), "indexer")
     report = served.report()
     assert report.compliant, report.as_dict()

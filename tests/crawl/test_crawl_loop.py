@@ -12,7 +12,7 @@ from crawl_fakes import FakeSite, generated_site, gmi
 from geminibot.crawl.adapters import FetchResult
 from geminibot.crawl.crawler import Crawler, sqlite_crawler
 from geminibot.crawl.frontier import FrontierLimits
-from geminibot.crawl.politeness import DEFAULT_MIN_DELAY
+from geminibot.crawl.politeness import RATE_STEP, START_DELAY
 from geminibot.crawl.settings import ConfigMismatch, CrawlOptions
 from geminibot.index import connect, search, stats
 
@@ -101,7 +101,10 @@ async def test_default_delay_between_requests(tmp_path: Path, autojump_clock: ob
     times = [t for t, _ in site.log]
     gaps = [b - a for a, b in itertools.pairwise(times)]
     assert len(times) == 6  # robots.txt, robots2.txt, agents.txt and three pages
-    assert min(gaps) >= DEFAULT_MIN_DELAY + 0.5  # end-to-start wait plus the request
+    # the request, then the address's wait: its rate started at the rule of thumb and
+    # each quick answer (policy files included) added a step
+    rates = [1 / START_DELAY + RATE_STEP * n for n in range(1, 6)]
+    assert gaps == pytest.approx([0.5 + 1 / rate for rate in rates])
 
 
 async def test_crawl_delay_and_slow_down(tmp_path: Path, autojump_clock: object) -> None:

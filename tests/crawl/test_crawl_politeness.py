@@ -1,11 +1,17 @@
-"""The politeness schedule with a fake clock: delays, 44 back-off, windows, absurd waits."""
+"""The politeness schedule with a fake clock: an address's pace learned from its answers
+(additive increase, multiplicative decrease), a host's own policy on top, 44 back-off,
+windows, absurd waits."""
 
 import pytest
 
 from geminibot.crawl.politeness import (
-    DEFAULT_MIN_DELAY,
+    DEFAULT_DURATION_FACTOR,
+    MAX_RATE,
     MAX_WAIT,
+    RATE_DECREASE,
+    RATE_STEP,
     SLOW_DOWN_BASE,
+    START_DELAY,
     HostPace,
     Politeness,
     slow_down_wait,
@@ -20,39 +26,177 @@ class Clock:
         return self.now
 
 
-def test_default_delay_is_rule_of_thumb() -> None:
+def ask(
+    p: Politeness, clock: Clock, host: str, duration: float, status: int, meta: str = ""
+) -> float:
+    """One request to ``host`` as soon as it is allowed; returns the wait it imposed."""
+    at = p.ready_at(host)
+    assert at is not None
+    clock.now = at
+    p.start(host)
+    clock.now += duration
+    return p.finish(host, duration, status, meta)
+
+
+def test_an_address_starts_at_the_rule_of_thumb() -> None:
+    """The first request at once, the next START_DELAY after its end (the rate went up
+    by one step meanwhile); a slow answer makes the wait twice its duration."""
     clock = Clock()
     p = Politeness(clock)
-    assert p.ready_at("a") == 1000.0  # first request at once
+    assert p.ready_at("a") == 1000.0
+    assert p.rate("a") == pytest.approx(1 / START_DELAY)
     p.start("a")
     clock.now += 0.5
     p.finish("a", 0.5, 20)
-    assert p.ready_at("a") == 1000.5 + DEFAULT_MIN_DELAY
-    p.start("b")  # other hosts are independent
+    assert p.rate("a") == pytest.approx(1 / START_DELAY + RATE_STEP)
+    assert p.ready_at("a") == pytest.approx(1000.5 + 1 / (1 / START_DELAY + RATE_STEP))
+    p.start("b")  # another address: its own pace
     clock.now += 8
     p.finish("b", 8.0, 20)
+    assert p.rate("b") == pytest.approx(1 / START_DELAY)  # not quick: no faster
     assert p.ready_at("b") == clock.now + 16.0  # twice the last duration
 
 
 def test_one_request_in_flight_and_not_early() -> None:
     clock = Clock()
     p = Politeness(clock)
+    p.set_group("a", "addr")
+    p.set_group("b", "addr")
     p.start("a")
     with pytest.raises(RuntimeError, match="in flight"):
         p.start("a")
+    with pytest.raises(RuntimeError, match="address is already in flight"):
+        p.start("b")
     p.finish("a", 0.1, 20)
     with pytest.raises(RuntimeError, match="before it was allowed"):
         p.start("a")
+    with pytest.raises(RuntimeError, match="before it was allowed"):
+        p.start("b")
 
 
-def test_test_range_and_policy_delay() -> None:
+def test_quick_answers_raise_the_rate_step_by_step_up_to_the_ceiling() -> None:
+    """Additive increase: each quick answer adds RATE_STEP, never past MAX_RATE; the
+    waits between requests shrink to 1 / MAX_RATE and stay there."""
+    clock = Clock()
+    p = Politeness(clock)
+    rates = []
+    for _ in range(24):
+        ask(p, clock, "a", 0.01, 20)
+        rates.append(p.rate("a"))
+    steps = round((MAX_RATE - 1 / START_DELAY) / RATE_STEP)
+    assert rates[:steps] == pytest.approx(
+        [1 / START_DELAY + RATE_STEP * n for n in range(1, steps + 1)]
+    )
+    assert rates[steps:] == [MAX_RATE] * (24 - steps)
+    assert p.ready_at("a") == pytest.approx(clock.now + 1 / MAX_RATE)
+    assert Politeness(clock, max_rate=0.5).max_rate == 0.5
+
+
+def test_an_answer_counts_as_quick_up_to_its_edge() -> None:
+    """An answer that took exactly 1 / DEFAULT_DURATION_FACTOR of the wait is quick;
+    longer is not (the rate stays); no answer at all leaves the rate too."""
+    clock = Clock()
+    p = Politeness(clock)
+    edge = 1 / (1 / START_DELAY) / DEFAULT_DURATION_FACTOR
+    ask(p, clock, "a", edge, 20)
+    assert p.rate("a") == pytest.approx(1 / START_DELAY + RATE_STEP)
+    wait = 1 / p.rate("a")
+    ask(p, clock, "a", wait / DEFAULT_DURATION_FACTOR + 0.001, 20)
+    assert p.rate("a") == pytest.approx(1 / START_DELAY + RATE_STEP)
+    ask(p, clock, "a", 0.01, None)  # type: ignore[arg-type]
+    assert p.rate("a") == pytest.approx(1 / START_DELAY + RATE_STEP)
+
+
+def test_a_44_slows_every_host_on_the_address_and_the_pace_recovers_step_by_step() -> None:
+    """Multiplicative decrease: a 44 to one host halves the address's rate at once, for
+    every host on it; the host itself waits the 44's wait as well, the hosts on other
+    addresses go on; then each quick answer adds RATE_STEP again, whichever host it came
+    from."""
+    clock = Clock()
+    p = Politeness(clock)
+    for host in ("a", "b", "c"):
+        p.set_group(host, "shared")
+    p.set_group("elsewhere", "other")
+    for _ in range(20):
+        ask(p, clock, "a", 0.01, 20)
+    assert p.rate("b") == MAX_RATE
+    assert ask(p, clock, "a", 0.01, 44, "5") == 5.0
+    assert p.rate("c") == pytest.approx(MAX_RATE * RATE_DECREASE)
+    halved = 1 / (MAX_RATE * RATE_DECREASE)
+    assert p.ready_at("a") == pytest.approx(clock.now + 5.0)  # the 44's own wait
+    assert p.ready_at("b") == pytest.approx(clock.now + halved)
+    assert p.ready_at("c") == pytest.approx(clock.now + halved)
+    assert p.ready_at("elsewhere") == clock.now
+    ask(p, clock, "b", 0.01, 20)
+    assert p.rate("a") == pytest.approx(MAX_RATE * RATE_DECREASE + RATE_STEP)
+    assert p.ready_at("c") == pytest.approx(clock.now + 1 / p.rate("c"))
+    for _ in range(3):
+        ask(p, clock, "c", 0.01, 20)
+    assert p.rate("a") == pytest.approx(MAX_RATE * RATE_DECREASE + 4 * RATE_STEP)
+    ask(p, clock, "a", 0.01, 44)
+    ask(p, clock, "a", 0.01, 44)
+    assert p.rate("a") == pytest.approx((MAX_RATE * RATE_DECREASE + 4 * RATE_STEP) / 4)
+
+
+def test_a_host_that_answers_44_again_and_again_is_skipped_whatever_its_neighbours() -> None:
+    """Each host doubles its own back-off with its own 44s in a row, even when the other
+    hosts of its address answer in between (which resets the address's count): it ends
+    up skipped for now, not asked for ever."""
     clock = Clock()
     p = Politeness(clock, test_range=True)
-    p.start("a")
-    p.finish("a", 0.1, 20)
-    assert p.ready_at("a") == clock.now  # no default delay on a test range
-    p.set_pace("a", HostPace(delay=3.0))
-    assert p.ready_at("a") == clock.now + 3.0  # a policy delay always holds
+    p.set_group("stubborn", "shared")
+    p.set_group("fine", "shared")
+    waits = []
+    while p.ready_at("stubborn") is not None:
+        waits.append(ask(p, clock, "stubborn", 0.01, 44))
+        ask(p, clock, "fine", 0.01, 20)
+    assert waits[:4] == [SLOW_DOWN_BASE * 2**n for n in range(4)]
+    assert len(waits) == 13  # 2 ** 12 s is more than an hour
+    assert p.ready_at("fine") is not None
+
+
+def test_test_range_starts_unbounded_and_the_first_44_halves_the_pace_it_was_asked_at() -> None:
+    """With test_range the address starts unbounded (no floor, no ceiling); a 44 sets its
+    rate to RATE_DECREASE of the pace it was asked at (its last two starts), and quick
+    answers raise it past MAX_RATE."""
+    clock = Clock()
+    p = Politeness(clock, test_range=True)
+    ask(p, clock, "a", 0.1, 20)
+    assert p.ready_at("a") == clock.now
+    ask(p, clock, "a", 0.1, 20)
+    ask(p, clock, "a", 0.1, 44, "1")
+    assert p.rate("a") == pytest.approx(RATE_DECREASE / 0.1)
+    for _ in range(100):
+        ask(p, clock, "a", 0.001, 20)
+    assert p.rate("a") == pytest.approx(RATE_DECREASE / 0.1 + 100 * RATE_STEP)
+    assert p.rate("a") > MAX_RATE
+    first = Politeness(clock, test_range=True)
+    ask(first, clock, "a", 0.1, 44)  # no pace known: one request per SLOW_DOWN_BASE
+    assert first.rate("a") == pytest.approx(RATE_DECREASE / SLOW_DOWN_BASE)
+
+
+def test_a_policy_delay_holds_on_top_of_the_address_pace() -> None:
+    """A host's Crawl-delay counts from its own last request, on top of its address's
+    pace: longer than the address's wait, it is waited; shorter, the address's holds."""
+    clock = Clock()
+    p = Politeness(clock)
+    for host in ("slow", "quick"):
+        p.set_group(host, "addr")
+    for _ in range(20):
+        ask(p, clock, "quick", 0.01, 20)
+    p.set_pace("slow", HostPace(delay=3.0))
+    p.set_pace("quick", HostPace(delay=0.1))
+    ask(p, clock, "slow", 0.01, 20)
+    slow_end = clock.now
+    assert p.ready_at("quick") == pytest.approx(clock.now + 1 / MAX_RATE)
+    assert p.ready_at("slow") == pytest.approx(slow_end + 3.0)
+    for _ in range(5):  # quick keeps the address busy at its pace
+        ask(p, clock, "quick", 0.01, 20)
+        assert p.ready_at("slow") == pytest.approx(max(slow_end + 3.0, clock.now + 1.0))
+    t = Politeness(clock, test_range=True)
+    t.set_pace("a", HostPace(delay=3.0))
+    ask(t, clock, "a", 0.1, 20)
+    assert t.ready_at("a") == clock.now + 3.0  # a policy delay holds on a test range
 
 
 def test_slow_down_backoff() -> None:
@@ -63,55 +207,15 @@ def test_slow_down_backoff() -> None:
     assert slow_down_wait("soon", 1) == SLOW_DOWN_BASE
     clock = Clock()
     p = Politeness(clock, test_range=True)
-    waits = []
-    for _ in range(3):
-        at = p.ready_at("a")
-        assert at is not None
-        clock.now = at
-        p.start("a")
-        waits.append(p.finish("a", 0.0, 44, "2"))
+    waits = [ask(p, clock, "a", 0.0, 44, "2") for _ in range(3)]
     assert waits == [2.0, 2.0, 4.0]
-    assert p.ready_at("a") == clock.now + 4.0
-    clock.now += 4.0
-    p.start("a")
-    assert p.finish("a", 0.0, 20) == 0.0
+    assert p.rate("a") == RATE_DECREASE**3 / SLOW_DOWN_BASE  # the address, halved thrice
+    assert p.ready_at("a") == clock.now + max(4.0, 1 / p.rate("a"))
+    assert ask(p, clock, "a", 0.0, 20) == 0.0
     assert p.state("a")[3] == 0  # back-off reset
-    assert p.ready_at("a") == clock.now + 4.0  # ... and the wait that was enough is kept
-
-
-def test_the_wait_after_which_a_host_answered_is_kept_as_its_delay() -> None:
-    """A capsule that answers 44 when asked again within 1 s: after one 44 and the 1 s
-    back-off it answers, so the crawler waits 1 s after each request from then on (from
-    the end, whatever a rate says), instead of meeting a 44 on every other one; a
-    longer back-off that was needed later raises it; a shorter one never lowers it."""
-    clock = Clock()
-    p = Politeness(clock, test_range=True)
-    p.set_pace("a", HostPace(delay=0.1, between_starts=True))
-    p.start("a")
-    clock.now += 0.02
-    p.finish("a", 0.02, 20)
-    assert p.ready_at("a") == pytest.approx(1000.1)  # no 44 yet: its own rate
-    clock.now = 1000.1
-    p.start("a")
-    clock.now += 0.02
-    assert p.finish("a", 0.02, 44, "1") == 1.0
-    clock.now += 1.0
-    p.start("a")
-    clock.now += 0.02
-    p.finish("a", 0.02, 20)
-    for _ in range(3):  # 1 s after each end, every request answered
-        assert p.ready_at("a") == pytest.approx(clock.now + 1.0)
-        assert p.delay("a") == 1.0 and p.request_cost("a") == pytest.approx(1.02)
-        clock.now += 1.0
-        p.start("a")
-        clock.now += 0.02
-        p.finish("a", 0.02, 20)
-    for status, meta in ((44, "3"), (20, ""), (44, "2"), (20, "")):
-        clock.now = p.ready_at("a") or 0.0
-        p.start("a")
-        p.finish("a", 0.0, status, meta)
-    assert p.delay("a") == 3.0
-    assert Politeness(clock, test_range=True).delay("a") == 0.0  # a new run starts afresh
+    # ... and no wait is kept as a delay: the address's rate says the rest
+    assert p.ready_at("a") == pytest.approx(clock.now + 1 / p.rate("a"))
+    assert p.rate("a") < 1 / SLOW_DOWN_BASE
 
 
 def test_absurd_wait_skips_host_edge() -> None:
@@ -143,50 +247,10 @@ def test_restore_after_restart() -> None:
     clock.now = 1005.0
     p.start("a")
     assert p.finish("a", 0.0, 44) == 4 * SLOW_DOWN_BASE  # third 44 in a row
-
-
-def test_a_host_on_a_busy_address_waits_its_delay_from_its_own_request() -> None:
-    """Two hosts on one address: ``slow`` asks 3 s between its requests, ``busy`` none
-    (test range). ``slow`` waits 3 s from its own last request and, from the address's
-    last request, the group's delay (0 here), not its own 3 s: counted from any request
-    to the address, it waited for a 3 s silence that ``busy``'s requests never left, and
-    was never served."""
-    clock = Clock()
-    p = Politeness(clock, test_range=True)
-    for host in ("slow", "busy"):
-        p.set_group(host, "127.0.0.1:1965")
-    p.set_pace("slow", HostPace(delay=3.0))
-    p.start("slow")
-    clock.now += 0.1
-    p.finish("slow", 0.1, 20)
-    slow_end = clock.now
-    for _ in range(40):  # busy keeps the address going, one request at a time
-        assert p.ready_at("busy") == clock.now
-        p.start("busy")
-        clock.now += 0.1
-        p.finish("busy", 0.1, 20)
-        assert p.ready_at("slow") == max(clock.now, slow_end + 3.0)
-    assert p.group_delay("slow") == 0.0
-
-
-def test_the_group_delay_is_the_rule_of_thumb_and_never_under_min_delay() -> None:
-    """Off a test range the address's delay is the rule of thumb over its last request; a
-    host that allows less waits less from the address's last request; ``min_delay`` is a
-    floor under both."""
-    clock = Clock()
-    p = Politeness(clock, min_delay=0.5)
-    for host in ("quick", "other"):
-        p.set_group(host, "addr")
-    p.set_pace("quick", HostPace(delay=1.0))
-    p.start("other")
-    clock.now += 8.0
-    p.finish("other", 8.0, 20)
-    assert p.group_delay("quick") == 16.0  # twice the address's last request
-    assert p.ready_at("quick") == clock.now + 1.0  # its own, shorter delay
-    assert p.ready_at("other") == clock.now + 16.0
-    t = Politeness(clock, test_range=True, min_delay=0.5)
-    t.set_group("a", "addr")
-    assert t.group_delay("a") == 0.5
+    q = Politeness(clock)
+    q.restore("b", last_end=clock.now - 1.0, last_duration=0.1, not_before=0.0, slow_downs=0)
+    q.set_group("b", "addr")
+    assert q.ready_at("b") == pytest.approx(clock.now - 1.0 + START_DELAY)
 
 
 def test_a_rate_is_counted_from_the_start_of_the_last_request() -> None:
@@ -225,7 +289,8 @@ def test_a_rate_is_counted_from_the_start_of_the_last_request() -> None:
 
 
 def test_a_rate_after_a_slow_down_and_after_a_restart() -> None:
-    """A 44's back-off still counts from the 44's end; a restart knows the last start as
+    """A 44's back-off still counts from the 44's end (the address's rate, halved from one
+    request per SLOW_DOWN_BASE, waits longer still); a restart knows the last start as
     the last end less the last duration."""
     clock = Clock()
     p = Politeness(clock, test_range=True)
@@ -233,26 +298,11 @@ def test_a_rate_after_a_slow_down_and_after_a_restart() -> None:
     p.start("a")
     clock.now += 0.02
     assert p.finish("a", 0.02, 44) == SLOW_DOWN_BASE
-    assert p.ready_at("a") == pytest.approx(1000.02 + SLOW_DOWN_BASE)
-    assert p.request_cost("a") == pytest.approx(0.02 + SLOW_DOWN_BASE)
+    assert p.rate("a") == pytest.approx(RATE_DECREASE / SLOW_DOWN_BASE)
+    assert p.ready_at("a") == pytest.approx(1000.02 + 1 / p.rate("a"))
+    assert p.request_cost("a") == pytest.approx(0.02 + 1 / p.rate("a"))
     r = Politeness(clock, test_range=True)
     r.set_pace("a", HostPace(delay=0.1, between_starts=True))
     r.restore("a", last_end=1000.05, last_duration=0.04, not_before=0.0, slow_downs=0)
     clock.now = 1000.05
     assert r.ready_at("a") == pytest.approx(1000.11)
-
-
-def test_a_rate_on_a_shared_address_counts_from_the_address_s_last_start() -> None:
-    """Off a test range a host whose rate asks less than the address's rule of thumb
-    waits its interval from the start of the address's last request, whoever made it."""
-    clock = Clock()
-    p = Politeness(clock)
-    for host in ("quick", "other"):
-        p.set_group(host, "addr")
-    p.set_pace("quick", HostPace(delay=1.0, between_starts=True))
-    p.set_pace("other", HostPace(delay=1.0))
-    p.start("other")
-    clock.now += 0.4
-    p.finish("other", 0.4, 20)
-    assert p.ready_at("quick") == pytest.approx(1001.0)  # 1 s after other's start
-    assert p.ready_at("other") == pytest.approx(1001.4)  # 1 s after its own end

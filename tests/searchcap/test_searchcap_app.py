@@ -10,7 +10,7 @@ import pytest
 from pages import gemtext_page
 
 from geminibot.crawl.frontier import FrontierLimits
-from geminibot.crawl.politeness import DEFAULT_MIN_DELAY
+from geminibot.crawl.politeness import START_DELAY
 from geminibot.gemini.server import Resolution
 from geminibot.gemini.urls import parse_request
 from geminibot.index import Link, Page, SearchResult, connect, search, store_page, transaction
@@ -245,7 +245,7 @@ def test_about_names_the_token_and_virtual_agent_from_the_database(
     assert "```\nUser-agent: indexer\nDisallow: /\n```" in body
     assert "```\nUser-agent: mybot\nDisallow: /\n```" in body
     assert 'declares the category "search-indexer"' in body
-    assert f"{DEFAULT_MIN_DELAY:g} seconds" in body
+    assert f"one request every {START_DELAY:g} seconds" in body
     assert f"at most {FrontierLimits().max_urls_per_host} URLs per capsule" in body
 
 
