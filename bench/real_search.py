@@ -70,25 +70,17 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
-def serve(capsules: Path, work: Path) -> tuple[subprocess.Popen[bytes], int]:
+def serve(
+    capsules: Path, work: Path, rate: str | None = SERVER_RATE
+) -> tuple[subprocess.Popen[bytes], int]:
+    """``capsule-server serve CAPSULES`` on loopback, its access log in ``work``: its
+    rate limit per client ``rate`` requests/s and burst (None: the server's defaults)."""
     port = free_port()
-    server = subprocess.Popen(
-        [
-            str(BIN / "capsule-server"),
-            "serve",
-            str(capsules),
-            "--port",
-            str(port),
-            "--certs",
-            str(work / "certs"),
-            "--log",
-            str(work / "access.log"),
-            "--rate",
-            SERVER_RATE,
-            "--rate-burst",
-            SERVER_RATE,
-        ]
-    )
+    argv = [str(BIN / "capsule-server"), "serve", str(capsules), "--port", str(port)]
+    argv += ["--certs", str(work / "certs"), "--log", str(work / "access.log")]
+    if rate is not None:
+        argv += ["--rate", rate, "--rate-burst", rate]
+    server = subprocess.Popen(argv)
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline:
         try:
