@@ -4,7 +4,8 @@
 agents.txt) and reads them; this module gets each one from the store's cache or, when the
 cached copy has expired, with one request under the host's politeness schedule: a
 slow-down (``44``, the web's 429 and 503) is waited out like any other and the file
-asked again, never counted as the file's answer (the politeness schedule's back-off,
+asked again, never read as the file's answer (``geminibot why`` reads it from the
+fetch log; the politeness schedule's back-off,
 doubling with each 44 in a row, skips the host for now once it passes the longest wait),
 and redirects are followed (RFC 9309 2.3.1.2: at least five, across hosts, within the
 protocol). What the discovery made of the answer is cached for the next run. A read may

@@ -16,7 +16,7 @@ from capsule_crawl import Hit, check_slow_downs_obeyed, serving
 from crawl_fakes import FakeSite, gmi
 from served_capsules import generate
 
-from geminibot.crawl.adapters import Response
+from geminibot.crawl.adapters import FetchResult
 from geminibot.crawl.cli import address_of
 from geminibot.crawl.crawler import sqlite_crawler
 from geminibot.crawl.fetcher import gemini_fetch
@@ -36,7 +36,7 @@ async def same_address(host: str) -> str:
     return "127.0.0.1 port 1965"
 
 
-def capsule(host: str) -> dict[str, Response | list[Response]]:
+def capsule(host: str) -> dict[str, FetchResult | list[FetchResult]]:
     home = gmi(f"# {host}\n=> /a.gmi A\n=> /b.gmi B\n")
     return {
         f"gemini://{host}/": home,
@@ -53,13 +53,13 @@ async def test_a_policy_file_s_44_is_waited_out_and_the_capsule_crawled(
     waited out, the file asked again, and every page crawled; the hosts share one
     address, and no two requests to it, policy files included, were ever in flight at
     once."""
-    pages: dict[str, Response | list[Response]] = {}
+    pages: dict[str, FetchResult | list[FetchResult]] = {}
     for host in ("a.test", "b.test", "c.test"):
         pages.update(capsule(host))
-    pages["gemini://a.test/robots.txt"] = [Response(44, "3")] * 5 + [
-        Response(20, "text/plain", b"User-agent: *\nDisallow: /private/\n")
+    pages["gemini://a.test/robots.txt"] = [FetchResult(44, "3")] * 5 + [
+        FetchResult(20, "text/plain", b"User-agent: *\nDisallow: /private/\n")
     ]
-    pages["gemini://b.test/agents.txt"] = [Response(44, "")] * 4 + [Response(51, "none")]
+    pages["gemini://b.test/agents.txt"] = [FetchResult(44, "")] * 4 + [FetchResult(51, "none")]
     site = FakeSite(pages, latency=0.01)
     conn = connect(tmp_path / "c.db")
     crawler = sqlite_crawler(

@@ -256,8 +256,8 @@ def crawl_unreadable_robots(tmp: Path, max_time: str) -> str:
 
 @pytest.fixture(scope="module")
 def unreadable_robots(tmp_path_factory: pytest.TempPathFactory) -> str:
-    """Crawled for 10 minutes: robots-44.test's robots.txt is asked again after each wait,
-    and recorded as unreachable after the last."""
+    """Crawled for 10 minutes: robots-44.test's robots.txt is asked again after each wait
+    (a 44 is never read as its answer: the capsule waits, its URLs queued)."""
     return crawl_unreadable_robots(tmp_path_factory.mktemp("why-robots"), "10m")
 
 
@@ -276,8 +276,9 @@ def test_a_robots_txt_answering_44_is_the_reason_while_its_wait_is_sat_out(
 
 
 def test_a_robots_txt_answering_44_keeps_the_capsule_out(unreadable_robots: str) -> None:
-    """44: robots.txt is unreachable, so nothing of the capsule is fetched, and every face
-    says that its robots.txt answered 44 and disallows everything until it is read."""
+    """44: robots.txt is waited out and asked again, so nothing of the capsule is fetched,
+    and every face says that its robots.txt answered 44 and nothing is fetched before it
+    is read."""
     for url in ("gemini://robots-44.test/", "gemini://robots-44.test/a.gmi"):
         answer = why_json(unreadable_robots, url)
         if url.endswith("a.gmi"):  # never linked: the capsule's root was never read
@@ -286,7 +287,7 @@ def test_a_robots_txt_answering_44_keeps_the_capsule_out(unreadable_robots: str)
         assert answer["code"] == "policy_file", answer
         reason = str(answer["reason"])
         assert reason.startswith("robots.txt answered 44 "), reason
-        assert "everything on the capsule is disallowed" in reason
+        assert "nothing else of the capsule is fetched before robots.txt is read" in reason
         gemtext = capsule_check(unreadable_robots, url)
         _, page = trio.run(portal_check, unreadable_robots, url)
         for face in (gemtext, _plain(page)):
