@@ -4,6 +4,7 @@ import inside a function counts as much as one at the top)."""
 from __future__ import annotations
 
 import ast
+import functools
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -59,9 +60,15 @@ def modules() -> Iterator[tuple[str, Path]]:
             yield module_name(path), path
 
 
+@functools.cache
+def parsed(path: Path) -> ast.Module:
+    """A module's syntax tree, parsed once for every check that walks it."""
+    return ast.parse(path.read_text(encoding="utf-8"), str(path))
+
+
 def imports(module: str, path: Path) -> Iterator[Import]:
     is_package = path.name == "__init__.py"
-    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), str(path))):
+    for node in ast.walk(parsed(path)):
         if isinstance(node, ast.Import):
             for alias in node.names:
                 yield Import(module, alias.name, (), node.lineno)
@@ -253,7 +260,7 @@ class Class:
 
 def classes(module: str, path: Path) -> Iterator[Class]:
     """Every class a module defines, nested ones included."""
-    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), str(path))):
+    for node in ast.walk(parsed(path)):
         if isinstance(node, ast.ClassDef):
             yield Class(module, node.name, node.lineno, ast.get_docstring(node))
 

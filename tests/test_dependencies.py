@@ -5,6 +5,7 @@ an import that works here only because another package pulled it in would fail t
 from __future__ import annotations
 
 import ast
+import functools
 import importlib.metadata
 import re
 import sys
@@ -81,8 +82,10 @@ def imported() -> Iterator[tuple[str, str]]:
                     yield name.split(".", maxsplit=1)[0], where
 
 
+@functools.cache
 def third_party() -> dict[str, str]:
-    """Each third-party top-level module imported, with one place that imports it."""
+    """Each third-party top-level module imported, with one place that imports it (every
+    file parsed once per process, however many tests read it)."""
     skip = OURS | local_modules() | set(sys.stdlib_module_names) | {"__future__"}
     found: dict[str, str] = {}
     for module, where in imported():
