@@ -5,13 +5,10 @@ SIGTERM stops it all with exit 0."""
 
 from __future__ import annotations
 
-import json
 import signal
 import socket
 import subprocess
 import sys
-import threading
-import time
 import tomllib
 import urllib.request
 from collections.abc import Iterator
@@ -22,50 +19,9 @@ import cryptography.hazmat.primitives.serialization  # noqa: F401  (ignition use
 import ignition
 import pytest
 from crawl.served_capsules import capsule_server, generate
-from loopback import free_port
+from service_process import DEADLINE, NAME, Service, config
 
 from geminibot.service.config import OPTIONS, ConfigError, default_config, defaults, read_file
-
-NAME = "search.test"
-#: Bounds (real seconds) on the service's start, its crawl, and its stop.
-DEADLINE = 120.0
-
-
-class Service:
-    """``geminibot serve`` in a child process; its JSON log lines collected by a thread."""
-
-    def __init__(self, argv: list[str]) -> None:
-        self.proc = subprocess.Popen(
-            [sys.executable, "-m", "geminibot", "serve", *argv],
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-        )
-        self.records: list[dict[str, Any]] = []
-        self._reader = threading.Thread(target=self._read, daemon=True)
-        self._reader.start()
-
-    def _read(self) -> None:
-        assert self.proc.stdout is not None
-        for line in self.proc.stdout:
-            self.records.append(json.loads(line))  # every line is one JSON object
-
-    def wait_for(self, found: Any, what: str) -> Any:
-        deadline = time.monotonic() + DEADLINE
-        while time.monotonic() < deadline:
-            result = found()
-            if result:
-                return result
-            assert self.proc.poll() is None, f"the service ended: {self.proc.stderr.read()}"  # type: ignore[union-attr]
-            time.sleep(0.1)
-        raise AssertionError(f"never: {what}")
-
-    def logged(self, component: str, message: str) -> list[dict[str, Any]]:
-        return [
-            r
-            for r in list(self.records)
-            if r["component"] == component and str(r.get("message", "")).startswith(message)
-        ]
 
 
 @pytest.fixture
@@ -83,33 +39,6 @@ def capsules(tmp_path: Path) -> Iterator[tuple[list[str], int]]:
     seeds = generate(tmp_path / "capsules", 2, 12)
     with capsule_server(tmp_path / "capsules", tmp_path / "capsule-certs") as port:
         yield seeds, port
-
-
-def config(tmp_path: Path, seeds: list[str], port: int) -> tuple[Path, int, int]:
-    search, metrics = free_port(), free_port()
-    text = f"""
-[service]
-db = "{tmp_path / "engine.db"}"
-restart_delay = 0.2
-stop_timeout = 20.0
-
-[crawl]
-seeds = {json.dumps(seeds)}
-test_range = true
-min_delay = 0.0
-connect_to = ["*.test:1965:127.0.0.1:{port}"]
-
-[search]
-port = {search}
-hostname = "{NAME}"
-certs = "{tmp_path / "certs"}"
-
-[metrics]
-port = {metrics}
-"""
-    path = tmp_path / "engine.toml"
-    path.write_text(text)
-    return path, search, metrics
 
 
 @pytest.mark.usefixtures("names_resolve_to_loopback")

@@ -1,0 +1,88 @@
+"""``geminibot serve`` in a child process for tests: its JSON log collected, its config
+written for generated capsules on a loopback server."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+from loopback import free_port
+
+#: The search capsule's host name in these tests (resolved to 127.0.0.1 by the test); a
+#: test of another certificate takes another name (a Gemini client pins one per name).
+NAME = "search.test"
+#: Bounds (real seconds) on the service's start, its crawl, and its stop.
+DEADLINE = 300.0
+
+
+class Service:
+    """``geminibot serve`` in a child process; its JSON log lines collected by a thread."""
+
+    def __init__(self, argv: list[str]) -> None:
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "geminibot", "serve", *argv],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        self.records: list[dict[str, Any]] = []
+        self._reader = threading.Thread(target=self._read, daemon=True)
+        self._reader.start()
+
+    def _read(self) -> None:
+        assert self.proc.stdout is not None
+        for line in self.proc.stdout:
+            self.records.append(json.loads(line))  # every line is one JSON object
+
+    def wait_for(self, found: Any, what: str) -> Any:
+        deadline = time.monotonic() + DEADLINE
+        while time.monotonic() < deadline:
+            result = found()
+            if result:
+                return result
+            assert self.proc.poll() is None, f"the service ended: {self.proc.stderr.read()}"  # type: ignore[union-attr]
+            time.sleep(0.1)
+        raise AssertionError(f"never: {what}")
+
+    def logged(self, component: str, message: str) -> list[dict[str, Any]]:
+        return [
+            r
+            for r in list(self.records)
+            if r["component"] == component and str(r.get("message", "")).startswith(message)
+        ]
+
+
+def config(
+    tmp_path: Path, seeds: list[str], port: int, db: str | None = None, name: str = NAME
+) -> tuple[Path, int, int]:
+    """A settings file for the service over ``seeds`` served on ``port``: its path, the
+    search capsule's port and the metrics' port."""
+    search, metrics = free_port(), free_port()
+    text = f"""
+[service]
+db = "{db or tmp_path / "engine.db"}"
+restart_delay = 0.2
+stop_timeout = 20.0
+
+[crawl]
+seeds = {json.dumps(seeds)}
+test_range = true
+min_delay = 0.0
+connect_to = ["*.test:1965:127.0.0.1:{port}"]
+
+[search]
+port = {search}
+hostname = "{name}"
+certs = "{tmp_path / "certs"}"
+
+[metrics]
+port = {metrics}
+"""
+    path = tmp_path / "engine.toml"
+    path.write_text(text)
+    return path, search, metrics

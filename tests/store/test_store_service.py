@@ -1,0 +1,74 @@
+"""``geminibot serve`` on a PostgreSQL store: no index updater (its tsvector index is
+written with each page), the crawl that keeps going, the search capsule answering a real
+Gemini client, the store's figures in the metrics, SIGTERM with exit 0."""
+
+from __future__ import annotations
+
+import signal
+import socket
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import cryptography.hazmat.primitives.serialization  # noqa: F401  (ignition uses it unimported)
+import ignition
+import pytest
+from crawl.served_capsules import capsule_server, generate
+from service_process import DEADLINE, Service, config
+
+#: Not the name of tests/service's capsule: a client pins one certificate per name.
+NAME = "pg.search.test"
+
+
+@pytest.fixture
+def names_resolve_to_loopback(monkeypatch: pytest.MonkeyPatch) -> None:
+    real = socket.getaddrinfo
+
+    def fake(host: Any, *args: Any, **kwargs: Any) -> Any:
+        return real("127.0.0.1" if host == NAME else host, *args, **kwargs)
+
+    monkeypatch.setattr(socket, "getaddrinfo", fake)
+
+
+@pytest.fixture
+def capsules(tmp_path: Path) -> Iterator[tuple[list[str], int]]:
+    seeds = generate(tmp_path / "capsules", 2, 12)
+    with capsule_server(tmp_path / "capsules", tmp_path / "capsule-certs") as port:
+        yield seeds, port
+
+
+@pytest.mark.usefixtures("names_resolve_to_loopback")
+def test_the_service_on_postgres(
+    pg_url: str, tmp_path: Path, capsules: tuple[list[str], int]
+) -> None:
+    seeds, port = capsules
+    path, search_port, metrics_port = config(tmp_path, seeds, port, db=pg_url, name=NAME)
+    ignition.set_default_hosts_file(str(tmp_path / "known_hosts"))
+    service = Service(["--config", str(path)])
+    try:
+
+        def found() -> str | None:
+            try:
+                answer = ignition.request(f"gemini://{NAME}:{search_port}/search?word3", timeout=10)
+            except Exception:  # not listening yet
+                return None
+            body = answer.raw_body.decode("utf-8") if answer.status == "20" else ""
+            return body if "host00.test/p3.gmi" in body else None
+
+        service.wait_for(found, "the crawled page found through the capsule")
+        metrics = (
+            urllib.request.urlopen(f"http://127.0.0.1:{metrics_port}/metrics", timeout=10)
+            .read()
+            .decode()
+        )
+        assert 'geminibot_component_up{component="crawl"} 1.0' in metrics
+        assert 'component="index"' not in metrics  # no updater: nothing to follow
+        assert "geminibot_pages " in metrics and "geminibot_live_pages " in metrics
+        assert "geminibot_index_lag " not in metrics  # PostgreSQL's index never lags
+    finally:
+        service.proc.send_signal(signal.SIGTERM)
+        code = service.proc.wait(timeout=DEADLINE)
+    assert code == 0
+    assert not service.logged("index", "started")
+    assert service.logged("crawl", "stopped") and service.logged("search", "stopped")
