@@ -21,6 +21,8 @@ from loopback import free_port
 KILLS = 10
 DEADLINE = 120.0
 HOSTS, PAGES = 3, 300
+#: Seconds between two requests to a host: the crawl lasts through the ten kills.
+MIN_DELAY = 0.05
 
 
 def served_requests(log: Path) -> int:
@@ -88,7 +90,7 @@ def test_kill_nine_of_the_service_loses_nothing(tmp_path: Path) -> None:
     with capsule_server(tmp_path / "capsules", tmp_path / "certs", log) as port:
         config.write_text(
             f'[service]\ndb = "{db}"\nrestart_delay = 0.2\n'
-            f"[crawl]\nseeds = {json.dumps(seeds)}\ntest_range = true\nmin_delay = 0.0\n"
+            f"[crawl]\nseeds = {json.dumps(seeds)}\ntest_range = true\nmin_delay = {MIN_DELAY}\n"
             f'concurrency = 2\nallow_hosts = ["*.test"]\n'
             f'connect_to = ["*.test:1965:127.0.0.1:{port}"]\n'
             f'[search]\nport = {free_port()}\ncerts = "{tmp_path / "certs"}"\n'
