@@ -21,8 +21,8 @@ crawler's politeness per resolved address is exercised), crawls it with ``gemini
   ``--naive-seconds`` on the same space, and the ratio;
 - choosing the next host at ``--frontier`` queued URLs: the GROUP BY over the queue that
   the crawler used to run each time a worker ended, against what it does now (the
-  in-memory ready-host queue, then the host's oldest URL by the ``(host, state, id)``
-  index), median and 99th percentile over :data:`CHOICES` choices;
+  scheduler's heaps of hosts in memory, then the host's oldest URL by the
+  ``(host, state, id)`` index), median and 99th percentile over :data:`CHOICES` choices;
 - day 1 (the space's ``--day 1``: :data:`~geminispace.space.CHANGE_RATE` of the ``/p/``
   pages changed, the hosts that vanish gone), revisited twice from copies of the day-0
   database: ``geminibot crawl`` as a daily run would (only what is due, its wall clock a
