@@ -201,7 +201,12 @@ class Upstream:
         self.known_hosts: KnownHosts = known_hosts or MemoryKnownHosts()
         self.clock = clock
         self.wall_clock = wall_clock
-        self.pace = Politeness(clock, max_wait=float("inf"), max_hosts=self.limits.paced_hosts)
+        self.pace = Politeness(
+            clock,
+            test_range=self.guard.test_range,
+            max_wait=float("inf"),
+            max_hosts=self.limits.paced_hosts,
+        )
         self.slots = Slots(
             self.limits.max_upstream,
             self.limits.max_upstream_per_client,
