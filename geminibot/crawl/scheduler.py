@@ -146,9 +146,22 @@ class Scheduler:
                 if not self._due and not self._out:
                     return None
                 self._changed = trio.Event()
-                wait = self._due[0][0] - self.clock.now() if self._due else float("inf")
-                with trio.move_on_after(max(0.0, wait)):
-                    await self._changed.wait()
+                await self._until_changed_or(self._due[0][0] if self._due else None)
+
+    async def _until_changed_or(self, due: float | None) -> None:
+        """Wait until a host is placed or given back, or until ``due`` on the crawl's
+        clock (not trio's: a test's clock that jumps to the end of each wait then never
+        sleeps for real)."""
+        async with trio.open_nursery() as nursery:
+
+            async def until_changed() -> None:
+                await self._changed.wait()
+                nursery.cancel_scope.cancel()
+
+            nursery.start_soon(until_changed)
+            if due is not None:
+                await self.clock.sleep_until(due)
+                nursery.cancel_scope.cancel()
 
     def give_back(self, host: str, due: float) -> None:
         """The worker is done with ``host`` for now: it is placed again, due at ``due``."""

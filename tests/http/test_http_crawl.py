@@ -113,23 +113,33 @@ async def test_web_crawl_obeys_robots_and_indexes_html(tmp_path: Path) -> None:
     [
         (404, "unavailable", {"/", "/blog/a.html", "/about.html", "/private/x.html"}),
         (500, "unreachable", set()),
-        (429, "unreachable", set()),
     ],
 )
 async def test_robots_txt_status_is_mapped_by_rfc_9309(
     tmp_path: Path, status: int, outcome: str, pages: set[str]
 ) -> None:
-    clock = JumpClock()  # a 429 is sat out three times (5 s each): no real waiting
-    web, conn, crawler = await crawl_site(
-        tmp_path, {**PAGES, "/robots.txt": Page(status, b"", (("Retry-After", "5"),))}, clock=clock
-    )
+    web, conn, crawler = await crawl_site(tmp_path, {**PAGES, "/robots.txt": Page(status, b"")})
     row = conn.execute("SELECT outcome FROM robots WHERE name = 'robots.txt'").fetchone()
     assert row == (outcome,)
     assert fetched(web) - {"/robots.txt", "/robots2.txt", "/agents.txt"} == pages
     if outcome == "unreachable":
         assert "robots.txt unreachable" in crawler.progress.hosts_skipped["http://web.test"]
-    if status == 429:  # each Retry-After was waited out on the crawl's clock
-        assert web.paths("GET").count("/robots.txt") == 4 and clock.time >= 1.7e9 + 3 * 5
+
+
+async def test_robots_txt_429_is_waited_out_never_taken_as_its_answer(tmp_path: Path) -> None:
+    """The web's 44: each Retry-After and the back-off after it are waited out on the
+    crawl's clock and robots.txt asked again; once the next wait passes the longest one
+    the crawler sits out, the host is skipped for now, its URLs kept queued and nothing
+    cached as robots.txt's answer."""
+    clock = JumpClock()  # the waits jump: no real waiting
+    robots = Page(429, b"", (("Retry-After", "5"),))
+    web, conn, crawler = await crawl_site(tmp_path, {**PAGES, "/robots.txt": robots}, clock=clock)
+    assert conn.execute("SELECT outcome FROM robots").fetchall() == []
+    assert fetched(web) == {"/robots.txt"}
+    asked = web.paths("GET").count("/robots.txt")
+    assert asked > 4 and clock.time >= 1.7e9 + (asked - 1) * 5
+    assert "more than 1 h" in crawler.progress.hosts_skipped["http://web.test"]
+    assert conn.execute("SELECT state FROM urls").fetchall() == [("queued",)]
 
 
 async def test_robots_txt_redirect_is_followed(tmp_path: Path) -> None:
