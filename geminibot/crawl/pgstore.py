@@ -115,7 +115,7 @@ class PgStore(SqlStore):
     def _page_links(self, conn: psycopg.Connection[Any], fetched: FetchedPage) -> Links:
         """The page's links, normalised, with every host they touch (and the page's own)
         locked in one order (see :meth:`_lock_hosts`)."""
-        links = self._normalised(fetched.links)
+        links = _normalised(fetched.links)
         if links:
             url = fetched.decision.url
             self._lock_hosts(conn, [host_key(url), *(host_key(u) for u, _, _ in links)])
@@ -304,7 +304,7 @@ class PgStore(SqlStore):
             parsed = parse_any(url)
             host, path, has_query = host_key(url), parsed.path, parsed.query is not None
             if has_query and (host, path) not in queries:
-                queries[(host, path)] = self._queries_on(conn, host, path)
+                queries[(host, path)] = _queries_on(conn, host, path)
             host_counts = counts[host]
             if url in known:
                 what = self._requeue_capped(conn, url, known[url], host_counts.total, now)
@@ -386,15 +386,6 @@ class PgStore(SqlStore):
                 (now, *(list(column) for column in zip(*trapped, strict=True))),
             )
 
-    def _queries_on(self, conn: psycopg.Connection[Any], host: str, path: str) -> int:
-        """The query strings on ``host``'s ``path`` not trapped (the bound's count)."""
-        row = conn.execute(
-            "SELECT count(*) FROM urls WHERE host = %s AND path = %s"
-            " AND has_query AND state != 'trapped'",
-            (host, path),
-        ).fetchone()
-        return int(row[0]) if row else 0
-
     def _requeue_capped(
         self,
         conn: psycopg.Connection[Any],
@@ -412,12 +403,6 @@ class PgStore(SqlStore):
             return "known"
         self._run(conn, q.REQUEUE_CAPPED, {"now": now, "url": url})
         return "queued"
-
-    @staticmethod
-    def _normalised(
-        links: Iterable[tuple[str, int, str | None]],
-    ) -> list[tuple[str, int, str | None]]:
-        return [(normalise(url), depth, parent) for url, depth, parent in links]
 
     # -- freshness --
 
@@ -473,3 +458,18 @@ def _held(conn: psycopg.Connection[Any], urls: Collection[str]) -> set[str]:
     """Those of ``urls`` the frontier holds (in any state)."""
     rows = conn.execute("SELECT url FROM urls WHERE url = ANY(%s)", (list(urls),)).fetchall()
     return {str(row[0]) for row in rows}
+
+
+def _queries_on(conn: psycopg.Connection[Any], host: str, path: str) -> int:
+    """The query strings on ``host``'s ``path`` not trapped (the bound's count)."""
+    row = conn.execute(
+        "SELECT count(*) FROM urls WHERE host = %s AND path = %s"
+        " AND has_query AND state != 'trapped'",
+        (host, path),
+    ).fetchone()
+    return int(row[0]) if row else 0
+
+
+def _normalised(links: Iterable[tuple[str, int, str | None]]) -> list[tuple[str, int, str | None]]:
+    """The links with their URLs normalised as the frontier keeps them."""
+    return [(normalise(url), depth, parent) for url, depth, parent in links]
