@@ -3,14 +3,19 @@ written for generated capsules on a loopback server."""
 
 from __future__ import annotations
 
+import contextlib
 import json
+import socket
 import subprocess
 import sys
 import threading
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import pytest
+from crawl.served_capsules import capsule_server, generate
 from loopback import free_port
 
 #: The search capsule's host name in these tests (resolved to 127.0.0.1 by the test); a
@@ -86,3 +91,22 @@ port = {metrics}
     path = tmp_path / "engine.toml"
     path.write_text(text)
     return path, search, metrics
+
+
+def resolve_to_loopback(monkeypatch: pytest.MonkeyPatch, name: str) -> None:
+    """``name`` resolves to 127.0.0.1 in this process (a Gemini client then asks for it by
+    name, as it would on a public address)."""
+    real = socket.getaddrinfo
+
+    def fake(host: Any, *args: Any, **kwargs: Any) -> Any:
+        return real("127.0.0.1" if host == name else host, *args, **kwargs)
+
+    monkeypatch.setattr(socket, "getaddrinfo", fake)
+
+
+@contextlib.contextmanager
+def served_capsules(tmp_path: Path) -> Iterator[tuple[list[str], int]]:
+    """Two small generated capsules on a capsule-server: (their seeds, its port)."""
+    seeds = generate(tmp_path / "capsules", 2, 12)
+    with capsule_server(tmp_path / "capsules", tmp_path / "capsule-certs") as port:
+        yield seeds, port

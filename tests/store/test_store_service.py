@@ -5,17 +5,14 @@ Gemini client, the store's figures in the metrics, SIGTERM with exit 0."""
 from __future__ import annotations
 
 import signal
-import socket
 import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import cryptography.hazmat.primitives.serialization  # noqa: F401  (ignition uses it unimported)
 import ignition
 import pytest
-from crawl.served_capsules import capsule_server, generate
-from service_process import DEADLINE, Service, config
+from service_process import DEADLINE, Service, config, resolve_to_loopback, served_capsules
 
 #: Not the name of tests/service's capsule: a client pins one certificate per name.
 NAME = "pg.search.test"
@@ -23,19 +20,13 @@ NAME = "pg.search.test"
 
 @pytest.fixture
 def names_resolve_to_loopback(monkeypatch: pytest.MonkeyPatch) -> None:
-    real = socket.getaddrinfo
-
-    def fake(host: Any, *args: Any, **kwargs: Any) -> Any:
-        return real("127.0.0.1" if host == NAME else host, *args, **kwargs)
-
-    monkeypatch.setattr(socket, "getaddrinfo", fake)
+    resolve_to_loopback(monkeypatch, NAME)
 
 
 @pytest.fixture
 def capsules(tmp_path: Path) -> Iterator[tuple[list[str], int]]:
-    seeds = generate(tmp_path / "capsules", 2, 12)
-    with capsule_server(tmp_path / "capsules", tmp_path / "capsule-certs") as port:
-        yield seeds, port
+    with served_capsules(tmp_path) as served:
+        yield served
 
 
 @pytest.mark.usefixtures("names_resolve_to_loopback")
