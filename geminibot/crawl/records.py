@@ -159,8 +159,3 @@ class Lease:
     process left it in, when the host changed hands (None: nothing to adopt)."""
 
     state: HostState | None
-
-
-class LostHost(Exception):
-    """Another crawl process took the host over while this one waited for its turn
-    (:meth:`CrawlStore.hold_host` said no): the request is not sent, the worker ends."""

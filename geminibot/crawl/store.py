@@ -29,7 +29,6 @@ from geminibot.crawl.records import (
     FetchRecord,
     HostState,
     Lease,
-    LostHost,
     Revisit,
 )
 from geminibot.crawl.sqlstore import Links, SqlStore
@@ -47,7 +46,6 @@ __all__ = [
     "FetchedPage",
     "HostState",
     "Lease",
-    "LostHost",
     "Revisit",
     "SqliteStore",
     "StoreKnownHosts",
