@@ -6,7 +6,8 @@ and times, for the same queries:
 
 - ``search()``: :func:`geminibot.index.search`, in process (what ``geminibot search`` does
   once Python has started);
-- ``handler``: the capsule's handler in process (search plus the gemtext page), no network;
+- ``handler``: the capsule's handler in process (search plus the gemtext page, on one of
+  its worker threads), no network;
 - ``capsule``: a whole Gemini request to ``serve-search`` with geminibot's client, a new
   TLS connection each time as Gemini clients make them: what a Gemini user waits for;
 - ``geminibot search``: the command as a process, Python's start-up included (fewer runs).
@@ -51,6 +52,7 @@ from search_engines import filled_store, queries, space_of
 from search_speed import QUERIES, build
 
 from geminibot.gemini.client import GeminiClient
+from geminibot.gemini.server import Resolution
 from geminibot.gemini.urls import parse_request
 from geminibot.index import connect, search
 from geminibot.index.tantivy_index import open_current, rebuild, status
@@ -95,11 +97,11 @@ def start_server(db: Path, tmp: Path) -> tuple[subprocess.Popen[str], int]:
 
 
 async def interleaved(
-    conn: sqlite3.Connection, port: int, repeats: int, mix: list[str]
+    conn: sqlite3.Connection, db: Path, port: int, repeats: int, mix: list[str]
 ) -> dict[str, dict[str, list[float]]]:
     """Each run times the three in-process and networked ways one after the other, so a
     load that comes and goes on a shared machine weighs on all of them alike."""
-    capsule = SearchCapsule(conn)
+    capsule = SearchCapsule.of(str(db))
     client = GeminiClient(connect_to=lambda _host, _port: ("127.0.0.1", port))
     ways: dict[str, dict[str, list[float]]] = {"search()": {}, "handler": {}, "capsule": {}}
     with trio.fail_after(CAPSULE_SECONDS):
@@ -111,11 +113,16 @@ async def interleaved(
                 way[query] = []
             for _ in range(repeats):
                 ways["search()"][query] += timed(lambda q=query: search(conn, q, 10), 1)
-                ways["handler"][query] += timed(lambda r=request: capsule(r), 1)
+                t0 = time.perf_counter()
+                answer = capsule(request)
+                if not isinstance(answer, Resolution):
+                    answer = await answer
+                ways["handler"][query].append((time.perf_counter() - t0) * 1000)
                 t0 = time.perf_counter()
                 response = await client.fetch(url)
                 ways["capsule"][query].append((time.perf_counter() - t0) * 1000)
                 assert response.status == 20, (response.status, response.meta)
+    capsule.close()
     return ways
 
 
@@ -123,7 +130,7 @@ def measure(db: Path, tmp: Path, repeats: int, mix: list[str]) -> dict[str, dict
     conn = connect(db, create=False)
     proc, port = start_server(db, tmp)
     try:
-        ways = trio.run(interleaved, conn, port, repeats, mix)
+        ways = trio.run(interleaved, conn, db, port, repeats, mix)
     finally:
         proc.terminate()
         proc.wait(timeout=START_SECONDS)

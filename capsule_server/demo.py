@@ -84,8 +84,8 @@ async def crawl_capsules(directory: Path, db: Path, certs: Path, seconds: float)
 async def serve_search(db: Path, certs: Path, seconds: float) -> None:
     """Serve the index over Gemini as ``localhost``, ask it once, and keep serving for
     ``seconds`` (0: stop after the one query)."""
-    conn = connect(db)
-    server = GeminiServer({"localhost": SearchCapsule(conn)}, certs)
+    capsule = SearchCapsule.of(str(db))
+    server = GeminiServer({"localhost": capsule}, certs)
     listeners = await trio.open_tcp_listeners(0, host="127.0.0.1")
     port = listeners[0].socket.getsockname()[1]
     base = f"gemini://localhost:{port}"
@@ -105,7 +105,7 @@ async def serve_search(db: Path, certs: Path, seconds: float) -> None:
             )
             await trio.sleep(seconds)
         server.shutdown()
-    conn.close()
+    capsule.close()
 
 
 #: ``--seconds``: a number above 0 and at most :data:`MAX_DEMO_SECONDS`.

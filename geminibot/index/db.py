@@ -49,11 +49,15 @@ def sqlite_version(conn: sqlite3.Connection) -> int | None:
     return legacy if legacy or row[0] else None
 
 
-def connect(path: str | Path, *, create: bool = True) -> sqlite3.Connection:
+def connect(
+    path: str | Path, *, create: bool = True, any_thread: bool = False
+) -> sqlite3.Connection:
     """Open (and create or migrate) a geminibot database; raise :class:`DatabaseError`.
 
     The connection is in autocommit mode: writes go through :func:`transaction`.
     With ``create=False`` a missing file is an error (for read-only commands).
+    With ``any_thread`` it may be used by one thread after another, never by two at once
+    (a pool of worker threads' connections, :mod:`geminibot.index.reads`).
     """
     path = Path(path)
     if not create and not path.exists():
@@ -61,9 +65,9 @@ def connect(path: str | Path, *, create: bool = True) -> sqlite3.Connection:
     if path.is_dir():
         raise DatabaseError(f"{path}: is a folder, expected a database file")
     if not create and not os.access(path.parent, os.W_OK):
-        return _connect_read_only(path)
+        return _connect_read_only(path, any_thread)
     try:
-        conn = _open(path)
+        conn = _open(path, any_thread)
     except sqlite3.Error as exc:
         raise DatabaseError(f"{path}: cannot open: {exc}") from None
     try:
@@ -80,13 +84,15 @@ def connect(path: str | Path, *, create: bool = True) -> sqlite3.Connection:
     return conn
 
 
-def _connect_read_only(path: Path) -> sqlite3.Connection:
+def _connect_read_only(path: Path, any_thread: bool) -> sqlite3.Connection:
     """A database in a folder that cannot be written (a read-only mount, a copy on a CD):
     SQLite cannot create the WAL's shared-memory file beside it, so it is opened as an
     immutable file; nothing can write it there anyway."""
     uri = f"{path.resolve().as_uri().replace('file://', 'file:', 1)}?immutable=1"
     try:
-        conn = sqlite3.connect(uri, uri=True, isolation_level=None)
+        conn = sqlite3.connect(
+            uri, uri=True, isolation_level=None, check_same_thread=not any_thread
+        )
         version = sqlite_version(conn) or 0
     except sqlite3.DatabaseError as exc:
         raise DatabaseError(f"{path}: not a usable geminibot database: {exc}") from None
@@ -109,9 +115,14 @@ def _migrate(conn: sqlite3.Connection, path: Path) -> None:
     upgrade(lambda: _open(path), "sqlite")
 
 
-def _open(path: Path) -> sqlite3.Connection:
+def _open(path: Path, any_thread: bool = False) -> sqlite3.Connection:
     """A plain connection (autocommit, waiting for other writers) to the file."""
-    conn = sqlite3.connect(path, isolation_level=None, timeout=BUSY_TIMEOUT_MS / 1000)
+    conn = sqlite3.connect(
+        path,
+        isolation_level=None,
+        timeout=BUSY_TIMEOUT_MS / 1000,
+        check_same_thread=not any_thread,
+    )
     conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
     return conn
 

@@ -154,9 +154,12 @@ def register(commands: Any) -> None:
 
 
 @contextmanager
-def reading(db: str) -> Iterator[tuple[Any, Callable[..., list[SearchResult]]]]:
+def reading(
+    db: str, *, any_thread: bool = False
+) -> Iterator[tuple[Any, Callable[..., list[SearchResult]]]]:
     """An existing crawl database to read: (connection, its search function); the same
-    statistics SQL runs on both connections."""
+    statistics SQL runs on both connections. With ``any_thread`` an SQLite connection may
+    be used by one thread after another (a PostgreSQL one always may)."""
     if is_postgres(db):
         from geminibot.index import pg
 
@@ -165,16 +168,21 @@ def reading(db: str) -> Iterator[tuple[Any, Callable[..., list[SearchResult]]]]:
         except DatabaseError as exc:
             raise pg_error(exc) from None
         with pg_conn:
-            yield pg_conn, _pg_search
+            yield pg_conn, search_function(db)
         return
     try:
-        conn = connect(db, create=False)
+        conn = connect(db, create=False, any_thread=any_thread)
     except DatabaseError as exc:
         raise pg_error(exc) from None
     try:
-        yield conn, search
+        yield conn, search_function(db)
     finally:
         conn.close()
+
+
+def search_function(db: str) -> Callable[..., list[SearchResult]]:
+    """The search of the crawl database ``db``: PostgreSQL's or SQLite's."""
+    return _pg_search if is_postgres(db) else search
 
 
 def _pg_search(

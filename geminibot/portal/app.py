@@ -38,6 +38,7 @@ from geminibot.gemini.client import Response
 from geminibot.gemini.server import client_key
 from geminibot.gemini.status import Family
 from geminibot.gemini.urls import parse_url
+from geminibot.index.reads import ReadsBusy
 from geminibot.net.errors import BodyTooLarge, FetchError
 from geminibot.portal.cache import PageCache
 from geminibot.portal.limits import ClientBuckets
@@ -46,7 +47,7 @@ from geminibot.portal.render import Strip, esc, notice
 from geminibot.portal.upstream import WEB_CLIENT, Busy, NotReachable, Refused, Upstream
 from geminibot.urls import URL, InvalidURL
 from geminibot.why import BadTarget
-from geminibot.why.reads import CheckBusy, CheckReads
+from geminibot.why.reads import CheckReads
 from geminibot.why.render import html_form, html_fragment
 
 Scope = MutableMapping[str, Any]
@@ -298,7 +299,7 @@ class PortalApp:
                 "Cannot check that",
                 html_form(asked) + notice("Cannot check that", [esc(str(exc))]),
             )
-        except CheckBusy as exc:
+        except ReadsBusy as exc:
             wait = f"Try again in {exc.retry_after} seconds."
             return self.pages.html(
                 503,

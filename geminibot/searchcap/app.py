@@ -3,9 +3,13 @@
 :class:`SearchCapsule` is a handler for the shared Gemini server
 (:mod:`geminibot.gemini.server`): a request URL in, a :class:`Resolution` (status, meta,
 gemtext body) out. The server does TLS, certificates, the request line, limits and the
-access log; the only I/O here is reading the crawl database it is given: either store's
-connection and search function, as :func:`geminibot.index.search_cli.reading` gives them
-to ``geminibot search``.
+access log; the only I/O here is reading the crawl database it is given (either store),
+always off the event loop: every page that reads it (``/search``, ``/backlinks``,
+``/hosts``, ``/stats``, ``/about``) runs its read on a worker thread with a connection
+of its own (:class:`geminibot.index.reads.Reads`), at most :data:`SEARCH_READS` at once;
+a request that finds them all taken waits at most :data:`SEARCH_WAIT` seconds for one,
+then gets ``44``. ``/check`` has reads of its own (:mod:`geminibot.why.reads`). So one
+slow query holds one read slot, never the other clients.
 
 Routes:
 
@@ -37,6 +41,7 @@ import re
 import time
 from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime
+from functools import partial
 from typing import Any, Protocol
 from urllib.parse import quote, unquote_to_bytes
 
@@ -50,7 +55,9 @@ from geminibot.gemini.status import Status
 from geminibot.index import QueryError, SearchResult, search
 from geminibot.index import statements as q
 from geminibot.index.engines import engine_of
+from geminibot.index.reads import Reads, ReadsBusy
 from geminibot.index.search import MAX_QUERY_LENGTH
+from geminibot.index.search_cli import search_function
 from geminibot.index.stats import format_stats, stats
 from geminibot.index.tantivy_index import index_lag
 from geminibot.index.text import render_marks
@@ -58,7 +65,7 @@ from geminibot.policy.outcomes import MAX_CACHE_SECONDS
 from geminibot.policy.site_policy import AGENTS, ROBOTS, ROBOTS2
 from geminibot.urls import URL, InvalidURL
 from geminibot.why import BadTarget
-from geminibot.why.reads import CheckBusy, CheckReads
+from geminibot.why.reads import CheckReads
 from geminibot.why.render import CHECK_PROMPT, gemtext_page
 
 #: Results on one page of /search.
@@ -74,9 +81,14 @@ MAX_TEXT = 300
 #: How the capsule shows a searched word in a snippet (gemtext has no emphasis): between
 #: mathematical white square brackets, which are removed from the page's own text.
 CAPSULE_HIGHLIGHT = ("⟦", "⟧")
-#: Seconds the /stats page is reused: counting a large database takes a while, and the
-#: handler runs on the server's event loop.
+#: Seconds the /stats page is reused: counting a large database takes a while.
 STATS_SECONDS = 60.0
+#: Reads of the crawl database at once for the capsule's pages (each on a worker thread
+#: with its own connection); ``/check`` has its own (:data:`~geminibot.why.reads.
+#: CHECK_READS`).
+SEARCH_READS = 4
+#: Seconds a page waits for a read slot before it is answered ``44``.
+SEARCH_WAIT = 5.0
 
 GEMTEXT = "text/gemini; charset=utf-8"
 SEARCH_PROMPT = 'Search for (words, "a phrase", word*, -word, a OR b, lang:de)'
@@ -141,13 +153,13 @@ def when(seconds: float | None) -> str:
 class SearchCapsule:
     """The handler: call it with a request URL (see the module docstring for the routes).
 
-    ``conn`` is either store's connection (an sqlite3 one, or a psycopg one with
-    ``find`` = :func:`geminibot.index.pg.search`): its statements are compiled for
-    the connection's engine. ``checks`` answers ``/check`` (without it, 51)."""
+    ``reads`` gives either store's connections (sqlite3 ones, or psycopg ones with
+    ``find`` = :func:`geminibot.index.pg.search`): the statements are compiled for the
+    connection's engine. ``checks`` answers ``/check`` (without it, 51)."""
 
     def __init__(
         self,
-        conn: Any,
+        reads: Reads,
         find: SearchFunction = search,
         *,
         title: str = "geminibot search",
@@ -156,10 +168,9 @@ class SearchCapsule:
         reader: str = "en",
         checks: CheckReads | None = None,
     ) -> None:
-        self.conn = conn
+        self.reads = reads
         self.wall_clock = wall_clock
         self.find = find
-        self.sql = engine_of(conn).sql
         self.title = title
         self.clock = clock
         self.reader = reader  # the searchers' language: others are shown beside titles
@@ -175,9 +186,23 @@ class SearchCapsule:
             "/check": self.check,
         }
 
+    @classmethod
+    def of(cls, db: str, **options: Any) -> SearchCapsule:
+        """The capsule of the crawl database ``db`` (an SQLite file or a
+        ``postgresql://`` URL, searched with its store's search), its reads bounded by
+        :data:`SEARCH_READS` and :data:`SEARCH_WAIT`."""
+        reads = Reads.of(db, limit=SEARCH_READS, wait=SEARCH_WAIT)
+        return cls(reads, search_function(db), **options)
+
+    def close(self) -> None:
+        """Close the connections the reads hold."""
+        self.reads.close()
+        if self.checks is not None:
+            self.checks.reads.close()
+
     def __call__(self, url: URL) -> Resolution | Awaitable[Resolution]:
-        """The answer to ``url``; ``/check``'s is awaited (its read runs off the event
-        loop)."""
+        """The answer to ``url``; a page that reads the database is awaited (its read
+        runs off the event loop)."""
         try:
             route = self._routes.get(url.path or "/")
             if route is not None:
@@ -209,14 +234,25 @@ class SearchCapsule:
             ]
         )
 
-    def search(self, url: URL, number: int) -> Resolution:
+    async def _read(self, read: Callable[[Any], Resolution]) -> Resolution:
+        """``read(connection)``'s page, read off the event loop; ``44`` when no read slot
+        was free within :data:`SEARCH_WAIT`."""
+        try:
+            return await self.reads.run(read)
+        except ReadsBusy as exc:
+            return Resolution(Status.SLOW_DOWN, str(exc.retry_after))
+
+    def search(self, url: URL, number: int) -> Resolution | Awaitable[Resolution]:
         query = decoded_query(url)
         if query is None:
             return Resolution(Status.INPUT, SEARCH_PROMPT)
         if len(query) > MAX_QUERY_LENGTH:
             raise BadInput(f"Query too long: {len(query)} characters, at most {MAX_QUERY_LENGTH}")
+        return self._read(partial(self._results, query, number))
+
+    def _results(self, query: str, number: int, conn: Any) -> Resolution:
         try:
-            results, more = run_search(self.find, self.conn, query, number)
+            results, more = run_search(self.find, conn, query, number)
         except QueryError as exc:
             return Resolution(Status.INPUT, f"{one_line(str(exc), 200)}. {SEARCH_PROMPT}")
         encoded = quote(query, safe="")
@@ -242,7 +278,7 @@ class SearchCapsule:
         lines += ["=> /search New search", "=> / Home"]
         return page(lines)
 
-    def backlinks(self, url: URL) -> Resolution:
+    def backlinks(self, url: URL) -> Resolution | Awaitable[Resolution]:
         text = decoded_query(url)
         if text is None:
             return Resolution(Status.INPUT, BACKLINKS_PROMPT)
@@ -250,9 +286,12 @@ class SearchCapsule:
             target = normalise(text.strip())
         except InvalidURL as exc:
             raise BadInput(f"Not a URL this crawler follows: {one_line(str(exc), 200)}") from None
-        rows = self.conn.execute(
-            self.sql[q.BACKLINKS],
-            {"target": target, "given": text.strip(), "limit": MAX_BACKLINKS + 1},
+        return self._read(partial(self._backlinks, target, text.strip()))
+
+    def _backlinks(self, target: str, given: str, conn: Any) -> Resolution:
+        rows = conn.execute(
+            engine_of(conn).sql[q.BACKLINKS],
+            {"target": target, "given": given, "limit": MAX_BACKLINKS + 1},
         ).fetchall()
         lines = [f"# Links to {target}", ""]
         if not rows:
@@ -276,14 +315,17 @@ class SearchCapsule:
             answer = await self.checks.answer(text, self.wall_clock())
         except BadTarget as exc:
             return Resolution(Status.BAD_REQUEST, one_line(str(exc), 200))
-        except CheckBusy as exc:
+        except ReadsBusy as exc:
             return Resolution(Status.SLOW_DOWN, str(exc.retry_after))
         return page(gemtext_page(answer))
 
-    def hosts(self, number: int) -> Resolution:
+    def hosts(self, number: int) -> Awaitable[Resolution]:
+        return self._read(partial(self._hosts, number))
+
+    def _hosts(self, number: int, conn: Any) -> Resolution:
         offset = (number - 1) * HOSTS_PER_PAGE
-        rows = self.conn.execute(
-            self.sql[q.HOSTS_PAGE], {"limit": HOSTS_PER_PAGE + 1, "offset": offset}
+        rows = conn.execute(
+            engine_of(conn).sql[q.HOSTS_PAGE], {"limit": HOSTS_PER_PAGE + 1, "offset": offset}
         ).fetchall()
         if number > 1 and not rows:
             return Resolution(Status.NOT_FOUND, "Not found (no hosts on that page)")
@@ -301,82 +343,92 @@ class SearchCapsule:
         lines.append("=> / Home")
         return page(lines)
 
-    def stats(self, _url: URL) -> Resolution:
+    async def stats(self, _url: URL) -> Resolution:
         now = self.clock()
         if self._stats is None or now - self._stats[0] >= STATS_SECONDS:
-            self._stats = (now, self._count())
+            counted = await self._read(_count)
+            if counted.status != Status.SUCCESS:
+                return counted
+            self._stats = (now, counted)
         return self._stats[1]
 
-    def _count(self) -> Resolution:
-        return page(
-            [
-                "# What the index holds",
-                "",
-                "```",
-                format_stats(stats(self.conn, lag=index_lag(self.conn))),
-                "```",
-                "",
-                "=> / Home",
-            ]
-        )
+    def about(self, _url: URL) -> Awaitable[Resolution]:
+        return self._read(_about)
 
-    def _setting(self, key: str) -> str | None:
-        row = self.conn.execute(self.sql[q.SETTING], {"key": key}).fetchone()
-        return None if row is None else str(row[0])
 
-    def about(self, _url: URL) -> Resolution:
-        defaults = CrawlOptions()
-        role = self._setting("role") or defaults.role
-        agent = self._setting("agent") or defaults.agent
-        category = ROLE_CATEGORIES.get(role)
-        trap = FrontierLimits()
-        lines = [
-            "# About this search capsule and its crawler",
+def _count(conn: Any) -> Resolution:
+    return page(
+        [
+            "# What the index holds",
             "",
-            f"The pages here were crawled by geminibot {__version__}, as the product token "
-            f'"{agent}" acting as the Gemini virtual agent "{role}". Before any other '
-            f"request to a capsule it reads the capsule's policy: {ROBOTS}, {ROBOTS2} "
-            f"(and the files its chain names) and {AGENTS}, and it obeys them.",
-            "",
-            "## Keeping it out",
-            "",
-            f'Every crawler acting as a {role}, this one included (the "{role}" virtual '
-            "agent of the robots.txt companion specification):",
             "```",
-            f"User-agent: {role}",
-            "Disallow: /",
+            format_stats(stats(conn, lag=index_lag(conn))),
             "```",
-            "This crawler only:",
-            "```",
-            f"User-agent: {agent}",
-            "Disallow: /",
-            "```",
-        ]
-        if category is not None:
-            lines += [f'In {ROBOTS2} it declares the category "{category}".']
-        lines += [
             "",
-            "## How it behaves",
-            "",
-            "* One request at a time per server address, however many capsules it hosts. "
-            f"It starts at one request every {START_DELAY:g} seconds and goes faster while "
-            f"the server answers quickly, up to {MAX_RATE:g} a second in all; a 44 SLOW "
-            "DOWN halves that pace at once, for every capsule on the address.",
-            "* The delay a capsule's policy sets (Crawl-delay, Request-rate, the rate of "
-            "robots2.txt) always holds on top.",
-            "* 44 SLOW DOWN: it waits the seconds given, and longer after each 44 in a row; "
-            f"a wait longer than {MAX_WAIT:g} seconds leaves the capsule for a later run.",
-            f"* Policy files are reused for {MAX_CACHE_SECONDS / 3600:g} hours at most "
-            "(RFC 9309), then fetched again.",
-            f"* Trap bounds: at most {trap.max_urls_per_host} URLs per capsule, links at "
-            f"most {trap.max_depth} steps from where it started, "
-            f"{trap.max_queries_per_path} query strings per path, URLs up to "
-            f"{trap.max_url_length} bytes.",
-            "",
-            "=> /check Why is my page in the index, or not? What is known of my capsule?",
             "=> / Home",
         ]
-        return page(lines)
+    )
+
+
+def _setting(conn: Any, key: str) -> str | None:
+    row = conn.execute(engine_of(conn).sql[q.SETTING], {"key": key}).fetchone()
+    return None if row is None else str(row[0])
+
+
+def _about(conn: Any) -> Resolution:
+    """/about, from the crawler's defaults and the database's settings."""
+    defaults = CrawlOptions()
+    role = _setting(conn, "role") or defaults.role
+    agent = _setting(conn, "agent") or defaults.agent
+    category = ROLE_CATEGORIES.get(role)
+    trap = FrontierLimits()
+    lines = [
+        "# About this search capsule and its crawler",
+        "",
+        f"The pages here were crawled by geminibot {__version__}, as the product token "
+        f'"{agent}" acting as the Gemini virtual agent "{role}". Before any other '
+        f"request to a capsule it reads the capsule's policy: {ROBOTS}, {ROBOTS2} "
+        f"(and the files its chain names) and {AGENTS}, and it obeys them.",
+        "",
+        "## Keeping it out",
+        "",
+        f'Every crawler acting as a {role}, this one included (the "{role}" virtual '
+        "agent of the robots.txt companion specification):",
+        "```",
+        f"User-agent: {role}",
+        "Disallow: /",
+        "```",
+        "This crawler only:",
+        "```",
+        f"User-agent: {agent}",
+        "Disallow: /",
+        "```",
+    ]
+    if category is not None:
+        lines += [f'In {ROBOTS2} it declares the category "{category}".']
+    lines += [
+        "",
+        "## How it behaves",
+        "",
+        "* One request at a time per server address, however many capsules it hosts. "
+        f"It starts at one request every {START_DELAY:g} seconds and goes faster while "
+        f"the server answers quickly, up to {MAX_RATE:g} a second in all; a 44 SLOW "
+        "DOWN halves that pace at once, for every capsule on the address.",
+        "* The delay a capsule's policy sets (Crawl-delay, Request-rate, the rate of "
+        "robots2.txt) always holds on top.",
+        "* 44 SLOW DOWN: it waits the seconds given, and longer after each 44 in a row; "
+        f"a wait longer than {MAX_WAIT:g} seconds leaves the capsule for a later run.",
+        f"* Policy files are reused for {MAX_CACHE_SECONDS / 3600:g} hours at most "
+        "(RFC 9309), then fetched again.",
+        f"* Trap bounds: at most {trap.max_urls_per_host} URLs per capsule, links at "
+        f"most {trap.max_depth} steps from where it started, "
+        f"{trap.max_queries_per_path} query strings per path, URLs up to "
+        f"{trap.max_url_length} bytes.",
+        "",
+        "=> /check Why is my page in the index, or not? What is known of my capsule?",
+        "=> / Home",
+    ]
+    return page(lines)
 
 
 def _snippet(snippet: str) -> str:

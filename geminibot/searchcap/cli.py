@@ -9,6 +9,7 @@ line's limits, per-address rate limits, a JSON Lines access log); the capsule is
 from __future__ import annotations
 
 import argparse
+from contextlib import closing
 from pathlib import Path
 from typing import Any
 
@@ -68,10 +69,11 @@ def capsule_url(hostname: str, port: int, path: str = "/") -> str:
 def run_serve_search(args: argparse.Namespace) -> int:
     names = [host_name(n) for n in args.hostname or [DEFAULT_HOSTNAME]]
     cert_dir = cert_folder(args.certs)
-    with reading(args.db) as (conn, find):
-        return _serve(
-            args, names, cert_dir, SearchCapsule(conn, find, checks=CheckReads.of(args.db))
-        )
+    with reading(args.db) as _:  # the database is there and current (else one line, exit)
+        pass
+    capsule = SearchCapsule.of(args.db, checks=CheckReads.of(args.db))
+    with closing(capsule):
+        return _serve(args, names, cert_dir, capsule)
 
 
 def _serve(

@@ -1,22 +1,19 @@
 """The faces' ``/check`` reads of the crawl database, off the event loop.
 
-Each read runs on a worker thread with a connection of its own to the database (opened
-for it and closed after: one ``/check`` never holds the connection the face answers other
-requests with), at most :data:`CHECK_READS` at once. A ``/check`` that finds them all
-taken waits its turn for up to :data:`CHECK_WAIT` seconds, then :class:`CheckBusy` (the
-faces answer ``44`` or ``503``). So one slow read never stalls the other requests.
+Each read runs on a worker thread with a connection of its own (:class:`geminibot.index.
+reads.Reads`: never the connection the face answers other requests with), at most
+:data:`CHECK_READS` at once. A ``/check`` that finds them all taken waits its turn for up
+to :data:`CHECK_WAIT` seconds, then :class:`~geminibot.index.reads.ReadsBusy` (the faces
+answer ``44`` or ``503``). So one slow read never stalls the other requests.
 """
 
 from __future__ import annotations
 
-import math
-from collections.abc import Callable, Iterator
-from contextlib import AbstractContextManager, contextmanager
+from collections.abc import Callable
 from functools import partial
 from typing import Any
 
-import trio
-
+from geminibot.index.reads import Opener, Reads, opened
 from geminibot.why import check, parse_target
 from geminibot.why.explain import Answer
 from geminibot.why.host import HostAnswer
@@ -26,27 +23,7 @@ CHECK_READS = 2
 #: Seconds a ``/check`` waits for a read to end before it is answered "busy".
 CHECK_WAIT = 5.0
 
-Opener = Callable[[], AbstractContextManager[Any]]
 Read = Callable[[Any, str, float], Answer | HostAnswer]
-
-
-class CheckBusy(Exception):
-    """Every read slot stayed taken for :data:`CHECK_WAIT` seconds: ask again after
-    ``retry_after`` seconds."""
-
-    def __init__(self, retry_after: int) -> None:
-        super().__init__(f"the crawl database is busy: try again in {retry_after} s")
-        self.retry_after = retry_after
-
-
-@contextmanager
-def opened(db: str) -> Iterator[Any]:
-    """A connection of its own to the crawl database ``db`` (an SQLite file or a
-    ``postgresql://`` URL), closed after."""
-    from geminibot.index.search_cli import reading
-
-    with reading(db) as (conn, _):
-        yield conn
 
 
 class CheckReads:
@@ -63,29 +40,18 @@ class CheckReads:
         wait: float = CHECK_WAIT,
         read: Read = check,
     ) -> None:
-        self.open_db = open_db
-        self.limiter = trio.CapacityLimiter(limit)
-        self.wait = wait
+        self.reads = Reads(open_db, limit=limit, wait=wait)
         self.read = read
 
     @classmethod
     def of(cls, db: str, **options: Any) -> CheckReads:
-        """The reads of the crawl database ``db`` (see :func:`opened`)."""
+        """The reads of the crawl database ``db`` (see :func:`~geminibot.index.reads.
+        opened`)."""
         return cls(partial(opened, db), **options)
 
     async def answer(self, text: str, now: float) -> Answer | HostAnswer:
         """What :func:`geminibot.why.check` answers for ``text`` at ``now``; raises its
-        :class:`~geminibot.why.BadTarget`, and :class:`CheckBusy`."""
+        :class:`~geminibot.why.BadTarget`, and
+        :class:`~geminibot.index.reads.ReadsBusy`."""
         parse_target(text)  # a bad target is told at once, without a read
-        with trio.move_on_after(self.wait) as waited:
-            await self.limiter.acquire()
-        if waited.cancelled_caught:
-            raise CheckBusy(max(1, math.ceil(self.wait)))
-        try:
-            return await trio.to_thread.run_sync(self._read, text, now)
-        finally:
-            self.limiter.release()
-
-    def _read(self, text: str, now: float) -> Answer | HostAnswer:
-        with self.open_db() as conn:
-            return self.read(conn, text, now)
+        return await self.reads.run(lambda conn: self.read(conn, text, now))

@@ -5,12 +5,13 @@ titles for every result."""
 from __future__ import annotations
 
 import sqlite3
+from contextlib import closing
 from pathlib import Path
 from urllib.parse import quote
 
 import pytest
 import tantivy
-from commands import run_main
+from commands import answer_of, run_main
 
 from geminibot.crawl.page import extract
 from geminibot.gemini.urls import parse_request
@@ -126,10 +127,10 @@ def test_every_result_has_a_title(db: Path, engine: str) -> None:
 
 
 def capsule(db: Path, query: str) -> str:
-    conn = sqlite3.connect(db)
-    answer = SearchCapsule(conn)(
-        parse_request(f"gemini://s.test/search?{quote(query)}\r\n".encode())
-    )
+    with closing(SearchCapsule.of(str(db))) as handler:
+        answer = answer_of(
+            handler, parse_request(f"gemini://s.test/search?{quote(query)}\r\n".encode())
+        )
     return answer.body.decode() if answer.body else answer.meta
 
 

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import sqlite3
+from contextlib import closing
 from pathlib import Path
 from typing import Any
 
 import pytest
+from commands import answer_of
 from pages import gemtext_page
 
 from geminibot.crawl.frontier import FrontierLimits
@@ -15,14 +17,17 @@ from geminibot.gemini.server import Resolution
 from geminibot.gemini.urls import parse_request
 from geminibot.index import Link, Page, SearchResult, connect, search, store_page, transaction
 from geminibot.index.db import set_setting
+from geminibot.index.reads import Reads
 from geminibot.index.search import MAX_QUERY_LENGTH
-from geminibot.index.tantivy_index import rebuild
+from geminibot.index.tantivy_index import db_path_of, rebuild
 from geminibot.searchcap import SearchCapsule
 from geminibot.searchcap.app import (
     HOSTS_PER_PAGE,
     MAX_BACKLINKS,
     MAX_PAGE,
     PAGE_SIZE,
+    SEARCH_READS,
+    SEARCH_WAIT,
     STATS_SECONDS,
 )
 
@@ -62,9 +67,15 @@ def conn(tmp_path: Path) -> sqlite3.Connection:
     return conn
 
 
+def reads_of(conn: sqlite3.Connection) -> Reads:
+    """Reads of ``conn``'s database file, with connections of their own."""
+    return Reads.of(str(db_path_of(conn)), limit=SEARCH_READS, wait=SEARCH_WAIT)
+
+
 def ask(conn: sqlite3.Connection, path_query: str) -> Resolution:
     url = parse_request(f"gemini://search.test{path_query}\r\n".encode())
-    return SearchCapsule(conn)(url)
+    with closing(SearchCapsule(reads_of(conn))) as capsule:
+        return answer_of(capsule, url)  # type: ignore[no-any-return]
 
 
 def text(answer: Resolution) -> str:
@@ -124,7 +135,8 @@ def test_a_page_asks_the_index_for_that_page_only(conn: sqlite3.Connection, engi
         return search(db, query, limit, offset=offset, engine=engine)
 
     url = parse_request(b"gemini://search.test/search/3?tomatoes\r\n")
-    body = text(SearchCapsule(conn, find)(url))
+    with closing(SearchCapsule(reads_of(conn), find)) as capsule:
+        body = text(answer_of(capsule, url))
     assert asked == [(PAGE_SIZE + 1, 2 * PAGE_SIZE)]
     shown = [ln.split()[1] for ln in body.splitlines() if ln.startswith("=> gemini://")]
     assert shown == [r.url for r in search(conn, "tomatoes", 1000, engine=engine)][20:]
@@ -227,15 +239,15 @@ def test_stats(conn: sqlite3.Connection) -> None:
 
 def test_stats_are_counted_at_most_once_a_period(conn: sqlite3.Connection) -> None:
     now = [100.0]
-    capsule = SearchCapsule(conn, clock=lambda: now[0])
+    capsule = SearchCapsule(reads_of(conn), clock=lambda: now[0])
     url = parse_request(b"gemini://search.test/stats\r\n")
-    assert "pages      26 " in text(capsule(url))
+    assert "pages      26 " in text(answer_of(capsule, url))
     with transaction(conn):
         store_page(conn, stored("gemini://new.test/", "New", "new page"), "indexer")
     now[0] += STATS_SECONDS - 0.001
-    assert "pages      26 " in text(capsule(url))
+    assert "pages      26 " in text(answer_of(capsule, url))
     now[0] += 0.001
-    assert "pages      27 " in text(capsule(url))
+    assert "pages      27 " in text(answer_of(capsule, url))
 
 
 def test_about_names_the_token_and_virtual_agent_from_the_database(

@@ -6,22 +6,23 @@ every page alike; the command opens a PostgreSQL ``--db`` as it does a file."""
 from __future__ import annotations
 
 import socket
+from contextlib import closing
 from pathlib import Path
 from typing import Any
 
 import pytest
+from commands import answer_of
 from test_store import A
 from test_store_search import fill
 
 from geminibot.cli import main
 from geminibot.crawl.store import CrawlStore
 from geminibot.gemini.urls import parse_request
-from geminibot.index.search_cli import reading
 from geminibot.searchcap import SearchCapsule
 
 
 def ask(capsule: SearchCapsule, path_query: str) -> tuple[int, str, str]:
-    answer = capsule(parse_request(f"gemini://search.test{path_query}\r\n".encode()))
+    answer = answer_of(capsule, parse_request(f"gemini://search.test{path_query}\r\n".encode()))
     body = answer.read_body().decode("utf-8") if answer.status == 20 else ""
     return answer.status, answer.meta, body
 
@@ -29,8 +30,7 @@ def ask(capsule: SearchCapsule, path_query: str) -> tuple[int, str, str]:
 def pages(store: CrawlStore, db: str) -> dict[str, Any]:
     fill(store)
     assert store.check_settings({"role": "indexer", "agent": "mybot"}) is None
-    with reading(db) as (conn, find):
-        capsule = SearchCapsule(conn, find)
+    with closing(SearchCapsule.of(db)) as capsule:
         return {
             path: ask(capsule, path)
             for path in (

@@ -10,6 +10,7 @@ import html
 import json
 import re
 from collections.abc import Iterator
+from contextlib import closing
 from pathlib import Path
 from urllib.parse import quote
 
@@ -104,9 +105,8 @@ def why_json(db: str, target: str) -> dict[str, object]:
 
 
 def capsule_check(db: str, target: str) -> str:
-    with reading(db) as (conn, find):
-        request = f"gemini://localhost/check?{quote(target, safe='')}"
-        handler = SearchCapsule(conn, find, checks=CheckReads.of(db))
+    request = f"gemini://localhost/check?{quote(target, safe='')}"
+    with closing(SearchCapsule.of(db, checks=CheckReads.of(db))) as handler:
         answer = answer_of(handler, parse_request(request.encode()))
     assert answer.status == Status.SUCCESS, answer.meta
     return answer.body.decode("utf-8")

@@ -6,7 +6,7 @@ database is a real SQLite crawl database, its rows written as a crawl writes the
 
 from __future__ import annotations
 
-import sqlite3
+from contextlib import closing
 from pathlib import Path
 from urllib.parse import quote
 
@@ -65,13 +65,9 @@ def db(tmp_path: Path) -> Path:
 
 
 def capsule(db: Path, query: str | None) -> tuple[int, str, str]:
-    conn = sqlite3.connect(db)
-    try:
-        url = "gemini://localhost/check" + ("" if query is None else "?" + quote(query, safe=""))
-        handler = SearchCapsule(conn, checks=CheckReads.of(str(db)))
+    url = "gemini://localhost/check" + ("" if query is None else "?" + quote(query, safe=""))
+    with closing(SearchCapsule.of(str(db), checks=CheckReads.of(str(db)))) as handler:
         answer = answer_of(handler, parse_request(url.encode()))
-    finally:
-        conn.close()
     return int(answer.status), answer.meta, (answer.body or b"").decode()
 
 
@@ -152,14 +148,10 @@ def test_checks_count_against_the_portals_rate_limit(db: Path) -> None:
 
 
 def test_home_and_about_link_to_check(db: Path) -> None:
-    conn = sqlite3.connect(db)
-    capsule_app = SearchCapsule(conn)
-    for path in ("/", "/about"):
-        body = (
-            capsule_app(parse_request(f"gemini://localhost{path}".encode())).body or b""
-        ).decode()
-        assert "=> /check " in body
-    conn.close()
+    with closing(SearchCapsule.of(str(db))) as capsule_app:
+        for path in ("/", "/about"):
+            answer = answer_of(capsule_app, parse_request(f"gemini://localhost{path}".encode()))
+            assert "=> /check " in (answer.body or b"").decode()
 
     async def home(path: str) -> str:
         app = PortalApp(

@@ -96,8 +96,7 @@ async def while_held(
 
 def test_the_capsule_answers_while_a_check_read_is_held(db: str) -> None:
     held = HeldRead()
-    with closing(connect(db)) as conn:
-        capsule = SearchCapsule(conn, checks=CheckReads.of(db, read=held))
+    with closing(SearchCapsule.of(db, checks=CheckReads.of(db, read=held))) as capsule:
 
         async def slow() -> object:
             return (await gemini(capsule, f"gemini://localhost/check?{TARGET}")).status
@@ -135,8 +134,7 @@ def test_a_check_past_the_read_limit_is_told_busy(db: str) -> None:
     url = f"gemini://localhost/check?{TARGET}"
 
     async def main() -> None:
-        with closing(connect(db)) as conn:
-            capsule = SearchCapsule(conn, checks=checks)
+        with closing(SearchCapsule.of(db, checks=checks)) as capsule:
             async with portal(checks) as web, trio.open_nursery() as nursery:
                 nursery.start_soon(gemini, capsule, url)
                 await held.wait_started()
