@@ -5,7 +5,6 @@ waits :data:`SEARCH_WAIT` for a slot, then ``44``."""
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Awaitable
 from contextlib import closing
 from pathlib import Path
@@ -14,48 +13,31 @@ from typing import Any
 import pytest
 import trio
 import trio.testing
+from held_reads import Hold, empty_crawl_db
 
 from geminibot.gemini.server import Resolution
 from geminibot.gemini.status import Status
 from geminibot.gemini.urls import parse_request
-from geminibot.index import SearchResult, connect, search
+from geminibot.index import SearchResult, search
 from geminibot.index.reads import Reads
 from geminibot.searchcap.app import SEARCH_READS, SEARCH_WAIT, SearchCapsule
 from geminibot.why.reads import CheckReads
 
-#: How long a held search waits for its event at most: reached only when the capsule ran
-#: the search on the event loop (then nothing else could set it), and the test fails.
-HOLD_LIMIT = 30.0
 HELD = "held"
 
 
-class HeldSearch:
+class HeldSearch(Hold):
     """The real search, held until :meth:`release` when the query is :data:`HELD`."""
-
-    def __init__(self) -> None:
-        self.started = threading.Semaphore(0)
-        self.released = threading.Event()
 
     def __call__(self, conn: Any, query: str, limit: int, *, offset: int = 0) -> list[SearchResult]:
         if query == HELD:
-            self.started.release()
-            self.released.wait(HOLD_LIMIT)
+            self.hold()
         return search(conn, query, limit, offset=offset)
-
-    async def wait_started(self, count: int = 1) -> None:
-        for _ in range(count):
-            assert await trio.to_thread.run_sync(self.started.acquire, True, HOLD_LIMIT)
-
-    def release(self) -> None:
-        self.released.set()
 
 
 @pytest.fixture
 def db(tmp_path: Path) -> str:
-    """An empty crawl database (schema only)."""
-    path = tmp_path / "crawl.db"
-    connect(path).close()
-    return str(path)
+    return empty_crawl_db(tmp_path)
 
 
 def capsule_of(db: str, held: HeldSearch) -> SearchCapsule:

@@ -5,7 +5,6 @@ read held (by an event, never a timer) leaves the face answering other requests,
 
 from __future__ import annotations
 
-import threading
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager, closing
 from pathlib import Path
@@ -15,11 +14,11 @@ import httpx
 import pytest
 import trio
 import trio.testing
+from held_reads import Hold, empty_crawl_db
 
 from geminibot.gemini.server import Resolution
 from geminibot.gemini.status import Status
 from geminibot.gemini.urls import parse_request
-from geminibot.index import connect
 from geminibot.portal.app import PortalApp
 from geminibot.portal.limits import PortalLimits
 from geminibot.portal.upstream import Upstream, UpstreamGuard
@@ -29,37 +28,20 @@ from geminibot.why.explain import Answer
 from geminibot.why.host import HostAnswer
 from geminibot.why.reads import CHECK_WAIT, CheckReads
 
-#: How long a held read waits for its event at most: reached only when the face ran the
-#: read on the event loop (then nothing else could set it), and the test fails.
-HOLD_LIMIT = 30.0
 TARGET = "gemini://a.test/page.gmi"
 
 
-class HeldRead:
+class HeldRead(Hold):
     """The real read (:func:`geminibot.why.check`), held until :meth:`release`."""
 
-    def __init__(self) -> None:
-        self.started = threading.Event()
-        self.released = threading.Event()
-
     def __call__(self, conn: Any, text: str, now: float) -> Answer | HostAnswer:
-        self.started.set()
-        self.released.wait(HOLD_LIMIT)
+        self.hold()
         return check(conn, text, now)
-
-    async def wait_started(self) -> None:
-        assert await trio.to_thread.run_sync(self.started.wait, HOLD_LIMIT)
-
-    def release(self) -> None:
-        self.released.set()
 
 
 @pytest.fixture
 def db(tmp_path: Path) -> str:
-    """An empty crawl database (schema only)."""
-    path = tmp_path / "crawl.db"
-    connect(path).close()
-    return str(path)
+    return empty_crawl_db(tmp_path)
 
 
 async def gemini(capsule: SearchCapsule, url: str) -> Resolution:
