@@ -65,6 +65,8 @@ class Visit:
     duplicate_of: str | None
     interval: float | None  # None: never fetched with this rule (a database from before it)
     attempts: int  # requests since the last answer (urls.attempts): failures in a row
+    changed_at: float | None = None  # when its page's content last changed (pages.changed_at)
+    gone_at: float | None = None  # when its page went away (pages.gone_at; None: live)
 
 
 def next_interval(previous: float | None, changed: bool) -> float:

@@ -59,10 +59,10 @@ _TABLES: tuple[tuple[str, str, str], ...] = (
         "pages",
         "SELECT p.id, p.url, p.host, p.status, p.meta, p.mime, p.lang, p.size,"
         " p.content_hash, p.fetched_at, p.title, p.duplicate_of, p.redirect_to,"
-        " p.text_indexed != 0, f.headings, f.body FROM pages p"
+        " p.text_indexed != 0, p.changed_at, p.gone_at, f.headings, f.body FROM pages p"
         " LEFT JOIN pages_fts f ON f.rowid = p.id ORDER BY p.id",
         "id, url, host, status, meta, mime, lang, size, content_hash, fetched_at, title,"
-        " duplicate_of, redirect_to, text_indexed, headings, body",
+        " duplicate_of, redirect_to, text_indexed, changed_at, gone_at, headings, body",
     ),
     (
         "pins",

@@ -6,7 +6,8 @@ For a page fetched, one small step each (:func:`page_item`): whether it is *gone
 canonical URL: only its fetch time is updated), a *duplicate* of a page with the same
 body (the URL with the smaller :func:`~geminibot.crawl.freshness.canonical_key` is the
 canonical one; the other becomes its alias, and its links are not followed), when it is
-due again (:func:`~geminibot.crawl.freshness.next_interval`), and whether its content may
+due again (:func:`~geminibot.crawl.freshness.next_interval`), when its content last
+changed and when it went away (:func:`moments`), and whether its content may
 be kept (robots2.txt ``store: no`` or ``session-only``: the index keeps its metadata and
 links only, and no WARC record). For a URL refused or failed, when it is asked again
 (:func:`refused_revisit`, :func:`failed_revisit`).
@@ -27,6 +28,7 @@ from geminibot.crawl.freshness import (
 from geminibot.crawl.page import Extracted
 from geminibot.crawl.scope import Link
 from geminibot.crawl.store import DecisionRecord, FetchedPage, FetchRecord, Revisit
+from geminibot.index import Page
 from geminibot.policy.site_policy import Bot, SitePolicy
 from geminibot.urls import Scheme
 
@@ -74,6 +76,8 @@ def page_item(
         else:
             page, links = replace(page, duplicate_of=original, links=()), ()
     interval = next_interval(previous.interval if previous else None, changed=not unchanged)
+    changed_at, gone_at = moments(previous, page, gone, now)
+    page = replace(page, changed_at=changed_at, gone_at=gone_at)
     if not answer.keeps_copies:
         # robots2.txt store: no / session-only: nothing of the content is persisted; the
         # index keeps the page's metadata and links only (and the archive no record).
@@ -89,6 +93,21 @@ def page_item(
         gone=gone,
         demote=demote,
     )
+
+
+def moments(
+    previous: Visit | None, page: Page, gone: bool, now: float
+) -> tuple[float | None, float | None]:
+    """When the page's content last changed and when it went away, after this fetch at
+    ``now``: a page that answers again changed now if its status or body differs from the
+    last one stored (a first fetch is no change), and is live; a page gone keeps its last
+    change and the time it first went away."""
+    if previous is None or previous.status is None:  # no page stored before
+        return None, now if gone else None
+    if gone:
+        return previous.changed_at, now if previous.gone_at is None else previous.gone_at
+    same = previous.status == page.status and previous.content_hash == page.content_hash
+    return previous.changed_at if same else now, None
 
 
 def refused_revisit(previous: Visit | None, now: float) -> Revisit:

@@ -302,6 +302,6 @@ class SqlStore:
             rows = self._run(conn, q.VANISHED_PAGES, since).fetchall()
             for page_id, url in rows:
                 self._drop_text(conn, page_id)
-                self._run(conn, q.DELIST_PAGE, {"id": page_id})
+                self._run(conn, q.DELIST_PAGE, {"id": page_id, "now": now})
                 self._requeue_aliases(conn, str(url))
         return len(rows)

@@ -5,7 +5,9 @@
   time since each was last fetched;
 - the share of them past their revisit time (``urls.next_visit``): a crawl that keeps up
   holds it near 0;
-- pages fetched, and URLs gone (51/52, 404/410), in the last day;
+- pages fetched, pages changed (a fetch found a status or body other than the last one)
+  and pages gone (51/52, 404/410, or their host vanished) in the last day
+  (``pages.changed_at``, ``pages.gone_at``);
 - on SQLite, the index lag, given by the caller: pages fetched, changed or gone that the
   tantivy index does not hold yet; PostgreSQL's own index is written with each page, it
   never lags.
@@ -37,18 +39,19 @@ def freshness(conn: Any, now: float, lag: int | None = None) -> dict[str, Any]:
     ).fetchone()
     live, past = int(live), int(past)
     since = now - DAY
-    fetched = conn.execute(f"SELECT count(*) FROM pages WHERE fetched_at >= {since!r}").fetchone()
-    gone = conn.execute(
-        f"SELECT count(*) FROM urls WHERE state = 'gone' AND updated_at >= {since!r}"
-    ).fetchone()
+    fetched, changed, gone = (
+        int(conn.execute(f"SELECT count(*) FROM pages WHERE {column} >= {since!r}").fetchone()[0])
+        for column in ("fetched_at", "changed_at", "gone_at")
+    )
     return {
         "live_pages": live,
         "age_median_seconds": _age_at(conn, now, (live - 1) // 2) if live else None,
         "age_p90_seconds": _age_at(conn, now, (live - 1) * 9 // 10) if live else None,
         "past_revisit": past,
         "past_revisit_share": round(past / live, 4) if live else 0.0,
-        "fetched_last_day": int(fetched[0]),
-        "gone_last_day": int(gone[0]),
+        "fetched_last_day": fetched,
+        "changed_last_day": changed,
+        "gone_last_day": gone,
         "index_lag": lag,
     }
 
@@ -65,7 +68,7 @@ def format_freshness(data: dict[str, Any]) -> list[str]:
         f"  age median, p90      {hours(data['age_median_seconds'])}, "
         f"{hours(data['age_p90_seconds'])}",
         f"  past revisit time    {data['past_revisit']} ({100 * data['past_revisit_share']:.1f}%)",
-        f"  fetched last day     {data['fetched_last_day']}",
-        f"  gone last day        {data['gone_last_day']}",
+        f"  fetched last 24 h    {data['fetched_last_day']}",
+        f"  changed last 24 h    {data['changed_last_day']}, gone: {data['gone_last_day']}",
         f"  index lag            {'-' if lag is None else f'{lag} changes'}",
     ]

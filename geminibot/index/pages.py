@@ -46,6 +46,8 @@ class Page:
     links: tuple[Link, ...] = field(default_factory=tuple)
     duplicate_of: str | None = None
     redirect_to: str | None = None
+    changed_at: float | None = None  # its content last changed (None: not since first seen)
+    gone_at: float | None = None  # it went away (None: live)
 
 
 def page_row(page: Page, role: str) -> dict[str, object]:
@@ -67,6 +69,8 @@ def page_row(page: Page, role: str) -> dict[str, object]:
         "dup": page.duplicate_of,
         "redirect": page.redirect_to,
         "keep": keep_text,
+        "changed": page.changed_at,
+        "gone": page.gone_at,
     }
 
 
@@ -80,9 +84,9 @@ def store_page(conn: sqlite3.Connection, page: Page, role: str) -> int:
         conn.execute("DELETE FROM pages WHERE id = ?", (old[0],))
     cur = conn.execute(
         "INSERT INTO pages (url, host, status, meta, mime, lang, size, content_hash, fetched_at,"
-        " title, duplicate_of, redirect_to, text_indexed)"
+        " title, duplicate_of, redirect_to, text_indexed, changed_at, gone_at)"
         " VALUES (:url, :host, :status, :meta, :mime, :lang, :size, :hash, :at, :title, :dup,"
-        " :redirect, :keep)",
+        " :redirect, :keep, :changed, :gone)",
         row,
     )
     page_id = cur.lastrowid

@@ -190,7 +190,12 @@ def _logs(meta: sa.MetaData) -> None:
 
 
 def _index(meta: sa.MetaData, pg: bool) -> None:
-    """The index: one row per fetched URL, its links, and link authority."""
+    """The index: one row per fetched URL, its links, and link authority.
+
+    A page's ``changed_at`` is when a fetch last found its content (status or body)
+    different from the one before (NULL: never since its first fetch, or not known, in a
+    row from before version 9); ``gone_at`` is when it went away (answered 51/52 or
+    404/410, or its host vanished), NULL while it is live."""
     text_columns = (
         [
             sa.Column("headings", sa.Text),
@@ -217,10 +222,19 @@ def _index(meta: sa.MetaData, pg: bool) -> None:
         sa.Column("duplicate_of", sa.Text),
         sa.Column("redirect_to", sa.Text),
         sa.Column("text_indexed", Flag, nullable=False, server_default=sa.false()),
+        sa.Column("changed_at", Real),
+        sa.Column("gone_at", Real),
         *text_columns,
     )
     sa.Index("pages_hash", pages.c.content_hash)
     sa.Index("pages_host", pages.c.host)
+    for moment in (pages.c.changed_at, pages.c.gone_at):
+        sa.Index(
+            f"pages_{moment.name}",
+            moment,
+            sqlite_where=sa.text(f"{moment.name} IS NOT NULL"),
+            postgresql_where=sa.text(f"{moment.name} IS NOT NULL"),
+        )
     sa.Index(
         "pages_duplicate_of",
         pages.c.duplicate_of,

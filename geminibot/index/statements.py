@@ -158,8 +158,8 @@ SCHEDULE = sa.text(
     "UPDATE urls SET next_visit = :next_visit, revisit_interval = :interval WHERE url = :url"
 )
 PREVIOUS = sa.text(
-    "SELECT p.status, p.content_hash, p.duplicate_of, u.revisit_interval, u.attempts"
-    " FROM urls u LEFT JOIN pages p ON p.url = u.url WHERE u.url = :url"
+    "SELECT p.status, p.content_hash, p.duplicate_of, u.revisit_interval, u.attempts,"
+    " p.changed_at, p.gone_at FROM urls u LEFT JOIN pages p ON p.url = u.url WHERE u.url = :url"
 )
 REVISIT_DUE = sa.text(
     "UPDATE urls SET state = 'queued', lease = NULL"
@@ -218,9 +218,10 @@ REPOINT_ALIASES = sa.text("UPDATE pages SET duplicate_of = :new WHERE duplicate_
 DEMOTE_PAGE = sa.text(
     "UPDATE pages SET duplicate_of = :new, title = '', text_indexed = false WHERE id = :id"
 )
-#: A vanished host's page: out of the search index, and not found by its hash.
+#: A vanished host's page: out of the search index, not found by its hash, gone at ``:now``.
 DELIST_PAGE = sa.text(
-    "UPDATE pages SET title = '', text_indexed = false, content_hash = NULL WHERE id = :id"
+    "UPDATE pages SET title = '', text_indexed = false, content_hash = NULL,"
+    " gone_at = coalesce(gone_at, :now) WHERE id = :id"
 )
 DELETE_LINKS = sa.text("DELETE FROM links WHERE page_id = :id")
 

@@ -346,7 +346,7 @@ class SearchCapsule:
     async def stats(self, _url: URL) -> Resolution:
         now = self.clock()
         if self._stats is None or now - self._stats[0] >= STATS_SECONDS:
-            counted = await self._read(_count)
+            counted = await self._read(partial(_count, at=self.wall_clock()))
             if counted.status != Status.SUCCESS:
                 return counted
             self._stats = (now, counted)
@@ -356,13 +356,14 @@ class SearchCapsule:
         return self._read(_about)
 
 
-def _count(conn: Any) -> Resolution:
+def _count(conn: Any, at: float) -> Resolution:
+    """/stats, its figures counted at the wall-clock time ``at``."""
     return page(
         [
             "# What the index holds",
             "",
             "```",
-            format_stats(stats(conn, lag=index_lag(conn))),
+            format_stats(stats(conn, at, index_lag(conn))),
             "```",
             "",
             "=> / Home",

@@ -83,7 +83,8 @@ class _StoreCollector(Collector):
             ("age_p90_seconds", "90th percentile of the time since a live page was fetched"),
             ("past_revisit_share", "Share of live pages past their revisit time"),
             ("fetched_last_day", "Pages fetched in the last 24 hours"),
-            ("gone_last_day", "URLs gone (51/52, 404/410) in the last 24 hours"),
+            ("changed_last_day", "Pages whose content changed in the last 24 hours"),
+            ("gone_last_day", "Pages gone (51/52, 404/410, host vanished) in the last 24 hours"),
             ("index_lag", "Store changes the search index has not applied yet"),
         ):
             value = data.get(key)

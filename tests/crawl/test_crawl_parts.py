@@ -100,6 +100,27 @@ def test_a_gone_page_leaves_the_index_and_is_not_revisited(status: int) -> None:
     assert item.gone and item.revisit is None and list(item.links) == []
 
 
+def test_a_page_changed_when_its_status_or_body_differs_and_gone_when_it_first_went() -> None:
+    def fetched(text: str, previous: Visit | None, at: float, status: int = 20) -> Visit:
+        page = page_item(answer(text, status=status, previous=previous), at, every_link).page
+        return Visit(page.status, page.content_hash, None, None, 0, page.changed_at, page.gone_at)
+
+    first = fetched("# One\n", None, NOW)
+    assert (first.changed_at, first.gone_at) == (None, None)  # a first fetch is no change
+    same = fetched("# One\n", first, NOW + 1)
+    assert (same.changed_at, same.gone_at) == (None, None)
+    changed = fetched("# Two\n", same, NOW + 2)
+    assert (changed.changed_at, changed.gone_at) == (NOW + 2, None)
+    gone = fetched("", changed, NOW + 3, status=51)
+    assert (gone.changed_at, gone.gone_at) == (NOW + 2, NOW + 3)  # its last change kept
+    still = fetched("", gone, NOW + 4, status=51)
+    assert (still.changed_at, still.gone_at) == (NOW + 2, NOW + 3)  # gone since it first went
+    back = fetched("# Two\n", still, NOW + 5)
+    assert (back.changed_at, back.gone_at) == (NOW + 5, None)  # answering again is a change
+    never = fetched("", Visit(None, None, None, None, 1), NOW + 6, status=51)
+    assert (never.changed_at, never.gone_at) == (None, NOW + 6)  # a URL that failed before
+
+
 def test_a_duplicate_under_a_longer_url_becomes_an_alias_of_the_canonical_one() -> None:
     longer = "gemini://a.test/copy/of/page.gmi"
     item = page_item(answer("# Twin\n=> /x.gmi\n", url=longer, original=URL), NOW, every_link)

@@ -25,18 +25,26 @@ def test_ages_share_past_revisit_and_the_last_day(kind: str, db: str) -> None:
                 "INSERT INTO pages (url, host, status, meta, size, fetched_at)"
                 f" VALUES ('{url}', 'a.test', 20, 'text/gemini', 1, {fetched})"
             )
-        conn.execute(
-            "INSERT INTO urls (url, host, path, has_query, depth, state, updated_at) VALUES"
-            f" ('gemini://a.test/old', 'a.test', '/', false, 0, 'gone', {NOW - 2 * DAY}),"
-            f" ('gemini://a.test/new', 'a.test', '/', false, 0, 'gone', {NOW - 60})"
-        )
+        # changed 1 h and just over a day ago; gone 2 days and a minute ago
+        for n, at in ((1, 3600), (2, DAY + 1)):
+            conn.execute(
+                f"UPDATE pages SET changed_at = {NOW - at} WHERE url = 'gemini://a.test/{n}'"
+            )
+        for name, at in (("old", 2 * DAY), ("new", 60)):
+            conn.execute(
+                "INSERT INTO pages (url, host, status, meta, size, fetched_at, gone_at)"
+                f" VALUES ('gemini://a.test/{name}', 'a.test', 51, 'gone', 0, {NOW - at},"
+                f" {NOW - at})"
+            )
         data = freshness(conn, NOW)
     assert data["live_pages"] == 10
     assert data["age_median_seconds"] == 4 * 3600.0  # ages 0..9 h: the 5th freshest
     assert data["age_p90_seconds"] == 8 * 3600.0
     assert data["past_revisit"] == 4 and data["past_revisit_share"] == 0.4  # 6..9 h old
-    assert data["fetched_last_day"] == 10 and data["gone_last_day"] == 1
+    assert data["fetched_last_day"] == 11  # the ten, and the page gone a minute ago
+    assert data["changed_last_day"] == 1 and data["gone_last_day"] == 1
     assert data["index_lag"] is None  # no tantivy index (PostgreSQL: never one)
     lines = format_freshness(data)
     assert "  age median, p90      4.0 h, 8.0 h" in lines
+    assert "  changed last 24 h    1, gone: 1" in lines
     assert all(len(line) <= 80 for line in lines)

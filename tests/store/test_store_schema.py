@@ -341,3 +341,34 @@ def resume(store: CrawlStore) -> None:
     while (c := store.claim("a.test", "me")) is not None:
         claimed.add(c.url)
     assert claimed == {url for url, *_ in _OLD_ROWS}
+
+
+@pytest.mark.parametrize(("kind", "old"), [("sqlite", 6), ("postgresql", 5)])
+def test_an_older_page_keeps_when_it_went_away(kind: str, db: str, old: int) -> None:
+    """Version 9's moments in a database from before them: a page whose URL is gone went
+    away when the URL was closed; a live page is live; no page's last change is known."""
+    make_old(kind, db, old)
+    rows = (("gemini://a.test/gone", "gone", 51, 2000.0), ("gemini://a.test/", "done", 20, 1000.0))
+    run(
+        kind,
+        db,
+        tuple(
+            statement
+            for url, state, status, at in rows
+            for statement in (
+                "INSERT INTO urls (url, host, path, has_query, depth, state, updated_at)"
+                f" VALUES ('{url}', 'a.test', '/', false, 0, '{state}', {at})",
+                "INSERT INTO pages (url, host, status, meta, size, fetched_at)"
+                f" VALUES ('{url}', 'a.test', {status}, '', 0, {at - 10})",
+            )
+        ),
+    )
+    open_db(kind, db)
+    with inspected(kind, db) as connection:
+        got = connection.exec_driver_sql(
+            "SELECT url, changed_at, gone_at FROM pages ORDER BY url"
+        ).fetchall()
+    assert [tuple(r) for r in got] == [
+        ("gemini://a.test/", None, None),
+        ("gemini://a.test/gone", None, 2000.0),
+    ]

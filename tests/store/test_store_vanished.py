@@ -81,6 +81,7 @@ def test_a_vanished_host_leaves_the_index_at_the_bounds(
     assert store.count_pages() == 2  # its row too, hash and text cleared
     seen = store.previous(B)
     assert seen is not None and seen.status == 20 and seen.content_hash is None
+    assert seen.gone_at == first + VANISHED_AFTER  # gone when delisted, not again later
 
     # It answers again: the same body is indexed again, and its failures are over.
     assert store.revisit(first + 21 * DAY, everything=True) == 2
