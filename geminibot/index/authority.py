@@ -13,7 +13,9 @@ Each page gets its host's score, scaled so that 1.0 is the average host. The tab
 ``authority`` (created here when missing, so databases written before it keep working,
 and dropping it loses nothing the crawl cannot recompute) holds ``score`` and ``weight`` =
 ``log2(2 + AUTHORITY_SCALE * score)``, the factor search multiplies text relevance by
-(:func:`weight_of`; tantivy's re-rank stage calls it on the score it stores).
+(:func:`weight_of`): FTS5 and PostgreSQL read it from the table at each query, the
+tantivy index from its weights file (:mod:`geminibot.index.weights`). It is computed
+again on a schedule (:mod:`geminibot.index.authority_job`).
 """
 
 from __future__ import annotations
@@ -35,6 +37,8 @@ MAX_ITERATIONS = 50
 TOLERANCE = 1e-6
 #: How strongly authority scales text relevance (0 turns it off).
 AUTHORITY_SCALE = 1.0
+#: The store's setting that records when authority was last computed (Unix seconds).
+COMPUTED_AT = "authority_computed_at"
 
 
 def weight_of(score: float) -> float:
@@ -151,8 +155,20 @@ def replace_authority(conn: Any, ranks: list[tuple[str, float, float]]) -> None:
     conn.cursor().executemany(sql[q.ADD_HOST_RANK], rows)
     conn.execute(sql[q.CLEAR_AUTHORITY], {})
     conn.execute(sql[q.FILL_AUTHORITY], {})
-    computed = {"key": "authority_computed_at", "value": str(time.time())}
-    conn.execute(sql[q.SET_SETTING], computed)
+    conn.execute(sql[q.SET_SETTING], {"key": COMPUTED_AT, "value": str(time.time())})
+
+
+def last_computed(conn: Any) -> float | None:
+    """When authority was last computed into the store, either store's connection
+    (Unix seconds; None: never)."""
+    from geminibot.index import statements as q
+    from geminibot.index.engines import engine_of
+
+    row = conn.execute(engine_of(conn).sql[q.SETTING], {"key": COMPUTED_AT}).fetchone()
+    try:
+        return None if row is None else float(row[0])
+    except ValueError:
+        return None
 
 
 def compute_authority(

@@ -8,21 +8,15 @@ where FTS5's bm25 scores every matching page before sorting (see docs/benchmarks
 It lives in the folder ``DB.search/``, built whole from the store (:func:`rebuild`,
 ``geminibot index rebuild --db DB``) and then, while an updater follows the store
 (:mod:`geminibot.index.updater`), kept current page by page: deleting the folder loses
-nothing.
-Fields: title, headings, **anchors** (the text of links from other hosts pointing to the
-page, one copy per linking host and label), body and url, each scored by bm25 and summed
-with :data:`FIELD_BOOSTS`; beside each, a **pair field** (``body_pairs``...) holding
-every two neighbouring words of it as one token (``ba_babore``), so that a phrase becomes
-term lookups (:func:`word_pairs`); **stems**, the page's own words stemmed in its
-language (:mod:`geminibot.index.languages`), matched by a query word's stem in each
-language the index holds (:data:`STEM_BOOST`); **lang**, the page's language, which
-``lang:CODE`` requires; and the page's link authority as a fast field.
-:func:`page_document` makes one page's document, for a rebuild and an updater alike.
+nothing. What a document holds: :mod:`geminibot.index.documents`.
 
 Ranking is in two stages (:meth:`TantivyIndex.search`): tantivy's collector keeps the
 best :data:`RERANK_WINDOW` pages by text alone, with block-max pruning intact, then those
-are re-ranked by text score × ``log2(2 + authority)`` × a keyword-stuffing penalty
-(:data:`STUFFED_SHARE`) outside the collector. Weighting
+are re-ranked by text score × their host's link-authority weight ``log2(2 + authority)``
+× a keyword-stuffing penalty (:data:`~geminibot.index.documents.STUFFED_SHARE`) outside
+the collector. The weights are not in the documents but in the folder's weights file
+(:mod:`geminibot.index.weights`), replaced whenever authority is computed again and read
+by the next search: new weights never rebuild or re-add a document. Weighting
 inside the collector (``weight_by_field``) made every matching page's score depend on a
 per-document factor, so no block could be skipped: 38 ms instead of 8 ms for the most
 common word at 600,000 pages (docs/benchmarks.md).
@@ -43,51 +37,51 @@ import json
 import os
 import sqlite3
 import time
-from collections import Counter
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from itertools import pairwise
 from pathlib import Path
 
 import tantivy
 
-from geminibot.index.authority import has_authority, weight_of
+from geminibot.index.authority import last_computed
 from geminibot.index.db import transaction
-from geminibot.index.languages import STEMMERS, page_language
+from geminibot.index.documents import (
+    FIELD_BOOSTS,
+    PAIR_FIELDS,
+    DocumentBuilder,
+    anchor_table,
+    page_document,
+    page_rows,
+    register,
+    schema,
+    stem_analyzer,
+    stuffing_factor,
+    text_analyzer,
+    word_pairs,
+)
+from geminibot.index.languages import STEMMERS
 from geminibot.index.query import ParsedQuery, Term
-from geminibot.index.text import url_words
+from geminibot.index.weights import (
+    WEIGHTS_FILE,
+    HostWeights,
+    read_weights,
+    weights_lock,
+    write_weights,
+)
 
 #: Index format of this module (a folder written by another is rebuilt, not read).
-FORMAT = 4
-#: bm25 boosts per field (FTS5's column weights, plus anchor text).
-FIELD_BOOSTS = {"title": 10.0, "headings": 5.0, "anchors": 1.0, "body": 1.0, "url": 2.0}
-#: The fields holding the page's own words (not others' link text, nor its URL).
-OWN_FIELDS = ("title", "headings", "body")
+FORMAT = 5
 #: bm25 boost of the stems field (the page's own words stemmed in its language), matched
 #: by a query word's stems: a page saying "gardens" is found by "garden", and ranked by
 #: its other words. At 0 a stem finds pages without lifting them: on real capsules any
 #: weight on stems let pages sharing a rare word's stem outrank the page that has the
 #: word (known-item MRR 0.988 at 1.0, 0.991 at 0.25, 0.992 at 0; docs/benchmarks.md).
 STEM_BOOST = 0.0
-#: The pair field beside each text field (see :func:`word_pairs`).
-PAIR_FIELDS = {name: name + "_pairs" for name in FIELD_BOOSTS}
-#: Joins two words into one token of a pair field: the analyzer's words are letters and
-#: digits only, so it cannot occur inside one.
-PAIR_JOINER = "_"
 #: Pages ranked by text alone that are then re-ranked by text × authority: the first
 #: stage keeps tantivy's top-k pruning; a page outside this window is never lifted into it
 #: by its authority (those beyond it follow, in text order).
 RERANK_WINDOW = 500
-#: Keyword stuffing: a page whose most frequent word makes up more than this share of its
-#: own words (title, headings, body), and occurs at least STUFFED_MIN_COUNT times, has its
-#: re-ranked score multiplied by ``STUFFED_SHARE / share`` (1/3 for a page of one word
-#: repeated). Natural text stays below it: the commonest English word is about 6% of
-#: running text, and text whose words follow Zipf's law stays well below 25%.
-#: bm25 saturates a word's frequency per field and then tantivy sums the fields, so a
-#: page repeating a word in title, headings and body gains in each (docs/benchmarks.md).
-STUFFED_SHARE = 0.3
-STUFFED_MIN_COUNT = 20
 #: Bytes of memory the index writer may use, and its threads: at 1 GB an index of 600,000
 #: pages is written as one segment (a query visits each segment once).
 WRITER_HEAP = 1_000_000_000
@@ -97,12 +91,6 @@ BATCH = 5_000
 #: Seconds since an updater's last commit within which a lagging index is still searched
 #: (a live updater commits every few seconds while changes are pending).
 FOLLOW_GRACE = 60.0
-#: Longest anchor text kept per page (characters): a page linked from everywhere gets a
-#: representative sample, not an unbounded field.
-MAX_ANCHOR_CHARS = 20_000
-_TOKENIZER = "geminibot"
-_PAIR_TOKENIZER = "geminibot_pairs"
-_RAW_TOKENIZER = "raw"
 
 
 class IndexUnavailable(Exception):
@@ -120,94 +108,6 @@ def db_path_of(conn: sqlite3.Connection) -> Path | None:
     return None
 
 
-def text_analyzer() -> tantivy.TextAnalyzer:
-    # FTS5's unicode61 remove_diacritics: words of letters and digits, lower case, folded.
-    return (
-        tantivy.TextAnalyzerBuilder(tantivy.Tokenizer.simple())
-        .filter(tantivy.Filter.lowercase())
-        .filter(tantivy.Filter.ascii_fold())
-        .build()
-    )
-
-
-def _stem_analyzer(code: str) -> tantivy.TextAnalyzer:
-    """Words as :func:`text_analyzer` makes them, stemmed by language ``code``'s stemmer."""
-    return (
-        tantivy.TextAnalyzerBuilder(tantivy.Tokenizer.simple())
-        .filter(tantivy.Filter.lowercase())
-        .filter(tantivy.Filter.stemmer(STEMMERS[code]))
-        .filter(tantivy.Filter.ascii_fold())
-        .build()
-    )
-
-
-def _pair_analyzer() -> tantivy.TextAnalyzer:
-    # A pair field's text is already analysed words joined in pairs, space-separated.
-    return tantivy.TextAnalyzerBuilder(tantivy.Tokenizer.whitespace()).build()
-
-
-def word_pairs(words: list[str]) -> list[str]:
-    """Each two neighbouring words as one pair-field token: ``a b c`` -> ``a_b b_c``.
-
-    A phrase of n words occurs in a field exactly when its n-1 pairs occur there in
-    sequence; for two words that is one term lookup, where a positional phrase query
-    reads the positions of every page holding both words (nearly all, for common ones)."""
-    return [a + PAIR_JOINER + b for a, b in pairwise(words)]
-
-
-def stuffing(words: list[str]) -> float:
-    """The share of ``words`` that is its most frequent word, when that word occurs at least
-    :data:`STUFFED_MIN_COUNT` times; else 0 (too short a page to tell)."""
-    if len(words) < STUFFED_MIN_COUNT:
-        return 0.0
-    top = Counter(words).most_common(1)[0][1]
-    return top / len(words) if top >= STUFFED_MIN_COUNT else 0.0
-
-
-def stuffing_factor(share: float) -> float:
-    """What a page's re-ranked score is multiplied by for its :func:`stuffing` share."""
-    return STUFFED_SHARE / share if share > STUFFED_SHARE else 1.0
-
-
-def _schema() -> tantivy.Schema:
-    builder = tantivy.SchemaBuilder()
-    # Indexed, so that an update deletes a page's document by its id.
-    builder.add_unsigned_field("id", stored=True, indexed=True, fast=True)
-    for name in FIELD_BOOSTS:
-        # Stored: an update carries a page's link text over to its next copy, by URL.
-        stored = name in ("anchors", "url")
-        builder.add_text_field(name, tokenizer_name=_TOKENIZER, stored=stored)
-        builder.add_text_field(
-            PAIR_FIELDS[name], tokenizer_name=_PAIR_TOKENIZER, index_option="freq"
-        )
-    builder.add_text_field("stems", tokenizer_name=_PAIR_TOKENIZER, index_option="freq")
-    builder.add_text_field("lang", stored=True, tokenizer_name=_RAW_TOKENIZER)
-    builder.add_float_field("authority", fast=True)
-    builder.add_float_field("stuffing", fast=True)
-    return builder.build()
-
-
-class DocumentBuilder:
-    """What :func:`page_document` needs beyond a page's row: the analyzer, a stemmer per
-    language met, and how many pages of each language it has built (the manifest's
-    ``languages``, whose stems a query searches)."""
-
-    def __init__(self) -> None:
-        self.analyzer = text_analyzer()
-        self.languages: Counter[str] = Counter()
-        self._stemmers: dict[str, tantivy.TextAnalyzer] = {}
-
-    def stemmer(self, code: str) -> tantivy.TextAnalyzer:
-        if code not in self._stemmers:
-            self._stemmers[code] = _stem_analyzer(code)
-        return self._stemmers[code]
-
-
-def _register(index: tantivy.Index, analyzer: tantivy.TextAnalyzer) -> None:
-    index.register_tokenizer(_TOKENIZER, analyzer)
-    index.register_tokenizer(_PAIR_TOKENIZER, _pair_analyzer())
-
-
 @dataclass(frozen=True)
 class Hit:
     """One page found: its id in the store, its score, its language (None: unknown)."""
@@ -219,13 +119,13 @@ class Hit:
 
 @dataclass
 class TantivyIndex:
-    """An opened tantivy index of the store's pages: the index, its schema and analyzer, and
-    the manifest of its build."""
+    """An opened tantivy index of the store's pages: the index, its schema and analyzer,
+    its hosts' link-authority weights, and the manifest of its build."""
 
     index: tantivy.Index
     schema: tantivy.Schema
     analyzer: tantivy.TextAnalyzer
-    has_authority: bool
+    weights: HostWeights
 
     #: This build's identity (a rebuild writes another) and the manifest it was read from.
     build: str
@@ -256,8 +156,8 @@ class TantivyIndex:
         """The ``limit`` pages from the ``offset``-th on, best first.
 
         With ``authority``, the best ``window`` pages by text are ordered by text score ×
-        ``log2(2 + authority)`` (when the index was built with authority) ×
-        :func:`stuffing_factor`, and any asked for beyond them follow in text order, so
+        their host's weight (the newest :class:`~geminibot.index.weights.HostWeights`;
+        1.0 without any) × :func:`~geminibot.index.documents.stuffing_factor`, and any asked for beyond them follow in text order, so
         that pages of results never overlap or skip; scores are text × those factors
         throughout. Without it: text relevance alone."""
         query = self._query(parsed)
@@ -273,11 +173,10 @@ class TantivyIndex:
                 stuffing_factor(float(share or 0.0))
                 for share in searcher.fast_field_values("stuffing", addresses)
             ]
-            if self.has_authority:
-                weights = searcher.fast_field_values("authority", addresses)
-                factors = [
-                    f * weight_of(float(a or 0.0)) for f, a in zip(factors, weights, strict=True)
-                ]
+            weights = self.weights.current()
+            if weights is not None and weights.by_key:
+                hosts = searcher.fast_field_values("host", addresses)
+                factors = [f * weights.of(int(h or 0)) for f, h in zip(factors, hosts, strict=True)]
             scored = [(s * f, addr) for (s, addr), f in zip(ranked, factors, strict=True)]
             head = sorted(scored[:window], key=lambda hit: -hit[0])  # stable: text order
             ranked = head + scored[window:]
@@ -295,7 +194,7 @@ class TantivyIndex:
         stems: set[str] = set()
         for code in codes:
             if code not in self._stemmers:
-                self._stemmers[code] = _stem_analyzer(code)
+                self._stemmers[code] = stem_analyzer(code)
             stems.update(self._stemmers[code].analyze(word))
         return [
             tantivy.Query.boost_query(
@@ -399,7 +298,7 @@ def write_manifest(folder: Path, manifest: dict[str, object]) -> None:
 def open_index(folder: Path) -> tantivy.Index:
     """The tantivy index in ``folder`` with this module's analyzers registered."""
     index = tantivy.Index.open(str(folder / "tantivy"))
-    _register(index, text_analyzer())
+    register(index, text_analyzer())
     return index
 
 
@@ -412,9 +311,9 @@ def _open(folder: Path) -> TantivyIndex | None:
     except (OSError, ValueError, RuntimeError):  # missing, damaged
         return None
     analyzer = text_analyzer()
-    _register(index, analyzer)
-    authority = bool(manifest.get("authority"))
-    return TantivyIndex(index, index.schema, analyzer, authority, str(manifest["build"]), manifest)
+    register(index, analyzer)
+    weights = HostWeights(folder / WEIGHTS_FILE)
+    return TantivyIndex(index, index.schema, analyzer, weights, str(manifest["build"]), manifest)
 
 
 #: Indexes opened in this process, by folder, with their manifest's mtime: a new manifest
@@ -511,7 +410,35 @@ def status(conn: sqlite3.Connection) -> dict[str, object]:
         "pending": waiting,
         "following": is_followed(opened.manifest, time.time()),
         "path": str(folder),
+        "authority": authority_status(conn, folder),
     }
+
+
+def authority_status(conn: sqlite3.Connection, folder: Path) -> dict[str, object]:
+    """When link authority was last computed into the store (``computed_at``, Unix
+    seconds, None: never), the computation whose weights the index's searches apply
+    (``applied_at``), their hosts, and whether those are the newest (``current``)."""
+    stored = last_computed(conn)
+    weights = read_weights(folder / WEIGHTS_FILE)
+    applied = None if weights is None else weights.computed_at
+    return {
+        "computed_at": stored,
+        "applied_at": applied,
+        "hosts": 0 if weights is None else len(weights.by_key),
+        "current": stored is not None and applied == stored,
+    }
+
+
+def apply_weights(conn: sqlite3.Connection) -> int | None:
+    """Give the derived index of ``conn``'s database the store's authority weights
+    (searches apply them from their next query on); returns how many hosts have one,
+    or None when there is no index to give them to (a rebuild will)."""
+    db = db_path_of(conn)
+    folder = index_dir(db) if db is not None else None
+    if folder is None:
+        return None
+    with weights_lock(folder):
+        return write_weights(conn, folder) if read_manifest(folder) is not None else None
 
 
 @contextmanager
@@ -527,84 +454,6 @@ def writing(db: Path) -> Iterator[None]:
                 f"another process (an index updater or rebuild) is writing {index_dir(db)}"
             ) from None
         yield
-
-
-#: The join of :func:`page_rows` that reads :func:`anchor_table`'s link text.
-ANCHOR_JOIN = " LEFT JOIN temp.anchor_text t ON t.target = p.url"
-
-
-def anchor_table(conn: sqlite3.Connection, targets: list[str] | None = None) -> None:
-    """A temporary table: target URL -> text of links to it from other hosts (an
-    unlabeled link's text: the words of the target's URL, :func:`url_words`); of every
-    target, or of ``targets`` only (read through the ``links_target`` index)."""
-    only = "" if targets is None else f" AND l.target IN ({', '.join('?' * len(targets))})"
-    conn.execute("DROP TABLE IF EXISTS temp.anchor_text")
-    conn.create_function("geminibot_url_words", 1, url_words, deterministic=True)
-    conn.execute(
-        "CREATE TEMP TABLE anchor_text AS"
-        " SELECT target, substr(group_concat(label, ' | '), 1, ?) AS text FROM ("
-        "  SELECT DISTINCT target, host, label FROM ("
-        "   SELECT l.target AS target, p.host AS host, CASE WHEN l.label != '' THEN l.label"
-        "   ELSE geminibot_url_words(l.target) END AS label"
-        "   FROM links l JOIN pages p ON p.id = l.page_id"
-        "   WHERE l.target NOT LIKE 'gemini://' || p.host || '/%'"
-        f"   AND l.target != 'gemini://' || p.host{only}"
-        "  ) WHERE label != ''"
-        " ) GROUP BY target",
-        (MAX_ANCHOR_CHARS, *(targets or ())),
-    )
-    conn.execute("CREATE INDEX temp.anchor_target ON anchor_text (target)")
-
-
-def page_rows(conn: sqlite3.Connection, anchors: str, join: str, where: str) -> str:
-    """The query of pages as :func:`page_document` takes them: id, title, headings,
-    ``anchors`` (an expression over ``join``), body, url, authority score, the MIME type's
-    lang parameter; for the pages with text matching ``where``."""
-    authority = (
-        "(SELECT score FROM authority a WHERE a.url = p.url)" if has_authority(conn) else "0.0"
-    )
-    return (
-        f"SELECT p.id, f.title, f.headings, {anchors}, f.body, f.url,"
-        f" coalesce({authority}, 0.0), p.lang"
-        f" FROM pages p JOIN pages_fts f ON f.rowid = p.id{join}"
-        f" WHERE p.text_indexed AND {where}"
-    )
-
-
-#: One page as :func:`page_rows` reads it: id, title, headings, link text from other
-#: hosts, body, URL, authority score, the MIME type's lang parameter.
-PageRow = tuple[int, str, str, str, str, str, float, "str | None"]
-
-
-def page_document(builder: DocumentBuilder, row: PageRow) -> tantivy.Document:
-    """The index's document of one page, from a row of :func:`page_rows`: the one place
-    that says what a document holds, for a rebuild and for an updater alike."""
-    page_id, title, headings, anchors, body, url, score, mime_lang = row
-    doc = tantivy.Document()
-    doc.add_unsigned("id", int(page_id))
-    own: list[str] = []  # the page's own words: title, headings, body
-    for name, value in (
-        ("title", title),
-        ("headings", headings),
-        ("anchors", anchors),
-        ("body", body),
-        ("url", url),
-    ):
-        doc.add_text(name, value or "")
-        words = builder.analyzer.analyze(value) if value else []
-        doc.add_text(PAIR_FIELDS[name], " ".join(word_pairs(words)))
-        if name in OWN_FIELDS:
-            own += words
-    lang = page_language(mime_lang, body or title or "")
-    if lang is not None:
-        doc.add_text("lang", lang)
-        builder.languages[lang] += 1
-        if lang in STEMMERS:
-            own_text = "\n".join((title or "", headings or "", body or ""))
-            doc.add_text("stems", " ".join(builder.stemmer(lang).analyze(own_text)))
-    doc.add_float("authority", float(score))
-    doc.add_float("stuffing", stuffing(own))
-    return doc
 
 
 def forget_applied(conn: sqlite3.Connection, applied: int) -> None:
@@ -636,19 +485,17 @@ def rebuild_locked(
     folder = index_dir(db)
     started = time.perf_counter()
     applied = last_change(conn)  # before reading pages: a later change is applied again
-    with_authority = has_authority(conn)
     build = folder.with_name(folder.name + f".building-{os.getpid()}")
     shutil.rmtree(build, ignore_errors=True)
     try:
         (build / "tantivy").mkdir(parents=True)
-        index = tantivy.Index(_schema(), path=str(build / "tantivy"))
+        index = tantivy.Index(schema(), path=str(build / "tantivy"))
         builder = DocumentBuilder()
-        _register(index, builder.analyzer)
+        register(index, builder.analyzer)
         writer = index.writer(WRITER_HEAP, WRITER_THREADS)
         say("collecting link text")
         anchor_table(conn)
-        sql = page_rows(conn, "coalesce(t.text, '')", ANCHOR_JOIN, "1")
-        rows = conn.execute(sql)
+        rows = conn.execute(page_rows("1"))
         count = 0
         while batch := rows.fetchmany(BATCH):
             for row in batch:
@@ -663,16 +510,17 @@ def rebuild_locked(
             "build": secrets.token_hex(8),
             "applied": applied,
             "pages": count,
-            "authority": with_authority,
             "languages": dict(builder.languages.most_common()),
             "built_at": time.time(),
             "seconds": round(time.perf_counter() - started, 3),
         }
         write_manifest(build, manifest)
         old = folder.with_name(folder.name + f".old-{os.getpid()}")
-        if folder.exists():
-            folder.rename(old)
-        build.rename(folder)
+        with weights_lock(folder):  # the newest weights go with the new folder
+            write_weights(conn, build)
+            if folder.exists():
+                folder.rename(old)
+            build.rename(folder)
         shutil.rmtree(old, ignore_errors=True)
     except BaseException:
         shutil.rmtree(build, ignore_errors=True)

@@ -5,7 +5,7 @@ The store logs every page that enters or leaves the searchable text (``index_cha
 An :class:`IndexUpdater` reads the log from the last change its index recorded
 (``manifest.json``'s ``applied``), and per batch of at most :data:`COMMIT_PAGES` changes
 deletes those pages' documents and adds back the ones the store still holds, as they are
-now (:func:`~geminibot.index.tantivy_index.page_document`), commits, records the last
+now (:func:`~geminibot.index.documents.page_document`), commits, records the last
 change applied, then deletes the applied rows of the log. Applying a change twice gives the
 same index, so a crash anywhere (``kill -9``) loses nothing: the next start applies again
 from the recorded change (catch-up). :func:`follow` does that every
@@ -30,17 +30,13 @@ from contextlib import ExitStack
 
 import tantivy
 
+from geminibot.index.documents import DocumentBuilder, anchor_table, page_document, page_rows
 from geminibot.index.tantivy_index import (
-    ANCHOR_JOIN,
-    DocumentBuilder,
     IndexUnavailable,
-    anchor_table,
     db_path_of,
     forget_applied,
     index_dir,
     open_index,
-    page_document,
-    page_rows,
     pending,
     read_manifest,
     rebuild_locked,
@@ -149,9 +145,7 @@ class IndexUpdater:
         ]
         anchor_table(self.conn, urls)
         where = f"p.id IN ({marks})"
-        for row in self.conn.execute(
-            page_rows(self.conn, "coalesce(t.text, '')", ANCHOR_JOIN, where), ids
-        ):
+        for row in self.conn.execute(page_rows(where), ids):
             self.writer.add_document(page_document(self.builder, row))
         self.conn.execute("DROP TABLE temp.anchor_text")
         self.writer.commit()

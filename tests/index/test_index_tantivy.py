@@ -16,21 +16,23 @@ from pages import gemtext_page
 
 from geminibot.index import Link, Page, QueryError, connect, search, store_page, transaction
 from geminibot.index.authority import compute_authority, has_authority, pagerank, weight_of
+from geminibot.index.documents import (
+    FIELD_BOOSTS,
+    STUFFED_MIN_COUNT,
+    STUFFED_SHARE,
+    stuffing,
+    stuffing_factor,
+    word_pairs,
+)
 from geminibot.index.query import Term, parse_query
 from geminibot.index.search import text_snippet
 from geminibot.index.tantivy_index import (
-    FIELD_BOOSTS,
     RERANK_WINDOW,
-    STUFFED_MIN_COUNT,
-    STUFFED_SHARE,
     IndexUnavailable,
     index_dir,
     open_current,
     rebuild,
     status,
-    stuffing,
-    stuffing_factor,
-    word_pairs,
     write_manifest,
 )
 from geminibot.index.text import MARK as M
@@ -159,6 +161,7 @@ def test_rebuild_replaces_the_old_index(db: sqlite3.Connection, tmp_path: Path) 
     assert sorted(p.name for p in folder.parent.iterdir() if p.name.startswith("crawl.db.")) == [
         "crawl.db.search",
         "crawl.db.search.lock",
+        "crawl.db.search.weights.lock",
     ]
     assert status(db)["pages"] == 37
 

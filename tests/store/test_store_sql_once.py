@@ -23,6 +23,8 @@ SQLITE_CODE = (
     "index/search.py",
     "index/authority.py",
     "index/tantivy_index.py",
+    "index/documents.py",
+    "index/weights.py",
     "index/updater.py",
 )
 _VERBS = ("select", "insert", "update", "delete", "with", "create")
