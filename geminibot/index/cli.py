@@ -9,15 +9,29 @@ import time
 from pathlib import Path
 from typing import Any
 
-from geminibot.cliutil import EXIT_NEGATIVE, EXIT_OK, CommandError, StopSignals, emit_json
+from geminibot.cliutil import (
+    EXIT_NEGATIVE,
+    EXIT_OK,
+    CommandError,
+    StopSignals,
+    emit_json,
+    human_duration,
+    positive_float,
+    terminal_safe,
+)
 from geminibot.index import pg
-from geminibot.index.authority import compute_authority, crawl_seeds
+from geminibot.index.authority import compute_authority, crawl_seeds, last_computed
+from geminibot.index.authority_job import refresh, schedule
 from geminibot.index.db import DatabaseError, connect
 from geminibot.index.tantivy_index import IndexUnavailable, index_dir, rebuild, status
 from geminibot.index.updater import COMMIT_INTERVAL, IndexUpdater, follow, verify
 
 #: Seconds between two progress lines.
 PROGRESS_INTERVAL = 2.0
+DB_HELP = (
+    "crawl database: an SQLite file, or postgresql://... (authority only: PostgreSQL "
+    "searches its own index)"
+)
 
 
 def register(commands: Any) -> None:
@@ -33,23 +47,32 @@ def register(commands: Any) -> None:
     )
     actions = index.add_subparsers(title="actions", metavar="ACTION")
     build = actions.add_parser("rebuild", help="recompute authority, rebuild the search index")
-    build.add_argument(
-        "--db",
-        required=True,
-        metavar="PATH|URL",
-        help="crawl database: an SQLite file, or postgresql://... (authority only: "
-        "PostgreSQL searches its own index)",
-    )
-    build.add_argument(
-        "--trust",
-        action="append",
-        default=[],
-        metavar="URL",
-        help="trust this URL's host (repeatable; default: the crawl's seeds)",
-    )
-    build.add_argument("--trust-all", action="store_true", help="trust every host (plain PageRank)")
+    build.add_argument("--db", required=True, metavar="PATH|URL", help=DB_HELP)
+    _trust_options(build)
     build.add_argument("--json", action="store_true", help="summary as one JSON object")
     build.set_defaults(run=run_rebuild)
+    rank = actions.add_parser(
+        "authority",
+        help="recompute link authority and apply it to search (no rebuild)",
+        description=(
+            "Compute link authority (TrustRank over the links between hosts, trusting the "
+            "crawl's seeds) into the database and apply it to search at once: the tantivy "
+            "index's searches read the new weights from their next query, without "
+            "rebuilding or re-adding a page; PostgreSQL's search reads them from the "
+            "database. With --every, keep doing so every SECONDS (the first time when the "
+            "last computation is that old) until SIGTERM or SIGINT, one line per run."
+        ),
+    )
+    rank.add_argument("--db", required=True, metavar="PATH|URL", help=DB_HELP)
+    _trust_options(rank)
+    rank.add_argument(
+        "--every",
+        type=positive_float,
+        metavar="SECONDS",
+        help="compute again every SECONDS until stopped (default: once)",
+    )
+    rank.add_argument("--json", action="store_true", help="one JSON object per run")
+    rank.set_defaults(run=run_authority)
     show = actions.add_parser("status", help="whether the search index is built and current")
     show.add_argument("--db", required=True, metavar="PATH", help="crawl database")
     show.add_argument(
@@ -80,6 +103,19 @@ def register(commands: Any) -> None:
     index.set_defaults(run=lambda _args: _usage(index))
 
 
+def _trust_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--trust",
+        action="append",
+        default=[],
+        metavar="URL",
+        help="trust this URL's host (repeatable; default: the crawl's seeds)",
+    )
+    parser.add_argument(
+        "--trust-all", action="store_true", help="trust every host (plain PageRank)"
+    )
+
+
 def _usage(parser: argparse.ArgumentParser) -> int:
     parser.print_help(sys.stderr)
     return 2
@@ -106,7 +142,7 @@ def _progress(quiet: bool) -> Any:
 
 def _trusted_and_pages(args: argparse.Namespace, conn: Any) -> tuple[list[str], int]:
     """The hosts to trust and the pages with text (either store's connection)."""
-    trusted = [] if args.trust_all else (args.trust or crawl_seeds(conn))
+    trusted = _trusted(args, conn)
     pages = int(conn.execute("SELECT count(*) FROM pages WHERE text_indexed").fetchone()[0])
     if not pages:
         raise CommandError(f"{pg.display(args.db)}: no pages with text to index yet", EXIT_NEGATIVE)
@@ -116,8 +152,9 @@ def _trusted_and_pages(args: argparse.Namespace, conn: Any) -> tuple[list[str], 
 def run_rebuild(args: argparse.Namespace) -> int:
     if args.trust and args.trust_all:
         raise CommandError("--trust and --trust-all exclude each other")
-    if pg.is_postgres(args.db):
-        return _rebuild_postgres(args)
+    if pg.is_postgres(args.db):  # authority only: PostgreSQL searches its own index
+        args.every = None
+        return run_authority(args)
     conn = _open(args.db)
     say = _progress(args.json)
     trusted, _pages = _trusted_and_pages(args, conn)
@@ -149,31 +186,93 @@ def run_rebuild(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def _rebuild_postgres(args: argparse.Namespace) -> int:
-    """Authority only: PostgreSQL searches its own GIN index, there is no tantivy index."""
+def _trusted(args: argparse.Namespace, conn: Any) -> list[str]:
+    """The URLs whose hosts to trust (either store's connection)."""
+    return [] if args.trust_all else (args.trust or crawl_seeds(conn))
+
+
+def _connect(db: str) -> Any:
+    """Either store's connection to ``db``."""
+    if not pg.is_postgres(db):
+        return _open(db)
     try:
-        conn = pg.connect(args.db)
+        return pg.connect(db)
     except DatabaseError as exc:
         raise pg.command_error(exc) from None
-    with conn:
-        trusted, pages = _trusted_and_pages(args, conn)
-        authority = compute_authority(conn, trusted, _progress(args.json), pg.write_authority)
-    summary: dict[str, object] = {
-        "pages": pages,
-        "hosts": int(authority["hosts"]),
-        "host_links": int(authority["links"]),
-        "trusted_hosts": int(authority["trusted"]) or "all",
-        "seconds": round(float(authority["seconds"]), 2),
-    }
+
+
+def run_authority(args: argparse.Namespace) -> int:
+    if args.trust and args.trust_all:
+        raise CommandError("--trust and --trust-all exclude each other")
+    conn = _connect(args.db)
+    try:
+        if args.every is None:
+            summary = refresh(conn, _trusted(args, conn), _progress(args.json))
+            if summary is None:
+                raise CommandError(
+                    f"{pg.display(args.db)}: no pages with text to rank yet", EXIT_NEGATIVE
+                )
+            _report_authority(args, summary)
+            return EXIT_OK
+        with StopSignals() as stop:
+            schedule(
+                lambda: _scheduled_run(args, conn),
+                args.every,
+                last_computed(conn),
+                stop.is_set,
+                stop.wait,
+            )
+        return EXIT_OK
+    finally:
+        conn.close()
+
+
+def _scheduled_run(args: argparse.Namespace, conn: Any) -> bool:
+    """One run of ``index authority --every``: reported on one line, a failure too (the
+    next run is at the next interval)."""
+    errors = _store_errors(args.db)
+    try:
+        summary = refresh(conn, _trusted(args, conn), _progress(True))
+    except errors as exc:
+        _rollback(conn)
+        _report_authority(args, {"error": terminal_safe(str(exc))})
+        return True
+    if summary is None:
+        _report_authority(args, {"skipped": "no pages with text yet"})
+        return False
+    _report_authority(args, summary)
+    return True
+
+
+def _store_errors(db: str) -> tuple[type[BaseException], ...]:
+    """What a store's connection raises when a statement fails (locked, lost, full)."""
+    if pg.is_postgres(db):
+        import psycopg
+
+        return (psycopg.Error, OSError)
+    return (sqlite3.Error, OSError)
+
+
+def _rollback(conn: Any) -> None:
+    if not isinstance(conn, sqlite3.Connection) or conn.in_transaction:
+        conn.rollback()
+
+
+def _report_authority(args: argparse.Namespace, summary: dict[str, object]) -> None:
     if args.json:
         emit_json(summary)
+    elif "error" in summary:
+        print(f"authority: failed: {summary['error']}")
+    elif "skipped" in summary:
+        print(f"authority: skipped: {summary['skipped']}")
     else:
         print(
-            f"authority of {pages} pages over {summary['hosts']} hosts "
+            f"authority of {summary['pages']} pages over {summary['hosts']} hosts "
             f"({summary['host_links']} links between them, trusted: "
-            f"{summary['trusted_hosts']}) in {summary['seconds']} s"
+            f"{summary['trusted_hosts']}) in {summary['seconds']} s; applied to "
+            f"{summary['applied_to']}"
         )
-    return EXIT_OK
+    sys.stdout.flush()
 
 
 def _sqlite_only(action: str, db: str) -> None:
@@ -192,6 +291,20 @@ def _state(data: dict[str, Any]) -> str:
     return f"stale ({data['pending']} changes pending): FTS5 is used"
 
 
+def _authority_state(data: dict[str, Any], now: float) -> str:
+    """One line on link authority: when computed, and whether search applies it."""
+    computed = data["computed_at"]
+    if computed is None:
+        return "link authority: never computed ('geminibot index authority'): text ranks alone"
+    ago = human_duration(max(0.0, now - float(computed)))
+    if data["current"]:
+        return f"link authority: computed {ago} ago, applied to search ({data['hosts']} hosts)"
+    if data["applied_at"] is None:
+        return f"link authority: computed {ago} ago, not applied: search ranks by text alone"
+    older = human_duration(max(0.0, now - float(data["applied_at"])))
+    return f"link authority: computed {ago} ago; search applies the one of {older} ago"
+
+
 def run_status(args: argparse.Namespace) -> int:
     _sqlite_only("status", args.db)
     conn = _open(args.db)
@@ -204,6 +317,7 @@ def run_status(args: argparse.Namespace) -> int:
         print(f"no search index at {data['path']}: 'geminibot search' uses FTS5")
     else:
         print(f"{data['path']}: {data['pages']} pages, {_state(data)}")
+        print(_authority_state(data["authority"], time.time()))
         if args.verify:
             _print_verify(data["verify"])
     agree = data["current"] and (not args.verify or data["verify"]["agree"])

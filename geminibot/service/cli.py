@@ -1,7 +1,8 @@
 """``geminibot serve``: the whole search engine as one supervised service.
 
 The crawl that keeps going (``crawl --forever``), the index kept current (``index update
---follow``, SQLite only), the search capsule (``serve-search``) and, when enabled, the web
+--follow``, SQLite only), link authority computed again on a schedule (``index authority
+--every``), the search capsule (``serve-search``) and, when enabled, the web
 portal (``portal``), each a child process of this one (:mod:`.supervisor`), and the
 metrics (:mod:`.metrics`). Settings: :mod:`.config` (a TOML file, every setting also a
 flag). Logs: one JSON object a line on standard output, per component.
@@ -91,6 +92,10 @@ def components(settings: Settings) -> list[Component]:
         out.append(_crawl(settings, db))
     if enabled(settings, "index") and not pg_store.is_postgres(db):
         out.append(Component("index", _python("index", "update", "--db", db, "--follow")))
+    every = number(settings, "index", "authority_every")
+    if enabled(settings, "index") and every > 0:
+        argv = ["index", "authority", "--db", db, "--every", f"{every:g}", "--json"]
+        out.append(Component("authority", _python(*argv)))
     if enabled(settings, "search"):
         argv = ["serve-search", "--db", db, *_listening(settings, "search")]
         argv += ["--hostname", text(settings, "search", "hostname")]

@@ -92,7 +92,16 @@ OPTIONS: tuple[Option, ...] = (
         "index",
         "enabled",
         True,
-        "keep the tantivy search index current (geminibot index update --follow; SQLite only)",
+        "keep search current: the tantivy index follows the store (geminibot index update "
+        "--follow; SQLite only) and link authority is computed again every authority_every",
+    ),
+    Option(
+        "index",
+        "authority_every",
+        3600.0,
+        "seconds between two computations of link authority (TrustRank over the links "
+        "between hosts, trusting the seeds; geminibot index authority --every), applied "
+        "to search without a rebuild; 0: never",
     ),
     Option("search", "enabled", True, "serve the search capsule (geminibot serve-search)"),
     Option("search", "host", "127.0.0.1", "address it listens on"),

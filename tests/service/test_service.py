@@ -74,12 +74,18 @@ def test_the_service_crawls_serves_search_and_metrics_and_stops_on_sigterm(
         subprocess.run(["kill", "-9", str(started["pid"])], check=True)
         service.wait_for(lambda: len(service.logged("index", "started")) == 2, "a restart")
         assert service.logged("index", "exited with -9; restarting")
+        # Link authority is computed at once (never computed before), logged as one event.
+        runs = service.wait_for(
+            lambda: [r for r in service.records if r["component"] == "authority" and "event" in r],
+            "link authority computed",
+        )
+        assert {"hosts", "applied_to"} <= set(runs[0]["event"]) or "skipped" in runs[0]["event"]
     finally:
         service.proc.send_signal(signal.SIGTERM)
         code = service.proc.wait(timeout=DEADLINE)
     assert code == 0, service.proc.stderr.read()  # type: ignore[union-attr]
     service._reader.join(timeout=10)
-    for component in ("crawl", "index", "search"):
+    for component in ("crawl", "index", "authority", "search"):
         assert service.logged(component, "stopped"), component
     assert service.logged("service", "stopped")
     access = [r for r in service.records if r["component"] == "search" and "event" in r]

@@ -1,6 +1,7 @@
 """Link authority on both stores (``store`` and ``db`` are parametrised: SQLite and
 PostgreSQL): one TrustRank computation over the graph either store holds, written back
-to it, and both searches rank by it. The case is the link farm of
+to it, and both searches rank by it; computed again on a schedule (a fake clock) and by
+``geminibot index authority``. The case is the link farm of
 tests/index/test_index_tantivy.py: five hosts linking only to each other, whose text
 alone wins a search, and a good host that a trusted seed links to."""
 
@@ -15,7 +16,8 @@ from test_store import decision
 from geminibot.cli import main
 from geminibot.crawl.store import CrawlStore, FetchedPage, FetchRecord, HostState
 from geminibot.index import Link, Page
-from geminibot.index.authority import compute_authority, write_sqlite
+from geminibot.index.authority import compute_authority, last_computed, write_sqlite
+from geminibot.index.authority_job import refresh, schedule
 from geminibot.index.pg import is_postgres, write_authority
 from geminibot.index.search_cli import reading
 
@@ -107,3 +109,41 @@ def test_pg_index_status_is_one_clear_line(pg_url: str, capsys: pytest.CaptureFi
     assert main(["index", "status", "--db", pg_url]) == 2
     err = capsys.readouterr().err
     assert "no tantivy index" in err and len(err.splitlines()) == 1, err
+
+
+def test_authority_is_computed_again_at_its_interval_on_both_stores(
+    store: CrawlStore, db: str
+) -> None:
+    farm(store)
+    now = [5000.0]
+    runs: list[tuple[float, float | None]] = []
+
+    def job() -> bool:
+        done = refresh(conn, [SEED]) is not None
+        runs.append((now[0], last_computed(conn)))
+        return done
+
+    def wait(seconds: float) -> None:
+        now[0] += seconds
+
+    with reading(db) as (conn, search):
+        assert last_computed(conn) is None
+        assert search(conn, "casino", 10)[0].url in FARM
+        schedule(job, 600.0, None, lambda: len(runs) == 3, wait, lambda: now[0])
+        assert [at for at, _ in runs] == [5000.0, 5600.0, 6200.0]
+        stamps = [stamp for _, stamp in runs]
+        assert all(stamp is not None for stamp in stamps)
+        assert sorted(set(stamps)) == stamps  # each run wrote the store again
+        assert search(conn, "casino", 10)[0].url == GOOD
+
+
+def test_cli_authority_on_both_stores(
+    store: CrawlStore, db: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    farm(store)
+    assert main(["index", "authority", "--db", db, "--trust", SEED, "--json"]) == 0
+    summary = json.loads(capsys.readouterr().out)
+    assert summary["hosts"] == 7 and summary["trusted_hosts"] == 1
+    assert summary["applied_to"] == ("postgresql" if is_postgres(db) else "no search index yet")
+    assert main(["search", "casino", "--db", db]) == 0
+    assert capsys.readouterr().out.splitlines()[1] == f"   {GOOD}"
