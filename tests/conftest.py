@@ -2,8 +2,11 @@
 mode), so tests anywhere below can ``import certs`` (TLS certificates for loopback servers).
 """
 
+from typing import Any
+
 import pytest
 import trio.testing
+from suite_order import longest_first
 
 #: Real seconds the loop must be idle before the mock clock jumps to the next timer: long
 #: enough that a loopback TLS exchange never looks idle, short enough to keep tests quick.
@@ -31,3 +34,18 @@ def in_process_clock() -> trio.testing.MockClock:
     only where a timer much shorter than any timeout always runs, as a crawl's progress
     report does (``commands.crawl_in_trio``)."""
     return trio.testing.MockClock(autojump_threshold=AUTOJUMP_IN_PROCESS)
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_configure_node(node: Any) -> None:
+    """pytest-xdist's controller tells each worker how it hands out the tests (a worker's
+    own ``--dist`` option reads ``no``)."""
+    node.workerinput["dist"] = node.config.getoption("dist")
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Under ``pytest -n N --dist worksteal`` (``make pytest``), the longest modules first,
+    spread over the workers (:func:`suite_order.longest_first`)."""
+    workerinput = getattr(config, "workerinput", None)
+    if workerinput is not None and workerinput.get("dist") == "worksteal":
+        items[:] = longest_first(items, int(workerinput["workercount"]))
