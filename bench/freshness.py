@@ -24,6 +24,28 @@ each answer: the search latency while the crawl and the index updates run.
 
 Prints one JSON object (median and worst latencies, counts). Loopback only, bounded by
 ``--deadline`` seconds per phase.
+
+``--from-store DB`` starts instead from a store filled as a perfect crawl of day 0 would
+(``bench/search_engines.py --build-only``, same ``--urls``; the hosts and seed are the
+fill's): the search latency while a crawl and the index updates run on a store of that
+size, without a first crawl of it.
+
+1. Copies DB (never writes it), records its pages as fetched a revisit interval ago, so
+   every URL is due (:func:`geminispace.store.crawl_ready`), and builds the tantivy index
+   (``geminibot index rebuild``).
+2. Serves the space on day 1 (``--change-rate`` of the ``/p/`` pages changed,
+   ``--remove-rate`` gone) and starts ``geminibot serve`` on the copy: its crawl revisits
+   what is due, the updater applies the pages it re-fetches, the capsule answers.
+3. Once the capsule answers each query of the mix (``search_engines.queries``: common,
+   rare, a phrase, a prefix, OR), asks it ``--rate`` queries a second for ``--seconds``.
+
+Reports the capsule's median, p95 and worst answer, the searches that found the derived
+index behind (the capsule would take FTS5's full scan: must be 0), the pages re-fetched
+and the index changes applied meanwhile, and the index's lag at the end::
+
+    .venv/bin/python bench/freshness.py --from-store /work/bench600k/space-600000.db \
+        --urls 600000 --addresses 10 --seconds 300 --work /tmp/fresh600k \
+        --out /tmp/fresh600k.json
 """
 
 from __future__ import annotations
@@ -31,6 +53,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shutil
 import signal
 import sqlite3
 import statistics
@@ -44,10 +67,15 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+from geminispace.server import address_rules
 from geminispace.space import DOMAIN, Space
+from geminispace.store import crawl_ready
+from search_engines import queries as query_mix
+from search_engines import space_of
 
+from geminibot.crawl.freshness import INITIAL_REVISIT
 from geminibot.index import connect, search
-from geminibot.index.tantivy_index import open_current
+from geminibot.index.tantivy_index import index_dir, last_change, open_current, read_manifest
 
 ROOT = Path(__file__).resolve().parent.parent
 #: Seconds between two looks at the store and the index.
@@ -66,10 +94,11 @@ def phrase(words: list[str], at: int = 0) -> str:
     return '"' + " ".join(words[at : at + PHRASE_WORDS]) + '"'
 
 
-def start_space(args: argparse.Namespace) -> tuple[subprocess.Popen[str], int]:
-    argv = [sys.executable, str(ROOT / "bench" / "geminispace"), "serve"]
+def start_space(args: argparse.Namespace, day: int = 0) -> tuple[subprocess.Popen[str], int]:
+    argv = [sys.executable, str(ROOT / "bench" / "geminispace"), "serve", "--day", str(day)]
     argv += ["--hosts", str(args.hosts), "--urls", str(args.urls), "--seed", str(args.seed)]
     argv += ["--change-rate", str(args.change_rate), "--remove-rate", str(args.remove_rate)]
+    argv += ["--addresses", str(args.addresses)]
     proc = subprocess.Popen(argv, stdout=subprocess.PIPE, text=True)
     assert proc.stdout is not None
     first = proc.stdout.readline()
@@ -85,37 +114,47 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
+def ask_capsule(port: int, query: str, work: Path) -> bool:
+    """Whether the search capsule answers ``query`` with results (a real Gemini client,
+    ignition)."""
+    import cryptography.hazmat.primitives.serialization  # noqa: F401  (before ignition)
+    import ignition
+
+    ignition.set_default_hosts_file(str(work / "known_hosts"))
+    quoted = urllib.parse.quote(query)
+    try:
+        answer = ignition.request(f"gemini://localhost:{port}/search?{quoted}", timeout=30)
+    except Exception:
+        return False
+    return bool(answer.status == "20")
+
+
 class CapsuleLoad:
-    """A thread asking the search capsule ``rate`` queries a second until stopped."""
+    """A thread asking the search capsule ``rate`` queries a second until stopped. After
+    each answer, looks (on a connection of its own to ``db``) whether the derived index
+    was current: when it is not, the capsule searches with FTS5's full scan."""
 
     def __init__(self, port: int, queries: list[str], rate: float, work: Path) -> None:
         self.port, self.queries, self.rate, self.work = port, queries, rate, work
         self.seconds: list[float] = []
         self.failures = 0
+        self.behind = 0  # answers given while the derived index was not current
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, daemon=True)
 
     def _run(self) -> None:
-        import cryptography.hazmat.primitives.serialization  # noqa: F401  (before ignition)
-        import ignition
-
-        ignition.set_default_hosts_file(str(self.work / "known_hosts"))
+        conn = sqlite3.connect(self.work / "engine.db")
         n = 0
         while not self._stop.wait(1.0 / self.rate):
-            query = urllib.parse.quote(self.queries[n % len(self.queries)])
+            query = self.queries[n % len(self.queries)]
             n += 1
             started = time.perf_counter()
-            try:
-                answer = ignition.request(
-                    f"gemini://localhost:{self.port}/search?{query}", timeout=30
-                )
-                ok = answer.status == "20"
-            except Exception:
-                ok = False
-            if ok:
+            if ask_capsule(self.port, query, self.work):
                 self.seconds.append(time.perf_counter() - started)
             else:
                 self.failures += 1
+            self.behind += open_current(conn) is None
+        conn.close()
 
     def __enter__(self) -> CapsuleLoad:
         self._thread.start()
@@ -128,23 +167,26 @@ class CapsuleLoad:
     def summary(self) -> dict[str, object]:
         values = sorted(self.seconds)
         if not values:
-            return {"queries": 0, "failures": self.failures}
+            return {"queries": 0, "failures": self.failures, "fts5_fallbacks": self.behind}
         return {
             "queries": len(values),
             "failures": self.failures,
+            "fts5_fallbacks": self.behind,
             "median_ms": round(1000 * statistics.median(values), 1),
             "p95_ms": round(1000 * values[int(0.95 * (len(values) - 1))], 1),
             "max_ms": round(1000 * values[-1], 1),
         }
 
 
-def start_service(work: Path, space: Space, port: int, search_port: int) -> subprocess.Popen[str]:
+def start_service(
+    work: Path, space: Space, port: int, search_port: int, addresses: int = 0
+) -> subprocess.Popen[str]:
     config = work / "engine.toml"
     config.write_text(
         f'[service]\ndb = "{work / "engine.db"}"\nrestart_delay = 0.2\n'
         f"[crawl]\nseeds = {json.dumps(space.seeds())}\ntest_range = true\n"
         f'min_delay = 0.0\nallow_hosts = ["*.{DOMAIN}"]\n'
-        f'connect_to = ["*.{DOMAIN}:1965:127.0.0.1:{port}"]\n'
+        f"connect_to = {json.dumps(address_rules(port, addresses))}\n"
         f'[search]\nport = {search_port}\ncerts = "{work / "certs"}"\n'
         f"[metrics]\nport = {free_port()}\n"
     )
@@ -280,6 +322,85 @@ def measure(
     }
 
 
+def take_over(store: Path, work: Path) -> dict[str, object]:
+    """Copy the filled ``store`` into ``work``, every URL due now, and build its index."""
+    db = work / "engine.db"
+    started = time.monotonic()
+    shutil.copyfile(store, db)
+    conn = connect(db)
+    recorded = crawl_ready(conn, time.time() - INITIAL_REVISIT)
+    conn.close()
+    copied = time.monotonic() - started
+    subprocess.run(
+        [sys.executable, "-m", "geminibot", "index", "rebuild", "--db", str(db)],
+        check=True,
+        stdout=subprocess.DEVNULL,
+    )
+    return {
+        "urls_recorded": recorded,
+        "copy_s": round(copied, 1),
+        "rebuild_s": round(time.monotonic() - started - copied, 1),
+    }
+
+
+def revisits(db: Path, since: float) -> dict[str, int]:
+    """Pages re-fetched since ``since``; changes the store logged, applied to the index
+    and still pending."""
+    conn = sqlite3.connect(db)
+    try:
+        manifest = read_manifest(index_dir(db)) or {}
+        applied = int(str(manifest.get("applied", 0)))
+        fetched = conn.execute("SELECT count(*) FROM pages WHERE fetched_at >= ?", (since,))
+        return {
+            "refetched": int(fetched.fetchone()[0]),
+            "logged": last_change(conn),
+            "applied": applied,
+        }
+    finally:
+        conn.close()
+
+
+def under_load(args: argparse.Namespace) -> dict[str, object]:
+    """The ``--from-store`` run (see the module docstring)."""
+    args.hosts, _ = space_of(args.urls)
+    space = Space(
+        args.hosts, args.urls, args.seed, change_rate=args.change_rate, remove_rate=args.remove_rate
+    )
+    work = args.work or Path(tempfile.mkdtemp(prefix="freshness-"))
+    work.mkdir(parents=True, exist_ok=True)
+    result = take_over(args.from_store, work)
+    mix = [query for _, query in query_mix(space)]
+    space_proc, port = start_space(args, day=1)
+    search_port = free_port()
+    service = start_service(work, space, port, search_port, args.addresses)
+    try:
+        for query in mix:  # the capsule is up, its index opened, each query answered once
+            wait(lambda q=query: ask_capsule(search_port, q, work), "the capsule", args.deadline)
+        before = revisits(work / "engine.db", time.time())
+        since = time.time()
+        with CapsuleLoad(search_port, mix, args.rate, work) as load:
+            time.sleep(args.seconds)
+        after = revisits(work / "engine.db", since)
+    finally:
+        service.send_signal(signal.SIGTERM)
+        service.wait(timeout=120)
+        space_proc.send_signal(signal.SIGINT)
+        space_proc.wait(timeout=30)
+    return result | {
+        "capsule_search": load.summary(),
+        "seconds": args.seconds,
+        "rate": args.rate,
+        "pages_refetched": after["refetched"],
+        "index_changes_logged": after["logged"] - before["logged"],
+        "index_changes_applied": after["applied"] - before["applied"],
+        "index_lag_at_end": after["logged"] - after["applied"],
+        "hosts": args.hosts,
+        "urls": args.urls,
+        "service_exit": service.returncode,
+        "work": str(work),
+    }
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--hosts", type=int, default=20)
@@ -291,7 +412,23 @@ def main() -> None:
     parser.add_argument("--rate", type=float, default=5.0, help="capsule queries a second")
     parser.add_argument("--work", type=Path, help="folder for the database (default: a temp one)")
     parser.add_argument("--out", type=Path, help="also write the JSON here")
+    parser.add_argument(
+        "--from-store", type=Path, help="start from this filled store (search_engines.py)"
+    )
+    parser.add_argument(
+        "--seconds", type=float, default=300.0, help="with --from-store: seconds of load"
+    )
+    parser.add_argument(
+        "--addresses",
+        type=int,
+        default=0,
+        help="serve the space on 127.0.1.1 ... 127.0.1.K too, its hosts spread over them "
+        "(the crawl asks one address at a time per host: more addresses, a faster crawl)",
+    )
     args = parser.parse_args()
+    if args.from_store is not None:
+        report(under_load(args), args.out)
+        return
     space = Space(
         args.hosts,
         args.urls,
@@ -332,10 +469,14 @@ def main() -> None:
         "service_exit": service.returncode,
         "work": str(work),
     }
+    report(result, args.out)
+
+
+def report(result: dict[str, object], out: Path | None) -> None:
     text = json.dumps(result, indent=2)
     print(text)
-    if args.out:
-        args.out.write_text(text + "\n")
+    if out:
+        out.write_text(text + "\n")
 
 
 if __name__ == "__main__":

@@ -3,7 +3,9 @@ derived top-k index), on the same synthetic Geminispace pages, at several index 
 
 For each size: the space (``bench/geminispace``, hosts scaled as 4,400 per 600,000 URLs)
 is written into a geminibot database as a perfect crawl would (text pages, links,
-duplicates collapsed), link authority is computed, then
+duplicates collapsed, URLs and hosts recorded as the crawl records them, so that a crawl
+can take the store over: ``bench/freshness.py --from-store``), link authority is
+computed, then
 
 - build time and bytes of each engine's index over the same text (FTS5: a second FTS5
   table filled from the store's text, so its build is timed alone; tantivy:
@@ -37,7 +39,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from geminispace import Space
-from geminispace.store import fill_store
+from geminispace.store import crawl_ready, fill_store
 from machine import cpu_model
 
 from geminibot.index import connect, search
@@ -134,6 +136,7 @@ def filled_store(pages: int, folder: Path) -> tuple[Path, str]:
     conn = connect(partial)
     t0 = time.perf_counter()
     stored = fill_store(space, conn)
+    crawl_ready(conn, time.time())
     fill = time.perf_counter() - t0
     auth = compute_authority(conn)
     conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")

@@ -1,5 +1,8 @@
 """Fill a geminibot database with a space's pages as a perfect crawl of one day would.
 
+:func:`crawl_ready` then records the URLs and hosts as the crawl records them, so that a
+crawl can take the filled store over and revisit it.
+
 For benchmarks and relevance evaluation that need the index, not the network: every
 finite URL of every host that answers (policy-refused ``/private/`` pages left out), each
 response extracted by the crawler's own :func:`geminibot.crawl.page.extract` and written by
@@ -11,6 +14,7 @@ from __future__ import annotations
 import sqlite3
 from collections.abc import Callable, Iterator
 
+from geminibot.crawl.freshness import INITIAL_REVISIT
 from geminibot.crawl.page import extract
 from geminibot.index import store_page, transaction
 from geminibot.index.pages import find_by_hash
@@ -76,3 +80,36 @@ def _write_batch(
     if progress is not None:
         progress(written)
     return written
+
+
+def crawl_ready(conn: sqlite3.Connection, fetched_at: float) -> int:
+    """Record the stored pages as the crawl records what it visited, so that ``geminibot
+    crawl`` (and ``serve``) can take the store over and revisit it: each page fetched at
+    ``fetched_at``, its URL done and due again :data:`~geminibot.crawl.freshness.
+    INITIAL_REVISIT` later (a page seen once), each host seen then. Returns the URLs
+    recorded; a URL already recorded is left as it is."""
+    rows = conn.execute("SELECT url, host FROM pages").fetchall()
+    with transaction(conn):
+        conn.execute("UPDATE pages SET fetched_at = ?", (fetched_at,))
+        before = conn.total_changes
+        conn.executemany(
+            "INSERT OR IGNORE INTO urls (url, host, path, has_query, depth, state,"
+            " updated_at, next_visit, revisit_interval)"
+            " VALUES (?, ?, ?, ?, ?, 'done', ?, ?, ?)",
+            (_url_row(url, host, fetched_at) for url, host in rows),
+        )
+        recorded = conn.total_changes - before
+        conn.execute(
+            "INSERT OR IGNORE INTO hosts (host, first_seen, last_fetch_at, urls_total)"
+            " SELECT host, ?, ?, count(*) FROM pages GROUP BY host",
+            (fetched_at, fetched_at),
+        )
+    return recorded
+
+
+def _url_row(url: str, host: str, fetched_at: float) -> tuple[object, ...]:
+    rest = url.split("/", 3)[3] if url.count("/") >= 3 else ""
+    path, query = ("/" + rest).split("?", 1) if "?" in rest else ("/" + rest, None)
+    depth = 0 if path == "/" and query is None else 1
+    due = fetched_at + INITIAL_REVISIT
+    return (url, host, path, query is not None, depth, fetched_at, due, INITIAL_REVISIT)
