@@ -328,7 +328,10 @@ def take_over(store: Path, work: Path) -> dict[str, object]:
     started = time.monotonic()
     shutil.copyfile(store, db)
     conn = connect(db)
-    recorded = crawl_ready(conn, time.time() - INITIAL_REVISIT)
+    fetched = time.time() - INITIAL_REVISIT
+    recorded = crawl_ready(conn, fetched)
+    with conn:  # due now, also in a store made crawl-ready when it was filled
+        conn.execute("UPDATE urls SET next_visit = ? WHERE state = 'done'", (fetched,))
     conn.close()
     copied = time.monotonic() - started
     subprocess.run(

@@ -188,8 +188,11 @@ def follow(
 ) -> int:
     """Apply the store's changes as they come until ``stopping()``: all there are, then
     ``wait(interval)`` (a sleep that a stop may cut short); returns the changes applied.
-    With nothing to apply for :data:`HEARTBEAT` seconds, :meth:`IndexUpdater.beat`."""
+    It says it follows (:meth:`IndexUpdater.beat`) when it starts, so that the first
+    changes after a rebuild or a restart keep searches on the index until their commit,
+    then whenever it had nothing to apply for :data:`HEARTBEAT` seconds."""
     total = 0
+    updater.beat()
     beat = time.monotonic()
     while not stopping():
         done = updater.step()

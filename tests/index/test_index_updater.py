@@ -22,8 +22,11 @@ from geminibot.index import updater as updater_module
 from geminibot.index.tantivy_index import (
     FOLLOW_GRACE,
     IndexUnavailable,
+    db_path_of,
     index_dir,
+    is_followed,
     open_current,
+    read_manifest,
     rebuild,
     status,
     write_manifest,
@@ -228,6 +231,19 @@ def test_an_idle_updater_still_says_it_follows(
         put(db, "gemini://d.test/new.gmi", "New", "a sextant arrives")
         assert status(db)["pending"] == 1
         assert open_current(db) is not None  # followed: the lag lasts until the commit
+
+
+def test_an_updater_says_it_follows_as_it_starts(db: sqlite3.Connection) -> None:
+    """After a rebuild (whose manifest says nobody follows), the first change logged while
+    the updater starts keeps searches on the index until its commit, not FTS5."""
+    rebuild(db)
+    assert not is_followed(read_manifest(index_dir(db_path_of(db))) or {}, time.time())
+    with IndexUpdater(db) as updater:
+        put(db, "gemini://d.test/new.gmi", "New", "a sextant arrives")
+        assert open_current(db) is None  # behind, and nobody follows yet
+        follow(updater, lambda: True, lambda _: None)  # starts, stopped before a step
+        assert status(db)["pending"] == 1
+        assert open_current(db) is not None
 
 
 def test_a_store_locked_by_a_writer_does_not_stop_the_updater(
