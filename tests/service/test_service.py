@@ -69,6 +69,7 @@ def test_the_service_crawls_serves_search_and_metrics_and_stops_on_sigterm(
         assert 'geminibot_component_up{component="index"} 1.0' in metrics
         assert "geminibot_search_request_seconds_count" in metrics
         assert "geminibot_pages " in metrics and "geminibot_index_lag " in metrics
+        assert "geminibot_changed_last_day 0.0" in metrics  # a first crawl changes nothing
         # A component that dies is started again, and both are logged.
         (started,) = service.logged("index", "started")
         subprocess.run(["kill", "-9", str(started["pid"])], check=True)

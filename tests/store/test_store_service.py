@@ -56,6 +56,7 @@ def test_the_service_on_postgres(
         assert 'geminibot_component_up{component="crawl"} 1.0' in metrics
         assert 'component="index"' not in metrics  # no updater: nothing to follow
         assert "geminibot_pages " in metrics and "geminibot_live_pages " in metrics
+        assert "geminibot_changed_last_day 0.0" in metrics  # a first crawl changes nothing
         assert "geminibot_index_lag " not in metrics  # PostgreSQL's index never lags
     finally:
         service.proc.send_signal(signal.SIGTERM)
