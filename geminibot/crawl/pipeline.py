@@ -7,7 +7,7 @@ canonical URL: only its fetch time is updated), a *duplicate* of a page with the
 body (the URL with the smaller :func:`~geminibot.crawl.freshness.canonical_key` is the
 canonical one; the other becomes its alias, and its links are not followed), when it is
 due again (:func:`~geminibot.crawl.freshness.next_interval`), when its content last
-changed and when it went away (:func:`moments`), and whether its content may
+changed and when it went away (:func:`changed_and_gone`), and whether its content may
 be kept (robots2.txt ``store: no`` or ``session-only``: the index keeps its metadata and
 links only, and no WARC record). For a URL refused or failed, when it is asked again
 (:func:`refused_revisit`, :func:`failed_revisit`).
@@ -76,7 +76,7 @@ def page_item(
         else:
             page, links = replace(page, duplicate_of=original, links=()), ()
     interval = next_interval(previous.interval if previous else None, changed=not unchanged)
-    changed_at, gone_at = moments(previous, page, gone, now)
+    changed_at, gone_at = changed_and_gone(previous, page, gone, now)
     page = replace(page, changed_at=changed_at, gone_at=gone_at)
     if not answer.keeps_copies:
         # robots2.txt store: no / session-only: nothing of the content is persisted; the
@@ -95,7 +95,7 @@ def page_item(
     )
 
 
-def moments(
+def changed_and_gone(
     previous: Visit | None, page: Page, gone: bool, now: float
 ) -> tuple[float | None, float | None]:
     """When the page's content last changed and when it went away, after this fetch at

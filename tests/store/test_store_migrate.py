@@ -33,15 +33,15 @@ def test_migrate_moves_everything(
     clock = Clock()
     db = tmp_path / "crawl.db"
     sqlite_crawl(db, clock)
-    moments = "SELECT url, changed_at, gone_at FROM pages ORDER BY url"
+    times = "SELECT url, changed_at, gone_at FROM pages ORDER BY url"
     with connect(db) as conn:
         conn.execute("UPDATE pages SET changed_at = 5.0, gone_at = 6.0 WHERE url = ?", (A,))
-        kept = conn.execute(moments).fetchall()
+        kept = conn.execute(times).fetchall()
     conn.close()
     assert main(["db", "migrate", "--from", str(db), "--to", pg_url]) == 0
     assert capsys.readouterr().out.startswith("moved 2 settings, 2 hosts, 6 urls")
     with psycopg.connect(pg_url) as pconn:
-        assert [tuple(r) for r in pconn.execute(moments).fetchall()] == kept
+        assert [tuple(r) for r in pconn.execute(times).fetchall()] == kept
     with reading(str(db)) as (lite, lite_search), reading(pg_url) as (pgc, pg_search):
         before, after = stats(lite), stats(pgc)
         assert before["frontier"] == {"done": 4, "leased": 1, "queued": 1}

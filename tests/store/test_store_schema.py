@@ -345,7 +345,7 @@ def resume(store: CrawlStore) -> None:
 
 @pytest.mark.parametrize(("kind", "old"), [("sqlite", 6), ("postgresql", 5)])
 def test_an_older_page_keeps_when_it_went_away(kind: str, db: str, old: int) -> None:
-    """Version 9's moments in a database from before them: a page whose URL is gone went
+    """Version 9's times in a database from before them: a page whose URL is gone went
     away when the URL was closed; a live page is live; no page's last change is known."""
     make_old(kind, db, old)
     rows = (("gemini://a.test/gone", "gone", 51, 2000.0), ("gemini://a.test/", "done", 20, 1000.0))
