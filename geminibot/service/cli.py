@@ -19,6 +19,7 @@ from typing import Any
 from geminibot.cliutil import EXIT_OK, CommandError
 from geminibot.index import DatabaseError, connect
 from geminibot.index import pg as pg_store
+from geminibot.index.authority import last_computed
 from geminibot.index.freshness import freshness
 from geminibot.index.tantivy_index import index_lag
 from geminibot.service.config import (
@@ -129,7 +130,10 @@ def store_reader(db: str) -> Any:
     def read() -> dict[str, Any]:
         conn: Any = pg_store.connect(db) if pg_store.is_postgres(db) else connect(db, create=False)
         try:
-            data = freshness(conn, time.time(), index_lag(conn))
+            now = time.time()
+            data = freshness(conn, now, index_lag(conn))
+            computed = last_computed(conn)
+            data["authority_age_seconds"] = None if computed is None else now - computed
             data["pages"] = int(conn.execute("SELECT count(*) FROM pages").fetchone()[0])
             data["queued"] = int(
                 conn.execute("SELECT count(*) FROM urls WHERE state = 'queued'").fetchone()[0]

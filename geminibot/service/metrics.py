@@ -6,11 +6,13 @@ Three sources:
 - the supervisor: each component up or not, its restarts;
 - what the components write (the supervisor hands each JSON line over,
   :meth:`Metrics.on_event`): the search capsule's access log (one object per request:
-  requests by status, and their latency as a histogram) and the crawl's summary at the end
-  of each run (pages, requests, errors, revisits, unchanged and gone pages);
+  requests by status, and their latency as a histogram), the crawl's summary at the end
+  of each run (pages, requests, errors, revisits, unchanged and gone pages) and each
+  computation of link authority (its outcome, its seconds);
 - the store, read at most every :data:`STORE_TTL` seconds when scraped: pages, URLs
   queued, and freshness (:mod:`geminibot.index.freshness`: page ages, share past their
-  revisit time, fetched and gone in the last day, the index's lag).
+  revisit time, fetched and gone in the last day, the index's lag, the age of link
+  authority).
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ import time
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from prometheus_client import CollectorRegistry, Counter, Histogram, start_http_server
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, start_http_server
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 from prometheus_client.registry import Collector
 
@@ -86,6 +88,7 @@ class _StoreCollector(Collector):
             ("changed_last_day", "Pages whose content changed in the last 24 hours"),
             ("gone_last_day", "Pages gone (51/52, 404/410, host vanished) in the last 24 hours"),
             ("index_lag", "Store changes the search index has not applied yet"),
+            ("authority_age_seconds", "Time since link authority was last computed"),
         ):
             value = data.get(key)
             if value is not None:
@@ -122,10 +125,21 @@ class Metrics:
         self.crawl_runs = Counter(
             "geminibot_crawl_runs", "Crawl runs ended", registry=self.registry
         )
+        self.authority_runs = Counter(
+            "geminibot_authority_runs",
+            "Scheduled computations of link authority, by outcome",
+            ["outcome"],
+            registry=self.registry,
+        )
+        self.authority_seconds = Gauge(
+            "geminibot_authority_seconds",
+            "How long the last computation of link authority took",
+            registry=self.registry,
+        )
 
     def on_event(self, component: str, event: dict[str, Any]) -> None:
-        """A JSON line a component wrote: an access log record of the search capsule, or
-        the crawl's summary of a run."""
+        """A JSON line a component wrote: an access log record of the search capsule, the
+        crawl's summary of a run, or a computation of link authority."""
         if component == "search" and "duration" in event:
             duration = event.get("duration")
             if isinstance(duration, int | float):
@@ -137,6 +151,19 @@ class Metrics:
                 value = event.get(key)
                 if isinstance(value, int) and value > 0:
                     self.crawl.labels(key).inc(value)
+        elif component == "authority":
+            self._authority(event)
+
+    def _authority(self, event: dict[str, Any]) -> None:
+        """One line of ``index authority --every --json``: computed, skipped or failed."""
+        seconds = event.get("seconds")
+        if isinstance(seconds, int | float):
+            self.authority_runs.labels("computed").inc()
+            self.authority_seconds.set(float(seconds))
+        elif "skipped" in event:
+            self.authority_runs.labels("skipped").inc()
+        elif "error" in event:
+            self.authority_runs.labels("failed").inc()
 
     def serve(self, host: str, port: int) -> int:
         """Listen on ``host``:``port`` (a thread); returns the port (0 picks one)."""

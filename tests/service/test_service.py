@@ -26,6 +26,7 @@ from service_process import (
 )
 
 from geminibot.service.config import OPTIONS, ConfigError, default_config, defaults, read_file
+from geminibot.service.metrics import Metrics
 
 
 @pytest.fixture
@@ -81,6 +82,12 @@ def test_the_service_crawls_serves_search_and_metrics_and_stops_on_sigterm(
             "link authority computed",
         )
         assert {"hosts", "applied_to"} <= set(runs[0]["event"]) or "skipped" in runs[0]["event"]
+        metrics = (
+            urllib.request.urlopen(f"http://127.0.0.1:{metrics_port}/metrics", timeout=10)
+            .read()
+            .decode()
+        )
+        assert "geminibot_authority_runs_total{outcome=" in metrics
     finally:
         service.proc.send_signal(signal.SIGTERM)
         code = service.proc.wait(timeout=DEADLINE)
@@ -128,3 +135,22 @@ def test_serve_usage_errors_are_one_line(tmp_path: Path) -> None:
         )
         assert done.returncode == 2, done.stderr
         assert message in done.stderr and len(done.stderr.splitlines()) == 1
+
+
+def test_metrics_count_the_computations_of_link_authority() -> None:
+    from prometheus_client import generate_latest
+
+    metrics = Metrics({}, lambda: {"authority_age_seconds": 120.0})
+    for event in (
+        {"pages": 10, "hosts": 3, "applied_to": "search index", "seconds": 2.5},
+        {"skipped": "no pages with text yet"},
+        {"error": "database is locked"},
+        {"error": "database is locked"},
+    ):
+        metrics.on_event("authority", event)
+    text = generate_latest(metrics.registry).decode()
+    assert 'geminibot_authority_runs_total{outcome="computed"} 1.0' in text
+    assert 'geminibot_authority_runs_total{outcome="skipped"} 1.0' in text
+    assert 'geminibot_authority_runs_total{outcome="failed"} 2.0' in text
+    assert "geminibot_authority_seconds 2.5" in text
+    assert "geminibot_authority_age_seconds 120.0" in text
