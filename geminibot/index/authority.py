@@ -27,7 +27,7 @@ from collections.abc import Callable
 from typing import Any
 from urllib.parse import urlsplit
 
-from geminibot.index.db import transaction
+from geminibot.index.db import set_setting, transaction
 from geminibot.index.stats import Connection
 
 #: PageRank's damping factor (the chance a reader follows a link instead of jumping).
@@ -39,6 +39,10 @@ TOLERANCE = 1e-6
 AUTHORITY_SCALE = 1.0
 #: The store's setting that records when authority was last computed (Unix seconds).
 COMPUTED_AT = "authority_computed_at"
+#: Pages whose authority SQLite writes per transaction: a crawl's write waits for one
+#: chunk at most, not for the whole table, which at Geminispace scale can take longer
+#: than the crawl's busy timeout (docs/benchmarks.md).
+WRITE_CHUNK = 20_000
 
 
 def weight_of(score: float) -> float:
@@ -135,18 +139,53 @@ Writer = Callable[[Any, list[tuple[str, float, float]]], None]
 
 
 def write_sqlite(conn: sqlite3.Connection, ranks: list[tuple[str, float, float]]) -> None:
-    """The SQLite store's :data:`Writer`."""
-    with transaction(conn):
+    """The SQLite store's :data:`Writer`: every page's row replaced by its host's, in
+    transactions of :data:`WRITE_CHUNK` pages, then the rows of pages gone deleted, so
+    that a crawl writing meanwhile waits for one chunk at most, never for the whole table
+    (SQLite has one writer at a time). A search in between reads some pages' new weights
+    and others' old ones; the tantivy index's weights file is written after the last."""
+    conn.execute("DROP TABLE IF EXISTS temp.host_rank")
+    conn.execute("CREATE TEMP TABLE host_rank (host TEXT PRIMARY KEY, score REAL, weight REAL)")
+    try:
+        conn.executemany("INSERT INTO temp.host_rank VALUES (?, ?, ?)", ranks)
+        _in_chunks(
+            conn,
+            "SELECT id FROM pages WHERE id > ? ORDER BY id LIMIT ?",
+            "INSERT OR REPLACE INTO authority (url, score, weight)"
+            " SELECT p.url, h.score, h.weight FROM pages p JOIN temp.host_rank h"
+            " ON h.host = p.host WHERE p.id > ? AND p.id <= ?",
+            0,
+        )
+        _in_chunks(
+            conn,
+            "SELECT url FROM authority WHERE url > ? ORDER BY url LIMIT ?",
+            "DELETE FROM authority WHERE url > ? AND url <= ?"
+            " AND NOT EXISTS (SELECT 1 FROM pages p WHERE p.url = authority.url)",
+            "",
+        )
+        with transaction(conn):
+            set_setting(conn, COMPUTED_AT, str(time.time()))
+    finally:
         conn.execute("DROP TABLE IF EXISTS temp.host_rank")
-        conn.execute("CREATE TEMP TABLE host_rank (host TEXT PRIMARY KEY, score REAL, weight REAL)")
-        replace_authority(conn, ranks)
-        conn.execute("DROP TABLE temp.host_rank")
+
+
+def _in_chunks(conn: sqlite3.Connection, keys: str, change: str, last: int | str) -> None:
+    """Run ``change`` (parameters: a range of keys, low excluded) over the keys ``keys``
+    lists (parameters: after this key, at most this many) from after ``last``, one
+    transaction per :data:`WRITE_CHUNK` keys."""
+    while True:
+        with transaction(conn):
+            found = conn.execute(keys, (last, WRITE_CHUNK)).fetchall()
+            if not found:
+                return
+            conn.execute(change, (last, found[-1][0]))
+        last = found[-1][0]
 
 
 def replace_authority(conn: Any, ranks: list[tuple[str, float, float]]) -> None:
-    """Every page's authority replaced by its host's (score, weight), on either store's
-    connection, inside the caller's transaction, which holds the temporary table
-    ``host_rank`` (host, score, weight)."""
+    """Every page's authority replaced by its host's (score, weight), inside the caller's
+    transaction, which holds the temporary table ``host_rank`` (host, score, weight): the
+    PostgreSQL store's way (its readers and writers never wait for it)."""
     from geminibot.index import statements as q
     from geminibot.index.engines import engine_of
 

@@ -203,3 +203,20 @@ def test_cli_authority_of_an_empty_store_says_so(tmp_path: Path) -> None:
     connect(tmp_path / "empty.db").close()
     done = run_main(["index", "authority", "--db", str(tmp_path / "empty.db")])
     assert done.returncode == 1 and "no pages with text to rank yet" in done.stderr
+
+
+def test_sqlite_writes_authority_in_chunks_and_drops_the_rows_of_pages_gone(
+    db: sqlite3.Connection, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from geminibot.index import authority
+
+    compute_authority(db, [])
+    whole = dict(db.execute("SELECT url, weight FROM authority").fetchall())
+    with transaction(db):
+        db.execute("INSERT INTO authority VALUES ('gemini://gone.test/', 9.0, 9.0)")
+        db.execute("UPDATE authority SET weight = 0.5")
+    monkeypatch.setattr(authority, "WRITE_CHUNK", 2)  # 5 pages: three transactions
+    compute_authority(db, [])
+    assert dict(db.execute("SELECT url, weight FROM authority").fetchall()) == whole
+    assert not db.in_transaction
+    assert db.execute("SELECT count(*) FROM temp.sqlite_master").fetchone()[0] == 0
