@@ -131,9 +131,11 @@ def ask_capsule(port: int, query: str, work: Path) -> bool:
 
 
 class CapsuleLoad:
-    """A thread asking the search capsule ``rate`` queries a second until stopped. After
-    each answer, looks (on a connection of its own to ``db``) whether the derived index
-    was current: when it is not, the capsule searches with FTS5's full scan."""
+    """A thread asking the search capsule ``rate`` queries a second until stopped: one at a
+    time, each at its turn of a fixed schedule, or at once when the answer before it came
+    after that turn. After each answer, looks (on a connection of its own to the store)
+    whether the derived index was current: when not, the capsule searched with FTS5's
+    full scan."""
 
     def __init__(self, port: int, queries: list[str], rate: float, work: Path) -> None:
         self.port, self.queries, self.rate, self.work = port, queries, rate, work
@@ -146,7 +148,8 @@ class CapsuleLoad:
     def _run(self) -> None:
         conn = sqlite3.connect(self.work / "engine.db")
         n = 0
-        while not self._stop.wait(1.0 / self.rate):
+        start = time.monotonic()
+        while not self._stop.wait(max(0.0, start + n / self.rate - time.monotonic())):
             query = self.queries[n % len(self.queries)]
             n += 1
             started = time.perf_counter()
