@@ -20,7 +20,10 @@ from loopback import free_port
 #: Kills per test; bounds on each wait (real seconds).
 KILLS = 10
 DEADLINE = 120.0
-HOSTS, PAGES = 3, 300
+#: The generated capsules: the ten kills land after about 100 requests in all (each waits
+#: for 1 to 15 new ones, then up to 0.2 s), so the crawl is still going at the last kill;
+#: ``test_kill_nine_of_the_service_loses_nothing`` checks it (URLs still queued).
+HOSTS, PAGES = 3, 150
 #: Seconds between two requests to a host: the crawl lasts through the ten kills.
 MIN_DELAY = 0.05
 
