@@ -9,6 +9,7 @@ from __future__ import annotations
 import html
 import json
 import re
+import sqlite3
 from collections.abc import Iterator
 from contextlib import closing
 from pathlib import Path
@@ -256,9 +257,10 @@ def crawl_unreadable_robots(tmp: Path, max_time: str) -> str:
 
 @pytest.fixture(scope="module")
 def unreadable_robots(tmp_path_factory: pytest.TempPathFactory) -> str:
-    """Crawled for 10 minutes: robots-44.test's robots.txt is asked again after each wait
-    (a 44 is never read as its answer: the capsule waits, its URLs queued)."""
-    return crawl_unreadable_robots(tmp_path_factory.mktemp("why-robots"), "10m")
+    """Crawled for two and a half minutes (of the test's clock): robots-44.test's robots.txt
+    is asked again after each 60 s wait (a 44 is never read as its answer: the capsule
+    waits, its URLs queued)."""
+    return crawl_unreadable_robots(tmp_path_factory.mktemp("why-robots"), "150s")
 
 
 def test_a_robots_txt_answering_44_is_the_reason_while_its_wait_is_sat_out(
@@ -279,6 +281,11 @@ def test_a_robots_txt_answering_44_keeps_the_capsule_out(unreadable_robots: str)
     """44: robots.txt is waited out and asked again, so nothing of the capsule is fetched,
     and every face says that its robots.txt answered 44 and nothing is fetched before it
     is read."""
+    with closing(sqlite3.connect(unreadable_robots)) as conn:
+        asked = conn.execute(
+            "SELECT status, meta FROM fetches WHERE host = 'robots-44.test' ORDER BY id"
+        ).fetchall()
+    assert len(asked) >= 2 and set(asked) == {(44, "60")}, asked  # only robots.txt, again
     for url in ("gemini://robots-44.test/", "gemini://robots-44.test/a.gmi"):
         answer = why_json(unreadable_robots, url)
         if url.endswith("a.gmi"):  # never linked: the capsule's root was never read
