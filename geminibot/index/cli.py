@@ -216,7 +216,7 @@ def run_authority(args: argparse.Namespace) -> int:
             return EXIT_OK
         with StopSignals() as stop:
             schedule(
-                lambda: _scheduled_run(args, conn),
+                lambda: scheduled_run(args, conn),
                 args.every,
                 last_computed(conn),
                 stop.is_set,
@@ -227,15 +227,18 @@ def run_authority(args: argparse.Namespace) -> int:
         conn.close()
 
 
-def _scheduled_run(args: argparse.Namespace, conn: Any) -> bool:
+def scheduled_run(args: argparse.Namespace, conn: Any) -> bool:
     """One run of ``index authority --every``: reported on one line, a failure too (the
-    next run is at the next interval)."""
+    next run is at the next interval; a connection lost ends the command, with exit 1,
+    for its supervisor to start it again)."""
     errors = _store_errors(args.db)
     try:
         summary = refresh(conn, _trusted(args, conn), _progress(True))
     except errors as exc:
-        _rollback(conn)
         _report_authority(args, {"error": terminal_safe(str(exc))})
+        if not isinstance(conn, sqlite3.Connection) and conn.closed:
+            raise CommandError(f"{pg.display(args.db)}: connection lost", EXIT_NEGATIVE) from None
+        _rollback(conn)
         return True
     if summary is None:
         _report_authority(args, {"skipped": "no pages with text yet"})

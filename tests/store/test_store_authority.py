@@ -147,3 +147,32 @@ def test_cli_authority_on_both_stores(
     assert summary["applied_to"] == ("postgresql" if is_postgres(db) else "no search index yet")
     assert main(["search", "casino", "--db", db]) == 0
     assert capsys.readouterr().out.splitlines()[1] == f"   {GOOD}"
+
+
+def test_a_scheduled_run_that_fails_says_so_and_a_lost_connection_ends_it(
+    store: CrawlStore, db: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import argparse
+
+    import psycopg
+
+    from geminibot.cliutil import CommandError
+    from geminibot.index.cli import scheduled_run
+
+    farm(store)
+    args = argparse.Namespace(db=db, trust=[], trust_all=True, json=True)
+    with reading(db) as (conn, _):
+        assert scheduled_run(args, conn)
+        assert json.loads(capsys.readouterr().out)["hosts"] == 7
+        if not is_postgres(db):
+            conn.execute("ALTER TABLE links RENAME TO links_away")  # a statement fails
+            assert scheduled_run(args, conn)  # reported; the next run is at the interval
+            assert "no such table: links" in json.loads(capsys.readouterr().out)["error"]
+            conn.execute("ALTER TABLE links_away RENAME TO links")
+            return
+        with psycopg.connect(db, autocommit=True) as other:
+            other.execute("SELECT pg_terminate_backend(%s)", (conn.info.backend_pid,))
+        with pytest.raises(CommandError, match="connection lost") as lost:
+            scheduled_run(args, conn)
+        assert lost.value.exit_code == 1
+        assert "error" in json.loads(capsys.readouterr().out)
