@@ -78,7 +78,16 @@ def _crawl(settings: Settings, db: str) -> Component:
         argv += ["--connect-to", rule]
     if settings["crawl"]["test_range"]:
         argv.append("--test-range")
-    return Component("crawl", _python(*argv, *strings(settings, "crawl", "args")))
+    argv += strings(settings, "crawl", "args")
+    return Component("crawl", _python(*argv), _background(settings))
+
+
+def _background(settings: Settings) -> int:
+    """The niceness of the components that work in the background."""
+    nice = int(number(settings, "service", "background_nice"))
+    if not 0 <= nice <= 19:
+        raise CommandError(f"serve: service.background_nice must be 0 to 19, not {nice}")
+    return nice
 
 
 def _listening(settings: Settings, section: str) -> list[str]:
@@ -92,11 +101,12 @@ def components(settings: Settings) -> list[Component]:
     if enabled(settings, "crawl"):
         out.append(_crawl(settings, db))
     if enabled(settings, "index") and not pg_store.is_postgres(db):
-        out.append(Component("index", _python("index", "update", "--db", db, "--follow")))
+        argv = ["index", "update", "--db", db, "--follow"]
+        out.append(Component("index", _python(*argv), _background(settings)))
     every = number(settings, "index", "authority_every")
     if enabled(settings, "index") and every > 0:
         argv = ["index", "authority", "--db", db, "--every", f"{every:g}", "--json"]
-        out.append(Component("authority", _python(*argv)))
+        out.append(Component("authority", _python(*argv), _background(settings)))
     if enabled(settings, "search"):
         argv = ["serve-search", "--db", db, *_listening(settings, "search")]
         argv += ["--hostname", text(settings, "search", "hostname")]

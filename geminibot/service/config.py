@@ -62,6 +62,13 @@ OPTIONS: tuple[Option, ...] = (
         30.0,
         "seconds a component has to stop after SIGTERM before it is killed",
     ),
+    Option(
+        "service",
+        "background_nice",
+        10,
+        "CPU niceness (0-19) of the crawl, the index updates and link authority, so that"
+        " on a busy machine the search capsule and the portal answer first",
+    ),
     Option("crawl", "enabled", True, "run the crawl that keeps going (geminibot crawl --forever)"),
     Option(
         "crawl",

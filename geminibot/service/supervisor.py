@@ -43,6 +43,8 @@ class Component:
 
     name: str
     argv: tuple[str, ...]
+    #: Added to the process's niceness (``os.nice``): background work yields the CPU.
+    nice: int = 0
 
 
 @dataclass
@@ -101,14 +103,19 @@ class Child:
     ``PR_SET_PDEATHSIG`` when the thread that started a child ends, so not from a worker
     thread, as ``trio.lowlevel.open_process`` would), waited for through a pidfd."""
 
-    def __init__(self, argv: list[str], env: dict[str, str]) -> None:
+    def __init__(self, argv: list[str], env: dict[str, str], nice: int = 0) -> None:
+        def before_exec() -> None:  # pragma: no cover - runs in the child before exec
+            _die_with_parent()
+            if nice:
+                os.nice(nice)
+
         self.popen = subprocess.Popen(
             argv,
             stdin=subprocess.DEVNULL,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             env=env,
-            preexec_fn=_die_with_parent,  # noqa: PLW1509 - only a prctl call, no lock
+            preexec_fn=before_exec,  # noqa: PLW1509 - only prctl and nice, no lock
         )
         self.pid = self.popen.pid
         self._pidfd = os.pidfd_open(self.pid)
@@ -225,10 +232,16 @@ class Supervisor:
             delay = min(delay * 2, self.restart_max)
 
     async def _run_once(self, component: Component, state: ComponentState) -> int:
-        process = Child(list(component.argv), self.env)
+        process = Child(list(component.argv), self.env, component.nice)
         state.process, state.running = process, True
         state.starts += 1
-        self.log.write(component.name, message="started", pid=process.pid, argv=component.argv)
+        self.log.write(
+            component.name,
+            message="started",
+            pid=process.pid,
+            argv=component.argv,
+            nice=component.nice,
+        )
         try:
             async with trio.open_nursery() as nursery:
                 for name, stream in process.streams.items():

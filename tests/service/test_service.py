@@ -5,6 +5,7 @@ SIGTERM stops it all with exit 0."""
 
 from __future__ import annotations
 
+import os
 import signal
 import subprocess
 import sys
@@ -25,6 +26,7 @@ from service_process import (
     served_capsules,
 )
 
+from geminibot.service.cli import components
 from geminibot.service.config import OPTIONS, ConfigError, default_config, defaults, read_file
 from geminibot.service.metrics import Metrics
 
@@ -71,6 +73,13 @@ def test_the_service_crawls_serves_search_and_metrics_and_stops_on_sigterm(
         assert "geminibot_search_request_seconds_count" in metrics
         assert "geminibot_pages " in metrics and "geminibot_index_lag " in metrics
         assert "geminibot_changed_last_day 0.0" in metrics  # a first crawl changes nothing
+        # Background work runs at background_nice (10 by default), the capsule at 0.
+        ours = os.nice(0)  # the service inherits the test's own niceness
+        for name, nice in (("crawl", 10), ("index", 10), ("search", 0)):
+            (child,) = service.logged(name, "started")
+            assert child["nice"] == nice
+            stat = Path(f"/proc/{child['pid']}/stat").read_text()
+            assert int(stat.rsplit(")", 1)[1].split()[16]) == min(ours + nice, 19)
         # A component that dies is started again, and both are logged.
         (started,) = service.logged("index", "started")
         subprocess.run(["kill", "-9", str(started["pid"])], check=True)
@@ -121,10 +130,14 @@ def test_the_default_file_is_the_defaults_and_flags_win(tmp_path: Path) -> None:
 def test_serve_usage_errors_are_one_line(tmp_path: Path) -> None:
     path = tmp_path / "c.toml"
     path.write_text("[crawl]\nseeds = []\n")
+    seeded = tmp_path / "seeded.toml"
+    seeded.write_text('[crawl]\nseeds = ["gemini://example.org/"]\n')
     for argv, message in (
         (["--config", str(path)], "crawl.seeds is empty"),
         (["--config", str(tmp_path / "none.toml")], "cannot read"),
         (["--no-crawl-enabled", "--no-index-enabled", "--no-search-enabled"], "nothing to run"),
+        (["--config", str(seeded), "--service-background-nice", "20"], "0 to 19, not 20"),
+        (["--config", str(seeded), "--service-background-nice", "-1"], "0 to 19, not -1"),
     ):
         done = subprocess.run(
             [sys.executable, "-m", "geminibot", "serve", *argv, "--no-metrics-enabled"],
@@ -154,3 +167,13 @@ def test_metrics_count_the_computations_of_link_authority() -> None:
     assert 'geminibot_authority_runs_total{outcome="failed"} 2.0' in text
     assert "geminibot_authority_seconds 2.5" in text
     assert "geminibot_authority_age_seconds 120.0" in text
+
+
+def test_background_nice_is_taken_at_both_ends() -> None:
+    settings = defaults()
+    settings["crawl"]["seeds"] = ["gemini://example.org/"]
+    for nice in (0, 19):
+        settings["service"]["background_nice"] = nice
+        niceness = {c.name: c.nice for c in components(settings)}
+        assert niceness["crawl"] == niceness["index"] == niceness["authority"] == nice
+        assert niceness["search"] == 0
