@@ -35,10 +35,13 @@ typecheck: $(STAMP)
 	$(BIN)/mypy
 
 # Two workers per core: much of the suite waits (servers, subprocesses, a mock clock's
-# idle threshold) rather than computes; worksteal evens out the few long tests. Bytecode
+# idle threshold) rather than computes; worksteal evens out the few long tests, which
+# start first, one at the head of each worker's share (tests/suite_order.py). Bytecode
 # is written even where the environment says not to (PYTHONDONTWRITEBYTECODE), so that
 # the workers and the commands the tests start compile each module once, not each time.
-# What the suite costs: docs/benchmarks.md, "Test suite time".
+# What the suite costs: docs/benchmarks.md, "Test suite time": about 200 s of CPU, so on
+# 2 cores at least ~100 s of pytest even on a quiet machine (a fresh clone's make test
+# ~125 s); on a machine shared at load 9, 174 s of pytest, 202 s in all.
 PYTEST_WORKERS ?= $(shell echo $$(( $$(nproc) * 2 )))
 pytest: $(STAMP) browser
 	PYTHONDONTWRITEBYTECODE= $(BIN)/python -m pytest -n $(PYTEST_WORKERS) --dist worksteal
