@@ -26,19 +26,29 @@ def free_port() -> int:
 
 
 def wait_listening(port: int, proc: subprocess.Popen[bytes], what: str, within: float) -> None:
-    """Return once ``proc`` (``what``, for the message) accepts connections on
-    127.0.0.1:``port``; RuntimeError if it exits first or is not listening ``within``
-    seconds."""
+    """Return once ``proc`` (``what``, for the message) itself listens on ``port`` (a
+    listening socket of its own in the kernel's tables: a connection that succeeds proves
+    less, as another process may hold the port, or a connect to a free port of the
+    ephemeral range may meet itself); RuntimeError if it exits first or is not listening
+    ``within`` seconds."""
     deadline = time.monotonic() + within
     while time.monotonic() < deadline:
         if proc.poll() is not None:
             raise RuntimeError(f"{what} exited with status {proc.returncode}")
-        try:
-            with socket.create_connection(("127.0.0.1", port), timeout=0.5):
-                return
-        except OSError:
-            time.sleep(0.05)
+        if listens(proc.pid, port):
+            return
+        time.sleep(0.05)
     raise RuntimeError(f"{what} did not listen on port {port} within {within:g} s")
+
+
+def listens(pid: int, port: int) -> bool:
+    """Whether process ``pid`` holds a socket listening on TCP ``port``."""
+    tcp = _socket_table("tcp", "tcp6")
+    listening = {i for i, (p, state) in tcp.items() if state == "0A" and p == port}
+    try:
+        return bool(listening & _socket_inodes(str(pid)))
+    except OSError:
+        return False  # gone meanwhile
 
 
 def _socket_table(*names: str) -> dict[int, tuple[int, str]]:
