@@ -107,6 +107,17 @@ def start_space(args: argparse.Namespace, day: int = 0) -> tuple[subprocess.Pope
     return proc, int(first.rsplit(":", 1)[1])
 
 
+def stop(space_proc: subprocess.Popen[str]) -> None:
+    """Stop the space's server: SIGINT, and SIGKILL if it has not ended within 30 s (a
+    whole space's server may take longer to close its connections)."""
+    space_proc.send_signal(signal.SIGINT)
+    try:
+        space_proc.wait(timeout=30)
+    except subprocess.TimeoutExpired:
+        space_proc.kill()
+        space_proc.wait()
+
+
 def free_port() -> int:
     import socket
 
@@ -415,8 +426,7 @@ def under_load(args: argparse.Namespace) -> dict[str, object]:
     finally:
         service.send_signal(signal.SIGTERM)
         service.wait(timeout=120)
-        space_proc.send_signal(signal.SIGINT)
-        space_proc.wait(timeout=30)
+        stop(space_proc)
     time.sleep(1.0)  # the log's last lines are in
     return result | {
         "capsule_search": load.summary(),
@@ -493,8 +503,7 @@ def main() -> None:
     finally:
         service.send_signal(signal.SIGTERM)
         service.wait(timeout=120)
-        space_proc.send_signal(signal.SIGINT)
-        space_proc.wait(timeout=30)
+        stop(space_proc)
     result |= {
         "hosts": args.hosts,
         "urls": args.urls,
