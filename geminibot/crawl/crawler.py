@@ -358,8 +358,8 @@ class Crawler:
         try:
             outcome = await self.visitor.visit(claim, policy)
         except Exception:
-            # The URL stays leased: the next run's recovery counts this as an attempt
-            # cut short, and gives the URL up after MAX_URL_ATTEMPTS.
+            # The URL stays leased, its attempt counted if its request was sent: the
+            # next run's recovery gives it up after MAX_URL_ATTEMPTS such ends.
             outcome = "lost"
             raise
         finally:

@@ -111,8 +111,8 @@ class Downloader:
         claimed: str | None,
     ) -> Sent | Lost:
         """:meth:`request` once it is the host's turn and its address's slot is ours."""
-        # Is the host (and the claim) still ours? (On SQLite this also commits the
-        # claim's attempt before its request.)
+        # Is the host (and the claim) still ours? If so the claim's attempt is counted
+        # here, before its first request (committed first when the store is careful).
         if not self.store.hold_host(host, self.lease, claimed):
             return "lost"
         adapter: Adapter = adapter_for(host)

@@ -18,13 +18,19 @@ The crawl loop's SQLite store commits in batches (:class:`geminibot.crawl.store.
 a kill then also repeats the URLs of the batch it cut, claims included (back to
 ``queued``), and the run after it is careful (each write committed at once, as here).
 
-Attempts (column ``attempts``): the requests at a URL since it last got an answer. A claim
-counts one attempt, a release gives it back, an answer (``done``, ``refused``, ``gone``)
-sets it back to 0; a failed request keeps its attempt (the retry back-off of
-:mod:`geminibot.crawl.freshness` is computed from it), and so does a claim that ended
-neither way (the process died, or the URL's processing raised, while holding it). A URL
-left leased with :data:`MAX_URL_ATTEMPTS` attempts is recorded ``failed`` (and not retried)
-by :meth:`Frontier.recover` instead of being queued again, so one hostile page cannot stop
+Attempts (column ``attempts``): the requests at a URL since it last got an answer. A
+claim counts one attempt when its first request is about to be sent (the store's
+``hold_host``, right before it, after every wait: a robots2 ask or the URL's own
+request), not when it is claimed: a claim given back unsent (a cancelled visit, a policy
+file's wait, the host skipped or lost) leaves the attempts as they were, and a claim left
+leased unsent by a dead process harmed nothing, so it never counts. A sent claim given
+back (44 SLOW DOWN, a request cut short by the run's end, an ask to come back later) gives
+its attempt back; an answer (``done``, ``refused``, ``gone``) sets them to 0; a failed
+request keeps its attempt (the retry back-off of :mod:`geminibot.crawl.freshness` is
+computed from it), and so does a sent claim that ended neither way (the process died, or
+the URL's processing raised, while holding it). A URL left leased with
+:data:`MAX_URL_ATTEMPTS` attempts is recorded ``failed`` (and not retried) by
+:meth:`Frontier.recover` instead of being queued again, so one hostile page cannot stop
 every resume of a crawl.
 
 Trap bounds (named, documented, tested at their edges) stop link mazes and calendars:
@@ -72,8 +78,8 @@ MAX_URLS_PER_HOST = 15_000
 #: How the per-host cap's trap reason ends (a trapped URL with it is queued once the host
 #: has room again).
 CAP_REASON = " URLs on the host"
-#: Attempts at one URL cut short (by a crash, or an error while processing it) before the
-#: URL is given up and recorded failed.
+#: Attempts at one URL (requests sent) cut short (by a crash, or an error while processing
+#: it) before the URL is given up and recorded failed.
 MAX_URL_ATTEMPTS = 3
 
 
@@ -277,10 +283,6 @@ class Frontier:
             "failed": state == "failed",
         }
         self.conn.execute(SQL[q.FINISH], {**params, "url": url})
-
-    def release(self, url: str) -> None:
-        """Give a leased URL back to the queue (44 SLOW DOWN, host skipped, interrupted)."""
-        self.conn.execute(SQL[q.RELEASE], {"url": url})
 
     # --- self-contained transactions ---
 

@@ -88,6 +88,7 @@ class PgStore(SqlStore):
         self.clock = clock
         self.limits = limits or FrontierLimits()
         self.lease_seconds = lease_seconds
+        self._sent: set[str] = set()
         self.pool: ConnectionPool[Any] = ConnectionPool(
             conninfo,
             min_size=1,
@@ -196,7 +197,8 @@ class PgStore(SqlStore):
 
     def hold_host(self, host: str, lease: str, claimed: str | None) -> bool:
         """Whether ``host`` is still this process's, and ``claimed`` (if any) still its
-        claim, right before a request (after every wait); renews the lease if so.
+        claim, right before a request (after every wait); renews the lease if so, and
+        counts the claim's attempt at its first request (in the same transaction).
 
         The lease may have run out during the wait without anyone taking the host: it is
         still ours (the holder column names us) and is renewed. Once another process took
@@ -210,6 +212,10 @@ class PgStore(SqlStore):
                 " AND lease = %(me)s)) RETURNING 1",
                 {"s": self.lease_seconds, "host": host, "me": lease, "url": claimed},
             ).fetchone()
+            if claimed is not None and held is not None:
+                self._count_attempt(conn, claimed, lease)
+            elif claimed is not None:
+                self._sent.discard(claimed)  # the claim is another process's now
         return held is not None
 
     def release_host(self, host: str, lease: str) -> None:
@@ -354,6 +360,7 @@ class PgStore(SqlStore):
             if row is None:
                 return None
             self._run(conn, q.MARK_LEASED, {"lease": lease, "now": now, "url": row[0]})
+        self._sent.discard(str(row[0]))  # a new claim: nothing sent yet
         return Claim(url=str(row[0]), host=host, depth=int(row[1]))
 
     # -- hosts and policy files --

@@ -43,6 +43,9 @@ class SqlStore:
     engine: Engine
     clock: Callable[[], float]
     limits: FrontierLimits
+    #: The URLs this process claimed whose request was sent (their attempt counted),
+    #: until the claim is closed or given back.
+    _sent: set[str]
 
     # -- what each engine gives --
 
@@ -165,15 +168,28 @@ class SqlStore:
     def _record_decision(self, conn: Any, decision: DecisionRecord) -> None:
         self._run(conn, q.LOG_DECISION, decision.params())
 
+    # -- a claimed URL's attempt --
+
+    def _count_attempt(self, conn: Any, url: str, lease: str) -> None:
+        """The claimed ``url``'s request is about to be sent (``hold_host``): count its
+        attempt, once per claim (a robots2 ask and the URL's own request are one)."""
+        if url not in self._sent:
+            self._run(conn, q.MARK_SENT, {"url": url, "lease": lease})
+            self._sent.add(url)
+
     # -- closing a claimed URL --
 
     def release(self, url: str) -> None:
-        """Give a leased URL back to the queue (44 SLOW DOWN, host skipped, interrupted)."""
+        """Give a leased URL back to the queue. Unsent (a cancelled visit, a policy
+        file's wait, the host skipped) its attempts stay as they were before the claim;
+        sent (a cancelled request, a robots2 ask to ask again later) the attempt its
+        request counted goes back with it, as a 44's does (:meth:`slowed_down`)."""
         with self._writing(closes=True) as conn:
             self._release(conn, url)
 
     def _release(self, conn: Any, url: str) -> None:
-        self._run(conn, q.RELEASE, {"url": url})
+        self._run(conn, q.RELEASE, {"url": url, "sent": url in self._sent})
+        self._sent.discard(url)
 
     def _finish(self, conn: Any, url: str, state: str, reason: str | None = None) -> None:
         """Close a leased URL as done/refused/failed/gone: only a failure keeps its
@@ -185,6 +201,7 @@ class SqlStore:
             "failed": state == "failed",
         }
         self._run(conn, q.FINISH, {**params, "url": url})
+        self._sent.discard(url)
 
     def slowed_down(self, fetch: FetchRecord) -> None:
         """The URL's request was answered "slow down": log it, queue the URL again."""

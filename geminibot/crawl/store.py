@@ -110,8 +110,9 @@ class CrawlStore(Protocol):
     def hold_host(self, host: str, lease: str, claimed: str | None) -> bool:
         """Right before a request to ``host`` (after every wait): whether the host is still
         this process's and ``claimed`` (the URL claimed for it, if any) still its claim;
-        renews the lease if so. False: another process took the host over meanwhile (the
-        lease ran out during the wait), and the request must not be sent."""
+        renews the lease if so, and counts the claim's attempt at its first request
+        (:mod:`geminibot.crawl.frontier`). False: another process took the host over
+        meanwhile (the lease ran out during the wait), and the request must not be sent."""
         ...
 
     def release_host(self, host: str, lease: str) -> None: ...
@@ -123,7 +124,11 @@ class CrawlStore(Protocol):
     # -- the frontier --
     def seed(self, urls: list[str]) -> dict[str, str]: ...
     def claim(self, host: str, lease: str) -> Claim | None: ...
-    def release(self, url: str) -> None: ...
+    def release(self, url: str) -> None:
+        """Give a leased URL back to the queue: unsent, its attempts as before the
+        claim; sent, without the attempt its request counted."""
+        ...
+
     def queued(self) -> int: ...
     def leased(self) -> list[str]: ...
     def state_of(self, url: str) -> tuple[str, str | None] | None: ...
@@ -191,13 +196,14 @@ class SqliteStore(SqlStore, Frontier):
     time (:class:`~geminibot.crawl.frontier.Frontier`), and batched commits.
 
     Batched commits (``batch=True``, as the crawl loop opens it; otherwise each write is
-    committed when it ends): the writes of the crawl loop's hot path (a claim, a URL closed
-    as fetched, refused, failed or slowed down, a fetch logged, a policy file cached) go
-    into one open write transaction, committed when it holds :data:`BATCH_URLS` closed
-    URLs, when its first write is :data:`BATCH_SECONDS` old (checked at each write and
-    before each request), by every other write (settings, seeds, recovery, revisits,
-    skips, pins: committed at once, with what waits) and by :meth:`end_run` (the crawl
-    loop calls it when its run ends, however it ends, an exception included). A write
+    committed when it ends): the writes of the crawl loop's hot path (a claim, its
+    request's attempt, a URL closed as fetched, refused, failed or slowed down, a fetch
+    logged, a policy file cached) go into one open write transaction, committed when it
+    holds :data:`BATCH_URLS` closed URLs, when its first write is :data:`BATCH_SECONDS`
+    old (checked at each write and before each request), by every other write
+    (settings, seeds, recovery, revisits, skips, pins: committed at once, with what
+    waits) and by :meth:`end_run` (the crawl loop calls it when its run ends, however it
+    ends, an exception included). A write
     that fails rolls the open batch back with it (as a kill would: see below) and leaves
     the run marked open, so the next one is careful. Each commit writes the
     b-tree pages its rows touched once, and FTS5 flushes its pending terms into one
@@ -210,12 +216,12 @@ class SqliteStore(SqlStore, Frontier):
     (``geminibot search`` during a crawl) sees a page at most :data:`BATCH_SECONDS` after
     its fetch, and waits up to that long for the write lock.
 
-    Careful mode: a claim whose attempt is not committed does not count towards
+    Careful mode: a request whose attempt is not committed does not count towards
     :data:`~geminibot.crawl.frontier.MAX_URL_ATTEMPTS`, so a page that kills the process
     outright (not an exception: those end the run, which commits) would be fetched again
     by every resume. So a run that finds the one before it did not end (:data:`RUN_OPEN`
     still "1", or URLs left ``leased`` by an older geminibot) commits each write when it
-    ends, as an unbatched store does (a claim before its request is sent): after
+    ends, as an unbatched store does (a request's attempt before it is sent): after
     MAX_URL_ATTEMPTS such kills the URL is given up, and a kill repeats only the requests
     on the wire. A run that ends clears the mark, and the next run batches again.
     """
@@ -240,6 +246,7 @@ class SqliteStore(SqlStore, Frontier):
         self._opened = 0.0  # when the open batch's first write began (monotonic)
         self._closed = 0  # URLs closed in the open batch
         self._lost = False  # a failed write rolled a batch back in this run
+        self._sent: set[str] = set()
         #: Commit each write when it ends (until :meth:`recover` finds the run before
         #: ended).
         self.careful = True
@@ -339,7 +346,18 @@ class SqliteStore(SqlStore, Frontier):
         return Lease(None)
 
     def hold_host(self, host: str, lease: str, claimed: str | None) -> bool:
-        self._flush_if_old()
+        """Always True (every host is this process's). The claim's first request counts
+        its attempt, a write into the open batch: on disk before the request is sent when
+        each write is committed (careful mode, or ``batch=False``); otherwise with the
+        batch's commit (:data:`BATCH_URLS`, :data:`BATCH_SECONDS`, another write that
+        commits, :meth:`end_run`): a kill before it loses the count (and the claim too,
+        unless a commit came between them), so the URL is queued again uncounted and the
+        next run, careful, commits each count before its request."""
+        if claimed is None or claimed in self._sent:
+            self._flush_if_old()
+        else:
+            with self._batched() as conn:
+                self._count_attempt(conn, claimed, lease)
         return True
 
     def release_host(self, host: str, lease: str) -> None:
@@ -350,7 +368,10 @@ class SqliteStore(SqlStore, Frontier):
 
     def claim(self, host: str, lease: str) -> Claim | None:
         with self._batched():
-            return self._claim(host, lease)
+            claim = self._claim(host, lease)
+        if claim is not None:
+            self._sent.discard(claim.url)  # a new claim: nothing sent yet
+        return claim
 
 
 class StoreKnownHosts:

@@ -129,20 +129,25 @@ PRUNE_DECISIONS = sa.text("DELETE FROM decisions WHERE at < :before")
 URL_STATE = sa.text("SELECT state, reason FROM urls WHERE url = :url")
 COUNT_QUEUED = sa.text("SELECT count(*) FROM urls WHERE state = 'queued'")
 LEASED = sa.text("SELECT url FROM urls WHERE state = 'leased' ORDER BY id")
-#: A claimed URL's lease taken (one attempt more).
+#: A claimed URL's lease taken (its attempt counts once its request is sent: MARK_SENT).
 MARK_LEASED = sa.text(
-    "UPDATE urls SET state = 'leased', lease = :lease, updated_at = :now,"
-    " attempts = attempts + 1 WHERE url = :url"
+    "UPDATE urls SET state = 'leased', lease = :lease, updated_at = :now WHERE url = :url"
+)
+#: A claimed URL's first request about to be sent: one attempt more.
+MARK_SENT = sa.text(
+    "UPDATE urls SET attempts = attempts + 1"
+    " WHERE url = :url AND state = 'leased' AND lease = :lease"
 )
 #: A leased URL closed; only a failure keeps its attempts counted.
 FINISH = sa.text(
     "UPDATE urls SET state = :state, reason = :reason, lease = NULL, updated_at = :now,"
     " attempts = CASE WHEN :failed THEN attempts ELSE 0 END WHERE url = :url"
 )
-#: A leased URL given back to the queue, its attempt with it.
+#: A leased URL given back to the queue; ``:sent`` (its request was sent): the attempt
+#: that request counted goes back with it.
 RELEASE = sa.text(
     "UPDATE urls SET state = 'queued', lease = NULL,"
-    " attempts = CASE WHEN attempts > 0 THEN attempts - 1 ELSE 0 END"
+    " attempts = CASE WHEN :sent AND attempts > 0 THEN attempts - 1 ELSE attempts END"
     " WHERE url = :url AND state = 'leased'"
 )
 #: A URL the per-host cap trapped, queued again.

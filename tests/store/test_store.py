@@ -7,7 +7,6 @@ from typing import Any
 
 from store_helpers import LIMITS, Clock
 
-from geminibot.crawl.frontier import MAX_URL_ATTEMPTS
 from geminibot.crawl.store import (
     CachedFile,
     CrawlStore,
@@ -205,23 +204,3 @@ def test_fetched_counts_the_urls_queued_per_host(store: CrawlStore) -> None:
     store.seed([A])
     woken = commit(store, A, "Home", "text", [A + "1", A + "2", A + "1", B, A])
     assert woken == {"a.test": 2, "b.test": 1}
-
-
-def test_attempts_cut_short_give_the_url_up(store: CrawlStore) -> None:
-    """A claim released gives its attempt back; one ended neither way (the process died)
-    counts, and at MAX_URL_ATTEMPTS the URL is recorded failed instead of queued again."""
-    store.seed([A])
-    for _ in range(MAX_URL_ATTEMPTS + 2):  # released claims never add up
-        assert claim(store).url == A
-        store.release(A)
-    for n in range(1, MAX_URL_ATTEMPTS):
-        assert claim(store).url == A
-        store.release_host("a.test", "me")  # killed: its lease is gone
-        assert store.recover() == 1, n
-        assert store.state_of(A) == ("queued", None)
-    assert claim(store).url == A
-    store.release_host("a.test", "me")
-    assert store.recover() == 0
-    state, reason = store.state_of(A) or ("", None)
-    assert state == "failed"
-    assert reason == f"given up: {MAX_URL_ATTEMPTS} attempts ended abnormally"

@@ -58,18 +58,20 @@ def test_a_better_named_copy_takes_over_as_canonical(store: CrawlStore) -> None:
 
 
 def test_attempts_count_failures_in_a_row_and_an_answer_resets_them(store: CrawlStore) -> None:
-    """One counter (``urls.attempts``): a claim counts an attempt, a failed request keeps
-    it (the retry back-off grows with it), a release gives it back, an answer sets it to 0."""
+    """One counter (``urls.attempts``): a request sent counts an attempt, a failed one
+    keeps it (the retry back-off grows with it), a release gives back only what its
+    request counted, an answer sets it to 0."""
     store.seed([A])
     for n in (1, 2):
         assert claim(store).url == A
+        assert store.hold_host("a.test", "me", A)
         store.failed(decision(A), fetch(A, status=None), Revisit(0.0))
         seen = store.previous(A)
         assert seen is not None and seen.attempts == n
         store.release_host("a.test", "me")
         assert store.revisit(0.0) == 1
     assert claim(store).url == A
-    store.release(A)  # 44 or an interrupted run: not an attempt
+    store.release(A)  # unsent (an interrupted run): not an attempt
     seen = store.previous(A)
     assert seen is not None and seen.attempts == 2
     store.release_host("a.test", "me")
