@@ -1,7 +1,7 @@
 """The SQLite store's CPU per page without the network: the synthetic space's pages put
 through :class:`~geminibot.crawl.store.SqliteStore` as the crawl loop does (``claim``,
-``previous``, ``duplicate_of``, ``fetched``), hosts taken in turn, each call committed
-(``batch=False``) and batched (``batch=True``, as the crawl loop opens it).
+``hold_host``, ``previous``, ``duplicate_of``, ``fetched``), hosts taken in turn, each
+call committed (``batch=False``) and batched (``batch=True``, as the crawl loop opens it).
 
     nice -n 19 .venv/bin/python bench/store_speed.py [--pages 6000] [--hosts 400]
         [--urls 20000] [--cache-kib 2000,65536]
@@ -81,6 +81,8 @@ def store_cpu(
         now[0] += 0.01
         started = time.process_time()
         claim = store.claim(host, "bench")
+        if claim is not None:
+            store.hold_host(host, "bench", claim.url)  # right before its request
         cpu += time.process_time() - started
         if claim is None:
             hosts.remove(host)
