@@ -40,8 +40,8 @@ typecheck: $(STAMP)
 # is written even where the environment says not to (PYTHONDONTWRITEBYTECODE), so that
 # the workers and the commands the tests start compile each module once, not each time.
 # What the suite costs: docs/benchmarks.md, "Test suite time": about 200 s of CPU, so on
-# 2 cores at least ~100 s of pytest even on a quiet machine (a fresh clone's make test
-# ~125 s); on a machine shared at load 9, 174 s of pytest, 202 s in all.
+# 2 cores at least ~100 s of pytest even on a quiet machine (a fresh clone's make test,
+# quiet: 114 s of pytest, 142 s in all); on a machine shared at load 9, 174 s and 202 s.
 PYTEST_WORKERS ?= $(shell echo $$(( $$(nproc) * 2 )))
 pytest: $(STAMP) browser
 	PYTHONDONTWRITEBYTECODE= $(BIN)/python -m pytest -n $(PYTEST_WORKERS) --dist worksteal
