@@ -401,14 +401,20 @@ def served(work: Path, since: float, until: float) -> dict[str, object]:
     }
 
 
-def under_load(args: argparse.Namespace) -> dict[str, object]:
-    """The ``--from-store`` run (see the module docstring)."""
-    args.hosts, _ = space_of(args.urls)
+def space_and_work(args: argparse.Namespace) -> tuple[Space, Path]:
+    """The space the options describe, and the folder the run works in (made if needed)."""
     space = Space(
         args.hosts, args.urls, args.seed, change_rate=args.change_rate, remove_rate=args.remove_rate
     )
     work = args.work or Path(tempfile.mkdtemp(prefix="freshness-"))
     work.mkdir(parents=True, exist_ok=True)
+    return space, work
+
+
+def under_load(args: argparse.Namespace) -> dict[str, object]:
+    """The ``--from-store`` run (see the module docstring)."""
+    args.hosts, _ = space_of(args.urls)
+    space, work = space_and_work(args)
     result = take_over(args.from_store, work)
     mix = [query for _, query in query_mix(space)]
     space_proc, port = start_space(args, day=1)
@@ -472,15 +478,7 @@ def main() -> None:
     if args.from_store is not None:
         report(under_load(args), args.out)
         return
-    space = Space(
-        args.hosts,
-        args.urls,
-        args.seed,
-        change_rate=args.change_rate,
-        remove_rate=args.remove_rate,
-    )
-    work = args.work or Path(tempfile.mkdtemp(prefix="freshness-"))
-    work.mkdir(parents=True, exist_ok=True)
+    space, work = space_and_work(args)
     space_proc, port = start_space(args)
     search_port = free_port()
     service = start_service(work, space, port, search_port)
