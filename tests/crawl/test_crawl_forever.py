@@ -6,13 +6,13 @@ from __future__ import annotations
 import json
 import os
 import signal
-import sqlite3
 from pathlib import Path
 
 import pytest
 import trio
 import trio.testing
 from commands import crawl_in_trio
+from db_rows import rows
 from served_capsules import generate
 
 from capsule_server.testing import running_server
@@ -29,20 +29,10 @@ from geminibot.gemini.server import ServerLimits
 TIMEOUT = 120.0
 
 
-def query(db: Path, sql: str) -> list[tuple[object, ...]]:
-    conn = sqlite3.connect(db)
-    try:
-        return conn.execute(sql).fetchall()
-    except sqlite3.OperationalError:  # not created yet
-        return []
-    finally:
-        conn.close()
-
-
 async def wait_for(db: Path, sql: str, step: float = 600.0, most: int = 1000) -> None:
     """Sleep (trio's clock: mock time) until ``sql`` finds a row, ``most`` steps at most."""
     for _ in range(most):
-        if query(db, sql):
+        if rows(db, sql):
             return
         await trio.sleep(step)
     raise AssertionError(f"never: {sql}")
@@ -80,12 +70,12 @@ async def test_forever_revisits_when_due_and_stops_on_sigterm(
     runs = [json.loads(line) for line in proc.stdout.splitlines()]  # type: ignore[attr-defined]
     assert len(runs) >= 2 and runs[0]["pages"] >= 4
     assert "sleeping" in proc.stderr  # type: ignore[attr-defined]
-    text = query(
+    text = rows(
         db,
         "SELECT f.body FROM pages_fts f JOIN pages p ON p.id = f.rowid WHERE p.url LIKE '%/p1.gmi'",
     )
     assert text and "zeppelin" in str(text[0][0])
-    assert query(db, "SELECT count(*) FROM urls WHERE state = 'leased'") == [(0,)]
+    assert rows(db, "SELECT count(*) FROM urls WHERE state = 'leased'") == [(0,)]
 
 
 def test_pause_is_bounded() -> None:

@@ -8,13 +8,13 @@ import json
 import os
 import random
 import signal
-import sqlite3
 import subprocess
 import sys
 import time
 from pathlib import Path
 
 from crawl.served_capsules import capsule_server, generate
+from db_rows import rows
 from loopback import free_port
 
 #: Kills per test; bounds on each wait (real seconds).
@@ -30,16 +30,6 @@ MIN_DELAY = 0.05
 
 def served_requests(log: Path) -> int:
     return len(log.read_text().splitlines()) if log.exists() else 0
-
-
-def rows(db: Path, sql: str) -> list[tuple[object, ...]]:
-    conn = sqlite3.connect(db)
-    try:
-        return conn.execute(sql).fetchall()
-    except sqlite3.OperationalError:  # not created yet
-        return []
-    finally:
-        conn.close()
 
 
 def start(config: Path) -> subprocess.Popen[str]:
