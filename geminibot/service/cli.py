@@ -64,7 +64,7 @@ def _python(*argv: str) -> tuple[str, ...]:
     return (sys.executable, "-m", "geminibot", *argv)
 
 
-def _crawl(settings: Settings, db: str) -> Component:
+def _crawl(settings: Settings, db: str, nice: int) -> Component:
     seeds = strings(settings, "crawl", "seeds")
     if not seeds:
         raise CommandError("serve: crawl.seeds is empty (set it, or crawl.enabled = false)")
@@ -79,7 +79,7 @@ def _crawl(settings: Settings, db: str) -> Component:
     if settings["crawl"]["test_range"]:
         argv.append("--test-range")
     argv += strings(settings, "crawl", "args")
-    return Component("crawl", _python(*argv), _background(settings))
+    return Component("crawl", _python(*argv), nice)
 
 
 def _background(settings: Settings) -> int:
@@ -97,16 +97,17 @@ def _listening(settings: Settings, section: str) -> list[str]:
 def components(settings: Settings) -> list[Component]:
     """The child processes ``settings`` ask for."""
     db = text(settings, "service", "db")
+    background = _background(settings)
     out = []
     if enabled(settings, "crawl"):
-        out.append(_crawl(settings, db))
+        out.append(_crawl(settings, db, background))
     if enabled(settings, "index") and not pg_store.is_postgres(db):
         argv = ["index", "update", "--db", db, "--follow"]
-        out.append(Component("index", _python(*argv), _background(settings)))
+        out.append(Component("index", _python(*argv), background))
     every = number(settings, "index", "authority_every")
     if enabled(settings, "index") and every > 0:
         argv = ["index", "authority", "--db", db, "--every", f"{every:g}", "--json"]
-        out.append(Component("authority", _python(*argv), _background(settings)))
+        out.append(Component("authority", _python(*argv), background))
     if enabled(settings, "search"):
         argv = ["serve-search", "--db", db, *_listening(settings, "search")]
         argv += ["--hostname", text(settings, "search", "hostname")]
