@@ -28,9 +28,9 @@ from capsule_server.testing import running_server
 from geminibot.cliutil import bounded_number, say
 from geminibot.crawl.crawler import sqlite_crawler
 from geminibot.crawl.fetcher import gemini_fetch
-from geminibot.crawl.frontier import FrontierLimits
 from geminibot.crawl.progress import Progress
 from geminibot.crawl.settings import CrawlOptions
+from geminibot.crawl.traps import FrontierLimits
 from geminibot.gemini.client import GeminiClient
 from geminibot.gemini.server import GeminiServer, ServerLimits
 from geminibot.index import connect, search

@@ -31,7 +31,6 @@ from geminibot.cliutil import (
 )
 from geminibot.crawl.databases import display as without_password
 from geminibot.crawl.databases import is_postgres, open_pg_store
-from geminibot.crawl.frontier import DEFAULT_MAX_DEPTH, MAX_URLS_PER_HOST, FrontierLimits
 from geminibot.crawl.politeness import START_DELAY
 from geminibot.crawl.schemes import host_url, normalise, parse_any
 from geminibot.crawl.settings import (
@@ -43,6 +42,7 @@ from geminibot.crawl.settings import (
     check_settings,
     new_lease,
 )
+from geminibot.crawl.traps import DEFAULT_MAX_DEPTH, MAX_URLS_PER_HOST, FrontierLimits
 from geminibot.http.urls import DEFAULT_INFO_URL
 from geminibot.index import DatabaseError, connect
 from geminibot.index.db import checkpoint

@@ -11,7 +11,7 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from geminibot.crawl.frontier import FrontierLimits
+from geminibot.crawl.traps import FrontierLimits
 from geminibot.index import DatabaseError
 from geminibot.index.pg import command_error as pg_error
 from geminibot.index.pg import display, is_postgres

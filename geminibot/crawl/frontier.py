@@ -34,15 +34,16 @@ the URL's processing raised, while holding it). A URL left leased with
 every resume of a crawl.
 
 Trap bounds (named, documented, tested at their edges) stop link mazes and calendars:
-:data:`MAX_URL_LENGTH`, :data:`MAX_QUERIES_PER_PATH`, :data:`DEFAULT_MAX_DEPTH`,
-:data:`MAX_URLS_PER_HOST`, and the shapes of :mod:`geminibot.crawl.traps`. A trapped URL's
-reason is also recorded as a refusing decision (:func:`trap_decision`: ``trap: <bound>``),
+:data:`~geminibot.crawl.traps.MAX_URL_LENGTH`, :data:`~geminibot.crawl.traps.MAX_QUERIES_PER_PATH`,
+:data:`~geminibot.crawl.traps.DEFAULT_MAX_DEPTH`, :data:`~geminibot.crawl.traps.MAX_URLS_PER_HOST`,
+and the shapes of :mod:`geminibot.crawl.traps`. A trapped URL's reason is also recorded as a
+refusing decision (:func:`~geminibot.crawl.traps.trap_decision`: ``trap: <bound>``),
 so ``decisions`` says why a URL was never fetched as it does for a policy's refusal. The
 deep URLs a host has (the bound :data:`~geminibot.crawl.traps.MAX_DEEP_URLS_PER_HOST`) are
 kept in ``hosts.deep_urls``: NULL until the host first needs the count, then counted once
 from its rows (:data:`DEEP_PATHS`, :func:`count_deep`) and kept up to date as URLs are
 queued. Both stores (SQLite here, PostgreSQL in :mod:`geminibot.crawl.pgstore`) apply these
-bounds through :func:`trap_reason` and record them alike.
+bounds through :func:`~geminibot.crawl.traps.trap_reason` and record them alike.
 """
 
 from __future__ import annotations
@@ -55,43 +56,20 @@ from datetime import UTC, date, datetime
 
 from geminibot.crawl import traps
 from geminibot.crawl.schemes import host_key, host_of, parse_any
+from geminibot.crawl.traps import CAP_REASON, FrontierLimits, trap_decision, trap_reason
 from geminibot.index import statements as q
 from geminibot.index import transaction
 from geminibot.index.sqlite_sql import ENGINE
 from geminibot.urls import URL
 
-__all__ = ["Claim", "Frontier", "FrontierLimits", "host_key"]
+__all__ = ["Claim", "Frontier", "host_key"]
 
 #: The statements compiled for SQLite.
 SQL = ENGINE.sql
 
-#: Longest URL accepted, in UTF-8 bytes: a Gemini request is at most 1024 bytes with CRLF.
-MAX_URL_LENGTH = 1022
-#: Most distinct query strings followed under one path (stops calendars and search forms).
-MAX_QUERIES_PER_PATH = 16
-#: Links further than this from a seed are not followed (seeds are depth 0).
-DEFAULT_MAX_DEPTH = 16
-#: Most live URLs one host may have in the frontier: a last bound, not a quota (Kennedy
-#: allows 15,000 per authority; real large capsules need thousands). Generated mazes and
-#: calendars are stopped earlier by their shape (:mod:`geminibot.crawl.traps`).
-MAX_URLS_PER_HOST = 15_000
-#: How the per-host cap's trap reason ends (a trapped URL with it is queued once the host
-#: has room again).
-CAP_REASON = " URLs on the host"
 #: Attempts at one URL (requests sent) cut short (by a crash, or an error while processing
 #: it) before the URL is given up and recorded failed.
 MAX_URL_ATTEMPTS = 3
-
-
-@dataclass(frozen=True)
-class FrontierLimits:
-    """The trap bounds a crawl applies to the URLs it queues (see the module docstring)."""
-
-    max_depth: int = DEFAULT_MAX_DEPTH
-    max_url_length: int = MAX_URL_LENGTH
-    max_queries_per_path: int = MAX_QUERIES_PER_PATH
-    max_urls_per_host: int = MAX_URLS_PER_HOST
-    max_deep_urls_per_host: int = traps.MAX_DEEP_URLS_PER_HOST
 
 
 @dataclass(frozen=True)
@@ -101,41 +79,6 @@ class Claim:
     url: str
     host: str
     depth: int
-
-
-def trap_reason(
-    lim: FrontierLimits,
-    url: URL,
-    depth: int,
-    host_total: int,
-    queries_on_path: int | None,
-    *,
-    today: date,
-    deep_on_host: int | None = None,
-    known: Collection[str] = (),
-) -> str | None:
-    """The trap bound a new (parsed, normalised) URL breaks, or None: ``host_total`` URLs
-    already queued on its host, ``queries_on_path`` query strings already on its path
-    (None: it has no query), ``today`` the crawl clock's UTC date (for calendar dates),
-    ``deep_on_host`` deep URLs on its host (None: not counted), ``known`` those of its
-    :func:`~geminibot.crawl.traps.calendar_neighbours` the host already has."""
-    if len(str(url).encode("utf-8", "surrogatepass")) > lim.max_url_length:
-        return f"URL longer than {lim.max_url_length} bytes"
-    if depth > lim.max_depth:
-        return f"deeper than {lim.max_depth} links"
-    if host_total >= lim.max_urls_per_host:
-        return f"more than {lim.max_urls_per_host}{CAP_REASON}"
-    if queries_on_path is not None and queries_on_path >= lim.max_queries_per_path:
-        return f"more than {lim.max_queries_per_path} query strings on the path"
-    shape = traps.shape_trap(url.path) or traps.calendar_trap(url, today, known)
-    if shape is not None or deep_on_host is None:
-        return shape
-    return traps.deep_trap(url.path, deep_on_host, lim.max_deep_urls_per_host)
-
-
-def trap_decision(reason: str) -> str:
-    """The reason of the refusing decision recorded for a URL trapped by ``reason``."""
-    return f"trap: {reason}"
 
 
 #: Query strings already on a (host, path), not trapped (searched in ``urls_query_path``,

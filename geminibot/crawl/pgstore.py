@@ -40,19 +40,11 @@ import psycopg
 from psycopg_pool import ConnectionPool
 
 from geminibot.crawl import traps
-from geminibot.crawl.frontier import (
-    CAP_REASON,
-    MAX_URL_ATTEMPTS,
-    Claim,
-    FrontierLimits,
-    count_deep,
-    trap_decision,
-    trap_reason,
-    utc_date,
-)
+from geminibot.crawl.frontier import MAX_URL_ATTEMPTS, Claim, count_deep, utc_date
 from geminibot.crawl.records import FetchedPage, HostState, Lease
 from geminibot.crawl.schemes import host_key, normalise, parse_any
 from geminibot.crawl.sqlstore import Links, SqlStore
+from geminibot.crawl.traps import CAP_REASON, FrontierLimits, trap_decision, trap_reason
 from geminibot.index import Page, pg
 from geminibot.index import statements as q
 from geminibot.index.errors import DatabaseError

@@ -15,9 +15,9 @@ import json
 from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING, Any
 
-from geminibot.crawl.frontier import DEFAULT_MAX_DEPTH, MAX_URLS_PER_HOST
 from geminibot.crawl.schemes import host_key, host_name
 from geminibot.crawl.scope import CrawlScope
+from geminibot.crawl.traps import DEFAULT_MAX_DEPTH, MAX_URLS_PER_HOST
 
 if TYPE_CHECKING:
     from geminibot.crawl.settings import CrawlOptions

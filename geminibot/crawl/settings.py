@@ -11,7 +11,7 @@ import uuid
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from geminibot.crawl.frontier import FrontierLimits
+from geminibot.crawl.traps import FrontierLimits
 from geminibot.urls import Scheme
 
 if TYPE_CHECKING:

@@ -19,7 +19,6 @@ from typing import Any
 import sqlalchemy as sa
 
 from geminibot.crawl.freshness import VANISHED_AFTER, VANISHED_FAILURES, Visit
-from geminibot.crawl.frontier import FrontierLimits
 from geminibot.crawl.records import (
     CachedFile,
     DecisionRecord,
@@ -29,6 +28,7 @@ from geminibot.crawl.records import (
     Revisit,
 )
 from geminibot.crawl.schemes import host_key
+from geminibot.crawl.traps import FrontierLimits
 from geminibot.index import Page
 from geminibot.index import statements as q
 from geminibot.index.statements import Engine

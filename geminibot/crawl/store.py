@@ -21,7 +21,7 @@ from contextlib import AbstractContextManager, contextmanager, nullcontext
 from typing import Protocol
 
 from geminibot.crawl.freshness import Visit
-from geminibot.crawl.frontier import Claim, Frontier, FrontierLimits
+from geminibot.crawl.frontier import Claim, Frontier
 from geminibot.crawl.records import (
     CachedFile,
     DecisionRecord,
@@ -32,6 +32,7 @@ from geminibot.crawl.records import (
     Revisit,
 )
 from geminibot.crawl.sqlstore import Links, SqlStore
+from geminibot.crawl.traps import FrontierLimits
 from geminibot.index import Page, store_page
 from geminibot.index.db import get_setting, set_setting
 from geminibot.index.sqlite_sql import ENGINE

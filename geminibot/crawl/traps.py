@@ -1,4 +1,10 @@
-"""Crawler traps caught by their shape (pure: no I/O, no clock of its own).
+"""Crawler traps: the bounds a crawl puts on the URLs it queues (pure: no I/O, no clock of
+its own, no database: the command line shows the bounds without importing a store).
+
+:class:`FrontierLimits` holds the bounds of one crawl and :func:`trap_reason` applies them
+to a new URL: its length (:data:`MAX_URL_LENGTH`), its depth from a seed
+(:data:`DEFAULT_MAX_DEPTH`), the query strings on its path (:data:`MAX_QUERIES_PER_PATH`),
+the live URLs on its host (:data:`MAX_URLS_PER_HOST`), and its shape, below.
 
 A per-host cap on URLs is a last resort, not a quota: real large capsules hold thousands
 of URLs (Kennedy allows 15,000 per authority), so the frontier's cap is set that high and
@@ -198,3 +204,64 @@ def deep_trap(path: str, deep_on_host: int, limit: int = MAX_DEEP_URLS_PER_HOST)
     if is_deep(path) and deep_on_host >= limit:
         return f"more than {limit} URLs deeper than {DEEP_SEGMENTS} segments on the host"
     return None
+
+
+#: Longest URL accepted, in UTF-8 bytes: a Gemini request is at most 1024 bytes with CRLF.
+MAX_URL_LENGTH = 1022
+#: Most distinct query strings followed under one path (stops calendars and search forms).
+MAX_QUERIES_PER_PATH = 16
+#: Links further than this from a seed are not followed (seeds are depth 0).
+DEFAULT_MAX_DEPTH = 16
+#: Most live URLs one host may have in the frontier: a last bound, not a quota (Kennedy
+#: allows 15,000 per authority; real large capsules need thousands). Generated mazes and
+#: calendars are stopped earlier by their shape (:func:`shape_trap`, :func:`calendar_trap`).
+MAX_URLS_PER_HOST = 15_000
+#: How the per-host cap's trap reason ends (a trapped URL with it is queued once the host
+#: has room again).
+CAP_REASON = " URLs on the host"
+
+
+@dataclass(frozen=True)
+class FrontierLimits:
+    """The trap bounds a crawl applies to the URLs it queues (:func:`trap_reason`)."""
+
+    max_depth: int = DEFAULT_MAX_DEPTH
+    max_url_length: int = MAX_URL_LENGTH
+    max_queries_per_path: int = MAX_QUERIES_PER_PATH
+    max_urls_per_host: int = MAX_URLS_PER_HOST
+    max_deep_urls_per_host: int = MAX_DEEP_URLS_PER_HOST
+
+
+def trap_reason(
+    lim: FrontierLimits,
+    url: URL,
+    depth: int,
+    host_total: int,
+    queries_on_path: int | None,
+    *,
+    today: date,
+    deep_on_host: int | None = None,
+    known: Collection[str] = (),
+) -> str | None:
+    """The trap bound a new (parsed, normalised) URL breaks, or None: ``host_total`` URLs
+    already queued on its host, ``queries_on_path`` query strings already on its path
+    (None: it has no query), ``today`` the crawl clock's UTC date (for calendar dates),
+    ``deep_on_host`` deep URLs on its host (None: not counted), ``known`` those of its
+    :func:`~geminibot.crawl.traps.calendar_neighbours` the host already has."""
+    if len(str(url).encode("utf-8", "surrogatepass")) > lim.max_url_length:
+        return f"URL longer than {lim.max_url_length} bytes"
+    if depth > lim.max_depth:
+        return f"deeper than {lim.max_depth} links"
+    if host_total >= lim.max_urls_per_host:
+        return f"more than {lim.max_urls_per_host}{CAP_REASON}"
+    if queries_on_path is not None and queries_on_path >= lim.max_queries_per_path:
+        return f"more than {lim.max_queries_per_path} query strings on the path"
+    shape = shape_trap(url.path) or calendar_trap(url, today, known)
+    if shape is not None or deep_on_host is None:
+        return shape
+    return deep_trap(url.path, deep_on_host, lim.max_deep_urls_per_host)
+
+
+def trap_decision(reason: str) -> str:
+    """The reason of the refusing decision recorded for a URL trapped by ``reason``."""
+    return f"trap: {reason}"

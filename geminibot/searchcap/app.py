@@ -46,10 +46,10 @@ from typing import Any, Protocol
 from urllib.parse import quote, unquote_to_bytes
 
 from geminibot import __version__
-from geminibot.crawl.frontier import FrontierLimits
 from geminibot.crawl.politeness import MAX_RATE, MAX_WAIT, START_DELAY
 from geminibot.crawl.schemes import host_key, host_url, normalise
 from geminibot.crawl.settings import ROLE_CATEGORIES, CrawlOptions
+from geminibot.crawl.traps import FrontierLimits
 from geminibot.gemini.server import Resolution
 from geminibot.gemini.status import Status
 from geminibot.index import QueryError, SearchResult, search

@@ -17,6 +17,7 @@ import pytest
 import trio
 from capsule_fixtures import cli_process, stderr_until_exit
 from commands import run_main, run_module
+from fresh_python import run_python
 
 from capsule_server.cli import build_parser, main
 from capsule_server.files import load_capsules
@@ -301,3 +302,13 @@ async def test_a_log_that_cannot_be_written_stops_the_server(tmp_path: Path) -> 
     assert rest.splitlines() == [
         "capsule-server: /dev/full: cannot write the access log (No space left on device); stopped"
     ]
+
+
+def test_capsule_server_starts_without_the_crawl_database_code() -> None:
+    """A capsule server reads files, not a crawl database: starting it imports neither
+    SQLAlchemy nor the frontier (each test capsule is a process of its own)."""
+    program = "import json, sys\nimport capsule_server.cli\nprint(json.dumps(sorted(sys.modules)))"
+    loaded = json.loads(run_python(program))
+    assert "capsule_server.compliance_range" in loaded
+    assert not [m for m in loaded if m.split(".")[0] == "sqlalchemy"], loaded
+    assert "geminibot.crawl.frontier" not in loaded

@@ -26,8 +26,8 @@ from capsule_server.server import CapsuleServer
 from capsule_server.testing import raw_request
 from geminibot.crawl.crawler import sqlite_crawler
 from geminibot.crawl.fetcher import gemini_fetch
-from geminibot.crawl.frontier import FrontierLimits
 from geminibot.crawl.settings import CrawlOptions
+from geminibot.crawl.traps import FrontierLimits
 from geminibot.gemini.accesslog import JsonLinesLog
 from geminibot.gemini.client import GeminiClient
 from geminibot.gemini.gemtext import resolve_link

@@ -22,8 +22,8 @@ from capsule_crawl import (
     serving,
 )
 
-from geminibot.crawl.frontier import FrontierLimits
 from geminibot.crawl.settings import CrawlOptions
+from geminibot.crawl.traps import FrontierLimits
 from geminibot.gemini.server import ServerLimits
 from geminibot.index import search
 

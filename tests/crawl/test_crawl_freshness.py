@@ -26,10 +26,10 @@ from geminibot.crawl.freshness import (
     next_interval,
     retry_delay,
 )
-from geminibot.crawl.frontier import FrontierLimits
 from geminibot.crawl.progress import Progress
 from geminibot.crawl.settings import CrawlOptions
 from geminibot.crawl.store import SqliteStore
+from geminibot.crawl.traps import FrontierLimits
 from geminibot.index import connect, search, stats
 from geminibot.policy.outcomes import MAX_CACHE_SECONDS
 

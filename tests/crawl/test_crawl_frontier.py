@@ -5,13 +5,12 @@ from pathlib import Path
 
 import pytest
 
-from geminibot.crawl.frontier import (
+from geminibot.crawl.frontier import Frontier, host_key
+from geminibot.crawl.traps import (
     DEFAULT_MAX_DEPTH,
     MAX_QUERIES_PER_PATH,
     MAX_URL_LENGTH,
-    Frontier,
     FrontierLimits,
-    host_key,
 )
 from geminibot.index import connect, transaction
 

@@ -11,9 +11,9 @@ from crawl_fakes import FakeSite, generated_site, gmi
 
 from geminibot.crawl.adapters import FetchResult
 from geminibot.crawl.crawler import Crawler, sqlite_crawler
-from geminibot.crawl.frontier import FrontierLimits
 from geminibot.crawl.politeness import RATE_STEP, START_DELAY
 from geminibot.crawl.settings import ConfigMismatch, CrawlOptions
+from geminibot.crawl.traps import FrontierLimits
 from geminibot.index import connect, search, stats
 
 ROBOTS = FetchResult(20, "text/plain", b"User-agent: indexer\nDisallow: /private/\n")

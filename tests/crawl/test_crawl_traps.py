@@ -8,8 +8,9 @@ from pathlib import Path
 import pytest
 
 from geminibot.crawl import traps
-from geminibot.crawl.frontier import MAX_URLS_PER_HOST, Frontier, FrontierLimits
+from geminibot.crawl.frontier import Frontier
 from geminibot.crawl.schemes import normalise, parse_any
+from geminibot.crawl.traps import MAX_URLS_PER_HOST, FrontierLimits
 from geminibot.index import connect, transaction
 from geminibot.urls import URL
 

@@ -11,8 +11,8 @@ import pytest
 from commands import answer_of
 from pages import gemtext_page
 
-from geminibot.crawl.frontier import FrontierLimits
 from geminibot.crawl.politeness import START_DELAY
+from geminibot.crawl.traps import FrontierLimits
 from geminibot.gemini.server import Resolution
 from geminibot.gemini.urls import parse_request
 from geminibot.index import Link, Page, SearchResult, connect, search, store_page, transaction

@@ -8,7 +8,7 @@ from typing import Any
 
 import psycopg
 
-from geminibot.crawl.frontier import FrontierLimits
+from geminibot.crawl.traps import FrontierLimits
 from geminibot.index import connect
 from geminibot.index import pg as pg_schema
 

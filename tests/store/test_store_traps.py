@@ -15,9 +15,9 @@ import pytest
 from store_helpers import LIMITS, Clock
 from test_store import A, commit
 
-from geminibot.crawl.frontier import FrontierLimits
 from geminibot.crawl.pgstore import PgStore
 from geminibot.crawl.store import CrawlStore, SqliteStore
+from geminibot.crawl.traps import FrontierLimits
 from geminibot.index import connect
 
 NOON = datetime(2026, 11, 25, 12, tzinfo=UTC).timestamp()
