@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import ast
 import functools
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -100,7 +100,11 @@ def ours(name: str) -> bool:
     return name.split(".", maxsplit=1)[0] in PACKAGES
 
 
-ALL = [i for module, path in modules() for i in imports(module, path) if ours(i.target)]
+@functools.cache
+def every_import() -> tuple[Import, ...]:
+    """Every import of one of our modules, in every module (parsed when a test first asks,
+    not when the suite is collected: each pytest worker collects this file)."""
+    return tuple(i for module, path in modules() for i in imports(module, path) if ours(i.target))
 
 
 def where(i: Import) -> str:
@@ -131,7 +135,9 @@ def test_the_walk_sees_every_kind_of_import(tmp_path: Path) -> None:
         "geminibot.crawl -> geminibot.policy -> geminibot.crawl",
         "geminibot.policy -> geminibot.crawl -> geminibot.policy",
     ]
-    assert any(i.module == "geminibot.cli" and i.target == "geminibot.crawl.cli" for i in ALL)
+    assert any(
+        i.module == "geminibot.cli" and i.target == "geminibot.crawl.cli" for i in every_import()
+    )
 
 
 def test_every_unit_has_a_layer() -> None:
@@ -139,7 +145,7 @@ def test_every_unit_has_a_layer() -> None:
     assert not missing, f"{missing}: place each in docs/architecture.md and in LAYERS of this test"
 
 
-def upward(found: list[Import]) -> list[str]:
+def upward(found: Sequence[Import]) -> list[str]:
     return [
         f"{where(i)} ({unit(i.module)} is layer {LAYERS.get(unit(i.module))}, "
         f"{unit(i.target)} is layer {LAYERS.get(unit(i.target))})"
@@ -150,14 +156,14 @@ def upward(found: list[Import]) -> list[str]:
 
 
 def test_imports_only_run_downward() -> None:
-    found = upward(ALL)
+    found = upward(every_import())
     assert not found, "\n".join(found)
 
 
 def test_geminibot_never_imports_capsule_server() -> None:
     found = [
         where(i)
-        for i in ALL
+        for i in every_import()
         if unit(i.module) != "capsule_server" and unit(i.target) == "capsule_server"
     ]
     assert not found, "\n".join(found)
@@ -166,17 +172,19 @@ def test_geminibot_never_imports_capsule_server() -> None:
 def test_policy_imports_no_network_code() -> None:
     network = {"geminibot.net", "geminibot.gemini", "geminibot.http", "geminibot.crawl"}
     found = [
-        where(i) for i in ALL if unit(i.module) == "geminibot.policy" and unit(i.target) in network
+        where(i)
+        for i in every_import()
+        if unit(i.module) == "geminibot.policy" and unit(i.target) in network
     ]
     assert not found, "\n".join(found)
 
 
 def test_standalone_modules_import_nothing_of_geminibot() -> None:
-    found = [where(i) for i in ALL if i.module in STANDALONE]
+    found = [where(i) for i in every_import() if i.module in STANDALONE]
     assert not found, "\n".join(found)
 
 
-def private(found: list[Import]) -> list[str]:
+def private(found: Sequence[Import]) -> list[str]:
     """``from a.b import _x`` (or ``import a._b`` from another unit) reaches into another
     module's internals."""
     names = [
@@ -195,11 +203,11 @@ def private(found: list[Import]) -> list[str]:
 
 
 def test_no_private_name_crosses_a_module() -> None:
-    found = private(ALL)
+    found = private(every_import())
     assert not found, "\n".join(found)
 
 
-def cycles(found: list[Import], node: Callable[[str], str] = unit) -> list[str]:
+def cycles(found: Sequence[Import], node: Callable[[str], str] = unit) -> list[str]:
     """Every cycle of the graph whose nodes are ``node(module)`` (units by default), once
     per node it passes through; an import within one node is no edge."""
     graph: dict[str, set[str]] = {}
@@ -222,11 +230,11 @@ def cycles(found: list[Import], node: Callable[[str], str] = unit) -> list[str]:
 
 
 def test_no_cycles_between_units() -> None:
-    found = cycles(ALL)
+    found = cycles(every_import())
     assert not found, "\n".join(found)
 
 
-def within_units(found: list[Import]) -> list[Import]:
+def within_units(found: Sequence[Import]) -> list[Import]:
     """The imports between modules of one unit (a package and its subpackages)."""
     return [i for i in found if unit(i.module) == unit(i.target)]
 
@@ -234,7 +242,7 @@ def within_units(found: list[Import]) -> list[Import]:
 def test_no_cycles_between_the_modules_of_a_package() -> None:
     """A package's ``__init__`` counts as a module of it, and an import only for type
     checking counts too: a cycle there is one a reader must untangle all the same."""
-    found = cycles(within_units(ALL), node=lambda name: name)
+    found = cycles(within_units(every_import()), node=lambda name: name)
     assert not found, "\n".join(found)
 
 
@@ -265,10 +273,13 @@ def classes(module: str, path: Path) -> Iterator[Class]:
             yield Class(module, node.name, node.lineno, ast.get_docstring(node))
 
 
-CLASSES = [c for module, path in modules() for c in classes(module, path)]
+@functools.cache
+def every_class() -> tuple[Class, ...]:
+    """Every class of every module (found when a test first asks, as :func:`every_import`)."""
+    return tuple(c for module, path in modules() for c in classes(module, path))
 
 
-def shared_names(found: list[Class]) -> list[str]:
+def shared_names(found: Sequence[Class]) -> list[str]:
     """Each class name defined more than once, with where."""
     by_name: dict[str, list[Class]] = {}
     for c in found:
@@ -283,7 +294,7 @@ def shared_names(found: list[Class]) -> list[str]:
 def test_no_two_classes_share_a_name() -> None:
     """One class per name in geminibot/ and capsule_server/, so that a name in a
     traceback, a doc or a review means one thing."""
-    found = shared_names(CLASSES)
+    found = shared_names(every_class())
     assert not found, "rename one of each:\n" + "\n".join(found)
 
 
@@ -295,7 +306,7 @@ def test_the_class_name_check_sees_a_shared_name(tmp_path: Path) -> None:
     assert shared_names(found) == ["Answer: a.one:1, a.two:5", "Row: a.one:5, a.two:2"]
 
 
-def undocumented(found: list[Class]) -> list[str]:
+def undocumented(found: Sequence[Class]) -> list[str]:
     """The public classes (a name not starting with ``_``) without a docstring."""
     return [
         f"{c.module}:{c.line} {c.name}"
@@ -306,7 +317,7 @@ def undocumented(found: list[Class]) -> list[str]:
 
 def test_every_public_class_says_what_it_is() -> None:
     """A class docstring says what the class is, so that a newcomer need not read its body."""
-    found = undocumented(CLASSES)
+    found = undocumented(every_class())
     assert not found, "give each a docstring:\n" + "\n".join(found)
 
 
