@@ -1,18 +1,16 @@
 """The crawl engine: a fixed set of trio workers that moves hosts and URLs between the
-crawl's parts, as Scrapy's engine does: the store (:mod:`geminibot.crawl.store`), the
-scheduler (:mod:`geminibot.crawl.scheduler`: which host is due next), the downloader
-(:mod:`geminibot.crawl.downloader`: one request in a host's turn), the site policy's
-files (:mod:`geminibot.crawl.policy_files`), the crawl's scope
-(:mod:`geminibot.crawl.scope`) and a claimed URL's visit (:mod:`geminibot.crawl.visit`,
-committing what :mod:`geminibot.crawl.pipeline` makes of the answer).
+crawl's parts, as Scrapy's engine does: the store (:mod:`~geminibot.crawl.store`), the
+scheduler (:mod:`~geminibot.crawl.scheduler`: which host is due next), the downloader
+(:mod:`~geminibot.crawl.downloader`), the site policy's files
+(:mod:`~geminibot.crawl.policy_files`), the scope (:mod:`~geminibot.crawl.scope`) and a
+claimed URL's visit (:mod:`~geminibot.crawl.visit`, committing what
+:mod:`~geminibot.crawl.pipeline` makes of the answer).
 
-``concurrency`` workers take hosts from the scheduler and make one request for each: a
-policy file until the host's policy is known (from the cache, or fetched under the same
-politeness rules as any request), then one of its queued URLs; then they give the host
-back with the time its next request is due (its lease and policy kept), or drop it when
-it has nothing more for this run. Cancellation (Ctrl-C) puts the URLs being visited back
-in the queue, so a stopped crawl resumes where it was (crash safety:
-:mod:`geminibot.crawl.frontier`).
+Each of ``concurrency`` workers takes a host, makes one request for it (a policy file
+until its policy is known, then one of its queued URLs) and gives it back with the time
+its next request is due (its lease and policy kept), or drops it when it has nothing
+more for this run. Cancellation (Ctrl-C) puts the URLs being visited back in the queue:
+a stopped crawl resumes where it was (:mod:`~geminibot.crawl.frontier`).
 """
 
 from __future__ import annotations
@@ -42,16 +40,14 @@ from geminibot.policy.site_policy import Bot, SitePolicy
 __all__ = ["Crawler", "sqlite_crawler"]
 
 #: Bytes of policy files whose site policies are kept in memory between a host's turns
-#: (the least recently used beyond it are read again from the store's cache of policy
-#: files at their host's next turn: no request, but milliseconds of CPU, more than a
-#: page's fetch). A capsule's policy files are a few KiB.
+#: (beyond it, the least recently used are parsed again from the store's cache at their
+#: host's next turn: no request, but more CPU than a page). A capsule's are a few KiB.
 POLICY_CACHE_BYTES = 16 * 1024 * 1024
 #: Seconds between two progress reports.
 PROGRESS_INTERVAL = 0.5
 #: Seconds a crawl process with nothing to do waits before it looks again at the hosts
-#: that other processes sharing the store hold, when every one of them is leased (a
-#: store shared by several processes): not polling the database while they work. A dead
-#: process's host is taken over at most this long after its lease ran out.
+#: other processes sharing the store hold, when every one of them is leased (no polling
+#: while they work); a dead process's host is taken over at most this long late.
 HELD_BACKOFF = 5.0
 #: Seconds it waits when some of those hosts are free now (their holder let them go),
 #: before it takes them: a host another process is taking at that instant is then its.
@@ -130,12 +126,6 @@ class Crawler:
         """Queue the seeds (known ones stay as they are). The seeds' hosts are always the
         crawl's hosts; --allow-host patterns add others."""
         return self.store.seed(self.scope.add_seeds(urls))
-
-    def next_due(self) -> tuple[str, float] | None:
-        """The host waiting for its turn that is due soonest, and when (clock seconds);
-        None when no host waits (a crawl that keeps going asks the store for the next
-        revisit then)."""
-        return self.scheduler.next_due()
 
     # --- the run ---
 
@@ -265,6 +255,9 @@ class Crawler:
             host = await self.scheduler.next_host()
             if host is None:
                 return
+            if self._limit_reached():  # met while this worker waited for a host
+                self.scheduler.give_back(host, self.clock())
+                continue
             due = await self._turn(host)
             if due is None:
                 self._let_go(host)
@@ -284,6 +277,8 @@ class Crawler:
             return None
         if not await self._lease(host):
             return None
+        if self.scheduler.slot_taken(host):  # another host of its address is out
+            return self.clock()
         cached = self._policies.pop(host, None)
         if cached is not None:
             self._policy_bytes -= cached[1]

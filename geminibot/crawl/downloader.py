@@ -1,9 +1,9 @@
-"""The crawl's downloader: one request to a host in its turn, with its address's slot.
+"""The crawl's downloader: one request to a host in its turn.
 
 A request goes when the host's politeness schedule says it is due
-(:meth:`~geminibot.crawl.scheduler.Scheduler.ready_at`) and once the slot of its address
-is free (:meth:`~geminibot.crawl.scheduler.Scheduler.address_slot`: one request at a time
-to an address); right before it, the store confirms that the host, and the URL claimed
+(:meth:`~geminibot.crawl.scheduler.Scheduler.ready_at`); the worker that makes it has
+the host, and with it its address's download slot, from the scheduler (one request at a
+time to an address: see :mod:`~geminibot.crawl.scheduler`); right before it, the store confirms that the host, and the URL claimed
 for the request, are still this process's (another crawl process sharing the store may
 have taken the host over meanwhile). What did not go says why, as a value: the host is
 skipped for now (None), its turn has not come (:class:`Later`), or it is another
@@ -32,7 +32,7 @@ Lost = Literal["lost"]
 
 
 class Downloader:
-    """Sends each request in its host's turn, with its address's slot, and counts it."""
+    """Sends each request in its host's turn, and counts it."""
 
     def __init__(
         self,
@@ -63,7 +63,7 @@ class Downloader:
         claimed: str | None = None,
         wait: bool = False,
     ) -> Sent | Later | Lost | None:
-        """Fetch ``url`` in ``host``'s turn, with its address's slot. None: the host is
+        """Fetch ``url`` in ``host``'s turn. None: the host is
         skipped for now; :class:`Later`: its turn has not come (``wait``: waited for
         instead); ``"lost"``: another crawl process took the host over (``claimed``: the
         URL this process claimed for the request, which must still be its claim).
@@ -79,12 +79,9 @@ class Downloader:
             else:
                 self.scheduler.set_pace(host, None)
         while True:
-            # Take the address's slot (another host on the same server may hold it), and
-            # see whether it is the host's turn once the slot is ours.
-            async with self.scheduler.address_slot(host):
-                due = self.scheduler.ready_at(host)
-                if due is not None and due <= self.clock.now():
-                    return await self._send(host, url, policy, method, headers, claimed)
+            due = self.scheduler.ready_at(host)
+            if due is not None and due <= self.clock.now():
+                return await self._send(host, url, policy, method, headers, claimed)
             if due is None:
                 return None
             if not wait:
@@ -110,7 +107,7 @@ class Downloader:
         headers: Headers,
         claimed: str | None,
     ) -> Sent | Lost:
-        """:meth:`request` once it is the host's turn and its address's slot is ours."""
+        """:meth:`request` once it is the host's turn."""
         # Is the host (and the claim) still ours? If so the claim's attempt is counted
         # here, before its first request (committed first when the store is careful).
         if not self.store.hold_host(host, self.lease, claimed):

@@ -1,30 +1,25 @@
 """Which host the crawl asks next, and when: download slots, as Scrapy has them.
 
-Every host with queued URLs is in one of three places: waiting in a heap by the time its
-next request is due (:class:`~geminibot.crawl.politeness.Politeness` says when: the
-site policy's delay or rate, the rule of thumb, a 44's back-off, a visit window, the
-address's last request), ready (due now, in a heap by its work left, longest first), or
-out with a worker. A fixed set of workers takes hosts with :meth:`Scheduler.next_host`,
-makes one request for each (a page, or a policy file), and gives it back
-(:meth:`Scheduler.give_back`) with its next due time, or drops it when it has nothing
-left for this run (:meth:`Scheduler.drop`). A host is out with one worker at a time, so
-one request at a time goes to a host.
+Every host with queued URLs is waiting in a heap by the time its next request is due
+(:class:`~geminibot.crawl.politeness.Politeness` says when: the site policy's delay or
+rate, a 44's back-off, a visit window, its address's pace), ready (due now), or out with
+a worker. A fixed set of workers takes hosts (:meth:`Scheduler.next_host`), makes one
+request for each (a page, or a policy file) and gives it back with its next due time
+(:meth:`Scheduler.give_back`), or drops it when it has nothing left for this run.
 
 Among the hosts due, those not asked yet in this run go first (each host's policy files
-and first page come early, whatever its size: its work is not known before), then the
-longest work first (LPT, the classic rule for scheduling chains of jobs on a few
-machines): each host is a chain of requests, one at a time, so a crawl lasts at least as
-long as its longest chain; the host with the most work left (:meth:`Scheduler.work_left`:
-its queued URLs times the polite wall time one of its requests costs) goes first, and
-the short chains fill the gaps.
+and first page early, whatever its size: its work is not known before), then the longest
+work first (LPT, the classic rule for scheduling chains of jobs on a few machines: a
+crawl lasts at least as long as its longest chain of requests one at a time; the host
+with the most work left, :meth:`Scheduler.work_left`, starts first, short chains fill
+the gaps).
 
-Hosts that share an address (several capsules on one server, several names for one
-machine: the crawler passes ``address port N`` as resolved, --connect-to applied) are
-paced as one as well: one request at a time to the address, its slot (a lock) handed to
-the waiting requests in the order they asked (:meth:`Scheduler.address_slot`), and each
-host's wait counted from the address's last request too (see
-:mod:`~geminibot.crawl.politeness`). A server that limits its rate per client address
-then sees one polite client, not one per virtual host.
+An address (``address port N`` as resolved, --connect-to applied: several capsules on
+one server) is one download slot, out with one worker at a time: one request at a time
+goes to it, whichever of its hosts makes it, and each host's wait counts from the
+address's last request too. A ready host whose address is out is parked until it comes
+back, so no worker queues behind a busy address while others have work. A server that
+limits its rate per client address sees one polite client, not one per virtual host.
 """
 
 from __future__ import annotations
@@ -58,14 +53,16 @@ class Scheduler:
         # due: (asked before in this run, -work left, order, host)
         self._ready: list[tuple[bool, float, int, str]] = []
         self._asked: set[str] = set()  # hosts taken at least once in this run
-        self._placed: set[str] = set()  # hosts in either heap
-        self._out: set[str] = set()  # hosts a worker has now
+        self._placed: set[str] = set()  # hosts in either heap, or parked
+        self._out: dict[str, str] = {}  # host a worker has now -> the slot it holds
+        self._busy: set[str] = set()  # slots (addresses) out with a worker
+        # a busy slot -> its ready hosts, back in the ready heap when the slot is free
+        self._parked: dict[str, list[tuple[bool, float, int, str]]] = {}
         self._order = itertools.count()
         self._changed = trio.Event()  # set when a host is placed or given back
         self._taking = trio.Lock()  # one worker waits on the heaps, the others in line
         self._opens: dict[str, float] = {}  # host -> when its visit window opens
-        self._address: dict[str, str] = {}  # host -> address
-        self._slots: dict[str, trio.Lock] = {}  # address -> its slot
+        self._address: dict[str, str] = {}  # host -> address (its own until known)
 
     # -- work --
 
@@ -121,19 +118,34 @@ class Scheduler:
 
     def _take_due(self) -> str | None:
         """The ready host not asked yet in this run, else the one with the most work
-        left, after moving the hosts now due from the waiting heap to the ready one."""
+        left, among those whose address is free (the others are parked), after moving
+        the hosts now due from the waiting heap to the ready one."""
         now = self.clock.now()
         while self._due and self._due[0][0] <= now:
             _, order, host = heapq.heappop(self._due)
             entry = (host in self._asked, -self.work_left(host), order, host)
             heapq.heappush(self._ready, entry)
-        if not self._ready:
-            return None
-        host = heapq.heappop(self._ready)[3]
-        self._asked.add(host)
-        self._placed.discard(host)
-        self._out.add(host)
-        return host
+        while self._ready:
+            entry = heapq.heappop(self._ready)
+            host = entry[3]
+            slot = self._address.get(host, host)
+            if slot in self._busy:
+                self._parked.setdefault(slot, []).append(entry)
+                continue
+            self._asked.add(host)
+            self._placed.discard(host)
+            self._out[host] = slot
+            self._busy.add(slot)
+            return host
+        return None
+
+    def _free(self, host: str) -> None:
+        """No worker has ``host`` now: its slot is free, the hosts parked on it ready."""
+        slot = self._out.pop(host)
+        self._busy.discard(slot)
+        for entry in self._parked.pop(slot, ()):
+            heapq.heappush(self._ready, entry)
+        self._changed.set()
 
     async def next_host(self) -> str | None:
         """Wait for a host that is due and take it (see :meth:`_take_due`); None when no
@@ -165,7 +177,7 @@ class Scheduler:
 
     def give_back(self, host: str, due: float) -> None:
         """The worker is done with ``host`` for now: it is placed again, due at ``due``."""
-        self._out.discard(host)
+        self._free(host)
         self._place(host, due)
 
     def drop(self, host: str) -> None:
@@ -173,14 +185,15 @@ class Scheduler:
         or another process has it): it leaves the schedule until it gets work again."""
         self._work.pop(host, None)
         if host in self._out:
-            self._out.discard(host)
-            self._changed.set()
+            self._free(host)
         elif host in self._placed:  # (rare: a host dropped before its worker took it)
             self._placed.discard(host)
             self._due = [entry for entry in self._due if entry[2] != host]
             self._ready = [entry for entry in self._ready if entry[3] != host]
             heapq.heapify(self._due)
             heapq.heapify(self._ready)
+            parked = self._parked.get(self._address.get(host, host), [])
+            parked[:] = [entry for entry in parked if entry[3] != host]
 
     def next_due(self) -> tuple[str, float] | None:
         """The waiting host due soonest, and when (None: none waits)."""
@@ -193,18 +206,22 @@ class Scheduler:
 
     def set_address(self, host: str, address: str) -> None:
         """``host``'s requests go to ``address``: it is paced with the address's other
-        hosts, and shares their slot."""
+        hosts, and shares their slot. A host out (taken while its address was not
+        known) holds the address's slot from now on if it is free (else see
+        :meth:`slot_taken`)."""
         self._address[host] = address
         self.politeness.set_group(host, address)
+        if self._out.get(host) == host and address not in self._busy:
+            self._busy.discard(host)
+            self._busy.add(address)
+            self._out[host] = address
 
-    def address_slot(self, host: str) -> trio.Lock:
-        """The slot of ``host``'s address (the host's own, until :meth:`set_address`):
-        held for one request, handed to the requests waiting for it in order."""
+    def slot_taken(self, host: str) -> bool:
+        """``host`` is out, but its address's slot is another worker's (the host was
+        taken before its address was known): give it back; it goes when the slot is
+        free."""
         address = self._address.get(host, host)
-        slot = self._slots.get(address)
-        if slot is None:
-            slot = self._slots[address] = trio.Lock()
-        return slot
+        return host in self._out and self._out[host] != address and address in self._busy
 
     # -- one host's pace --
 

@@ -1,6 +1,6 @@
 """The crawl's scheduler: download slots, as Scrapy has them. Hosts wait in a heap by
 when their next request is due and go, among those due, longest work first (LPT); one
-slot per address, handed out in the order asked; a fixed set of workers. All on trio's
+slot per address, out with one worker at a time; a fixed set of workers. All on trio's
 mock clock: the assertions are on the order of things, not on how long they took."""
 
 from __future__ import annotations
@@ -111,30 +111,52 @@ async def test_no_host_comes_while_another_is_out_then_none(autojump_clock: obje
     assert s.hosts_with_work() == 0
 
 
-async def test_the_address_slot_is_one_per_address_and_handed_out_in_order(
+ADDRESS = "10.0.0.1 port 1965"
+
+
+async def test_an_address_is_one_slot_out_with_one_worker_at_a_time(
     autojump_clock: object,
 ) -> None:
-    """Hosts on one address share one slot: one request at a time, the waiting ones
-    served in the order they asked; a host on another address is not held up."""
+    """Hosts on one address share one download slot: while one of them is out with a
+    worker, a worker takes a host of another address, not one of them; they go when the
+    slot comes back, in their order (not asked yet first, then longest work)."""
     s = scheduler()
     for host in ("a.test", "b.test", "c.test"):
-        s.set_address(host, "10.0.0.1 port 1965")
+        s.set_address(host, ADDRESS)
     s.set_address("other.test", "10.0.0.2 port 1965")
-    assert s.address_slot("a.test") is s.address_slot("c.test")
-    assert s.address_slot("a.test") is not s.address_slot("other.test")
-    served: list[str] = []
+    s.add_work({"a.test": 1, "b.test": 5, "c.test": 9, "other.test": 1})
+    assert [await s.next_host(), await s.next_host()] == ["c.test", "other.test"]
+    with trio.move_on_after(60) as waited:  # a.test and b.test are due, but not free
+        await s.next_host()
+    assert waited.cancelled_caught
+    s.give_back("c.test", s.clock.now())
+    assert await s.next_host() == "b.test"  # not asked yet: before c.test's 8 left
+    s.drop("b.test")
+    assert await s.next_host() == "a.test"
+    s.give_back("a.test", s.clock.now())
+    assert await s.next_host() == "c.test"  # longest work among those asked before
 
-    async def request(host: str, after: float) -> None:
-        await trio.sleep(after)
-        async with s.address_slot(host):
-            served.append(host)
-            await trio.sleep(1)
 
-    async with trio.open_nursery() as nursery:
-        for host, after in (("c.test", 0.1), ("a.test", 0.0), ("b.test", 0.2)):
-            nursery.start_soon(request, host, after)
-        nursery.start_soon(request, "other.test", 0.3)
-    assert served == ["a.test", "other.test", "c.test", "b.test"]
+async def test_a_host_taken_before_its_address_was_known_gives_way(
+    autojump_clock: object,
+) -> None:
+    """Two hosts taken before their address was known turn out to share one: the first
+    to learn it keeps the slot; the other is told so (:meth:`Scheduler.slot_taken`) and,
+    given back, waits until the slot is free."""
+    s = scheduler()
+    s.add_work({"a.test": 1, "b.test": 1})
+    assert [await s.next_host(), await s.next_host()] == ["a.test", "b.test"]
+    s.set_address("a.test", ADDRESS)
+    s.set_address("b.test", ADDRESS)
+    assert not s.slot_taken("a.test")
+    assert s.slot_taken("b.test")
+    s.give_back("b.test", s.clock.now())
+    with trio.move_on_after(60) as waited:
+        await s.next_host()
+    assert waited.cancelled_caught
+    s.give_back("a.test", s.clock.now())
+    assert await s.next_host() == "b.test"
+    assert not s.slot_taken("b.test")
 
 
 # -- the scheduler in a crawl --
