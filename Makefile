@@ -10,6 +10,8 @@ STAMP   = $(VENV)/.installed
 
 setup: $(STAMP)
 
+# The venv's pip is upgraded first: the upgrade and a new pip's install took less time
+# than the install with Python 3.11's bundled pip (docs/benchmarks.md, "Test suite time").
 $(STAMP): pyproject.toml
 	$(PYTHON) -c 'import sys; sys.exit("geminibot needs Python 3.11 or newer, found " + sys.version.split()[0]) if sys.version_info < (3, 11) else None'
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
