@@ -7,8 +7,9 @@ a worker. A fixed set of workers takes hosts (:meth:`Scheduler.next_host`), make
 request for each (a page, or a policy file) and gives it back with its next due time
 (:meth:`Scheduler.give_back`), or drops it when it has nothing left for this run.
 
-Among the hosts due, those not asked yet in this run go first (each host's policy files
-and first page early, whatever its size: its work is not known before), then the longest
+Among the hosts due, those not taken yet in this run go first (each host's first turn
+early, whatever its size: its work is not known before; it reads the host's policy files
+and its first page as far as the pace allows in one turn), then the longest
 work first (LPT, the classic rule for scheduling chains of jobs on a few machines: a
 crawl lasts at least as long as its longest chain of requests one at a time; the host
 with the most work left, :meth:`Scheduler.work_left`, starts first, short chains fill
@@ -35,14 +36,14 @@ from geminibot.crawl.politeness import HostPace, Politeness
 from geminibot.crawl.store import HostState
 
 #: The polite wall time a request is taken to cost at least (seconds), for
-#: :meth:`Scheduler.work_left`: a host not asked yet has no measured cost, and a fast
+#: :meth:`Scheduler.work_left`: a host not taken yet has no measured cost, and a fast
 #: host's few milliseconds say little about its work left.
 REQUEST_COST_FLOOR = 0.01
 
 
 class Scheduler:
     """The hosts with work, in order of when each is due and, among those due, the hosts
-    not asked yet, then longest work first; one slot per address; the politeness
+    not taken yet, then longest work first; one slot per address; the politeness
     schedule of each host."""
 
     def __init__(self, clock: Clock, *, test_range: bool = False, min_delay: float = 0.0) -> None:
@@ -117,7 +118,7 @@ class Scheduler:
         self._changed.set()
 
     def _take_due(self) -> str | None:
-        """The ready host not asked yet in this run, else the one with the most work
+        """The ready host not taken yet in this run, else the one with the most work
         left, among those whose address is free (the others are parked), after moving
         the hosts now due from the waiting heap to the ready one."""
         now = self.clock.now()
