@@ -48,7 +48,10 @@ PYTEST_WORKERS ?= $(shell echo $$(( $$(nproc) * 2 )))
 pytest: $(STAMP) browser
 	PYTHONDONTWRITEBYTECODE= $(BIN)/python -m pytest -n $(PYTEST_WORKERS) --dist worksteal
 
-test: lint typecheck pytest
+# The lint and the type check run beside the suite (a few seconds of one core, while
+# the suite's workers wait on the servers and processes they start).
+test: $(STAMP) browser
+	@$(MAKE) --no-print-directory -j3 lint typecheck pytest
 
 bench: $(STAMP)
 	for b in bench/*.py; do $(BIN)/python $$b || exit 1; done

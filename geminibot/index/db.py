@@ -9,16 +9,21 @@ Safety under ``kill -9`` comes from SQLite, not from recovery code of ours: WAL 
 ``synchronous=NORMAL`` never loses a committed transaction when the *process* dies; only a
 power cut may drop the last few, which the crawler's lease protocol tolerates too.
 
-The schema is :mod:`geminibot.index.schema`'s; a new or older file is brought to the
-current version by :func:`geminibot.index.upgrade.upgrade` when it is opened.
+The schema is :mod:`geminibot.index.schema`'s; an older file is brought to the current
+version by :func:`geminibot.index.upgrade.upgrade` when it is opened. A new (empty) file
+gets what those migrations make of an empty file, as statements: a process runs the
+migrations once, on a file in a temporary folder, and replays that file's schema in each
+new database it creates (a test holds the two to each other).
 """
 
 from __future__ import annotations
 
+import functools
 import os
 import sqlite3
+import tempfile
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from pathlib import Path
 
 from geminibot.index.errors import DatabaseError
@@ -109,10 +114,52 @@ def _migrate(conn: sqlite3.Connection, path: Path) -> None:
     version = sqlite_version(conn)
     if version == SCHEMA_VERSION:
         return
+    if version is None:
+        with suppress(OSError):  # (else no temporary folder: migrate the file)
+            _create(conn)
+            return
     if version == 0:
         raise DatabaseError(f"{path}: an SQLite database, but not a geminibot one")
     check_version(str(path), version or 0)
     upgrade(lambda: _open(path), "sqlite")
+
+
+@functools.cache
+def new_schema() -> tuple[tuple[str, ...], str]:
+    """The statements that give an empty file the schema the migrations give it (tables,
+    then indexes, then triggers, in the order they were made; not SQLite's own tables nor
+    FTS5's shadow tables, which its virtual table makes), and the version they stamp:
+    read once per process from a file the migrations built in a temporary folder."""
+    with tempfile.TemporaryDirectory() as folder:
+        path = Path(folder) / "new.db"
+        upgrade(lambda: _open(path), "sqlite")
+        conn = sqlite3.connect(path)
+        try:
+            shadow = {row[1] for row in conn.execute("PRAGMA table_list") if row[2] == "shadow"}
+            rows = conn.execute(
+                "SELECT name, sql FROM sqlite_master WHERE sql IS NOT NULL ORDER BY"
+                " CASE type WHEN 'table' THEN 0 WHEN 'index' THEN 1 ELSE 2 END, rowid"
+            ).fetchall()
+            version = str(conn.execute(VERSION_QUERY).fetchone()[0])
+        finally:
+            conn.close()
+    statements = tuple(
+        sql for name, sql in rows if name not in shadow and not name.startswith("sqlite_")
+    )
+    return statements, version
+
+
+def _create(conn: sqlite3.Connection) -> None:
+    """Give an empty file the current schema (:func:`new_schema`), in one transaction;
+    nothing if another process did first."""
+    statements, version = new_schema()
+    with transaction(conn):
+        if sqlite_version(conn) is not None:
+            return
+        for sql in statements:
+            conn.execute(sql)
+        conn.execute("INSERT INTO alembic_version (version_num) VALUES (?)", (version,))
+        conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
 
 
 def _open(path: Path, any_thread: bool = False) -> sqlite3.Connection:

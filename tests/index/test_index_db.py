@@ -9,9 +9,10 @@ import pytest
 
 from geminibot.crawl.frontier import CLAIM, QUERIES_ON_PATH
 from geminibot.index import DatabaseError, connect, transaction
-from geminibot.index.db import SCHEMA_VERSION, get_setting, set_setting
+from geminibot.index.db import SCHEMA_VERSION, _open, get_setting, set_setting
 from geminibot.index.sqlite_sql import ENGINE
 from geminibot.index.statements import DEEP_PATHS
+from geminibot.index.upgrade import upgrade
 
 
 def test_new_database_is_wal_and_current(tmp_path: Path) -> None:
@@ -21,6 +22,30 @@ def test_new_database_is_wal_and_current(tmp_path: Path) -> None:
     conn.close()
     again = connect(tmp_path / "c.db")  # reopening does not migrate twice
     assert again.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION
+
+
+def schema_of(path: Path) -> tuple[object, ...]:
+    """Everything of a database's schema: sqlite_master (FTS5's shadow tables included),
+    the stamped version, user_version."""
+    conn = sqlite3.connect(path)
+    try:
+        master = sorted(conn.execute("SELECT type, name, tbl_name, sql FROM sqlite_master"))
+        stamped = conn.execute("SELECT version_num FROM alembic_version").fetchall()
+        return master, stamped, conn.execute("PRAGMA user_version").fetchone()
+    finally:
+        conn.close()
+
+
+def test_a_new_database_has_the_schema_the_migrations_make(tmp_path: Path) -> None:
+    """A new file gets the schema replayed from what the migrations made of an empty file
+    once in this process: the same tables, columns, indexes, triggers, FTS5 table and
+    version as running the whole history on it."""
+    connect(tmp_path / "first.db").close()  # (the process's copy is made by now)
+    connect(tmp_path / "new.db").close()
+    upgrade(lambda: _open(tmp_path / "migrated.db"), "sqlite")
+    new, migrated = schema_of(tmp_path / "new.db"), schema_of(tmp_path / "migrated.db")
+    assert new == migrated
+    assert len(new[0]) > 30 and new[1] == migrated[1] != []  # (not two empty files)
 
 
 def test_missing_database_for_readers(tmp_path: Path) -> None:

@@ -12,11 +12,12 @@ from typing import Any
 import psycopg
 import pytest
 from postgres_cluster import running_postgres
-from store_helpers import LIMITS, Clock
+from store_helpers import LIMITS, Clock, database
 
 from geminibot.crawl.pgstore import PgStore
 from geminibot.crawl.store import CrawlStore, SqliteStore
 from geminibot.index import connect
+from geminibot.index.pg import connect as pg_connect
 
 _numbers = itertools.count()
 
@@ -27,13 +28,34 @@ def pg_cluster() -> Iterator[str]:
         yield url
 
 
+def _new_database(cluster: str, template: str | None = None) -> str:
+    name = f"t{next(_numbers)}"
+    copy = "" if template is None else f" TEMPLATE {template}"
+    with psycopg.connect(cluster, autocommit=True) as conn:
+        conn.execute(f"CREATE DATABASE {name}{copy}".encode())
+    return cluster.rsplit("/", 1)[0] + "/" + name
+
+
 @pytest.fixture
 def pg_url(pg_cluster: str) -> str:
     """A fresh, empty database in the session's cluster."""
-    name = f"t{next(_numbers)}"
-    with psycopg.connect(pg_cluster, autocommit=True) as conn:
-        conn.execute(f"CREATE DATABASE {name}".encode())
-    return pg_cluster.rsplit("/", 1)[0] + "/" + name
+    return _new_database(pg_cluster)
+
+
+@pytest.fixture(scope="session")
+def pg_schema_template(pg_cluster: str) -> str:
+    """The name of a database the migrations brought to the current schema, once per
+    session: :func:`pg_db` copies it."""
+    url = _new_database(pg_cluster)
+    pg_connect(url).close()
+    return url.rsplit("/", 1)[1]
+
+
+@pytest.fixture
+def pg_db(pg_cluster: str, pg_schema_template: str) -> str:
+    """A fresh database at the current schema (``CREATE DATABASE ... TEMPLATE``: the
+    migrations' work copied, not run again; tests of the migrations take ``pg_url``)."""
+    return _new_database(pg_cluster, pg_schema_template)
 
 
 @pytest.fixture
@@ -48,10 +70,9 @@ def kind(request: Any) -> str:
 
 @pytest.fixture
 def db(kind: str, request: Any, tmp_path: Path) -> str:
-    """What ``--db`` would say: a file path, or a postgresql:// URL."""
-    if kind == "sqlite":
-        return str(tmp_path / "crawl.db")
-    return str(request.getfixturevalue("pg_url"))
+    """What ``--db`` would say: a file path, or a postgresql:// URL of a database at the
+    current schema."""
+    return database(kind, request, tmp_path, "pg_db")
 
 
 @pytest.fixture

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from contextlib import contextmanager
+from pathlib import Path
 from typing import Any
 
 import psycopg
@@ -40,3 +41,11 @@ def opened(kind: str, db: str) -> Iterator[tuple[Any, str]]:
     pg_schema.connect(db).close()  # creates the schema
     with psycopg.connect(db, autocommit=True) as pg_conn:
         yield pg_conn, "%s"
+
+
+def database(kind: str, request: Any, tmp_path: Path, postgresql: str) -> str:
+    """What ``--db`` would say: a file path (no file yet), or the URL of the database the
+    fixture named ``postgresql`` makes."""
+    if kind == "sqlite":
+        return str(tmp_path / "crawl.db")
+    return str(request.getfixturevalue(postgresql))

@@ -105,8 +105,8 @@ def test_cli_rebuild_trusts_the_seeds(
     assert capsys.readouterr().out.splitlines()[1] == f"   {GOOD}"
 
 
-def test_pg_index_status_is_one_clear_line(pg_url: str, capsys: pytest.CaptureFixture[str]) -> None:
-    assert main(["index", "status", "--db", pg_url]) == 2
+def test_pg_index_status_is_one_clear_line(pg_db: str, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["index", "status", "--db", pg_db]) == 2
     err = capsys.readouterr().err
     assert "no tantivy index" in err and len(err.splitlines()) == 1, err
 

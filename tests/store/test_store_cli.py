@@ -81,26 +81,26 @@ def test_lease_seconds_needs_a_shared_db(
     assert not (tmp_path / "c.db").exists()
 
 
-def test_lease_seconds_must_be_positive(pg_url: str, capsys: pytest.CaptureFixture[str]) -> None:
+def test_lease_seconds_must_be_positive(pg_db: str, capsys: pytest.CaptureFixture[str]) -> None:
     with pytest.raises(SystemExit) as exited:
-        main(_argv("crawl", "--lease-seconds", "0", db=pg_url))
+        main(_argv("crawl", "--lease-seconds", "0", db=pg_db))
     assert exited.value.code == 2
     assert "argument --lease-seconds: 0 must be a number above 0" in capsys.readouterr().err
 
 
 def test_archiver_on_postgres_needs_a_warc_dir(
-    pg_url: str, capsys: pytest.CaptureFixture[str]
+    pg_db: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    assert main(["crawl", "gemini://a.test/", "--db", pg_url, "--as", "archiver"]) == 2
+    assert main(["crawl", "gemini://a.test/", "--db", pg_db, "--as", "archiver"]) == 2
     assert "needs --warc-dir" in capsys.readouterr().err
 
 
-def test_role_mismatch_on_postgres_is_one_line(pg_url: str) -> None:
+def test_role_mismatch_on_postgres_is_one_line(pg_db: str) -> None:
     """A refused resume exits at once (the connection pool does not keep it alive)."""
-    store = PgStore(pg_url, Clock(), LIMITS)
+    store = PgStore(pg_db, Clock(), LIMITS)
     assert store.check_settings({"role": "indexer", "agent": "geminibot"}) is None
     store.close()
-    argv = [sys.executable, "-m", "geminibot", "crawl", "gemini://a.test/", "--db", pg_url]
+    argv = [sys.executable, "-m", "geminibot", "crawl", "gemini://a.test/", "--db", pg_db]
     argv += ["--as", "researcher"]
     done = subprocess.run(argv, capture_output=True, text=True, timeout=60, check=False)
     assert done.returncode == 2

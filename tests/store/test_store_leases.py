@@ -22,9 +22,9 @@ from geminibot.crawl.store import FetchedPage, HostState
 
 
 @pytest.fixture
-def two(pg_url: str, clock: Clock) -> Iterator[tuple[PgStore, PgStore]]:
-    one = PgStore(pg_url, clock, LIMITS, lease_seconds=60)
-    other = PgStore(pg_url, clock, LIMITS, lease_seconds=60)
+def two(pg_db: str, clock: Clock) -> Iterator[tuple[PgStore, PgStore]]:
+    one = PgStore(pg_db, clock, LIMITS, lease_seconds=60)
+    other = PgStore(pg_db, clock, LIMITS, lease_seconds=60)
     yield one, other
     one.close()
     other.close()
@@ -46,9 +46,9 @@ def test_one_holder_at_a_time(two: tuple[PgStore, PgStore]) -> None:
     assert p2.lease_host("a.test", "p2") is not None
 
 
-def test_expired_lease_taken_over_with_its_claims_and_pace(pg_url: str, clock: Clock) -> None:
-    dying = PgStore(pg_url, clock, LIMITS, lease_seconds=0)  # its lease is over at once
-    heir = PgStore(pg_url, clock, LIMITS, lease_seconds=60)
+def test_expired_lease_taken_over_with_its_claims_and_pace(pg_db: str, clock: Clock) -> None:
+    dying = PgStore(pg_db, clock, LIMITS, lease_seconds=0)  # its lease is over at once
+    heir = PgStore(pg_db, clock, LIMITS, lease_seconds=60)
     try:
         dying.seed([A, A + "1"])
         assert dying.lease_host("a.test", "dead") is not None
@@ -120,7 +120,7 @@ def expire(store: PgStore, host: str) -> None:
 
 
 async def test_a_host_taken_over_while_it_waited_for_its_turn_is_not_asked_twice(
-    pg_url: str, autojump_clock: object
+    pg_db: str, autojump_clock: object
 ) -> None:
     """The host waits for its turn (the Crawl-delay) in the scheduler's heap, its lease
     kept, not renewed; meanwhile its lease runs out, another process takes the host over,
@@ -128,8 +128,8 @@ async def test_a_host_taken_over_while_it_waited_for_its_turn_is_not_asked_twice
     finds A done: A is fetched once, by the other process."""
     delay = 30.0
     wall = mock_wall_clock
-    mine = PgStore(pg_url, wall, LIMITS, lease_seconds=60)
-    other = PgStore(pg_url, wall, LIMITS, lease_seconds=60)
+    mine = PgStore(pg_db, wall, LIMITS, lease_seconds=60)
+    other = PgStore(pg_db, wall, LIMITS, lease_seconds=60)
     robots = FetchResult(20, "text/plain", f"User-agent: *\nCrawl-delay: {delay}\n".encode())
     site = FakeSite({"gemini://a.test/robots.txt": robots, A: gmi("# A\n")})
     crawler = Crawler(mine, site.fetch, CrawlOptions(), clock=TrioWallClock(wall))
@@ -175,15 +175,13 @@ class Watched(PgStore):
         return super().work_elsewhere(lease)
 
 
-async def test_a_process_with_only_held_hosts_backs_off(
-    pg_url: str, autojump_clock: object
-) -> None:
+async def test_a_process_with_only_held_hosts_backs_off(pg_db: str, autojump_clock: object) -> None:
     """Every host with work leased by another process: look again every HELD_BACKOFF
     seconds (not hot), and take the host once its holder lets it go."""
     wall = mock_wall_clock
-    mine = Watched(pg_url, wall, LIMITS, lease_seconds=60)
+    mine = Watched(pg_db, wall, LIMITS, lease_seconds=60)
     mine.looks = []
-    other = PgStore(pg_url, wall, LIMITS, lease_seconds=600)
+    other = PgStore(pg_db, wall, LIMITS, lease_seconds=600)
     site = FakeSite({A: gmi("# A\n")})
     crawler = Crawler(mine, site.fetch, CrawlOptions(test_range=True), clock=TrioWallClock(wall))
     let_go = 2.5 * HELD_BACKOFF

@@ -97,7 +97,7 @@ def check_pace(log: Path) -> None:
                 assert start - end >= DELAY - SLACK, f"{host}{path}: {start - end:.3f} s after"
 
 
-def test_three_processes_one_killed(tmp_path: Path, pg_url: str) -> None:
+def test_three_processes_one_killed(tmp_path: Path, pg_db: str) -> None:
     seeds = generate(tmp_path / "capsules", HOSTS, PAGES)
     for robots in (tmp_path / "capsules").glob("*/robots.txt"):
         robots.write_text(robots.read_text() + f"Crawl-delay: {DELAY}\n")
@@ -110,13 +110,13 @@ def test_three_processes_one_killed(tmp_path: Path, pg_url: str) -> None:
     ):
         whole = crawl(str(tmp_path / "whole.db"), seeds, whole_port, tmp_path / "whole.out")
         outs = [tmp_path / f"crawl{n}.out" for n in range(PROCESSES)]
-        procs = [crawl(pg_url, seeds, port, out) for out in outs]
+        procs = [crawl(pg_db, seeds, port, out) for out in outs]
         victim = procs[0]
         mark = f":{victim.pid}"
         deadline = time.monotonic() + DEADLINE
         # Mid-run: a third of the pages asked for, and the victim holding hosts with work.
         while len(requests(log)) < PAGES // 3 or not any(
-            holder.endswith(mark) for holder in work_by_holder(pg_url)
+            holder.endswith(mark) for holder in work_by_holder(pg_db)
         ):
             assert victim.poll() is None, "the crawl ended before the kill"
             assert time.monotonic() < deadline, "no kill mid-run"
@@ -124,7 +124,7 @@ def test_three_processes_one_killed(tmp_path: Path, pg_url: str) -> None:
         victim.send_signal(signal.SIGKILL)
         victim.wait()
         # Its hosts go on only once its leases expire and another process takes them.
-        held = work_by_holder(pg_url)
+        held = work_by_holder(pg_db)
         assert any(holder.endswith(mark) for holder in held), held
         for proc, out in zip(procs[1:], outs[1:], strict=True):
             assert proc.wait(DEADLINE) == 0, out.read_text()
@@ -138,12 +138,12 @@ def test_three_processes_one_killed(tmp_path: Path, pg_url: str) -> None:
     )  # the crawl completed: nothing lost, nothing else
     # Every request the survivors made is committed (page, failure, policy file or log):
     # the requests never committed are those the kill cut.
-    on_the_wire = got - committed(pg_url)
+    on_the_wire = got - committed(pg_db)
     assert len(on_the_wire) <= CONCURRENCY, on_the_wire
     for url, n in got.items():  # none twice, unless on the wire at the kill
         assert n <= 1 + on_the_wire[url], url
     check_pace(log)
-    with psycopg.connect(pg_url) as conn:
+    with psycopg.connect(pg_db) as conn:
         left = conn.execute("SELECT count(*) FROM urls WHERE state IN ('queued', 'leased')")
         assert left.fetchone() == (0,)
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 import sqlite3
 from collections.abc import Iterator
 from contextlib import contextmanager
+from pathlib import Path
 from typing import Any
 
 import legacy_schemas
@@ -16,7 +17,7 @@ import pytest
 import sqlalchemy as sa
 from alembic.autogenerate import compare_metadata
 from alembic.runtime.migration import MigrationContext
-from store_helpers import LIMITS, Clock
+from store_helpers import LIMITS, Clock, database
 
 from geminibot.cli import main
 from geminibot.crawl.pgstore import PgStore
@@ -36,6 +37,12 @@ SQLITE_TRIGGERS = {"pages_text_added", "pages_text_removed", "pages_text_changed
 PG_ONLY_TABLES = {"host_leases"}
 PG_ONLY_COLUMNS = {("pages", "headings"), ("pages", "body"), ("pages", "tsv")}
 PG_ONLY_INDEXES = {"pages_tsv"}
+
+
+@pytest.fixture
+def db(kind: str, request: Any, tmp_path: Path) -> str:
+    """An empty database (these tests make the schemas, current and old, themselves)."""
+    return database(kind, request, tmp_path, "pg_url")
 
 
 def version(kind: str, db: str) -> int | None:

@@ -66,7 +66,7 @@ def test_every_page_answers_alike(store: CrawlStore, db: str) -> None:
     assert "User-agent: mybot\nDisallow: /" in got["/about"][2]
 
 
-def test_both_stores_serve_the_same_pages(tmp_path: Path, pg_url: str) -> None:
+def test_both_stores_serve_the_same_pages(tmp_path: Path, pg_db: str) -> None:
     """The same crawl in each store: every page but /stats's timing is byte for byte
     the same (the search order is the same best-first order)."""
     from store_helpers import LIMITS, Clock
@@ -78,9 +78,9 @@ def test_both_stores_serve_the_same_pages(tmp_path: Path, pg_url: str) -> None:
     sqlite_conn = connect(tmp_path / "crawl.db")
     sqlite = pages(SqliteStore(sqlite_conn, Clock(), LIMITS), str(tmp_path / "crawl.db"))
     sqlite_conn.close()
-    pg = PgStore(pg_url, Clock(), LIMITS, lease_seconds=30)
+    pg = PgStore(pg_db, Clock(), LIMITS, lease_seconds=30)
     try:
-        postgres = pages(pg, pg_url)
+        postgres = pages(pg, pg_db)
     finally:
         pg.close()
     for path, answer in sqlite.items():

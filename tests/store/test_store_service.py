@@ -31,10 +31,10 @@ def capsules(tmp_path: Path) -> Iterator[tuple[list[str], int]]:
 
 @pytest.mark.usefixtures("names_resolve_to_loopback")
 def test_the_service_on_postgres(
-    pg_url: str, tmp_path: Path, capsules: tuple[list[str], int]
+    pg_db: str, tmp_path: Path, capsules: tuple[list[str], int]
 ) -> None:
     seeds, port = capsules
-    path, search_port, metrics_port = config(tmp_path, seeds, port, db=pg_url, name=NAME)
+    path, search_port, metrics_port = config(tmp_path, seeds, port, db=pg_db, name=NAME)
     ignition.set_default_hosts_file(str(tmp_path / "known_hosts"))
     service = Service(["--config", str(path)])
     try:

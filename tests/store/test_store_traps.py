@@ -174,10 +174,10 @@ def test_the_deep_count_survives_a_restart_and_an_upgrade(
     assert sql(kind, db, "SELECT deep_urls FROM hosts") == [(2,)]
 
 
-def test_two_processes_share_the_deep_count(pg_url: str, clock: Clock) -> None:
+def test_two_processes_share_the_deep_count(pg_db: str, clock: Clock) -> None:
     """On PostgreSQL, crawl processes adding to one host see each other's deep URLs."""
-    first = PgStore(pg_url, clock, DEEP, lease_seconds=30)
-    second = PgStore(pg_url, clock, DEEP, lease_seconds=30)
+    first = PgStore(pg_db, clock, DEEP, lease_seconds=30)
+    second = PgStore(pg_db, clock, DEEP, lease_seconds=30)
     try:
         d = A + "a/b/c/d/"
         assert first.seed([d + "1"]) == {d + "1": "queued"}
