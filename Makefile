@@ -17,7 +17,7 @@ setup: $(STAMP)
 $(STAMP): pyproject.toml
 	$(PYTHON) -c 'import sys; sys.exit("geminibot needs Python 3.11 or newer, found " + sys.version.split()[0]) if sys.version_info < (3, 11) else None'
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
-	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet --no-compile --upgrade pip
 	$(BIN)/python -m pip install --quiet --no-compile -e '.[test,dev]'
 	$(BIN)/python -m compileall -q -j 0 $(VENV)/lib geminibot capsule_server tests >/dev/null
 	$(MAKE) --no-print-directory system-packages
