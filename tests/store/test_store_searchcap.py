@@ -20,6 +20,9 @@ from geminibot.crawl.store import CrawlStore
 from geminibot.gemini.urls import parse_request
 from geminibot.searchcap import SearchCapsule
 
+#: The wall-clock time /stats counts its ages at (seconds).
+STATS_AT = 1.8e9
+
 
 def ask(capsule: SearchCapsule, path_query: str) -> tuple[int, str, str]:
     answer = answer_of(capsule, parse_request(f"gemini://search.test{path_query}\r\n".encode()))
@@ -30,7 +33,8 @@ def ask(capsule: SearchCapsule, path_query: str) -> tuple[int, str, str]:
 def pages(store: CrawlStore, db: str) -> dict[str, Any]:
     fill(store)
     assert store.check_settings({"role": "indexer", "agent": "mybot"}) is None
-    with closing(SearchCapsule.of(db)) as capsule:
+    # (/stats's ages counted at one moment for both stores, not at two of the real clock)
+    with closing(SearchCapsule.of(db, wall_clock=lambda: STATS_AT)) as capsule:
         return {
             path: ask(capsule, path)
             for path in (
