@@ -44,9 +44,9 @@ typecheck: $(STAMP)
 # start first, one at the head of each worker's share (tests/suite_order.py). Bytecode
 # is written even where the environment says not to (PYTHONDONTWRITEBYTECODE), so that
 # the workers and the commands the tests start compile each module once, not each time.
-# What the suite costs: docs/benchmarks.md, "Test suite time": about 200 s of CPU, so on
-# 2 cores at least ~100 s of pytest even on a quiet machine (a fresh clone's make test,
-# quiet: 114 s of pytest, 142 s in all); on a machine shared at load 9, 174 s and 202 s.
+# What the suite costs: docs/benchmarks.md, "Test suite time": 180-225 s of CPU for a
+# fresh clone's whole make test (venv, install, lint, types and suite), so on 2 cores a
+# quiet machine took 119-146 s in all (six runs), pytest 102-124 s of it.
 PYTEST_WORKERS ?= $(shell echo $$(( $$(nproc) * 2 )))
 pytest: $(STAMP) browser
 	PYTHONDONTWRITEBYTECODE= $(BIN)/python -m pytest -n $(PYTEST_WORKERS) --dist worksteal
