@@ -70,11 +70,12 @@ def gone(pids: list[int]) -> bool:
     return True
 
 
-def wait_until(check: object, what: str) -> None:
+def wait_until(check: object, what: str, every: float = 0.02) -> None:
+    """Ask ``check`` every ``every`` seconds until it says yes (at most DEADLINE)."""
     deadline = time.monotonic() + DEADLINE
     while not check():  # type: ignore[operator]
         assert time.monotonic() < deadline, f"never: {what}"
-        time.sleep(0.02)
+        time.sleep(every)
 
 
 def test_kill_nine_of_the_service_loses_nothing(tmp_path: Path) -> None:
@@ -112,11 +113,15 @@ def test_kill_nine_of_the_service_loses_nothing(tmp_path: Path) -> None:
         write_config(0.0)
         proc = start(config)  # the last start: it finishes the crawl and catches up
         done = "SELECT count(*) FROM urls WHERE state IN ('queued', 'leased')"
-        wait_until(lambda: rows(db, done) == [(0,)], "the crawl finishes")
+        wait_until(lambda: rows(db, done) == [(0,)], "the crawl finishes", every=0.2)
         status = ["index", "status", "--db", str(db)]
         # Asked in this process: a new interpreter for each ask would cost more CPU the
         # longer the index takes, and the ask is not what this test is about.
-        wait_until(lambda: run_main([*status, "--json"]).returncode == 0, "the index catches up")
+
+        def caught_up() -> bool:
+            return run_main([*status, "--json"]).returncode == 0
+
+        wait_until(caught_up, "the index catches up", every=0.5)
         proc.send_signal(signal.SIGTERM)
         assert proc.wait(timeout=DEADLINE) == 0
     served = {
