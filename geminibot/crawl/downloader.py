@@ -3,11 +3,11 @@
 A request goes when the host's politeness schedule says it is due
 (:meth:`~geminibot.crawl.scheduler.Scheduler.ready_at`); the worker that makes it has
 the host, and with it its address's download slot, from the scheduler (one request at a
-time to an address: see :mod:`~geminibot.crawl.scheduler`); right before it, the store confirms that the host, and the URL claimed
-for the request, are still this process's (another crawl process sharing the store may
-have taken the host over meanwhile). What did not go says why, as a value: the host is
-skipped for now (None), its turn has not come (:class:`Later`), or it is another
-process's now (``"lost"``).
+time to an address: see :mod:`~geminibot.crawl.scheduler`). Right before it, the store
+confirms that the host, and the URL claimed for the request, are still this process's
+(another crawl process sharing the store may have taken the host over meanwhile). What
+did not go says why, as a value: the host is skipped for now (None), its turn has not
+come (:class:`Later`), or it is another process's now (``"lost"``).
 
 The fetcher is injected (``fetch(url) -> FetchResult``: see :mod:`geminibot.crawl.adapters`);
 each protocol's adapter says how to send (the web adds the bot's headers, and
@@ -63,10 +63,10 @@ class Downloader:
         claimed: str | None = None,
         wait: bool = False,
     ) -> Sent | Later | Lost | None:
-        """Fetch ``url`` in ``host``'s turn. None: the host is
-        skipped for now; :class:`Later`: its turn has not come (``wait``: waited for
-        instead); ``"lost"``: another crawl process took the host over (``claimed``: the
-        URL this process claimed for the request, which must still be its claim).
+        """Fetch ``url`` in ``host``'s turn. None: the host is skipped for now;
+        :class:`Later`: its turn has not come (``wait``: waited for instead); ``"lost"``:
+        another crawl process took the host over (``claimed``: the URL this process
+        claimed for the request, which must still be its claim).
 
         ``policy`` sets the pace (with none, the default delay applies: the policy files
         themselves are fetched before it is known) and whether to announce the bot."""
