@@ -119,8 +119,8 @@ class Scheduler:
 
     def _take_due(self) -> str | None:
         """The ready host not taken yet in this run, else the one with the most work
-        left, among those whose address is free (the others are parked), after moving
-        the hosts now due from the waiting heap to the ready one."""
+        left, among those whose address is free (the others are parked) and whose pace
+        allows a request now (the others wait again), the hosts due moved in first."""
         now = self.clock.now()
         while self._due and self._due[0][0] <= now:
             _, order, host = heapq.heappop(self._due)
@@ -132,6 +132,10 @@ class Scheduler:
             slot = self._address.get(host, host)
             if slot in self._busy:
                 self._parked.setdefault(slot, []).append(entry)
+                continue
+            at = self.politeness.ready_at(host)  # (at least the clock's time when it read it)
+            if at is not None and at > self.clock.now():  # its address was asked since
+                heapq.heappush(self._due, (at, entry[2], host))
                 continue
             self._asked.add(host)
             self._placed.discard(host)

@@ -137,6 +137,27 @@ async def test_an_address_is_one_slot_out_with_one_worker_at_a_time(
     assert await s.next_host() == "c.test"  # longest work among those asked before
 
 
+async def test_a_host_due_waits_for_its_address_pace(autojump_clock: object) -> None:
+    """A host placed due whose address another of its hosts asked since is handed out
+    when the address's pace allows its request, not before: no worker takes it only to
+    find it must wait (and give back the URL it claimed)."""
+    clock = TrioWallClock(wall)
+    clock.start()
+    s = Scheduler(clock)  # off a test range: the address's pace is the rule of thumb
+    for host in ("a.test", "b.test"):
+        s.set_address(host, ADDRESS)
+    s.add_work({"a.test": 5, "b.test": 5})
+    first = await s.next_host()
+    assert first is not None
+    s.start(first)
+    end = s.clock.now()
+    s.finish(first, 0.0, 20, "text/gemini", slow_down=False)
+    s.give_back(first, end + 3600)
+    second = await s.next_host()
+    assert second is not None and second != first
+    assert s.clock.now() == end + s.politeness.address_delay(second) > end
+
+
 async def test_a_host_taken_before_its_address_was_known_gives_way(
     autojump_clock: object,
 ) -> None:
