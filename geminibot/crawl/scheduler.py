@@ -133,8 +133,8 @@ class Scheduler:
             if slot in self._busy:
                 self._parked.setdefault(slot, []).append(entry)
                 continue
-            at = self.politeness.ready_at(host)  # (at least the clock's time when it read it)
-            if at is not None and at > self.clock.now():  # its address was asked since
+            at = self.politeness.ready_at(host)  # (never before the time it read: compare
+            if at is not None and at > self.clock.now():  # with a later one, not ``now``)
                 heapq.heappush(self._due, (at, entry[2], host))
                 continue
             self._asked.add(host)

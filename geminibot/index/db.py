@@ -125,11 +125,12 @@ def _migrate(conn: sqlite3.Connection, path: Path) -> None:
 
 
 @functools.cache
-def new_schema() -> tuple[tuple[str, ...], str]:
+def new_schema() -> tuple[tuple[str, ...], str, int]:
     """The statements that give an empty file the schema the migrations give it (tables,
     then indexes, then triggers, in the order they were made; not SQLite's own tables nor
-    FTS5's shadow tables, which its virtual table makes), and the version they stamp:
-    read once per process from a file the migrations built in a temporary folder."""
+    FTS5's shadow tables, which its virtual table makes), the version they stamp and the
+    ``user_version`` they set: read once per process from a file the migrations built in
+    a temporary folder."""
     with tempfile.TemporaryDirectory() as folder:
         path = Path(folder) / "new.db"
         upgrade(lambda: _open(path), "sqlite")
@@ -141,25 +142,26 @@ def new_schema() -> tuple[tuple[str, ...], str]:
                 " CASE type WHEN 'table' THEN 0 WHEN 'index' THEN 1 ELSE 2 END, rowid"
             ).fetchall()
             version = str(conn.execute(VERSION_QUERY).fetchone()[0])
+            user_version = int(conn.execute("PRAGMA user_version").fetchone()[0])
         finally:
             conn.close()
     statements = tuple(
         sql for name, sql in rows if name not in shadow and not name.startswith("sqlite_")
     )
-    return statements, version
+    return statements, version, user_version
 
 
 def _create(conn: sqlite3.Connection) -> None:
     """Give an empty file the current schema (:func:`new_schema`), in one transaction;
     nothing if another process did first."""
-    statements, version = new_schema()
+    statements, version, user_version = new_schema()
     with transaction(conn):
         if sqlite_version(conn) is not None:
             return
         for sql in statements:
             conn.execute(sql)
         conn.execute("INSERT INTO alembic_version (version_num) VALUES (?)", (version,))
-        conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
+        conn.execute(f"PRAGMA user_version = {user_version}")
 
 
 def _open(path: Path, any_thread: bool = False) -> sqlite3.Connection:
