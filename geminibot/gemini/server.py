@@ -54,7 +54,7 @@ from typing import Protocol
 import trio
 
 from geminibot.gemini.accesslog import AccessRecord, now_iso
-from geminibot.gemini.certs import FALLBACK_HOST, ensure_certificate
+from geminibot.gemini.certs import FALLBACK_HOST, CertInfo, ensure_certificate
 from geminibot.gemini.ratelimit import RateLimiter
 from geminibot.gemini.status import Status
 from geminibot.gemini.tls import InvalidServerName, TLSConnection
@@ -163,8 +163,7 @@ Handler = Callable[[URL], Resolution | Awaitable[Resolution]]
 (or to an awaitable of it)."""
 
 
-def _context(cert_dir: Path, host: str) -> ssl.SSLContext:
-    info = ensure_certificate(cert_dir, host)
+def _context(info: CertInfo) -> ssl.SSLContext:
     ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
     ctx.minimum_version = ssl.TLSVersion.TLSv1_2
     ctx.load_cert_chain(info.cert_path, info.key_path)
@@ -221,7 +220,10 @@ class _Waiting:
 
 class GeminiServer:
     """Serves ``sites`` (host name to its :data:`Handler`), each host with its own
-    certificate from ``cert_dir`` (made on first start). Run with :meth:`serve` in a nursery."""
+    certificate from ``cert_dir`` (made on first start). Run with :meth:`serve` in a nursery.
+
+    Every certificate is checked (or made) when the server is built; a host's TLS context,
+    which loads its certificate into OpenSSL, is built when a client first names the host."""
 
     def __init__(
         self,
@@ -241,10 +243,12 @@ class GeminiServer:
         self._per_address: Counter[str] = Counter()
         self._waiting: dict[int, _Waiting] = {}  # in accept order: the oldest first
         self._next_id = 0
-        self._contexts = {host: _context(cert_dir, host) for host in self.sites}
-        self._host_of = {id(ctx): host for host, ctx in self._contexts.items()}
-        self._unknown_name = _context(cert_dir, FALLBACK_HOST)  # SNI names a host not served
-        self.ssl_context = _context(cert_dir, FALLBACK_HOST)  # also used when there is no SNI
+        self._certificates = {host: ensure_certificate(cert_dir, host) for host in self.sites}
+        self._contexts: dict[str, ssl.SSLContext] = {}
+        self._host_of: dict[int, str] = {}
+        fallback = ensure_certificate(cert_dir, FALLBACK_HOST)
+        self._unknown_name = _context(fallback)  # SNI names a host not served
+        self.ssl_context = _context(fallback)  # also used when there is no SNI
         self.ssl_context.sni_callback = self._choose_context
         self._accept_scope = trio.CancelScope()
         self.port: int | None = None
@@ -266,8 +270,19 @@ class GeminiServer:
         self, sslobj: ssl.SSLObject, server_name: str | None, _ctx: ssl.SSLContext
     ) -> None:
         if server_name is not None:
-            name = server_name.lower().rstrip(".")
-            sslobj.context = self._contexts.get(name, self._unknown_name)
+            sslobj.context = self._context_for(server_name.lower().rstrip("."))
+
+    def _context_for(self, name: str) -> ssl.SSLContext:
+        """The TLS context of the served host ``name`` (built on its first use), or the
+        one for names not served."""
+        context = self._contexts.get(name)
+        if context is None:
+            certificate = self._certificates.get(name)
+            if certificate is None:
+                return self._unknown_name
+            context = self._contexts[name] = _context(certificate)
+            self._host_of[id(context)] = name
+        return context
 
     async def serve(
         self,
