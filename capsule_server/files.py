@@ -321,18 +321,11 @@ def large_robots(size: int) -> bytes:
 
 
 def binary_chunks(size: int) -> Iterator[bytes]:
-    """``size`` deterministic pseudo-random bytes: SHA-256 in counter mode, in chunks."""
-    block = bytearray()
-    counter = 0
-    sent = 0
-    while sent < size:
-        while len(block) < GENERATED_CHUNK:
-            block += hashlib.sha256(counter.to_bytes(8, "big")).digest()
-            counter += 1
-        take = min(GENERATED_CHUNK, size - sent)
-        yield bytes(block[:take])
-        del block[:take]
-        sent += take
+    """``size`` deterministic pseudo-random bytes, in chunks of :data:`GENERATED_CHUNK`:
+    chunk ``k`` is SHAKE-128 of ``k`` (8 bytes, big-endian), the last one cut to size."""
+    for k, start in enumerate(range(0, size, GENERATED_CHUNK)):
+        length = min(GENERATED_CHUNK, size - start)
+        yield hashlib.shake_128(k.to_bytes(8, "big")).digest(length)
 
 
 def binary_sha256(size: int) -> str:
