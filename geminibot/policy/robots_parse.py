@@ -37,6 +37,16 @@ _BOM = b"\xef\xbb\xbf"
 _USER_AGENT_KEYS = (b"user-agent", b"useragent", b"user agent")
 _DISALLOW_KEYS = (b"disallow", b"dissallow", b"dissalow", b"disalow", b"diasllow", b"disallaw")
 _SITEMAP_KEYS = (b"sitemap", b"site-map")
+#: The fields RFC 9309 defines: (kind, canonical spelling, it lowered, accepted prefixes).
+_FIELDS = tuple(
+    (kind, canonical, canonical.lower().encode(), variants)
+    for kind, canonical, variants in (
+        ("user-agent", "User-agent", _USER_AGENT_KEYS),
+        ("allow", "Allow", (b"allow",)),
+        ("disallow", "Disallow", _DISALLOW_KEYS),
+        ("sitemap", "Sitemap", _SITEMAP_KEYS),
+    )
+)
 #: Fields some crawlers read that RFC 9309 does not define: noted, not warned about.
 _KNOWN_EXTENSIONS = {
     b"crawl-delay": "read as the group's crawl delay (not part of RFC 9309; Google ignores it)",
@@ -287,16 +297,9 @@ def _split_key_value(line: bytes) -> tuple[bytes, bytes, bool] | None:
 
 def _key_kind(lowered: bytes) -> tuple[str, str | None]:
     """(kind, canonical spelling if the key was accepted as a variant of it)."""
-    for kind, canonical, variants in (
-        ("user-agent", "User-agent", _USER_AGENT_KEYS),
-        ("allow", "Allow", (b"allow",)),
-        ("disallow", "Disallow", _DISALLOW_KEYS),
-        ("sitemap", "Sitemap", _SITEMAP_KEYS),
-    ):
-        for variant in variants:
-            if lowered.startswith(variant):
-                exact = lowered == canonical.lower().encode()
-                return kind, None if exact else canonical
+    for kind, canonical, exact, variants in _FIELDS:
+        if lowered.startswith(variants):
+            return kind, None if lowered == exact else canonical
     return "other", None
 
 
