@@ -10,24 +10,37 @@ STAMP   = $(VENV)/.installed
 
 setup: $(STAMP)
 
-# The venv's pip is upgraded first: the upgrade and a new pip's install took less time
-# than the install with Python 3.11's bundled pip (docs/benchmarks.md, "Test suite time").
-# Bytecode is compiled once, on every core, after the install (pip compiles on one core;
-# left to the suite, its four workers compiled the same modules at once: 14 s more).
+# The venv is made without pip and the interpreter's own pip installs a current pip into
+# it (1.4 s; venv's ensurepip compiles its bundled pip first: 4 s), falling back on
+# ensurepip where that interpreter has no pip. A new pip installs faster than Python
+# 3.11's bundled one (docs/benchmarks.md, "Test suite time"). Bytecode is compiled once,
+# on every core, after the install (pip compiles on one core; left to the suite, its
+# four workers compiled the same modules at once: 14 s more), but not for what the
+# suite never imports (pip, setuptools, the type checker, test folders of the packages).
+NOT_IMPORTED = '/site-packages/(pip|setuptools|pkg_resources|_distutils_hack|mypy|mypyc|pygments)/|/site-packages/.*/tests?/'
 $(STAMP): pyproject.toml
 	$(PYTHON) -c 'import sys; sys.exit("geminibot needs Python 3.11 or newer, found " + sys.version.split()[0]) if sys.version_info < (3, 11) else None'
-	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
-	$(BIN)/python -m pip install --quiet --no-compile --upgrade pip
+	test -x $(BIN)/python || $(PYTHON) -m venv --without-pip $(VENV)
+	$(PYTHON) -m pip --python $(BIN)/python install --quiet --no-compile --upgrade pip 2>/dev/null || \
+	  { $(BIN)/python -m ensurepip --default-pip && $(BIN)/python -m pip install --quiet --no-compile --upgrade pip; }
 	$(BIN)/python -m pip install --quiet --no-compile -e '.[test,dev]'
-	$(BIN)/python -m compileall -q -j 0 $(VENV)/lib geminibot capsule_server tests >/dev/null
-	$(MAKE) --no-print-directory system-packages
+	$(BIN)/python -m compileall -q -j 0 -x $(NOT_IMPORTED) $(VENV)/lib >/dev/null
+	$(BIN)/python -m compileall -q -j 0 geminibot capsule_server tests >/dev/null
 	touch $(STAMP)
 
-# Servers the tests start for real: PostgreSQL (Debian's package; tests run initdb themselves).
+# Servers and programs the tests start for real, from Debian's packages, in one apt-get
+# when any is missing: PostgreSQL (the tests run initdb themselves) and headless
+# Chromium (the portal's browser test).
+CHROMIUM ?= chromium
 system-packages:
-	@ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || { \
-	  echo "installing PostgreSQL (Debian package postgresql) for the store tests"; \
-	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq postgresql >/dev/null; }
+	@missing=""; \
+	ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || missing="postgresql"; \
+	command -v $(CHROMIUM) >/dev/null 2>&1 || command -v chromium-browser >/dev/null 2>&1 || \
+	  missing="$$missing chromium"; \
+	[ -z "$$missing" ] || { \
+	  [ "$$(id -u)" = 0 ] || { echo "make: missing Debian packages:$$missing (install them as root)" >&2; exit 1; }; \
+	  echo "installing Debian packages for the tests:$$missing"; \
+	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing >/dev/null; }
 
 demo: $(STAMP)
 	$(BIN)/python -m capsule_server.demo
@@ -44,16 +57,21 @@ typecheck: $(STAMP)
 # start first, one at the head of each worker's share (tests/suite_order.py). Bytecode
 # is written even where the environment says not to (PYTHONDONTWRITEBYTECODE), so that
 # the workers and the commands the tests start compile each module once, not each time.
-# What the suite costs: docs/benchmarks.md, "Test suite time": 180-225 s of CPU for a
-# fresh clone's whole make test (venv, install, lint, types and suite), so on 2 cores a
-# quiet machine took 119-146 s in all (six runs), pytest 102-124 s of it.
+# The test modules are collected once before the workers start: that writes pytest's
+# assertion-rewritten bytecode, which each of the four workers otherwise made again at
+# once (3.6 s of CPU each on a fresh clone).
+# What the suite costs: docs/benchmarks.md, "Test suite time".
 PYTEST_WORKERS ?= $(shell echo $$(( $$(nproc) * 2 )))
-pytest: $(STAMP) browser
+pytest: $(STAMP) system-packages
+	@out=$$(PYTHONDONTWRITEBYTECODE= $(BIN)/python -m pytest --collect-only -q -p no:xdist 2>&1) || \
+	  { echo "$$out"; exit 1; }
 	PYTHONDONTWRITEBYTECODE= $(BIN)/python -m pytest -n $(PYTEST_WORKERS) --dist worksteal
 
-# The lint and the type check run beside the suite (a few seconds of one core, while
-# the suite's workers wait on the servers and processes they start).
-test: $(STAMP) browser
+# The Debian packages (when missing) are installed beside the Python ones; the lint and
+# the type check run beside the suite (a few seconds of one core, while the suite's
+# workers wait on the servers and processes they start).
+test:
+	@$(MAKE) --no-print-directory -j2 setup system-packages
 	@$(MAKE) --no-print-directory -j3 lint typecheck pytest
 
 bench: $(STAMP)
@@ -62,17 +80,12 @@ bench: $(STAMP)
 clean:
 	rm -rf $(VENV) build *.egg-info
 
-# Headless Chromium (Debian's chromium) for the portal's browser test: installed when missing.
-CHROMIUM ?= chromium
-browser:
-	@command -v $(CHROMIUM) >/dev/null 2>&1 || command -v chromium-browser >/dev/null 2>&1 || \
-	{ [ "$$(id -u)" = 0 ] || { echo "make browser: chromium is missing; install the Debian package chromium as root" >&2; exit 1; }; \
-	  apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q chromium; }
+browser: system-packages
 
-browser-test: $(STAMP) browser
+browser-test: $(STAMP) system-packages
 	$(BIN)/python -m pytest tests/portal/test_portal_browser.py
 
-portal-screenshots: $(STAMP) browser
+portal-screenshots: $(STAMP) system-packages
 	GEMINIBOT_SCREENSHOTS=docs $(BIN)/python -m pytest tests/portal/test_portal_browser.py
 
 # make fuzz: every fuzz target under atheris (libFuzzer) for FUZZ_SECONDS each, FUZZ_JOBS
