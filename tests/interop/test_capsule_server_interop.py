@@ -29,9 +29,6 @@ with warnings.catch_warnings():  # ignition imports the deprecated cgi module
     warnings.simplefilter("ignore", DeprecationWarning)
     import ignition
 
-pytestmark = pytest.mark.filterwarnings(
-    "ignore:Properties that return a na:cryptography.utils.CryptographyDeprecationWarning"
-)
 
 GMI = "text/gemini; charset=utf-8"
 TXT = "text/plain; charset=utf-8"

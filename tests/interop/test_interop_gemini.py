@@ -22,7 +22,6 @@ with warnings.catch_warnings():
     warnings.simplefilter("ignore", DeprecationWarning)  # ignition imports the cgi module
     import ignition
 
-pytestmark = pytest.mark.filterwarnings("ignore:Properties that return a na")
 HOST = "localhost"
 FILES = {
     "index.gmi": b"# Welcome\n=> sub/ Sub\n=> plain.txt Plain\n",

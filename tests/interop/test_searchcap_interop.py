@@ -25,9 +25,6 @@ with warnings.catch_warnings():  # ignition imports the deprecated cgi module
     warnings.simplefilter("ignore", DeprecationWarning)
     import ignition
 
-pytestmark = pytest.mark.filterwarnings(
-    "ignore:Properties that return a na:cryptography.utils.CryptographyDeprecationWarning"
-)
 #: Longest the server may take to start or stop (a bound, not a speed test).
 START_STOP_SECONDS = 30
 #: The name served. ignition keeps its pins in memory for the whole process, whatever
