@@ -63,11 +63,14 @@ def test_the_service_crawls_serves_search_and_metrics_and_stops_on_sigterm(
 
         body = service.wait_for(found, "the crawled page found through the capsule")
         assert "=> gemini://host00.test/p3.gmi" in body
-        metrics = (
-            urllib.request.urlopen(f"http://127.0.0.1:{metrics_port}/metrics", timeout=10)
-            .read()
-            .decode()
-        )
+
+        def scraped() -> str | None:
+            url = f"http://127.0.0.1:{metrics_port}/metrics"
+            text = urllib.request.urlopen(url, timeout=10).read().decode()
+            # A scrape while the store is busy has no store figures (the next one reads it).
+            return text if "geminibot_pages " in text else None
+
+        metrics = service.wait_for(scraped, "a scrape with the store's figures")
         assert 'geminibot_component_up{component="crawl"} 1.0' in metrics
         assert 'geminibot_component_up{component="index"} 1.0' in metrics
         assert "geminibot_search_request_seconds_count" in metrics
