@@ -60,7 +60,8 @@ typecheck: $(STAMP)
 # The test modules are collected once before the workers start: that writes pytest's
 # assertion-rewritten bytecode, which each of the four workers otherwise made again at
 # once (3.6 s of CPU each on a fresh clone).
-# What the suite costs: docs/benchmarks.md, "Test suite time".
+# A fresh clone's whole make test took 104-111 s on a quiet 2-core machine, 157-169 s of
+# CPU (docs/benchmarks.md, "Test suite time").
 PYTEST_WORKERS ?= $(shell echo $$(( $$(nproc) * 2 )))
 pytest: $(STAMP) system-packages
 	@out=$$(PYTHONDONTWRITEBYTECODE= $(BIN)/python -m pytest --collect-only -q -p no:xdist 2>&1) || \
