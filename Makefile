@@ -61,7 +61,8 @@ typecheck: $(STAMP)
 # assertion-rewritten bytecode, which each of the four workers otherwise made again at
 # once (3.6 s of CPU each on a fresh clone).
 # A fresh clone's whole make test took 104-111 s on a quiet 2-core machine, 157-169 s of
-# CPU (docs/benchmarks.md, "Test suite time").
+# CPU; 131-141 s later the same day, when the same machine ran the same tree 29% slower
+# (docs/benchmarks.md, "Test suite time").
 PYTEST_WORKERS ?= $(shell echo $$(( $$(nproc) * 2 )))
 pytest: $(STAMP) system-packages
 	@out=$$(PYTHONDONTWRITEBYTECODE= $(BIN)/python -m pytest --collect-only -q -p no:xdist 2>&1) || \
