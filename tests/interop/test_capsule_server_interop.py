@@ -11,12 +11,12 @@ from __future__ import annotations
 import hashlib
 import socket
 import sys
-import warnings
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import cryptography.hazmat.primitives.serialization  # noqa: F401  (before ignition, see PEERS.md)
+import ignition
 import pytest
 import trio
 
@@ -24,11 +24,6 @@ from capsule_server.files import binary_sha256, large_robots, maze_page
 from capsule_server.server import CapsuleServer
 from geminibot.gemini.client import GeminiClient
 from geminibot.net.limits import Limits
-
-with warnings.catch_warnings():  # ignition imports the deprecated cgi module
-    warnings.simplefilter("ignore", DeprecationWarning)
-    import ignition
-
 
 GMI = "text/gemini; charset=utf-8"
 TXT = "text/plain; charset=utf-8"

@@ -5,11 +5,11 @@ and must see the same status, meta and body bytes; ``geminibot fetch`` works aga
 from __future__ import annotations
 
 import json
-import warnings
 from collections.abc import Iterator
 from pathlib import Path
 
 import cryptography.hazmat.primitives.serialization  # noqa: F401 - ignition needs it first
+import ignition
 import pytest
 import trio
 from certs import cert_pair
@@ -17,10 +17,6 @@ from jetforce_peer import running_jetforce
 
 from geminibot.cli import main
 from geminibot.gemini.client import GeminiClient
-
-with warnings.catch_warnings():
-    warnings.simplefilter("ignore", DeprecationWarning)  # ignition imports the cgi module
-    import ignition
 
 HOST = "localhost"
 FILES = {

@@ -8,22 +8,18 @@ import json
 import signal
 import socket
 import subprocess
-import warnings
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import cryptography.hazmat.primitives.serialization  # noqa: F401  (before ignition, see PEERS.md)
+import ignition
 import pytest
 from commands import run_module, start_serve_search
 from pages import gemtext_page
 
 from geminibot.index import Link, connect, store_page, transaction
 from geminibot.index.search import MAX_QUERY_LENGTH
-
-with warnings.catch_warnings():  # ignition imports the deprecated cgi module
-    warnings.simplefilter("ignore", DeprecationWarning)
-    import ignition
 
 #: Longest the server may take to start or stop (a bound, not a speed test).
 START_STOP_SECONDS = 30
