@@ -11,12 +11,21 @@ Two paces hold at once, and a request waits for both:
   answer that came quickly (in at most ``1 / DEFAULT_DURATION_FACTOR`` of the wait) adds
   :data:`RATE_STEP` requests a second, up to ``max_rate`` (:data:`MAX_RATE`, one a
   second); a ``44 SLOW DOWN`` (the web's 429 and 503) multiplies it by
-  :data:`RATE_DECREASE` at once, for every host on the address. Off a test range the
+  :data:`RATE_DECREASE` at once, for every host on the address, unless the 44 is the
+  host's own limit (below). Off a test range the
   wait is also at least :data:`DEFAULT_DURATION_FACTOR` times the address's last
   request's duration (a slow server is asked less often). ``test_range=True`` (local
   test capsules only) drops that floor and the start: the rate starts unbounded and has
   no ceiling, and the first 44 sets it to :data:`RATE_DECREASE` of the pace the address
   was being asked at; from there it adapts the same way.
+- **The host's own pace**, learned the same way but only from its own limits. A 44 is
+  the host's own limit, not its address's, when the host was asked again sooner than
+  the wait the 44 asks (an integer meta) while another host of the address answered in
+  between: the address was not limited then. Such a 44 multiplies the host's rate by
+  :data:`RATE_DECREASE` and leaves the address's alone. Any 44 that asks for ``w``
+  seconds also holds the host to at most one request per ``w`` seconds; its quick
+  answers raise that rate by :data:`RATE_STEP` again. A host that never answered 44
+  has no pace of its own.
 - **The host's own policy**, always on top: between the end of one of its requests and
   the start of its next, the site policy's delay (``Crawl-delay``); a rate
   (``Request-rate``, robots2.txt ``rate``, agents.txt ``limit=``: requests per time) is
@@ -83,26 +92,11 @@ class HostPace:
 
 
 @dataclass
-class _Host:
-    """What the schedule knows of one host: its pace, its last request and its
-    back-off."""
+class _Paced:
+    """A learned pace (requests a second, from the end of one to the start of the next;
+    ``inf``: unbounded) and the last requests it was applied to."""
 
-    pace: HostPace = field(default_factory=HostPace)
-    in_flight: bool = False
-    last_start: float | None = None
-    last_end: float | None = None
-    last_duration: float = 0.0
-    not_before: float = 0.0
-    slow_downs: int = 0
-    backed_off: float = 0.0  # the last 44's back-off
-    skipped: str | None = None
-
-
-@dataclass
-class _Address:
-    """The pace one address (a group of hosts) is asked at, and its last request."""
-
-    rate: float  # requests a second, from the end of one to the start of the next
+    rate: float = math.inf
     in_flight: bool = False
     previous_start: float | None = None
     last_start: float | None = None
@@ -110,12 +104,36 @@ class _Address:
     last_duration: float = 0.0
 
 
+@dataclass
+class _Host(_Paced):
+    """What the schedule knows of one host: its own pace and policy, its last request
+    and its back-off."""
+
+    pace: HostPace = field(default_factory=HostPace)
+    not_before: float = 0.0
+    slow_downs: int = 0
+    backed_off: float = 0.0  # the last 44's back-off
+    skipped: str | None = None
+
+
+@dataclass
+class _Address(_Paced):
+    """The pace one address (a group of hosts) is asked at, its last request and its
+    last answer that was not a 44."""
+
+    answered_by: str | None = None
+    answered_at: float = -math.inf
+
+
+def asked_wait(meta: str) -> float:
+    """The seconds a 44's meta asks to wait (0 unless it is an integer)."""
+    text = meta.strip()
+    return float(text) if text.isdigit() else 0.0
+
+
 def slow_down_wait(meta: str, consecutive: int) -> float:
     """Seconds to wait after the ``consecutive``-th 44 in a row (1 for the first)."""
-    backoff = SLOW_DOWN_BASE * 2.0 ** max(consecutive - 1, 0)
-    text = meta.strip()
-    asked = float(text) if text.isdigit() else 0.0
-    return max(asked, backoff)
+    return max(asked_wait(meta), SLOW_DOWN_BASE * 2.0 ** max(consecutive - 1, 0))
 
 
 class Politeness:
@@ -202,6 +220,11 @@ class Politeness:
         the start of the next (``inf``: unbounded, on a test range before any 44)."""
         return self._group(host).rate
 
+    def own_rate(self, host: str) -> float:
+        """``host``'s own pace, learned from the 44s that were its own limit (``inf``:
+        none)."""
+        return self._host(host).rate
+
     def delay(self, host: str) -> float:
         """The wait between two of ``host``'s own requests its site policy asks (never
         under ``min_delay``; 0 when no policy sets one)."""
@@ -233,7 +256,7 @@ class Politeness:
         else:
             own = h.last_duration + delay
         shared = h.last_duration + self.address_delay(host)
-        return max(own, shared, h.last_duration + h.backed_off)
+        return max(own, shared, h.last_duration + max(h.backed_off, 1 / h.rate))
 
     def _after(self, start: float | None, end: float, delay: float, pace: HostPace) -> float:
         """When a request may start after one that ran from ``start`` to ``end``: ``delay``
@@ -253,6 +276,7 @@ class Politeness:
         at = max(now, h.not_before)
         if h.last_end is not None:
             at = max(at, self._after(h.last_start, h.last_end, self.delay(host), h.pace))
+            at = max(at, h.last_end + 1 / h.rate)
         if g.last_end is not None:
             at = max(at, g.last_end + self.address_delay(host))
         if h.pace.window_opens is not None:
@@ -282,8 +306,9 @@ class Politeness:
         if at is None or at > self.clock():
             raise RuntimeError(f"{host}: request started before it was allowed")
         h.in_flight = g.in_flight = True
-        h.last_start = self.clock()
-        g.previous_start, g.last_start = g.last_start, h.last_start
+        now = self.clock()
+        h.previous_start, h.last_start = h.last_start, now
+        g.previous_start, g.last_start = g.last_start, now
 
     def finish(
         self,
@@ -307,11 +332,24 @@ class Politeness:
         h.last_duration = g.last_duration = duration
         if not (status == 44 if slow_down is None else slow_down):
             h.slow_downs = 0
-            quick = DEFAULT_DURATION_FACTOR * duration <= 1 / g.rate
-            if status is not None and quick:
-                g.rate = min(g.rate + RATE_STEP, self.max_rate)
+            if status is not None:
+                g.answered_by, g.answered_at = host, now
+                for paced in (h, g):
+                    quick = DEFAULT_DURATION_FACTOR * duration <= 1 / paced.rate
+                    if quick and paced.rate < self.max_rate:
+                        paced.rate = min(paced.rate + RATE_STEP, self.max_rate)
             return 0.0
-        self._slow_address(g)
+        asked = asked_wait(meta)
+        own_limit = (
+            h.previous_start is not None
+            and h.last_start is not None
+            and h.last_start - h.previous_start < asked
+            and g.answered_by not in (None, host)
+            and g.answered_at > h.previous_start
+        )
+        self._slow(h if own_limit else g)
+        if asked > 0:
+            h.rate = min(h.rate, 1 / asked)
         h.slow_downs += 1
         wait = slow_down_wait(meta, h.slow_downs)
         h.not_before = max(h.not_before, now + wait)
@@ -319,16 +357,16 @@ class Politeness:
         return wait
 
     @staticmethod
-    def _slow_address(g: _Address) -> None:
-        """A 44 to one of the address's hosts: the address's rate multiplied by
-        :data:`RATE_DECREASE` (when unbounded, that of the pace it was asked at, at most
-        one request per :data:`SLOW_DOWN_BASE`)."""
-        if math.isinf(g.rate):
+    def _slow(paced: _Paced) -> None:
+        """Multiplicative decrease: ``paced``'s rate multiplied by :data:`RATE_DECREASE`
+        (when unbounded, that of the pace it was asked at, at most one request per
+        :data:`SLOW_DOWN_BASE`)."""
+        if math.isinf(paced.rate):
             period = SLOW_DOWN_BASE
-            if g.previous_start is not None and g.last_start is not None:
-                period = min(max(g.last_start - g.previous_start, 0.0), SLOW_DOWN_BASE)
-            g.rate = 1 / period if period > 0 else 1 / SLOW_DOWN_BASE
-        g.rate *= RATE_DECREASE
+            if paced.previous_start is not None and paced.last_start is not None:
+                period = min(max(paced.last_start - paced.previous_start, 0.0), SLOW_DOWN_BASE)
+            paced.rate = 1 / period if period > 0 else 1 / SLOW_DOWN_BASE
+        paced.rate *= RATE_DECREASE
 
     def state(self, host: str) -> tuple[float | None, float, float, int]:
         """(last end, last duration, not before, consecutive 44s) to persist."""

@@ -2,6 +2,8 @@
 (additive increase, multiplicative decrease), a host's own policy on top, 44 back-off,
 windows, absurd waits."""
 
+import math
+
 import pytest
 
 from geminibot.crawl.politeness import (
@@ -122,6 +124,8 @@ def test_a_44_slows_every_host_on_the_address_and_the_pace_recovers_step_by_step
     assert p.rate("b") == MAX_RATE
     assert ask(p, clock, "a", 0.01, 44, "5") == 5.0
     assert p.rate("c") == pytest.approx(MAX_RATE * RATE_DECREASE)
+    assert p.own_rate("a") == pytest.approx(1 / 5)  # at most one request per 5 s
+    assert p.own_rate("b") == math.inf
     halved = 1 / (MAX_RATE * RATE_DECREASE)
     assert p.ready_at("a") == pytest.approx(clock.now + 5.0)  # the 44's own wait
     assert p.ready_at("b") == pytest.approx(clock.now + halved)
@@ -136,6 +140,51 @@ def test_a_44_slows_every_host_on_the_address_and_the_pace_recovers_step_by_step
     ask(p, clock, "a", 0.01, 44)
     ask(p, clock, "a", 0.01, 44)
     assert p.rate("a") == pytest.approx((MAX_RATE * RATE_DECREASE + 4 * RATE_STEP) / 4)
+
+
+@pytest.mark.parametrize(
+    ("gap", "between", "host_alone"),
+    [
+        (0.99, 20, True),  # asked sooner than its 44's wait, a neighbour answered
+        (1.0, 20, False),  # at the wait's edge: the address was too fast
+        (0.99, 44, False),  # the neighbour was slowed down too
+        (0.99, None, False),  # no neighbour in between: it cannot tell
+    ],
+)
+def test_a_44_that_is_the_host_s_own_limit_slows_that_host_alone(
+    gap: float, between: int | None, host_alone: bool
+) -> None:
+    """A host asked again sooner than the wait its 44 asks, while another host of its
+    address answered in between, limits itself: its own rate is halved (from the pace it
+    was asked at, at most one request per the wait) and the address's stays; otherwise
+    the address's rate is halved. Quick answers raise the host's own rate again."""
+    clock = Clock()
+    p = Politeness(clock, test_range=True)
+    p.set_group("limited", "shared")
+    p.set_group("fine", "shared")
+    p.start("limited")
+    clock.now += 0.01
+    p.finish("limited", 0.01, 20)
+    if between is not None:
+        p.start("fine")
+        clock.now += 0.01
+        p.finish("fine", 0.01, between, "1")
+    clock.now = 1000.0 + gap
+    p.start("limited")
+    clock.now += 0.01
+    assert p.finish("limited", 0.01, 44, "1") == 1.0
+    if host_alone:
+        assert p.rate("fine") == math.inf
+        assert p.own_rate("limited") == pytest.approx(RATE_DECREASE / gap)
+    else:
+        assert p.rate("fine") < math.inf
+        assert p.own_rate("limited") == pytest.approx(1.0)
+    assert p.own_rate("fine") == (1.0 if between == 44 else math.inf)
+    waits = 1 / p.own_rate("limited"), 1 / p.rate("fine")
+    assert p.ready_at("limited") == pytest.approx(clock.now + max(waits))
+    before = p.own_rate("limited")
+    ask(p, clock, "limited", 0.01, 20)
+    assert p.own_rate("limited") == pytest.approx(before + RATE_STEP)
 
 
 def test_a_host_that_answers_44_again_and_again_is_skipped_whatever_its_neighbours() -> None:
