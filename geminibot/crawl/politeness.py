@@ -1,6 +1,6 @@
 """When may the next request to a host start? A pure schedule with an injected clock.
 
-Two paces hold at once, and a request waits for both:
+Three paces hold at once, and a request waits for all of them:
 
 - **The address's pace**, learned from its answers. Hosts put in one group
   (:meth:`Politeness.set_group`: the hosts on one address; a host not put in one is its
@@ -12,20 +12,20 @@ Two paces hold at once, and a request waits for both:
   :data:`RATE_STEP` requests a second, up to ``max_rate`` (:data:`MAX_RATE`, one a
   second); a ``44 SLOW DOWN`` (the web's 429 and 503) multiplies it by
   :data:`RATE_DECREASE` at once, for every host on the address, unless the 44 is the
-  host's own limit (below). Off a test range the
-  wait is also at least :data:`DEFAULT_DURATION_FACTOR` times the address's last
-  request's duration (a slow server is asked less often). ``test_range=True`` (local
+  host's own limit (below). Off a test range the wait is also at least
+  :data:`DEFAULT_DURATION_FACTOR` times the address's last request's duration (a slow
+  server is asked less often). ``test_range=True`` (local
   test capsules only) drops that floor and the start: the rate starts unbounded and has
   no ceiling, and the first 44 sets it to :data:`RATE_DECREASE` of the pace the address
   was being asked at; from there it adapts the same way.
-- **The host's own pace**, learned the same way but only from its own limits. A 44 is
-  the host's own limit, not its address's, when the host was asked again sooner than
-  the wait the 44 asks (an integer meta) while another host of the address answered in
-  between: the address was not limited then. Such a 44 multiplies the host's rate by
-  :data:`RATE_DECREASE` and leaves the address's alone. Any 44 that asks for ``w``
-  seconds also holds the host to at most one request per ``w`` seconds; its quick
-  answers raise that rate by :data:`RATE_STEP` again. A host that never answered 44
-  has no pace of its own.
+- **The host's own pace**, learned the same way from its own limits. A host has none
+  until a 44 asks it for ``w`` seconds (an integer meta): from then on it is asked at
+  most once per ``w`` seconds, and each quick answer of its own adds :data:`RATE_STEP`
+  requests a second. A later 44 is the host's own limit, not its address's, when the
+  host was asked again sooner than the wait the 44 asks while another host of the
+  address answered in between and none was slowed down (the address was not limited
+  then): it multiplies the host's rate by :data:`RATE_DECREASE` and leaves the
+  address's alone.
 - **The host's own policy**, always on top: between the end of one of its requests and
   the start of its next, the site policy's delay (``Crawl-delay``); a rate
   (``Request-rate``, robots2.txt ``rate``, agents.txt ``limit=``: requests per time) is
@@ -34,7 +34,7 @@ Two paces hold at once, and a request waits for both:
   is followed at once, or after ``min_delay``). Visit windows: the next request waits
   for the window to open.
 
-``min_delay`` (``--min-delay``) is a floor under both waits. A ``44`` also holds back
+``min_delay`` (``--min-delay``) is a floor under every wait. A ``44`` also holds back
 its own host for the larger of the seconds in its meta (if an integer) and an
 exponential back-off that doubles with each of its 44s in a row (:data:`SLOW_DOWN_BASE`,
 reset by any other answer of the host): a capsule that answers 44 to every request ends
@@ -44,8 +44,8 @@ asks for a long wait for reasons of its own does not stall the others on its ser
 means "skip this host for now": its URLs stay queued for a later run.
 
 Times are seconds on the injected clock (the crawler uses wall-clock time so that the
-schedule can be restored from the database after a restart; an address's learned rate
-is not kept: a new run starts again at the rule of thumb).
+schedule can be restored from the database after a restart; the learned rates are not
+kept: a new run starts again at the rule of thumb).
 """
 
 from __future__ import annotations
@@ -118,11 +118,12 @@ class _Host(_Paced):
 
 @dataclass
 class _Address(_Paced):
-    """The pace one address (a group of hosts) is asked at, its last request and its
-    last answer that was not a 44."""
+    """The pace one address (a group of hosts) is asked at, its last request, its
+    last answer that was not a 44 and its last 44."""
 
     answered_by: str | None = None
     answered_at: float = -math.inf
+    slowed_at: float = -math.inf  # its last 44, from any of its hosts
 
 
 def asked_wait(meta: str) -> float:
@@ -137,7 +138,7 @@ def slow_down_wait(meta: str, consecutive: int) -> float:
 
 
 class Politeness:
-    """The two paces of the module docstring, for every host and address the crawl asks."""
+    """The three paces of the module docstring, for every host and address the crawl asks."""
 
     def __init__(
         self,
@@ -341,13 +342,16 @@ class Politeness:
             return 0.0
         asked = asked_wait(meta)
         own_limit = (
-            h.previous_start is not None
+            not math.isinf(h.rate)
+            and h.previous_start is not None
             and h.last_start is not None
             and h.last_start - h.previous_start < asked
             and g.answered_by not in (None, host)
             and g.answered_at > h.previous_start
+            and g.slowed_at <= h.previous_start
         )
         self._slow(h if own_limit else g)
+        g.slowed_at = now
         if asked > 0:
             h.rate = min(h.rate, 1 / asked)
         h.slow_downs += 1

@@ -145,46 +145,50 @@ def test_a_44_slows_every_host_on_the_address_and_the_pace_recovers_step_by_step
 @pytest.mark.parametrize(
     ("gap", "between", "host_alone"),
     [
-        (0.99, 20, True),  # asked sooner than its 44's wait, a neighbour answered
-        (1.0, 20, False),  # at the wait's edge: the address was too fast
-        (0.99, 44, False),  # the neighbour was slowed down too
-        (0.99, None, False),  # no neighbour in between: it cannot tell
+        (0.9, (20,), True),  # asked sooner than its 44's wait, a neighbour answered
+        (1.0, (20,), False),  # at the wait's edge: the address was too fast
+        (0.9, (44, 20), False),  # a neighbour answered, but another was slowed down
+        (0.9, (), False),  # no neighbour in between: it cannot tell
     ],
 )
 def test_a_44_that_is_the_host_s_own_limit_slows_that_host_alone(
-    gap: float, between: int | None, host_alone: bool
+    gap: float, between: tuple[int, ...], host_alone: bool
 ) -> None:
-    """A host asked again sooner than the wait its 44 asks, while another host of its
-    address answered in between, limits itself: its own rate is halved (from the pace it
-    was asked at, at most one request per the wait) and the address's stays; otherwise
-    the address's rate is halved. Quick answers raise the host's own rate again."""
+    """A host's first 44 slows its address and holds the host to one request per the
+    wait it asks (quick answers raise that again). Later, a host asked again sooner than
+    its 44's wait while another host of its address answered in between limits itself:
+    its own rate is halved and the address's stays; otherwise the address's is halved."""
     clock = Clock()
     p = Politeness(clock, test_range=True)
     p.set_group("limited", "shared")
     p.set_group("fine", "shared")
-    p.start("limited")
-    clock.now += 0.01
-    p.finish("limited", 0.01, 20)
-    if between is not None:
-        p.start("fine")
-        clock.now += 0.01
-        p.finish("fine", 0.01, between, "1")
-    clock.now = 1000.0 + gap
+    p.set_group("other", "shared")
+    ask(p, clock, "fine", 0.01, 20)
+    ask(p, clock, "limited", 0.01, 44, "1")
+    assert p.rate("fine") == pytest.approx(RATE_DECREASE / 0.01)
+    assert p.own_rate("limited") == 1.0
+    assert p.own_rate("fine") == math.inf
+    for _ in range(3):
+        ask(p, clock, "limited", 0.01, 20)
+    own, shared = p.own_rate("limited"), p.rate("fine")
+    assert own == pytest.approx(1.0 + 3 * RATE_STEP)
+    start = clock.now - 0.01
+    for neighbour, status in zip(("first", "second"), between, strict=False):
+        p.set_group(neighbour, "shared")
+        ask(p, clock, neighbour, 0.01, status, "1")
+        shared = p.rate("fine")
+    clock.now = start + gap
     p.start("limited")
     clock.now += 0.01
     assert p.finish("limited", 0.01, 44, "1") == 1.0
     if host_alone:
-        assert p.rate("fine") == math.inf
-        assert p.own_rate("limited") == pytest.approx(RATE_DECREASE / gap)
+        assert p.rate("fine") == shared
+        assert p.own_rate("limited") == pytest.approx(own * RATE_DECREASE)
     else:
-        assert p.rate("fine") < math.inf
-        assert p.own_rate("limited") == pytest.approx(1.0)
-    assert p.own_rate("fine") == (1.0 if between == 44 else math.inf)
+        assert p.rate("fine") == pytest.approx(shared * RATE_DECREASE)
+        assert p.own_rate("limited") == 1.0
     waits = 1 / p.own_rate("limited"), 1 / p.rate("fine")
     assert p.ready_at("limited") == pytest.approx(clock.now + max(waits))
-    before = p.own_rate("limited")
-    ask(p, clock, "limited", 0.01, 20)
-    assert p.own_rate("limited") == pytest.approx(before + RATE_STEP)
 
 
 def test_a_host_that_answers_44_again_and_again_is_skipped_whatever_its_neighbours() -> None:
