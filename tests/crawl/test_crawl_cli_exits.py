@@ -249,7 +249,7 @@ def test_a_full_disk_ends_the_crawl_in_one_line_and_loses_nothing(tmp_path: Path
         rest = crawl(db, port, *args, "--json")
         assert rest.returncode == 0, rest.stderr
         (pages,) = rows(db, "SELECT count(*) FROM pages")[0]
-        assert pages == kept + json.loads(rest.stdout)["pages"] == 400
+        assert pages == kept + json.loads(rest.stdout)["pages"] == 400, rest.stdout
         assert rows(db, "SELECT count(*) FROM urls WHERE state IN ('queued', 'leased')") == [(0,)]
 
 
