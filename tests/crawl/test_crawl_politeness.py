@@ -156,13 +156,13 @@ def test_a_44_that_is_the_host_s_own_limit_slows_that_host_alone(
 ) -> None:
     """A host's first 44 slows its address and holds the host to one request per the
     wait it asks (quick answers raise that again). Later, a host asked again sooner than
-    its 44's wait while another host of its address answered in between limits itself:
-    its own rate is halved and the address's stays; otherwise the address's is halved."""
+    its 44's wait while another host of its address answered in between, and none drew a
+    44, limits itself: its own rate is halved and the address's stays; otherwise the
+    address's is halved."""
     clock = Clock()
     p = Politeness(clock, test_range=True)
     p.set_group("limited", "shared")
     p.set_group("fine", "shared")
-    p.set_group("other", "shared")
     ask(p, clock, "fine", 0.01, 20)
     ask(p, clock, "limited", 0.01, 44, "1")
     assert p.rate("fine") == pytest.approx(RATE_DECREASE / 0.01)
