@@ -14,10 +14,10 @@ Three paces hold at once, and a request waits for all of them:
   :data:`RATE_DECREASE` at once, for every host on the address, unless the 44 is the
   host's own limit (below). Off a test range the wait is also at least
   :data:`DEFAULT_DURATION_FACTOR` times the address's last request's duration (a slow
-  server is asked less often). ``test_range=True`` (local
-  test capsules only) drops that floor and the start: the rate starts unbounded and has
-  no ceiling, and the first 44 sets it to :data:`RATE_DECREASE` of the pace the address
-  was being asked at; from there it adapts the same way.
+  server is asked less often). ``test_range=True`` (local test capsules only) drops
+  that floor and the start: the rate starts unbounded and has no ceiling, and the first
+  44 sets it to :data:`RATE_DECREASE` of the pace the address was being asked at; from
+  there it adapts the same way.
 - **The host's own pace**, learned the same way from its own limits. A host has none
   until a 44 asks it for ``w`` seconds (an integer meta): from then on it is asked at
   most once per ``w`` seconds, and each quick answer of its own adds :data:`RATE_STEP`
