@@ -9,9 +9,10 @@ call committed (``batch=False``) and batched (``batch=True``, as the crawl loop 
 ``--cache-kib``: batched again with each of these SQLite page caches (KiB; the store's
 default is :data:`~geminibot.crawl.store.CACHE_KIB`).
 
-``--fetches-url-index ROUNDS``: instead, batched runs without and with the index on
-``fetches(url)`` (schema version 8's ``fetches_url``), alternating, ROUNDS of each (the
-cost of that index to a crawl, beside the run-to-run spread).
+``--index-cost NAME [--rounds N]``: instead, batched runs without and with one of the
+schema's indexes (:data:`WEIGHED_INDEXES`), alternating, N of each (default 5): what that
+index costs a crawl's store, beside the run-to-run spread. The cost of an index grows with
+the table it keeps in order, so give it as many pages as the crawls it is for.
 
 Reports the CPU seconds (``time.process_time``) spent in the store's calls only, per page;
 building the answers and extracting the pages is not counted.
@@ -48,10 +49,10 @@ from geminibot.crawl.store import (  # noqa: E402
 )
 from geminibot.index import connect  # noqa: E402
 
-#: What ``--fetches-url-index`` runs on a new database first: without and with the index.
-FETCHES_URL_INDEX = {
-    "without": "DROP INDEX IF EXISTS fetches_url",
-    "with": "CREATE INDEX IF NOT EXISTS fetches_url ON fetches (url)",
+#: The indexes ``--index-cost`` weighs: what they serve (every new database has them).
+WEIGHED_INDEXES = {
+    "fetches_url": "a URL's last answers (why, /check)",
+    "links_target": "a page's incoming links (/backlinks, anchor text, authority)",
 }
 
 
@@ -145,19 +146,20 @@ def main() -> None:
         "--cache-kib", type=cache_sizes, default=[], help="e.g. 2000,65536 (batched runs)"
     )
     parser.add_argument(
-        "--fetches-url-index",
-        type=int,
-        default=0,
-        metavar="ROUNDS",
-        help="batched runs without and with an index on fetches(url), alternating",
+        "--index-cost",
+        choices=sorted(WEIGHED_INDEXES),
+        metavar="NAME",
+        help="batched runs without and with this index, alternating: "
+        + ", ".join(sorted(WEIGHED_INDEXES)),
     )
+    parser.add_argument("--rounds", type=int, default=5, help="runs of each (--index-cost)")
     args = parser.parse_args()
     caches: list[int] = args.cache_kib
     space = Space(args.hosts, args.urls)
     print(f"machine: nproc {os.cpu_count()}, {cpu_model()}, Python {platform.python_version()}")
     print(f"load average: {os.getloadavg()}")
-    if args.fetches_url_index:
-        compare_fetches_index(space, args.pages, args.fetches_url_index)
+    if args.index_cost:
+        compare_index(space, args.pages, args.index_cost, args.rounds)
         return
     with tempfile.TemporaryDirectory() as tmp:
         runs = [(False, CACHE_KIB), (True, CACHE_KIB)] if not caches else []
@@ -169,20 +171,26 @@ def main() -> None:
             print(f"{label}: {pages} pages, store CPU {1000 * cpu / max(pages, 1):.3f} ms/page")
 
 
-def compare_fetches_index(space: Space, pages: int, rounds: int) -> None:
-    """Batched runs without and with the index (:data:`FETCHES_URL_INDEX`), alternating."""
+def compare_index(space: Space, pages: int, name: str, rounds: int) -> None:
+    """Batched runs without and with the index ``name``, alternating; each run's store
+    CPU and database size per page, then the median, min and max of each side."""
     results: dict[str, list[float]] = {"without": [], "with": []}
     with tempfile.TemporaryDirectory() as tmp:
         for n in range(rounds):
-            for label, index in FETCHES_URL_INDEX.items():
+            for label, figures in results.items():
                 db = Path(tmp) / f"{label}-{n}.db"
-                done, cpu = store_cpu(space, pages, db, True, extra_index=index)
-                results[label].append(1000 * cpu / max(done, 1))
-                print(f"round {n + 1}, {label} index: {results[label][-1]:.3f} ms/page")
+                drop = f"DROP INDEX {name}" if label == "without" else None
+                done, cpu = store_cpu(space, pages, db, True, extra_index=drop)
+                figures.append(1000 * cpu / max(done, 1))
+                size = db.stat().st_size / max(done, 1)
+                print(
+                    f"round {n + 1}, {label} {name}: {figures[-1]:.3f} ms/page,"
+                    f" database {size:,.0f} bytes/page"
+                )
                 db.unlink()
     for label, figures in results.items():
         print(
-            f"{label} fetches(url) index: median {statistics.median(figures):.3f} ms/page,"
+            f"{label} {name}: median {statistics.median(figures):.3f} ms/page,"
             f" min {min(figures):.3f}, max {max(figures):.3f} ({len(figures)} runs)"
         )
 
