@@ -12,7 +12,9 @@ later connections compare against the pin:
   :class:`~geminibot.gemini.errors.CertificateChanged` and the old pin is kept.
 
 Stores: :class:`MemoryKnownHosts` (tests, one-off runs) and :class:`FileKnownHosts`
-(one ``host port fingerprint`` line per pin).
+(one ``host port fingerprint`` line per pin). Both keep at most :data:`MAX_PINS` pins, the
+most recently used: a client sent to host names chosen by others (the portal's visitors,
+links of pages) would otherwise keep one for every name.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ import logging
 import os
 import re
 import tempfile
+from collections import OrderedDict
 from enum import Enum
 from pathlib import Path
 from typing import Protocol
@@ -30,6 +33,10 @@ from typing import Protocol
 from geminibot.gemini.errors import CertificateChanged
 
 log = logging.getLogger("geminibot.gemini")
+
+#: Most pins a known-hosts store keeps. Past it, the least recently used pin is forgotten:
+#: its host is pinned anew at its next connection (``new``, not ``changed``).
+MAX_PINS = 10_000
 
 
 class Trust(Enum):
@@ -54,16 +61,26 @@ class KnownHosts(Protocol):
 
 
 class MemoryKnownHosts:
-    """Pins kept in memory only."""
+    """Pins kept in memory only, at most ``max_pins`` (least recently used forgotten)."""
 
-    def __init__(self) -> None:
-        self.pins: dict[tuple[str, int], str] = {}
+    def __init__(self, max_pins: int = MAX_PINS) -> None:
+        if max_pins < 1:
+            raise ValueError(f"max_pins must be at least 1, not {max_pins}")
+        self.max_pins = max_pins
+        #: (host, port) -> fingerprint, the least recently used first
+        self.pins: OrderedDict[tuple[str, int], str] = OrderedDict()
 
     def get(self, host: str, port: int) -> str | None:
-        return self.pins.get((host, port))
+        pinned = self.pins.get((host, port))
+        if pinned is not None:
+            self.pins.move_to_end((host, port))
+        return pinned
 
     def put(self, host: str, port: int, fingerprint: str) -> None:
         self.pins[(host, port)] = fingerprint
+        self.pins.move_to_end((host, port))
+        while len(self.pins) > self.max_pins:
+            self.pins.popitem(last=False)
 
 
 class NotKnownHostsFile(ValueError):
@@ -98,10 +115,12 @@ class FileKnownHosts(MemoryKnownHosts):
     must be a known-hosts file, or :class:`NotKnownHostsFile` is raised and the file is
     left alone: UTF-8 text in which every line is blank, a comment or a pin, and at least
     one pin or the header (an empty file counts too). An unreadable file raises OSError.
+    Of a file with more than ``max_pins`` pins, the last ``max_pins`` are kept (a warning
+    is logged), and the file is rewritten with them at the next change.
     """
 
-    def __init__(self, path: str | os.PathLike[str]) -> None:
-        super().__init__()
+    def __init__(self, path: str | os.PathLike[str], max_pins: int = MAX_PINS) -> None:
+        super().__init__(max_pins)
         self.path = Path(path)
         try:
             data = self.path.read_bytes()
@@ -113,7 +132,12 @@ class FileKnownHosts(MemoryKnownHosts):
                 ) from None
             _check_writable(folder, "the folder")
             return
-        self.pins.update(_read_pins(data))
+        pins = _read_pins(data)
+        if len(pins) > max_pins:
+            log.warning(
+                "known hosts file %s has %d pins: the last %d kept", self.path, len(pins), max_pins
+            )
+        self.pins.update(list(pins.items())[-max_pins:])
         _check_writable(self.path, "the file")
 
     def put(self, host: str, port: int, fingerprint: str) -> None:

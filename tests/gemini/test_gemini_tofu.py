@@ -11,6 +11,7 @@ from geminibot.cli import main
 from geminibot.gemini.errors import CertificateChanged
 from geminibot.gemini.tofu import (
     HEADER,
+    MAX_PINS,
     FileKnownHosts,
     MemoryKnownHosts,
     NotKnownHostsFile,
@@ -32,6 +33,38 @@ def test_policy_default_and_strict(caplog: pytest.LogCaptureFixture) -> None:
         assert check_pin(store, "h", 1965, "B") == (Trust.CHANGED, "A")
     assert "changed" in caplog.text
     assert store.get("h", 1965) == "B"
+
+
+def test_a_store_keeps_at_most_max_pins_the_least_recently_used_forgotten() -> None:
+    store = MemoryKnownHosts(max_pins=3)
+    for host in ("a", "b", "c"):
+        assert check_pin(store, host, 1965, host.upper()) == (Trust.NEW, None)
+    assert check_pin(store, "a", 1965, "A") == (Trust.TRUSTED, "A")  # a used: b is oldest
+    assert check_pin(store, "d", 1965, "D") == (Trust.NEW, None)  # the fourth: b forgotten
+    assert list(store.pins) == [("c", 1965), ("a", 1965), ("d", 1965)]
+    assert check_pin(store, "b", 1965, "X") == (Trust.NEW, None)  # pinned anew, not CHANGED
+    assert list(store.pins) == [("a", 1965), ("d", 1965), ("b", 1965)]  # c forgotten
+    assert MemoryKnownHosts().max_pins == MAX_PINS
+    with pytest.raises(ValueError, match="at least 1"):
+        MemoryKnownHosts(max_pins=0)
+
+
+def test_a_file_of_more_than_max_pins_keeps_its_last(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    path = tmp_path / "kh"
+    path.write_text("".join(f"h{i}.test 1965 0{i}\n" for i in range(5)))
+    with caplog.at_level(logging.WARNING, logger="geminibot.gemini"):
+        store = FileKnownHosts(path, max_pins=3)
+    assert "has 5 pins: the last 3 kept" in caplog.text
+    assert list(store.pins) == [("h2.test", 1965), ("h3.test", 1965), ("h4.test", 1965)]
+    store.put("new.test", 1965, "0A")
+    assert len(FileKnownHosts(path, max_pins=3).pins) == 3
+    assert FileKnownHosts(path).pins == {
+        ("h3.test", 1965): "03",
+        ("h4.test", 1965): "04",
+        ("new.test", 1965): "0A",
+    }
 
 
 def test_fingerprint_format() -> None:
