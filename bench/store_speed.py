@@ -150,7 +150,7 @@ def main() -> None:
         choices=sorted(WEIGHED_INDEXES),
         metavar="NAME",
         help="batched runs without and with this index, alternating: "
-        + ", ".join(sorted(WEIGHED_INDEXES)),
+        + "; ".join(f"{name}, {what}" for name, what in sorted(WEIGHED_INDEXES.items())),
     )
     parser.add_argument("--rounds", type=int, default=5, help="runs of each (--index-cost)")
     args = parser.parse_args()
