@@ -17,6 +17,8 @@ from dataclasses import dataclass, field
 
 #: Roles whose index keeps page text (title, headings, body) for search.
 TEXT_ROLES = frozenset({"indexer", "archiver"})
+#: A page entering the searchable text, for the derived index (SQLite).
+LOG_CHANGE = "INSERT INTO index_changes (page_id) VALUES (?)"
 
 
 @dataclass(frozen=True)
@@ -75,7 +77,10 @@ def page_row(page: Page, role: str) -> dict[str, object]:
 
 
 def store_page(conn: sqlite3.Connection, page: Page, role: str) -> int:
-    """Insert or replace ``page``; return its row id. Call inside a transaction."""
+    """Insert or replace ``page``; return its row id. Call inside a transaction.
+
+    A page entering the searchable text is logged in ``index_changes`` here, not by a
+    trigger (the version 10 migration says why); its deletion is logged by a trigger."""
     row = page_row(page, role)
     keep_text = bool(row["keep"])
     old = conn.execute("SELECT id FROM pages WHERE url = ?", (page.url,)).fetchone()
@@ -103,6 +108,7 @@ def store_page(conn: sqlite3.Connection, page: Page, role: str) -> int:
             "INSERT INTO pages_fts (rowid, title, headings, body, url) VALUES (?, ?, ?, ?, ?)",
             (page_id, page.title, "\n".join(page.headings), page.text, page.url),
         )
+        conn.execute(LOG_CHANGE, (page_id,))
     return page_id
 
 

@@ -13,8 +13,9 @@ and the sharing of hosts between processes:
   configuration) is searched through the GIN index ``pages_tsv``; ``host_leases`` says
   which crawl process holds which host, until when.
 - **SQLite** also logs each page entering or leaving the searchable text in
-  ``index_changes`` (triggers on ``pages``), for the derived search index that follows
-  the store (:mod:`geminibot.index.updater`).
+  ``index_changes`` (written with each page inserted, by triggers for a deletion or
+  an update), for the derived search index that follows the store
+  (:mod:`geminibot.index.updater`).
 
 :func:`metadata` builds the tables for one engine; the migrations of
 :mod:`geminibot.index.migrate` create and upgrade databases to it, and a test holds the

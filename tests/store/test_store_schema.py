@@ -33,7 +33,7 @@ from geminibot.index.upgrade import SCHEMA_VERSION
 FTS5_TABLES = {"pages_fts", "pages_fts_data", "pages_fts_idx", "pages_fts_content"}
 FTS5_TABLES |= {"pages_fts_docsize", "pages_fts_config"}
 SQLITE_ONLY = FTS5_TABLES | {"index_changes"}
-SQLITE_TRIGGERS = {"pages_text_added", "pages_text_removed", "pages_text_changed"}
+SQLITE_TRIGGERS = {"pages_text_removed", "pages_text_changed"}
 PG_ONLY_TABLES = {"host_leases"}
 PG_ONLY_COLUMNS = {("pages", "headings"), ("pages", "body"), ("pages", "tsv")}
 PG_ONLY_INDEXES = {"pages_tsv"}
