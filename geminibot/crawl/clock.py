@@ -41,3 +41,19 @@ class TrioWallClock:
 
     async def sleep_until(self, when: float) -> None:
         await trio.sleep(max(0.0, when - self.now()))
+
+
+async def wait_for(event: trio.Event, clock: Clock, until: float | None) -> None:
+    """Wait until ``event`` is set, or until ``until`` on ``clock`` (the crawl's clock,
+    not trio's: a test's clock that jumps to the end of each wait then never sleeps for
+    real); None: for the event alone."""
+    async with trio.open_nursery() as nursery:
+
+        async def until_set() -> None:
+            await event.wait()
+            nursery.cancel_scope.cancel()
+
+        nursery.start_soon(until_set)
+        if until is not None:
+            await clock.sleep_until(until)
+            nursery.cancel_scope.cancel()

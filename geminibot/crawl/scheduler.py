@@ -18,9 +18,11 @@ the gaps).
 An address (``address port N`` as resolved, --connect-to applied: several capsules on
 one server) is one download slot, out with one worker at a time: one request at a time
 goes to it, whichever of its hosts makes it, and each host's wait counts from the
-address's last request too. A ready host whose address is out is parked until it comes
-back, so no worker queues behind a busy address while others have work. A server that
-limits its rate per client address sees one polite client, not one per virtual host.
+address's last request too. Each slot keeps its hosts due in a heap of its own, and
+workers take from the free slots only (a heap of them, by their first host): no worker
+queues behind a busy address while others have work, and a slot's return costs one heap
+step, however many capsules share its address. A server that limits its rate per client
+address sees one polite client, not one per virtual host.
 """
 
 from __future__ import annotations
@@ -28,10 +30,11 @@ from __future__ import annotations
 import heapq
 import itertools
 from collections.abc import Mapping
+from dataclasses import asdict
 
 import trio
 
-from geminibot.crawl.clock import Clock
+from geminibot.crawl.clock import Clock, wait_for
 from geminibot.crawl.politeness import HostPace, Politeness
 from geminibot.crawl.store import HostState
 
@@ -39,6 +42,8 @@ from geminibot.crawl.store import HostState
 #: :meth:`Scheduler.work_left`: a host not taken yet has no measured cost, and a fast
 #: host's few milliseconds say little about its work left.
 REQUEST_COST_FLOOR = 0.01
+
+Ready = tuple[bool, float, int, str]  # (asked before in this run, -work left, order, host)
 
 
 class Scheduler:
@@ -51,14 +56,14 @@ class Scheduler:
         self.politeness = Politeness(clock.now, test_range=test_range, min_delay=min_delay)
         self._work: dict[str, int] = {}  # host -> its queued URLs (as far as known here)
         self._due: list[tuple[float, int, str]] = []  # waiting: (due, order, host)
-        # due: (asked before in this run, -work left, order, host)
-        self._ready: list[tuple[bool, float, int, str]] = []
+        self._ready: dict[str, list[Ready]] = {}  # slot -> its hosts due (a heap)
+        # the free slots with hosts due, by their first host (entries gone stale, of a
+        # slot taken or a host gone meanwhile, are skipped when they come up)
+        self._free_slots: list[tuple[Ready, str]] = []
         self._asked: set[str] = set()  # hosts taken at least once in this run
-        self._placed: set[str] = set()  # hosts in either heap, or parked
+        self._placed: set[str] = set()  # hosts waiting or due
         self._out: dict[str, str] = {}  # host a worker has now -> the slot it holds
         self._busy: set[str] = set()  # slots (addresses) out with a worker
-        # a busy slot -> its ready hosts, back in the ready heap when the slot is free
-        self._parked: dict[str, list[tuple[bool, float, int, str]]] = {}
         self._order = itertools.count()
         self._changed = trio.Event()  # set when a host is placed or given back
         self._taking = trio.Lock()  # one worker waits on the heaps, the others in line
@@ -70,14 +75,8 @@ class Scheduler:
     def restore(self, states: Mapping[str, HostState], with_work: Mapping[str, int]) -> None:
         """Seed the schedule from the store (after a restart): the hosts' politeness
         states and their queued URLs."""
-        for host, s in states.items():
-            self.politeness.restore(
-                host,
-                last_end=s.last_end,
-                last_duration=s.last_duration,
-                not_before=s.not_before,
-                slow_downs=s.slow_downs,
-            )
+        for host, state in states.items():
+            self.politeness.restore(host, **asdict(state))
         self.add_work(with_work)
 
     def add_work(self, work: Mapping[str, int]) -> None:
@@ -118,24 +117,26 @@ class Scheduler:
         self._changed.set()
 
     def _take_due(self) -> str | None:
-        """The ready host not taken yet in this run, else the one with the most work
-        left, among those whose address is free (the others are parked) and whose pace
-        allows a request now (the others wait again), the hosts due moved in first."""
+        """The host due not taken yet in this run, else the one with the most work left,
+        among the hosts of free slots (a busy slot's wait in its heap) whose pace allows
+        a request now (the others wait again), the hosts due moved in first."""
         now = self.clock.now()
         while self._due and self._due[0][0] <= now:
             _, order, host = heapq.heappop(self._due)
-            entry = (host in self._asked, -self.work_left(host), order, host)
-            heapq.heappush(self._ready, entry)
-        while self._ready:
-            entry = heapq.heappop(self._ready)
+            self._make_ready((host in self._asked, -self.work_left(host), order, host))
+        while self._free_slots:
+            entry, slot = heapq.heappop(self._free_slots)
+            queue = self._ready.get(slot)
+            if slot in self._busy or not queue or queue[0] is not entry:
+                continue  # stale: taken, or its first host changed since
+            heapq.heappop(queue)
+            if not queue:
+                del self._ready[slot]
             host = entry[3]
-            slot = self._address.get(host, host)
-            if slot in self._busy:
-                self._parked.setdefault(slot, []).append(entry)
-                continue
             at = self.politeness.ready_at(host)  # (never before the time it read: compare
             if at is not None and at > self.clock.now():  # with a later one, not ``now``)
                 heapq.heappush(self._due, (at, entry[2], host))
+                self._offer(slot)
                 continue
             self._asked.add(host)
             self._placed.discard(host)
@@ -144,12 +145,25 @@ class Scheduler:
             return host
         return None
 
+    def _make_ready(self, entry: Ready) -> None:
+        """A host is due: into its slot's heap (the slot offered if it heads it)."""
+        slot = self._address.get(entry[3], entry[3])
+        queue = self._ready.setdefault(slot, [])
+        heapq.heappush(queue, entry)
+        if queue[0] is entry and slot not in self._busy:
+            heapq.heappush(self._free_slots, (entry, slot))
+
+    def _offer(self, slot: str) -> None:
+        """``slot`` is free: its first host due, if any, can be taken."""
+        queue = self._ready.get(slot)
+        if queue and slot not in self._busy:
+            heapq.heappush(self._free_slots, (queue[0], slot))
+
     def _free(self, host: str) -> None:
-        """No worker has ``host`` now: its slot is free, the hosts parked on it ready."""
+        """No worker has ``host`` now: its slot is free, its hosts due can go."""
         slot = self._out.pop(host)
         self._busy.discard(slot)
-        for entry in self._parked.pop(slot, ()):
-            heapq.heappush(self._ready, entry)
+        self._offer(slot)
         self._changed.set()
 
     async def next_host(self) -> str | None:
@@ -163,22 +177,7 @@ class Scheduler:
                 if not self._due and not self._out:
                     return None
                 self._changed = trio.Event()
-                await self._until_changed_or(self._due[0][0] if self._due else None)
-
-    async def _until_changed_or(self, due: float | None) -> None:
-        """Wait until a host is placed or given back, or until ``due`` on the crawl's
-        clock (not trio's: a test's clock that jumps to the end of each wait then never
-        sleeps for real)."""
-        async with trio.open_nursery() as nursery:
-
-            async def until_changed() -> None:
-                await self._changed.wait()
-                nursery.cancel_scope.cancel()
-
-            nursery.start_soon(until_changed)
-            if due is not None:
-                await self.clock.sleep_until(due)
-                nursery.cancel_scope.cancel()
+                await wait_for(self._changed, self.clock, self._due[0][0] if self._due else None)
 
     def give_back(self, host: str, due: float) -> None:
         """The worker is done with ``host`` for now: it is placed again, due at ``due``."""
@@ -194,11 +193,11 @@ class Scheduler:
         elif host in self._placed:  # (rare: a host dropped before its worker took it)
             self._placed.discard(host)
             self._due = [entry for entry in self._due if entry[2] != host]
-            self._ready = [entry for entry in self._ready if entry[3] != host]
             heapq.heapify(self._due)
-            heapq.heapify(self._ready)
-            parked = self._parked.get(self._address.get(host, host), [])
-            parked[:] = [entry for entry in parked if entry[3] != host]
+            slot = self._address.get(host, host)
+            self._ready[slot] = [e for e in self._ready.get(slot, ()) if e[3] != host]
+            heapq.heapify(self._ready[slot])
+            self._offer(slot)
 
     def next_due(self) -> tuple[str, float] | None:
         """The waiting host due soonest, and when (None: none waits)."""

@@ -137,6 +137,28 @@ async def test_an_address_is_one_slot_out_with_one_worker_at_a_time(
     assert await s.next_host() == "c.test"  # longest work among those asked before
 
 
+async def test_a_thousand_hosts_on_one_address_go_one_at_a_time_in_order(
+    autojump_clock: object,
+) -> None:
+    """A shared server's many capsules: while one of them is out, a host of another
+    address is taken at once; then each goes in its turn, not asked yet first by work
+    left, none lost or taken twice, and one dropped while due is never taken."""
+    s = scheduler()
+    shared = [f"c{i}.test" for i in range(1000)]
+    for host in shared:
+        s.set_address(host, ADDRESS)
+    s.set_address("other.test", "10.0.0.2 port 1965")
+    s.add_work({host: 2000 - i for i, host in enumerate(shared)} | {"other.test": 1})
+    assert [await s.next_host(), await s.next_host()] == ["c0.test", "other.test"]
+    s.drop("c500.test")  # due, its slot busy
+    taken, out = [], "c0.test"
+    for _ in range(len(shared) - 1):
+        s.give_back(out, s.clock.now())
+        out = await s.next_host()
+        taken.append(out)
+    assert taken == [h for h in shared[1:] if h != "c500.test"] + ["c0.test"]
+
+
 async def test_a_host_due_waits_for_its_address_pace(autojump_clock: object) -> None:
     """A host placed due whose address another of its hosts asked since is handed out
     when the address's pace allows its request, not before: no worker takes it only to
