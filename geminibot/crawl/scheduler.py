@@ -150,8 +150,8 @@ class Scheduler:
         slot = self._address.get(entry[3], entry[3])
         queue = self._ready.setdefault(slot, [])
         heapq.heappush(queue, entry)
-        if queue[0] is entry and slot not in self._busy:
-            heapq.heappush(self._free_slots, (entry, slot))
+        if queue[0] is entry:
+            self._offer(slot)
 
     def _offer(self, slot: str) -> None:
         """``slot`` is free: its first host due, if any, can be taken."""
