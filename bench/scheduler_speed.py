@@ -47,7 +47,12 @@ class StepClock:
 
 def per_request(hosts: int, addresses: int, workers: int, requests: int) -> float:
     """CPU microseconds per request taken and given back (this process's scheduler)."""
+    from geminibot.crawl import scheduler as module
     from geminibot.crawl.scheduler import Scheduler
+
+    tree = os.environ.get("PYTHONPATH", "")
+    if not Path(module.__file__).resolve().is_relative_to(Path(tree).resolve()):
+        raise SystemExit(f"the scheduler came from {module.__file__}, not from {tree}")
 
     clock = StepClock()
     scheduler = Scheduler(clock, test_range=True)
@@ -83,15 +88,23 @@ def main() -> None:
     parser.add_argument("--tree", type=Path, action="append", default=[], help="another checkout")
     parser.add_argument("--one", type=int, help=argparse.SUPPRESS)  # a child: one figure
     args = parser.parse_args()
+    try:
+        counts = [int(n) for n in args.addresses.split(",")]
+    except ValueError:
+        parser.error(f"--addresses: comma-separated whole numbers, not {args.addresses!r}")
+    if min([*counts, args.hosts, args.workers, args.requests]) < 1:
+        parser.error("--hosts, --addresses, --workers and --requests must be at least 1")
+    for tree in args.tree:
+        if not (tree / "geminibot" / "crawl" / "scheduler.py").is_file():
+            parser.error(f"--tree {tree}: not a checkout of geminibot (no geminibot/crawl)")
     if args.one is not None:
         print(per_request(args.hosts, args.one, args.workers, args.requests))
         return
     trees = [BENCH.parent, *(tree.resolve() for tree in args.tree)]
-    counts = [int(n) for n in args.addresses.split(",")]
     print(f"nproc {os.cpu_count()}, {cpu_model()}, Python {platform.python_version()}")
     print(f"{args.hosts} hosts, {args.workers} out at a time, {args.requests} requests")
     print("CPU µs per request, by addresses (hosts per address):")
-    print("tree".ljust(40) + "".join(f"{n} ({args.hosts // n})".rjust(14) for n in counts))
+    print("tree".ljust(32) + "".join(f"{n} ({args.hosts // n})".rjust(16) for n in counts))
     for tree in trees:
         row = []
         for n in counts:
@@ -99,9 +112,11 @@ def main() -> None:
             argv += ["--hosts", str(args.hosts), "--workers", str(args.workers)]
             argv += ["--requests", str(args.requests)]
             env = os.environ | {"PYTHONPATH": str(tree)}
-            done = subprocess.run(argv, env=env, capture_output=True, text=True, check=True)
+            done = subprocess.run(argv, check=False, env=env, capture_output=True, text=True)
+            if done.returncode != 0:
+                raise SystemExit(f"{tree}: {(done.stderr.strip().splitlines() or ['failed'])[-1]}")
             row.append(float(done.stdout))
-        print(str(tree)[-40:].ljust(40) + "".join(f"{us:14.1f}" for us in row))
+        print(str(tree)[-32:].ljust(32) + "".join(f"{us:16.1f}" for us in row))
 
 
 if __name__ == "__main__":
