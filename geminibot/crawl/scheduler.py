@@ -7,9 +7,10 @@ a worker. A fixed set of workers takes hosts (:meth:`Scheduler.next_host`), make
 request for each (a page, or a policy file) and gives it back with its next due time
 (:meth:`Scheduler.give_back`), or drops it when it has nothing left for this run.
 
-Among the hosts due, those not taken yet in this run go first (each host's first turn
+Among the hosts due, those not asked yet in this run go first (each host's first turn
 early, whatever its size: its work is not known before; it reads the host's policy files
-and its first page as far as the pace allows in one turn), then the longest
+and its first page as far as the pace allows in one turn; a host given back before its
+first request, its address's slot taken, is still one), then the longest
 work first (LPT, the classic rule for scheduling chains of jobs on a few machines: a
 crawl lasts at least as long as its longest chain of requests one at a time; the host
 with the most work left, :meth:`Scheduler.work_left`, starts first, short chains fill
@@ -39,7 +40,7 @@ from geminibot.crawl.politeness import HostPace, Politeness
 from geminibot.crawl.store import HostState
 
 #: The polite wall time a request is taken to cost at least (seconds), for
-#: :meth:`Scheduler.work_left`: a host not taken yet has no measured cost, and a fast
+#: :meth:`Scheduler.work_left`: a host not asked yet has no measured cost, and a fast
 #: host's few milliseconds say little about its work left.
 REQUEST_COST_FLOOR = 0.01
 
@@ -48,7 +49,7 @@ Ready = tuple[bool, float, int, str]  # (asked before in this run, -work left, o
 
 class Scheduler:
     """The hosts with work, in order of when each is due and, among those due, the hosts
-    not taken yet, then longest work first; one slot per address; the politeness
+    not asked yet, then longest work first; one slot per address; the politeness
     schedule of each host."""
 
     def __init__(self, clock: Clock, *, test_range: bool = False, min_delay: float = 0.0) -> None:
@@ -60,7 +61,7 @@ class Scheduler:
         # the free slots with hosts due, by their first host (entries gone stale, of a
         # slot taken or a host gone meanwhile, are skipped when they come up)
         self._free_slots: list[tuple[Ready, str]] = []
-        self._asked: set[str] = set()  # hosts taken at least once in this run
+        self._asked: set[str] = set()  # hosts with a request made in this run
         self._placed: set[str] = set()  # hosts waiting or due
         self._out: dict[str, str] = {}  # host a worker has now -> the slot it holds
         self._busy: set[str] = set()  # slots (addresses) out with a worker
@@ -117,7 +118,7 @@ class Scheduler:
         self._changed.set()
 
     def _take_due(self) -> str | None:
-        """The host due not taken yet in this run, else the one with the most work left,
+        """The host due not asked yet in this run, else the one with the most work left,
         among the hosts of free slots (a busy slot's wait in its heap) whose pace allows
         a request now (the others wait again), the hosts due moved in first."""
         now = self.clock.now()
@@ -138,7 +139,6 @@ class Scheduler:
                 heapq.heappush(self._due, (at, entry[2], host))
                 self._offer(slot)
                 continue
-            self._asked.add(host)
             self._placed.discard(host)
             self._out[host] = slot
             self._busy.add(slot)
@@ -249,6 +249,8 @@ class Scheduler:
         return self.politeness.ready_at(host)
 
     def start(self, host: str) -> None:
+        """A request to ``host`` starts now (from now on it is a host asked before)."""
+        self._asked.add(host)
         self.politeness.start(host)
 
     def finish(

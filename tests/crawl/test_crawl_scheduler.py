@@ -36,6 +36,12 @@ def scheduler() -> Scheduler:
     return Scheduler(clock, test_range=True)
 
 
+def ask(s: Scheduler, host: str) -> None:
+    """A request to ``host`` (taken) starts and ends now."""
+    s.start(host)
+    s.finish(host, 0.01, 20, "text/gemini", slow_down=False)
+
+
 async def test_among_hosts_due_the_longest_work_goes_first(autojump_clock: object) -> None:
     """LPT: among hosts asked before, the one with the most queued URLs times their cost
     goes first, whatever the order they got their work in; a host just given back with
@@ -60,6 +66,7 @@ async def test_a_host_not_asked_yet_goes_before_the_longest_work(autojump_clock:
     s = scheduler()
     s.add_work({"big.test": 30})
     assert await s.next_host() == "big.test"
+    ask(s, "big.test")
     s.give_back("big.test", s.clock.now())
     s.add_work({"new.test": 1})
     assert [await s.next_host(), await s.next_host()] == ["new.test", "big.test"]
@@ -129,10 +136,12 @@ async def test_an_address_is_one_slot_out_with_one_worker_at_a_time(
     with trio.move_on_after(60) as waited:  # a.test and b.test are due, but not free
         await s.next_host()
     assert waited.cancelled_caught
+    ask(s, "c.test")
     s.give_back("c.test", s.clock.now())
-    assert await s.next_host() == "b.test"  # not asked yet: before c.test's 8 left
+    assert await s.next_host() == "b.test"  # not asked yet: before c.test's 9
     s.drop("b.test")
     assert await s.next_host() == "a.test"
+    ask(s, "a.test")
     s.give_back("a.test", s.clock.now())
     assert await s.next_host() == "c.test"  # longest work among those asked before
 
@@ -153,6 +162,7 @@ async def test_a_thousand_hosts_on_one_address_go_one_at_a_time_in_order(
     s.drop("c500.test")  # due, its slot busy
     taken, out = [], "c0.test"
     for _ in range(len(shared) - 1):
+        ask(s, out)
         s.give_back(out, s.clock.now())
         out = await s.next_host()
         taken.append(out)
@@ -200,6 +210,25 @@ async def test_a_host_taken_before_its_address_was_known_gives_way(
     s.give_back("a.test", s.clock.now())
     assert await s.next_host() == "b.test"
     assert not s.slot_taken("b.test")
+
+
+async def test_a_host_given_back_before_its_first_request_still_goes_first(
+    autojump_clock: object,
+) -> None:
+    """A host that gave way before its first request (its address's slot was taken) has
+    not been asked: it goes before the hosts asked before however much work they have,
+    not last for its one URL known."""
+    s = scheduler()
+    s.add_work({"a.test": 1, "b.test": 1})
+    assert [await s.next_host(), await s.next_host()] == ["a.test", "b.test"]
+    s.set_address("a.test", ADDRESS)
+    s.set_address("b.test", ADDRESS)
+    assert s.slot_taken("b.test")
+    s.give_back("b.test", s.clock.now())
+    ask(s, "a.test")
+    s.add_work({"a.test": 50})  # its home page's links
+    s.give_back("a.test", s.clock.now())
+    assert await s.next_host() == "b.test"
 
 
 # -- the scheduler in a crawl --
