@@ -10,11 +10,10 @@ request for each (a page, or a policy file) and gives it back with its next due 
 Among the hosts due, those not asked yet in this run go first (each host's first turn
 early, whatever its size: its work is not known before; it reads the host's policy files
 and its first page as far as the pace allows in one turn; a host given back before its
-first request, its address's slot taken, is still one), then the longest
-work first (LPT, the classic rule for scheduling chains of jobs on a few machines: a
-crawl lasts at least as long as its longest chain of requests one at a time; the host
-with the most work left, :meth:`Scheduler.work_left`, starts first, short chains fill
-the gaps).
+first request, its address's slot taken, is still one), then the longest work first
+(LPT, the classic rule for scheduling chains of jobs on a few machines: a crawl lasts at
+least as long as its longest chain of requests one at a time; the host with the most
+work left, :meth:`Scheduler.work_left`, starts first, short chains fill the gaps).
 
 An address (``address port N`` as resolved, --connect-to applied: several capsules on
 one server) is one download slot, out with one worker at a time: one request at a time
