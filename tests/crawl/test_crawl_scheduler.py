@@ -55,6 +55,7 @@ async def test_among_hosts_due_the_longest_work_goes_first(autojump_clock: objec
     for _ in range(26):
         s.claimed("big.test")  # 4 left: less than mid.test's 5
     for host in order:
+        ask(s, host)
         s.give_back(host, now)
     assert [await s.next_host() for _ in range(3)] == ["mid.test", "big.test", "small.test"]
 
