@@ -1,20 +1,27 @@
 """Servers on 127.0.0.1 for tests and benchmarks (importable as ``loopback`` once
 ``tests/`` is on ``sys.path``): a free port, a wait until a child process listens on it
 and one until its connections are closed; a trio server of a few lines, and the request
-line it reads."""
+line it reads; a trio server kept on a thread of its own across tests."""
 
 from __future__ import annotations
 
 import os
 import socket
 import subprocess
+import threading
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable
-from contextlib import asynccontextmanager
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from contextlib import AbstractAsyncContextManager, asynccontextmanager, contextmanager, suppress
 from functools import partial
 from pathlib import Path
+from typing import TypeVar
 
 import trio
+
+T = TypeVar("T")
+
+#: Seconds a server on a thread may take to start or stop (a bound, not a measure).
+THREAD_BOUND = 60.0
 
 
 def free_port() -> int:
@@ -104,15 +111,17 @@ def open_connections(port: int) -> int:
     return 0
 
 
-def wait_connections_closed(port: int, within: float) -> None:
+def wait_connections_closed(port: int, within: float, every: float = 0.01) -> None:
     """Return once the process listening on ``port`` has closed every connection made to
     it (a killed client's included: the server has read its end, and logged it);
-    RuntimeError if some are still open after ``within`` seconds."""
+    RuntimeError if some are still open after ``within`` seconds. It looks every ``every``
+    seconds (each look reads the kernel's socket tables and every process's files: tens of
+    milliseconds of CPU on a busy machine)."""
     deadline = time.monotonic() + within
     while open_connections(port):
         if time.monotonic() > deadline:
             raise RuntimeError(f"port {port}: connections still open after {within:g} s")
-        time.sleep(0.01)
+        time.sleep(every)
 
 
 @asynccontextmanager
@@ -136,3 +145,47 @@ async def read_request(stream: trio.abc.Stream, limit: int) -> bytes:
             break
         data += chunk
     return data
+
+
+@contextmanager
+def served_on_a_thread(serve: Callable[[], AbstractAsyncContextManager[T]]) -> Iterator[T]:
+    """Enter ``serve()`` (a server's async context manager) in a trio run of its own on a
+    thread, yield what it yields until the block ends, then leave it there. For a server
+    a whole module shares (pytest-trio runs each test in a trio run of its own, and its
+    async fixtures are per test); the server's own errors are raised here."""
+    started = threading.Event()
+    found: list[tuple[T, trio.lowlevel.TrioToken, trio.CancelScope]] = []
+    failed: list[BaseException] = []
+
+    async def run() -> None:
+        with trio.CancelScope() as scope:
+            async with serve() as value:
+                found.append((value, trio.lowlevel.current_trio_token(), scope))
+                started.set()
+                await trio.sleep_forever()
+
+    def thread_main() -> None:
+        try:
+            trio.run(run)
+        except BaseException as exc:  # handed to the test's thread
+            failed.append(exc)
+        finally:
+            started.set()
+
+    thread = threading.Thread(target=thread_main, name="served_on_a_thread", daemon=True)
+    thread.start()
+    started.wait(THREAD_BOUND)
+    if not found:
+        thread.join(THREAD_BOUND)
+        raise RuntimeError("the server on a thread did not start") from (
+            failed[0] if failed else None
+        )
+    value, token, scope = found[0]
+    try:
+        yield value
+    finally:
+        with suppress(trio.RunFinishedError):
+            trio.from_thread.run_sync(scope.cancel, trio_token=token)
+        thread.join(THREAD_BOUND)
+    if failed:
+        raise failed[0]

@@ -4,6 +4,7 @@ off the event loop."""
 
 from __future__ import annotations
 
+import functools
 import threading
 from pathlib import Path
 
@@ -16,7 +17,7 @@ from capsule_server.compliance_range import (
     score_gone,
 )
 from capsule_server.files import capsules_dir
-from capsule_server.judge import load_policies
+from capsule_server.judge import HostPolicy, load_policies
 from geminibot.gemini.accesslog import AccessRecord
 
 HOST = "honeypot.test"
@@ -26,9 +27,16 @@ def record(client: str, path: str = "/robots.txt", status: int = 20) -> AccessRe
     return AccessRecord(client, HOST, path, status, time="2026-11-27T10:00:00.000Z")
 
 
+@functools.cache
+def bundled_policies() -> dict[str, HostPolicy]:
+    """The bundled capsules' policies, read once for the module (each test only reads
+    them; parsing robots-large.test's 600 KB robots.txt is most of a load)."""
+    return load_policies(capsules_dir(None))
+
+
 def cards(tmp_path: Path, said: list[str] | None = None, **bounds: int) -> Scorecards:
     lines = said if said is not None else []
-    policies = load_policies(capsules_dir(None))
+    policies = dict(bundled_policies())
     return Scorecards(policies, tmp_path, "geminibot", None, lambda: 0.0, lines.append, **bounds)
 
 

@@ -3,14 +3,14 @@
 Peers: the ``ignition`` library (blocking, run in a thread; names ending in ``.test`` are
 resolved to 127.0.0.1 by wrapping ``socket.getaddrinfo``) and geminibot's own trio client
 (``connect_to`` sends every host to 127.0.0.1:PORT; SNI stays the host name).
-Expected answers are written out here, bodies come from the capsule files on disk.
+Expected answers are written out here, bodies come from the capsule files on disk. One
+server (on a thread of its own) answers the whole module: no test changes what it serves.
 """
 
 from __future__ import annotations
 
 import hashlib
 import socket
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -19,9 +19,13 @@ import cryptography.hazmat.primitives.serialization  # noqa: F401  (before ignit
 import ignition
 import pytest
 import trio
+from capsule_fixtures import TEST_LIMITS
+from commands import run_main_bytes
+from loopback import served_on_a_thread
 
 from capsule_server.files import binary_sha256, large_robots, maze_page
 from capsule_server.server import CapsuleServer
+from capsule_server.testing import running_server
 from geminibot.gemini.client import GeminiClient
 from geminibot.net.limits import Limits
 
@@ -88,6 +92,14 @@ def expected_body(capsules_dir: Path, host: str, body: Body) -> bytes:
     if isinstance(body, bytes):
         return body
     return (capsules_dir / host / body).read_bytes()
+
+
+@pytest.fixture(scope="module")
+def server(capsules_dir: Path, cert_dir: Path) -> Iterator[CapsuleServer]:
+    """The bundled capsules, served for the whole module (tests/capsule_fixtures.py serves
+    them per test, in the test's own trio run)."""
+    with served_on_a_thread(lambda: running_server(capsules_dir, cert_dir, TEST_LIMITS)) as srv:
+        yield srv
 
 
 def test_every_capsule_is_covered(capsules_dir: Path) -> None:
@@ -192,7 +204,7 @@ FETCH_CASES = [
 
 
 @pytest.mark.parametrize(("host", "path", "header", "body"), FETCH_CASES)
-async def test_geminibot_fetch_command(
+def test_geminibot_fetch_command(
     server: CapsuleServer,
     capsules_dir: Path,
     tmp_path: Path,
@@ -201,13 +213,14 @@ async def test_geminibot_fetch_command(
     header: str,
     body: str | None,
 ) -> None:
-    """The ``geminibot fetch`` command line, as a user would run it against the server."""
+    """The ``geminibot fetch`` command line, as a user would run it against the server
+    (its ``main``, in this process: commands.run_main)."""
     argv = [
-        sys.executable, "-m", "geminibot", "fetch", f"gemini://{host}{path}", "--raw",
+        "fetch", f"gemini://{host}{path}", "--raw",
         "--connect-to", f"{host}:1965:127.0.0.1:{server.port}",
         "--known-hosts", str(tmp_path / "known_hosts"),
     ]  # fmt: skip
-    proc = await trio.run_process(argv, capture_stdout=True, capture_stderr=True, check=False)
+    proc = run_main_bytes(argv)
     assert proc.stderr.decode().splitlines()[-1] == header
     assert proc.returncode == (0 if header.startswith("20") else 1)
     assert proc.stdout == expected_body(capsules_dir, host, body)
