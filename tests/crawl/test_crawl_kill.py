@@ -3,8 +3,8 @@
 ``geminibot crawl`` runs as a subprocess against ``capsule-server serve`` (also a
 subprocess) over generated capsules; the server's access log counts the requests. The
 uninterrupted crawl runs first, in this process (``commands.run_main``), on the same
-server: the log's first lines are its. Each
-kill lands after a random number of new requests plus a random instant. After every kill
+server: the log's first lines are its. Each kill lands after a random number of new
+requests plus a random instant. After every kill
 the test notes which requests were on the wire or in the crawl's open batch of writes (in
 the server's log, not yet committed to the crawl database: see
 :class:`geminibot.crawl.store.SqliteStore`): those, and only those, may be received again

@@ -18,9 +18,9 @@ from crawl.served_capsules import capsule_server, generate
 from db_rows import rows
 from loopback import free_port
 
-#: Kills per test (each start of the service costs about 3 s of CPU: five interpreters
-#: that import the package, whatever the crawl then does); bounds on each wait (real
-#: seconds).
+#: Kills per test (each start of the service costs about 3.5 s of CPU: five interpreters
+#: that import the package and start up, whatever the crawl then does); bounds on each
+#: wait (real seconds).
 KILLS = 5
 DEADLINE = 120.0
 #: Each kill waits for 1 to MOST_REQUESTS new requests, then up to PAUSE seconds.
