@@ -1,4 +1,4 @@
-"""``kill -9`` of the whole service (crawl, index updater, search capsule) at five random
+"""``kill -9`` of the whole service (crawl, index updater, search capsule) at ten random
 moments of a crawl: after each restart nothing is lost, and once the crawl is done and
 the index has caught up, ``index status --verify`` finds the index and the store agree."""
 
@@ -21,12 +21,12 @@ from loopback import free_port
 #: Kills per test (each start of the service costs about 3.5 s of CPU: five interpreters
 #: that import the package and start up, whatever the crawl then does); bounds on each
 #: wait (real seconds).
-KILLS = 5
+KILLS = 10
 DEADLINE = 120.0
 #: Each kill waits for 1 to MOST_REQUESTS new requests, then up to PAUSE seconds.
 MOST_REQUESTS, PAUSE = 10, 0.1
-#: The generated capsules: the five kills land after at most about 45 requests in all
-#: (seeded: 21 targets and 0.25 s of pauses, in which MIN_DELAY lets three hosts answer at
+#: The generated capsules: the ten kills land after at most about 65 requests in all
+#: (seeded: 37 targets and 0.45 s of pauses, in which MIN_DELAY lets three hosts answer at
 #: most 60 requests a second), so the crawl is still going at the last kill;
 #: ``test_kill_nine_of_the_service_loses_nothing`` checks it (URLs still queued).
 HOSTS, PAGES = 3, 60
