@@ -23,6 +23,10 @@ from loopback import free_port
 NAME = "search.test"
 #: Bounds (real seconds) on the service's start, its crawl, and its stop.
 DEADLINE = 300.0
+#: Seconds between two searches through the capsule while the service crawls and indexes:
+#: each is a Gemini client's TLS handshake, whose context (ignition makes one a request)
+#: loads the system's CA store, about 50 ms of CPU.
+SEARCH_EVERY = 0.5
 
 
 class Service:
@@ -44,14 +48,16 @@ class Service:
         for line in self.proc.stdout:
             self.records.append(json.loads(line))  # every line is one JSON object
 
-    def wait_for(self, found: Any, what: str) -> Any:
+    def wait_for(self, found: Any, what: str, every: float = 0.1) -> Any:
+        """``found()``'s first true answer, asked every ``every`` seconds (at most
+        DEADLINE); it fails if the service ends first."""
         deadline = time.monotonic() + DEADLINE
         while time.monotonic() < deadline:
             result = found()
             if result:
                 return result
             assert self.proc.poll() is None, f"the service ended: {self.proc.stderr.read()}"  # type: ignore[union-attr]
-            time.sleep(0.1)
+            time.sleep(every)
         raise AssertionError(f"never: {what}")
 
     def logged(self, component: str, message: str) -> list[dict[str, Any]]:

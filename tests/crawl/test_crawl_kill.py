@@ -1,8 +1,10 @@
 """kill -9 at random points, resume, compare with an uninterrupted crawl.
 
 ``geminibot crawl`` runs as a subprocess against ``capsule-server serve`` (also a
-subprocess) over generated capsules; the server's access log counts the requests. Each
-kill lands after a random number of new requests plus a random instant. After every kill
+subprocess) over generated capsules; the server's access log counts the requests. The
+uninterrupted crawl runs first, in this process (``commands.run_main``), on the same
+server: the log's first lines are its. Each kill lands after a random number of new
+requests plus a random instant. After every kill
 the test notes which requests were on the wire or in the crawl's open batch of writes (in
 the server's log, not yet committed to the crawl database: see
 :class:`geminibot.crawl.store.SqliteStore`): those, and only those, may be received again
@@ -22,6 +24,7 @@ import time
 from collections import Counter
 from pathlib import Path
 
+from commands import run_main
 from loopback import open_connections, wait_connections_closed
 from served_capsules import capsule_server, generate
 
@@ -36,20 +39,28 @@ SETTLE_LIMIT = 30.0
 HOSTS, PAGES = 3, 60
 #: Requests the crawl keeps in flight at once: the most one kill can cut off mid-way.
 CONCURRENCY = 2
+#: Seconds between two looks at the server's log while a run goes to its kill (each reads
+#: and parses the whole log; the kill's moment is random anyway: a pause of up to 0.05 s
+#: follows).
+POLL = 0.02
+
+
+def crawl_argv(db: Path, seeds: list[str], port: int) -> list[str]:
+    argv = ["crawl", *seeds, "--db", str(db)]
+    argv += ["--test-range", "--allow-host", "*.test", "--concurrency", str(CONCURRENCY)]
+    return [*argv, "--connect-to", f"*.test:1965:127.0.0.1:{port}"]
 
 
 def start_crawl(db: Path, seeds: list[str], port: int) -> subprocess.Popen[bytes]:
-    argv = [sys.executable, "-m", "geminibot", "crawl", *seeds, "--db", str(db)]
-    argv += ["--test-range", "--allow-host", "*.test", "--concurrency", str(CONCURRENCY)]
-    argv += ["--connect-to", f"*.test:1965:127.0.0.1:{port}"]
+    argv = [sys.executable, "-m", "geminibot", *crawl_argv(db, seeds, port)]
     return subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
 
 
-def requests(log: Path, since: int = 0) -> list[str]:
-    """URLs of the server's log lines from line ``since`` on."""
+def requests(log: Path, since: int = 0, until: int | None = None) -> list[str]:
+    """URLs of the server's log lines ``since`` to ``until``."""
     if not log.exists():
         return []
-    lines = log.read_text().splitlines()[since:]
+    lines = log.read_text().splitlines()[since:until]
     out = []
     for line in lines:
         record = json.loads(line)
@@ -105,23 +116,25 @@ def frontier_of(db: Path) -> list[tuple[object, ...]]:
 def test_kill_nine_and_resume(tmp_path: Path) -> None:
     rng = random.Random(20261123)
     seeds = generate(tmp_path / "capsules", HOSTS, PAGES)
-    whole_log, log = tmp_path / "whole.log", tmp_path / "killed.log"
+    log = tmp_path / "served.log"
     whole_db, db = tmp_path / "whole.db", tmp_path / "killed.db"
-    with capsule_server(tmp_path / "capsules", tmp_path / "certs", whole_log) as port:
-        assert start_crawl(whole_db, seeds, port).wait(DEADLINE) == 0
-    expected = requests(whole_log)
-    assert len(expected) == len(set(expected)) > PAGES
-
     allowed_repeats: Counter[str] = Counter()
     kills = 0
     with capsule_server(tmp_path / "capsules", tmp_path / "certs", log) as port:
+        whole = run_main(crawl_argv(whole_db, seeds, port), limit=DEADLINE)
+        assert whole.returncode == 0, whole.stderr
+        settled(log, port)  # the server has logged the whole crawl's last requests
+        start = len(log.read_text().splitlines())
+        expected = requests(log)
+        assert len(expected) == len(set(expected)) > PAGES
+        assert Counter(expected) == committed(whole_db)  # each request is a fetch logged
         while kills < KILLS:
-            before = len(requests(log))
+            before = len(requests(log, start))
             proc = start_crawl(db, seeds, port)
             target, started = before + rng.randint(1, 15), time.monotonic()
-            while len(requests(log)) < target and proc.poll() is None:
+            while len(requests(log, start)) < target and proc.poll() is None:
                 assert time.monotonic() - started < DEADLINE, "the crawl made no progress"
-                time.sleep(0.005)
+                time.sleep(POLL)
             time.sleep(rng.uniform(0, 0.05))
             if proc.poll() is not None:
                 break  # it finished first: the last run below says so
@@ -129,12 +142,12 @@ def test_kill_nine_and_resume(tmp_path: Path) -> None:
             proc.wait()
             kills += 1
             settled(log, port)  # the server has logged the connections the kill cut
-            on_the_wire = Counter(requests(log)) - committed(db)
+            on_the_wire = Counter(requests(log, start)) - committed(db)
             allowed_repeats.update(on_the_wire.keys())
         assert kills == KILLS, "the crawl finished before it could be killed enough times"
         assert start_crawl(db, seeds, port).wait(DEADLINE) == 0
 
-    got = Counter(requests(log))
+    got = Counter(requests(log, start))
     assert set(got) == set(expected)  # no URL lost, nothing else fetched
     for url, n in got.items():  # none fetched twice, unless it was on the wire at a kill
         assert n <= 1 + allowed_repeats[url], url

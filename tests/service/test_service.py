@@ -8,7 +8,6 @@ from __future__ import annotations
 import os
 import signal
 import subprocess
-import sys
 import tomllib
 import urllib.request
 from collections.abc import Iterator
@@ -17,9 +16,11 @@ from pathlib import Path
 import cryptography.hazmat.primitives.serialization  # noqa: F401  (ignition uses it unimported)
 import ignition
 import pytest
+from commands import run_main
 from service_process import (
     DEADLINE,
     NAME,
+    SEARCH_EVERY,
     Service,
     config,
     resolve_to_loopback,
@@ -61,7 +62,7 @@ def test_the_service_crawls_serves_search_and_metrics_and_stops_on_sigterm(
             body = answer.raw_body.decode("utf-8") if answer.status == "20" else ""
             return body if "host00.test/p3.gmi" in body else None
 
-        body = service.wait_for(found, "the crawled page found through the capsule")
+        body = service.wait_for(found, "the crawled page found through the capsule", SEARCH_EVERY)
         assert "=> gemini://host00.test/p3.gmi" in body
 
         def scraped() -> str | None:
@@ -142,13 +143,8 @@ def test_serve_usage_errors_are_one_line(tmp_path: Path) -> None:
         (["--config", str(seeded), "--service-background-nice", "20"], "0 to 19, not 20"),
         (["--config", str(seeded), "--service-background-nice", "-1"], "0 to 19, not -1"),
     ):
-        done = subprocess.run(
-            [sys.executable, "-m", "geminibot", "serve", *argv, "--no-metrics-enabled"],
-            capture_output=True,
-            text=True,
-            timeout=DEADLINE,
-            check=False,
-        )
+        # In this process: the same main(argv) and exit status as the script's.
+        done = run_main(["serve", *argv, "--no-metrics-enabled"])
         assert done.returncode == 2, done.stderr
         assert message in done.stderr and len(done.stderr.splitlines()) == 1
 

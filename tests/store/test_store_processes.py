@@ -2,7 +2,8 @@
 ``capsule-server`` on loopback; one is killed with -9 mid-run and the crawl completes.
 
 Checked from the server's JSON access log (per connection: host, path, accept time,
-duration): every URL of an uninterrupted one-process crawl is fetched, nothing else;
+duration): every URL of an uninterrupted crawl (run first, in this process, on the same
+server: its lines are the log's first) is fetched, nothing else;
 none twice unless it was on the wire at the kill; per host, never two requests in flight
 at once and never two page requests closer than the robots.txt ``Crawl-delay``.
 """
@@ -13,6 +14,7 @@ import datetime as dt
 import itertools
 import json
 import signal
+import sqlite3
 import subprocess
 import sys
 import time
@@ -20,6 +22,7 @@ from collections import Counter, defaultdict
 from pathlib import Path
 
 import psycopg
+from commands import run_main
 from crawl.served_capsules import capsule_server, generate
 
 HOSTS, PAGES = 6, 36
@@ -36,35 +39,61 @@ SLACK = 0.05
 PROCESSES, CONCURRENCY, MAX_HOSTS = 3, 4, 2
 #: Bound on each wait of the test (seconds): a crawl, the kill's moment.
 DEADLINE = 120.0
-#: Seconds between two looks at the access log or the database while waiting.
-POLL = 0.02
+#: Seconds between two looks at the access log or the database while waiting (a crawl
+#: host's pages are DELAY apart: a look at most every few pages).
+POLL = 0.1
 POLICY_FILES = ("/robots.txt", "/robots2.txt", "/agents.txt")
 
 
-def crawl(db: str, seeds: list[str], port: int, out: Path) -> subprocess.Popen[bytes]:
-    argv = [sys.executable, "-m", "geminibot", "crawl", *seeds, "--db", db]
+def crawl_argv(db: str, seeds: list[str], port: int, max_hosts: int = MAX_HOSTS) -> list[str]:
+    argv = ["crawl", *seeds, "--db", db]
     argv += ["--test-range", "--allow-host", "*.test", "--concurrency", str(CONCURRENCY)]
-    argv += ["--max-hosts", str(MAX_HOSTS)]
+    argv += ["--max-hosts", str(max_hosts)]
     argv += ["--connect-to", f"*.test:1965:127.0.0.1:{port}"]
     if db.startswith("postgresql://"):
         argv += ["--lease-seconds", str(LEASE)]
+    return argv
+
+
+def crawl(db: str, seeds: list[str], port: int, out: Path) -> subprocess.Popen[bytes]:
+    """``geminibot crawl`` as a process of its own (one of several on one store)."""
+    argv = [sys.executable, "-m", "geminibot", *crawl_argv(db, seeds, port)]
     with out.open("wb") as sink:
         return subprocess.Popen(argv, stdout=sink, stderr=subprocess.STDOUT)
 
 
-def log_records(log: Path) -> list[dict[str, object]]:
+def log_records(log: Path, since: int = 0, until: int | None = None) -> list[dict[str, object]]:
+    """The records of the log's lines ``since`` to ``until``."""
     if not log.exists():
         return []
     out = []
-    for line in log.read_text().splitlines():
+    for line in log.read_text().splitlines()[since:until]:
         record = json.loads(line)
         if record.get("host") and record.get("path"):
             out.append(record)
     return out
 
 
-def requests(log: Path) -> list[str]:
-    return [f"gemini://{r['host']}{r['path']}" for r in log_records(log)]
+def requests(log: Path, since: int = 0, until: int | None = None) -> list[str]:
+    return [f"gemini://{r['host']}{r['path']}" for r in log_records(log, since, until)]
+
+
+def crawled_whole(argv: list[str], db: Path, log: Path) -> int:
+    """Run the uninterrupted crawl ``argv`` (on SQLite ``db``) in this process, the first
+    on the server of ``log``. Returns the number of the log's lines once the server has
+    logged each of its requests (one committed fetch each): the lines that are its."""
+    whole = run_main(argv, limit=DEADLINE)
+    assert whole.returncode == 0, whole.stderr
+    conn = sqlite3.connect(db)
+    try:
+        (fetches,) = conn.execute("SELECT count(*) FROM fetches").fetchone()
+    finally:
+        conn.close()
+    deadline = time.monotonic() + DEADLINE
+    while len(requests(log)) < fetches:  # the server logs a request once it has closed it
+        assert time.monotonic() < deadline, "the server never logged the whole crawl"
+        time.sleep(0.01)
+    return len(log.read_text().splitlines())
 
 
 def committed(db: str) -> Counter[str]:
@@ -83,10 +112,11 @@ def work_by_holder(db: str) -> dict[str, int]:
     return {str(holder): int(n) for holder, n in rows}
 
 
-def check_pace(log: Path) -> None:
-    """Per host: no overlap, and page requests at least DELAY apart (end to start)."""
+def check_pace(log: Path, since: int) -> None:
+    """Per host: no overlap, and page requests at least DELAY apart (end to start), in
+    the log's lines from ``since`` on."""
     per_host: dict[str, list[tuple[float, float, str]]] = defaultdict(list)
-    for r in log_records(log):
+    for r in log_records(log, since):
         start = dt.datetime.fromisoformat(str(r["time"])).timestamp()
         per_host[str(r["host"])].append((start, start + float(str(r["duration"])), str(r["path"])))
     for host, visits in per_host.items():
@@ -101,21 +131,21 @@ def test_three_processes_one_killed(tmp_path: Path, pg_db: str) -> None:
     seeds = generate(tmp_path / "capsules", HOSTS, PAGES)
     for robots in (tmp_path / "capsules").glob("*/robots.txt"):
         robots.write_text(robots.read_text() + f"Crawl-delay: {DELAY}\n")
-    whole_log, log = tmp_path / "whole.log", tmp_path / "shared.log"
-    capsules, certs = tmp_path / "capsules", tmp_path / "certs"
-    # What one uninterrupted process fetches, crawled at the same time on a server of its own.
-    with (
-        capsule_server(capsules, certs, whole_log) as whole_port,
-        capsule_server(capsules, certs, log) as port,
-    ):
-        whole = crawl(str(tmp_path / "whole.db"), seeds, whole_port, tmp_path / "whole.out")
+    log = tmp_path / "served.log"
+    with capsule_server(tmp_path / "capsules", tmp_path / "certs", log) as port:
+        # What one uninterrupted crawl fetches: the log's first lines. It works on every
+        # host at once, their Crawl-delay waits side by side (what is fetched does not
+        # depend on how many hosts a process takes at a time).
+        whole_db = tmp_path / "whole.db"
+        whole = crawl_argv(str(whole_db), seeds, port, max_hosts=HOSTS)
+        start = crawled_whole(whole, whole_db, log)
         outs = [tmp_path / f"crawl{n}.out" for n in range(PROCESSES)]
         procs = [crawl(pg_db, seeds, port, out) for out in outs]
         victim = procs[0]
         mark = f":{victim.pid}"
         deadline = time.monotonic() + DEADLINE
         # Mid-run: a third of the pages asked for, and the victim holding hosts with work.
-        while len(requests(log)) < PAGES // 3 or not any(
+        while len(requests(log, start)) < PAGES // 3 or not any(
             holder.endswith(mark) for holder in work_by_holder(pg_db)
         ):
             assert victim.poll() is None, "the crawl ended before the kill"
@@ -128,11 +158,10 @@ def test_three_processes_one_killed(tmp_path: Path, pg_db: str) -> None:
         assert any(holder.endswith(mark) for holder in held), held
         for proc, out in zip(procs[1:], outs[1:], strict=True):
             assert proc.wait(DEADLINE) == 0, out.read_text()
-        assert whole.wait(DEADLINE) == 0
-    expected = requests(whole_log)
+    expected = requests(log, 0, start)
     assert len(expected) == len(set(expected)) > PAGES
 
-    got = Counter(requests(log))
+    got = Counter(requests(log, start))
     assert set(got) == set(expected), "\n".join(
         o.read_text() for o in outs[1:]
     )  # the crawl completed: nothing lost, nothing else
@@ -142,7 +171,7 @@ def test_three_processes_one_killed(tmp_path: Path, pg_db: str) -> None:
     assert len(on_the_wire) <= CONCURRENCY, on_the_wire
     for url, n in got.items():  # none twice, unless on the wire at the kill
         assert n <= 1 + on_the_wire[url], url
-    check_pace(log)
+    check_pace(log, start)
     with psycopg.connect(pg_db) as conn:
         left = conn.execute("SELECT count(*) FROM urls WHERE state IN ('queued', 'leased')")
         assert left.fetchone() == (0,)
@@ -152,22 +181,20 @@ def test_max_hosts_one_process_still_crawls_every_host(tmp_path: Path) -> None:
     """With --max-hosts 1 a lone process works on one host at a time and comes back for
     the hosts it left out, on either store (here SQLite: no other process to leave them to)."""
     seeds = generate(tmp_path / "capsules", 3, 24)
-    whole_log, log = tmp_path / "whole.log", tmp_path / "capped.log"
-    with capsule_server(tmp_path / "capsules", tmp_path / "certs", whole_log) as port:
-        assert (
-            crawl(str(tmp_path / "whole.db"), seeds, port, tmp_path / "w.out").wait(DEADLINE) == 0
-        )
-    argv = [sys.executable, "-m", "geminibot", "crawl", *seeds, "--db", str(tmp_path / "c.db")]
-    argv += ["--test-range", "--allow-host", "*.test", "--max-hosts", "1"]
+    log = tmp_path / "served.log"
     with capsule_server(tmp_path / "capsules", tmp_path / "certs", log) as port:
+        whole_db = tmp_path / "whole.db"
+        start = crawled_whole(crawl_argv(str(whole_db), seeds, port), whole_db, log)
+        argv = ["crawl", *seeds, "--db", str(tmp_path / "c.db"), "--test-range"]
+        argv += ["--allow-host", "*.test", "--max-hosts", "1"]
         argv += ["--connect-to", f"*.test:1965:127.0.0.1:{port}"]
-        done = subprocess.run(argv, capture_output=True, timeout=DEADLINE, check=False)
-        assert done.returncode == 0, done.stderr
-    assert sorted(requests(log)) == sorted(requests(whole_log))
+        capped = run_main(argv, limit=DEADLINE)
+        assert capped.returncode == 0, capped.stderr
+    assert sorted(requests(log, start)) == sorted(requests(log, 0, start))
     visits = []
-    for r in log_records(log):
-        start = dt.datetime.fromisoformat(str(r["time"])).timestamp()
-        visits.append((start, start + float(str(r["duration"]))))
+    for r in log_records(log, start):
+        start_time = dt.datetime.fromisoformat(str(r["time"])).timestamp()
+        visits.append((start_time, start_time + float(str(r["duration"]))))
     visits.sort()
-    for (_, end), (start, _) in itertools.pairwise(visits):  # one host, one request at a time
-        assert start >= end - SLACK
+    for (_, end), (begin, _) in itertools.pairwise(visits):  # one host, one request at a time
+        assert begin >= end - SLACK

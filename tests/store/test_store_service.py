@@ -12,7 +12,14 @@ from pathlib import Path
 import cryptography.hazmat.primitives.serialization  # noqa: F401  (ignition uses it unimported)
 import ignition
 import pytest
-from service_process import DEADLINE, Service, config, resolve_to_loopback, served_capsules
+from service_process import (
+    DEADLINE,
+    SEARCH_EVERY,
+    Service,
+    config,
+    resolve_to_loopback,
+    served_capsules,
+)
 
 #: Not the name of tests/service's capsule: a client pins one certificate per name.
 NAME = "pg.search.test"
@@ -47,7 +54,7 @@ def test_the_service_on_postgres(
             body = answer.raw_body.decode("utf-8") if answer.status == "20" else ""
             return body if "host00.test/p3.gmi" in body else None
 
-        service.wait_for(found, "the crawled page found through the capsule")
+        service.wait_for(found, "the crawled page found through the capsule", SEARCH_EVERY)
         metrics = (
             urllib.request.urlopen(f"http://127.0.0.1:{metrics_port}/metrics", timeout=10)
             .read()
