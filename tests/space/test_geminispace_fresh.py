@@ -26,7 +26,7 @@ async def crawl(server: SpaceServer, db: Path, *extra: str) -> dict[str, Any]:
     space = server.space
     seeds = [f"gemini://{space.host(i)}/" for i in range(space.hosts)]
     argv = [*seeds, "--db", str(db), *extra]
-    argv += ["--test-range", "--allow-host", f"*.{DOMAIN}", "--json", "--max-host-urls", "40"]
+    argv += ["--test-range", "--allow-host", f"*.{DOMAIN}", "--json", "--max-host-urls", "25"]
     argv += ["--connect-to", f"*.{DOMAIN}:1965:127.0.0.1:{server.port}"]
     with trio.fail_after(CRAWL_LIMIT):
         done = await crawl_in_trio(argv)
