@@ -1,5 +1,6 @@
 """Capsules generated on disk and ``capsule-server serve`` in a subprocess, for the crawl
-tests that run commands end to end and for ``bench/crawl_speed.py``."""
+tests that run commands end to end and for ``bench/crawl_speed.py``; or the same server in
+a thread of this process, for the tests about the crawl rather than the server's process."""
 
 from __future__ import annotations
 
@@ -9,7 +10,10 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from loopback import free_port, wait_listening
+from loopback import free_port, served_on_a_thread, wait_listening
+
+from capsule_server.testing import running_server
+from geminibot.gemini.server import ServerLimits
 
 #: Seconds to wait for the server to listen.
 STARTUP_TIMEOUT = 60.0
@@ -71,3 +75,18 @@ def capsule_server(
     finally:
         proc.terminate()
         proc.wait(10)
+
+
+@contextmanager
+def capsule_server_thread(
+    root: Path, certs: Path, rate: float = 1e6, host: str = "127.0.0.1"
+) -> Iterator[int]:
+    """What :func:`capsule_server` serves (``ROOT``, certificates made in ``certs``, the
+    same limits), from a trio run on a thread of this process (``running_server`` in
+    ``loopback.served_on_a_thread``) on ``host`` and a free port; yields the port. A real
+    TLS server on loopback without the half second of CPU a new interpreter spends
+    importing it: for tests about the crawl, not about the server's process."""
+    limits = ServerLimits(rate_burst=int(rate), rate_per_second=rate)
+    with served_on_a_thread(lambda: running_server(root, certs, limits, hosts=(host,))) as server:
+        assert server.port is not None
+        yield server.port

@@ -29,7 +29,7 @@ from geminibot.index import search
 
 #: A server rate limit the crawl never meets (test_rate_limited_server_44s_obeyed meets one).
 FAST = ServerLimits(rate_burst=10_000, rate_per_second=10_000.0)
-MAZE_BOUND = 100
+MAZE_BOUND = 30
 NIGHT = datetime(2026, 11, 23, 23, 0, tzinfo=UTC).timestamp()  # inside robots-v2's window
 NOON = datetime(2026, 11, 23, 12, 0, tzinfo=UTC).timestamp()  # outside it
 

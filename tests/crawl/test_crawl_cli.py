@@ -1,8 +1,9 @@
 """The commands end to end over loopback: ``geminibot crawl`` against the real
-``capsule-server serve`` and against jetforce (a peer from PyPI) serving a copy of the
-same capsule, then ``geminibot search`` and ``geminibot stats``; Ctrl-C and resume; the
-archiver's WARC file; usage errors. The servers are processes; the commands run in this
-one (``commands.run_main``), except the Ctrl-C test's crawl, a process to signal."""
+capsule server (on a thread of this process: the tests are about the commands) and
+against jetforce (a peer from PyPI, a process) serving a copy of the same capsule, then
+``geminibot search`` and ``geminibot stats``; Ctrl-C and resume; the archiver's WARC file;
+usage errors. The commands run in this process (``commands.run_main``), except the Ctrl-C
+test's crawl, a process to signal."""
 
 from __future__ import annotations
 

@@ -30,7 +30,7 @@ BOT = "geminibot"
 RELEVANT = (BOT, *VIRTUAL_AGENTS, "*")
 
 # Hypothesis defaults, with no deadline: the machine is shared, timings are noisy.
-PROPERTY = settings(deadline=None, max_examples=150)
+PROPERTY = settings(deadline=None)
 
 # --------------------------------------------------------------------------------------
 # Generators

@@ -19,7 +19,7 @@ from geminispace.space import DOMAIN
 #: Bound on one crawl (seconds on the mock clock): far more than it needs, far less than
 #: a hang.
 CRAWL_LIMIT = 240.0
-MAX_HOST_URLS = 40
+MAX_HOST_URLS = 25
 
 
 async def crawl(server: SpaceServer, db: Path) -> sqlite3.Connection:

@@ -26,7 +26,7 @@ async def crawl(server: SpaceServer, db: Path, *extra: str) -> dict[str, Any]:
     space = server.space
     seeds = [f"gemini://{space.host(i)}/" for i in range(space.hosts)]
     argv = [*seeds, "--db", str(db), *extra]
-    argv += ["--test-range", "--allow-host", f"*.{DOMAIN}", "--json", "--max-host-urls", "40"]
+    argv += ["--test-range", "--allow-host", f"*.{DOMAIN}", "--json", "--max-host-urls", "25"]
     argv += ["--connect-to", f"*.{DOMAIN}:1965:127.0.0.1:{server.port}"]
     with trio.fail_after(CRAWL_LIMIT):
         done = await crawl_in_trio(argv)
@@ -49,7 +49,7 @@ def tree_pages(conn: sqlite3.Connection) -> dict[tuple[str, int], tuple[int, str
 async def test_a_second_day_reindexes_only_what_changed(
     tmp_path: Path, in_process_clock: trio.testing.MockClock
 ) -> None:
-    space = Space(8, 200, slow_seconds=0.05, change_rate=0.3)
+    space = Space(8, 120, slow_seconds=0.05, change_rate=0.3)
     server = SpaceServer(space, rate_interval=0.2)
     db = tmp_path / "space.db"
     async with serving(server):
@@ -89,7 +89,7 @@ async def test_a_day_cut_short_leaves_its_changes_to_the_next(
     The benchmark's comparison (``compare_days``) counts them as changed since the
     database's copy, not as pages re-indexed unchanged: every page day 2 re-indexed had
     another body than its copy."""
-    space = Space(8, 200, slow_seconds=0.05, change_rate=0.3)
+    space = Space(8, 120, slow_seconds=0.05, change_rate=0.3)
     server = SpaceServer(space, rate_interval=0.2)
     db = tmp_path / "space.db"
     async with serving(server):

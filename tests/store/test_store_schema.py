@@ -150,13 +150,25 @@ def engine_neutral(described: dict[str, Any]) -> dict[str, Any]:
     return {"tables": tables, "triggers": triggers, "version": described["version"]}
 
 
-def test_both_engines_have_one_schema_and_version(tmp_path: Any, pg_url: str) -> None:
+#: :func:`describe` of a new database of each engine, made once per process.
+_NEW_SCHEMA: dict[str, dict[str, Any]] = {}
+
+
+def new_schema(kind: str, request: Any, tmp_path: Path) -> dict[str, Any]:
+    """:func:`describe` of a new database (a file in ``tmp_path``, or a fresh PostgreSQL
+    database) opened by the store: the same for every test, so described once."""
+    if kind not in _NEW_SCHEMA:
+        new = str(tmp_path / "new.db") if kind == "sqlite" else request.getfixturevalue("pg_url")
+        open_db(kind, new)
+        _NEW_SCHEMA[kind] = describe(kind, new)
+    return _NEW_SCHEMA[kind]
+
+
+def test_both_engines_have_one_schema_and_version(request: Any, tmp_path: Path) -> None:
     """A new SQLite file and a new PostgreSQL database: the same tables, columns and
     indexes (but for the full-text index and the host leases) at the same version."""
-    lite = str(tmp_path / "crawl.db")
-    open_db("sqlite", lite)
-    open_db("postgresql", pg_url)
-    sqlite_schema, pg_schema = describe("sqlite", lite), describe("postgresql", pg_url)
+    sqlite_schema = new_schema("sqlite", request, tmp_path)
+    pg_schema = new_schema("postgresql", request, tmp_path)
     assert sqlite_schema["version"] == pg_schema["version"] == SCHEMA_VERSION
     assert set(sqlite_schema["tables"]) >= SQLITE_ONLY
     assert sqlite_schema["triggers"] == SQLITE_TRIGGERS
@@ -197,9 +209,7 @@ def test_every_older_version_becomes_the_new_schema(
         run(kind, db, legacy_schemas.SQLITE_EXTRAS)
     assert version(kind, db) is not None
     open_db(kind, db)
-    new = str(tmp_path / "new.db") if kind == "sqlite" else request.getfixturevalue("pg_url")
-    open_db(kind, new)
-    assert describe(kind, db) == describe(kind, new)
+    assert describe(kind, db) == new_schema(kind, request, tmp_path)
     open_db(kind, db)  # opening again changes nothing
     assert version(kind, db) == SCHEMA_VERSION
 
