@@ -1,19 +1,24 @@
 """Hostile and malformed requests over real TLS (and a few without TLS).
 
 Each case sends raw bytes and expects a status (the first two header digits) or a clean
-close (""), then proves the server still serves a normal request.
+close (""), then proves the server still serves a normal request. One server (on a thread
+of its own) answers the whole module: each case leaves it serving for the next.
 """
 
 from __future__ import annotations
 
 import ssl
 import warnings
+from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 import trio
+from capsule_fixtures import TEST_LIMITS
+from loopback import served_on_a_thread
 
 from capsule_server.server import CapsuleServer
-from capsule_server.testing import open_tls, raw_request
+from capsule_server.testing import open_tls, raw_request, running_server
 from geminibot.gemini.client import make_ssl_context
 
 M = "maze.test"
@@ -92,6 +97,14 @@ CASES: list[tuple[str, str | None, bytes, str]] = [
     ("tilde-user", V, b"gemini://va-groups.test/~root/\r\n", "51"),
     ("readme", V, b"gemini://va-groups.test/README.gmi\r\n", "20"),
 ]
+
+
+@pytest.fixture(scope="module")
+def server(capsules_dir: Path, cert_dir: Path) -> Iterator[CapsuleServer]:
+    """The bundled capsules, served for the whole module (tests/capsule_fixtures.py serves
+    them per test, in the test's own trio run)."""
+    with served_on_a_thread(lambda: running_server(capsules_dir, cert_dir, TEST_LIMITS)) as srv:
+        yield srv
 
 
 async def still_serving(port: int) -> None:

@@ -4,9 +4,10 @@ off the event loop."""
 
 from __future__ import annotations
 
-import functools
 import threading
 from pathlib import Path
+
+from capsule_fixtures import bundled_policies
 
 from capsule_server.compliance_range import (
     MAX_RECORDS,
@@ -16,8 +17,6 @@ from capsule_server.compliance_range import (
     score,
     score_gone,
 )
-from capsule_server.files import capsules_dir
-from capsule_server.judge import HostPolicy, load_policies
 from geminibot.gemini.accesslog import AccessRecord
 
 HOST = "honeypot.test"
@@ -25,13 +24,6 @@ HOST = "honeypot.test"
 
 def record(client: str, path: str = "/robots.txt", status: int = 20) -> AccessRecord:
     return AccessRecord(client, HOST, path, status, time="2026-11-27T10:00:00.000Z")
-
-
-@functools.cache
-def bundled_policies() -> dict[str, HostPolicy]:
-    """The bundled capsules' policies, read once for the module (each test only reads
-    them; parsing robots-large.test's 600 KB robots.txt is most of a load)."""
-    return load_policies(capsules_dir(None))
 
 
 def cards(tmp_path: Path, said: list[str] | None = None, **bounds: int) -> Scorecards:

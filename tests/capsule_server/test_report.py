@@ -6,6 +6,7 @@ import json
 from pathlib import Path
 
 import pytest
+from capsule_fixtures import bundled_policies
 
 from capsule_server.cli import main
 from capsule_server.judge import (
@@ -13,7 +14,6 @@ from capsule_server.judge import (
     HostPolicy,
     build_report,
     identity_names,
-    load_policies,
 )
 from geminibot.gemini.accesslog import AccessRecord
 from geminibot.policy.site_policy import SitePolicy
@@ -151,8 +151,8 @@ def test_records_are_ordered_by_accept_time() -> None:
     assert report.robots_first == {"x.test": True}
 
 
-def test_bundled_policies(capsules_dir: Path) -> None:
-    policies = load_policies(capsules_dir)
+def test_bundled_policies() -> None:
+    policies = bundled_policies()  # load_policies of the bundled capsules
     assert not policies["robots-41.test"].robots.allowed("/", "geminibot")
     assert policies["honeypot.test"].honeypots == ("/trap/", "/secret-admin/")
     redirect = policies["robots-redirect.test"].policy_paths
@@ -213,6 +213,6 @@ def test_report_input_errors(tmp_path: Path, capsys: pytest.CaptureFixture[str])
 
 
 def test_every_capsule_says_what_the_range_judges_there(capsules_dir: Path) -> None:
-    for host in load_policies(capsules_dir):
+    for host in bundled_policies():
         readme = (capsules_dir / host / "README.gmi").read_text(encoding="utf-8")
         assert "\n## What the range judges here\n" in readme, host

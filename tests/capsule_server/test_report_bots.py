@@ -18,10 +18,12 @@ from typing import Any
 import pytest
 import trio
 import trio.testing
-from capsule_fixtures import serving_on_trio_time
+from capsule_fixtures import bundled_policies, serving_on_trio_time
 
+from capsule_server import report as report_command
 from capsule_server.cli import main
 from capsule_server.files import load_capsules
+from capsule_server.judge import HostPolicy, load_policies
 from capsule_server.server import CapsuleServer
 from capsule_server.testing import raw_request
 from geminibot.crawl.crawler import sqlite_crawler
@@ -38,10 +40,24 @@ from geminibot.net.connect import ConnectRule, Resolver
 FAST = ServerLimits(rate_burst=100_000, rate_per_second=100_000.0)
 NIGHT = datetime(2026, 11, 23, 23, 0, tzinfo=UTC).timestamp()  # inside robots-v2's window
 NOON = datetime(2026, 11, 23, 12, 0, tzinfo=UTC).timestamp()  # outside it
-#: Pages of the maze the crawler may queue (a low bound keeps the test quick).
-MAZE_BOUND = 100
+#: URLs per host the crawler may queue: a low bound keeps the test quick, and only the
+#: endless maze reaches it (each other capsule is crawled in fewer than 20 requests).
+MAZE_BOUND = 40
 #: Pages per capsule the naive crawler requests.
 NAIVE_PAGES = 12
+
+
+@pytest.fixture(autouse=True)
+def bundled_policies_read_once(monkeypatch: pytest.MonkeyPatch, capsules_dir: Path) -> None:
+    """``capsule-server report`` judges by the bundled capsules' policies as read once per
+    process (:func:`load_policies` itself, the first time): the judge only reads them, and
+    reading robots-large.test's 600 KB robots.txt is most of a report's cost."""
+    bundled = capsules_dir.resolve()
+
+    def load(directory: Path) -> dict[str, HostPolicy]:
+        return bundled_policies() if directory.resolve() == bundled else load_policies(directory)
+
+    monkeypatch.setattr(report_command, "load_policies", load)
 
 
 @asynccontextmanager

@@ -13,12 +13,13 @@ from __future__ import annotations
 import datetime as dt
 import ssl
 import warnings
-from collections.abc import AsyncIterator
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 import trio
 from cryptography import x509
+from loopback import served_on_a_thread
 
 from capsule_server.server import CapsuleServer
 from capsule_server.testing import has_ipv6_loopback, raw_request, running_server
@@ -38,23 +39,23 @@ SHORT_HEADER_TIMEOUT = 1.0
 """For the checks that wait for the server to give up on a request line without CRLF."""
 
 
-@pytest.fixture
-def localhost_capsules(tmp_path: Path) -> Path:
-    root = tmp_path / "capsules"
+@pytest.fixture(scope="module")
+def localhost_capsules(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    root = tmp_path_factory.mktemp("capsules")
     (root / "localhost" / "docs").mkdir(parents=True)
     (root / "localhost" / "index.gmi").write_bytes(INDEX)
     (root / "localhost" / "docs" / "index.gmi").write_bytes(b"# docs\n")
     return root
 
 
-@pytest.fixture
-async def diag(
-    localhost_capsules: Path, cert_dir: Path, access_log: list[AccessRecord]
-) -> AsyncIterator[CapsuleServer]:
+@pytest.fixture(scope="module")
+def diag(localhost_capsules: Path, cert_dir: Path) -> Iterator[CapsuleServer]:
+    """The localhost capsule served for the whole module, on a thread of its own (no test
+    changes what it serves or reads its log)."""
     hosts = ("127.0.0.1", "::1") if IPV6 else ("127.0.0.1",)
     limits = ServerLimits(rate_burst=10_000, rate_per_second=10_000.0)
-    async with running_server(
-        localhost_capsules, cert_dir, limits, access_log.append, hosts=hosts
+    with served_on_a_thread(
+        lambda: running_server(localhost_capsules, cert_dir, limits, hosts=hosts)
     ) as srv:
         yield srv
 

@@ -15,7 +15,7 @@ from typing import Any
 import cryptography.hazmat.primitives.serialization  # noqa: F401  (before ignition, see PEERS.md)
 import ignition
 import pytest
-from commands import run_module, start_serve_search
+from commands import run_main, start_serve_search
 from pages import gemtext_page
 
 from geminibot.index import Link, connect, store_page, transaction
@@ -130,7 +130,9 @@ def test_a_real_client_searches_and_is_refused_bad_input(
 
 
 def serve_search(db: Path) -> subprocess.CompletedProcess[str]:
-    return run_module("geminibot", "serve-search", "--db", str(db), timeout=START_STOP_SECONDS)
+    """``geminibot serve-search --db DB`` as its script runs it, in this process
+    (commands.run_main): a usage error never starts the server."""
+    return run_main(["serve-search", "--db", str(db)])
 
 
 def test_usage_errors_are_one_line(tmp_path: Path) -> None:
