@@ -33,8 +33,6 @@ import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
-import psycopg
-
 #: Seconds ``pg_ctl`` may take to start or stop the server.
 START_SECONDS = 60
 #: initdb's options: trusted local logins, UTF-8, and (a throwaway cluster) nothing
@@ -221,6 +219,8 @@ def new_database(cluster: str, template: str | None = None) -> str:
     """A new database in ``cluster`` (a copy of ``template`` if named): its connection
     string. Its name is new in the whole test run: the process's pytest-xdist worker
     (``gw0``; ``main`` without workers) and a number of this process's."""
+    import psycopg  # here: the run's controller, which imports this module, never needs it
+
     worker = os.environ.get("PYTEST_XDIST_WORKER", "main")
     name = f"{worker}_t{next(_numbers)}"
     copy = "" if template is None else f" TEMPLATE {template}"
