@@ -2,11 +2,18 @@
 mode), so tests anywhere below can ``import certs`` (TLS certificates for loopback servers).
 """
 
+import shutil
+import tempfile
+from pathlib import Path
 from typing import Any
 
 import pytest
 import trio.testing
+from postgres_cluster import shared_postgres, stop_shared_postgres
 from suite_order import longest_first
+
+#: Where the run's processes find their one PostgreSQL cluster (:func:`pg_cluster`).
+_PG_FOLDER = pytest.StashKey[Path]()
 
 #: Real seconds the loop must be idle before the mock clock jumps to the next timer: long
 #: enough that a loopback TLS exchange never looks idle, short enough to keep tests quick.
@@ -41,6 +48,36 @@ def pytest_configure_node(node: Any) -> None:
     """pytest-xdist's controller tells each worker how it hands out the tests (a worker's
     own ``--dist`` option reads ``no``)."""
     node.workerinput["dist"] = node.config.getoption("dist")
+    node.workerinput["pg_folder"] = str(node.config.stash[_PG_FOLDER])
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """The run's controller (or the one process of a run without pytest-xdist) makes the
+    folder where :func:`pg_cluster` starts the run's one PostgreSQL cluster, and stops
+    that cluster and deletes the folder at the run's end, whatever its outcome."""
+    if hasattr(config, "workerinput"):
+        return
+    folder = Path(tempfile.mkdtemp(prefix="geminibot-pg-run-"))
+    config.stash[_PG_FOLDER] = folder
+
+    def stop() -> None:
+        try:
+            stop_shared_postgres(folder)
+        finally:
+            shutil.rmtree(folder, ignore_errors=True)
+
+    config.add_cleanup(stop)
+
+
+@pytest.fixture(scope="session")
+def pg_cluster(pytestconfig: pytest.Config) -> str:
+    """The connection string of the run's one real PostgreSQL cluster, which every worker
+    shares (started by the first to need it: ``postgres_cluster.shared_postgres``).
+    Tests make their own databases in it (``postgres_cluster.new_database``)."""
+    workerinput = getattr(pytestconfig, "workerinput", None)
+    if workerinput is not None:
+        return shared_postgres(Path(workerinput["pg_folder"]))
+    return shared_postgres(pytestconfig.stash[_PG_FOLDER])
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:

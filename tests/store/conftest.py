@@ -1,17 +1,15 @@
 """The two crawl stores, side by side: every test taking ``store`` runs on SQLite (a file
 in ``tmp_path``) and on PostgreSQL (a fresh database per test, in one real cluster
-started once per session by ``postgres_cluster.running_postgres``)."""
+the test run shares: ``pg_cluster`` of ``tests/conftest.py``)."""
 
 from __future__ import annotations
 
-import itertools
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import psycopg
 import pytest
-from postgres_cluster import running_postgres
+from postgres_cluster import new_database
 from store_helpers import LIMITS, Clock, database
 
 from geminibot.crawl.pgstore import PgStore
@@ -19,34 +17,18 @@ from geminibot.crawl.store import CrawlStore, SqliteStore
 from geminibot.index import connect
 from geminibot.index.pg import connect as pg_connect
 
-_numbers = itertools.count()
-
-
-@pytest.fixture(scope="session")
-def pg_cluster() -> Iterator[str]:
-    with running_postgres() as url:
-        yield url
-
-
-def _new_database(cluster: str, template: str | None = None) -> str:
-    name = f"t{next(_numbers)}"
-    copy = "" if template is None else f" TEMPLATE {template}"
-    with psycopg.connect(cluster, autocommit=True) as conn:
-        conn.execute(f"CREATE DATABASE {name}{copy}".encode())
-    return cluster.rsplit("/", 1)[0] + "/" + name
-
 
 @pytest.fixture
 def pg_url(pg_cluster: str) -> str:
     """A fresh, empty database in the session's cluster."""
-    return _new_database(pg_cluster)
+    return new_database(pg_cluster)
 
 
 @pytest.fixture(scope="session")
 def pg_schema_template(pg_cluster: str) -> str:
     """The name of a database the migrations brought to the current schema, once per
     session: :func:`pg_db` copies it."""
-    url = _new_database(pg_cluster)
+    url = new_database(pg_cluster)
     pg_connect(url).close()
     return url.rsplit("/", 1)[1]
 
@@ -55,7 +37,7 @@ def pg_schema_template(pg_cluster: str) -> str:
 def pg_db(pg_cluster: str, pg_schema_template: str) -> str:
     """A fresh database at the current schema (``CREATE DATABASE ... TEMPLATE``: the
     migrations' work copied, not run again; tests of the migrations take ``pg_url``)."""
-    return _new_database(pg_cluster, pg_schema_template)
+    return new_database(pg_cluster, pg_schema_template)
 
 
 @pytest.fixture

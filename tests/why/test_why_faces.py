@@ -10,18 +10,16 @@ import html
 import json
 import re
 import sqlite3
-from collections.abc import Iterator
 from contextlib import closing
 from pathlib import Path
 from urllib.parse import quote
 
 import httpx
-import psycopg
 import pytest
 import trio
 import trio.testing
 from commands import answer_of, crawl_in_trio, run_main
-from postgres_cluster import running_postgres
+from postgres_cluster import new_database
 
 from capsule_server.testing import running_server
 from geminibot.gemini.status import Status
@@ -60,12 +58,6 @@ GROUPS = {
 }
 
 
-@pytest.fixture(scope="module")
-def pg_cluster() -> Iterator[str]:
-    with running_postgres() as url:
-        yield url
-
-
 @pytest.fixture(scope="module", params=["sqlite", "postgresql"])
 def crawled(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> str:
     """why.test and robots-41.test crawled in strict mode, --max-depth 2, drafts excluded,
@@ -77,10 +69,7 @@ def crawled(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFac
         (root / host).symlink_to(CAPSULES / host, target_is_directory=True)
     db = str(tmp / "crawl.db")
     if request.param == "postgresql":
-        cluster = request.getfixturevalue("pg_cluster")
-        with psycopg.connect(cluster, autocommit=True) as conn:
-            conn.execute(b"CREATE DATABASE why")
-        db = cluster.rsplit("/", 1)[0] + "/why"
+        db = new_database(request.getfixturevalue("pg_cluster"))
 
     async def main() -> None:
         async with running_server(root, tmp / "certs", clock=trio.current_time) as server:
