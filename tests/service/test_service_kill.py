@@ -18,7 +18,7 @@ import time
 from pathlib import Path
 
 from commands import run_main
-from crawl.served_capsules import capsule_server, generate
+from crawl.served_capsules import capsule_server_thread, generate
 from db_rows import rows
 from loopback import free_port
 
@@ -92,7 +92,8 @@ def test_kill_nine_of_the_service_loses_nothing(tmp_path: Path) -> None:
     seeds = generate(tmp_path / "capsules", HOSTS, PAGES)
     db, log = tmp_path / "engine.db", tmp_path / "served.log"
     config = tmp_path / "engine.toml"
-    with capsule_server(tmp_path / "capsules", tmp_path / "certs", log) as port:
+    # The capsule server on a thread of this process: the service is what is killed.
+    with capsule_server_thread(tmp_path / "capsules", tmp_path / "certs", log=log) as port:
         search_port = free_port()
 
         def write_config(min_delay: float) -> None:
