@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from crawl.served_capsules import capsule_server, generate
+from crawl.served_capsules import capsule_server_thread, generate
 from loopback import free_port
 
 #: The search capsule's host name in these tests (resolved to 127.0.0.1 by the test); a
@@ -112,7 +112,8 @@ def resolve_to_loopback(monkeypatch: pytest.MonkeyPatch, name: str) -> None:
 
 @contextlib.contextmanager
 def served_capsules(tmp_path: Path) -> Iterator[tuple[list[str], int]]:
-    """Two small generated capsules on a capsule-server: (their seeds, its port)."""
+    """Two small generated capsules on the capsule server, on a thread of this process
+    (the service is the process under test, not the server): (their seeds, its port)."""
     seeds = generate(tmp_path / "capsules", 2, 12)
-    with capsule_server(tmp_path / "capsules", tmp_path / "capsule-certs") as port:
+    with capsule_server_thread(tmp_path / "capsules", tmp_path / "capsule-certs") as port:
         yield seeds, port

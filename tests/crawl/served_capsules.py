@@ -7,12 +7,13 @@ from __future__ import annotations
 import subprocess
 import sys
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from pathlib import Path
 
 from loopback import free_port, served_on_a_thread, wait_listening
 
 from capsule_server.testing import running_server
+from geminibot.gemini.accesslog import JsonLinesLog
 from geminibot.gemini.server import ServerLimits
 
 #: Seconds to wait for the server to listen.
@@ -79,14 +80,25 @@ def capsule_server(
 
 @contextmanager
 def capsule_server_thread(
-    root: Path, certs: Path, rate: float = 1e6, host: str = "127.0.0.1"
+    root: Path,
+    certs: Path,
+    rate: float = 1e6,
+    host: str = "127.0.0.1",
+    log: Path | None = None,
 ) -> Iterator[int]:
     """What :func:`capsule_server` serves (``ROOT``, certificates made in ``certs``, the
-    same limits), from a trio run on a thread of this process (``running_server`` in
+    same limits, the access log appended to ``log`` as ``--log`` does: a JSON line per
+    request, flushed), from a trio run on a thread of this process (``running_server`` in
     ``loopback.served_on_a_thread``) on ``host`` and a free port; yields the port. A real
     TLS server on loopback without the half second of CPU a new interpreter spends
     importing it: for tests about the crawl, not about the server's process."""
     limits = ServerLimits(rate_burst=int(rate), rate_per_second=rate)
-    with served_on_a_thread(lambda: running_server(root, certs, limits, hosts=(host,))) as server:
-        assert server.port is not None
-        yield server.port
+    with ExitStack() as stack:
+        access = None
+        if log is not None:
+            access = JsonLinesLog(stack.enter_context(log.open("a", encoding="utf-8")))
+        with served_on_a_thread(
+            lambda: running_server(root, certs, limits, access, hosts=(host,))
+        ) as server:
+            assert server.port is not None
+            yield server.port

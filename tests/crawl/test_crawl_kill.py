@@ -1,9 +1,10 @@
 """kill -9 at random points, resume, compare with an uninterrupted crawl.
 
-``geminibot crawl`` runs as a subprocess against ``capsule-server serve`` (also a
-subprocess) over generated capsules; the server's access log counts the requests. The
-uninterrupted crawl runs first, in this process (``commands.run_main``), on the same
-server: the log's first lines are its. Each kill lands after a random number of new
+``geminibot crawl`` runs as a subprocess against the capsule server over generated
+capsules, the server on a thread of this process (``capsule_server_thread``: the test is
+about the crawl's process, not the server's); the server's access log counts the
+requests. The uninterrupted crawl runs first, in this process (``commands.run_main``), on
+the same server: the log's first lines are its. Each kill lands after a random number of new
 requests plus a random instant. After every kill
 the test notes which requests were on the wire or in the crawl's open batch of writes (in
 the server's log, not yet committed to the crawl database: see
@@ -26,7 +27,7 @@ from pathlib import Path
 
 from commands import run_main
 from loopback import open_connections, wait_connections_closed
-from served_capsules import capsule_server, generate
+from served_capsules import capsule_server_thread, generate
 
 from geminibot.crawl.store import BATCH_URLS
 
@@ -120,7 +121,7 @@ def test_kill_nine_and_resume(tmp_path: Path) -> None:
     whole_db, db = tmp_path / "whole.db", tmp_path / "killed.db"
     allowed_repeats: Counter[str] = Counter()
     kills = 0
-    with capsule_server(tmp_path / "capsules", tmp_path / "certs", log) as port:
+    with capsule_server_thread(tmp_path / "capsules", tmp_path / "certs", log=log) as port:
         whole = run_main(crawl_argv(whole_db, seeds, port), limit=DEADLINE)
         assert whole.returncode == 0, whole.stderr
         settled(log, port)  # the server has logged the whole crawl's last requests

@@ -94,8 +94,10 @@ def test_addresses_say_nothing_of_behaviour() -> None:
 
 
 def test_next_host_choice_on_a_small_frontier(tmp_path: Path) -> None:
-    figures = space_crawl.choice_latency(tmp_path / "f.db", 50, 5000)
-    assert figures["queued"] == 5000
+    """The benchmark's measurement runs end to end (the figures of a large frontier are
+    the benchmark's): 50 hosts, 500 queued URLs."""
+    figures = space_crawl.choice_latency(tmp_path / "f.db", 50, 500)
+    assert figures["queued"] == 500
     assert set(figures) >= {"group_by_ms_median", "choice_ms_median", "choice_ms_p99"}
 
 

@@ -10,7 +10,7 @@ import certs
 import pytest
 import trio
 from loopback import tcp_server
-from webserver import Page, endless_body, html, redirect, serve, silent, slow_drip, text
+from webserver import Page, endless_body, html, redirect, serve, silent, slow_drip, system_tls, text
 
 from geminibot.http.client import WebClient, user_agent
 from geminibot.http.urls import parse_web_url
@@ -55,7 +55,7 @@ def test_web_urls_are_normalised() -> None:
 
 async def test_get_sends_user_agent_and_reads_body() -> None:
     with serve({"/": html("<p>hi</p>")}) as web:
-        async with WebClient(limits=BOUNDED) as client:
+        async with WebClient(verify=system_tls(), limits=BOUNDED) as client:
             response = await client.fetch(f"http://127.0.0.1:{web.port}/")
     assert response.status == 200
     assert response.body == b"<p>hi</p>"
@@ -68,7 +68,7 @@ async def test_get_sends_user_agent_and_reads_body() -> None:
 async def test_connect_to_keeps_the_host_header() -> None:
     with serve({"/robots.txt": text("User-agent: *\n")}) as web:
         route = {"site.test:80": ("127.0.0.1", web.port)}
-        async with WebClient(limits=BOUNDED, connect_to=route) as client:
+        async with WebClient(verify=system_tls(), limits=BOUNDED, connect_to=route) as client:
             response = await client.fetch("http://site.test/robots.txt")
     assert response.status == 200
     assert str(response.url) == "http://site.test/robots.txt"
@@ -77,7 +77,7 @@ async def test_connect_to_keeps_the_host_header() -> None:
 
 async def test_extra_headers_and_head() -> None:
     with serve({"/a": text("body")}) as web:
-        async with WebClient(limits=BOUNDED) as client:
+        async with WebClient(verify=system_tls(), limits=BOUNDED) as client:
             response = await client.fetch(
                 f"http://127.0.0.1:{web.port}/a", method="HEAD", headers=[("X-Test", "1")]
             )
@@ -88,7 +88,7 @@ async def test_extra_headers_and_head() -> None:
 async def test_redirects_are_followed_and_counted() -> None:
     routes = {"/a": redirect("/b", 301), "/b": redirect("/c", 307), "/c": text("end")}
     with serve(routes) as web:
-        async with WebClient(limits=BOUNDED) as client:
+        async with WebClient(verify=system_tls(), limits=BOUNDED) as client:
             base = f"http://127.0.0.1:{web.port}"
             response = await client.fetch(f"{base}/a")
             unfollowed = await client.fetch(f"{base}/a", follow_redirects=False)
@@ -99,7 +99,7 @@ async def test_redirects_are_followed_and_counted() -> None:
 
 async def test_redirect_loop_ends() -> None:
     with serve({"/a": redirect("/b"), "/b": redirect("/a")}) as web:
-        async with WebClient(limits=BOUNDED) as client:
+        async with WebClient(verify=system_tls(), limits=BOUNDED) as client:
             with pytest.raises(RedirectLoop):
                 await client.fetch(f"http://127.0.0.1:{web.port}/a")
     assert web.paths() == ["/a", "/b"]
@@ -110,7 +110,7 @@ async def test_redirect_hop_limit_edge(hops: int) -> None:
     routes: dict[str, object] = {f"/r{i}": redirect(f"/r{i + 1}") for i in range(hops)}
     routes[f"/r{hops}"] = text("landed")
     with serve(routes) as web:  # type: ignore[arg-type]
-        async with WebClient(limits=BOUNDED) as client:
+        async with WebClient(verify=system_tls(), limits=BOUNDED) as client:
             url = f"http://127.0.0.1:{web.port}/r0"
             if hops <= MAX_REDIRECTS:
                 assert (await client.fetch(url)).body == b"landed"
@@ -123,10 +123,12 @@ async def test_redirect_hop_limit_edge(hops: int) -> None:
 async def test_scheme_switch_refused_or_returned() -> None:
     with serve({"/g": redirect("gemini://capsule.test/")}) as web:
         url = f"http://127.0.0.1:{web.port}/g"
-        async with WebClient(limits=BOUNDED) as client:
+        async with WebClient(verify=system_tls(), limits=BOUNDED) as client:
             with pytest.raises(SchemeSwitchRefused):
                 await client.fetch(url)
-        async with WebClient(limits=BOUNDED, allow_scheme_switch=True) as client:
+        async with WebClient(
+            verify=system_tls(), limits=BOUNDED, allow_scheme_switch=True
+        ) as client:
             response = await client.fetch(url)
     assert response.status == 302 and response.redirect_url == "gemini://capsule.test/"
 
@@ -135,7 +137,7 @@ async def test_scheme_switch_refused_or_returned() -> None:
 async def test_body_size_limit_edge(size: int) -> None:
     limits = Limits(connect_timeout=2, header_timeout=2, idle_timeout=2, max_body_size=1000)
     with serve({"/": Page(body=b"x" * size)}) as web:
-        async with WebClient(limits=limits) as client:
+        async with WebClient(verify=system_tls(), limits=limits) as client:
             url = f"http://127.0.0.1:{web.port}/"
             if size <= 1000:
                 assert len((await client.fetch(url)).body) == size
@@ -147,7 +149,7 @@ async def test_body_size_limit_edge(size: int) -> None:
 async def test_endless_body_stops_at_the_size_cap() -> None:
     limits = Limits(connect_timeout=2, header_timeout=2, idle_timeout=2, max_body_size=200_000)
     with serve({"/": endless_body}) as web:
-        async with WebClient(limits=limits) as client:
+        async with WebClient(verify=system_tls(), limits=limits) as client:
             with pytest.raises(BodyTooLarge, match="larger than 200000"):
                 await client.fetch(f"http://127.0.0.1:{web.port}/")
 
@@ -159,7 +161,7 @@ async def test_gzip_bomb_stops_at_the_size_cap() -> None:
     limits = Limits(connect_timeout=2, header_timeout=2, idle_timeout=2, max_body_size=100_000)
     page = Page(body=bomb, headers=(("Content-Encoding", "gzip"),))
     with serve({"/": page}) as web:
-        async with WebClient(limits=limits) as client:
+        async with WebClient(verify=system_tls(), limits=limits) as client:
             with pytest.raises(BodyTooLarge):
                 await client.fetch(f"http://127.0.0.1:{web.port}/")
     assert len(bomb) < 100_000
@@ -168,7 +170,7 @@ async def test_gzip_bomb_stops_at_the_size_cap() -> None:
 async def test_slow_drip_hits_the_idle_timeout() -> None:
     limits = Limits(connect_timeout=2, header_timeout=2, idle_timeout=0.2, total_timeout=5)
     with serve({"/": slow_drip(0.5)}) as web:
-        async with WebClient(limits=limits) as client:
+        async with WebClient(verify=system_tls(), limits=limits) as client:
             with pytest.raises(IdleTimeout):
                 await client.fetch(f"http://127.0.0.1:{web.port}/")
 
@@ -176,7 +178,7 @@ async def test_slow_drip_hits_the_idle_timeout() -> None:
 async def test_fast_drip_hits_the_total_deadline() -> None:
     limits = Limits(connect_timeout=2, header_timeout=2, idle_timeout=2, total_timeout=0.5)
     with serve({"/": slow_drip(0.05)}) as web:
-        async with WebClient(limits=limits) as client:
+        async with WebClient(verify=system_tls(), limits=limits) as client:
             start = trio.current_time()
             with pytest.raises(DeadlineExceeded):
                 await client.fetch(f"http://127.0.0.1:{web.port}/")
@@ -186,13 +188,13 @@ async def test_fast_drip_hits_the_total_deadline() -> None:
 async def test_silent_server_hits_the_header_timeout() -> None:
     limits = Limits(connect_timeout=2, header_timeout=0.2, idle_timeout=2, total_timeout=5)
     with serve({"/": silent}) as web:
-        async with WebClient(limits=limits) as client:
+        async with WebClient(verify=system_tls(), limits=limits) as client:
             with pytest.raises(HeaderTimeout):
                 await client.fetch(f"http://127.0.0.1:{web.port}/")
 
 
 async def test_refused_connection_and_garbage() -> None:
-    async with WebClient(limits=BOUNDED) as client:
+    async with WebClient(verify=system_tls(), limits=BOUNDED) as client:
         with trio.socket.socket() as sock:
             await sock.bind(("127.0.0.1", 0))
             port = sock.getsockname()[1]  # bound, not listening: connection refused
@@ -204,7 +206,10 @@ async def test_refused_connection_and_garbage() -> None:
         await stream.send_all(b"SPAM SPAM SPAM\r\n\r\n")
         await stream.aclose()
 
-    async with tcp_server(garbage) as port, WebClient(limits=BOUNDED) as client:
+    async with (
+        tcp_server(garbage) as port,
+        WebClient(verify=system_tls(), limits=BOUNDED) as client,
+    ):
         with pytest.raises(RemoteProtocolError):
             await client.fetch(f"http://127.0.0.1:{port}/")
 
@@ -243,7 +248,7 @@ async def test_stalled_tls_handshake_hits_the_connect_timeout() -> None:
         await trio.sleep(5)  # never answers the ClientHello
 
     limits = Limits(connect_timeout=0.3, header_timeout=2, idle_timeout=2, total_timeout=5)
-    async with tcp_server(mute) as port, WebClient(limits=limits) as client:
+    async with tcp_server(mute) as port, WebClient(verify=system_tls(), limits=limits) as client:
         with pytest.raises(ConnectTimeout):
             await client.fetch(f"https://127.0.0.1:{port}/")
 
@@ -260,7 +265,7 @@ async def test_endless_redirects_end_at_the_hop_limit() -> None:
         handler.end_headers()
 
     with serve({"/next": onwards}) as web:
-        async with WebClient(limits=BOUNDED) as client:
+        async with WebClient(verify=system_tls(), limits=BOUNDED) as client:
             with pytest.raises(TooManyRedirects):
                 await client.fetch(f"http://127.0.0.1:{web.port}/next")
     assert len(web.log) == MAX_REDIRECTS + 1

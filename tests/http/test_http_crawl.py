@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 from clocks import JumpClock
-from webserver import Page, WebServer, html, redirect, serve, text
+from webserver import Page, WebServer, html, redirect, serve, system_tls, text
 
 from geminibot.crawl.crawler import Crawler, sqlite_crawler
 from geminibot.crawl.fetcher import ProtocolFetcher
@@ -70,7 +70,7 @@ async def crawl_site(
 ) -> tuple[WebServer, sqlite3.Connection, Crawler]:
     with serve(routes) as web:  # type: ignore[arg-type]
         route = {"web.test": ("127.0.0.1", web.port)}
-        async with WebClient(limits=BOUNDED, connect_to=route) as client:
+        async with WebClient(verify=system_tls(), limits=BOUNDED, connect_to=route) as client:
             conn = connect(tmp_path / "crawl.db")
             opts = CrawlOptions(test_range=True, **options)  # type: ignore[arg-type]
             fetch = ProtocolFetcher(web=client)
@@ -363,7 +363,7 @@ async def test_bodies_over_the_crawl_limit_are_cut_policy_read_page_failed(
     with serve(routes) as web:  # type: ignore[arg-type]
         route = {"web.test": ("127.0.0.1", web.port)}
         limits = replace(BOUNDED, max_body_size=limit, cut_body=True)
-        async with WebClient(limits=limits, connect_to=route) as client:
+        async with WebClient(verify=system_tls(), limits=limits, connect_to=route) as client:
             conn = connect(tmp_path / "crawl.db")
             crawler = sqlite_crawler(
                 conn, ProtocolFetcher(web=client), CrawlOptions(test_range=True)

@@ -13,7 +13,7 @@ from http.server import ThreadingHTTPServer
 
 import certs
 import pytest
-from webserver import WebServer, _handler, serve, text
+from webserver import WebServer, _handler, serve, system_tls, text
 
 from geminibot.http.client import WebClient
 from geminibot.net.connect import Resolver, parse_connect_to
@@ -68,7 +68,7 @@ async def test_names_resolved_once_through_the_shared_cache() -> None:
     cache = DnsCache(lookup=names)
     with serve({"/": text("hi")}) as web:
         for _ in range(2):  # two clients: two connections, one lookup
-            async with WebClient(limits=BOUNDED, dns=cache) as client:
+            async with WebClient(verify=system_tls(), limits=BOUNDED, dns=cache) as client:
                 response = await client.fetch(f"http://web.test:{web.port}/")
                 assert response.status == 200 and response.body == b"hi"
     assert names.asked == ["web.test"]
@@ -80,11 +80,13 @@ async def test_system_resolver_and_addresses_in_order() -> None:
     on the next one, as the Gemini client does."""
     cache = DnsCache(lookup=system_lookup)
     with serve({"/": text("hi")}) as web:
-        async with WebClient(limits=BOUNDED, dns=cache) as client:
+        async with WebClient(verify=system_tls(), limits=BOUNDED, dns=cache) as client:
             assert (await client.fetch(f"http://localhost:{web.port}/")).body == b"hi"
         assert cache.lookups == 1 and cache.cached("localhost")
         names = Names(two=["127.0.0.2", "127.0.0.1"], none=[])
-        async with WebClient(limits=BOUNDED, dns=DnsCache(lookup=names)) as client:
+        async with WebClient(
+            verify=system_tls(), limits=BOUNDED, dns=DnsCache(lookup=names)
+        ) as client:
             assert (await client.fetch(f"http://two.test:{web.port}/")).body == b"hi"
             for name in ("none", "gone"):  # no address; no such name: one clear error
                 with pytest.raises(ConnectionFailed, match=rf"{name}\.test"):

@@ -6,7 +6,7 @@ from __future__ import annotations
 from datetime import UTC, datetime
 
 import pytest
-from webserver import Page, serve, text
+from webserver import Page, serve, system_tls, text
 
 from geminibot.classify.sources import site_from_url
 from geminibot.http.client import WebClient
@@ -19,7 +19,9 @@ AT = datetime(2026, 11, 23, 12, 0, tzinfo=UTC)
 
 async def web_policy(routes: dict[str, Page]) -> SitePolicy:
     with serve(routes) as web:  # type: ignore[arg-type]
-        async with WebClient(connect_to={"web.test": ("127.0.0.1", web.port)}) as client:
+        async with WebClient(
+            verify=system_tls(), connect_to={"web.test": ("127.0.0.1", web.port)}
+        ) as client:
             return await site_from_url("http://web.test/", client)
 
 

@@ -7,12 +7,16 @@ garbage). Every request is logged (method, path with query, headers) before it i
 
 from __future__ import annotations
 
+import functools
+import ssl
 import threading
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+import httpx
 
 #: Bounds of every hostile answer, so no test can spin forever.
 HOSTILE_MAX_SECONDS = 10.0
@@ -101,6 +105,16 @@ def serve(routes: dict[str, Route]) -> Iterator[WebServer]:
         httpd.shutdown()
         httpd.server_close()
         thread.join()
+
+
+@functools.cache
+def system_tls() -> ssl.SSLContext:
+    """The TLS context a ``WebClient`` makes by default (``verify=True``: certifi's CA
+    bundle, no environment), made once per process and shared by the tests' clients
+    (``WebClient(verify=system_tls())``): loading the bundle costs some 60 ms of CPU per
+    client, and the http:// tests never use it. The tests about the default client
+    itself ("system CAs only") still make their own."""
+    return httpx.create_ssl_context(verify=True, trust_env=False)
 
 
 # --- hostile answers -------------------------------------------------------------------

@@ -7,6 +7,7 @@ import json
 import sqlite3
 import subprocess
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -55,9 +56,9 @@ def put(
         )
 
 
-@pytest.fixture
-def db(tmp_path: Path) -> sqlite3.Connection:
-    conn = connect(tmp_path / "crawl.db")
+def filled(path: Path) -> sqlite3.Connection:
+    """A store at ``path`` with the pages the tests search."""
+    conn = connect(path)
     put(conn, "gemini://a.test/orrery.gmi", "Orrery guide", "How an orrery moves the planets.")
     put(conn, "gemini://b.test/misc.gmi", "Misc", "Notes, and once the word orrery.")
     # c.test's page never says "zeppelin"; two other hosts link to it saying so.
@@ -76,6 +77,21 @@ def db(tmp_path: Path) -> sqlite3.Connection:
         words = " ".join(WORDS[(n + k) % len(WORDS)] for k in range(12))
         put(conn, f"gemini://f.test/{n}.gmi", f"Page {n} {WORDS[n % len(WORDS)]}", words)
     return conn
+
+
+@pytest.fixture
+def db(tmp_path: Path) -> sqlite3.Connection:
+    return filled(tmp_path / "crawl.db")
+
+
+@pytest.fixture(scope="module")
+def built_db(tmp_path_factory: pytest.TempPathFactory) -> Iterator[sqlite3.Connection]:
+    """:func:`filled` with its index built, once for the module: for the tests that only
+    search it."""
+    conn = filled(tmp_path_factory.mktemp("built") / "crawl.db")
+    rebuild(conn)
+    yield conn
+    conn.close()
 
 
 def urls(results: list[object]) -> list[str]:
@@ -140,10 +156,9 @@ def test_a_page_deleted_from_the_store_is_never_shown(
         "Ga-rden",
     ],
 )
-def test_both_engines_find_the_same_pages(db: sqlite3.Connection, query: str) -> None:
-    rebuild(db)
-    fts = set(urls(search(db, query, limit=100, engine="fts5")))
-    tantivy = set(urls(search(db, query, limit=100, engine="tantivy")))
+def test_both_engines_find_the_same_pages(built_db: sqlite3.Connection, query: str) -> None:
+    fts = set(urls(search(built_db, query, limit=100, engine="fts5")))
+    tantivy = set(urls(search(built_db, query, limit=100, engine="tantivy")))
     assert fts == tantivy
 
 
@@ -350,14 +365,18 @@ PHRASES = [
 ]
 
 
-@pytest.fixture
-def phrases_db(db: sqlite3.Connection) -> sqlite3.Connection:
+@pytest.fixture(scope="module")
+def phrases_db(tmp_path_factory: pytest.TempPathFactory) -> Iterator[sqlite3.Connection]:
+    """:func:`filled` with pages of phrases, its index built, once for the module (the
+    tests only search it)."""
+    db = filled(tmp_path_factory.mktemp("phrases") / "crawl.db")
     put(db, "gemini://p.test/1", "Kites", "a red kite flew; blue kite too")
     put(db, "gemini://p.test/2", "Kites", "red kite blue")
     put(db, "gemini://p.test/3", "Ga rden", "garden orbit, orbit garden")
     put(db, "gemini://p.test/4", "Apart", "garden, and later an orbit")
     rebuild(db)
-    return db
+    yield db
+    db.close()
 
 
 @pytest.mark.parametrize("phrase", PHRASES)

@@ -115,7 +115,9 @@ def test_slow_vanishing_and_gone_hosts() -> None:
 
 
 def test_a_day_changes_the_fraction_it_says() -> None:
-    space = Space(40, 6000, change_rate=0.1)
+    """About 2,700 tree pages: at a rate of 0.1 the bounds below are some 3.6 standard
+    deviations wide either way (the space is seeded: the same fraction every run)."""
+    space = Space(40, 3000, change_rate=0.1)
     pages = [(i, j) for i in range(40) for j in range(space.tree_size(i))]
     changed = 0
     for i, j in pages:
