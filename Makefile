@@ -60,8 +60,9 @@ typecheck: $(STAMP)
 # The test modules are collected once before the workers start: that writes pytest's
 # assertion-rewritten bytecode, which each of the four workers otherwise made again at
 # once (3.6 s of CPU each on a fresh clone).
-# A fresh clone's whole make test took 104-111 s on a quiet 2-core machine, 157-169 s of
-# CPU; 131-141 s later the same day, when the same machine ran the same tree 29% slower
+# A fresh clone's whole make test took 104-111 s on a quiet 2-core Intel machine, 157-169 s
+# of CPU; 131-141 s later the same day, when the same machine ran the same tree 29% slower;
+# 178-192 s on a quiet 2-core AMD EPYC machine, 319-342 s of CPU: the suite is CPU-bound
 # (docs/benchmarks.md, "Test suite time").
 PYTEST_WORKERS ?= $(shell echo $$(( $$(nproc) * 2 )))
 pytest: $(STAMP) system-packages
