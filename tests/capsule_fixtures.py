@@ -4,7 +4,6 @@ conftest.py."""
 
 from __future__ import annotations
 
-import functools
 import subprocess
 import sys
 from collections.abc import AsyncIterator, Callable
@@ -34,14 +33,27 @@ def capsules_dir() -> Path:
     return found
 
 
-@functools.cache
+#: What the judge read of each set of capsule folders (:func:`policies_of`), by the
+#: folders' (name, resolved path).
+_POLICIES: dict[tuple[tuple[str, Path], ...], dict[str, HostPolicy]] = {}
+
+
+def policies_of(root: Path) -> dict[str, HostPolicy]:
+    """``load_policies(root)``, read once per process for the same capsule folders (``root``
+    itself, or a folder of links to them): tests only read the policies, and the judge's
+    reading of robots-large.test's 600 KB robots.txt is most of a load (about 0.3 s of
+    CPU)."""
+    key = tuple(sorted((entry.name, entry.resolve()) for entry in root.iterdir()))
+    if key not in _POLICIES:
+        _POLICIES[key] = load_policies(root)
+    return _POLICIES[key]
+
+
 def bundled_policies() -> dict[str, HostPolicy]:
-    """:func:`load_policies` of the bundled capsules, read once per process: tests only
-    read them, and parsing robots-large.test's 600 KB robots.txt is most of a load (about
-    0.3 s of CPU each time)."""
+    """:func:`policies_of` the bundled capsules."""
     found = bundled_capsules()
     assert found is not None
-    return load_policies(found)
+    return policies_of(found)
 
 
 @pytest.fixture(scope="session")

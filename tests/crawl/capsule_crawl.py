@@ -18,9 +18,9 @@ from pathlib import Path
 from typing import Any
 
 import trio
-from capsule_fixtures import serving_on_trio_time
+from capsule_fixtures import policies_of, serving_on_trio_time
 
-from capsule_server.judge import ClientReport, HostPolicy, build_report, load_policies
+from capsule_server.judge import ClientReport, build_report
 from capsule_server.server import CapsuleServer
 from geminibot.crawl.crawler import sqlite_crawler
 from geminibot.crawl.fetcher import gemini_fetch
@@ -77,20 +77,6 @@ class Served:
         """The server's compliance report on the one client (the crawler)."""
         (report,) = build_report(self.records, policies_of(self.root))
         return report
-
-
-#: What the judge reads of the capsules a root links to, by (name, target) of its links.
-_POLICIES: dict[tuple[tuple[str, Path], ...], dict[str, HostPolicy]] = {}
-
-
-def policies_of(root: Path) -> dict[str, HostPolicy]:
-    """``load_policies(root)``, read once per process for the same capsule folders: the
-    roots of :func:`serving` only link to them, and the judge's reading of a large
-    robots.txt costs more than the crawl that fetched it."""
-    key = tuple(sorted((link.name, link.resolve()) for link in root.iterdir()))
-    if key not in _POLICIES:
-        _POLICIES[key] = load_policies(root)
-    return _POLICIES[key]
 
 
 @asynccontextmanager

@@ -1,15 +1,20 @@
 """Capsules generated on disk and ``capsule-server serve`` in a subprocess, for the crawl
 tests that run commands end to end and for ``bench/crawl_speed.py``; or the same server in
-a thread of this process, for the tests about the crawl rather than the server's process."""
+a thread of this process, for the tests about the crawl rather than the server's process;
+and what the server's access log says was asked."""
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
 from pathlib import Path
+from typing import Any
 
+from db_rows import rows
 from loopback import free_port, served_on_a_thread, wait_listening
 
 from capsule_server.testing import running_server
@@ -102,3 +107,29 @@ def capsule_server_thread(
         ) as server:
             assert server.port is not None
             yield server.port
+
+
+def log_records(log: Path, since: int = 0, until: int | None = None) -> list[dict[str, Any]]:
+    """The requests of the access log's lines ``since`` to ``until`` (a line without a host
+    and path is a connection that asked nothing)."""
+    if not log.exists():
+        return []
+    records = (json.loads(line) for line in log.read_text().splitlines()[since:until])
+    return [r for r in records if r.get("host") and r.get("path")]
+
+
+def requested_urls(log: Path, since: int = 0, until: int | None = None) -> list[str]:
+    """The URLs of :func:`log_records`, in the log's order."""
+    return [f"gemini://{r['host']}{r['path']}" for r in log_records(log, since, until)]
+
+
+def logged_in_full(log: Path, db: Path, within: float) -> int:
+    """Wait until the server has logged every request of the finished crawl whose SQLite
+    store is ``db`` (a committed fetch each; the server logs a request once it has closed
+    it), at most ``within`` seconds; returns the number of the log's lines then."""
+    [(fetches,)] = rows(db, "SELECT count(*) FROM fetches")
+    deadline = time.monotonic() + within
+    while len(log_records(log)) < int(str(fetches)):
+        assert time.monotonic() < deadline, f"the server never logged the crawl of {db}"
+        time.sleep(0.01)
+    return len(log.read_text().splitlines())

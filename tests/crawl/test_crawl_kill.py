@@ -15,7 +15,6 @@ fetched, nothing else, nothing twice beyond that allowance, and the index is the
 
 from __future__ import annotations
 
-import json
 import random
 import signal
 import sqlite3
@@ -27,7 +26,7 @@ from pathlib import Path
 
 from commands import run_main
 from loopback import open_connections, wait_connections_closed
-from served_capsules import capsule_server_thread, generate
+from served_capsules import capsule_server_thread, generate, logged_in_full, requested_urls
 
 from geminibot.crawl.store import BATCH_URLS
 
@@ -55,19 +54,6 @@ def crawl_argv(db: Path, seeds: list[str], port: int) -> list[str]:
 def start_crawl(db: Path, seeds: list[str], port: int) -> subprocess.Popen[bytes]:
     argv = [sys.executable, "-m", "geminibot", *crawl_argv(db, seeds, port)]
     return subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-
-
-def requests(log: Path, since: int = 0, until: int | None = None) -> list[str]:
-    """URLs of the server's log lines ``since`` to ``until``."""
-    if not log.exists():
-        return []
-    lines = log.read_text().splitlines()[since:until]
-    out = []
-    for line in lines:
-        record = json.loads(line)
-        if record.get("host") and record.get("path"):
-            out.append(f"gemini://{record['host']}{record['path']}")
-    return out
 
 
 def settled(log: Path, port: int) -> None:
@@ -124,16 +110,15 @@ def test_kill_nine_and_resume(tmp_path: Path) -> None:
     with capsule_server_thread(tmp_path / "capsules", tmp_path / "certs", log=log) as port:
         whole = run_main(crawl_argv(whole_db, seeds, port), limit=DEADLINE)
         assert whole.returncode == 0, whole.stderr
-        settled(log, port)  # the server has logged the whole crawl's last requests
-        start = len(log.read_text().splitlines())
-        expected = requests(log)
+        start = logged_in_full(log, whole_db, DEADLINE)
+        expected = requested_urls(log)
         assert len(expected) == len(set(expected)) > PAGES
         assert Counter(expected) == committed(whole_db)  # each request is a fetch logged
         while kills < KILLS:
-            before = len(requests(log, start))
+            before = len(requested_urls(log, start))
             proc = start_crawl(db, seeds, port)
             target, started = before + rng.randint(1, 15), time.monotonic()
-            while len(requests(log, start)) < target and proc.poll() is None:
+            while len(requested_urls(log, start)) < target and proc.poll() is None:
                 assert time.monotonic() - started < DEADLINE, "the crawl made no progress"
                 time.sleep(POLL)
             time.sleep(rng.uniform(0, 0.05))
@@ -143,12 +128,12 @@ def test_kill_nine_and_resume(tmp_path: Path) -> None:
             proc.wait()
             kills += 1
             settled(log, port)  # the server has logged the connections the kill cut
-            on_the_wire = Counter(requests(log, start)) - committed(db)
+            on_the_wire = Counter(requested_urls(log, start)) - committed(db)
             allowed_repeats.update(on_the_wire.keys())
         assert kills == KILLS, "the crawl finished before it could be killed enough times"
         assert start_crawl(db, seeds, port).wait(DEADLINE) == 0
 
-    got = Counter(requests(log, start))
+    got = Counter(requested_urls(log, start))
     assert set(got) == set(expected)  # no URL lost, nothing else fetched
     for url, n in got.items():  # none fetched twice, unless it was on the wire at a kill
         assert n <= 1 + allowed_repeats[url], url

@@ -12,9 +12,7 @@ from __future__ import annotations
 
 import datetime as dt
 import itertools
-import json
 import signal
-import sqlite3
 import subprocess
 import sys
 import time
@@ -23,7 +21,13 @@ from pathlib import Path
 
 import psycopg
 from commands import run_main
-from crawl.served_capsules import capsule_server, generate
+from crawl.served_capsules import (
+    capsule_server,
+    generate,
+    log_records,
+    logged_in_full,
+    requested_urls,
+)
 
 HOSTS, PAGES = 6, 36
 #: robots.txt Crawl-delay of every host (seconds) and the lease of a crawl process. All
@@ -62,38 +66,12 @@ def crawl(db: str, seeds: list[str], port: int, out: Path) -> subprocess.Popen[b
         return subprocess.Popen(argv, stdout=sink, stderr=subprocess.STDOUT)
 
 
-def log_records(log: Path, since: int = 0, until: int | None = None) -> list[dict[str, object]]:
-    """The records of the log's lines ``since`` to ``until``."""
-    if not log.exists():
-        return []
-    out = []
-    for line in log.read_text().splitlines()[since:until]:
-        record = json.loads(line)
-        if record.get("host") and record.get("path"):
-            out.append(record)
-    return out
-
-
-def requests(log: Path, since: int = 0, until: int | None = None) -> list[str]:
-    return [f"gemini://{r['host']}{r['path']}" for r in log_records(log, since, until)]
-
-
 def crawled_whole(argv: list[str], db: Path, log: Path) -> int:
     """Run the uninterrupted crawl ``argv`` (on SQLite ``db``) in this process, the first
-    on the server of ``log``. Returns the number of the log's lines once the server has
-    logged each of its requests (one committed fetch each): the lines that are its."""
+    on the server of ``log``: the number of the log's lines that are its."""
     whole = run_main(argv, limit=DEADLINE)
     assert whole.returncode == 0, whole.stderr
-    conn = sqlite3.connect(db)
-    try:
-        (fetches,) = conn.execute("SELECT count(*) FROM fetches").fetchone()
-    finally:
-        conn.close()
-    deadline = time.monotonic() + DEADLINE
-    while len(requests(log)) < fetches:  # the server logs a request once it has closed it
-        assert time.monotonic() < deadline, "the server never logged the whole crawl"
-        time.sleep(0.01)
-    return len(log.read_text().splitlines())
+    return logged_in_full(log, db, DEADLINE)
 
 
 def committed(db: str) -> Counter[str]:
@@ -145,7 +123,7 @@ def test_three_processes_one_killed(tmp_path: Path, pg_db: str) -> None:
         mark = f":{victim.pid}"
         deadline = time.monotonic() + DEADLINE
         # Mid-run: a third of the pages asked for, and the victim holding hosts with work.
-        while len(requests(log, start)) < PAGES // 3 or not any(
+        while len(requested_urls(log, start)) < PAGES // 3 or not any(
             holder.endswith(mark) for holder in work_by_holder(pg_db)
         ):
             assert victim.poll() is None, "the crawl ended before the kill"
@@ -158,10 +136,10 @@ def test_three_processes_one_killed(tmp_path: Path, pg_db: str) -> None:
         assert any(holder.endswith(mark) for holder in held), held
         for proc, out in zip(procs[1:], outs[1:], strict=True):
             assert proc.wait(DEADLINE) == 0, out.read_text()
-    expected = requests(log, 0, start)
+    expected = requested_urls(log, 0, start)
     assert len(expected) == len(set(expected)) > PAGES
 
-    got = Counter(requests(log, start))
+    got = Counter(requested_urls(log, start))
     assert set(got) == set(expected), "\n".join(
         o.read_text() for o in outs[1:]
     )  # the crawl completed: nothing lost, nothing else
@@ -190,7 +168,7 @@ def test_max_hosts_one_process_still_crawls_every_host(tmp_path: Path) -> None:
         argv += ["--connect-to", f"*.test:1965:127.0.0.1:{port}"]
         capped = run_main(argv, limit=DEADLINE)
         assert capped.returncode == 0, capped.stderr
-    assert sorted(requests(log, start)) == sorted(requests(log, 0, start))
+    assert sorted(requested_urls(log, start)) == sorted(requested_urls(log, 0, start))
     visits = []
     for r in log_records(log, start):
         start_time = dt.datetime.fromisoformat(str(r["time"])).timestamp()
