@@ -16,6 +16,7 @@ import re2
 
 from geminibot.policy.diagnostics import Diagnostic
 from geminibot.policy.robots_match import match_length
+from geminibot.policy.robots_model import ROBOTS_FILE, rule_dict
 from geminibot.policy.textlines import pattern_text
 
 
@@ -142,13 +143,11 @@ class Ext20Rule:
     def describe(self) -> str:
         return f"'{self.text()}' (line {self.line}, {self.kind})"
 
-    def as_dict(self) -> dict[str, object]:
-        return {
-            "line": self.line,
-            "directive": self.directive,
-            "pattern": self.pattern,
-            "kind": self.kind,
-        }
+    def as_dict(self, file: str = ROBOTS_FILE, group: str | None = None) -> dict[str, object]:
+        """The rule's one JSON shape (:func:`~geminibot.policy.robots_model.rule_dict`);
+        a regex's pattern keeps its ``~ `` prefix, as in the file."""
+        shown = f"{REGEX_PREFIX} {self.pattern}" if self.kind == "regex" else self.pattern
+        return rule_dict(file, self.line, self.directive, shown, group)
 
 
 def make_rule(

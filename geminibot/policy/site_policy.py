@@ -43,7 +43,7 @@ from geminibot.policy.robots2 import (
     resolve_chain,
 )
 from geminibot.policy.robots2_ask import AskLedger, AskRequest, agent_identity, ask_request
-from geminibot.policy.robots_model import VIRTUAL_AGENTS
+from geminibot.policy.robots_model import VIRTUAL_AGENTS, rule_from_text
 from geminibot.policy.textlines import numbered_lines
 from geminibot.urls import Scheme
 
@@ -87,19 +87,21 @@ class Bot:
 
 @dataclass(frozen=True, slots=True)
 class Reason:
-    """What one file said about a URL: file, line (0: the file as a whole), rule, verdict."""
+    """What one file said about a URL: file, line (0: the file as a whole), the rule as
+    it reads (``Disallow: /x``; "" for none), verdict, and the group the rule sits in."""
 
     file: str
     line: int
     rule: str
     allowed: bool
     text: str
+    group: str | None = None
 
     def as_dict(self) -> dict[str, object]:
         return {
             "file": self.file,
             "line": self.line,
-            "rule": self.rule,
+            "rule": rule_from_text(self.file, self.line, self.rule, self.group),
             "allowed": self.allowed,
             "reason": self.text,
         }
@@ -150,7 +152,13 @@ class DelayAnswer:
     between_starts: bool = False
 
     def as_dict(self) -> dict[str, object]:
-        return {"seconds": self.seconds, "file": self.file, "line": self.line, "rule": self.rule}
+        return {
+            "seconds": self.seconds,
+            "file": self.file,
+            "line": self.line,
+            "rule": rule_from_text(self.file, self.line, self.rule, None) if self.file else None,
+            "basis": self.rule,
+        }
 
 
 @dataclass(frozen=True, slots=True)
@@ -271,7 +279,7 @@ class SitePolicy:
             if d.rule is not None or not d.allowed:
                 line = d.rule.line if d.rule else 0
                 rule = f"{d.rule.directive}: {d.rule.pattern}" if d.rule else ""
-                reasons.append(Reason(ROBOTS2, line, rule, d.allowed, d.reason))
+                reasons.append(Reason(ROBOTS2, line, rule, d.allowed, d.reason, d.rule_group))
             crawl = self.robots2.setting("crawl", bot.category)
             if crawl is not None and crawl.value != "yes":
                 reason, ask = self._crawl_reason(crawl, url, bot, at, asks)
@@ -318,6 +326,7 @@ class SitePolicy:
                         g.rule.text() if g.rule else "",
                         g.allowed,
                         f"{g.reason} (User-agent {g.token})",
+                        g.token if g.rule else None,
                     )
                 )
             if not d2.groups:
@@ -326,7 +335,8 @@ class SitePolicy:
         if self.robots is not None:
             d = self.robots.decide(url, bot.token, bot.virtual_agents, bot.strict)
             line = d.rule.line if d.rule else 0
-            out.append(Reason(ROBOTS, line, d.rule.text() if d.rule else "", d.allowed, d.reason))
+            rule = d.rule.text() if d.rule else ""
+            out.append(Reason(ROBOTS, line, rule, d.allowed, d.reason, d.rule_group))
         if v2 is not None and path_of(url) != "/robots.txt":
             for line, window in v2.visit_refusals(bot.token, bot.virtual_agents, bot.strict, at):
                 text = f"Visit-time {window} UTC does not include {at:%H:%M}"

@@ -21,6 +21,7 @@ from geminibot.crawl.schemes import host_name, host_protocol
 from geminibot.crawl.traps import CAP_REASON
 from geminibot.gemini.status import Status
 from geminibot.policy import VIRTUAL_AGENTS
+from geminibot.policy.robots_model import rule_from_text
 from geminibot.policy.site_policy import ROBOTS, Bot, SitePolicy
 from geminibot.why.records import FetchRow, PolicyFileRow, UrlRecords
 
@@ -79,7 +80,7 @@ class PolicyLine:
         return {
             "file": self.file,
             "line": self.line,
-            "rule": self.rule,
+            "rule": rule_from_text(self.file, self.line, self.rule, self.group),
             "group": self.group,
             "group_kind": self.group_kind,
             "mode": self.mode,

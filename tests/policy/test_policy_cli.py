@@ -47,7 +47,13 @@ def test_check_json_fields(robots_file: Path, capsys: pytest.CaptureFixture[str]
     assert code == 1
     lines = [json.loads(x) for x in capsys.readouterr().out.splitlines()]
     assert [(x["url"], x["allowed"]) for x in lines] == [("/drafts/a", False), ("/private/a", True)]
-    assert lines[0]["rule"] == {"line": 5, "directive": "Disallow", "pattern": "/drafts/"}
+    assert lines[0]["rule"] == {
+        "file": "robots.txt",
+        "line": 5,
+        "directive": "Disallow",
+        "pattern": "/drafts/",
+        "group": "indexer",
+    }
     assert lines[1]["rule"] is None
     assert all(isinstance(x["reason"], str) and x["reason"] for x in lines)
 
