@@ -11,6 +11,7 @@ from typing import Protocol
 
 from geminibot.policy.paths import SCHEME_AND_AUTHORITY, path_of
 from geminibot.policy.robots_model import Rule
+from geminibot.urls import is_normalised
 
 #: A rule list of at most this many rules is matched by one compiled expression
 #: (:class:`_ExpressionMatcher`); a longer one by the head index (:class:`_IndexedMatcher`).
@@ -106,7 +107,7 @@ class _ExpressionMatcher:
     (None: no rule matched). Branches start with their literal head, so ``re`` rejects
     most of them after a character or two.
 
-    A plain URL (ASCII, nothing to normalise, no fragment, not scheme-relative) is matched
+    A plain URL (nothing to normalise, no fragment, not scheme-relative) is matched
     as it stands, by a second expression that first skips its scheme and authority, so
     the common call costs one ``re`` match. Anything else, and a URL whose authority is
     not followed by ``/``, is matched on :func:`path_of`.
@@ -124,7 +125,7 @@ class _ExpressionMatcher:
 
     def best(self, url: str) -> Rule | None:
         found = None
-        if url.isascii() and "%" not in url and "#" not in url:
+        if is_normalised(url):
             found = self._in_url(url)
             if found is None and url[:1] == "/" and url[1:2] != "/":
                 found = self._in_path(url)  # a bare path, not scheme-relative

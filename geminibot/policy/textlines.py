@@ -46,6 +46,7 @@ def numbered_lines(data: bytes | str) -> list[tuple[int, str]]:
     return list(enumerate(parts, start=1))
 
 
-def pattern_text(value: str) -> str:
-    """A pattern from a file, percent-normalised like the paths it is matched against."""
-    return normalise_pattern(value.encode("utf-8", "surrogateescape"))
+def pattern_text(value: str, keep: str = "") -> str:
+    """A pattern from a file, percent-normalised like the paths it is matched against;
+    ``keep``: characters of the pattern language left as they are."""
+    return normalise_pattern(value.encode("utf-8", "surrogateescape"), keep)

@@ -190,7 +190,8 @@ def test_lint_escapes_terminal_control_characters(
     assert main(["policy", "lint", str(path)]) == 0
     out = capsys.readouterr().out
     assert not any(c in out for c in "\x1b\x07\x9b")
-    assert _first(out).startswith(f"{path}:2: warning: Disallow pattern '\\x1b]0;owned\\x07'")
+    # The pattern as matched: its control characters percent-encoded, like a URL's.
+    assert _first(out).startswith(f"{path}:2: warning: Disallow pattern '%1B%5D0;owned%07'")
     assert "unknown field 'Foo\\x1b[2J\\x9b'" in out
     assert main(["policy", "check", str(path), "--agent", "b", "/\x1b[2J"]) == 0
     assert "\x1b" not in capsys.readouterr().out
@@ -283,7 +284,7 @@ def test_compare_text_escapes_the_files_and_fits_80_columns(
     assert main(["compare", "--web", str(web), "--gemini", str(gemini)]) == 1
     out = capsys.readouterr().out
     assert "\x1b" not in out and "\x07" not in out
-    assert "path  /a\\x1b]0;owned\\x07: web allows, Gemini forbids" in out
+    assert "path  /a%1B%5D0;owned%07: web allows, Gemini forbids" in out
     body = out.splitlines()[2:]  # after the two lines naming the files (whole, to copy)
     assert body and max(len(line) for line in body) <= 80
 
