@@ -201,6 +201,18 @@ def terminal_safe(text: str, *, keep_lines: bool = False) -> str:
     return (_TEXT_UNSAFE if keep_lines else _LINE_UNSAFE).sub(_escape, text)
 
 
+def counted(n: int, noun: str, plural: str | None = None) -> str:
+    """``n`` and ``noun`` agreeing: ``1 request``, ``2 requests``, ``0 entries`` (give
+    ``plural`` when adding "s" is wrong: ``counted(n, "entry", "entries")``)."""
+    return f"{n} {noun if n == 1 else plural or noun + 's'}"
+
+
+def with_article(noun: str) -> str:
+    """``noun`` after "a" or "an" by its first letter: ``an indexer``, ``a webproxy``,
+    ``an archiver`` (by spelling: good for the project's words, not for "an hour")."""
+    return ("an " if noun[:1].lower() in "aeiou" else "a ") + noun
+
+
 #: Columns a line for a person fits in when nothing says the terminal is wider.
 LINE_WIDTH = 80
 

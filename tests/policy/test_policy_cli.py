@@ -92,7 +92,9 @@ def test_lint(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     out = capsys.readouterr().out.splitlines()
     assert out == [
         f"{bad}:2: warning: 'Disalow' is read as 'Disallow' [typo-accepted]",
+        "  hint: fix the spelling: Google's parser accepts it, other crawlers may not",
         f"{bad}:3: error: 'nonsense' is not 'field: value'; ignored [no-separator]",
+        "  hint: write the line as 'Field: value', or make it a comment with '#'",
     ]
     good = tmp_path / "good.txt"
     good.write_bytes(ROBOTS)
