@@ -214,7 +214,7 @@ def test_a_host_summary_matches_stats_and_policy_check(crawled: str, tmp_path: P
     assert isinstance(files, list)
     (robots_file,) = [f for f in files if f["name"] == "robots.txt"]
     assert robots_file["findings"] == [
-        {k: d[k] for k in ("line", "level", "code", "message")} for d in found
+        {k: d[k] for k in ("line", "level", "code", "message", "hint")} for d in found
     ]
     assert found and robots_file["status"] == 20 and robots_file["size"] == len(body)
 
