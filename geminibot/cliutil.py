@@ -77,6 +77,34 @@ class Parser(argparse.ArgumentParser):
     def error(self, message: str) -> NoReturn:
         self.exit(EXIT_USAGE, f"{self.prog}: {terminal_safe(message)}\n")
 
+    def parse_known_args(  # type: ignore[override]
+        self, args: Sequence[str] | None = None, namespace: argparse.Namespace | None = None
+    ) -> tuple[argparse.Namespace, list[str]]:
+        """As argparse's, noting in the namespace the innermost (sub)command's parser that
+        parsed, so that :meth:`parse_args` reports an unknown argument as that command's
+        (``geminibot policy check: unrecognized arguments: ...``)."""
+        parsed, extras = super().parse_known_args(args, namespace)
+        if getattr(parsed, _COMMAND_PARSER, None) is None:
+            setattr(parsed, _COMMAND_PARSER, self)
+        return parsed, extras
+
+    def parse_args(  # type: ignore[override]
+        self, args: Sequence[str] | None = None, namespace: argparse.Namespace | None = None
+    ) -> argparse.Namespace:
+        parsed, extras = self.parse_known_args(args, namespace)
+        command = getattr(parsed, _COMMAND_PARSER, None)
+        if hasattr(parsed, _COMMAND_PARSER):
+            delattr(parsed, _COMMAND_PARSER)
+        if extras:
+            (command if isinstance(command, Parser) else self).error(
+                f"unrecognized arguments: {' '.join(extras)}"
+            )
+        return parsed
+
+
+#: The namespace attribute where :class:`Parser` notes which command's parser parsed.
+_COMMAND_PARSER = "_command_parser"
+
 
 Number = TypeVar("Number", int, float)
 

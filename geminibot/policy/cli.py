@@ -147,7 +147,8 @@ def register(commands: Any) -> None:
         dest="virtual_agents",
         default="",
         metavar="VA,...",
-        help=f"the Gemini virtual agents the bot acts as: {', '.join(VIRTUAL_AGENTS)}",
+        help="the Gemini virtual agents the bot acts as, comma-separated: "
+        f"{', '.join(VIRTUAL_AGENTS)} (default none: only its own token and '*')",
     )
     check.add_argument(
         "--strict", action="store_true", help="apply own, virtual and * groups together"
@@ -168,7 +169,8 @@ def register(commands: Any) -> None:
         "--protocol",
         choices=("auto", "gemini", "http"),
         default="auto",
-        help="the host's protocol (robots2 'ask' counts as 'no' on Gemini); default from the URLs",
+        help="the protocol of the host the policy files are from (on Gemini, robots2.txt's "
+        "'ask' counts as 'no'); auto: http if a URL is http(s)://, else gemini",
     )
     check.add_argument(
         "--last-duration",

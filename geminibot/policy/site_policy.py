@@ -120,12 +120,15 @@ class FetchDecision:
 
     @property
     def reason(self) -> str:
+        """``FILE: verdict ...`` alike for both verdicts: the first refusing file's reason,
+        else every file's (each starts with its verdict, ``allowed: ...``, ``allowed by
+        ...``)."""
         for r in self.reasons:
             if not r.allowed:
                 return f"{r.file}: {r.text}"
         if not self.reasons:
             return "allowed: no policy file applies"
-        return "allowed by " + "; ".join(f"{r.file}: {r.text}" for r in self.reasons)
+        return "; ".join(f"{r.file}: {r.text}" for r in self.reasons)
 
     def as_dict(self) -> dict[str, object]:
         return {

@@ -46,6 +46,7 @@ from typing import Any, Protocol
 from urllib.parse import quote, unquote_to_bytes
 
 from geminibot import __version__
+from geminibot.cliutil import with_article
 from geminibot.crawl.politeness import MAX_RATE, MAX_WAIT, START_DELAY
 from geminibot.crawl.schemes import host_key, host_url, normalise
 from geminibot.crawl.settings import ROLE_CATEGORIES, CrawlOptions
@@ -393,7 +394,7 @@ def _about(conn: Any) -> Resolution:
         "",
         "## Keeping it out",
         "",
-        f'Every crawler acting as a {role}, this one included (the "{role}" virtual '
+        f'Every crawler acting as {with_article(role)}, this one included (the "{role}" virtual '
         "agent of the robots.txt companion specification):",
         "```",
         f"User-agent: {role}",

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from typing import Literal
 
+from geminibot.cliutil import with_article
 from geminibot.crawl.schemes import host_name, host_protocol
 from geminibot.crawl.traps import CAP_REASON
 from geminibot.gemini.status import Status
@@ -335,7 +336,7 @@ def _fetched(answer: Answer, records: UrlRecords) -> Answer:
     elif not 20 <= page.status < 30 and page.status != 200:
         why = f"it answered {page.status} {page.meta}".rstrip()
     elif records.settings.role not in ("indexer", "archiver"):
-        why = f"the crawl keeps no text as a {records.settings.role}"
+        why = f"the crawl keeps no text as {with_article(records.settings.role)}"
     else:
         why = f"no text to index ({page.mime or 'no type'}), or the capsule asks not to store it"
     return replace(answer, code="not_text", reason=why)
