@@ -7,7 +7,7 @@ import time
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from geminibot.cliutil import LINE_WIDTH, clipped, terminal_safe
+from geminibot.cliutil import LINE_WIDTH, clipped, counted, terminal_safe
 from geminibot.index.freshness import format_freshness, freshness
 
 #: Longest list of per-host refusal counts reported.
@@ -20,6 +20,12 @@ AGE_BUCKETS: tuple[tuple[str, float], ...] = (
     ("7-30 days", 30 * 86_400.0),
     ("over 30 days", float("inf")),
 )
+#: How the crawl words a trap bound's refusing decision (``crawl.traps.trap_decision``):
+#: a refusal so worded is not the site's policy.
+TRAP_REASON_PREFIX = "trap: "
+#: A refusal by the site's policy, as SQL over ``decisions``: not a trap bound's.
+_POLICY_REFUSAL = f"NOT allowed AND reason NOT LIKE '{TRAP_REASON_PREFIX}%'"
+
 #: The states a URL of the frontier can be in (``stats --urls --status``).
 URL_STATES = ("queued", "leased", "done", "refused", "failed", "gone", "trapped")
 
@@ -179,10 +185,17 @@ def stats(conn: Connection, now: float | None = None, lag: int | None = None) ->
             "SELECT reason, count(*) FROM urls WHERE state = 'trapped'"
             " GROUP BY 1 ORDER BY 2 DESC, 1",
         ),
-        "refusals": int(one("SELECT count(*) FROM decisions WHERE NOT allowed").fetchone()[0]),
+        "refusals": int(
+            one(f"SELECT count(DISTINCT url) FROM decisions WHERE {_POLICY_REFUSAL}").fetchone()[0]
+        ),
+        "trap_refusals": int(
+            one(
+                f"SELECT count(DISTINCT url) FROM decisions WHERE NOT allowed AND NOT ({_POLICY_REFUSAL})"
+            ).fetchone()[0]
+        ),
         "refusals_by_host": _counts(
             conn,
-            "SELECT host, count(*) FROM decisions WHERE NOT allowed"
+            f"SELECT host, count(DISTINCT url) FROM decisions WHERE {_POLICY_REFUSAL}"
             f" GROUP BY host ORDER BY 2 DESC, 1 LIMIT {TOP_REFUSING_HOSTS}",
         ),
     }
@@ -197,7 +210,12 @@ def format_stats(data: dict[str, Any]) -> str:
         f"links      {data['links']}",
         f"bytes      {data['bytes']}",
         f"requests   {data['requests']}",
-        f"refusals   {data['refusals']} URLs refused by site policy",
+        f"refusals   {counted(data['refusals'], 'URL')} refused by site policy"
+        + (
+            f", {data['trap_refusals']} more stopped by trap bounds"
+            if data["trap_refusals"]
+            else ""
+        ),
     ]
     for title, key in (
         ("status", "status"),

@@ -39,6 +39,7 @@ from geminibot.policy.site_policy import (
     detect_dialect,
     looks_like_policy,
 )
+from geminibot.policy.textlines import not_text
 
 #: Where the classify registry of known bots is (package, file).
 REGISTRY_RESOURCE = ("geminibot", "data/bots.toml")
@@ -287,12 +288,23 @@ def _file_notes(name: str, data: bytes) -> list[str]:
     return notes
 
 
+def read_policy_file(source: str) -> tuple[str, bytes]:
+    """:func:`read_source` for a policy file: (display name, bytes); a file that is not
+    text (an executable, an image, mostly control bytes) is a usage error, one line."""
+    name, data = read_source(source)
+    what = not_text(data)
+    if what is not None:
+        raise CommandError(f"{name} is not a policy file: not text ({what})")
+    return name, data
+
+
 def load_sources(sources: list[str]) -> dict[Dialect, tuple[str, bytes]]:
-    """Read policy files and sort them by dialect (by name, else by content):
-    dialect -> (display name, bytes). Two files of one dialect are a usage error."""
+    """Read policy files (:func:`read_policy_file`) and sort them by dialect (by name,
+    else by content): dialect -> (display name, bytes). Two files of one dialect are a
+    usage error."""
     loaded: dict[Dialect, tuple[str, bytes]] = {}
     for source in sources:
-        name, data = read_source(source)
+        name, data = read_policy_file(source)
         dialect = detect_dialect(name, data)
         if dialect in loaded:
             raise CommandError(
@@ -398,7 +410,7 @@ def run_lint(args: argparse.Namespace) -> int:
     found_errors = False
     counts = {"error": 0, "warning": 0, "info": 0}
     for source in args.files:
-        name, data = read_source(source)
+        name, data = read_policy_file(source)
         dialect = DIALECT_FILES[detect_dialect(name, data)]
         diagnostics = lint_file(name, data)
         for diag in diagnostics:

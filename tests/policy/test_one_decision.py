@@ -9,6 +9,7 @@ answer follows (docs/policy.md, section 2)."""
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -51,16 +52,29 @@ CASES: dict[str, tuple[bool, str]] = {
 }
 
 
+@dataclass
+class Crawled:
+    robots: Path
+    db: str
+    #: Each URL's state after the crawl (``stats --urls``).
+    states: dict[str, str]
+    #: The crawl's own summary (``--json``).
+    summary: dict[str, object]
+
+
 @pytest.fixture(scope="module")
-def crawled(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, str]]:
-    """The capsule's robots.txt, and each crawled URL's state after a crawl of it."""
+def crawled(tmp_path_factory: pytest.TempPathFactory) -> Crawled:
+    """The capsule crawled with --max-depth 1: its policy refuses what CASES says, and
+    the depth bound (a trap bound) stops the link of /deeper.gmi."""
     tmp = tmp_path_factory.mktemp("one-decision")
     capsule = tmp / "capsules" / HOST
     capsule.mkdir(parents=True)
     (capsule / "robots.txt").write_text(ROBOTS, encoding="utf-8")
     links = "".join(f"=> {link}\n" for link in CASES)
-    (capsule / "index.gmi").write_text(f"# Spellings\n{links}", encoding="utf-8")
+    (capsule / "index.gmi").write_text(f"# Spellings\n{links}=> /deeper.gmi\n", encoding="utf-8")
+    (capsule / "deeper.gmi").write_text("=> /deepest.gmi\n=> /private-deep/x\n", encoding="utf-8")
     db = str(tmp / "crawl.db")
+    summary: dict[str, object] = {}
 
     async def main() -> None:
         async with running_server(tmp / "capsules", tmp / "certs", clock=trio.current_time) as s:
@@ -69,6 +83,7 @@ def crawled(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, s
             with trio.fail_after(TIMEOUT):
                 proc = await crawl_in_trio(argv)
             assert proc.returncode == 0, proc.stderr
+            summary.update(json.loads(proc.stdout.splitlines()[-1]))
 
     trio.run(main, clock=trio.testing.MockClock(autojump_threshold=0.005))
     listed = run_main(["stats", "--db", db, "--urls", "--host", HOST, "--json"])
@@ -77,14 +92,12 @@ def crawled(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, s
     for line in listed.stdout.splitlines():
         record = json.loads(line)
         states[record["url"]] = record["state"]
-    return capsule / "robots.txt", states
+    return Crawled(capsule / "robots.txt", db, states, summary)
 
 
 @pytest.mark.parametrize("link", list(CASES))
-def test_policy_check_and_the_crawl_decide_alike(
-    crawled: tuple[Path, dict[str, str]], link: str
-) -> None:
-    robots, states = crawled
+def test_policy_check_and_the_crawl_decide_alike(crawled: Crawled, link: str) -> None:
+    robots, states = crawled.robots, crawled.states
     refused, rule = CASES[link]
     url = f"gemini://{HOST}{link}"
     checked = run_main(["policy", "check", str(robots), "--agent", "geminibot", url, "--json"])
@@ -95,3 +108,19 @@ def test_policy_check_and_the_crawl_decide_alike(
     assert (crawl_state == "refused") is refused, (link, rule, crawl_state)
     # The path both decided on is the crawl's URL.
     assert verdict["path"] == parse_url(url).path_query
+
+
+def test_stats_counts_policy_refusals_apart_from_trap_bounds(crawled: Crawled) -> None:
+    """``stats`` says how many URLs the site's policy refused as the crawl's summary does,
+    and the URLs a trap bound stopped (here the depth bound) apart."""
+    trapped = [url for url, state in crawled.states.items() if state == "trapped"]
+    assert trapped  # the links of /deeper.gmi, one level too deep
+    refused = len(
+        {str(parse_url(f"gemini://{HOST}{link}")) for link, (no, _) in CASES.items() if no}
+    )
+    assert crawled.summary["refused"] == refused
+    data = json.loads(run_main(["stats", "--db", crawled.db, "--json"]).stdout)
+    assert (data["refusals"], data["trap_refusals"]) == (refused, len(trapped))
+    text = run_main(["stats", "--db", crawled.db]).stdout
+    line = f"refusals   {refused} URLs refused by site policy, {len(trapped)} more stopped by"
+    assert line in text
