@@ -342,16 +342,20 @@ def _is_ipv4(name: str) -> bool:
     return name.count(".") == 3 and name.replace(".", "").isdigit() and name.isascii()
 
 
-#: What :func:`normalise_path_query` would change: a character to escape, an escape, or
-#: a dot segment. A string without any is already normalised.
-_NEEDS_NORMALISING = re.compile(r"[^A-Za-z0-9\-._~!$&'()*+,;=:@/?]|/\.\.?(?:[/?]|\Z)")
+#: The characters normalisation leaves as they are in a path or query (a regex class):
+#: no ``%`` (an escape may need decoding), nothing to escape.
+PLAIN_CHARACTERS = r"[A-Za-z0-9\-._~!$&'()*+,;=:@/?]"
+_PLAIN = re.compile(PLAIN_CHARACTERS + "*").fullmatch
+_DOT_SEGMENT = re.compile(r"/\.\.?(?:[/?]|\Z)")
 
 
 def is_normalised(text: str) -> bool:
     """Whether :func:`normalise_path_query` leaves ``text`` (or the path and query of a
     URL that contains only such characters) as it is: no escape, no character to
     escape, no dot segment. Cheap; a False may still normalise to itself."""
-    return _NEEDS_NORMALISING.search(text) is None
+    if _PLAIN(text) is None:
+        return False
+    return "/." not in text or _DOT_SEGMENT.search(text) is None
 
 
 def normalise_path_query(text: str) -> str:
@@ -374,8 +378,9 @@ def normalise_escapes(text: str, keep: str = "") -> str:
     character that may not appear in a path or query (space, ``"``, ``[``, controls,
     non-ASCII...) is percent-encoded as UTF-8, as is a ``%`` that starts no escape.
     ``keep`` names further ASCII characters left as they are (a glob's ``[`` ``]``)."""
-    safe = _QUERY_SAFE | frozenset(keep) if keep else _QUERY_SAFE
-    return _normalise_escapes(text, safe)
+    if not keep:
+        return text if _PLAIN(text) is not None else _normalise_escapes(text, _QUERY_SAFE)
+    return _normalise_escapes(text, _QUERY_SAFE | frozenset(keep))
 
 
 def _normalise_escapes(text: str, safe: frozenset[str]) -> str:
