@@ -174,9 +174,9 @@ def told(record: AccessRecord, since_44: float | None = None) -> float:
     return told_wait(record, bundled_policies().get(record.host or ""), identities(), since_44)
 
 
-def at(moment: dt.datetime, host: str, path: str = "/", status: int = 20, meta: str = "") -> (
-    AccessRecord
-):
+def at(
+    moment: dt.datetime, host: str, path: str = "/", status: int = 20, meta: str = ""
+) -> AccessRecord:
     iso = moment.isoformat(timespec="milliseconds")
     return AccessRecord("127.0.0.1", host, path, status, meta=meta or None, time=iso)
 
