@@ -208,7 +208,10 @@ class Scorecards:
                 out.append((client, list(entry.records), entry.dropped))
                 continue
             del self.clients[client]
-            self.say(f"capsule-server: {client}: {_requests(entry.dropped)} not kept, no room")
+            self.say(
+                f"capsule-server: {client}: {_requests(entry.dropped)} not judged "
+                f"(the range held {self.max_records} records)"
+            )
         return out
 
     def write(self, client: str, records: list[AccessRecord], dropped: int = 0) -> Path | None:

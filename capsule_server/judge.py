@@ -289,7 +289,8 @@ def short_time(time: str) -> str:
     return time[:19].replace("T", " ")
 
 
-def _wait_seconds(meta: str | None) -> float:
+def wait_seconds(meta: str | None) -> float:
+    """The seconds a ``44``'s meta asks to wait (one without a number)."""
     try:
         return float(meta or "")
     except ValueError:
@@ -414,7 +415,7 @@ class _Judge:
                 seen.breach("refused with 44", rule="the server's rate")
             )
         if record.status == 44 and now is not None:
-            seconds = _wait_seconds(record.meta)
+            seconds = wait_seconds(record.meta)
             state.wait_until = now + seconds
             if not during:  # a 44 answered to a request made during a wait extends that wait
                 when = short_time(record.time)[11:]

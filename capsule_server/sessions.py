@@ -2,7 +2,7 @@
 
 Every answer tells a client how long to stay away from the host that gave it:
 
-- a ``44``: the seconds of its meta (one without a number: one second), and for a
+- a ``44``: the seconds of its meta (one without a number), as the judge reads it, and for a
   ``44`` after a ``44`` from the same host at least twice the time between the two (the
   exponential back-off the Gemini specification asks for, which doubles each wait);
 - any other answer: the host's pace, the longest of its identities
@@ -25,8 +25,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from capsule_server.files import Capsule
-from capsule_server.judge import HostPolicy, Identity, record_time
-from geminibot.crawl.politeness import SLOW_DOWN_BASE, asked_wait
+from capsule_server.judge import HostPolicy, Identity, record_time, wait_seconds
 from geminibot.gemini.accesslog import AccessRecord
 from geminibot.policy.outcomes import MAX_SLOW_DOWN_SECONDS
 
@@ -36,7 +35,7 @@ from geminibot.policy.outcomes import MAX_SLOW_DOWN_SECONDS
 MAX_HELD_WAIT = MAX_SLOW_DOWN_SECONDS
 
 
-def pace(policy: HostPolicy, url: str, idents: Sequence[Identity], at: dt.datetime) -> float:
+def _pace(policy: HostPolicy, url: str, idents: Sequence[Identity], at: dt.datetime) -> float:
     """The host's longest pace (seconds between requests) over ``idents``, 0 if none."""
     found = (policy.site.delay(i.bot, at, url=url) for i in idents)
     return max((d.seconds for d in found if d.file), default=0.0)
@@ -52,14 +51,14 @@ def told_wait(
     nothing did, or when the wait is longer than :data:`MAX_HELD_WAIT`). ``since_44``:
     for a ``44``, the seconds since the previous answer from the host, if a ``44`` too."""
     if record.status == 44:
-        seconds = max(asked_wait(record.meta or ""), SLOW_DOWN_BASE, 2 * (since_44 or 0.0))
-        return seconds if seconds <= MAX_HELD_WAIT else 0.0
+        seconds = max(wait_seconds(record.meta), 2 * (since_44 or 0.0))
+        return seconds if seconds <= MAX_HELD_WAIT else 0.0  # NaN too
     moment = record_time(record)
     if policy is None or moment is None or record.host is None:
         return 0.0
     at = dt.datetime.fromtimestamp(moment, dt.UTC)
     url = f"gemini://{record.host}{record.path or '/'}"
-    waits = [pace(policy, url, idents, at)]
+    waits = [_pace(policy, url, idents, at)]
     for ident in idents:
         opens = policy.site.next_allowed(url, ident.bot, at)
         if opens is not None:
@@ -111,14 +110,14 @@ def longest_wait(
     idents: Sequence[Identity],
     at: dt.datetime,
 ) -> tuple[float, str]:
-    """The longest wait a capsule asks for, at ``at``, and what asks for it (``host: 44
-    60 on /path``, ``host: Crawl-delay`` ...): a ``44`` it answers with an integer meta,
-    or its pace. (0, "") when none asks for one."""
+    """The longest wait that holds a session (:data:`MAX_HELD_WAIT` at most) a capsule
+    asks for at ``at``, and what asks for it (``host answers 44 60 on /path``, ``host asks
+    for Crawl-delay: 2``): a ``44`` it answers, or its pace. (0, "") when none does."""
     longest, what = 0.0, ""
     for host, capsule in sorted(capsules.items()):
         for path, special in sorted(capsule.config.special.items()):
-            seconds = asked_wait(special.meta) if special.status == 44 else 0.0
-            if seconds > longest:
+            seconds = wait_seconds(special.meta) if special.status == 44 else 0.0
+            if longest < seconds <= MAX_HELD_WAIT:
                 longest, what = seconds, f"{host} answers 44 {special.meta.strip()} on {path}"
         policy = policies.get(host)
         if policy is None:
@@ -126,6 +125,6 @@ def longest_wait(
         url = f"gemini://{host}/"
         for ident in idents:
             delay = policy.site.delay(ident.bot, at, url=url)
-            if delay.file and delay.seconds > longest:
+            if delay.file and longest < delay.seconds <= MAX_HELD_WAIT:
                 longest, what = delay.seconds, f"{host} asks for {delay.rule}"
     return longest, what

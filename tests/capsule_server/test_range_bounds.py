@@ -102,6 +102,21 @@ async def test_records_in_all_edge_evict_the_client_seen_least_recently(tmp_path
     )
 
 
+async def test_a_client_none_of_whose_requests_was_kept_is_said_and_forgotten(
+    tmp_path: Path,
+) -> None:
+    said: list[str] = []
+    range_ = cards(tmp_path, said, max_records=1)
+    range_.add(record("192.0.2.1"))
+    range_.add(record("192.0.2.2"))  # no room: 192.0.2.1 is scored, this one counted
+    assert range_.clients["192.0.2.2"].records == [] and range_.held == 1
+    await score_gone(range_, 0.0)
+    assert said[-1] == "capsule-server: 192.0.2.2: 1 request not judged (the range held 1 records)"
+    assert list(range_.clients) == [] and range_.held == 0
+    range_.add(record("192.0.2.2"))  # room again: a new client
+    assert len(range_.clients["192.0.2.2"].records) == 1
+
+
 async def test_an_ipv6_client_is_its_64(tmp_path: Path) -> None:
     range_ = cards(tmp_path)
     for k in range(1, 200):

@@ -220,8 +220,8 @@ def test_a_session_is_over_once_every_wait_and_the_idle_margin_passed() -> None:
     assert not session.over(384.9, 5.0) and session.over(385.0, 5.0)  # 180 + 2 x 100 + 5
 
 
-def test_an_idle_shorter_than_the_longest_wait_is_warned_about() -> None:
-    capsules = load_capsules(Path(report_command.capsules_dir(None)))
+def test_an_idle_shorter_than_the_longest_wait_is_warned_about(capsules_dir: Path) -> None:
+    capsules = load_capsules(capsules_dir)
     cards = Scorecards(dict(bundled_policies()), Path("."), "geminibot", None)
     lines = idle_warning(10.0, capsules, cards)
     text = " ".join(line.strip() for line in lines)
