@@ -426,7 +426,9 @@ def _print_documented(report: SiteReport, bot: KnownBot, out: TextIO) -> None:
     gives = ", ".join(f"{g.file} group {g.token}" for g in report.documented)
     free = "" if report.file_states else ": nothing restricted"
     said = f"here that is {gives}" if gives else f"here no group names them{free}"
-    missing = ", ".join(bot.missing_virtual_agents)
+    missing = ", ".join(
+        va for va in report.virtual_agents if va not in bot.documented_virtual_agents
+    )
     why = (
         f"; not documented to obey {missing}, so the groups above are what it should obey, "
         "not what it is known to do"

@@ -32,7 +32,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 
-from geminibot.policy.candidates import MAX_CANDIDATE_PATHS, candidate_paths
+from geminibot.policy.candidates import candidate_paths
 from geminibot.policy.robots import RobotsFile
 from geminibot.policy.robots2 import MAX_ROBOTS2_BYTES
 from geminibot.policy.robots_model import VIRTUAL_AGENTS
@@ -461,7 +461,7 @@ def compare(
     notes = [*size_notes("the web's", web), *size_notes("Gemini's", gemini)]
     if capped:
         notes.append(
-            f"only the {MAX_CANDIDATE_PATHS:,} shortest candidate paths were decided (the "
+            f"only the {len(paths):,} shortest candidate paths were decided (the "
             "files have very many rules): differences at longer paths are not shown"
         )
     compared = tuple(compare_class(web, gemini, c, paths, at) for c in classes)
