@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from geminibot.policy.candidates import candidate_paths
+from geminibot.policy.compare import size_notes
 from geminibot.policy.paths import path_of
 from geminibot.policy.robots import RobotsFile
 from geminibot.policy.robots2 import DIRECTIVE_VALUES, USAGE_DIRECTIVES
@@ -167,7 +168,8 @@ class SiteReport:
     #: The groups a bot with no own token and no virtual agent gets (``*``'s).
     star_groups: tuple[AppliedRules, ...] = ()
     #: Files that apply as a whole, in their own words: an unreachable robots.txt
-    #: (everything disallowed), an unavailable one (everything allowed), a faulty agents.txt.
+    #: (everything disallowed), an unavailable one (everything allowed), a faulty agents.txt;
+    #: and files cut at their size limit.
     file_states: tuple[str, ...] = ()
     #: For a known bot: the groups it is documented to obey would give it here (its token
     #: and the virtual agents among the registry's ``obeys``, precedence mode); None when
@@ -255,8 +257,9 @@ def applied_groups(
 
 
 def file_states(site: SitePolicy) -> tuple[str, ...]:
-    """The files that apply as a whole, each in its own words."""
-    states = []
+    """The files that apply as a whole, each in its own words, and those cut at their size
+    limit (their later rules not read)."""
+    states = size_notes("", site)
     if site.robots is not None and site.robots.blanket is not None:
         states.append(f"{site.robots.blanket_reason}, for every bot")
     if site.robots2_blocked is not None:

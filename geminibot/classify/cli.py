@@ -485,11 +485,7 @@ def _print_report(report: SiteReport, bot: KnownBot | None, out: TextIO) -> None
     for va, mode in report.per_agent:
         names = ", ".join(f"{g.file} group {g.token}" for g in mode.groups) or "no group"
         say(out, f"adapting per activity, the fetches made as {va} alone: {names}", "  ", "    ")
-    beyond = report.mode(report.recommended_mode).beyond
-    for r in beyond:
-        group = f", {'group' if r.file == 'robots.txt' else 'for'} {r.group}" if r.group else ""
-        what = f"{r.rule} ({r.file} line {r.line}{group})" if r.rule else f"{r.file}: {r.text}"
-        say(out, f"also refused by {what}", "  ", "    ")
+    _print_beyond(report, out)
     if groups or not report.file_states:
         _print_star(report, out)
     if bot is not None:
@@ -504,6 +500,19 @@ def _print_report(report: SiteReport, bot: KnownBot | None, out: TextIO) -> None
             "  ",
             "   ",
         )
+    _print_usage(report, out)
+
+
+def _print_beyond(report: SiteReport, out: TextIO) -> None:
+    """The rules of other files that refuse what robots.txt allows (robots2.txt ``crawl:``,
+    agents.txt, Visit-time windows)."""
+    for r in report.mode(report.recommended_mode).beyond:
+        group = f", {'group' if r.file == 'robots.txt' else 'for'} {r.group}" if r.group else ""
+        what = f"{r.rule} ({r.file} line {r.line}{group})" if r.rule else f"{r.file}: {r.text}"
+        say(out, f"also refused by {what}", "  ", "    ")
+
+
+def _print_usage(report: SiteReport, out: TextIO) -> None:
     stated = [u for u in report.usage if u.answer.value is not None]
     if not stated:
         note = report.usage[0].answer.note if report.usage else ""

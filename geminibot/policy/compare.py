@@ -438,16 +438,17 @@ def size_notes(side: str, policy: SitePolicy) -> list[str]:
     """What a person must know before reading a side's verdicts: a policy file cut at its
     size limit (its later rules are not read)."""
     notes = []
+    side = f"{side} " if side else ""
     if policy.robots is not None and policy.robots.truncated:
         notes.append(
-            f"{side} robots.txt is {policy.robots.size:,} bytes: only its first "
+            f"{side}robots.txt is {policy.robots.size:,} bytes: only its first "
             f"{MAX_ROBOTS_BYTES:,} bytes (500 KiB, whole lines) are read"
         )
     if policy.robots2 is not None:
         for link in policy.robots2.links:
             if any(d.code == "size-limit" for d in link.file.diagnostics):
                 notes.append(
-                    f"{side} {link.url} is cut at {MAX_ROBOTS2_BYTES:,} bytes "
+                    f"{side}{link.url} is cut at {MAX_ROBOTS2_BYTES:,} bytes "
                     "(500 KiB, whole lines): its later lines are not read"
                 )
     return notes
