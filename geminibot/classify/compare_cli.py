@@ -1,4 +1,5 @@
-"""``geminibot compare``: where a host's web and Gemini policies disagree, per bot class.
+"""``geminibot compare``: where a host's web and Gemini policies disagree, each difference
+once with the bot classes it affects.
 
 ``geminibot compare HOST`` fetches robots.txt, robots2.txt and agents.txt from both
 ``https://HOST/`` and ``gemini://HOST/``; ``geminibot compare --web FILE... --gemini
@@ -49,11 +50,12 @@ from geminibot.urls import Scheme
 
 EPILOG = """\
 bot classes: each Gemini virtual agent (a bot known only by it), '*' (a bot no
-group names), and each --agent TOKEN[:VA,...] given. For each class the report
-lists the paths one side allows and the other forbids (one example path per
-pair of deciding rules, the candidates made from the rules of both sides), the
-waiting time between requests when it differs, and the robots2.txt usage
-answers that differ.
+group names), and each --agent TOKEN[:VA,...] given. The report lists each
+difference once: paths one side allows and the other forbids (one example path
+per pair of deciding rules, the candidates made from the rules of both sides),
+the waiting time between requests, the robots2.txt usage answers; each with
+the rule behind it on each side and the bot classes it affects. A note says
+when a file was cut at 500 KiB or the candidate paths were capped.
 
 examples:
   geminibot compare example.org
@@ -69,7 +71,7 @@ answer, 2 usage or input error.
 def register(commands: Any) -> None:
     parser: argparse.ArgumentParser = commands.add_parser(
         "compare",
-        help="where a host's web and Gemini policies disagree, per bot class",
+        help="where a host's web and Gemini policies disagree, and for which bots",
         description=(
             "Compare the web policy (https://HOST/) and the Gemini policy (gemini://HOST/)\n"
             "of a host, or two sets of policy files, for every class of bot."
@@ -306,7 +308,8 @@ def _print_wait(diff: WaitDifference, every: list[str], out: TextIO) -> None:
 
 def _print_usage(diff: UsageDifferences, every: list[str], out: TextIO) -> None:
     n = len(diff.usage)
-    say(out, f"AI usage (robots2.txt): {n} directive{'s' if n != 1 else ''} differ", "", "  ")
+    what = f"{n} directives differ" if n != 1 else "1 directive differs"
+    say(out, f"AI usage (robots2.txt): {what}", "", "  ")
     for label, pick in (("web:   ", 0), ("gemini:", 1)):
         answers = [(u.web, u.gemini)[pick] for u in diff.usage]
         say(out, f"{label} {_usage_text(answers)}", "  ", " " * 10)
