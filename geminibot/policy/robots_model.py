@@ -19,30 +19,34 @@ ROBOTS_FILE = "robots.txt"
 
 
 def rule_dict(
-    file: str, line: int, directive: str, pattern: str, group: str | None
+    file: str, line: int, directive: str, pattern: str | None, group: str | None
 ) -> dict[str, object]:
     """A policy rule as every command's ``--json`` shows it: one object with these five
     keys, whatever the file. ``file`` is the policy file's well-known name (robots.txt,
-    robots2.txt, agents.txt), ``directive`` the field as written in canonical case
-    (``Disallow``, ``Visit-time``, ``crawl``...), ``pattern`` its value (a path pattern
-    percent-encoding normalised), ``group`` the token of the group it sits in (``*`` for
-    the global group; None for a file without groups)."""
+    robots2.txt, agents.txt), ``directive`` the field in canonical case (``Disallow``,
+    ``Visit-time``, ``crawl``...), ``pattern`` a path rule's pattern, percent-encoding
+    normalised (None for a rule that is not a path rule: ``crawl: no``, ``Visit-time``,
+    ``rate``), ``group`` the token of the group it sits in (``*`` for the global group, a
+    robots2.txt category for an ``[agent: ...]`` block; None for a file without groups)."""
     return {"file": file, "line": line, "directive": directive, "pattern": pattern, "group": group}
 
 
 def rule_from_text(
     file: str, line: int, text: str, group: str | None = None
 ) -> dict[str, object] | None:
-    """A rule as it reads (``Disallow: /x``, ``rate: 6``, agents.txt's ``/x DISALLOW
+    """A rule as it reads (``Disallow: /x``, ``crawl: no``, agents.txt's ``/x DISALLOW
     limit=5``) in its one JSON shape (:func:`rule_dict`); None for "" (no rule)."""
     if not text:
         return None
-    if file == "agents.txt":
-        pattern, _, rest = text.partition(" ")
-        directive = rest.split(" ", 1)[0]
-    else:
-        directive, _, pattern = text.partition(": ")
-    return rule_dict(file, line, directive, pattern, group)
+    if file == "agents.txt":  # "PATH ALLOW|DISALLOW [params]"
+        path, _, rest = text.partition(" ")
+        return rule_dict(
+            file, line, "Allow" if rest.startswith("ALLOW") else "Disallow", path, group
+        )
+    directive, _, value = text.partition(": ")
+    if directive in ("Allow", "Disallow"):
+        return rule_dict(file, line, directive, value, group)
+    return rule_dict(file, line, directive, None, group)
 
 
 @dataclass(frozen=True, slots=True)

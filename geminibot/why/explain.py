@@ -18,12 +18,12 @@ from datetime import UTC, datetime
 from typing import Literal
 
 from geminibot.cliutil import with_article
-from geminibot.crawl.schemes import host_name, host_protocol
-from geminibot.crawl.traps import CAP_REASON
 from geminibot.gemini.status import Status
 from geminibot.policy import VIRTUAL_AGENTS
 from geminibot.policy.robots_model import rule_from_text
 from geminibot.policy.site_policy import ROBOTS, Bot, SitePolicy
+from geminibot.store.traps import CAP_REASON
+from geminibot.urls import host_name, host_protocol
 from geminibot.why.records import FetchRow, PolicyFileRow, UrlRecords
 
 Code = Literal[

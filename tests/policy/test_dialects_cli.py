@@ -74,7 +74,7 @@ def test_check_three_files_json(host: dict[str, Path], capsys: pytest.CaptureFix
             "file": "robots2.txt",
             "line": 3,
             "directive": "rate",
-            "pattern": "6",
+            "pattern": None,
             "group": None,
         },
         "basis": "rate: 6",
