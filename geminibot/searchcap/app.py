@@ -46,7 +46,7 @@ from typing import Any, Protocol
 from urllib.parse import quote, unquote_to_bytes
 
 from geminibot import __version__
-from geminibot.cliutil import with_article
+from geminibot.cliutil import counted, with_article
 from geminibot.crawl.politeness import MAX_RATE, MAX_WAIT, START_DELAY
 from geminibot.crawl.settings import ROLE_CATEGORIES, CrawlOptions
 from geminibot.gemini.server import Resolution
@@ -334,7 +334,9 @@ class SearchCapsule:
             lines += ["The crawl has not met any capsule yet.", ""]
         for host, last, skipped, pages in rows[:HOSTS_PER_PAGE]:
             note = f"; skipped for now: {one_line(skipped, 100)}" if skipped else ""
-            lines.append(f"=> {host_url(host)} {host}: last seen {when(last)}, {pages} pages{note}")
+            lines.append(
+                f"=> {host_url(host)} {host}: last seen {when(last)}, {counted(pages, 'page')}{note}"
+            )
         lines.append("")
         if len(rows) > HOSTS_PER_PAGE:
             lines.append(f"=> /hosts/{number + 1} Next page")

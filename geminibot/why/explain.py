@@ -17,7 +17,7 @@ from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from typing import Literal
 
-from geminibot.cliutil import with_article
+from geminibot.cliutil import counted, with_article
 from geminibot.gemini.status import Status
 from geminibot.policy import VIRTUAL_AGENTS
 from geminibot.policy.robots_model import rule_from_text
@@ -286,7 +286,8 @@ def _queued(answer: Answer, records: UrlRecords, now: float) -> Answer:
             next_visit=records.host_row.not_before if records.host_row else None,
         )
     host = records.host_row
-    waiting = f"{records.queued_before} URLs of the capsule are ahead of it"
+    ahead = records.queued_before
+    waiting = f"{counted(ahead, 'URL')} of the capsule {'is' if ahead == 1 else 'are'} ahead of it"
     when = None
     if host is not None:
         # roughly: the host's next turn, then one delay per URL ahead of it

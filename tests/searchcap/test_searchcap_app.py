@@ -215,7 +215,7 @@ def test_backlinks_are_bounded(conn: sqlite3.Connection) -> None:
 def test_hosts_say_when_each_was_last_seen(conn: sqlite3.Connection) -> None:
     body = text(ask(conn, "/hosts"))
     assert "=> gemini://garden.test/ garden.test: last seen 2023-11-14 22:13 UTC, 25 pages" in body
-    assert "=> gemini://hub.test/ hub.test: last seen never fetched, 1 pages" in body
+    assert "=> gemini://hub.test/ hub.test: last seen never fetched, 1 page" in body
 
 
 def test_hosts_page(conn: sqlite3.Connection) -> None:
