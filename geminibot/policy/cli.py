@@ -86,10 +86,15 @@ error.
 """
 
 LINT_EPILOG = """\
-Each finding is printed as FILE:LINE: level: message [code]. Levels: error (a
-line the parser ignores or cannot read as intended), warning (read, but
-probably not as meant), info (worth knowing). Exit status: 0 no errors, 1
-errors found, 2 a file could not be read.
+Each finding is printed as FILE:LINE: level: message [code], and under a
+warning or an error a hint on what to do. Levels: error (a line the parser
+ignores or cannot read as intended), warning (read, but probably not as meant:
+a User-agent cut inside its name such as AI2Bot read as AI, a template left in
+such as $DOMAIN, a User-agent close to a known crawler's token such as Google,
+'$' inside a pattern, a robots2 spec-version not implemented), info (worth
+knowing, changes nothing: Name/1.0 read as Name). A file that is not text is
+not a policy file. Exit status: 0 no errors, 1 errors found, 2 a file could not
+be read or is not text.
 """
 
 
