@@ -81,3 +81,17 @@ def test_normalisation_follows_rfc9309(url: str, path: str, rule: str) -> None:
     assert path_of(path) == path  # idempotent
     if ".." not in url:
         assert normalise_pattern(url.encode("utf-8")) == path, rule
+
+
+def test_version_2_patterns_are_normalised_as_paths() -> None:
+    """A 2.0 regex's and glob's escapes read as in paths: ``%7E`` is ``~`` and ``%2E`` a
+    literal ``.`` (not the regex's any-character); a glob keeps ``[...]`` as syntax."""
+    from geminibot.policy.ext20 import parse_ext20
+
+    robots = parse_ext20(
+        "User-agent: *\nRobot-version: 2.0\nDisallow: ~ ^/%7Ejoe/a%2Eb\nDisallow: /[xy]%7E*\n"
+    )
+    assert not robots.decide("/~joe/a.b", "bot").allowed
+    assert not robots.decide("/%7Ejoe/a.b", "bot").allowed
+    assert robots.decide("/~joe/aXb", "bot").allowed  # %2E is a literal dot
+    assert not robots.decide("/x~1", "bot").allowed and robots.decide("/z~1", "bot").allowed
