@@ -23,11 +23,15 @@ from itertools import pairwise
 import tantivy
 
 from geminibot.index.languages import STEMMERS, page_language
-from geminibot.index.text import url_words
+from geminibot.index.text import indexed_text, url_words
 from geminibot.index.weights import host_key
 
 #: bm25 boosts per field (FTS5's column weights, plus anchor text).
 FIELD_BOOSTS = {"title": 10.0, "headings": 5.0, "anchors": 1.0, "body": 1.0, "url": 2.0}
+#: The boosts a page of a host with no trust path is re-scored with (search spam): its
+#: title, headings and URL count as its body, and link text to it counts for nothing, so
+#: that none of them puts it first by itself (:mod:`geminibot.index.tantivy_index`).
+UNTRUSTED_BOOSTS = {"title": 1.0, "headings": 1.0, "anchors": 0.0, "body": 1.0, "url": 1.0}
 #: The fields holding the page's own words (not others' link text, nor its URL).
 OWN_FIELDS = ("title", "headings", "body")
 
@@ -189,6 +193,8 @@ def page_document(builder: DocumentBuilder, row: PageRow) -> tantivy.Document:
     """The index's document of one page, from a row of :func:`page_rows`: the one place
     that says what a document holds, for a rebuild and for an updater alike."""
     page_id, title, headings, anchors, body, url, host, mime_lang = row
+    # A store written before the bound holds longer texts: the index takes what it allows.
+    headings, body = indexed_text(headings or ""), indexed_text(body or "")
     doc = tantivy.Document()
     doc.add_unsigned("id", int(page_id))
     own: list[str] = []  # the page's own words: title, headings, body

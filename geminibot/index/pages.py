@@ -3,7 +3,9 @@
 A :class:`Page` is what the crawler learned from one response, already extracted (title,
 headings, text, links). :func:`store_page` writes it: metadata always, outgoing links
 always, and the searchable text only when the page is text and the role allows it
-(``researcher`` keeps statistics and links, never page text).
+(``researcher`` keeps statistics and links, never page text), at most
+:data:`~geminibot.index.text.MAX_INDEXED_CHARS` characters of its body and of its
+headings.
 
 :func:`store_page` runs inside the caller's transaction, so a page, its links and the
 frontier rows for those links commit together or not at all. Writing the same page twice
@@ -14,6 +16,8 @@ from __future__ import annotations
 
 import sqlite3
 from dataclasses import dataclass, field
+
+from geminibot.index.text import indexed_text
 
 #: Roles whose index keeps page text (title, headings, body) for search.
 TEXT_ROLES = frozenset({"indexer", "archiver"})
@@ -106,7 +110,13 @@ def store_page(conn: sqlite3.Connection, page: Page, role: str) -> int:
     if keep_text:
         conn.execute(
             "INSERT INTO pages_fts (rowid, title, headings, body, url) VALUES (?, ?, ?, ?, ?)",
-            (page_id, page.title, "\n".join(page.headings), page.text, page.url),
+            (
+                page_id,
+                page.title,
+                indexed_text("\n".join(page.headings)),
+                indexed_text(page.text or ""),
+                page.url,
+            ),
         )
         conn.execute(LOG_CHANGE, (page_id,))
     return page_id
