@@ -79,7 +79,17 @@ _HEADER = re.compile(rb"^(\d\d) ?([^\r\n]*)\r\n")
 
 def build(db: Path, pages: int) -> None:
     """The crawl (see the module docstring), written by the code on ``sys.path``."""
-    from geminibot.index import Link, Page, connect, store_page, transaction
+    try:
+        from geminibot.store.db import connect, transaction
+        from geminibot.store.pages import Link, Page, store_page
+    except ImportError:  # a tree from before geminibot/store/
+        from geminibot.index import (  # type: ignore[attr-defined,no-redef]
+            Link,
+            Page,
+            connect,
+            store_page,
+            transaction,
+        )
     from geminibot.index.authority import compute_authority
     from geminibot.index.tantivy_index import rebuild
 

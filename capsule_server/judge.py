@@ -64,7 +64,7 @@ NO_VIRTUAL_AGENT = "*"
 #: The product token of the ``*`` identity: one no policy file names.
 NOBODY = "*"
 #: A link maze deeper than this many path segments is a breach (the crawler's default
-#: depth bound, ``geminibot.crawl.traps.DEFAULT_MAX_DEPTH``).
+#: depth bound, ``geminibot.store.traps.DEFAULT_MAX_DEPTH``).
 MAZE_MAX_DEPTH = 16
 #: More pages than this of one link maze is a breach.
 MAZE_MAX_PAGES = 1000

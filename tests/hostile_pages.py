@@ -9,7 +9,7 @@ honest pages they compete with.
   :data:`FARM_HOSTS` hosts that nothing trusted links to;
 - ``partyN.test/``: :data:`BIG_PAGES` pages of :data:`BIG_PAGE_CHARS` characters titled
   "garden party", whose body never says "party";
-- ``edge.test/``: a body exactly :data:`~geminibot.index.text.MAX_INDEXED_CHARS` long
+- ``edge.test/``: a body exactly :data:`~geminibot.store.pages.MAX_INDEXED_CHARS` long
   ending in :data:`LAST_WORD`, then :data:`PAST_WORD` beyond the limit;
 - ``far.test/``: :data:`FAR_WORD` after the first
   :data:`~geminibot.index.search.SNIPPET_SCAN_CHARS` characters, inside the indexed text.
@@ -21,9 +21,8 @@ from typing import Any
 
 from pages import gemtext_page
 
-from geminibot.index import Link, Page
 from geminibot.index.search import SNIPPET_SCAN_CHARS
-from geminibot.index.text import MAX_INDEXED_CHARS
+from geminibot.store.pages import MAX_INDEXED_CHARS, Link, Page
 
 #: Pages of megabytes, as in the attack the limits answer.
 BIG_PAGES = 12
@@ -80,9 +79,10 @@ def hostile_pages() -> list[Page]:
 def fill_sqlite(conn: Any) -> None:
     """The pages into an SQLite store, authority computed from :data:`SEED` (TrustRank),
     and its tantivy index built."""
-    from geminibot.index import store_page, transaction
     from geminibot.index.authority import compute_authority
     from geminibot.index.tantivy_index import rebuild
+    from geminibot.store.db import transaction
+    from geminibot.store.pages import store_page
 
     with transaction(conn):
         for page in hostile_pages():
@@ -94,11 +94,11 @@ def fill_sqlite(conn: Any) -> None:
 def fill_postgres(url: str) -> None:
     """The pages into the PostgreSQL database at ``url``, authority computed from
     :data:`SEED`."""
-    from geminibot.index import pg
-    from geminibot.index.authority import compute_authority
+    from geminibot.index.authority import compute_authority, write_postgres
+    from geminibot.store import pg
 
     with pg.connect(url) as conn:
         with conn.transaction(), conn.cursor() as cur:
             for page in hostile_pages():
                 pg.store_page(cur, page, "indexer")
-        compute_authority(conn, [SEED], write=pg.write_authority)
+        compute_authority(conn, [SEED], write=write_postgres)

@@ -23,8 +23,9 @@ from itertools import pairwise
 import tantivy
 
 from geminibot.index.languages import STEMMERS, page_language
-from geminibot.index.text import indexed_text, url_words
+from geminibot.index.text import url_words
 from geminibot.index.weights import host_key
+from geminibot.store.pages import indexed_text
 
 #: bm25 boosts per field (FTS5's column weights, plus anchor text).
 FIELD_BOOSTS = {"title": 10.0, "headings": 5.0, "anchors": 1.0, "body": 1.0, "url": 2.0}

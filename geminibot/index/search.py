@@ -14,7 +14,7 @@ and a query over the query budget (:mod:`geminibot.index.query`) a
 :class:`~geminibot.index.query.QueryTooCostly`.
 
 A search costs what its results cost, not what their pages weigh: a page puts at most
-:data:`~geminibot.index.text.MAX_INDEXED_CHARS` characters of text in the index, and a
+:data:`~geminibot.store.pages.MAX_INDEXED_CHARS` characters of text in the index, and a
 result's snippet is found in the first :data:`SNIPPET_SCAN_CHARS` characters of its body
 and of its headings (:func:`snippet_of`), read from the store as that much and no more.
 

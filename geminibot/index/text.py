@@ -10,9 +10,6 @@ the words of a URL, and the highlighted words of a snippet (pure functions).
 - :func:`url_words`: the words of a URL's path (segments split on ``-``, ``_``, ``.``,
   ``/``), which stand for an unlabeled link's text; a page's text holds each of its
   links' URL words (host and path) beside the link's label.
-- :func:`indexed_text`: the part of a page's text that goes into the index, at most
-  :data:`MAX_INDEXED_CHARS` characters (a page may be many megabytes long; what it puts
-  in the index, and so what any search may have to read of it, is bounded).
 - :data:`MARK`: the two characters marking a searched word in a snippet, private-use
   code points that page text is cleared of (:func:`unmarked`), so that each display
   renders them its own way and a page's own brackets are never taken for them.
@@ -27,10 +24,6 @@ from urllib.parse import unquote, urlsplit
 MAX_TITLE_LENGTH = 120
 #: Most lines a front matter block may span; a longer "block" is text, not front matter.
 MAX_FRONT_MATTER_LINES = 60
-#: Most characters of a page's text (its body; its headings too) that go into the index:
-#: the text beyond them is neither stored for search nor searched. 256 Ki characters
-#: hold a long essay or a book's chapter; a page of megabytes is cut, at a word.
-MAX_INDEXED_CHARS = 262_144
 #: Start and end of a highlighted word in a snippet (private-use code points).
 MARK = ("\ue000", "\ue001")
 #: Longest URL read for its words, in characters (URLs are bounded before, but be safe).
@@ -65,20 +58,6 @@ def split_front_matter(text: str) -> tuple[str, str]:
             block = "\n".join([first[3:], *lines[1:n], line.rstrip()[: -len(marker)]])
             return _front_title(block), "\n".join(lines[n + 1 :])
     return "", text
-
-
-def indexed_text(text: str) -> str:
-    """The part of ``text`` that goes into the index: all of it up to
-    :data:`MAX_INDEXED_CHARS` characters, else its first characters up to that limit, cut
-    before a partial word."""
-    if len(text) <= MAX_INDEXED_CHARS:
-        return text
-    cut = text[:MAX_INDEXED_CHARS]
-    if not text[MAX_INDEXED_CHARS].isspace():
-        space = max(cut.rfind(" "), cut.rfind("\n"))
-        if space > MAX_INDEXED_CHARS // 2:
-            cut = cut[:space]
-    return cut
 
 
 def _front_title(block: str) -> str:

@@ -15,9 +15,12 @@ import pytest
 from commands import run_main
 from postgres_cluster import new_database
 
-from geminibot.index import SearchResult, connect, pg, search
+from geminibot.index import SearchResult, pg_search, search
 from geminibot.index.query import QueryTooCostly
-from geminibot.index.text import MARK, MAX_INDEXED_CHARS
+from geminibot.index.text import MARK
+from geminibot.store import pg
+from geminibot.store.db import connect
+from geminibot.store.pages import MAX_INDEXED_CHARS
 
 ENGINES = ["fts5", "tantivy", "postgresql"]
 Find = Callable[..., list[SearchResult]]
@@ -53,7 +56,7 @@ def find(request: Any) -> Find:
     engine = request.param
     if engine == "postgresql":
         conn = request.getfixturevalue("pg_conn")
-        return lambda query, limit=10, **kw: pg.search(conn, query, limit, **kw)
+        return lambda query, limit=10, **kw: pg_search.search(conn, query, limit, **kw)
     db = request.getfixturevalue("sqlite_conn")
     return lambda query, limit=10, **kw: search(db, query, limit, engine=engine, **kw)
 

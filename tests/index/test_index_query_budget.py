@@ -16,8 +16,8 @@ from geminibot.index.query import (
     parse_query,
     query_cost,
 )
-from geminibot.index.text import MAX_INDEXED_CHARS, indexed_text
 from geminibot.searchcap.app import CLIENT_BUDGET
+from geminibot.store.pages import MAX_INDEXED_CHARS, indexed_text
 
 
 def words(n: int, prefix: str = "w") -> list[str]:

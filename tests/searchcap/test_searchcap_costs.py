@@ -18,8 +18,8 @@ from commands import start_serve_search
 from postgres_cluster import new_database
 
 from capsule_server.testing import raw_request
-from geminibot.index import connect
 from geminibot.searchcap.app import CLIENT_BUDGET
+from geminibot.store.db import connect
 
 HOST = "search.test"
 _HEADER = re.compile(rb"^(\d\d) ?([^\r\n]*)\r\n")
