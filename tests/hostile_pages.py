@@ -32,6 +32,8 @@ FARM_HOSTS = 6
 LAST_WORD = "lastword"
 PAST_WORD = "pastword"
 FAR_WORD = "farword"
+#: What the link farm calls a page of a trusted host (its link text there).
+FARM_WORD = "farmword"
 #: The honest recipe pages, best first by text.
 RECIPES = ["gemini://kitchen.test/lentils", "gemini://kitchen.test/bread"]
 SPAM = "gemini://spam.test/"
@@ -53,7 +55,7 @@ def hostile_pages() -> list[Page]:
             SEED,
             "A hub of good capsules",
             "Links to kitchens.",
-            links=tuple(Link(url, "a kitchen") for url in RECIPES),
+            links=tuple(Link(url, "larder") for url in RECIPES),
         ),
         gemtext_page(
             RECIPES[0],
@@ -65,7 +67,14 @@ def hostile_pages() -> list[Page]:
     ]
     for n in range(FARM_HOSTS):
         url = f"gemini://farm{n}.test/"
-        pages.append(gemtext_page(url, f"Farm {n}", "Nothing here.", links=(Link(SPAM, "recipe"),)))
+        pages.append(
+            gemtext_page(
+                url,
+                f"Farm {n}",
+                "Nothing here.",
+                links=(Link(SPAM, "recipe"), Link(RECIPES[1], FARM_WORD)),
+            )
+        )
     for n in range(BIG_PAGES):
         pages.append(gemtext_page(f"gemini://party{n}.test/", "garden party", big))
     edge = filler(MAX_INDEXED_CHARS - len(LAST_WORD)) + LAST_WORD

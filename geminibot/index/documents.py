@@ -153,7 +153,9 @@ def register(index: tantivy.Index, analyzer: tantivy.TextAnalyzer) -> None:
 def anchor_table(conn: sqlite3.Connection, targets: list[str] | None = None) -> None:
     """A temporary table: target URL -> text of links to it from other hosts (an
     unlabeled link's text: the words of the target's URL, :func:`url_words`); of every
-    target, or of ``targets`` only (read through the ``links_target`` index)."""
+    target, or of ``targets`` only (read through the ``links_target`` index). Once link
+    authority has been computed, only from pages with a trust path (a score above 0):
+    a farm of hosts nothing trusted links to gives no page its words (search spam)."""
     only = "" if targets is None else f" AND l.target IN ({', '.join('?' * len(targets))})"
     conn.execute("DROP TABLE IF EXISTS temp.anchor_text")
     conn.create_function("geminibot_url_words", 1, url_words, deterministic=True)
@@ -166,6 +168,8 @@ def anchor_table(conn: sqlite3.Connection, targets: list[str] | None = None) -> 
         "   FROM links l JOIN pages p ON p.id = l.page_id"
         "   WHERE l.target NOT LIKE 'gemini://' || p.host || '/%'"
         f"   AND l.target != 'gemini://' || p.host{only}"
+        "   AND (NOT EXISTS (SELECT 1 FROM authority)"
+        "    OR EXISTS (SELECT 1 FROM authority a WHERE a.url = p.url AND a.score > 0))"
         "  ) WHERE label != ''"
         " ) GROUP BY target",
         (MAX_ANCHOR_CHARS, *(targets or ())),

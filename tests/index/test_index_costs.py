@@ -121,3 +121,12 @@ def test_the_search_command_refuses_a_query_over_budget_with_one_line(
     done = run_main(["search", "--db", str(sqlite_path), "a*", "recipe"])
     assert done.returncode == 2 and done.stdout == ""
     assert done.stderr.count("\n") == 1 and "prefix a* too short" in done.stderr, done.stderr
+
+
+def test_link_text_from_hosts_with_no_trust_path_counts_for_nothing(
+    sqlite_conn: sqlite3.Connection,
+) -> None:
+    """The farm's words for a trusted page are not its link text (tantivy: the only
+    engine with link text); the trusted hub's are."""
+    assert search(sqlite_conn, hp.FARM_WORD, engine="tantivy") == []
+    assert hp.RECIPES[1] in urls(search(sqlite_conn, "larder", engine="tantivy"))
