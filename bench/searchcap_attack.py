@@ -17,7 +17,9 @@ source tree, side by side), each with a crawl database its own code wrote:
   queries**, four clients each sending 1.5 queries a second (6 in all, under the rate
   limit) of 125 one-letter prefixes, or the costliest query the budget accepts;
 - a person (127.0.0.1) searching for an ordinary word four times a second, before (the
-  baseline), during each attack and for 10 s after it (is its median back?);
+  baseline), during each attack and for 10 s after it (is its median back?); and,
+  before the attacks, for "recipe" and "party" (the hostile pages' words), alone
+  ("hostile pages": what those pages cost each search that lists them);
 - the capsule's resident memory, sampled 4 times a second, and its peak.
 
 Every loop stops by itself after its seconds; every request has a bound; every
@@ -177,10 +179,13 @@ def count(counts: dict[str, int], status: str) -> None:
     counts[status] = counts.get(status, 0) + 1
 
 
-async def person(port: int, stop: float, phase: Phase, after: float | None = None) -> None:
+async def person(
+    port: int, stop: float, phase: Phase, after: float | None = None, words: list[str] | None = None
+) -> None:
+    words = words or PERSON_WORDS
     n = 0
     while trio.current_time() < stop:
-        status, took = await ask(port, PERSON_WORDS[n % len(PERSON_WORDS)], "127.0.0.1")
+        status, took = await ask(port, words[n % len(words)], "127.0.0.1")
         n += 1
         if after is not None and trio.current_time() >= after:
             phase.after.append(took)
@@ -227,9 +232,12 @@ async def first_result(port: int, query: str) -> str:
 
 async def one_run(port: int, pid: int, seconds: float) -> dict[str, Phase]:
     print(f"  first for 'recipe': {await first_result(port, 'recipe')}", file=sys.stderr)
-    phases = {"baseline": Phase(), "stuffing": Phase(), "costly queries": Phase()}
-    base = phases["baseline"]
-    await person(port, trio.current_time() + min(seconds, 10.0), base)
+    phases = {n: Phase() for n in ("baseline", "hostile pages", "stuffing", "costly queries")}
+    await person(port, trio.current_time() + min(seconds, 10.0), phases["baseline"])
+    hostile = ["recipe", "party"]  # the queries that list the pages of megabytes
+    await person(
+        port, trio.current_time() + min(seconds, 10.0), phases["hostile pages"], None, hostile
+    )
     for name, attacker, clients in (
         ("stuffing", stuffer, STUFFERS),
         ("costly queries", costly, COSTLY_CLIENTS),

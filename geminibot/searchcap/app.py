@@ -102,11 +102,11 @@ SEARCH_READS = 4
 SEARCH_WAIT = 5.0
 
 #: Units of search work (:func:`~geminibot.index.query.query_cost`: about one per word
-#: searched) a client may spend at once, and how many it gets back each second: about
-#: forty two-word searches at once and one a second after that, or one query at every
-#: limit of the query budget every twenty seconds.
+#: searched) a client may spend at once, and how many it gets back each second: forty
+#: two-word searches at once and three a second after that, or a query at every limit of
+#: the query budget (85 units) every 8.5 seconds.
 CLIENT_BUDGET = 120
-CLIENT_BUDGET_PER_SECOND = 4.0
+CLIENT_BUDGET_PER_SECOND = 10.0
 
 GEMTEXT = "text/gemini; charset=utf-8"
 SEARCH_PROMPT = 'Search for (words, "a phrase", word*, -word, a OR b, lang:de)'

@@ -18,13 +18,16 @@ from commands import start_serve_search
 from postgres_cluster import new_database
 
 from capsule_server.testing import raw_request
+from geminibot.index.query import parse_query, query_cost
 from geminibot.searchcap.app import CLIENT_BUDGET
 from geminibot.store.db import connect
 
 HOST = "search.test"
 _HEADER = re.compile(rb"^(\d\d) ?([^\r\n]*)\r\n")
-#: A query the budget accepts that costs a lot: three prefixes and nine words.
-COSTLY = "lor* ips* dol* " + " ".join(f"word{n}" for n in range(9))
+#: A query at every limit of the query budget: three prefixes and nine eight-word phrases.
+COSTLY = "lor* ips* dol* " + " ".join(
+    '"' + " ".join(f"{chr(97 + i)}{n}" for i in range(8)) + '"' for n in range(9)
+)
 
 
 @pytest.fixture(scope="module", params=["sqlite", "postgresql"])
@@ -93,7 +96,8 @@ async def test_a_client_that_spends_its_budget_is_slowed_and_others_are_not(port
     """However high the rate the server allows, a client asking for costly searches
     again and again is told to wait once its budget of work is spent."""
     statuses = []
-    for _ in range(CLIENT_BUDGET // 20 + 10):
+    assert query_cost(parse_query(COSTLY)) > CLIENT_BUDGET // 2
+    for _ in range(10):
         status, meta, _ = await ask(port, "/search?" + quote(COSTLY), "127.0.0.3")
         statuses.append(status)
         if status == 44:
