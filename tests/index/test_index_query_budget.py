@@ -13,9 +13,12 @@ from geminibot.index.query import (
     PREFIX_COST,
     SEARCH_COST,
     QueryTooCostly,
+    Term,
     parse_query,
     query_cost,
 )
+from geminibot.index.search import SNIPPET_SCAN_CHARS, text_snippet
+from geminibot.index.text import MARK
 from geminibot.searchcap.app import CLIENT_BUDGET
 from geminibot.store.pages import MAX_INDEXED_CHARS, indexed_text
 
@@ -77,3 +80,13 @@ def test_indexed_text_at_the_limit() -> None:
     assert len(over) == MAX_INDEXED_CHARS + 1
     assert indexed_text(over) == over.rsplit(" ", 1)[0]  # cut before the partial word
     assert len(indexed_text("y" * (MAX_INDEXED_CHARS * 2))) == MAX_INDEXED_CHARS
+
+
+def test_a_snippet_is_looked_for_in_the_first_characters_only() -> None:
+    term = [Term("needle")]
+    inside = "a " * ((SNIPPET_SCAN_CHARS - len("needle")) // 2) + "needle"
+    assert len(inside) == SNIPPET_SCAN_CHARS
+    assert MARK[0] + "needle" + MARK[1] in text_snippet(inside, term)
+    outside = "a " * (SNIPPET_SCAN_CHARS // 2) + "needle"
+    assert text_snippet(outside, term) == ""
+    assert text_snippet("é " * (SNIPPET_SCAN_CHARS // 2) + "needle", term) == ""  # not ASCII
