@@ -9,6 +9,7 @@ from typing import Any, Protocol
 
 from geminibot.cliutil import LINE_WIDTH, clipped, counted, terminal_safe
 from geminibot.index.freshness import format_freshness, freshness
+from geminibot.store.traps import TRAP_REASON_PREFIX
 
 #: Longest list of per-host refusal counts reported.
 TOP_REFUSING_HOSTS = 10
@@ -20,9 +21,6 @@ AGE_BUCKETS: tuple[tuple[str, float], ...] = (
     ("7-30 days", 30 * 86_400.0),
     ("over 30 days", float("inf")),
 )
-#: How the crawl words a trap bound's refusing decision (``crawl.traps.trap_decision``):
-#: a refusal so worded is not the site's policy.
-TRAP_REASON_PREFIX = "trap: "
 #: A refusal by the site's policy, as SQL over ``decisions``: not a trap bound's.
 _POLICY_REFUSAL = f"NOT allowed AND reason NOT LIKE '{TRAP_REASON_PREFIX}%'"
 
