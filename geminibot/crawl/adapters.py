@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from typing import ClassVar, Protocol
 
 from geminibot.crawl.page import Extracted, extract, extract_web
+from geminibot.gemini.client import TLSSeen
 from geminibot.gemini.urls import MAX_REQUEST_BYTES
 from geminibot.net.errors import FetchError
 from geminibot.net.redirects import RedirectRules, next_hop
@@ -47,6 +48,8 @@ class FetchResult:
     #: The body was cut at the fetcher's size limit (``error`` says so): a policy file is
     #: read in part, a page counts as a failed fetch.
     cut: bool = False
+    #: What the connection showed of its TLS and certificate (Gemini).
+    tls: TLSSeen | None = None
 
     def header(self, name: str) -> str | None:
         low = name.lower()

@@ -169,6 +169,17 @@ def register(commands: Any) -> None:
     )
     crawl.add_argument("--strict", action="store_true", help="strict virtual-agent mode")
     crawl.add_argument(
+        "--trust-ca",
+        action="append",
+        default=[],
+        type=Path,
+        metavar="PEM",
+        help="also count certificates issued by the CAs in this PEM file as CA-issued in "
+        "the TLS facts the crawl keeps for 'geminibot census' (beside the system's CA "
+        "bundle; repeatable). Certificates are still pinned on first use, never refused "
+        "for their issuer",
+    )
+    crawl.add_argument(
         "--max-pages",
         type=positive_int,
         metavar="N",
@@ -351,8 +362,23 @@ def _options(args: argparse.Namespace) -> tuple[list[str], CrawlOptions, Resolve
         max_hosts=args.max_hosts,
         follow=tuple(args.follow),
         refresh=args.refresh,
+        trust_ca=_trusted_cas(args.trust_ca),
     )
     return seeds, options, resolver
+
+
+def _trusted_cas(paths: list[Path]) -> tuple[Path, ...]:
+    """``--trust-ca`` files, each checked to hold at least one PEM certificate."""
+    from geminibot.gemini.certfacts import TrustStore
+
+    for path in paths:
+        try:
+            TrustStore.load((path,), system=False)
+        except OSError as exc:
+            raise CommandError(f"--trust-ca {path}: cannot read it ({exc.strerror})") from None
+        except ValueError:
+            raise CommandError(f"--trust-ca {path}: not a PEM certificate file") from None
+    return tuple(paths)
 
 
 def address_of(resolver: Resolver, dns: DnsCache | None = None) -> Callable[[str], Awaitable[str]]:

@@ -32,6 +32,7 @@ from geminibot.crawl.progress import Progress
 from geminibot.crawl.scheduler import Scheduler
 from geminibot.crawl.scope import CrawlScope
 from geminibot.crawl.settings import ROLE_CATEGORIES, CrawlOptions, check_settings, new_lease
+from geminibot.crawl.tlsfacts import TLSRecorder
 from geminibot.crawl.visit import Archive, Visited, Visitor
 from geminibot.policy.site_policy import Bot, SitePolicy
 from geminibot.store.crawlstore import CrawlStore, SqliteStore
@@ -95,7 +96,14 @@ class Crawler:
             __version__,
         )
         self.downloader = Downloader(
-            fetch, self.scheduler, store, clock, bot, self.lease, self.progress
+            fetch,
+            self.scheduler,
+            store,
+            clock,
+            bot,
+            self.lease,
+            self.progress,
+            TLSRecorder.trusting(store, options.trust_ca),
         )
         self.visitor = Visitor(
             self.downloader, store, self.scope, bot, options.role, self.progress, archive

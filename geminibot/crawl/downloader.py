@@ -24,6 +24,7 @@ from geminibot.crawl.clock import Clock
 from geminibot.crawl.policy_files import Later, Sent
 from geminibot.crawl.progress import Progress
 from geminibot.crawl.scheduler import Scheduler
+from geminibot.crawl.tlsfacts import TLSRecorder
 from geminibot.policy.site_policy import Bot, SitePolicy
 from geminibot.store.crawlstore import CrawlStore, FetchRecord
 
@@ -43,6 +44,7 @@ class Downloader:
         bot: Bot,
         lease: str,
         progress: Progress,
+        tls: TLSRecorder | None = None,
     ) -> None:
         self.fetch = fetch
         self.scheduler = scheduler
@@ -51,6 +53,8 @@ class Downloader:
         self.bot = bot
         self.lease = lease  # this process's name among those sharing the store
         self.progress = progress
+        #: Keeps each host's TLS and certificate facts as the connections show them.
+        self.tls = tls if tls is not None else TLSRecorder(store)
 
     async def request(
         self,
@@ -131,6 +135,8 @@ class Downloader:
                 host, duration, status, meta, slow_down=adapter.slows_down(status)
             )
         self.progress.requests += 1
+        if response.tls is not None:
+            self.tls.seen(host, response.tls, started)
         if response.status is None or response.cut:
             self.progress.errors += 1
             self.progress.last_error = f"{url}: {response.error}"

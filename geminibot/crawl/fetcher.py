@@ -36,7 +36,14 @@ def gemini_fetch(client: GeminiClient) -> Fetch:
         except (FetchError, InvalidURL) as exc:
             return FetchResult(None, error=f"{type(exc).__name__}: {exc}")
         cut = _cut(response.body, client.limits)
-        return FetchResult(response.status, response.meta, response.body, cut, cut=cut is not None)
+        return FetchResult(
+            response.status,
+            response.meta,
+            response.body,
+            cut,
+            cut=cut is not None,
+            tls=response.tls,
+        )
 
     return fetch
 

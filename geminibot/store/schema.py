@@ -121,7 +121,42 @@ def metadata(dialect: str) -> sa.MetaData:
         sa.Column("fingerprint", sa.Text, nullable=False),
         sa.Column("first_seen", Real, nullable=False),
     )
+    _census(meta)
     return meta
+
+
+def _census(meta: sa.MetaData) -> None:
+    """What a census reads beyond the crawl's own tables: each host's TLS and certificate
+    as history (a row per distinct version, cipher and certificate seen, from
+    ``first_seen`` to ``last_seen``), and each census taken (its figures as JSON)."""
+    sa.Table(
+        "tls_history",
+        meta,
+        sa.Column("host", sa.Text, primary_key=True),
+        sa.Column("sha256", sa.Text, primary_key=True),
+        sa.Column("tls_version", sa.Text, primary_key=True),
+        sa.Column("cipher", sa.Text, primary_key=True),
+        sa.Column("first_seen", Real, nullable=False),
+        sa.Column("last_seen", Real, nullable=False),
+        sa.Column("spki_sha256", sa.Text, nullable=False),
+        sa.Column("subject", sa.Text, nullable=False),
+        sa.Column("issuer", sa.Text, nullable=False),
+        sa.Column("sans", sa.Text, nullable=False),
+        sa.Column("trust", sa.Text, nullable=False),
+        sa.Column("key_type", sa.Text, nullable=False),
+        sa.Column("key_bits", sa.Integer),
+        sa.Column("not_before", Real),
+        sa.Column("not_after", Real),
+        sa.Column("name_matches", Flag, nullable=False),
+        sa.Column("parsed", Flag, nullable=False),
+    )
+    sa.Table(
+        "censuses",
+        meta,
+        _id(),
+        sa.Column("taken_at", Real, nullable=False),
+        sa.Column("figures", sa.Text, nullable=False),
+    )
 
 
 def _urls(meta: sa.MetaData, pg: bool) -> None:

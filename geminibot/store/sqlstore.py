@@ -28,6 +28,7 @@ from geminibot.store.records import (
     FetchRecord,
     HostState,
     Revisit,
+    TLSRecord,
 )
 from geminibot.store.statements import Engine
 from geminibot.store.traps import FrontierLimits
@@ -160,6 +161,12 @@ class SqlStore:
         with self._committing() as conn:
             params = {"host": host, "port": port, "fingerprint": fingerprint, "now": now}
             self._run(conn, q.SET_PIN, params)
+
+    def saw_tls(self, record: TLSRecord) -> None:
+        """Keep a host's TLS and certificate facts as seen (a new row of ``tls_history``
+        if any differs from every row of the host, else the row's ``last_seen`` moves)."""
+        with self._writing() as conn:
+            self._run(conn, q.SAW_TLS, record.params())
 
     def _log_fetch(self, conn: Any, fetch: FetchRecord) -> None:
         self._run(conn, q.LOG_FETCH, fetch.params())

@@ -111,6 +111,19 @@ SET_PIN = sa.text(
     " first_seen = excluded.first_seen"
 )
 
+# --- TLS and certificates (tls_history) ---
+
+SAW_TLS = sa.text(
+    "INSERT INTO tls_history (host, sha256, tls_version, cipher, first_seen, last_seen,"
+    " spki_sha256, subject, issuer, sans, trust, key_type, key_bits, not_before, not_after,"
+    " name_matches, parsed) VALUES (:host, :sha256, :tls_version, :cipher, :seen, :seen,"
+    " :spki_sha256, :subject, :issuer, :sans, :trust, :key_type, :key_bits, :not_before,"
+    " :not_after, :name_matches, :parsed)"
+    " ON CONFLICT (host, sha256, tls_version, cipher) DO UPDATE SET last_seen ="
+    " CASE WHEN excluded.last_seen > tls_history.last_seen THEN excluded.last_seen"
+    " ELSE tls_history.last_seen END"
+)
+
 # --- the logs ---
 
 LOG_FETCH = sa.text(
