@@ -76,6 +76,12 @@ def _index() -> Register:
     return cli.register
 
 
+def _census() -> Register:
+    from geminibot.census import cli
+
+    return cli.register
+
+
 def _why() -> Register:
     from geminibot.why import cli
 
@@ -132,6 +138,7 @@ COMMANDS: tuple[Module, ...] = (
             ("stats", "what a crawl database holds"),
         ),
     ),
+    Module(_census, (("census", "figures of Geminispace as a crawl saw it"),)),
     Module(
         _compare,
         (("compare", "where a host's web and Gemini policies disagree, and for which bots"),),

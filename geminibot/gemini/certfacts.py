@@ -19,12 +19,14 @@ import contextlib
 import hashlib
 import ipaddress
 import ssl
+import warnings
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
 from cryptography import x509
 from cryptography.exceptions import InvalidSignature
+from cryptography.utils import CryptographyDeprecationWarning
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import dsa, ec, ed448, ed25519, rsa
 
@@ -64,7 +66,9 @@ class TrustStore:
             for name in (default.cafile, default.openssl_cafile):
                 path = Path(name) if name else None
                 if path is not None and path.is_file():
-                    with contextlib.suppress(OSError, ValueError):
+                    with contextlib.suppress(OSError, ValueError), warnings.catch_warnings():
+                        # a system bundle may hold old roots that cryptography frowns upon
+                        warnings.simplefilter("ignore", CryptographyDeprecationWarning)
                         found += x509.load_pem_x509_certificates(path.read_bytes())
                     break
         for path in extra:

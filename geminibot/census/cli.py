@@ -1,0 +1,140 @@
+"""``geminibot census``: the researcher's report on a crawl store (text, ``--json``,
+``--gemtext``), one capsule's (``--host``), and the censuses kept over time
+(``--keep``, ``--history``)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+from geminibot.census.figures import take_census
+from geminibot.census.host import host_census
+from geminibot.census.model import Census
+from geminibot.census.render import as_gemtext, as_json, as_text, history_text
+from geminibot.census.sql import execute, one, run
+from geminibot.cliutil import EXIT_OK, CommandError
+from geminibot.store.errors import DatabaseError
+
+#: Most censuses read back for ``--history`` (the newest).
+MAX_HISTORY = 1_000
+
+
+def register(commands: Any) -> None:
+    census = commands.add_parser(
+        "census",
+        help="figures of Geminispace as a crawl saw it (Lupa's and more)",
+        description="Figures of Geminispace as a crawl store saw it: URIs, capsules, sizes, "
+        "MIME types, languages, charsets, status codes, in-links from other capsules, TLS "
+        "versions and ciphers, certificates, and how capsules use robots.txt, the virtual "
+        "agents, robots2.txt and agents.txt. Each figure says what it counts and over which "
+        "window. Crawl with 'geminibot crawl --as researcher' to gather them without keeping "
+        "page text. Reads the store; writes only with --keep.",
+    )
+    census.add_argument(
+        "--db", required=True, metavar="PATH|URL", help="crawl database (file or postgresql://)"
+    )
+    out = census.add_mutually_exclusive_group()
+    out.add_argument("--json", action="store_true", help="one JSON object")
+    out.add_argument("--gemtext", action="store_true", help="gemtext (tables preformatted)")
+    census.add_argument(
+        "--host",
+        metavar="HOST",
+        help="one capsule's own figures (its owner's view): errors by kind, gone pages, "
+        "redirects, its robots.txt as fetched, its certificate and its changes",
+    )
+    census.add_argument(
+        "--keep",
+        action="store_true",
+        help="also keep this census in the store, dated, for --history and for "
+        "'changed since the last census'",
+    )
+    census.add_argument(
+        "--history",
+        action="store_true",
+        help="each figure over the censuses kept (with --json: every census kept)",
+    )
+    census.add_argument(
+        "--agent",
+        default="geminibot",
+        metavar="TOKEN",
+        help="the product token whose refusals are counted (default: the crawl's agent)",
+    )
+    census.set_defaults(run=run_census)
+
+
+@contextmanager
+def _store(db: str) -> Iterator[Any]:
+    """An existing crawl store: an sqlite3 or a psycopg connection."""
+    from geminibot.store.pg import is_postgres
+
+    try:
+        if is_postgres(db):
+            from geminibot.store import pg
+
+            conn: Any = pg.connect(db)
+        else:
+            from geminibot.store.db import connect
+
+            conn = connect(db, create=False)
+    except DatabaseError as exc:
+        raise CommandError(str(exc)) from None
+    try:
+        yield conn
+    finally:
+        conn.close()
+
+
+def kept_censuses(conn: Any, limit: int = MAX_HISTORY) -> list[Census]:
+    """The whole-crawl censuses kept in the store, oldest first."""
+    rows = run(conn, f"SELECT figures FROM censuses ORDER BY taken_at DESC LIMIT {int(limit)}")
+    return [Census.from_json(json.loads(str(r[0]))) for r in reversed(rows)]
+
+
+def keep(conn: Any, census: Census) -> None:
+    """Keep ``census`` in the store (``censuses``)."""
+    params = {"at": census.taken_at, "figures": json.dumps(census.as_json(), sort_keys=True)}
+    execute(conn, "INSERT INTO censuses (taken_at, figures) VALUES (:at, :figures)", params)
+
+
+def _agent(conn: Any, given: str) -> str:
+    stored = one(conn, "SELECT value FROM settings WHERE key = 'agent'")
+    return given if given != "geminibot" or stored is None else str(stored)
+
+
+def run_census(args: argparse.Namespace) -> int:
+    if args.history and (args.host or args.keep):
+        raise CommandError("census: --history goes without --host and --keep")
+    if args.keep and args.host:
+        raise CommandError("census: --keep keeps whole-crawl censuses only (not with --host)")
+    with _store(args.db) as conn:
+        if args.history:
+            censuses = kept_censuses(conn)
+            if args.json:
+                print(json.dumps([c.as_json() for c in censuses], sort_keys=True))
+            else:
+                print(history_text(censuses))
+            return EXIT_OK
+        now = time.time()
+        if args.host:
+            census = host_census(conn, args.host, now)
+        else:
+            previous = kept_censuses(conn, 1)
+            census = take_census(
+                conn,
+                now,
+                agent=_agent(conn, args.agent),
+                previous=previous[-1] if previous else None,
+            )
+            if args.keep:
+                keep(conn, census)
+    if args.json:
+        print(as_json(census))
+    elif args.gemtext:
+        print(as_gemtext(census), end="")
+    else:
+        print(as_text(census))
+    return EXIT_OK
