@@ -16,7 +16,7 @@ from typing import Any
 
 from geminibot.census.model import Census, Figure, Section, Value
 from geminibot.census.policies import policy_figures
-from geminibot.census.sql import Connection, counted, has_table, one, run
+from geminibot.census.sql import StoreConnection, counted, has_table, one, run
 from geminibot.gemini.certfacts import KNOWN_CA, SELF_SIGNED
 from geminibot.gemini.response import parse_mime
 
@@ -62,7 +62,7 @@ class _Scope:
 
 
 def take_census(
-    conn: Connection,
+    conn: StoreConnection,
     now: float,
     *,
     host: str | None = None,
@@ -92,7 +92,7 @@ def take_census(
     return Census(now, start, end, tuple(sections), host, notes)
 
 
-def _uris(conn: Connection, scope: _Scope, now: float, crawl: str) -> Section:
+def _uris(conn: StoreConnection, scope: _Scope, now: float, crawl: str) -> Section:
     w, p = scope.where, {**scope.params, "since": now - RECENT_DAYS * _DAY}
     known = one(conn, f"SELECT count(*) FROM urls WHERE {w}", p)
     answered = one(conn, f"SELECT count(*) FROM pages WHERE {w}", p)
@@ -138,7 +138,7 @@ def _uris(conn: Connection, scope: _Scope, now: float, crawl: str) -> Section:
     )
 
 
-def _capsules(conn: Connection, scope: _Scope, now: float, crawl: str) -> Section:
+def _capsules(conn: StoreConnection, scope: _Scope, now: float, crawl: str) -> Section:
     w, p = scope.where, {**scope.params, "since": now - RECENT_DAYS * _DAY}
     known = one(conn, f"SELECT count(*) FROM hosts WHERE {w}", p)
     reachable = one(conn, f"SELECT count(DISTINCT host) FROM pages WHERE {w}", p)
@@ -175,7 +175,7 @@ def _capsules(conn: Connection, scope: _Scope, now: float, crawl: str) -> Sectio
     )
 
 
-def _content(conn: Connection, scope: _Scope, crawl: str) -> Section:
+def _content(conn: StoreConnection, scope: _Scope, crawl: str) -> Section:
     w, p = scope.where, scope.params
     charsets: Counter[str] = Counter()
     for meta, n in run(
@@ -225,7 +225,7 @@ def _content(conn: Connection, scope: _Scope, crawl: str) -> Section:
     )
 
 
-def _current_tls(conn: Connection, scope: _Scope) -> list[dict[str, Any]]:
+def _current_tls(conn: StoreConnection, scope: _Scope) -> list[dict[str, Any]]:
     """Each capsule's TLS facts last seen (one row per capsule)."""
     columns = (
         "host", "sha256", "tls_version", "cipher", "first_seen", "last_seen", "spki_sha256",
@@ -245,7 +245,7 @@ def _current_tls(conn: Connection, scope: _Scope) -> list[dict[str, Any]]:
     return list(latest.values())
 
 
-def tls_rows(conn: Connection, host: str) -> list[dict[str, Any]]:
+def tls_rows(conn: StoreConnection, host: str) -> list[dict[str, Any]]:
     """Every TLS facts row of ``host``, newest first (its history)."""
     columns = ("sha256", "spki_sha256", "tls_version", "cipher", "first_seen", "last_seen",
                "subject", "issuer", "sans", "trust", "key_type", "key_bits", "not_before",
@@ -258,7 +258,7 @@ def tls_rows(conn: Connection, host: str) -> list[dict[str, Any]]:
     return [dict(zip(columns, row, strict=True)) for row in rows]
 
 
-def _tls(conn: Connection, scope: _Scope, now: float, previous: Census | None) -> Section:
+def _tls(conn: StoreConnection, scope: _Scope, now: float, previous: Census | None) -> Section:
     current = _current_tls(conn, scope)
     last = "each capsule's last connection"
     certs = [r for r in current if r["parsed"]]
@@ -359,7 +359,7 @@ def _short_name(rfc4514: str) -> str:
     return parts.get("O") or parts.get("CN") or rfc4514 or "-"
 
 
-def _feeds(conn: Connection, scope: _Scope) -> Section | None:
+def _feeds(conn: StoreConnection, scope: _Scope) -> Section | None:
     """Feeds by format, where the store has a ``feeds`` table with a ``format`` column."""
     if not has_table(conn, "feeds"):
         return None

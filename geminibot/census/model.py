@@ -31,6 +31,8 @@ class Figure:
 
 @dataclass(frozen=True)
 class Section:
+    """A titled group of figures, in the order a report shows them."""
+
     title: str
     figures: tuple[Figure, ...]
 

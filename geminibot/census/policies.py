@@ -52,6 +52,44 @@ def refusal(robots: RobotsFile, base: str, agent: str, virtual: str) -> str:
     return "not at all"
 
 
+class _RobotsTally:
+    """The robots.txt figures, counted one capsule at a time."""
+
+    def __init__(self, agent: str) -> None:
+        self.agent = agent
+        self.status: Counter[str] = Counter()
+        self.mime: Counter[str] = Counter()
+        self.present = self.well_formed = self.v2 = 0
+        self.naming: Counter[str] = Counter({va: 0 for va in VIRTUAL_AGENTS})
+        self.refused: dict[str, Counter[str]] = {
+            va: Counter({"entirely": 0, "in part": 0, "not at all": 0}) for va in VIRTUAL_AGENTS
+        }
+        self.lint: Counter[str] = Counter()
+
+    def add(self, host: str, fetched: tuple[str, int | None, bytes] | None, mime: str) -> None:
+        """One capsule's robots.txt as last fetched (None: never fetched)."""
+        if fetched is None:
+            self.status["not fetched"] += 1
+            return
+        outcome, status, body = fetched
+        self.status["error" if status is None else str(status)] += 1
+        parsed = RobotsFile.allow_all("no robots.txt")
+        if outcome == "success":
+            self.present += 1
+            self.mime[mime] += 1
+            parsed = parse_robots(body)
+            findings = lint_policy(ROBOTS, body)
+            self.well_formed += not has_errors(findings)
+            self.lint.update(f"robots.txt {d.code}" for d in findings if d.level != "info")
+            for va in VIRTUAL_AGENTS:
+                self.naming[va] += va in parsed.tokens
+            self.v2 += parse_ext20(body, parsed).has_version_lines
+        elif outcome == "unreachable":
+            parsed = RobotsFile.disallow_all("robots.txt unreachable")
+        for va in VIRTUAL_AGENTS:
+            self.refused[va][refusal(parsed, f"gemini://{host}", self.agent, va)] += 1
+
+
 def policy_figures(conn: Any, where: str, params: dict[str, Any], agent: str) -> Iterator[Figure]:
     """The policy section's figures over the capsules ``where`` selects."""
     capsules = [str(r[0]) for r in run(conn, f"SELECT host FROM hosts WHERE {where}", params)]
@@ -62,37 +100,18 @@ def policy_figures(conn: Any, where: str, params: dict[str, Any], agent: str) ->
         files[(str(host), str(name))] = (str(outcome), status, bytes(body or b""))
     mimes = _policy_mimes(conn, where, params)
 
-    robots_status: Counter[str] = Counter()
-    robots_mime: Counter[str] = Counter()
-    well_formed = present = 0
-    naming: Counter[str] = Counter({va: 0 for va in VIRTUAL_AGENTS})
-    refused: dict[str, Counter[str]] = {
-        va: Counter({"entirely": 0, "in part": 0, "not at all": 0}) for va in VIRTUAL_AGENTS
-    }
-    v2 = 0
-    lint: Counter[str] = Counter()
+    tally = _RobotsTally(agent)
     for host in capsules:
         fetched = files.get((host, ROBOTS))
-        if fetched is None:
-            robots_status["not fetched"] += 1
-            continue
-        outcome, status, body = fetched
-        robots_status["error" if status is None else str(status)] += 1
-        parsed = RobotsFile.allow_all("no robots.txt")
-        if outcome == "success":
-            present += 1
-            robots_mime[mimes.get((host, ROBOTS), "-")] += 1
-            parsed = parse_robots(body)
-            findings = lint_policy(ROBOTS, body)
-            well_formed += not has_errors(findings)
-            lint.update(f"robots.txt {d.code}" for d in findings if d.level != "info")
-            for va in VIRTUAL_AGENTS:
-                naming[va] += va in parsed.tokens
-            v2 += parse_ext20(body, parsed).has_version_lines
-        elif outcome == "unreachable":
-            parsed = RobotsFile.disallow_all("robots.txt unreachable")
-        for va in VIRTUAL_AGENTS:
-            refused[va][refusal(parsed, f"gemini://{host}", agent, va)] += 1
+        tally.add(host, fetched, mimes.get((host, ROBOTS), "-"))
+    robots_status, robots_mime, naming, refused, lint = (
+        tally.status,
+        tally.mime,
+        tally.naming,
+        tally.refused,
+        tally.lint,
+    )
+    present, well_formed, v2 = tally.present, tally.well_formed, tally.v2
     others: dict[str, int] = {ROBOTS2: 0, AGENTS: 0}
     for (_, name), (outcome, _, body) in files.items():
         if name in others and outcome == "success":

@@ -9,7 +9,7 @@ import json
 from datetime import UTC, datetime
 from typing import Any
 
-from geminibot.census.model import Census, Figure, Value
+from geminibot.census.model import Census, Figure, Section, Value
 from geminibot.cliutil import LINE_WIDTH, clipped, terminal_safe, wrapped
 
 #: Width of a distribution's labels in a table (the count takes the rest).
@@ -41,20 +41,23 @@ def _table(value: dict[str, int | float], indent: str) -> list[str]:
 def _value_lines(value: Value, indent: str) -> list[str]:
     if isinstance(value, dict):
         return _table(value, indent)
-    return [f"{indent}{'not known' if value is None else _number(value)}"]
+    text = "not known" if value is None else _number(value)
+    width = LINE_WIDTH - len(indent)
+    return [f"{indent}{text[i : i + width]}" for i in range(0, max(len(text), 1), width)]
 
 
 def _heading(census: Census) -> list[str]:
     what = f"Census of {census.host}" if census.host else "Census of the crawl"
     return [
         what,
-        f"taken {when(census.taken_at)}; crawl window {when(census.window_start)}"
-        f" to {when(census.window_end)}",
+        f"taken {when(census.taken_at)}; crawl window",
+        f"{when(census.window_start)} to {when(census.window_end)}",
     ]
 
 
-def _figure_text(figure: Figure) -> list[str]:
-    head = f"{figure.what} ({figure.window})" if figure.window else figure.what
+def _figure_text(figure: Figure, shared: bool) -> list[str]:
+    """A figure's lines; its window is said by the section's heading when ``shared``."""
+    head = figure.what if shared or not figure.window else f"{figure.what} ({figure.window})"
     if not isinstance(figure.value, dict):
         line = f"  {head}: {_value_lines(figure.value, '')[0]}"
         if len(line) <= LINE_WIDTH:
@@ -62,12 +65,19 @@ def _figure_text(figure: Figure) -> list[str]:
     return [*wrapped(head, "  ", "    "), *_value_lines(figure.value, "    ")]
 
 
+def _shared_window(section: Section) -> str | None:
+    windows = {f.window for f in section.figures}
+    return windows.pop() if len(windows) == 1 else None
+
+
 def as_text(census: Census) -> str:
     lines = _heading(census)
     for section in census.sections:
-        lines += ["", section.title.upper()]
+        window = _shared_window(section)
+        title = section.title.upper()
+        lines += ["", *wrapped(f"{title} (over {window})" if window else title)]
         for figure in section.figures:
-            lines += _figure_text(figure)
+            lines += _figure_text(figure, window is not None)
     for note in census.notes:
         lines += ["", *wrapped(note)]
     return "\n".join(lines)
@@ -80,7 +90,7 @@ def as_json(census: Census) -> str:
 def as_gemtext(census: Census) -> str:
     """Headings per section, each figure a line, each distribution a preformatted table."""
     title = f"Census of {census.host}" if census.host else "Census of Geminispace as crawled"
-    lines = [f"# {title}", "", _heading(census)[1]]
+    lines = [f"# {title}", "", " ".join(_heading(census)[1:])]
     for section in census.sections:
         lines += ["", f"## {section.title}"]
         for figure in section.figures:

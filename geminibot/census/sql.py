@@ -8,33 +8,34 @@ from collections.abc import Iterable, Sequence
 from typing import Any, Protocol
 
 
-class Connection(Protocol):
+class StoreConnection(Protocol):
     """An sqlite3 or a psycopg connection."""
 
     def execute(self, query: Any, params: Any = ..., /) -> Any: ...
 
 
-def execute(conn: Connection, sql: str, params: dict[str, Any] | None = None) -> Any:
+def execute(conn: StoreConnection, sql: str, params: dict[str, Any] | None = None) -> Any:
     """``sql`` with ``:name`` parameters run on either engine (both connections commit
     each statement: the stores open them in autocommit mode); its cursor."""
     params = params or {}
     if not isinstance(conn, sqlite3.Connection):
+        sql = sql.replace("%", "%%")  # psycopg's placeholders start with one
         for name in sorted(params, key=len, reverse=True):
             sql = sql.replace(f":{name}", f"%({name})s")
     return conn.execute(sql, params)
 
 
-def run(conn: Connection, sql: str, params: dict[str, Any] | None = None) -> list[Any]:
+def run(conn: StoreConnection, sql: str, params: dict[str, Any] | None = None) -> list[Any]:
     """``sql`` with ``:name`` parameters on either engine; all its rows."""
     return list(execute(conn, sql, params).fetchall())
 
 
-def one(conn: Connection, sql: str, params: dict[str, Any] | None = None) -> Any:
+def one(conn: StoreConnection, sql: str, params: dict[str, Any] | None = None) -> Any:
     rows = run(conn, sql, params)
     return rows[0][0] if rows else None
 
 
-def has_table(conn: Connection, name: str) -> bool:
+def has_table(conn: StoreConnection, name: str) -> bool:
     if isinstance(conn, sqlite3.Connection):
         sql = "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = :name"
     else:

@@ -26,9 +26,9 @@ from pathlib import Path
 
 from cryptography import x509
 from cryptography.exceptions import InvalidSignature
-from cryptography.utils import CryptographyDeprecationWarning
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import dsa, ec, ed448, ed25519, rsa
+from cryptography.utils import CryptographyDeprecationWarning
 
 #: How a certificate's issuer stands: it signed itself, a CA of the trust store signed it,
 #: or another issuer (not known to the trust store) did.
