@@ -14,7 +14,6 @@ The capsules, each served over TLS on loopback by a server of its own:
 
 from __future__ import annotations
 
-import datetime as dt
 import json
 import socket
 import ssl
@@ -26,11 +25,11 @@ from typing import Any
 import pytest
 import trio
 import trio.testing
+from census_certs import certificate
 from commands import run_main
 from cryptography import x509
-from cryptography.hazmat.primitives import hashes, serialization
+from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import ec, rsa
-from cryptography.x509.oid import NameOID
 from postgres_cluster import new_database
 
 from geminibot.crawl.clock import TrioWallClock
@@ -45,7 +44,6 @@ from geminibot.store.db import connect
 from geminibot.store.pgstore import PgStore
 from geminibot.store.traps import FrontierLimits
 
-NOW = dt.datetime.now(dt.UTC)
 GMI = "text/gemini"
 ROBOTS_ALL_AGENTS = (
     b"User-agent: archiver\nDisallow: /\n\n"
@@ -54,39 +52,6 @@ ROBOTS_ALL_AGENTS = (
     b"User-agent: webproxy\nAllow: /\n"
 )
 Files = dict[str, tuple[str, bytes]]
-
-
-def _name(cn: str) -> x509.Name:
-    return x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, cn)])
-
-
-def _cert(
-    subject: str,
-    key: Any,
-    *,
-    san: str | None = None,
-    issuer: tuple[str, Any] | None = None,
-    expired: bool = False,
-    ca: bool = False,
-) -> x509.Certificate:
-    start = NOW - dt.timedelta(days=400 if expired else 1)
-    end = NOW - dt.timedelta(days=10) if expired else NOW + dt.timedelta(days=365)
-    issuer_name, signer = (subject, key) if issuer is None else issuer
-    builder = (
-        x509.CertificateBuilder()
-        .subject_name(_name(subject))
-        .issuer_name(_name(issuer_name))
-        .public_key(key.public_key())
-        .serial_number(x509.random_serial_number())
-        .not_valid_before(start)
-        .not_valid_after(end)
-        .add_extension(x509.BasicConstraints(ca=ca, path_length=None), critical=True)
-    )
-    if not ca:
-        builder = builder.add_extension(
-            x509.SubjectAlternativeName([x509.DNSName(san or subject)]), critical=False
-        )
-    return builder.sign(signer, hashes.SHA256())
 
 
 def _context(cert: x509.Certificate, key: Any, tls12_only: bool) -> ssl.SSLContext:
@@ -109,7 +74,7 @@ def _context(cert: x509.Certificate, key: Any, tls12_only: bool) -> ssl.SSLConte
 
 def capsules(ca_file: Path) -> dict[str, tuple[ssl.SSLContext, Files]]:
     ca_key = ec.generate_private_key(ec.SECP256R1())
-    ca_cert = _cert("Census Test CA", ca_key, ca=True)
+    ca_cert = certificate("Census Test CA", ca_key, ca=True)
     ca_file.write_bytes(ca_cert.public_bytes(serialization.Encoding.PEM))
     ec_key = ec.generate_private_key(ec.SECP256R1())
     rsa_key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
@@ -117,7 +82,7 @@ def capsules(ca_file: Path) -> dict[str, tuple[ssl.SSLContext, Files]]:
     ec_key2 = ec.generate_private_key(ec.SECP256R1())
     return {
         "tls12.test": (
-            _context(_cert("tls12.test", ec_key), ec_key, tls12_only=True),
+            _context(certificate("tls12.test", ec_key), ec_key, tls12_only=True),
             {
                 "/robots.txt": ("text/plain", ROBOTS_ALL_AGENTS),
                 "/": (f"{GMI}; lang=en", b"# Home\n=> /fr.gmi French\n=> gemini://ca.test/ CA\n"),
@@ -125,7 +90,9 @@ def capsules(ca_file: Path) -> dict[str, tuple[ssl.SSLContext, Files]]:
             },
         ),
         "ca.test": (
-            _context(_cert("ca.test", rsa_key, issuer=("Census Test CA", ca_key)), rsa_key, False),
+            _context(
+                certificate("ca.test", rsa_key, issuer=("Census Test CA", ca_key)), rsa_key, False
+            ),
             {
                 "/robots.txt": ("text/plain", b"User-agent: *\nDisallow: /private/\n"),
                 "/robots2.txt": ("text/plain", b"version: 1\n"),
@@ -134,14 +101,14 @@ def capsules(ca_file: Path) -> dict[str, tuple[ssl.SSLContext, Files]]:
             },
         ),
         "expired.test": (
-            _context(_cert("expired.test", ec_key2, expired=True), ec_key2, False),
+            _context(certificate("expired.test", ec_key2, expired=True), ec_key2, False),
             {
                 "/agents.txt": ("text/plain", b"# agents.txt\n"),
                 "/": (f"{GMI}; lang=en", b"# Old\n=> gemini://tls12.test/ tls12\n"),
             },
         ),
         "mismatch.test": (
-            _context(_cert("other.test", rsa_key2), rsa_key2, False),
+            _context(certificate("other.test", rsa_key2), rsa_key2, False),
             {"/": (f"{GMI}; lang=en", b"# Elsewhere\n=> gemini://tls12.test/ tls12\n")},
         ),
     }
