@@ -221,8 +221,35 @@ def _content(conn: StoreConnection, scope: _Scope, crawl: str) -> Section:
                 counted(charsets.items(), TOP),
                 crawl,
             ),
+            Figure(
+                "content.charset_undecodable",
+                "text answers whose body does not decode by its declared charset",
+                one(
+                    conn,
+                    f"SELECT count(*) FROM pages WHERE {w} AND status = 20 AND NOT charset_ok",
+                    p,
+                ),
+                crawl,
+            ),
+            Figure(
+                "content.charset_undecodable_share",
+                "share of text answers (known) whose body does not decode by its charset",
+                _share(
+                    conn,
+                    f"SELECT count(*) FROM pages WHERE {w} AND status = 20 AND NOT charset_ok",
+                    f"SELECT count(*) FROM pages WHERE {w} AND status = 20 AND charset_ok IS NOT NULL",
+                    p,
+                ),
+                crawl,
+            ),
         ),
     )
+
+
+def _share(conn: StoreConnection, part: str, whole: str, p: dict[str, Any]) -> float | None:
+    """``part`` / ``whole`` (two counts) rounded to 4 places; None when ``whole`` is 0."""
+    total = int(one(conn, whole, p) or 0)
+    return None if total == 0 else round(int(one(conn, part, p) or 0) / total, 4)
 
 
 def _current_tls(conn: StoreConnection, scope: _Scope) -> list[dict[str, Any]]:

@@ -231,7 +231,9 @@ def _index(meta: sa.MetaData, pg: bool) -> None:
     A page's ``changed_at`` is when a fetch last found its content (status or body)
     different from the one before (NULL: never since its first fetch, or not known, in a
     row from before version 9); ``gone_at`` is when it went away (answered 51/52 or
-    404/410, or its host vanished), NULL while it is live."""
+    404/410, or its host vanished), NULL while it is live. ``charset_ok`` says whether a
+    text page's body decodes by its declared charset (NULL: not a text page, or not
+    known, in a row from before version 14)."""
     text_columns = (
         [
             sa.Column("headings", sa.Text),
@@ -260,6 +262,7 @@ def _index(meta: sa.MetaData, pg: bool) -> None:
         sa.Column("text_indexed", Flag, nullable=False, server_default=sa.false()),
         sa.Column("changed_at", Real),
         sa.Column("gone_at", Real),
+        sa.Column("charset_ok", Flag),
         *text_columns,
     )
     sa.Index("pages_hash", pages.c.content_hash)

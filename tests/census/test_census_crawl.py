@@ -7,7 +7,7 @@ The capsules, each served over TLS on loopback by a server of its own:
   agent, ``archiver`` closed out entirely, ``researcher`` in part; pages in English and
   French;
 - ``ca.test``: TLS 1.3, RSA 2048 signed by a test CA (given to the crawl as trusted);
-  robots.txt and a robots2.txt; a German page, one page mis-declared as ISO-8859-1;
+  robots.txt and a robots2.txt; a German page, one page in ISO-8859-1 declared as UTF-8;
 - ``expired.test``: TLS 1.3, self-signed EC, expired; an agents.txt;
 - ``mismatch.test``: TLS 1.3, self-signed RSA 2048 for ``other.test``; no policy file.
 """
@@ -97,7 +97,7 @@ def capsules(ca_file: Path) -> dict[str, tuple[ssl.SSLContext, Files]]:
                 "/robots.txt": ("text/plain", b"User-agent: *\nDisallow: /private/\n"),
                 "/robots2.txt": ("text/plain", b"version: 1\n"),
                 "/": (f"{GMI}; lang=de", b"# Hallo\n=> /latin.gmi Latin\n"),
-                "/latin.gmi": (f"{GMI}; charset=iso-8859-1", "# Café\n".encode()),
+                "/latin.gmi": (f"{GMI}; charset=utf-8", "# Café\n".encode("latin-1")),
             },
         ),
         "expired.test": (
@@ -215,7 +215,9 @@ def test_census_counts_each_known_fact(census_db: str) -> None:
     assert got["certs.expiring"] == 0
     assert got["certs.name_mismatch"] == 1
     assert got["content.languages"] == {"en": 3, "de": 1, "fr": 1, "none declared": 1}
-    assert got["content.charsets"] == {"utf-8 (default)": 5, "iso-8859-1": 1}
+    assert got["content.charsets"] == {"utf-8 (default)": 5, "utf-8": 1}
+    assert got["content.charset_undecodable"] == 1
+    assert got["content.charset_undecodable_share"] == round(1 / 6, 4)
     assert got["uris.ok"] == 6
     assert got["robots.present"] == 2
     assert got["robots.naming"] == {"archiver": 1, "indexer": 1, "researcher": 1, "webproxy": 1}

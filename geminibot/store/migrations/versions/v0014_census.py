@@ -1,7 +1,8 @@
 """Version 14: what a census reads beyond the crawl's own tables (``tls_history``: each
 host's TLS version, cipher and certificate facts, a row per distinct set with when it was
 first and last seen) and the censuses taken (``censuses``: each one's figures as JSON, for
-``census --history``)."""
+``census --history``); and whether a text page's body decodes by its declared charset
+(``pages.charset_ok``, NULL in older rows)."""
 
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ down_revision = "0010"
 
 
 def upgrade() -> None:
+    op.add_column("pages", sa.Column("charset_ok", Flag))
     op.create_table(
         "tls_history",
         sa.Column("host", sa.Text, primary_key=True),
