@@ -82,3 +82,14 @@ def test_refusals(tmp_path: Path) -> None:
     assert both.returncode == 2 and "--history" in both.stderr
     unknown = run_main(["census", "--db", db, "--host", "nowhere.test"])
     assert unknown.returncode == 2 and "no host nowhere.test" in unknown.stderr
+
+
+def test_crawl_refuses_a_trust_ca_it_cannot_read(tmp_path: Path) -> None:
+    db = tmp_path / "crawl.db"
+    bad = tmp_path / "bad.pem"
+    bad.write_text("not a certificate\n")
+    for path, says in ((tmp_path / "none.pem", "cannot read it"), (bad, "not a PEM")):
+        argv = ["crawl", "--db", str(db), "--test-range", "--trust-ca", str(path)]
+        result = run_main([*argv, "gemini://127.0.0.1/"])
+        assert result.returncode == 2 and says in result.stderr
+    assert not db.exists()
