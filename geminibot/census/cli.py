@@ -12,15 +12,11 @@ from contextlib import contextmanager
 from typing import Any
 
 from geminibot.census.figures import take_census
+from geminibot.census.history import agent_of, keep, kept_censuses
 from geminibot.census.host import host_census
-from geminibot.census.model import Census
 from geminibot.census.render import as_gemtext, as_json, as_text, history_text
-from geminibot.census.sql import execute, one, run
 from geminibot.cliutil import EXIT_OK, CommandError
 from geminibot.store.errors import DatabaseError
-
-#: Most censuses read back for ``--history`` (the newest).
-MAX_HISTORY = 1_000
 
 
 def register(commands: Any) -> None:
@@ -59,7 +55,6 @@ def register(commands: Any) -> None:
     )
     census.add_argument(
         "--agent",
-        default="geminibot",
         metavar="TOKEN",
         help="the product token whose refusals are counted (default: the crawl's agent)",
     )
@@ -88,23 +83,6 @@ def _store(db: str) -> Iterator[Any]:
         conn.close()
 
 
-def kept_censuses(conn: Any, limit: int = MAX_HISTORY) -> list[Census]:
-    """The whole-crawl censuses kept in the store, oldest first."""
-    rows = run(conn, f"SELECT figures FROM censuses ORDER BY taken_at DESC LIMIT {int(limit)}")
-    return [Census.from_json(json.loads(str(r[0]))) for r in reversed(rows)]
-
-
-def keep(conn: Any, census: Census) -> None:
-    """Keep ``census`` in the store (``censuses``)."""
-    params = {"at": census.taken_at, "figures": json.dumps(census.as_json(), sort_keys=True)}
-    execute(conn, "INSERT INTO censuses (taken_at, figures) VALUES (:at, :figures)", params)
-
-
-def _agent(conn: Any, given: str) -> str:
-    stored = one(conn, "SELECT value FROM settings WHERE key = 'agent'")
-    return given if given != "geminibot" or stored is None else str(stored)
-
-
 def run_census(args: argparse.Namespace) -> int:
     if args.history and (args.host or args.keep):
         raise CommandError("census: --history goes without --host and --keep")
@@ -126,7 +104,7 @@ def run_census(args: argparse.Namespace) -> int:
             census = take_census(
                 conn,
                 now,
-                agent=_agent(conn, args.agent),
+                agent=agent_of(conn, args.agent),
                 previous=previous[-1] if previous else None,
             )
             if args.keep:

@@ -23,6 +23,8 @@ Routes:
   :data:`HOSTS_PER_PAGE` a page;
 - ``/stats``: what the index holds (``geminibot stats``), counted at most once every
   :data:`STATS_SECONDS`;
+- ``/census``: the crawl's census (``geminibot census --gemtext``), taken at most once
+  every :data:`CENSUS_SECONDS`;
 - ``/check``: ``10`` asks for a URL or a host; ``/check?URL`` says why that page is in the
   index or not, ``/check?HOST`` what the crawl knows of the capsule (:mod:`geminibot.why`);
 - ``/about``: how the crawler behaves and how to keep it out, from the crawler's own
@@ -56,6 +58,9 @@ from typing import Any, Protocol
 from urllib.parse import quote, unquote_to_bytes
 
 from geminibot import __version__
+from geminibot.census.figures import take_census
+from geminibot.census.history import agent_of, kept_censuses
+from geminibot.census.render import as_gemtext
 from geminibot.cliutil import counted, with_article
 from geminibot.crawl.politeness import MAX_RATE, MAX_WAIT, START_DELAY
 from geminibot.crawl.settings import ROLE_CATEGORIES, CrawlOptions
@@ -95,6 +100,8 @@ MAX_TEXT = 300
 CAPSULE_HIGHLIGHT = ("⟦", "⟧")
 #: Seconds the /stats page is reused: counting a large database takes a while.
 STATS_SECONDS = 60.0
+#: Seconds the /census page is reused (a census reads every table).
+CENSUS_SECONDS = 600.0
 #: Reads of the crawl database at once for the capsule's pages (each on a worker thread
 #: with its own connection); ``/check`` has its own (:data:`~geminibot.why.reads.
 #: CHECK_READS`).
@@ -198,12 +205,14 @@ class SearchCapsule:
         self.reader = reader  # the searchers' language: others are shown beside titles
         self.checks = checks  # /check's reads, off the event loop (None: no /check)
         self._stats: tuple[float, Resolution] | None = None  # (counted at, page)
+        self._census: tuple[float, Resolution] | None = None  # (taken at, page)
         self._routes: dict[str, Callable[[URL], Resolution | Awaitable[Resolution]]] = {
             "/": self.home,
             "/search": lambda url: self.search(url, 1),
             "/backlinks": self.backlinks,
             "/hosts": lambda url: self.hosts(1),
             "/stats": self.stats,
+            "/census": self.census,
             "/about": self.about,
             "/check": self.check,
         }
@@ -251,6 +260,7 @@ class SearchCapsule:
                 "=> /backlinks Who links to a page",
                 "=> /hosts Known capsules",
                 "=> /stats What the index holds",
+                "=> /census Geminispace in figures: the crawl's census",
                 "=> /check Why is a page in the index, or not? What is known of a capsule?",
                 "=> /about About the crawler: how it behaves, how to keep it out",
             ]
@@ -385,6 +395,15 @@ class SearchCapsule:
             self._stats = (now, counted)
         return self._stats[1]
 
+    async def census(self, _url: URL) -> Resolution:
+        now = self.clock()
+        if self._census is None or now - self._census[0] >= CENSUS_SECONDS:
+            taken = await self._read(partial(_take_census, at=self.wall_clock()))
+            if taken.status != Status.SUCCESS:
+                return taken
+            self._census = (now, taken)
+        return self._census[1]
+
     def about(self, _url: URL) -> Awaitable[Resolution]:
         return self._read(_about)
 
@@ -402,6 +421,15 @@ def _count(conn: Any, at: float) -> Resolution:
             "=> / Home",
         ]
     )
+
+
+def _take_census(conn: Any, at: float) -> Resolution:
+    """/census: the crawl's census (``geminibot census --gemtext``) taken at ``at``."""
+    previous = kept_censuses(conn, 1)
+    census = take_census(
+        conn, at, agent=agent_of(conn), previous=previous[-1] if previous else None
+    )
+    return page([*as_gemtext(census).splitlines(), "", "=> / Home"])
 
 
 def _setting(conn: Any, key: str) -> str | None:
