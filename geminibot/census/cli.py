@@ -22,7 +22,7 @@ from geminibot.store.errors import DatabaseError
 def register(commands: Any) -> None:
     census = commands.add_parser(
         "census",
-        help="figures of Geminispace as a crawl saw it (Lupa's and more)",
+        help="figures of Geminispace as a crawl saw it",
         description="Figures of Geminispace as a crawl store saw it: URIs, capsules, sizes, "
         "MIME types, languages, charsets, status codes, in-links from other capsules, TLS "
         "versions and ciphers, certificates, and how capsules use robots.txt, the virtual "
