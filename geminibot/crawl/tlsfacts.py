@@ -78,7 +78,10 @@ class TLSRecorder:
 
     def _record(self, host: str, tls: TLSSeen, now: float) -> TLSRecord:
         if self._trust is None:
-            self._trust = self._load_trust()
+            try:
+                self._trust = self._load_trust()
+            except (OSError, ValueError):  # a --trust-ca file gone or changed since the start
+                self._trust = TrustStore.load()
         facts = certificate_facts(tls.der, parse_url(host_url(host)).host, self._trust)
         return TLSRecord(
             host=host,

@@ -38,8 +38,10 @@ UNKNOWN_CA = "unknown CA"
 #: Most characters kept of a subject, issuer or the joined subjectAltNames (a certificate
 #: is the server's to fill: a bound on what one row keeps).
 MAX_NAME_CHARS = 1_000
-#: Most subjectAltNames read of one certificate.
+#: Most subjectAltNames read of one certificate, and most characters kept of each (a DNS
+#: name has at most 253).
 MAX_SANS = 100
+MAX_SAN_CHARS = 255
 
 
 def sha256_fingerprint(data: bytes) -> str:
@@ -133,7 +135,7 @@ def _sans(cert: x509.Certificate) -> tuple[str, ...]:
         return ()
     names: list[str] = [str(n) for n in ext.get_values_for_type(x509.DNSName)]
     names += [str(a) for a in ext.get_values_for_type(x509.IPAddress)]
-    return tuple(names[:MAX_SANS])
+    return tuple(name[:MAX_SAN_CHARS] for name in names[:MAX_SANS])
 
 
 def _common_names(cert: x509.Certificate) -> list[str]:

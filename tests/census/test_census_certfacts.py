@@ -89,3 +89,31 @@ def test_bytes_that_are_no_certificate_keep_their_hash() -> None:
     facts = certificate_facts(b"\x30\x03junk", "x.test", TrustStore())
     assert not facts.parsed
     assert facts.sha256 == hashlib.sha256(b"\x30\x03junk").digest().hex(":").upper()
+
+
+def test_names_are_bounded() -> None:
+    from cryptography import x509
+    from cryptography.hazmat.primitives import hashes
+
+    from geminibot.gemini.certfacts import MAX_NAME_CHARS, MAX_SAN_CHARS, MAX_SANS
+
+    long = "a" * 60
+    names = [
+        x509.DNSName(f"{long}.{long}.{long}.{long}.{long}.{n}.test") for n in range(MAX_SANS + 5)
+    ]
+    subject = x509.Name([x509.NameAttribute(x509.oid.NameOID.ORGANIZATION_NAME, "o" * 5000)])
+    cert = (
+        x509.CertificateBuilder()
+        .subject_name(subject)
+        .issuer_name(subject)
+        .public_key(EC_KEY.public_key())
+        .serial_number(1)
+        .not_valid_before(CA.not_valid_before_utc)
+        .not_valid_after(CA.not_valid_after_utc)
+        .add_extension(x509.SubjectAlternativeName(names), critical=False)
+        .sign(EC_KEY, hashes.SHA256())
+    )
+    facts = certificate_facts(der(cert), "x.test", TrustStore())
+    assert len(facts.sans) == MAX_SANS
+    assert all(len(name) <= MAX_SAN_CHARS for name in facts.sans)
+    assert len(facts.subject) == len(facts.issuer) == MAX_NAME_CHARS
