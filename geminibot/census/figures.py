@@ -125,6 +125,18 @@ def _uris(conn: StoreConnection, scope: _Scope, now: float, crawl: str) -> Secti
                 f"the last {RECENT_DAYS} days",
             ),
             Figure("uris.gemtext", "URIs answering 20 with text/gemini", gemtext, crawl),
+            Figure(
+                "uris.gemtext_share",
+                "share of the URIs answering 20 that are text/gemini",
+                round(int(gemtext) / int(ok), 4) if ok else None,
+                crawl,
+            ),
+            Figure(
+                "uris.no_answer",
+                "URIs that gave no answer (connection, TLS, timeout: failed)",
+                one(conn, f"SELECT count(*) FROM urls WHERE {w} AND state = 'failed'", p),
+                crawl,
+            ),
             Figure("uris.size_bytes", "sizes of 20 answers' bodies (bytes)", size_figures, crawl),
             Figure(
                 "uris.status",

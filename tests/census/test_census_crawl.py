@@ -219,6 +219,8 @@ def test_census_counts_each_known_fact(census_db: str) -> None:
     assert got["content.charset_undecodable"] == 1
     assert got["content.charset_undecodable_share"] == round(1 / 6, 4)
     assert got["uris.ok"] == 6
+    assert got["uris.gemtext_share"] == 1.0
+    assert got["uris.no_answer"] == 0
     assert got["robots.present"] == 2
     assert got["robots.naming"] == {"archiver": 1, "indexer": 1, "researcher": 1, "webproxy": 1}
     assert got["refused.archiver"] == {"entirely": 1, "in part": 1, "not at all": 2}
