@@ -19,12 +19,14 @@ from contextlib import contextmanager, nullcontext
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from geminibot import defaults
 from geminibot.cliutil import (
     EXIT_OK,
     CommandError,
     bounded_number,
     emit_json,
     human_duration,
+    plural,
     positive_float,
     positive_int,
     terminal_safe,
@@ -157,8 +159,8 @@ def register(commands: Any) -> None:
         "--as",
         dest="role",
         choices=ROLES,
-        default="indexer",
-        help="virtual agent (activity) (default indexer)",
+        default=defaults.CRAWL_ROLE,
+        help=f"virtual agent (activity) (default {defaults.CRAWL_ROLE})",
     )
     crawl.add_argument(
         "--agent",
@@ -182,7 +184,7 @@ def register(commands: Any) -> None:
     crawl.add_argument(
         "--min-delay",
         type=_duration_option("duration", zero=True),
-        default=0.0,
+        default=defaults.CRAWL_MIN_DELAY,
         metavar="SECONDS",
         help="wait at least this long between two requests to one host or address, "
         "whatever a policy says or the address's pace (default 0; the pace starts at "
@@ -628,7 +630,7 @@ async def _run(
     if progress.pages == 0 and progress.errors and not progress.limit:
         # Nothing fetched, and why is an error: say so rather than succeed silently.
         print(
-            f"geminibot crawl: nothing fetched: {progress.errors} requests failed "
+            f"geminibot crawl: nothing fetched: {plural(progress.errors, 'request')} failed "
             f"({terminal_safe(progress.last_error or 'see the skipped hosts above')})",
             file=sys.stderr,
         )
@@ -639,7 +641,7 @@ async def _run(
         skipped = sorted(progress.hosts_skipped.items())
         why = f"{skipped[0][0]}: {skipped[0][1]}" if skipped else "no host may be asked now"
         print(
-            f"geminibot crawl: nothing fetched: {progress.queued} URLs queued, no request "
+            f"geminibot crawl: nothing fetched: {plural(progress.queued, 'URL')} queued, no request "
             f"made ({terminal_safe(why)}); run again later",
             file=sys.stderr,
         )

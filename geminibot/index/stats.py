@@ -7,7 +7,7 @@ import time
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from geminibot.cliutil import LINE_WIDTH, clipped, terminal_safe
+from geminibot.cliutil import LINE_WIDTH, clipped, plural, terminal_safe
 from geminibot.index.freshness import format_freshness, freshness
 
 #: Longest list of per-host refusal counts reported.
@@ -193,11 +193,11 @@ def format_stats(data: dict[str, Any]) -> str:
     lines = [
         f"hosts      {data['hosts']} ({data['hosts_skipped']} skipped for now)",
         f"pages      {data['pages']} ({data['pages_with_text']} with searchable text, "
-        f"{data['duplicates']} duplicates)",
+        f"{plural(data['duplicates'], 'duplicate')})",
         f"links      {data['links']}",
         f"bytes      {data['bytes']}",
         f"requests   {data['requests']}",
-        f"refusals   {data['refusals']} URLs refused by site policy",
+        f"refusals   {plural(data['refusals'], 'URL')} refused by site policy",
     ]
     for title, key in (
         ("status", "status"),

@@ -14,6 +14,7 @@ import trio
 from hypercorn.config import Config, Sockets
 from hypercorn.trio import serve
 
+from geminibot import defaults
 from geminibot.cliutil import EXIT_OK, CommandError, port_number
 from geminibot.gemini.tofu import FileKnownHosts, KnownHosts, MemoryKnownHosts
 from geminibot.gemini.urls import parse_url
@@ -27,8 +28,8 @@ from geminibot.portal.upstream import DEFAULT_AGENT, VIRTUAL_AGENT, Upstream, Up
 from geminibot.urls import InvalidURL
 from geminibot.why.reads import CheckReads
 
-DEFAULT_HOST = "127.0.0.1"
-DEFAULT_PORT = 8965
+DEFAULT_HOST = defaults.LISTEN_HOST
+DEFAULT_PORT = defaults.PORTAL_PORT
 #: The limits (:class:`~geminibot.portal.limits.PortalLimits` fields, their defaults
 #: and types its own) an option sets: option, field, metavar, help ({} is the default).
 LIMIT_OPTIONS = (

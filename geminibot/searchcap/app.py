@@ -46,6 +46,7 @@ from typing import Any, Protocol
 from urllib.parse import quote, unquote_to_bytes
 
 from geminibot import __version__
+from geminibot.cliutil import article, plural
 from geminibot.crawl.politeness import MAX_RATE, MAX_WAIT, START_DELAY
 from geminibot.crawl.schemes import host_key, host_url, normalise
 from geminibot.crawl.settings import ROLE_CATEGORIES, CrawlOptions
@@ -334,7 +335,9 @@ class SearchCapsule:
             lines += ["The crawl has not met any capsule yet.", ""]
         for host, last, skipped, pages in rows[:HOSTS_PER_PAGE]:
             note = f"; skipped for now: {one_line(skipped, 100)}" if skipped else ""
-            lines.append(f"=> {host_url(host)} {host}: last seen {when(last)}, {pages} pages{note}")
+            lines.append(
+                f"=> {host_url(host)} {host}: last seen {when(last)}, {plural(pages, 'page')}{note}"
+            )
         lines.append("")
         if len(rows) > HOSTS_PER_PAGE:
             lines.append(f"=> /hosts/{number + 1} Next page")
@@ -393,7 +396,7 @@ def _about(conn: Any) -> Resolution:
         "",
         "## Keeping it out",
         "",
-        f'Every crawler acting as a {role}, this one included (the "{role}" virtual '
+        f'Every crawler acting as {article(role)}, this one included (the "{role}" virtual '
         "agent of the robots.txt companion specification):",
         "```",
         f"User-agent: {role}",

@@ -159,7 +159,7 @@ def test_verify_finds_what_differs(db: sqlite3.Connection, tmp_path: Path) -> No
     assert check["missing_count"] == 1 and check["extra_count"] == 1  # the old copy's id
     done = run_main(["index", "status", "--db", str(tmp_path / "crawl.db"), "--verify"])
     assert done.returncode == 1
-    assert "1 in the store, not the index" in done.stdout
+    assert "1 page in the store, not the index" in done.stdout
     rebuild(db)  # the repair
     assert verify(db)["agree"] is True
 
@@ -257,9 +257,15 @@ def test_an_updater_says_it_follows_as_it_starts(db: sqlite3.Connection) -> None
     with IndexUpdater(db) as updater:
         put(db, "gemini://d.test/new.gmi", "New", "a sextant arrives")
         assert open_current(db) is None  # behind, and nobody follows yet
-        follow(updater, lambda: True, lambda _: None)  # starts, stopped before a step
-        assert status(db)["pending"] == 1
-        assert open_current(db) is not None
+        seen = []
+
+        def stopping() -> bool:  # asked once it has started, before a step: stopped
+            seen.append((status(db)["pending"], open_current(db) is not None))
+            return True
+
+        follow(updater, stopping, lambda _: None)
+        assert seen == [(1, True)]
+        assert status(db)["pending"] == 0  # a stop applies what the store committed
 
 
 def test_a_store_locked_by_a_writer_does_not_stop_the_updater(
