@@ -14,8 +14,10 @@ from hypothesis import strategies as st
 from geminibot.cliutil import (
     LINE_WIDTH,
     Parser,
+    article,
     bounded_number,
     clipped,
+    plural,
     port_number,
     positive_float,
     positive_int,
@@ -125,3 +127,15 @@ def test_an_error_quoting_what_it_was_given_is_escaped(tmp_path: Path) -> None:
     assert missing.stderr == f"geminibot: {tmp_path}/x\\x1b]0;owned\\x07: no such file\n"
     bad = run_main(["crawl", "gemini://a.test/", "--max-time", "9\x1b[2J"])
     assert bad.returncode == 2 and "\x1b" not in bad.stderr and bad.stderr.count("\n") == 1
+
+
+def test_counts_and_articles_agree_for_one_and_for_many() -> None:
+    assert [plural(n, "page") for n in (0, 1, 2)] == ["0 pages", "1 page", "2 pages"]
+    assert plural(1, "entry", "entries") == "1 entry"
+    assert plural(3, "entry", "entries") == "3 entries"
+    assert [article(r) for r in ("indexer", "archiver", "researcher", "webproxy")] == [
+        "an indexer",
+        "an archiver",
+        "a researcher",
+        "a webproxy",
+    ]

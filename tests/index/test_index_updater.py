@@ -289,3 +289,29 @@ def test_a_store_locked_by_a_writer_does_not_stop_the_updater(
         assert updater.step() == 1
     assert db.execute("SELECT count(*) FROM index_changes").fetchone()[0] == 0
     assert verify(db)["agree"] is True
+
+
+def test_status_says_an_updater_runs_from_its_lock_not_the_manifests_age(
+    db: sqlite3.Connection, tmp_path: Path
+) -> None:
+    """While an updater holds the index, pending changes are "being applied"; once it is
+    gone, its commit a moment ago does not make one up: no updater runs, and searches go
+    to FTS5 when the grace after its last commit ends."""
+    path = str(tmp_path / "crawl.db")
+    with IndexUpdater(db) as updater:
+        updater.beat()
+        put(db, "gemini://d.test/new.gmi", "New", "a sextant arrives")
+        held = run_main(["index", "status", "--db", path])
+        assert "1 change pending, an updater is applying them" in held.stdout
+        assert status(db)["following"] is True
+    assert is_followed(read_manifest(index_dir(tmp_path / "crawl.db")) or {}, time.time())
+    gone = run_main(["index", "status", "--db", path])
+    assert gone.returncode == 1
+    assert "(1 change pending, no updater runs): searches use FTS5 in" in gone.stdout
+    assert status(db)["following"] is False
+    assert 0 < float(str(status(db)["index_searched_for"])) <= FOLLOW_GRACE
+    with IndexUpdater(db) as updater:
+        updater.catch_up()
+        put(db, "gemini://d.test/other.gmi", "Other", "an almanac")
+        put(db, "gemini://d.test/third.gmi", "Third", "a lichen")
+        assert "2 changes pending, an updater" in run_main(["index", "status", "--db", path]).stdout

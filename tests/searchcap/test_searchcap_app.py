@@ -214,7 +214,7 @@ def test_backlinks_are_bounded(conn: sqlite3.Connection) -> None:
 def test_hosts_say_when_each_was_last_seen(conn: sqlite3.Connection) -> None:
     body = text(ask(conn, "/hosts"))
     assert "=> gemini://garden.test/ garden.test: last seen 2023-11-14 22:13 UTC, 25 pages" in body
-    assert "=> gemini://hub.test/ hub.test: last seen never fetched, 1 pages" in body
+    assert "=> gemini://hub.test/ hub.test: last seen never fetched, 1 page" in body
 
 
 def test_hosts_page(conn: sqlite3.Connection) -> None:
@@ -255,6 +255,7 @@ def test_about_names_the_token_and_virtual_agent_from_the_database(
 ) -> None:
     body = text(ask(conn, "/about"))
     assert "```\nUser-agent: indexer\nDisallow: /\n```" in body
+    assert "Every crawler acting as an indexer, this one included" in body
     assert "```\nUser-agent: mybot\nDisallow: /\n```" in body
     assert 'declares the category "search-indexer"' in body
     assert f"one request every {START_DELAY:g} seconds" in body
