@@ -84,6 +84,9 @@ class Reach:
         return self.ranked > 0 and self.pages >= GROWTH * self.ranked
 
 
+#: Seconds between two looks at whether the crawl's first pass is over (a scan of the
+#: URLs queued, made only until authority is first computed).
+FIRST_PASS_POLL = 5.0
 #: Share of the known hosts whose URLs have all been visited once after which the first
 #: computation runs although a few hosts (unreachable, slow) still have URLs waiting.
 READY_SHARE = 0.9
@@ -123,7 +126,7 @@ def schedule(
     how many times it ran. The first call is due ``interval`` after ``last`` (the store's
     last computation, and never later than ``interval`` from now); when there is none, as
     soon as ``reach(True)`` says the crawl's first pass is over (asked every
-    :data:`IDLE_RETRY` seconds; at once without ``reach``). Between two calls ``reach(False)``
+    :data:`FIRST_PASS_POLL` seconds; at once without ``reach``). Between two calls ``reach(False)``
     is asked as often: a store grown :data:`GROWTH`-fold gets the next call at once.
     ``wait(seconds)`` sleeps (a stop may cut it short). A job that returns False (it
     found nothing to do) is tried again after at most :data:`IDLE_RETRY` seconds."""
@@ -142,7 +145,8 @@ def schedule(
             )
         if not ready:
             left = due - now if due > now else IDLE_RETRY
-            wait(left if reach is None else min(left, IDLE_RETRY))
+            poll = IDLE_RETRY if computed else FIRST_PASS_POLL
+            wait(left if reach is None else min(left, poll))
             continue
         ran = clock()
         done = job()

@@ -11,6 +11,7 @@ flag). Logs: one JSON object a line on standard output, per component.
 from __future__ import annotations
 
 import argparse
+import re
 import sys
 import time
 from pathlib import Path
@@ -34,6 +35,10 @@ from geminibot.service.config import (
     text,
 )
 from geminibot.service.supervisor import Component, JsonLog, Supervisor
+
+#: How a command's usage error begins ("geminibot: ", "geminibot crawl: "): the
+#: service's line names the component instead.
+_OWN_PROG = re.compile(r"^geminibot(?: [a-z-]+)?: ")
 
 
 def register(commands: Any) -> None:
@@ -193,7 +198,7 @@ def run_serve(args: argparse.Namespace) -> int:
     if supervisor.failed is not None:
         name, line = supervisor.failed
         log.write("service", message=f"stopped: {name} cannot start", exit=EXIT_USAGE)
-        raise CommandError(f"serve: {name}: {line}")
+        raise CommandError(f"serve: {name}: {_OWN_PROG.sub('', line)}")
     log.write("service", message="stopped")
     return EXIT_OK
 

@@ -17,6 +17,7 @@ from pages import gemtext_page
 from geminibot.index import Link, connect, search, store_page, transaction
 from geminibot.index.authority import compute_authority, last_computed
 from geminibot.index.authority_job import (
+    FIRST_PASS_POLL,
     GROWTH,
     IDLE_RETRY,
     READY_SHARE,
@@ -161,8 +162,9 @@ def test_the_schedule_fires_at_its_interval_on_a_fake_clock() -> None:
 
 def test_the_first_computation_waits_for_the_crawls_first_pass() -> None:
     """Never computed: not while hosts the crawl knows still wait for their first visit
-    (the first hosts fetched would rank high until the next run), asked each IDLE_RETRY
-    on a fake clock; then on schedule, and at once when the store grows GROWTH-fold."""
+    (the first hosts fetched would rank high until the next run), asked each
+    FIRST_PASS_POLL on a fake clock; then on schedule, and at the next look (each
+    IDLE_RETRY) when the store grows GROWTH-fold."""
     now = [0.0]
     ran: list[float] = []
     store = {"hosts": 29, "waiting": 28, "pages": 10, "ranked": 0}
@@ -190,7 +192,8 @@ def test_the_first_computation_waits_for_the_crawls_first_pass() -> None:
     assert ran[0] == 300.0  # 28 of 29 hosts: past READY_SHARE, not before
     assert ran[1] == 3900.0  # then at its interval
     assert ran[2] == 3900.0 + IDLE_RETRY  # grown fourfold: at the next look, not an hour on
-    assert asked[:5] == [True] * 5 and not any(asked[6:])  # hosts scanned only until the first
+    polls = int(300.0 / FIRST_PASS_POLL) + 1
+    assert asked[:polls] == [True] * polls and not any(asked[polls:])  # until the first only
 
 
 def test_reach_read_from_a_store(db: sqlite3.Connection) -> None:
