@@ -77,7 +77,7 @@ OPTIONS: tuple[Option, ...] = (
         "stop_timeout",
         30.0,
         "seconds a component has to stop after SIGTERM before it is killed (the index "
-        "updater's own start at the crawl's end)",
+        "updater's SIGTERM comes once the crawl has ended)",
         checks.seconds,
     ),
     Option(
