@@ -12,11 +12,11 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from geminibot import defaults
-from geminibot.crawl.traps import FrontierLimits
+from geminibot.store.traps import FrontierLimits
 from geminibot.urls import Scheme
 
 if TYPE_CHECKING:
-    from geminibot.crawl.store import CrawlStore
+    from geminibot.store.crawlstore import CrawlStore
 
 #: Requests in flight across all hosts, by default (:mod:`geminibot.defaults`).
 DEFAULT_CONCURRENCY = defaults.CRAWL_CONCURRENCY

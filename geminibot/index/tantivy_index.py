@@ -22,7 +22,7 @@ per-document factor, so no block could be skipped: 38 ms instead of 8 ms for the
 common word at 600,000 pages (docs/benchmarks.md).
 
 The store logs each page that enters or leaves the searchable text (``index_changes``,
-:mod:`geminibot.index.db`); the index records in ``manifest.json`` the last change it has
+:mod:`geminibot.store.db`); the index records in ``manifest.json`` the last change it has
 applied. :func:`open_current` returns the index when nothing is pending, or when an
 updater has committed within :data:`FOLLOW_GRACE` seconds (it is following: a changed page
 is missing for the seconds until its next commit); otherwise None, and search falls back to
@@ -46,7 +46,6 @@ import tantivy
 
 from geminibot.cliutil import plural
 from geminibot.index.authority import last_computed
-from geminibot.index.db import transaction
 from geminibot.index.documents import (
     FIELD_BOOSTS,
     PAIR_FIELDS,
@@ -70,6 +69,7 @@ from geminibot.index.weights import (
     weights_lock,
     write_weights,
 )
+from geminibot.store.db import transaction
 
 #: Index format of this module (a folder written by another is rebuilt, not read).
 FORMAT = 5

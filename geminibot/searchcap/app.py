@@ -48,14 +48,10 @@ from urllib.parse import quote, unquote_to_bytes
 from geminibot import __version__
 from geminibot.cliutil import article, plural
 from geminibot.crawl.politeness import MAX_RATE, MAX_WAIT, START_DELAY
-from geminibot.crawl.schemes import host_key, host_url, normalise
 from geminibot.crawl.settings import ROLE_CATEGORIES, CrawlOptions
-from geminibot.crawl.traps import FrontierLimits
 from geminibot.gemini.server import Resolution
 from geminibot.gemini.status import Status
 from geminibot.index import QueryError, SearchResult, search
-from geminibot.index import statements as q
-from geminibot.index.engines import engine_of
 from geminibot.index.reads import Reads, ReadsBusy
 from geminibot.index.search import MAX_QUERY_LENGTH
 from geminibot.index.search_cli import search_function
@@ -64,7 +60,10 @@ from geminibot.index.tantivy_index import index_lag
 from geminibot.index.text import render_marks
 from geminibot.policy.outcomes import MAX_CACHE_SECONDS
 from geminibot.policy.site_policy import AGENTS, ROBOTS, ROBOTS2
-from geminibot.urls import URL, InvalidURL
+from geminibot.store import statements as q
+from geminibot.store.engines import engine_of
+from geminibot.store.traps import FrontierLimits
+from geminibot.urls import URL, InvalidURL, host_key, host_url, normalise
 from geminibot.why import BadTarget
 from geminibot.why.reads import CheckReads
 from geminibot.why.render import CHECK_PROMPT, gemtext_page
@@ -104,7 +103,7 @@ class BadInput(Exception):
 
 class SearchFunction(Protocol):
     """A store's search: ``limit`` results from the ``offset``-th on, best first
-    (:func:`geminibot.index.search`, :func:`geminibot.index.pg.search`)."""
+    (:func:`geminibot.index.search`, :func:`geminibot.index.pg_search.search`)."""
 
     def __call__(
         self, conn: Any, query: str, limit: int, *, offset: int = ...
@@ -155,7 +154,7 @@ class SearchCapsule:
     """The handler: call it with a request URL (see the module docstring for the routes).
 
     ``reads`` gives either store's connections (sqlite3 ones, or psycopg ones with
-    ``find`` = :func:`geminibot.index.pg.search`): the statements are compiled for the
+    ``find`` = :func:`geminibot.index.pg_search.search`): the statements are compiled for the
     connection's engine. ``checks`` answers ``/check`` (without it, 51)."""
 
     def __init__(

@@ -9,10 +9,12 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from pages import gemtext_page as page
 
-from geminibot.index import Link, QueryError, connect, search, stats, store_page, transaction
+from geminibot.index import QueryError, search, stats
 from geminibot.index.search import MAX_LIMIT, MAX_QUERY_LENGTH, to_fts_query
 from geminibot.index.stats import format_stats
 from geminibot.index.text import MARK
+from geminibot.store.db import connect, transaction
+from geminibot.store.pages import Link, store_page
 
 
 @pytest.fixture

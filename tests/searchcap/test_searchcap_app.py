@@ -12,11 +12,9 @@ from commands import answer_of
 from pages import gemtext_page
 
 from geminibot.crawl.politeness import START_DELAY
-from geminibot.crawl.traps import FrontierLimits
 from geminibot.gemini.server import Resolution
 from geminibot.gemini.urls import parse_request
-from geminibot.index import Link, Page, SearchResult, connect, search, store_page, transaction
-from geminibot.index.db import set_setting
+from geminibot.index import SearchResult, search
 from geminibot.index.reads import Reads
 from geminibot.index.search import MAX_QUERY_LENGTH
 from geminibot.index.tantivy_index import db_path_of, rebuild
@@ -30,6 +28,9 @@ from geminibot.searchcap.app import (
     SEARCH_WAIT,
     STATS_SECONDS,
 )
+from geminibot.store.db import connect, set_setting, transaction
+from geminibot.store.pages import Link, Page, store_page
+from geminibot.store.traps import FrontierLimits
 
 GEMTEXT = "text/gemini; charset=utf-8"
 
