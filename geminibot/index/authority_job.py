@@ -85,8 +85,10 @@ class Reach:
 
 
 #: Seconds between two looks at whether the crawl's first pass is over (a scan of the
-#: URLs queued, made only until authority is first computed).
+#: URLs queued, made only until authority is first computed), at least; and the share of
+#: the time those looks may take at most (a longer scan on a large store is made less often).
 FIRST_PASS_POLL = 5.0
+POLL_SHARE = 0.05
 #: Share of the known hosts whose URLs have all been visited once after which the first
 #: computation runs although a few hosts (unreachable, slow) still have URLs waiting.
 READY_SHARE = 0.9
@@ -126,8 +128,10 @@ def schedule(
     how many times it ran. The first call is due ``interval`` after ``last`` (the store's
     last computation, and never later than ``interval`` from now); when there is none, as
     soon as ``reach(True)`` says the crawl's first pass is over (asked every
-    :data:`FIRST_PASS_POLL` seconds; at once without ``reach``). Between two calls ``reach(False)``
-    is asked as often: a store grown :data:`GROWTH`-fold gets the next call at once.
+    :data:`FIRST_PASS_POLL` seconds, or less often when the answer takes more than
+    :data:`POLL_SHARE` of that; at once without ``reach``). Between two calls, ``reach(False)``
+    is asked every :data:`IDLE_RETRY` seconds: a store grown :data:`GROWTH`-fold gets the
+    next call then.
     ``wait(seconds)`` sleeps (a stop may cut it short). A job that returns False (it
     found nothing to do) is tried again after at most :data:`IDLE_RETRY` seconds."""
     now = clock()
@@ -135,17 +139,19 @@ def schedule(
     due = now if last is None else min(last + interval, now + interval)
     ran = now - IDLE_RETRY
     runs = 0
+    looked = 0.0  # seconds the last look at the first pass took
     while not stopping():
         now = clock()
         if not computed:
             ready = now >= due and (reach is None or reach(True).first_pass_over())
+            looked = clock() - now
         else:
             ready = now >= due or (
                 reach is not None and now - ran >= IDLE_RETRY and reach(False).grown()
             )
         if not ready:
             left = due - now if due > now else IDLE_RETRY
-            poll = IDLE_RETRY if computed else FIRST_PASS_POLL
+            poll = IDLE_RETRY if computed else max(FIRST_PASS_POLL, looked / POLL_SHARE)
             wait(left if reach is None else min(left, poll))
             continue
         ran = clock()

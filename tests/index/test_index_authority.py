@@ -20,6 +20,7 @@ from geminibot.index.authority_job import (
     FIRST_PASS_POLL,
     GROWTH,
     IDLE_RETRY,
+    POLL_SHARE,
     READY_SHARE,
     Reach,
     refresh,
@@ -196,6 +197,24 @@ def test_the_first_computation_waits_for_the_crawls_first_pass() -> None:
     assert ran[2] == 3900.0 + IDLE_RETRY  # grown fourfold: at the next look, not an hour on
     polls = int(300.0 / FIRST_PASS_POLL) + 1
     assert asked[:polls] == [True] * polls and not any(asked[polls:])  # until the first only
+
+
+def test_a_slow_look_at_the_first_pass_is_made_less_often() -> None:
+    """A look that takes 1 s (a large store's scan of its queue) is made every 20 s, so
+    that the looks take POLL_SHARE of the time at most."""
+    now = [0.0]
+    looks: list[float] = []
+
+    def reach(first: bool) -> Reach:
+        looks.append(now[0])
+        now[0] += 1.0
+        return Reach(10, 0, 10, 5)
+
+    def wait(seconds: float) -> None:
+        now[0] += seconds
+
+    schedule(lambda: True, 3600.0, None, lambda: len(looks) >= 3, wait, lambda: now[0], reach)
+    assert looks == [0.0, 21.0, 42.0] and POLL_SHARE == 0.05
 
 
 def test_reach_read_from_a_store(db: sqlite3.Connection) -> None:
