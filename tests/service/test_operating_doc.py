@@ -118,7 +118,9 @@ def test_the_test_range_as_written_from_a_folder_that_shadows_the_package(
     service = Service(argv, cwd=opt, entry_point=True)
     try:  # the first pages searchable while the crawl goes on: stopped there
         service.wait_for(searched(search, "word1", "host00.test/p1.gmi"), "a page", SEARCH_EVERY)
-        service.wait_for(fetched(f"http://127.0.0.1:{portal}/"), "the portal")
+        # The portal reaches the test capsules on loopback too (test_range, connect_to).
+        shown = fetched(f"http://127.0.0.1:{portal}/gemini/host01.test/p2.gmi")
+        assert "Page 2 of host 1" in service.wait_for(shown, "the portal")
     finally:
         assert stop(service) == 0, service.proc.stderr.read()  # type: ignore[union-attr]
     first = service.records
