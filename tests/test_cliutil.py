@@ -14,14 +14,14 @@ from hypothesis import strategies as st
 from geminibot.cliutil import (
     LINE_WIDTH,
     Parser,
-    article,
     bounded_number,
     clipped,
-    plural,
+    counted,
     port_number,
     positive_float,
     positive_int,
     terminal_safe,
+    with_article,
     wrapped,
 )
 
@@ -129,13 +129,27 @@ def test_an_error_quoting_what_it_was_given_is_escaped(tmp_path: Path) -> None:
     assert bad.returncode == 2 and "\x1b" not in bad.stderr and bad.stderr.count("\n") == 1
 
 
-def test_counts_and_articles_agree_for_one_and_for_many() -> None:
-    assert [plural(n, "page") for n in (0, 1, 2)] == ["0 pages", "1 page", "2 pages"]
-    assert plural(1, "entry", "entries") == "1 entry"
-    assert plural(3, "entry", "entries") == "3 entries"
-    assert [article(r) for r in ("indexer", "archiver", "researcher", "webproxy")] == [
-        "an indexer",
-        "an archiver",
-        "a researcher",
-        "a webproxy",
-    ]
+@pytest.mark.parametrize(
+    ("n", "noun", "plural", "text"),
+    [
+        (0, "request", None, "0 requests"),
+        (1, "request", None, "1 request"),
+        (2, "entry", "entries", "2 entries"),
+        (1, "entry", "entries", "1 entry"),
+    ],
+)
+def test_counted_agrees_in_number(n: int, noun: str, plural: str | None, text: str) -> None:
+    assert counted(n, noun, plural) == text
+
+
+@pytest.mark.parametrize(
+    ("noun", "text"),
+    [
+        ("indexer", "an indexer"),
+        ("archiver", "an archiver"),
+        ("webproxy", "a webproxy"),
+        ("researcher", "a researcher"),
+    ],
+)
+def test_with_article_reads_as_english(noun: str, text: str) -> None:
+    assert with_article(noun) == text

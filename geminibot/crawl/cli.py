@@ -24,9 +24,9 @@ from geminibot.cliutil import (
     EXIT_OK,
     CommandError,
     bounded_number,
+    counted,
     emit_json,
     human_duration,
-    plural,
     positive_float,
     positive_int,
     terminal_safe,
@@ -159,7 +159,8 @@ def register(commands: Any) -> None:
         dest="role",
         choices=ROLES,
         default=defaults.CRAWL_ROLE,
-        help=f"virtual agent (activity) (default {defaults.CRAWL_ROLE})",
+        help="the Gemini virtual agent the crawler acts as, as in 'policy check --as': "
+        "indexer, archiver or researcher (default indexer)",
     )
     crawl.add_argument(
         "--agent",
@@ -629,7 +630,7 @@ async def _run(
     if progress.pages == 0 and progress.errors and not progress.limit:
         # Nothing fetched, and why is an error: say so rather than succeed silently.
         print(
-            f"geminibot crawl: nothing fetched: {plural(progress.errors, 'request')} failed "
+            f"geminibot crawl: nothing fetched: {counted(progress.errors, 'request')} failed "
             f"({terminal_safe(progress.last_error or 'see the skipped hosts above')})",
             file=sys.stderr,
         )
@@ -640,7 +641,7 @@ async def _run(
         skipped = sorted(progress.hosts_skipped.items())
         why = f"{skipped[0][0]}: {skipped[0][1]}" if skipped else "no host may be asked now"
         print(
-            f"geminibot crawl: nothing fetched: {plural(progress.queued, 'URL')} queued, no request "
+            f"geminibot crawl: nothing fetched: {counted(progress.queued, 'URL')} queued, no request "
             f"made ({terminal_safe(why)}); run again later",
             file=sys.stderr,
         )

@@ -27,7 +27,7 @@ from collections.abc import Callable
 from typing import Any
 from urllib.parse import urlsplit
 
-from geminibot.cliutil import plural
+from geminibot.cliutil import counted
 from geminibot.index.stats import Connection
 from geminibot.store.db import set_setting, transaction
 
@@ -128,7 +128,7 @@ def rank_hosts(
     trust = sorted({number[h] for h in map(_host, trusted or ()) if h in number})
     if trusted and not trust:
         say("none of the trusted URLs' hosts is in the index: every host is trusted")
-    say(f"ranking {plural(len(hosts), 'host')} over {plural(len(edges), 'host-to-host link')}")
+    say(f"ranking {counted(len(hosts), 'host')} over {counted(len(edges), 'host-to-host link')}")
     sources = [s for s, _ in edges]
     targets = [t for _, t in edges]
     rank = pagerank(len(hosts), sources, targets, trust) if hosts else []

@@ -14,9 +14,9 @@ from geminibot.cliutil import (
     EXIT_OK,
     CommandError,
     StopSignals,
+    counted,
     emit_json,
     human_duration,
-    plural,
     positive_float,
     terminal_safe,
 )
@@ -181,7 +181,7 @@ def run_rebuild(args: argparse.Namespace) -> int:
     else:
         mib = int(str(built["bytes"])) / 2**20
         print(
-            f"indexed {plural(int(str(summary['pages'])), 'page')}; authority over "
+            f"indexed {counted(int(str(summary['pages'])), 'page')}; authority over "
             f"{_hosts_and_links(summary)}; {summary['index']} ({mib:.1f} MiB) "
             f"in {seconds:.1f} s"
         )
@@ -193,7 +193,7 @@ def _hosts_and_links(summary: dict[str, object]) -> str:
     hosts, links = int(str(summary["hosts"])), int(str(summary["host_links"]))
     between = "between them" if hosts != 1 else "to itself"
     return (
-        f"{plural(hosts, 'host')} ({plural(links, 'link')} {between}, trusted: "
+        f"{counted(hosts, 'host')} ({counted(links, 'link')} {between}, trusted: "
         f"{summary['trusted_hosts']})"
     )
 
@@ -295,7 +295,7 @@ def _report_authority(args: argparse.Namespace, summary: dict[str, object]) -> N
         print(f"authority: skipped: {summary['skipped']}")
     else:
         print(
-            f"authority of {plural(int(str(summary['pages'])), 'page')} over "
+            f"authority of {counted(int(str(summary['pages'])), 'page')} over "
             f"{_hosts_and_links(summary)} in {summary['seconds']} s; applied to "
             f"{summary['applied_to']}"
         )
@@ -314,7 +314,7 @@ def _state(data: dict[str, Any]) -> str:
     """Whether the index is current, and if not whether an updater runs (its lock held)."""
     if data["current"]:
         return "current" + (", an updater follows the store" if data["following"] else "")
-    changes = plural(data["pending"], "change")
+    changes = counted(data["pending"], "change")
     if data["following"]:
         return f"{changes} pending, an updater is applying them"
     left = float(data.get("index_searched_for") or 0.0)
@@ -329,7 +329,7 @@ def _authority_state(data: dict[str, Any], now: float) -> str:
         return "link authority: never computed ('geminibot index authority'): text ranks alone"
     ago = human_duration(max(0.0, now - float(computed)))
     if data["current"]:
-        return f"link authority: computed {ago} ago, applied to search ({plural(data['hosts'], 'host')})"
+        return f"link authority: computed {ago} ago, applied to search ({counted(data['hosts'], 'host')})"
     if data["applied_at"] is None:
         return f"link authority: computed {ago} ago, not applied: search ranks by text alone"
     older = human_duration(max(0.0, now - float(data["applied_at"])))
@@ -347,7 +347,7 @@ def run_status(args: argparse.Namespace) -> int:
     elif not data["built"]:
         print(f"no search index at {data['path']}: 'geminibot search' uses FTS5")
     else:
-        print(f"{data['path']}: {plural(data['pages'], 'page')}, {_state(data)}")
+        print(f"{data['path']}: {counted(data['pages'], 'page')}, {_state(data)}")
         print(_authority_state(data["authority"], time.time()))
         if args.verify:
             _print_verify(data["verify"])
@@ -357,11 +357,11 @@ def run_status(args: argparse.Namespace) -> int:
 
 def _print_verify(check: dict[str, Any]) -> None:
     if check["agree"]:
-        pages = plural(check["store_pages"], "page")
+        pages = counted(check["store_pages"], "page")
         print(f"verified: the index and the store both hold {pages}")
         return
     print(
-        f"differ: the store holds {plural(check['store_pages'], 'page')}, the index "
+        f"differ: the store holds {counted(check['store_pages'], 'page')}, the index "
         f"{check['index_pages']}"
     )
     for key, what in (
@@ -370,9 +370,9 @@ def _print_verify(check: dict[str, Any]) -> None:
     ):
         if check[f"{key}_count"]:
             ids = ", ".join(str(i) for i in check[key])
-            print(f"  {plural(check[key + '_count'], 'page')} {what} (ids {ids}...)")
+            print(f"  {counted(check[key + '_count'], 'page')} {what} (ids {ids}...)")
     if check["duplicated"]:
-        print(f"  {plural(check['duplicated'], 'document')} twice in the index")
+        print(f"  {counted(check['duplicated'], 'document')} twice in the index")
     print("repair: 'geminibot index update --db PATH', or 'geminibot index rebuild'")
 
 
@@ -399,9 +399,9 @@ def run_update(args: argparse.Namespace) -> int:
         emit_json(summary)
     else:
         print(
-            f"applied {plural(int(str(summary['applied'])), 'change')}; the index holds "
-            f"{plural(int(str(summary['pages'])), 'page')} "
-            f"({plural(int(str(summary['pending'])), 'change')} pending) after "
+            f"applied {counted(int(str(summary['applied'])), 'change')}; the index holds "
+            f"{counted(int(str(summary['pages'])), 'page')} "
+            f"({counted(int(str(summary['pending'])), 'change')} pending) after "
             f"{summary['seconds']} s"
         )
     return EXIT_OK

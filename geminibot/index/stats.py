@@ -7,8 +7,9 @@ import time
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from geminibot.cliutil import LINE_WIDTH, clipped, plural, terminal_safe
+from geminibot.cliutil import LINE_WIDTH, clipped, counted, terminal_safe
 from geminibot.index.freshness import format_freshness, freshness
+from geminibot.store.traps import TRAP_REASON_PREFIX
 
 #: Longest list of per-host refusal counts reported.
 TOP_REFUSING_HOSTS = 10
@@ -20,6 +21,9 @@ AGE_BUCKETS: tuple[tuple[str, float], ...] = (
     ("7-30 days", 30 * 86_400.0),
     ("over 30 days", float("inf")),
 )
+#: A refusal by the site's policy, as SQL over ``decisions``: not a trap bound's.
+_POLICY_REFUSAL = f"NOT allowed AND reason NOT LIKE '{TRAP_REASON_PREFIX}%'"
+
 #: The states a URL of the frontier can be in (``stats --urls --status``).
 URL_STATES = ("queued", "leased", "done", "refused", "failed", "gone", "trapped")
 
@@ -179,10 +183,17 @@ def stats(conn: Connection, now: float | None = None, lag: int | None = None) ->
             "SELECT reason, count(*) FROM urls WHERE state = 'trapped'"
             " GROUP BY 1 ORDER BY 2 DESC, 1",
         ),
-        "refusals": int(one("SELECT count(*) FROM decisions WHERE NOT allowed").fetchone()[0]),
+        "refusals": int(
+            one(f"SELECT count(DISTINCT url) FROM decisions WHERE {_POLICY_REFUSAL}").fetchone()[0]
+        ),
+        "trap_refusals": int(
+            one(
+                f"SELECT count(DISTINCT url) FROM decisions WHERE NOT allowed AND NOT ({_POLICY_REFUSAL})"
+            ).fetchone()[0]
+        ),
         "refusals_by_host": _counts(
             conn,
-            "SELECT host, count(*) FROM decisions WHERE NOT allowed"
+            f"SELECT host, count(DISTINCT url) FROM decisions WHERE {_POLICY_REFUSAL}"
             f" GROUP BY host ORDER BY 2 DESC, 1 LIMIT {TOP_REFUSING_HOSTS}",
         ),
     }
@@ -193,11 +204,16 @@ def format_stats(data: dict[str, Any]) -> str:
     lines = [
         f"hosts      {data['hosts']} ({data['hosts_skipped']} skipped for now)",
         f"pages      {data['pages']} ({data['pages_with_text']} with searchable text, "
-        f"{plural(data['duplicates'], 'duplicate')})",
+        f"{counted(data['duplicates'], 'duplicate')})",
         f"links      {data['links']}",
         f"bytes      {data['bytes']}",
         f"requests   {data['requests']}",
-        f"refusals   {plural(data['refusals'], 'URL')} refused by site policy",
+        f"refusals   {counted(data['refusals'], 'URL')} refused by site policy"
+        + (
+            f", {data['trap_refusals']} more stopped by trap bounds"
+            if data["trap_refusals"]
+            else ""
+        ),
     ]
     for title, key in (
         ("status", "status"),

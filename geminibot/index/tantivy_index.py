@@ -48,7 +48,7 @@ from pathlib import Path
 
 import tantivy
 
-from geminibot.cliutil import plural
+from geminibot.cliutil import counted
 from geminibot.index.authority import last_computed
 from geminibot.index.documents import (
     FIELD_BOOSTS,
@@ -571,7 +571,7 @@ def rebuild_locked(
             for row in batch:
                 writer.add_document(page_document(builder, row))
             count += len(batch)
-            say(f"indexed {plural(count, 'page')}")
+            say(f"indexed {counted(count, 'page')}")
         writer.commit()
         writer.wait_merging_threads()
         conn.execute("DROP TABLE IF EXISTS temp.anchor_text")

@@ -56,7 +56,7 @@ from typing import Any, Protocol
 from urllib.parse import quote, unquote_to_bytes
 
 from geminibot import __version__
-from geminibot.cliutil import article, plural
+from geminibot.cliutil import counted, with_article
 from geminibot.crawl.politeness import MAX_RATE, MAX_WAIT, START_DELAY
 from geminibot.crawl.settings import ROLE_CATEGORIES, CrawlOptions
 from geminibot.gemini.ratelimit import RateLimiter
@@ -366,7 +366,7 @@ class SearchCapsule:
         for host, last, skipped, pages in rows[:HOSTS_PER_PAGE]:
             note = f"; skipped for now: {one_line(skipped, 100)}" if skipped else ""
             lines.append(
-                f"=> {host_url(host)} {host}: last seen {when(last)}, {plural(pages, 'page')}{note}"
+                f"=> {host_url(host)} {host}: last seen {when(last)}, {counted(pages, 'page')}{note}"
             )
         lines.append("")
         if len(rows) > HOSTS_PER_PAGE:
@@ -426,7 +426,7 @@ def _about(conn: Any) -> Resolution:
         "",
         "## Keeping it out",
         "",
-        f'Every crawler acting as {article(role)}, this one included (the "{role}" virtual '
+        f'Every crawler acting as {with_article(role)}, this one included (the "{role}" virtual '
         "agent of the robots.txt companion specification):",
         "```",
         f"User-agent: {role}",

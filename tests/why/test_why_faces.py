@@ -57,6 +57,9 @@ GROUPS = {
     "gemini://why.test/private/a.gmi": ("*", "every robot"),
 }
 
+#: The keys of a rule object, in order, in every command's --json.
+RULE_KEYS = ["file", "line", "directive", "pattern", "group"]
+
 
 @pytest.fixture(scope="module", params=["sqlite", "postgresql"])
 def crawled(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> str:
@@ -131,6 +134,10 @@ def test_every_face_gives_the_right_reason(crawled: str, url: str) -> None:
         assert f"{policy['file']} line {policy['line']}" == line
         assert (policy["group"], policy["group_kind"]) == GROUPS[url]
         assert policy["mode"] == "strict"
+        rule = policy["rule"]  # the one shape of a rule in every --json
+        assert isinstance(rule, dict) and list(rule) == RULE_KEYS
+        assert f"{rule['file']} line {rule['line']}" == line
+        assert rule["directive"] == "Disallow" and rule["group"] == GROUPS[url][0]
     gemtext = capsule_check(crawled, url)
     status, page = trio.run(portal_check, crawled, url)
     assert status == 200
@@ -197,6 +204,8 @@ def test_a_host_summary_matches_stats_and_policy_check(crawled: str, tmp_path: P
             argv[3] = f"gemini://{HOST}{path}"
             checked = json.loads(run_main(argv).stdout)
             assert not checked["allowed"] and f"(line {rule.split()[2][:-1]})" in checked["reason"]
+            assert list(checked["rule"]) == RULE_KEYS
+            assert checked["rule"]["line"] == int(rule.split()[2][:-1])
     indexer_strict = [p for p in permissions if (p["agent"], p["mode"]) == ("indexer", "strict")]
     assert len(indexer_strict[0]["refused"]) == 3
     linted = run_main(["policy", "lint", str(robots), "--json"])
@@ -205,7 +214,7 @@ def test_a_host_summary_matches_stats_and_policy_check(crawled: str, tmp_path: P
     assert isinstance(files, list)
     (robots_file,) = [f for f in files if f["name"] == "robots.txt"]
     assert robots_file["findings"] == [
-        {k: d[k] for k in ("line", "level", "code", "message")} for d in found
+        {k: d[k] for k in ("line", "level", "code", "message", "hint")} for d in found
     ]
     assert found and robots_file["status"] == 20 and robots_file["size"] == len(body)
 
