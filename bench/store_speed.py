@@ -36,7 +36,6 @@ from geminispace.space import Space  # noqa: E402
 from machine import cpu_model  # noqa: E402
 
 from geminibot.crawl.adapters import FetchResult, adapter_for  # noqa: E402
-from geminibot.store.db import connect  # noqa: E402
 from geminibot.store.crawlstore import (  # noqa: E402
     CACHE_KIB,
     DecisionRecord,
@@ -46,6 +45,7 @@ from geminibot.store.crawlstore import (  # noqa: E402
     Revisit,
     SqliteStore,
 )
+from geminibot.store.db import connect  # noqa: E402
 from geminibot.store.freshness import next_interval  # noqa: E402
 from geminibot.urls import host_name, normalise  # noqa: E402
 

@@ -18,6 +18,7 @@ from typing import Any
 import pytest
 import trio
 from capsule_fixtures import TEST_LIMITS, cert_dir
+from db_rows import reading
 
 from capsule_server.testing import running_server
 from geminibot.cli import main
@@ -30,7 +31,6 @@ from geminibot.gemini.client import GeminiClient
 from geminibot.gemini.urls import parse_request
 from geminibot.index import stats
 from geminibot.index.freshness import DAY
-from geminibot.index.search_cli import reading
 from geminibot.net.connect import ConnectRule, Resolver
 from geminibot.searchcap import SearchCapsule
 from geminibot.store.crawlstore import SqliteStore

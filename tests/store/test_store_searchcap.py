@@ -119,6 +119,6 @@ def test_cli_unreachable_postgresql_is_one_line(
         closed.bind(("127.0.0.1", 0))
         port = closed.getsockname()[1]
     db = f"postgresql://nobody:secret@127.0.0.1:{port}/none"
-    assert main(["serve-search", "--db", db, "--certs", str(tmp_path / "c")]) == 1
+    assert main(["serve-search", "--db", db, "--certs", str(tmp_path / "c")]) == 2
     err = capsys.readouterr().err
     assert "cannot connect" in err and "secret" not in err and len(err.splitlines()) == 1, err
