@@ -7,13 +7,12 @@ when this module is: every ``--help`` starts without them.
 from __future__ import annotations
 
 import argparse
-import contextlib
 import errno
 import re
 import sqlite3
 import sys
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -39,21 +38,18 @@ from geminibot.crawl.settings import (
 )
 from geminibot.http.urls import DEFAULT_INFO_URL
 from geminibot.net.connect import Resolver, add_connect_to_option, connect_rules, is_loopback
-from geminibot.net.guard import AddressGuard, IPNetwork, parse_network
+from geminibot.net.guard import IPNetwork, parse_network
 from geminibot.policy.cli import agent_option
 from geminibot.store.database import Database, open_database
 from geminibot.store.traps import DEFAULT_MAX_DEPTH, MAX_URLS_PER_HOST, FrontierLimits
-from geminibot.urls import SCHEMES, host_url, normalise, parse_url
+from geminibot.urls import SCHEMES, normalise, parse_url
 
 if TYPE_CHECKING:
     from geminibot.crawl.clock import TrioWallClock
     from geminibot.crawl.continuous import Stopper
     from geminibot.crawl.crawler import Crawler
-    from geminibot.crawl.display import Display
     from geminibot.crawl.progress import Progress
     from geminibot.crawl.warc import WarcArchive
-    from geminibot.http.client import WebClient
-    from geminibot.net.dns import DnsCache
     from geminibot.store.crawlstore import CrawlStore
 
 #: Exit code of a crawl stopped by Ctrl-C (resumable).
@@ -62,8 +58,6 @@ EXIT_INTERRUPTED = 130
 #: URLs were queued (every host with work skipped for now), or could not write its
 #: database (disk full) or its WARC files: what was committed is kept, run it again.
 EXIT_FAILED = 1
-#: Seconds a host name's lookup may take (for pacing by address).
-RESOLVE_TIMEOUT = 10.0
 #: Longest --max-time and --min-delay accepted (a week), in seconds.
 MAX_DURATION = 7 * 86400.0
 _DURATION = re.compile(
@@ -316,31 +310,6 @@ def _options(args: argparse.Namespace) -> tuple[list[str], CrawlOptions, Resolve
     return seeds, options, resolver
 
 
-def address_of(resolver: Resolver, dns: DnsCache | None = None) -> Callable[[str], Awaitable[str]]:
-    """For the crawler: where a host key's requests go, ``address port N`` (the
-    --connect-to rule applied, the name resolved through ``dns``, the cache the Gemini
-    client shares, bounded by RESOLVE_TIMEOUT), so that hosts on one server are paced as
-    one. A name that does not resolve is its own address (its requests will fail on
-    their own)."""
-    import trio
-
-    from geminibot.net.dns import DnsCache
-
-    cache = dns if dns is not None else DnsCache()
-
-    async def lookup(host: str) -> str:
-        url = parse_url(host_url(host))
-        address, port = resolver.address(url.host, url.port)
-        if resolver.loopback_only and not is_loopback(address):
-            return f"{address} port {port}"  # refused anyway: no lookup
-        with trio.move_on_after(RESOLVE_TIMEOUT):
-            with contextlib.suppress(OSError):
-                address = await cache.resolve(address, port)
-        return f"{address} port {port}"
-
-    return lookup
-
-
 def _warc_archive(args: argparse.Namespace, db: Path, run_id: str) -> WarcArchive:
     from geminibot.crawl.warc import WarcArchive
 
@@ -353,11 +322,10 @@ def _warc_archive(args: argparse.Namespace, db: Path, run_id: str) -> WarcArchiv
         raise CommandError(f"--warc-dir {warc_dir}: cannot write there: {exc.strerror}") from None
 
 
-async def _crawl(crawler: Crawler, web: WebClient, stopper: Stopper) -> tuple[Progress, bool]:
+async def _crawl(crawler: Crawler, stopper: Stopper) -> tuple[Progress, bool]:
     stopper.running(crawler.stop)
     try:
-        async with web:
-            progress = await crawler.run()
+        progress = await crawler.run()
     finally:
         stopper.running(None)
     return progress, stopper.stopped
@@ -471,61 +439,6 @@ async def _run_forever(args: argparse.Namespace, database: Database, stopper: St
     return EXIT_OK
 
 
-def _crawler(
-    args: argparse.Namespace,
-    options: CrawlOptions,
-    store: CrawlStore,
-    clock: TrioWallClock,
-    resolver: Resolver,
-    lease: str,
-    archive: WarcArchive | None,
-    display: Display,
-) -> tuple[Crawler, WebClient]:
-    """The crawl engine and its parts, built from the options (and its web client, which
-    the crawl opens and closes)."""
-    from geminibot.crawl.crawler import Crawler
-    from geminibot.crawl.fetcher import CRAWL_LIMITS, ProtocolFetcher, gemini_fetch
-    from geminibot.gemini.client import GeminiClient
-    from geminibot.http.client import WebClient, user_agent
-    from geminibot.net.dns import DnsCache
-    from geminibot.store.crawlstore import StoreKnownHosts
-
-    # One DNS cache for both clients and the address lookup: the addresses paced as one
-    # are those connected to, a name is resolved once per DNS_TTL whatever asks, and
-    # every address connected to (links, redirects, policy files) passes the guard.
-    guard = AddressGuard(
-        loopback_only=options.test_range,
-        allow=tuple(args.allow_address),
-        advice="; --allow-address CIDR reaches such a network",
-    )
-    dns = DnsCache(guard=guard)
-    web = WebClient(
-        user_agent=user_agent(options.agent, info_url=args.contact),
-        connect_to=resolver,
-        limits=CRAWL_LIMITS,
-        dns=dns,
-    )
-    # Certificates pinned in the crawl's database on first use; a changed one is refused.
-    gemini = GeminiClient(
-        connect_to=resolver,
-        limits=CRAWL_LIMITS,
-        known_hosts=StoreKnownHosts(store, clock.now),
-        strict_tofu=True,
-        dns=dns,
-    )
-    crawler = Crawler(
-        store,
-        ProtocolFetcher(gemini=gemini_fetch(gemini), web=web),
-        options,
-        clock=clock,
-        archive=archive,
-        on_progress=display,
-        address_of=address_of(resolver, dns),
-        lease=lease,
-    )
-    return crawler, web
-
-
 async def _run(
     args: argparse.Namespace,
     database: Database,
@@ -553,6 +466,7 @@ async def _run_on(
     clock: TrioWallClock,
 ) -> int:
     """One crawl run on ``store`` (its database named ``label`` in messages)."""
+    from geminibot.crawl.build import Network, build_crawler
     from geminibot.crawl.display import Display
     from geminibot.crawl.runrecord import record_run
 
@@ -568,10 +482,19 @@ async def _run_on(
     elif args.warc_dir:
         raise CommandError("--warc-dir is for --as archiver only")
     display = Display(sys.stderr)
-    crawler, web = _crawler(args, options, store, clock, resolver, lease, archive, display)
+    network = Network(resolver, tuple(args.allow_address), args.contact)
+    crawler = build_crawler(
+        store,
+        options,
+        clock,
+        network=network,
+        archive=archive,
+        on_progress=display,
+        lease=lease,
+    )
     try:
         crawler.seed(seeds)
-        progress, interrupted = await _crawl(crawler, web, stopper)
+        progress, interrupted = await _crawl(crawler, stopper)
     finally:
         display.end()
         if archive is not None:
