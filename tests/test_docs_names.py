@@ -139,3 +139,14 @@ def test_the_check_finds_what_does_not_exist() -> None:
     assert exists("Frontier.add") and exists("traps.MAX_URL_LENGTH")
     assert exists("urls.next_visit") and exists("geminibot.store.database.open_database")
     assert not path_exists("store/no_such.py") and path_exists("store/frontier.py")
+
+
+def test_the_tests_a_docstring_cites_exist() -> None:
+    """A docstring that states an invariant names the tests that hold it: they exist."""
+    cited_tests = {
+        (path.relative_to(ROOT).as_posix(), m.group(1))
+        for path in (ROOT / "geminibot").rglob("*.py")
+        for m in re.finditer(r"``(tests/[\w/]+\.py)``", path.read_text(encoding="utf-8"))
+    }
+    assert ("geminibot/store/frontier.py", "tests/store/test_store_attempts.py") in cited_tests
+    assert [(m, t) for m, t in sorted(cited_tests) if not (ROOT / t).is_file()] == []
