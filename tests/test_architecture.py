@@ -23,6 +23,7 @@ LAYERS = {
     "geminibot.http": 2,
     "geminibot.store": 2,
     "geminibot.index": 3,
+    "geminibot.feeds": 3,
     "geminibot.crawl": 4,
     "geminibot.classify": 4,
     "geminibot.service": 4,

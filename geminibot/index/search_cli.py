@@ -29,7 +29,13 @@ from geminibot.cliutil import (
     positive_int,
     terminal_safe,
 )
-from geminibot.index.query import QueryError
+from geminibot.index.query import (
+    MAX_PHRASE_WORDS,
+    MAX_PREFIXES,
+    MAX_TERMS,
+    MIN_PREFIX_CHARS,
+    QueryError,
+)
 from geminibot.index.search import MAX_LIMIT, MAX_OFFSET, SearchResult, search
 from geminibot.index.stats import URL_STATES, format_stats, list_urls, stats, status_filter
 from geminibot.index.tantivy_index import index_lag
@@ -89,7 +95,10 @@ def register(commands: Any) -> None:
             "one of the options below is part of the query, -word included, wherever it "
             "stands (search -haiku beos --db x.db; -- is accepted and skipped: search -- "
             "-haiku beos --db x.db). A page in "
-            "another language than the locale's ($LANG) is marked with its code: [de]."
+            "another language than the locale's ($LANG) is marked with its code: [de]. "
+            f"At most {MAX_TERMS} terms, {MAX_PREFIXES} prefixes of {MIN_PREFIX_CHARS} "
+            f"letters or more and phrases of {MAX_PHRASE_WORDS} words: a query over them "
+            "is refused with what to change (exit 2)."
         ),
     )
     find.__class__ = QueryParser  # argparse makes the parser; its reading of words is ours

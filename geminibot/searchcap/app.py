@@ -33,10 +33,20 @@ Bad input is refused: a query that is not UTF-8 or longer than
 not one, gets ``59``; a path not listed (or a page number out of range) gets ``51``. A
 query with nothing to search for (only symbols or excluded words) is asked again (``10``)
 with the reason, so that the user can correct it.
+
+Work is bounded per query and per client: a query over the query budget
+(:mod:`geminibot.index.query`: too many terms or prefixes, a prefix too short, a phrase
+too long) gets ``59`` with what to change, before any read; an accepted one costs
+:func:`~geminibot.index.query.query_cost` units from its client's budget
+(:data:`CLIENT_BUDGET` units, refilled at :data:`CLIENT_BUDGET_PER_SECOND`; the client
+is the server's :data:`~geminibot.gemini.server.CURRENT_CLIENT`), and a client whose
+budget cannot pay for it gets ``44`` with the seconds until it can, whatever its
+request rate.
 """
 
 from __future__ import annotations
 
+import math
 import re
 import time
 from collections.abc import Awaitable, Callable
@@ -48,9 +58,11 @@ from urllib.parse import quote, unquote_to_bytes
 from geminibot import __version__
 from geminibot.crawl.politeness import MAX_RATE, MAX_WAIT, START_DELAY
 from geminibot.crawl.settings import ROLE_CATEGORIES, CrawlOptions
-from geminibot.gemini.server import Resolution
+from geminibot.gemini.ratelimit import RateLimiter
+from geminibot.gemini.server import CURRENT_CLIENT, Resolution
 from geminibot.gemini.status import Status
 from geminibot.index import QueryError, SearchResult
+from geminibot.index.query import QueryTooCostly, parse_query, query_cost
 from geminibot.index.search import MAX_QUERY_LENGTH
 from geminibot.index.search_cli import search_function
 from geminibot.index.stats import format_stats, stats
@@ -88,6 +100,13 @@ STATS_SECONDS = 60.0
 SEARCH_READS = 4
 #: Seconds a page waits for a read slot before it is answered ``44``.
 SEARCH_WAIT = 5.0
+
+#: Units of search work (:func:`~geminibot.index.query.query_cost`: about one per word
+#: searched) a client may spend at once, and how many it gets back each second: forty
+#: two-word searches at once and three a second after that, or a query at every limit of
+#: the query budget (85 units) every 8.5 seconds.
+CLIENT_BUDGET = 120
+CLIENT_BUDGET_PER_SECOND = 10.0
 
 GEMTEXT = "text/gemini; charset=utf-8"
 SEARCH_PROMPT = 'Search for (words, "a phrase", word*, -word, a OR b, lang:de)'
@@ -166,8 +185,11 @@ class SearchCapsule:
         wall_clock: Callable[[], float] = time.time,
         reader: str = "en",
         checks: CheckReads | None = None,
+        budget: RateLimiter | None = None,
     ) -> None:
         self.reads = reads
+        #: Each client's units of search work (see the module docstring).
+        self.budget = budget or RateLimiter(CLIENT_BUDGET, CLIENT_BUDGET_PER_SECOND)
         self.wall_clock = wall_clock
         self.find = find
         self.title = title
@@ -246,6 +268,15 @@ class SearchCapsule:
             return Resolution(Status.INPUT, SEARCH_PROMPT)
         if len(query) > MAX_QUERY_LENGTH:
             raise BadInput(f"Query too long: {len(query)} characters, at most {MAX_QUERY_LENGTH}")
+        try:
+            cost = query_cost(parse_query(query))
+        except QueryTooCostly as exc:
+            raise BadInput(f"Query too costly: {one_line(str(exc), 200)}") from None
+        except QueryError:  # asked again by _results, with the reason
+            cost = 1
+        wait = self.budget.take(CURRENT_CLIENT.get(), self.clock(), cost)
+        if wait is not None:
+            return Resolution(Status.SLOW_DOWN, str(max(1, math.ceil(wait))))
         return self._read(partial(self._results, query, number))
 
     def _results(self, query: str, number: int, database: Database) -> Resolution:

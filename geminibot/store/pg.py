@@ -21,7 +21,7 @@ import re
 from typing import TYPE_CHECKING, Any
 
 from geminibot.store.errors import DatabaseError
-from geminibot.store.pages import Page, page_row
+from geminibot.store.pages import Page, indexed_text, page_row
 from geminibot.store.upgrade import (
     PG_LEGACY_VERSIONS,
     SCHEMA_VERSION,
@@ -125,7 +125,7 @@ def store_page(cur: psycopg.Cursor[Any], page: Page, role: str) -> int:
     row = page_row(page, role)
     keep_text = bool(row["keep"])
     cur.execute("DELETE FROM pages WHERE url = %s", (page.url,))
-    headings = "\n".join(page.headings) if keep_text else None
+    headings = indexed_text("\n".join(page.headings)) if keep_text else None
     cur.execute(
         "INSERT INTO pages (url, host, status, meta, mime, lang, size, content_hash,"
         " fetched_at, title, duplicate_of, redirect_to, text_indexed, changed_at, gone_at,"
@@ -133,7 +133,7 @@ def store_page(cur: psycopg.Cursor[Any], page: Page, role: str) -> int:
         " VALUES (%(url)s, %(host)s, %(status)s, %(meta)s, %(mime)s, %(lang)s, %(size)s,"
         " %(hash)s, %(at)s, %(title)s, %(dup)s, %(redirect)s, %(keep)s, %(changed)s,"
         " %(gone)s, %(headings)s, %(body)s) RETURNING id",
-        {**row, "headings": headings, "body": page.text if keep_text else None},
+        {**row, "headings": headings, "body": indexed_text(page.text or "") if keep_text else None},
     )
     added = cur.fetchone()
     assert added is not None

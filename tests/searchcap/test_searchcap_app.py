@@ -289,3 +289,25 @@ def test_highlights_are_not_confused_with_brackets(tmp_path: Path) -> None:
             conn, stored("gemini://a.test/", "Ports", '["OpenJDK] port and ⟦x⟧ too', ()), "indexer"
         )
     assert 'a.test · ["OpenJDK] ⟦port⟧ and x too' in text(ask(conn, "/search?port"))
+
+
+def test_a_client_budget_pays_for_searches_at_its_edge(conn: sqlite3.Connection) -> None:
+    """Each search costs its units (:func:`query_cost`): a budget that pays for exactly
+    two is answered twice, then ``44`` with the seconds until it pays for one more."""
+    from geminibot.gemini.ratelimit import RateLimiter
+    from geminibot.index.query import parse_query, query_cost
+
+    now = [0.0]
+    cost = query_cost(parse_query("tomat* basil"))
+    budget = RateLimiter(2 * cost, 1.0)
+    url = parse_request(b"gemini://search.test/search?tomat*%20basil\r\n")
+    with closing(SearchCapsule(reads_of(conn), clock=lambda: now[0], budget=budget)) as capsule:
+        assert [answer_of(capsule, url).status for _ in range(2)] == [20, 20]
+        refused = answer_of(capsule, url)
+        assert (refused.status, refused.meta) == (44, str(cost))
+        now[0] = cost - 0.01
+        assert answer_of(capsule, url).status == 44
+        now[0] = float(cost)
+        assert answer_of(capsule, url).status == 20
+        too_costly = parse_request(b"gemini://search.test/search?a*\r\n")
+        assert answer_of(capsule, too_costly).status == 59  # refused before it costs
