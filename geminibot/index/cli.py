@@ -21,10 +21,10 @@ from geminibot.cliutil import (
 )
 from geminibot.index.authority import compute_authority, crawl_seeds, last_computed
 from geminibot.index.authority_job import refresh, schedule
+from geminibot.index.stats import Connection
 from geminibot.index.tantivy_index import IndexUnavailable, index_dir, rebuild, status
 from geminibot.index.updater import COMMIT_INTERVAL, IndexUpdater, follow, verify
-from geminibot.store import pg
-from geminibot.store.db import DatabaseError, connect
+from geminibot.store.database import Database, open_database
 
 #: Seconds between two progress lines.
 PROGRESS_INTERVAL = 2.0
@@ -121,11 +121,15 @@ def _usage(parser: argparse.ArgumentParser) -> int:
     return 2
 
 
-def _open(path: str) -> sqlite3.Connection:
-    try:
-        return connect(path, create=False)
-    except DatabaseError as exc:
-        raise CommandError(str(exc)) from None
+def _sqlite_only(action: str, database: Database) -> sqlite3.Connection:
+    """The SQLite connection of ``database``: the tantivy index is built beside a file."""
+    conn = database.sqlite
+    if conn is None:
+        raise CommandError(
+            f"index {action}: a PostgreSQL database has no tantivy index "
+            "(its search uses its own GIN index, always current)"
+        )
+    return conn
 
 
 def _progress(quiet: bool) -> Any:
@@ -140,29 +144,29 @@ def _progress(quiet: bool) -> Any:
     return say
 
 
-def _trusted_and_pages(args: argparse.Namespace, conn: Any) -> tuple[list[str], int]:
-    """The hosts to trust and the pages with text (either store's connection)."""
+def _trusted_and_pages(args: argparse.Namespace, conn: sqlite3.Connection) -> list[str]:
+    """The hosts to trust; a command error when no page has text yet."""
     trusted = _trusted(args, conn)
     pages = int(conn.execute("SELECT count(*) FROM pages WHERE text_indexed").fetchone()[0])
     if not pages:
-        raise CommandError(f"{pg.display(args.db)}: no pages with text to index yet", EXIT_NEGATIVE)
-    return trusted, pages
+        raise CommandError(f"{args.db}: no pages with text to index yet", EXIT_NEGATIVE)
+    return trusted
 
 
 def run_rebuild(args: argparse.Namespace) -> int:
     if args.trust and args.trust_all:
         raise CommandError("--trust and --trust-all exclude each other")
-    if pg.is_postgres(args.db):  # authority only: PostgreSQL searches its own index
-        args.every = None
-        return run_authority(args)
-    conn = _open(args.db)
-    say = _progress(args.json)
-    trusted, _pages = _trusted_and_pages(args, conn)
-    try:
-        authority = compute_authority(conn, trusted, say)
-        built = rebuild(conn, say)
-    except (IndexUnavailable, OSError, ValueError) as exc:
-        raise CommandError(f"index rebuild: {exc}", EXIT_NEGATIVE) from None
+    with open_database(args.db) as database:
+        conn = database.sqlite
+        if conn is None:  # authority only: PostgreSQL searches its own index
+            return _authority_once(args, database)
+        say = _progress(args.json)
+        trusted = _trusted_and_pages(args, conn)
+        try:
+            authority = compute_authority(conn, trusted, say)
+            built = rebuild(conn, say)
+        except (IndexUnavailable, OSError, ValueError) as exc:
+            raise CommandError(f"index rebuild: {exc}", EXIT_NEGATIVE) from None
     seconds = float(authority["seconds"]) + float(str(built["seconds"]))
     summary: dict[str, object] = {
         "pages": built["pages"],
@@ -186,79 +190,53 @@ def run_rebuild(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def _trusted(args: argparse.Namespace, conn: Any) -> list[str]:
-    """The URLs whose hosts to trust (either store's connection)."""
+def _trusted(args: argparse.Namespace, conn: Connection) -> list[str]:
+    """The URLs whose hosts to trust."""
     return [] if args.trust_all else (args.trust or crawl_seeds(conn))
-
-
-def _connect(db: str) -> Any:
-    """Either store's connection to ``db``."""
-    if not pg.is_postgres(db):
-        return _open(db)
-    try:
-        return pg.connect(db)
-    except DatabaseError as exc:
-        raise pg.command_error(exc) from None
 
 
 def run_authority(args: argparse.Namespace) -> int:
     if args.trust and args.trust_all:
         raise CommandError("--trust and --trust-all exclude each other")
-    conn = _connect(args.db)
-    try:
+    with open_database(args.db) as database:
         if args.every is None:
-            summary = refresh(conn, _trusted(args, conn), _progress(args.json))
-            if summary is None:
-                raise CommandError(
-                    f"{pg.display(args.db)}: no pages with text to rank yet", EXIT_NEGATIVE
-                )
-            _report_authority(args, summary)
-            return EXIT_OK
+            return _authority_once(args, database)
         with StopSignals() as stop:
             schedule(
-                lambda: scheduled_run(args, conn),
+                lambda: scheduled_run(args, database),
                 args.every,
-                last_computed(conn),
+                last_computed(database),
                 stop.is_set,
                 stop.wait,
             )
         return EXIT_OK
-    finally:
-        conn.close()
 
 
-def scheduled_run(args: argparse.Namespace, conn: Any) -> bool:
+def _authority_once(args: argparse.Namespace, database: Database) -> int:
+    summary = refresh(database, _trusted(args, database), _progress(args.json))
+    if summary is None:
+        raise CommandError(f"{database.name}: no pages with text to rank yet", EXIT_NEGATIVE)
+    _report_authority(args, summary)
+    return EXIT_OK
+
+
+def scheduled_run(args: argparse.Namespace, database: Database) -> bool:
     """One run of ``index authority --every``: reported on one line, a failure too (the
     next run is at the next interval; a connection lost ends the command, with exit 1,
     for its supervisor to start it again)."""
-    errors = _store_errors(args.db)
     try:
-        summary = refresh(conn, _trusted(args, conn), _progress(True))
-    except errors as exc:
+        summary = refresh(database, _trusted(args, database), _progress(True))
+    except database.errors as exc:
         _report_authority(args, {"error": terminal_safe(str(exc))})
-        if not isinstance(conn, sqlite3.Connection) and conn.closed:
-            raise CommandError(f"{pg.display(args.db)}: connection lost", EXIT_NEGATIVE) from None
-        _rollback(conn)
+        if database.lost:
+            raise CommandError(f"{database.name}: connection lost", EXIT_NEGATIVE) from None
+        database.rollback()
         return True
     if summary is None:
         _report_authority(args, {"skipped": "no pages with text yet"})
         return False
     _report_authority(args, summary)
     return True
-
-
-def _store_errors(db: str) -> tuple[type[BaseException], ...]:
-    """What a store's connection raises when a statement fails (locked, lost, full)."""
-    if pg.is_postgres(db):
-        import psycopg
-
-        return (psycopg.Error, OSError)
-    return (sqlite3.Error, OSError)
-
-
-def _rollback(conn: Any) -> None:
-    if not isinstance(conn, sqlite3.Connection) or conn.in_transaction:
-        conn.rollback()
 
 
 def _report_authority(args: argparse.Namespace, summary: dict[str, object]) -> None:
@@ -276,14 +254,6 @@ def _report_authority(args: argparse.Namespace, summary: dict[str, object]) -> N
             f"{summary['applied_to']}"
         )
     sys.stdout.flush()
-
-
-def _sqlite_only(action: str, db: str) -> None:
-    if pg.is_postgres(db):
-        raise CommandError(
-            f"index {action}: a PostgreSQL database has no tantivy index "
-            "(its search uses its own GIN index, always current)"
-        )
 
 
 def _state(data: dict[str, Any]) -> str:
@@ -309,11 +279,11 @@ def _authority_state(data: dict[str, Any], now: float) -> str:
 
 
 def run_status(args: argparse.Namespace) -> int:
-    _sqlite_only("status", args.db)
-    conn = _open(args.db)
-    data: dict[str, Any] = status(conn)
-    if data["built"] and args.verify:
-        data["verify"] = verify(conn)
+    with open_database(args.db) as database:
+        conn = _sqlite_only("status", database)
+        data: dict[str, Any] = status(conn)
+        if data["built"] and args.verify:
+            data["verify"] = verify(conn)
     if args.json:
         emit_json(data)
     elif not data["built"]:
@@ -345,24 +315,24 @@ def _print_verify(check: dict[str, Any]) -> None:
 
 
 def run_update(args: argparse.Namespace) -> int:
-    _sqlite_only("update", args.db)
-    conn = _open(args.db)
-    say = _progress(args.json)
-    stop = StopSignals()
-    started = time.monotonic()
-    try:
-        with stop, IndexUpdater(conn, say) as updater:
-            applied = updater.catch_up()
-            if args.follow:
-                applied += follow(updater, stop.is_set, stop.wait)
-            summary = {
-                "applied": applied,
-                "pages": updater.manifest["pages"],
-                "pending": updater.pending(),
-                "seconds": round(time.monotonic() - started, 2),
-            }
-    except (IndexUnavailable, OSError, ValueError) as exc:
-        raise CommandError(f"index update: {exc}", EXIT_NEGATIVE) from None
+    with open_database(args.db) as database:
+        conn = _sqlite_only("update", database)
+        say = _progress(args.json)
+        stop = StopSignals()
+        started = time.monotonic()
+        try:
+            with stop, IndexUpdater(conn, say) as updater:
+                applied = updater.catch_up()
+                if args.follow:
+                    applied += follow(updater, stop.is_set, stop.wait)
+                summary = {
+                    "applied": applied,
+                    "pages": updater.manifest["pages"],
+                    "pending": updater.pending(),
+                    "seconds": round(time.monotonic() - started, 2),
+                }
+        except (IndexUnavailable, OSError, ValueError) as exc:
+            raise CommandError(f"index update: {exc}", EXIT_NEGATIVE) from None
     if args.json:
         emit_json(summary)
     else:

@@ -26,6 +26,7 @@ from geminibot.index.tantivy_index import (
 )
 from geminibot.index.updater import IndexUpdater
 from geminibot.index.weights import WEIGHTS_FILE, HostWeights, host_key, read_weights
+from geminibot.store.database import open_database
 from geminibot.store.db import connect, transaction
 from geminibot.store.pages import Link, store_page
 
@@ -45,6 +46,12 @@ def db(tmp_path: Path) -> sqlite3.Connection:
     for n in range(3):
         put(conn, f"gemini://fan{n}.test/", "a fan page", ("gemini://b.test/",))
     return conn
+
+
+def refresh_on(conn: sqlite3.Connection) -> dict[str, object] | None:
+    """:func:`refresh` (plain PageRank) on the database of ``conn``."""
+    with open_database(str(conn.execute("PRAGMA database_list").fetchone()[2])) as database:
+        return refresh(database, [])
 
 
 def urls(conn: sqlite3.Connection, query: str = "kettle") -> list[str]:
@@ -69,7 +76,7 @@ def test_new_weights_reorder_results_without_touching_the_text_index(
     assert urls(db) == ["gemini://a.test/", "gemini://b.test/"]
     opened = open_current(db)
     before = index_files(db)
-    summary = refresh(db, [])  # plain PageRank: b.test is linked, a.test is not
+    summary = refresh_on(db)  # plain PageRank: b.test is linked, a.test is not
     assert summary is not None and summary["applied_to"] == "search index"
     assert urls(db) == ["gemini://b.test/", "gemini://a.test/"]
     assert index_files(db) == before  # not one document re-added: same commit, same files
@@ -86,7 +93,7 @@ def test_new_weights_reorder_results_without_touching_the_text_index(
 
 def test_a_page_the_updater_adds_has_its_hosts_current_weight(db: sqlite3.Connection) -> None:
     rebuild(db)
-    refresh(db, [])
+    refresh_on(db)
     put(db, "gemini://b.test/more.gmi", "kettle kettle steam steam")
     with IndexUpdater(db) as updater:
         assert updater.catch_up() == 1
@@ -109,7 +116,7 @@ def test_status_says_when_authority_was_computed_and_whether_search_applies_it(
         "hosts": 0,
         "current": False,
     }
-    refresh(db, [])
+    refresh_on(db)
     state = status(db)["authority"]
     assert isinstance(state, dict)
     assert state["current"] and state["hosts"] == 5
