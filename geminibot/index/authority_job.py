@@ -15,13 +15,15 @@ sooner than the interval when the store has grown several-fold since the last.
 
 from __future__ import annotations
 
-import sqlite3
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING
 
 from geminibot.index.authority import compute_authority
+
+if TYPE_CHECKING:
+    from geminibot.store.database import Database
 
 #: Seconds before a job that found nothing to do (no pages yet) is tried again, when the
 #: interval is longer.
@@ -29,24 +31,25 @@ IDLE_RETRY = 60.0
 
 
 def refresh(
-    conn: Any, trusted: list[str] | None, progress: Callable[[str], None] | None = None
+    database: Database, trusted: list[str] | None, progress: Callable[[str], None] | None = None
 ) -> dict[str, object] | None:
-    """Compute authority into the store of ``conn`` (either store's connection) and
-    apply it to search; a summary (pages, hosts, host links, trusted hosts, where it
-    was applied, seconds), or None when the store has no page with text yet."""
-    pages = int(conn.execute("SELECT count(*) FROM pages WHERE text_indexed").fetchone()[0])
+    """Compute authority into ``database`` and apply it to search; a summary (pages,
+    hosts, host links, trusted hosts, where it was applied, seconds), or None when the
+    store has no page with text yet."""
+    pages = int(database.execute("SELECT count(*) FROM pages WHERE text_indexed").fetchone()[0])
     if not pages:
         return None
-    if isinstance(conn, sqlite3.Connection):
+    conn = database.sqlite
+    if conn is not None:  # the derived tantivy index beside the file reads the weights
         from geminibot.index.tantivy_index import apply_weights
 
         summary = compute_authority(conn, trusted, progress)
         hosts = apply_weights(conn)
         applied = "no search index yet" if hosts is None else "search index"
-    else:
+    else:  # PostgreSQL's own index
         from geminibot.index.authority import write_postgres
 
-        summary = compute_authority(conn, trusted, progress, write_postgres)
+        summary = compute_authority(database.connection, trusted, progress, write_postgres)
         applied = "postgresql"
     return {
         "pages": pages,
@@ -97,12 +100,12 @@ READY_SHARE = 0.9
 GROWTH = 4.0
 
 
-def store_reach(conn: Any, first: bool) -> Reach:
-    """The store's :class:`Reach` on either store's connection; the hosts (a scan of the
-    URLs queued) only when ``first`` (authority never computed)."""
+def store_reach(database: Database, first: bool) -> Reach:
+    """The store's :class:`Reach`; the hosts (a scan of the URLs queued) only when
+    ``first`` (authority never computed)."""
 
     def count(sql: str) -> int:
-        return int(conn.execute(sql).fetchone()[0])
+        return int(database.execute(sql).fetchone()[0])
 
     pages = count("SELECT count(*) FROM pages")
     ranked = count("SELECT count(*) FROM authority")

@@ -22,10 +22,10 @@ from geminibot.cliutil import (
 )
 from geminibot.index.authority import compute_authority, crawl_seeds, last_computed
 from geminibot.index.authority_job import Reach, refresh, schedule, store_reach
+from geminibot.index.stats import Connection
 from geminibot.index.tantivy_index import IndexUnavailable, index_dir, rebuild, status
 from geminibot.index.updater import COMMIT_INTERVAL, IndexUpdater, follow, verify
-from geminibot.store import pg
-from geminibot.store.db import DatabaseError, connect
+from geminibot.store.database import Database, open_database
 
 #: Seconds between two progress lines.
 PROGRESS_INTERVAL = 2.0
@@ -124,11 +124,15 @@ def _usage(parser: argparse.ArgumentParser) -> int:
     return 2
 
 
-def _open(path: str) -> sqlite3.Connection:
-    try:
-        return connect(path, create=False)
-    except DatabaseError as exc:
-        raise CommandError(str(exc)) from None
+def _sqlite_only(action: str, database: Database) -> sqlite3.Connection:
+    """The SQLite connection of ``database``: the tantivy index is built beside a file."""
+    conn = database.sqlite
+    if conn is None:
+        raise CommandError(
+            f"index {action}: a PostgreSQL database has no tantivy index "
+            "(its search uses its own GIN index, always current)"
+        )
+    return conn
 
 
 def _progress(quiet: bool) -> Any:
@@ -143,29 +147,29 @@ def _progress(quiet: bool) -> Any:
     return say
 
 
-def _trusted_and_pages(args: argparse.Namespace, conn: Any) -> tuple[list[str], int]:
-    """The hosts to trust and the pages with text (either store's connection)."""
+def _trusted_and_pages(args: argparse.Namespace, conn: sqlite3.Connection) -> list[str]:
+    """The hosts to trust; a command error when no page has text yet."""
     trusted = _trusted(args, conn)
     pages = int(conn.execute("SELECT count(*) FROM pages WHERE text_indexed").fetchone()[0])
     if not pages:
-        raise CommandError(f"{pg.display(args.db)}: no pages with text to index yet", EXIT_NEGATIVE)
-    return trusted, pages
+        raise CommandError(f"{args.db}: no pages with text to index yet", EXIT_NEGATIVE)
+    return trusted
 
 
 def run_rebuild(args: argparse.Namespace) -> int:
     if args.trust and args.trust_all:
         raise CommandError("--trust and --trust-all exclude each other")
-    if pg.is_postgres(args.db):  # authority only: PostgreSQL searches its own index
-        args.every = None
-        return run_authority(args)
-    conn = _open(args.db)
-    say = _progress(args.json)
-    trusted, _pages = _trusted_and_pages(args, conn)
-    try:
-        authority = compute_authority(conn, trusted, say)
-        built = rebuild(conn, say)
-    except (IndexUnavailable, OSError, ValueError) as exc:
-        raise CommandError(f"index rebuild: {exc}", EXIT_NEGATIVE) from None
+    with open_database(args.db) as database:
+        conn = database.sqlite
+        if conn is None:  # authority only: PostgreSQL searches its own index
+            return _authority_once(args, database)
+        say = _progress(args.json)
+        trusted = _trusted_and_pages(args, conn)
+        try:
+            authority = compute_authority(conn, trusted, say)
+            built = rebuild(conn, say)
+        except (IndexUnavailable, OSError, ValueError) as exc:
+            raise CommandError(f"index rebuild: {exc}", EXIT_NEGATIVE) from None
     seconds = float(authority["seconds"]) + float(str(built["seconds"]))
     summary: dict[str, object] = {
         "pages": built["pages"],
@@ -198,60 +202,48 @@ def _hosts_and_links(summary: dict[str, object]) -> str:
     )
 
 
-def _trusted(args: argparse.Namespace, conn: Any) -> list[str]:
-    """The URLs whose hosts to trust (either store's connection)."""
+def _trusted(args: argparse.Namespace, conn: Connection) -> list[str]:
+    """The URLs whose hosts to trust."""
     return [] if args.trust_all else (args.trust or crawl_seeds(conn))
-
-
-def _connect(db: str) -> Any:
-    """Either store's connection to ``db``."""
-    if not pg.is_postgres(db):
-        return _open(db)
-    try:
-        return pg.connect(db)
-    except DatabaseError as exc:
-        raise pg.command_error(exc) from None
 
 
 def run_authority(args: argparse.Namespace) -> int:
     if args.trust and args.trust_all:
         raise CommandError("--trust and --trust-all exclude each other")
-    conn = _connect(args.db)
-    try:
+    with open_database(args.db) as database:
         if args.every is None:
-            summary = refresh(conn, _trusted(args, conn), _progress(args.json))
-            if summary is None:
-                raise CommandError(
-                    f"{pg.display(args.db)}: no pages with text to rank yet", EXIT_NEGATIVE
-                )
-            _report_authority(args, summary)
-            return EXIT_OK
+            return _authority_once(args, database)
         with StopSignals() as stop:
             schedule(
-                lambda: scheduled_run(args, conn),
+                lambda: scheduled_run(args, database),
                 args.every,
-                last_computed(conn),
+                last_computed(database),
                 stop.is_set,
                 stop.wait,
-                reach=lambda first: _reach(args.db, conn, first),
+                reach=lambda first: _reach(database, first),
             )
         return EXIT_OK
-    finally:
-        conn.close()
 
 
-def scheduled_run(args: argparse.Namespace, conn: Any) -> bool:
+def _authority_once(args: argparse.Namespace, database: Database) -> int:
+    summary = refresh(database, _trusted(args, database), _progress(args.json))
+    if summary is None:
+        raise CommandError(f"{database.name}: no pages with text to rank yet", EXIT_NEGATIVE)
+    _report_authority(args, summary)
+    return EXIT_OK
+
+
+def scheduled_run(args: argparse.Namespace, database: Database) -> bool:
     """One run of ``index authority --every``: reported on one line, a failure too (the
     next run is at the next interval; a connection lost ends the command, with exit 1,
     for its supervisor to start it again)."""
-    errors = _store_errors(args.db)
     try:
-        summary = refresh(conn, _trusted(args, conn), _progress(True))
-    except errors as exc:
+        summary = refresh(database, _trusted(args, database), _progress(True))
+    except database.errors as exc:
         _report_authority(args, {"error": terminal_safe(str(exc))})
-        if not isinstance(conn, sqlite3.Connection) and conn.closed:
-            raise CommandError(f"{pg.display(args.db)}: connection lost", EXIT_NEGATIVE) from None
-        _rollback(conn)
+        if database.lost:
+            raise CommandError(f"{database.name}: connection lost", EXIT_NEGATIVE) from None
+        database.rollback()
         return True
     if summary is None:
         _report_authority(args, {"skipped": "no pages with text yet"})
@@ -260,30 +252,16 @@ def scheduled_run(args: argparse.Namespace, conn: Any) -> bool:
     return True
 
 
-def _reach(db: str, conn: Any, first: bool) -> Reach:
+def _reach(database: Database, first: bool) -> Reach:
     """The store's :class:`Reach`; a store that cannot be read now (locked, lost) reads
     as one not ready, not grown (the run itself reports a failure)."""
     try:
-        return store_reach(conn, first)
-    except _store_errors(db):
+        return store_reach(database, first)
+    except database.errors:
         return Reach(0, 0, 1, 1) if first else Reach(0, 0)
     finally:
-        if isinstance(conn, sqlite3.Connection) or not conn.closed:
-            _rollback(conn)
-
-
-def _store_errors(db: str) -> tuple[type[BaseException], ...]:
-    """What a store's connection raises when a statement fails (locked, lost, full)."""
-    if pg.is_postgres(db):
-        import psycopg
-
-        return (psycopg.Error, OSError)
-    return (sqlite3.Error, OSError)
-
-
-def _rollback(conn: Any) -> None:
-    if not isinstance(conn, sqlite3.Connection) or conn.in_transaction:
-        conn.rollback()
+        if not database.lost:
+            database.rollback()
 
 
 def _report_authority(args: argparse.Namespace, summary: dict[str, object]) -> None:
@@ -300,14 +278,6 @@ def _report_authority(args: argparse.Namespace, summary: dict[str, object]) -> N
             f"{summary['applied_to']}"
         )
     sys.stdout.flush()
-
-
-def _sqlite_only(action: str, db: str) -> None:
-    if pg.is_postgres(db):
-        raise CommandError(
-            f"index {action}: a PostgreSQL database has no tantivy index "
-            "(its search uses its own GIN index, always current)"
-        )
 
 
 def _state(data: dict[str, Any]) -> str:
@@ -337,11 +307,11 @@ def _authority_state(data: dict[str, Any], now: float) -> str:
 
 
 def run_status(args: argparse.Namespace) -> int:
-    _sqlite_only("status", args.db)
-    conn = _open(args.db)
-    data: dict[str, Any] = status(conn)
-    if data["built"] and args.verify:
-        data["verify"] = verify(conn)
+    with open_database(args.db) as database:
+        conn = _sqlite_only("status", database)
+        data: dict[str, Any] = status(conn)
+        if data["built"] and args.verify:
+            data["verify"] = verify(conn)
     if args.json:
         emit_json(data)
     elif not data["built"]:
@@ -377,24 +347,24 @@ def _print_verify(check: dict[str, Any]) -> None:
 
 
 def run_update(args: argparse.Namespace) -> int:
-    _sqlite_only("update", args.db)
-    conn = _open(args.db)
-    say = _progress(args.json)
-    stop = StopSignals()
-    started = time.monotonic()
-    try:
-        with stop, IndexUpdater(conn, say) as updater:
-            applied = updater.catch_up()
-            if args.follow:
-                applied += follow(updater, stop.is_set, stop.wait)
-            summary = {
-                "applied": applied,
-                "pages": updater.manifest["pages"],
-                "pending": updater.pending(),
-                "seconds": round(time.monotonic() - started, 2),
-            }
-    except (IndexUnavailable, OSError, ValueError) as exc:
-        raise CommandError(f"index update: {exc}", EXIT_NEGATIVE) from None
+    with open_database(args.db) as database:
+        conn = _sqlite_only("update", database)
+        say = _progress(args.json)
+        stop = StopSignals()
+        started = time.monotonic()
+        try:
+            with stop, IndexUpdater(conn, say) as updater:
+                applied = updater.catch_up()
+                if args.follow:
+                    applied += follow(updater, stop.is_set, stop.wait)
+                summary = {
+                    "applied": applied,
+                    "pages": updater.manifest["pages"],
+                    "pending": updater.pending(),
+                    "seconds": round(time.monotonic() - started, 2),
+                }
+        except (IndexUnavailable, OSError, ValueError) as exc:
+            raise CommandError(f"index update: {exc}", EXIT_NEGATIVE) from None
     if args.json:
         emit_json(summary)
     else:

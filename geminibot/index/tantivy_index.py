@@ -45,6 +45,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import tantivy
 
@@ -75,6 +76,9 @@ from geminibot.index.weights import (
     write_weights,
 )
 from geminibot.store.db import transaction
+
+if TYPE_CHECKING:
+    from geminibot.store.database import Database
 
 #: Index format of this module (a folder written by another is rebuilt, not read).
 FORMAT = 5
@@ -376,10 +380,11 @@ def pending(conn: sqlite3.Connection, applied: int) -> int:
     )
 
 
-def index_lag(conn: object) -> int | None:
+def index_lag(database: Database) -> int | None:
     """Changes of the store the derived index has not applied (None: no index of this
     format, or not an SQLite store: PostgreSQL's own index never lags)."""
-    if not isinstance(conn, sqlite3.Connection):
+    conn = database.sqlite
+    if conn is None:
         return None
     db = db_path_of(conn)
     manifest = read_manifest(index_dir(db)) if db is not None else None

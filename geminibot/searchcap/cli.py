@@ -24,8 +24,8 @@ from geminibot.gemini.servecmd import (
 )
 from geminibot.gemini.server import GeminiServer
 from geminibot.gemini.urls import DEFAULT_PORT
-from geminibot.index.search_cli import reading
 from geminibot.searchcap.app import SearchCapsule
+from geminibot.store.database import open_database
 from geminibot.why.reads import CheckReads
 
 #: The host name served (and named in its certificate) unless ``--hostname`` says.
@@ -70,7 +70,7 @@ def capsule_url(hostname: str, port: int, path: str = "/") -> str:
 def run_serve_search(args: argparse.Namespace) -> int:
     names = [host_name(n) for n in args.hostname or [DEFAULT_HOSTNAME]]
     cert_dir = cert_folder(args.certs)
-    with reading(args.db) as _:  # the database is there and current (else one line, exit)
+    with open_database(args.db):  # the database is there and current (else one line, exit)
         pass
     capsule = SearchCapsule.of(args.db, checks=CheckReads.of(args.db))
     with closing(capsule):

@@ -33,8 +33,7 @@ from geminibot.service.config import (
     text,
 )
 from geminibot.service.supervisor import Component, JsonLog, Supervisor
-from geminibot.store import pg as pg_store
-from geminibot.store.db import connect
+from geminibot.store.database import open_database
 from geminibot.store.errors import DatabaseError
 
 #: How a command's usage error begins ("geminibot: ", "geminibot crawl: "): the
@@ -102,14 +101,16 @@ def _listening(settings: Settings, section: str) -> list[str]:
     return ["--host", text(settings, section, "host"), "--port", text(settings, section, "port")]
 
 
-def components(settings: Settings) -> list[Component]:
-    """The child processes ``settings`` (checked: :func:`~.config.load`) ask for."""
+def components(settings: Settings, *, shared: bool = False) -> list[Component]:
+    """The child processes ``settings`` (checked whole: :func:`~.config.load`) ask for,
+    on a database that ``shared`` says is PostgreSQL's (which searches its own index: no
+    tantivy index to keep)."""
     db = text(settings, "service", "db")
     background = int(number(settings, "service", "background_nice"))
     out = []
     if enabled(settings, "crawl"):
         out.append(_crawl(settings, db, background))
-    if enabled(settings, "index") and not pg_store.is_postgres(db):
+    if enabled(settings, "index") and not shared:
         argv = ["index", "update", "--db", db, "--follow"]
         # Stopped once the crawl has ended, so that it applies the crawl's last pages.
         out.append(Component("index", _python(*argv), background, stop_after=("crawl",)))
@@ -128,37 +129,30 @@ def components(settings: Settings) -> list[Component]:
     return out
 
 
-def _prepare(db: str) -> None:
-    """Create or upgrade the database before any component opens it."""
+def _prepare(db: str) -> bool:
+    """Create or upgrade the database before any component opens it; whether several
+    processes may share it (PostgreSQL)."""
     try:
-        if pg_store.is_postgres(db):
-            pg_store.connect(db).close()
-        else:
-            Path(db).parent.mkdir(parents=True, exist_ok=True)
-            connect(db).close()
+        with open_database(db, write=True, make_folder=True) as database:
+            return database.shared
     except DatabaseError as exc:
-        raise CommandError(f"serve: {exc}") from None
-    except OSError as exc:
-        raise CommandError(f"serve: {db}: {exc.strerror}") from None
+        raise DatabaseError(f"serve: {exc}") from None
 
 
 def store_reader(db: str) -> Any:
     """What the metrics read from the store, on a connection of their own each time."""
 
     def read() -> dict[str, Any]:
-        conn: Any = pg_store.connect(db) if pg_store.is_postgres(db) else connect(db, create=False)
-        try:
+        with open_database(db) as database:
             now = time.time()
-            data = freshness(conn, now, index_lag(conn))
-            computed = last_computed(conn)
+            data = freshness(database, now, index_lag(database))
+            computed = last_computed(database)
             data["authority_age_seconds"] = None if computed is None else now - computed
-            data["pages"] = int(conn.execute("SELECT count(*) FROM pages").fetchone()[0])
+            data["pages"] = int(database.execute("SELECT count(*) FROM pages").fetchone()[0])
             data["queued"] = int(
-                conn.execute("SELECT count(*) FROM urls WHERE state = 'queued'").fetchone()[0]
+                database.execute("SELECT count(*) FROM urls WHERE state = 'queued'").fetchone()[0]
             )
             return data
-        finally:
-            conn.close()
 
     return read
 
@@ -172,8 +166,7 @@ def run_serve(args: argparse.Namespace) -> int:
     except ConfigError as exc:
         raise CommandError(f"serve: {exc}") from None
     db = text(settings, "service", "db")
-    children = components(settings)
-    _prepare(db)
+    children = components(settings, shared=_prepare(db))
     log = JsonLog(sys.stdout)
     supervisor = Supervisor(
         children,

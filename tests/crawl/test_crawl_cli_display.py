@@ -18,10 +18,10 @@ from pathlib import Path
 
 import pytest
 from crawl_fakes import FakeSite, generated_site, gmi
+from crawlers import sqlite_crawler
 
 from geminibot.cliutil import human_duration
 from geminibot.crawl.adapters import FetchResult
-from geminibot.crawl.crawler import sqlite_crawler
 from geminibot.crawl.display import RATE_WINDOW, Display
 from geminibot.crawl.progress import Progress, summary_lines
 from geminibot.crawl.settings import CrawlOptions

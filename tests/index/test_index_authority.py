@@ -36,6 +36,7 @@ from geminibot.index.tantivy_index import (
 )
 from geminibot.index.updater import IndexUpdater
 from geminibot.index.weights import WEIGHTS_FILE, HostWeights, host_key, read_weights
+from geminibot.store.database import open_database
 from geminibot.store.db import connect, transaction
 from geminibot.store.pages import Link, store_page
 
@@ -55,6 +56,12 @@ def db(tmp_path: Path) -> sqlite3.Connection:
     for n in range(3):
         put(conn, f"gemini://fan{n}.test/", "a fan page", ("gemini://b.test/",))
     return conn
+
+
+def refresh_on(conn: sqlite3.Connection) -> dict[str, object] | None:
+    """:func:`refresh` (plain PageRank) on the database of ``conn``."""
+    with open_database(str(conn.execute("PRAGMA database_list").fetchone()[2])) as database:
+        return refresh(database, [])
 
 
 def urls(conn: sqlite3.Connection, query: str = "kettle") -> list[str]:
@@ -79,7 +86,7 @@ def test_new_weights_reorder_results_without_touching_the_text_index(
     assert urls(db) == ["gemini://a.test/", "gemini://b.test/"]
     opened = open_current(db)
     before = index_files(db)
-    summary = refresh(db, [])  # plain PageRank: b.test is linked, a.test is not
+    summary = refresh_on(db)  # plain PageRank: b.test is linked, a.test is not
     assert summary is not None and summary["applied_to"] == "search index"
     assert urls(db) == ["gemini://b.test/", "gemini://a.test/"]
     assert index_files(db) == before  # not one document re-added: same commit, same files
@@ -96,7 +103,7 @@ def test_new_weights_reorder_results_without_touching_the_text_index(
 
 def test_a_page_the_updater_adds_has_its_hosts_current_weight(db: sqlite3.Connection) -> None:
     rebuild(db)
-    refresh(db, [])
+    refresh_on(db)
     put(db, "gemini://b.test/more.gmi", "kettle kettle steam steam")
     with IndexUpdater(db) as updater:
         assert updater.catch_up() == 1
@@ -119,7 +126,7 @@ def test_status_says_when_authority_was_computed_and_whether_search_applies_it(
         "hosts": 0,
         "current": False,
     }
-    refresh(db, [])
+    refresh_on(db)
     state = status(db)["authority"]
     assert isinstance(state, dict)
     assert state["current"] and state["hosts"] == 5
@@ -217,7 +224,7 @@ def test_a_slow_look_at_the_first_pass_is_made_less_often() -> None:
     assert looks == [0.0, 21.0, 42.0] and POLL_SHARE == 0.05
 
 
-def test_reach_read_from_a_store(db: sqlite3.Connection) -> None:
+def test_reach_read_from_a_store(db: sqlite3.Connection, tmp_path: Path) -> None:
     """The hosts known (``hosts``) and those with a URL queued that was never visited
     (``next_visit`` is NULL until the first visit)."""
     with transaction(db):
@@ -234,13 +241,15 @@ def test_reach_read_from_a_store(db: sqlite3.Connection) -> None:
                 " next_visit) VALUES (?, ?, '/', 0, 0, 'queued', 0, ?)",
                 (url, host, visit),
             )
-    reach = store_reach(db, True)
-    assert (reach.hosts, reach.waiting_hosts, reach.pages, reach.ranked) == (10, 2, 5, 0)
-    assert not reach.first_pass_over()  # 8 of 10 < READY_SHARE
-    assert Reach(5, 0, 10, 1).first_pass_over() and READY_SHARE == 0.9
-    assert store_reach(db, False) == Reach(5, 0)
-    compute_authority(db)
-    assert store_reach(db, False).ranked == 5 and not store_reach(db, False).grown()
+    with open_database(str(tmp_path / "crawl.db")) as database:
+        reach = store_reach(database, True)
+        assert (reach.hosts, reach.waiting_hosts, reach.pages, reach.ranked) == (10, 2, 5, 0)
+        assert not reach.first_pass_over()  # 8 of 10 < READY_SHARE
+        assert Reach(5, 0, 10, 1).first_pass_over() and READY_SHARE == 0.9
+        assert store_reach(database, False) == Reach(5, 0)
+        compute_authority(db)
+        ranked = store_reach(database, False)
+        assert ranked.ranked == 5 and not ranked.grown()
 
 
 def test_host_weights_follow_the_file_as_it_is_replaced(tmp_path: Path) -> None:

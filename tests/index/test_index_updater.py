@@ -228,11 +228,6 @@ def test_the_update_command_catches_up_and_stops_on_sigterm(
     assert done.returncode == 0 and json.loads(done.stdout)["verify"]["agree"] is True
 
 
-def test_postgres_has_no_tantivy_index_to_update() -> None:
-    done = run_main(["index", "update", "--db", "postgresql://localhost/none"])
-    assert done.returncode == 2 and "GIN index" in done.stderr
-
-
 def test_an_idle_updater_still_says_it_follows(
     db: sqlite3.Connection, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
