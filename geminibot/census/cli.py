@@ -7,8 +7,6 @@ from __future__ import annotations
 import argparse
 import json
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
 from typing import Any
 
 from geminibot.census.figures import take_census
@@ -16,7 +14,7 @@ from geminibot.census.history import agent_of, keep, kept_censuses
 from geminibot.census.host import host_census
 from geminibot.census.render import as_gemtext, as_json, as_text, history_text
 from geminibot.cliutil import EXIT_OK, CommandError
-from geminibot.store.errors import DatabaseError
+from geminibot.store.database import open_database
 
 
 def register(commands: Any) -> None:
@@ -61,34 +59,12 @@ def register(commands: Any) -> None:
     census.set_defaults(run=run_census)
 
 
-@contextmanager
-def _store(db: str) -> Iterator[Any]:
-    """An existing crawl store: an sqlite3 or a psycopg connection."""
-    from geminibot.store.pg import is_postgres
-
-    try:
-        if is_postgres(db):
-            from geminibot.store import pg
-
-            conn: Any = pg.connect(db)
-        else:
-            from geminibot.store.db import connect
-
-            conn = connect(db, create=False)
-    except DatabaseError as exc:
-        raise CommandError(str(exc)) from None
-    try:
-        yield conn
-    finally:
-        conn.close()
-
-
 def run_census(args: argparse.Namespace) -> int:
     if args.history and (args.host or args.keep):
         raise CommandError("census: --history goes without --host and --keep")
     if args.keep and args.host:
         raise CommandError("census: --keep keeps whole-crawl censuses only (not with --host)")
-    with _store(args.db) as conn:
+    with open_database(args.db) as conn:
         if args.history:
             censuses = kept_censuses(conn)
             if args.json:

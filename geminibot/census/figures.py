@@ -16,7 +16,7 @@ from typing import Any
 
 from geminibot.census.model import Census, Figure, Section, Value
 from geminibot.census.policies import policy_figures
-from geminibot.census.sql import StoreConnection, counted, has_table, one, run
+from geminibot.census.sql import StoreConnection, counted, execute, has_table, one, run
 from geminibot.gemini.certfacts import KNOWN_CA, SELF_SIGNED
 from geminibot.gemini.response import parse_mime
 
@@ -402,7 +402,7 @@ def _feeds(conn: StoreConnection, scope: _Scope) -> Section | None:
     """Feeds by format, where the store has a ``feeds`` table with a ``format`` column."""
     if not has_table(conn, "feeds"):
         return None
-    columns = {d[0] for d in conn.execute("SELECT * FROM feeds WHERE 1 = 0").description}
+    columns = {d[0] for d in execute(conn, "SELECT * FROM feeds WHERE 1 = 0").description}
     if not {"format", "host"} <= columns:
         return None
     rows = run(

@@ -9,15 +9,22 @@ from typing import Any, Protocol
 
 
 class StoreConnection(Protocol):
-    """An sqlite3 or a psycopg connection."""
+    """An sqlite3 or a psycopg connection, or a store's Database."""
 
     def execute(self, query: Any, params: Any = ..., /) -> Any: ...
+
+
+def dbapi(conn: Any) -> Any:
+    """The DBAPI connection of ``conn``: itself, or a store's
+    :class:`~geminibot.store.database.Database`'s."""
+    return conn if isinstance(conn, sqlite3.Connection) else getattr(conn, "connection", conn)
 
 
 def execute(conn: StoreConnection, sql: str, params: dict[str, Any] | None = None) -> Any:
     """``sql`` with ``:name`` parameters run on either engine (both connections commit
     each statement: the stores open them in autocommit mode); its cursor."""
     params = params or {}
+    conn = dbapi(conn)
     if not isinstance(conn, sqlite3.Connection):
         sql = sql.replace("%", "%%")  # psycopg's placeholders start with one
         for name in sorted(params, key=len, reverse=True):
@@ -36,7 +43,7 @@ def one(conn: StoreConnection, sql: str, params: dict[str, Any] | None = None) -
 
 
 def has_table(conn: StoreConnection, name: str) -> bool:
-    if isinstance(conn, sqlite3.Connection):
+    if isinstance(dbapi(conn), sqlite3.Connection):
         sql = "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = :name"
     else:
         sql = "SELECT count(*) FROM information_schema.tables WHERE table_name = :name"

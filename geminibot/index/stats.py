@@ -5,11 +5,14 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from geminibot.cliutil import LINE_WIDTH, clipped, counted, terminal_safe
 from geminibot.index.freshness import format_freshness, freshness
 from geminibot.store.traps import TRAP_REASON_PREFIX
+
+if TYPE_CHECKING:
+    from geminibot.store.database import Database
 
 #: Longest list of per-host refusal counts reported.
 TOP_REFUSING_HOSTS = 10
@@ -78,7 +81,7 @@ def host_like(pattern: str) -> str:
 
 
 def list_urls(
-    conn: Any,
+    database: Database,
     *,
     status: str | None = None,
     host: str | None = None,
@@ -87,9 +90,7 @@ def list_urls(
 ) -> list[ListedUrl]:
     """The crawl's URLs in the order they were found, filtered by ``status`` (see
     :func:`status_filter`) and ``host`` (a shell pattern: the key itself, or the host
-    name of a web origin), on either store's connection."""
-    from geminibot.store.engines import engine_of
-
+    name of a web origin)."""
     by_status, params = status_filter(status)
     by_host = ""
     if host is not None:
@@ -102,8 +103,8 @@ def list_urls(
         f" LEFT JOIN pages p ON p.url = u.url WHERE true{by_status}{by_host}"
         f" ORDER BY u.id{limited}"
     )
-    rows = conn.execute(
-        engine_of(conn).sql.once(sql), {**params, "limit": limit, "offset": offset}
+    rows = database.execute(
+        database.sql.once(sql), {**params, "limit": limit, "offset": offset}
     ).fetchall()
     return [ListedUrl(str(r[0]), str(r[1]), str(r[2]), r[3], r[4]) for r in rows]
 
@@ -204,7 +205,7 @@ def format_stats(data: dict[str, Any]) -> str:
     lines = [
         f"hosts      {data['hosts']} ({data['hosts_skipped']} skipped for now)",
         f"pages      {data['pages']} ({data['pages_with_text']} with searchable text, "
-        f"{data['duplicates']} duplicates)",
+        f"{counted(data['duplicates'], 'duplicate')})",
         f"links      {data['links']}",
         f"bytes      {data['bytes']}",
         f"requests   {data['requests']}",

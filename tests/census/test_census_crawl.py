@@ -32,8 +32,8 @@ from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import ec, rsa
 from postgres_cluster import new_database
 
+from geminibot.crawl.build import build_crawler
 from geminibot.crawl.clock import TrioWallClock
-from geminibot.crawl.crawler import Crawler
 from geminibot.crawl.fetcher import gemini_fetch
 from geminibot.crawl.settings import CrawlOptions
 from geminibot.gemini.client import GeminiClient
@@ -165,7 +165,7 @@ async def crawl(store: CrawlStore, ca_file: Path) -> None:
             nursery.start_soon(serve, context, files, listener)
         fetch = gemini_fetch(GeminiClient(connect_to=Resolver(rules, loopback_only=True)))
         options = CrawlOptions(role="researcher", test_range=True, trust_ca=(ca_file,))
-        crawler = Crawler(store, fetch, options, clock=TrioWallClock())
+        crawler = build_crawler(store, options, TrioWallClock(), fetch=fetch)
         crawler.seed([f"gemini://{host}/" for host in served])
         with trio.fail_after(600):
             await crawler.run()

@@ -19,13 +19,14 @@ import pytest
 import trio
 import trio.testing
 from commands import answer_of, crawl_in_trio, run_main
+from db_rows import reading
 from postgres_cluster import new_database
 
 from capsule_server.testing import running_server
 from geminibot.gemini.status import Status
 from geminibot.gemini.urls import parse_request
-from geminibot.index.search_cli import reading
 from geminibot.searchcap.app import SearchCapsule
+from geminibot.store.database import open_database
 from geminibot.why.reads import CheckReads
 from geminibot.why.render import facts
 
@@ -155,8 +156,8 @@ def test_the_faces_render_the_same_facts(crawled: str) -> None:
     from geminibot.why import check
 
     for url in ("gemini://why.test/private/a.gmi", HOST):
-        with reading(crawled) as (conn, _):
-            answer = check(conn, url, 2e9)
+        with open_database(crawled) as database:
+            answer = check(database, url, 2e9)
         gemtext = capsule_check(crawled, url)
         _, page = trio.run(portal_check, crawled, url)
         for fact in facts(answer):
