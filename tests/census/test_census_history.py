@@ -93,3 +93,21 @@ def test_crawl_refuses_a_trust_ca_it_cannot_read(tmp_path: Path) -> None:
         result = run_main([*argv, "gemini://127.0.0.1/"])
         assert result.returncode == 2 and says in result.stderr
     assert not db.exists()
+
+
+def test_errors_are_grouped_by_kind() -> None:
+    from geminibot.census.host import error_kind
+
+    assert (
+        error_kind(
+            "ConnectionFailed: cannot connect to x.test port 1965: [Errno -2]"
+            " Name or service not known"
+        )
+        == "DNS"
+    )
+    assert error_kind("TLSFailure: TLS handshake with x.test failed: ...") == "TLS"
+    assert error_kind("HeaderTimeout: no header from x.test within 30 s") == "timeout"
+    assert error_kind("ConnectTimeout: no TLS connection to x.test within 30 s") == "timeout"
+    assert error_kind("ConnectionFailed: cannot connect to x.test port 1965: refused") == (
+        "other (connection)"
+    )
