@@ -48,6 +48,12 @@ def human_duration(seconds: float) -> str:
     return f"{secs} s"
 
 
+def plural(count: int, noun: str, many: str | None = None) -> str:
+    """``count`` and ``noun`` agreeing: ``1 page``, ``0 pages``, ``12 pages``; ``many`` is
+    the plural where it is not the noun and an "s" (``plural(n, "entry", "entries")``)."""
+    return f"{count} {noun if count == 1 else many or noun + 's'}"
+
+
 class _ShowDefaults(argparse.HelpFormatter):
     """Adds ``(default: X)`` to an option's help unless the help already names its
     default (or it has none worth showing)."""

@@ -17,7 +17,7 @@ import time
 from collections.abc import Awaitable, Callable, Iterator
 from contextlib import contextmanager, nullcontext
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from geminibot.cliutil import (
     EXIT_OK,
@@ -49,6 +49,8 @@ from geminibot.store.db import checkpoint, connect
 from geminibot.store.errors import DatabaseError
 from geminibot.store.traps import DEFAULT_MAX_DEPTH, MAX_URLS_PER_HOST, FrontierLimits
 from geminibot.urls import SCHEMES, host_url, normalise, parse_url
+
+_T = TypeVar("_T")
 
 if TYPE_CHECKING:
     from geminibot.crawl.clock import TrioWallClock
@@ -499,20 +501,23 @@ async def _run_forever(
 ) -> int:
     """Crawl runs one after the other, each when work is due (:mod:`.continuous`), until
     ``stopper`` stops them: exit 0."""
-    from geminibot.crawl.continuous import keep_going, next_due
+    from geminibot.crawl.continuous import any_due, keep_going, next_due
 
     async def run_once(wall_clock: Callable[[], float]) -> None:
         seeds, options, resolver = _options(args)
         await _run(args, db, label, conn, seeds, options, resolver, stopper, wall_clock)
         args.refresh = False  # --refresh: the first run only
 
-    def due(now: float) -> float | None:
-        if not is_postgres(args.db):
-            return next_due(conn, now)
-        from geminibot.store import pg
+    def reading(read: Callable[[Any, float], _T]) -> Callable[[float], _T]:
+        def on_store(now: float) -> _T:
+            if not is_postgres(args.db):
+                return read(conn, now)
+            from geminibot.store import pg
 
-        with pg.connect(args.db) as pg_conn:
-            return next_due(pg_conn, now)
+            with pg.connect(args.db) as pg_conn:
+                return read(pg_conn, now)
+
+        return on_store
 
     def on_sleep(seconds: float, when: float | None) -> None:
         what = "nothing due" if when is None else "the next URL is due"
@@ -523,7 +528,7 @@ async def _run_forever(
             flush=True,
         )
 
-    await keep_going(run_once, due, stopper, on_sleep)
+    await keep_going(run_once, reading(next_due), stopper, on_sleep, reading(any_due))
     return EXIT_OK
 
 
@@ -545,6 +550,7 @@ def _crawler(
     from geminibot.http.client import WebClient, user_agent
     from geminibot.net.dns import DnsCache
     from geminibot.store.crawlstore import StoreKnownHosts
+    from geminibot.store.recheck import DUE_POLL
 
     # One DNS cache for both clients and the address lookup: the addresses paced as one
     # are those connected to, a name is resolved once per DNS_TTL whatever asks, and
@@ -578,6 +584,7 @@ def _crawler(
         on_progress=display,
         address_of=address_of(resolver, dns),
         lease=lease,
+        poll_due=DUE_POLL if args.forever else None,
     )
     return crawler, web
 

@@ -86,7 +86,8 @@ class _StoreCollector(Collector):
             ("past_revisit_share", "Share of live pages past their revisit time"),
             ("fetched_last_day", "Pages fetched in the last 24 hours"),
             ("changed_last_day", "Pages whose content changed in the last 24 hours"),
-            ("gone_last_day", "Pages gone (51/52, 404/410, host vanished) in the last 24 hours"),
+            ("gone_last_day", "Pages out of the index (gone, missing, host vanished), last 24 h"),
+            ("not_found_last_day", "URLs that began to answer not found (51/404), last 24 h"),
             ("index_lag", "Store changes the search index has not applied yet"),
             ("authority_age_seconds", "Time since link authority was last computed"),
         ):
