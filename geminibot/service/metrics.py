@@ -32,7 +32,16 @@ STORE_TTL = 30.0
 #: Latency buckets of a search request (seconds): the target is 0.1 at the 95th percentile.
 SEARCH_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0)
 #: Fields of the crawl's run summary counted (``geminibot crawl --json``).
-CRAWL_COUNTS = ("pages", "requests", "errors", "refused", "revisits", "unchanged", "gone")
+CRAWL_COUNTS = (
+    "pages",
+    "requests",
+    "errors",
+    "refused",
+    "revisits",
+    "unchanged",
+    "not_found",
+    "gone",
+)
 
 
 class _StateCollector(Collector):
