@@ -17,12 +17,14 @@ LAYERS = {
     "geminibot": 0,  # the package itself (__version__)
     "geminibot.urls": 0,
     "geminibot.cliutil": 0,
+    "geminibot.defaults": 0,
     "geminibot.policy": 1,
     "geminibot.net": 1,
     "geminibot.gemini": 2,
     "geminibot.http": 2,
     "geminibot.store": 2,
     "geminibot.index": 3,
+    "geminibot.feeds": 3,
     "geminibot.crawl": 4,
     "geminibot.classify": 4,
     "geminibot.service": 4,
@@ -34,7 +36,7 @@ LAYERS = {
     "capsule_server": 9,
 }
 #: Modules whose very point is to import nothing else of geminibot.
-STANDALONE = ("geminibot.urls", "geminibot.cliutil")
+STANDALONE = ("geminibot.urls", "geminibot.cliutil", "geminibot.defaults")
 
 
 @dataclass(frozen=True)

@@ -1,5 +1,6 @@
 """Look again now: a URL, or every URL of a host, made due at once in the frontier
-(``geminibot recheck``; the search capsule's ``/submit`` takes the same routine).
+(``geminibot recheck``; the search capsule's ``/submit`` takes the same routine), on a
+:class:`~geminibot.store.database.Database` of either engine.
 
 :func:`recheck` sets the ``next_visit`` of the finished URLs it names (done, refused,
 failed, not found, gone) to now, and nothing more: the crawl queues them as it queues
@@ -14,10 +15,12 @@ gone if it answers so again.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING
 
 from geminibot.store import statements as q
-from geminibot.store.engines import engine_of, write_transaction
+
+if TYPE_CHECKING:
+    from geminibot.store.database import Database
 
 #: Seconds between two looks of a continuous crawl (``crawl --forever``, ``geminibot
 #: serve``) at the frontier for URLs due, while it runs and while it sleeps: a recheck is
@@ -55,21 +58,19 @@ class Recheck:
         }
 
 
-def recheck(conn: Any, target: str, host: str, *, is_url: bool, now: float) -> Recheck:
+def recheck(database: Database, target: str, host: str, *, is_url: bool, now: float) -> Recheck:
     """Make the normalised URL ``target`` (``is_url``), or every URL of the host key
-    ``target``, due at ``now``, in one transaction on ``conn`` (either store's
-    connection); ``host``: the target's host key."""
-    sql = engine_of(conn).sql
+    ``target``, due at ``now``, in one transaction; ``host``: the target's host key."""
     params = {"url": target, "host": host, "now": now}
     states, gone_back, due_now = (
         (q.URL_STATES_OF, q.URL_GONE_BACK, q.URL_DUE_NOW)
         if is_url
         else (q.HOST_STATES_OF, q.HOST_GONE_BACK, q.HOST_DUE_NOW)
     )
-    with write_transaction(conn):
-        counts = {str(s): int(n) for s, n in conn.execute(sql[states], params).fetchall()}
-        conn.execute(sql[gone_back], params)
-        conn.execute(sql[due_now], params)
+    with database.transaction():
+        counts = {str(s): int(n) for s, n in database.run(states, **params).fetchall()}
+        database.run(gone_back, **params)
+        database.run(due_now, **params)
     return Recheck(
         target,
         is_url,

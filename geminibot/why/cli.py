@@ -14,12 +14,11 @@ from geminibot.cliutil import (
     EXIT_NEGATIVE,
     EXIT_OK,
     CommandError,
+    counted,
     emit_json,
-    plural,
     terminal_safe,
 )
-from geminibot.index.search_cli import reading
-from geminibot.store.pg import display
+from geminibot.store.database import open_database
 from geminibot.store.recheck import DUE_POLL, Recheck
 from geminibot.urls import host_name
 from geminibot.why import Answer, BadTarget, check, parse_target
@@ -76,9 +75,9 @@ def register(commands: Any) -> None:
 
 
 def run_why(args: argparse.Namespace) -> int:
-    with reading(args.db) as (conn, _):
+    with open_database(args.db) as database:
         try:
-            answer = check(conn, args.target, time.time())
+            answer = check(database, args.target, time.time())
         except BadTarget as exc:
             raise CommandError(f"{args.target!r}: {exc}") from None
     if args.json:
@@ -97,18 +96,17 @@ def run_recheck(args: argparse.Namespace) -> int:
         target, host, is_url = parse_target(args.target)
     except BadTarget as exc:
         raise CommandError(f"{args.target!r}: {exc}") from None
-    with reading(args.db) as (conn, _):
+    with open_database(args.db) as database:
         try:
-            done = recheck(conn, target, host, is_url=is_url, now=time.time())
-        except Exception as exc:  # sqlite3's or psycopg's: a database we may not write
-            if type(exc).__module__.split(".")[0] not in ("sqlite3", "psycopg"):
-                raise
-            raise CommandError(f"{display(args.db)}: cannot write: {exc}", EXIT_NEGATIVE) from None
+            done = recheck(database, target, host, is_url=is_url, now=time.time())
+        except database.errors as exc:  # a database we may not write, locked for too long
+            raise CommandError(f"{database.name}: cannot write: {exc}", EXIT_NEGATIVE) from None
+        name = database.name
     what = terminal_safe(target if is_url else host_name(host))
     if not done.known:
         kind = "URL" if is_url else "host"
         raise CommandError(
-            f"{what}: no such {kind} in {display(args.db)} (a page must be linked or seeded "
+            f"{what}: no such {kind} in {name} (a page must be linked or seeded "
             "before it can be fetched again)"
         )
     if args.json:
@@ -128,11 +126,11 @@ def recheck_lines(done: Recheck, what: str) -> list[str]:
         else:
             return [f"{what} is kept out by a trap bound: not queued (geminibot why says which)"]
     else:
-        lines = [f"queued {plural(done.due, 'page')} of {what} for a fetch at its pace"]
+        lines = [f"queued {counted(done.due, 'page')} of {what} for a fetch at its pace"]
         if done.waiting or done.kept_out:
             lines.append(
-                f"({plural(done.waiting, 'URL')} already queued, "
-                f"{plural(done.kept_out, 'URL')} kept out by trap bounds)"
+                f"({counted(done.waiting, 'URL')} already queued, "
+                f"{counted(done.kept_out, 'URL')} kept out by trap bounds)"
             )
     if done.due:
         them = "it" if done.due == 1 else "them"

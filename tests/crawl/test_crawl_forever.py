@@ -19,6 +19,7 @@ from served_capsules import generate
 
 from capsule_server.testing import running_server
 from geminibot.crawl.adapters import FetchResult
+from geminibot.crawl.build import build_crawler
 from geminibot.crawl.clock import TrioWallClock
 from geminibot.crawl.continuous import (
     MAX_SLEEP,
@@ -27,15 +28,16 @@ from geminibot.crawl.continuous import (
     keep_going,
     pause,
 )
-from geminibot.crawl.crawler import Crawler
 from geminibot.crawl.settings import CrawlOptions
 from geminibot.gemini.server import ServerLimits
 from geminibot.store.crawlstore import SqliteStore
+from geminibot.store.database import Database, open_database
 from geminibot.store.db import connect
 from geminibot.store.freshness import DAY
 from geminibot.store.recheck import DUE_POLL, recheck
 
 TIMEOUT = 120.0
+A = "gemini://a.test/"
 
 
 async def wait_for(db: Path, sql: str, step: float = 600.0, most: int = 1000) -> None:
@@ -146,11 +148,10 @@ async def test_a_recheck_wakes_the_sleeping_crawl_within_the_poll(
                 (capsules / "host00.test" / "p1.gmi").write_text("# Changed\n\nquokka\n")
 
                 def look_again() -> None:
-                    conn = connect(db)
-                    try:
-                        done = recheck(conn, page_url, "host00.test", is_url=True, now=time.time())
-                    finally:
-                        conn.close()
+                    with open_database(str(db)) as database:  # as geminibot recheck does
+                        done = recheck(
+                            database, page_url, "host00.test", is_url=True, now=time.time()
+                        )
                     assert done.due == 1
 
                 await trio.to_thread.run_sync(look_again)
@@ -177,19 +178,20 @@ async def test_a_recheck_during_a_run_is_taken_by_that_run(
     }
     fake = FakeSite(pages, latency=2.0)  # a run of ~45 mock seconds, one request at a time
     conn = connect(tmp_path / "c.db")
+    database = Database("c.db", conn, path=tmp_path / "c.db")  # (the crawl's connection)
     options = CrawlOptions(test_range=True, concurrency=1)
     clock = TrioWallClock(lambda: 1.7e9)
     store = SqliteStore(conn, clock.now, options.limits)  # (each write committed)
-    crawler = Crawler(store, fake.fetch, options, clock=clock, poll_due=5.0)
+    crawler = build_crawler(store, options, clock, fetch=fake.fetch, poll_due=5.0)
     crawler.seed(["gemini://a.test/"])
     done: list[int] = []
 
     def rechecked(url: str) -> None:
         if url.endswith("/10.gmi"):  # home fetched long ago: made due again
-            done.append(recheck(conn, "gemini://a.test/", "a.test", is_url=True, now=1.7e9).due)
+            done.append(recheck(database, A, "a.test", is_url=True, now=1.7e9).due)
 
     fake.on_request = rechecked
     progress = await crawler.run()
     conn.close()
     assert done == [1]
-    assert fake.urls().count("gemini://a.test/") == 2 and progress.revisits == 1
+    assert fake.urls().count(A) == 2 and progress.revisits == 1

@@ -11,14 +11,15 @@ from typing import Any
 
 import trio
 from crawl_fakes import FakeSite, gmi
+from crawlers import sqlite_crawler
 
 from geminibot.crawl.adapters import FetchResult
-from geminibot.crawl.crawler import sqlite_crawler
 from geminibot.crawl.progress import Progress
 from geminibot.crawl.settings import CrawlOptions
 from geminibot.index import search, stats
 from geminibot.policy.outcomes import MAX_CACHE_SECONDS
 from geminibot.store.crawlstore import SqliteStore
+from geminibot.store.database import Database
 from geminibot.store.db import connect
 from geminibot.store.freshness import (
     DAY,
@@ -183,7 +184,8 @@ async def test_51_is_asked_again_growing_leaves_the_index_late_and_comes_back(
     # A link to it found again (on a page that changed, rechecked here) makes it due a
     # day after its last answer, not 4 days after.
     pages[moving] = gmi("# Moving\n=> /doomed.gmi the mayfly again\n")
-    assert recheck(conn, moving, "a.test", is_url=True, now=now()).due == 1
+    database = Database(str(db), conn, path=db)  # (the crawl's connection, between runs)
+    assert recheck(database, moving, "a.test", is_url=True, now=now()).due == 1
     conn.close()
     _, conn, row = await at(4.5)
     assert asked() == [moving] and row[0] == "not_found" and near(row[2], 5)

@@ -10,11 +10,12 @@ from dataclasses import replace
 from typing import Any
 
 import pytest
-from store_helpers import LIMITS, Clock, opened
+from store_helpers import LIMITS, Clock
 from test_store import A, claim, decision, fetch, page
 
 from geminibot.crawl.continuous import any_due
 from geminibot.store.crawlstore import CrawlStore, FetchedPage, Revisit
+from geminibot.store.database import Database, open_database
 from geminibot.store.freshness import DAY, NOT_FOUND_FIRST
 from geminibot.store.pages import Link
 from geminibot.store.recheck import recheck
@@ -23,19 +24,20 @@ HOST = "a.test"
 
 
 @pytest.fixture
-def raw(kind: str, db: str, store: CrawlStore) -> Iterator[Any]:
-    """A second connection to the store's database (autocommit), to read what it keeps."""
-    with opened(kind, db) as (conn, _):
-        yield conn
+def raw(db: str, store: CrawlStore) -> Iterator[Database]:
+    """The store's database opened again (as ``geminibot recheck`` opens it), to read what
+    the store keeps."""
+    with open_database(db) as database:
+        yield database
 
 
-def row(raw: Any, url: str) -> tuple[Any, ...]:
+def row(raw: Database, url: str) -> tuple[Any, ...]:
     sql = "SELECT state, misses, missing_since, next_visit, updated_at FROM urls WHERE url = "
-    mark = "?" if type(raw).__module__.startswith("sqlite3") else "%s"
+    mark = "?" if raw.dialect == "sqlite" else "%s"
     return tuple(raw.execute(sql + mark, (url,)).fetchone())
 
 
-def one(raw: Any, sql: str) -> Any:
+def one(raw: Database, sql: str) -> Any:
     return raw.execute(sql).fetchone()[0]
 
 
@@ -57,7 +59,7 @@ def answer(
 
 
 def test_a_51_counts_its_misses_keeps_the_page_listed_then_leaves_the_index(
-    store: CrawlStore, raw: Any, clock: Clock
+    store: CrawlStore, raw: Database, clock: Clock
 ) -> None:
     store.seed([A])
     answer(store, A, 20, clock)
@@ -86,7 +88,7 @@ def test_a_51_counts_its_misses_keeps_the_page_listed_then_leaves_the_index(
 
 
 def test_a_failure_between_misses_keeps_them_and_gone_is_not_revisited(
-    store: CrawlStore, raw: Any, clock: Clock
+    store: CrawlStore, raw: Database, clock: Clock
 ) -> None:
     store.seed([A, A + "g"])
     answer(store, A, 51, clock, not_found=True)
@@ -101,7 +103,7 @@ def test_a_failure_between_misses_keeps_them_and_gone_is_not_revisited(
 
 
 def test_a_link_met_again_makes_a_not_found_url_due_sooner(
-    store: CrawlStore, raw: Any, clock: Clock
+    store: CrawlStore, raw: Database, clock: Clock
 ) -> None:
     broken = A + "broken.gmi"
     store.seed([A])
@@ -124,7 +126,7 @@ def test_a_link_met_again_makes_a_not_found_url_due_sooner(
 
 
 def test_recheck_makes_a_url_or_a_hosts_urls_due_now_and_nothing_more(
-    store: CrawlStore, raw: Any, clock: Clock
+    store: CrawlStore, raw: Database, clock: Clock
 ) -> None:
     long = A + "x" * (LIMITS.max_url_length - len(A) + 1)
     store.seed([A, A + "gone", A + "queued", long])
