@@ -11,8 +11,9 @@ real capsules (issue 56, point 5).
 2. Starts ``geminibot serve`` on them (the crawl that keeps going, the index updater; no
    search capsule, metrics or link authority: they are not what is measured) and waits
    until its crawl sleeps after its first run and the index has caught up.
-3. For ``--pages`` gemtext pages the crawl indexed, one capsule each, in turn: appends a
-   paragraph with a word found nowhere else to the page's file, runs ``geminibot recheck
+3. For ``--pages`` gemtext pages the crawl indexed, one capsule each, in turn (each after a
+   random wait of up to DUE_POLL, so the rechecks fall anywhere in the crawl's look
+   cycle): appends a paragraph with a word found nowhere else to the page's file, runs ``geminibot recheck
    URL --db DB`` (the command, its start-up included) and polls the search (every 0.25 s,
    ``geminibot.index.search`` on a connection of its own: the search capsule's code) until
    the word finds the page. Reports each page's seconds from the command's start to its
@@ -48,6 +49,7 @@ from real_search import BIN, serve
 from geminibot.index import search
 from geminibot.index.tantivy_index import index_lag
 from geminibot.store.db import connect
+from geminibot.store.recheck import DUE_POLL
 
 #: Seconds between two searches for a rechecked page.
 POLL = 0.25
@@ -191,7 +193,7 @@ def run(args: argparse.Namespace, work: Path) -> dict[str, Any]:
     config = work / "engine.toml"
     config.write_text(
         f'[service]\ndb = "{db}"\n\n[crawl]\nseeds = {json.dumps([f"gemini://{h}/" for h in hosts])}\n'
-        "test_range = true\nmin_delay = 0.0\n"
+        "test_range = true\n"
         f'connect_to = ["*.capsule.test:1965:127.0.0.1:{port}"]\n'
     )
     service = Served(config)
@@ -217,7 +219,11 @@ def run(args: argparse.Namespace, work: Path) -> dict[str, Any]:
 
 def one_by_one(args: argparse.Namespace, db: Path, capsules: Path) -> dict[str, Any]:
     rows = []
+    phase = random.Random(args.seed)
     for n, url in enumerate(pick(db, capsules, args.pages, args.seed)):
+        # Each recheck at a random moment of the crawl's look cycle, not right after the
+        # look that took the previous one (which would make every wait the longest).
+        time.sleep(phase.uniform(0, DUE_POLL))
         word = f"zqrecheck{n}x"
         (next_visit,) = one(db, "SELECT next_visit FROM urls WHERE url = ?", url)
         before = fetched_at(db, url)

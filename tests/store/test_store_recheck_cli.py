@@ -93,3 +93,14 @@ def test_why_says_not_found_or_gone_and_when_it_asks_again(
     gone = json.loads(run_main(["why", GONE, "--db", db, "--json"]).stdout)
     assert gone["code"] == "gone" and gone["next_visit"] is None
     assert "52 (gone)" in gone["reason"] and "does not ask again" in gone["reason"]
+
+
+def test_stats_lists_the_urls_not_found_apart_from_those_gone(
+    store: CrawlStore, db: str, clock: Clock
+) -> None:
+    crawled(store, clock)
+    listed = run_main(["stats", "--db", db, "--urls", "--status", "not_found"])
+    assert listed.returncode == 0, listed.stderr
+    assert MISSING in listed.stdout and GONE not in listed.stdout
+    frontier = json.loads(run_main(["stats", "--db", db, "--json"]).stdout)["frontier"]
+    assert (frontier["not_found"], frontier["gone"]) == (1, 1)
