@@ -292,17 +292,19 @@ class SqlStore:
     def revisit(self, now: float, everything: bool = False) -> int:
         """Queue the finished URLs due at ``now`` (``everything``: all of them, due or
         not, but those gone; trapped ones never); returns how many."""
-        if not everything:
-            return sum(self.revisit_due(now).values())
         with self._committing() as conn:
-            return int(self._run(conn, q.REVISIT_ALL).rowcount)
+            if everything:
+                return int(self._run(conn, q.REVISIT_ALL).rowcount)
+            return int(self._run(conn, q.REVISIT_DUE, {"now": now}).rowcount)
 
     def revisit_due(self, now: float) -> dict[str, int]:
         """Queue the finished URLs due at ``now``; the hosts that got queued URLs, with
         how many."""
         with self._committing() as conn:
-            rows = self._run(conn, q.REVISIT_DUE, {"now": now}).fetchall()
-        return dict(Counter(str(r[0]) for r in rows))
+            hosts = self._run(conn, q.DUE_HOSTS, {"now": now}).fetchall()
+            if hosts:
+                self._run(conn, q.REVISIT_DUE, {"now": now})
+        return {str(host): int(n) for host, n in hosts}
 
     def prune_logs(self, before: float) -> int:
         """Delete the fetch and decision log rows older than ``before``; returns how many."""

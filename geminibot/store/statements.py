@@ -198,10 +198,15 @@ PREVIOUS = sa.text(
 #: (a ``gone`` URL's is NULL, but after ``geminibot recheck``).
 FINISHED_STATES = ("done", "refused", "failed", "not_found", "gone")
 FINISHED = "(" + ", ".join(f"'{state}'" for state in FINISHED_STATES) + ")"
-#: The finished URLs due at ``:now`` queued again; their hosts, one per URL.
+#: The finished URLs due at ``:now`` queued again.
 REVISIT_DUE = sa.text(
     "UPDATE urls SET state = 'queued', lease = NULL"
-    f" WHERE state IN {FINISHED} AND next_visit <= :now RETURNING host"
+    f" WHERE state IN {FINISHED} AND next_visit <= :now"
+)
+#: The hosts of the finished URLs due at ``:now``, with how many each.
+DUE_HOSTS = sa.text(
+    f"SELECT host, count(*) FROM urls WHERE state IN {FINISHED} AND next_visit <= :now"
+    " GROUP BY host"
 )
 #: ``crawl --refresh``: every finished URL queued again, but those gone.
 REVISIT_ALL = sa.text(
