@@ -1,6 +1,7 @@
-"""The portal's open connections, each with a request in hand or not, and who makes room
-for a newcomer when the descriptors allowed are in use: the connection that has waited
-longest without a request in hand (idle between requests, or still sending its head).
+"""The portal's open connections, each waiting for its client or with work in hand, and
+who makes room for a newcomer when the descriptors allowed are in use: the connection
+that has waited longest for its client (idle between requests, still sending its head,
+or sending a body slowly).
 
 Pure: no sockets, no clock; a connection is any hashable value.
 """
@@ -22,7 +23,7 @@ class ConnectionTable(Generic[K]):
         if capacity < 1:
             raise ValueError("capacity must be at least 1")
         self.capacity = capacity
-        #: Connections with no request in hand, the one waiting longest first.
+        #: Connections waiting for their client, the one waiting longest first.
         self._idle: OrderedDict[K, None] = OrderedDict()
         self._busy: set[K] = set()
 
@@ -41,14 +42,14 @@ class ConnectionTable(Generic[K]):
         self._idle[key] = None
 
     def idle(self, key: K) -> None:
-        """``key`` has no request in hand (its last answer is sent); it now waits longest
-        of none."""
+        """``key`` waits for its client now (for a request, or for a request's body); it
+        has waited longest of none."""
         self._busy.discard(key)
         self._idle.pop(key, None)
         self._idle[key] = None
 
     def busy(self, key: K) -> None:
-        """``key`` has a request in hand (read, answered, or its body being read)."""
+        """``key`` has work in hand (a request being answered)."""
         if self._idle.pop(key, False) is None:
             self._busy.add(key)
 
@@ -60,6 +61,6 @@ class ConnectionTable(Generic[K]):
         return key in self._idle
 
     def oldest_idle(self) -> K | None:
-        """The connection to drop first to make room: the one that has waited longest
-        without a request in hand, or None when every one has a request in hand."""
+        """The connection to drop first to make room: the one that has waited longest for
+        its client, or None when every one has work in hand."""
         return next(iter(self._idle), None)

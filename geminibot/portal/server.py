@@ -16,8 +16,8 @@ with its window closed (``TCP_USER_TIMEOUT``, set by :func:`listen`); a body the
 application does not read is never read: the connection is closed after the answer.
 Connections are counted (:class:`~geminibot.portal.connections.ConnectionTable`): at the
 descriptor limit less ``descriptor_reserve`` a newcomer closes the connection that has
-waited longest with no request in hand, or, when every one has a request in hand, is
-answered ``503`` itself. ``EMFILE`` from ``accept`` is one line on stderr a minute, never
+waited longest for its client (idle, sending a head, or sending a body), or, when every
+one has work in hand, is answered ``503`` itself. ``EMFILE`` from ``accept`` is one line on stderr a minute, never
 a traceback; nor is anything a client sent ever written there.
 """
 
@@ -135,7 +135,7 @@ class PortalServer:
 
     async def serve(self, listeners: list[trio.SocketListener], stop: trio.Event) -> None:
         """Accept and answer until ``stop`` is set; then close the listeners and the
-        connections with no request in hand, and give the others ``shutdown_grace``
+        connections waiting for their clients, and give the others ``shutdown_grace``
         seconds to be answered."""
         async with trio.open_nursery() as connections:
             async with trio.open_nursery() as accepting:
@@ -173,7 +173,7 @@ class PortalServer:
             nursery.start_soon(self._connection, conn)
 
     def _exhausted(self, exc: OSError) -> None:
-        """Out of descriptors: the connection waiting longest with no request in hand
+        """Out of descriptors: the connection waiting longest for its client
         makes room, and one line a minute says so."""
         oldest = self.table.oldest_idle()
         if oldest is not None:
@@ -195,7 +195,7 @@ class PortalServer:
         self._exhausted_unsaid = 0
 
     async def _refuse(self, conn: _Connection) -> None:
-        """Every connection has a request in hand: the newcomer is told to come back."""
+        """Every connection has work in hand: the newcomer is told to come back."""
         with trio.move_on_after(self.limits.keep_alive_timeout):
             with contextlib.suppress(trio.BrokenResourceError, trio.ClosedResourceError, OSError):
                 await self._error(conn, 503, [(b"retry-after", b"5")])
@@ -307,6 +307,7 @@ class _Exchange:
         self.ended = False
         self.broken = False
         self.disconnected = False
+        self.waiting = False  # for the body, since the first receive
 
     def scope(self) -> dict[str, Any]:
         target = bytes(self.request.target)
@@ -361,6 +362,9 @@ class _Exchange:
         if http.they_are_waiting_for_100_continue:
             continuing = h11.InformationalResponse(status_code=100, headers=[])
             await self._write(http.send(continuing))
+        if not self.waiting:  # waiting for the client: the first to make room, if need be
+            self.waiting = True
+            self.server.table.idle(self.conn)
         with trio.move_on_at(self.body_deadline):
             while True:
                 try:
@@ -375,9 +379,11 @@ class _Exchange:
                     return {"type": "http.request", "body": bytes(event.data), "more_body": True}
                 if isinstance(event, h11.EndOfMessage):
                     self.disconnected = True  # (nothing more to receive)
+                    self.server.table.busy(self.conn)
                     return {"type": "http.request", "body": b"", "more_body": False}
                 break
         self.disconnected = True  # too slow, or gone: the application answers 408
+        self.server.table.busy(self.conn)
         return {"type": "http.disconnect"}
 
     async def send(self, message: MutableMapping[str, Any]) -> None:

@@ -199,7 +199,7 @@ class Metrics:
         registry = self.registry
 
         class Handler(_MetricsHandler):
-            pass
+            """The handler of this registry, with this timeout."""
 
         Handler.registry = registry
         Handler.timeout = timeout
