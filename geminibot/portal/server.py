@@ -360,7 +360,7 @@ class _Exchange:
         if self.disconnected or self.broken:
             return {"type": "http.disconnect"}
         if http.they_are_waiting_for_100_continue:
-            continuing = h11.InformationalResponse(status_code=100, headers=[])
+            continuing = h11.InformationalResponse(status_code=100, headers=[], reason=b"Continue")
             await self._write(http.send(continuing))
         if not self.waiting:  # waiting for the client: the first to make room, if need be
             self.waiting = True
