@@ -23,7 +23,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from geminibot.index import authority
-from geminibot.index.db import transaction
+from geminibot.store.db import transaction
 
 
 def tables(path: Path, pages: int, hosts: int) -> sqlite3.Connection:

@@ -74,9 +74,10 @@ from geminispace.store import crawl_ready
 from search_engines import queries as query_mix
 from search_engines import space_of
 
-from geminibot.crawl.freshness import INITIAL_REVISIT
-from geminibot.index import connect, search
+from geminibot.index import search
 from geminibot.index.tantivy_index import index_dir, last_change, open_current, read_manifest
+from geminibot.store.db import connect
+from geminibot.store.freshness import INITIAL_REVISIT
 
 ROOT = Path(__file__).resolve().parent.parent
 #: Seconds between two looks at the store and the index.

@@ -30,13 +30,14 @@ from geminibot.crawl.crawler import sqlite_crawler
 from geminibot.crawl.fetcher import gemini_fetch
 from geminibot.crawl.progress import Progress
 from geminibot.crawl.settings import CrawlOptions
-from geminibot.crawl.traps import FrontierLimits
 from geminibot.gemini.client import GeminiClient
 from geminibot.gemini.server import GeminiServer, ServerLimits
-from geminibot.index import connect, search
+from geminibot.index import search
 from geminibot.index.stats import format_stats, stats
 from geminibot.net.connect import ConnectRule, Resolver
 from geminibot.searchcap import SearchCapsule
+from geminibot.store.db import connect
+from geminibot.store.traps import FrontierLimits
 
 #: Longest the demo crawls (seconds of wall-clock time). Most capsules are done in a few
 #: seconds; robots-44.test answers robots.txt with ``44 60`` and is still being waited

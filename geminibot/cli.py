@@ -59,7 +59,7 @@ def _compare() -> Register:
 
 
 def _db() -> Register:
-    from geminibot.crawl import migrate
+    from geminibot.store import migrate
 
     return migrate.register
 

@@ -361,3 +361,36 @@ def _normalise_escapes(text: str, safe: frozenset[str]) -> str:
             out.extend(f"%{b:02X}" for b in c.encode("utf-8", "surrogatepass"))
         i += 1
     return "".join(out)
+
+
+# --- host keys ---
+
+
+def normalise(url: str) -> str:
+    return str(parse_url(url))
+
+
+def host_key(url: str) -> str:
+    """The crawler's unit of politeness, policy and bookkeeping: ``host[:port]`` for
+    Gemini, the origin ``scheme://host[:port]`` for the web (so the Gemini and web sides of
+    one host name keep their own policy files and their own pace)."""
+    return host_of(parse_url(url))
+
+
+def host_of(parsed: URL) -> str:
+    """:func:`host_key` of a URL already parsed."""
+    return parsed.origin if parsed.protocol == "http" else parsed.authority
+
+
+def host_name(key: str) -> str:
+    """The ``host[:port]`` part of a host key (what ``--allow-host`` patterns also match)."""
+    return key.partition("://")[2] or key
+
+
+def host_protocol(key: str) -> Scheme:
+    return "http" if "://" in key else "gemini"
+
+
+def host_url(key: str, path: str = "/") -> str:
+    """An absolute URL on the host of ``key``."""
+    return f"{key}{path}" if "://" in key else f"gemini://{key}{path}"

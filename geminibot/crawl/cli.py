@@ -29,10 +29,7 @@ from geminibot.cliutil import (
     positive_int,
     terminal_safe,
 )
-from geminibot.crawl.databases import display as without_password
-from geminibot.crawl.databases import is_postgres, open_pg_store
 from geminibot.crawl.politeness import START_DELAY
-from geminibot.crawl.schemes import host_url, normalise, parse_any
 from geminibot.crawl.settings import (
     DEFAULT_AGENT,
     DEFAULT_CONCURRENCY,
@@ -42,14 +39,16 @@ from geminibot.crawl.settings import (
     check_settings,
     new_lease,
 )
-from geminibot.crawl.traps import DEFAULT_MAX_DEPTH, MAX_URLS_PER_HOST, FrontierLimits
 from geminibot.http.urls import DEFAULT_INFO_URL
-from geminibot.index import DatabaseError, connect
-from geminibot.index.db import checkpoint
 from geminibot.net.connect import Resolver, add_connect_to_option, connect_rules, is_loopback
 from geminibot.net.guard import AddressGuard, IPNetwork, parse_network
 from geminibot.policy.cli import agent_option
-from geminibot.urls import SCHEMES
+from geminibot.store.databases import display as without_password
+from geminibot.store.databases import is_postgres, open_pg_store
+from geminibot.store.db import checkpoint, connect
+from geminibot.store.errors import DatabaseError
+from geminibot.store.traps import DEFAULT_MAX_DEPTH, MAX_URLS_PER_HOST, FrontierLimits
+from geminibot.urls import SCHEMES, host_url, normalise, parse_url
 
 if TYPE_CHECKING:
     from geminibot.crawl.clock import TrioWallClock
@@ -57,10 +56,10 @@ if TYPE_CHECKING:
     from geminibot.crawl.crawler import Crawler
     from geminibot.crawl.display import Display
     from geminibot.crawl.progress import Progress
-    from geminibot.crawl.store import CrawlStore
     from geminibot.crawl.warc import WarcArchive
     from geminibot.http.client import WebClient
     from geminibot.net.dns import DnsCache
+    from geminibot.store.crawlstore import CrawlStore
 
 #: Exit code of a crawl stopped by Ctrl-C (resumable).
 EXIT_INTERRUPTED = 130
@@ -328,7 +327,7 @@ def _options(args: argparse.Namespace) -> tuple[list[str], CrawlOptions, Resolve
         raise CommandError("--allow-address is for crawls without --test-range (loopback only)")
     if args.test_range:
         for seed in seeds:
-            url = parse_any(seed)
+            url = parse_url(seed)
             address, _ = resolver.address(url.host, url.port)
             if not is_loopback(address):
                 raise CommandError(
@@ -367,7 +366,7 @@ def address_of(resolver: Resolver, dns: DnsCache | None = None) -> Callable[[str
     cache = dns if dns is not None else DnsCache()
 
     async def lookup(host: str) -> str:
-        url = parse_any(host_url(host))
+        url = parse_url(host_url(host))
         address, port = resolver.address(url.host, url.port)
         if resolver.loopback_only and not is_loopback(address):
             return f"{address} port {port}"  # refused anyway: no lookup
@@ -510,7 +509,7 @@ async def _run_forever(
     def due(now: float) -> float | None:
         if not is_postgres(args.db):
             return next_due(conn, now)
-        from geminibot.index import pg
+        from geminibot.store import pg
 
         with pg.connect(args.db) as pg_conn:
             return next_due(pg_conn, now)
@@ -542,10 +541,10 @@ def _crawler(
     the crawl opens and closes)."""
     from geminibot.crawl.crawler import Crawler
     from geminibot.crawl.fetcher import CRAWL_LIMITS, ProtocolFetcher, gemini_fetch
-    from geminibot.crawl.store import StoreKnownHosts
     from geminibot.gemini.client import GeminiClient
     from geminibot.http.client import WebClient, user_agent
     from geminibot.net.dns import DnsCache
+    from geminibot.store.crawlstore import StoreKnownHosts
 
     # One DNS cache for both clients and the address lookup: the addresses paced as one
     # are those connected to, a name is resolved once per DNS_TTL whatever asks, and
@@ -597,7 +596,7 @@ async def _run(
     from geminibot.crawl.clock import TrioWallClock
     from geminibot.crawl.display import Display
     from geminibot.crawl.runrecord import record_run
-    from geminibot.crawl.store import SqliteStore
+    from geminibot.store.crawlstore import SqliteStore
 
     clock = TrioWallClock(wall_clock)
     shared = is_postgres(args.db)

@@ -39,8 +39,8 @@ QUEUED_RECHECK = 300.0
 def next_due(conn: Any, now: float) -> float | None:
     """When the store's next work is due (``None``: nothing ever will be, until new
     seeds come), on an sqlite3 or psycopg connection."""
-    from geminibot.index import statements as q
-    from geminibot.index.engines import engine_of
+    from geminibot.store import statements as q
+    from geminibot.store.engines import engine_of
 
     sql = engine_of(conn).sql
     row = conn.execute(sql[q.NEXT_DUE], {"now": now}).fetchone()

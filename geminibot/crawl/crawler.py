@@ -1,5 +1,5 @@
 """The crawl engine: a fixed set of trio workers that moves hosts and URLs between the
-crawl's parts, as Scrapy's engine does: the store (:mod:`~geminibot.crawl.store`), the
+crawl's parts, as Scrapy's engine does: the store (:mod:`~geminibot.store.crawlstore`), the
 scheduler (:mod:`~geminibot.crawl.scheduler`: which host is due next), the downloader
 (:mod:`~geminibot.crawl.downloader`), the site policy's files
 (:mod:`~geminibot.crawl.policy_files`), the scope (:mod:`~geminibot.crawl.scope`) and a
@@ -10,7 +10,7 @@ Each of ``concurrency`` workers takes a host, makes one request for it (a policy
 until its policy is known, then one of its queued URLs) and gives it back with the time
 its next request is due (its lease and policy kept), or drops it when it has nothing
 more for this run. Cancellation (Ctrl-C) puts the URLs being visited back in the queue:
-a stopped crawl resumes where it was (:mod:`~geminibot.crawl.frontier`).
+a stopped crawl resumes where it was (:mod:`~geminibot.store.frontier`).
 """
 
 from __future__ import annotations
@@ -27,15 +27,15 @@ from geminibot import __version__
 from geminibot.crawl.adapters import Fetch
 from geminibot.crawl.clock import Clock, TrioWallClock
 from geminibot.crawl.downloader import Downloader
-from geminibot.crawl.freshness import DAY, LOG_RETENTION_DAYS
 from geminibot.crawl.policy_files import Later, PolicyFiles, Skip
 from geminibot.crawl.progress import Progress
 from geminibot.crawl.scheduler import Scheduler
 from geminibot.crawl.scope import CrawlScope
 from geminibot.crawl.settings import ROLE_CATEGORIES, CrawlOptions, check_settings, new_lease
-from geminibot.crawl.store import CrawlStore, SqliteStore
 from geminibot.crawl.visit import Archive, Visited, Visitor
 from geminibot.policy.site_policy import Bot, SitePolicy
+from geminibot.store.crawlstore import CrawlStore, SqliteStore
+from geminibot.store.freshness import DAY, LOG_RETENTION_DAYS
 
 __all__ = ["Crawler", "sqlite_crawler"]
 
@@ -133,7 +133,7 @@ class Crawler:
         """Crawl until the frontier is empty (for the hosts that can go on), the page
         limit is reached, or :meth:`stop` is called. Returns the final counters; what the
         store holds back is committed however the run ends (see
-        :class:`~geminibot.crawl.store.SqliteStore`)."""
+        :class:`~geminibot.store.crawlstore.SqliteStore`)."""
         try:
             return await self._run()
         finally:

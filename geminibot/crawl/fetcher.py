@@ -9,12 +9,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from geminibot.crawl.adapters import WEB_SLOW_DOWN, Fetch, FetchResult
-from geminibot.crawl.schemes import protocol_of
 from geminibot.gemini.client import GeminiClient
 from geminibot.http.client import WebClient, WebResponse
 from geminibot.net.errors import FetchError
 from geminibot.net.limits import Limits
-from geminibot.urls import InvalidURL
+from geminibot.urls import InvalidURL, scheme_of
 
 #: The crawl's clients cut a body at their size limit instead of failing, so that a policy
 #: file is still read in part (its first 500 KiB); a page cut there counts as failed.
@@ -71,7 +70,7 @@ class ProtocolFetcher:
         self, url: str, *, method: str = "GET", headers: Sequence[tuple[str, str]] = ()
     ) -> FetchResult:
         try:
-            protocol = protocol_of(url)
+            protocol = scheme_of(url)
         except ValueError as exc:
             return FetchResult(None, error=f"{type(exc).__name__}: {exc}")
         if protocol == "gemini":

@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from geminibot.cliutil import human_duration, wrapped
-from geminibot.crawl.freshness import DAY, VANISHED_AFTER
+from geminibot.store.freshness import DAY, VANISHED_AFTER
 
 if TYPE_CHECKING:
     from geminibot.crawl.warc import WarcArchive

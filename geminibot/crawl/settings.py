@@ -11,11 +11,11 @@ import uuid
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from geminibot.crawl.traps import FrontierLimits
+from geminibot.store.traps import FrontierLimits
 from geminibot.urls import Scheme
 
 if TYPE_CHECKING:
-    from geminibot.crawl.store import CrawlStore
+    from geminibot.store.crawlstore import CrawlStore
 
 #: Requests in flight across all hosts, by default. Each host still gets one request at a
 #: time (and each server address one), so this bounds how many hosts are asked at once.

@@ -47,6 +47,7 @@ import time
 from collections import Counter
 from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
 from contextlib import suppress
+from contextvars import ContextVar
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
@@ -184,6 +185,11 @@ def client_key(address: str) -> str:
             return str(ip.ipv4_mapped)
         return str(ipaddress.IPv6Network((ip.packed, 64), strict=False))
     return address
+
+
+#: The client whose request a handler is answering (its :func:`client_key`; "" outside
+#: a request), for a handler's own limits per client (the search capsule's work budget).
+CURRENT_CLIENT: ContextVar[str] = ContextVar("geminibot_client", default="")
 
 
 async def open_listeners(hosts: Sequence[str], port: int) -> list[trio.SocketListener]:
@@ -473,6 +479,7 @@ class GeminiServer:
         # 1965 is always accepted: the server may sit behind a forward from it.
         if url.port not in (DEFAULT_PORT, local_port):
             return Resolution(Status.PROXY_REQUEST_REFUSED, "This server does not serve that port")
+        CURRENT_CLIENT.set(client_key(record.client))
         try:
             answer = handler(url)
             return await answer if inspect.isawaitable(answer) else answer

@@ -27,8 +27,8 @@ from collections.abc import Callable
 from typing import Any
 from urllib.parse import urlsplit
 
-from geminibot.index.db import set_setting, transaction
 from geminibot.index.stats import Connection
+from geminibot.store.db import set_setting, transaction
 
 #: PageRank's damping factor (the chance a reader follows a link instead of jumping).
 DAMPING = 0.85
@@ -186,8 +186,8 @@ def replace_authority(conn: Any, ranks: list[tuple[str, float, float]]) -> None:
     """Every page's authority replaced by its host's (score, weight), inside the caller's
     transaction, which holds the temporary table ``host_rank`` (host, score, weight): the
     PostgreSQL store's way (its readers and writers never wait for it)."""
-    from geminibot.index import statements as q
-    from geminibot.index.engines import engine_of
+    from geminibot.store import statements as q
+    from geminibot.store.engines import engine_of
 
     sql = engine_of(conn).sql
     rows = [{"host": host, "score": score, "weight": weight} for host, score, weight in ranks]
@@ -200,8 +200,8 @@ def replace_authority(conn: Any, ranks: list[tuple[str, float, float]]) -> None:
 def last_computed(conn: Any) -> float | None:
     """When authority was last computed into the store, either store's connection
     (Unix seconds; None: never)."""
-    from geminibot.index import statements as q
-    from geminibot.index.engines import engine_of
+    from geminibot.store import statements as q
+    from geminibot.store.engines import engine_of
 
     row = conn.execute(engine_of(conn).sql[q.SETTING], {"key": COMPUTED_AT}).fetchone()
     try:
@@ -218,7 +218,7 @@ def compute_authority(
 ) -> dict[str, float]:
     """Recompute ``authority`` for every page; returns a summary (hosts, links, trusted,
     seconds). ``conn`` is either store's connection, ``write`` that store's writer
-    (:func:`write_sqlite`, :func:`geminibot.index.pg.write_authority`).
+    (:func:`write_sqlite`, :func:`geminibot.index.authority.write_postgres`).
 
     ``trusted``: URLs the random jump lands on (TrustRank: a link farm that no trusted
     page leads to gains nothing by linking to itself); None or empty: every page
@@ -235,3 +235,13 @@ def compute_authority(
         "trusted": trust,
         "seconds": time.perf_counter() - started,
     }
+
+
+def write_postgres(conn: Any, ranks: list[tuple[str, float, float]]) -> None:
+    """The PostgreSQL store's :data:`~geminibot.index.authority.Writer`: every page's
+    authority replaced in one transaction (searches see the old scores or the new)."""
+    with conn.transaction():
+        conn.execute(
+            "CREATE TEMP TABLE host_rank (host TEXT, score FLOAT8, weight FLOAT8) ON COMMIT DROP"
+        )
+        replace_authority(conn, ranks)

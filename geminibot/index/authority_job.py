@@ -40,9 +40,9 @@ def refresh(
         hosts = apply_weights(conn)
         applied = "no search index yet" if hosts is None else "search index"
     else:
-        from geminibot.index.pg import write_authority
+        from geminibot.index.authority import write_postgres
 
-        summary = compute_authority(conn, trusted, progress, write_authority)
+        summary = compute_authority(conn, trusted, progress, write_postgres)
         applied = "postgresql"
     return {
         "pages": pages,

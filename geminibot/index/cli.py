@@ -19,12 +19,12 @@ from geminibot.cliutil import (
     positive_float,
     terminal_safe,
 )
-from geminibot.index import pg
 from geminibot.index.authority import compute_authority, crawl_seeds, last_computed
 from geminibot.index.authority_job import refresh, schedule
-from geminibot.index.db import DatabaseError, connect
 from geminibot.index.tantivy_index import IndexUnavailable, index_dir, rebuild, status
 from geminibot.index.updater import COMMIT_INTERVAL, IndexUpdater, follow, verify
+from geminibot.store import pg
+from geminibot.store.db import DatabaseError, connect
 
 #: Seconds between two progress lines.
 PROGRESS_INTERVAL = 2.0

@@ -30,13 +30,19 @@ from geminibot.cliutil import (
     positive_int,
     terminal_safe,
 )
-from geminibot.index.db import DatabaseError, connect
-from geminibot.index.pg import command_error as pg_error
-from geminibot.index.pg import is_postgres
-from geminibot.index.query import QueryError
+from geminibot.index.query import (
+    MAX_PHRASE_WORDS,
+    MAX_PREFIXES,
+    MAX_TERMS,
+    MIN_PREFIX_CHARS,
+    QueryError,
+)
 from geminibot.index.search import MAX_LIMIT, MAX_OFFSET, SearchResult, search
 from geminibot.index.stats import URL_STATES, format_stats, list_urls, stats, status_filter
 from geminibot.index.tantivy_index import index_lag
+from geminibot.store.db import DatabaseError, connect
+from geminibot.store.pg import command_error as pg_error
+from geminibot.store.pg import is_postgres
 
 #: The language assumed for a reader whose locale names none (``C``, ``POSIX``, unset).
 DEFAULT_READER_LANGUAGE = "en"
@@ -92,7 +98,10 @@ def register(commands: Any) -> None:
             "one of the options below is part of the query, -word included, wherever it "
             "stands (search -haiku beos --db x.db; -- is accepted and skipped: search -- "
             "-haiku beos --db x.db). A page in "
-            "another language than the locale's ($LANG) is marked with its code: [de]."
+            "another language than the locale's ($LANG) is marked with its code: [de]. "
+            f"At most {MAX_TERMS} terms, {MAX_PREFIXES} prefixes of {MIN_PREFIX_CHARS} "
+            f"letters or more and phrases of {MAX_PHRASE_WORDS} words: a query over them "
+            "is refused with what to change (exit 2)."
         ),
     )
     find.__class__ = QueryParser  # argparse makes the parser; its reading of words is ours
@@ -161,7 +170,7 @@ def reading(
     statistics SQL runs on both connections. With ``any_thread`` an SQLite connection may
     be used by one thread after another (a PostgreSQL one always may)."""
     if is_postgres(db):
-        from geminibot.index import pg
+        from geminibot.store import pg
 
         try:
             pg_conn = pg.connect(db)
@@ -188,9 +197,9 @@ def search_function(db: str) -> Callable[..., list[SearchResult]]:
 def _pg_search(
     conn: Any, query: str, limit: int, *, offset: int = 0, host: str | None = None
 ) -> list[SearchResult]:
-    from geminibot.index import pg
+    from geminibot.index import pg_search
 
-    return pg.search(conn, query, limit, offset=offset, host=host)
+    return pg_search.search(conn, query, limit, offset=offset, host=host)
 
 
 def reader_language(environ: dict[str, str] | None = None) -> str:

@@ -84,7 +84,7 @@ def list_urls(
     """The crawl's URLs in the order they were found, filtered by ``status`` (see
     :func:`status_filter`) and ``host`` (a shell pattern: the key itself, or the host
     name of a web origin), on either store's connection."""
-    from geminibot.index.engines import engine_of
+    from geminibot.store.engines import engine_of
 
     by_status, params = status_filter(status)
     by_host = ""

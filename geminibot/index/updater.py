@@ -1,7 +1,7 @@
 """The derived search index following the store: each change applied in a small commit.
 
 The store logs every page that enters or leaves the searchable text (``index_changes``,
-:mod:`geminibot.index.db`): written, re-fetched with another body, delisted, deleted.
+:mod:`geminibot.store.db`): written, re-fetched with another body, delisted, deleted.
 An :class:`IndexUpdater` reads the log from the last change its index recorded
 (``manifest.json``'s ``applied``), and per batch of at most :data:`COMMIT_PAGES` changes
 deletes those pages' documents and adds back the ones the store still holds, as they are

@@ -39,8 +39,18 @@ class Rule:
             text += f", read as '{self.pattern}' by Google's index.html rule"
         return text + ")"
 
-    def as_dict(self) -> dict[str, object]:
-        return {"line": self.line, "directive": self.directive, "pattern": self.pattern}
+    def as_dict(self, file: str | None = None, group: str | None = None) -> dict[str, object]:
+        """The rule as JSON: line, directive, pattern; given ``file`` (the policy file it is
+        in) or ``group`` (the token of its group), the whole rule object of every ``--json``
+        output: file, line, directive, pattern, group."""
+        out: dict[str, object] = {
+            "line": self.line,
+            "directive": self.directive,
+            "pattern": self.pattern,
+        }
+        if file is None and group is None:
+            return out
+        return {"file": file, **out, "group": group}
 
 
 class DecidingRule(Protocol):

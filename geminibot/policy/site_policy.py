@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 from typing import Literal
 
@@ -43,7 +43,7 @@ from geminibot.policy.robots2 import (
     resolve_chain,
 )
 from geminibot.policy.robots2_ask import AskLedger, AskRequest, agent_identity, ask_request
-from geminibot.policy.robots_model import VIRTUAL_AGENTS
+from geminibot.policy.robots_model import VIRTUAL_AGENTS, Decision, Rule
 from geminibot.policy.textlines import numbered_lines
 from geminibot.urls import Scheme
 
@@ -87,13 +87,37 @@ class Bot:
 
 @dataclass(frozen=True, slots=True)
 class Reason:
-    """What one file said about a URL: file, line (0: the file as a whole), rule, verdict."""
+    """What one file said about a URL: file, line (0: the file as a whole), rule, verdict,
+    and the group the rule is in (its ``User-agent`` token, or the robots2.txt category of
+    a ``crawl:`` line, ``*`` for the global section; "" when the file has no groups)."""
 
     file: str
     line: int
     rule: str
     allowed: bool
     text: str
+    group: str = ""
+
+    def rule_object(self) -> dict[str, object] | None:
+        """The rule as the one object of every ``--json`` output (file, line, directive,
+        pattern, group; the pattern None for a rule that is not a path rule, such as
+        ``crawl: no`` or ``Visit-time``), or None when no rule decided."""
+        if not self.rule:
+            return None
+        group = self.group or None
+        if self.file == AGENTS:  # "PATH ALLOW|DISALLOW [params]"
+            path, _, rest = self.rule.partition(" ")
+            return Rule(self.line, rest.startswith("ALLOW"), path).as_dict(self.file, group)
+        directive, _, value = self.rule.partition(": ")
+        if directive in ("Allow", "Disallow"):
+            return Rule(self.line, directive == "Allow", value).as_dict(self.file, group)
+        return {
+            "file": self.file,
+            "line": self.line,
+            "directive": directive,
+            "pattern": None,
+            "group": group,
+        }
 
     def as_dict(self) -> dict[str, object]:
         return {
@@ -102,6 +126,7 @@ class Reason:
             "rule": self.rule,
             "allowed": self.allowed,
             "reason": self.text,
+            "group": self.group,
         }
 
 
@@ -271,11 +296,17 @@ class SitePolicy:
             if d.rule is not None or not d.allowed:
                 line = d.rule.line if d.rule else 0
                 rule = f"{d.rule.directive}: {d.rule.pattern}" if d.rule else ""
-                reasons.append(Reason(ROBOTS2, line, rule, d.allowed, d.reason))
+                reasons.append(Reason(ROBOTS2, line, rule, d.allowed, d.reason, _group_of(d)))
             crawl = self.robots2.setting("crawl", bot.category)
             if crawl is not None and crawl.value != "yes":
                 reason, ask = self._crawl_reason(crawl, url, bot, at, asks)
-                reasons.append(reason)
+                in_block = bot.category is not None and any(
+                    link.file.blocks.get(bot.category, {}).get("crawl") is crawl
+                    for link in self.robots2.links
+                )
+                reasons.append(
+                    replace(reason, group=bot.category if in_block and bot.category else "*")
+                )
         if self.agents is not None:
             a = self.agents.decide(url)
             if a.directive is not None or not a.allowed:
@@ -318,6 +349,7 @@ class SitePolicy:
                         g.rule.text() if g.rule else "",
                         g.allowed,
                         f"{g.reason} (User-agent {g.token})",
+                        g.token,
                     )
                 )
             if not d2.groups:
@@ -326,7 +358,8 @@ class SitePolicy:
         if self.robots is not None:
             d = self.robots.decide(url, bot.token, bot.virtual_agents, bot.strict)
             line = d.rule.line if d.rule else 0
-            out.append(Reason(ROBOTS, line, d.rule.text() if d.rule else "", d.allowed, d.reason))
+            rule = d.rule.text() if d.rule else ""
+            out.append(Reason(ROBOTS, line, rule, d.allowed, d.reason, _group_of(d)))
         if v2 is not None and path_of(url) != "/robots.txt":
             for line, window in v2.visit_refusals(bot.token, bot.virtual_agents, bot.strict, at):
                 text = f"Visit-time {window} UTC does not include {at:%H:%M}"
@@ -457,6 +490,16 @@ _ROBOTS2_LINE = re.compile(
 
 
 _ROBOTS_LINE = re.compile(r"\s*(user-?agent|allow|disallow|sitemap|crawl-delay)\s*:", re.IGNORECASE)
+
+
+def _group_of(decision: Decision) -> str:
+    """The token of the group whose rule decided, else of the group that decided."""
+    if decision.rule is not None:
+        for group in decision.groups:
+            if group.rule is decision.rule:
+                return group.token
+    deciding = decision.deciding
+    return deciding.token if deciding is not None else ""
 
 
 def looks_like_policy(data: bytes | str) -> bool:

@@ -33,10 +33,20 @@ Bad input is refused: a query that is not UTF-8 or longer than
 not one, gets ``59``; a path not listed (or a page number out of range) gets ``51``. A
 query with nothing to search for (only symbols or excluded words) is asked again (``10``)
 with the reason, so that the user can correct it.
+
+Work is bounded per query and per client: a query over the query budget
+(:mod:`geminibot.index.query`: too many terms or prefixes, a prefix too short, a phrase
+too long) gets ``59`` with what to change, before any read; an accepted one costs
+:func:`~geminibot.index.query.query_cost` units from its client's budget
+(:data:`CLIENT_BUDGET` units, refilled at :data:`CLIENT_BUDGET_PER_SECOND`; the client
+is the server's :data:`~geminibot.gemini.server.CURRENT_CLIENT`), and a client whose
+budget cannot pay for it gets ``44`` with the seconds until it can, whatever its
+request rate.
 """
 
 from __future__ import annotations
 
+import math
 import re
 import time
 from collections.abc import Awaitable, Callable
@@ -49,14 +59,12 @@ import trio
 
 from geminibot import __version__
 from geminibot.crawl.politeness import MAX_RATE, MAX_WAIT, START_DELAY
-from geminibot.crawl.schemes import host_key, host_url, normalise
 from geminibot.crawl.settings import ROLE_CATEGORIES, CrawlOptions
-from geminibot.crawl.traps import FrontierLimits
-from geminibot.gemini.server import Resolution
+from geminibot.gemini.ratelimit import RateLimiter
+from geminibot.gemini.server import CURRENT_CLIENT, Resolution
 from geminibot.gemini.status import Status
 from geminibot.index import QueryError, SearchResult, search
-from geminibot.index import statements as q
-from geminibot.index.engines import engine_of
+from geminibot.index.query import QueryTooCostly, parse_query, query_cost
 from geminibot.index.reads import Reads, ReadsBusy
 from geminibot.index.search import MAX_QUERY_LENGTH
 from geminibot.index.search_cli import search_function
@@ -65,7 +73,10 @@ from geminibot.index.tantivy_index import index_lag
 from geminibot.index.text import render_marks
 from geminibot.policy.outcomes import MAX_CACHE_SECONDS
 from geminibot.policy.site_policy import AGENTS, ROBOTS, ROBOTS2
-from geminibot.urls import URL, InvalidURL
+from geminibot.store import statements as q
+from geminibot.store.engines import engine_of
+from geminibot.store.traps import FrontierLimits
+from geminibot.urls import URL, InvalidURL, host_key, host_url, normalise
 from geminibot.why import BadTarget
 from geminibot.why.reads import CheckReads
 from geminibot.why.render import CHECK_PROMPT, gemtext_page
@@ -92,6 +103,13 @@ SEARCH_READS = 4
 #: Seconds a page waits for a read slot before it is answered ``44``.
 SEARCH_WAIT = 5.0
 
+#: Units of search work (:func:`~geminibot.index.query.query_cost`: about one per word
+#: searched) a client may spend at once, and how many it gets back each second: forty
+#: two-word searches at once and three a second after that, or a query at every limit of
+#: the query budget (85 units) every 8.5 seconds.
+CLIENT_BUDGET = 120
+CLIENT_BUDGET_PER_SECOND = 10.0
+
 GEMTEXT = "text/gemini; charset=utf-8"
 SEARCH_PROMPT = 'Search for (words, "a phrase", word*, -word, a OR b, lang:de)'
 BACKLINKS_PROMPT = "URL of the page (who links to it?)"
@@ -105,7 +123,7 @@ class BadInput(Exception):
 
 class SearchFunction(Protocol):
     """A store's search: ``limit`` results from the ``offset``-th on, best first
-    (:func:`geminibot.index.search`, :func:`geminibot.index.pg.search`)."""
+    (:func:`geminibot.index.search`, :func:`geminibot.index.pg_search.search`)."""
 
     def __call__(
         self, conn: Any, query: str, limit: int, *, offset: int = ...
@@ -156,7 +174,7 @@ class SearchCapsule:
     """The handler: call it with a request URL (see the module docstring for the routes).
 
     ``reads`` gives either store's connections (sqlite3 ones, or psycopg ones with
-    ``find`` = :func:`geminibot.index.pg.search`): the statements are compiled for the
+    ``find`` = :func:`geminibot.index.pg_search.search`): the statements are compiled for the
     connection's engine. ``checks`` answers ``/check`` (without it, 51)."""
 
     def __init__(
@@ -169,8 +187,11 @@ class SearchCapsule:
         wall_clock: Callable[[], float] = time.time,
         reader: str = "en",
         checks: CheckReads | None = None,
+        budget: RateLimiter | None = None,
     ) -> None:
         self.reads = reads
+        #: Each client's units of search work (see the module docstring).
+        self.budget = budget or RateLimiter(CLIENT_BUDGET, CLIENT_BUDGET_PER_SECOND)
         self.wall_clock = wall_clock
         self.find = find
         self.title = title
@@ -251,6 +272,15 @@ class SearchCapsule:
             return Resolution(Status.INPUT, SEARCH_PROMPT)
         if len(query) > MAX_QUERY_LENGTH:
             raise BadInput(f"Query too long: {len(query)} characters, at most {MAX_QUERY_LENGTH}")
+        try:
+            cost = query_cost(parse_query(query))
+        except QueryTooCostly as exc:
+            raise BadInput(f"Query too costly: {one_line(str(exc), 200)}") from None
+        except QueryError:  # asked again by _results, with the reason
+            cost = 1
+        wait = self.budget.take(CURRENT_CLIENT.get(), self.clock(), cost)
+        if wait is not None:
+            return Resolution(Status.SLOW_DOWN, str(max(1, math.ceil(wait))))
         return self._read(partial(self._results, query, number))
 
     def _results(self, query: str, number: int, conn: Any) -> Resolution:

@@ -17,8 +17,6 @@ from pathlib import Path
 from typing import Any
 
 from geminibot.cliutil import EXIT_OK, CommandError
-from geminibot.index import DatabaseError, connect
-from geminibot.index import pg as pg_store
 from geminibot.index.authority import last_computed
 from geminibot.index.freshness import freshness
 from geminibot.index.tantivy_index import index_lag
@@ -34,6 +32,9 @@ from geminibot.service.config import (
     text,
 )
 from geminibot.service.supervisor import Component, JsonLog, Supervisor
+from geminibot.store import pg as pg_store
+from geminibot.store.db import connect
+from geminibot.store.errors import DatabaseError
 
 
 def register(commands: Any) -> None:

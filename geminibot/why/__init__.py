@@ -12,9 +12,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from geminibot.crawl.schemes import host_key, normalise
-from geminibot.crawl.traps import MAX_URL_LENGTH
-from geminibot.urls import InvalidURL
+from geminibot.store.traps import MAX_URL_LENGTH
+from geminibot.urls import InvalidURL, host_key, normalise
 from geminibot.why.explain import Answer, explain_url
 from geminibot.why.host import HostAnswer, explain_host
 from geminibot.why.records import Reader

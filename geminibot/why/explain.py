@@ -17,11 +17,11 @@ from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from typing import Literal
 
-from geminibot.crawl.schemes import host_name, host_protocol
-from geminibot.crawl.traps import CAP_REASON
 from geminibot.gemini.status import Status
 from geminibot.policy import VIRTUAL_AGENTS
 from geminibot.policy.site_policy import ROBOTS, Bot, SitePolicy
+from geminibot.store.traps import CAP_REASON
+from geminibot.urls import host_name, host_protocol
 from geminibot.why.records import FetchRow, PolicyFileRow, UrlRecords
 
 Code = Literal[

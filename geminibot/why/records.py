@@ -1,9 +1,9 @@
 """What the crawl database holds about one URL or one host: the only I/O of
 :mod:`geminibot.why`. Every read is bounded (the last :data:`HISTORY` answers, the first
 :data:`LINKERS` pages linking to a URL, ...) and written once for both stores, as the
-stores' own statements are (:mod:`geminibot.index.statements`): a SQLAlchemy Core text
+stores' own statements are (:mod:`geminibot.store.statements`): a SQLAlchemy Core text
 with named parameters, compiled for the connection's engine
-(:func:`geminibot.index.engines.engine_of`).
+(:func:`geminibot.store.engines.engine_of`).
 """
 
 from __future__ import annotations
@@ -15,12 +15,12 @@ from typing import Any, cast
 import sqlalchemy as sa
 
 from geminibot.crawl.runrecord import RUN_OPTIONS, RunOptions
-from geminibot.crawl.schemes import host_url
 from geminibot.crawl.settings import DEFAULT_AGENT
-from geminibot.index import statements as q
-from geminibot.index.engines import engine_of
 from geminibot.policy.outcomes import FetchOutcome, Kind
 from geminibot.policy.site_policy import Fetched
+from geminibot.store import statements as q
+from geminibot.store.engines import engine_of
+from geminibot.urls import host_url
 
 #: Answers to a URL shown (its last requests, newest first).
 HISTORY = 5

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from urllib.parse import quote
 
 from geminibot.cliutil import terminal_safe, wrapped
-from geminibot.crawl.schemes import host_url
+from geminibot.urls import host_url
 from geminibot.why.explain import Answer, day
 from geminibot.why.host import HostAnswer
 

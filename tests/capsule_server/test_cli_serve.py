@@ -310,4 +310,4 @@ def test_capsule_server_starts_without_the_crawl_database_code() -> None:
     loaded = json.loads(run_python(program))
     assert "capsule_server.compliance_range" in loaded
     assert not [m for m in loaded if m.split(".")[0] == "sqlalchemy"], loaded
-    assert "geminibot.crawl.frontier" not in loaded
+    assert "geminibot.store.frontier" not in loaded

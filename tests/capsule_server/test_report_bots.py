@@ -29,13 +29,13 @@ from capsule_server.testing import raw_request
 from geminibot.crawl.crawler import sqlite_crawler
 from geminibot.crawl.fetcher import gemini_fetch
 from geminibot.crawl.settings import CrawlOptions
-from geminibot.crawl.traps import FrontierLimits
 from geminibot.gemini.accesslog import JsonLinesLog
 from geminibot.gemini.client import GeminiClient
 from geminibot.gemini.gemtext import resolve_link
 from geminibot.gemini.server import SMALL_FILE, ServerLimits
-from geminibot.index import connect
 from geminibot.net.connect import ConnectRule, Resolver
+from geminibot.store.db import connect
+from geminibot.store.traps import FrontierLimits
 
 FAST = ServerLimits(rate_burst=100_000, rate_per_second=100_000.0)
 NIGHT = datetime(2026, 11, 23, 23, 0, tzinfo=UTC).timestamp()  # inside robots-v2's window

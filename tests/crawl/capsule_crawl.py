@@ -29,8 +29,8 @@ from geminibot.crawl.settings import CrawlOptions
 from geminibot.gemini.accesslog import AccessRecord
 from geminibot.gemini.client import GeminiClient
 from geminibot.gemini.server import ServerLimits
-from geminibot.index import connect
 from geminibot.net.connect import ConnectRule, Resolver
+from geminibot.store.db import connect
 
 CAPSULES = Path(__file__).resolve().parents[2] / "capsules"
 POLICY_FILES = ("/robots.txt", "/robots2.txt", "/agents.txt")

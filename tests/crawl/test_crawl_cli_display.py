@@ -23,10 +23,10 @@ from geminibot.cliutil import human_duration
 from geminibot.crawl.adapters import FetchResult
 from geminibot.crawl.crawler import sqlite_crawler
 from geminibot.crawl.display import RATE_WINDOW, Display
-from geminibot.crawl.frontier import MAX_URL_ATTEMPTS
 from geminibot.crawl.progress import Progress, summary_lines
 from geminibot.crawl.settings import CrawlOptions
-from geminibot.index import connect
+from geminibot.store.db import connect
+from geminibot.store.frontier import MAX_URL_ATTEMPTS
 
 
 def busy(**kw: object) -> Progress:

@@ -13,8 +13,9 @@ from geminibot.crawl.adapters import FetchResult
 from geminibot.crawl.crawler import Crawler, sqlite_crawler
 from geminibot.crawl.politeness import RATE_STEP, START_DELAY
 from geminibot.crawl.settings import ConfigMismatch, CrawlOptions
-from geminibot.crawl.traps import FrontierLimits
-from geminibot.index import connect, search, stats
+from geminibot.index import search, stats
+from geminibot.store.db import connect
+from geminibot.store.traps import FrontierLimits
 
 ROBOTS = FetchResult(20, "text/plain", b"User-agent: indexer\nDisallow: /private/\n")
 

@@ -24,8 +24,8 @@ from geminibot.crawl.politeness import MAX_RATE
 from geminibot.crawl.settings import CrawlOptions
 from geminibot.gemini.client import GeminiClient
 from geminibot.gemini.server import ServerLimits
-from geminibot.index import connect
 from geminibot.net.connect import ConnectRule, Resolver
+from geminibot.store.db import connect
 
 
 def mock_wall_clock() -> float:

@@ -13,7 +13,7 @@ from crawl_fakes import Answer, FakeSite, gmi
 from geminibot.crawl.adapters import FetchResult
 from geminibot.crawl.crawler import sqlite_crawler
 from geminibot.crawl.settings import CrawlOptions
-from geminibot.index import connect
+from geminibot.store.db import connect
 
 ROBOTS = b"User-agent: *\nDisallow: /private/\n"
 T0 = 1.7e9

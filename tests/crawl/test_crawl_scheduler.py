@@ -21,7 +21,7 @@ from geminibot.crawl.clock import TrioWallClock
 from geminibot.crawl.crawler import Crawler, sqlite_crawler
 from geminibot.crawl.scheduler import REQUEST_COST_FLOOR, Scheduler
 from geminibot.crawl.settings import CrawlOptions
-from geminibot.index import connect
+from geminibot.store.db import connect
 
 # -- the scheduler alone --
 

@@ -14,7 +14,7 @@ import pytest
 from commands import run_main
 from pages import gemtext_page
 
-from geminibot.index import Link, connect, search, store_page, transaction
+from geminibot.index import search
 from geminibot.index.authority import compute_authority, last_computed
 from geminibot.index.authority_job import IDLE_RETRY, refresh, schedule
 from geminibot.index.tantivy_index import (
@@ -26,6 +26,8 @@ from geminibot.index.tantivy_index import (
 )
 from geminibot.index.updater import IndexUpdater
 from geminibot.index.weights import WEIGHTS_FILE, HostWeights, host_key, read_weights
+from geminibot.store.db import connect, transaction
+from geminibot.store.pages import Link, store_page
 
 
 def put(conn: sqlite3.Connection, url: str, text: str, links: tuple[str, ...] = ()) -> None:

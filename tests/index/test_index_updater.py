@@ -17,7 +17,7 @@ import pytest
 from commands import run_main
 from pages import gemtext_page
 
-from geminibot.index import Link, connect, search, store_page, transaction
+from geminibot.index import search
 from geminibot.index import updater as updater_module
 from geminibot.index.tantivy_index import (
     FOLLOW_GRACE,
@@ -32,6 +32,8 @@ from geminibot.index.tantivy_index import (
     write_manifest,
 )
 from geminibot.index.updater import COMMIT_PAGES, IndexUpdater, follow, verify
+from geminibot.store.db import connect, transaction
+from geminibot.store.pages import Link, store_page
 
 
 def put(

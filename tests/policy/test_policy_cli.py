@@ -260,7 +260,7 @@ def test_compare_reports_crawl_delay_at_its_own_line(
     assert main(["compare", "--web", str(web), "--gemini", str(gemini)]) == 1
     out = capsys.readouterr().out
     assert _first(out) == f"web:    {web}"
-    assert "wait  web 9 s (robots.txt:4 Crawl-delay: 9)" in out
+    assert "  web:    Crawl-delay: 9 (robots.txt line 4)" in out
 
 
 def test_compare_text_escapes_the_files_and_fits_80_columns(
@@ -277,7 +277,7 @@ def test_compare_text_escapes_the_files_and_fits_80_columns(
     assert main(["compare", "--web", str(web), "--gemini", str(gemini)]) == 1
     out = capsys.readouterr().out
     assert "\x1b" not in out and "\x07" not in out
-    assert "path  /a\\x1b]0;owned\\x07: web allows, Gemini forbids" in out
+    assert "/a\\x1b]0;owned\\x07: Gemini forbids it, the web allows it" in out
     body = out.splitlines()[2:]  # after the two lines naming the files (whole, to copy)
     assert body and max(len(line) for line in body) <= 80
 

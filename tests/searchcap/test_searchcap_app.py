@@ -13,11 +13,9 @@ from commands import answer_of
 from pages import gemtext_page
 
 from geminibot.crawl.politeness import START_DELAY
-from geminibot.crawl.traps import FrontierLimits
 from geminibot.gemini.server import Resolution
 from geminibot.gemini.urls import parse_request
-from geminibot.index import Link, Page, SearchResult, connect, search, store_page, transaction
-from geminibot.index.db import set_setting
+from geminibot.index import SearchResult, search
 from geminibot.index.reads import Reads
 from geminibot.index.search import MAX_QUERY_LENGTH
 from geminibot.index.tantivy_index import db_path_of, rebuild
@@ -31,6 +29,9 @@ from geminibot.searchcap.app import (
     SEARCH_WAIT,
     STATS_SECONDS,
 )
+from geminibot.store.db import connect, set_setting, transaction
+from geminibot.store.pages import Link, Page, store_page
+from geminibot.store.traps import FrontierLimits
 
 GEMTEXT = "text/gemini; charset=utf-8"
 
@@ -316,3 +317,25 @@ def test_highlights_are_not_confused_with_brackets(tmp_path: Path) -> None:
             conn, stored("gemini://a.test/", "Ports", '["OpenJDK] port and ⟦x⟧ too', ()), "indexer"
         )
     assert 'a.test · ["OpenJDK] ⟦port⟧ and x too' in text(ask(conn, "/search?port"))
+
+
+def test_a_client_budget_pays_for_searches_at_its_edge(conn: sqlite3.Connection) -> None:
+    """Each search costs its units (:func:`query_cost`): a budget that pays for exactly
+    two is answered twice, then ``44`` with the seconds until it pays for one more."""
+    from geminibot.gemini.ratelimit import RateLimiter
+    from geminibot.index.query import parse_query, query_cost
+
+    now = [0.0]
+    cost = query_cost(parse_query("tomat* basil"))
+    budget = RateLimiter(2 * cost, 1.0)
+    url = parse_request(b"gemini://search.test/search?tomat*%20basil\r\n")
+    with closing(SearchCapsule(reads_of(conn), clock=lambda: now[0], budget=budget)) as capsule:
+        assert [answer_of(capsule, url).status for _ in range(2)] == [20, 20]
+        refused = answer_of(capsule, url)
+        assert (refused.status, refused.meta) == (44, str(cost))
+        now[0] = cost - 0.01
+        assert answer_of(capsule, url).status == 44
+        now[0] = float(cost)
+        assert answer_of(capsule, url).status == 20
+        too_costly = parse_request(b"gemini://search.test/search?a*\r\n")
+        assert answer_of(capsule, too_costly).status == 59  # refused before it costs

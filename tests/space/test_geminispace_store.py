@@ -11,9 +11,9 @@ from geminispace import Space
 from geminispace.store import crawl_ready, fill_store
 
 from geminibot.crawl.continuous import next_due
-from geminibot.crawl.freshness import INITIAL_REVISIT
-from geminibot.crawl.store import SqliteStore
-from geminibot.index import connect
+from geminibot.store.crawlstore import SqliteStore
+from geminibot.store.db import connect
+from geminibot.store.freshness import INITIAL_REVISIT
 
 FETCHED = 1_790_000_000.0
 

@@ -14,12 +14,12 @@ import pytest
 from test_store import decision
 
 from geminibot.cli import main
-from geminibot.crawl.store import CrawlStore, FetchedPage, FetchRecord, HostState
-from geminibot.index import Link, Page
-from geminibot.index.authority import compute_authority, last_computed, write_sqlite
+from geminibot.index.authority import compute_authority, last_computed, write_postgres, write_sqlite
 from geminibot.index.authority_job import refresh, schedule
-from geminibot.index.pg import is_postgres, write_authority
 from geminibot.index.search_cli import reading
+from geminibot.store.crawlstore import CrawlStore, FetchedPage, FetchRecord, HostState
+from geminibot.store.pages import Link, Page
+from geminibot.store.pg import is_postgres
 
 SEED, GOOD = "gemini://seed.test/", "gemini://good.test/"
 FARM = [f"gemini://farm{n}.test/" for n in range(5)]
@@ -57,7 +57,7 @@ def farm(store: CrawlStore) -> None:
 
 
 def writer(db: str) -> Any:
-    return write_authority if is_postgres(db) else write_sqlite
+    return write_postgres if is_postgres(db) else write_sqlite
 
 
 def scores(conn: Any) -> dict[str, float]:
@@ -80,12 +80,13 @@ def test_authority_reorders_search_on_both_stores(store: CrawlStore, db: str) ->
 
 
 def test_search_without_authority_is_text_alone(store: CrawlStore, db: str) -> None:
-    from geminibot.index import pg, search
+    from geminibot.index import search
+    from geminibot.index.pg_search import search as pg_search
 
     farm(store)
     with reading(db) as (conn, _):
         compute_authority(conn, [SEED], None, writer(db))
-        find = pg.search if is_postgres(db) else search
+        find = pg_search if is_postgres(db) else search
         assert find(conn, "casino", 10)[0].url == GOOD
         assert find(conn, "casino", 10, authority=False)[0].url in FARM
 

@@ -24,17 +24,18 @@ from geminibot.cli import main
 from geminibot.crawl.clock import TrioWallClock
 from geminibot.crawl.crawler import Crawler
 from geminibot.crawl.fetcher import gemini_fetch
-from geminibot.crawl.pgstore import PgStore
 from geminibot.crawl.progress import Progress
 from geminibot.crawl.settings import CrawlOptions
-from geminibot.crawl.store import SqliteStore
 from geminibot.gemini.client import GeminiClient
 from geminibot.gemini.urls import parse_request
-from geminibot.index import connect, stats
+from geminibot.index import stats
 from geminibot.index.freshness import DAY
 from geminibot.index.search_cli import reading
 from geminibot.net.connect import ConnectRule, Resolver
 from geminibot.searchcap import SearchCapsule
+from geminibot.store.crawlstore import SqliteStore
+from geminibot.store.db import connect
+from geminibot.store.pgstore import PgStore
 
 __all__ = ["cert_dir"]  # the fixture, used by name
 

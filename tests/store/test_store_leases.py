@@ -16,9 +16,9 @@ from test_store import A, B, decision, fetch, page
 from geminibot.crawl.adapters import FetchResult
 from geminibot.crawl.clock import TrioWallClock
 from geminibot.crawl.crawler import HELD_BACKOFF, Crawler
-from geminibot.crawl.pgstore import PgStore
 from geminibot.crawl.settings import CrawlOptions
-from geminibot.crawl.store import FetchedPage, HostState
+from geminibot.store.crawlstore import FetchedPage, HostState
+from geminibot.store.pgstore import PgStore
 
 
 @pytest.fixture

@@ -11,10 +11,11 @@ from test_store import A, B
 from test_store_search import fill
 
 from geminibot.cli import main
-from geminibot.crawl.pgstore import PgStore
-from geminibot.crawl.store import SqliteStore
-from geminibot.index import connect, stats
+from geminibot.index import stats
 from geminibot.index.search_cli import reading
+from geminibot.store.crawlstore import SqliteStore
+from geminibot.store.db import connect
+from geminibot.store.pgstore import PgStore
 
 
 def sqlite_crawl(path: Path, clock: Clock) -> None:
