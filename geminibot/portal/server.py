@@ -62,6 +62,9 @@ EXHAUSTED_LOG_EVERY = 60.0
 #: many bytes, for at most this many seconds.
 LINGER_BYTES = 256 * 1024
 LINGER_SECONDS = 2.0
+#: Newcomers answered 503 at once when every connection has work in hand; more are
+#: closed without a word (each answer holds a descriptor for a few seconds).
+MAX_REFUSING = 64
 #: HTTP versions answered.
 VERSIONS = (b"1.0", b"1.1")
 
@@ -132,6 +135,7 @@ class PortalServer:
         self.stopping = False
         self._exhausted_at: float | None = None
         self._exhausted_unsaid = 0
+        self._refusing = 0  # newcomers being answered 503 now
 
     async def serve(self, listeners: list[trio.SocketListener], stop: trio.Event) -> None:
         """Accept and answer until ``stop`` is set; then close the listeners and the
@@ -165,7 +169,10 @@ class PortalServer:
             if self.table.full:
                 oldest = self.table.oldest_idle()
                 if oldest is None:
-                    nursery.start_soon(self._refuse, conn)
+                    if self._refusing < MAX_REFUSING:
+                        nursery.start_soon(self._refuse, conn)
+                    else:  # refusing many already: closed without a word
+                        await trio.aclose_forcefully(conn.stream)
                     continue
                 self.table.remove(oldest)
                 oldest.scope.cancel()
@@ -196,10 +203,17 @@ class PortalServer:
 
     async def _refuse(self, conn: _Connection) -> None:
         """Every connection has work in hand: the newcomer is told to come back."""
-        with trio.move_on_after(self.limits.keep_alive_timeout):
-            with contextlib.suppress(trio.BrokenResourceError, trio.ClosedResourceError, OSError):
-                await self._error(conn, 503, [(b"retry-after", b"5")])
-        await trio.aclose_forcefully(conn.stream)
+        self._refusing += 1
+        try:
+            with trio.move_on_after(self.limits.keep_alive_timeout):
+                suppress = contextlib.suppress(
+                    trio.BrokenResourceError, trio.ClosedResourceError, OSError
+                )
+                with suppress:
+                    await self._error(conn, 503, [(b"retry-after", b"5")])
+        finally:
+            self._refusing -= 1
+            await trio.aclose_forcefully(conn.stream)
 
     async def _connection(self, conn: _Connection) -> None:
         try:

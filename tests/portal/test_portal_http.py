@@ -172,6 +172,31 @@ async def test_descriptors_run_out_for_no_one(evil: Hostile, tmp_path: Path) -> 
     assert "EMFILE" not in stderr  # the reserve was never touched
 
 
+async def test_a_newcomer_is_told_to_come_back_when_all_have_work(
+    evil: Hostile, tmp_path: Path
+) -> None:
+    # room for two connections, both waiting on a capsule whose robots.txt trickles
+    files = DESCRIPTOR_RESERVE + 2
+    with portal_process(tmp_path / "err", *evil_args(evil.port), files=files) as portal:
+        before = len(evil.requests)
+        held = []
+        for n in range(2):
+            sock = socket.create_connection(("127.0.0.1", portal.port))
+            sock.sendall(b"GET /gemini/trickle%d.test/ HTTP/1.1\r\nHost: p\r\n\r\n" % n)
+            held.append(sock)
+        with trio.fail_after(BOUND):  # both requests in hand: the capsule has seen them
+            while len([r for r in evil.requests[before:] if r[0].startswith("trickle")]) < 2:
+                await trio.sleep(0.05)
+        try:
+            answer = await raw_http(portal.port, b"GET /about HTTP/1.1\r\nHost: p\r\n\r\n")
+        finally:
+            for sock in held:
+                sock.close()
+    assert answer.startswith(b"HTTP/1.1 503 "), answer[:80]
+    assert header(answer, b"retry-after") == [b"5"]
+    assert header(answer, b"x-robots-tag") == [b"noindex, nofollow"]
+
+
 async def test_out_of_descriptors_is_one_line(evil: Hostile, tmp_path: Path) -> None:
     # no reserve: accept itself runs out of descriptors (EMFILE) before the table fills
     args = (*evil_args(evil.port), "--descriptor-reserve", "0")
