@@ -54,9 +54,12 @@ ASGIApp = Callable[
 MAX_RECV = 64 * 1024
 #: ``accept`` errors that mean "out of descriptors or memory for now": retried.
 CAPACITY_ERRNOS = frozenset({errno.EMFILE, errno.ENFILE, errno.ENOBUFS, errno.ENOMEM})
-#: Seconds between two tries of ``accept`` when it failed for want of descriptors ...
+#: Connections waiting for their clients closed when ``accept`` fails for want of
+#: descriptors (the oldest first), and ...
+EXHAUSTED_DROP = 8
+#: ... seconds before ``accept`` is tried again, ...
 ACCEPT_RETRY = 0.1
-#: ... and between two lines on stderr saying so.
+#: ... and the least seconds between two lines on stderr saying so.
 EXHAUSTED_LOG_EVERY = 60.0
 #: After an error answer, what the client still sends is read and dropped: at most this
 #: many bytes, for at most this many seconds.
@@ -180,10 +183,12 @@ class PortalServer:
             nursery.start_soon(self._connection, conn)
 
     def _exhausted(self, exc: OSError) -> None:
-        """Out of descriptors: the connection waiting longest for its client
-        makes room, and one line a minute says so."""
-        oldest = self.table.oldest_idle()
-        if oldest is not None:
+        """Out of descriptors: the :data:`EXHAUSTED_DROP` connections waiting longest for
+        their clients make room, and one line a minute says so."""
+        for _ in range(EXHAUSTED_DROP):
+            oldest = self.table.oldest_idle()
+            if oldest is None:
+                break
             self.table.remove(oldest)
             oldest.scope.cancel()
         now = trio.current_time()

@@ -192,6 +192,8 @@ async def test_a_newcomer_is_told_to_come_back_when_all_have_work(
         finally:
             for sock in held:
                 sock.close()
+            portal.proc.kill()  # (not the 5 s a stop gives the two requests in hand)
+            portal.proc.wait()
     assert answer.startswith(b"HTTP/1.1 503 "), answer[:80]
     assert header(answer, b"retry-after") == [b"5"]
     assert header(answer, b"x-robots-tag") == [b"noindex, nofollow"]
