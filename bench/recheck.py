@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import random
 import shutil
 import signal
@@ -44,11 +45,12 @@ import time
 from pathlib import Path
 from typing import Any
 
+from machine import cpu_model
 from real_search import BIN, serve
 
 from geminibot.index import search
 from geminibot.index.tantivy_index import index_lag
-from geminibot.store.db import connect
+from geminibot.store.database import open_database
 from geminibot.store.recheck import DUE_POLL
 
 #: Seconds between two searches for a rechecked page.
@@ -92,13 +94,12 @@ def wait(found: Any, what: str, deadline: float, every: float = POLL) -> float:
 
 
 def searchable(db: Path, word: str, url: str) -> bool:
-    conn = connect(db, create=False)
     try:
-        return url in {r.url for r in search(conn, word, limit=10)}
+        with open_database(str(db)) as database:
+            assert database.sqlite is not None
+            return url in {r.url for r in search(database.sqlite, word, limit=10)}
     except sqlite3.OperationalError:  # the store busy for longer than its timeout
         return False
-    finally:
-        conn.close()
 
 
 def one(db: Path, sql: str, *params: object) -> Any:
@@ -111,13 +112,11 @@ def one(db: Path, sql: str, *params: object) -> Any:
 
 def index_caught_up(db: Path) -> bool:
     """Whether the search index holds every change of the store."""
-    conn = connect(db, create=False)
     try:
-        return index_lag(conn) == 0
+        with open_database(str(db)) as database:
+            return index_lag(database) == 0
     except sqlite3.OperationalError:
         return False
-    finally:
-        conn.close()
 
 
 def recheck(db: Path, target: str) -> float:
@@ -204,12 +203,14 @@ def run(args: argparse.Namespace, work: Path) -> dict[str, Any]:
         wait(lambda: index_caught_up(db), "the index caught up", args.deadline, every=2.0)
         (pages,) = one(db, "SELECT count(*) FROM pages")
         result: dict[str, Any] = {
+            "machine": f"nproc {os.cpu_count()}, {cpu_model()}, load {os.getloadavg()[0]:.1f}",
             "capsules": len(hosts),
             "first_crawl_seconds": round(first, 1),
             "pages": pages,
         }
         result["pages_rechecked"] = one_by_one(args, db, capsules)
         result["host_rechecked"] = a_host(args, db, capsules)
+        result["load_at_end"] = round(os.getloadavg()[0], 1)
         return result
     finally:
         service.stop()
