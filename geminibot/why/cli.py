@@ -14,15 +14,14 @@ from geminibot.cliutil import (
     EXIT_NEGATIVE,
     EXIT_OK,
     CommandError,
-    counted,
     emit_json,
     terminal_safe,
 )
 from geminibot.store.database import open_database
-from geminibot.store.recheck import DUE_POLL, Recheck
+from geminibot.store.recheck import DUE_POLL
 from geminibot.urls import host_name
 from geminibot.why import Answer, BadTarget, check, parse_target
-from geminibot.why.render import text_lines
+from geminibot.why.render import recheck_lines, text_lines
 
 
 def register(commands: Any) -> None:
@@ -114,26 +113,3 @@ def run_recheck(args: argparse.Namespace) -> int:
     else:
         sys.stdout.write("\n".join(recheck_lines(done, what)) + "\n")
     return EXIT_OK if done.due or done.waiting else EXIT_NEGATIVE
-
-
-def recheck_lines(done: Recheck, what: str) -> list[str]:
-    """What ``geminibot recheck`` did, for a person."""
-    if done.is_url:
-        if done.due:
-            lines = [f"queued {what} for a fetch at its capsule's pace"]
-        elif done.waiting:
-            lines = [f"{what} is already queued (or being fetched): nothing to do"]
-        else:
-            return [f"{what} is kept out by a trap bound: not queued (geminibot why says which)"]
-    else:
-        lines = [f"queued {counted(done.due, 'page')} of {what} for a fetch at its pace"]
-        if done.waiting or done.kept_out:
-            lines.append(
-                f"({counted(done.waiting, 'URL')} already queued, "
-                f"{counted(done.kept_out, 'URL')} kept out by trap bounds)"
-            )
-    if done.due:
-        them = "it" if done.due == 1 else "them"
-        lines.append(f"a running crawl (geminibot serve, crawl --forever) takes {them}")
-        lines.append(f"within {DUE_POLL:g} s; otherwise the next geminibot crawl does")
-    return lines
