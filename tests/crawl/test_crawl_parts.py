@@ -4,6 +4,8 @@ unchanged, duplicate, revisit, robots2 store)."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from geminibot.crawl.page import extract
 from geminibot.crawl.pipeline import PageAnswer, failed_revisit, page_item, refused_revisit
 from geminibot.crawl.scope import CrawlScope
@@ -114,6 +116,16 @@ def test_a_broken_link_is_not_found_not_gone_and_asked_again_in_a_day() -> None:
     assert item.not_found and not item.gone and not item.listed and list(item.links) == []
     assert item.page.gone_at is None  # never in the index: it did not go away
     assert item.revisit is not None and item.revisit.next_visit == NOW + NOT_FOUND_FIRST
+
+
+def test_on_the_web_404_is_not_found_and_410_gone() -> None:
+    def on_web(status: int) -> PageAnswer:
+        gemini = answer("", status=status)
+        return replace(gemini, protocol="http")
+
+    assert page_item(on_web(404), NOW, every_link).not_found
+    assert page_item(on_web(410), NOW, every_link).gone
+    assert not page_item(on_web(51), NOW, every_link).not_found  # (a Gemini status)
 
 
 def test_the_not_found_interval_grows_from_a_day_to_its_bound() -> None:
