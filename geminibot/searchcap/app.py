@@ -57,6 +57,8 @@ from functools import partial
 from typing import Any, Protocol
 from urllib.parse import quote, unquote_to_bytes
 
+import trio
+
 from geminibot import __version__
 from geminibot.census.figures import take_census
 from geminibot.census.history import agent_of, kept_censuses
@@ -204,8 +206,8 @@ class SearchCapsule:
         self.clock = clock
         self.reader = reader  # the searchers' language: others are shown beside titles
         self.checks = checks  # /check's reads, off the event loop (None: no /check)
-        self._stats: tuple[float, Resolution] | None = None  # (counted at, page)
-        self._census: tuple[float, Resolution] | None = None  # (taken at, page)
+        self._stats = _Periodic(STATS_SECONDS, self.clock)  # /stats
+        self._census = _Periodic(CENSUS_SECONDS, self.clock)  # /census
         self._routes: dict[str, Callable[[URL], Resolution | Awaitable[Resolution]]] = {
             "/": self.home,
             "/search": lambda url: self.search(url, 1),
@@ -384,22 +386,16 @@ class SearchCapsule:
         return page(lines)
 
     async def stats(self, _url: URL) -> Resolution:
-        now = self.clock()
-        if self._stats is None or now - self._stats[0] >= STATS_SECONDS:
-            counted = await self._read(partial(_count, at=self.wall_clock()))
-            if counted.status != Status.SUCCESS:
-                return counted
-            self._stats = (now, counted)
-        return self._stats[1]
+        """The figures counted at most once a :data:`STATS_SECONDS`, and once for all the
+        requests that come while they are counted."""
+        return await self._stats.get(lambda: self._read(partial(_count, at=self.wall_clock())))
 
     async def census(self, _url: URL) -> Resolution:
-        now = self.clock()
-        if self._census is None or now - self._census[0] >= CENSUS_SECONDS:
-            taken = await self._read(partial(_take_census, at=self.wall_clock()))
-            if taken.status != Status.SUCCESS:
-                return taken
-            self._census = (now, taken)
-        return self._census[1]
+        """The census taken at most once a :data:`CENSUS_SECONDS`, and once for all the
+        requests that come while it is taken."""
+        return await self._census.get(
+            lambda: self._read(partial(_take_census, at=self.wall_clock()))
+        )
 
     def about(self, _url: URL) -> Awaitable[Resolution]:
         return self._read(_about)
@@ -418,6 +414,33 @@ def _count(database: Database, at: float) -> Resolution:
             "=> / Home",
         ]
     )
+
+
+class _Periodic:
+    """A page read at most once every ``seconds`` (on ``clock``), and once for all the
+    requests that come while it is read; a failed read (``44``) is not kept."""
+
+    def __init__(self, seconds: float, clock: Callable[[], float]) -> None:
+        self.seconds = seconds
+        self.clock = clock
+        self._kept: tuple[float, Resolution] | None = None  # (read at, page)
+        self._reading: trio.Event | None = None  # being read now: set when done
+
+    async def get(self, read: Callable[[], Awaitable[Resolution]]) -> Resolution:
+        if self._reading is not None:
+            await self._reading.wait()
+        now = self.clock()
+        if self._kept is not None and now - self._kept[0] < self.seconds:
+            return self._kept[1]
+        self._reading = reading = trio.Event()
+        try:
+            answer = await read()
+            if answer.status == Status.SUCCESS:
+                self._kept = (now, answer)
+            return answer
+        finally:
+            self._reading = None
+            reading.set()
 
 
 def _take_census(database: Database, at: float) -> Resolution:

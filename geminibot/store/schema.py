@@ -160,7 +160,8 @@ def _census(meta: sa.MetaData) -> None:
 
 
 def _urls(meta: sa.MetaData, pg: bool) -> None:
-    """The frontier and visited set: one row per normalised URL ever seen."""
+    """The frontier and visited set: one row per normalised URL ever seen. ``misses``:
+    its "not found" answers in a row (51, 404), the first at ``missing_since``."""
     urls = sa.Table(
         "urls",
         meta,
@@ -178,6 +179,8 @@ def _urls(meta: sa.MetaData, pg: bool) -> None:
         sa.Column("attempts", sa.Integer, nullable=False, server_default=sa.text("0")),
         sa.Column("next_visit", Real),
         sa.Column("revisit_interval", Real),
+        sa.Column("misses", sa.Integer, nullable=False, server_default=sa.text("0")),
+        sa.Column("missing_since", Real),
     )
     sa.Index("urls_host_state", urls.c.host, urls.c.state, urls.c.id)
     sa.Index("urls_state", urls.c.state)

@@ -12,7 +12,7 @@ from alembic import op
 from geminibot.store.schema import BigInt, Flag, Real
 
 revision = "0014"
-down_revision = "0010"
+down_revision = "0011"
 
 
 def upgrade() -> None:
