@@ -4,7 +4,7 @@ keeps (``robots``: each file's last fetch, its outcome, status and body) and the
 that got them (their MIME type).
 
 What a virtual agent is refused is read from robots.txt alone, as the crawl's own agent
-token acting as that virtual agent (most-restrictive combination, non-strict mode):
+token acting as that virtual agent (most-restrictive combination), in each mode:
 closed entirely (``/`` disallowed), in part (``/`` allowed, some path a rule of its groups
 names disallowed), not at all (no rule disallows it anything; also a capsule without a
 robots.txt).
@@ -28,26 +28,30 @@ _WINDOW = "each capsule's last fetch of the file"
 
 
 def probe_paths(robots: RobotsFile, tokens: set[str]) -> list[str]:
-    """The paths the Disallow rules of the groups naming ``tokens`` (or ``*``) start with."""
+    """Paths the Disallow rules of the groups naming ``tokens`` (or ``*``) name: each
+    pattern's prefix up to its first ``*``, and a path the whole pattern matches."""
     paths: list[str] = []
     for group in robots.groups:
         if not {a.token for a in group.agents} & (tokens | {"*"}):
             continue
         for rule in group.rules:
             if not rule.allow and rule.pattern:
-                prefix = rule.pattern.split("*", 1)[0].rstrip("$")
-                paths.append(prefix if prefix.startswith("/") else "/" + prefix)
+                # the pattern's own prefix, and a path it matches (each * as one letter)
+                for written in (rule.pattern.split("*", 1)[0], rule.pattern.replace("*", "x")):
+                    path = written.removesuffix("$")
+                    paths.append(path if path.startswith("/") else "/" + path)
     return paths
 
 
-def refusal(robots: RobotsFile, base: str, agent: str, virtual: str) -> str:
+def refusal(robots: RobotsFile, base: str, agent: str, virtual: str, strict: bool) -> str:
     """``entirely``, ``in part`` or ``not at all``: what robots.txt refuses ``agent`` acting
-    as ``virtual`` on the capsule at ``base`` (its URL without a path)."""
+    as ``virtual`` (in the ``strict`` mode or not) on the capsule at ``base`` (its URL
+    without a path)."""
     acting = (virtual,)
-    if not robots.allowed(base + "/", agent, acting):
+    if not robots.allowed(base + "/", agent, acting, strict):
         return "entirely"
     for path in probe_paths(robots, {agent, virtual}):
-        if not robots.allowed(base + path, agent, acting):
+        if not robots.allowed(base + path, agent, acting, strict):
             return "in part"
     return "not at all"
 
@@ -61,8 +65,10 @@ class _RobotsTally:
         self.mime: Counter[str] = Counter()
         self.present = self.well_formed = self.v2 = 0
         self.naming: Counter[str] = Counter({va: 0 for va in VIRTUAL_AGENTS})
-        self.refused: dict[str, Counter[str]] = {
-            va: Counter({"entirely": 0, "in part": 0, "not at all": 0}) for va in VIRTUAL_AGENTS
+        self.refused: dict[tuple[str, bool], Counter[str]] = {
+            (va, strict): Counter({"entirely": 0, "in part": 0, "not at all": 0})
+            for va in VIRTUAL_AGENTS
+            for strict in (False, True)
         }
         self.lint: Counter[str] = Counter()
 
@@ -86,8 +92,8 @@ class _RobotsTally:
             self.v2 += parse_ext20(body, parsed).has_version_lines
         elif outcome == "unreachable":
             parsed = RobotsFile.disallow_all("robots.txt unreachable")
-        for va in VIRTUAL_AGENTS:
-            self.refused[va][refusal(parsed, f"gemini://{host}", self.agent, va)] += 1
+        for (va, strict), counts in self.refused.items():
+            counts[refusal(parsed, f"gemini://{host}", self.agent, va, strict)] += 1
 
 
 def policy_figures(conn: Any, where: str, params: dict[str, Any], agent: str) -> Iterator[Figure]:
@@ -137,13 +143,16 @@ def policy_figures(conn: Any, where: str, params: dict[str, Any], agent: str) ->
         dict(naming),
         _WINDOW,
     )
-    for va in VIRTUAL_AGENTS:
-        yield Figure(
-            f"refused.{va}",
-            f"capsules whose robots.txt refuses {va}: entirely, in part, not at all",
-            dict(refused[va]),
-            _WINDOW,
-        )
+    for strict in (False, True):
+        mode = "strict" if strict else "non-strict"
+        for va in VIRTUAL_AGENTS:
+            yield Figure(
+                f"refused{'_strict' if strict else ''}.{va}",
+                f"capsules whose robots.txt refuses {va} ({mode} mode): entirely, in part,"
+                " not at all",
+                dict(refused[(va, strict)]),
+                _WINDOW,
+            )
     yield Figure("robots.v2", 'robots.txt files with "version 2.0" rule sets', v2, _WINDOW)
     yield Figure(
         "robots2.present", "capsules with a robots2.txt (answered 20)", others[ROBOTS2], _WINDOW

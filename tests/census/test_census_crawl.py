@@ -226,6 +226,8 @@ def test_census_counts_each_known_fact(census_db: str) -> None:
     assert got["refused.archiver"] == {"entirely": 1, "in part": 1, "not at all": 2}
     assert got["refused.researcher"] == {"entirely": 0, "in part": 2, "not at all": 2}
     assert got["refused.webproxy"] == {"entirely": 0, "in part": 1, "not at all": 3}
+    for va in ("archiver", "indexer", "researcher", "webproxy"):  # no group is strict-only
+        assert got[f"refused_strict.{va}"] == got[f"refused.{va}"]
     assert got["robots2.present"] == 1
     assert got["agents.present"] == 1
     assert got["capsules.inlinks"] == {"tls12.test": 2, "ca.test": 1}
