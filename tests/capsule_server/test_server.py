@@ -373,8 +373,10 @@ async def test_256_idle_connections_from_one_address_shut_out_no_one(
     capsules_dir: Path, cert_dir: Path, access_log: list[AccessRecord]
 ) -> None:
     """256 idle TCP connections from one address at the
-    default limits made the server answer 44 to everyone else."""
-    async with running_server(capsules_dir, cert_dir, log=access_log.append) as srv:
+    default limits made the server answer 44 to everyone else. (Every refusal is logged
+    here: the log budget is lifted.)"""
+    limits = ServerLimits(log_burst=1000)
+    async with running_server(capsules_dir, cert_dir, limits, access_log.append) as srv:
         assert srv.port is not None
         idle = [await trio.open_tcp_stream("127.0.0.1", srv.port) for _ in range(256)]
         with trio.fail_after(10):
@@ -387,7 +389,7 @@ async def test_256_idle_connections_from_one_address_shut_out_no_one(
             assert answer.startswith(b"20 ")
         for stream in idle:
             await stream.aclose()
-    refused = [r for r in access_log if r.error == "over the per-address connection limit"]
+    refused = [r for r in access_log if r.error and r.error.startswith("over the ")]
     assert len(refused) == 256 - MAX_PER_ADDRESS
 
 
