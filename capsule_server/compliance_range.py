@@ -3,7 +3,7 @@
 A bot author points their bot at the range and reads the result. The range serves the
 capsules like ``serve`` and keeps each client's access records in memory (every record
 also goes to ``--log``, if given). A client is an IPv4 address or an IPv6 /64 network
-(:func:`geminibot.gemini.server.client_key`, as the server's limits count clients). A
+(:func:`geminibot.net.addresses.address_key`, as the server's limits count clients). A
 client that has made no request for ``--idle`` seconds counts as gone: its scorecard
 (:mod:`capsule_server.report`, over its requests since it last went idle) is written to
 the scorecards folder as ``CLIENT.txt``, ``CLIENT.gmi`` and ``CLIENT.json`` and its
@@ -48,7 +48,8 @@ from capsule_server.server import CapsuleServer
 from geminibot.cliutil import EXIT_OK, CommandError, port_number, positive_float, positive_int
 from geminibot.gemini.accesslog import AccessRecord, JsonLinesLog
 from geminibot.gemini.servecmd import cert_folder, close_log, make_server, open_log
-from geminibot.gemini.server import RATE_BURST, RATE_PER_SECOND, ServerLimits, client_key
+from geminibot.gemini.server import RATE_BURST, RATE_PER_SECOND, ServerLimits
+from geminibot.net.addresses import address_key
 
 #: Seconds without a request after which a client counts as gone (default of --idle):
 #: longer than any pause a polite bot makes on the capsules (their slowest pace is 10 s).
@@ -113,7 +114,7 @@ class Scorecards:
     def add(self, record: AccessRecord) -> None:
         if record.host is None or record.path is None:
             return  # no request was read: nothing to judge
-        client = client_key(record.client)
+        client = address_key(record.client)
         kept = self.records.get(client)
         if kept is None:
             kept = self.records[client] = []

@@ -46,6 +46,7 @@ from geminibot.crawl.traps import DEFAULT_MAX_DEPTH, MAX_URLS_PER_HOST, Frontier
 from geminibot.http.urls import DEFAULT_INFO_URL
 from geminibot.index import DatabaseError, connect
 from geminibot.index.db import checkpoint
+from geminibot.net.addresses import address_key
 from geminibot.net.connect import Resolver, add_connect_to_option, connect_rules, is_loopback
 from geminibot.net.guard import AddressGuard, IPNetwork, parse_network
 from geminibot.policy.cli import agent_option
@@ -358,8 +359,10 @@ def address_of(resolver: Resolver, dns: DnsCache | None = None) -> Callable[[str
     """For the crawler: where a host key's requests go, ``address port N`` (the
     --connect-to rule applied, the name resolved through ``dns``, the cache the Gemini
     client shares, bounded by RESOLVE_TIMEOUT), so that hosts on one server are paced as
-    one. A name that does not resolve is its own address (its requests will fail on
-    their own)."""
+    one; an IPv6 address as its /64, as the portal and the servers count clients
+    (:func:`geminibot.net.addresses.address_key`: one machine or home usually holds a
+    whole /64). A name that does not resolve is its own address (its requests will fail
+    on their own)."""
     import trio
 
     from geminibot.net.dns import DnsCache
@@ -370,11 +373,11 @@ def address_of(resolver: Resolver, dns: DnsCache | None = None) -> Callable[[str
         url = parse_any(host_url(host))
         address, port = resolver.address(url.host, url.port)
         if resolver.loopback_only and not is_loopback(address):
-            return f"{address} port {port}"  # refused anyway: no lookup
+            return f"{address_key(address)} port {port}"  # refused anyway: no lookup
         with trio.move_on_after(RESOLVE_TIMEOUT):
             with contextlib.suppress(OSError):
                 address = await cache.resolve(address, port)
-        return f"{address} port {port}"
+        return f"{address_key(address)} port {port}"
 
     return lookup
 

@@ -48,7 +48,6 @@ from __future__ import annotations
 
 import errno
 import inspect
-import ipaddress
 import math
 import resource
 import socket
@@ -76,6 +75,7 @@ from geminibot.gemini.ratelimit import RateLimiter
 from geminibot.gemini.status import Status
 from geminibot.gemini.tls import InvalidServerName, TLSConnection
 from geminibot.gemini.urls import DEFAULT_PORT, MAX_REQUEST_BYTES, parse_request
+from geminibot.net.addresses import address_key
 from geminibot.urls import REFERENCE, URL, InvalidURL, UnsupportedScheme
 
 HEADER_TIMEOUT = 10.0
@@ -195,21 +195,6 @@ def _context(info: CertInfo) -> ssl.SSLContext:
     ctx.load_cert_chain(info.cert_path, info.key_path)
     ctx.num_tickets = SESSION_TICKETS
     return ctx
-
-
-def client_key(address: str) -> str:
-    """What the per-address limits count: an IPv4 address as is, an IPv4-mapped IPv6
-    address as IPv4, any other IPv6 address as its /64 network (one host or home usually
-    holds a whole /64, so counting single addresses would not limit anyone)."""
-    try:
-        ip = ipaddress.ip_address(address)
-    except ValueError:
-        return address
-    if isinstance(ip, ipaddress.IPv6Address):
-        if ip.ipv4_mapped is not None:
-            return str(ip.ipv4_mapped)
-        return str(ipaddress.IPv6Network((ip.packed, 64), strict=False))
-    return address
 
 
 #: What ``accept`` fails with when the process or the system is out of descriptors.
@@ -373,7 +358,7 @@ class GeminiServer:
                 accepted.family, accepted.type, accepted.proto, fileno=accepted.detach()
             )
             client = str(address[0]) if isinstance(address, tuple) else ""
-            key = client_key(client)
+            key = address_key(client)
             now = self._clock()
             refusal = None
             if self._per_address[key] >= self.limits.max_per_address:
@@ -551,7 +536,7 @@ class GeminiServer:
             return Resolution(Status.BAD_REQUEST, "Dot segments climb above the root")
         record.host = url.host
         record.path = url.path_query
-        wait = self._rate.take(client_key(record.client), self._clock())
+        wait = self._rate.take(address_key(record.client), self._clock())
         if wait is not None:
             record.limited = "rate"
             return Resolution(Status.SLOW_DOWN, str(max(1, math.ceil(wait))))

@@ -14,7 +14,8 @@ from capsule_server.files import binary_sha256, large_robots
 from capsule_server.server import CapsuleServer
 from capsule_server.testing import client_hello, open_tls, raw_request, running_server
 from geminibot.gemini.accesslog import AccessRecord
-from geminibot.gemini.server import MAX_PER_ADDRESS, ServerLimits, client_key, climbs_above_root
+from geminibot.gemini.server import MAX_PER_ADDRESS, ServerLimits, climbs_above_root
+from geminibot.net.addresses import address_key
 
 
 def split(response: bytes) -> tuple[str, bytes]:
@@ -235,11 +236,11 @@ async def test_connections_per_address_are_capped(
 
 
 def test_ipv6_clients_are_counted_by_their_slash_64() -> None:
-    assert client_key("2001:db8:1:2:aaaa::1") == client_key("2001:db8:1:2:bbbb::9")
-    assert client_key("2001:db8:1:2::1") == "2001:db8:1:2::/64"
-    assert client_key("2001:db8:1:3::1") != client_key("2001:db8:1:2::1")
-    assert client_key("::ffff:127.0.0.5") == "127.0.0.5"
-    assert client_key("127.0.0.5") == "127.0.0.5"
+    assert address_key("2001:db8:1:2:aaaa::1") == address_key("2001:db8:1:2:bbbb::9")
+    assert address_key("2001:db8:1:2::1") == "2001:db8:1:2::/64"
+    assert address_key("2001:db8:1:3::1") != address_key("2001:db8:1:2::1")
+    assert address_key("::ffff:127.0.0.5") == "127.0.0.5"
+    assert address_key("127.0.0.5") == "127.0.0.5"
 
 
 async def test_at_max_open_the_oldest_silent_connection_makes_room(
