@@ -14,8 +14,9 @@ One connection carries one request. The flow of a connection:
    that sent no request (see 5): closed before TLS (no answer). More than
    ``ServerLimits.max_open`` connections open in all, or all the descriptors the process
    may open but ``ServerLimits.descriptor_reserve`` taken by connections: the oldest
-   connection that has not yet sent its request is closed to make room, or, if every one
-   has, the new one is closed before TLS. An ``accept`` that fails for want of
+   connection that has sent nothing yet (not even its TLS hello), else the oldest that
+   has not sent its request, is closed to make room, or, if every one has, the new one is
+   closed before TLS. An ``accept`` that fails for want of
    descriptors closes the oldest such connection too, and is logged once a minute.
 2. TLS handshake; the ``sni_callback`` picks the context (certificate) of the host the client
    named, or the ``localhost`` fallback certificate for a missing or unknown name. The server
@@ -233,13 +234,15 @@ async def open_listeners(hosts: Sequence[str], port: int) -> list[trio.SocketLis
 
 
 class _Waiting:
-    """A connection that has not sent its request line yet (it may be closed for room)."""
+    """A connection that has not sent its request line yet (it may be closed for room);
+    ``heard``: it has sent something (its TLS hello)."""
 
-    __slots__ = ("evicted", "scope")
+    __slots__ = ("evicted", "heard", "scope")
 
     def __init__(self, scope: trio.CancelScope) -> None:
         self.scope = scope
         self.evicted = False
+        self.heard = False
 
 
 class GeminiServer:
@@ -379,8 +382,11 @@ class GeminiServer:
             handlers.start_soon(self._handle, sock, client, key)
 
     def _make_room(self) -> bool:
-        """Close the oldest connection that has not sent its request; False if none has."""
-        oldest = next(iter(self._waiting), None)
+        """Close the oldest connection that has sent nothing, else the oldest that has
+        not sent its request; False if there is none."""
+        oldest = next((n for n, w in self._waiting.items() if not w.heard), None)
+        if oldest is None:
+            oldest = next(iter(self._waiting), None)
         if oldest is None:
             return False
         waiting = self._waiting.pop(oldest)
@@ -487,6 +493,8 @@ class GeminiServer:
         with trio.move_on_after(self.limits.header_timeout) as header_scope:
             waiting = self._waiting[number] = _Waiting(header_scope)
             try:
+                await trio.lowlevel.wait_readable(conn.tls)  # the client's hello
+                waiting.heard = True
                 await conn.do_handshake()
             except InvalidServerName as exc:
                 record.error = f"tls: {exc}"

@@ -95,8 +95,11 @@ class Permission:
     def words(self) -> str:
         said = "may crawl /" if self.allowed else f"may not crawl /: {self.reason}"
         out = f"{self.agent}, {self.mode} mode: {said}"
-        more = f" and by {self.more_refused} more rules" if self.more_refused else ""
-        return out + (f"; kept out of {', '.join(self.refused)}{more}" if self.refused else "")
+        if not self.refused:
+            return out
+        rules = len(self.refused) + self.more_refused
+        shown = ", ".join(self.refused) + (", …" if self.more_refused else "")
+        return out + f"; kept out of paths by {rules} rule{'s' * (rules > 1)}: {shown}"
 
 
 @dataclass(frozen=True)
