@@ -117,7 +117,6 @@ SHUTDOWN_GRACE = 5.0
 MAX_REQUEST_LINE = MAX_REQUEST_BYTES + 2
 """The longest request line: a 1024-byte URL and CRLF."""
 
-READ_CHUNK = 4096
 FILE_CHUNK = 64 * 1024
 SMALL_FILE = 256 * 1024
 """Files up to this size are read at once and sent with the header in one write."""
@@ -635,7 +634,7 @@ def _excerpt(line: bytes | bytearray) -> str:
 
 async def _read_request_line(stream: TLSConnection, buf: bytearray) -> bytes:
     """Bytes up to and including the first CRLF (a bare LF is not a line end), read into
-    ``buf``; stops early past ``MAX_REQUEST_BYTES``.
+    ``buf``; never more than ``MAX_REQUEST_LINE + 1`` bytes are read.
 
     A line longer than the limit is returned truncated to ``MAX_REQUEST_LINE + 1`` bytes.
     A close_notify before CRLF returns what came (the server answers 59); a TCP close
@@ -643,7 +642,7 @@ async def _read_request_line(stream: TLSConnection, buf: bytearray) -> bytes:
     answered).
     """
     while True:
-        data = await stream.receive_some(READ_CHUNK)
+        data = await stream.receive_some(MAX_REQUEST_LINE + 1 - len(buf))
         if not data:
             if not buf:
                 raise _ClientClosed
