@@ -13,10 +13,11 @@ One connection carries one request. The flow of a connection:
    IPv6 client's /64), or a client whose rate is spent by a whole burst of connections
    that sent no request (see 5): closed before TLS (no answer). More than
    ``ServerLimits.max_open`` connections open in all, or all the descriptors the process
-   may open but ``ServerLimits.descriptor_reserve`` taken by connections: the oldest
-   connection that has sent nothing yet (not even its TLS hello), else the oldest that
-   has not sent its request, is closed to make room, or, if every one has, the new one is
-   closed before TLS. An ``accept`` that fails for want of
+   may open but ``ServerLimits.descriptor_reserve`` taken by connections: if the client's
+   address holds less than its share of them, the oldest connection that has sent
+   nothing yet (not even its TLS hello), else the oldest that has not sent its request,
+   is closed to make room; otherwise, or if every one has sent its request, the new one
+   is closed before TLS. An ``accept`` that fails for want of
    descriptors closes the oldest such connection too, and is logged once a minute.
 2. TLS handshake; the ``sni_callback`` picks the context (certificate) of the host the client
    named, or the ``localhost`` fallback certificate for a missing or unknown name. The server
@@ -367,7 +368,7 @@ class GeminiServer:
                 refusal = "over the per-address connection limit"
             elif self._rate.exhausted(key, now):
                 refusal = "over the rate (connections that sent no request)"
-            elif self._open >= self._max_open and not self._make_room():
+            elif self._open >= self._max_open and not self._room_for(key):
                 refusal = "over the open connection limit"
             if refusal is not None:
                 sock.close()
@@ -379,6 +380,15 @@ class GeminiServer:
             self._open += 1
             self._per_address[key] += 1
             handlers.start_soon(self._handle, sock, client, key)
+
+    def _room_for(self, key: str) -> bool:
+        """At the connection budget, whether a newcomer from ``key`` gets in: only if its
+        address holds less than its share of the budget (over the addresses holding
+        connections), by closing the oldest idle connection. So clients that hold many
+        do not take turns evicting one another: each of their newcomers is closed
+        before TLS, which costs the server little."""
+        share = self._max_open / max(1, len(self._per_address))
+        return self._per_address[key] < share and self._make_room()
 
     def _make_room(self) -> bool:
         """Close the oldest connection that has sent nothing, else the oldest that has
