@@ -74,9 +74,10 @@ from geminispace.store import crawl_ready
 from search_engines import queries as query_mix
 from search_engines import space_of
 
-from geminibot.crawl.freshness import INITIAL_REVISIT
-from geminibot.index import connect, search
+from geminibot.index import search
 from geminibot.index.tantivy_index import index_dir, last_change, open_current, read_manifest
+from geminibot.store.db import connect
+from geminibot.store.freshness import INITIAL_REVISIT
 
 ROOT = Path(__file__).resolve().parent.parent
 #: Seconds between two looks at the store and the index.
@@ -230,15 +231,17 @@ def settled(work: Path) -> bool:
         return False
     conn = sqlite3.connect(work / "engine.db")
     try:
-        return open_current(conn) is not None and _lag(conn) == 0
+        return open_current(conn) is not None and _lag(work / "engine.db") == 0
     finally:
         conn.close()
 
 
-def _lag(conn: sqlite3.Connection) -> int:
+def _lag(db: Path) -> int:
     from geminibot.index.tantivy_index import index_lag
+    from geminibot.store.database import open_database
 
-    lag = index_lag(conn)
+    with open_database(str(db)) as database:
+        lag = index_lag(database)
     return -1 if lag is None else lag
 
 

@@ -34,9 +34,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from geminispace import Query, Space
 from geminispace.store import fill_store
 
-from geminibot.index import connect, search
+from geminibot.index import search
 from geminibot.index.authority import compute_authority
 from geminibot.index.tantivy_index import rebuild
+from geminibot.store.db import connect
 
 HOSTS_PER_URL = 4400 / 600_000
 #: Share of the (best-linked) hosts whose home pages are the trusted seeds.

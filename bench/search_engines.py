@@ -42,9 +42,10 @@ from geminispace import Space
 from geminispace.store import crawl_ready, fill_store
 from machine import cpu_model
 
-from geminibot.index import connect, search
+from geminibot.index import search
 from geminibot.index.authority import compute_authority
 from geminibot.index.tantivy_index import rebuild
+from geminibot.store.db import connect
 
 #: Hosts per URL of the full Geminispace (4,400 capsules, 600,000 URLs).
 HOSTS_PER_URL = 4400 / 600_000

@@ -23,8 +23,9 @@ import tempfile
 import time
 from pathlib import Path
 
-from geminibot.index import connect, search, store_page, transaction
-from geminibot.index.pages import Page
+from geminibot.index import search
+from geminibot.store.db import connect, transaction
+from geminibot.store.pages import Page, store_page
 
 QUERIES = (
     "gemini",

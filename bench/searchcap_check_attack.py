@@ -52,8 +52,8 @@ from search_speed import QUERIES, build
 
 from capsule_server.testing import open_tls, raw_request
 from geminibot.gemini.client import make_ssl_context
-from geminibot.index import connect
 from geminibot.index.tantivy_index import rebuild
+from geminibot.store.db import connect
 
 BIN = Path(sys.executable).parent
 STARTUP_BOUND = 120.0

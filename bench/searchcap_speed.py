@@ -54,9 +54,10 @@ from search_speed import QUERIES, build
 from geminibot.gemini.client import GeminiClient
 from geminibot.gemini.server import Resolution
 from geminibot.gemini.urls import parse_request
-from geminibot.index import connect, search
+from geminibot.index import search
 from geminibot.index.tantivy_index import open_current, rebuild, status
 from geminibot.searchcap import SearchCapsule
+from geminibot.store.db import connect
 
 #: Runs of each query per way (the command as a process: CLI_REPEATS).
 REPEATS = 20

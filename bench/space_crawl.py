@@ -62,8 +62,8 @@ from geminispace.server import address_rules  # noqa: E402
 from geminispace.space import DOMAIN, Space  # noqa: E402
 from machine import cpu_model, fresh_peak_file, measured_argv, peak_rss_kib  # noqa: E402
 
-from geminibot.crawl.freshness import DAY, VANISHED_AFTER  # noqa: E402
 from geminibot.crawl.page import content_hash  # noqa: E402
+from geminibot.store.freshness import DAY, VANISHED_AFTER  # noqa: E402
 
 #: py-spy samples per second of the crawler.
 SAMPLE_RATE = 100
@@ -73,7 +73,7 @@ CHOICES = 2000
 CRAWL_LIMIT = 3 * 3600.0
 #: Where a py-spy frame puts its sample (the innermost frame that matches wins). py-spy
 #: names a frame ``function (file:line)``, the file relative to its ``sys.path`` entry
-#: (``ssl.py``, ``trio/_ssl.py``, ``geminibot/crawl/store.py``); a C function (OpenSSL,
+#: (``ssl.py``, ``trio/_ssl.py``, ``geminibot/store/crawlstore.py``); a C function (OpenSSL,
 #: SQLite) counts for the Python frame that called it. The client's TCP connect is
 #: ``open_tcp`` in ``geminibot/gemini/tls.py`` (before it: trio's ``open_tcp_stream``), so
 #: TCP is tried before TLS.
@@ -98,7 +98,7 @@ CATEGORIES = (
             "geminibot/urls.py",
         ),
     ),
-    ("SQLite", ("crawl/store.py", "crawl/frontier.py", "geminibot/index/", "sqlite3/")),
+    ("SQLite", ("store/crawlstore.py", "store/frontier.py", "geminibot/index/", "sqlite3/")),
 )
 #: A sample whose innermost frame is one of these is the loop waiting, not CPU: dropped
 #: (py-spy's own idle test is not reliable with ``--nonblocking``).
@@ -109,7 +109,7 @@ IDLE = ("get_events (trio/_core/_io_epoll.py",)
 #: advanced by this much (:data:`machine.MEASURED`); the library has no clock option.
 DAY_LATER = DAY
 #: A changed page not re-indexed because its host no longer answers: the old copy stays
-#: in the index until the host has vanished (geminibot.crawl.freshness), days after any
+#: in the index until the host has vanished (geminibot.store.freshness), days after any
 #: revisit this benchmark makes.
 VANISHED = (
     f"host gone (its requests fail; the old copy stays until the host has been"
@@ -426,7 +426,7 @@ def naive(space: Space, port: int, seconds: float, tmp: Path) -> tuple[int, floa
 
 def fill_frontier(db: Path, hosts: int, queued: int) -> None:
     """A crawl database with ``queued`` queued URLs over ``hosts`` hosts (bulk inserts)."""
-    from geminibot.index import connect
+    from geminibot.store.db import connect
 
     conn = connect(db)
     names = [f"h{i:04d}.{DOMAIN}" for i in range(hosts)]
@@ -452,8 +452,8 @@ def choice_latency(db: Path, hosts: int, queued: int) -> dict[str, float]:
     import trio
 
     from geminibot.crawl.scheduler import Scheduler
-    from geminibot.crawl.store import SqliteStore
-    from geminibot.index import connect
+    from geminibot.store.crawlstore import SqliteStore
+    from geminibot.store.db import connect
 
     fill_frontier(db, hosts, queued)
     conn = connect(db)

@@ -1,5 +1,5 @@
 """The SQLite store's CPU per page without the network: the synthetic space's pages put
-through :class:`~geminibot.crawl.store.SqliteStore` as the crawl loop does (``claim``,
+through :class:`~geminibot.store.crawlstore.SqliteStore` as the crawl loop does (``claim``,
 ``hold_host``, ``previous``, ``duplicate_of``, ``fetched``), hosts taken in turn, each
 call committed (``batch=False``) and batched (``batch=True``, as the crawl loop opens it).
 
@@ -7,7 +7,7 @@ call committed (``batch=False``) and batched (``batch=True``, as the crawl loop 
         [--urls 20000] [--cache-kib 2000,65536]
 
 ``--cache-kib``: batched again with each of these SQLite page caches (KiB; the store's
-default is :data:`~geminibot.crawl.store.CACHE_KIB`).
+default is :data:`~geminibot.store.crawlstore.CACHE_KIB`).
 
 ``--index-cost NAME [--rounds N]``: instead, batched runs without and with one of the
 schema's indexes (:data:`WEIGHED_INDEXES`), alternating, N of each (default 5): what that
@@ -36,9 +36,7 @@ from geminispace.space import Space  # noqa: E402
 from machine import cpu_model  # noqa: E402
 
 from geminibot.crawl.adapters import FetchResult, adapter_for  # noqa: E402
-from geminibot.crawl.freshness import next_interval  # noqa: E402
-from geminibot.crawl.schemes import host_name, normalise  # noqa: E402
-from geminibot.crawl.store import (  # noqa: E402
+from geminibot.store.crawlstore import (  # noqa: E402
     CACHE_KIB,
     DecisionRecord,
     FetchedPage,
@@ -47,7 +45,9 @@ from geminibot.crawl.store import (  # noqa: E402
     Revisit,
     SqliteStore,
 )
-from geminibot.index import connect  # noqa: E402
+from geminibot.store.db import connect  # noqa: E402
+from geminibot.store.freshness import next_interval  # noqa: E402
+from geminibot.urls import host_name, normalise  # noqa: E402
 
 #: The indexes ``--index-cost`` weighs: what they serve (every new database has them).
 WEIGHED_INDEXES = {

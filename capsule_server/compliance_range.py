@@ -1,15 +1,18 @@
-"""``capsule-server range``: serve the capsules and write each client's scorecard.
+"""``capsule-server range``: serve the capsules and keep each client's scorecard.
 
 A bot author points their bot at the range and reads the result. The range serves the
-capsules like ``serve`` and keeps each client's access records in memory (every record
-also goes to ``--log``, if given). A client is an IPv4 address or an IPv6 /64 network
-(:func:`geminibot.net.addresses.address_key`, as the server's limits count clients). A
-client that has made no request for ``--idle`` seconds counts as gone: its scorecard
-(:mod:`capsule_server.report`, over its requests since it last went idle) is written to
-the scorecards folder as ``CLIENT.txt``, ``CLIENT.gmi`` and ``CLIENT.json`` and its
-records are dropped. ``SIGUSR1`` writes the scorecard of every client seen at once;
-``SIGINT``/``SIGTERM`` write the pending ones and stop. Times are the range's own clock
-(the log's times): the range is trusted.
+capsules like ``serve`` and keeps each client's requests for the whole run (every record
+also goes to ``--log``, if given). A client is :data:`~capsule_server.judge.CLIENT_IS`
+(:func:`geminibot.net.addresses.address_key`, as the server's limits count clients). Its
+scorecard is :func:`~capsule_server.judge.build_report` over all its requests so far, the
+routine ``capsule-server report`` runs on the log, so the two always agree. It is written
+to the scorecards folder as ``CLIENT.txt``, ``CLIENT.gmi`` and ``CLIENT.json`` when the
+client's session ends (:mod:`capsule_server.sessions`: every wait the range told it is
+over and ``--idle`` seconds more passed with no request), and rewritten with everything so
+far when a later session ends: one scorecard per client and run, never replaced by a
+fragment. ``SIGUSR1`` writes at once every scorecard that lacks requests;
+``SIGINT``/``SIGTERM`` write them and stop. Times are the range's own clock (the log's
+times): the range is trusted.
 
 Bounds, so that no client can make the range grow or stall:
 
@@ -18,7 +21,9 @@ Bounds, so that no client can make the range grow or stall:
   on standard error says how many;
 - at most :data:`MAX_RECORDS` records held in all (those waiting to be scored
   included): at the bound the client seen least recently is scored at once and its
-  records dropped, and a request that arrives meanwhile is counted, not kept;
+  records dropped; its scorecard then stands as written (its later requests are
+  counted, not judged, and said on stopping), and a request that arrives meanwhile is
+  counted, not kept;
 - a scorecard is built and written in a worker thread, one at a time, never on the event
   loop that serves the capsules;
 - at most :data:`MAX_SCORECARDS` clients' scorecards in the folder from one run: past
@@ -28,34 +33,47 @@ Bounds, so that no client can make the range grow or stall:
 from __future__ import annotations
 
 import argparse
+import datetime as dt
 import os
 import signal
 import sys
 import threading
 import time
 from collections import OrderedDict
-from collections.abc import Callable
-from dataclasses import replace
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import trio
 
 from capsule_server.files import Capsule, CapsuleConfigError, capsules_dir, load_capsules
-from capsule_server.judge import HostPolicy, build_report, identity_names, load_policies
+from capsule_server.judge import (
+    HostPolicy,
+    build_report,
+    identities,
+    identity_names,
+    load_policies,
+)
 from capsule_server.report import FORMATS, add_judging_options, render
 from capsule_server.server import CapsuleServer
-from geminibot.cliutil import EXIT_OK, CommandError, port_number, positive_float, positive_int
+from capsule_server.sessions import Session, longest_wait
+from geminibot.cliutil import (
+    EXIT_OK,
+    CommandError,
+    port_number,
+    positive_float,
+    positive_int,
+    wrapped,
+)
 from geminibot.gemini.accesslog import AccessRecord, JsonLinesLog
 from geminibot.gemini.servecmd import cert_folder, close_log, make_server, open_log
 from geminibot.gemini.server import RATE_BURST, RATE_PER_SECOND, ServerLimits
 from geminibot.net.addresses import address_key
 
-#: Seconds without a request after which a client counts as gone (default of --idle):
-#: longer than any pause a polite bot makes on the capsules (their slowest pace is 10 s).
+#: Seconds with no request, once every wait told is over, after which a client's session
+#: ends and its scorecard is written (default of --idle).
 IDLE_SECONDS = 60.0
-#: The idle check runs this many times per idle period.
-CHECKS_PER_IDLE = 4
 DEFAULT_SCORECARDS = Path("var/capsule-server/scorecards")
 #: Requests of one client judged (a polite pass over the bundled capsules takes a few
 #: hundred); a scorecard of this many takes some seconds to build.
@@ -68,10 +86,24 @@ MAX_SCORECARDS = 1_000
 
 _SUFFIX = {"text": "txt"}
 
+Scored = list[tuple[str, list[AccessRecord], int]]
+"""Scorecards to write: (client, its requests kept, its requests not kept) each."""
+
+
+@dataclass(slots=True)
+class Client:
+    """One client in this run: its requests kept (its first ones), how many more were
+    not, its session, and whether its scorecard lacks requests."""
+
+    session: Session
+    records: list[AccessRecord] = field(default_factory=list)
+    dropped: int = 0
+    changed: bool = False
+
 
 class Scorecards:
-    """The records of every client and the writing of their scorecards (no I/O but
-    files). :meth:`add` runs on the event loop; :meth:`write` is for a worker thread
+    """Every client's requests and the writing of their scorecards (no I/O but files).
+    :meth:`add` runs on the event loop; :meth:`write` is for a worker thread
     (:func:`score`), one at a time."""
 
     def __init__(
@@ -91,79 +123,111 @@ class Scorecards:
         self.folder = folder
         self.agent = agent
         self.judge_as = judge_as
+        self.idents = identities(agent)
         self.clock = clock
         self.say = say
         self.max_records_per_client = max_records_per_client
         self.max_records = max_records
         self.max_scorecards = max_scorecards
-        #: Records by client, the client seen least recently first.
-        self.records: OrderedDict[str, list[AccessRecord]] = OrderedDict()
-        #: Records held: in :attr:`records`, or taken and not yet scored.
+        #: Clients by key, the one seen least recently first.
+        self.clients: OrderedDict[str, Client] = OrderedDict()
+        #: Records held: kept by :attr:`clients`, or in :attr:`evicted` until written.
         self.held = 0
-        self.last_seen: dict[str, float] = {}
-        #: Requests not kept per client (over :attr:`max_records_per_client`).
-        self.dropped: dict[str, int] = {}
-        self.pending: set[str] = set()
+        #: Clients whose records were dropped to make room (their scorecards stand as
+        #: written), with their requests since, oldest first; at most ``max_scorecards``.
+        self.closed: OrderedDict[str, int] = OrderedDict()
         #: Clients scored early to make room, with their records: for :func:`score`.
-        self.evicted: list[tuple[str, list[AccessRecord], int]] = []
+        self.evicted: Scored = []
         #: Set when a client is evicted: the scorer need not wait for its next round.
         self.wake = trio.Event()
-        self._written: OrderedDict[str, None] = OrderedDict()  # file names, oldest first
+        #: Scorecards in the folder (file names, oldest first) and the requests each covers.
+        self._written: OrderedDict[str, int] = OrderedDict()
         self._writing = threading.Lock()
 
     def add(self, record: AccessRecord) -> None:
         if record.host is None or record.path is None:
             return  # no request was read: nothing to judge
         client = address_key(record.client)
-        kept = self.records.get(client)
-        if kept is None:
-            kept = self.records[client] = []
-        self.records.move_to_end(client)
-        self.last_seen[client] = self.clock()
-        self.pending.add(client)
-        if len(kept) >= self.max_records_per_client or not self._room(client):
-            self.dropped[client] = self.dropped.get(client, 0) + 1
+        if client in self.closed:
+            self.closed[client] += 1
+            self.closed.move_to_end(client)
             return
-        kept.append(record if record.client == client else replace(record, client=client))
+        now = self.clock()
+        entry = self.clients.get(client)
+        if entry is None:
+            entry = self.clients[client] = Client(Session(now))
+        self.clients.move_to_end(client)
+        entry.session.saw(record, now, self.policies, self.idents)
+        entry.changed = True
+        if len(entry.records) >= self.max_records_per_client or not self._room(client):
+            entry.dropped += 1
+            return
+        entry.records.append(record)
         self.held += 1
 
     def _room(self, client: str) -> bool:
         """Whether one more record may be held; at the bound, the client seen least
-        recently (not ``client``) is handed to the scorer, and False until it is scored."""
+        recently with records (not ``client``) is handed to the scorer, and False until
+        it is scored."""
         if self.held < self.max_records:
             return True
-        oldest = next(iter(self.records))
-        if oldest != client:
-            self.evicted.append((oldest, *self.take(oldest)))
+        oldest = next((c for c, e in self.clients.items() if c != client and e.records), None)
+        if oldest is not None:
+            entry = self.clients.pop(oldest)
+            self.evicted.append((oldest, entry.records, entry.dropped))
+            self.closed[oldest] = 0
+            if len(self.closed) > self.max_scorecards:
+                self.closed.popitem(last=False)
             self.wake.set()
         return False
 
     def gone(self, idle: float) -> list[str]:
-        """Clients with new requests and none for ``idle`` seconds."""
+        """Clients whose scorecard lacks requests and whose session is over."""
         now = self.clock()
-        return sorted(c for c in self.pending if now - self.last_seen[c] >= idle)
+        return sorted(c for c, e in self.clients.items() if e.changed and e.session.over(now, idle))
 
-    def take(self, client: str) -> tuple[list[AccessRecord], int]:
-        """``client``'s records and the count not kept, forgotten here (still
-        :attr:`held` until :func:`score` has written them)."""
-        records = self.records.pop(client, [])
-        self.last_seen.pop(client, None)
-        self.pending.discard(client)
-        return records, self.dropped.pop(client, 0)
+    def next_end(self, idle: float) -> float:
+        """Seconds until a session may end: the earliest of the clients whose scorecard
+        lacks requests, or a newcomer's (``idle``)."""
+        now = self.clock()
+        ends = [e.session.ends(idle) for e in self.clients.values() if e.changed]
+        return max(0.0, min(ends, default=now + idle) - now)
 
-    def copy(self, client: str) -> tuple[list[AccessRecord], int]:
-        """``client``'s records so far (kept here) and the count not kept."""
-        self.pending.discard(client)
-        return list(self.records.get(client, ())), self.dropped.get(client, 0)
+    def pending(self) -> list[str]:
+        """Clients whose scorecard lacks requests."""
+        return sorted(c for c, e in self.clients.items() if e.changed)
+
+    def due(self, clients: Iterable[str]) -> Scored:
+        """What to write for these clients: their requests so far (from then on their
+        scorecards count as up to date). A client none of whose requests was kept is
+        said and forgotten: there is nothing to judge."""
+        out: Scored = []
+        for client in clients:
+            entry = self.clients[client]
+            entry.changed = False
+            if entry.records:
+                out.append((client, list(entry.records), entry.dropped))
+                continue
+            del self.clients[client]
+            self.say(
+                f"capsule-server: {client}: {_requests(entry.dropped)} not judged "
+                f"(the range held {self.max_records} records)"
+            )
+        return out
 
     def write(self, client: str, records: list[AccessRecord], dropped: int = 0) -> Path | None:
         """Write the scorecard of ``client``'s ``records`` in every format; the .gmi path
-        (None: nothing to judge, or not written)."""
+        (None: nothing to judge, a scorecard of as many requests already written, or not
+        written)."""
+        name = client.replace(":", "_").replace("/", "_")
+        covers = len(records) + dropped
         with self._writing:
+            before = self._written.get(name)
+            if before is not None and before >= covers:
+                return None  # a later call wrote the same requests or more
             reports = build_report(records, self.policies, self.agent, self.judge_as)
             if not reports:
                 return None
-            name = client.replace(":", "_").replace("/", "_")
             try:
                 self._make_room(name)
                 for fmt in FORMATS:
@@ -174,12 +238,13 @@ class Scorecards:
             except OSError as exc:  # a full disk or a folder gone: say so, keep serving
                 self.say(f"capsule-server: {client}: cannot write its scorecard: {exc.strerror}")
                 return None
-            self._written[name] = None
+            self._written[name] = covers
             self._written.move_to_end(name)
         gmi = self.folder / f"{name}.gmi"
         verdict = "compliant" if reports[0].compliant else "not compliant"
+        done = f"in {gmi}" if before is None else f"in {gmi} updated to {_requests(covers)}"
         cut = f" (its first {len(records)} requests; {dropped} more not kept)" if dropped else ""
-        self.say(f"capsule-server: {client}: {verdict}, scorecard in {gmi}{cut}")
+        self.say(f"capsule-server: {client}: {verdict}, scorecard {done}{cut}")
         return gmi
 
     def _make_room(self, name: str) -> None:
@@ -190,18 +255,24 @@ class Scorecards:
         for fmt in FORMATS:
             (self.folder / f"{oldest}.{_SUFFIX.get(fmt, fmt)}").unlink(missing_ok=True)
 
+    def say_closed(self) -> None:
+        """One line per client whose later requests were not judged (at the bound)."""
+        for client, count in self.closed.items():
+            if count:
+                self.say(
+                    f"capsule-server: {client}: {_requests(count)} after its scorecard "
+                    f"not judged (the range held {self.max_records} records)"
+                )
 
-_SUFFIX = {"text": "txt"}
+
+def _requests(n: int) -> str:
+    return f"{n} request{'s' if n != 1 else ''}"
 
 
-Scored = list[tuple[str, list[AccessRecord], int]]
-"""Clients to score: (client, records, requests not kept) each."""
-
-
-async def score(cards: Scorecards, which: Scored, *, taken: bool = True) -> None:
+async def score(cards: Scorecards, which: Scored, *, taken: bool = False) -> None:
     """Write these scorecards in a worker thread (one at a time: :meth:`Scorecards.write`
     holds a lock), the event loop free meanwhile; records ``taken`` from ``cards``
-    (:meth:`Scorecards.take`) stop counting as held once written."""
+    (evicted) stop counting as held once written."""
     for client, records, dropped in which:
         try:
             await trio.to_thread.run_sync(cards.write, client, records, dropped)
@@ -211,10 +282,11 @@ async def score(cards: Scorecards, which: Scored, *, taken: bool = True) -> None
 
 
 async def score_gone(cards: Scorecards, idle: float) -> None:
-    """Score the clients evicted to make room and those gone for ``idle`` seconds."""
+    """Score the clients evicted to make room and those whose session is over."""
     evicted, cards.evicted = cards.evicted, []
     cards.wake = trio.Event()
-    await score(cards, evicted + [(c, *cards.take(c)) for c in cards.gone(idle)])
+    await score(cards, evicted, taken=True)
+    await score(cards, cards.due(cards.gone(idle)))
 
 
 def run_range(args: argparse.Namespace) -> int:
@@ -222,6 +294,7 @@ def run_range(args: argparse.Namespace) -> int:
     certs = cert_folder(args.certs)
     folder = _scorecards_folder(Path(args.scorecards))
     cards = Scorecards(policies, folder, args.agent, args.judge_as)
+    notes = idle_warning(args.idle, capsules, cards)
     log_stream = open_log(args.log) if args.log else None
     writer = JsonLinesLog(log_stream) if log_stream is not None else None
 
@@ -233,11 +306,28 @@ def run_range(args: argparse.Namespace) -> int:
     limits = ServerLimits(rate_burst=args.rate_burst, rate_per_second=args.rate)
     try:
         server = make_server(certs, lambda: CapsuleServer(capsules, certs, limits, on_record))
-        trio.run(_serve, server, cards, args.host, args.port, args.idle)
+        trio.run(_serve, server, cards, args.host, args.port, args.idle, notes)
     finally:
         if log_stream is not None:
             close_log(log_stream)
     return EXIT_OK
+
+
+def idle_warning(idle: float, capsules: dict[str, Capsule], cards: Scorecards) -> list[str]:
+    """The lines of a warning if ``idle`` is shorter than the longest wait a capsule asks
+    for (none otherwise)."""
+    now = dt.datetime.now(dt.UTC)
+    longest, what = longest_wait(capsules, cards.policies, cards.idents, now)
+    if idle >= longest:
+        return []
+    return wrapped(
+        f"capsule-server: warning: --idle {idle:g} is shorter than the longest wait a "
+        f"capsule asks for, {longest:g} s ({what}): a bot that waits longer than it was "
+        f"told gets its scorecard written, then rewritten; --idle {longest:g} or more "
+        "avoids that",
+        "",
+        "  ",
+    )
 
 
 def _load_range(args: argparse.Namespace) -> tuple[dict[str, Capsule], dict[str, HostPolicy]]:
@@ -270,7 +360,12 @@ def _scorecards_folder(folder: Path) -> Path:
 
 
 async def _serve(
-    server: CapsuleServer, cards: Scorecards, host: str, port: int, idle: float
+    server: CapsuleServer,
+    cards: Scorecards,
+    host: str,
+    port: int,
+    idle: float,
+    notes: Iterable[str] = (),
 ) -> None:
     try:
         listeners = await trio.open_tcp_listeners(port, host=host)
@@ -286,25 +381,30 @@ async def _serve(
                 f"capsule-server: range of {hosts} capsules, scorecards in {cards.folder}, "
                 f"serving on {host}:{server.port}"
             )
+            for line in notes:
+                cards.say(line)
             stopped = trio.Event()
-            nursery.start_soon(_watch_idle, cards, idle, stopped)
+            nursery.start_soon(watch_idle, cards, idle, stopped)
             async for signum in signals:
                 if signum == signal.SIGUSR1:
-                    every = [(c, *cards.copy(c)) for c in sorted(cards.records)]
-                    await score(cards, every, taken=False)
+                    await score(cards, cards.due(cards.pending()))
                     continue
                 cards.say(f"capsule-server: {signal.Signals(signum).name}, shutting down")
                 stopped.set()
                 cards.wake.set()
                 evicted, cards.evicted = cards.evicted, []
-                await score(cards, evicted + [(c, *cards.take(c)) for c in sorted(cards.pending)])
+                await score(cards, evicted, taken=True)
+                await score(cards, cards.due(cards.pending()))
+                cards.say_closed()
                 server.shutdown()
                 break
 
 
-async def _watch_idle(cards: Scorecards, idle: float, stopped: trio.Event) -> None:
+async def watch_idle(cards: Scorecards, idle: float, stopped: trio.Event) -> None:
+    """Write the scorecards of clients as their sessions end (and at once those evicted),
+    until ``stopped``."""
     while True:
-        with trio.move_on_after(idle / CHECKS_PER_IDLE):
+        with trio.move_on_after(cards.next_end(idle)):
             await cards.wake.wait()
         if stopped.is_set():
             return
@@ -314,10 +414,12 @@ async def _watch_idle(cards: Scorecards, idle: float, stopped: trio.Event) -> No
 def register(commands: Any, default_certs: Path) -> None:
     parser: argparse.ArgumentParser = commands.add_parser(
         "range",
-        help="serve the capsules and write each client's scorecard when it goes idle",
-        description="Serve the capsules (like 'serve') and write each client's scorecard "
-        "(CLIENT.txt, .gmi, .json) when it has made no request for --idle seconds, or for "
-        "every client on SIGUSR1. SIGINT/SIGTERM write the pending ones and stop.",
+        help="serve the capsules and keep each client's scorecard (one per address)",
+        description="Serve the capsules (like 'serve') and keep one scorecard per client "
+        "(an IPv4 address or an IPv6 /64) for the whole run: CLIENT.txt, .gmi and .json, "
+        "written when its session ends (every wait the range told it over, then --idle "
+        "seconds with no request) and rewritten with everything so far after each later "
+        "session; at once on SIGUSR1. SIGINT/SIGTERM write them and stop.",
     )
     parser.add_argument("dir", nargs="?", metavar="DIR", help="capsules folder (default: bundled)")
     parser.add_argument("--host", default="127.0.0.1", help="address (default: %(default)s)")
@@ -342,7 +444,8 @@ def register(commands: Any, default_certs: Path) -> None:
         type=positive_float,
         default=IDLE_SECONDS,
         metavar="SECONDS",
-        help="a client silent this long is scored (default: %(default)g)",
+        help="seconds with no request, once every wait told is over, that end a client's "
+        "session and write its scorecard (default: %(default)g)",
     )
     parser.add_argument(
         "--rate",

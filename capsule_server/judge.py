@@ -3,7 +3,7 @@
 Every capsule's policy is the :class:`~geminibot.policy.site_policy.SitePolicy` a bot
 obtains from the running server (robots.txt through its redirects, robots2.txt and its
 chain, agents.txt; 41/44/51 answers mapped as RFC 9309 asks), the same object the crawler
-obeys. Each request of each client (by address) is judged, at the time the log gives it,
+obeys. Each request of each client (:data:`CLIENT_IS`) is judged, at the time the log gives it,
 under every *identity* a bot may have: each virtual agent in precedence and in strict
 mode, the ``--agent`` product token on its own (both modes), and ``*`` (a bot no group
 names). Judged under each identity:
@@ -35,7 +35,9 @@ Breaches of one rule on one host fold into one line with a count. A client is
 ``compliant`` when at least one identity has no breach. The report then details the
 breaches of the identity it came closest to (fewest breaching requests), or of ``--as``.
 
-:func:`build_report` is pure (records and policies in, reports out); :func:`load_policies`
+:func:`build_report` is pure (records and policies in, reports out) and the one judging
+routine: ``capsule-server report`` runs it on a log, the range on the records it kept (the
+same records, so they always agree); :func:`load_policies`
 reads the capsules' folders; :mod:`capsule_server.report` renders the reports and is the
 ``report`` command.
 """
@@ -55,16 +57,20 @@ from capsule_server.files import load_capsules
 from geminibot.crawl.settings import ROLE_CATEGORIES
 from geminibot.gemini.accesslog import AccessRecord
 from geminibot.gemini.gemtext import resolve_link
+from geminibot.net.addresses import address_key
 from geminibot.net.limits import MAX_REDIRECTS
 from geminibot.policy import VIRTUAL_AGENTS, RobotsFile
 from geminibot.policy.site_policy import Bot, FetchDecision, SitePolicy
 
 POLICY_FILES = ("/robots.txt", "/robots2.txt", "/agents.txt")
+#: How clients are told apart, as the server's per-address limits count them
+#: (:func:`geminibot.net.addresses.address_key`).
+CLIENT_IS = "an IPv4 address or an IPv6 /64 network"
 NO_VIRTUAL_AGENT = "*"
 #: The product token of the ``*`` identity: one no policy file names.
 NOBODY = "*"
 #: A link maze deeper than this many path segments is a breach (the crawler's default
-#: depth bound, ``geminibot.crawl.traps.DEFAULT_MAX_DEPTH``).
+#: depth bound, ``geminibot.store.traps.DEFAULT_MAX_DEPTH``).
 MAZE_MAX_DEPTH = 16
 #: More pages than this of one link maze is a breach.
 MAZE_MAX_PAGES = 1000
@@ -164,11 +170,15 @@ class Breach:
 
 @dataclass(slots=True)
 class ClientReport:
-    """What one client (an address) did and broke: its requests, its breaches under each
-    identity, the identity it is judged as, and the verdict and scorecard that follow."""
+    """What one client (:data:`CLIENT_IS`) did and broke: its requests, its breaches
+    under each identity, the identity it is judged as, and the verdict and scorecard that
+    follow."""
 
     client: str
     requests: int = 0
+    #: The log's times of its first and last requests.
+    first_time: str = ""
+    last_time: str = ""
     hosts: dict[str, int] = field(default_factory=dict)
     #: Breaches by identity name (the shared ones included in each).
     by_identity: dict[str, list[Breach]] = field(default_factory=dict)
@@ -249,7 +259,10 @@ class ClientReport:
             "client": self.client,
             "verdict": self.verdict(),
             "compliant": self.compliant,
+            "client_is": CLIENT_IS,
             "requests": self.requests,
+            "first_request": self.first_time,
+            "last_request": self.last_time,
             "consistent_with": list(self.consistent_with),
             "judged_as": self.judged_as,
             "breaches": [b.as_dict() for b in self.breaches],
@@ -276,7 +289,8 @@ def short_time(time: str) -> str:
     return time[:19].replace("T", " ")
 
 
-def _wait_seconds(meta: str | None) -> float:
+def wait_seconds(meta: str | None) -> float:
+    """The seconds a ``44``'s meta asks to wait (one without a number)."""
     try:
         return float(meta or "")
     except ValueError:
@@ -332,6 +346,8 @@ class _Judge:
         now = record_time(record)
         report = self.report
         report.requests += 1
+        report.first_time = report.first_time or record.time
+        report.last_time = record.time
         report.hosts[host] = report.hosts.get(host, 0) + 1
         seen = _Seen(
             record,
@@ -399,7 +415,7 @@ class _Judge:
                 seen.breach("refused with 44", rule="the server's rate")
             )
         if record.status == 44 and now is not None:
-            seconds = _wait_seconds(record.meta)
+            seconds = wait_seconds(record.meta)
             state.wait_until = now + seconds
             if not during:  # a 44 answered to a request made during a wait extends that wait
                 when = short_time(record.time)[11:]
@@ -506,7 +522,8 @@ def build_report(
     agent: str = "geminibot",
     judge_as: str | None = None,
 ) -> list[ClientReport]:
-    """One report per client address, in order of first appearance."""
+    """One report per client (:data:`CLIENT_IS`: :func:`address_key` of the record's
+    address), in order of first appearance."""
     idents = identities(agent)
     names = [i.name for i in idents]
     if judge_as is not None and judge_as not in names:
@@ -516,9 +533,10 @@ def build_report(
     for record in sorted(records, key=lambda r: record_time(r) or 0.0):
         if record.host is None or record.path is None:
             continue  # no request was read (timeout, TLS failure, malformed line)
-        judge = judges.get(record.client)
+        client = address_key(record.client)
+        judge = judges.get(client)
         if judge is None:
-            judge = judges[record.client] = _Judge(record.client, policies, idents)
+            judge = judges[client] = _Judge(client, policies, idents)
         judge.judge(record)
     reports = []
     for judge in judges.values():

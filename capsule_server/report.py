@@ -11,6 +11,7 @@ from typing import Any
 
 from capsule_server.files import CapsuleConfigError, capsules_dir
 from capsule_server.judge import (
+    CLIENT_IS,
     ClientReport,
     HostPolicy,
     build_report,
@@ -32,6 +33,17 @@ from geminibot.gemini.accesslog import AccessRecord, LogFormatError, read_log
 # -- output ------------------------------------------------------------------------------
 
 
+def _requests(report: ClientReport) -> str:
+    n, hosts = report.requests, len(report.hosts)
+    return f"{n} request{'s' if n != 1 else ''} to {hosts} host{'s' if hosts != 1 else ''}"
+
+
+def _span(report: ClientReport) -> str:
+    """``from 2026-12-07 18:52:08 to 19:01:13`` (the date again only if it changed)."""
+    first, last = short_time(report.first_time), short_time(report.last_time)
+    return f"from {first} to {last[11:] if last[:10] == first[:10] else last}"
+
+
 def _breach_lines(report: ClientReport) -> list[str]:
     lines = []
     for b in report.breaches:
@@ -49,7 +61,9 @@ def format_text(report: ClientReport) -> list[str]:
     if first:
         lines.extend(wrapped(f"first at {first}", "  "))
     refused = f", {len(report.rate_refused)} refused with 44" if report.rate_refused else ""
-    lines.append(f"  {report.requests} requests to {len(report.hosts)} hosts{refused}")
+    lines.append(f"  {_requests(report)}{refused}")
+    lines.append(f"  {_span(report)}")
+    lines.append(f"  told apart by address: a client is {CLIENT_IS}")
     if not report.compliant:
         lines.append("  consistent with: no identity")
     if report.breaches:
@@ -72,7 +86,8 @@ def format_gmi(report: ClientReport) -> list[str]:
         report.verdict(),
         "",
     ]
-    lines.append(f"Requests: {report.requests} to {len(report.hosts)} hosts.")
+    lines.append(f"Requests: {_requests(report)}, {_span(report)}.")
+    lines.append(f"Clients are told apart by address: a client is {CLIENT_IS}.")
     lines.append(f"Consistent with: {', '.join(report.consistent_with) or 'no identity'}.")
     lines.append("")
     lines.append(f"## Capsules (as {report.judged_as})")
@@ -172,12 +187,14 @@ def add_judging_options(parser: argparse.ArgumentParser) -> None:
         "--agent", default="geminibot", help="product token to judge for (default: geminibot)"
     )
     parser.add_argument(
-        "--as",
+        "--detail",
         dest="judge_as",
         metavar="IDENTITY",
         help="detail the breaches of this identity (indexer, 'indexer (strict)', *, the "
         "--agent token...; default: the one the client came closest to)",
     )
+    # The old spelling: elsewhere --as names the virtual agents a bot acts as.
+    parser.add_argument("--as", dest="judge_as", help=argparse.SUPPRESS)
 
 
 def register(commands: Any) -> None:

@@ -5,7 +5,8 @@ Packages:
     geminibot.gemini   Gemini protocol (sans-I/O core) and the trio client
     geminibot.http     http(s) fetching with the same limits
     geminibot.crawl    the polite crawler
-    geminibot.index    the SQLite search index
+    geminibot.store    the crawl database (SQLite or PostgreSQL)
+    geminibot.index    search over it
 """
 
 __version__ = "0.1.0"

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import trio
 
-from geminibot.index import connect
+from geminibot.store.db import connect
 
 #: How long a held read waits for its event at most: reached only when the server ran the
 #: read on the event loop (then nothing else could set it), and the test fails.

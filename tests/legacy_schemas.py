@@ -103,7 +103,7 @@ SQLITE_V1 = (
 )
 
 SQLITE_V2 = (
-    # Attempts at a URL cut short (see geminibot.crawl.frontier, MAX_URL_ATTEMPTS).
+    # Attempts at a URL cut short (see geminibot.store.frontier, MAX_URL_ATTEMPTS).
     "ALTER TABLE urls ADD COLUMN attempts INTEGER NOT NULL DEFAULT 0",
     # Certificate pins (trust on first use) per Gemini host and port, kept between runs.
     """CREATE TABLE pins (
@@ -132,9 +132,9 @@ SQLITE_V3 = (
     "CREATE INDEX decisions_at ON decisions (at)",
 )
 
-# Per host: its deep URLs (the trap bound of geminibot.crawl.traps; NULL: not counted yet,
+# Per host: its deep URLs (the trap bound of geminibot.store.traps; NULL: not counted yet,
 # counted from its rows when first needed) and its requests failed in a row since its last
-# answer, with the first one's time (vanished hosts: geminibot.crawl.freshness).
+# answer, with the first one's time (vanished hosts: geminibot.store.freshness).
 SQLITE_V4 = (
     "ALTER TABLE hosts ADD COLUMN deep_urls INTEGER",
     "ALTER TABLE hosts ADD COLUMN failures INTEGER NOT NULL DEFAULT 0",
@@ -143,7 +143,7 @@ SQLITE_V4 = (
 
 # Fewer index writes per URL and per page (docs/benchmarks.md, "Fewer index writes"): no
 # query reads ``decisions`` by URL, and only URLs with a query string are counted per path
-# (geminibot.crawl.frontier; a host's paths are read through ``urls_host_state``).
+# (geminibot.store.frontier; a host's paths are read through ``urls_host_state``).
 SQLITE_V5 = (
     "DROP INDEX decisions_url",
     "DROP INDEX urls_host_path",
@@ -283,7 +283,7 @@ PG_V2 = (
 
 #: Version 3: attempts per URL and certificate pins.
 PG_V3 = (
-    # Attempts at a URL cut short (see geminibot.crawl.frontier, MAX_URL_ATTEMPTS).
+    # Attempts at a URL cut short (see geminibot.store.frontier, MAX_URL_ATTEMPTS).
     "ALTER TABLE urls ADD COLUMN attempts INTEGER NOT NULL DEFAULT 0",
     # Certificate pins (trust on first use) per Gemini host and port, kept between runs.
     """CREATE TABLE pins (
@@ -295,7 +295,7 @@ PG_V3 = (
     )""",
 )
 
-#: Version 4: freshness, as SQLite's schema 3 (geminibot.index.db): next visit and learned
+#: Version 4: freshness, as SQLite's schema 3 (geminibot.store.db): next visit and learned
 #: interval; ``attempts`` (version 3) also counts failed requests in a row. Older rows are
 #: due a day after their last change (a failure: an hour; one given up: never).
 PG_V4 = (

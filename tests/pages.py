@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from geminibot.index import Page
+from geminibot.store.pages import Page
 
 #: When a test page was fetched unless the test says (seconds since the epoch).
 FETCHED_AT = 1000.0

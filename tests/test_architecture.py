@@ -17,23 +17,26 @@ LAYERS = {
     "geminibot": 0,  # the package itself (__version__)
     "geminibot.urls": 0,
     "geminibot.cliutil": 0,
+    "geminibot.defaults": 0,
     "geminibot.policy": 1,
     "geminibot.net": 1,
     "geminibot.gemini": 2,
     "geminibot.http": 2,
-    "geminibot.index": 2,
-    "geminibot.crawl": 3,
-    "geminibot.classify": 3,
-    "geminibot.service": 3,
-    "geminibot.why": 4,
-    "geminibot.portal": 5,
-    "geminibot.searchcap": 5,
-    "geminibot.cli": 6,
-    "geminibot.__main__": 7,
-    "capsule_server": 8,
+    "geminibot.store": 2,
+    "geminibot.index": 3,
+    "geminibot.feeds": 3,
+    "geminibot.crawl": 4,
+    "geminibot.classify": 4,
+    "geminibot.service": 4,
+    "geminibot.why": 5,
+    "geminibot.portal": 6,
+    "geminibot.searchcap": 6,
+    "geminibot.cli": 7,
+    "geminibot.__main__": 8,
+    "capsule_server": 9,
 }
 #: Modules whose very point is to import nothing else of geminibot.
-STANDALONE = ("geminibot.urls", "geminibot.cliutil")
+STANDALONE = ("geminibot.urls", "geminibot.cliutil", "geminibot.defaults")
 
 
 @dataclass(frozen=True)

@@ -107,7 +107,7 @@ SEARCH_NEEDS_NONE_OF = [
         (
             ["crawl", "--help"],
             ["geminibot.crawl.cli"],
-            ["geminibot.crawl.crawler", "geminibot.crawl.frontier", "trio", "httpx", "sqlalchemy"],
+            ["geminibot.crawl.crawler", "geminibot.store.frontier", "trio", "httpx", "sqlalchemy"],
         ),
         (
             ["search", "--help"],

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pages import FETCHED_AT, gemtext_page
 
-from geminibot.index import Link, Page
+from geminibot.store.pages import Link, Page
 
 
 def test_gemtext_page_defaults_and_overrides() -> None:

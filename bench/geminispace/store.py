@@ -6,7 +6,7 @@ crawl can take the filled store over and revisit it.
 For benchmarks and relevance evaluation that need the index, not the network: every
 finite URL of every host that answers (policy-refused ``/private/`` pages left out), each
 response extracted by the crawler's own :func:`geminibot.crawl.page.extract` and written by
-:func:`geminibot.index.store_page`, duplicates marked as the crawler marks them.
+:func:`geminibot.store.pages.store_page`, duplicates marked as the crawler marks them.
 """
 
 from __future__ import annotations
@@ -14,10 +14,10 @@ from __future__ import annotations
 import sqlite3
 from collections.abc import Callable, Iterator
 
-from geminibot.crawl.freshness import INITIAL_REVISIT
 from geminibot.crawl.page import extract
-from geminibot.index import store_page, transaction
-from geminibot.index.pages import find_by_hash
+from geminibot.store.db import transaction
+from geminibot.store.freshness import INITIAL_REVISIT
+from geminibot.store.pages import find_by_hash, store_page
 
 from .space import Space
 
@@ -85,7 +85,7 @@ def _write_batch(
 def crawl_ready(conn: sqlite3.Connection, fetched_at: float) -> int:
     """Record the stored pages as the crawl records what it visited, so that ``geminibot
     crawl`` (and ``serve``) can take the store over and revisit it: each page fetched at
-    ``fetched_at``, its URL done and due again :data:`~geminibot.crawl.freshness.
+    ``fetched_at``, its URL done and due again :data:`~geminibot.store.freshness.
     INITIAL_REVISIT` later (a page seen once), each host seen then. Returns the URLs
     recorded; a URL already recorded is left as it is."""
     rows = conn.execute("SELECT url, host FROM pages").fetchall()

@@ -26,6 +26,7 @@ class Activity(Enum):
     ADVERTISING = "advertising"
     UPTIME = "uptime"
     SEO_AUDIT = "seo-audit"
+    FEED_READER = "feed-reader"
 
     @property
     def meaning(self) -> str:
@@ -65,6 +66,10 @@ MEANINGS: dict[Activity, str] = {
     ),
     Activity.UPTIME: "checks that hosts and pages answer (uptime and availability monitoring)",
     Activity.SEO_AUDIT: "SEO and site-analytics reports about a site's pages",
+    Activity.FEED_READER: (
+        "fetches the feeds one person subscribed to and shows their entries to that "
+        "person alone (a personal feed reader): nothing republished, indexed or linked"
+    ),
 }
 
 

@@ -10,7 +10,7 @@ from datetime import UTC, datetime
 from typing import Any, TextIO
 
 from geminibot.classify.activities import Activity
-from geminibot.classify.against import ModeReport, SiteReport, effective_policy
+from geminibot.classify.against import AppliedRules, SiteReport, effective_policy
 from geminibot.classify.profile import (
     Profile,
     ProfileError,
@@ -32,6 +32,7 @@ from geminibot.cliutil import (
 )
 from geminibot.gemini.client import GeminiClient
 from geminibot.net.connect import Resolver, add_connect_to_option, connect_rules
+from geminibot.policy.candidates import MAX_CANDIDATE_PATHS
 from geminibot.policy.cli import agent_option, parse_time
 from geminibot.policy.discovery import PolicyUnreachable
 from geminibot.policy.site_policy import SitePolicy
@@ -139,8 +140,8 @@ def register(commands: Any) -> None:
         "--protocol",
         choices=("gemini", "http"),
         default="gemini",
-        help="with --against and a policy file: the protocol of the host (default gemini; "
-        "on Gemini hosts robots2.txt's 'ask' counts as 'no')",
+        help="with --against and a policy file: the protocol of the host the policy files "
+        "are from (on Gemini, robots2.txt's 'ask' counts as 'no')",
     )
     add_connect_to_option(parser, "with --against gemini://...")
     parser.add_argument("--json", action="store_true", help="one JSON object per line")
@@ -170,6 +171,9 @@ def run(args: argparse.Namespace) -> int:
             paths=args.path,
             at=at,
             source=source,
+            documented_virtual_agents=bot.documented_virtual_agents
+            if bot is not None and bot.obeys
+            else None,
         )
         for source in args.against or ()
     ]
@@ -178,7 +182,7 @@ def run(args: argparse.Namespace) -> int:
     else:
         _print(profile, bot, result, sys.stdout)
         for report in reports:
-            _print_report(report, sys.stdout)
+            _print_report(report, bot, sys.stdout)
     refused = any(
         not v.allowed for r in reports for v in r.mode(r.recommended_mode).verdicts if v.explicit
     )
@@ -347,62 +351,168 @@ def _yes(allowed: bool) -> str:
     return "allowed" if allowed else "disallowed"
 
 
-def _print_mode(mode: ModeReport, recommended: bool, out: TextIO) -> None:
-    groups = ", ".join(
-        f"{token} ({role}, line{'s' if len(lines) > 1 else ''} {', '.join(map(str, lines))})"
-        for token, role, lines in mode.groups
-    )
-    mark = " (recommended)" if recommended else ""
-    say(out, f"{mode.mode}{mark}: robots.txt groups: {groups or 'none'}", "  ", "    ")
-    say(
-        out,
-        f"waiting time: {mode.delay.seconds:g} s ({mode.delay.rule}"
-        f"{', ' + mode.delay.file if mode.delay.file else ''}"
-        f"{' line ' + str(mode.delay.line) if mode.delay.line else ''}); "
-        f"`*` gets {mode.star_delay.seconds:g} s",
-        "    ",
-        "      ",
-    )
-    # A path and its answer on one line, why on the lines below it.
-    differing = mode.differing
-    if differing:
-        say(out, "differs from `*`:", "    ")
-        for v in differing:
-            path = terminal_safe(v.path)  # padded as shown
-            say(out, f"{path:<28} {_yes(v.allowed):<10} (`*`: {_yes(v.star_allowed)})", "      ")
-            say(out, v.reason, "        ", "        ")
+#: Rules of one group listed in the text output (``--json`` lists them all).
+MAX_RULES_SHOWN = 10
+
+
+def _group_title(g: AppliedRules) -> str:
+    plural = "s" if len(g.lines) > 1 else ""
+    return f"{g.file} group {g.token} (User-agent line{plural} {', '.join(map(str, g.lines))})"
+
+
+def _print_groups(groups: tuple[AppliedRules, ...], out: TextIO, indent: str) -> None:
+    """Each group and its rules, as the file has them: ``line 7   Disallow: /youtube``."""
+    for g in groups:
+        say(out, f"{_group_title(g)}:" if g.rules else f"{_group_title(g)}: no rules", indent)
+        width = len(str(max((r.line for r in g.rules), default=0)))
+        for r in g.rules[:MAX_RULES_SHOWN]:
+            say(out, f"line {r.line:<{width}}  {r.text()}", indent + "  ", indent + "    ")
+        hidden = len(g.rules) - MAX_RULES_SHOWN
+        if hidden > 0:
+            say(out, f"... and {hidden:,} more rules (--json lists them all)", indent + "  ")
+
+
+def _key(g: AppliedRules) -> tuple[str, str]:
+    return g.file, g.token
+
+
+def _print_modes(report: SiteReport, out: TextIO) -> None:
+    """The recommended mode's groups and rules; the other mode only where it differs."""
+    main = report.mode(report.recommended_mode)
+    other = report.strict if main.mode == "precedence" else report.precedence
+    same = [_key(g) for g in main.groups] == [_key(g) for g in other.groups]
+    also = f", {other.mode} mode the same" if same else ""
+    if not main.groups:
+        say(out, f"{main.mode} mode (recommended){also}: no group applies", "  ")
     else:
-        say(out, f"same as `*` on all {len(mode.verdicts)} paths examined", "    ")
-    explicit = [v for v in mode.verdicts if v.explicit]
-    if explicit:
-        say(out, "paths asked:", "    ")
-        for v in explicit:
-            robots = (
-                ""
-                if v.robots_allowed == v.allowed
-                else f" (robots.txt alone: {_yes(v.robots_allowed)})"
-            )
-            path = terminal_safe(v.path)
-            say(out, f"{path:<28} {_yes(v.allowed)}{robots}", "      ")
-            say(out, v.reason, "        ", "        ")
+        say(out, f"{main.mode} mode (recommended){also}:", "  ")
+        _print_groups(main.groups, out, "    ")
+    if same:
+        return
+    shown = {_key(g) for g in main.groups}
+    extra = tuple(g for g in other.groups if _key(g) not in shown)
+    if extra:
+        say(out, f"{other.mode} mode also applies:", "  ")
+        _print_groups(extra, out, "    ")
+    else:
+        names = ", ".join(f"{g.file} group {g.token}" for g in other.groups) or "no group"
+        say(out, f"{other.mode} mode applies only {names}", "  ", "    ")
 
 
-def _print_report(report: SiteReport, out: TextIO) -> None:
+def _print_star(report: SiteReport, out: TextIO) -> None:
+    """What ``*`` gets, for contrast."""
+    if not report.star_groups:
+        free = "" if report.file_states else ", nothing is restricted"
+        say(out, f"`*` for contrast: no group applies to it{free}", "  ", "    ")
+        return
+    shown = {_key(g) for g in (*report.precedence.groups, *report.strict.groups)}
+    if all(_key(g) in shown for g in report.star_groups):
+        names = ", ".join(g.token for g in report.star_groups)
+        say(out, f"`*` for contrast: group {names} alone (listed above)", "  ", "    ")
+        return
+    say(out, "`*` for contrast:", "  ")
+    _print_groups(report.star_groups, out, "    ")
+
+
+def _print_documented(report: SiteReport, bot: KnownBot, out: TextIO) -> None:
+    """What a known bot is documented to obey, beside what it must obey."""
+    if report.documented is None:
+        return
+    obeys = ", ".join(bot.obeys)
+    main = report.mode(report.recommended_mode)
+    if [_key(g) for g in report.documented] == [_key(g) for g in main.groups]:
+        say(out, f"documented to obey {obeys}: the same groups here", "  ", "    ")
+        return
+    gives = ", ".join(f"{g.file} group {g.token}" for g in report.documented)
+    free = "" if report.file_states else ": nothing restricted"
+    said = f"here that is {gives}" if gives else f"here no group names them{free}"
+    missing = ", ".join(
+        va for va in report.virtual_agents if va not in bot.documented_virtual_agents
+    )
+    why = (
+        f"; not documented to obey {missing}, so the groups above are what it should obey, "
+        "not what it is known to do"
+        if missing
+        else ""
+    )
+    say(out, f"documented to obey {obeys}: {said}{why}", "  ", "    ")
+
+
+def _print_delay(report: SiteReport, out: TextIO) -> None:
+    delay = report.mode(report.recommended_mode).delay
+    star = report.mode(report.recommended_mode).star_delay
+    where = f", {delay.file} line {delay.line}" if delay.file and delay.line else ""
+    contrast = (
+        "the same for `*`"
+        if abs(delay.seconds - star.seconds) < 1e-9
+        else f"`*` gets {star.seconds:g} s"
+    )
+    say(out, f"waiting time: {delay.seconds:g} s ({delay.rule}{where}); {contrast}", "  ", "    ")
+
+
+def _print_asked(report: SiteReport, out: TextIO) -> None:
+    main = report.mode(report.recommended_mode)
+    other = report.strict if main.mode == "precedence" else report.precedence
+    explicit = [v for v in main.verdicts if v.explicit]
+    if not explicit:
+        return
+    say(out, f"paths asked ({main.mode} mode):", "  ")
+    for v in explicit:
+        notes = []
+        if v.robots_allowed != v.allowed:
+            notes.append(f"robots.txt alone: {_yes(v.robots_allowed)}")
+        twin = other.verdict(v.path)
+        if twin is not None and twin.allowed != v.allowed:
+            notes.append(f"{other.mode}: {_yes(twin.allowed)}")
+        if v.star_allowed != v.allowed:
+            notes.append(f"`*`: {_yes(v.star_allowed)}")
+        path = terminal_safe(v.path)
+        extra = f" ({'; '.join(notes)})" if notes else ""
+        say(out, f"{path:<28} {_yes(v.allowed)}{extra}", "    ", "      ")
+        say(out, v.reason, "      ", "      ")
+
+
+def _print_report(report: SiteReport, bot: KnownBot | None, out: TextIO) -> None:
     who = f"agent {report.agent}" if report.agent else "no own token"
     as_ = ", ".join(report.virtual_agents) or "no virtual agent"
     say(out, "")
     print(terminal_safe(f"against {report.source} ({who}; {as_})"), file=out)
-    for mode in (report.precedence, report.strict):
-        _print_mode(mode, mode.mode == report.recommended_mode, out)
+    for state in report.file_states:
+        say(out, state, "  ", "    ")
+    groups = (*report.precedence.groups, *report.strict.groups, *report.star_groups)
+    if groups or not report.file_states:  # else the files' states are the whole answer
+        _print_modes(report, out)
     for va, mode in report.per_agent:
-        say(out, f"adapting per activity, the fetches made as {va} alone:", "  ")
-        _print_mode(mode, False, out)
+        names = ", ".join(f"{g.file} group {g.token}" for g in mode.groups) or "no group"
+        say(out, f"adapting per activity, the fetches made as {va} alone: {names}", "  ", "    ")
+    _print_beyond(report, out)
+    if groups or not report.file_states:
+        _print_star(report, out)
+    if bot is not None:
+        _print_documented(report, bot, out)
+    _print_delay(report, out)
+    _print_asked(report, out)
     if report.truncated:
         say(
             out,
-            "(only the first derived paths were examined: the file has very many rules)",
+            f"(only the first {MAX_CANDIDATE_PATHS:,} paths made from the rules were "
+            "decided: the files have very many rules)",
             "  ",
+            "   ",
         )
+    _print_usage(report, out)
+
+
+def _print_beyond(report: SiteReport, out: TextIO) -> None:
+    """The rules of other files that refuse what robots.txt allows (robots2.txt ``crawl:``,
+    agents.txt, Visit-time windows)."""
+    for r in report.mode(report.recommended_mode).beyond:
+        group = f", {'group' if r.file == 'robots.txt' else 'for'} {r.group}" if r.group else ""
+        what = f"{r.rule} ({r.file} line {r.line}{group})" if r.rule else f"{r.file}: {r.text}"
+        say(out, f"also refused by {what}", "  ", "    ")
+
+
+def _print_usage(report: SiteReport, out: TextIO) -> None:
     stated = [u for u in report.usage if u.answer.value is not None]
     if not stated:
         note = report.usage[0].answer.note if report.usage else ""

@@ -1,4 +1,5 @@
-"""``geminibot compare``: where a host's web and Gemini policies disagree, per bot class.
+"""``geminibot compare``: where a host's web and Gemini policies disagree, each difference
+once with the bot classes it affects.
 
 ``geminibot compare HOST`` fetches robots.txt, robots2.txt and agents.txt from both
 ``https://HOST/`` and ``gemini://HOST/``; ``geminibot compare --web FILE... --gemini
@@ -34,19 +35,27 @@ from geminibot.net.connect import Resolver, add_connect_to_option, connect_rules
 from geminibot.net.dns import DnsCache
 from geminibot.net.limits import DEFAULT_TOTAL_TIMEOUT, Limits
 from geminibot.policy.cli import load_sources, parse_time, parse_virtual_agents
-from geminibot.policy.compare import BotClass, ClassComparison, Comparison, bot_classes, compare
+from geminibot.policy.compare import (
+    Comparison,
+    PathDifference,
+    UsageDifferences,
+    WaitDifference,
+    bot_classes,
+    compare,
+)
 from geminibot.policy.discovery import PolicyUnreachable
 from geminibot.policy.robots2 import CATEGORIES
-from geminibot.policy.site_policy import SitePolicy
+from geminibot.policy.site_policy import Reason, SitePolicy, UsageAnswer
 from geminibot.urls import Scheme
 
 EPILOG = """\
 bot classes: each Gemini virtual agent (a bot known only by it), '*' (a bot no
-group names), and each --agent TOKEN[:VA,...] given. For each class the report
-lists the paths one side allows and the other forbids (one example path per
-pair of deciding rules, the candidates made from the rules of both sides), the
-waiting time between requests when it differs, and the robots2.txt usage
-answers that differ.
+group names), and each --agent TOKEN[:VA,...] given. The report lists each
+difference once: paths one side allows and the other forbids (one example path
+per pair of deciding rules, the candidates made from the rules of both sides),
+the waiting time between requests, the robots2.txt usage answers; each with
+the rule behind it on each side and the bot classes it affects. A note says
+when a file was cut at 500 KiB or the candidate paths were capped.
 
 examples:
   geminibot compare example.org
@@ -62,7 +71,7 @@ answer, 2 usage or input error.
 def register(commands: Any) -> None:
     parser: argparse.ArgumentParser = commands.add_parser(
         "compare",
-        help="where a host's web and Gemini policies disagree, per bot class",
+        help="where a host's web and Gemini policies disagree, and for which bots",
         description=(
             "Compare the web policy (https://HOST/) and the Gemini policy (gemini://HOST/)\n"
             "of a host, or two sets of policy files, for every class of bot."
@@ -202,57 +211,127 @@ def run_compare(args: argparse.Namespace) -> int:
 
 
 def _print(result: Comparison, where: tuple[str, str]) -> None:
+    """One entry per difference: what decides on each side and which classes it affects.
+    Each line escaped and wrapped: paths and rules quote the policy files, which may come
+    from a server."""
     out = sys.stdout
     for side, source in zip(("web:   ", "gemini:"), where, strict=True):  # whole, to copy
         print(terminal_safe(f"{side} {source}"), file=out)
-    for c in result.classes:
-        _print_class(c, out)
-    say(out, result.summary())
+    for note in result.notes:
+        say(out, f"note: {note}", "", "  ")
+    names = [c.bot_class.name for c in result.classes]
+    for diff in result.differences:
+        if isinstance(diff, PathDifference):
+            _print_path(diff, names, out)
+        elif isinstance(diff, WaitDifference):
+            _print_wait(diff, names, out)
+        else:
+            _print_usage(diff, names, out)
+    say(out, result.summary(), "", "  ")
 
 
-def _describe_class(bot_class: BotClass) -> str:
-    bot = bot_class.bot
-    what = f"token {bot.token}"
-    if bot.virtual_agents:
-        what += f", virtual agents {','.join(bot.virtual_agents)}"
-    return f"{bot_class.name} ({what})"
+def _classes(names: tuple[str, ...], every: list[str]) -> str:
+    if len(names) == len(every) and len(every) > 1:
+        return f"for all {len(every)} bot classes"
+    return "for " + ", ".join(names)
 
 
-def _print_class(c: ClassComparison, out: TextIO) -> None:
-    """Each line escaped and wrapped: paths and reasons quote the policy files, which may
-    come from a server."""
-    head = f"class {_describe_class(c.bot_class)}:"
-    if c.agree:
-        say(out, f"{head} agree")
-        return
-    say(out, head)
-    for p in c.paths:
-        more = f" (and {p.candidates - 1} more like it)" if p.candidates > 1 else ""
-        say(out, f"path  {p.describe()}{more}", "  ", "        ")
-        say(out, f"web:    {p.web_reason}", "        ", " " * 16)
-        say(out, f"gemini: {p.gemini_reason}", "        ", " " * 16)
-    if c.wait_differs:
-        web, gemini = c.web_wait, c.gemini_wait
-        say(
-            out,
-            f"wait  web {web.seconds:g} s ({_rule(web.file, web.line, web.rule)}), "
-            f"gemini {gemini.seconds:g} s ({_rule(gemini.file, gemini.line, gemini.rule)})",
-            "  ",
-            "        ",
-        )
-    for u in c.usage:
-        web_value = u.web.value or "-"
-        gemini_value = u.gemini.value or "-"
-        say(
-            out,
-            f"usage {u.directive}: web {web_value} ({_rule(u.web.file, u.web.line, u.web.note)}), "
-            f"gemini {gemini_value} ({_rule(u.gemini.file, u.gemini.line, u.gemini.note)})",
-            "  ",
-            "        ",
-        )
+def _print_path(diff: PathDifference, every: list[str], out: TextIO) -> None:
+    say(out, diff.describe(), "", "  ")
+    own = _own_groups(diff)
+    for label, allowed, rules, reason in (
+        ("web:   ", diff.web_allowed, diff.web_rules, diff.web_reason),
+        ("gemini:", diff.gemini_allowed, diff.gemini_rules, diff.gemini_reason),
+    ):
+        say(out, f"{label} {rules_text(allowed, rules, reason, own)}", "  ", " " * 10)
+    more = diff.candidates - 1
+    tail = (", each by its own group" if own else "") + (
+        f"; {more:,} more path{'s' if more != 1 else ''} like it" if more else ""
+    )
+    say(out, _classes(diff.classes, every) + tail, "  ", "    ")
+
+
+def _own_groups(diff: PathDifference) -> bool:
+    """Whether one side's rules stand in the affected classes' own groups, one each (the
+    archiver, indexer and researcher groups of one file saying the same thing)."""
+    return len(diff.classes) > 1 and any(
+        sorted(r.group for r in rules) == sorted(diff.classes)
+        for rules in (diff.web_rules, diff.gemini_rules)
+    )
+
+
+def rules_text(allowed: bool, rules: tuple[Reason, ...], reason: str, own: bool = False) -> str:
+    """The rules that decide, each once, with where it stands: ``Disallow: /youtube
+    (robots.txt line 3 in group archiver, line 7 in indexer)``."""
+    if not rules:
+        if reason.startswith("allowed: no policy file"):
+            return "allows it: no policy file"
+        return "allows it: no rule matches" if allowed else reason
+    by_text: dict[str, list[Reason]] = {}
+    for r in rules:
+        by_text.setdefault(r.rule or f"{r.file}: {r.text}", []).append(r)
+    parts = []
+    for text, same in by_text.items():
+        if not same[0].rule:  # a file as a whole (unreachable, a fault): its own words
+            parts.append(text)
+            continue
+        parts.append(f"{text} ({_where(same, own)})")
+    return "; ".join(parts)
+
+
+def _where(rules: list[Reason], own: bool) -> str:
+    """``robots.txt line 6, robots2.txt line 30, group *``; with the classes' own groups,
+    the lines alone: ``robots.txt lines 3, 7, 11``."""
+    files = {r.file for r in rules}
+    if own and len(files) == 1:
+        return f"{rules[0].file} lines {', '.join(str(r.line) for r in rules)}"
+    groups = {r.group for r in rules}
+    places: list[str] = []
+    last_file = ""
+    for r in rules:
+        place = f"line {r.line}" if r.file == last_file else f"{r.file} line {r.line}"
+        if len(groups) > 1 and r.group:
+            place += f" in {'group ' if not places else ''}{r.group}"
+        places.append(place)
+        last_file = r.file
+    (group,) = groups if len(groups) == 1 else ("",)
+    return ", ".join(places) + (f", group {group}" if group else "")
+
+
+def _print_wait(diff: WaitDifference, every: list[str], out: TextIO) -> None:
+    web, gemini = diff.web, diff.gemini
+    say(out, f"wait: web {web.seconds:g} s, Gemini {gemini.seconds:g} s", "", "  ")
+    say(out, f"web:    {_rule(web.file, web.line, web.rule)}", "  ", " " * 10)
+    say(out, f"gemini: {_rule(gemini.file, gemini.line, gemini.rule)}", "  ", " " * 10)
+    say(out, _classes(diff.classes, every), "  ", "    ")
+
+
+def _print_usage(diff: UsageDifferences, every: list[str], out: TextIO) -> None:
+    n = len(diff.usage)
+    what = f"{n} directives differ" if n != 1 else "1 directive differs"
+    say(out, f"AI usage (robots2.txt): {what}", "", "  ")
+    for label, pick in (("web:   ", 0), ("gemini:", 1)):
+        answers = [(u.web, u.gemini)[pick] for u in diff.usage]
+        say(out, f"{label} {_usage_text(answers)}", "  ", " " * 10)
+    say(out, _classes(diff.classes, every), "  ", "    ")
+
+
+def _usage_text(answers: list[UsageAnswer]) -> str:
+    """``train no, quote short-only (robots2.txt lines 1-2)``, or why nothing is stated."""
+    stated = [a for a in answers if a.value is not None]
+    if not stated:
+        return f"not stated ({answers[0].note})" if answers[0].note else "not stated"
+    values = ", ".join(f"{a.directive} {a.value or '-'}" for a in answers)
+    lines = sorted({a.line for a in stated if a.line})
+    files = sorted({a.file for a in stated if a.file})
+    where = ""
+    if files and lines:
+        span = f"line {lines[0]}" if len(lines) == 1 else f"lines {lines[0]}-{lines[-1]}"
+        where = f" ({', '.join(files)} {span})"
+    return values + where
 
 
 def _rule(file: str, line: int, text: str) -> str:
     if file and line:
-        return f"{file}:{line}" + (f" {text}" if text else "")
+        return f"{text} ({file} line {line})" if text else f"{file} line {line}"
     return text or "not stated"

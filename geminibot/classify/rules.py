@@ -163,6 +163,7 @@ DIRECTIVE_RULES: dict[Activity, tuple[str, ...]] = {
     Activity.ADVERTISING: ("crawl", "read", "personalise", "monetise"),
     Activity.UPTIME: ("crawl",),
     Activity.SEO_AUDIT: ("crawl", "read"),
+    Activity.FEED_READER: ("read",),
 }
 
 #: The robots2.txt directives some activity needs, in the policy engine's answer order (the

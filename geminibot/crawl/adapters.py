@@ -17,12 +17,11 @@ from dataclasses import dataclass
 from typing import ClassVar, Protocol
 
 from geminibot.crawl.page import Extracted, extract, extract_web
-from geminibot.crawl.schemes import host_protocol, parse_any
 from geminibot.gemini.urls import MAX_REQUEST_BYTES
 from geminibot.net.errors import FetchError
 from geminibot.net.redirects import RedirectRules, next_hop
 from geminibot.policy.discovery import MAX_ROBOTS_REDIRECTS, PolicyAnswer, parse_retry_after
-from geminibot.urls import URL, WEB_SCHEMES, Scheme
+from geminibot.urls import URL, WEB_SCHEMES, Scheme, host_protocol, parse_url
 
 #: HTTP statuses that ask a web crawler to slow down, as Gemini's 44 does.
 WEB_SLOW_DOWN = frozenset({429, 503})
@@ -110,7 +109,7 @@ class _Shared:
             return None
         try:
             return next_hop(
-                parse_any(url), response.meta, followed, POLICY_REDIRECTS[self.protocol]
+                parse_url(url), response.meta, followed, POLICY_REDIRECTS[self.protocol]
             )
         except (FetchError, ValueError):
             return None

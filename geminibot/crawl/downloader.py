@@ -24,9 +24,9 @@ from geminibot.crawl.clock import Clock
 from geminibot.crawl.policy_files import Later, Sent
 from geminibot.crawl.progress import Progress
 from geminibot.crawl.scheduler import Scheduler
-from geminibot.crawl.store import CrawlStore, FetchRecord
 from geminibot.policy.discovery import POLICY_FETCH_BYTES
 from geminibot.policy.site_policy import Bot, SitePolicy
+from geminibot.store.crawlstore import CrawlStore, FetchRecord
 
 #: A request not sent because another crawl process took its host over.
 Lost = Literal["lost"]

@@ -10,12 +10,11 @@ from collections.abc import Sequence
 from dataclasses import replace
 
 from geminibot.crawl.adapters import WEB_SLOW_DOWN, Fetch, FetchResult
-from geminibot.crawl.schemes import protocol_of
 from geminibot.gemini.client import GeminiClient
 from geminibot.http.client import WebClient, WebResponse
 from geminibot.net.errors import FetchError
 from geminibot.net.limits import Limits
-from geminibot.urls import InvalidURL
+from geminibot.urls import InvalidURL, scheme_of
 
 #: The crawl's clients cut a body at their size limit instead of failing; a page cut there
 #: counts as failed. A policy file's fetch sets a lower limit of its own (``max_body``:
@@ -85,7 +84,7 @@ class ProtocolFetcher:
         max_body: int | None = None,
     ) -> FetchResult:
         try:
-            protocol = protocol_of(url)
+            protocol = scheme_of(url)
         except ValueError as exc:
             return FetchResult(None, error=f"{type(exc).__name__}: {exc}")
         if protocol == "gemini":

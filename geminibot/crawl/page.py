@@ -22,7 +22,6 @@ from geminibot.gemini.gemtext import HeadingLine, LinkLine, Preformatted, iter_g
 from geminibot.gemini.gemtext import resolve_link as resolve
 from geminibot.gemini.response import MimeType, decode_text, parse_mime
 from geminibot.http.html import parse_html, robots_directives, sniff_charset
-from geminibot.index import Link, Page
 from geminibot.index.text import (
     clean_title,
     name_title,
@@ -31,6 +30,7 @@ from geminibot.index.text import (
     unmarked,
     url_words,
 )
+from geminibot.store.pages import Link, Page
 
 #: Most links taken from one page, and whose URL words go into its text (the rest are
 #: ignored but for their labels; a trap bound).

@@ -4,9 +4,9 @@ I/O, no clock; the store's answers and the time are passed in).
 For a page fetched, one small step each (:func:`page_item`): whether it is *gone* (51/52,
 404/410: out of the index), *unchanged* since the last visit (the same status, body and
 canonical URL: only its fetch time is updated), a *duplicate* of a page with the same
-body (the URL with the smaller :func:`~geminibot.crawl.freshness.canonical_key` is the
+body (the URL with the smaller :func:`~geminibot.store.freshness.canonical_key` is the
 canonical one; the other becomes its alias, and its links are not followed), when it is
-due again (:func:`~geminibot.crawl.freshness.next_interval`), when its content last
+due again (:func:`~geminibot.store.freshness.next_interval`), when its content last
 changed and when it went away (:func:`changed_and_gone`), and whether its content may
 be kept (robots2.txt ``store: no`` or ``session-only``: the index keeps its metadata and
 links only, and no WARC record). For a URL refused or failed, when it is asked again
@@ -18,18 +18,18 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 
-from geminibot.crawl.freshness import (
+from geminibot.crawl.page import Extracted
+from geminibot.crawl.scope import Link
+from geminibot.policy.site_policy import Bot, SitePolicy
+from geminibot.store.crawlstore import DecisionRecord, FetchedPage, FetchRecord, Revisit
+from geminibot.store.freshness import (
     Visit,
     canonical_key,
     is_gone,
     next_interval,
     retry_delay,
 )
-from geminibot.crawl.page import Extracted
-from geminibot.crawl.scope import Link
-from geminibot.crawl.store import DecisionRecord, FetchedPage, FetchRecord, Revisit
-from geminibot.index import Page
-from geminibot.policy.site_policy import Bot, SitePolicy
+from geminibot.store.pages import Page
 from geminibot.urls import Scheme
 
 #: robots2.txt ``store`` values under which no content may be persisted.
@@ -119,6 +119,6 @@ def refused_revisit(previous: Visit | None, now: float) -> Revisit:
 
 def failed_revisit(previous: Visit | None, now: float) -> Revisit:
     """A URL whose request failed is retried with back-off, a bounded number of times (the
-    claim counted this attempt: see :mod:`geminibot.crawl.frontier`)."""
+    claim counted this attempt: see :mod:`geminibot.store.frontier`)."""
     delay = retry_delay(previous.attempts if previous else 1)
     return Revisit(None if delay is None else now + delay, previous.interval if previous else None)

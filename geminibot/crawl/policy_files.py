@@ -22,11 +22,10 @@ from dataclasses import dataclass
 
 from geminibot.crawl.adapters import FetchResult, adapter_for
 from geminibot.crawl.politeness import MAX_WAIT
-from geminibot.crawl.schemes import host_key, host_protocol, host_url, parse_any
-from geminibot.crawl.store import CachedFile, CrawlStore, FetchRecord, cache_expiry
 from geminibot.policy.discovery import PolicyDiscovery, PolicyRequest
 from geminibot.policy.site_policy import Fetched, SitePolicy
-from geminibot.urls import URL
+from geminibot.store.crawlstore import CachedFile, CrawlStore, FetchRecord, cache_expiry
+from geminibot.urls import URL, host_key, host_protocol, host_url, parse_url
 
 
 @dataclass(frozen=True)
@@ -163,7 +162,7 @@ class PolicyFiles:
             if target is None:
                 return sent, hops
             self.store.log_fetch(sent.record)
-            followed.append(parse_any(url))
+            followed.append(parse_url(url))
             url, hops = str(target), hops + 1
 
 
@@ -174,7 +173,7 @@ def cache_name(host: str, request: PolicyRequest) -> str:
         return request.name
     try:
         if host_key(request.url) == host:
-            return parse_any(request.url).path_query.lstrip("/")
+            return parse_url(request.url).path_query.lstrip("/")
     except ValueError:
         pass
     return request.url

@@ -4,8 +4,8 @@ that matches the first, or whose host matches neither the seeds' hosts nor the s
 leaves no row in ``urls``), the virtual-agent mode and the trap bounds the run applied.
 
 The record is one setting (:data:`RUN_OPTIONS`, JSON), replaced by each run
-(:meth:`geminibot.crawl.store.CrawlStore.record_run`): it describes the last run. Unlike
-the role and the product token (:meth:`~geminibot.crawl.store.CrawlStore.check_settings`),
+(:meth:`geminibot.store.crawlstore.CrawlStore.record_run`): it describes the last run. Unlike
+the role and the product token (:meth:`~geminibot.store.crawlstore.CrawlStore.check_settings`),
 these may change between runs of one database.
 """
 
@@ -15,13 +15,13 @@ import json
 from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING, Any
 
-from geminibot.crawl.schemes import host_key, host_name
 from geminibot.crawl.scope import CrawlScope
-from geminibot.crawl.traps import DEFAULT_MAX_DEPTH, MAX_URLS_PER_HOST
+from geminibot.store.traps import DEFAULT_MAX_DEPTH, MAX_URLS_PER_HOST
+from geminibot.urls import host_key, host_name
 
 if TYPE_CHECKING:
     from geminibot.crawl.settings import CrawlOptions
-    from geminibot.crawl.store import CrawlStore
+    from geminibot.store.crawlstore import CrawlStore
 
 #: The settings key of the last run's options.
 RUN_OPTIONS = "run_options"

@@ -36,7 +36,7 @@ import trio
 
 from geminibot.crawl.clock import Clock, wait_for
 from geminibot.crawl.politeness import HostPace, Politeness
-from geminibot.crawl.store import HostState
+from geminibot.store.crawlstore import HostState
 
 #: The polite wall time a request is taken to cost at least (seconds), for
 #: :meth:`Scheduler.work_left`: a host not asked yet has no measured cost, and a fast

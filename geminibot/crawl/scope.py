@@ -12,8 +12,7 @@ from __future__ import annotations
 import fnmatch
 from collections.abc import Iterable
 
-from geminibot.crawl.schemes import host_key, host_name, normalise, protocol_of
-from geminibot.urls import Scheme
+from geminibot.urls import Scheme, host_key, host_name, normalise, scheme_of
 
 #: A link to follow: (its normalised URL, its depth, the URL of the page it was found on).
 Link = tuple[str, int, str]
@@ -41,7 +40,7 @@ class CrawlScope:
         for url in urls:
             try:
                 self._seed_hosts.add(host_name(host_key(url)))
-                self._protocols.add(protocol_of(url))
+                self._protocols.add(scheme_of(url))
             except ValueError:
                 pass
             if self.excluded_by(url) is None:
@@ -71,7 +70,7 @@ class CrawlScope:
         for raw in links:
             try:
                 link, target_host = normalise(raw), host_key(raw)
-                followed = protocol_of(raw) in self._protocols
+                followed = scheme_of(raw) in self._protocols
             except ValueError:
                 continue  # neither gemini:// nor http(s)://, or a broken URL
             if followed and self.host_allowed(target_host) and self.excluded_by(link) is None:

@@ -14,7 +14,6 @@ from typing import Literal, Protocol
 
 from geminibot.crawl.adapters import FetchResult, adapter_for
 from geminibot.crawl.downloader import Downloader, Lost
-from geminibot.crawl.frontier import Claim
 from geminibot.crawl.pipeline import (
     PageAnswer,
     failed_revisit,
@@ -24,11 +23,12 @@ from geminibot.crawl.pipeline import (
 )
 from geminibot.crawl.policy_files import Later, Sent
 from geminibot.crawl.progress import Progress
-from geminibot.crawl.schemes import host_protocol, host_url
 from geminibot.crawl.scope import CrawlScope
-from geminibot.crawl.store import CrawlStore, DecisionRecord, FetchRecord
 from geminibot.policy.robots2_ask import AskLedger, AskOutcome, AskRequest, AskResponse, ask_outcome
 from geminibot.policy.site_policy import Bot, FetchDecision, SitePolicy
+from geminibot.store.crawlstore import CrawlStore, DecisionRecord, FetchRecord
+from geminibot.store.frontier import Claim
+from geminibot.urls import host_protocol, host_url
 
 #: An ask answer is applied to the decision it was asked for during this long.
 ASK_DECISION_WINDOW = timedelta(seconds=1)

@@ -19,7 +19,7 @@ from typing import BinaryIO
 from warcio.warcwriter import WARCWriter  # type: ignore[import-untyped]
 
 from geminibot.crawl.adapters import FetchResult
-from geminibot.crawl.schemes import protocol_of
+from geminibot.urls import scheme_of
 
 GEMINI_RESPONSE_TYPE = "application/gemini; msgtype=response"
 HTTP_RESPONSE_TYPE = "application/http; msgtype=response"
@@ -52,7 +52,7 @@ class WarcArchive:
         self.records = 0
 
     def write(self, url: str, response: FetchResult, fetched_at: float) -> None:
-        if protocol_of(url) == "http":
+        if scheme_of(url) == "http":
             payload, kind = http_payload(response), HTTP_RESPONSE_TYPE
         else:
             payload = f"{response.status} {response.meta}\r\n".encode() + response.body

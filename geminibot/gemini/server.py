@@ -17,8 +17,8 @@ One connection carries one request. The flow of a connection:
    address holds less than its share of them, the oldest connection that has sent
    nothing yet (not even its TLS hello), else the oldest that has not sent its request,
    is closed to make room; otherwise, or if every one has sent its request, the new one
-   is closed before TLS. An ``accept`` that fails for want of
-   descriptors closes the oldest such connection too, and is logged once a minute.
+   is closed before TLS. An ``accept`` that fails for want of descriptors closes the
+   oldest such connection too, and is logged once a minute.
 2. TLS handshake; the ``sni_callback`` picks the context (certificate) of the host the client
    named, or the ``localhost`` fallback certificate for a missing or unknown name. The server
    sends :data:`SESSION_TICKETS` TLS 1.3 session ticket; a client offering it resumes
@@ -58,6 +58,7 @@ import time
 from collections import Counter
 from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
 from contextlib import suppress
+from contextvars import ContextVar
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
@@ -209,6 +210,11 @@ def connection_budget(max_open: int, reserve: int) -> int:
     if soft == resource.RLIM_INFINITY:
         return max_open
     return max(1, min(max_open, soft - reserve))
+
+
+#: The client whose request a handler is answering (its :func:`~geminibot.net.addresses.
+#: address_key`; "" outside a request), for a handler's own limits per client.
+CURRENT_CLIENT: ContextVar[str] = ContextVar("geminibot_client", default="")
 
 
 async def open_listeners(hosts: Sequence[str], port: int) -> list[trio.SocketListener]:
@@ -567,6 +573,7 @@ class GeminiServer:
         # 1965 is always accepted: the server may sit behind a forward from it.
         if url.port not in (DEFAULT_PORT, local_port):
             return Resolution(Status.PROXY_REQUEST_REFUSED, "This server does not serve that port")
+        CURRENT_CLIENT.set(address_key(record.client))
         try:
             answer = handler(url)
             return await answer if inspect.isawaitable(answer) else answer

@@ -2,7 +2,7 @@
 
 :func:`compare` takes two :class:`~geminibot.policy.site_policy.SitePolicy` objects (the
 web side read with ``protocol="http"``, the Gemini side with ``"gemini"``) and a list of
-:class:`BotClass`, and reports for each class:
+:class:`BotClass`. It decides, for each class:
 
 * paths one side allows and the other forbids. The candidates come from the rules
   themselves (:func:`~geminibot.policy.candidates.candidate_paths`, which ``classify
@@ -18,6 +18,11 @@ web side read with ``protocol="http"``, the Gemini side with ``"gemini"``) and a
   compared as written: on Gemini it counts as ``no`` for the bot (the project's reading),
   but a file that says ``ask`` on both sides says the same thing.
 
+and reports each *difference* once (:attr:`Comparison.differences`), with the bot classes
+it affects: a pair of deciding rules is one difference however many classes it touches
+(``Disallow: /youtube`` in the archiver, indexer and researcher groups is one), as is a
+waiting time or a set of usage answers that several classes share.
+
 Time is a parameter (``Visit-time`` windows and timed ``Request-rate`` lines depend on it).
 """
 
@@ -29,8 +34,17 @@ from datetime import datetime
 
 from geminibot.policy.candidates import candidate_paths
 from geminibot.policy.robots import RobotsFile
+from geminibot.policy.robots2 import MAX_ROBOTS2_BYTES
 from geminibot.policy.robots_model import VIRTUAL_AGENTS
-from geminibot.policy.site_policy import Bot, DelayAnswer, FetchDecision, SitePolicy, UsageAnswer
+from geminibot.policy.robots_parse import MAX_ROBOTS_BYTES
+from geminibot.policy.site_policy import (
+    Bot,
+    DelayAnswer,
+    FetchDecision,
+    Reason,
+    SitePolicy,
+    UsageAnswer,
+)
 
 #: The token of the ``*`` class: a bot no group names (a suffix is added if a file names it).
 ANONYMOUS_TOKEN = "anybot"
@@ -96,18 +110,26 @@ def bot_classes(
 
 # --- the comparison ---------------------------------------------------------------------
 
+#: A pair of deciding rules within one class: (web allows, web's rules, Gemini's rules).
+_Key = tuple[bool, tuple[tuple[str, int, str], ...], tuple[tuple[str, int, str], ...]]
+
+
+def _deciding(decision: FetchDecision) -> tuple[Reason, ...]:
+    """The reasons that decided: the refusing ones, else the ones that allowed by a rule."""
+    refusing = tuple(r for r in decision.reasons if not r.allowed)
+    return refusing if refusing else tuple(r for r in decision.reasons if r.rule)
+
 
 def _why(decision: FetchDecision) -> tuple[tuple[str, int, str], ...]:
-    """The rules that decided: the refusing ones, else the ones that allowed explicitly."""
-    refusing = [r for r in decision.reasons if not r.allowed]
-    chosen = refusing if refusing else [r for r in decision.reasons if r.rule]
-    return tuple((r.file, r.line, r.rule) for r in chosen)
+    return tuple((r.file, r.line, r.rule) for r in _deciding(decision))
 
 
 @dataclass(frozen=True)
 class PathDifference:
-    """A disagreement: an example path, each side's verdict and reason, and how many
-    candidate paths fell in the same group."""
+    """Paths one side allows and the other forbids, decided by the same rules: an example
+    path, each side's verdict and reason for it, and how many candidate paths fell in the
+    same group (for one class, or, in :attr:`Comparison.differences`, for every class
+    named in ``classes``)."""
 
     path: str
     web_allowed: bool
@@ -115,20 +137,59 @@ class PathDifference:
     web_reason: str
     gemini_reason: str
     candidates: int
+    #: The rules that decide the example on each side (for every class in ``classes``).
+    web_rules: tuple[Reason, ...] = ()
+    gemini_rules: tuple[Reason, ...] = ()
+    #: The bot classes it affects (their names).
+    classes: tuple[str, ...] = ()
 
     def describe(self) -> str:
-        allows, forbids = ("web", "Gemini") if self.web_allowed else ("Gemini", "web")
-        return f"{self.path}: {allows} allows, {forbids} forbids"
+        allows, forbids = ("the web", "Gemini") if self.web_allowed else ("Gemini", "the web")
+        return f"{self.path}: {forbids} forbids it, {allows} allows it"
+
+    def as_dict(self) -> dict[str, object]:
+        def side(allowed: bool, reason: str, rules: tuple[Reason, ...]) -> dict[str, object]:
+            objects = [r.rule_object() for r in rules]
+            return {
+                "allowed": allowed,
+                "rules": [o for o in objects if o is not None],
+                "reason": reason,
+            }
+
+        return {
+            "kind": "path",
+            "path": self.path,
+            "classes": list(self.classes),
+            "candidates": self.candidates,
+            "web": side(self.web_allowed, self.web_reason, self.web_rules),
+            "gemini": side(self.gemini_allowed, self.gemini_reason, self.gemini_rules),
+        }
+
+
+@dataclass(frozen=True)
+class WaitDifference:
+    """The waiting time between requests, different over the web and over Gemini."""
+
+    web: DelayAnswer
+    gemini: DelayAnswer
+    classes: tuple[str, ...]
 
     def as_dict(self) -> dict[str, object]:
         return {
-            "path": self.path,
-            "web_allowed": self.web_allowed,
-            "gemini_allowed": self.gemini_allowed,
-            "web_reason": self.web_reason,
-            "gemini_reason": self.gemini_reason,
-            "candidates": self.candidates,
+            "kind": "wait",
+            "classes": list(self.classes),
+            "web": _delay_dict(self.web),
+            "gemini": _delay_dict(self.gemini),
         }
+
+
+def _delay_dict(answer: DelayAnswer) -> dict[str, object]:
+    """A waiting time: its seconds, the line that set it as a rule object (None for the
+    rule of thumb) and its text."""
+    rule = None
+    if answer.file and answer.line:
+        rule = Reason(answer.file, answer.line, answer.rule, True, "").rule_object()
+    return {"seconds": answer.seconds, "rule": rule, "text": answer.rule}
 
 
 @dataclass(frozen=True)
@@ -148,6 +209,24 @@ class UsageDifference:
 
 
 @dataclass(frozen=True)
+class UsageDifferences:
+    """The robots2.txt usage answers that differ, the same for every class in ``classes``."""
+
+    usage: tuple[UsageDifference, ...]
+    classes: tuple[str, ...]
+
+    def as_dict(self) -> dict[str, object]:
+        return {
+            "kind": "usage",
+            "classes": list(self.classes),
+            "directives": [u.as_dict() for u in self.usage],
+        }
+
+
+Difference = PathDifference | WaitDifference | UsageDifferences
+
+
+@dataclass(frozen=True)
 class ClassComparison:
     """One class of bot: where the web's and Gemini's policies differ on paths, wait and usage."""
 
@@ -156,6 +235,8 @@ class ClassComparison:
     web_wait: DelayAnswer
     gemini_wait: DelayAnswer
     usage: tuple[UsageDifference, ...]
+    #: Each path difference's candidate paths (the same order as ``paths``).
+    members: tuple[frozenset[str], ...] = ()
 
     @property
     def wait_differs(self) -> bool:
@@ -165,61 +246,70 @@ class ClassComparison:
     def agree(self) -> bool:
         return not self.paths and not self.wait_differs and not self.usage
 
-    def differences(self) -> list[str]:
-        """Short names of what differs: "2 paths", "wait", "1 usage"."""
-        out = []
-        if self.paths:
-            out.append(f"{len(self.paths)} path{'s' if len(self.paths) != 1 else ''}")
-        if self.wait_differs:
-            out.append("wait")
-        if self.usage:
-            out.append(f"{len(self.usage)} usage")
-        return out
-
-    def as_dict(self) -> dict[str, object]:
-        return {
-            "class": self.bot_class.as_dict(),
-            "agree": self.agree,
-            "paths": [p.as_dict() for p in self.paths],
-            "wait": {
-                "differs": self.wait_differs,
-                "web": self.web_wait.as_dict(),
-                "gemini": self.gemini_wait.as_dict(),
-            },
-            "usage": [u.as_dict() for u in self.usage],
-        }
-
 
 @dataclass(frozen=True)
 class Comparison:
-    """A site's policies over both protocols compared for every class of bot."""
+    """A site's policies over both protocols compared for every class of bot: each
+    class's comparison, and each difference once with the classes it affects."""
 
     classes: tuple[ClassComparison, ...]
     candidates: int
     at: datetime
     notes: tuple[str, ...] = field(default=())
+    differences: tuple[Difference, ...] = field(default=())
+    #: True when more candidate paths were made than MAX_CANDIDATE_PATHS (the rest undecided).
+    capped: bool = False
 
     @property
     def agree(self) -> bool:
         return all(c.agree for c in self.classes)
 
+    def counts(self) -> str:
+        """What differs, counted: "2 paths, 1 wait and 1 AI usage"."""
+        n_paths = sum(isinstance(d, PathDifference) for d in self.differences)
+        n_waits = sum(isinstance(d, WaitDifference) for d in self.differences)
+        n_usage = sum(isinstance(d, UsageDifferences) for d in self.differences)
+        parts = [
+            _count(n, noun)
+            for n, noun in ((n_paths, "path"), (n_waits, "wait"), (n_usage, "AI usage"))
+            if n
+        ]
+        return " and ".join([", ".join(parts[:-1]), parts[-1]] if len(parts) > 1 else parts)
+
     def summary(self) -> str:
         n = len(self.classes)
-        differing = [c for c in self.classes if not c.agree]
-        if not differing:
-            return f"summary: the web and Gemini policies agree for all {n} bot classes ({self.candidates} paths decided)"
-        parts = "; ".join(f"{c.bot_class.name} ({', '.join(c.differences())})" for c in differing)
-        return f"summary: the policies differ for {len(differing)} of {n} bot classes: {parts}"
+        if self.agree:
+            return (
+                f"summary: the web and Gemini policies agree for all {n} bot classes "
+                f"({self.candidates} paths decided)"
+            )
+        differing = [c.bot_class.name for c in self.classes if not c.agree]
+        which = f" ({', '.join(differing)})" if len(differing) < n else ""
+        verb = "differ" if len(self.differences) > 1 else "differs"
+        return f"summary: {self.counts()} {verb} for {len(differing)} of {n} bot classes{which}"
 
     def as_dict(self) -> dict[str, object]:
         return {
             "agree": self.agree,
             "at": self.at.isoformat(),
             "candidates": self.candidates,
-            "classes": [c.as_dict() for c in self.classes],
+            "candidates_capped": self.capped,
+            "classes": [{**c.bot_class.as_dict(), "agree": c.agree} for c in self.classes],
+            "differences": [d.as_dict() for d in self.differences],
             "summary": self.summary(),
             "notes": list(self.notes),
         }
+
+
+def _example_order(path: str) -> tuple[bool, int, str]:
+    """Which path shows a difference best: one without an empty segment (a ``*`` filled
+    with nothing), then the shortest."""
+    return "//" in path, len(path), path
+
+
+def _count(n: int, noun: str) -> str:
+    plural = "" if n == 1 or noun.endswith("usage") else "s"
+    return f"{n} {noun}{plural}"
 
 
 def _declared(answer: UsageAnswer) -> str | None:
@@ -233,32 +323,148 @@ def compare_class(
     web: SitePolicy, gemini: SitePolicy, bot_class: BotClass, paths: Sequence[str], at: datetime
 ) -> ClassComparison:
     bot = bot_class.bot
-    groups: dict[tuple[object, ...], list[tuple[str, FetchDecision, FetchDecision]]] = {}
+    groups: dict[_Key, list[tuple[str, FetchDecision, FetchDecision]]] = {}
     for path in paths:
         w = web.may_fetch(path, bot, at)
         g = gemini.may_fetch(path, bot, at)
         if w.allowed != g.allowed:
             groups.setdefault((w.allowed, _why(w), _why(g)), []).append((path, w, g))
-    diffs = []
+    found = []
     for members in groups.values():
-        path, w, g = min(members, key=lambda m: (len(m[0]), m[0]))
-        diffs.append(PathDifference(path, w.allowed, g.allowed, w.reason, g.reason, len(members)))
-    diffs.sort(key=lambda d: (len(d.path), d.path))
+        path, w, g = min(members, key=lambda m: _example_order(m[0]))
+        diff = PathDifference(
+            path,
+            w.allowed,
+            g.allowed,
+            w.reason,
+            g.reason,
+            len(members),
+            _deciding(w),
+            _deciding(g),
+            (bot_class.name,),
+        )
+        found.append((diff, frozenset(m[0] for m in members)))
+    found.sort(key=lambda pair: _example_order(pair[0].path))
     usage = tuple(
         UsageDifference(wu.directive, wu, gu)
         for wu, gu in zip(web.usage(bot), gemini.usage(bot), strict=True)
         if _declared(wu) != _declared(gu)
     )
     return ClassComparison(
-        bot_class, tuple(diffs), web.delay(bot, at), gemini.delay(bot, at), usage
+        bot_class,
+        tuple(d for d, _ in found),
+        web.delay(bot, at),
+        gemini.delay(bot, at),
+        usage,
+        tuple(m for _, m in found),
     )
+
+
+def _rule_texts(rules: tuple[Reason, ...]) -> tuple[tuple[str, str], ...]:
+    """The rules as written, wherever they stand: what makes two classes' rules one."""
+    return tuple((r.file, r.rule or r.text) for r in rules)
+
+
+#: One class's path difference, with the class and its candidate paths.
+_Found = tuple[BotClass, PathDifference, frozenset[str]]
+
+
+def _merged(
+    web: SitePolicy, gemini: SitePolicy, at: datetime, found: list[_Found]
+) -> PathDifference:
+    """One difference from the classes' groups merged into it: its example is the shortest
+    path every one of them disagrees on, its rules those deciding it for each class."""
+    common = frozenset.intersection(*(members for _, _, members in found))
+    every = frozenset.union(*(members for _, _, members in found))
+    path = min(common, key=_example_order)
+    web_rules: dict[Reason, None] = {}
+    gemini_rules: dict[Reason, None] = {}
+    for bot_class, _, _ in found:
+        w = web.may_fetch(path, bot_class.bot, at)
+        g = gemini.may_fetch(path, bot_class.bot, at)
+        web_rules.update(dict.fromkeys(_deciding(w)))
+        gemini_rules.update(dict.fromkeys(_deciding(g)))
+    first = found[0][1]
+    w = web.may_fetch(path, found[0][0].bot, at)
+    g = gemini.may_fetch(path, found[0][0].bot, at)
+    return PathDifference(
+        path,
+        first.web_allowed,
+        first.gemini_allowed,
+        w.reason,
+        g.reason,
+        len(every),
+        tuple(web_rules),
+        tuple(gemini_rules),
+        tuple(c.name for c, _, _ in found),
+    )
+
+
+def differences(
+    web: SitePolicy, gemini: SitePolicy, classes: Sequence[ClassComparison], at: datetime
+) -> tuple[Difference, ...]:
+    """Each difference once, with the classes it affects: a class's path difference joins
+    another class's when the same rules (as written, wherever they stand) decide both
+    sides and the two share a path; waits and usage answers join when they are equal."""
+    path_groups: list[tuple[tuple[object, ...], list[_Found]]] = []
+    for c in classes:
+        for diff, members in zip(c.paths, c.members, strict=True):
+            key = (diff.web_allowed, _rule_texts(diff.web_rules), _rule_texts(diff.gemini_rules))
+            entry = (c.bot_class, diff, members)
+            for other_key, found in path_groups:
+                shared = frozenset.intersection(members, *(m for _, _, m in found))
+                if other_key == key and shared:
+                    found.append(entry)
+                    break
+            else:
+                path_groups.append((key, [entry]))
+    paths = [_merged(web, gemini, at, found) for _, found in path_groups]
+    paths.sort(key=lambda d: (-len(d.classes), len(d.path), d.path))
+    waits: dict[tuple[DelayAnswer, DelayAnswer], list[str]] = {}
+    usages: dict[tuple[UsageDifference, ...], list[str]] = {}
+    for c in classes:
+        if c.wait_differs:
+            waits.setdefault((c.web_wait, c.gemini_wait), []).append(c.bot_class.name)
+        if c.usage:
+            usages.setdefault(c.usage, []).append(c.bot_class.name)
+    return (
+        *paths,
+        *(WaitDifference(w, g, tuple(names)) for (w, g), names in waits.items()),
+        *(UsageDifferences(u, tuple(names)) for u, names in usages.items()),
+    )
+
+
+def size_notes(side: str, policy: SitePolicy) -> list[str]:
+    """What a person must know before reading a side's verdicts: a policy file cut at its
+    size limit (its later rules are not read)."""
+    notes = []
+    side = f"{side} " if side else ""
+    if policy.robots is not None and policy.robots.truncated:
+        notes.append(
+            f"{side}robots.txt is {policy.robots.size:,} bytes: only its first "
+            f"{MAX_ROBOTS_BYTES:,} bytes (500 KiB, whole lines) are read"
+        )
+    if policy.robots2 is not None:
+        for link in policy.robots2.links:
+            if any(d.code == "size-limit" for d in link.file.diagnostics):
+                notes.append(
+                    f"{side}{link.url} is cut at {MAX_ROBOTS2_BYTES:,} bytes "
+                    "(500 KiB, whole lines): its later lines are not read"
+                )
+    return notes
 
 
 def compare(
     web: SitePolicy, gemini: SitePolicy, classes: Sequence[BotClass], at: datetime
 ) -> Comparison:
     """Compare the two sides for every class (see the module docstring)."""
-    paths, _ = candidate_paths(web, gemini)
-    return Comparison(
-        tuple(compare_class(web, gemini, c, paths, at) for c in classes), len(paths), at
-    )
+    paths, capped = candidate_paths(web, gemini)
+    notes = [*size_notes("the web's", web), *size_notes("Gemini's", gemini)]
+    if capped:
+        notes.append(
+            f"only the {len(paths):,} shortest candidate paths were decided (the "
+            "files have very many rules): differences at longer paths are not shown"
+        )
+    compared = tuple(compare_class(web, gemini, c, paths, at) for c in classes)
+    found = differences(web, gemini, compared, at)
+    return Comparison(compared, len(paths), at, tuple(notes), found, capped)

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 from typing import Literal
 
@@ -43,7 +43,7 @@ from geminibot.policy.robots2 import (
     resolve_chain,
 )
 from geminibot.policy.robots2_ask import AskLedger, AskRequest, agent_identity, ask_request
-from geminibot.policy.robots_model import VIRTUAL_AGENTS
+from geminibot.policy.robots_model import VIRTUAL_AGENTS, Decision, rule_from_text
 from geminibot.policy.textlines import numbered_lines
 from geminibot.urls import Scheme
 
@@ -87,21 +87,31 @@ class Bot:
 
 @dataclass(frozen=True, slots=True)
 class Reason:
-    """What one file said about a URL: file, line (0: the file as a whole), rule, verdict."""
+    """What one file said about a URL: file, line (0: the file as a whole), rule, verdict,
+    and the group the rule is in (its ``User-agent`` token, or the robots2.txt category of
+    a ``crawl:`` line, ``*`` for the global section; "" when the file has no groups)."""
 
     file: str
     line: int
     rule: str
     allowed: bool
     text: str
+    group: str = ""
+
+    def rule_object(self) -> dict[str, object] | None:
+        """The rule as the one object of every ``--json`` output (file, line, directive,
+        pattern, group; the pattern None for a rule that is not a path rule, such as
+        ``crawl: no`` or ``Visit-time``), or None when no rule decided."""
+        return rule_from_text(self.file, self.line, self.rule, self.group or None)
 
     def as_dict(self) -> dict[str, object]:
         return {
             "file": self.file,
             "line": self.line,
-            "rule": self.rule,
+            "rule": self.rule_object(),
             "allowed": self.allowed,
             "reason": self.text,
+            "group": self.group,
         }
 
 
@@ -118,12 +128,15 @@ class FetchDecision:
 
     @property
     def reason(self) -> str:
+        """``FILE: verdict ...`` alike for both verdicts: the first refusing file's reason,
+        else every file's (each starts with its verdict, ``allowed: ...``, ``allowed by
+        ...``)."""
         for r in self.reasons:
             if not r.allowed:
                 return f"{r.file}: {r.text}"
         if not self.reasons:
             return "allowed: no policy file applies"
-        return "allowed by " + "; ".join(f"{r.file}: {r.text}" for r in self.reasons)
+        return "; ".join(f"{r.file}: {r.text}" for r in self.reasons)
 
     def as_dict(self) -> dict[str, object]:
         return {
@@ -150,7 +163,13 @@ class DelayAnswer:
     between_starts: bool = False
 
     def as_dict(self) -> dict[str, object]:
-        return {"seconds": self.seconds, "file": self.file, "line": self.line, "rule": self.rule}
+        return {
+            "seconds": self.seconds,
+            "file": self.file,
+            "line": self.line,
+            "rule": rule_from_text(self.file, self.line, self.rule, None) if self.file else None,
+            "basis": self.rule,
+        }
 
 
 @dataclass(frozen=True, slots=True)
@@ -271,11 +290,17 @@ class SitePolicy:
             if d.rule is not None or not d.allowed:
                 line = d.rule.line if d.rule else 0
                 rule = f"{d.rule.directive}: {d.rule.pattern}" if d.rule else ""
-                reasons.append(Reason(ROBOTS2, line, rule, d.allowed, d.reason))
+                reasons.append(Reason(ROBOTS2, line, rule, d.allowed, d.reason, _group_of(d)))
             crawl = self.robots2.setting("crawl", bot.category)
             if crawl is not None and crawl.value != "yes":
                 reason, ask = self._crawl_reason(crawl, url, bot, at, asks)
-                reasons.append(reason)
+                in_block = bot.category is not None and any(
+                    link.file.blocks.get(bot.category, {}).get("crawl") is crawl
+                    for link in self.robots2.links
+                )
+                reasons.append(
+                    replace(reason, group=bot.category if in_block and bot.category else "*")
+                )
         if self.agents is not None:
             a = self.agents.decide(url)
             if a.directive is not None or not a.allowed:
@@ -318,6 +343,7 @@ class SitePolicy:
                         g.rule.text() if g.rule else "",
                         g.allowed,
                         f"{g.reason} (User-agent {g.token})",
+                        g.token,
                     )
                 )
             if not d2.groups:
@@ -326,7 +352,8 @@ class SitePolicy:
         if self.robots is not None:
             d = self.robots.decide(url, bot.token, bot.virtual_agents, bot.strict)
             line = d.rule.line if d.rule else 0
-            out.append(Reason(ROBOTS, line, d.rule.text() if d.rule else "", d.allowed, d.reason))
+            rule = d.rule.text() if d.rule else ""
+            out.append(Reason(ROBOTS, line, rule, d.allowed, d.reason, _group_of(d)))
         if v2 is not None and path_of(url) != "/robots.txt":
             for line, window in v2.visit_refusals(bot.token, bot.virtual_agents, bot.strict, at):
                 text = f"Visit-time {window} UTC does not include {at:%H:%M}"
@@ -457,6 +484,14 @@ _ROBOTS2_LINE = re.compile(
 
 
 _ROBOTS_LINE = re.compile(r"\s*(user-?agent|allow|disallow|sitemap|crawl-delay)\s*:", re.IGNORECASE)
+
+
+def _group_of(decision: Decision) -> str:
+    """The token of the group whose rule decided, else of the group that decided."""
+    if decision.rule_group is not None:
+        return decision.rule_group
+    deciding = decision.deciding
+    return deciding.token if deciding is not None else ""
 
 
 def looks_like_policy(data: bytes | str) -> bool:

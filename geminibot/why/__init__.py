@@ -10,11 +10,9 @@ only render its answer (:mod:`geminibot.why.render`), so they never disagree.
 
 from __future__ import annotations
 
-from typing import Any
-
-from geminibot.crawl.schemes import host_key, normalise
-from geminibot.crawl.traps import MAX_URL_LENGTH
-from geminibot.urls import InvalidURL
+from geminibot.store.database import Database
+from geminibot.store.traps import MAX_URL_LENGTH
+from geminibot.urls import InvalidURL, host_key, normalise
 from geminibot.why.explain import Answer, explain_url
 from geminibot.why.host import HostAnswer, explain_host
 from geminibot.why.records import HostRecords, Reader, UrlRecords
@@ -55,11 +53,11 @@ def parse_target(text: str) -> tuple[str, str, bool]:
     return (url if as_url else host), host, as_url
 
 
-def read_records(conn: Any, text: str) -> UrlRecords | HostRecords:
-    """What the crawl database ``conn`` (either store's connection) holds about the URL
-    or host ``text`` (what the owner typed): the I/O of :func:`check`."""
+def read_records(database: Database, text: str) -> UrlRecords | HostRecords:
+    """What the crawl database ``database`` holds about the URL or host ``text`` (what
+    the owner typed): the I/O of :func:`check`."""
     target, host, is_url = parse_target(text)
-    reader = Reader(conn)
+    reader = Reader(database)
     if is_url:
         return reader.url(target, host, text.strip())
     return reader.host(host)
@@ -73,7 +71,7 @@ def explain(records: UrlRecords | HostRecords, now: float) -> Answer | HostAnswe
     return explain_host(records, now)
 
 
-def check(conn: Any, text: str, now: float) -> Answer | HostAnswer:
+def check(database: Database, text: str, now: float) -> Answer | HostAnswer:
     """The answer for a URL, or the summary of a host (``text``: what the owner typed),
-    from the crawl database ``conn`` (either store's connection), at ``now``."""
-    return explain(read_records(conn, text), now)
+    from the crawl database ``database``, at ``now``."""
+    return explain(read_records(database, text), now)

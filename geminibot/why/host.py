@@ -17,13 +17,13 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from functools import lru_cache
 
-from geminibot.crawl.schemes import host_url
 from geminibot.policy import VIRTUAL_AGENTS
 from geminibot.policy.candidates import candidate_paths
 from geminibot.policy.cli import lint_file
 from geminibot.policy.compare import bot_classes, compare
 from geminibot.policy.diagnostics import Diagnostic
 from geminibot.policy.site_policy import Bot, SitePolicy
+from geminibot.urls import host_url
 from geminibot.why.explain import crawl_bot, site_policy
 from geminibot.why.records import HostRecords, PolicyFileRow
 

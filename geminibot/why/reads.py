@@ -5,7 +5,7 @@ A ``/check`` has two parts, each bounded on its own so that a flood of them neve
 what the faces' other requests (a search) need:
 
 - the read (:func:`geminibot.why.read_records`) runs on a worker thread with a connection
-  of its own (:class:`geminibot.index.reads.Reads`: never the connection the face answers
+  of its own (:class:`geminibot.store.reads.Reads`: never the connection the face answers
   other requests with), at most :data:`CHECK_READS` at once;
 - the explanation (:func:`geminibot.why.explain`: parsing and linting the host's policy
   files, deciding for each virtual agent, up to a second of CPU for a 500 KiB robots.txt)
@@ -36,7 +36,8 @@ from typing import Any
 import trio
 import trio_parallel
 
-from geminibot.index.reads import Opener, Reads, ReadsBusy, opened
+from geminibot.store.database import Database
+from geminibot.store.reads import Opener, Reads, ReadsBusy, opened
 from geminibot.why import explain, parse_target, read_records
 from geminibot.why.explain import Answer
 from geminibot.why.host import HostAnswer
@@ -56,7 +57,7 @@ CHECK_CACHE_SECONDS = 60.0
 CHECK_CACHE_ENTRIES = 256
 
 Records = UrlRecords | HostRecords
-Read = Callable[[Any, str], Records]
+Read = Callable[[Database, str], Records]
 Explain = Callable[[Records, float], Answer | HostAnswer]
 
 _NO_LIMIT = trio.CapacityLimiter(math.inf)  # CheckReads bounds the workers itself
@@ -115,13 +116,13 @@ class CheckReads:
 
     @classmethod
     def of(cls, db: str, **options: Any) -> CheckReads:
-        """The reads of the crawl database ``db`` (see :func:`~geminibot.index.reads.
+        """The reads of the crawl database ``db`` (see :func:`~geminibot.store.reads.
         opened`)."""
         return cls(partial(opened, db), **options)
 
     async def answer(self, text: str, now: float) -> Answer | HostAnswer:
         """What :func:`geminibot.why.check` answers for ``text`` at ``now``; raises its
-        :class:`~geminibot.why.BadTarget`, and :class:`~geminibot.index.reads.ReadsBusy`
+        :class:`~geminibot.why.BadTarget`, and :class:`~geminibot.store.reads.ReadsBusy`
         (:class:`CheckBusy` when the workers are)."""
         parse_target(text)  # a bad target is told at once, without a read
         records = await self.reads.run(lambda conn: self.read(conn, text))

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from urllib.parse import quote
 
 from geminibot.cliutil import terminal_safe, wrapped
-from geminibot.crawl.schemes import host_url
+from geminibot.urls import host_url
 from geminibot.why.explain import Answer, day
 from geminibot.why.host import HostAnswer
 
@@ -77,7 +77,8 @@ def _host_facts(answer: HostAnswer) -> list[Fact]:
         url = host_url(answer.host, "/" + f.name) if "/" not in f.name else None
         out.append(Fact("policy file", text, url))
         for d in f.findings:
-            out.append(Fact("lint", f"{f.name} line {d.line}: {d.level}: {d.message}"))
+            hint = f" (hint: {d.hint})" if d.hint else ""
+            out.append(Fact("lint", f"{f.name} line {d.line}: {d.level}: {d.message}{hint}"))
         if f.more_findings:
             kinds = ", ".join(f"{n} {code}" for code, n in f.more_findings)
             more = sum(n for _, n in f.more_findings)

@@ -94,7 +94,7 @@ BAD_INPUT = [
     (["certs", "--make", "M"], "capsule-server: M: not a folder"),
     (["certs", "--make", "F"], "capsule-server: F: not a folder"),
     (["certs", "--certs", "F"], "capsule-server: F: not a folder (--certs names the certificate folder)"),
-    (["serve", "--bogus"], "capsule-server: unrecognized arguments: --bogus"),
+    (["serve", "--bogus"], "capsule-server serve: unrecognized arguments: --bogus"),
 ]  # fmt: skip
 
 
@@ -310,4 +310,4 @@ def test_capsule_server_starts_without_the_crawl_database_code() -> None:
     loaded = json.loads(run_python(program))
     assert "capsule_server.compliance_range" in loaded
     assert not [m for m in loaded if m.split(".")[0] == "sqlalchemy"], loaded
-    assert "geminibot.crawl.frontier" not in loaded
+    assert "geminibot.store.frontier" not in loaded

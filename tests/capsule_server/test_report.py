@@ -15,6 +15,7 @@ from capsule_server.judge import (
     build_report,
     identity_names,
 )
+from capsule_server.report import render
 from geminibot.gemini.accesslog import AccessRecord
 from geminibot.policy.site_policy import SitePolicy
 
@@ -208,7 +209,9 @@ def test_report_input_errors(tmp_path: Path, capsys: pytest.CaptureFixture[str])
     (other / "z.test").mkdir(parents=True)
     assert main(["report", str(log), "--capsules", str(other)]) == 2
     assert "no request for any of these capsules" in one_error_line(capsys)
-    assert main(["report", str(log), "--as", "nobody"]) == 2
+    assert main(["report", str(log), "--detail", "nobody"]) == 2
+    assert "unknown identity 'nobody'" in one_error_line(capsys)
+    assert main(["report", str(log), "--as", "nobody"]) == 2  # the old spelling
     assert "unknown identity 'nobody'" in one_error_line(capsys)
 
 
@@ -216,3 +219,21 @@ def test_every_capsule_says_what_the_range_judges_there(capsules_dir: Path) -> N
     for host in bundled_policies():
         readme = (capsules_dir / host / "README.gmi").read_text(encoding="utf-8")
         assert "\n## What the range judges here\n" in readme, host
+
+
+def test_clients_are_told_apart_by_address_an_ipv6_client_by_its_64() -> None:
+    """As the range counts them (one routine): a bot moving inside its /64 is one client,
+    and every scorecard says how clients are told apart."""
+    records = [rec(0, "/robots.txt", "2001:db8:1:2::1"), rec(1, "/", "2001:db8:1:2::99")]
+    [report] = build_report([*records, rec(2, "/", "10.0.0.1")], POLICIES)[:1]
+    assert (report.client, report.requests) == ("2001:db8:1:2::/64", 2)
+    assert report.as_dict()["client_is"] == "an IPv4 address or an IPv6 /64 network"
+    text = render(report, "text").splitlines()
+    span = text.index("  from 2026-11-23 10:00:00 to 10:00:01")
+    assert text[span + 1] == (
+        "  told apart by address: a client is an IPv4 address or an IPv6 /64 network"
+    )
+    assert (
+        "Clients are told apart by address: a client is an IPv4 address or an IPv6 /64 "
+        "network." in render(report, "gmi").splitlines()
+    )

@@ -19,6 +19,7 @@ import pytest
 import trio
 import trio.testing
 from capsule_fixtures import bundled_policies, serving_on_trio_time
+from crawlers import sqlite_crawler
 
 from capsule_server import report as report_command
 from capsule_server.cli import main
@@ -26,16 +27,15 @@ from capsule_server.files import load_capsules
 from capsule_server.judge import HostPolicy, load_policies
 from capsule_server.server import CapsuleServer
 from capsule_server.testing import raw_request
-from geminibot.crawl.crawler import sqlite_crawler
 from geminibot.crawl.fetcher import gemini_fetch
 from geminibot.crawl.settings import CrawlOptions
-from geminibot.crawl.traps import FrontierLimits
 from geminibot.gemini.accesslog import JsonLinesLog
 from geminibot.gemini.client import GeminiClient
 from geminibot.gemini.gemtext import resolve_link
 from geminibot.gemini.server import SMALL_FILE, ServerLimits
-from geminibot.index import connect
 from geminibot.net.connect import ConnectRule, Resolver
+from geminibot.store.db import connect
+from geminibot.store.traps import FrontierLimits
 
 FAST = ServerLimits(rate_burst=100_000, rate_per_second=100_000.0)
 NIGHT = datetime(2026, 11, 23, 23, 0, tzinfo=UTC).timestamp()  # inside robots-v2's window

@@ -49,6 +49,7 @@ EXPECTED: dict[Activity, tuple[tuple[str, ...], tuple[str, ...]]] = {
     A.ADVERTISING: ((), ("ad-network",)),
     A.UPTIME: ((), ("monitoring",)),
     A.SEO_AUDIT: ((), ("monitoring",)),
+    A.FEED_READER: ((), ()),
 }
 
 
@@ -267,6 +268,7 @@ def test_activity_names_are_stable() -> None:
         "advertising",
         "uptime",
         "seo-audit",
+        "feed-reader",
     )
     for a in Activity:
         assert a.meaning

@@ -19,18 +19,18 @@ from typing import Any
 
 import trio
 from capsule_fixtures import policies_of, serving_on_trio_time
+from crawlers import sqlite_crawler
 
 from capsule_server.judge import ClientReport, build_report
 from capsule_server.server import CapsuleServer
-from geminibot.crawl.crawler import sqlite_crawler
 from geminibot.crawl.fetcher import gemini_fetch
 from geminibot.crawl.progress import Progress
 from geminibot.crawl.settings import CrawlOptions
 from geminibot.gemini.accesslog import AccessRecord
 from geminibot.gemini.client import GeminiClient
 from geminibot.gemini.server import ServerLimits
-from geminibot.index import connect
 from geminibot.net.connect import ConnectRule, Resolver
+from geminibot.store.db import connect
 
 CAPSULES = Path(__file__).resolve().parents[2] / "capsules"
 POLICY_FILES = ("/robots.txt", "/robots2.txt", "/agents.txt")

@@ -23,9 +23,9 @@ from capsule_crawl import (
 )
 
 from geminibot.crawl.settings import CrawlOptions
-from geminibot.crawl.traps import FrontierLimits
 from geminibot.gemini.server import ServerLimits
 from geminibot.index import search
+from geminibot.store.traps import FrontierLimits
 
 #: A server rate limit the crawl never meets (test_rate_limited_server_44s_obeyed meets one).
 FAST = ServerLimits(rate_burst=10_000, rate_per_second=10_000.0)
@@ -50,7 +50,7 @@ async def test_capsule_crawl(
 ) -> None:
     expect = expectation(host)
     # the maze is bounded by the URLs-per-host trap bound; a lower one keeps the test quick
-    # (the default is tested at its edge in test_crawl_frontier.py)
+    # (the default is tested at its edge in tests/store/test_store_frontier.py)
     limits = FrontierLimits(max_urls_per_host=MAZE_BOUND)
     async with serving([host], tmp_path / "capsules", cert_dir, FAST) as served:
         await crawl_host(

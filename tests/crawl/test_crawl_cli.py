@@ -23,7 +23,7 @@ from jetforce_peer import running_jetforce
 from warcio.archiveiterator import ArchiveIterator
 
 from geminibot.cli import main
-from geminibot.index import connect
+from geminibot.store.db import connect
 
 HOST = "va-groups.test"
 #: Bound on any one command.

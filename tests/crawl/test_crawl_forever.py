@@ -23,8 +23,8 @@ from geminibot.crawl.continuous import (
     keep_going,
     pause,
 )
-from geminibot.crawl.freshness import DAY
 from geminibot.gemini.server import ServerLimits
+from geminibot.store.freshness import DAY
 
 TIMEOUT = 120.0
 

@@ -10,10 +10,16 @@ from pathlib import Path
 
 import trio
 from crawl_fakes import FakeSite, gmi
+from crawlers import sqlite_crawler
 
 from geminibot.crawl.adapters import FetchResult
-from geminibot.crawl.crawler import sqlite_crawler
-from geminibot.crawl.freshness import (
+from geminibot.crawl.progress import Progress
+from geminibot.crawl.settings import CrawlOptions
+from geminibot.index import search, stats
+from geminibot.policy.outcomes import MAX_CACHE_SECONDS
+from geminibot.store.crawlstore import SqliteStore
+from geminibot.store.db import connect
+from geminibot.store.freshness import (
     DAY,
     INITIAL_REVISIT,
     LOG_RETENTION_DAYS,
@@ -26,12 +32,7 @@ from geminibot.crawl.freshness import (
     next_interval,
     retry_delay,
 )
-from geminibot.crawl.progress import Progress
-from geminibot.crawl.settings import CrawlOptions
-from geminibot.crawl.store import SqliteStore
-from geminibot.crawl.traps import FrontierLimits
-from geminibot.index import connect, search, stats
-from geminibot.policy.outcomes import MAX_CACHE_SECONDS
+from geminibot.store.traps import FrontierLimits
 
 T0 = 1.7e9
 ROBOTS = FetchResult(20, "text/plain", b"User-agent: *\nDisallow: /private/\n")

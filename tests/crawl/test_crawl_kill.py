@@ -8,7 +8,7 @@ the same server: the log's first lines are its. Each kill lands after a random n
 requests plus a random instant. After every kill
 the test notes which requests were on the wire or in the crawl's open batch of writes (in
 the server's log, not yet committed to the crawl database: see
-:class:`geminibot.crawl.store.SqliteStore`): those, and only those, may be received again
+:class:`geminibot.store.crawlstore.SqliteStore`): those, and only those, may be received again
 after the restart, once per kill that caught them. At the end: every URL of the uninterrupted crawl was
 fetched, nothing else, nothing twice beyond that allowance, and the index is the same.
 """
@@ -28,7 +28,7 @@ from commands import run_main
 from loopback import open_connections, wait_connections_closed
 from served_capsules import capsule_server_thread, generate, logged_in_full, requested_urls
 
-from geminibot.crawl.store import BATCH_URLS
+from geminibot.store.crawlstore import BATCH_URLS
 
 #: Kills per test (the first lands in the first run's open batch, the others in runs that
 #: commit each claim), and a bound on each crawl (seconds).

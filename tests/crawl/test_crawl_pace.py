@@ -14,19 +14,19 @@ import trio
 import trio.testing
 from capsule_crawl import Hit, check_slow_downs_obeyed, serving
 from crawl_fakes import FakeSite, gmi
+from crawlers import sqlite_crawler
 from served_capsules import generate
 
 from geminibot.crawl.adapters import FetchResult
-from geminibot.crawl.cli import address_of
-from geminibot.crawl.crawler import sqlite_crawler
+from geminibot.crawl.build import lookup_address
 from geminibot.crawl.fetcher import gemini_fetch
 from geminibot.crawl.politeness import MAX_RATE
 from geminibot.crawl.settings import CrawlOptions
 from geminibot.gemini.client import GeminiClient
 from geminibot.gemini.server import ServerLimits
-from geminibot.index import connect
 from geminibot.net.connect import ConnectRule, Resolver
 from geminibot.net.dns import DnsCache
+from geminibot.store.db import connect
 
 
 def mock_wall_clock() -> float:
@@ -96,7 +96,7 @@ async def test_capsules_on_one_ipv6_slash_64_are_paced_as_one_address(
     """Two capsules on two addresses of one IPv6 /64 (one machine or home, as the
     portal and the servers count clients) are paced as one address: one request at a
     time between them. Another /64 is another address."""
-    lookup = address_of(Resolver(()), DnsCache(lookup=six_lookup))
+    lookup = lookup_address(Resolver(()), DnsCache(lookup=six_lookup))
     assert await lookup("a.test") == await lookup("b.test") == "2001:db8:1:2::/64 port 1965"
     assert await lookup("c.test") == "2001:db8:1:3::/64 port 1965"
     site = FakeSite({**capsule("a.test"), **capsule("b.test")}, latency=0.5)
@@ -172,7 +172,7 @@ async def test_capsules_on_one_server_are_paced_as_one_polite_client(
             gemini_fetch(GeminiClient(connect_to=resolver)),
             CrawlOptions(),
             wall_clock=mock_wall_clock,
-            address_of=address_of(resolver),
+            address_of=lookup_address(resolver),
         )
         crawler.seed(seeds["a"] + seeds["b"])
         progress = await crawler.run()

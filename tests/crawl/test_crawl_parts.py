@@ -6,11 +6,11 @@ from __future__ import annotations
 
 import pytest
 
-from geminibot.crawl.freshness import INITIAL_REVISIT, MIN_REVISIT, RETRY_BASE, Visit
 from geminibot.crawl.page import extract
 from geminibot.crawl.pipeline import PageAnswer, failed_revisit, page_item, refused_revisit
 from geminibot.crawl.scope import CrawlScope
-from geminibot.crawl.store import DecisionRecord, FetchRecord, HostState
+from geminibot.store.crawlstore import DecisionRecord, FetchRecord, HostState
+from geminibot.store.freshness import INITIAL_REVISIT, MIN_REVISIT, RETRY_BASE, Visit
 
 NOW = 1.7e9
 URL = "gemini://a.test/page.gmi"

@@ -12,18 +12,18 @@ import trio
 import trio.testing
 from capsule_crawl import serving
 from crawl_fakes import Answer, FakeSite, gmi
+from crawlers import sqlite_crawler
 from db_rows import rows
 
 from geminibot.crawl.adapters import FetchResult
-from geminibot.crawl.crawler import sqlite_crawler
 from geminibot.crawl.fetcher import CRAWL_LIMITS, gemini_fetch
 from geminibot.crawl.settings import CrawlOptions
 from geminibot.gemini.client import GeminiClient
 from geminibot.gemini.server import ServerLimits
-from geminibot.index import connect
 from geminibot.net.connect import ConnectRule, Resolver
 from geminibot.net.limits import DEFAULT_MAX_BODY_SIZE
 from geminibot.policy.discovery import POLICY_FETCH_BYTES
+from geminibot.store.db import connect
 
 ROBOTS = b"User-agent: *\nDisallow: /private/\n"
 T0 = 1.7e9

@@ -36,7 +36,7 @@ def test_tenths_of_a_steady_and_a_slowing_crawl() -> None:
 
 def test_samples_split_by_innermost_known_frame() -> None:
     tls = "run (trio/_core/_run.py:1);send (geminibot/crawl/adapters.py:9);do_handshake (ssl.py:9)"
-    sql = "run (trio/_core/_run.py:1);fetched (geminibot/crawl/store.py:3)"
+    sql = "run (trio/_core/_run.py:1);fetched (geminibot/store/crawlstore.py:3)"
     parse = "run (x.py:1);extract (geminibot/crawl/adapters.py:40);parse (geminibot/gemini/gemtext.py:2)"
     policy = (
         "run (x.py:1);may_fetch (geminibot/policy/site_policy.py:5);normalise (geminibot/urls.py:1)"
@@ -205,7 +205,7 @@ def test_the_space_server_moves_to_the_next_day(tmp_path: Path) -> None:
 
 
 def test_copy_and_checkpoint_a_crawl_db(tmp_path: Path) -> None:
-    from geminibot.index import connect
+    from geminibot.store.db import connect
 
     conn = connect(tmp_path / "a.db")
     with conn:
@@ -221,7 +221,7 @@ def test_copy_and_checkpoint_a_crawl_db(tmp_path: Path) -> None:
 
 
 def test_requests_by_kind(tmp_path: Path) -> None:
-    from geminibot.index import connect
+    from geminibot.store.db import connect
 
     conn = connect(tmp_path / "a.db")
     rows = [

@@ -18,7 +18,7 @@ from capsule_server.testing import running_server
 from geminibot.cli import main
 from geminibot.gemini.server import ServerLimits
 from geminibot.policy.candidates import candidate_paths, pattern_paths
-from geminibot.policy.compare import Comparison, bot_classes, compare
+from geminibot.policy.compare import Comparison, PathDifference, bot_classes, compare
 from geminibot.policy.robots_model import VIRTUAL_AGENTS
 from geminibot.policy.site_policy import SitePolicy
 
@@ -44,7 +44,8 @@ def run(
 
 
 def verify(web: SitePolicy, gemini: SitePolicy, result: Comparison) -> None:
-    """Every reported example: one side allows it, the other forbids it, as reported."""
+    """Every reported example: one side allows it, the other forbids it, as reported, for
+    its class, and for every class a difference names."""
     for c in result.classes:
         for diff in c.paths:
             w = web.may_fetch(diff.path, c.bot_class.bot, AT)
@@ -52,6 +53,13 @@ def verify(web: SitePolicy, gemini: SitePolicy, result: Comparison) -> None:
             assert (w.allowed, g.allowed) == (diff.web_allowed, diff.gemini_allowed)
             assert w.allowed != g.allowed
             assert (w.reason, g.reason) == (diff.web_reason, diff.gemini_reason)
+    by_name = {c.bot_class.name: c.bot_class.bot for c in result.classes}
+    for d in result.differences:
+        if isinstance(d, PathDifference):
+            for name in d.classes:
+                w = web.may_fetch(d.path, by_name[name], AT)
+                g = gemini.may_fetch(d.path, by_name[name], AT)
+                assert (w.allowed, g.allowed) == (d.web_allowed, d.gemini_allowed), name
 
 
 def differing(result: Comparison) -> list[str]:
@@ -86,7 +94,7 @@ def test_differ_for_one_virtual_agent_only() -> None:
     # /old/ is the archiver's own; /private/open.html is allowed by * only (the archiver
     # group has no Allow line), each found from the rules themselves
     assert ("/old/", True) in found and ("/private/open.html", True) in found
-    assert "archiver (2 paths)" in result.summary()
+    assert "2 paths differ for 1 of 5 bot classes (archiver)" in result.summary()
 
 
 def test_differ_only_in_waiting_time() -> None:
@@ -185,8 +193,9 @@ def test_cli_exit_codes_and_json(tmp_path: Path, capsys: pytest.CaptureFixture[s
         == 1
     )
     data = json.loads(capsys.readouterr().out)
-    assert data["agree"] is False and data["classes"][-1]["class"]["name"] == "mybot:indexer"
-    assert data["classes"][0]["wait"]["differs"] is True
+    assert data["agree"] is False and data["classes"][-1]["name"] == "mybot:indexer"
+    (wait,) = [d for d in data["differences"] if d["kind"] == "wait"]
+    assert len(wait["classes"]) == len(data["classes"])
     for argv in (
         ["compare"],
         ["compare", "--web", *same_web],
@@ -234,7 +243,8 @@ async def test_compare_host_over_loopback(tmp_path: Path) -> None:
     assert done.returncode == 1, done.stderr.decode()
     data = json.loads(done.stdout)
     assert data["web"] == f"https://{host}/" and data["gemini"] == f"gemini://{host}/"
-    assert all(c["paths"] == [] and c["wait"]["differs"] for c in data["classes"])
-    assert data["classes"][0]["wait"]["web"]["seconds"] == 7
+    (wait,) = data["differences"]  # one difference, for every class: the waiting time
+    assert wait["kind"] == "wait" and len(wait["classes"]) == len(data["classes"])
+    assert wait["web"]["seconds"] == 7
     assert [r.path for r in state.log][:3] == ["/robots.txt", "/robots2.txt", "/agents.txt"]
     assert all(r.headers["User-Agent"].startswith("geminibot/") for r in state.log)

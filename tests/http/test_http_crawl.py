@@ -11,16 +11,18 @@ from pathlib import Path
 
 import pytest
 from clocks import JumpClock
+from crawlers import sqlite_crawler
 from webserver import Page, WebServer, html, redirect, serve, system_tls, text
 
-from geminibot.crawl.crawler import Crawler, sqlite_crawler
+from geminibot.crawl.crawler import Crawler
 from geminibot.crawl.fetcher import ProtocolFetcher
 from geminibot.crawl.settings import CrawlOptions
 from geminibot.crawl.warc import WarcArchive
 from geminibot.http.client import WebClient
-from geminibot.index import connect, search
+from geminibot.index import search
 from geminibot.net.limits import Limits
 from geminibot.policy.robots2_ask import ASK_PATH
+from geminibot.store.db import connect
 
 #: Time limits no answer reaches however loaded the machine (none of these tests is about
 #: a time limit; those set their own), yet a hang still ends the test.

@@ -8,11 +8,13 @@ from pathlib import Path
 
 from pages import gemtext_page
 
-from geminibot.index import connect, search, store_page, transaction
+from geminibot.index import search
 from geminibot.index.languages import MIN_DETECT_CHARS, detect, page_language, primary
 from geminibot.index.query import parse_query
 from geminibot.index.tantivy_index import open_current, rebuild
 from geminibot.index.updater import IndexUpdater
+from geminibot.store.db import connect, transaction
+from geminibot.store.pages import store_page
 
 GERMAN = (
     "Im Frühling haben wir den Garten hinter dem Haus umgegraben und neue Beete angelegt. "

@@ -15,11 +15,12 @@ from commands import answer_of, run_main
 
 from geminibot.crawl.page import extract
 from geminibot.gemini.urls import parse_request
-from geminibot.index import connect, store_page, transaction
 from geminibot.index.search import search
 from geminibot.index.search_cli import reader_language
 from geminibot.index.tantivy_index import open_current, rebuild
 from geminibot.searchcap import SearchCapsule
+from geminibot.store.db import connect, transaction
+from geminibot.store.pages import store_page
 
 ENGLISH = (
     "We spent a week walking along the river, eating bread and cheese in small cafes, "

@@ -15,7 +15,7 @@ import tantivy
 from commands import run_main
 from pages import gemtext_page
 
-from geminibot.index import Link, Page, QueryError, connect, search, store_page, transaction
+from geminibot.index import QueryError, search
 from geminibot.index.authority import compute_authority, has_authority, pagerank, weight_of
 from geminibot.index.documents import (
     FIELD_BOOSTS,
@@ -37,6 +37,8 @@ from geminibot.index.tantivy_index import (
     write_manifest,
 )
 from geminibot.index.text import MARK as M
+from geminibot.store.db import connect, transaction
+from geminibot.store.pages import Link, Page, store_page
 
 WORDS = ["gemini", "capsule", "garden", "orbit", "lichen", "sextant", "kettle", "almanac"]
 

@@ -18,8 +18,9 @@ import pytest
 from commands import run_main, start_serve_search
 from pages import gemtext_page
 
-from geminibot.index import Link, connect, store_page, transaction
 from geminibot.index.search import MAX_QUERY_LENGTH
+from geminibot.store.db import connect, transaction
+from geminibot.store.pages import Link, store_page
 
 #: Longest the server may take to start or stop (a bound, not a speed test).
 START_STOP_SECONDS = 30

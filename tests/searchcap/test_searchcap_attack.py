@@ -29,8 +29,9 @@ from pages import gemtext_page
 
 from capsule_server.testing import open_tls, raw_request
 from geminibot.gemini.accesslog import LOG_BURST, LOG_PER_MINUTE
-from geminibot.index import connect, store_page, transaction
 from geminibot.index.tantivy_index import rebuild
+from geminibot.store.db import connect, transaction
+from geminibot.store.pages import store_page
 from geminibot.why.host import MAX_FINDINGS
 
 HOST = "search.test"

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from geminibot.cli import build_parser, main
-from geminibot.index import connect
+from geminibot.store.db import connect
 
 
 @pytest.fixture

@@ -12,8 +12,9 @@ from commands import start_serve_search
 from hostile_requests import COMMON, check_all
 from pages import gemtext_page
 
-from geminibot.index import Link, connect, store_page, transaction
 from geminibot.index.tantivy_index import rebuild
+from geminibot.store.db import connect, transaction
+from geminibot.store.pages import Link, store_page
 
 HOST = "search.test"
 #: (request line, proper statuses) of the search capsule's own routes.

@@ -12,10 +12,10 @@ import pytest
 from postgres_cluster import new_database
 from store_helpers import LIMITS, Clock, database
 
-from geminibot.crawl.pgstore import PgStore
-from geminibot.crawl.store import CrawlStore, SqliteStore
-from geminibot.index import connect
-from geminibot.index.pg import connect as pg_connect
+from geminibot.store.crawlstore import CrawlStore, SqliteStore
+from geminibot.store.db import connect
+from geminibot.store.pg import connect as pg_connect
+from geminibot.store.pgstore import PgStore
 
 
 @pytest.fixture

@@ -9,9 +9,9 @@ from typing import Any
 
 import psycopg
 
-from geminibot.crawl.traps import FrontierLimits
-from geminibot.index import connect
-from geminibot.index import pg as pg_schema
+from geminibot.store import pg as pg_schema
+from geminibot.store.db import connect
+from geminibot.store.traps import FrontierLimits
 
 
 class Clock:

@@ -7,7 +7,8 @@ from typing import Any
 
 from store_helpers import LIMITS, Clock
 
-from geminibot.crawl.store import (
+from geminibot.policy import FetchOutcome
+from geminibot.store.crawlstore import (
     CachedFile,
     CrawlStore,
     DecisionRecord,
@@ -16,8 +17,7 @@ from geminibot.crawl.store import (
     HostState,
     cache_expiry,
 )
-from geminibot.index import Link, Page
-from geminibot.policy import FetchOutcome
+from geminibot.store.pages import Link, Page
 
 A, B = "gemini://a.test/", "gemini://b.test/"
 

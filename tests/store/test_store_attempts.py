@@ -14,10 +14,10 @@ import pytest
 from store_helpers import LIMITS, Clock
 from test_store import A, claim, decision, fetch
 
-from geminibot.crawl.frontier import MAX_URL_ATTEMPTS
-from geminibot.crawl.pgstore import PgStore
-from geminibot.crawl.store import CrawlStore, Revisit, SqliteStore
-from geminibot.index import connect
+from geminibot.store.crawlstore import CrawlStore, Revisit, SqliteStore
+from geminibot.store.db import connect
+from geminibot.store.frontier import MAX_URL_ATTEMPTS
+from geminibot.store.pgstore import PgStore
 
 Reopen = Callable[[CrawlStore], CrawlStore]
 

@@ -11,7 +11,7 @@ import pytest
 from store_helpers import Clock
 from test_store import decision, fetch, page
 
-from geminibot.crawl.store import (
+from geminibot.store.crawlstore import (
     BATCH_SECONDS,
     BATCH_URLS,
     CACHE_KIB,
@@ -19,7 +19,7 @@ from geminibot.crawl.store import (
     FetchedPage,
     SqliteStore,
 )
-from geminibot.index import connect
+from geminibot.store.db import connect
 
 HOST = "a.test"
 

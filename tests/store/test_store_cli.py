@@ -11,9 +11,9 @@ from store_helpers import LIMITS, Clock
 from test_store import A, B, claim, decision, fetch, page
 
 from geminibot.cli import build_parser, main
-from geminibot.crawl.pgstore import PgStore
-from geminibot.crawl.store import CrawlStore, FetchedPage
 from geminibot.index.search import MAX_LIMIT, MAX_OFFSET
+from geminibot.store.crawlstore import CrawlStore, FetchedPage
+from geminibot.store.pgstore import PgStore
 
 #: Every numeric option of crawl, search and stats: (command, option, the first value
 #: refused, the shared wording of cliutil.bounded_number, the value at the edge accepted).

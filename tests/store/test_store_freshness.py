@@ -9,8 +9,8 @@ from dataclasses import replace
 from store_helpers import LIMITS
 from test_store import A, claim, decision, fetch, page
 
-from geminibot.crawl.store import CrawlStore, FetchedPage, Revisit
-from geminibot.crawl.traps import CAP_REASON
+from geminibot.store.crawlstore import CrawlStore, FetchedPage, Revisit
+from geminibot.store.traps import CAP_REASON
 
 DAY = 86_400.0
 

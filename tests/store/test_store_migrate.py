@@ -6,15 +6,16 @@ from pathlib import Path
 
 import psycopg
 import pytest
+from db_rows import reading
 from store_helpers import LIMITS, Clock
 from test_store import A, B
 from test_store_search import fill
 
 from geminibot.cli import main
-from geminibot.crawl.pgstore import PgStore
-from geminibot.crawl.store import SqliteStore
-from geminibot.index import connect, stats
-from geminibot.index.search_cli import reading
+from geminibot.index import stats
+from geminibot.store.crawlstore import SqliteStore
+from geminibot.store.db import connect
+from geminibot.store.pgstore import PgStore
 
 
 def sqlite_crawl(path: Path, clock: Clock) -> None:

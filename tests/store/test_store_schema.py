@@ -20,12 +20,14 @@ from alembic.runtime.migration import MigrationContext
 from store_helpers import LIMITS, Clock, database
 
 from geminibot.cli import main
-from geminibot.crawl.pgstore import PgStore
-from geminibot.crawl.store import CrawlStore, SqliteStore
-from geminibot.index import DatabaseError, connect, pg
-from geminibot.index import db as sqlite_db
-from geminibot.index.schema import metadata
-from geminibot.index.upgrade import SCHEMA_VERSION
+from geminibot.store import db as sqlite_db
+from geminibot.store import pg
+from geminibot.store.crawlstore import CrawlStore, SqliteStore
+from geminibot.store.db import connect
+from geminibot.store.errors import DatabaseError
+from geminibot.store.pgstore import PgStore
+from geminibot.store.schema import metadata
+from geminibot.store.upgrade import SCHEMA_VERSION
 
 #: What only one engine has: SQLite's FTS5 table (and the tables FTS5 keeps its index in)
 #: and the change log the derived index follows (with its triggers); PostgreSQL's text
@@ -178,7 +180,7 @@ def test_both_engines_have_one_schema_and_version(request: Any, tmp_path: Path) 
 
 
 def test_the_schema_description_is_the_database(kind: str, db: str) -> None:
-    """:func:`geminibot.index.schema.metadata` describes what the history creates: Alembic
+    """:func:`geminibot.store.schema.metadata` describes what the history creates: Alembic
     finds nothing to change (tables, columns, types, indexes)."""
     open_db(kind, db)
     ignored = FTS5_TABLES | {"alembic_version"}
@@ -253,7 +255,7 @@ def test_foreign_database_refused(pg_url: str) -> None:
 @pytest.mark.parametrize(
     ("url", "code", "says"),
     [
-        ("postgresql://u@127.0.0.1:1/db", 1, "cannot connect"),  # nothing listens on port 1
+        ("postgresql://u@127.0.0.1:1/db", 2, "cannot connect"),  # nothing listens on port 1
         ("postgresql://u@[bad/db", 2, "not a valid PostgreSQL connection string"),
         ("postgresql://u@127.0.0.1:1/db?nonsense=1", 2, "not a valid PostgreSQL connection"),
     ],

@@ -1,7 +1,7 @@
 """No SQL statement is written twice: outside the one dialect module of each engine
-(``geminibot/index/sqlite_sql.py``, ``geminibot/index/pg_sql.py``), no statement in the
+(``geminibot/store/sqlite_sql.py``, ``geminibot/store/pg_sql.py``), no statement in the
 PostgreSQL code equals one in the SQLite code once their placeholders are the same. A
-statement both engines run is written once, in ``geminibot/index/statements.py``."""
+statement both engines run is written once, in ``geminibot/store/statements.py``."""
 
 from __future__ import annotations
 
@@ -12,14 +12,14 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2] / "geminibot"
 
 #: The modules whose SQL runs on PostgreSQL only.
-PG_CODE = ("crawl/pgstore.py", "index/pg.py")
+PG_CODE = ("store/pgstore.py", "store/pg.py", "index/pg_search.py")
 #: The modules whose SQL runs on SQLite only.
 SQLITE_CODE = (
-    "crawl/store.py",
-    "crawl/frontier.py",
-    "crawl/migrate.py",
-    "index/db.py",
-    "index/pages.py",
+    "store/crawlstore.py",
+    "store/frontier.py",
+    "store/migrate.py",
+    "store/db.py",
+    "store/pages.py",
     "index/search.py",
     "index/authority.py",
     "index/tantivy_index.py",
@@ -74,7 +74,7 @@ def test_no_statement_is_written_for_both_engines() -> None:
 #: The modules whose SQL runs on either engine's connection: written once, with named
 #: parameters, compiled for the connection's engine (``engines.engine_of``).
 SHARED_CODE = (
-    "index/statements.py",
+    "store/statements.py",
     "index/stats.py",
     "searchcap/app.py",
     "why/records.py",
@@ -102,4 +102,4 @@ def test_statements_both_engines_run_have_no_engine_of_their_own() -> None:
 
 def test_the_shared_modules_hold_sql() -> None:
     assert len(statements(ROOT / "why/records.py")) > 10
-    assert len(statements(ROOT / "index/statements.py")) > 10
+    assert len(statements(ROOT / "store/statements.py")) > 10

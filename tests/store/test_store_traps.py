@@ -1,6 +1,6 @@
 """The trap bounds on both stores (SQLite, PostgreSQL) alike: every trapped URL recorded as
 a refusing decision (``trap: <bound>``), in the order the URLs were met, and the deep-URL
-bound per host (geminibot.crawl.traps) counted in the database, so that it holds across a
+bound per host (geminibot.store.traps) counted in the database, so that it holds across a
 restart and across crawl processes sharing one PostgreSQL database."""
 
 from __future__ import annotations
@@ -15,10 +15,10 @@ import pytest
 from store_helpers import LIMITS, Clock
 from test_store import A, commit
 
-from geminibot.crawl.pgstore import PgStore
-from geminibot.crawl.store import CrawlStore, SqliteStore
-from geminibot.crawl.traps import FrontierLimits
-from geminibot.index import connect
+from geminibot.store.crawlstore import CrawlStore, SqliteStore
+from geminibot.store.db import connect
+from geminibot.store.pgstore import PgStore
+from geminibot.store.traps import FrontierLimits
 
 NOON = datetime(2026, 11, 25, 12, tzinfo=UTC).timestamp()
 #: A deep-URL bound small enough to reach (the per-host cap well above it).

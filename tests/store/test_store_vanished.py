@@ -1,4 +1,4 @@
-"""Vanished hosts (geminibot.crawl.freshness: ``VANISHED_AFTER``, ``VANISHED_FAILURES``) on
+"""Vanished hosts (geminibot.store.freshness: ``VANISHED_AFTER``, ``VANISHED_FAILURES``) on
 both stores (SQLite, PostgreSQL): a host unanswered long enough, and often enough, while
 another host answered, has its pages taken out of the search index; each bound at its
 edge; a page that answers again is indexed again."""
@@ -8,12 +8,18 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any
 
+from db_rows import reading
 from store_helpers import Clock
 from test_store import page
 
-from geminibot.crawl.freshness import DAY, VANISHED_AFTER, VANISHED_FAILURES
-from geminibot.crawl.store import CrawlStore, DecisionRecord, FetchedPage, FetchRecord, HostState
-from geminibot.index.search_cli import reading
+from geminibot.store.crawlstore import (
+    CrawlStore,
+    DecisionRecord,
+    FetchedPage,
+    FetchRecord,
+    HostState,
+)
+from geminibot.store.freshness import DAY, VANISHED_AFTER, VANISHED_FAILURES
 
 A, B, C = "gemini://a.test/", "gemini://b.test/", "gemini://c.test/"
 

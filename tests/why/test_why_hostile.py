@@ -18,11 +18,11 @@ from commands import answer_of, run_main
 from geminibot.gemini.errors import RequestTooLong
 from geminibot.gemini.status import Status
 from geminibot.gemini.urls import parse_request
-from geminibot.index import connect
 from geminibot.portal.app import PortalApp
 from geminibot.portal.limits import PortalLimits
 from geminibot.portal.upstream import Upstream, UpstreamGuard
 from geminibot.searchcap.app import SearchCapsule
+from geminibot.store.db import connect
 from geminibot.why import MAX_TARGET_LENGTH
 from geminibot.why.reads import CheckReads
 

@@ -20,8 +20,8 @@ from commands import answer_of
 
 from geminibot.gemini.status import Status
 from geminibot.gemini.urls import parse_request
-from geminibot.index import connect
 from geminibot.searchcap.app import SearchCapsule
+from geminibot.store.db import connect
 from geminibot.why import explain
 from geminibot.why.explain import Answer
 from geminibot.why.host import MAX_FINDINGS, MAX_REFUSED, HostAnswer

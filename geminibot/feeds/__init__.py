@@ -1,0 +1,1 @@
+"""Feeds: gemsub pages, Atom, RSS and twtxt documents found while crawling."""

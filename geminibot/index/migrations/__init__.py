@@ -1,1 +1,0 @@
-"""The crawl database's migration history (Alembic scripts): see :mod:`geminibot.index.upgrade`."""

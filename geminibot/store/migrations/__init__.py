@@ -1,0 +1,1 @@
+"""The crawl database's migration history (Alembic scripts): see :mod:`geminibot.store.upgrade`."""

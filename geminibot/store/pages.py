@@ -1,0 +1,149 @@
+"""Writing fetched pages into the index.
+
+A :class:`Page` is what the crawler learned from one response, already extracted (title,
+headings, text, links). :func:`store_page` writes it: metadata always, outgoing links
+always, and the searchable text only when the page is text and the role allows it
+(``researcher`` keeps statistics and links, never page text), at most
+:data:`MAX_INDEXED_CHARS` characters of its body and of its headings
+(:func:`indexed_text`: a page may be megabytes long; what it puts in the index, and so
+what any search may have to read of it, is bounded).
+
+:func:`store_page` runs inside the caller's transaction, so a page, its links and the
+frontier rows for those links commit together or not at all. Writing the same page twice
+replaces the first copy (idempotent).
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from dataclasses import dataclass, field
+
+#: Roles whose index keeps page text (title, headings, body) for search.
+TEXT_ROLES = frozenset({"indexer", "archiver"})
+#: Most characters of a page's text (its body; its headings too) that go into the index:
+#: the text beyond them is neither stored for search nor searched. 256 Ki characters
+#: hold a long essay or a book's chapter; a page of megabytes is cut, at a word.
+MAX_INDEXED_CHARS = 262_144
+#: A page entering the searchable text, for the derived index (SQLite).
+LOG_CHANGE = "INSERT INTO index_changes (page_id) VALUES (?)"
+
+
+@dataclass(frozen=True)
+class Link:
+    """A link of a page: the absolute URL it points to and its text."""
+
+    target: str
+    label: str = ""
+
+
+@dataclass(frozen=True)
+class Page:
+    """One fetched URL as it goes into the index."""
+
+    url: str
+    host: str
+    status: int
+    meta: str
+    fetched_at: float
+    size: int = 0
+    mime: str | None = None
+    lang: str | None = None
+    content_hash: str | None = None
+    title: str = ""
+    headings: tuple[str, ...] = ()
+    text: str | None = None  # None: not a text page (metadata only)
+    links: tuple[Link, ...] = field(default_factory=tuple)
+    duplicate_of: str | None = None
+    redirect_to: str | None = None
+    changed_at: float | None = None  # its content last changed (None: not since first seen)
+    gone_at: float | None = None  # it went away (None: live)
+
+
+def indexed_text(text: str) -> str:
+    """The part of ``text`` that goes into the index: all of it up to
+    :data:`MAX_INDEXED_CHARS` characters, else its first characters up to that limit, cut
+    before a partial word."""
+    if len(text) <= MAX_INDEXED_CHARS:
+        return text
+    cut = text[:MAX_INDEXED_CHARS]
+    if not text[MAX_INDEXED_CHARS].isspace():
+        space = max(cut.rfind(" "), cut.rfind("\n"))
+        if space > MAX_INDEXED_CHARS // 2:
+            cut = cut[:space]
+    return cut
+
+
+def page_row(page: Page, role: str) -> dict[str, object]:
+    """The ``pages`` row of ``page`` as either store writes it (named parameters): its
+    title and text kept (``keep``) only for a text page, not a duplicate, of a role that
+    keeps text."""
+    keep_text = role in TEXT_ROLES and page.text is not None and page.duplicate_of is None
+    return {
+        "url": page.url,
+        "host": page.host,
+        "status": page.status,
+        "meta": page.meta,
+        "mime": page.mime,
+        "lang": page.lang,
+        "size": page.size,
+        "hash": page.content_hash,
+        "at": page.fetched_at,
+        "title": page.title if keep_text else "",
+        "dup": page.duplicate_of,
+        "redirect": page.redirect_to,
+        "keep": keep_text,
+        "changed": page.changed_at,
+        "gone": page.gone_at,
+    }
+
+
+def store_page(conn: sqlite3.Connection, page: Page, role: str) -> int:
+    """Insert or replace ``page``; return its row id. Call inside a transaction.
+
+    A page entering the searchable text is logged in ``index_changes`` here, not by a
+    trigger (the version 10 migration says why); its deletion is logged by a trigger."""
+    row = page_row(page, role)
+    keep_text = bool(row["keep"])
+    old = conn.execute("SELECT id FROM pages WHERE url = ?", (page.url,)).fetchone()
+    if old is not None:
+        conn.execute("DELETE FROM pages_fts WHERE rowid = ?", (old[0],))
+        conn.execute("DELETE FROM pages WHERE id = ?", (old[0],))
+    cur = conn.execute(
+        "INSERT INTO pages (url, host, status, meta, mime, lang, size, content_hash, fetched_at,"
+        " title, duplicate_of, redirect_to, text_indexed, changed_at, gone_at)"
+        " VALUES (:url, :host, :status, :meta, :mime, :lang, :size, :hash, :at, :title, :dup,"
+        " :redirect, :keep, :changed, :gone)",
+        row,
+    )
+    page_id = cur.lastrowid
+    assert page_id is not None
+    conn.executemany(
+        "INSERT INTO links (page_id, position, target, label) VALUES (?, ?, ?, ?)",
+        [
+            (page_id, i, link.target, link.label if keep_text else "")
+            for i, link in enumerate(page.links)
+        ],
+    )
+    if keep_text:
+        conn.execute(
+            "INSERT INTO pages_fts (rowid, title, headings, body, url) VALUES (?, ?, ?, ?, ?)",
+            (
+                page_id,
+                page.title,
+                indexed_text("\n".join(page.headings)),
+                indexed_text(page.text or ""),
+                page.url,
+            ),
+        )
+        conn.execute(LOG_CHANGE, (page_id,))
+    return page_id
+
+
+def find_by_hash(conn: sqlite3.Connection, content_hash: str, url: str) -> str | None:
+    """The URL of an already indexed page with the same content, other than ``url``."""
+    from geminibot.store import statements as q
+    from geminibot.store.sqlite_sql import ENGINE
+
+    row = conn.execute(ENGINE.sql[q.FIRST_WITH_HASH], {"hash": content_hash, "url": url})
+    found = row.fetchone()
+    return None if found is None else str(found[0])

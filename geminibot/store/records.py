@@ -1,0 +1,161 @@
+"""What the crawl store keeps and hands back: a host's politeness state, a request, a
+policy decision, a fetched page to commit, a cached policy file, a host lease."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from geminibot.policy import FetchOutcome
+from geminibot.store.pages import Page
+
+
+@dataclass(frozen=True)
+class HostState:
+    """A host's politeness state as persisted: last request's end and duration, the
+    earliest next request (44 back-off) and the count of consecutive slow-downs."""
+
+    last_end: float | None
+    last_duration: float
+    not_before: float
+    slow_downs: int
+
+
+@dataclass(frozen=True)
+class FetchRecord:
+    """One request sent (the crawl's access log), with the host's state after it."""
+
+    url: str
+    host: str
+    status: int | None
+    meta: str
+    error: str | None
+    started: float
+    duration: float
+    state: HostState
+
+    def host_params(self) -> dict[str, object]:
+        """The parameters of :data:`~geminibot.store.statements.HOST_AFTER_FETCH`."""
+        s = self.state
+        return {
+            "last_end": s.last_end,
+            "duration": s.last_duration,
+            "not_before": s.not_before,
+            "slow_downs": s.slow_downs,
+            "failed": self.status is None,
+            "started": self.started,
+            "host": self.host,
+        }
+
+    def params(self) -> dict[str, object]:
+        """The parameters of :data:`~geminibot.store.statements.LOG_FETCH`."""
+        return {
+            "url": self.url,
+            "host": self.host,
+            "status": self.status,
+            "meta": self.meta,
+            "error": self.error,
+            "started": self.started,
+            "duration": self.duration,
+        }
+
+
+@dataclass(frozen=True)
+class DecisionRecord:
+    """One policy decision about a URL."""
+
+    url: str
+    host: str
+    allowed: bool
+    reason: str
+    at: float
+
+    def params(self) -> dict[str, object]:
+        """The parameters of :data:`~geminibot.store.statements.LOG_DECISION`."""
+        return {
+            "url": self.url,
+            "host": self.host,
+            "allowed": self.allowed,
+            "reason": self.reason,
+            "at": self.at,
+        }
+
+
+@dataclass(frozen=True)
+class Revisit:
+    """When a finished URL is due again (None: never) and its learned revisit interval
+    (see :mod:`geminibot.store.freshness`). Its failed requests in a row are the
+    frontier's ``attempts`` (see :mod:`geminibot.store.frontier`)."""
+
+    next_visit: float | None
+    interval: float | None = None
+
+
+@dataclass(frozen=True)
+class FetchedPage:
+    """A fetched URL to commit: its decision, its request, the page for the index (kept as
+    ``role`` keeps pages) and its links to queue (url, depth, parent).
+
+    ``unchanged``: the same status and body as last time: only its fetch time is updated
+    (nothing re-indexed, no links queued). ``gone``: it answered 51/52: out of the index
+    and of the host's live URLs. ``demote``: the canonical URL of the page's body until
+    now, which becomes an alias of this page (see ``canonical_key``)."""
+
+    decision: DecisionRecord
+    fetch: FetchRecord
+    page: Page
+    role: str
+    links: Iterable[tuple[str, int, str]]
+    revisit: Revisit | None = None
+    unchanged: bool = False
+    gone: bool = False
+    demote: str | None = None
+
+
+@dataclass(frozen=True)
+class CachedFile:
+    """A policy file's last fetch: its RFC 9309 outcome, body and expiry."""
+
+    host: str
+    name: str  # "robots.txt", ...
+    outcome: FetchOutcome
+    status: int | None
+    body: bytes | None
+    fetched_at: float
+    expires_at: float
+
+    @classmethod
+    def fresh(
+        cls, host: str, name: str, row: Sequence[Any] | None, now: float
+    ) -> CachedFile | None:
+        """The file from the row :data:`~geminibot.store.statements.POLICY_FILE` read (outcome, reason, status, body, fetched_at,
+        expires_at), as either store reads it (PostgreSQL's bytea comes back as memoryview),
+        if there is one and it is still fresh at ``now``."""
+        if row is None or row[5] <= now:
+            return None
+        kind, reason, status, body, fetched_at, expires_at = row
+        outcome = FetchOutcome(kind, reason, None, expires_at - fetched_at)
+        body = None if body is None else bytes(body)
+        return cls(host, name, outcome, status, body, fetched_at, expires_at)
+
+    def params(self) -> dict[str, object]:
+        """The parameters of :data:`~geminibot.store.statements.SAVE_POLICY_FILE`."""
+        return {
+            "host": self.host,
+            "name": self.name,
+            "fetched_at": self.fetched_at,
+            "expires_at": self.expires_at,
+            "outcome": self.outcome.kind,
+            "reason": self.outcome.reason,
+            "status": self.status,
+            "body": self.body,
+        }
+
+
+@dataclass(frozen=True)
+class Lease:
+    """A host leased to this crawl process. ``state``: the politeness state another
+    process left it in, when the host changed hands (None: nothing to adopt)."""
+
+    state: HostState | None

@@ -1,0 +1,21 @@
+"""The SQLite engine of the crawl database's statements (:mod:`geminibot.store.statements`):
+its compiler (``:name`` placeholders, as the sqlite3 module reads them from a dict) and
+what only SQLite runs. The full-text index is the FTS5 table ``pages_fts``, one row per
+indexed page (``rowid`` = ``pages.id``)."""
+
+from __future__ import annotations
+
+import sqlalchemy as sa
+from sqlalchemy.dialects import sqlite
+
+from geminibot.store.statements import Compiled, Engine
+
+#: Every host's skip of the last run cleared (one process per SQLite database).
+CLEAR_SKIPS = sa.text("UPDATE hosts SET skipped_reason = NULL")
+
+ENGINE = Engine(
+    name="sqlite",
+    sql=Compiled(sqlite.dialect(paramstyle="named")),
+    drop_text=sa.text("DELETE FROM pages_fts WHERE rowid = :id"),
+    clear_skips=CLEAR_SKIPS,
+)

@@ -1,0 +1,256 @@
+"""Every statement both crawl stores run, written once, and the engines they compile for.
+
+A statement is a SQLAlchemy Core text construct with named parameters (``:url``). Each
+engine compiles it once, on first use (:class:`Compiled`): SQLite to its ``:name``
+placeholders, psycopg to ``%(name)s`` (SQLAlchemy doubles a literal ``%`` there); the
+stores run the compiled text on their DBAPI connection with a dict of parameters, so the
+hot path costs a dictionary lookup, not SQLAlchemy's execution machinery
+(docs/benchmarks.md, "One SQL layer").
+
+The statements use what both engines read alike: ``false``/``true`` (SQLite's since
+3.23), ``CASE`` for ``max``/``greatest``, ``ON CONFLICT`` upserts, ``RETURNING``. What
+truly differs lives in one module per engine, :mod:`geminibot.store.sqlite_sql` and
+:mod:`geminibot.store.pg_sql`, each an :class:`Engine`: the full-text index (FTS5 or the
+``tsvector`` columns), the batched link inserts and host leases of PostgreSQL.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import sqlalchemy as sa
+
+
+class Compiled(dict[sa.TextClause, str]):
+    """The statements compiled for one engine: ``compiled[STATEMENT]`` is its SQL text
+    (parameters are passed as a dict), compiled on first use. (A dict: a statement is
+    hashed by identity, and the lookup costs the hot path no Python call.)"""
+
+    def __init__(self, dialect: sa.Dialect) -> None:
+        super().__init__()
+        self.dialect = dialect
+
+    def __missing__(self, statement: sa.TextClause) -> str:
+        sql = self[statement] = str(statement.compile(dialect=self.dialect))
+        return sql
+
+    def once(self, text: str) -> str:
+        """A statement put together for one call (filters chosen at run time), compiled
+        and not kept."""
+        return str(sa.text(text).compile(dialect=self.dialect))
+
+
+@dataclass(frozen=True)
+class Engine:
+    """One engine's compiled statements and the few of its own the shared logic runs."""
+
+    name: str
+    sql: Compiled
+    #: Take a page's text out of the full-text index (``:id``).
+    drop_text: sa.TextClause
+    #: Clear every host's skip of the last run.
+    clear_skips: sa.TextClause
+
+
+# --- settings ---
+
+SETTING = sa.text("SELECT value FROM settings WHERE key = :key")
+ADD_SETTING = sa.text(
+    "INSERT INTO settings (key, value) VALUES (:key, :value) ON CONFLICT (key) DO NOTHING"
+)
+SET_SETTING = sa.text(
+    "INSERT INTO settings (key, value) VALUES (:key, :value)"
+    " ON CONFLICT (key) DO UPDATE SET value = excluded.value"
+)
+
+# --- hosts ---
+
+HOST_STATES = sa.text(
+    "SELECT host, last_fetch_at, coalesce(last_duration, 0), not_before, slow_downs FROM hosts"
+)
+#: Hosts with queued URLs, oldest work first, with how many each.
+HOSTS_WITH_WORK = sa.text(
+    "SELECT host, count(*) FROM urls WHERE state = 'queued' GROUP BY host ORDER BY min(id)"
+)
+COUNT_PAGES = sa.text("SELECT count(*) FROM pages")
+COUNT_HOSTS = sa.text("SELECT count(*) FROM hosts")
+SKIP_HOST = sa.text("UPDATE hosts SET skipped_reason = :reason WHERE host = :host")
+#: The host's row after a request: its politeness state and its unanswered requests in a
+#: row (vanished hosts, see :mod:`geminibot.store.freshness`).
+HOST_AFTER_FETCH = sa.text(
+    "UPDATE hosts SET last_fetch_at = :last_end, last_duration = :duration,"
+    " not_before = :not_before, slow_downs = :slow_downs,"
+    " failures = CASE WHEN :failed THEN failures + 1 ELSE 0 END,"
+    " failing_since = CASE WHEN :failed THEN coalesce(failing_since, :started) END"
+    " WHERE host = :host"
+)
+#: One live URL fewer on the host (a URL gone).
+HOST_URL_GONE = sa.text(
+    "UPDATE hosts SET urls_total = CASE WHEN urls_total > 0 THEN urls_total - 1 ELSE 0 END"
+    " WHERE host = :host"
+)
+
+# --- policy files and certificate pins ---
+
+POLICY_FILE = sa.text(
+    "SELECT outcome, reason, status, body, fetched_at, expires_at FROM robots"
+    " WHERE host = :host AND name = :name"
+)
+SAVE_POLICY_FILE = sa.text(
+    "INSERT INTO robots (host, name, fetched_at, expires_at, outcome, reason, status, body)"
+    " VALUES (:host, :name, :fetched_at, :expires_at, :outcome, :reason, :status, :body)"
+    " ON CONFLICT (host, name) DO UPDATE SET fetched_at = excluded.fetched_at,"
+    " expires_at = excluded.expires_at, outcome = excluded.outcome,"
+    " reason = excluded.reason, status = excluded.status, body = excluded.body"
+)
+PIN = sa.text("SELECT fingerprint FROM pins WHERE host = :host AND port = :port")
+SET_PIN = sa.text(
+    "INSERT INTO pins (host, port, fingerprint, first_seen)"
+    " VALUES (:host, :port, :fingerprint, :now)"
+    " ON CONFLICT (host, port) DO UPDATE SET fingerprint = excluded.fingerprint,"
+    " first_seen = excluded.first_seen"
+)
+
+# --- the logs ---
+
+LOG_FETCH = sa.text(
+    "INSERT INTO fetches (url, host, status, meta, error, started_at, duration)"
+    " VALUES (:url, :host, :status, :meta, :error, :started, :duration)"
+)
+LOG_DECISION = sa.text(
+    "INSERT INTO decisions (url, host, allowed, reason, at)"
+    " VALUES (:url, :host, :allowed, :reason, :at)"
+)
+PRUNE_FETCHES = sa.text("DELETE FROM fetches WHERE started_at < :before")
+PRUNE_DECISIONS = sa.text("DELETE FROM decisions WHERE at < :before")
+
+# --- the frontier ---
+
+URL_STATE = sa.text("SELECT state, reason FROM urls WHERE url = :url")
+COUNT_QUEUED = sa.text("SELECT count(*) FROM urls WHERE state = 'queued'")
+LEASED = sa.text("SELECT url FROM urls WHERE state = 'leased' ORDER BY id")
+#: A claimed URL's lease taken (its attempt counts once its request is sent: MARK_SENT).
+MARK_LEASED = sa.text(
+    "UPDATE urls SET state = 'leased', lease = :lease, updated_at = :now WHERE url = :url"
+)
+#: A claimed URL's first request about to be sent: one attempt more.
+MARK_SENT = sa.text(
+    "UPDATE urls SET attempts = attempts + 1"
+    " WHERE url = :url AND state = 'leased' AND lease = :lease"
+)
+#: A leased URL closed; only a failure keeps its attempts counted.
+FINISH = sa.text(
+    "UPDATE urls SET state = :state, reason = :reason, lease = NULL, updated_at = :now,"
+    " attempts = CASE WHEN :failed THEN attempts ELSE 0 END WHERE url = :url"
+)
+#: A leased URL given back to the queue; ``:sent`` (its request was sent): the attempt
+#: that request counted goes back with it.
+RELEASE = sa.text(
+    "UPDATE urls SET state = 'queued', lease = NULL,"
+    " attempts = CASE WHEN :sent AND attempts > 0 THEN attempts - 1 ELSE attempts END"
+    " WHERE url = :url AND state = 'leased'"
+)
+#: A URL the per-host cap trapped, queued again.
+REQUEUE_CAPPED = sa.text(
+    "UPDATE urls SET state = 'queued', reason = NULL, updated_at = :now WHERE url = :url"
+)
+#: The paths a host's deep-URL count is taken from (its URLs not trapped).
+DEEP_PATHS = sa.text("SELECT path FROM urls WHERE host = :host AND state != 'trapped'")
+
+# --- freshness ---
+
+SCHEDULE = sa.text(
+    "UPDATE urls SET next_visit = :next_visit, revisit_interval = :interval WHERE url = :url"
+)
+PREVIOUS = sa.text(
+    "SELECT p.status, p.content_hash, p.duplicate_of, u.revisit_interval, u.attempts,"
+    " p.changed_at, p.gone_at FROM urls u LEFT JOIN pages p ON p.url = u.url WHERE u.url = :url"
+)
+REVISIT_DUE = sa.text(
+    "UPDATE urls SET state = 'queued', lease = NULL"
+    " WHERE state IN ('done', 'refused', 'failed') AND next_visit <= :now"
+)
+REVISIT_ALL = sa.text(
+    "UPDATE urls SET state = 'queued', lease = NULL WHERE state IN ('done', 'refused', 'failed')"
+)
+#: The aliases of a canonical URL queued again now (their body is no longer its body);
+#: their hosts, one per URL.
+REQUEUE_ALIASES = sa.text(
+    "UPDATE urls SET state = 'queued', lease = NULL, next_visit = NULL"
+    " WHERE state IN ('done', 'refused', 'failed')"
+    " AND url IN (SELECT url FROM pages WHERE duplicate_of = :url) RETURNING host"
+)
+#: The pages still in the search index (text, or a hash to be found by) of the hosts
+#: vanished at a time (:mod:`geminibot.store.freshness`): id and URL.
+VANISHED_PAGES = sa.text(
+    "SELECT id, url FROM pages WHERE (text_indexed OR content_hash IS NOT NULL) AND host IN"
+    " (SELECT host FROM hosts h WHERE failures >= :failures AND failing_since <= :since"
+    " AND EXISTS (SELECT 1 FROM hosts o WHERE o.failures = 0"
+    " AND o.last_fetch_at > h.failing_since)) ORDER BY id"
+)
+
+#: The next time work is due in the store, after ``:now``: a revisit, a queued host's
+#: back-off, a policy file to ask again (``crawl --forever``).
+NEXT_DUE = sa.text(
+    "SELECT min(due) FROM ("
+    " SELECT min(next_visit) AS due FROM urls WHERE next_visit IS NOT NULL"
+    "  AND state IN ('done', 'refused', 'failed')"
+    " UNION ALL"
+    " SELECT min(h.not_before) FROM hosts h WHERE h.not_before > :now"
+    "  AND EXISTS (SELECT 1 FROM urls u WHERE u.host = h.host AND u.state = 'queued')"
+    " UNION ALL"
+    " SELECT min(r.expires_at) FROM robots r WHERE r.expires_at > :now"
+    "  AND EXISTS (SELECT 1 FROM urls u WHERE u.host = r.host AND u.state = 'queued')"
+    ") AS next_work"
+)
+#: Whether any URL is queued (waiting for a host skipped for now).
+ANY_QUEUED = sa.text("SELECT EXISTS (SELECT 1 FROM urls WHERE state = 'queued')")
+
+# --- pages ---
+
+#: A page fetched again with the same status and body: only its fetch time changes.
+TOUCH_PAGE = sa.text("UPDATE pages SET fetched_at = :at, meta = :meta WHERE url = :url")
+PAGE_HASH = sa.text("SELECT content_hash, duplicate_of FROM pages WHERE url = :url")
+PAGE_ID = sa.text("SELECT id FROM pages WHERE url = :url")
+#: The first indexed page (not itself a duplicate) with a content hash, other than a URL.
+FIRST_WITH_HASH = sa.text(
+    "SELECT url FROM pages WHERE content_hash = :hash AND url != :url"
+    " AND duplicate_of IS NULL ORDER BY id LIMIT 1"
+)
+ALIASES = sa.text("SELECT url FROM pages WHERE duplicate_of = :url ORDER BY url")
+REPOINT_ALIASES = sa.text("UPDATE pages SET duplicate_of = :new WHERE duplicate_of = :old")
+#: A page becomes an alias of another: out of the search index.
+DEMOTE_PAGE = sa.text(
+    "UPDATE pages SET duplicate_of = :new, title = '', text_indexed = false WHERE id = :id"
+)
+#: A vanished host's page: out of the search index, not found by its hash, gone at ``:now``.
+DELIST_PAGE = sa.text(
+    "UPDATE pages SET title = '', text_indexed = false, content_hash = NULL,"
+    " gone_at = coalesce(gone_at, :now) WHERE id = :id"
+)
+DELETE_LINKS = sa.text("DELETE FROM links WHERE page_id = :id")
+
+# --- link authority (into the temporary table ``host_rank`` of the transaction) ---
+
+ADD_HOST_RANK = sa.text(
+    "INSERT INTO host_rank (host, score, weight) VALUES (:host, :score, :weight)"
+)
+CLEAR_AUTHORITY = sa.text("DELETE FROM authority")
+FILL_AUTHORITY = sa.text(
+    "INSERT INTO authority (url, score, weight) SELECT p.url, h.score, h.weight"
+    " FROM pages p JOIN host_rank h ON h.host = p.host"
+)
+
+# --- the search capsule ---
+
+#: The pages linking to a URL (as normalised, or as given), by URL.
+BACKLINKS = sa.text(
+    "SELECT p.url, p.title, min(l.label) FROM links l JOIN pages p ON p.id = l.page_id"
+    " WHERE l.target IN (:target, :given) GROUP BY p.id ORDER BY p.url LIMIT :limit"
+)
+#: A page of the known hosts, with their pages.
+HOSTS_PAGE = sa.text(
+    "SELECT h.host, h.last_fetch_at, h.skipped_reason,"
+    " (SELECT count(*) FROM pages p WHERE p.host = h.host)"
+    " FROM hosts h ORDER BY h.host LIMIT :limit OFFSET :offset"
+)

@@ -1,0 +1,160 @@
+"""The crawl database: creation, migrations by version, refusal of foreign files."""
+
+import re
+import sqlite3
+from pathlib import Path
+
+import legacy_schemas
+import pytest
+
+from geminibot.store.db import SCHEMA_VERSION, _open, connect, get_setting, set_setting, transaction
+from geminibot.store.errors import DatabaseError
+from geminibot.store.frontier import CLAIM, QUERIES_ON_PATH
+from geminibot.store.sqlite_sql import ENGINE
+from geminibot.store.statements import DEEP_PATHS
+from geminibot.store.upgrade import upgrade
+
+
+def test_new_database_is_wal_and_current(tmp_path: Path) -> None:
+    conn = connect(tmp_path / "c.db")
+    assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+    assert conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION
+    conn.close()
+    again = connect(tmp_path / "c.db")  # reopening does not migrate twice
+    assert again.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION
+
+
+def schema_of(path: Path) -> tuple[object, ...]:
+    """Everything of a database's schema: sqlite_master (FTS5's shadow tables included),
+    the stamped version, user_version."""
+    conn = sqlite3.connect(path)
+    try:
+        master = sorted(conn.execute("SELECT type, name, tbl_name, sql FROM sqlite_master"))
+        stamped = conn.execute("SELECT version_num FROM alembic_version").fetchall()
+        return master, stamped, conn.execute("PRAGMA user_version").fetchone()
+    finally:
+        conn.close()
+
+
+def test_a_new_database_has_the_schema_the_migrations_make(tmp_path: Path) -> None:
+    """A new file gets the schema replayed from what the migrations made of an empty file
+    once in this process: the same tables, columns, indexes, triggers, FTS5 table and
+    version as running the whole history on it."""
+    connect(tmp_path / "first.db").close()  # (the process's copy is made by now)
+    connect(tmp_path / "new.db").close()
+    upgrade(lambda: _open(tmp_path / "migrated.db"), "sqlite")
+    new, migrated = schema_of(tmp_path / "new.db"), schema_of(tmp_path / "migrated.db")
+    assert new == migrated
+    assert len(new[0]) > 30 and new[1] == migrated[1] != []  # (not two empty files)
+
+
+def test_missing_database_for_readers(tmp_path: Path) -> None:
+    with pytest.raises(DatabaseError, match="no such database"):
+        connect(tmp_path / "absent.db", create=False)
+
+
+def test_not_a_database(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.db"
+    bad.write_bytes(b"this is not sqlite at all, just text\n" * 100)
+    with pytest.raises(DatabaseError, match="not a usable geminibot database"):
+        connect(bad)
+
+
+def test_foreign_sqlite_database(tmp_path: Path) -> None:
+    other = tmp_path / "other.db"
+    c = sqlite3.connect(other)
+    c.execute("CREATE TABLE t (x)")
+    c.commit()
+    c.close()
+    with pytest.raises(DatabaseError, match="not a geminibot one"):
+        connect(other)
+
+
+def test_newer_schema_refused(tmp_path: Path) -> None:
+    path = tmp_path / "new.db"
+    connect(path).close()
+    c = sqlite3.connect(path)
+    c.execute(f"UPDATE alembic_version SET version_num = '{SCHEMA_VERSION + 1:04d}'")
+    c.commit()
+    c.close()
+    with pytest.raises(DatabaseError, match="newer"):
+        connect(path)
+
+
+def test_transaction_rolls_back_on_error(tmp_path: Path) -> None:
+    conn = connect(tmp_path / "c.db")
+    with pytest.raises(RuntimeError), transaction(conn):
+        set_setting(conn, "role", "indexer")
+        raise RuntimeError("boom")
+    assert get_setting(conn, "role") is None
+    with transaction(conn):
+        set_setting(conn, "role", "indexer")
+        set_setting(conn, "role", "archiver")  # idempotent upsert
+    assert get_setting(conn, "role") == "archiver"
+
+
+def _indexes(conn: sqlite3.Connection, table: str) -> set[str]:
+    rows = conn.execute(
+        "SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name = ?"
+        " AND name NOT LIKE 'sqlite_autoindex%'",
+        (table,),
+    )
+    return {str(r[0]) for r in rows}
+
+
+def _plan(conn: sqlite3.Connection, sql: str) -> str:
+    names = re.findall(r":(\w+)", sql)
+    params: dict[str, str] | tuple[str, ...] = (
+        dict.fromkeys(names, "x") if names else ("x",) * sql.count("?")
+    )
+    return " | ".join(str(r[3]) for r in conn.execute(f"EXPLAIN QUERY PLAN {sql}", params))
+
+
+def test_version_4_loses_the_indexes_no_query_reads(tmp_path: Path) -> None:
+    """Version 5: ``decisions_url`` and ``urls_host_path`` go (each cost every insert),
+    ``urls_query_path`` holds the URLs with a query string only; the rows stay."""
+    path = tmp_path / "crawl.db"
+    old = sqlite3.connect(path, isolation_level=None)
+    for statement in (s for version in legacy_schemas.SQLITE[:4] for s in version):
+        old.execute(statement)
+    old.execute("PRAGMA user_version = 4")
+    old.execute(
+        "INSERT INTO urls (url, host, path, has_query, depth, state, updated_at)"
+        " VALUES ('gemini://a.test/?q', 'a.test', '/', 1, 0, 'queued', 0)"
+    )
+    old.close()
+    assert "urls_host_path" in _indexes(sqlite3.connect(path), "urls")
+    conn = connect(path)
+    assert conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION
+    assert _indexes(conn, "urls") == {
+        "urls_host_state",
+        "urls_state",
+        "urls_query_path",
+        "urls_next_visit",
+    }
+    assert _indexes(conn, "decisions") == {"decisions_at"}
+    assert conn.execute("SELECT count(*) FROM urls").fetchone()[0] == 1
+
+
+def test_frontier_queries_use_an_index(tmp_path: Path) -> None:
+    """Every query the frontier runs per URL searches an index (none scans ``urls``)."""
+    conn = connect(tmp_path / "crawl.db")
+    queries = {
+        "SELECT state, reason FROM urls WHERE url = ?": "sqlite_autoindex_urls_1",
+        QUERIES_ON_PATH: "urls_query_path",
+        ENGINE.sql[DEEP_PATHS]: "urls_host_state",
+        CLAIM: "urls_host_state",
+    }
+    for sql, index in queries.items():
+        plan = _plan(conn, sql)
+        assert plan.startswith("SEARCH urls USING") and f"INDEX {index} " in plan, (sql, plan)
+
+
+def test_a_pages_fetch_history_is_read_through_an_index(tmp_path: Path) -> None:
+    """``why`` and ``/check`` read a URL's last answers through ``fetches_url``, not a
+    scan of the log."""
+    from geminibot.why.records import HISTORY_ROWS
+
+    conn = connect(tmp_path / "crawl.db")
+    plan = _plan(conn, ENGINE.sql[HISTORY_ROWS])
+    assert plan.startswith("SEARCH fetches USING INDEX fetches_url "), plan
