@@ -13,7 +13,6 @@ one server without sharing a rate. No timed assertion: each wait is a bound."""
 from __future__ import annotations
 
 import json
-import resource
 import signal
 import ssl
 import subprocess
@@ -86,14 +85,8 @@ def serve_search(folder: Path, *options: str) -> Iterator[Served]:
     stopped with SIGTERM, standard error without a traceback."""
     make_db(folder / "crawl.db")
     log = folder / "access.jsonl"
-    ours = resource.getrlimit(resource.RLIMIT_NOFILE)
-    resource.setrlimit(resource.RLIMIT_NOFILE, (NOFILE, ours[1]))  # what the child inherits
-    try:
-        proc, port, _ = start_serve_search(
-            folder / "crawl.db", folder / "certs", "--hostname", HOST, "--log", str(log), *options
-        )
-    finally:
-        resource.setrlimit(resource.RLIMIT_NOFILE, ours)
+    args = ("--hostname", HOST, "--log", str(log), *options)
+    proc, port, _ = start_serve_search(folder / "crawl.db", folder / "certs", *args, nofile=NOFILE)
     try:
         yield Served(proc, port, log)
     finally:
