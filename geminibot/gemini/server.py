@@ -335,6 +335,10 @@ class GeminiServer:
     ) -> None:
         """Accept on ``listeners`` until :meth:`shutdown`; then let connections finish."""
         self._max_open = connection_budget(self.limits.max_open, self.limits.descriptor_reserve)
+        for listener in listeners:  # a client speaks first: hand over none that has not
+            with suppress(OSError, AttributeError):  # (Linux's TCP_DEFER_ACCEPT)
+                defer = math.ceil(self.limits.header_timeout)
+                listener.socket.setsockopt(socket.IPPROTO_TCP, socket.TCP_DEFER_ACCEPT, defer)
         async with trio.open_nursery() as handlers:
             with self._accept_scope:
                 async with trio.open_nursery() as acceptors:

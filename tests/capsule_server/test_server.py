@@ -12,7 +12,13 @@ import trio
 
 from capsule_server.files import binary_sha256, large_robots
 from capsule_server.server import CapsuleServer
-from capsule_server.testing import client_hello, open_tls, raw_request, running_server
+from capsule_server.testing import (
+    client_hello,
+    open_stalled,
+    open_tls,
+    raw_request,
+    running_server,
+)
 from geminibot.gemini.accesslog import AccessRecord
 from geminibot.gemini.server import MAX_PER_ADDRESS, ServerLimits, climbs_above_root
 from geminibot.net.addresses import address_key
@@ -194,7 +200,7 @@ async def test_idle_connections_do_not_make_the_server_busy(
         assert srv.port is not None
         idle: list[trio.abc.AsyncResource] = []
         for _ in range(6):
-            idle.append(await trio.open_tcp_stream("127.0.0.1", srv.port))
+            idle.append(await open_stalled(srv.port))
             idle.append(await open_tls(srv.port, "maze.test"))
         with trio.fail_after(10):
             while srv.open_connections < 12:
@@ -215,7 +221,7 @@ async def test_connections_per_address_are_capped(
     limits = ServerLimits(max_per_address=5)
     async with running_server(capsules_dir, cert_dir, limits, access_log.append) as srv:
         assert srv.port is not None
-        idle = [await trio.open_tcp_stream("127.0.0.1", srv.port) for _ in range(5)]
+        idle = [await open_stalled(srv.port) for _ in range(5)]
         with trio.fail_after(10):
             while srv.open_connections < 5:
                 await trio.sleep(0.01)
@@ -251,10 +257,7 @@ async def test_at_max_open_the_oldest_silent_connection_makes_room(
     limits = ServerLimits(max_open=4)
     async with running_server(capsules_dir, cert_dir, limits, access_log.append) as srv:
         assert srv.port is not None
-        idle = [
-            await trio.open_tcp_stream("127.0.0.1", srv.port, local_address=f"127.0.0.{n}")
-            for n in range(3, 7)
-        ]
+        idle = [await open_stalled(srv.port, local_address=f"127.0.0.{n}") for n in range(3, 7)]
         with trio.fail_after(10):
             while srv.open_connections < 4:
                 await trio.sleep(0.01)
@@ -318,7 +321,7 @@ async def test_shutdown_grace_cuts_idle_connections(capsules_dir: Path, cert_dir
     with trio.fail_after(10):  # far less than the header timeout: the grace period ended it
         async with running_server(capsules_dir, cert_dir, limits) as srv:
             assert srv.port is not None
-            idle = await trio.open_tcp_stream("127.0.0.1", srv.port)
+            idle = await open_stalled(srv.port)
             await trio.sleep(0.05)
         assert await idle.receive_some(10) == b""
 
@@ -379,7 +382,7 @@ async def test_256_idle_connections_from_one_address_shut_out_no_one(
     limits = ServerLimits(log_burst=1000)
     async with running_server(capsules_dir, cert_dir, limits, access_log.append) as srv:
         assert srv.port is not None
-        idle = [await trio.open_tcp_stream("127.0.0.1", srv.port) for _ in range(256)]
+        idle = [await open_stalled(srv.port) for _ in range(256)]
         with trio.fail_after(10):
             while len(access_log) < 256 - MAX_PER_ADDRESS:
                 await trio.sleep(0.01)

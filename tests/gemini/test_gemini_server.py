@@ -13,7 +13,7 @@ from pathlib import Path
 
 import trio
 
-from capsule_server.testing import raw_request
+from capsule_server.testing import open_stalled, raw_request
 from geminibot.gemini.accesslog import AccessRecord
 from geminibot.gemini.server import GeminiServer, Resolution
 from geminibot.urls import URL
@@ -107,10 +107,7 @@ async def test_out_of_descriptors_is_one_log_line_and_a_client_still_served(
         port = int((await proc.stdout.receive_some(100)).decode())
         # the host's certificate loaded while descriptors are free (later, none is)
         assert (await raw_request(port, b"gemini://a.test/\r\n", "a.test")).startswith(b"20 ")
-    held = [
-        await trio.open_tcp_stream("127.0.0.1", port, local_address=f"127.0.2.{1 + n % 50}")
-        for n in range(HELD)
-    ]
+    held = [await open_stalled(port, local_address=f"127.0.2.{1 + n % 50}") for n in range(HELD)]
     try:
         with trio.fail_after(BOUND):
             answer = await raw_request(port, b"gemini://a.test/\r\n", "a.test")

@@ -4,8 +4,9 @@ small service, against what a client can do without asking for anything costly:
 - ``/check`` of a capsule whose robots.txt lints on every line: a short answer;
 - connections that never send a request: charged to the client's rate (its next
   request gets ``44``), and what they add to the access log bounded per client;
-- more idle connections than the process has descriptors: the oldest idle ones are
-  closed for newcomers, so a search is answered while they are all still held.
+- more idle connections than the process has descriptors (each has sent one byte: one
+  that sent none is not even handed to the server): the oldest idle ones are closed for
+  newcomers, so a search is answered while they are all still held.
 
 Each attacker and each person has an address of its own (127.0.0.x), so the tests share
 one server without sharing a rate. No timed assertion: each wait is a bound."""
@@ -26,7 +27,7 @@ import trio
 from commands import start_serve_search
 from pages import gemtext_page
 
-from capsule_server.testing import open_tls, raw_request
+from capsule_server.testing import open_stalled, open_tls, raw_request
 from geminibot.gemini.accesslog import LOG_BURST, LOG_PER_MINUTE
 from geminibot.index.tantivy_index import rebuild
 from geminibot.store.db import connect, transaction
@@ -135,7 +136,7 @@ async def test_connections_without_a_request_spend_the_clients_rate(served: Serv
 async def test_idle_connections_past_the_descriptors_make_room_for_a_search(
     served: Served,
 ) -> None:
-    """256 idle TCP connections held against 128 the descriptors allow: the oldest idle
+    """256 idle connections held against 128 the descriptors allow: the oldest idle
     ones are closed for newcomers (and their clients' reconnections refused before TLS),
     so a search from elsewhere is answered while every idle one would still be waiting
     for its header timeout (10 s); never a failed ``accept`` logged more than once."""
@@ -143,7 +144,7 @@ async def test_idle_connections_past_the_descriptors_make_room_for_a_search(
 
     async def hold(client: str) -> None:
         with suppress(OSError):
-            held.append(await trio.open_tcp_stream("127.0.0.1", served.port, local_address=client))
+            held.append(await open_stalled(served.port, local_address=client))
 
     with trio.fail_after(BOUND):
         async with trio.open_nursery() as nursery:
