@@ -9,6 +9,8 @@ module does the network, TLS, certificates, limits and the access log around it.
 
 One connection carries one request. The flow of a connection:
 
+0. The listeners hand over no connection before the client has spoken (``TCP_DEFER_ACCEPT``
+   for up to ``ServerLimits.header_timeout``): one that never does waits in the kernel.
 1. More than ``ServerLimits.max_per_address`` connections open from the client's address (an
    IPv6 client's /64), or a client whose rate is spent by a whole burst of connections
    that sent no request (see 5): closed before TLS (no answer). More than
@@ -77,9 +79,9 @@ from geminibot.gemini.certs import FALLBACK_HOST, CertInfo, ensure_certificate
 from geminibot.gemini.ratelimit import RateLimiter
 from geminibot.gemini.status import Status
 from geminibot.gemini.tls import InvalidServerName, TLSConnection
-from geminibot.gemini.urls import DEFAULT_PORT, MAX_REQUEST_BYTES, parse_request
+from geminibot.gemini.urls import DEFAULT_PORT, MAX_REQUEST_BYTES, climbs_above_root, parse_request
 from geminibot.net.addresses import address_key
-from geminibot.urls import REFERENCE, URL, InvalidURL, UnsupportedScheme
+from geminibot.urls import URL, InvalidURL, UnsupportedScheme
 
 HEADER_TIMEOUT = 10.0
 """Seconds a client has, from TCP accept, to finish TLS and send its request line."""
@@ -606,28 +608,6 @@ class _ClientClosed(Exception):
 
 class _NoLineEnd(Exception):
     """TCP closed (without a TLS close_notify) before the request line ended."""
-
-
-def climbs_above_root(url: str) -> bool:
-    """True if the path of the absolute URL ``url`` has more ``..`` segments (``%2E`` is a
-    dot, as RFC 3986 says) than there are segments above them to remove.
-
-    Normalisation (RFC 3986 5.2.4) would quietly keep such a path at the root
-    (``/../../`` is ``/``); the server refuses it instead, as gemini-diagnostics expects
-    ("a URL should not be able to escape the root")."""
-    match = REFERENCE.fullmatch(url)
-    if match is None:
-        return False
-    depth = 0
-    for segment in match.group(3).split("/")[1:]:
-        name = segment.replace("%2e", ".").replace("%2E", ".")
-        if name == "..":
-            if depth == 0:
-                return True
-            depth -= 1
-        elif name != ".":
-            depth += 1
-    return False
 
 
 def _record_sent(record: AccessRecord, resolution: Resolution, sent: int) -> None:

@@ -20,7 +20,8 @@ from capsule_server.testing import (
     running_server,
 )
 from geminibot.gemini.accesslog import AccessRecord
-from geminibot.gemini.server import MAX_PER_ADDRESS, ServerLimits, climbs_above_root
+from geminibot.gemini.server import MAX_PER_ADDRESS, ServerLimits
+from geminibot.gemini.urls import climbs_above_root
 from geminibot.net.addresses import address_key
 
 
