@@ -147,7 +147,10 @@ COMMANDS: tuple[Module, ...] = (
     ),
     Module(
         _why,
-        (("why", "why a page is in a crawl's index or not, or what it knows of a host"),),
+        (
+            ("why", "why a page is in a crawl's index or not, or what it knows of a host"),
+            ("recheck", "fetch a page, or every page of a host, again soon, at the capsule's pace"),
+        ),
     ),
     Module(_searchcap, (("serve-search", "serve a crawl's index as a Gemini search capsule"),)),
     Module(

@@ -63,11 +63,14 @@ def build_crawler(
     on_progress: Callable[[Progress], None] | None = None,
     address_of: Callable[[str], Awaitable[str]] | None = None,
     lease: str | None = None,
+    poll_due: float | None = None,
 ) -> Crawler:
     """The crawler ``options`` ask for on ``store``, on the crawl's ``clock``: fetching
     with ``fetch`` when given, else with the clients of ``network`` (which the crawl opens
     and closes); its hosts paced by server address (``address_of``; by default, with the
-    clients, the address ``network`` connects to; with a given fetch, the host itself)."""
+    clients, the address ``network`` connects to; with a given fetch, the host itself);
+    ``poll_due``: a continuous crawl's seconds between two looks for URLs come due during
+    a run (:attr:`Crawler.poll_due`)."""
     network = network if network is not None else Network()
     clients = None
     if fetch is None:
@@ -101,6 +104,7 @@ def build_crawler(
         on_progress=on_progress,
         address_of=address_of,
         clients=clients,
+        poll_due=poll_due,
     )
 
 

@@ -14,7 +14,7 @@ import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from geminibot import defaults
 from geminibot.cliutil import (
@@ -45,6 +45,8 @@ from geminibot.policy.cli import agent_option
 from geminibot.store.database import Database, open_database
 from geminibot.store.traps import DEFAULT_MAX_DEPTH, MAX_URLS_PER_HOST, FrontierLimits
 from geminibot.urls import SCHEMES, normalise, parse_url
+
+_T = TypeVar("_T")
 
 if TYPE_CHECKING:
     from geminibot.crawl.clock import TrioWallClock
@@ -416,18 +418,21 @@ async def _crawl_stoppable(args: argparse.Namespace, stopper: Stopper) -> int:
 async def _run_forever(args: argparse.Namespace, database: Database, stopper: Stopper) -> int:
     """Crawl runs one after the other, each when work is due (:mod:`.continuous`), until
     ``stopper`` stops them: exit 0."""
-    from geminibot.crawl.continuous import keep_going, next_due
+    from geminibot.crawl.continuous import any_due, keep_going, next_due
 
     async def run_once(wall_clock: Callable[[], float]) -> None:
         seeds, options, resolver = _options(args)
         await _run(args, database, seeds, options, resolver, stopper, wall_clock)
         args.refresh = False  # --refresh: the first run only
 
-    def due(now: float) -> float | None:
-        if not database.shared:
-            return next_due(database, now)
-        with open_database(args.db) as fresh:  # (a connection idle for hours may be gone)
-            return next_due(fresh, now)
+    def reading(read: Callable[[Database, float], _T]) -> Callable[[float], _T]:
+        def on_store(now: float) -> _T:
+            if not database.shared:
+                return read(database, now)
+            with open_database(args.db) as fresh:  # (a connection idle for hours may be gone)
+                return read(fresh, now)
+
+        return on_store
 
     def on_sleep(seconds: float, when: float | None) -> None:
         what = "nothing due" if when is None else "the next URL is due"
@@ -438,7 +443,7 @@ async def _run_forever(args: argparse.Namespace, database: Database, stopper: St
             flush=True,
         )
 
-    await keep_going(run_once, due, stopper, on_sleep)
+    await keep_going(run_once, reading(next_due), stopper, on_sleep, reading(any_due))
     return EXIT_OK
 
 
@@ -472,6 +477,7 @@ async def _run_on(
     from geminibot.crawl.build import Network, build_crawler
     from geminibot.crawl.display import Display
     from geminibot.crawl.runrecord import record_run
+    from geminibot.store.recheck import DUE_POLL
 
     try:
         check_settings(store, options)
@@ -494,6 +500,7 @@ async def _run_on(
         archive=archive,
         on_progress=display,
         lease=lease,
+        poll_due=DUE_POLL if args.forever else None,
     )
     try:
         crawler.seed(seeds)

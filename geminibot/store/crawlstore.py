@@ -169,7 +169,12 @@ class CrawlStore(Protocol):
 
     def revisit(self, now: float, everything: bool = False) -> int:
         """Queue the finished URLs due at ``now`` (``everything``: all of them, due or
-        not; ``gone`` and trapped ones never); returns how many."""
+        not, but those gone; trapped ones never); returns how many."""
+        ...
+
+    def revisit_due(self, now: float) -> dict[str, int]:
+        """Queue the finished URLs due at ``now``; the hosts that got queued URLs, with
+        how many."""
         ...
 
     def prune_logs(self, before: float) -> int:

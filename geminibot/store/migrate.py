@@ -36,9 +36,9 @@ _TABLES: tuple[tuple[str, str, str], ...] = (
         "urls",
         "SELECT id, url, host, path, has_query != 0, depth, parent,"
         " CASE state WHEN 'leased' THEN 'queued' ELSE state END, reason, NULL, updated_at,"
-        " attempts, next_visit, revisit_interval FROM urls ORDER BY id",
+        " attempts, next_visit, revisit_interval, misses, missing_since FROM urls ORDER BY id",
         "id, url, host, path, has_query, depth, parent, state, reason, lease, updated_at, attempts,"
-        " next_visit, revisit_interval",
+        " next_visit, revisit_interval, misses, missing_since",
     ),
     (
         "robots",

@@ -98,9 +98,12 @@ class FetchedPage:
     ``role`` keeps pages) and its links to queue (url, depth, parent).
 
     ``unchanged``: the same status and body as last time: only its fetch time is updated
-    (nothing re-indexed, no links queued). ``gone``: it answered 51/52: out of the index
-    and of the host's live URLs. ``demote``: the canonical URL of the page's body until
-    now, which becomes an alias of this page (see ``canonical_key``)."""
+    (nothing re-indexed, no links queued). ``gone``: it answered 52/410: out of the index
+    and of the host's live URLs. ``not_found``: it answered 51/404: its URL is
+    ``not_found``, asked again later; ``listed``: its last live answer stays in the index
+    (the page is not written; see :mod:`geminibot.store.freshness`). ``demote``: the
+    canonical URL of the page's body until now, which becomes an alias of this page (see
+    ``canonical_key``)."""
 
     decision: DecisionRecord
     fetch: FetchRecord
@@ -110,6 +113,8 @@ class FetchedPage:
     revisit: Revisit | None = None
     unchanged: bool = False
     gone: bool = False
+    not_found: bool = False
+    listed: bool = False
     demote: str | None = None
 
 

@@ -125,7 +125,8 @@ def metadata(dialect: str) -> sa.MetaData:
 
 
 def _urls(meta: sa.MetaData, pg: bool) -> None:
-    """The frontier and visited set: one row per normalised URL ever seen."""
+    """The frontier and visited set: one row per normalised URL ever seen. ``misses``:
+    its "not found" answers in a row (51, 404), the first at ``missing_since``."""
     urls = sa.Table(
         "urls",
         meta,
@@ -143,6 +144,8 @@ def _urls(meta: sa.MetaData, pg: bool) -> None:
         sa.Column("attempts", sa.Integer, nullable=False, server_default=sa.text("0")),
         sa.Column("next_visit", Real),
         sa.Column("revisit_interval", Real),
+        sa.Column("misses", sa.Integer, nullable=False, server_default=sa.text("0")),
+        sa.Column("missing_since", Real),
     )
     sa.Index("urls_host_state", urls.c.host, urls.c.state, urls.c.id)
     sa.Index("urls_state", urls.c.state)
