@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from geminibot.census.model import Census, Figure, Section, Value
-from geminibot.census.policies import policy_figures
+from geminibot.census.policies import policy_figures, security_figures
 from geminibot.census.sql import StoreConnection, counted, execute, has_table, one, run
 from geminibot.census.web import web_figures
 from geminibot.gemini.certfacts import KNOWN_CA, SELF_SIGNED
@@ -81,7 +81,8 @@ def take_census(
         _capsules(conn, scope, now, crawl),
         _content(conn, scope, crawl),
         _tls(conn, scope, now, previous),
-        Section("Policies", tuple(policy_figures(conn, scope.where, scope.params, agent, now))),
+        Section("Policies", tuple(policy_figures(conn, scope.where, scope.params, agent))),
+        Section("security.txt", tuple(security_figures(conn, scope.where, scope.params, now))),
         _web(conn, scope, now),
     ]
     feeds = _feeds(conn, scope)

@@ -101,10 +101,8 @@ class _RobotsTally:
             counts[refusal(parsed, f"gemini://{host}", self.agent, va, strict)] += 1
 
 
-def policy_figures(
-    conn: Any, where: str, params: dict[str, Any], agent: str, now: float
-) -> Iterator[Figure]:
-    """The policy section's figures over the capsules ``where`` selects, at ``now``."""
+def policy_figures(conn: Any, where: str, params: dict[str, Any], agent: str) -> Iterator[Figure]:
+    """The policy section's figures over the capsules ``where`` selects."""
     capsules = [str(r[0]) for r in run(conn, f"SELECT host FROM hosts WHERE {where}", params)]
     files: dict[tuple[str, str], tuple[str, int | None, bytes]] = {}
     for host, name, outcome, status, body in run(
@@ -167,7 +165,6 @@ def policy_figures(
     yield Figure(
         "agents.present", "capsules with an agents.txt (answered 20)", others[AGENTS], _WINDOW
     )
-    yield from _security_figures(capsules, files, now)
     yield Figure(
         "lint.findings",
         "lint warnings and errors in policy files, by file and kind",
@@ -176,21 +173,24 @@ def policy_figures(
     )
 
 
-def _security_figures(
-    capsules: list[str], files: dict[tuple[str, str], tuple[str, int | None, bytes]], now: float
-) -> Iterator[Figure]:
-    """How many ``capsules`` publish a security.txt, well-formed, expired at ``now``."""
+def security_figures(conn: Any, where: str, params: dict[str, Any], now: float) -> Iterator[Figure]:
+    """How many capsules ``where`` selects publish a security.txt, well-formed, expired
+    at ``now``."""
     at = datetime.fromtimestamp(now, UTC)
-    present = well_formed = expired = not_read = 0
-    for host in capsules:
-        fetched = files.get((host, SECURITY_TXT))
-        if fetched is None:
-            not_read += 1
-        elif fetched[0] == "success":
+    capsules = int(run(conn, f"SELECT count(*) FROM hosts WHERE {where}", params)[0][0])
+    present = well_formed = expired = read_files = 0
+    for outcome, body in run(
+        conn,
+        f"SELECT outcome, body FROM robots WHERE {where} AND name = :security_txt",
+        {**params, "security_txt": SECURITY_TXT},
+    ):
+        read_files += 1
+        if outcome == "success":
             present += 1
-            read = parse_security_txt(fetched[2])
+            read = parse_security_txt(bytes(body or b""))
             well_formed += read.well_formed
             expired += read.well_formed and read.expired(at)
+    not_read = capsules - read_files
     window = "each capsule's last fetch of /.well-known/security.txt"
     yield Figure("security.present", "capsules with a security.txt (answered 20)", present, window)
     yield Figure(
@@ -207,8 +207,8 @@ def _security_figures(
     )
     yield Figure(
         "security.not_read",
-        "capsules whose security.txt the crawl did not read (not a researcher's crawl,"
-        " or refused by robots.txt)",
+        "capsules whose security.txt the crawl did not read (not a researcher's crawl;"
+        " robots.txt refused it or was not read)",
         not_read,
         window,
     )
