@@ -6,9 +6,9 @@ The policies are those the crawl's files make (``robots``: robots.txt, robots2.t
 chain, agents.txt as last fetched, on each side), compared by ``compare``'s own pure
 comparison (:func:`geminibot.policy.compare.compare`: every Gemini virtual agent and ``*``
 as bot classes) at the census's time: no request is made. A comparison decides up to
-:data:`~geminibot.policy.candidates.MAX_CANDIDATE_PATHS` paths; at most
-:data:`MAX_COMPARED` hosts are compared per census (the first by name), which the
-figures say.
+:data:`~geminibot.policy.candidates.MAX_CANDIDATE_PATHS` paths; hosts are compared in
+name order, at most :data:`MAX_COMPARED` of them and :data:`MAX_COMPARED_PATHS` paths
+in all per census, which the figures say.
 """
 
 from __future__ import annotations
@@ -20,7 +20,9 @@ from typing import cast
 
 from geminibot.census.model import Figure
 from geminibot.census.sql import StoreConnection, run
+from geminibot.policy.candidates import MAX_CANDIDATE_PATHS, candidate_paths
 from geminibot.policy.compare import (
+    Comparison,
     PathDifference,
     UsageDifferences,
     WaitDifference,
@@ -35,6 +37,10 @@ from geminibot.urls import host_name, host_protocol, host_url
 #: The most hosts whose two policies one census compares (each comparison decides up to
 #: a few thousand paths for five bot classes: this bounds a census's CPU).
 MAX_COMPARED = 200
+#: The most candidate paths (:func:`~geminibot.policy.candidates.candidate_paths`) one
+#: census decides, all hosts together: a comparison's CPU grows with its paths (some
+#: 0.25 ms each), so a few hosts with huge files cannot make a census slow.
+MAX_COMPARED_PATHS = 50_000
 #: The kinds of difference, as ``compare`` reports them.
 KINDS = ("path", "wait", "usage")
 _WINDOW = "each side's last fetch of its policy files"
@@ -97,11 +103,10 @@ def stored_policy(host: str, files: dict[str, Fetched]) -> SitePolicy:
     )
 
 
-def difference_kinds(web: SitePolicy, gemini: SitePolicy, at: datetime) -> set[str]:
-    """The kinds of difference (:data:`KINDS`) ``compare`` finds between two policies."""
-    found = compare(web, gemini, bot_classes((web, gemini)), at).differences
+def difference_kinds(comparison: Comparison) -> set[str]:
+    """The kinds of difference (:data:`KINDS`) a comparison found."""
     kinds = set()
-    for diff in found:
+    for diff in comparison.differences:
         if isinstance(diff, PathDifference):
             kinds.add("path")
         elif isinstance(diff, WaitDifference):
@@ -111,9 +116,15 @@ def difference_kinds(web: SitePolicy, gemini: SitePolicy, at: datetime) -> set[s
     return kinds
 
 
+def compare_stored(web: SitePolicy, gemini: SitePolicy, at: datetime) -> Comparison:
+    """``compare``'s comparison of two policies for every virtual agent and ``*``."""
+    return compare(web, gemini, bot_classes((web, gemini)), at)
+
+
 def web_figures(conn: StoreConnection, capsules: list[str], now: float) -> Iterator[Figure]:
     """The figures of the ``capsules`` (host keys) also crawled over the web; the files
-    of one pair at a time in memory."""
+    of one pair at a time in memory. Hosts are compared in name order while both
+    :data:`MAX_COMPARED` and :data:`MAX_COMPARED_PATHS` allow."""
     origins = web_origins(conn)
     pairs = sorted((c, origins[_name(c)]) for c in capsules if _name(c) in origins)
     with_robots = {
@@ -128,9 +139,19 @@ def web_figures(conn: StoreConnection, capsules: list[str], now: float) -> Itera
     at = datetime.fromtimestamp(now, UTC)
     verdicts: Counter[str] = Counter({"identical in effect": 0, "differing": 0})
     kinds: Counter[str] = Counter({kind: 0 for kind in KINDS})
+    compared = capped = 0
+    budget = MAX_COMPARED_PATHS
     for capsule, origin in both[:MAX_COMPARED]:
         web = stored_policy(origin, _files(conn, origin))
-        found = difference_kinds(web, stored_policy(capsule, _files(conn, capsule)), at)
+        gemini = stored_policy(capsule, _files(conn, capsule))
+        paths = len(candidate_paths(web, gemini)[0])
+        if paths > budget:
+            break
+        budget -= paths
+        comparison = compare_stored(web, gemini, at)
+        found = difference_kinds(comparison)
+        compared += 1
+        capped += comparison.capped
         verdicts["differing" if found else "identical in effect"] += 1
         kinds.update(found)
     yield Figure(
@@ -147,8 +168,16 @@ def web_figures(conn: StoreConnection, capsules: list[str], now: float) -> Itera
     )
     yield Figure(
         "web.compared",
-        f"of those, compared (at most {MAX_COMPARED} per census, the first by name)",
-        min(len(both), MAX_COMPARED),
+        f"of those, compared (the first by name: at most {MAX_COMPARED:,} hosts and"
+        f" {MAX_COMPARED_PATHS:,} candidate paths per census)",
+        compared,
+        _WINDOW,
+    )
+    yield Figure(
+        "web.compared_in_part",
+        f"compared hosts whose files have so many rules that only {MAX_CANDIDATE_PATHS:,}"
+        " paths were decided (as in 'compare': differences at longer paths not seen)",
+        capped,
         _WINDOW,
     )
     yield Figure(

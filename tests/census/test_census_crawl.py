@@ -309,6 +309,7 @@ def test_census_counts_each_known_fact(census_db: str) -> None:
     assert got["web.hosts"] == 3
     assert got["web.both_robots"] == 2
     assert got["web.compared"] == 2
+    assert got["web.compared_in_part"] == 0
     assert got["web.policies"] == {"identical in effect": 1, "differing": 1}
     assert got["web.differences"] == {"path": 1, "wait": 1, "usage": 1}
 

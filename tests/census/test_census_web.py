@@ -10,6 +10,8 @@ import pytest
 
 from geminibot.census import web
 from geminibot.census.web import web_figures, web_origins
+from geminibot.policy.candidates import candidate_paths
+from geminibot.policy.site_policy import SitePolicy
 from geminibot.store.db import connect
 
 NOW = 1.8e9
@@ -59,3 +61,19 @@ def test_at_most_max_compared_hosts_are_compared(
     got = {f.key: f.value for f in web_figures(conn, capsules, NOW)}
     assert (got["web.both_robots"], got["web.compared"]) == (3, 2)
     assert got["web.policies"] == {"identical in effect": 2, "differing": 0}
+
+
+def test_at_most_max_compared_paths_are_decided_per_census(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    files: list[tuple[str, str, bytes | None]] = []
+    for name in ("a", "b", "c"):
+        files += [(f"{name}.test", "success", SAME), (f"https://{name}.test", "success", SAME)]
+    conn = _store(tmp_path, files)
+    one = SitePolicy.from_texts("gemini", robots=SAME)
+    per_host = len(candidate_paths(one, one)[0])
+    for budget, compared in ((2 * per_host, 2), (2 * per_host - 1, 1)):
+        monkeypatch.setattr(web, "MAX_COMPARED_PATHS", budget)
+        got = {f.key: f.value for f in web_figures(conn, ["a.test", "b.test", "c.test"], NOW)}
+        assert (got["web.both_robots"], got["web.compared"]) == (3, compared)
+        assert got["web.compared_in_part"] == 0
