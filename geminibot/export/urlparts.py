@@ -34,12 +34,12 @@ class UrlParts(NamedTuple):
 def surt(url: URL) -> str:
     """The Sort-friendly URI Reordering Transform key of ``url`` as Common Crawl writes it:
     the host's labels reversed and joined by commas (``www.`` dropped; an address kept as
-    it is), a non-default port after a colon, ``)``, then the path and query. Like the
+    it is, an IPv6 one in brackets), a non-default port after a colon, ``)``, then the path and query. Like the
     web's keys it leaves the scheme out, so ``gemini://example.org/`` and
     ``https://example.org/`` share ``org,example)/``."""
     host = url.host
     if url.is_ip_literal:
-        key = host
+        key = f"[{host}]" if ":" in host else host
     else:
         labels = host.split(".")
         if labels[0] == "www" and len(labels) > 2:
