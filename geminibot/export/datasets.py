@@ -12,6 +12,7 @@ Times are UTC timestamps in microseconds; the crawl's host key (``url_host_key``
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from functools import lru_cache
@@ -72,7 +73,11 @@ def micros(seconds: float | None) -> int | None:
     return None if seconds is None else round(seconds * 1_000_000)
 
 
-@lru_cache(maxsize=4096)
+#: A URL's authority: what follows ``//`` up to the path, query or fragment.
+_AUTHORITY = re.compile(r"[^/?#]*")
+
+
+@lru_cache(maxsize=65_536)
 def _host_of(prefix: str) -> str | None:
     try:
         return host_key(prefix + "/")
@@ -86,10 +91,9 @@ def target_host(url: str) -> str | None:
     start = url.find("://")
     if start < 0:
         return None
-    end = start + 3
-    while end < len(url) and url[end] not in "/?#":
-        end += 1
-    return _host_of(url[:end])
+    authority = _AUTHORITY.match(url, start + 3)
+    assert authority is not None  # the pattern matches the empty string
+    return _host_of(url[: authority.end()])
 
 
 @lru_cache(maxsize=1024)

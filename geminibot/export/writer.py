@@ -92,17 +92,21 @@ def write_dataset(
     path = out / dataset.file
     partial = path.with_name(path.name + ".partial")
     rows = 0
-    with pq.ParquetWriter(partial, schema, compression=COMPRESSION) as writer:
-        for batch in dataset.read(database, context):
-            if not batch:
-                continue
-            columns = zip(*batch, strict=True)
-            arrays = [
-                pa.array(values, type=field.type)
-                for values, field in zip(columns, schema, strict=True)
-            ]
-            writer.write_batch(pa.RecordBatch.from_arrays(arrays, schema=schema))
-            rows += len(batch)
-            progress(f"{dataset.file}: {rows:,} rows")
+    try:
+        with pq.ParquetWriter(partial, schema, compression=COMPRESSION) as writer:
+            for batch in dataset.read(database, context):
+                if not batch:
+                    continue
+                columns = zip(*batch, strict=True)
+                arrays = [
+                    pa.array(values, type=field.type)
+                    for values, field in zip(columns, schema, strict=True)
+                ]
+                writer.write_batch(pa.RecordBatch.from_arrays(arrays, schema=schema))
+                rows += len(batch)
+                progress(f"{dataset.file}: {rows:,} rows")
+    except BaseException:  # a failure or Ctrl-C: no half-written file left behind
+        partial.unlink(missing_ok=True)
+        raise
     os.replace(partial, path)
     return Written(dataset.file, rows, path.stat().st_size)
