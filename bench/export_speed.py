@@ -6,7 +6,8 @@ once and writes it as one Parquet file (what a quick script does).
 
 The store is the synthetic space's (``bench/geminispace``) filled as a perfect crawl of
 day 0 would fill it (``search_engines.filled_store``: reused from ``--store-dir`` when
-there, else filled, which takes far longer than the export). Both runs are child
+there, else filled, which takes far longer than the export), with what a crawl records
+beside its pages (each host's policy files, its ``/private/`` page refused) added once. Both runs are child
 processes, measured alike: wall seconds, CPU seconds, peak RSS (``VmHWM``). With
 ``--postgres`` the store is also moved into a PostgreSQL cluster of its own
 (``geminibot db migrate``), exported from there, and the two exports' row counts and
@@ -27,12 +28,16 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 sys.path.insert(0, str(HERE.parent / "tests"))
 
 from machine import cpu_model, fresh_peak_file, measured_argv, peak_rss_kib  # noqa: E402
+
+if TYPE_CHECKING:
+    from geminispace.space import Space
 
 #: Seconds a child run may take before the benchmark stops it.
 LIMIT = 1_800
@@ -74,6 +79,42 @@ def baseline(db: Path, out: Path) -> None:
     rows = cursor.fetchall()
     table = pa.table({n: [r[i] for r in rows] for i, n in enumerate(names)})
     pq.write_table(table, out / "pages.parquet", compression="zstd")
+
+
+#: The settings key that says the policy files and refusals were added to a store.
+EXTRAS = "bench_export_extras"
+POLICY_FILES = ("robots.txt", "robots2.txt", "agents.txt")
+
+
+def add_policy_and_refusals(space: Space, db: Path) -> int:
+    """What a real crawl records beside its pages and a filled store lacks: each host's
+    three policy files as the space serves them, and its ``/private/`` page refused by
+    them (once per store: a setting marks it). Returns the rows added."""
+    conn = sqlite3.connect(db)
+    if conn.execute("SELECT 1 FROM settings WHERE key = ?", (EXTRAS,)).fetchone():
+        conn.close()
+        return 0
+    hosts = conn.execute("SELECT host, first_seen FROM hosts ORDER BY host").fetchall()
+    files, refused = [], []
+    for host, at in hosts:
+        i = space.index_of(host)
+        for name in POLICY_FILES:
+            text = space.policy_file(i, name)
+            outcome, status = ("success", 20) if text is not None else ("unavailable", 51)
+            body = None if text is None else text.encode()
+            files.append((host, name, at, at + 86_400, outcome, f"status {status}", status, body))
+        url = f"gemini://{host}/private/secret.gmi"
+        refused.append((url, host, "/private/secret.gmi", at, "robots.txt: Disallow: /private/"))
+    with conn:
+        conn.executemany("INSERT OR IGNORE INTO robots VALUES (?, ?, ?, ?, ?, ?, ?, ?)", files)
+        conn.executemany(
+            "INSERT OR IGNORE INTO urls (url, host, path, has_query, depth, state, reason,"
+            " updated_at) VALUES (?, ?, ?, 0, 1, 'refused', ?, ?)",
+            [(u, h, p, r, at) for u, h, p, at, r in refused],
+        )
+        conn.execute("INSERT INTO settings (key, value) VALUES (?, '1')", (EXTRAS,))
+    conn.close()
+    return len(files) + len(refused)
 
 
 def export_run(db: str, out: Path, work: Path, name: str) -> dict[str, object]:
@@ -125,10 +166,13 @@ def main() -> None:
         return
     from search_engines import filled_store, space_of
 
-    hosts, _ = space_of(args.urls)
+    hosts, space = space_of(args.urls)
     folder = args.store_dir or Path(tempfile.mkdtemp(prefix="export-bench-"))
     folder.mkdir(parents=True, exist_ok=True)
     db, made = filled_store(args.urls, folder)
+    added = add_policy_and_refusals(space, db)
+    if added:
+        made += f"; {added:,} policy files and refused URLs added"
     work = Path(tempfile.mkdtemp(prefix="export-run-", dir=folder))
     try:
         ours = export_run(str(db), work / "out", work, "export")
