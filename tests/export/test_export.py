@@ -336,3 +336,26 @@ def test_an_empty_crawl_exports_nothing(tmp_path: Path) -> None:
     proc = run_main(["export", "--db", str(db), "--out", str(tmp_path / "o")])
     assert proc.returncode == 1 and "nothing to export" in proc.stderr
     assert not (tmp_path / "o").exists()
+
+
+def test_small_batches_give_the_same_files(
+    crawled: str,
+    exported: tuple[Path, dict[str, Any]],
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Rows read two at a time (a host's links split across batches, the index across
+    many) make the same files as one batch; each batch is heard of as progress."""
+    from geminibot.export import datasets
+    from geminibot.export.writer import export
+
+    monkeypatch.setattr(datasets, "BATCH", 2)
+    heard: list[str] = []
+    with open_database(crawled) as database:
+        written = export(database, tmp_path, text=True, progress=heard.append)
+    assert {w.file: w.rows for w in written} == {
+        name: t.num_rows for name, t in tables(exported[0]).items()
+    }
+    for name, table in tables(exported[0]).items():
+        assert pq.read_table(tmp_path / name).equals(table), name
+    assert "index.parquet: 2 rows" in heard and "index.parquet: 4 rows" in heard
