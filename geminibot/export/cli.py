@@ -149,8 +149,8 @@ def run_export(args: argparse.Namespace) -> int:
         print(f"{w.file:<24}{w.rows:>14,}{w.bytes / 2**20:>10.1f}")
     say(
         sys.stdout,
-        f"exported {counted(rows, 'row')} in {counted(len(written), 'file')} and "
-        f"{README} in {seconds:.1f} s, to:",
+        f"exported {counted(len(written), 'file')} and {README} in {seconds:.1f} s "
+        f"(rows: {rows:,}), to:",
     )
     print(terminal_safe(str(args.out)))
     return EXIT_OK

@@ -4,11 +4,14 @@ descriptions (:mod:`geminibot.export.datasets`)."""
 
 from __future__ import annotations
 
+import textwrap
 from collections.abc import Iterable, Sequence
 
 from geminibot.export.datasets import Dataset
 
 README = "README.md"
+#: Columns the README's paragraphs are wrapped to.
+WIDTH = 88
 
 INTRODUCTION = """\
 # A geminibot crawl, as open data
@@ -42,8 +45,8 @@ def readme(datasets: Sequence[Dataset], rows: Sequence[int]) -> str:
 
 def section(dataset: Dataset, rows: int) -> str:
     """One file's section: its heading, what it holds, a row, its columns."""
-    lines = [f"## {dataset.file}", "", dataset.about, ""]
-    lines.append(f"One row: {dataset.row}. Rows: {rows:,}.")
+    lines = [f"## {dataset.file}", "", textwrap.fill(dataset.about, WIDTH), ""]
+    lines.append(textwrap.fill(f"One row: {dataset.row}. Rows: {rows:,}.", WIDTH))
     lines += ["", "| column | type | what |", "|---|---|---|"]
     lines += list(column_rows(dataset))
     return "\n".join(lines) + "\n"

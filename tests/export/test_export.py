@@ -183,7 +183,7 @@ def test_columns_are_as_the_readme_says(exported: tuple[Path, dict[str, Any]]) -
     assert set(described) == set(files)
     for name, table in files.items():
         assert described[name] == [(f.name, str(f.type)) for f in table.schema], name
-        rows = re.search(rf"## {re.escape(name)}\n.*?Rows: ([\d,]+)\.", _readme(out), re.S)
+        rows = re.search(rf"## {re.escape(name)}\n.*?Rows:\s+([\d,]+)\.", _readme(out), re.S)
         assert rows is not None and int(rows[1].replace(",", "")) == table.num_rows
 
 
