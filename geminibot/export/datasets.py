@@ -259,15 +259,27 @@ INDEX = Dataset(
 
 # --- hosts, certificate pins, policy files ----------------------------------------------
 
+#: Each host with its counts and the TLS and certificate facts last seen on it (the
+#: newest row of its ``tls_history``).
 HOST_ROWS = sa.text(
     "SELECT h.host, h.first_seen, h.last_fetch_at, h.last_duration, h.slow_downs,"
     " h.urls_total, (SELECT count(*) FROM pages p WHERE p.host = h.host), h.failures,"
-    " h.failing_since, h.skipped_reason FROM hosts h ORDER BY h.host"
+    " h.failing_since, h.skipped_reason, t.tls_version, t.cipher, t.sha256, t.trust,"
+    " t.key_type, t.not_after, t.name_matches FROM hosts h LEFT JOIN ("
+    "  SELECT *, row_number() OVER (PARTITION BY host ORDER BY last_seen DESC, sha256) AS n"
+    "  FROM tls_history) t ON t.host = h.host AND t.n = 1"
+    " ORDER BY h.host"
 )
 
 
+def _flag(value: object) -> bool | None:
+    """A flag of either engine (0/1 or a boolean), None kept."""
+    return None if value is None else bool(value)
+
+
 def _host_row(row: Any) -> tuple[Any, ...]:
-    key, first, last, duration, slow, urls, pages, failures, failing, skipped = row
+    key, first, last, duration, slow, urls, pages, failures, failing, skipped = row[:10]
+    version, cipher, sha256, trust, key_type, not_after, matches = row[10:]
     parts = _parts(host_url(key), key)
     return (
         key,
@@ -283,6 +295,13 @@ def _host_row(row: Any) -> tuple[Any, ...]:
         failures,
         micros(failing),
         skipped,
+        version,
+        cipher,
+        sha256,
+        trust,
+        key_type,
+        micros(not_after),
+        _flag(matches),
     )
 
 
@@ -313,6 +332,13 @@ HOSTS = Dataset(
         Column("failures", _I32, "requests failed in a row (0: its last one answered)"),
         Column("failing_since_time", TIME, "when those failures began (null: none)"),
         Column("skipped_reason", _S, "why the last run skipped the host (null: it did not)"),
+        Column("tls_version", _S, "the TLS version last seen (null: none seen; tls.parquet)"),
+        Column("tls_cipher", _S, "the cipher suite last seen"),
+        Column("certificate_sha256", _S, "the certificate last seen: SHA-256, colon-separated"),
+        Column("certificate_trust", _S, "self-signed, known CA or unknown CA"),
+        Column("certificate_key_type", _S, "its key's type: RSA, EC (with its curve), ..."),
+        Column("certificate_not_after_time", TIME, "when it expires"),
+        Column("certificate_name_matches", pa.bool_(), "whether its names cover the host"),
     ),
     _hosts,
 )
@@ -326,7 +352,7 @@ def _pins(database: Database, _: Context) -> Iterator[Rows]:
 
 
 PINS = Dataset(
-    "certificates.parquet",
+    "pins.parquet",
     "The certificate the crawl pinned for each Gemini host and port (trust on first "
     "use): its SHA-256 fingerprint as Gemini clients show it.",
     "a host and port, and the certificate pinned for it",
@@ -337,6 +363,78 @@ PINS = Dataset(
         Column("first_seen_time", TIME, "when the crawl pinned it"),
     ),
     _pins,
+)
+
+TLS_ROWS = sa.text(
+    "SELECT host, tls_version, cipher, first_seen, last_seen, sha256, spki_sha256, subject,"
+    " issuer, sans, trust, key_type, key_bits, not_before, not_after, name_matches, parsed"
+    " FROM tls_history ORDER BY host, first_seen, sha256, tls_version, cipher"
+)
+
+
+def _tls_row(row: Any) -> tuple[Any, ...]:
+    key, version, cipher, first, last, sha, spki, subject, issuer, sans = row[:10]
+    trust, key_type, bits, not_before, not_after, matches, parsed = row[10:]
+    return (
+        key,
+        version,
+        cipher,
+        micros(first),
+        micros(last),
+        sha,
+        spki,
+        subject,
+        issuer,
+        sans.split("\n") if sans else [],
+        trust,
+        key_type,
+        bits,
+        micros(not_before),
+        micros(not_after),
+        bool(matches),
+        bool(parsed),
+    )
+
+
+def _tls(database: Database, _: Context) -> Iterator[Rows]:
+    for rows in database.batches(TLS_ROWS, BATCH):
+        yield [_tls_row(row) for row in rows]
+
+
+TLS = Dataset(
+    "tls.parquet",
+    "Each host's TLS version, cipher suite and server certificate as the crawl saw them at "
+    "the connections it made, as history: a row per distinct set, from when it was first "
+    "seen to when it was last seen (a host whose certificate changed has a row for each).",
+    "a host's TLS version, cipher and certificate, over the time they were seen",
+    (
+        Column("url_host_key", _S, "the crawl's host key"),
+        Column("tls_version", _S, "TLSv1.2, TLSv1.3, ..."),
+        Column("tls_cipher", _S, "the cipher suite"),
+        Column("first_seen_time", TIME, "when the crawl first saw this set"),
+        Column("last_seen_time", TIME, "when it last saw it (written at most hourly)"),
+        Column("certificate_sha256", _S, "SHA-256 of the DER certificate, colon-separated hex"),
+        Column("certificate_spki_sha256", _S, "SHA-256 of its public key (SubjectPublicKeyInfo)"),
+        Column("certificate_subject", _S, "its subject (at most 1,000 characters)"),
+        Column("certificate_issuer", _S, "its issuer"),
+        Column(
+            "certificate_sans",
+            pa.list_(pa.field("element", pa.string())),
+            "its subjectAltNames (at most 100)",
+        ),
+        Column(
+            "certificate_trust",
+            _S,
+            "self-signed, known CA (a CA the crawl trusted signed it) or unknown CA",
+        ),
+        Column("certificate_key_type", _S, "its key's type"),
+        Column("certificate_key_bits", _I32, "its key's size in bits"),
+        Column("certificate_not_before_time", TIME, "when it becomes valid"),
+        Column("certificate_not_after_time", TIME, "when it expires"),
+        Column("certificate_name_matches", pa.bool_(), "whether its names cover the host"),
+        Column("certificate_parsed", pa.bool_(), "whether it could be read (else only hashed)"),
+    ),
+    _tls,
 )
 
 POLICY_ROWS = sa.text(
@@ -548,6 +646,7 @@ PAGE_TEXT = Dataset(
 DATASETS: tuple[Dataset, ...] = (
     INDEX,
     HOSTS,
+    TLS,
     PINS,
     POLICY_FILES,
     REDIRECTS,

@@ -64,7 +64,8 @@ CAPSULES: dict[str, dict[str, str]] = {
 FILES = {
     "index.parquet",
     "hosts.parquet",
-    "certificates.parquet",
+    "tls.parquet",
+    "pins.parquet",
     "policy_files.parquet",
     "redirects.parquet",
     "host_links.parquet",
@@ -132,7 +133,8 @@ def test_row_counts_equal_the_stores(crawled: str, exported: tuple[Path, dict[st
     store = {
         "index.parquet": one(crawled, "SELECT count(*) FROM pages"),
         "hosts.parquet": one(crawled, "SELECT count(*) FROM hosts"),
-        "certificates.parquet": one(crawled, "SELECT count(*) FROM pins"),
+        "pins.parquet": one(crawled, "SELECT count(*) FROM pins"),
+        "tls.parquet": one(crawled, "SELECT count(*) FROM tls_history"),
         "policy_files.parquet": one(crawled, "SELECT count(*) FROM robots"),
         "redirects.parquet": one(
             crawled, "SELECT count(*) FROM pages WHERE status IN (31, 301, 308)"
@@ -146,6 +148,7 @@ def test_row_counts_equal_the_stores(crawled: str, exported: tuple[Path, dict[st
     assert got == store
     assert got["index.parquet"] >= 9 and got["hosts.parquet"] == 2
     assert got["redirects.parquet"] == 1 and got["exclusions.parquet"] == 2
+    assert got["tls.parquet"] >= 2  # each host's connections seen
     assert summary["rows"] == sum(got.values())
     assert {f["file"]: f["rows"] for f in summary["files"]} == got
 
@@ -258,6 +261,18 @@ def test_redirects_links_exclusions_policy_files(exported: tuple[Path, dict[str,
     assert files[("nostore.test", "robots2.txt")]["content"].startswith(b"# robots2.txt")
     hosts = {r["url_host_key"]: r for r in rows_of(pq.read_table(out / "hosts.parquet"))}
     assert hosts["export.test"]["pages"] >= 7 and hosts["export.test"]["url_protocol"] == "gemini"
+    tls = {r["url_host_key"]: r for r in rows_of(pq.read_table(out / "tls.parquet"))}
+    for host in ("export.test", "nostore.test"):
+        seen = tls[host]
+        assert seen["tls_version"] in ("TLSv1.2", "TLSv1.3") and seen["certificate_parsed"]
+        assert host in seen["certificate_sans"] and seen["certificate_name_matches"]
+        assert re.fullmatch(r"([0-9A-F]{2}:){31}[0-9A-F]{2}", seen["certificate_sha256"])
+        last = hosts[host]
+        assert (last["tls_version"], last["certificate_sha256"], last["certificate_trust"]) == (
+            seen["tls_version"],
+            seen["certificate_sha256"],
+            seen["certificate_trust"],
+        )
 
 
 def strings(table: pa.Table) -> list[str]:
