@@ -7,7 +7,7 @@ from __future__ import annotations
 import textwrap
 from collections.abc import Iterable, Sequence
 
-from geminibot.export.datasets import Dataset
+from geminibot.export.model import Dataset
 
 README = "README.md"
 #: Columns the README's paragraphs are wrapped to.

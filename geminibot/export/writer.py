@@ -18,7 +18,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from geminibot.crawl.pipeline import may_store
-from geminibot.export.datasets import DATASETS, PAGE_TEXT, Context, Dataset
+from geminibot.export.datasets import DATASETS, PAGE_TEXT
+from geminibot.export.model import BATCH, Context, Dataset
 from geminibot.export.readme import README, readme
 from geminibot.store.database import Database
 from geminibot.why.explain import crawl_bot, site_policy
@@ -67,13 +68,15 @@ def export(
     *,
     text: bool = False,
     progress: Callable[[str], None] = lambda _: None,
+    batch: int = BATCH,
 ) -> list[Written]:
     """Write the export of ``database`` into the folder ``out`` (which must exist); with
-    ``text``, the pages' text too. ``progress`` hears of each batch written."""
+    ``text``, the pages' text too. Rows are read ``batch`` at a time; ``progress`` hears
+    of each batch written."""
     datasets = (*DATASETS, PAGE_TEXT) if text else DATASETS
     written: list[Written] = []
     with database.snapshot():
-        context = Context(text_keeper(database) if text else None)
+        context = Context(text_keeper(database) if text else None, batch)
         for dataset in datasets:
             written.append(write_dataset(database, dataset, context, out, progress))
     (out / README).write_text(readme(datasets, [w.rows for w in written]), encoding="utf-8")

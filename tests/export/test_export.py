@@ -357,17 +357,14 @@ def test_small_batches_give_the_same_files(
     crawled: str,
     exported: tuple[Path, dict[str, Any]],
     tmp_path: Path,
-    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     """Rows read two at a time (a host's links split across batches, the index across
     many) make the same files as one batch; each batch is heard of as progress."""
-    from geminibot.export import datasets
     from geminibot.export.writer import export
 
-    monkeypatch.setattr(datasets, "BATCH", 2)
     heard: list[str] = []
     with open_database(crawled) as database:
-        written = export(database, tmp_path, text=True, progress=heard.append)
+        written = export(database, tmp_path, text=True, progress=heard.append, batch=2)
     assert {w.file: w.rows for w in written} == {
         name: t.num_rows for name, t in tables(exported[0]).items()
     }

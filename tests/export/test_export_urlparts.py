@@ -7,7 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from geminibot.export.datasets import DATASETS, PAGE_TEXT, charset_of, target_host
+from geminibot.export.datasets import DATASETS, PAGE_TEXT
+from geminibot.export.model import charset_of, target_host
 from geminibot.export.urlparts import surt, url_parts
 from geminibot.urls import parse_url
 
