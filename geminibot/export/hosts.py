@@ -4,7 +4,6 @@ pinned (``pins.parquet``) and its policy files as fetched (``policy_files.parque
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import Any
 
 import pyarrow as pa
@@ -17,14 +16,12 @@ from geminibot.export.model import (
     STRING,
     TIME,
     Column,
-    Context,
     Dataset,
-    Rows,
+    converted,
     flag,
     micros,
     parts_of,
 )
-from geminibot.store.database import Database
 from geminibot.urls import host_url
 
 #: Each host with its counts and the TLS and certificate facts last seen on it (the
@@ -68,11 +65,6 @@ def _host_row(row: Any) -> tuple[Any, ...]:
     )
 
 
-def _hosts(database: Database, context: Context) -> Iterator[Rows]:
-    for rows in database.batches(HOST_ROWS, context.batch):
-        yield [_host_row(row) for row in rows]
-
-
 HOSTS = Dataset(
     "hosts.parquet",
     "Every host the crawl met, with its politeness state and counts.",
@@ -105,15 +97,15 @@ HOSTS = Dataset(
         Column("certificate_not_after_time", TIME, "when it expires"),
         Column("certificate_name_matches", pa.bool_(), "whether its names cover the host"),
     ),
-    _hosts,
+    converted(HOST_ROWS, _host_row),
 )
 
 PIN_ROWS = sa.text("SELECT host, port, fingerprint, first_seen FROM pins ORDER BY host, port")
 
 
-def _pins(database: Database, context: Context) -> Iterator[Rows]:
-    for rows in database.batches(PIN_ROWS, context.batch):
-        yield [(host, port, sha, micros(first)) for host, port, sha, first in rows]
+def _pin_row(row: Any) -> tuple[Any, ...]:
+    host, port, sha, first = row
+    return (host, port, sha, micros(first))
 
 
 PINS = Dataset(
@@ -127,7 +119,7 @@ PINS = Dataset(
         Column("certificate_sha256", STRING, "SHA-256 of the DER certificate, colon-separated hex"),
         Column("first_seen_time", TIME, "when the crawl pinned it"),
     ),
-    _pins,
+    converted(PIN_ROWS, _pin_row),
 )
 
 TLS_ROWS = sa.text(
@@ -159,11 +151,6 @@ def _tls_row(row: Any) -> tuple[Any, ...]:
         bool(matches),
         bool(parsed),
     )
-
-
-def _tls(database: Database, context: Context) -> Iterator[Rows]:
-    for rows in database.batches(TLS_ROWS, context.batch):
-        yield [_tls_row(row) for row in rows]
 
 
 TLS = Dataset(
@@ -201,7 +188,7 @@ TLS = Dataset(
         Column("certificate_name_matches", pa.bool_(), "whether its names cover the host"),
         Column("certificate_parsed", pa.bool_(), "whether it could be read (else only hashed)"),
     ),
-    _tls,
+    converted(TLS_ROWS, _tls_row),
 )
 
 POLICY_ROWS = sa.text(
@@ -216,11 +203,6 @@ def _policy_row(row: Any) -> tuple[Any, ...]:
     length = None if body is None else len(body)
     url = host_url(key, "/" + name)
     return (key, name, url, micros(at), micros(expires), outcome, reason, status, length, body)
-
-
-def _policy_files(database: Database, context: Context) -> Iterator[Rows]:
-    for rows in database.batches(POLICY_ROWS, context.batch):
-        yield [_policy_row(row) for row in rows]
 
 
 POLICY_FILES = Dataset(
@@ -244,5 +226,5 @@ POLICY_FILES = Dataset(
         Column("content_length", INT64, "the body's bytes (null: no body)"),
         Column("content", pa.binary(), "the body as fetched (null: no body)"),
     ),
-    _policy_files,
+    converted(POLICY_ROWS, _policy_row),
 )

@@ -23,6 +23,7 @@ from functools import lru_cache
 from typing import Any
 
 import pyarrow as pa
+import sqlalchemy as sa
 
 from geminibot.export.urlparts import UrlParts, url_parts
 from geminibot.gemini.errors import InvalidMeta
@@ -72,6 +73,19 @@ class Context:
 
     keeps_text: Callable[[str], bool] | None = None
     batch: int = BATCH
+
+
+def converted(
+    query: sa.TextClause, convert: Callable[[Any], tuple[Any, ...]]
+) -> Callable[[Database, Context], Iterator[Rows]]:
+    """The read of a dataset whose rows are those of ``query``, each passed through
+    ``convert`` (to the dataset's columns, in order)."""
+
+    def read(database: Database, context: Context) -> Iterator[Rows]:
+        for rows in database.batches(query, context.batch):
+            yield [convert(row) for row in rows]
+
+    return read
 
 
 def micros(seconds: float | None) -> int | None:

@@ -21,6 +21,7 @@ from geminibot.export.model import (
     Dataset,
     Rows,
     charset_of,
+    converted,
     micros,
     parts_of,
     target_host,
@@ -70,11 +71,6 @@ def _index_row(row: Any) -> tuple[Any, ...]:
         micros(gone),
         bool(text),
     )
-
-
-def _index(database: Database, context: Context) -> Iterator[Rows]:
-    for rows in database.batches(INDEX_ROWS, context.batch):
-        yield [_index_row(row) for row in rows]
 
 
 INDEX = Dataset(
@@ -156,7 +152,7 @@ INDEX = Dataset(
         Column("fetch_gone_time", TIME, "geminibot: when the URL went away (null: live)"),
         Column("content_searchable", pa.bool_(), "geminibot: whether its text is searchable"),
     ),
-    _index,
+    converted(INDEX_ROWS, _index_row),
 )
 
 
@@ -169,12 +165,9 @@ REDIRECT_ROWS = sa.text(
 )
 
 
-def _redirects(database: Database, context: Context) -> Iterator[Rows]:
-    for rows in database.batches(REDIRECT_ROWS, context.batch):
-        yield [
-            (url, key, status, target, target_host(target), micros(at))
-            for url, key, status, target, at in rows
-        ]
+def _redirect_row(row: Any) -> tuple[Any, ...]:
+    url, key, status, target, at = row
+    return (url, key, status, target, target_host(target), micros(at))
 
 
 REDIRECTS = Dataset(
@@ -190,7 +183,7 @@ REDIRECTS = Dataset(
         Column("redirect_host_key", STRING, "the target's host key (null: not gemini or http(s))"),
         Column("fetch_time", TIME, "when the redirect was answered"),
     ),
-    _redirects,
+    converted(REDIRECT_ROWS, _redirect_row),
 )
 
 #: Each page's links with the page's host, a host's pages together.
@@ -262,12 +255,9 @@ EXCLUSION_ROWS = sa.text(
 )
 
 
-def _exclusions(database: Database, context: Context) -> Iterator[Rows]:
-    for rows in database.batches(EXCLUSION_ROWS, context.batch):
-        yield [
-            (url, key, state, reason, micros(at), depth, parent)
-            for url, key, state, reason, at, depth, parent in rows
-        ]
+def _exclusion_row(row: Any) -> tuple[Any, ...]:
+    url, key, state, reason, at, depth, parent = row
+    return (url, key, state, reason, micros(at), depth, parent)
 
 
 EXCLUSIONS = Dataset(
@@ -285,7 +275,7 @@ EXCLUSIONS = Dataset(
         Column("depth", INT32, "links from a seed to the URL"),
         Column("linked_from", STRING, "the page the crawl found it on (null: a seed)"),
     ),
-    _exclusions,
+    converted(EXCLUSION_ROWS, _exclusion_row),
 )
 
 
