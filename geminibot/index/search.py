@@ -7,7 +7,11 @@ User queries are never passed to FTS5 as they are (its syntax turns ``-``, ``:``
 - ``"a phrase"`` matches those words in that order;
 - ``word*`` matches words starting with ``word``;
 - ``-word`` (or ``-"a phrase"``) excludes pages that contain it;
-- ``a OR b`` matches either side.
+- ``a OR b`` matches either side;
+- ``intitle:word`` and ``inurl:word`` match in that column only (FTS5's column filter),
+  and the scope operators (``site:``, ``mime:``, ``size:``, ``lang:``) are conditions on
+  the page's row (:mod:`geminibot.index.scope`); a query of operators alone lists the
+  pages in its scope by their link-authority weight.
 
 Anything that leaves nothing to search for is a :class:`QueryError` with a clear message,
 and a query over the query budget (:mod:`geminibot.index.query`) a
@@ -35,8 +39,15 @@ from typing import Any
 from geminibot.cliutil import terminal_safe, wrapped
 from geminibot.index.authority import has_authority
 from geminibot.index.languages import primary
-from geminibot.index.query import MAX_QUERY_LENGTH, ParsedQuery, QueryError, Term, parse_query
-from geminibot.index.stats import host_filter
+from geminibot.index.query import (
+    MAX_QUERY_LENGTH,
+    ParsedQuery,
+    QueryError,
+    Term,
+    parse_query,
+    with_site,
+)
+from geminibot.index.scope import scope_where, sqlite_mark
 from geminibot.index.tantivy_index import Hit, open_current
 from geminibot.index.text import (
     MARK,
@@ -128,12 +139,15 @@ class SearchResult:
 
 
 def _fts_term(term: Term) -> str:
-    return '"' + term.text.replace('"', '""') + '"' + ("*" if term.prefix else "")
+    column = f"{term.field} : " if term.field else ""
+    return column + '"' + term.text.replace('"', '""') + '"' + ("*" if term.prefix else "")
 
 
 def to_fts_query(query: str | ParsedQuery) -> str:
     """Rewrite a user query into an FTS5 MATCH expression (see module docstring)."""
     parsed = parse_query(query) if isinstance(query, str) else query
+    if not parsed.groups:
+        raise QueryError("a query of operators alone has no MATCH expression")
     expr = " OR ".join("(" + " AND ".join(_fts_term(t) for t in g) + ")" for g in parsed.groups)
     if parsed.excluded:
         expr = "(" + expr + ") NOT (" + " OR ".join(_fts_term(t) for t in parsed.excluded) + ")"
@@ -152,12 +166,11 @@ def search(
 ) -> list[SearchResult]:
     """Ranked results for ``query`` (best first), each with a snippet around the matches:
     ``limit`` of them from the ``offset``-th on, only from hosts matching ``host`` (a shell
-    pattern) when given.
+    pattern, as ``site:``) when given.
 
     ``engine``: ``auto`` uses the derived tantivy index when it is built and current
-    (:mod:`geminibot.index.tantivy_index`) and no ``host`` is given (it has no host
-    field), else FTS5; ``fts5`` or ``tantivy`` force one (``tantivy`` raises
-    :class:`QueryError` when the index is missing or stale, or with ``host``).
+    (:mod:`geminibot.index.tantivy_index`), else FTS5; ``fts5`` or ``tantivy`` force one
+    (``tantivy`` raises :class:`QueryError` when the index is missing or stale).
     ``authority``: multiply text relevance by the page's link-authority weight when the
     database has one (:mod:`geminibot.index.authority`); with tantivy, over the best
     :data:`~geminibot.index.tantivy_index.RERANK_WINDOW` pages by text, and with its
@@ -168,16 +181,14 @@ def search(
         raise QueryError(f"offset must be between 0 and {MAX_OFFSET}, got {offset}")
     if engine not in ENGINES:
         raise QueryError(f"unknown engine {engine!r} (one of {', '.join(ENGINES)})")
-    if engine == "tantivy" and host is not None:
-        raise QueryError("--host needs the fts5 engine (the tantivy index has no host field)")
-    parsed = parse_query(query)
-    index = None if engine == "fts5" or host is not None else open_current(conn)
+    parsed = with_site(parse_query(query), host)
+    index = None if engine == "fts5" else open_current(conn)
     if engine == "tantivy" and index is None:
         raise QueryError("no current tantivy index: run 'geminibot index rebuild --db PATH'")
     if index is not None:
         hits = index.search(parsed, limit, offset=offset, authority=authority)
         return _read_back(conn, parsed, hits)
-    return _fts5_search(conn, parsed, limit, offset, host, authority)
+    return _fts5_search(conn, parsed, limit, offset, authority)
 
 
 def _fts5_search(
@@ -185,18 +196,22 @@ def _fts5_search(
     parsed: ParsedQuery,
     limit: int,
     offset: int,
-    host: str | None,
     authority: bool,
 ) -> list[SearchResult]:
-    """:func:`search` by FTS5's bm25."""
-    where, params = host_filter(host, "p.host")
-    if parsed.lang:
-        # The store knows a page's language from its MIME type only; the tantivy index
-        # knows the detected ones too.
-        where += " AND (lower(p.lang) = ? OR lower(p.lang) LIKE ? || '-%')"
-        params = (*params, parsed.lang, parsed.lang)
+    """:func:`search` by FTS5's bm25 (a query of operators alone: by link authority)."""
+    where, params = scope_where(parsed, sqlite_mark)
+    params.update(limit=limit, offset=offset)
+    weighted = authority and has_authority(conn)
+    if parsed.scope_only:
+        weight = "(SELECT weight FROM authority a WHERE a.url = p.url)" if weighted else "1.0"
+        sql = (
+            "SELECT p.id, p.url, p.title, p.mime, p.lang, p.size, p.fetched_at,"
+            f" -coalesce({weight}, 1.0) AS score FROM pages p"
+            f" WHERE p.text_indexed{where} ORDER BY score, p.id LIMIT :limit OFFSET :offset"
+        )
+        return _with_snippets(conn, parsed, conn.execute(sql, params).fetchall())
     score = _bm25(COLUMN_WEIGHTS)
-    if authority and has_authority(conn):
+    if weighted:
         # bm25 is negative (lower is better): a weight above 1 makes it better still.
         trusted = "coalesce((SELECT a.score FROM authority a WHERE a.url = p.url), 0) > 0"
         score = (
@@ -207,12 +222,20 @@ def _fts5_search(
         "SELECT p.id, p.url, p.title, p.mime, p.lang, p.size, p.fetched_at,"
         f" {score} AS score"
         " FROM pages_fts JOIN pages p ON p.id = pages_fts.rowid"
-        f" WHERE pages_fts MATCH ?{where} ORDER BY score, p.id LIMIT ? OFFSET ?"
+        f" WHERE pages_fts MATCH :match{where} ORDER BY score, p.id LIMIT :limit OFFSET :offset"
     )
     try:
-        rows = conn.execute(sql, (to_fts_query(parsed), *params, limit, offset)).fetchall()
+        rows = conn.execute(sql, {**params, "match": to_fts_query(parsed)}).fetchall()
     except sqlite3.OperationalError as exc:  # should not happen after to_fts_query; be safe
         raise QueryError(f"cannot run this query: {exc}") from None
+    return _with_snippets(conn, parsed, rows)
+
+
+def _with_snippets(
+    conn: sqlite3.Connection, parsed: ParsedQuery, rows: list[Any]
+) -> list[SearchResult]:
+    """Results of rows (id, url, title, mime, lang, size, fetched_at, score), each with
+    its snippet (:func:`snippet_of`)."""
     texts = _texts(conn, [int(row[0]) for row in rows])
     results = []
     for row in rows:

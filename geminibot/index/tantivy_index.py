@@ -65,7 +65,7 @@ from geminibot.index.documents import (
     word_pairs,
 )
 from geminibot.index.languages import STEMMERS
-from geminibot.index.query import ParsedQuery, Term
+from geminibot.index.query import ParsedQuery, Scope, Term
 from geminibot.index.weights import (
     WEIGHTS_FILE,
     HostWeights,
@@ -76,7 +76,7 @@ from geminibot.index.weights import (
 from geminibot.store.db import transaction
 
 #: Index format of this module (a folder written by another is rebuilt, not read).
-FORMAT = 5
+FORMAT = 6
 #: bm25 boost of the stems field (the page's own words stemmed in its language), matched
 #: by a query word's stems: a page saying "gardens" is found by "garden", and ranked by
 #: its other words. At 0 a stem finds pages without lifting them: on real capsules any
@@ -247,7 +247,9 @@ class TantivyIndex:
         if not words:
             return None
         per_field = []
-        if not term.prefix and len(words) == 1:
+        if term.field is not None:  # intitle:, inurl:
+            boosts = {term.field: boosts[term.field]}
+        elif not term.prefix and len(words) == 1:
             per_field += [(tantivy.Occur.Should, q) for q in self._stems(term.text, lang)]
         for name, boost in boosts.items():
             if not term.prefix and len(words) > 1:
@@ -282,7 +284,7 @@ class TantivyIndex:
     def _query(
         self, parsed: ParsedQuery, boosts: dict[str, float] = FIELD_BOOSTS
     ) -> tantivy.Query | None:
-        groups = []
+        groups = [] if parsed.groups else [tantivy.Query.all_query()]
         for group in parsed.groups:
             terms = [self._term(t, parsed.lang, boosts) for t in group]
             if any(t is None for t in terms):
@@ -300,12 +302,62 @@ class TantivyIndex:
             clauses = [(tantivy.Occur.Must, top)]
             clauses += [(tantivy.Occur.MustNot, q) for q in excluded]
             top = tantivy.Query.boolean_query(clauses)
+        filters = self._scope(parsed.scope)
         if parsed.lang:
-            language = tantivy.Query.term_query(self.schema, "lang", parsed.lang)
-            top = tantivy.Query.boolean_query(
-                [(tantivy.Occur.Must, top), (tantivy.Occur.Must, language)]
+            filters.append(
+                (tantivy.Occur.Must, tantivy.Query.term_query(self.schema, "lang", parsed.lang))
             )
+        if filters:
+            top = tantivy.Query.boolean_query([(tantivy.Occur.Must, top), *filters])
         return top
+
+    def _scope(self, scope: Scope) -> list[tuple[tantivy.Occur, tantivy.Query]]:
+        """The clauses keeping the pages in ``scope`` (scoring nothing)."""
+        clauses: list[tuple[tantivy.Occur, tantivy.Query]] = []
+
+        def either(queries: list[tantivy.Query]) -> tantivy.Query:
+            if len(queries) == 1:
+                return queries[0]
+            return tantivy.Query.boolean_query([(tantivy.Occur.Should, q) for q in queries])
+
+        if scope.sites:
+            clauses.append((tantivy.Occur.Must, either([self._site(s) for s in scope.sites])))
+        clauses += [(tantivy.Occur.MustNot, self._site(s)) for s in scope.excluded_sites]
+        if scope.mimes:
+            types = [tantivy.Query.term_query(self.schema, "mime", m) for m in scope.mimes]
+            clauses.append((tantivy.Occur.Must, either(types)))
+        clauses += [
+            (tantivy.Occur.MustNot, tantivy.Query.term_query(self.schema, "mime", m))
+            for m in scope.excluded_mimes
+        ]
+        if scope.larger_than is not None or scope.smaller_than is not None:
+            sizes = tantivy.Query.range_query(
+                self.schema,
+                "size",
+                tantivy.FieldType.Unsigned,
+                scope.larger_than,
+                scope.smaller_than,
+                include_lower=scope.larger_than is None,
+                include_upper=scope.smaller_than is None,
+            )
+            clauses.append((tantivy.Occur.Must, sizes))
+        return [
+            (occur, tantivy.Query.const_score_query(q, 0.0) if occur == tantivy.Occur.Must else q)
+            for occur, q in clauses
+        ]
+
+    def _site(self, pattern: str) -> tantivy.Query:
+        """The pages whose host key matches the shell ``pattern``, or whose web origin's
+        host name does (as :mod:`geminibot.index.scope`)."""
+        if "*" not in pattern and "?" not in pattern:
+            return tantivy.Query.term_set_query(
+                self.schema,
+                "site",
+                [pattern, f"gemini://{pattern}", f"https://{pattern}", f"http://{pattern}"],
+            )
+        wild = {"*": ".*", "?": "."}
+        body = "".join(wild.get(c) or (c if c.isalnum() else "\\" + c) for c in pattern)
+        return tantivy.Query.regex_query(self.schema, "site", f"([a-z]+://)?{body}")
 
 
 def _stored_lang(doc: tantivy.Document) -> str | None:

@@ -36,7 +36,8 @@ with the reason, so that the user can correct it.
 
 Work is bounded per query and per client: a query over the query budget
 (:mod:`geminibot.index.query`: too many terms or prefixes, a prefix too short, a phrase
-too long) gets ``59`` with what to change, before any read; an accepted one costs
+too long) or with an operator written wrong (``size:10k``) gets ``59`` with what to
+change, before any read; an accepted one costs
 :func:`~geminibot.index.query.query_cost` units from its client's budget
 (:data:`CLIENT_BUDGET` units, refilled at :data:`CLIENT_BUDGET_PER_SECOND`; the client
 is the server's :data:`~geminibot.gemini.server.CURRENT_CLIENT`), and a client whose
@@ -62,7 +63,7 @@ from geminibot.gemini.ratelimit import RateLimiter
 from geminibot.gemini.server import CURRENT_CLIENT, Resolution
 from geminibot.gemini.status import Status
 from geminibot.index import QueryError, SearchResult, search
-from geminibot.index.query import QueryTooCostly, parse_query, query_cost
+from geminibot.index.query import QueryMalformed, QueryTooCostly, parse_query, query_cost
 from geminibot.index.reads import Reads, ReadsBusy
 from geminibot.index.search import MAX_QUERY_LENGTH
 from geminibot.index.search_cli import search_function
@@ -273,6 +274,8 @@ class SearchCapsule:
             cost = query_cost(parse_query(query))
         except QueryTooCostly as exc:
             raise BadInput(f"Query too costly: {one_line(str(exc), 200)}") from None
+        except QueryMalformed as exc:
+            raise BadInput(f"Malformed query: {one_line(str(exc), 200)}") from None
         except QueryError:  # asked again by _results, with the reason
             cost = 1
         wait = self.budget.take(CURRENT_CLIENT.get(), self.clock(), cost)
@@ -416,6 +419,8 @@ def _about(conn: Any) -> Resolution:
     lines = [
         "# About this search capsule and its crawler",
         "",
+        *SEARCH_HELP,
+        "",
         f"The pages here were crawled by geminibot {__version__}, as the product token "
         f'"{agent}" acting as the Gemini virtual agent "{role}". Before any other '
         f"request to a capsule it reads the capsule's policy: {ROBOTS}, {ROBOTS2} "
@@ -460,6 +465,21 @@ def _about(conn: Any) -> Resolution:
         "=> / Home",
     ]
     return page(lines)
+
+
+#: How to search, on /about (docs/search.md, "Query operators").
+SEARCH_HELP = (
+    "## Searching",
+    "",
+    'Every word is required; "a phrase", prefix*, -excluded, a OR b. Operators narrow '
+    "a search, and alone list the pages in their scope:",
+    "* site:example.org, site:*.example.org (its subdomains), -site:example.org",
+    '* intitle:word, intitle:"a phrase"; inurl:word',
+    "* mime:image, mime:text/gemini, filetype:pdf (the type of an extension); -mime:",
+    "* size:<10k, size:>1m (bytes; k = 1024)",
+    "* lang:de (an ISO 639-1 code)",
+    "A malformed operator is answered with the right form.",
+)
 
 
 def _snippet(snippet: str) -> str:
