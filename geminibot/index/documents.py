@@ -112,6 +112,15 @@ def stuffing_factor(share: float) -> float:
     return STUFFED_SHARE / share if share > STUFFED_SHARE else 1.0
 
 
+#: The index's fields in the order :func:`schema` adds them: tantivy numbers them so
+#: (an explanation of a score names a field by that number).
+FIELD_ORDER = (
+    "id",
+    *[name for text in FIELD_BOOSTS for name in (text, PAIR_FIELDS[text])],
+    *("stems", "lang", "site", "mime", "size", "host", "stuffing"),
+)
+
+
 def schema() -> tantivy.Schema:
     """The index's fields (see the module's docstring)."""
     builder = tantivy.SchemaBuilder()

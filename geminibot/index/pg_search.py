@@ -7,8 +7,10 @@ search."""
 from __future__ import annotations
 
 import re
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
+from geminibot.index.explain import AUTHORITY, SHOWN, ScoreParts, scaled, with_factors
 from geminibot.index.query import ParsedQuery, QueryError, Term, parse_query, with_site
 from geminibot.index.scope import psycopg_mark, scope_where
 from geminibot.index.search import (
@@ -82,19 +84,22 @@ def search(
     offset: int = 0,
     host: str | None = None,
     authority: bool = True,
+    explain: bool = False,
 ) -> list[SearchResult]:
     """Ranked results for ``query`` (best first), each with a snippet around the matches:
     ``limit`` of them from the ``offset``-th on, only from hosts matching ``host`` (a shell
     pattern, the key itself or a web origin's host name) when given. ``score`` is the
     negated ``ts_rank_cd`` (saturated, see :data:`RANK_NORMALIZATION`), so that lower is
     better as with bm25; ``authority``: times the page's link-authority weight (1 for a
-    page without one), as the SQLite search does."""
+    page without one), as the SQLite search does; ``explain``: each result's score in
+    parts (:mod:`geminibot.index.explain`)."""
     if not 1 <= limit <= MAX_LIMIT:
         raise QueryError(f"limit must be between 1 and {MAX_LIMIT}, got {limit}")
     parsed = with_site(parse_query(query), host)
     by_host, hosts = scope_where(parsed, psycopg_mark)
     if parsed.scope_only:
-        return _scope_listing(conn, parsed, by_host, hosts, limit, offset, authority)
+        listed = _scope_listing(conn, parsed, by_host, hosts, limit, offset, authority)
+        return [replace(r, parts={AUTHORITY: -r.score}) for r in listed] if explain else listed
     expr = to_tsquery(parsed)
     options = (
         f"StartSel={MARK[0]}, StopSel={MARK[1]}, MaxWords={SNIPPET_WORDS},"
@@ -108,6 +113,12 @@ def search(
             "CASE WHEN q.computed AND coalesce(a.score, 0) <= 0"
             f" THEN {untrusted} ELSE {rank} END * coalesce(a.weight, 1.0)"
         )
+    columns = ""
+    if explain:  # the weight, whether trusted, each field's rank alone (A, B, C, D)
+        alone = [f"ts_rank_cd('{ALONE[n]}'::float4[], p.tsv, q.q, %(norm)s)" for n in range(4)]
+        weight = "coalesce(a.weight, 1.0)" if authority else "1.0"
+        trusted = "NOT (q.computed AND coalesce(a.score, 0) <= 0)" if authority else "TRUE"
+        columns = f", {weight}, {trusted}, " + ", ".join(alone)
     rows = conn.execute(
         "WITH q AS (SELECT to_tsquery('simple', %(expr)s) AS q,"
         " EXISTS (SELECT 1 FROM authority) AS computed)"
@@ -115,7 +126,7 @@ def search(
         " ts_headline('simple', left(coalesce(p.body, ''), %(scan)s), q.q, %(options)s),"
         " ts_headline('simple', left(coalesce(p.headings, ''), %(scan)s), q.q, %(options)s),"
         " left(coalesce(p.body, ''), %(scan)s), char_length(p.body) > %(scan)s,"
-        f" -{rank} AS score"
+        f" -{rank} AS score{columns}"
         " FROM pages p CROSS JOIN q LEFT JOIN authority a ON a.url = p.url"
         f" WHERE p.tsv @@ q.q{by_host} ORDER BY score, p.id LIMIT %(limit)s OFFSET %(offset)s",
         {
@@ -130,10 +141,33 @@ def search(
             "offset": offset,
         },
     ).fetchall()
-    return [
+    results = [
         result_from_row((*row[:6], _cut_marks(row[6], row[8], bool(row[9])), row[7]), row[10])
         for row in rows
     ]
+    if explain:
+        results = [replace(r, parts=_parts(row)) for r, row in zip(results, rows, strict=True)]
+    return results
+
+
+#: ``ts_rank_cd`` weights {D, C, B, A} keeping one field each: title (A), headings (B),
+#: url (C), body (D).
+ALONE = ("{0, 0, 0, 1}", "{0, 0, 1, 0}", "{0, 1, 0, 0}", "{1, 0, 0, 0}")
+
+
+def _parts(row: Any) -> ScoreParts:
+    """The parts of an explained row's score (columns 10 on: score, weight, trusted, and
+    the rank of each field alone), each field's share scaled to the text score."""
+    score, weight, trusted, *alone = row[10:]
+    weights = [
+        float(w)
+        for w in (RANK_WEIGHTS if trusted else UNTRUSTED_RANK_WEIGHTS).strip("{}").split(",")
+    ]
+    by_field = dict(zip(("title", "headings", "url", "body"), alone, strict=True))
+    field_weight = dict(zip(("body", "url", "headings", "title"), weights, strict=True))
+    text = -float(score) / float(weight)
+    shares = {SHOWN[name]: float(rank) * field_weight[name] for name, rank in by_field.items()}
+    return with_factors(scaled(shares, text), (AUTHORITY, float(weight)))
 
 
 def _scope_listing(

@@ -33,11 +33,19 @@ from __future__ import annotations
 import re
 import sqlite3
 import unicodedata
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from geminibot.cliutil import terminal_safe, wrapped
 from geminibot.index.authority import has_authority
+from geminibot.index.explain import (
+    AUTHORITY,
+    SHOWN,
+    ScoreParts,
+    explain_lines,
+    scaled,
+    with_factors,
+)
 from geminibot.index.languages import primary
 from geminibot.index.query import (
     MAX_QUERY_LENGTH,
@@ -102,6 +110,8 @@ class SearchResult:
     lang: str | None
     size: int
     fetched_at: float
+    #: The parts of the relevance (-score) when asked for (:mod:`geminibot.index.explain`).
+    parts: ScoreParts | None = None
 
     def as_json(self) -> dict[str, object]:
         """For scripts: the snippet as plain text, its highlights as [start, end)
@@ -117,7 +127,16 @@ class SearchResult:
             "lang": self.lang,
             "size": self.size,
             "fetched_at": self.fetched_at,
+            **({} if self.parts is None else {"score_parts": self.score_parts()}),
         }
+
+    def score_parts(self) -> dict[str, float]:
+        """The parts of ``score`` (same sign: they add up to it), rounded as it is."""
+        return {name: round(-part, 4) for name, part in (self.parts or {}).items()}
+
+    def explanation(self) -> list[str]:
+        """How its relevance is made, and when the page was fetched (two lines)."""
+        return explain_lines(-self.score, self.parts, self.fetched_at)
 
     def language_note(self, reader: str | None) -> str:
         """`` [de]`` after a title when the page's language is known and is not the
@@ -163,6 +182,7 @@ def search(
     host: str | None = None,
     engine: str = "auto",
     authority: bool = True,
+    explain: bool = False,
 ) -> list[SearchResult]:
     """Ranked results for ``query`` (best first), each with a snippet around the matches:
     ``limit`` of them from the ``offset``-th on, only from hosts matching ``host`` (a shell
@@ -174,7 +194,8 @@ def search(
     ``authority``: multiply text relevance by the page's link-authority weight when the
     database has one (:mod:`geminibot.index.authority`); with tantivy, over the best
     :data:`~geminibot.index.tantivy_index.RERANK_WINDOW` pages by text, and with its
-    keyword-stuffing penalty too (``False``: text relevance alone)."""
+    keyword-stuffing penalty too (``False``: text relevance alone). ``explain``: each
+    result's score in parts (:mod:`geminibot.index.explain`)."""
     if not 1 <= limit <= MAX_LIMIT:
         raise QueryError(f"limit must be between 1 and {MAX_LIMIT}, got {limit}")
     if not 0 <= offset <= MAX_OFFSET:
@@ -186,9 +207,9 @@ def search(
     if engine == "tantivy" and index is None:
         raise QueryError("no current tantivy index: run 'geminibot index rebuild --db PATH'")
     if index is not None:
-        hits = index.search(parsed, limit, offset=offset, authority=authority)
+        hits = index.search(parsed, limit, offset=offset, authority=authority, explain=explain)
         return _read_back(conn, parsed, hits)
-    return _fts5_search(conn, parsed, limit, offset, authority)
+    return _fts5_search(conn, parsed, limit, offset, authority, explain)
 
 
 def _fts5_search(
@@ -197,30 +218,38 @@ def _fts5_search(
     limit: int,
     offset: int,
     authority: bool,
+    explain: bool = False,
 ) -> list[SearchResult]:
-    """:func:`search` by FTS5's bm25 (a query of operators alone: by link authority)."""
+    """:func:`search` by FTS5's bm25 (a query of operators alone: by link authority).
+    With ``explain``, each column's bm25 alone, scaled to add up to the text score
+    (:mod:`geminibot.index.explain`)."""
     where, params = scope_where(parsed, sqlite_mark)
     params.update(limit=limit, offset=offset)
     weighted = authority and has_authority(conn)
+    weight = "(SELECT weight FROM authority a WHERE a.url = p.url)" if weighted else "1.0"
+    weight = f"coalesce({weight}, 1.0)"
     if parsed.scope_only:
-        weight = "(SELECT weight FROM authority a WHERE a.url = p.url)" if weighted else "1.0"
         sql = (
             "SELECT p.id, p.url, p.title, p.mime, p.lang, p.size, p.fetched_at,"
-            f" -coalesce({weight}, 1.0) AS score FROM pages p"
+            f" -{weight} AS score FROM pages p"
             f" WHERE p.text_indexed{where} ORDER BY score, p.id LIMIT :limit OFFSET :offset"
         )
-        return _with_snippets(conn, parsed, conn.execute(sql, params).fetchall())
+        rows = conn.execute(sql, params).fetchall()
+        parts = [{AUTHORITY: -float(row[7])} for row in rows] if explain else None
+        return _with_snippets(conn, parsed, rows, parts)
     score = _bm25(COLUMN_WEIGHTS)
+    trusted = "1"
     if weighted:
         # bm25 is negative (lower is better): a weight above 1 makes it better still.
         trusted = "coalesce((SELECT a.score FROM authority a WHERE a.url = p.url), 0) > 0"
-        score = (
-            f"CASE WHEN {trusted} THEN {score} ELSE {_bm25(UNTRUSTED_WEIGHTS)} END"
-            " * coalesce((SELECT weight FROM authority a WHERE a.url = p.url), 1.0)"
-        )
+        score = f"CASE WHEN {trusted} THEN {score} ELSE {_bm25(UNTRUSTED_WEIGHTS)} END * {weight}"
+    columns = ""
+    if explain:  # the weight, whether trusted, and each column's bm25 alone
+        alone = [_bm25(tuple(float(c == n) for c in range(4))) for n in range(4)]
+        columns = f", {weight}, {trusted}, " + ", ".join(alone)
     sql = (
         "SELECT p.id, p.url, p.title, p.mime, p.lang, p.size, p.fetched_at,"
-        f" {score} AS score"
+        f" {score} AS score{columns}"
         " FROM pages_fts JOIN pages p ON p.id = pages_fts.rowid"
         f" WHERE pages_fts MATCH :match{where} ORDER BY score, p.id LIMIT :limit OFFSET :offset"
     )
@@ -228,19 +257,38 @@ def _fts5_search(
         rows = conn.execute(sql, {**params, "match": to_fts_query(parsed)}).fetchall()
     except sqlite3.OperationalError as exc:  # should not happen after to_fts_query; be safe
         raise QueryError(f"cannot run this query: {exc}") from None
-    return _with_snippets(conn, parsed, rows)
+    return _with_snippets(
+        conn, parsed, rows, [_fts5_parts(row) for row in rows] if explain else None
+    )
+
+
+def _fts5_parts(row: Any) -> ScoreParts:
+    """The parts of an explained row's score (its columns 7 on: score, weight, trusted,
+    and the bm25 of each column alone)."""
+    score, weight, trusted, *alone = row[7:]
+    weights = COLUMN_WEIGHTS if trusted else UNTRUSTED_WEIGHTS
+    text = -float(score) / float(weight)
+    columns = {
+        SHOWN[name]: -float(bm25) * w
+        for name, bm25, w in zip(("title", "headings", "body", "url"), alone, weights, strict=True)
+    }
+    return with_factors(scaled(columns, text), (AUTHORITY, float(weight)))
 
 
 def _with_snippets(
-    conn: sqlite3.Connection, parsed: ParsedQuery, rows: list[Any]
+    conn: sqlite3.Connection,
+    parsed: ParsedQuery,
+    rows: list[Any],
+    parts: list[ScoreParts] | None = None,
 ) -> list[SearchResult]:
     """Results of rows (id, url, title, mime, lang, size, fetched_at, score), each with
-    its snippet (:func:`snippet_of`)."""
+    its snippet (:func:`snippet_of`) and its score's ``parts`` when given."""
     texts = _texts(conn, [int(row[0]) for row in rows])
     results = []
-    for row in rows:
+    for n, row in enumerate(rows):
         body, headings = texts.get(int(row[0]), ("", ""))
-        results.append(result_from_row((*row[1:7], snippet_of(body, headings, parsed), ""), row[7]))
+        result = result_from_row((*row[1:7], snippet_of(body, headings, parsed), ""), row[7])
+        results.append(replace(result, parts=parts[n]) if parts is not None else result)
     return results
 
 
@@ -290,8 +338,11 @@ def _read_back(
         url, title, mime, lang, size, fetched_at = row
         shown = snippet_of(*text, parsed)
         results.append(
-            result_from_row(
-                (url, title, mime, hit.lang or lang, size, fetched_at, shown, ""), -hit.score
+            replace(
+                result_from_row(
+                    (url, title, mime, hit.lang or lang, size, fetched_at, shown, ""), -hit.score
+                ),
+                parts=hit.parts,
             )
         )
     return results

@@ -51,6 +51,7 @@ import tantivy
 from geminibot.index.authority import last_computed
 from geminibot.index.documents import (
     FIELD_BOOSTS,
+    FIELD_ORDER,
     PAIR_FIELDS,
     UNTRUSTED_BOOSTS,
     DocumentBuilder,
@@ -63,6 +64,14 @@ from geminibot.index.documents import (
     stuffing_factor,
     text_analyzer,
     word_pairs,
+)
+from geminibot.index.explain import (
+    AUTHORITY,
+    STUFFING,
+    ScoreParts,
+    field_parts,
+    scaled,
+    with_factors,
 )
 from geminibot.index.languages import STEMMERS
 from geminibot.index.query import ParsedQuery, Scope, Term
@@ -115,11 +124,13 @@ def db_path_of(conn: sqlite3.Connection) -> Path | None:
 
 @dataclass(frozen=True)
 class Hit:
-    """One page found: its id in the store, its score, its language (None: unknown)."""
+    """One page found: its id in the store, its score, its language (None: unknown),
+    and when asked for, the parts its score adds up from (:mod:`geminibot.index.explain`)."""
 
     page_id: int
     score: float
     lang: str | None
+    parts: ScoreParts | None = None
 
 
 @dataclass
@@ -157,6 +168,7 @@ class TantivyIndex:
         offset: int = 0,
         authority: bool = True,
         window: int = RERANK_WINDOW,
+        explain: bool = False,
     ) -> list[Hit]:
         """The ``limit`` pages from the ``offset``-th on, best first.
 
@@ -164,7 +176,8 @@ class TantivyIndex:
         their host's weight (the newest :class:`~geminibot.index.weights.HostWeights`;
         1.0 without any) × :func:`~geminibot.index.documents.stuffing_factor`, and any asked for beyond them follow in text order, so
         that pages of results never overlap or skip; scores are text × those factors
-        throughout. Without it: text relevance alone."""
+        throughout. Without it: text relevance alone. With ``explain``, each hit's
+        score in parts (text fields from tantivy's explanation, then the factors)."""
         query = self._query(parsed)
         if query is None:
             return []
@@ -172,27 +185,63 @@ class TantivyIndex:
         wanted = offset + limit
         hits = searcher.search(query, max(wanted, window) if authority else wanted, count=False)
         ranked: list[tuple[float, tantivy.DocAddress]] = hits.hits
+        # Per document: its text score and the factors applied to it, by address.
+        applied: dict[tuple[int, int], tuple[float, list[tuple[str, float]]]] = {}
         if authority and ranked:
             addresses = [addr for _, addr in ranked]
-            factors = [
+            stuffed = [
                 stuffing_factor(float(share or 0.0))
                 for share in searcher.fast_field_values("stuffing", addresses)
             ]
+            lifted = [1.0] * len(ranked)
             weights = self.weights.current()
             if weights is not None and weights.by_key:
                 hosts = [int(h or 0) for h in searcher.fast_field_values("host", addresses)]
-                factors = [f * weights.of(h) for f, h in zip(factors, hosts, strict=True)]
+                lifted = [weights.of(h) for h in hosts]
                 untrusted = [n for n, h in enumerate(hosts[:window]) if not weights.trusted(h)]
                 ranked = self._untrusted_rescored(searcher, parsed, ranked, untrusted)
-            scored = [(s * f, addr) for (s, addr), f in zip(ranked, factors, strict=True)]
+            scored = []
+            for (s, addr), f, w in zip(ranked, stuffed, lifted, strict=True):
+                scored.append((s * f * w, addr))
+                if explain:
+                    applied[_key(addr)] = (s, [(STUFFING, f), (AUTHORITY, w)])
             head = sorted(scored[:window], key=lambda hit: -hit[0])  # stable: text order
             ranked = head + scored[window:]
         page = ranked[offset:wanted]
         ids = searcher.fast_field_values("id", [addr for _, addr in page])
         return [
-            Hit(int(i or 0), float(score), _stored_lang(searcher.doc(addr)))
+            Hit(
+                int(i or 0),
+                float(score),
+                _stored_lang(searcher.doc(addr)),
+                self._parts(searcher, parsed, addr, score, applied) if explain else None,
+            )
             for i, (score, addr) in zip(ids, page, strict=True)
         ]
+
+    def _parts(
+        self,
+        searcher: tantivy.Searcher,
+        parsed: ParsedQuery,
+        addr: tantivy.DocAddress,
+        score: float,
+        applied: dict[tuple[int, int], tuple[float, list[tuple[str, float]]]],
+    ) -> ScoreParts:
+        """The parts of the hit at ``addr``'s ``score``: its text score by field, from
+        the explanation of the query that gave it (the untrusted boosts' when that
+        re-score lowered it), then its factors."""
+        text, factors = applied.get(_key(addr), (score, []))
+        if parsed.scope_only:
+            return {AUTHORITY: score}
+        query = self._query(parsed)
+        if query is None:
+            return {}
+        parts = field_parts(query.explain(searcher, addr).to_json(), FIELD_ORDER)
+        if abs(sum(parts.values()) - text) > 1e-3 * max(1.0, text):
+            untrusted = self._query(parsed, UNTRUSTED_BOOSTS)
+            if untrusted is not None:
+                parts = field_parts(untrusted.explain(searcher, addr).to_json(), FIELD_ORDER)
+        return with_factors(scaled(parts, text), *factors)
 
     def _untrusted_rescored(
         self,
@@ -284,7 +333,12 @@ class TantivyIndex:
     def _query(
         self, parsed: ParsedQuery, boosts: dict[str, float] = FIELD_BOOSTS
     ) -> tantivy.Query | None:
-        groups = [] if parsed.groups else [tantivy.Query.all_query()]
+        # Operators alone: every page in their scope, each scoring 1 (then its authority).
+        groups = (
+            []
+            if parsed.groups
+            else [tantivy.Query.const_score_query(tantivy.Query.all_query(), 1.0)]
+        )
         for group in parsed.groups:
             terms = [self._term(t, parsed.lang, boosts) for t in group]
             if any(t is None for t in terms):
@@ -358,6 +412,10 @@ class TantivyIndex:
         wild = {"*": ".*", "?": "."}
         body = "".join(wild.get(c) or (c if c.isalnum() else "\\" + c) for c in pattern)
         return tantivy.Query.regex_query(self.schema, "site", f"([a-z]+://)?{body}")
+
+
+def _key(addr: tantivy.DocAddress) -> tuple[int, int]:
+    return (addr.segment_ord, addr.doc)
 
 
 def _stored_lang(doc: tantivy.Document) -> str | None:

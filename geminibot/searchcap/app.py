@@ -16,7 +16,13 @@ Routes:
 - ``/``: the home page;
 - ``/search``: ``10`` asks for a query; ``/search?QUERY`` answers the first
   :data:`PAGE_SIZE` results (title, URL, host, snippet), ``/search/N?QUERY`` page ``N``
-  (at most :data:`MAX_PAGE`);
+  (at most :data:`MAX_PAGE`); the query may hold operators (``site:``, ``intitle:``,
+  ``mime:``, ``size:<10k``...: :mod:`geminibot.index.query`);
+- ``/v/search`` (``/v/search/N``): the same, verbose: under each result how its score is
+  made (text fields, link text, authority, stuffing penalty), when the page was fetched,
+  its type and size;
+- ``/lucky?QUERY``: ``30`` to the first result ("I'm feeling lucky"), ``51`` when there
+  is none; ``10`` asks for a query;
 - ``/backlinks``: ``10`` asks for a URL; ``/backlinks?URL`` lists the pages that link to
   it (at most :data:`MAX_BACKLINKS`);
 - ``/hosts`` (``/hosts/N``): the capsules the crawl knows and when each was last fetched,
@@ -110,9 +116,12 @@ CLIENT_BUDGET = 120
 CLIENT_BUDGET_PER_SECOND = 10.0
 
 GEMTEXT = "text/gemini; charset=utf-8"
-SEARCH_PROMPT = 'Search for (words, "a phrase", word*, -word, a OR b, lang:de)'
+SEARCH_PROMPT = (
+    'Search for (words, "a phrase", word*, -word, a OR b, site:, intitle:, mime:, size:<10k,'
+    " lang:de; see /about)"
+)
 BACKLINKS_PROMPT = "URL of the page (who links to it?)"
-_PAGED = re.compile(r"/(search|hosts)/([1-9][0-9]{0,5})")
+_PAGED = re.compile(r"/(search|v/search|hosts)/([1-9][0-9]{0,5})")
 _SPACES = re.compile(r"[\s\x00-\x1f\x7f]+")
 
 
@@ -125,18 +134,18 @@ class SearchFunction(Protocol):
     (:func:`geminibot.index.search`, :func:`geminibot.index.pg_search.search`)."""
 
     def __call__(
-        self, conn: Any, query: str, limit: int, *, offset: int = ...
+        self, conn: Any, query: str, limit: int, *, offset: int = ..., explain: bool = ...
     ) -> list[SearchResult]: ...
 
 
 def run_search(
-    find: SearchFunction, conn: Any, query: str, page: int
+    find: SearchFunction, conn: Any, query: str, page: int, *, explain: bool = False
 ) -> tuple[list[SearchResult], bool]:
     """Page ``page`` of the results for ``query`` and whether there are more: the one place
     the capsule calls the index's search. Only that page is asked for (and one result past
     it, to know whether a next page exists): the results before it are neither read back
-    from the store nor given snippets."""
-    results = find(conn, query, PAGE_SIZE + 1, offset=(page - 1) * PAGE_SIZE)
+    from the store nor given snippets. ``explain``: with their score's parts."""
+    results = find(conn, query, PAGE_SIZE + 1, offset=(page - 1) * PAGE_SIZE, explain=explain)
     return results[:PAGE_SIZE], len(results) > PAGE_SIZE
 
 
@@ -201,6 +210,8 @@ class SearchCapsule:
         self._routes: dict[str, Callable[[URL], Resolution | Awaitable[Resolution]]] = {
             "/": self.home,
             "/search": lambda url: self.search(url, 1),
+            "/v/search": lambda url: self.search(url, 1, verbose=True),
+            "/lucky": lambda url: self.search(url, 1, lucky=True),
             "/backlinks": self.backlinks,
             "/hosts": lambda url: self.hosts(1),
             "/stats": self.stats,
@@ -232,8 +243,8 @@ class SearchCapsule:
             paged = _PAGED.fullmatch(url.path)
             if paged is not None:
                 number = int(paged.group(2))
-                if paged.group(1) == "search" and number <= MAX_PAGE:
-                    return self.search(url, number)
+                if paged.group(1).endswith("search") and number <= MAX_PAGE:
+                    return self.search(url, number, verbose=paged.group(1) == "v/search")
                 if paged.group(1) == "hosts":
                     return self.hosts(number)
             return Resolution(Status.NOT_FOUND, "Not found")
@@ -248,6 +259,8 @@ class SearchCapsule:
                 "Full-text search over the pages a polite crawler has indexed.",
                 "",
                 "=> /search Search",
+                "=> /v/search Search, showing why each result ranks where it does",
+                "=> /lucky I'm feeling lucky: straight to the first result",
                 "=> /backlinks Who links to a page",
                 "=> /hosts Known capsules",
                 "=> /stats What the index holds",
@@ -264,7 +277,9 @@ class SearchCapsule:
         except ReadsBusy as exc:
             return Resolution(Status.SLOW_DOWN, str(exc.retry_after))
 
-    def search(self, url: URL, number: int) -> Resolution | Awaitable[Resolution]:
+    def search(
+        self, url: URL, number: int, *, verbose: bool = False, lucky: bool = False
+    ) -> Resolution | Awaitable[Resolution]:
         query = decoded_query(url)
         if query is None:
             return Resolution(Status.INPUT, SEARCH_PROMPT)
@@ -281,11 +296,23 @@ class SearchCapsule:
         wait = self.budget.take(CURRENT_CLIENT.get(), self.clock(), cost)
         if wait is not None:
             return Resolution(Status.SLOW_DOWN, str(max(1, math.ceil(wait))))
-        return self._read(partial(self._results, query, number))
+        if lucky:
+            return self._read(partial(self._lucky, query))
+        return self._read(partial(self._results, query, number, verbose))
 
-    def _results(self, query: str, number: int, conn: Any) -> Resolution:
+    def _lucky(self, query: str, conn: Any) -> Resolution:
+        """``30`` to the first result for ``query``, ``51`` when there is none."""
         try:
-            results, more = run_search(self.find, conn, query, number)
+            results, _ = run_search(self.find, conn, query, 1)
+        except QueryError as exc:
+            return Resolution(Status.INPUT, f"{one_line(str(exc), 200)}. {SEARCH_PROMPT}")
+        if not results:
+            return Resolution(Status.NOT_FOUND, f"No results for {one_line(query, 100)}")
+        return Resolution(Status.REDIRECT_TEMPORARY, results[0].url)
+
+    def _results(self, query: str, number: int, verbose: bool, conn: Any) -> Resolution:
+        try:
+            results, more = run_search(self.find, conn, query, number, explain=verbose)
         except QueryError as exc:
             return Resolution(Status.INPUT, f"{one_line(str(exc), 200)}. {SEARCH_PROMPT}")
         encoded = quote(query, safe="")
@@ -302,13 +329,18 @@ class SearchCapsule:
                 f"=> {result.url} {one_line(result.title) or result.url}"
                 + result.language_note(self.reader),
                 f"{_host(result.url)} · {_snippet(result.snippet)}",
-                "",
             ]
+            if verbose:
+                lines.append(" · ".join([*result.explanation(), _kind(result)]))
+            lines.append("")
+        route = "/v/search" if verbose else "/search"
         if more and number < MAX_PAGE:
-            lines.append(f"=> /search/{number + 1}?{encoded} Next page")
+            lines.append(f"=> {route}/{number + 1}?{encoded} Next page")
         if number > 1:
-            lines.append(f"=> /search/{number - 1}?{encoded} Previous page")
-        lines += ["=> /search New search", "=> / Home"]
+            lines.append(f"=> {route}/{number - 1}?{encoded} Previous page")
+        other = "/search" if verbose else "/v/search"
+        lines.append(f"=> {other}?{encoded} " + ("Plain" if verbose else "Why each ranks there"))
+        lines += [f"=> {route} New search", "=> / Home"]
         return page(lines)
 
     def backlinks(self, url: URL) -> Resolution | Awaitable[Resolution]:
@@ -480,6 +512,14 @@ SEARCH_HELP = (
     "* lang:de (an ISO 639-1 code)",
     "A malformed operator is answered with the right form.",
 )
+
+
+def _kind(result: SearchResult) -> str:
+    """A result's type and size: ``text/gemini, 2.1 KiB``."""
+    size = f"{result.size} bytes" if result.size < 1024 else f"{result.size / 1024:.1f} KiB"
+    if result.size >= 1024**2:
+        size = f"{result.size / 1024**2:.1f} MiB"
+    return f"{result.mime or 'unknown type'}, {size}"
 
 
 def _snippet(snippet: str) -> str:

@@ -194,3 +194,61 @@ def test_operators_from_the_cli_and_the_capsule(sqlite_db: str) -> None:
     assert answer.status == Status.SUCCESS
     body = answer.body.decode()
     assert body.count("=> gemini://de.ops.test/") == 3
+
+
+@pytest.fixture(scope="module", params=["fts5", "tantivy", "postgresql"])
+def explained(request: pytest.FixtureRequest) -> Iterator[Finder]:
+    """The search of :func:`find`, each result with its score's parts."""
+    if request.param == "postgresql":
+        from geminibot.index import pg_search
+        from geminibot.store import pg
+
+        with pg.connect(request.getfixturevalue("pg_db")) as conn:
+            yield lambda query: pg_search.search(conn, query, 100, explain=True)
+        return
+    with closing(sqlite3.connect(request.getfixturevalue("sqlite_db"))) as conn:
+        yield lambda query: search(conn, query, 100, engine=request.param, explain=True)
+
+
+@pytest.mark.parametrize(
+    "query", ["stars", "intitle:telescope stars", "lighthouse OR poems", "site:ops.test"]
+)
+def test_the_parts_of_each_score_add_up_to_it(explained: Finder, query: str) -> None:
+    results = explained(query)
+    assert results
+    for result in results:
+        assert result.parts, result.url
+        assert sum(result.parts.values()) == pytest.approx(-result.score, rel=1e-4)
+        shown = result.as_json()
+        parts = shown["score_parts"]
+        assert isinstance(parts, dict)
+        assert sum(parts.values()) == pytest.approx(shown["score"], abs=1e-3)
+    if query.startswith("intitle:"):  # the title holds the words that rank it
+        assert max(results[0].parts, key=lambda name: results[0].parts[name]) == "title"  # type: ignore[index]
+
+
+def test_explain_from_the_cli_and_the_verbose_capsule(sqlite_db: str) -> None:
+    proc = run_main(["search", "stars", "--explain", "--db", sqlite_db])
+    assert proc.returncode == 0, proc.stderr
+    lines = proc.stdout.splitlines()
+    scores = [line.strip() for line in lines if line.strip().startswith("score ")]
+    assert len(scores) == 4 and all(" = " in s for s in scores)
+    assert sum(line.strip().startswith("fetched ") for line in lines) == 4
+    for line in scores:  # score S = part + part ...
+        total, _, parts = line.removeprefix("score ").partition(" = ")
+        values = [float(p.rsplit(" ", 1)[1]) for p in parts.replace(" - ", " + -").split(" + ")]
+        assert sum(values) == pytest.approx(float(total), rel=1e-2)
+    with closing(SearchCapsule.of(sqlite_db)) as capsule:
+        answer: Any = answer_of(capsule, parse_request(b"gemini://localhost/v/search?stars"))
+        assert answer.status == Status.SUCCESS
+        body = answer.body.decode()
+        assert body.count("\nscore ") == 4 and body.count("fetched ") == 4
+        assert "text/plain, 68 bytes" in body
+        lucky: Any = answer_of(capsule, parse_request(b"gemini://localhost/lucky?poems%20stars"))
+        assert (lucky.status, lucky.meta) == (Status.REDIRECT_TEMPORARY, NIGHT)
+        none: Any = answer_of(capsule, parse_request(b"gemini://localhost/lucky?zzzqqq"))
+        assert none.status == Status.NOT_FOUND and "zzzqqq" in none.meta
+        ask: Any = answer_of(capsule, parse_request(b"gemini://localhost/lucky"))
+        assert ask.status == Status.INPUT
+        bad: Any = answer_of(capsule, parse_request(b"gemini://localhost/lucky?size:big"))
+        assert bad.status == Status.BAD_REQUEST and "size:<10k" in bad.meta
