@@ -190,7 +190,8 @@ def _scope_listing(
         {**params, "scan": SNIPPET_SCAN_CHARS, "limit": limit, "offset": offset},
     ).fetchall()
     return [
-        result_from_row((*row[:6], snippet_of(row[6], row[7], parsed), ""), row[8]) for row in rows
+        result_from_row((*row[:6], snippet_of(row[6], row[7], parsed, row[3]), ""), row[8])
+        for row in rows
     ]
 
 

@@ -5,6 +5,10 @@ The syntax (all engines): words are all required; ``"a phrase"``; ``word*`` (pre
 it begins with (``-word`` first is an exclusion, not an option). Nothing here knows any
 engine.
 
+Stop words (:data:`STOP_WORDS`: ``about``, ``the``...) are not required in a query
+that has other words: ``poems about stars`` finds what ``poems stars`` finds, and the
+words as typed side by side rank a page that has them so higher (``runs``).
+
 Operators narrow a search (:data:`OPERATORS`); a query of operators alone lists the
 pages in their scope:
 
@@ -63,6 +67,18 @@ _WORDLIKE = re.compile(r"\w", re.UNICODE)
 _WORD = re.compile(r"\w+")
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 _LANG = re.compile(r"([A-Za-z]{2,3})(?:[-_][A-Za-z0-9]{1,8})*")
+#: Words a query does not require when it has others (``poems about stars`` asks for
+#: ``poems stars``): the commonest English function words. A query of them alone
+#: (``the who``) requires them; quoted (``"the who"``) they always count.
+STOP_WORDS = frozenset(
+    """a about above after again against all am an and any are as at be because been
+    before being below between both but by can could did do does doing down during each
+    few for from further had has have having he her here hers him his how i if in into is
+    it its itself just me more most my no nor not of off on once only or other our ours
+    out over own same she should so some such than that the their theirs them then there
+    these they this those through to too under until up very was we were what when where
+    which while who whom why will with would you your yours""".split()  # noqa: SIM905
+)
 #: The operators (see the module docstring).
 OPERATORS = ("site", "intitle", "inurl", "mime", "filetype", "size", "lang")
 _OPERATOR = re.compile(r"(-?)(" + "|".join(OPERATORS) + r'):("[^"]*"?|\S*)', re.IGNORECASE)
@@ -143,6 +159,11 @@ class ParsedQuery:
     excluded: tuple[Term, ...] = ()
     lang: str | None = None  # lang:CODE, the primary subtag in lower case
     scope: Scope = field(default_factory=Scope)
+    #: Per group, its longest run of plain words as typed (``poems about stars``; fewer
+    #: than two: none): a page holding them side by side ranks higher.
+    runs: tuple[tuple[str, ...], ...] = ()
+    #: Stop words left out of the required words (:data:`STOP_WORDS`).
+    ignored: tuple[str, ...] = ()
 
     @property
     def scope_only(self) -> bool:
@@ -185,15 +206,43 @@ def parse_query(query: str) -> ParsedQuery:
         _add_term(
             negative if neg else positive[-1], Term(text.rstrip("*") if prefix else text, prefix)
         )
-    groups = tuple(tuple(g) for g in positive if g)
+    positive = [g for g in positive if g]
+    runs = tuple(_plain_run(g) for g in positive)
+    kept = [[w for w in g if not (_is_stop(w) and _has_more(g))] for g in positive]
+    ignored = tuple(w.text for g, k in zip(positive, kept, strict=True) for w in g if w not in k)
+    groups = tuple(tuple(k) for k in kept)
     if not groups and not reading.scope and reading.lang is None:
         raise QueryError(
             "nothing to search for: give at least one word or operator"
             " (not only -excluded words or symbols)"
         )
-    parsed = ParsedQuery(groups, tuple(negative), reading.lang, reading.scope)
+    parsed = ParsedQuery(groups, tuple(negative), reading.lang, reading.scope, runs, ignored)
     check_budget(parsed)
     return parsed
+
+
+def _is_stop(term: Term) -> bool:
+    return not term.prefix and term.field is None and term.text.casefold() in STOP_WORDS
+
+
+def _has_more(group: list[Term]) -> bool:
+    """Whether ``group`` asks for more than stop words (else they are what it asks)."""
+    return not all(_is_stop(t) for t in group)
+
+
+def _plain_run(group: list[Term]) -> tuple[str, ...]:
+    """The longest run of plain words (one word each, not prefixes nor operators) in
+    ``group``, as typed."""
+    best: list[str] = []
+    run: list[str] = []
+    for term in group:
+        if term.prefix or term.field or len(_WORD.findall(term.text)) != 1:
+            run = []
+            continue
+        run.append(term.text)
+        if len(run) > len(best):
+            best = list(run)
+    return tuple(best) if len(best) > 1 else ()
 
 
 def _add_term(terms: list[Term], term: Term) -> None:

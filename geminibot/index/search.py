@@ -30,14 +30,17 @@ not put it first by themselves.
 
 from __future__ import annotations
 
+import functools
 import re
 import sqlite3
 import unicodedata
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Any
 
 from geminibot.cliutil import terminal_safe, wrapped
 from geminibot.index.authority import has_authority
+from geminibot.index.documents import stem_analyzer
 from geminibot.index.explain import (
     AUTHORITY,
     SHOWN,
@@ -46,7 +49,7 @@ from geminibot.index.explain import (
     scaled,
     with_factors,
 )
-from geminibot.index.languages import primary
+from geminibot.index.languages import STEMMERS, primary
 from geminibot.index.query import (
     MAX_QUERY_LENGTH,
     ParsedQuery,
@@ -287,7 +290,8 @@ def _with_snippets(
     results = []
     for n, row in enumerate(rows):
         body, headings = texts.get(int(row[0]), ("", ""))
-        result = result_from_row((*row[1:7], snippet_of(body, headings, parsed), ""), row[7])
+        snippet = snippet_of(body, headings, parsed, row[4])
+        result = result_from_row((*row[1:7], snippet, ""), row[7])
         results.append(replace(result, parts=parts[n]) if parts is not None else result)
     return results
 
@@ -336,7 +340,7 @@ def _read_back(
         if row is None or text is None:  # deleted from the store since the index was built
             continue
         url, title, mime, lang, size, fetched_at = row
-        shown = snippet_of(*text, parsed)
+        shown = snippet_of(*text, parsed, hit.lang or lang)
         results.append(
             replace(
                 result_from_row(
@@ -348,48 +352,87 @@ def _read_back(
     return results
 
 
-def snippet_of(body: str, headings: str, parsed: ParsedQuery) -> str:
+def snippet_of(body: str, headings: str, parsed: ParsedQuery, lang: str | None = None) -> str:
     """A result's snippet from the first characters of its body and headings (at most
     :data:`SNIPPET_SCAN_CHARS` of each are read): around the first searched word of the
-    body, else of the headings, else the body's first :data:`PLAIN_SNIPPET_CHARS`."""
+    body, else of the headings, else the body's first :data:`PLAIN_SNIPPET_CHARS`
+    (:func:`plain_snippet`). Words are matched by their stem in ``lang`` (the page's
+    language, English when unknown) too."""
     words = [t for group in parsed.groups for t in group]
     body = split_front_matter(body[:SNIPPET_SCAN_CHARS])[1]
     return (
-        text_snippet(body, words)
-        or text_snippet(headings[:SNIPPET_SCAN_CHARS], words)
-        or body[:PLAIN_SNIPPET_CHARS]
+        text_snippet(body, words, lang=lang)
+        or text_snippet(headings[:SNIPPET_SCAN_CHARS], words, lang=lang)
+        or plain_snippet(body)
     )
 
 
-def text_snippet(text: str, terms: list[Term], tokens: int = SNIPPET_TOKENS) -> str:
+def plain_snippet(text: str, limit: int = PLAIN_SNIPPET_CHARS) -> str:
+    """The first words of ``text``, at most ``limit`` characters, cut at a word with
+    ``…`` when it goes on."""
+    flat = " ".join(text[: limit * 4].split())
+    if len(flat) <= limit and len(text) <= limit * 4:
+        return flat
+    cut = flat[: limit + 1]
+    space = cut.rfind(" ")
+    cut = cut[:space] if space > limit // 2 else flat[:limit]
+    return cut.rstrip(" ,;:.-–—") + "…"
+
+
+def text_snippet(
+    text: str, terms: list[Term], tokens: int = SNIPPET_TOKENS, *, lang: str | None = None
+) -> str:
     """About ``tokens`` words of ``text`` (of its first :data:`SNIPPET_SCAN_CHARS`
-    characters) around the first searched word, searched words between the
-    :data:`~geminibot.index.text.MARK` characters as FTS5's snippet marks them; "" when
-    none occurs."""
+    characters) around the first searched word, each searched word between the
+    :data:`~geminibot.index.text.MARK` characters (the word alone, not the punctuation
+    around it: ``RetroPie,`` -> marked ``RetroPie`` then ``,``); a word whose stem in
+    ``lang`` (English when unknown) is a searched word's counts; "" when none occurs."""
     wanted = {_fold(w) for t in terms for w in _WORD.findall(t.text)}
     prefixes = tuple(_fold(t.text) for t in terms if t.prefix)
+    stem = _stemmer(primary(lang))
+    stems = {s for w in wanted for s in stem(w)}
     scanned = text[:SNIPPET_SCAN_CHARS]
-    if scanned.isascii() and not _any_of(wanted.union(prefixes)).search(scanned):
+    if scanned.isascii() and not _any_of(wanted | stems | set(prefixes)).search(scanned):
         return ""  # not even as part of a word: no need to look at each
     words = scanned.split()
     seen: dict[str, bool] = {}
 
-    def hit(word: str) -> bool:
+    def matches(word: str) -> bool:
+        """Whether one word (letters and digits) is searched for."""
         found = seen.get(word)
         if found is None:
-            folded = [_fold(w) for w in _WORD.findall(word)]
-            found = any(w in wanted or (prefixes and w.startswith(prefixes)) for w in folded)
+            folded = _fold(word)
+            found = (
+                folded in wanted
+                or bool(prefixes and folded.startswith(prefixes))
+                or not stems.isdisjoint(stem(folded))
+            )
             seen[word] = found
         return found
+
+    def hit(token: str) -> bool:
+        return any(matches(w) for w in _WORD.findall(token))
+
+    def marked(token: str) -> str:
+        return _WORD.sub(
+            lambda m: f"{MARK[0]}{m.group()}{MARK[1]}" if matches(m.group()) else m.group(), token
+        )
 
     first = next((n for n, w in enumerate(words) if hit(w)), None)
     if first is None:
         return ""
     start = max(0, first - tokens // 4)
     window = words[start : start + tokens]
-    shown = " ".join(f"{MARK[0]}{w}{MARK[1]}" if hit(w) else w for w in window)
+    shown = " ".join(marked(w) for w in window)
     more = start + tokens < len(words) or len(text) > SNIPPET_SCAN_CHARS
     return ("…" if start else "") + shown + ("…" if more else "")
+
+
+@functools.cache
+def _stemmer(lang: str | None) -> Callable[[str], list[str]]:
+    """The stems of a word in ``lang`` (a code of :data:`STEMMERS`; else English)."""
+    analyzer = stem_analyzer(lang if lang in STEMMERS else "en")
+    return lambda word: [str(s) for s in analyzer.analyze(word)]
 
 
 def _any_of(words: set[str]) -> re.Pattern[str]:

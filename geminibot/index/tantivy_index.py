@@ -92,6 +92,13 @@ FORMAT = 6
 #: weight on stems let pages sharing a rare word's stem outrank the page that has the
 #: word (known-item MRR 0.988 at 1.0, 0.991 at 0.25, 0.992 at 0; docs/benchmarks.md).
 STEM_BOOST = 0.0
+#: The boost of two words of a query typed side by side (``machine learning``) that a
+#: page holds so, in any of its fields: as much as a word of the title and its heading
+#: together, so that the words side by side in a body outrank one of them in a title
+#: ("The Machine Stops"). Each pair is one term of a field's pair field, an optional
+#: clause: pages without it are found all the same. Scaled down with the boosts of an
+#: untrusted host's pages (search spam).
+PAIR_BOOST = 15.0
 #: Pages ranked by text alone that are then re-ranked by text × authority: the first
 #: stage keeps tantivy's top-k pruning; a page outside this window is never lifted into it
 #: by its authority (those beyond it follow, in text order).
@@ -313,6 +320,25 @@ class TantivyIndex:
             per_field.append((tantivy.Occur.Should, tantivy.Query.boost_query(q, boost)))
         return tantivy.Query.boolean_query(per_field)
 
+    def _side_by_side(
+        self, run: tuple[str, ...], boosts: dict[str, float]
+    ) -> list[tuple[tantivy.Occur, tantivy.Query]]:
+        """Optional clauses scoring each two words of ``run`` (as typed) that a page
+        holds side by side, in each field (:data:`PAIR_BOOST`)."""
+        words = [str(w) for w in self.analyzer.analyze(" ".join(run))] if run else []
+        weight = PAIR_BOOST * max(boosts.values()) / max(FIELD_BOOSTS.values())
+        return [
+            (
+                tantivy.Occur.Should,
+                tantivy.Query.boost_query(
+                    tantivy.Query.term_query(self.schema, PAIR_FIELDS[name], pair), weight
+                ),
+            )
+            for pair in word_pairs(words)
+            for name, boost in boosts.items()
+            if boost
+        ]
+
     def _phrase(self, field: str, words: list[str | tuple[int, str]]) -> tantivy.Query:
         """The phrase ``words`` in ``field``, through its pair field: one term for two
         words; for more, every pair required and the positional phrase checked only on
@@ -339,13 +365,13 @@ class TantivyIndex:
             if parsed.groups
             else [tantivy.Query.const_score_query(tantivy.Query.all_query(), 1.0)]
         )
-        for group in parsed.groups:
+        for n, group in enumerate(parsed.groups):
             terms = [self._term(t, parsed.lang, boosts) for t in group]
             if any(t is None for t in terms):
                 continue  # a required word the index can never contain
-            groups.append(
-                tantivy.Query.boolean_query([(tantivy.Occur.Must, t) for t in terms if t])
-            )
+            run = parsed.runs[n] if n < len(parsed.runs) else ()
+            clauses = [(tantivy.Occur.Must, t) for t in terms if t]
+            groups.append(tantivy.Query.boolean_query(clauses + self._side_by_side(run, boosts)))
         if not groups:
             return None
         top = groups[0]

@@ -145,7 +145,11 @@ def run_search(
     the capsule calls the index's search. Only that page is asked for (and one result past
     it, to know whether a next page exists): the results before it are neither read back
     from the store nor given snippets. ``explain``: with their score's parts."""
-    results = find(conn, query, PAGE_SIZE + 1, offset=(page - 1) * PAGE_SIZE, explain=explain)
+    offset = (page - 1) * PAGE_SIZE
+    if explain:
+        results = find(conn, query, PAGE_SIZE + 1, offset=offset, explain=True)
+    else:  # (a search function may know no explain)
+        results = find(conn, query, PAGE_SIZE + 1, offset=offset)
     return results[:PAGE_SIZE], len(results) > PAGE_SIZE
 
 
