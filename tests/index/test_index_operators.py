@@ -252,3 +252,36 @@ def test_explain_from_the_cli_and_the_verbose_capsule(sqlite_db: str) -> None:
         assert ask.status == Status.INPUT
         bad: Any = answer_of(capsule, parse_request(b"gemini://localhost/lucky?size:big"))
         assert bad.status == Status.BAD_REQUEST and "size:<10k" in bad.meta
+
+
+async def portal_get(db: str, path: str, params: dict[str, str]) -> tuple[int, str]:
+    import httpx
+
+    from geminibot.portal.app import PortalApp
+    from geminibot.portal.limits import PortalLimits
+    from geminibot.portal.upstream import Upstream, UpstreamGuard
+    from geminibot.why.reads import CheckReads
+
+    upstream = Upstream(PortalLimits(), guard=UpstreamGuard([], test_range=True))
+    app = PortalApp(upstream, checks=CheckReads.of(db))
+    transport = httpx.ASGITransport(app=app, client=("127.0.0.1", 50000))  # type: ignore[arg-type]
+    async with httpx.AsyncClient(transport=transport, base_url="http://portal.test") as web:
+        response = await web.get(path, params=params)
+    return response.status_code, response.text
+
+
+@pytest.mark.parametrize("store", ["sqlite_db", "pg_db"])
+def test_the_portal_searches_with_operators_and_marks_words(
+    request: pytest.FixtureRequest, store: str
+) -> None:
+    db = request.getfixturevalue(store)
+    status, page = trio.run(portal_get, db, "/search", {"q": "stars site:ops.test"})
+    assert status == 200
+    assert page.count('<section class="result">') == 3
+    assert "<mark>stars</mark>" in page and "⟦" not in page and "\ue000" not in page
+    assert 'href="/gemini/ops.test/poetry/night.gmi"' in page
+    assert 'name="q" type="search" value="stars site:ops.test"' in page
+    status, page = trio.run(portal_get, db, "/search", {"q": "stars size:huge"})
+    assert status == 400 and "size:&lt;10k" in page and 'action="/search"' in page
+    status, page = trio.run(portal_get, db, "/", {})
+    assert status == 200 and 'action="/search"' in page
