@@ -7,12 +7,13 @@ Pure HTML from results; the reads happen in :mod:`geminibot.portal.app`."""
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
 from urllib.parse import urlencode
 
-from geminibot.index.search import SearchResult, search
+from geminibot.index.search import SearchResult
+from geminibot.index.search_cli import search_function
 from geminibot.index.text import render_marks
 from geminibot.portal.render import esc
+from geminibot.store.database import Database
 
 #: Results a page, and the furthest page.
 PAGE_SIZE = 10
@@ -21,16 +22,11 @@ MAX_PAGE = 50
 SEARCH_LABEL = 'Search (words, "a phrase", -word, site:, intitle:, mime:, size:<10k, lang:de)'
 
 
-def find_page(query: str, page: int, conn: Any) -> tuple[list[SearchResult], bool]:
-    """Page ``page`` of the results for ``query`` on ``conn`` (either store), and whether
-    another page follows."""
-    offset = (page - 1) * PAGE_SIZE
-    if type(conn).__module__.startswith("psycopg"):
-        from geminibot.index import pg_search
-
-        found = pg_search.search(conn, query, PAGE_SIZE + 1, offset=offset)
-    else:
-        found = search(conn, query, PAGE_SIZE + 1, offset=offset)
+def find_page(query: str, page: int, database: Database) -> tuple[list[SearchResult], bool]:
+    """Page ``page`` of the results for ``query`` in ``database`` (either store), and
+    whether another page follows."""
+    find = search_function(database)
+    found = find(database.connection, query, PAGE_SIZE + 1, offset=(page - 1) * PAGE_SIZE)
     return found[:PAGE_SIZE], len(found) > PAGE_SIZE
 
 

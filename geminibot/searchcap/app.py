@@ -6,7 +6,7 @@ gemtext body) out. The server does TLS, certificates, the request line, limits a
 access log; the only I/O here is reading the crawl database it is given (either store),
 always off the event loop: every page that reads it (``/search``, ``/backlinks``,
 ``/hosts``, ``/stats``, ``/about``) runs its read on a worker thread with a connection
-of its own (:class:`geminibot.index.reads.Reads`), at most :data:`SEARCH_READS` at once;
+of its own (:class:`geminibot.store.reads.Reads`), at most :data:`SEARCH_READS` at once;
 a request that finds them all taken waits at most :data:`SEARCH_WAIT` seconds for one,
 then gets ``44``. ``/check`` has reads of its own (:mod:`geminibot.why.reads`). So one
 slow query holds one read slot, never the other clients.
@@ -63,14 +63,14 @@ from typing import Any, Protocol
 from urllib.parse import quote, unquote_to_bytes
 
 from geminibot import __version__
+from geminibot.cliutil import counted, with_article
 from geminibot.crawl.politeness import MAX_RATE, MAX_WAIT, START_DELAY
 from geminibot.crawl.settings import ROLE_CATEGORIES, CrawlOptions
 from geminibot.gemini.ratelimit import RateLimiter
 from geminibot.gemini.server import CURRENT_CLIENT, Resolution
 from geminibot.gemini.status import Status
-from geminibot.index import QueryError, SearchResult, search
+from geminibot.index import QueryError, SearchResult
 from geminibot.index.query import QueryMalformed, QueryTooCostly, parse_query, query_cost
-from geminibot.index.reads import Reads, ReadsBusy
 from geminibot.index.search import MAX_QUERY_LENGTH
 from geminibot.index.search_cli import search_function
 from geminibot.index.stats import format_stats, stats
@@ -79,7 +79,8 @@ from geminibot.index.text import render_marks
 from geminibot.policy.outcomes import MAX_CACHE_SECONDS
 from geminibot.policy.site_policy import AGENTS, ROBOTS, ROBOTS2
 from geminibot.store import statements as q
-from geminibot.store.engines import engine_of
+from geminibot.store.database import Database
+from geminibot.store.reads import Reads, ReadsBusy
 from geminibot.store.traps import FrontierLimits
 from geminibot.urls import URL, InvalidURL, host_key, host_url, normalise
 from geminibot.why import BadTarget
@@ -185,14 +186,14 @@ def when(seconds: float | None) -> str:
 class SearchCapsule:
     """The handler: call it with a request URL (see the module docstring for the routes).
 
-    ``reads`` gives either store's connections (sqlite3 ones, or psycopg ones with
-    ``find`` = :func:`geminibot.index.pg_search.search`): the statements are compiled for the
-    connection's engine. ``checks`` answers ``/check`` (without it, 51)."""
+    ``reads`` gives the crawl database (either engine), searched by ``find`` (by default
+    its engine's search: :func:`geminibot.index.search_cli.search_function`) on its
+    connection. ``checks`` answers ``/check`` (without it, 51)."""
 
     def __init__(
         self,
         reads: Reads,
-        find: SearchFunction = search,
+        find: SearchFunction | None = None,
         *,
         title: str = "geminibot search",
         clock: Callable[[], float] = time.monotonic,
@@ -228,8 +229,7 @@ class SearchCapsule:
         """The capsule of the crawl database ``db`` (an SQLite file or a
         ``postgresql://`` URL, searched with its store's search), its reads bounded by
         :data:`SEARCH_READS` and :data:`SEARCH_WAIT`."""
-        reads = Reads.of(db, limit=SEARCH_READS, wait=SEARCH_WAIT)
-        return cls(reads, search_function(db), **options)
+        return cls(Reads.of(db, limit=SEARCH_READS, wait=SEARCH_WAIT), **options)
 
     def close(self) -> None:
         """Close the connections the reads hold."""
@@ -273,8 +273,8 @@ class SearchCapsule:
             ]
         )
 
-    async def _read(self, read: Callable[[Any], Resolution]) -> Resolution:
-        """``read(connection)``'s page, read off the event loop; ``44`` when no read slot
+    async def _read(self, read: Callable[[Database], Resolution]) -> Resolution:
+        """``read(database)``'s page, read off the event loop; ``44`` when no read slot
         was free within :data:`SEARCH_WAIT`."""
         try:
             return await self.reads.run(read)
@@ -304,19 +304,21 @@ class SearchCapsule:
             return self._read(partial(self._lucky, query))
         return self._read(partial(self._results, query, number, verbose))
 
-    def _lucky(self, query: str, conn: Any) -> Resolution:
+    def _lucky(self, query: str, database: Database) -> Resolution:
         """``30`` to the first result for ``query``, ``51`` when there is none."""
+        find = self.find or search_function(database)
         try:
-            results, _ = run_search(self.find, conn, query, 1)
+            results, _ = run_search(find, database.connection, query, 1)
         except QueryError as exc:
             return Resolution(Status.INPUT, f"{one_line(str(exc), 200)}. {SEARCH_PROMPT}")
         if not results:
             return Resolution(Status.NOT_FOUND, f"No results for {one_line(query, 100)}")
         return Resolution(Status.REDIRECT_TEMPORARY, results[0].url)
 
-    def _results(self, query: str, number: int, verbose: bool, conn: Any) -> Resolution:
+    def _results(self, query: str, number: int, verbose: bool, database: Database) -> Resolution:
+        find = self.find or search_function(database)
         try:
-            results, more = run_search(self.find, conn, query, number, explain=verbose)
+            results, more = run_search(find, database.connection, query, number, explain=verbose)
         except QueryError as exc:
             return Resolution(Status.INPUT, f"{one_line(str(exc), 200)}. {SEARCH_PROMPT}")
         encoded = quote(query, safe="")
@@ -357,10 +359,9 @@ class SearchCapsule:
             raise BadInput(f"Not a URL this crawler follows: {one_line(str(exc), 200)}") from None
         return self._read(partial(self._backlinks, target, text.strip()))
 
-    def _backlinks(self, target: str, given: str, conn: Any) -> Resolution:
-        rows = conn.execute(
-            engine_of(conn).sql[q.BACKLINKS],
-            {"target": target, "given": given, "limit": MAX_BACKLINKS + 1},
+    def _backlinks(self, target: str, given: str, database: Database) -> Resolution:
+        rows = database.run(
+            q.BACKLINKS, target=target, given=given, limit=MAX_BACKLINKS + 1
         ).fetchall()
         lines = [f"# Links to {target}", ""]
         if not rows:
@@ -391,11 +392,9 @@ class SearchCapsule:
     def hosts(self, number: int) -> Awaitable[Resolution]:
         return self._read(partial(self._hosts, number))
 
-    def _hosts(self, number: int, conn: Any) -> Resolution:
+    def _hosts(self, number: int, database: Database) -> Resolution:
         offset = (number - 1) * HOSTS_PER_PAGE
-        rows = conn.execute(
-            engine_of(conn).sql[q.HOSTS_PAGE], {"limit": HOSTS_PER_PAGE + 1, "offset": offset}
-        ).fetchall()
+        rows = database.run(q.HOSTS_PAGE, limit=HOSTS_PER_PAGE + 1, offset=offset).fetchall()
         if number > 1 and not rows:
             return Resolution(Status.NOT_FOUND, "Not found (no hosts on that page)")
         lines = ["# Known capsules", ""]
@@ -403,7 +402,9 @@ class SearchCapsule:
             lines += ["The crawl has not met any capsule yet.", ""]
         for host, last, skipped, pages in rows[:HOSTS_PER_PAGE]:
             note = f"; skipped for now: {one_line(skipped, 100)}" if skipped else ""
-            lines.append(f"=> {host_url(host)} {host}: last seen {when(last)}, {pages} pages{note}")
+            lines.append(
+                f"=> {host_url(host)} {host}: last seen {when(last)}, {counted(pages, 'page')}{note}"
+            )
         lines.append("")
         if len(rows) > HOSTS_PER_PAGE:
             lines.append(f"=> /hosts/{number + 1} Next page")
@@ -425,14 +426,14 @@ class SearchCapsule:
         return self._read(_about)
 
 
-def _count(conn: Any, at: float) -> Resolution:
+def _count(database: Database, at: float) -> Resolution:
     """/stats, its figures counted at the wall-clock time ``at``."""
     return page(
         [
             "# What the index holds",
             "",
             "```",
-            format_stats(stats(conn, at, index_lag(conn))),
+            format_stats(stats(database, at, index_lag(database))),
             "```",
             "",
             "=> / Home",
@@ -440,16 +441,11 @@ def _count(conn: Any, at: float) -> Resolution:
     )
 
 
-def _setting(conn: Any, key: str) -> str | None:
-    row = conn.execute(engine_of(conn).sql[q.SETTING], {"key": key}).fetchone()
-    return None if row is None else str(row[0])
-
-
-def _about(conn: Any) -> Resolution:
+def _about(database: Database) -> Resolution:
     """/about, from the crawler's defaults and the database's settings."""
     defaults = CrawlOptions()
-    role = _setting(conn, "role") or defaults.role
-    agent = _setting(conn, "agent") or defaults.agent
+    role = database.setting("role") or defaults.role
+    agent = database.setting("agent") or defaults.agent
     category = ROLE_CATEGORIES.get(role)
     trap = FrontierLimits()
     lines = [
@@ -464,7 +460,7 @@ def _about(conn: Any) -> Resolution:
         "",
         "## Keeping it out",
         "",
-        f'Every crawler acting as a {role}, this one included (the "{role}" virtual '
+        f'Every crawler acting as {with_article(role)}, this one included (the "{role}" virtual '
         "agent of the robots.txt companion specification):",
         "```",
         f"User-agent: {role}",

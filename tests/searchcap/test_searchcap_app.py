@@ -15,7 +15,6 @@ from geminibot.crawl.politeness import START_DELAY
 from geminibot.gemini.server import Resolution
 from geminibot.gemini.urls import parse_request
 from geminibot.index import SearchResult, search
-from geminibot.index.reads import Reads
 from geminibot.index.search import MAX_QUERY_LENGTH
 from geminibot.index.tantivy_index import db_path_of, rebuild
 from geminibot.searchcap import SearchCapsule
@@ -30,6 +29,7 @@ from geminibot.searchcap.app import (
 )
 from geminibot.store.db import connect, set_setting, transaction
 from geminibot.store.pages import Link, Page, store_page
+from geminibot.store.reads import Reads
 from geminibot.store.traps import FrontierLimits
 
 GEMTEXT = "text/gemini; charset=utf-8"
@@ -215,7 +215,7 @@ def test_backlinks_are_bounded(conn: sqlite3.Connection) -> None:
 def test_hosts_say_when_each_was_last_seen(conn: sqlite3.Connection) -> None:
     body = text(ask(conn, "/hosts"))
     assert "=> gemini://garden.test/ garden.test: last seen 2023-11-14 22:13 UTC, 25 pages" in body
-    assert "=> gemini://hub.test/ hub.test: last seen never fetched, 1 pages" in body
+    assert "=> gemini://hub.test/ hub.test: last seen never fetched, 1 page" in body
 
 
 def test_hosts_page(conn: sqlite3.Connection) -> None:
@@ -256,6 +256,7 @@ def test_about_names_the_token_and_virtual_agent_from_the_database(
 ) -> None:
     body = text(ask(conn, "/about"))
     assert "```\nUser-agent: indexer\nDisallow: /\n```" in body
+    assert "Every crawler acting as an indexer, this one included" in body
     assert "```\nUser-agent: mybot\nDisallow: /\n```" in body
     assert 'declares the category "search-indexer"' in body
     assert f"one request every {START_DELAY:g} seconds" in body
