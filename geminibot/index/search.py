@@ -147,12 +147,23 @@ class SearchResult:
         code = primary(self.lang)
         return f" [{code}]" if code and code != primary(reader) else ""
 
+    def kind(self) -> str:
+        """Its type and size: ``image/png, 67 B``, ``text/gemini, 2.1 KiB``."""
+        size = f"{self.size} B"
+        if self.size >= 1024:
+            size = f"{self.size / 1024:.1f} KiB"
+        if self.size >= 1024**2:
+            size = f"{self.size / 1024**2:.1f} MiB"
+        return f"{self.mime or 'unknown type'}, {size}"
+
     def as_text(self, number: int, *, highlight: bool = False, reader: str | None = None) -> str:
         """For a terminal: number and title (and the page's language when it is not the
         ``reader``'s), URL (whole, to copy), snippet, the servers' text escaped and
         wrapped to 80 columns; searched words in bold (:data:`TERMINAL_HIGHLIGHT`) with
         ``highlight``, else unmarked."""
         title = f"{number}. {self.title or self.url}{self.language_note(reader)}"
+        if not (self.mime or "text/").startswith("text/"):  # a file found by its links
+            title += f" [{self.kind()}]"
         lines = wrapped(title, "", "   ")
         lines.append(f"   {terminal_safe(self.url)}")
         shown = "\n".join(wrapped(self.snippet, "   ", "   "))

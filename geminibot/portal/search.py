@@ -58,7 +58,7 @@ def results_html(
         parts.append(
             f'<section class="result">\n<h2><a href="{esc(target)}">'
             f"{esc(result.title or result.url)}</a>{esc(result.language_note(None))}</h2>\n"
-            f'<p class="link"><code>{esc(result.url)}</code> · {esc(_kind(result))}</p>\n'
+            f'<p class="link"><code>{esc(result.url)}</code> · {esc(result.kind())}</p>\n'
             f"<p>{snippet}</p>\n</section>"
         )
     around = []
@@ -73,11 +73,3 @@ def results_html(
 
 def _query(asked: str, page: int) -> str:
     return esc(urlencode({"q": asked, "p": page}))
-
-
-def _kind(result: SearchResult) -> str:
-    size = result.size
-    shown = f"{size} B" if size < 1024 else f"{size / 1024:.1f} KiB"
-    if size >= 1024**2:
-        shown = f"{size / 1024**2:.1f} MiB"
-    return f"{result.mime or 'unknown type'}, {shown}"

@@ -334,10 +334,12 @@ class SearchCapsule:
             lines += [
                 f"=> {result.url} {one_line(result.title) or result.url}"
                 + result.language_note(self.reader),
-                f"{_host(result.url)} · {_snippet(result.snippet)}",
+                f"{_host(result.url)} · "
+                + ("" if (result.mime or "text/").startswith("text/") else f"{result.kind()} · ")
+                + _snippet(result.snippet),
             ]
             if verbose:
-                lines.append(" · ".join([*result.explanation(), _kind(result)]))
+                lines.append(" · ".join([*result.explanation(), result.kind()]))
             lines.append("")
         route = "/v/search" if verbose else "/search"
         if more and number < MAX_PAGE:
@@ -512,14 +514,6 @@ SEARCH_HELP = (
     "* lang:de (an ISO 639-1 code)",
     "A malformed operator is answered with the right form.",
 )
-
-
-def _kind(result: SearchResult) -> str:
-    """A result's type and size: ``text/gemini, 2.1 KiB``."""
-    size = f"{result.size} bytes" if result.size < 1024 else f"{result.size / 1024:.1f} KiB"
-    if result.size >= 1024**2:
-        size = f"{result.size / 1024**2:.1f} MiB"
-    return f"{result.mime or 'unknown type'}, {size}"
 
 
 def _snippet(snippet: str) -> str:

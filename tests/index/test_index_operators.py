@@ -41,6 +41,8 @@ MEDIUM, BIG, NOTES = f"{EN}/medium.gmi", f"{EN}/big.gmi", f"{EN}/notes.txt"
 DE_HOME, DE_README, GEDICHTE = f"{DE}/", f"{DE}/README.gmi", f"{DE}/gedichte.gmi"
 EN_PAGES = {HOME, README, NIGHT, TELESCOPE, MEDIUM, BIG, NOTES}
 DE_PAGES = {DE_HOME, DE_README, GEDICHTE}
+PNG, PDF, TGZ = f"{EN}/files/nebula.png", f"{EN}/files/orbits.pdf", f"{EN}/files/logbook.tar.gz"
+FILES = {PNG, PDF, TGZ}
 
 
 def crawl(db: str, tmp: Path) -> None:
@@ -101,9 +103,9 @@ def find(request: pytest.FixtureRequest) -> Iterator[Finder]:
 #: Each query of operators (alone and with words) and exactly the pages it finds.
 EXPECTED: dict[str, set[str]] = {
     "stars": {NIGHT, TELESCOPE, NOTES, GEDICHTE},
-    "site:ops.test": EN_PAGES,
+    "site:ops.test": EN_PAGES | FILES,
     "site:*.ops.test": DE_PAGES,
-    "site:de.ops.test site:ops.test": EN_PAGES | DE_PAGES,
+    "site:de.ops.test site:ops.test": EN_PAGES | DE_PAGES | FILES,
     "site:*ops.test -site:ops.test": DE_PAGES,
     "stars site:ops.test": {NIGHT, TELESCOPE, NOTES},
     "stars -site:de.ops.test": {NIGHT, TELESCOPE, NOTES},
@@ -119,11 +121,21 @@ EXPECTED: dict[str, set[str]] = {
     "mime:text/plain": {NOTES},
     "mime:text": EN_PAGES | DE_PAGES,
     "mime:text -mime:text/gemini": {NOTES},
-    "mime:image": set(),
+    "mime:image": {PNG},
+    "crab nebula": {HOME, PNG},  # the words of the link to it (and the page linking)
+    "crab nebula mime:image": {PNG},
+    "photograph -site:elsewhere.test": {HOME, PNG},
+    "planetary orbits": {HOME, PDF},
+    "filetype:pdf": {PDF},
+    "orbits filetype:pdf": {PDF},
+    "logbook mime:application/gzip": {TGZ},
+    "observatory -mime:text/gemini": {TGZ},
+    "mime:image OR mime:application/pdf size:<100": {PNG},
+    "inurl:files": FILES,
     "filetype:txt": {NOTES},
     "filetype:gmi site:*.ops.test": DE_PAGES,
     "stars filetype:txt": {NOTES},
-    "size:<100": {TELESCOPE, NOTES, NIGHT},
+    "size:<100": {TELESCOPE, NOTES, NIGHT, PNG},
     "size:>10k": {BIG},
     "size:>1k size:<10k": {MEDIUM},
     "lighthouse size:<10k": {MEDIUM},
@@ -188,7 +200,13 @@ def test_operators_from_the_cli_and_the_capsule(sqlite_db: str) -> None:
     assert proc.stdout.count("\n") == 3
     proc = run_main(["search", "--host", "*.ops.test", "stars", "--db", sqlite_db])
     assert proc.returncode == 0 and GEDICHTE in proc.stdout and NIGHT not in proc.stdout
+    proc = run_main(["search", "crab", "nebula", "mime:image", "--db", sqlite_db])
+    assert proc.returncode == 0 and "Photograph of the Crab Nebula [image/png, 67 B]" in proc.stdout
     with closing(SearchCapsule.of(sqlite_db)) as capsule:
+        request = f"gemini://localhost/search?{quote('filetype:pdf')}"
+        answer = answer_of(capsule, parse_request(request.encode()))
+        assert f"=> {PDF} Paper on planetary orbits" in answer.body.decode()
+        assert "ops.test · application/pdf, 142 B · " in answer.body.decode()
         request = f"gemini://localhost/search?{quote('site:*.ops.test lang:de')}"
         answer: Any = answer_of(capsule, parse_request(request.encode()))
     assert answer.status == Status.SUCCESS
@@ -243,7 +261,7 @@ def test_explain_from_the_cli_and_the_verbose_capsule(sqlite_db: str) -> None:
         assert answer.status == Status.SUCCESS
         body = answer.body.decode()
         assert body.count("\nscore ") == 4 and body.count("fetched ") == 4
-        assert "text/plain, 68 bytes" in body
+        assert "text/plain, 68 B" in body
         lucky: Any = answer_of(capsule, parse_request(b"gemini://localhost/lucky?poems%20stars"))
         assert (lucky.status, lucky.meta) == (Status.REDIRECT_TEMPORARY, NIGHT)
         none: Any = answer_of(capsule, parse_request(b"gemini://localhost/lucky?zzzqqq"))
