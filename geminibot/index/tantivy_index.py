@@ -97,12 +97,14 @@ FORMAT = 6
 #: weight on stems let pages sharing a rare word's stem outrank the page that has the
 #: word (known-item MRR 0.988 at 1.0, 0.991 at 0.25, 0.992 at 0; docs/benchmarks.md).
 STEM_BOOST = 0.0
-#: The boost of two words of a query typed side by side (``machine learning``) that a
-#: page holds so, in any of its fields: as much as a word of the title and its heading
-#: together, so that the words side by side in a body outrank one of them in a title
-#: ("The Machine Stops"). Each pair is one term of a field's pair field, an optional
-#: clause: pages without it are found all the same. Scaled down with the boosts of an
-#: untrusted host's pages (search spam).
+#: Two words of a query typed side by side (``machine learning``) that a page holds so,
+#: in a field, count PAIR_BOOST times that field's boost: in a body as much as a word of
+#: the title and its heading together, so that the words side by side in a body outrank
+#: one of them in a title ("The Machine Stops"), and in a title more still. Each pair is
+#: one term of the field's pair field, an optional clause: pages without it are found
+#: all the same. On the real capsules: heading MRR 1.000 and rare-word 0.995 at 15, as
+#: without it; a boost of 15 in every field instead lost one heading query to a page
+#: repeating its words ("the midi kit") in its body (docs/benchmarks.md).
 PAIR_BOOST = 15.0
 #: Pages ranked by text alone that are then re-ranked by text × authority: the first
 #: stage keeps tantivy's top-k pruning; a page outside this window is never lifted into it
@@ -329,14 +331,14 @@ class TantivyIndex:
         self, run: tuple[str, ...], boosts: dict[str, float]
     ) -> list[tuple[tantivy.Occur, tantivy.Query]]:
         """Optional clauses scoring each two words of ``run`` (as typed) that a page
-        holds side by side, in each field (:data:`PAIR_BOOST`)."""
+        holds side by side, in each field (:data:`PAIR_BOOST` times its boost)."""
         words = [str(w) for w in self.analyzer.analyze(" ".join(run))] if run else []
-        weight = PAIR_BOOST * max(boosts.values()) / max(FIELD_BOOSTS.values())
         return [
             (
                 tantivy.Occur.Should,
                 tantivy.Query.boost_query(
-                    tantivy.Query.term_query(self.schema, PAIR_FIELDS[name], pair), weight
+                    tantivy.Query.term_query(self.schema, PAIR_FIELDS[name], pair),
+                    boost * PAIR_BOOST,
                 ),
             )
             for pair in word_pairs(words)
