@@ -1,7 +1,9 @@
 """The frontier and visited set of an SQLite crawl database (table ``urls``): one row per
 normalised URL the crawl ever met, ``queued``, ``leased`` (claimed), ``done``, ``refused``,
-``failed``, ``gone`` or ``trapped``; a finished URL is queued again when it is due for a
-revisit (:mod:`geminibot.store.freshness`).
+``failed``, ``not_found`` (51/404: asked again later), ``gone`` (52/410) or ``trapped``; a
+finished URL is queued again when it is due for a revisit (:mod:`geminibot.store.freshness`),
+or made due at once by ``geminibot recheck`` (:mod:`geminibot.store.recheck`); a link met
+again to a ``not_found`` URL makes it due sooner (:func:`linked_again`).
 
 What holds, each by its tests:
 
@@ -28,6 +30,7 @@ from datetime import UTC, date, datetime
 from geminibot.store import statements as q
 from geminibot.store import traps
 from geminibot.store.db import transaction
+from geminibot.store.freshness import NOT_FOUND_FIRST
 from geminibot.store.sqlite_sql import ENGINE
 from geminibot.store.traps import CAP_REASON, FrontierLimits, trap_decision, trap_reason
 from geminibot.urls import URL, host_key, host_of, parse_url
@@ -58,6 +61,12 @@ QUERIES_ON_PATH = (
 )
 #: A host's oldest queued URL.
 CLAIM = "SELECT url, depth FROM urls WHERE host = ? AND state = 'queued' ORDER BY id LIMIT 1"
+
+
+def linked_again(url: str, now: float) -> dict[str, object]:
+    """The parameters of :data:`~geminibot.store.statements.LINKED_AGAIN`: a link to the
+    not-found ``url`` found again at ``now``."""
+    return {"url": url, "now": now, "after": NOT_FOUND_FIRST}
 
 
 def count_deep(paths: Iterable[Sequence[object]]) -> int:
@@ -108,6 +117,8 @@ class Frontier:
                 url = str(parsed)
                 known = conn.execute(SQL[q.URL_STATE], {"url": url}).fetchone()
         if known is not None:
+            if known[0] == "not_found":
+                conn.execute(SQL[q.LINKED_AGAIN], linked_again(url, self.clock()))
             if known[0] == "trapped" and str(known[1]).endswith(CAP_REASON):
                 parsed = parse_url(url)
                 host = host_of(parsed)
@@ -187,15 +198,9 @@ class Frontier:
         return row is None or int(row[0]) < self.limits.max_urls_per_host
 
     def finish(self, url: str, state: str, reason: str | None = None) -> None:
-        """Close a leased URL as done/refused/failed/gone; call inside a transaction. Only
-        a failure keeps the URL's attempts counted."""
-        params = {
-            "state": state,
-            "reason": reason,
-            "now": self.clock(),
-            "failed": state == "failed",
-        }
-        self.conn.execute(SQL[q.FINISH], {**params, "url": url})
+        """Close a leased URL as done/refused/failed/not_found/gone; call inside a
+        transaction. Only a failure keeps the URL's attempts counted."""
+        self.conn.execute(SQL[q.FINISH], q.finish_params(url, state, reason, self.clock()))
 
     # --- self-contained transactions ---
 

@@ -65,6 +65,7 @@ class Page:
     redirect_to: str | None = None
     changed_at: float | None = None  # its content last changed (None: not since first seen)
     gone_at: float | None = None  # it went away (None: live)
+    charset_ok: bool | None = None  # its body decodes by its charset (None: not text)
 
 
 def indexed_text(text: str) -> str:
@@ -102,6 +103,7 @@ def page_row(page: Page, role: str) -> dict[str, object]:
         "keep": keep_text,
         "changed": page.changed_at,
         "gone": page.gone_at,
+        "charset_ok": page.charset_ok,
     }
 
 
@@ -137,9 +139,9 @@ def store_page(conn: sqlite3.Connection, page: Page, role: str) -> int:
         conn.execute("DELETE FROM pages WHERE id = ?", (old[0],))
     cur = conn.execute(
         "INSERT INTO pages (url, host, status, meta, mime, lang, size, content_hash, fetched_at,"
-        " title, duplicate_of, redirect_to, text_indexed, changed_at, gone_at)"
+        " title, duplicate_of, redirect_to, text_indexed, changed_at, gone_at, charset_ok)"
         " VALUES (:url, :host, :status, :meta, :mime, :lang, :size, :hash, :at, :title, :dup,"
-        " :redirect, :keep, :changed, :gone)",
+        " :redirect, :keep, :changed, :gone, :charset_ok)",
         row,
     )
     page_id = cur.lastrowid

@@ -140,10 +140,10 @@ def store_page(cur: psycopg.Cursor[Any], page: Page, role: str) -> int:
     cur.execute(
         "INSERT INTO pages (url, host, status, meta, mime, lang, size, content_hash,"
         " fetched_at, title, duplicate_of, redirect_to, text_indexed, changed_at, gone_at,"
-        " headings, body)"
+        " charset_ok, headings, body)"
         " VALUES (%(url)s, %(host)s, %(status)s, %(meta)s, %(mime)s, %(lang)s, %(size)s,"
         " %(hash)s, %(at)s, %(title)s, %(dup)s, %(redirect)s, %(keep)s, %(changed)s,"
-        " %(gone)s, %(headings)s, %(body)s) RETURNING id",
+        " %(gone)s, %(charset_ok)s, %(headings)s, %(body)s) RETURNING id",
         {**row, "headings": headings, "body": indexed_text(page.text or "") if keep_text else None},
     )
     added = cur.fetchone()

@@ -42,7 +42,13 @@ from psycopg_pool import ConnectionPool
 from geminibot.store import pg, traps
 from geminibot.store import statements as q
 from geminibot.store.errors import DatabaseError
-from geminibot.store.frontier import MAX_URL_ATTEMPTS, Claim, count_deep, utc_date
+from geminibot.store.frontier import (
+    MAX_URL_ATTEMPTS,
+    Claim,
+    count_deep,
+    linked_again,
+    utc_date,
+)
 from geminibot.store.pages import Page
 from geminibot.store.pg_sql import ENGINE
 from geminibot.store.records import FetchedPage, HostState, Lease
@@ -330,9 +336,20 @@ class PgStore(SqlStore):
                 if has_query:
                     queries[(host, path)] += 1
         self._insert(conn, rows, now)
+        self._linked_again(conn, [u for u, (state, _) in known.items() if state == "not_found"])
         for host in sorted(locked):
             counts[host].save(conn, host, locked[host])
         return result
+
+    def _linked_again(self, conn: psycopg.Connection[Any], urls: list[str]) -> None:
+        """Links met again to these not-found URLs: each due sooner
+        (:func:`~geminibot.store.frontier.linked_again`)."""
+        if urls:
+            now = self.clock()
+            with conn.cursor() as cur:
+                cur.executemany(
+                    self.engine.sql[q.LINKED_AGAIN], [linked_again(u, now) for u in urls]
+                )
 
     def claim(self, host: str, lease: str) -> Claim | None:
         now = self.clock()

@@ -28,6 +28,7 @@ from geminibot.store.records import (
     FetchRecord,
     HostState,
     Revisit,
+    TLSRecord,
 )
 from geminibot.store.statements import Engine
 from geminibot.store.traps import FrontierLimits
@@ -161,6 +162,12 @@ class SqlStore:
             params = {"host": host, "port": port, "fingerprint": fingerprint, "now": now}
             self._run(conn, q.SET_PIN, params)
 
+    def saw_tls(self, record: TLSRecord) -> None:
+        """Keep a host's TLS and certificate facts as seen (a new row of ``tls_history``
+        if any differs from every row of the host, else the row's ``last_seen`` moves)."""
+        with self._writing() as conn:
+            self._run(conn, q.SAW_TLS, record.params())
+
     def _log_fetch(self, conn: Any, fetch: FetchRecord) -> None:
         self._run(conn, q.LOG_FETCH, fetch.params())
         self._run(conn, q.HOST_AFTER_FETCH, fetch.host_params())
@@ -192,15 +199,9 @@ class SqlStore:
         self._sent.discard(url)
 
     def _finish(self, conn: Any, url: str, state: str, reason: str | None = None) -> None:
-        """Close a leased URL as done/refused/failed/gone: only a failure keeps its
-        attempts counted."""
-        params = {
-            "state": state,
-            "reason": reason,
-            "now": self.clock(),
-            "failed": state == "failed",
-        }
-        self._run(conn, q.FINISH, {**params, "url": url})
+        """Close a leased URL as done/refused/failed/not_found/gone: only a failure keeps
+        its attempts counted."""
+        self._run(conn, q.FINISH, q.finish_params(url, state, reason, self.clock()))
         self._sent.discard(url)
 
     def slowed_down(self, fetch: FetchRecord) -> None:
@@ -235,27 +236,32 @@ class SqlStore:
         page, url = fetched.page, fetched.decision.url
         woken: Counter[str] = Counter()
         with self._writing(closes=True) as conn:
-            links = [] if fetched.unchanged or fetched.gone else self._page_links(conn, fetched)
+            missing = fetched.gone or fetched.not_found
+            links = [] if fetched.unchanged or missing else self._page_links(conn, fetched)
             self._record_decision(conn, fetched.decision)
             self._log_fetch(conn, fetched.fetch)
+            state, reason = "done", None
+            if missing:
+                state = "gone" if fetched.gone else "not_found"
+                reason = f"status {page.status}"
             if fetched.unchanged:
                 params = {"at": page.fetched_at, "meta": page.meta, "url": page.url}
                 self._run(conn, q.TOUCH_PAGE, params)
-                self._finish(conn, url, "done")
+                self._finish(conn, url, state, reason)
+            elif fetched.listed:  # not found, its last live answer kept in the index
+                self._finish(conn, url, state, reason)
             else:
                 old = self._run(conn, q.PAGE_HASH, {"url": page.url}).fetchone()
                 woken.update(self._queue(conn, links))
                 self._store_page(conn, page, fetched.role)
-                changed = fetched.gone or (old is not None and old[0] != page.content_hash)
+                changed = missing or (old is not None and old[0] != page.content_hash)
                 if old is not None and old[1] is None and changed:
                     woken.update(self._requeue_aliases(conn, page.url))
                 if fetched.demote is not None:
                     self._demote(conn, fetched.demote, page.url)
+                self._finish(conn, url, state, reason)
                 if fetched.gone:
-                    self._finish(conn, url, "gone", f"status {page.status}")
                     self._run(conn, q.HOST_URL_GONE, {"host": host_key(url)})
-                else:
-                    self._finish(conn, url, "done")
             self._schedule(conn, url, fetched.revisit)
         return dict(woken)
 
@@ -292,11 +298,20 @@ class SqlStore:
 
     def revisit(self, now: float, everything: bool = False) -> int:
         """Queue the finished URLs due at ``now`` (``everything``: all of them, due or
-        not; ``gone`` and trapped ones never); returns how many."""
+        not, but those gone; trapped ones never); returns how many."""
         with self._committing() as conn:
             if everything:
                 return int(self._run(conn, q.REVISIT_ALL).rowcount)
             return int(self._run(conn, q.REVISIT_DUE, {"now": now}).rowcount)
+
+    def revisit_due(self, now: float) -> dict[str, int]:
+        """Queue the finished URLs due at ``now``; the hosts that got queued URLs, with
+        how many."""
+        with self._committing() as conn:
+            hosts = self._run(conn, q.DUE_HOSTS, {"now": now}).fetchall()
+            if hosts:
+                self._run(conn, q.REVISIT_DUE, {"now": now})
+        return {str(host): int(n) for host, n in hosts}
 
     def prune_logs(self, before: float) -> int:
         """Delete the fetch and decision log rows older than ``before``; returns how many."""
