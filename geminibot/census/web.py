@@ -57,11 +57,13 @@ def _name(key: str) -> str:
 
 
 def web_origins(conn: StoreConnection) -> dict[str, str]:
-    """Each host name the crawl reached over the web -> its origin (``https://`` first)."""
+    """Each host name the crawl reached over the web -> its origin: ``https://`` before
+    ``http://``, the default port (the shortest key) before others."""
     origins: dict[str, str] = {}
     keys = sorted(
-        str(r[0]) for r in run(conn, "SELECT DISTINCT host FROM robots WHERE host LIKE '%://%'")
-    )
+        (str(r[0]) for r in run(conn, "SELECT DISTINCT host FROM robots WHERE host LIKE '%://%'")),
+        key=lambda k: (-len(k), k),
+    )  # the preferred last: it is kept
     for scheme in reversed(_SCHEMES):
         for key in keys:
             if key.startswith(scheme):

@@ -35,11 +35,18 @@ def test_a_capsule_is_paired_with_its_host_names_web_origin(tmp_path: Path) -> N
         [
             ("http://a.test", "success", SAME),
             ("https://a.test:8443", "success", SAME),
+            ("https://a.test", "unavailable", None),
+            ("http://b.test:8080", "success", SAME),
+            ("https://b.test:8443", "success", SAME),
             ("http://[::1]:8080", "success", SAME),
             ("b.test", "success", SAME),
         ],
     )
-    assert web_origins(conn) == {"a.test": "https://a.test:8443", "[::1]": "http://[::1]:8080"}
+    assert web_origins(conn) == {
+        "a.test": "https://a.test",
+        "b.test": "https://b.test:8443",
+        "[::1]": "http://[::1]:8080",
+    }
 
 
 def test_at_most_max_compared_hosts_are_compared(
