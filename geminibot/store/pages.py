@@ -1,14 +1,14 @@
 """Writing fetched pages into the index.
 
 A :class:`Page` is what the crawler learned from one response, already extracted (title,
-headings, text, links). :func:`store_page` writes it: metadata always, outgoing links
+headings, text, links). :func:`write_page` writes it: metadata always, outgoing links
 always, and the searchable text only when the page is text and the role allows it
 (``researcher`` keeps statistics and links, never page text), at most
 :data:`MAX_INDEXED_CHARS` characters of its body and of its headings
 (:func:`indexed_text`: a page may be megabytes long; what it puts in the index, and so
 what any search may have to read of it, is bounded).
 
-:func:`store_page` runs inside the caller's transaction, so a page, its links and the
+:func:`write_page` runs inside the caller's transaction, so a page, its links and the
 frontier rows for those links commit together or not at all. Writing the same page twice
 replaces the first copy (idempotent).
 """
@@ -17,6 +17,10 @@ from __future__ import annotations
 
 import sqlite3
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from geminibot.store.statements import Engine
 
 #: Roles whose index keeps page text (title, headings, body) for search.
 TEXT_ROLES = frozenset({"indexer", "archiver"})
@@ -24,8 +28,6 @@ TEXT_ROLES = frozenset({"indexer", "archiver"})
 #: the text beyond them is neither stored for search nor searched. 256 Ki characters
 #: hold a long essay or a book's chapter; a page of megabytes is cut, at a word.
 MAX_INDEXED_CHARS = 262_144
-#: A page entering the searchable text, for the derived index (SQLite).
-LOG_CHANGE = "INSERT INTO index_changes (page_id) VALUES (?)"
 
 
 @dataclass(frozen=True)
@@ -97,46 +99,44 @@ def page_row(page: Page, role: str) -> dict[str, object]:
     }
 
 
-def store_page(conn: sqlite3.Connection, page: Page, role: str) -> int:
-    """Insert or replace ``page``; return its row id. Call inside a transaction.
+def write_page(conn: Any, engine: Engine, page: Page, role: str) -> int:
+    """Insert or replace ``page`` on ``engine``'s connection ``conn``: its row, its links,
+    its text in the engine's full-text index; its row id. Call inside a transaction."""
+    from geminibot.store import statements as q
 
-    A page entering the searchable text is logged in ``index_changes`` here, not by a
-    trigger (the version 10 migration says why); its deletion is logged by a trigger."""
+    sql = engine.sql
     row = page_row(page, role)
-    keep_text = bool(row["keep"])
-    old = conn.execute("SELECT id FROM pages WHERE url = ?", (page.url,)).fetchone()
+    keep = bool(row["keep"])
+    old = conn.execute(sql[q.PAGE_ID], {"url": page.url}).fetchone()
     if old is not None:
-        conn.execute("DELETE FROM pages_fts WHERE rowid = ?", (old[0],))
-        conn.execute("DELETE FROM pages WHERE id = ?", (old[0],))
-    cur = conn.execute(
-        "INSERT INTO pages (url, host, status, meta, mime, lang, size, content_hash, fetched_at,"
-        " title, duplicate_of, redirect_to, text_indexed, changed_at, gone_at)"
-        " VALUES (:url, :host, :status, :meta, :mime, :lang, :size, :hash, :at, :title, :dup,"
-        " :redirect, :keep, :changed, :gone)",
-        row,
-    )
-    page_id = cur.lastrowid
-    assert page_id is not None
-    conn.executemany(
-        "INSERT INTO links (page_id, position, target, label) VALUES (?, ?, ?, ?)",
-        [
-            (page_id, i, link.target, link.label if keep_text else "")
+        conn.execute(sql[engine.drop_text], {"id": old[0]})
+        conn.execute(sql[q.DELETE_PAGE], {"id": old[0]})
+    text = {
+        "headings": indexed_text("\n".join(page.headings)) if keep else None,
+        "body": indexed_text(page.text or "") if keep else None,
+    }
+    conn.execute(sql[engine.add_page], {**row, **text})
+    page_id = int(conn.execute(sql[q.PAGE_ID], {"url": page.url}).fetchone()[0])
+    if page.links:
+        links = [
+            {"id": page_id, "position": i, "target": link.target, "label": link.label}
+            if keep
+            else {"id": page_id, "position": i, "target": link.target, "label": ""}
             for i, link in enumerate(page.links)
-        ],
-    )
-    if keep_text:
-        conn.execute(
-            "INSERT INTO pages_fts (rowid, title, headings, body, url) VALUES (?, ?, ?, ?, ?)",
-            (
-                page_id,
-                page.title,
-                indexed_text("\n".join(page.headings)),
-                indexed_text(page.text or ""),
-                page.url,
-            ),
-        )
-        conn.execute(LOG_CHANGE, (page_id,))
+        ]
+        conn.cursor().executemany(sql[q.ADD_LINK], links)
+    if keep:
+        params = {"id": page_id, "title": page.title, "url": page.url, **text}
+        for statement in engine.add_text:
+            conn.execute(sql[statement], params)
     return page_id
+
+
+def store_page(conn: sqlite3.Connection, page: Page, role: str) -> int:
+    """:func:`write_page` on an SQLite connection."""
+    from geminibot.store.sqlite_sql import ENGINE
+
+    return write_page(conn, ENGINE, page, role)
 
 
 def find_by_hash(conn: sqlite3.Connection, content_hash: str, url: str) -> str | None:

@@ -1,12 +1,9 @@
-"""The crawl store's logic, written once for both engines (:class:`SqlStore`).
-
-:class:`~geminibot.store.crawlstore.SqliteStore` and :class:`~geminibot.store.pgstore.PgStore`
-run the same methods on the same statements (:mod:`geminibot.store.statements`,
-compiled for their engine); each gives only what differs: how a call gets its connection
-and transaction (SQLite batches the crawl loop's writes, PostgreSQL takes a pooled
-connection per call), how a page's links enter the frontier (one by one, or in one
-batch with the hosts locked in order), how a page is written (FTS5 or ``tsvector``), and
-the claims and host leases.
+"""The crawl store, written once for both engines (:class:`SqlStore`), over an engine
+strategy (:class:`EngineStrategy`) that gives only what truly differs: the transaction
+policy (SQLite batches the crawl loop's writes, PostgreSQL takes a pooled connection per
+call), the host leases of several crawl processes (PostgreSQL), and the statements of its
+dialect (:mod:`geminibot.store.statements`). URL admission is the
+:class:`~geminibot.store.frontier.Frontier`'s, in batches on both engines.
 """
 
 from __future__ import annotations
@@ -14,70 +11,187 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Callable
 from contextlib import AbstractContextManager
-from typing import Any
-
-import sqlalchemy as sa
+from typing import Any, Protocol
 
 from geminibot.store import statements as q
 from geminibot.store.freshness import VANISHED_AFTER, VANISHED_FAILURES, Visit
-from geminibot.store.pages import Page
+from geminibot.store.frontier import MAX_URL_ATTEMPTS, Claim, Frontier
+from geminibot.store.pages import write_page
 from geminibot.store.records import (
     CachedFile,
     DecisionRecord,
     FetchedPage,
     FetchRecord,
     HostState,
+    Lease,
     Revisit,
 )
-from geminibot.store.statements import Engine
+from geminibot.store.statements import Engine, Statement
 from geminibot.store.traps import FrontierLimits
-from geminibot.urls import host_key
+from geminibot.urls import host_key, normalise
 
-#: A page's links to queue: (URL, depth, parent).
-Links = list[tuple[str, int, str | None]]
+
+class EngineStrategy(Protocol):
+    """What differs between the engines under :class:`SqlStore`."""
+
+    #: The engine's compiled statements and its own few.
+    dialect: Engine
+    #: Recovery's scope: the leased URLs whose holder is gone (a condition on ``urls u``).
+    orphaned: str
+
+    def array(self, values: list[str]) -> object:
+        """A list as the engine's list parameter (:class:`~geminibot.store.statements.InList`)."""
+        ...
+
+    def reading(self) -> AbstractContextManager[Any]:
+        """A connection to read from."""
+        ...
+
+    def writing(self, closes: bool = False) -> AbstractContextManager[Any]:
+        """A write of the crawl loop's hot path (``closes``: it closes a claimed URL)."""
+        ...
+
+    def committing(self) -> AbstractContextManager[Any]:
+        """A write committed when it ends."""
+        ...
+
+    def recovering(self, conn: Any) -> None:
+        """Recovery is starting, in ``conn``'s transaction."""
+        ...
+
+    def end_run(self) -> None: ...
+    def close(self) -> None: ...
+
+    def leasing(self, host: str, lease: str) -> AbstractContextManager[tuple[Lease | None, Any]]:
+        """Take or renew ``host``: the lease (None: another process holds it) and, when
+        taken over from another holder, the transaction to requeue the claims it left
+        in (else None)."""
+        ...
+
+    def holding(
+        self, host: str, lease: str, claimed: str | None, first: bool
+    ) -> AbstractContextManager[tuple[bool, Any]]:
+        """Whether ``host`` and ``claimed`` are still this process's right before a
+        request (the lease renewed), with a connection to count ``claimed``'s first
+        attempt in (``first``), else None."""
+        ...
+
+    def claiming(self, host: str, lease: str) -> AbstractContextManager[Any]:
+        """A transaction to claim a URL of ``host`` in; None: the host is not ours."""
+        ...
+
+    def release_host(self, host: str, lease: str) -> None: ...
+    def work_elsewhere(self, lease: str) -> dict[str, float]: ...
 
 
 class SqlStore:
-    """What both crawl stores do, over a DBAPI connection (sqlite3's or psycopg's)."""
+    """:class:`~geminibot.store.crawlstore.CrawlStore` over an engine strategy; every
+    method is one transaction (on SQLite, the crawl loop's are batched)."""
 
-    engine: Engine
-    clock: Callable[[], float]
-    limits: FrontierLimits
-    #: The URLs this process claimed whose request was sent (their attempt counted),
-    #: until the claim is closed or given back.
-    _sent: set[str]
+    def __init__(
+        self,
+        engine: EngineStrategy,
+        clock: Callable[[], float],
+        limits: FrontierLimits | None = None,
+    ) -> None:
+        self.engine = engine
+        self.clock = clock
+        self.limits = limits or FrontierLimits()
+        self.frontier = Frontier(engine.dialect, engine.array, clock, self.limits)
+        self._sql = engine.dialect.sql
+        self._reading = engine.reading
+        self._writing = engine.writing
+        self._committing = engine.committing
+        #: The URLs this process claimed whose request was sent (their attempt
+        #: counted), until the claim is closed or given back.
+        self._sent: set[str] = set()
 
-    # -- what each engine gives --
-
-    def _reading(self) -> AbstractContextManager[Any]:
-        """A connection to read from."""
-        raise NotImplementedError
-
-    def _writing(self, closes: bool = False) -> AbstractContextManager[Any]:
-        """A write of the crawl loop's hot path (``closes``: it closes a claimed URL)."""
-        raise NotImplementedError
-
-    def _committing(self) -> AbstractContextManager[Any]:
-        """A write committed when it ends."""
-        raise NotImplementedError
-
-    def _page_links(self, conn: Any, fetched: FetchedPage) -> Links:
-        """The links of a page to queue, taken before anything else is written for it
-        (a page fetched unchanged, or gone, queues none)."""
-        raise NotImplementedError
-
-    def _queue(self, conn: Any, links: Links) -> Counter[str]:
-        """Put ``links`` in the frontier; the hosts that got newly queued URLs."""
-        raise NotImplementedError
-
-    def _store_page(self, conn: Any, page: Page, role: str) -> None:
-        raise NotImplementedError
-
-    def _run(
-        self, conn: Any, statement: sa.TextClause, params: dict[str, Any] | None = None
-    ) -> Any:
+    def _run(self, conn: Any, statement: Statement, params: dict[str, Any] | None = None) -> Any:
         """Run ``statement`` on ``conn``; its cursor."""
-        return conn.execute(self.engine.sql[statement], {} if params is None else params)
+        return conn.execute(self._sql[statement], {} if params is None else params)
+
+    def close(self) -> None:
+        self.engine.close()
+
+    def end_run(self) -> None:
+        """The crawl loop's run ended: commit what the engine holds back."""
+        self.engine.end_run()
+
+    # -- the frontier --
+
+    def seed(self, urls: list[str]) -> dict[str, str]:
+        """Add seed URLs (depth 0) in one transaction; what happened to each, by the URL
+        as given (another name of one met before in the list is ``known``)."""
+        with self._committing() as conn:
+            added = self.frontier.add(conn, [(url, 0, None) for url in urls])
+        result: dict[str, str] = {}
+        met: set[str] = set()
+        for url in urls:
+            name = normalise(url)
+            result[url] = "known" if name in met else added[name]
+            met.add(name)
+        return result
+
+    def recover(self) -> int:
+        """Queue again the URLs left leased by a killed run (a live process's claims
+        stay theirs), except those whose attempts were cut short
+        :data:`~geminibot.store.frontier.MAX_URL_ATTEMPTS` times: recorded failed.
+        Returns how many went back to the queue."""
+        scope = self.engine.orphaned
+        with self._committing() as conn:
+            self.engine.recovering(conn)
+            self._give_up(conn, q.give_up(scope), {})
+            return int(self._run(conn, q.requeue_leased(scope)).rowcount)
+
+    def _give_up(self, conn: Any, statement: Statement, params: dict[str, object]) -> None:
+        self._run(conn, statement, {**params, "now": self.clock(), "max": MAX_URL_ATTEMPTS})
+
+    def claim(self, host: str, lease: str) -> Claim | None:
+        """Lease the oldest queued URL of ``host`` (one another process holds is passed
+        over), or None if none (or the host is not ours)."""
+        row = None
+        with self.engine.claiming(host, lease) as conn:
+            if conn is not None:
+                row = self._run(conn, q.CLAIM, {"host": host}).fetchone()
+            if row is not None:
+                params = {"lease": lease, "now": self.clock(), "url": row[0]}
+                self._run(conn, q.MARK_LEASED, params)
+        if row is None:
+            return None
+        self._sent.discard(str(row[0]))  # a new claim: nothing sent yet
+        return Claim(url=str(row[0]), host=host, depth=int(row[1]))
+
+    # -- hosts shared between crawl processes --
+
+    def lease_host(self, host: str, lease: str) -> Lease | None:
+        with self.engine.leasing(host, lease) as (taken, conn):
+            if conn is None:
+                return taken
+            # Taken over (free, or its holder stopped renewing): its claims go back to
+            # the queue, and the pace goes on from the state the last holder committed.
+            mine: dict[str, object] = {"host": host, "me": lease}
+            self._give_up(conn, TAKEN_OVER_GIVE_UP, mine)
+            self._run(conn, TAKEN_OVER_REQUEUE, mine)
+            state = self._run(conn, q.HOST_STATE, {"host": host}).fetchone()
+        return Lease(None if state is None else HostState(*state))
+
+    def hold_host(self, host: str, lease: str, claimed: str | None) -> bool:
+        """Right before a request to ``host``: whether the host and ``claimed`` are still
+        this process's (renewing the lease); counts the claim's attempt at its first
+        request, in the same transaction."""
+        first = claimed is not None and claimed not in self._sent
+        with self.engine.holding(host, lease, claimed, first) as (held, conn):
+            if held and first and claimed is not None:
+                self._count_attempt(conn, claimed, lease)
+        if not held and claimed is not None:
+            self._sent.discard(claimed)  # the claim is another process's now
+        return bool(held)
+
+    def release_host(self, host: str, lease: str) -> None:
+        self.engine.release_host(host, lease)
+
+    def work_elsewhere(self, lease: str) -> dict[str, float]:
+        return self.engine.work_elsewhere(lease)
 
     # -- the run --
 
@@ -98,7 +212,7 @@ class SqlStore:
     def host_states(self) -> dict[str, HostState]:
         """Every host's persisted politeness state; clears the skips of the last run."""
         with self._committing() as conn:
-            self._run(conn, self.engine.clear_skips)
+            self._run(conn, self.engine.dialect.clear_skips)
             rows = self._run(conn, q.HOST_STATES).fetchall()
         return {str(r[0]): HostState(r[1], r[2], r[3], r[4]) for r in rows}
 
@@ -116,7 +230,7 @@ class SqlStore:
     def queued(self) -> int:
         return self._count(q.COUNT_QUEUED)
 
-    def _count(self, statement: sa.TextClause) -> int:
+    def _count(self, statement: Statement) -> int:
         with self._reading() as conn:
             row = self._run(conn, statement).fetchone()
         return int(row[0]) if row else 0
@@ -235,7 +349,10 @@ class SqlStore:
         page, url = fetched.page, fetched.decision.url
         woken: Counter[str] = Counter()
         with self._writing(closes=True) as conn:
-            links = [] if fetched.unchanged or fetched.gone else self._page_links(conn, fetched)
+            links = [] if fetched.unchanged or fetched.gone else list(fetched.links)
+            if links:  # every host touched locked first, in one order (no deadlock)
+                hosts = [host_key(url), *(host_key(u) for u, _, _ in links)]
+                self.frontier.lock_hosts(conn, hosts)
             self._record_decision(conn, fetched.decision)
             self._log_fetch(conn, fetched.fetch)
             if fetched.unchanged:
@@ -244,8 +361,9 @@ class SqlStore:
                 self._finish(conn, url, "done")
             else:
                 old = self._run(conn, q.PAGE_HASH, {"url": page.url}).fetchone()
-                woken.update(self._queue(conn, links))
-                self._store_page(conn, page, fetched.role)
+                added = self.frontier.add(conn, links)
+                woken.update(host_key(u) for u, what in added.items() if what == "queued")
+                write_page(conn, self.engine.dialect, page, fetched.role)
                 changed = fetched.gone or (old is not None and old[0] != page.content_hash)
                 if old is not None and old[1] is None and changed:
                     woken.update(self._requeue_aliases(conn, page.url))
@@ -279,7 +397,7 @@ class SqlStore:
 
     def _drop_text(self, conn: Any, page_id: int) -> None:
         """A page's text and links out of the index."""
-        self._run(conn, self.engine.drop_text, {"id": page_id})
+        self._run(conn, self.engine.dialect.drop_text, {"id": page_id})
         self._run(conn, q.DELETE_LINKS, {"id": page_id})
 
     # -- freshness --
@@ -322,3 +440,9 @@ class SqlStore:
                 self._run(conn, q.DELIST_PAGE, {"id": page_id, "now": now})
                 self._requeue_aliases(conn, str(url))
         return len(rows)
+
+
+#: A host taken over from a holder that stopped renewing: the claims it left.
+_TAKEN_OVER = "u.host = :host AND u.lease IS DISTINCT FROM :me"
+TAKEN_OVER_GIVE_UP = q.give_up(_TAKEN_OVER)
+TAKEN_OVER_REQUEUE = q.requeue_leased(_TAKEN_OVER)
