@@ -17,15 +17,8 @@ from geminibot.store import statements as q
 from geminibot.store.freshness import VANISHED_AFTER, VANISHED_FAILURES, Visit
 from geminibot.store.frontier import MAX_URL_ATTEMPTS, Claim, Frontier
 from geminibot.store.pages import write_page
-from geminibot.store.records import (
-    CachedFile,
-    DecisionRecord,
-    FetchedPage,
-    FetchRecord,
-    HostState,
-    Lease,
-    Revisit,
-)
+from geminibot.store.records import CachedFile, FetchedPage, FetchRecord, HostState, Lease, Revisit
+from geminibot.store.records import DecisionRecord as Decision
 from geminibot.store.statements import Engine, Statement
 from geminibot.store.traps import FrontierLimits
 from geminibot.urls import host_key, normalise
@@ -279,9 +272,6 @@ class SqlStore:
         self._run(conn, q.LOG_FETCH, fetch.params())
         self._run(conn, q.HOST_AFTER_FETCH, fetch.host_params())
 
-    def _record_decision(self, conn: Any, decision: DecisionRecord) -> None:
-        self._run(conn, q.LOG_DECISION, decision.params())
-
     # -- a claimed URL's attempt --
 
     def _count_attempt(self, conn: Any, url: str, lease: str) -> None:
@@ -308,13 +298,8 @@ class SqlStore:
     def _finish(self, conn: Any, url: str, state: str, reason: str | None = None) -> None:
         """Close a leased URL as done/refused/failed/gone: only a failure keeps its
         attempts counted."""
-        params = {
-            "state": state,
-            "reason": reason,
-            "now": self.clock(),
-            "failed": state == "failed",
-        }
-        self._run(conn, q.FINISH, {**params, "url": url})
+        params = {"state": state, "reason": reason, "now": self.clock(), "url": url}
+        self._run(conn, q.FINISH, {**params, "failed": state == "failed"})
         self._sent.discard(url)
 
     def slowed_down(self, fetch: FetchRecord) -> None:
@@ -323,17 +308,17 @@ class SqlStore:
             self._log_fetch(conn, fetch)
             self._release(conn, fetch.url)
 
-    def refused(self, decision: DecisionRecord, revisit: Revisit | None = None) -> None:
+    def refused(self, decision: Decision, revisit: Revisit | None = None) -> None:
         with self._writing(closes=True) as conn:
-            self._record_decision(conn, decision)
+            self._run(conn, q.LOG_DECISION, decision.params())
             self._finish(conn, decision.url, "refused", decision.reason)
             self._schedule(conn, decision.url, revisit)
 
     def failed(
-        self, decision: DecisionRecord, fetch: FetchRecord, revisit: Revisit | None = None
+        self, decision: Decision, fetch: FetchRecord, revisit: Revisit | None = None
     ) -> None:
         with self._writing(closes=True) as conn:
-            self._record_decision(conn, decision)
+            self._run(conn, q.LOG_DECISION, decision.params())
             self._log_fetch(conn, fetch)
             self._finish(conn, decision.url, "failed", fetch.error)
             self._schedule(conn, decision.url, revisit)
@@ -353,7 +338,7 @@ class SqlStore:
             if links:  # every host touched locked first, in one order (no deadlock)
                 hosts = [host_key(url), *(host_key(u) for u, _, _ in links)]
                 self.frontier.lock_hosts(conn, hosts)
-            self._record_decision(conn, fetched.decision)
+            self._run(conn, q.LOG_DECISION, fetched.decision.params())
             self._log_fetch(conn, fetched.fetch)
             if fetched.unchanged:
                 params = {"at": page.fetched_at, "meta": page.meta, "url": page.url}
