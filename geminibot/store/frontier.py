@@ -15,8 +15,9 @@ decision, alike on both engines (``tests/store/test_store_traps.py``).
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, date, datetime
 from typing import Any
 
@@ -33,7 +34,7 @@ __all__ = ["MAX_URL_ATTEMPTS", "Claim", "Frontier", "host_key"]
 MAX_URL_ATTEMPTS = 3
 
 #: Links to admit: (URL, depth, parent).
-Links = Sequence[tuple[str, int, str | None]]
+Links = Iterable[tuple[str, int, str | None]]
 
 
 @dataclass(frozen=True)
@@ -78,6 +79,28 @@ class _Counts:
             self.deep += 1
 
 
+def _capped(known: tuple[str, str | None]) -> bool:
+    """Whether a URL's (state, reason) says the per-host cap trapped it."""
+    state, reason = known
+    return state == "trapped" and str(reason).endswith(CAP_REASON)
+
+
+@dataclass
+class Batch:
+    """URLs on their way into the frontier (:meth:`Frontier.prepare`)."""
+
+    #: What happened to each URL met, by normalised URL (the known ones first).
+    result: dict[str, str] = field(default_factory=dict)
+    #: The URLs to admit (not known, or trapped by the per-host cap), normalised.
+    new: dict[str, tuple[URL, int, str | None]] = field(default_factory=dict)
+    #: Their hosts' counts, the rows locked.
+    counts: dict[str, _Counts] = field(default_factory=dict)
+    #: Those of them the table holds, with their state and reason.
+    known: dict[str, tuple[str, str | None]] = field(default_factory=dict)
+    #: The hosts that got newly queued URLs, with how many (:meth:`Frontier.admit`).
+    woken: Counter[str] = field(default_factory=Counter)
+
+
 class Frontier:
     """Admission of URLs into the ``urls`` table on one engine (``engine``'s statements;
     ``array`` turns a list into the engine's list parameter); ``clock`` gives wall-clock
@@ -106,24 +129,45 @@ class Frontier:
         return {str(host): _Counts(int(total), deep) for host, total, deep in rows}
 
     def add(self, conn: Any, links: Links) -> dict[str, str]:
-        """Put URLs in the frontier, in the caller's transaction: each normalised first
-        and its host locked, the trap bounds applied in the order met, a URL trapped by the per-host cap queued again once its
-        host has room. What happened to each, by normalised URL: ``"queued"``, ``"known"``
-        or ``"trapped: <bound>"``."""
-        batch: dict[str, tuple[URL, int, str | None]] = {}
+        """Put URLs in the frontier, in the caller's transaction (:meth:`prepare`, then
+        :meth:`admit`). What happened to each, by normalised URL: ``"queued"``,
+        ``"known"`` or ``"trapped: <bound>"``."""
+        return self.admit(conn, self.prepare(conn, links))
+
+    def prepare(self, conn: Any, links: Links, also: str | None = None) -> Batch:
+        """The first half of :meth:`add`, before anything else is written in the
+        transaction: the URLs the table holds as given are known without being parsed
+        (most links of a page are); the others are normalised, and their hosts (with
+        ``also``, the page's own) created and locked in host order, and only then looked
+        up (another process may have added one meanwhile)."""
+        given: dict[str, tuple[int, str | None]] = {}
         for url, depth, parent in links:
+            given.setdefault(url, (depth, parent))
+        batch = Batch()
+        known = self._states(conn, list(given)) if given else {}
+        for url, (depth, parent) in given.items():
+            if url in known and not _capped(known[url]):
+                batch.result.setdefault(url, "known")
+                continue
             parsed = parse_url(url)
-            batch.setdefault(str(parsed), (parsed, depth, parent))
-        if not batch:
-            return {}
-        counts = self.lock_hosts(conn, (host_of(parsed) for parsed, _, _ in batch.values()))
-        known = self._states(conn, list(batch))
+            batch.new.setdefault(str(parsed), (parsed, depth, parent))
+        if batch.new:
+            hosts = [host_of(parsed) for parsed, _, _ in batch.new.values()]
+            batch.counts = self.lock_hosts(conn, [*hosts, *([also] if also else [])])
+            batch.known = self._states(conn, list(batch.new))
+        return batch
+
+    def admit(self, conn: Any, batch: Batch) -> dict[str, str]:
+        """The second half of :meth:`add`: the trap bounds applied to the new URLs in the
+        order met, a URL trapped by the per-host cap queued again once its host has room."""
+        result, counts, known = batch.result, batch.counts, batch.known
+        if not batch.new:
+            return result
         now = self.clock()
         today = utc_date(now)
-        result: dict[str, str] = {}
         queries: dict[tuple[str, str], int] = {}
         rows: list[dict[str, object]] = []
-        for url, (parsed, depth, parent) in batch.items():
+        for url, (parsed, depth, parent) in batch.new.items():
             host, path, has_query = host_of(parsed), parsed.path, parsed.query is not None
             if has_query and (host, path) not in queries:
                 queries[(host, path)] = self._count(conn, q.QUERIES_ON_PATH, host=host, path=path)
@@ -155,6 +199,7 @@ class Frontier:
                 )
             result[url] = what
             if what == "queued":
+                batch.woken[host] += 1
                 host_counts.queued(path)
                 if has_query:
                     queries[(host, path)] += 1
@@ -212,9 +257,7 @@ class Frontier:
     ) -> str:
         """A known URL met again: ``queued`` again if the per-host cap trapped it and its
         host has room now (the cap counts live URLs); otherwise ``known``."""
-        state, reason = known
-        capped = state == "trapped" and str(reason).endswith(CAP_REASON)
-        if not capped or host_total >= self.limits.max_urls_per_host:
+        if not _capped(known) or host_total >= self.limits.max_urls_per_host:
             return "known"
         conn.execute(self.sql[q.REQUEUE_CAPPED], {"now": now, "url": url})
         return "queued"

@@ -115,8 +115,10 @@ def write_page(conn: Any, engine: Engine, page: Page, role: str) -> int:
         "headings": indexed_text("\n".join(page.headings)) if keep else None,
         "body": indexed_text(page.text or "") if keep else None,
     }
-    conn.execute(sql[engine.add_page], {**row, **text})
-    page_id = int(conn.execute(sql[q.PAGE_ID], {"url": page.url}).fetchone()[0])
+    added = conn.execute(sql[engine.add_page], {**row, **text})
+    page_id = getattr(added, "lastrowid", None)  # (sqlite3's; psycopg has none)
+    if page_id is None:
+        page_id = int(conn.execute(sql[q.PAGE_ID], {"url": page.url}).fetchone()[0])
     if page.links:
         links = [
             {"id": page_id, "position": i, "target": link.target, "label": link.label}

@@ -334,10 +334,9 @@ class SqlStore:
         page, url = fetched.page, fetched.decision.url
         woken: Counter[str] = Counter()
         with self._writing(closes=True) as conn:
-            links = [] if fetched.unchanged or fetched.gone else list(fetched.links)
-            if links:  # every host touched locked first, in one order (no deadlock)
-                hosts = [host_key(url), *(host_key(u) for u, _, _ in links)]
-                self.frontier.lock_hosts(conn, hosts)
+            links = [] if fetched.unchanged or fetched.gone else fetched.links
+            # (every host it touches locked first, in one order: no two deadlock)
+            batch = self.frontier.prepare(conn, links, also=host_key(url))
             self._run(conn, q.LOG_DECISION, fetched.decision.params())
             self._log_fetch(conn, fetched.fetch)
             if fetched.unchanged:
@@ -346,8 +345,8 @@ class SqlStore:
                 self._finish(conn, url, "done")
             else:
                 old = self._run(conn, q.PAGE_HASH, {"url": page.url}).fetchone()
-                added = self.frontier.add(conn, links)
-                woken.update(host_key(u) for u, what in added.items() if what == "queued")
+                self.frontier.admit(conn, batch)
+                woken.update(batch.woken)
                 write_page(conn, self.engine.dialect, page, fetched.role)
                 changed = fetched.gone or (old is not None and old[0] != page.content_hash)
                 if old is not None and old[1] is None and changed:
