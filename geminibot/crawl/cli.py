@@ -16,6 +16,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from geminibot import defaults
 from geminibot.cliutil import (
     EXIT_OK,
     CommandError,
@@ -146,7 +147,7 @@ def register(commands: Any) -> None:
         "--as",
         dest="role",
         choices=ROLES,
-        default="indexer",
+        default=defaults.CRAWL_ROLE,
         help="the Gemini virtual agent the crawler acts as, as in 'policy check --as': "
         "indexer, archiver or researcher (default indexer)",
     )
@@ -172,7 +173,7 @@ def register(commands: Any) -> None:
     crawl.add_argument(
         "--min-delay",
         type=_duration_option("duration", zero=True),
-        default=0.0,
+        default=defaults.CRAWL_MIN_DELAY,
         metavar="SECONDS",
         help="wait at least this long between two requests to one host or address, "
         "whatever a policy says or the address's pace (default 0; the pace starts at "

@@ -27,6 +27,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
+from geminibot.cliutil import counted
 from geminibot.index.stats import Connection
 
 if TYPE_CHECKING:
@@ -130,7 +131,7 @@ def rank_hosts(
     trust = sorted({number[h] for h in map(_host, trusted or ()) if h in number})
     if trusted and not trust:
         say("none of the trusted URLs' hosts is in the index: every host is trusted")
-    say(f"ranking {len(hosts)} hosts over {len(edges)} host-to-host links")
+    say(f"ranking {counted(len(hosts), 'host')} over {counted(len(edges), 'host-to-host link')}")
     sources = [s for s, _ in edges]
     targets = [t for _, t in edges]
     rank = pagerank(len(hosts), sources, targets, trust) if hosts else []

@@ -14,13 +14,14 @@ from geminibot.cliutil import (
     EXIT_OK,
     CommandError,
     StopSignals,
+    counted,
     emit_json,
     human_duration,
     positive_float,
     terminal_safe,
 )
 from geminibot.index.authority import compute_authority, crawl_seeds, last_computed
-from geminibot.index.authority_job import refresh, schedule
+from geminibot.index.authority_job import Reach, refresh, schedule, store_reach
 from geminibot.index.stats import Connection
 from geminibot.index.tantivy_index import IndexUnavailable, index_dir, rebuild, status
 from geminibot.index.updater import COMMIT_INTERVAL, IndexUpdater, follow, verify
@@ -60,7 +61,9 @@ def register(commands: Any) -> None:
             "index's searches read the new weights from their next query, without "
             "rebuilding or re-adding a page; PostgreSQL's search reads them from the "
             "database. With --every, keep doing so every SECONDS (the first time when the "
-            "last computation is that old) until SIGTERM or SIGINT, one line per run."
+            "last computation is that old; on a store never ranked, once the crawl has been "
+            "round its seeds' reach; sooner when the store has grown fourfold) until "
+            "SIGTERM or SIGINT, one line per run."
         ),
     )
     rank.add_argument("--db", required=True, metavar="PATH|URL", help=DB_HELP)
@@ -182,12 +185,21 @@ def run_rebuild(args: argparse.Namespace) -> int:
     else:
         mib = int(str(built["bytes"])) / 2**20
         print(
-            f"indexed {summary['pages']} pages; authority over {summary['hosts']} hosts "
-            f"({summary['host_links']} links between them, trusted: "
-            f"{summary['trusted_hosts']}); {summary['index']} ({mib:.1f} MiB) "
+            f"indexed {counted(int(str(summary['pages'])), 'page')}; authority over "
+            f"{_hosts_and_links(summary)}; {summary['index']} ({mib:.1f} MiB) "
             f"in {seconds:.1f} s"
         )
     return EXIT_OK
+
+
+def _hosts_and_links(summary: dict[str, object]) -> str:
+    """``12 hosts (30 links between them, trusted: 2)``, right for one of each."""
+    hosts, links = int(str(summary["hosts"])), int(str(summary["host_links"]))
+    between = "between them" if hosts != 1 else "to itself"
+    return (
+        f"{counted(hosts, 'host')} ({counted(links, 'link')} {between}, trusted: "
+        f"{summary['trusted_hosts']})"
+    )
 
 
 def _trusted(args: argparse.Namespace, conn: Connection) -> list[str]:
@@ -208,6 +220,7 @@ def run_authority(args: argparse.Namespace) -> int:
                 last_computed(database),
                 stop.is_set,
                 stop.wait,
+                reach=lambda first: _reach(database, first),
             )
         return EXIT_OK
 
@@ -239,6 +252,18 @@ def scheduled_run(args: argparse.Namespace, database: Database) -> bool:
     return True
 
 
+def _reach(database: Database, first: bool) -> Reach:
+    """The store's :class:`Reach`; a store that cannot be read now (locked, lost) reads
+    as one not ready, not grown (the run itself reports a failure)."""
+    try:
+        return store_reach(database, first)
+    except database.errors:
+        return Reach(0, 0, 1, 1) if first else Reach(0, 0)
+    finally:
+        if not database.lost:
+            database.rollback()
+
+
 def _report_authority(args: argparse.Namespace, summary: dict[str, object]) -> None:
     if args.json:
         emit_json(summary)
@@ -248,20 +273,23 @@ def _report_authority(args: argparse.Namespace, summary: dict[str, object]) -> N
         print(f"authority: skipped: {summary['skipped']}")
     else:
         print(
-            f"authority of {summary['pages']} pages over {summary['hosts']} hosts "
-            f"({summary['host_links']} links between them, trusted: "
-            f"{summary['trusted_hosts']}) in {summary['seconds']} s; applied to "
+            f"authority of {counted(int(str(summary['pages'])), 'page')} over "
+            f"{_hosts_and_links(summary)} in {summary['seconds']} s; applied to "
             f"{summary['applied_to']}"
         )
     sys.stdout.flush()
 
 
 def _state(data: dict[str, Any]) -> str:
+    """Whether the index is current, and if not whether an updater runs (its lock held)."""
     if data["current"]:
-        return "current"
+        return "current" + (", an updater follows the store" if data["following"] else "")
+    changes = counted(data["pending"], "change")
     if data["following"]:
-        return f"{data['pending']} changes pending, an updater is applying them"
-    return f"stale ({data['pending']} changes pending): FTS5 is used"
+        return f"{changes} pending, an updater is applying them"
+    left = float(data.get("index_searched_for") or 0.0)
+    fts5 = f"searches use FTS5 in {human_duration(left)}" if left else "searches use FTS5"
+    return f"stale ({changes} pending, no updater runs): {fts5}"
 
 
 def _authority_state(data: dict[str, Any], now: float) -> str:
@@ -271,7 +299,7 @@ def _authority_state(data: dict[str, Any], now: float) -> str:
         return "link authority: never computed ('geminibot index authority'): text ranks alone"
     ago = human_duration(max(0.0, now - float(computed)))
     if data["current"]:
-        return f"link authority: computed {ago} ago, applied to search ({data['hosts']} hosts)"
+        return f"link authority: computed {ago} ago, applied to search ({counted(data['hosts'], 'host')})"
     if data["applied_at"] is None:
         return f"link authority: computed {ago} ago, not applied: search ranks by text alone"
     older = human_duration(max(0.0, now - float(data["applied_at"])))
@@ -289,7 +317,7 @@ def run_status(args: argparse.Namespace) -> int:
     elif not data["built"]:
         print(f"no search index at {data['path']}: 'geminibot search' uses FTS5")
     else:
-        print(f"{data['path']}: {data['pages']} pages, {_state(data)}")
+        print(f"{data['path']}: {counted(data['pages'], 'page')}, {_state(data)}")
         print(_authority_state(data["authority"], time.time()))
         if args.verify:
             _print_verify(data["verify"])
@@ -299,18 +327,22 @@ def run_status(args: argparse.Namespace) -> int:
 
 def _print_verify(check: dict[str, Any]) -> None:
     if check["agree"]:
-        print(f"verified: the index and the store both hold {check['store_pages']} pages")
+        pages = counted(check["store_pages"], "page")
+        print(f"verified: the index and the store both hold {pages}")
         return
-    print(f"differ: store {check['store_pages']} pages, index {check['index_pages']}")
+    print(
+        f"differ: the store holds {counted(check['store_pages'], 'page')}, the index "
+        f"{check['index_pages']}"
+    )
     for key, what in (
         ("missing", "in the store, not the index"),
         ("extra", "in the index, not the store"),
     ):
         if check[f"{key}_count"]:
             ids = ", ".join(str(i) for i in check[key])
-            print(f"  {check[key + '_count']} {what} (page ids {ids}...)")
+            print(f"  {counted(check[key + '_count'], 'page')} {what} (ids {ids}...)")
     if check["duplicated"]:
-        print(f"  {check['duplicated']} documents twice in the index")
+        print(f"  {counted(check['duplicated'], 'document')} twice in the index")
     print("repair: 'geminibot index update --db PATH', or 'geminibot index rebuild'")
 
 
@@ -337,7 +369,9 @@ def run_update(args: argparse.Namespace) -> int:
         emit_json(summary)
     else:
         print(
-            f"applied {summary['applied']} changes; the index holds {summary['pages']} pages"
-            f" ({summary['pending']} changes pending) after {summary['seconds']} s"
+            f"applied {counted(int(str(summary['applied'])), 'change')}; the index holds "
+            f"{counted(int(str(summary['pages'])), 'page')} "
+            f"({counted(int(str(summary['pending'])), 'change')} pending) after "
+            f"{summary['seconds']} s"
         )
     return EXIT_OK

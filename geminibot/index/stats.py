@@ -205,7 +205,7 @@ def format_stats(data: dict[str, Any]) -> str:
     lines = [
         f"hosts      {data['hosts']} ({data['hosts_skipped']} skipped for now)",
         f"pages      {data['pages']} ({data['pages_with_text']} with searchable text, "
-        f"{data['duplicates']} duplicates)",
+        f"{counted(data['duplicates'], 'duplicate')})",
         f"links      {data['links']}",
         f"bytes      {data['bytes']}",
         f"requests   {data['requests']}",

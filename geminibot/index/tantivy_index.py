@@ -49,6 +49,7 @@ from typing import TYPE_CHECKING
 
 import tantivy
 
+from geminibot.cliutil import counted
 from geminibot.index.authority import last_computed
 from geminibot.index.documents import (
     FIELD_BOOSTS,
@@ -440,7 +441,10 @@ def open_current(conn: sqlite3.Connection) -> TantivyIndex | None:
 
 def status(conn: sqlite3.Connection) -> dict[str, object]:
     """Whether the derived index exists and is current, for people (``index status``):
-    ``pending`` changes of the store not yet applied, ``following`` while an updater is."""
+    ``pending`` changes of the store not yet applied; ``following`` while an updater (or
+    a rebuild) holds the index (:func:`is_written`: a lock, not a guess); and, when
+    changes are pending and none does, ``index_searched_for``: the seconds searches
+    still keep to the index (:data:`FOLLOW_GRACE` after its last commit) before FTS5."""
     db = db_path_of(conn)
     folder = index_dir(db) if db is not None else None
     if folder is None or not folder.is_dir():
@@ -449,12 +453,17 @@ def status(conn: sqlite3.Connection) -> dict[str, object]:
     if opened is None:
         return {"built": False, "current": False, "path": str(folder), "unreadable": True}
     waiting = pending(conn, opened.applied)
+    following = is_written(db) if db is not None else False
+    now = time.time()
+    updated = opened.manifest.get("updated_at")
+    left = FOLLOW_GRACE - (now - float(updated)) if isinstance(updated, float | int) else 0.0
     return {
         **opened.manifest,
         "built": True,
         "current": waiting == 0,
         "pending": waiting,
-        "following": is_followed(opened.manifest, time.time()),
+        "following": following,
+        "index_searched_for": round(max(0.0, left), 1) if waiting and not following else 0.0,
         "path": str(folder),
         "authority": authority_status(conn, folder),
     }
@@ -487,11 +496,31 @@ def apply_weights(conn: sqlite3.Connection) -> int | None:
         return write_weights(conn, folder) if read_manifest(folder) is not None else None
 
 
+def _lock_file(db: Path) -> Path:
+    return db.with_name(db.name + ".search.lock")
+
+
+def is_written(db: Path) -> bool:
+    """Whether a process (an updater, a rebuild) holds :func:`writing` of ``db``'s index
+    now: the lock is asked for, not the manifest's age (a process killed holds none)."""
+    try:
+        fd = os.open(_lock_file(db), os.O_RDONLY)
+    except OSError:
+        return False  # never written, or unreadable: no writer to say of
+    try:
+        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return True
+    finally:
+        os.close(fd)  # and any lock taken with it
+    return False
+
+
 @contextmanager
 def writing(db: Path) -> Iterator[None]:
     """Hold the right to write ``db``'s derived index (a lock file beside it) for the
     block: one rebuild or updater at a time; :class:`IndexUnavailable` if another has it."""
-    lock = db.with_name(db.name + ".search.lock")
+    lock = _lock_file(db)
     with lock.open("a") as held:
         try:
             fcntl.flock(held, fcntl.LOCK_EX | fcntl.LOCK_NB)
@@ -547,7 +576,7 @@ def rebuild_locked(
             for row in batch:
                 writer.add_document(page_document(builder, row))
             count += len(batch)
-            say(f"indexed {count} pages")
+            say(f"indexed {counted(count, 'page')}")
         writer.commit()
         writer.wait_merging_threads()
         conn.execute("DROP TABLE IF EXISTS temp.anchor_text")

@@ -13,6 +13,7 @@ from contextlib import closing
 from pathlib import Path
 from typing import Any
 
+from geminibot import defaults
 from geminibot.gemini.servecmd import (
     HelpWithDefaults,
     add_listen_options,
@@ -28,9 +29,9 @@ from geminibot.store.database import open_database
 from geminibot.why.reads import CheckReads
 
 #: The host name served (and named in its certificate) unless ``--hostname`` says.
-DEFAULT_HOSTNAME = "localhost"
+DEFAULT_HOSTNAME = defaults.SEARCH_HOSTNAME
 #: Certificates are kept here, relative to the working directory, unless ``--certs`` says.
-DEFAULT_CERT_DIR = Path("var/serve-search/certs")
+DEFAULT_CERT_DIR = Path(defaults.SEARCH_CERTS)
 
 
 def register(commands: Any) -> None:

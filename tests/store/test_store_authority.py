@@ -16,7 +16,7 @@ from test_store import decision
 
 from geminibot.cli import main
 from geminibot.index.authority import compute_authority, last_computed, write_postgres, write_sqlite
-from geminibot.index.authority_job import refresh, schedule
+from geminibot.index.authority_job import Reach, refresh, schedule, store_reach
 from geminibot.index.search_cli import search_function
 from geminibot.store.crawlstore import CrawlStore, FetchedPage, FetchRecord, HostState
 from geminibot.store.database import open_database
@@ -184,3 +184,20 @@ def test_a_scheduled_run_that_fails_says_so_and_a_lost_connection_ends_it(
             scheduled_run(args, database)
         assert lost.value.exit_code == 1
         assert "error" in json.loads(capsys.readouterr().out)
+
+
+def test_the_crawls_first_pass_is_read_alike_from_both_stores(store: CrawlStore, db: str) -> None:
+    """The schedule's :class:`Reach` of either store: hosts known, those with a URL still
+    waiting for its first visit, pages, and the pages the last computation ranked."""
+    store.seed([SEED, GOOD])
+    put(store, SEED, "Seed", "start", [GOOD])
+    with open_database(db) as database:
+        reach = store_reach(database, True)
+        assert (reach.hosts, reach.waiting_hosts, reach.pages, reach.ranked) == (2, 1, 1, 0)
+        assert not reach.first_pass_over()
+        database.rollback()
+    put(store, GOOD, "Casino guide", "casino history, once", [])
+    with open_database(db) as database:
+        assert store_reach(database, True).first_pass_over()
+        refresh(database, [SEED])
+        assert store_reach(database, False) == Reach(2, 2)
