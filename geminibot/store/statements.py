@@ -370,7 +370,14 @@ ADD_LINK = sa.text(
 )
 
 
-# --- link authority (into the temporary table ``host_rank`` of the transaction) ---
+# --- link authority (through the temporary table ``host_rank``) ---
+
+#: Each host's authority, for the statements below to read (the writer's session only).
+HOST_RANK_TABLE = sa.text(
+    "CREATE TEMP TABLE host_rank"
+    " (host TEXT PRIMARY KEY, score DOUBLE PRECISION, weight DOUBLE PRECISION)"
+)
+DROP_HOST_RANK = sa.text("DROP TABLE IF EXISTS host_rank")
 
 ADD_HOST_RANK = sa.text(
     "INSERT INTO host_rank (host, score, weight) VALUES (:host, :score, :weight)"
