@@ -24,10 +24,9 @@ from geminibot.store.errors import DatabaseError
 from geminibot.store.upgrade import (
     PG_LEGACY_VERSIONS,
     SCHEMA_VERSION,
-    VERSION_QUERY,
     check_version,
+    database_version,
     upgrade,
-    version_of,
 )
 
 if TYPE_CHECKING:
@@ -79,19 +78,15 @@ def connect(conninfo: str, *, create: bool = True) -> psycopg.Connection[Any]:
 def schema_version(conn: psycopg.Connection[Any]) -> int | None:
     """The database's schema version (see :mod:`geminibot.store.upgrade`); None for an
     empty database, 0 for one of another application."""
-    row = conn.execute(
-        "SELECT to_regclass('alembic_version') IS NOT NULL,"
-        " to_regclass('geminibot_schema') IS NOT NULL,"
-        " (SELECT count(*) FROM pg_tables WHERE schemaname = current_schema())"
-    ).fetchone()
-    assert row is not None
-    if row[0]:
-        stored = conn.execute(VERSION_QUERY).fetchone()
-        return version_of(str(stored[0])) if stored else 0
-    if row[1]:
-        legacy = conn.execute("SELECT version FROM geminibot_schema").fetchone()
-        return PG_LEGACY_VERSIONS.get(legacy[0], legacy[0]) if legacy else 0
-    return 0 if row[2] else None
+
+    def legacy(tables: set[str]) -> int:
+        if "geminibot_schema" not in tables:
+            return 0
+        row = conn.execute("SELECT version FROM geminibot_schema").fetchone()
+        return PG_LEGACY_VERSIONS.get(row[0], row[0]) if row else 0
+
+    tables = "SELECT tablename FROM pg_tables WHERE schemaname = current_schema()"
+    return database_version(conn, tables, legacy)
 
 
 def migrate(conn: psycopg.Connection[Any], conninfo: str, *, create: bool = True) -> None:
