@@ -1,12 +1,12 @@
-"""Everything a crawl keeps: one interface (:class:`CrawlStore`), the SQLite implementation.
+"""Everything a crawl keeps: one interface (:class:`CrawlStore`), and SQLite's strategy.
 
 The crawl loop, its scheduler and its adapters hold no SQL: they call the methods below,
 each one transaction (on SQLite, the crawl loop's are batched: several committed as one,
-see :class:`SqliteStore`): a page, its links and the new frontier rows are committed
-together or not at all; so are a refusal and its decision. Another engine (PostgreSQL)
-implements the same :class:`CrawlStore` (:mod:`geminibot.store.pgstore`); both share
-their logic and statements (:mod:`geminibot.store.sqlstore`). The records they keep and
-hand back are :mod:`geminibot.store.records`'.
+see :class:`SqliteEngine`): a page, its links and the new frontier rows are committed
+together or not at all; so are a refusal and its decision. One class implements them
+for both engines (:class:`~geminibot.store.sqlstore.SqlStore`), over :class:`SqliteEngine`
+here or :class:`~geminibot.store.pgstore.PgEngine`. The records they keep and hand back
+are :mod:`geminibot.store.records`'.
 
 Times are wall-clock seconds from the injected clock.
 """

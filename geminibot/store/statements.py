@@ -1,6 +1,9 @@
 """Every statement both crawl stores run, written once, and the engines they compile for.
 
-A statement is a SQLAlchemy Core text construct with named parameters (``:url``). Each
+A statement is a SQLAlchemy Core text construct with named parameters (``:url``), or,
+where the engines' SQL differs only in dialect (a list parameter, :class:`InList`; a
+row lock, ``FOR UPDATE SKIP LOCKED``, which SQLite, one writer, leaves out; a flag's
+literal), a Core expression on the schema's tables (:data:`TABLES`). Each
 engine compiles it once, on first use (:class:`Compiled`): SQLite to its ``:name``
 placeholders, psycopg to ``%(name)s`` (SQLAlchemy doubles a literal ``%`` there); the
 stores run the compiled text on their DBAPI connection with a dict of parameters, so the
@@ -10,8 +13,8 @@ hot path costs a dictionary lookup, not SQLAlchemy's execution machinery
 The statements use what both engines read alike: ``false``/``true`` (SQLite's since
 3.23), ``CASE`` for ``max``/``greatest``, ``ON CONFLICT`` upserts, ``RETURNING``. What
 truly differs lives in one module per engine, :mod:`geminibot.store.sqlite_sql` and
-:mod:`geminibot.store.pg_sql`, each an :class:`Engine`: the full-text index (FTS5 or the
-``tsvector`` columns), the batched link inserts and host leases of PostgreSQL.
+:mod:`geminibot.store.pg_sql`, each an :class:`Engine`: the full-text index (FTS5 rows or
+the ``tsvector`` columns); PostgreSQL's host leases are :mod:`geminibot.store.pgstore`'s.
 """
 
 from __future__ import annotations
