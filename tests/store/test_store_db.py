@@ -152,7 +152,7 @@ def test_frontier_queries_use_an_index(tmp_path: Path) -> None:
 def test_a_pages_fetch_history_is_read_through_an_index(tmp_path: Path) -> None:
     """``why`` and ``/check`` read a URL's last answers through ``fetches_url``, not a
     scan of the log."""
-    from geminibot.why.records import HISTORY_ROWS
+    from geminibot.store.lookups import HISTORY_ROWS
 
     conn = connect(tmp_path / "crawl.db")
     plan = _plan(conn, ENGINE.sql[HISTORY_ROWS])

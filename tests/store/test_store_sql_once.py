@@ -112,7 +112,7 @@ SHARED_CODE = (
     "store/frontier.py",
     "index/stats.py",
     "searchcap/app.py",
-    "why/records.py",
+    "store/lookups.py",
 )
 # ?, ?1, %s, %(name)s, {0}, {} (an f-string's value in place of a parameter)
 _ENGINE_PLACEHOLDER = re.compile(r"\?\d*|%\(\w+\)s|%s|\{\d*\}")
@@ -136,5 +136,5 @@ def test_statements_both_engines_run_have_no_engine_of_their_own() -> None:
 
 
 def test_the_shared_modules_hold_sql() -> None:
-    assert len(statements(ROOT / "why/records.py")) > 10
+    assert len(statements(ROOT / "store/lookups.py")) > 10
     assert len(statements(ROOT / "store/statements.py")) > 10
