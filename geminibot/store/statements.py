@@ -128,6 +128,13 @@ HOSTS_WITH_WORK = sa.text(
     "SELECT host, count(*) FROM urls WHERE state = 'queued' GROUP BY host ORDER BY min(id)"
 )
 COUNT_PAGES = sa.text("SELECT count(*) FROM pages")
+COUNT_SEARCHABLE = sa.text("SELECT count(*) FROM pages WHERE text_indexed")
+COUNT_RANKED = sa.text("SELECT count(*) FROM authority")
+#: The hosts with URLs waiting for their first visit (queued or leased, never due again).
+COUNT_HOSTS_WAITING = sa.text(
+    "SELECT count(DISTINCT host) FROM urls"
+    " WHERE state IN ('queued', 'leased') AND next_visit IS NULL"
+)
 COUNT_HOSTS = sa.text("SELECT count(*) FROM hosts")
 SKIP_HOST = sa.text("UPDATE hosts SET skipped_reason = :reason WHERE host = :host")
 #: The host's row after a request: its politeness state and its unanswered requests in a
