@@ -138,3 +138,41 @@ def test_statements_both_engines_run_have_no_engine_of_their_own() -> None:
 def test_the_shared_modules_hold_sql() -> None:
     assert len(statements(ROOT / "store/lookups.py")) > 10
     assert len(statements(ROOT / "store/statements.py")) > 10
+
+
+# a statement's opening words: a query, a write, a schema change, a pragma
+_SQL = re.compile(
+    r"^\s*(select|insert\s+into|update\s+\w+\s+set|delete\s+from|with\s+\w+\s+as"
+    r"|create\s+(temp\s+|unique\s+)?(table|index|trigger|virtual)|drop\s+(table|index|trigger)"
+    r"|pragma\s+\w+|alter\s+table)\b",
+    re.IGNORECASE,
+)
+_SQL_WORD = re.compile(r"\b(from|into|set|table|index|values)\b|^\s*pragma", re.IGNORECASE)
+
+
+def sql_literals(path: Path) -> list[str]:
+    """The string constants of a module (an f-string's values as ``{}``) that are SQL."""
+    found = []
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.JoinedStr):
+            text = "".join(v.value if isinstance(v, ast.Constant) else "{}" for v in node.values)
+        elif isinstance(node, ast.Constant) and isinstance(node.value, str):
+            text = node.value
+        else:
+            continue
+        if _SQL.match(text) and _SQL_WORD.search(text):
+            found.append(text)
+    return found
+
+
+def test_sql_is_written_in_the_store_and_the_search_index_only() -> None:
+    """Outside ``store/`` (the crawl database) and ``index/`` (its search, authority and
+    statistics), no module writes SQL: it calls the store."""
+    assert sql_literals(ROOT / "store/statements.py")  # (the check sees SQL)
+    outside = {
+        str(path.relative_to(ROOT)): found
+        for path in sorted(ROOT.rglob("*.py"))
+        if path.relative_to(ROOT).parts[0] not in ("store", "index")
+        and (found := sql_literals(path))
+    }
+    assert outside == {}
