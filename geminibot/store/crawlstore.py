@@ -203,6 +203,7 @@ class SqliteEngine:
 
     dialect = ENGINE
     orphaned = "true"  # (every leased URL: the process that leased it is gone)
+    exclusive = True
 
     def __init__(
         self,

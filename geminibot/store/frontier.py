@@ -103,8 +103,8 @@ class Batch:
 
 class Frontier:
     """Admission of URLs into the ``urls`` table on one engine (``engine``'s statements;
-    ``array`` turns a list into the engine's list parameter); ``clock`` gives wall-clock
-    seconds."""
+    ``array`` turns a list into the engine's list parameter; ``exclusive``: one process
+    writes the database, as on SQLite); ``clock`` gives wall-clock seconds."""
 
     def __init__(
         self,
@@ -112,21 +112,32 @@ class Frontier:
         array: Callable[[list[str]], object],
         clock: Callable[[], float],
         limits: FrontierLimits,
+        *,
+        exclusive: bool = False,
     ) -> None:
         self.sql = engine.sql
         self.array = array
+        self.exclusive = exclusive
         self.clock = clock
         self.limits = limits
 
     def lock_hosts(self, conn: Any, hosts: Iterable[str]) -> dict[str, _Counts]:
         """Create the missing ``hosts`` rows and lock them all, in host order, until the
         transaction ends (:data:`~geminibot.store.statements.LOCK_HOSTS`); each one's
-        counts."""
+        counts. (``exclusive``: no other process writes, so only the missing rows are
+        made, after the others are read.)"""
         ordered = sorted(set(hosts))
         now = self.clock()
-        conn.cursor().executemany(self.sql[q.ADD_HOST], [{"host": h, "now": now} for h in ordered])
+        if not self.exclusive:
+            rows = [{"host": host, "now": now} for host in ordered]
+            conn.cursor().executemany(self.sql[q.ADD_HOST], rows)
         rows = conn.execute(self.sql[q.LOCK_HOSTS], {"hosts": self.array(ordered)}).fetchall()
-        return {str(host): _Counts(int(total), deep) for host, total, deep in rows}
+        counts = {str(host): _Counts(int(total), deep) for host, total, deep in rows}
+        missing = [{"host": host, "now": now} for host in ordered if host not in counts]
+        if missing:
+            conn.cursor().executemany(self.sql[q.ADD_HOST], missing)
+            counts.update((str(row["host"]), _Counts(0, None)) for row in missing)
+        return counts
 
     def add(self, conn: Any, links: Links) -> dict[str, str]:
         """Put URLs in the frontier, in the caller's transaction (:meth:`prepare`, then
@@ -139,7 +150,7 @@ class Frontier:
         transaction: the URLs the table holds as given are known without being parsed
         (most links of a page are); the others are normalised, and their hosts (with
         ``also``, the page's own) created and locked in host order, and only then looked
-        up (another process may have added one meanwhile)."""
+        up again (another process may have added one meanwhile; unless ``exclusive``)."""
         given: dict[str, tuple[int, str | None]] = {}
         for url, depth, parent in links:
             given.setdefault(url, (depth, parent))
@@ -154,7 +165,12 @@ class Frontier:
         if batch.new:
             hosts = [host_of(parsed) for parsed, _, _ in batch.new.values()]
             batch.counts = self.lock_hosts(conn, [*hosts, *([also] if also else [])])
-            batch.known = self._states(conn, list(batch.new))
+            if self.exclusive:  # (what was read holds: look up only the names not given)
+                batch.known = {name: known[name] for name in batch.new if name in known}
+                unseen = [name for name in batch.new if name not in given]
+                batch.known.update(self._states(conn, unseen) if unseen else {})
+            else:
+                batch.known = self._states(conn, list(batch.new))
         return batch
 
     def admit(self, conn: Any, batch: Batch) -> dict[str, str]:

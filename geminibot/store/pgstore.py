@@ -91,6 +91,7 @@ class PgEngine:
     module docstring): a pooled connection and transaction per call, host leases."""
 
     dialect = ENGINE
+    exclusive = False
     #: Leased URLs whose host no live process holds.
     orphaned = (
         "NOT EXISTS (SELECT 1 FROM host_leases l WHERE l.host = u.host"

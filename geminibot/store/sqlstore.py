@@ -31,6 +31,8 @@ class EngineStrategy(Protocol):
     dialect: Engine
     #: Recovery's scope: the leased URLs whose holder is gone (a condition on ``urls u``).
     orphaned: str
+    #: Whether one process writes the database (no row locks needed).
+    exclusive: bool
 
     def array(self, values: list[str]) -> object:
         """A list as the engine's list parameter (:class:`~geminibot.store.statements.InList`)."""
@@ -90,7 +92,9 @@ class SqlStore:
         self.engine = engine
         self.clock = clock
         self.limits = limits or FrontierLimits()
-        self.frontier = Frontier(engine.dialect, engine.array, clock, self.limits)
+        self.frontier = Frontier(
+            engine.dialect, engine.array, clock, self.limits, exclusive=engine.exclusive
+        )
         self._sql = engine.dialect.sql
         self._reading = engine.reading
         self._writing = engine.writing
