@@ -102,7 +102,7 @@ def page_row(page: Page, role: str) -> dict[str, object]:
 def write_page(conn: Any, engine: Engine, page: Page, role: str) -> int:
     """Insert or replace ``page`` on ``engine``'s connection ``conn``: its row, its links,
     its text in the engine's full-text index; its row id. Call inside a transaction."""
-    from geminibot.store import statements as q
+    from geminibot.store import statements as q  # (SQLAlchemy: not for every Page user)
 
     sql = engine.sql
     row = page_row(page, role)

@@ -340,7 +340,7 @@ class SqlStore:
         with self._writing(closes=True) as conn:
             links = [] if fetched.unchanged or fetched.gone else fetched.links
             # (every host it touches locked first, in one order: no two deadlock)
-            batch = self.frontier.prepare(conn, links, also=host_key(url))
+            batch = self.frontier.prepare(conn, links, also=fetched.fetch.host)
             self._run(conn, q.LOG_DECISION, fetched.decision.params())
             self._log_fetch(conn, fetched.fetch)
             if fetched.unchanged:
