@@ -25,6 +25,7 @@ LAYERS = {
     "geminibot.store": 2,
     "geminibot.index": 3,
     "geminibot.feeds": 3,
+    "geminibot.census": 3,
     "geminibot.crawl": 4,
     "geminibot.classify": 4,
     "geminibot.service": 4,

@@ -14,7 +14,7 @@ import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from geminibot import defaults
 from geminibot.cliutil import (
@@ -45,6 +45,8 @@ from geminibot.policy.cli import agent_option
 from geminibot.store.database import Database, open_database
 from geminibot.store.traps import DEFAULT_MAX_DEPTH, MAX_URLS_PER_HOST, FrontierLimits
 from geminibot.urls import SCHEMES, normalise, parse_url
+
+_T = TypeVar("_T")
 
 if TYPE_CHECKING:
     from geminibot.crawl.clock import TrioWallClock
@@ -158,6 +160,17 @@ def register(commands: Any) -> None:
         help=f"product token (default {DEFAULT_AGENT})",
     )
     crawl.add_argument("--strict", action="store_true", help="strict virtual-agent mode")
+    crawl.add_argument(
+        "--trust-ca",
+        action="append",
+        default=[],
+        type=Path,
+        metavar="PEM",
+        help="also count certificates issued by the CAs in this PEM file as CA-issued in "
+        "the TLS facts the crawl keeps for 'geminibot census' (beside the system's CA "
+        "bundle; repeatable). Certificates are still pinned on first use, never refused "
+        "for their issuer",
+    )
     crawl.add_argument(
         "--max-pages",
         type=positive_int,
@@ -309,8 +322,23 @@ def _options(args: argparse.Namespace) -> tuple[list[str], CrawlOptions, Resolve
         max_hosts=args.max_hosts,
         follow=tuple(args.follow),
         refresh=args.refresh,
+        trust_ca=_trusted_cas(args.trust_ca),
     )
     return seeds, options, resolver
+
+
+def _trusted_cas(paths: list[Path]) -> tuple[Path, ...]:
+    """``--trust-ca`` files, each checked to hold at least one PEM certificate."""
+    from geminibot.gemini.certfacts import TrustStore
+
+    for path in paths:
+        try:
+            TrustStore.load((path,), system=False)
+        except OSError as exc:
+            raise CommandError(f"--trust-ca {path}: cannot read it ({exc.strerror})") from None
+        except ValueError:
+            raise CommandError(f"--trust-ca {path}: not a PEM certificate file") from None
+    return tuple(paths)
 
 
 def _warc_archive(args: argparse.Namespace, db: Path, run_id: str) -> WarcArchive:
@@ -416,18 +444,21 @@ async def _crawl_stoppable(args: argparse.Namespace, stopper: Stopper) -> int:
 async def _run_forever(args: argparse.Namespace, database: Database, stopper: Stopper) -> int:
     """Crawl runs one after the other, each when work is due (:mod:`.continuous`), until
     ``stopper`` stops them: exit 0."""
-    from geminibot.crawl.continuous import keep_going, next_due
+    from geminibot.crawl.continuous import any_due, keep_going, next_due
 
     async def run_once(wall_clock: Callable[[], float]) -> None:
         seeds, options, resolver = _options(args)
         await _run(args, database, seeds, options, resolver, stopper, wall_clock)
         args.refresh = False  # --refresh: the first run only
 
-    def due(now: float) -> float | None:
-        if not database.shared:
-            return next_due(database, now)
-        with open_database(args.db) as fresh:  # (a connection idle for hours may be gone)
-            return next_due(fresh, now)
+    def reading(read: Callable[[Database, float], _T]) -> Callable[[float], _T]:
+        def on_store(now: float) -> _T:
+            if not database.shared:
+                return read(database, now)
+            with open_database(args.db) as fresh:  # (a connection idle for hours may be gone)
+                return read(fresh, now)
+
+        return on_store
 
     def on_sleep(seconds: float, when: float | None) -> None:
         what = "nothing due" if when is None else "the next URL is due"
@@ -438,7 +469,7 @@ async def _run_forever(args: argparse.Namespace, database: Database, stopper: St
             flush=True,
         )
 
-    await keep_going(run_once, due, stopper, on_sleep)
+    await keep_going(run_once, reading(next_due), stopper, on_sleep, reading(any_due))
     return EXIT_OK
 
 
@@ -472,6 +503,7 @@ async def _run_on(
     from geminibot.crawl.build import Network, build_crawler
     from geminibot.crawl.display import Display
     from geminibot.crawl.runrecord import record_run
+    from geminibot.store.recheck import DUE_POLL
 
     try:
         check_settings(store, options)
@@ -494,6 +526,7 @@ async def _run_on(
         archive=archive,
         on_progress=display,
         lease=lease,
+        poll_due=DUE_POLL if args.forever else None,
     )
     try:
         crawler.seed(seeds)

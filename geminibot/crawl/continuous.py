@@ -9,7 +9,11 @@ URLs still queued (their host skipped for now) the host's back-off (``hosts.not_
 or its cached policy files' expiry (``robots.expires_at``, a robots.txt's 24 hours; a
 visit window or an unreachable host is looked at again after :data:`QUEUED_RECHECK`).
 The loop sleeps until then, at least :data:`MIN_PAUSE` and at most :data:`MAX_SLEEP` (so
-that URLs queued by others, on a shared PostgreSQL store, are taken within that time).
+that URLs queued by others, on a shared PostgreSQL store, are taken within that time),
+and looks every :data:`~geminibot.store.recheck.DUE_POLL` seconds whether a URL has
+become due meanwhile (:func:`any_due`: made due by ``geminibot recheck``, or by a link to
+a page not found): it then runs at once. A run looks as often too (the crawler's
+``poll_due``), so a recheck is taken within that time whether the crawl runs or sleeps.
 
 :class:`Stopper` stops it: the run in progress (its requests in flight go back to the
 queue, as Ctrl-C does a single crawl) or the sleep. Every stop resumes: the store is the
@@ -25,6 +29,7 @@ from typing import TYPE_CHECKING, Any
 import trio
 
 from geminibot.crawl.clock import TrioWallClock
+from geminibot.store.recheck import DUE_POLL
 
 if TYPE_CHECKING:
     from geminibot.store.database import Database
@@ -50,6 +55,13 @@ def next_due(database: Database, now: float) -> float | None:
         recheck = now + QUEUED_RECHECK
         due = recheck if due is None else min(due, recheck)
     return due
+
+
+def any_due(database: Database, now: float) -> bool:
+    """Whether a finished URL is due at ``now``."""
+    from geminibot.store import statements as q
+
+    return bool(database.run(q.ANY_DUE, now=now).fetchone()[0])
 
 
 def pause(now: float, due: float | None) -> float:
@@ -88,6 +100,18 @@ class Stopper:
                 self.stop()
                 return
 
+    async def sleep_unless(
+        self, seconds: float, woken: Callable[[], bool], every: float = DUE_POLL
+    ) -> None:
+        """Sleep ``seconds``, or until :meth:`stop`, or until ``woken()`` (asked every
+        ``every`` seconds) says there is work."""
+        clock = trio.current_time
+        end = clock() + seconds
+        while not self.stopped and clock() < end:
+            await self.sleep(min(every, end - clock()))
+            if not self.stopped and clock() < end and woken():
+                return
+
     async def sleep(self, seconds: float) -> None:
         """Sleep ``seconds``, or until :meth:`stop`."""
         if self.stopped:
@@ -103,9 +127,12 @@ async def keep_going(
     due: Callable[[float], float | None],
     stopper: Stopper,
     on_sleep: Callable[[float, float | None], None] | None = None,
+    woken: Callable[[float], bool] | None = None,
 ) -> int:
     """Run ``run_once(wall_clock)`` (one crawl, its clock the loop's), then sleep until
     ``due(now)``, again and again until ``stopper`` stops it; returns the runs made.
+    ``woken(now)``, asked every :data:`~geminibot.store.recheck.DUE_POLL` seconds of a
+    sleep, ends it early when it says work is due (:func:`any_due`).
 
     The wall clock is the time at the start advanced by trio's clock (under trio's mock
     clock a test sleeps through days at once); ``on_sleep(seconds, due)`` is told of each
@@ -123,5 +150,8 @@ async def keep_going(
         seconds = pause(now, when)
         if on_sleep is not None:
             on_sleep(seconds, when)
-        await stopper.sleep(seconds)
+        if woken is None:
+            await stopper.sleep(seconds)
+        else:
+            await stopper.sleep_unless(seconds, lambda: woken(clock.now()))
     return runs

@@ -20,7 +20,7 @@ from types import MappingProxyType
 from geminibot.gemini.errors import InvalidMeta
 from geminibot.gemini.gemtext import HeadingLine, LinkLine, Preformatted, iter_gemtext
 from geminibot.gemini.gemtext import resolve_link as resolve
-from geminibot.gemini.response import MimeType, decode_text, parse_mime
+from geminibot.gemini.response import MimeType, decode_text, decodes_as_declared, parse_mime
 from geminibot.http.html import parse_html, robots_directives, sniff_charset
 from geminibot.index.text import (
     clean_title,
@@ -86,7 +86,9 @@ def extract(
     base = replace(base, size=len(body), content_hash=content_hash(body), mime=mime.essence)
     if not mime.essence.startswith("text/"):
         return Extracted(base, ())
-    text = unmarked(decode_text(body, mime))
+    decoded = decode_text(body, mime)
+    base = replace(base, charset_ok=decodes_as_declared(body, decoded, mime))
+    text = unmarked(decoded)
     if not mime.is_gemtext:
         return Extracted(_text_page(base, text, url, mime.essence), ())
     return _gemtext_page(base, mime, text, url)

@@ -28,7 +28,7 @@ AGE_BUCKETS: tuple[tuple[str, float], ...] = (
 _POLICY_REFUSAL = f"NOT allowed AND reason NOT LIKE '{TRAP_REASON_PREFIX}%'"
 
 #: The states a URL of the frontier can be in (``stats --urls --status``).
-URL_STATES = ("queued", "leased", "done", "refused", "failed", "gone", "trapped")
+URL_STATES = ("queued", "leased", "done", "refused", "failed", "not_found", "gone", "trapped")
 
 
 @dataclass(frozen=True)

@@ -23,6 +23,8 @@ Routes:
   :data:`HOSTS_PER_PAGE` a page;
 - ``/stats``: what the index holds (``geminibot stats``), counted at most once every
   :data:`STATS_SECONDS`;
+- ``/census``: the crawl's census (``geminibot census --gemtext``), taken at most once
+  every :data:`CENSUS_SECONDS`;
 - ``/check``: ``10`` asks for a URL or a host; ``/check?URL`` says why that page is in the
   index or not, ``/check?HOST`` what the crawl knows of the capsule (:mod:`geminibot.why`);
 - ``/about``: how the crawler behaves and how to keep it out, from the crawler's own
@@ -58,6 +60,9 @@ from urllib.parse import quote, unquote_to_bytes
 import trio
 
 from geminibot import __version__
+from geminibot.census.figures import take_census
+from geminibot.census.history import agent_of, kept_censuses
+from geminibot.census.render import as_gemtext
 from geminibot.cliutil import counted, with_article
 from geminibot.crawl.politeness import MAX_RATE, MAX_WAIT, START_DELAY
 from geminibot.crawl.settings import ROLE_CATEGORIES, CrawlOptions
@@ -97,6 +102,8 @@ MAX_TEXT = 300
 CAPSULE_HIGHLIGHT = ("⟦", "⟧")
 #: Seconds the /stats page is reused: counting a large database takes a while.
 STATS_SECONDS = 60.0
+#: Seconds the /census page is reused (a census reads every table).
+CENSUS_SECONDS = 600.0
 #: Reads of the crawl database at once for the capsule's pages (each on a worker thread
 #: with its own connection); ``/check`` has its own (:data:`~geminibot.why.reads.
 #: CHECK_READS`).
@@ -199,14 +206,15 @@ class SearchCapsule:
         self.clock = clock
         self.reader = reader  # the searchers' language: others are shown beside titles
         self.checks = checks  # /check's reads, off the event loop (None: no /check)
-        self._stats: tuple[float, Resolution] | None = None  # (counted at, page)
-        self._counting: trio.Event | None = None  # /stats being counted now: set when done
+        self._stats = _Periodic(STATS_SECONDS, self.clock)  # /stats
+        self._census = _Periodic(CENSUS_SECONDS, self.clock)  # /census
         self._routes: dict[str, Callable[[URL], Resolution | Awaitable[Resolution]]] = {
             "/": self.home,
             "/search": lambda url: self.search(url, 1),
             "/backlinks": self.backlinks,
             "/hosts": lambda url: self.hosts(1),
             "/stats": self.stats,
+            "/census": self.census,
             "/about": self.about,
             "/check": self.check,
         }
@@ -253,6 +261,7 @@ class SearchCapsule:
                 "=> /backlinks Who links to a page",
                 "=> /hosts Known capsules",
                 "=> /stats What the index holds",
+                "=> /census Geminispace in figures: the crawl's census",
                 "=> /check Why is a page in the index, or not? What is known of a capsule?",
                 "=> /about About the crawler: how it behaves, how to keep it out",
             ]
@@ -379,20 +388,14 @@ class SearchCapsule:
     async def stats(self, _url: URL) -> Resolution:
         """The figures counted at most once a :data:`STATS_SECONDS`, and once for all the
         requests that come while they are counted."""
-        if self._counting is not None:
-            await self._counting.wait()
-        now = self.clock()
-        if self._stats is not None and now - self._stats[0] < STATS_SECONDS:
-            return self._stats[1]
-        self._counting = counting = trio.Event()
-        try:
-            counted = await self._read(partial(_count, at=self.wall_clock()))
-            if counted.status == Status.SUCCESS:
-                self._stats = (now, counted)
-            return counted
-        finally:
-            self._counting = None
-            counting.set()
+        return await self._stats.get(lambda: self._read(partial(_count, at=self.wall_clock())))
+
+    async def census(self, _url: URL) -> Resolution:
+        """The census taken at most once a :data:`CENSUS_SECONDS`, and once for all the
+        requests that come while it is taken."""
+        return await self._census.get(
+            lambda: self._read(partial(_take_census, at=self.wall_clock()))
+        )
 
     def about(self, _url: URL) -> Awaitable[Resolution]:
         return self._read(_about)
@@ -411,6 +414,42 @@ def _count(database: Database, at: float) -> Resolution:
             "=> / Home",
         ]
     )
+
+
+class _Periodic:
+    """A page read at most once every ``seconds`` (on ``clock``), and once for all the
+    requests that come while it is read; a failed read (``44``) is not kept."""
+
+    def __init__(self, seconds: float, clock: Callable[[], float]) -> None:
+        self.seconds = seconds
+        self.clock = clock
+        self._kept: tuple[float, Resolution] | None = None  # (read at, page)
+        self._reading: trio.Event | None = None  # being read now: set when done
+
+    async def get(self, read: Callable[[], Awaitable[Resolution]]) -> Resolution:
+        if self._reading is not None:
+            await self._reading.wait()
+        now = self.clock()
+        if self._kept is not None and now - self._kept[0] < self.seconds:
+            return self._kept[1]
+        self._reading = reading = trio.Event()
+        try:
+            answer = await read()
+            if answer.status == Status.SUCCESS:
+                self._kept = (now, answer)
+            return answer
+        finally:
+            self._reading = None
+            reading.set()
+
+
+def _take_census(database: Database, at: float) -> Resolution:
+    """/census: the crawl's census (``geminibot census --gemtext``) taken at ``at``."""
+    previous = kept_censuses(database, 1)
+    census = take_census(
+        database, at, agent=agent_of(database), previous=previous[-1] if previous else None
+    )
+    return page([*as_gemtext(census).splitlines(), "", "=> / Home"])
 
 
 def _about(database: Database) -> Resolution:

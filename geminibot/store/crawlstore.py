@@ -34,6 +34,7 @@ from geminibot.store.records import (
     HostState,
     Lease,
     Revisit,
+    TLSRecord,
 )
 from geminibot.store.sqlite_sql import ENGINE
 from geminibot.store.sqlstore import SqlStore
@@ -50,6 +51,7 @@ __all__ = [
     "Revisit",
     "SqliteStore",
     "StoreKnownHosts",
+    "TLSRecord",
     "cache_expiry",
 ]
 
@@ -144,6 +146,10 @@ class CrawlStore(Protocol):
     def log_fetch(self, fetch: FetchRecord) -> None: ...
 
     # -- certificate pins (trust on first use, per Gemini host and port) --
+    def saw_tls(self, record: TLSRecord) -> None:
+        """Keep a host's TLS version, cipher and certificate facts as history."""
+        ...
+
     def pin(self, host: str, port: int) -> str | None: ...
     def set_pin(self, host: str, port: int, fingerprint: str, now: float) -> None: ...
 
@@ -169,7 +175,12 @@ class CrawlStore(Protocol):
 
     def revisit(self, now: float, everything: bool = False) -> int:
         """Queue the finished URLs due at ``now`` (``everything``: all of them, due or
-        not; ``gone`` and trapped ones never); returns how many."""
+        not, but those gone; trapped ones never); returns how many."""
+        ...
+
+    def revisit_due(self, now: float) -> dict[str, int]:
+        """Queue the finished URLs due at ``now``; the hosts that got queued URLs, with
+        how many."""
         ...
 
     def prune_logs(self, before: float) -> int:
@@ -299,9 +310,8 @@ class SqliteEngine:
 
     # -- hosts: every host is this process's --
 
-    @contextmanager
-    def leasing(self, host: str, lease: str) -> Iterator[tuple[Lease | None, None]]:
-        yield Lease(None), None
+    def lease_host(self, host: str, lease: str, now: float) -> Lease:
+        return Lease(None)
 
     @contextmanager
     def holding(
@@ -347,6 +357,11 @@ class SqliteStore(SqlStore):
     ) -> None:
         engine = SqliteEngine(conn, batch=batch, monotonic=monotonic, cache_kib=cache_kib)
         super().__init__(engine, clock, limits)
+        self.conn = conn
+
+    def flush(self) -> None:
+        """Commit the open batch (:meth:`SqliteEngine.flush`)."""
+        self.engine.flush()
 
 
 class StoreKnownHosts:

@@ -22,7 +22,7 @@ from __future__ import annotations
 import fcntl
 import sqlite3
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
 from types import TracebackType
 from typing import IO, TYPE_CHECKING, Any
@@ -216,6 +216,15 @@ class Database:
 
         row = self.run(q.SETTING, key=key).fetchone()
         return None if row is None else str(row[0])
+
+    def transaction(self) -> AbstractContextManager[Any]:
+        """One write transaction (SQLite's ``BEGIN IMMEDIATE``), committed when the block
+        ends, rolled back on an error."""
+        if self.path is not None:
+            from geminibot.store.db import transaction
+
+            return transaction(self.connection)
+        return self.connection.transaction()  # type: ignore[no-any-return]
 
     def rollback(self) -> None:
         """End a transaction a failed statement left open."""

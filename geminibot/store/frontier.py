@@ -1,7 +1,9 @@
 """The frontier and visited set (table ``urls``): one row per normalised URL the crawl ever
-met, ``queued``, ``leased`` (claimed), ``done``, ``refused``, ``failed``, ``gone`` or
-``trapped``; a finished URL is queued again when it is due for a revisit
-(:mod:`geminibot.store.freshness`).
+met, ``queued``, ``leased`` (claimed), ``done``, ``refused``, ``failed``, ``not_found``
+(51/404: asked again later), ``gone`` (52/410) or ``trapped``; a finished URL is queued
+again when it is due for a revisit (:mod:`geminibot.store.freshness`), or made due at once
+by ``geminibot recheck`` (:mod:`geminibot.store.recheck`); a link met again to a
+``not_found`` URL makes it due sooner (:func:`linked_again`).
 
 :class:`Frontier` admits URLs in batches, written once for both engines: the hosts a batch
 touches are locked in host order first (PostgreSQL; SQLite has one writer), so the trap
@@ -23,6 +25,7 @@ from typing import Any
 
 from geminibot.store import statements as q
 from geminibot.store import traps
+from geminibot.store.freshness import NOT_FOUND_FIRST
 from geminibot.store.statements import Engine
 from geminibot.store.traps import CAP_REASON, FrontierLimits, trap_decision, trap_reason
 from geminibot.urls import URL, host_key, host_of, parse_url
@@ -44,6 +47,18 @@ class Claim:
     url: str
     host: str
     depth: int
+
+
+def give_up_params(now: float, **params: object) -> dict[str, object]:
+    """The parameters of a :func:`~geminibot.store.statements.give_up` statement at
+    ``now`` (with its scope's): URLs given up after :data:`MAX_URL_ATTEMPTS`."""
+    return {**params, "now": now, "max": MAX_URL_ATTEMPTS}
+
+
+def linked_again(url: str, now: float) -> dict[str, object]:
+    """The parameters of :data:`~geminibot.store.statements.LINKED_AGAIN`: a link to the
+    not-found ``url`` found again at ``now``."""
+    return {"url": url, "now": now, "after": NOT_FOUND_FIRST}
 
 
 def count_deep(paths: Iterable[Sequence[object]]) -> int:
@@ -83,6 +98,12 @@ def _capped(known: tuple[str, str | None]) -> bool:
     """Whether a URL's (state, reason) says the per-host cap trapped it."""
     state, reason = known
     return state == "trapped" and str(reason).endswith(CAP_REASON)
+
+
+def _wakes(known: tuple[str, str | None]) -> bool:
+    """Whether a link met again changes a known URL: one the per-host cap trapped (queued
+    again if its host has room), one not found (due sooner)."""
+    return known[0] == "not_found" or _capped(known)
 
 
 @dataclass
@@ -157,7 +178,7 @@ class Frontier:
         batch = Batch()
         known = self._states(conn, list(given)) if given else {}
         for url, (depth, parent) in given.items():
-            if url in known and not _capped(known[url]):
+            if url in known and not _wakes(known[url]):
                 batch.result.setdefault(url, "known")
                 continue
             parsed = parse_url(url)
@@ -189,7 +210,7 @@ class Frontier:
                 queries[(host, path)] = self._count(conn, q.QUERIES_ON_PATH, host=host, path=path)
             host_counts = counts[host]
             if url in known:
-                what = self._requeue_capped(conn, url, known[url], host_counts.total, now)
+                what = self._met_again(conn, url, known[url], host_counts.total, now)
             else:
                 near = traps.calendar_neighbours(parsed, today)
                 reason = trap_reason(
@@ -268,11 +289,14 @@ class Frontier:
         if trapped:
             conn.cursor().executemany(self.sql[q.LOG_DECISION], trapped)
 
-    def _requeue_capped(
+    def _met_again(
         self, conn: Any, url: str, known: tuple[str, str | None], host_total: int, now: float
     ) -> str:
         """A known URL met again: ``queued`` again if the per-host cap trapped it and its
-        host has room now (the cap counts live URLs); otherwise ``known``."""
+        host has room now (the cap counts live URLs); otherwise ``known`` (one not found
+        made due sooner)."""
+        if known[0] == "not_found":
+            conn.execute(self.sql[q.LINKED_AGAIN], linked_again(url, now))
         if not _capped(known) or host_total >= self.limits.max_urls_per_host:
             return "known"
         conn.execute(self.sql[q.REQUEUE_CAPPED], {"now": now, "url": url})

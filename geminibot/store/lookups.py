@@ -7,8 +7,8 @@ from __future__ import annotations
 import sqlalchemy as sa
 
 URL_ROW = sa.text(
-    "SELECT id, state, reason, depth, parent, updated_at, next_visit, attempts"
-    " FROM urls WHERE url = :url"
+    "SELECT id, state, reason, depth, parent, updated_at, next_visit, attempts, misses,"
+    " missing_since FROM urls WHERE url = :url"
 )
 PAGE_ROW = sa.text(
     "SELECT status, meta, mime, fetched_at, duplicate_of, redirect_to, text_indexed, title"

@@ -59,6 +59,7 @@ class Page:
     redirect_to: str | None = None
     changed_at: float | None = None  # its content last changed (None: not since first seen)
     gone_at: float | None = None  # it went away (None: live)
+    charset_ok: bool | None = None  # its body decodes by its charset (None: not text)
 
 
 def indexed_text(text: str) -> str:
@@ -96,6 +97,7 @@ def page_row(page: Page, role: str) -> dict[str, object]:
         "keep": keep_text,
         "changed": page.changed_at,
         "gone": page.gone_at,
+        "charset_ok": page.charset_ok,
     }
 
 

@@ -8,7 +8,7 @@ and on politeness delays, not on these (``bench/pg_crawl.py`` measures both).
 
 What makes several processes safe (docs/postgres.md):
 
-- **Host leases.** A worker takes its host with :meth:`PgEngine.leasing` before its first
+- **Host leases.** A worker takes its host with :meth:`PgEngine.lease_host` before its first
   request: ``SELECT ... FOR UPDATE SKIP LOCKED`` on the host's ``host_leases`` row, which
   is granted when the host is free, its lease has expired, or it is this process's
   already; the lease then lasts ``lease_seconds`` (longer than a request may take). Right
@@ -39,9 +39,11 @@ import sqlalchemy as sa
 from psycopg_pool import ConnectionPool
 
 from geminibot.store import pg
+from geminibot.store import statements as q
 from geminibot.store.errors import DatabaseError
+from geminibot.store.frontier import give_up_params
 from geminibot.store.pg_sql import ENGINE
-from geminibot.store.records import Lease
+from geminibot.store.records import HostState, Lease
 from geminibot.store.sqlstore import SqlStore
 from geminibot.store.traps import FrontierLimits
 
@@ -54,6 +56,10 @@ NOW = "extract(epoch FROM clock_timestamp())::float8"
 #: Connections in a process's pool (workers share them; a call holds one briefly).
 POOL_SIZE = 4
 
+#: A host taken over from a holder that stopped renewing: the claims it left.
+_TAKEN_OVER = "u.host = :host AND u.lease IS DISTINCT FROM :me"
+TAKEN_OVER_GIVE_UP = q.give_up(_TAKEN_OVER)
+TAKEN_OVER_REQUEUE = q.requeue_leased(_TAKEN_OVER)
 ADD_LEASE = sa.text("INSERT INTO host_leases (host) VALUES (:host) ON CONFLICT DO NOTHING")
 #: A host's lease, unless another process is taking it this instant.
 LEASE = sa.text(
@@ -138,23 +144,26 @@ class PgEngine:
 
     # -- host leases --
 
-    @contextmanager
-    def leasing(
-        self, host: str, lease: str
-    ) -> Iterator[tuple[Lease | None, psycopg.Connection[Any] | None]]:
+    def lease_host(self, host: str, lease: str, now: float) -> Lease | None:
         with self._tx() as conn:
             conn.execute(self.sql[ADD_LEASE], {"host": host})
             row = conn.execute(self.sql[LEASE], {"host": host}).fetchone()
             if row is None:
-                yield None, None  # another process is taking it this instant
-                return
-            holder, until, now = row
-            if holder is not None and holder != lease and until > now:
-                yield None, None
-                return
-            params = {"me": lease, "until": now + self.lease_seconds, "host": host}
+                return None  # another process is taking it this instant
+            holder, until, db_now = row
+            if holder is not None and holder != lease and until > db_now:
+                return None
+            params = {"me": lease, "until": db_now + self.lease_seconds, "host": host}
             conn.execute(self.sql[TAKE_LEASE], params)
-            yield (Lease(None), None) if holder == lease else (None, conn)
+            if holder == lease:
+                return Lease(None)
+            # Taken over (free, or its holder stopped renewing): its claims go back to
+            # the queue, and the pace goes on from the state the last holder committed.
+            mine = give_up_params(now, host=host, me=lease)
+            conn.execute(self.sql[TAKEN_OVER_GIVE_UP], mine)
+            conn.execute(self.sql[TAKEN_OVER_REQUEUE], mine)
+            state = conn.execute(self.sql[q.HOST_STATE], {"host": host}).fetchone()
+        return Lease(None if state is None else HostState(*state))
 
     @contextmanager
     def holding(

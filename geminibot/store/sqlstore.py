@@ -13,15 +13,16 @@ from collections.abc import Callable
 from contextlib import AbstractContextManager
 from typing import Any, Protocol
 
+from geminibot.store import records
 from geminibot.store import statements as q
 from geminibot.store.freshness import VANISHED_AFTER, VANISHED_FAILURES, Visit
-from geminibot.store.frontier import MAX_URL_ATTEMPTS, Claim, Frontier
+from geminibot.store.frontier import Claim, Frontier, give_up_params
 from geminibot.store.pages import write_page
 from geminibot.store.records import CachedFile, FetchedPage, FetchRecord, HostState, Lease, Revisit
 from geminibot.store.records import DecisionRecord as Decision
 from geminibot.store.statements import Engine, Statement
 from geminibot.store.traps import FrontierLimits
-from geminibot.urls import host_key, normalise
+from geminibot.urls import normalise
 
 
 class EngineStrategy(Protocol):
@@ -57,10 +58,9 @@ class EngineStrategy(Protocol):
     def end_run(self) -> None: ...
     def close(self) -> None: ...
 
-    def leasing(self, host: str, lease: str) -> AbstractContextManager[tuple[Lease | None, Any]]:
-        """Take or renew ``host``: the lease (None: another process holds it) and, when
-        taken over from another holder, the transaction to requeue the claims it left
-        in (else None)."""
+    def lease_host(self, host: str, lease: str, now: float) -> Lease | None:
+        """Take or renew ``host`` (None: another process holds it); taken over from
+        another holder at ``now``, the claims it left are given up or queued again."""
         ...
 
     def holding(
@@ -141,7 +141,7 @@ class SqlStore:
             return int(self._run(conn, q.requeue_leased(scope)).rowcount)
 
     def _give_up(self, conn: Any, statement: Statement, params: dict[str, object]) -> None:
-        self._run(conn, statement, {**params, "now": self.clock(), "max": MAX_URL_ATTEMPTS})
+        self._run(conn, statement, give_up_params(self.clock(), **params))
 
     def claim(self, host: str, lease: str) -> Claim | None:
         """Lease the oldest queued URL of ``host`` (one another process holds is passed
@@ -161,16 +161,7 @@ class SqlStore:
     # -- hosts shared between crawl processes --
 
     def lease_host(self, host: str, lease: str) -> Lease | None:
-        with self.engine.leasing(host, lease) as (taken, conn):
-            if conn is None:
-                return taken
-            # Taken over (free, or its holder stopped renewing): its claims go back to
-            # the queue, and the pace goes on from the state the last holder committed.
-            mine: dict[str, object] = {"host": host, "me": lease}
-            self._give_up(conn, TAKEN_OVER_GIVE_UP, mine)
-            self._run(conn, TAKEN_OVER_REQUEUE, mine)
-            state = self._run(conn, q.HOST_STATE, {"host": host}).fetchone()
-        return Lease(None if state is None else HostState(*state))
+        return self.engine.lease_host(host, lease, self.clock())
 
     def hold_host(self, host: str, lease: str, claimed: str | None) -> bool:
         """Right before a request to ``host``: whether the host and ``claimed`` are still
@@ -272,6 +263,12 @@ class SqlStore:
             params = {"host": host, "port": port, "fingerprint": fingerprint, "now": now}
             self._run(conn, q.SET_PIN, params)
 
+    def saw_tls(self, record: records.TLSRecord) -> None:
+        """Keep a host's TLS and certificate facts as seen (a new row of ``tls_history``
+        if any differs from every row of the host, else the row's ``last_seen`` moves)."""
+        with self._writing() as conn:
+            self._run(conn, q.SAW_TLS, record.params())
+
     def _log_fetch(self, conn: Any, fetch: FetchRecord) -> None:
         self._run(conn, q.LOG_FETCH, fetch.params())
         self._run(conn, q.HOST_AFTER_FETCH, fetch.host_params())
@@ -300,10 +297,9 @@ class SqlStore:
         self._sent.discard(url)
 
     def _finish(self, conn: Any, url: str, state: str, reason: str | None = None) -> None:
-        """Close a leased URL as done/refused/failed/gone: only a failure keeps its
-        attempts counted."""
-        params = {"state": state, "reason": reason, "now": self.clock(), "url": url}
-        self._run(conn, q.FINISH, {**params, "failed": state == "failed"})
+        """Close a leased URL as done/refused/failed/not_found/gone: only a failure keeps
+        its attempts counted."""
+        self._run(conn, q.FINISH, q.finish_params(url, state, reason, self.clock()))
         self._sent.discard(url)
 
     def slowed_down(self, fetch: FetchRecord) -> None:
@@ -338,30 +334,32 @@ class SqlStore:
         page, url = fetched.page, fetched.decision.url
         woken: Counter[str] = Counter()
         with self._writing(closes=True) as conn:
-            links = [] if fetched.unchanged or fetched.gone else fetched.links
+            missing = fetched.gone or fetched.not_found
+            links = [] if fetched.unchanged or missing else fetched.links
             # (every host it touches locked first, in one order: no two deadlock)
             batch = self.frontier.prepare(conn, links, also=fetched.fetch.host)
             self._run(conn, q.LOG_DECISION, fetched.decision.params())
             self._log_fetch(conn, fetched.fetch)
+            state, reason = "done", None
+            if missing:
+                state = "gone" if fetched.gone else "not_found"
+                reason = f"status {page.status}"
             if fetched.unchanged:
                 params = {"at": page.fetched_at, "meta": page.meta, "url": page.url}
                 self._run(conn, q.TOUCH_PAGE, params)
-                self._finish(conn, url, "done")
-            else:
+            elif not fetched.listed:  # (listed: not found, its last live answer kept)
                 old = self._run(conn, q.PAGE_HASH, {"url": page.url}).fetchone()
                 self.frontier.admit(conn, batch)
                 woken.update(batch.woken)
                 write_page(conn, self.engine.dialect, page, fetched.role)
-                changed = fetched.gone or (old is not None and old[0] != page.content_hash)
+                changed = missing or (old is not None and old[0] != page.content_hash)
                 if old is not None and old[1] is None and changed:
                     woken.update(self._requeue_aliases(conn, page.url))
                 if fetched.demote is not None:
                     self._demote(conn, fetched.demote, page.url)
                 if fetched.gone:
-                    self._finish(conn, url, "gone", f"status {page.status}")
-                    self._run(conn, q.HOST_URL_GONE, {"host": host_key(url)})
-                else:
-                    self._finish(conn, url, "done")
+                    self._run(conn, q.HOST_URL_GONE, {"host": fetched.fetch.host})
+            self._finish(conn, url, state, reason)
             self._schedule(conn, url, fetched.revisit)
         return dict(woken)
 
@@ -398,11 +396,20 @@ class SqlStore:
 
     def revisit(self, now: float, everything: bool = False) -> int:
         """Queue the finished URLs due at ``now`` (``everything``: all of them, due or
-        not; ``gone`` and trapped ones never); returns how many."""
+        not, but those gone; trapped ones never); returns how many."""
         with self._committing() as conn:
             if everything:
                 return int(self._run(conn, q.REVISIT_ALL).rowcount)
             return int(self._run(conn, q.REVISIT_DUE, {"now": now}).rowcount)
+
+    def revisit_due(self, now: float) -> dict[str, int]:
+        """Queue the finished URLs due at ``now``; the hosts that got queued URLs, with
+        how many."""
+        with self._committing() as conn:
+            hosts = self._run(conn, q.DUE_HOSTS, {"now": now}).fetchall()
+            if hosts:
+                self._run(conn, q.REVISIT_DUE, {"now": now})
+        return {str(host): int(n) for host, n in hosts}
 
     def prune_logs(self, before: float) -> int:
         """Delete the fetch and decision log rows older than ``before``; returns how many."""
@@ -428,9 +435,3 @@ class SqlStore:
                 self._run(conn, q.DELIST_PAGE, {"id": page_id, "now": now})
                 self._requeue_aliases(conn, str(url))
         return len(rows)
-
-
-#: A host taken over from a holder that stopped renewing: the claims it left.
-_TAKEN_OVER = "u.host = :host AND u.lease IS DISTINCT FROM :me"
-TAKEN_OVER_GIVE_UP = q.give_up(_TAKEN_OVER)
-TAKEN_OVER_REQUEUE = q.requeue_leased(_TAKEN_OVER)

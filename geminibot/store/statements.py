@@ -19,6 +19,7 @@ the ``tsvector`` columns); PostgreSQL's host leases are :mod:`geminibot.store.pg
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 from typing import Any
 
@@ -173,6 +174,19 @@ SET_PIN = sa.text(
     " first_seen = excluded.first_seen"
 )
 
+# --- TLS and certificates (tls_history) ---
+
+SAW_TLS = sa.text(
+    "INSERT INTO tls_history (host, sha256, tls_version, cipher, first_seen, last_seen,"
+    " spki_sha256, subject, issuer, sans, trust, key_type, key_bits, not_before, not_after,"
+    " name_matches, parsed) VALUES (:host, :sha256, :tls_version, :cipher, :seen, :seen,"
+    " :spki_sha256, :subject, :issuer, :sans, :trust, :key_type, :key_bits, :not_before,"
+    " :not_after, :name_matches, :parsed)"
+    " ON CONFLICT (host, sha256, tls_version, cipher) DO UPDATE SET last_seen ="
+    " CASE WHEN excluded.last_seen > tls_history.last_seen THEN excluded.last_seen"
+    " ELSE tls_history.last_seen END"
+)
+
 # --- the logs ---
 
 LOG_FETCH = sa.text(
@@ -200,10 +214,37 @@ MARK_SENT = sa.text(
     "UPDATE urls SET attempts = attempts + 1"
     " WHERE url = :url AND state = 'leased' AND lease = :lease"
 )
-#: A leased URL closed; only a failure keeps its attempts counted.
+#: A leased URL closed; only a failure keeps its attempts counted; a "not found" counts
+#: one miss more (since the first), a failure keeps them, any other answer ends them.
 FINISH = sa.text(
     "UPDATE urls SET state = :state, reason = :reason, lease = NULL, updated_at = :now,"
-    " attempts = CASE WHEN :failed THEN attempts ELSE 0 END WHERE url = :url"
+    " attempts = CASE WHEN :failed THEN attempts ELSE 0 END,"
+    " misses = CASE WHEN :not_found THEN misses + 1 WHEN :failed THEN misses ELSE 0 END,"
+    " missing_since = CASE WHEN :not_found THEN coalesce(missing_since, :now)"
+    " WHEN :failed THEN missing_since END"
+    " WHERE url = :url"
+)
+
+
+def finish_params(url: str, state: str, reason: str | None, now: float) -> dict[str, object]:
+    """The parameters of :data:`FINISH` closing ``url`` as ``state`` at ``now``."""
+    return {
+        "url": url,
+        "state": state,
+        "reason": reason,
+        "now": now,
+        "failed": state == "failed",
+        "not_found": state == "not_found",
+    }
+
+
+#: A link to a not-found URL found again: due at most ``:after`` seconds after its last
+#: answer (now, if that is past), unless it is due sooner already.
+LINKED_AGAIN = sa.text(
+    "UPDATE urls SET next_visit = CASE WHEN updated_at + :after > :now"
+    " THEN updated_at + :after ELSE :now END"
+    " WHERE url = :url AND state = 'not_found' AND (next_visit IS NULL OR next_visit >"
+    " CASE WHEN updated_at + :after > :now THEN updated_at + :after ELSE :now END)"
 )
 #: A leased URL given back to the queue; ``:sent`` (its request was sent): the attempt
 #: that request counted goes back with it.
@@ -260,6 +301,7 @@ CLAIM = (
 )
 
 
+@functools.cache
 def give_up(scope: str) -> sa.TextClause:
     """Record failed the leased URLs in ``scope`` (a condition on ``urls u``) whose
     attempts reached ``:max``."""
@@ -271,6 +313,7 @@ def give_up(scope: str) -> sa.TextClause:
     )
 
 
+@functools.cache
 def requeue_leased(scope: str) -> sa.TextClause:
     """Queue again the leased URLs in ``scope`` (a condition on ``urls u``)."""
     return sa.text(
@@ -289,14 +332,31 @@ SCHEDULE = sa.text(
 )
 PREVIOUS = sa.text(
     "SELECT p.status, p.content_hash, p.duplicate_of, u.revisit_interval, u.attempts,"
-    " p.changed_at, p.gone_at FROM urls u LEFT JOIN pages p ON p.url = u.url WHERE u.url = :url"
+    " p.changed_at, p.gone_at, u.misses, u.missing_since"
+    " FROM urls u LEFT JOIN pages p ON p.url = u.url WHERE u.url = :url"
 )
+#: The states of a URL whose visit is over: asked again when its ``next_visit`` comes
+#: (a ``gone`` URL's is NULL, but after ``geminibot recheck``).
+FINISHED_STATES = ("done", "refused", "failed", "not_found", "gone")
+FINISHED = "(" + ", ".join(f"'{state}'" for state in FINISHED_STATES) + ")"
+#: The finished URLs due at ``:now`` queued again.
 REVISIT_DUE = sa.text(
     "UPDATE urls SET state = 'queued', lease = NULL"
-    " WHERE state IN ('done', 'refused', 'failed') AND next_visit <= :now"
+    f" WHERE state IN {FINISHED} AND next_visit <= :now"
 )
+#: The hosts of the finished URLs due at ``:now``, with how many each.
+DUE_HOSTS = sa.text(
+    f"SELECT host, count(*) FROM urls WHERE state IN {FINISHED} AND next_visit <= :now"
+    " GROUP BY host"
+)
+#: ``crawl --refresh``: every finished URL queued again, but those gone.
 REVISIT_ALL = sa.text(
-    "UPDATE urls SET state = 'queued', lease = NULL WHERE state IN ('done', 'refused', 'failed')"
+    "UPDATE urls SET state = 'queued', lease = NULL"
+    " WHERE state IN ('done', 'refused', 'failed', 'not_found')"
+)
+#: Whether a finished URL is due at ``:now`` (a continuous crawl looks every DUE_POLL).
+ANY_DUE = sa.text(
+    f"SELECT EXISTS (SELECT 1 FROM urls WHERE next_visit <= :now AND state IN {FINISHED})"
 )
 #: The aliases of a canonical URL queued again now (their body is no longer its body);
 #: their hosts, one per URL.
@@ -319,7 +379,7 @@ VANISHED_PAGES = sa.text(
 NEXT_DUE = sa.text(
     "SELECT min(due) FROM ("
     " SELECT min(next_visit) AS due FROM urls WHERE next_visit IS NOT NULL"
-    "  AND state IN ('done', 'refused', 'failed')"
+    f"  AND state IN {FINISHED}"
     " UNION ALL"
     " SELECT min(h.not_before) FROM hosts h WHERE h.not_before > :now"
     "  AND EXISTS (SELECT 1 FROM urls u WHERE u.host = h.host AND u.state = 'queued')"
@@ -330,6 +390,34 @@ NEXT_DUE = sa.text(
 )
 #: Whether any URL is queued (waiting for a host skipped for now).
 ANY_QUEUED = sa.text("SELECT EXISTS (SELECT 1 FROM urls WHERE state = 'queued')")
+
+# --- recheck (geminibot.store.recheck): a URL, or a host's URLs (``:url``, ``:host``) ---
+
+#: The states of the URL, with how many (one).
+URL_STATES_OF = sa.text("SELECT state, count(*) FROM urls WHERE url = :url GROUP BY state")
+#: The states of the host's URLs, with how many each.
+HOST_STATES_OF = sa.text("SELECT state, count(*) FROM urls WHERE host = :host GROUP BY state")
+#: The URL, if gone and not due yet, live again: its host counts it (HOST_URL_GONE undoes it
+#: if it answers gone again).
+URL_GONE_BACK = sa.text(
+    "UPDATE hosts SET urls_total = urls_total + (SELECT count(*) FROM urls"
+    " WHERE url = :url AND state = 'gone' AND next_visit IS NULL) WHERE host = :host"
+)
+#: The host's gone URLs not due yet live again, as URL_GONE_BACK.
+HOST_GONE_BACK = sa.text(
+    "UPDATE hosts SET urls_total = urls_total + (SELECT count(*) FROM urls"
+    " WHERE host = :host AND state = 'gone' AND next_visit IS NULL) WHERE host = :host"
+)
+#: The URL, if finished, due at ``:now``.
+URL_DUE_NOW = sa.text(
+    f"UPDATE urls SET next_visit = :now WHERE url = :url AND state IN {FINISHED}"
+    " AND (next_visit IS NULL OR next_visit > :now)"
+)
+#: The host's finished URLs due at ``:now``.
+HOST_DUE_NOW = sa.text(
+    f"UPDATE urls SET next_visit = :now WHERE host = :host AND state IN {FINISHED}"
+    " AND (next_visit IS NULL OR next_visit > :now)"
+)
 
 # --- pages ---
 
@@ -358,11 +446,11 @@ DELETE_PAGE = sa.text("DELETE FROM pages WHERE id = :id")
 #: A page's row (``:text`` names the engine's text columns, if it keeps the text there).
 PAGE_COLUMNS = (
     "url, host, status, meta, mime, lang, size, content_hash, fetched_at, title,"
-    " duplicate_of, redirect_to, text_indexed, changed_at, gone_at"
+    " duplicate_of, redirect_to, text_indexed, changed_at, gone_at, charset_ok"
 )
 PAGE_VALUES = (
     ":url, :host, :status, :meta, :mime, :lang, :size, :hash, :at, :title, :dup, :redirect,"
-    " :keep, :changed, :gone"
+    " :keep, :changed, :gone, :charset_ok"
 )
 
 

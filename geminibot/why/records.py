@@ -45,6 +45,8 @@ class UrlRow:
     updated_at: float
     next_visit: float | None
     attempts: int
+    misses: int = 0  # "not found" answers in a row
+    missing_since: float | None = None  # the first of them
 
 
 @dataclass(frozen=True)
@@ -202,7 +204,9 @@ class Reader:
         row = (
             None
             if r is None
-            else UrlRow(int(r[0]), str(r[1]), r[2], int(r[3]), r[4], r[5], r[6], int(r[7]))
+            else UrlRow(
+                int(r[0]), str(r[1]), r[2], int(r[3]), r[4], r[5], r[6], int(r[7]), int(r[8]), r[9]
+            )
         )
         page = self.page(url)
         kept = self.page(page.duplicate_of) if page and page.duplicate_of else None

@@ -6,16 +6,21 @@ from __future__ import annotations
 import json
 import os
 import signal
+import time
 from pathlib import Path
 
 import pytest
 import trio
 import trio.testing
 from commands import crawl_in_trio
+from crawl_fakes import FakeSite, gmi
 from db_rows import rows
 from served_capsules import generate
 
 from capsule_server.testing import running_server
+from geminibot.crawl.adapters import FetchResult
+from geminibot.crawl.build import build_crawler
+from geminibot.crawl.clock import TrioWallClock
 from geminibot.crawl.continuous import (
     MAX_SLEEP,
     MIN_PAUSE,
@@ -23,10 +28,16 @@ from geminibot.crawl.continuous import (
     keep_going,
     pause,
 )
+from geminibot.crawl.settings import CrawlOptions
 from geminibot.gemini.server import ServerLimits
+from geminibot.store.crawlstore import SqliteStore
+from geminibot.store.database import Database, open_database
+from geminibot.store.db import connect
 from geminibot.store.freshness import DAY
+from geminibot.store.recheck import DUE_POLL, recheck
 
 TIMEOUT = 120.0
+A = "gemini://a.test/"
 
 
 async def wait_for(db: Path, sql: str, step: float = 600.0, most: int = 1000) -> None:
@@ -113,3 +124,74 @@ async def test_a_stop_ends_the_run_or_the_sleep(
     assert runs == 1
     assert stopped_runs == ([1] if during == "run" else [])
     assert trio.current_time() < DAY  # the sleep did not last
+
+
+async def test_a_recheck_wakes_the_sleeping_crawl_within_the_poll(
+    tmp_path: Path, in_process_clock: trio.testing.MockClock
+) -> None:
+    """After its run the crawl sleeps until the next URL is due (a day); a page made due
+    by ``geminibot recheck`` is fetched within DUE_POLL (trio's mock seconds)."""
+    capsules = tmp_path / "capsules"
+    seeds = generate(capsules, 1, 4)
+    db = tmp_path / "f.db"
+    argv = [*seeds, "--forever", "--json", "--db", str(db), "--test-range"]
+    page_url = seeds[0] + "p1.gmi"
+    async with running_server(
+        capsules, tmp_path / "certs", ServerLimits(), None, trio.current_time
+    ) as s:
+        argv += ["--connect-to", f"*.test:1965:127.0.0.1:{s.port}"]
+        with trio.fail_after(TIMEOUT * DAY):
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(crawl_in_trio, argv)
+                # the first run has ended (its batch committed, the run marked ended)
+                await wait_for(db, "SELECT 1 FROM settings WHERE key = 'run_open' AND value = '0'")
+                (capsules / "host00.test" / "p1.gmi").write_text("# Changed\n\nquokka\n")
+
+                def look_again() -> None:
+                    with open_database(str(db)) as database:  # as geminibot recheck does
+                        done = recheck(
+                            database, page_url, "host00.test", is_url=True, now=time.time()
+                        )
+                    assert done.due == 1
+
+                await trio.to_thread.run_sync(look_again)
+                asked = trio.current_time()
+                await wait_for(
+                    db,
+                    "SELECT 1 FROM pages_fts f JOIN pages p ON p.id = f.rowid"
+                    " WHERE p.url LIKE '%/p1.gmi' AND f.body LIKE '%quokka%'",
+                    step=0.5,
+                )
+                assert trio.current_time() - asked <= DUE_POLL + 5  # not a day, nor an hour
+                os.kill(os.getpid(), signal.SIGTERM)
+
+
+async def test_a_recheck_during_a_run_is_taken_by_that_run(
+    tmp_path: Path, autojump_clock: trio.testing.MockClock
+) -> None:
+    """A continuous crawl's run looks for URLs come due every ``poll_due`` seconds: a
+    page fetched early in a long run and rechecked is fetched again before the run ends."""
+    pages: dict[str, FetchResult | list[FetchResult]] = {
+        "gemini://a.test/robots.txt": FetchResult(20, "text/plain", b"User-agent: *\n"),
+        "gemini://a.test/": gmi("# Home\n" + "".join(f"=> /{i}.gmi\n" for i in range(20))),
+        **{f"gemini://a.test/{i}.gmi": gmi(f"# Page {i}\n") for i in range(20)},
+    }
+    fake = FakeSite(pages, latency=2.0)  # a run of ~45 mock seconds, one request at a time
+    conn = connect(tmp_path / "c.db")
+    database = Database("c.db", conn, path=tmp_path / "c.db")  # (the crawl's connection)
+    options = CrawlOptions(test_range=True, concurrency=1)
+    clock = TrioWallClock(lambda: 1.7e9)
+    store = SqliteStore(conn, clock.now, options.limits)  # (each write committed)
+    crawler = build_crawler(store, options, clock, fetch=fake.fetch, poll_due=5.0)
+    crawler.seed(["gemini://a.test/"])
+    done: list[int] = []
+
+    def rechecked(url: str) -> None:
+        if url.endswith("/10.gmi"):  # home fetched long ago: made due again
+            done.append(recheck(database, A, "a.test", is_url=True, now=1.7e9).due)
+
+    fake.on_request = rechecked
+    progress = await crawler.run()
+    conn.close()
+    assert done == [1]
+    assert fake.urls().count(A) == 2 and progress.revisits == 1
