@@ -110,8 +110,7 @@ class SqlStore:
     def close(self) -> None:
         self.engine.close()
 
-    def end_run(self) -> None:
-        """The crawl loop's run ended: commit what the engine holds back."""
+    def end_run(self) -> None:  # (what the engine holds back committed)
         self.engine.end_run()
 
     # -- the frontier --
@@ -137,11 +136,8 @@ class SqlStore:
         scope = self.engine.orphaned
         with self._committing() as conn:
             self.engine.recovering(conn)
-            self._give_up(conn, q.give_up(scope), {})
+            self._run(conn, q.give_up(scope), give_up_params(self.clock()))
             return int(self._run(conn, q.requeue_leased(scope)).rowcount)
-
-    def _give_up(self, conn: Any, statement: Statement, params: dict[str, object]) -> None:
-        self._run(conn, statement, give_up_params(self.clock(), **params))
 
     def claim(self, host: str, lease: str) -> Claim | None:
         """Lease the oldest queued URL of ``host`` (one another process holds is passed
@@ -264,8 +260,7 @@ class SqlStore:
             self._run(conn, q.SET_PIN, params)
 
     def saw_tls(self, record: records.TLSRecord) -> None:
-        """Keep a host's TLS and certificate facts as seen (a new row of ``tls_history``
-        if any differs from every row of the host, else the row's ``last_seen`` moves)."""
+        """Keep a host's TLS and certificate facts as seen (``tls_history``)."""
         with self._writing() as conn:
             self._run(conn, q.SAW_TLS, record.params())
 
@@ -297,8 +292,7 @@ class SqlStore:
         self._sent.discard(url)
 
     def _finish(self, conn: Any, url: str, state: str, reason: str | None = None) -> None:
-        """Close a leased URL as done/refused/failed/not_found/gone: only a failure keeps
-        its attempts counted."""
+        """Close a leased URL (only a failure keeps its attempts counted)."""
         self._run(conn, q.FINISH, q.finish_params(url, state, reason, self.clock()))
         self._sent.discard(url)
 
@@ -398,13 +392,11 @@ class SqlStore:
         """Queue the finished URLs due at ``now`` (``everything``: all of them, due or
         not, but those gone; trapped ones never); returns how many."""
         with self._committing() as conn:
-            if everything:
-                return int(self._run(conn, q.REVISIT_ALL).rowcount)
-            return int(self._run(conn, q.REVISIT_DUE, {"now": now}).rowcount)
+            statement = q.REVISIT_ALL if everything else q.REVISIT_DUE
+            return int(self._run(conn, statement, {"now": now}).rowcount)
 
     def revisit_due(self, now: float) -> dict[str, int]:
-        """Queue the finished URLs due at ``now``; the hosts that got queued URLs, with
-        how many."""
+        """Queue the finished URLs due at ``now``; the hosts that got some, how many each."""
         with self._committing() as conn:
             hosts = self._run(conn, q.DUE_HOSTS, {"now": now}).fetchall()
             if hosts:
