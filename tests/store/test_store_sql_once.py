@@ -8,6 +8,7 @@ from __future__ import annotations
 import ast
 import difflib
 import re
+from collections.abc import Iterator
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2] / "geminibot"
@@ -38,17 +39,20 @@ def normalised(sql: str) -> str:
     return " ".join(text.split()).lower()
 
 
+def strings(path: Path) -> Iterator[str]:
+    """The string constants of a module, an f-string with its values as ``{}``."""
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.JoinedStr):
+            yield "".join(v.value if isinstance(v, ast.Constant) else "{}" for v in node.values)
+        elif isinstance(node, ast.Constant) and isinstance(node.value, str):
+            yield node.value
+
+
 def statements(path: Path) -> set[str]:
     """The SQL statements written in a module: its string constants (an f-string with
     its values as ``{}``) that begin with an SQL verb."""
     found = set()
-    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
-        if isinstance(node, ast.JoinedStr):
-            text = "".join(v.value if isinstance(v, ast.Constant) else "{}" for v in node.values)
-        elif isinstance(node, ast.Constant) and isinstance(node.value, str):
-            text = node.value
-        else:
-            continue
+    for text in strings(path):
         words = text.split(None, 1)
         if words and words[0].lower() in _VERBS:
             found.add(normalised(text))
@@ -152,17 +156,7 @@ _SQL_WORD = re.compile(r"\b(from|into|set|table|index|values)\b|^\s*pragma", re.
 
 def sql_literals(path: Path) -> list[str]:
     """The string constants of a module (an f-string's values as ``{}``) that are SQL."""
-    found = []
-    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
-        if isinstance(node, ast.JoinedStr):
-            text = "".join(v.value if isinstance(v, ast.Constant) else "{}" for v in node.values)
-        elif isinstance(node, ast.Constant) and isinstance(node.value, str):
-            text = node.value
-        else:
-            continue
-        if _SQL.match(text) and _SQL_WORD.search(text):
-            found.append(text)
-    return found
+    return [text for text in strings(path) if _SQL.match(text) and _SQL_WORD.search(text)]
 
 
 #: SQL still written outside the store, to move into it, by package: at most this many.

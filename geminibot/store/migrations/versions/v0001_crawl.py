@@ -10,12 +10,10 @@ indexes are those of :data:`V1_INDEXES`, two of which version 5 dropped.
 
 from __future__ import annotations
 
-from typing import Any
-
-import sqlalchemy as sa
 from alembic import op
 
-from geminibot.store.schema import PAGES_FTS, metadata
+from geminibot.store.migrations.as_of import create_table
+from geminibot.store.schema import PAGES_FTS
 
 revision = "0001"
 down_revision = None
@@ -84,43 +82,14 @@ V1_INDEXES = (
 )
 
 
-def as_created(column: sa.Column[object]) -> sa.Column[object]:
-    """A new column made as the schema's ``column`` is (name, type, key, nullability,
-    default, identity, generated expression, foreign key)."""
-    extra: list[Any] = [
-        sa.ForeignKey(fk.target_fullname, ondelete=fk.ondelete) for fk in column.foreign_keys
-    ]
-    if column.identity is not None:
-        extra.append(sa.Identity(always=column.identity.always))
-    if column.computed is not None:
-        extra.append(sa.Computed(column.computed.sqltext, persisted=column.computed.persisted))
-    default = column.server_default
-    value: Any = default.arg if isinstance(default, sa.DefaultClause) else None
-    return sa.Column(
-        column.name,
-        column.type,
-        *extra,
-        primary_key=column.primary_key,
-        nullable=column.nullable,
-        unique=column.unique,
-        server_default=value,
-    )
-
-
 def upgrade() -> None:
-    dialect = op.get_bind().dialect.name
-    tables = metadata(dialect).tables
     for name, columns in V1_COLUMNS.items():
-        if name not in tables:
+        if not create_table(name, columns):
             continue  # (another engine's table)
-        table = tables[name]
-        kept = [c for c in table.columns if not columns or c.name in columns]
-        options = {key: value for key, value in table.kwargs.items()}
-        op.create_table(name, *(as_created(c) for c in kept), **options)
         for index_table, index, on in V1_INDEXES:
             if index_table == name:
                 op.create_index(index, name, list(on))
-    if dialect == "postgresql":
+    if op.get_bind().dialect.name == "postgresql":
         op.create_index("pages_tsv", "pages", ["tsv"], postgresql_using="gin")
     else:
         op.execute(PAGES_FTS)
