@@ -62,6 +62,9 @@ class Engine:
     drop_text: sa.TextClause
     #: Clear every host's skip of the last run.
     clear_skips: sa.TextClause
+    #: The kept text of every page whose text is searchable, in row order: its URL,
+    #: host, title, headings and body.
+    page_text: sa.TextClause
     #: Insert a page's row, its text in the columns of the engine's text index if it
     #: keeps it there (``:headings``, ``:body``).
     add_page: sa.TextClause
@@ -443,6 +446,10 @@ DELIST_PAGE = sa.text(
 )
 DELETE_LINKS = sa.text("DELETE FROM links WHERE page_id = :id")
 DELETE_PAGE = sa.text("DELETE FROM pages WHERE id = :id")
+#: The labels of the links to a file, by target (``links_target``).
+FILE_LABELS = sa.text(
+    "SELECT DISTINCT label FROM links WHERE target = :url AND label != '' LIMIT :limit"
+)
 #: A page's row (``:text`` names the engine's text columns, if it keeps the text there).
 PAGE_COLUMNS = (
     "url, host, status, meta, mime, lang, size, content_hash, fetched_at, title,"
