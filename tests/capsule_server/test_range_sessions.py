@@ -17,11 +17,10 @@ import trio.testing
 from capsule_fixtures import bundled_policies, serving_on_trio_time
 from crawlers import sqlite_crawler
 
-from capsule_server import report as report_command
 from capsule_server.cli import main
 from capsule_server.compliance_range import Scorecards, idle_warning, watch_idle
 from capsule_server.files import load_capsules
-from capsule_server.judge import HostPolicy, identities, load_policies
+from capsule_server.judge import identities
 from capsule_server.sessions import MAX_HELD_WAIT, Session, told_wait
 from geminibot.crawl.fetcher import gemini_fetch
 from geminibot.crawl.settings import CrawlOptions
@@ -32,22 +31,13 @@ from geminibot.net.connect import ConnectRule, Resolver
 from geminibot.store.db import connect
 from geminibot.store.traps import FrontierLimits
 
+pytestmark = pytest.mark.usefixtures("bundled_policies_read_once")
+
 FAST = ServerLimits(rate_burst=100_000, rate_per_second=100_000.0)
 NIGHT = dt.datetime(2026, 11, 23, 23, 0, tzinfo=dt.UTC)  # inside robots-v2's window
 ROBOTS_44 = "gemini://robots-44.test/robots.txt"
 #: URLs per host the crawler may queue (only the endless maze reaches it).
 MAZE_BOUND = 40
-
-
-@pytest.fixture(autouse=True)
-def bundled_policies_read_once(monkeypatch: pytest.MonkeyPatch, capsules_dir: Path) -> None:
-    """``capsule-server report`` judges by the bundled policies as read once per process."""
-    bundled = capsules_dir.resolve()
-
-    def load(directory: Path) -> dict[str, HostPolicy]:
-        return bundled_policies() if directory.resolve() == bundled else load_policies(directory)
-
-    monkeypatch.setattr(report_command, "load_policies", load)
 
 
 @asynccontextmanager
