@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from geminibot.policy import FetchOutcome
+from geminibot.store.feedstore import FeedLike
 from geminibot.store.pages import Page
 
 
@@ -100,7 +101,9 @@ class FetchedPage:
     ``unchanged``: the same status and body as last time: only its fetch time is updated
     (nothing re-indexed, no links queued). ``gone``: it answered 51/52: out of the index
     and of the host's live URLs. ``demote``: the canonical URL of the page's body until
-    now, which becomes an alias of this page (see ``canonical_key``)."""
+    now, which becomes an alias of this page (see ``canonical_key``). ``feed``: the page
+    read as a feed, written with it (:mod:`geminibot.store.feedstore`); ``was_feed``: the
+    URL was a feed at its last visit (fetched unchanged, the feed's fetch time moves)."""
 
     decision: DecisionRecord
     fetch: FetchRecord
@@ -111,6 +114,8 @@ class FetchedPage:
     unchanged: bool = False
     gone: bool = False
     demote: str | None = None
+    feed: FeedLike | None = None
+    was_feed: bool = False
 
 
 @dataclass(frozen=True)

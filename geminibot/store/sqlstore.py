@@ -19,6 +19,7 @@ from typing import Any
 import sqlalchemy as sa
 
 from geminibot.store import statements as q
+from geminibot.store.feedstore import TOUCH_FEED, store_feed
 from geminibot.store.freshness import VANISHED_AFTER, VANISHED_FAILURES, Visit
 from geminibot.store.pages import Page
 from geminibot.store.records import (
@@ -230,8 +231,8 @@ class SqlStore:
         return None if row is None else str(row[0])
 
     def fetched(self, fetched: FetchedPage) -> dict[str, int]:
-        """Commit a page, its decision and fetch, and its links into the frontier;
-        returns the hosts that got newly queued URLs, with how many."""
+        """Commit a page, its decision and fetch, its links into the frontier, and the
+        feed it is (if it is one: :func:`~geminibot.store.feedstore.store_feed`); returns the hosts that got newly queued URLs, with how many."""
         page, url = fetched.page, fetched.decision.url
         woken: Counter[str] = Counter()
         with self._writing(closes=True) as conn:
@@ -241,11 +242,15 @@ class SqlStore:
             if fetched.unchanged:
                 params = {"at": page.fetched_at, "meta": page.meta, "url": page.url}
                 self._run(conn, q.TOUCH_PAGE, params)
+                if fetched.was_feed:
+                    self._run(conn, TOUCH_FEED, {"at": page.fetched_at, "url": page.url})
                 self._finish(conn, url, "done")
             else:
                 old = self._run(conn, q.PAGE_HASH, {"url": page.url}).fetchone()
                 woken.update(self._queue(conn, links))
                 self._store_page(conn, page, fetched.role)
+                if fetched.feed is not None:
+                    store_feed(self._run, conn, page.url, page.host, fetched.feed, page.fetched_at)
                 changed = fetched.gone or (old is not None and old[0] != page.content_hash)
                 if old is not None and old[1] is None and changed:
                     woken.update(self._requeue_aliases(conn, page.url))
@@ -288,7 +293,12 @@ class SqlStore:
         """What the last visit of ``url`` left (None: never visited)."""
         with self._reading() as conn:
             row = self._run(conn, q.PREVIOUS, {"url": url}).fetchone()
-        return None if row is None else Visit(*row)
+        if row is None:
+            return None
+        status, content_hash, duplicate_of, interval, attempts, changed_at, gone_at, feed = row
+        return Visit(
+            status, content_hash, duplicate_of, interval, attempts, changed_at, gone_at, bool(feed)
+        )
 
     def revisit(self, now: float, everything: bool = False) -> int:
         """Queue the finished URLs due at ``now`` (``everything``: all of them, due or

@@ -164,7 +164,8 @@ SCHEDULE = sa.text(
 )
 PREVIOUS = sa.text(
     "SELECT p.status, p.content_hash, p.duplicate_of, u.revisit_interval, u.attempts,"
-    " p.changed_at, p.gone_at FROM urls u LEFT JOIN pages p ON p.url = u.url WHERE u.url = :url"
+    " p.changed_at, p.gone_at, EXISTS (SELECT 1 FROM feeds f WHERE f.url = u.url)"
+    " FROM urls u LEFT JOIN pages p ON p.url = u.url WHERE u.url = :url"
 )
 REVISIT_DUE = sa.text(
     "UPDATE urls SET state = 'queued', lease = NULL"
