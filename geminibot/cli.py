@@ -88,6 +88,12 @@ def _service() -> Register:
     return cli.register
 
 
+def _feeds() -> Register:
+    from geminibot.feeds import cli
+
+    return cli.register
+
+
 def _searchcap() -> Register:
     from geminibot.searchcap import cli
 
@@ -148,6 +154,10 @@ COMMANDS: tuple[Module, ...] = (
     Module(
         _why,
         (("why", "why a page is in a crawl's index or not, or what it knows of a host"),),
+    ),
+    Module(
+        _feeds,
+        (("feeds", "the feeds a crawl found (gemsub, Atom, RSS, twtxt), and what is new in them"),),
     ),
     Module(_searchcap, (("serve-search", "serve a crawl's index as a Gemini search capsule"),)),
     Module(

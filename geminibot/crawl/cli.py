@@ -10,7 +10,6 @@ import argparse
 import contextlib
 import errno
 import fcntl
-import re
 import sqlite3
 import sys
 import time
@@ -25,6 +24,7 @@ from geminibot.cliutil import (
     bounded_number,
     emit_json,
     human_duration,
+    parse_duration,
     positive_float,
     positive_int,
     terminal_safe,
@@ -71,19 +71,6 @@ EXIT_FAILED = 1
 RESOLVE_TIMEOUT = 10.0
 #: Longest --max-time and --min-delay accepted (a week), in seconds.
 MAX_DURATION = 7 * 86400.0
-_DURATION = re.compile(
-    r"(?:(\d+(?:\.\d+)?)d)?(?:(\d+(?:\.\d+)?)h)?(?:(\d+(?:\.\d+)?)m(?:in)?)?"
-    r"(?:(\d+(?:\.\d+)?)s?)?"
-)
-
-
-def parse_duration(text: str) -> float:
-    """``90``, ``90s``, ``5m``, ``1h30m``, ``2d`` -> seconds; raises ValueError."""
-    m = _DURATION.fullmatch(text.strip().lower().replace(" ", ""))
-    if m is None or not any(m.groups()):
-        raise ValueError(f"{text!r} is not a duration (examples: 90, 90s, 5m, 1h30m, 2d)")
-    d, h, mins, secs = (float(g) if g else 0.0 for g in m.groups())
-    return d * 86400 + h * 3600 + mins * 60 + secs
 
 
 def _duration_option(name: str, *, zero: bool) -> Any:
