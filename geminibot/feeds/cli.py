@@ -38,6 +38,9 @@ DEFAULT_SINCE = 7 * 86400.0
 MAX_SINCE = 366 * 86400.0
 #: Feeds or entries listed without ``--limit``.
 DEFAULT_LIMIT = 100
+#: Fewest columns a title is shown in, in a ``feeds --new`` line (a longer URL leaves
+#: it out: the URL is kept whole while it fits).
+MIN_TITLE = 4
 #: Columns of the capsule (host) in a ``feeds --new`` line.
 CAPSULE_WIDTH = 20
 
@@ -156,17 +159,16 @@ def feed_lines(feed: KnownFeed) -> list[str]:
 
 
 def entry_line(entry: NewEntry) -> str:
-    """One line of an entry: date, capsule, title, URL (the title cut first, then the
-    URL, so that the line fits)."""
+    """One line of an entry: date, capsule, title, URL (the title cut, or left out, so
+    that the line fits; a URL too long for the line is cut)."""
     host = clipped(terminal_safe(capsule(entry.url)), CAPSULE_WIDTH)
     url = terminal_safe(entry.url)
     head = f"{day(entry.published)}  {host:<{CAPSULE_WIDTH}}  "
     room = LINE_WIDTH - len(head) - len(url) - 2
     title = terminal_safe(entry.title)
-    if room < min(len(title), 12):
-        title = clipped(title, 12) if title else ""
-        return clipped(f"{head}{title}  {url}" if title else f"{head}{url}")
-    return f"{head}{clipped(title, room)}  {url}" if title else f"{head}{url}"
+    if not title or room < MIN_TITLE:
+        return clipped(head + url)
+    return f"{head}{clipped(title, room)}  {url}"
 
 
 def run_feeds(args: argparse.Namespace) -> int:

@@ -79,14 +79,15 @@ KNOWN_FEEDS = sa.text(
     "SELECT url, format, title, author, entries, last_entry, first_seen, fetched_at"
     " FROM feeds ORDER BY last_entry DESC NULLS LAST, url LIMIT :limit"
 )
-#: The live entries dated since a time, each URL once (its latest date and a title),
-#: newest first (then the most recently found).
+#: The live entries dated since a time, each URL once (as the feed dating it latest
+#: lists it, then the feed that listed it first), newest first (then the latest found).
 NEW_ENTRIES = sa.text(
-    "SELECT e.url, max(e.title), max(e.published), max(e.first_seen), min(f.url)"
+    "SELECT url, title, published, first_seen, feed FROM (SELECT e.url, e.title,"
+    " e.published, e.first_seen, f.url AS feed, row_number() OVER (PARTITION BY e.url"
+    " ORDER BY e.published DESC, e.first_seen, f.id) AS n"
     " FROM feed_entries e JOIN feeds f ON f.id = e.feed_id"
-    " WHERE e.removed_at IS NULL AND e.published >= :since"
-    " GROUP BY e.url ORDER BY max(e.published) DESC, max(e.first_seen) DESC, e.url"
-    " LIMIT :limit"
+    " WHERE e.removed_at IS NULL AND e.published >= :since) AS listed"
+    " WHERE n = 1 ORDER BY published DESC, first_seen DESC, url LIMIT :limit"
 )
 #: How many feeds of each format.
 FEED_FORMATS = sa.text("SELECT format, count(*) FROM feeds GROUP BY format ORDER BY format")
