@@ -26,7 +26,9 @@ Routes:
 - ``/check``: ``10`` asks for a URL or a host; ``/check?URL`` says why that page is in the
   index or not, ``/check?HOST`` what the crawl knows of the capsule (:mod:`geminibot.why`);
 - ``/about``: how the crawler behaves and how to keep it out, from the crawler's own
-  defaults and the database's settings (role, product token).
+  defaults and the database's settings (role, product token);
+- ``/feeds``, ``/new`` (``/new?QUERY``), ``/newest``, ``/random``: what is new, from the
+  feeds the crawl found (:mod:`geminibot.searchcap.whatsnew`, docs/feeds.md).
 
 Bad input is refused: a query that is not UTF-8 or longer than
 :data:`~geminibot.index.search.MAX_QUERY_LENGTH` characters, or a backlinks URL that is
@@ -37,6 +39,7 @@ with the reason, so that the user can correct it.
 
 from __future__ import annotations
 
+import random
 import re
 import time
 from collections.abc import Awaitable, Callable
@@ -59,8 +62,10 @@ from geminibot.index.tantivy_index import index_lag
 from geminibot.index.text import render_marks
 from geminibot.policy.outcomes import MAX_CACHE_SECONDS
 from geminibot.policy.site_policy import AGENTS, ROBOTS, ROBOTS2
+from geminibot.searchcap import whatsnew
 from geminibot.store import statements as q
 from geminibot.store.engines import engine_of
+from geminibot.store.freshness import FEED_MIN_REVISIT
 from geminibot.store.traps import FrontierLimits
 from geminibot.urls import URL, InvalidURL, host_key, host_url, normalise
 from geminibot.why import BadTarget
@@ -166,6 +171,7 @@ class SearchCapsule:
         wall_clock: Callable[[], float] = time.time,
         reader: str = "en",
         checks: CheckReads | None = None,
+        pick: Callable[[int, int], int] = random.randint,
     ) -> None:
         self.reads = reads
         self.wall_clock = wall_clock
@@ -174,6 +180,7 @@ class SearchCapsule:
         self.clock = clock
         self.reader = reader  # the searchers' language: others are shown beside titles
         self.checks = checks  # /check's reads, off the event loop (None: no /check)
+        self.pick = pick  # a random integer in a range, both ends included (/random)
         self._stats: tuple[float, Resolution] | None = None  # (counted at, page)
         self._routes: dict[str, Callable[[URL], Resolution | Awaitable[Resolution]]] = {
             "/": self.home,
@@ -183,6 +190,12 @@ class SearchCapsule:
             "/stats": self.stats,
             "/about": self.about,
             "/check": self.check,
+            "/feeds": lambda url: self._read(lambda conn: page(whatsnew.feeds_page(conn))),
+            "/new": self.new,
+            "/newest": lambda url: self._read(
+                lambda conn: page(whatsnew.newest_page(conn, self.wall_clock()))
+            ),
+            "/random": lambda url: self._read(self._random),
         }
 
     @classmethod
@@ -228,6 +241,10 @@ class SearchCapsule:
                 "=> /backlinks Who links to a page",
                 "=> /hosts Known capsules",
                 "=> /stats What the index holds",
+                "=> /new What is new: the entries of the feeds of the past week",
+                "=> /feeds Known feeds",
+                "=> /newest New capsules",
+                "=> /random A random page",
                 "=> /check Why is a page in the index, or not? What is known of a capsule?",
                 "=> /about About the crawler: how it behaves, how to keep it out",
             ]
@@ -317,6 +334,29 @@ class SearchCapsule:
         except ReadsBusy as exc:
             return Resolution(Status.SLOW_DOWN, str(exc.retry_after))
         return page(gemtext_page(answer))
+
+    def new(self, url: URL) -> Awaitable[Resolution]:
+        """/new, and /new?QUERY: only the entries whose page the search finds."""
+        query = decoded_query(url)
+        if query is not None and len(query) > MAX_QUERY_LENGTH:
+            raise BadInput(f"Query too long: {len(query)} characters, at most {MAX_QUERY_LENGTH}")
+        return self._read(partial(self._new, query))
+
+    def _new(self, query: str | None, conn: Any) -> Resolution:
+        matches = None
+        if query is not None:
+            try:
+                found = self.find(conn, query, whatsnew.NEW_MATCHES)
+            except QueryError as exc:
+                return Resolution(Status.INPUT, f"{one_line(str(exc), 200)}. {SEARCH_PROMPT}")
+            matches = {result.url for result in found}
+        return page(whatsnew.new_page(conn, self.wall_clock(), query, matches))
+
+    def _random(self, conn: Any) -> Resolution:
+        url = whatsnew.random_page(conn, self.pick)
+        if url is None:
+            return Resolution(Status.NOT_FOUND, "No page indexed yet")
+        return Resolution(Status.REDIRECT_TEMPORARY, url)
 
     def hosts(self, number: int) -> Awaitable[Resolution]:
         return self._read(partial(self._hosts, number))
@@ -424,6 +464,20 @@ def _about(conn: Any) -> Resolution:
         f"most {trap.max_depth} steps from where it started, "
         f"{trap.max_queries_per_path} query strings per path, URLs up to "
         f"{trap.max_url_length} bytes.",
+        "",
+        "## What is new",
+        "",
+        "While crawling it reads the pages that are feeds: gemsub pages (links whose "
+        "label starts with a date, YYYY-MM-DD), Atom, RSS and twtxt. An entry's page not "
+        "yet known is fetched soon after, and a feed that changes is read again more "
+        f"often, down to every {FEED_MIN_REVISIT / 3600:g} hour, always at its capsule's "
+        "pace.",
+        "",
+        "=> /feeds Known feeds, by format",
+        "=> /new What is new: the entries of the past week, itself a gemsub page to "
+        "subscribe to (/new?words: only the entries whose page matches the search)",
+        "=> /newest Capsules first seen in the last 30 days",
+        "=> /random A random page",
         "",
         "=> /check Why is my page in the index, or not? What is known of my capsule?",
         "=> / Home",

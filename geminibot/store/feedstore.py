@@ -1,5 +1,6 @@
 """The feeds a crawl found, and their entries: written with the page they were read from,
-read by the faces (``geminibot feeds``, the search capsule, the portal).
+read by the faces (``geminibot feeds``, the search capsule, the portal), with the other
+reads of "what is new": the capsules first seen lately, a random live page.
 
 A fetched page that is a feed (:mod:`geminibot.feeds.parse` reads it; the store takes
 anything shaped as :class:`FeedLike`) is written in the page's transaction
@@ -92,6 +93,19 @@ NEW_ENTRIES = sa.text(
 #: How many feeds of each format.
 FEED_FORMATS = sa.text("SELECT format, count(*) FROM feeds GROUP BY format ORDER BY format")
 
+#: The capsules first seen since a time that answered at least once, newest first, with
+#: their pages.
+NEWEST_HOSTS = sa.text(
+    "SELECT h.host, h.first_seen, (SELECT count(*) FROM pages p WHERE p.host = h.host)"
+    " FROM hosts h WHERE h.first_seen >= :since AND h.last_fetch_at IS NOT NULL"
+    " ORDER BY h.first_seen DESC, h.host LIMIT :limit"
+)
+PAGE_IDS = sa.text("SELECT min(id), max(id) FROM pages")
+#: The first searchable, live page from a row id on (a random page: a random id).
+LIVE_PAGE_FROM = sa.text(
+    "SELECT url FROM pages WHERE id >= :id AND text_indexed AND gone_at IS NULL ORDER BY id LIMIT 1"
+)
+
 Run = Callable[[Any, sa.TextClause, dict[str, Any]], Any]
 
 
@@ -172,3 +186,23 @@ def new_entries(conn: Any, since: float, limit: int) -> list[NewEntry]:
 def feed_formats(conn: Any) -> dict[str, int]:
     """How many feeds of each format the database knows."""
     return {str(fmt): int(n) for fmt, n in _rows(conn, FEED_FORMATS, {})}
+
+
+def newest_hosts(conn: Any, since: float, limit: int) -> list[tuple[str, float, int]]:
+    """The capsules first seen at or after ``since`` (and reached): host, when, pages."""
+    rows = _rows(conn, NEWEST_HOSTS, {"since": since, "limit": limit})
+    return [(str(host), float(first), int(pages)) for host, first, pages in rows]
+
+
+def random_live_page(conn: Any, pick: Callable[[int, int], int]) -> str | None:
+    """A searchable, live page chosen by ``pick(low, high)`` (a random integer in the
+    range, both ends included: :meth:`random.Random.randint`) among the pages' row ids;
+    None when there is none. Two reads by the primary key, whatever the index's size."""
+    low, high = _rows(conn, PAGE_IDS, {})[0]
+    if low is None:
+        return None
+    for start in (pick(int(low), int(high)), int(low)):  # past the last live one: the first
+        found = _rows(conn, LIVE_PAGE_FROM, {"id": start})
+        if found:
+            return str(found[0][0])
+    return None

@@ -1,0 +1,119 @@
+"""The search capsule's pages of what is new (docs/feeds.md): each one read of the crawl
+database (``conn``, either engine) to the lines of one gemtext page, run off the event
+loop by :class:`~geminibot.searchcap.app.SearchCapsule`.
+
+- ``/feeds``: the feeds the crawl found, by format (at most :data:`FEEDS_LISTED`);
+- ``/new``: the entries of the past :data:`NEW_SPAN` seconds, newest first, each URL once
+  (at most :data:`NEW_LISTED`), written as a gemsub page itself: a Gemini client can
+  subscribe to it. ``/new?QUERY``: only the entries whose page the search finds (among
+  its first :data:`NEW_MATCHES` results): subscribe to a search;
+- ``/newest``: the capsules first seen in the last :data:`NEWEST_SPAN` seconds;
+- ``/random``: ``30`` to a random searchable, live page.
+
+Text from the network (titles) is made one plain line
+(:func:`~geminibot.why.render.one_line`) before it goes into a page.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from datetime import UTC, datetime
+from typing import Any
+
+from geminibot.feeds.parse import FORMATS
+from geminibot.store.feedstore import (
+    feed_formats,
+    known_feeds,
+    new_entries,
+    newest_hosts,
+    random_live_page,
+)
+from geminibot.urls import InvalidURL, host_key, host_url
+from geminibot.why.render import one_line as line
+
+#: Feeds listed by /feeds.
+FEEDS_LISTED = 500
+#: Entries listed by /new.
+NEW_LISTED = 200
+#: The span /new covers: a week, in seconds.
+NEW_SPAN = 7 * 86400.0
+#: Search results /new?QUERY matches the week's entries against.
+NEW_MATCHES = 200
+#: The span /newest covers: 30 days, in seconds.
+NEWEST_SPAN = 30 * 86400.0
+#: Capsules listed by /newest.
+NEWEST_LISTED = 200
+#: Longest title shown, in characters.
+MAX_TITLE = 200
+
+
+def day(when: float | None) -> str:
+    return "-" if when is None else datetime.fromtimestamp(when, UTC).strftime("%Y-%m-%d")
+
+
+def capsule(url: str) -> str:
+    try:
+        return host_key(url)
+    except InvalidURL:
+        return ""
+
+
+def feeds_page(conn: Any) -> list[str]:
+    """/feeds: the known feeds, by format, latest entry first in each."""
+    counts = feed_formats(conn)
+    feeds = known_feeds(conn, FEEDS_LISTED)
+    lines = ["# Known feeds", ""]
+    if not feeds:
+        lines += ["The crawl has found no feed yet.", ""]
+    for fmt in FORMATS:
+        listed = [f for f in feeds if f.format == fmt]
+        if not listed:
+            continue
+        lines += [f"## {fmt} ({counts.get(fmt, len(listed))})", ""]
+        for feed in listed:
+            title = line(feed.title, MAX_TITLE) or feed.url
+            note = f"{feed.entries} entries, latest {day(feed.last_entry)}"
+            lines.append(f"=> {feed.url} {title} · {note}")
+        lines.append("")
+    lines += ["=> /new What is new (subscribe to it)", "=> / Home"]
+    return lines
+
+
+def new_page(
+    conn: Any, now: float, query: str | None = None, matches: set[str] | None = None
+) -> list[str]:
+    """/new (``query``: /new?QUERY, its entries only those in ``matches``): the entries
+    of the past week as a gemsub page (a date at the start of each link's label)."""
+    entries = new_entries(conn, now - NEW_SPAN, NEW_LISTED if matches is None else NEW_MATCHES)
+    if matches is not None:
+        entries = [e for e in entries if e.url in matches][:NEW_LISTED]
+    title = "What is new in Geminispace" if query is None else f"What is new: {line(query, 100)}"
+    lines = [f"# {title}", ""]
+    lines.append("The entries of the past week in the feeds the crawl knows, newest first.")
+    lines.append("Subscribe to this page: each dated link is an entry.")
+    lines.append("")
+    if not entries:
+        lines += ["Nothing new this week.", ""]
+    for entry in entries:
+        lines.append(
+            f"=> {entry.url} {day(entry.published)} {line(entry.title, MAX_TITLE) or capsule(entry.url)}"
+        )
+    lines += ["", "=> /feeds Known feeds", "=> /newest New capsules", "=> / Home"]
+    return lines
+
+
+def newest_page(conn: Any, now: float) -> list[str]:
+    """/newest: the capsules first seen in the last 30 days, newest first."""
+    hosts = newest_hosts(conn, now - NEWEST_SPAN, NEWEST_LISTED)
+    lines = ["# New capsules", "", "Capsules the crawl first met in the last 30 days.", ""]
+    if not hosts:
+        lines += ["None lately.", ""]
+    for host, first_seen, pages in hosts:
+        lines.append(f"=> {host_url(host)} {host}: first seen {day(first_seen)}, {pages} pages")
+    lines += ["", "=> /new What is new", "=> / Home"]
+    return lines
+
+
+def random_page(conn: Any, pick: Callable[[int, int], int]) -> str | None:
+    """/random: the URL of a random searchable, live page (None: none yet)."""
+    return random_live_page(conn, pick)
