@@ -10,7 +10,8 @@ Routes (see docs/portal.md):
 - with ``capsule``: ``/PATH[?QUERY]`` shows that path of the one capsule, as Kineto does;
 - with a crawl database (``checks``, its reads off the event loop): ``/check`` is a form, ``/check?q=URL|HOST`` says why
   a page is in the crawl's index or not, or what it knows of a capsule
-  (:mod:`geminibot.why`).
+  (:mod:`geminibot.why`); ``/feeds``, ``/new`` (``/new?q=QUERY``), ``/newest``,
+  ``/random`` and ``/new.atom`` say what is new (:class:`~geminibot.portal.whatsnew.WhatsNew`).
 
 Only origin-form request targets (``/...``) are answered. A ``POST`` to a page address
 answers a ``10``/``11`` prompt: the form's ``input`` becomes the Gemini query.
@@ -45,6 +46,7 @@ from geminibot.portal.limits import ClientBuckets
 from geminibot.portal.pages import COMMON_HEADERS, HTTPResponse, Pages
 from geminibot.portal.render import Strip, esc, notice
 from geminibot.portal.upstream import WEB_CLIENT, Busy, NotReachable, Refused, Upstream
+from geminibot.portal.whatsnew import WhatsNew
 from geminibot.urls import URL, InvalidURL
 from geminibot.why import BadTarget
 from geminibot.why.reads import CheckReads
@@ -126,10 +128,14 @@ class PortalApp:
     @checks.setter
     def checks(self, checks: CheckReads | None) -> None:
         self._checks = checks
-        if checks is None:
-            self.routes.pop("/check", None)
-        else:
-            self.routes["/check"] = self._check
+        new = None if checks is None else WhatsNew(self.pages, checks.reads, self.wall_clock)
+        for path in ("/check", *WhatsNew.PATHS):
+            if new is None:
+                self.routes.pop(path, None)
+            elif path == "/check":
+                self.routes[path] = self._check
+            else:
+                self.routes[path] = partial(_whatsnew, new, path)
 
     @property
     def home(self) -> str:
@@ -403,6 +409,10 @@ def _target(scope: Scope) -> str:
 
 def _without_query(url: URL) -> str:
     return str(url).split("?", 1)[0]
+
+
+async def _whatsnew(pages: WhatsNew, path: str, request: Request) -> HTTPResponse:
+    return await pages.answer(path, request.query)
 
 
 def _see_other(where: str) -> HTTPResponse:

@@ -65,6 +65,7 @@ from geminibot.policy.site_policy import AGENTS, ROBOTS, ROBOTS2
 from geminibot.searchcap import whatsnew
 from geminibot.store import statements as q
 from geminibot.store.engines import engine_of
+from geminibot.store.feedstore import NEW_MATCHES
 from geminibot.store.freshness import FEED_MIN_REVISIT
 from geminibot.store.traps import FrontierLimits
 from geminibot.urls import URL, InvalidURL, host_key, host_url, normalise
@@ -346,7 +347,7 @@ class SearchCapsule:
         matches = None
         if query is not None:
             try:
-                found = self.find(conn, query, whatsnew.NEW_MATCHES)
+                found = self.find(conn, query, NEW_MATCHES)
             except QueryError as exc:
                 return Resolution(Status.INPUT, f"{one_line(str(exc), 200)}. {SEARCH_PROMPT}")
             matches = {result.url for result in found}

@@ -2,16 +2,16 @@
 database (``conn``, either engine) to the lines of one gemtext page, run off the event
 loop by :class:`~geminibot.searchcap.app.SearchCapsule`.
 
-- ``/feeds``: the feeds the crawl found, by format (at most :data:`FEEDS_LISTED`);
-- ``/new``: the entries of the past :data:`NEW_SPAN` seconds, newest first, each URL once
-  (at most :data:`NEW_LISTED`), written as a gemsub page itself: a Gemini client can
-  subscribe to it. ``/new?QUERY``: only the entries whose page the search finds (among
-  its first :data:`NEW_MATCHES` results): subscribe to a search;
-- ``/newest``: the capsules first seen in the last :data:`NEWEST_SPAN` seconds;
+- ``/feeds``: the feeds the crawl found, by format;
+- ``/new``: the entries of the past week, newest first, each URL once, written as a
+  gemsub page itself: a Gemini client can subscribe to it. ``/new?QUERY``: only the
+  entries whose page the search finds: subscribe to a search;
+- ``/newest``: the capsules first seen in the last 30 days;
 - ``/random``: ``30`` to a random searchable, live page.
 
 Text from the network (titles) is made one plain line
-(:func:`~geminibot.why.render.one_line`) before it goes into a page.
+(:func:`~geminibot.why.render.one_line`) before it goes into a page. The spans and
+bounds are those of :mod:`geminibot.store.feedstore`, shared with the portal.
 """
 
 from __future__ import annotations
@@ -22,27 +22,18 @@ from typing import Any
 
 from geminibot.feeds.parse import FORMATS
 from geminibot.store.feedstore import (
+    FEEDS_LISTED,
+    NEWEST_LISTED,
+    NEWEST_SPAN,
     feed_formats,
     known_feeds,
-    new_entries,
     newest_hosts,
     random_live_page,
+    week,
 )
 from geminibot.urls import InvalidURL, host_key, host_url
 from geminibot.why.render import one_line as line
 
-#: Feeds listed by /feeds.
-FEEDS_LISTED = 500
-#: Entries listed by /new.
-NEW_LISTED = 200
-#: The span /new covers: a week, in seconds.
-NEW_SPAN = 7 * 86400.0
-#: Search results /new?QUERY matches the week's entries against.
-NEW_MATCHES = 200
-#: The span /newest covers: 30 days, in seconds.
-NEWEST_SPAN = 30 * 86400.0
-#: Capsules listed by /newest.
-NEWEST_LISTED = 200
 #: Longest title shown, in characters.
 MAX_TITLE = 200
 
@@ -84,9 +75,7 @@ def new_page(
 ) -> list[str]:
     """/new (``query``: /new?QUERY, its entries only those in ``matches``): the entries
     of the past week as a gemsub page (a date at the start of each link's label)."""
-    entries = new_entries(conn, now - NEW_SPAN, NEW_LISTED if matches is None else NEW_MATCHES)
-    if matches is not None:
-        entries = [e for e in entries if e.url in matches][:NEW_LISTED]
+    entries = week(conn, now, matches)
     title = "What is new in Geminispace" if query is None else f"What is new: {line(query, 100)}"
     lines = [f"# {title}", ""]
     lines.append("The entries of the past week in the feeds the crawl knows, newest first.")

@@ -25,6 +25,19 @@ import sqlalchemy as sa
 
 from geminibot.store.engines import engine_of
 
+#: Feeds a face lists (``/feeds``).
+FEEDS_LISTED = 500
+#: Entries a face lists (``/new``, ``/new.atom``).
+NEW_LISTED = 200
+#: The span ``/new`` covers: a week, in seconds.
+NEW_SPAN = 7 * 86400.0
+#: Search results ``/new`` with a query matches the week's entries against.
+NEW_MATCHES = 200
+#: The span ``/newest`` covers: 30 days, in seconds.
+NEWEST_SPAN = 30 * 86400.0
+#: Capsules ``/newest`` lists.
+NEWEST_LISTED = 200
+
 
 class EntryLike(Protocol):
     """What the store keeps of a feed's entry."""
@@ -181,6 +194,16 @@ def new_entries(conn: Any, since: float, limit: int) -> list[NewEntry]:
     """The live entries dated at or after ``since``, newest first, each URL once."""
     rows = _rows(conn, NEW_ENTRIES, {"since": since, "limit": limit})
     return [NewEntry(str(u), str(t), float(p), float(s), str(f)) for u, t, p, s, f in rows]
+
+
+def week(conn: Any, now: float, matches: set[str] | None = None) -> list[NewEntry]:
+    """The faces' ``/new``: the entries of the :data:`NEW_SPAN` before ``now``, newest
+    first, at most :data:`NEW_LISTED`; with ``matches`` (the URLs a search found), only
+    those among the first :data:`NEW_MATCHES`."""
+    if matches is None:
+        return new_entries(conn, now - NEW_SPAN, NEW_LISTED)
+    listed = new_entries(conn, now - NEW_SPAN, NEW_MATCHES)
+    return [e for e in listed if e.url in matches][:NEW_LISTED]
 
 
 def feed_formats(conn: Any) -> dict[str, int]:

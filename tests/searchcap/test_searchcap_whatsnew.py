@@ -8,60 +8,23 @@ from __future__ import annotations
 from collections.abc import Callable
 from contextlib import closing
 from pathlib import Path
-from typing import Any
 
 import pytest
 from commands import answer_of
-from pages import gemtext_page
+from whatsnew_db import ATOM, DAY, LOG, NOW, whatsnew_db
 
-from geminibot.feeds.parse import Entry, Feed, read_feed
+from geminibot.feeds.parse import read_feed
 from geminibot.gemini.server import Resolution
 from geminibot.gemini.urls import parse_request
 from geminibot.index.reads import Reads
 from geminibot.index.search import MAX_QUERY_LENGTH
 from geminibot.searchcap import SearchCapsule
-from geminibot.store.db import connect, transaction
-from geminibot.store.feedstore import store_feed
-from geminibot.store.pages import store_page
-from geminibot.store.sqlite_sql import ENGINE
-
-DAY = 86400.0
-NOW = 1_750_000_000.0
-LOG = "gemini://log.test/index.gmi"
-ATOM = "gemini://news.test/atom.xml"
-
-
-def post(n: int, age_days: float, title: str) -> Entry:
-    return Entry(f"gemini://log.test/{n}.gmi", title, NOW - age_days * DAY)
+from geminibot.store.db import connect
 
 
 @pytest.fixture
 def db(tmp_path: Path) -> str:
-    path = tmp_path / "idx.db"
-    conn = connect(path)
-
-    def run(c: Any, statement: Any, params: dict[str, Any]) -> Any:
-        return c.execute(ENGINE.sql[statement], params)
-
-    with transaction(conn):
-        for n, words in ((1, "tomatoes in May"), (2, "basil and more"), (3, "old tomatoes")):
-            store_page(conn, gemtext_page(f"gemini://log.test/{n}.gmi", f"P{n}", words), "indexer")
-        gemsub = Feed(
-            "gemsub",
-            "A \x1b[31mlog",
-            None,
-            (post(1, 1, "Tomatoes\nin May"), post(2, 3, ""), post(3, 30, "Too old")),
-        )
-        store_feed(run, conn, LOG, "log.test", gemsub, NOW - DAY)
-        atom = Feed("atom", "News", "Ann", (post(1, 1, "Tomatoes again"),))
-        store_feed(run, conn, ATOM, "news.test", atom, NOW - DAY)
-        conn.execute(
-            "INSERT INTO hosts (host, first_seen, last_fetch_at) VALUES"
-            f" ('log.test', {NOW - 2 * DAY}, {NOW}), ('news.test', {NOW - 90 * DAY}, {NOW}),"
-            f" ('never.test', {NOW - DAY}, NULL)"
-        )
-    conn.close()
-    return str(path)
+    return whatsnew_db(tmp_path / "idx.db")
 
 
 def ask(db: str, path_query: str, pick: Callable[[int, int], int] = max) -> Resolution:
@@ -81,7 +44,7 @@ def test_feeds_are_listed_by_format(db: str) -> None:
     assert "## atom (1)" in text and "## gemsub (1)" in text
     assert text.index("## gemsub") < text.index("## atom")  # the formats in their order
     assert f"=> {LOG} A [31mlog · 3 entries, latest " in text  # control characters folded
-    assert f"=> {ATOM} News · 1 entries, latest " in text
+    assert f"=> {ATOM} News <&> · 1 entries, latest " in text
 
 
 def test_new_is_a_gemsub_page_of_the_week(db: str) -> None:
