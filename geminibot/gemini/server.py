@@ -47,6 +47,7 @@ import time
 from collections import Counter
 from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
 from contextlib import suppress
+from contextvars import ContextVar
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
@@ -169,6 +170,12 @@ def _context(info: CertInfo) -> ssl.SSLContext:
     ctx.load_cert_chain(info.cert_path, info.key_path)
     ctx.num_tickets = SESSION_TICKETS
     return ctx
+
+
+#: The client of the request a handler answers (its :func:`client_key`), for a handler
+#: with limits of its own per client (the search capsule's ``/submit``); set by the
+#: server in each connection's task before it calls the handler.
+REQUEST_CLIENT: ContextVar[str] = ContextVar("REQUEST_CLIENT", default="")
 
 
 def client_key(address: str) -> str:
@@ -474,6 +481,7 @@ class GeminiServer:
         if url.port not in (DEFAULT_PORT, local_port):
             return Resolution(Status.PROXY_REQUEST_REFUSED, "This server does not serve that port")
         try:
+            REQUEST_CLIENT.set(client_key(record.client))
             answer = handler(url)
             return await answer if inspect.isawaitable(answer) else answer
         except Exception as exc:  # a handler's bug must not take the server down

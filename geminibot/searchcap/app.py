@@ -28,7 +28,9 @@ Routes:
 - ``/about``: how the crawler behaves and how to keep it out, from the crawler's own
   defaults and the database's settings (role, product token);
 - ``/feeds``, ``/new`` (``/new?QUERY``), ``/newest``, ``/random``: what is new, from the
-  feeds the crawl found (:mod:`geminibot.searchcap.whatsnew`, docs/feeds.md).
+  feeds the crawl found (:mod:`geminibot.searchcap.whatsnew`, docs/feeds.md);
+- ``/submit``: ``10`` asks for a URL; ``/submit?URL`` queues it to be fetched soon, or
+  says why not (:mod:`geminibot.searchcap.submit`).
 
 Bad input is refused: a query that is not UTF-8 or longer than
 :data:`~geminibot.index.search.MAX_QUERY_LENGTH` characters, or a backlinks URL that is
@@ -63,6 +65,7 @@ from geminibot.index.text import render_marks
 from geminibot.policy.outcomes import MAX_CACHE_SECONDS
 from geminibot.policy.site_policy import AGENTS, ROBOTS, ROBOTS2
 from geminibot.searchcap import whatsnew
+from geminibot.searchcap.submit import PER_CLIENT, SUBMIT_PROMPT, Submissions
 from geminibot.store import statements as q
 from geminibot.store.engines import engine_of
 from geminibot.store.feedstore import NEW_MATCHES
@@ -173,6 +176,7 @@ class SearchCapsule:
         reader: str = "en",
         checks: CheckReads | None = None,
         pick: Callable[[int, int], int] = random.randint,
+        submissions: Submissions | None = None,
     ) -> None:
         self.reads = reads
         self.wall_clock = wall_clock
@@ -182,6 +186,7 @@ class SearchCapsule:
         self.reader = reader  # the searchers' language: others are shown beside titles
         self.checks = checks  # /check's reads, off the event loop (None: no /check)
         self.pick = pick  # a random integer in a range, both ends included (/random)
+        self.submissions = submissions  # /submit (None: 51)
         self._stats: tuple[float, Resolution] | None = None  # (counted at, page)
         self._routes: dict[str, Callable[[URL], Resolution | Awaitable[Resolution]]] = {
             "/": self.home,
@@ -197,6 +202,7 @@ class SearchCapsule:
                 lambda conn: page(whatsnew.newest_page(conn, self.wall_clock()))
             ),
             "/random": lambda url: self._read(self._random),
+            "/submit": self.submit,
         }
 
     @classmethod
@@ -246,6 +252,7 @@ class SearchCapsule:
                 "=> /feeds Known feeds",
                 "=> /newest New capsules",
                 "=> /random A random page",
+                "=> /submit Ask for a page or a feed to be fetched soon",
                 "=> /check Why is a page in the index, or not? What is known of a capsule?",
                 "=> /about About the crawler: how it behaves, how to keep it out",
             ]
@@ -352,6 +359,20 @@ class SearchCapsule:
                 return Resolution(Status.INPUT, f"{one_line(str(exc), 200)}. {SEARCH_PROMPT}")
             matches = {result.url for result in found}
         return page(whatsnew.new_page(conn, self.wall_clock(), query, matches))
+
+    async def submit(self, url: URL) -> Resolution:
+        """/submit: a URL to fetch soon (:mod:`geminibot.searchcap.submit`)."""
+        text = decoded_query(url)
+        if text is None:
+            return Resolution(Status.INPUT, SUBMIT_PROMPT)
+        if self.submissions is None:
+            return Resolution(Status.NOT_FOUND, "This capsule takes no submissions")
+        try:
+            return page(await self.submissions.answer(text))
+        except BadTarget as exc:
+            return Resolution(Status.BAD_REQUEST, one_line(str(exc), 200))
+        except ReadsBusy as exc:
+            return Resolution(Status.SLOW_DOWN, str(exc.retry_after))
 
     def _random(self, conn: Any) -> Resolution:
         url = whatsnew.random_page(conn, self.pick)
@@ -479,6 +500,9 @@ def _about(conn: Any) -> Resolution:
         "subscribe to (/new?words: only the entries whose page matches the search)",
         "=> /newest Capsules first seen in the last 30 days",
         "=> /random A random page",
+        f"=> /submit Ask for a page or a feed to be fetched soon (at most {PER_CLIENT} an "
+        "hour; it goes through the crawl's scope, the capsule's policy and pace like any "
+        "link)",
         "",
         "=> /check Why is my page in the index, or not? What is known of my capsule?",
         "=> / Home",

@@ -308,6 +308,13 @@ class SqlStore:
                 return int(self._run(conn, q.REVISIT_ALL).rowcount)
             return int(self._run(conn, q.REVISIT_DUE, {"now": now}).rowcount)
 
+    def requeue(self, url: str) -> bool:
+        """Queue the finished ``url`` again now (a submission: see
+        :mod:`geminibot.store.submissions`); False when it is not finished (queued,
+        leased, trapped) or not known."""
+        with self._committing() as conn:
+            return bool(self._run(conn, q.REQUEUE, {"url": url}).rowcount)
+
     def prune_logs(self, before: float) -> int:
         """Delete the fetch and decision log rows older than ``before``; returns how many."""
         with self._committing() as conn:

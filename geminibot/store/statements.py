@@ -181,6 +181,11 @@ REQUEUE_ALIASES = sa.text(
     " WHERE state IN ('done', 'refused', 'failed')"
     " AND url IN (SELECT url FROM pages WHERE duplicate_of = :url) RETURNING host"
 )
+#: A known, finished URL queued again now (a submission), its revisit time cleared.
+REQUEUE = sa.text(
+    "UPDATE urls SET state = 'queued', lease = NULL, next_visit = NULL, reason = NULL"
+    " WHERE url = :url AND state IN ('done', 'refused', 'failed', 'gone')"
+)
 #: The pages still in the search index (text, or a hash to be found by) of the hosts
 #: vanished at a time (:mod:`geminibot.store.freshness`): id and URL.
 VANISHED_PAGES = sa.text(

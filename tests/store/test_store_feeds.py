@@ -95,3 +95,16 @@ def test_the_aggregator_shows_an_entry_of_two_feeds_once(
         assert [e.url for e in found] == [POSTS[3], POSTS[1]]  # newest first, each once
         assert new_entries(conn, since=0.0, limit=1)[0].url == POSTS[3]
         assert feed_formats(conn) == {"atom": 1, "gemsub": 1}
+
+
+def test_a_submission_is_queued_or_queued_again(store: CrawlStore, db: str) -> None:
+    from geminibot.store.submissions import submit
+
+    store.seed([LOG])
+    commit(store, LOG, gemsub(0), at=100.0)
+    assert store.state_of(LOG) == ("done", None)
+    assert submit(db, LOG, lambda: 200.0) == "queued again"
+    assert store.state_of(LOG) == ("queued", None)
+    assert submit(db, LOG, lambda: 200.0) == "already queued"
+    assert submit(db, POSTS[3], lambda: 200.0) == "queued"
+    assert store.state_of(POSTS[3]) == ("queued", None)
