@@ -510,7 +510,22 @@ async def _run_forever(
             flush=True,
         )
 
-    await keep_going(run_once, due, stopper, on_sleep)
+    def queued() -> int:
+        from geminibot.store import statements as q
+        from geminibot.store.engines import engine_of
+
+        def count(db_conn: Any) -> int:
+            row = db_conn.execute(engine_of(db_conn).sql[q.COUNT_QUEUED]).fetchone()
+            return int(row[0]) if row else 0
+
+        if not is_postgres(args.db):
+            return count(conn)
+        from geminibot.store import pg
+
+        with pg.connect(args.db) as pg_conn:
+            return count(pg_conn)
+
+    await keep_going(run_once, due, stopper, on_sleep, queued)
     return EXIT_OK
 
 

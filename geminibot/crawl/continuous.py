@@ -9,7 +9,10 @@ URLs still queued (their host skipped for now) the host's back-off (``hosts.not_
 or its cached policy files' expiry (``robots.expires_at``, a robots.txt's 24 hours; a
 visit window or an unreachable host is looked at again after :data:`QUEUED_RECHECK`).
 The loop sleeps until then, at least :data:`MIN_PAUSE` and at most :data:`MAX_SLEEP` (so
-that URLs queued by others, on a shared PostgreSQL store, are taken within that time).
+that URLs queued by others, on a shared PostgreSQL store, are taken within that time);
+told how many URLs are queued (``queued``), it looks every :data:`QUEUE_POLL` seconds of
+its sleep and wakes when more are than when it fell asleep: a URL submitted to the search
+capsule (``/submit``) is taken within that time.
 
 :class:`Stopper` stops it: the run in progress (its requests in flight go back to the
 queue, as Ctrl-C does a single crawl) or the sleep. Every stop resumes: the store is the
@@ -31,6 +34,9 @@ from geminibot.crawl.clock import TrioWallClock
 MIN_PAUSE = 1.0
 #: Longest sleep between two runs (seconds).
 MAX_SLEEP = 3600.0
+#: Seconds between two looks at the queue during a sleep (a URL submitted meanwhile wakes
+#: the loop).
+QUEUE_POLL = 30.0
 #: When URLs are still queued after a run (their host skipped for now: a visit window,
 #: no answer), how soon they are tried again at the latest (seconds).
 QUEUED_RECHECK = 300.0
@@ -87,14 +93,29 @@ class Stopper:
                 self.stop()
                 return
 
-    async def sleep(self, seconds: float) -> None:
-        """Sleep ``seconds``, or until :meth:`stop`."""
+    async def sleep(self, seconds: float, queued: Callable[[], int] | None = None) -> None:
+        """Sleep ``seconds``, or until :meth:`stop`, or (``queued``: how many URLs are
+        queued, looked at every :data:`QUEUE_POLL` seconds) until more are queued than
+        when it began."""
         if self.stopped:
             return
         with trio.CancelScope() as scope:
             self._sleep = scope
-            await trio.sleep(seconds)
+            if queued is None:
+                await trio.sleep(seconds)
+            else:
+                await _sleep_watching(seconds, queued)
         self._sleep = None
+
+
+async def _sleep_watching(seconds: float, queued: Callable[[], int]) -> None:
+    """Sleep ``seconds``, or until more URLs are queued than at the start."""
+    before = queued()
+    end = trio.current_time() + seconds
+    while (left := end - trio.current_time()) > 0:
+        await trio.sleep(min(QUEUE_POLL, left))
+        if queued() > before:
+            return
 
 
 async def keep_going(
@@ -102,13 +123,15 @@ async def keep_going(
     due: Callable[[float], float | None],
     stopper: Stopper,
     on_sleep: Callable[[float, float | None], None] | None = None,
+    queued: Callable[[], int] | None = None,
 ) -> int:
     """Run ``run_once(wall_clock)`` (one crawl, its clock the loop's), then sleep until
     ``due(now)``, again and again until ``stopper`` stops it; returns the runs made.
 
     The wall clock is the time at the start advanced by trio's clock (under trio's mock
     clock a test sleeps through days at once); ``on_sleep(seconds, due)`` is told of each
-    sleep."""
+    sleep; ``queued()``, how many URLs are queued, lets a sleep end early when more are
+    (:meth:`Stopper.sleep`)."""
     clock = TrioWallClock()
     clock.start()
     runs = 0
@@ -122,5 +145,5 @@ async def keep_going(
         seconds = pause(now, when)
         if on_sleep is not None:
             on_sleep(seconds, when)
-        await stopper.sleep(seconds)
+        await stopper.sleep(seconds, queued)
     return runs

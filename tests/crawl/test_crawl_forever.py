@@ -19,6 +19,7 @@ from capsule_server.testing import running_server
 from geminibot.crawl.continuous import (
     MAX_SLEEP,
     MIN_PAUSE,
+    QUEUE_POLL,
     Stopper,
     keep_going,
     pause,
@@ -113,3 +114,28 @@ async def test_a_stop_ends_the_run_or_the_sleep(
     assert runs == 1
     assert stopped_runs == ([1] if during == "run" else [])
     assert trio.current_time() < DAY  # the sleep did not last
+
+
+async def test_a_url_queued_during_the_sleep_wakes_it_within_a_poll(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    """A URL submitted (queued by another process) while the loop sleeps a day is taken
+    at the next look at the queue, QUEUE_POLL seconds at most."""
+    stopper = Stopper()
+    starts: list[float] = []
+    queue = [0]
+
+    async def run_once(clock: object) -> None:
+        starts.append(trio.current_time())
+        if len(starts) == 2:
+            stopper.stop()
+
+    async def submit_later() -> None:
+        await trio.sleep(100.0)
+        queue[0] += 1
+
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(submit_later)
+        runs = await keep_going(run_once, lambda now: now + DAY, stopper, queued=lambda: queue[0])
+    assert runs == 2
+    assert 100.0 < starts[1] - starts[0] <= 100.0 + QUEUE_POLL
