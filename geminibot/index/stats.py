@@ -9,6 +9,7 @@ from typing import Any, Protocol
 
 from geminibot.cliutil import LINE_WIDTH, clipped, terminal_safe
 from geminibot.index.freshness import format_freshness, freshness
+from geminibot.store.feedstore import feed_formats
 
 #: Longest list of per-host refusal counts reported.
 TOP_REFUSING_HOSTS = 10
@@ -180,6 +181,7 @@ def stats(conn: Connection, now: float | None = None, lag: int | None = None) ->
             " GROUP BY 1 ORDER BY 2 DESC, 1",
         ),
         "refusals": int(one("SELECT count(*) FROM decisions WHERE NOT allowed").fetchone()[0]),
+        "feeds": feed_formats(conn),
         "refusals_by_host": _counts(
             conn,
             "SELECT host, count(*) FROM decisions WHERE NOT allowed"
@@ -207,6 +209,7 @@ def format_stats(data: dict[str, Any]) -> str:
         ("frontier", "frontier"),
         ("trap bounds hit", "traps"),
         ("refusals by host", "refusals_by_host"),
+        ("feeds by format", "feeds"),
     ):
         # Hosts and MIME types come from servers: escaped, and cut to half a line.
         rows = [(clipped(terminal_safe(k), LINE_WIDTH // 2), v) for k, v in data[key].items()]

@@ -137,3 +137,10 @@ def test_feeds_never_creates_a_database(tmp_path: Path) -> None:
     assert proc.returncode == 2 and "no such database" in proc.stderr
     assert not (tmp_path / "none.db").exists()
     assert run_main(["feeds", "--db", str(tmp_path / "x.db"), "--since", "1d"]).returncode == 2
+
+
+def test_stats_count_the_feeds_by_format(crawled: str) -> None:
+    data = json.loads(run_main(["stats", "--db", crawled, "--json"]).stdout)
+    assert data["feeds"] == {"atom": 1, "gemsub": 1, "rss": 1, "twtxt": 1}
+    text = run_main(["stats", "--db", crawled]).stdout
+    assert "feeds by format:\n  atom    1\n  gemsub  1\n" in text
