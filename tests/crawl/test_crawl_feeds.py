@@ -69,3 +69,25 @@ def test_a_changed_feed_is_revisited_sooner_down_to_its_floor() -> None:
     plain = Visit(20, "another body", None, 1.5 * FEED_MIN_REVISIT, 0)
     page = page_item(answer("# Plain\n", previous=plain), NOW, every_link)
     assert page.revisit is not None and page.revisit.interval == MIN_REVISIT
+
+
+BILLION_LAUGHS = (
+    '<?xml version="1.0"?><!DOCTYPE lolz [<!ENTITY lol "lol">'
+    + "".join(
+        f'<!ENTITY lol{n} "{f"&lol{n - 1};" * 10 if n > 1 else "&lol;" * 10}">'
+        for n in range(1, 10)
+    )
+    + ']><feed xmlns="http://www.w3.org/2005/Atom"><title>&lol9;</title></feed>'
+)
+
+
+def test_hostile_feeds_are_bounded_and_the_page_still_committed() -> None:
+    laughs = page_item(answer(BILLION_LAUGHS, meta="application/atom+xml"), NOW, every_link)
+    assert laughs.feed is None and laughs.revisit is not None  # refused, the page kept
+    many = "# Many\n" + "".join(f"=> /p/{n}.gmi 2024-01-01 Post {n}\n" for n in range(50_000))
+    item = page_item(answer(many), NOW, every_link)
+    assert item.feed is not None and len(item.feed.entries) == 1000 and item.feed.truncated
+    assert len(list(item.links)) <= 1000  # the entries are the links: no more queued
+    future = "# Later\n=> /a.gmi 9999-12-31 Far away\n=> /b.gmi 2024-01-01 Fine\n"
+    dated = page_item(answer(future), NOW, every_link).feed
+    assert dated is not None and [e.title for e in dated.entries] == ["Fine"]
