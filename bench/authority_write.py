@@ -24,6 +24,7 @@ from pathlib import Path
 
 from geminibot.index import authority
 from geminibot.store.db import transaction
+from geminibot.store.sqlite_sql import ENGINE
 
 
 def tables(path: Path, pages: int, hosts: int) -> sqlite3.Connection:
@@ -49,7 +50,7 @@ def tables(path: Path, pages: int, hosts: int) -> sqlite3.Connection:
 def one_transaction(conn: sqlite3.Connection, ranks: list[tuple[str, float, float]]) -> None:
     with timed(conn):
         conn.execute("CREATE TEMP TABLE host_rank (host TEXT PRIMARY KEY, score REAL, weight REAL)")
-        authority.replace_authority(conn, ranks)
+        authority.replace_authority(conn, ranks, ENGINE.sql)
         conn.execute("DROP TABLE temp.host_rank")
 
 

@@ -231,15 +231,17 @@ def settled(work: Path) -> bool:
         return False
     conn = sqlite3.connect(work / "engine.db")
     try:
-        return open_current(conn) is not None and _lag(conn) == 0
+        return open_current(conn) is not None and _lag(work / "engine.db") == 0
     finally:
         conn.close()
 
 
-def _lag(conn: sqlite3.Connection) -> int:
+def _lag(db: Path) -> int:
     from geminibot.index.tantivy_index import index_lag
+    from geminibot.store.database import open_database
 
-    lag = index_lag(conn)
+    with open_database(str(db)) as database:
+        lag = index_lag(database)
     return -1 if lag is None else lag
 
 

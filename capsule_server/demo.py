@@ -26,8 +26,8 @@ import trio
 from capsule_server.files import bundled_capsules, load_capsules
 from capsule_server.testing import running_server
 from geminibot.cliutil import bounded_number, say
-from geminibot.crawl.crawler import sqlite_crawler
-from geminibot.crawl.fetcher import gemini_fetch
+from geminibot.crawl.build import Network, build_crawler
+from geminibot.crawl.clock import TrioWallClock
 from geminibot.crawl.progress import Progress
 from geminibot.crawl.settings import CrawlOptions
 from geminibot.gemini.client import GeminiClient
@@ -36,7 +36,7 @@ from geminibot.index import search
 from geminibot.index.stats import format_stats, stats
 from geminibot.net.connect import ConnectRule, Resolver
 from geminibot.searchcap import SearchCapsule
-from geminibot.store.db import connect
+from geminibot.store.database import open_database
 from geminibot.store.traps import FrontierLimits
 
 #: Longest the demo crawls (seconds of wall-clock time). Most capsules are done in a few
@@ -71,15 +71,18 @@ async def crawl_capsules(directory: Path, db: Path, certs: Path, seconds: float)
             allow_hosts=("*.test",),
             limits=FrontierLimits(max_urls_per_host=DEMO_HOST_URLS),
         )
-        crawler = sqlite_crawler(
-            connect(db), gemini_fetch(GeminiClient(connect_to=resolver)), options
-        )
-        crawler.seed([f"gemini://{host}/" for host in hosts])
-        print(f"Crawling {len(hosts)} capsules served on 127.0.0.1:{server.port} ...")
-        with trio.move_on_after(seconds):
-            return await crawler.run()
-        crawler.stop()
-        return crawler.progress
+        clock = TrioWallClock()
+        with (
+            open_database(str(db), write=True) as database,
+            database.crawl_store(clock.now, options.limits) as store,
+        ):
+            crawler = build_crawler(store, options, clock, network=Network(resolver))
+            crawler.seed([f"gemini://{host}/" for host in hosts])
+            print(f"Crawling {len(hosts)} capsules served on 127.0.0.1:{server.port} ...")
+            with trio.move_on_after(seconds):
+                return await crawler.run()
+            crawler.stop()
+            return crawler.progress
 
 
 async def serve_search(db: Path, certs: Path, seconds: float) -> None:
@@ -158,13 +161,12 @@ def main(argv: list[str] | None = None) -> None:
                 "  ",
                 "  ",
             )
-        conn = connect(db)
-        print("\n== geminibot stats\n" + format_stats(stats(conn)))
-        for query in QUERIES:
-            print(f"\n== geminibot search {query!r}")
-            for n, r in enumerate(search(conn, query, 3), 1):
-                print(r.as_text(n))
-        conn.close()
+        with open_database(str(db)) as database:
+            print("\n== geminibot stats\n" + format_stats(stats(database)))
+            for query in QUERIES:
+                print(f"\n== geminibot search {query!r}")
+                for n, r in enumerate(search(database.connection, query, 3), 1):
+                    print(r.as_text(n))
         trio.run(serve_search, db, Path(tmp) / "certs", args.serve_seconds)
     print("\nTry it yourself: .venv/bin/geminibot crawl --help (docs/crawl.md), then")
     print("  .venv/bin/geminibot serve-search --db PATH --port 1965")

@@ -187,12 +187,14 @@ def add_judging_options(parser: argparse.ArgumentParser) -> None:
         "--agent", default="geminibot", help="product token to judge for (default: geminibot)"
     )
     parser.add_argument(
-        "--as",
+        "--detail",
         dest="judge_as",
         metavar="IDENTITY",
         help="detail the breaches of this identity (indexer, 'indexer (strict)', *, the "
         "--agent token...; default: the one the client came closest to)",
     )
+    # The old spelling: elsewhere --as names the virtual agents a bot acts as.
+    parser.add_argument("--as", dest="judge_as", help=argparse.SUPPRESS)
 
 
 def register(commands: Any) -> None:

@@ -140,7 +140,7 @@ COMMANDS: tuple[Module, ...] = (
     ),
     Module(
         _compare,
-        (("compare", "where a host's web and Gemini policies disagree, per bot class"),),
+        (("compare", "where a host's web and Gemini policies disagree, and for which bots"),),
     ),
     Module(_db, (("db", "crawl databases: move a crawl to PostgreSQL"),)),
     Module(

@@ -92,6 +92,34 @@ class Parser(argparse.ArgumentParser):
     def error(self, message: str) -> NoReturn:
         self.exit(EXIT_USAGE, f"{self.prog}: {terminal_safe(message)}\n")
 
+    def parse_known_args(  # type: ignore[override]
+        self, args: Sequence[str] | None = None, namespace: argparse.Namespace | None = None
+    ) -> tuple[argparse.Namespace, list[str]]:
+        """As argparse's, noting in the namespace the innermost (sub)command's parser that
+        parsed, so that :meth:`parse_args` reports an unknown argument as that command's
+        (``geminibot policy check: unrecognized arguments: ...``)."""
+        parsed, extras = super().parse_known_args(args, namespace)
+        if getattr(parsed, _COMMAND_PARSER, None) is None:
+            setattr(parsed, _COMMAND_PARSER, self)
+        return parsed, extras
+
+    def parse_args(  # type: ignore[override]
+        self, args: Sequence[str] | None = None, namespace: argparse.Namespace | None = None
+    ) -> argparse.Namespace:
+        parsed, extras = self.parse_known_args(args, namespace)
+        command = getattr(parsed, _COMMAND_PARSER, None)
+        if hasattr(parsed, _COMMAND_PARSER):
+            delattr(parsed, _COMMAND_PARSER)
+        if extras:
+            (command if isinstance(command, Parser) else self).error(
+                f"unrecognized arguments: {' '.join(extras)}"
+            )
+        return parsed
+
+
+#: The namespace attribute where :class:`Parser` notes which command's parser parsed.
+_COMMAND_PARSER = "_command_parser"
+
 
 Number = TypeVar("Number", int, float)
 
@@ -214,6 +242,18 @@ def terminal_safe(text: str, *, keep_lines: bool = False) -> str:
     pass for the program's own. ``keep_lines``: tabs and line breaks (LF, CRLF) are kept,
     for a text of several lines (a page's body)."""
     return (_TEXT_UNSAFE if keep_lines else _LINE_UNSAFE).sub(_escape, text)
+
+
+def counted(n: int, noun: str, plural: str | None = None) -> str:
+    """``n`` and ``noun`` agreeing: ``1 request``, ``2 requests``, ``0 entries`` (give
+    ``plural`` when adding "s" is wrong: ``counted(n, "entry", "entries")``)."""
+    return f"{n} {noun if n == 1 else plural or noun + 's'}"
+
+
+def with_article(noun: str) -> str:
+    """``noun`` after "a" or "an" by its first letter: ``an indexer``, ``a webproxy``,
+    ``an archiver`` (by spelling: good for the project's words, not for "an hour")."""
+    return ("an " if noun[:1].lower() in "aeiou" else "a ") + noun
 
 
 #: Columns a line for a person fits in when nothing says the terminal is wider.

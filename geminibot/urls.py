@@ -164,9 +164,9 @@ def parse_url(text: str, schemes: Collection[str] = tuple(DEFAULT_PORTS)) -> URL
     if not authority:
         raise MissingHost(f"URL has no host: {text!r}")
     host, port = parse_authority(authority, DEFAULT_PORTS[scheme])
-    path = remove_dot_segments(_normalise_escapes(path, _PATH_SAFE)) or "/"
+    path = remove_dot_segments(normalise_escapes(path)) or "/"
     if query is not None:
-        query = _normalise_escapes(query, _QUERY_SAFE)
+        query = normalise_escapes(query)
     return URL(scheme, host, port, path, query)
 
 
@@ -340,6 +340,47 @@ def _percent_decode_host(name: str) -> str:
 
 def _is_ipv4(name: str) -> bool:
     return name.count(".") == 3 and name.replace(".", "").isdigit() and name.isascii()
+
+
+#: The characters normalisation leaves as they are in a path or query (a regex class):
+#: no ``%`` (an escape may need decoding), nothing to escape.
+PLAIN_CHARACTERS = r"[A-Za-z0-9\-._~!$&'()*+,;=:@/?]"
+_PLAIN = re.compile(PLAIN_CHARACTERS + "*").fullmatch
+_DOT_SEGMENT = re.compile(r"/\.\.?(?:[/?]|\Z)")
+
+
+def is_normalised(text: str) -> bool:
+    """Whether :func:`normalise_path_query` leaves ``text`` (or the path and query of a
+    URL that contains only such characters) as it is: no escape, no character to
+    escape, no dot segment. Cheap; a False may still normalise to itself."""
+    if _PLAIN(text) is None:
+        return False
+    return "/." not in text or _DOT_SEGMENT.search(text) is None
+
+
+def normalise_path_query(text: str) -> str:
+    """The one normalisation of a URL's path and query, for fetching and for every policy
+    decision alike: :func:`normalise_escapes`, then :func:`remove_dot_segments` on the
+    path (what precedes the first ``?``). ``text`` starts with ``/`` or is empty; "" and
+    a lone query get the path ``/``. Idempotent; what :func:`parse_url` does to a URL's
+    path and query, so ``normalise_path_query(url.path_query) == url.path_query``. A
+    result always starts with ``/``."""
+    if is_normalised(text):
+        return text if text[:1] == "/" else "/" + text
+    path, mark, query = normalise_escapes(text).partition("?")
+    return remove_dot_segments("/" + path if path[:1] != "/" else path) + mark + query
+
+
+def normalise_escapes(text: str, keep: str = "") -> str:
+    """Percent-encoding normalisation (RFC 3986 section 6.2.2, RFC 9309 section 2.2.2):
+    an escape of an unreserved character (``%7E``, ``%5F``, ``%41``) is decoded, every
+    other escape gets upper-case hex digits (``%2f`` -> ``%2F``, never decoded), and a
+    character that may not appear in a path or query (space, ``"``, ``[``, controls,
+    non-ASCII...) is percent-encoded as UTF-8, as is a ``%`` that starts no escape.
+    ``keep`` names further ASCII characters left as they are (a glob's ``[`` ``]``)."""
+    if not keep:
+        return text if _PLAIN(text) is not None else _normalise_escapes(text, _QUERY_SAFE)
+    return _normalise_escapes(text, _QUERY_SAFE | frozenset(keep))
 
 
 def _normalise_escapes(text: str, safe: frozenset[str]) -> str:

@@ -182,7 +182,7 @@ async def crawl_in_trio(argv: Sequence[str]) -> subprocess.CompletedProcess[str]
 
 
 def start_serve_search(
-    db: Path, certs: Path, *options: str
+    db: Path | str, certs: Path, *options: str
 ) -> tuple[subprocess.Popen[str], int, str]:
     """``geminibot serve-search --db DB --port 0 --certs CERTS OPTIONS...`` in a child
     process, once it listens: the process (standard error a pipe, read past its first line),

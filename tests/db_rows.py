@@ -1,10 +1,17 @@
-"""Rows of a crawl database another process is writing (importable as ``db_rows``:
-``tests/`` is on ``sys.path``)."""
+"""Rows of a crawl database another process is writing, and a crawl database opened to
+read (importable as ``db_rows``: ``tests/`` is on ``sys.path``)."""
 
 from __future__ import annotations
 
 import sqlite3
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
+
+from geminibot.index.search import SearchResult
+from geminibot.index.search_cli import search_function
+from geminibot.store.database import open_database
 
 
 def rows(db: Path, sql: str) -> list[tuple[object, ...]]:
@@ -17,3 +24,11 @@ def rows(db: Path, sql: str) -> list[tuple[object, ...]]:
         return []
     finally:
         conn.close()
+
+
+@contextmanager
+def reading(db: str) -> Iterator[tuple[Any, Callable[..., list[SearchResult]]]]:
+    """The crawl database ``db`` (either engine) opened to read: its DBAPI connection and
+    its engine's search (called with that connection)."""
+    with open_database(db) as database:
+        yield database.connection, search_function(database)

@@ -32,12 +32,21 @@ SEARCH_EVERY = 0.5
 class Service:
     """``geminibot serve`` in a child process; its JSON log lines collected by a thread."""
 
-    def __init__(self, argv: list[str]) -> None:
+    def __init__(self, argv: list[str], cwd: Path | None = None, entry_point: bool = False) -> None:
+        """``entry_point``: started as an operator does, by the installed ``geminibot``
+        script (beside this interpreter), not ``python -m``, which puts ``cwd`` first on
+        ``sys.path``."""
+        command = (
+            [str(Path(sys.executable).parent / "geminibot")]
+            if entry_point
+            else [sys.executable, "-m", "geminibot"]
+        )
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "geminibot", "serve", *argv],
+            [*command, "serve", *argv],
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             text=True,
+            cwd=cwd,
         )
         self.records: list[dict[str, Any]] = []
         self._reader = threading.Thread(target=self._read, daemon=True)

@@ -17,6 +17,7 @@ LAYERS = {
     "geminibot": 0,  # the package itself (__version__)
     "geminibot.urls": 0,
     "geminibot.cliutil": 0,
+    "geminibot.defaults": 0,
     "geminibot.policy": 1,
     "geminibot.net": 1,
     "geminibot.gemini": 2,
@@ -35,7 +36,7 @@ LAYERS = {
     "capsule_server": 9,
 }
 #: Modules whose very point is to import nothing else of geminibot.
-STANDALONE = ("geminibot.urls", "geminibot.cliutil")
+STANDALONE = ("geminibot.urls", "geminibot.cliutil", "geminibot.defaults")
 
 
 @dataclass(frozen=True)

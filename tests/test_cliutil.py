@@ -16,10 +16,12 @@ from geminibot.cliutil import (
     Parser,
     bounded_number,
     clipped,
+    counted,
     port_number,
     positive_float,
     positive_int,
     terminal_safe,
+    with_article,
     wrapped,
 )
 
@@ -125,3 +127,29 @@ def test_an_error_quoting_what_it_was_given_is_escaped(tmp_path: Path) -> None:
     assert missing.stderr == f"geminibot: {tmp_path}/x\\x1b]0;owned\\x07: no such file\n"
     bad = run_main(["crawl", "gemini://a.test/", "--max-time", "9\x1b[2J"])
     assert bad.returncode == 2 and "\x1b" not in bad.stderr and bad.stderr.count("\n") == 1
+
+
+@pytest.mark.parametrize(
+    ("n", "noun", "plural", "text"),
+    [
+        (0, "request", None, "0 requests"),
+        (1, "request", None, "1 request"),
+        (2, "entry", "entries", "2 entries"),
+        (1, "entry", "entries", "1 entry"),
+    ],
+)
+def test_counted_agrees_in_number(n: int, noun: str, plural: str | None, text: str) -> None:
+    assert counted(n, noun, plural) == text
+
+
+@pytest.mark.parametrize(
+    ("noun", "text"),
+    [
+        ("indexer", "an indexer"),
+        ("archiver", "an archiver"),
+        ("webproxy", "a webproxy"),
+        ("researcher", "a researcher"),
+    ],
+)
+def test_with_article_reads_as_english(noun: str, text: str) -> None:
+    assert with_article(noun) == text

@@ -140,8 +140,8 @@ def register(commands: Any) -> None:
         "--protocol",
         choices=("gemini", "http"),
         default="gemini",
-        help="with --against and a policy file: the protocol of the host (default gemini; "
-        "on Gemini hosts robots2.txt's 'ask' counts as 'no')",
+        help="with --against and a policy file: the protocol of the host the policy files "
+        "are from (on Gemini, robots2.txt's 'ask' counts as 'no')",
     )
     add_connect_to_option(parser, "with --against gemini://...")
     parser.add_argument("--json", action="store_true", help="one JSON object per line")

@@ -14,9 +14,8 @@ from importlib import resources
 from geminibot.classify.activities import Activity, UnknownActivityError, parse_activities
 from geminibot.classify.profile import Profile, is_product_token
 from geminibot.classify.rules import VIRTUAL_AGENT_NAMES
+from geminibot.policy.cli import REGISTRY_RESOURCE
 
-#: The registry shipped as package data.
-REGISTRY_RESOURCE = ("geminibot", "data/bots.toml")
 #: The registry file is refused past this size (it is hand-written data).
 MAX_REGISTRY_BYTES = 1024 * 1024
 

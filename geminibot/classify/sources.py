@@ -24,12 +24,13 @@ from urllib.parse import urlsplit
 
 import trio
 
-from geminibot.cliutil import CommandError, read_source
+from geminibot.cliutil import CommandError
 from geminibot.gemini.client import GeminiClient
 from geminibot.gemini.urls import parse_url
 from geminibot.http.client import WebClient, WebResponse
 from geminibot.http.urls import parse_web_url
 from geminibot.net.errors import FetchError, RedirectRefused, TooManyRedirects
+from geminibot.policy.cli import read_policy_file
 from geminibot.policy.discovery import (
     MAX_ROBOTS_REDIRECTS,
     POLICY_FETCH_BYTES,
@@ -54,7 +55,7 @@ def _file_kind(path: str) -> str:
 
 def site_from_file(source: str, protocol: Scheme) -> SitePolicy:
     """One policy file, as if fetched successfully from a host of ``protocol``."""
-    _, data = read_source(source)
+    _, data = read_policy_file(source)
     kind = _file_kind(source) if source != "-" else ROBOTS
     return SitePolicy.from_texts(
         protocol,

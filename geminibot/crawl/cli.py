@@ -7,21 +7,20 @@ when this module is: every ``--help`` starts without them.
 from __future__ import annotations
 
 import argparse
-import contextlib
 import errno
-import fcntl
 import sqlite3
 import sys
 import time
-from collections.abc import Awaitable, Callable, Iterator
-from contextlib import contextmanager, nullcontext
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from geminibot import defaults
 from geminibot.cliutil import (
     EXIT_OK,
     CommandError,
     bounded_number,
+    counted,
     emit_json,
     human_duration,
     parse_duration,
@@ -41,24 +40,18 @@ from geminibot.crawl.settings import (
 )
 from geminibot.http.urls import DEFAULT_INFO_URL
 from geminibot.net.connect import Resolver, add_connect_to_option, connect_rules, is_loopback
-from geminibot.net.guard import AddressGuard, IPNetwork, parse_network
+from geminibot.net.guard import IPNetwork, parse_network
 from geminibot.policy.cli import agent_option
-from geminibot.store.databases import display as without_password
-from geminibot.store.databases import is_postgres, open_pg_store
-from geminibot.store.db import checkpoint, connect
-from geminibot.store.errors import DatabaseError
+from geminibot.store.database import Database, open_database
 from geminibot.store.traps import DEFAULT_MAX_DEPTH, MAX_URLS_PER_HOST, FrontierLimits
-from geminibot.urls import SCHEMES, host_url, normalise, parse_url
+from geminibot.urls import SCHEMES, normalise, parse_url
 
 if TYPE_CHECKING:
     from geminibot.crawl.clock import TrioWallClock
     from geminibot.crawl.continuous import Stopper
     from geminibot.crawl.crawler import Crawler
-    from geminibot.crawl.display import Display
     from geminibot.crawl.progress import Progress
     from geminibot.crawl.warc import WarcArchive
-    from geminibot.http.client import WebClient
-    from geminibot.net.dns import DnsCache
     from geminibot.store.crawlstore import CrawlStore
 
 #: Exit code of a crawl stopped by Ctrl-C (resumable).
@@ -67,8 +60,6 @@ EXIT_INTERRUPTED = 130
 #: URLs were queued (every host with work skipped for now), or could not write its
 #: database (disk full) or its WARC files: what was committed is kept, run it again.
 EXIT_FAILED = 1
-#: Seconds a host name's lookup may take (for pacing by address).
-RESOLVE_TIMEOUT = 10.0
 #: Longest --max-time and --min-delay accepted (a week), in seconds.
 MAX_DURATION = 7 * 86400.0
 
@@ -143,8 +134,9 @@ def register(commands: Any) -> None:
         "--as",
         dest="role",
         choices=ROLES,
-        default="indexer",
-        help="virtual agent (activity) (default indexer)",
+        default=defaults.CRAWL_ROLE,
+        help="the Gemini virtual agent the crawler acts as, as in 'policy check --as': "
+        "indexer, archiver or researcher (default indexer)",
     )
     crawl.add_argument(
         "--agent",
@@ -168,7 +160,7 @@ def register(commands: Any) -> None:
     crawl.add_argument(
         "--min-delay",
         type=_duration_option("duration", zero=True),
-        default=0.0,
+        default=defaults.CRAWL_MIN_DELAY,
         metavar="SECONDS",
         help="wait at least this long between two requests to one host or address, "
         "whatever a policy says or the address's pace (default 0; the pace starts at "
@@ -269,38 +261,6 @@ def _network(text: str) -> IPNetwork:
         raise argparse.ArgumentTypeError(str(exc)) from None
 
 
-def _cannot_write(db: Path, exc: OSError) -> CommandError:
-    """The one line for a --db whose folder cannot be written."""
-    folder = db.parent if str(db.parent) else Path(".")
-    if db.exists():
-        return CommandError(
-            f"{db}: cannot write in {folder} ({exc.strerror}): a crawl writes its database "
-            "and the -wal, -shm and .lock files beside it; geminibot search and stats can "
-            "read it where it is"
-        )
-    if not folder.is_dir():
-        return CommandError(f"{db}: cannot create the database there: no folder {folder}")
-    return CommandError(f"{db}: cannot create the database there: {exc.strerror}")
-
-
-@contextmanager
-def _exclusive(db: Path) -> Iterator[None]:
-    """One crawl per database at a time (the lock goes with the process, even on kill -9)."""
-    if db.is_dir():
-        raise CommandError(f"{db}: is a folder; --db names the crawl's database file")
-    lock_path = db.with_name(db.name + ".lock")
-    try:
-        lock = lock_path.open("w")
-    except OSError as exc:
-        raise _cannot_write(db, exc) from None
-    with lock:
-        try:
-            fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            raise CommandError(f"{db}: another crawl is using this database") from None
-        yield
-
-
 def _options(args: argparse.Namespace) -> tuple[list[str], CrawlOptions, Resolver]:
 
     seeds = []
@@ -340,31 +300,6 @@ def _options(args: argparse.Namespace) -> tuple[list[str], CrawlOptions, Resolve
     return seeds, options, resolver
 
 
-def address_of(resolver: Resolver, dns: DnsCache | None = None) -> Callable[[str], Awaitable[str]]:
-    """For the crawler: where a host key's requests go, ``address port N`` (the
-    --connect-to rule applied, the name resolved through ``dns``, the cache the Gemini
-    client shares, bounded by RESOLVE_TIMEOUT), so that hosts on one server are paced as
-    one. A name that does not resolve is its own address (its requests will fail on
-    their own)."""
-    import trio
-
-    from geminibot.net.dns import DnsCache
-
-    cache = dns if dns is not None else DnsCache()
-
-    async def lookup(host: str) -> str:
-        url = parse_url(host_url(host))
-        address, port = resolver.address(url.host, url.port)
-        if resolver.loopback_only and not is_loopback(address):
-            return f"{address} port {port}"  # refused anyway: no lookup
-        with trio.move_on_after(RESOLVE_TIMEOUT):
-            with contextlib.suppress(OSError):
-                address = await cache.resolve(address, port)
-        return f"{address} port {port}"
-
-    return lookup
-
-
 def _warc_archive(args: argparse.Namespace, db: Path, run_id: str) -> WarcArchive:
     from geminibot.crawl.warc import WarcArchive
 
@@ -377,11 +312,10 @@ def _warc_archive(args: argparse.Namespace, db: Path, run_id: str) -> WarcArchiv
         raise CommandError(f"--warc-dir {warc_dir}: cannot write there: {exc.strerror}") from None
 
 
-async def _crawl(crawler: Crawler, web: WebClient, stopper: Stopper) -> tuple[Progress, bool]:
+async def _crawl(crawler: Crawler, stopper: Stopper) -> tuple[Progress, bool]:
     stopper.running(crawler.stop)
     try:
-        async with web:
-            progress = await crawler.run()
+        progress = await crawler.run()
     finally:
         stopper.running(None)
     return progress, stopper.stopped
@@ -449,57 +383,38 @@ async def crawl_async(args: argparse.Namespace) -> int:
 
 async def _crawl_stoppable(args: argparse.Namespace, stopper: Stopper) -> int:
     seeds, options, resolver = _options(args)
-    shared = is_postgres(args.db)
-    if args.lease_seconds is not None and not shared:
-        raise CommandError("--lease-seconds is for a postgresql:// --db")
-    if shared and options.role == "archiver" and not args.warc_dir:
-        raise CommandError("--as archiver with a postgresql:// --db needs --warc-dir")
-    db = Path(args.db)
-    with nullcontext() if shared else _exclusive(db):
-        if shared:
-            conn = open_pg_store(args.db, options.limits, args.lease_seconds)
-        else:
-            try:
-                conn = connect(db)
-            except DatabaseError as exc:
-                raise CommandError(str(exc)) from None
-        label = without_password(args.db) if shared else str(db)
+    with open_database(args.db, write=True, lease_seconds=args.lease_seconds) as database:
+        if database.shared and options.role == "archiver" and not args.warc_dir:
+            raise CommandError("--as archiver with a postgresql:// --db needs --warc-dir")
         try:
             if args.forever:
-                code = await _run_forever(args, db, label, conn, stopper)
+                code = await _run_forever(args, database, stopper)
             else:
-                code = await _run(args, db, label, conn, seeds, options, resolver, stopper)
-            if not shared:  # a clean end: no WAL left beside the database
-                checkpoint(conn)
+                code = await _run(args, database, seeds, options, resolver, stopper)
+            database.checkpoint()  # a clean end: no WAL left beside the database
             return code
         except (sqlite3.Error, OSError, BaseExceptionGroup) as exc:
             cause = _environment_error(exc)
             if cause is None:
                 raise
-            raise _failure(label, cause) from None
-        finally:
-            conn.close()
+            raise _failure(database.name, cause) from None
 
 
-async def _run_forever(
-    args: argparse.Namespace, db: Path, label: str, conn: Any, stopper: Stopper
-) -> int:
+async def _run_forever(args: argparse.Namespace, database: Database, stopper: Stopper) -> int:
     """Crawl runs one after the other, each when work is due (:mod:`.continuous`), until
     ``stopper`` stops them: exit 0."""
     from geminibot.crawl.continuous import keep_going, next_due
 
     async def run_once(wall_clock: Callable[[], float]) -> None:
         seeds, options, resolver = _options(args)
-        await _run(args, db, label, conn, seeds, options, resolver, stopper, wall_clock)
+        await _run(args, database, seeds, options, resolver, stopper, wall_clock)
         args.refresh = False  # --refresh: the first run only
 
     def due(now: float) -> float | None:
-        if not is_postgres(args.db):
-            return next_due(conn, now)
-        from geminibot.store import pg
-
-        with pg.connect(args.db) as pg_conn:
-            return next_due(pg_conn, now)
+        if not database.shared:
+            return next_due(database, now)
+        with open_database(args.db) as fresh:  # (a connection idle for hours may be gone)
+            return next_due(fresh, now)
 
     def on_sleep(seconds: float, when: float | None) -> None:
         what = "nothing due" if when is None else "the next URL is due"
@@ -512,83 +427,23 @@ async def _run_forever(
 
     def queued() -> int:
         from geminibot.store import statements as q
-        from geminibot.store.engines import engine_of
 
-        def count(db_conn: Any) -> int:
-            row = db_conn.execute(engine_of(db_conn).sql[q.COUNT_QUEUED]).fetchone()
+        def count(db: Database) -> int:
+            row = db.run(q.COUNT_QUEUED).fetchone()
             return int(row[0]) if row else 0
 
-        if not is_postgres(args.db):
-            return count(conn)
-        from geminibot.store import pg
-
-        with pg.connect(args.db) as pg_conn:
-            return count(pg_conn)
+        if not database.shared:
+            return count(database)
+        with open_database(args.db) as fresh:
+            return count(fresh)
 
     await keep_going(run_once, due, stopper, on_sleep, queued)
     return EXIT_OK
 
 
-def _crawler(
-    args: argparse.Namespace,
-    options: CrawlOptions,
-    store: CrawlStore,
-    clock: TrioWallClock,
-    resolver: Resolver,
-    lease: str,
-    archive: WarcArchive | None,
-    display: Display,
-) -> tuple[Crawler, WebClient]:
-    """The crawl engine and its parts, built from the options (and its web client, which
-    the crawl opens and closes)."""
-    from geminibot.crawl.crawler import Crawler
-    from geminibot.crawl.fetcher import CRAWL_LIMITS, ProtocolFetcher, gemini_fetch
-    from geminibot.gemini.client import GeminiClient
-    from geminibot.http.client import WebClient, user_agent
-    from geminibot.net.dns import DnsCache
-    from geminibot.store.crawlstore import StoreKnownHosts
-
-    # One DNS cache for both clients and the address lookup: the addresses paced as one
-    # are those connected to, a name is resolved once per DNS_TTL whatever asks, and
-    # every address connected to (links, redirects, policy files) passes the guard.
-    guard = AddressGuard(
-        loopback_only=options.test_range,
-        allow=tuple(args.allow_address),
-        advice="; --allow-address CIDR reaches such a network",
-    )
-    dns = DnsCache(guard=guard)
-    web = WebClient(
-        user_agent=user_agent(options.agent, info_url=args.contact),
-        connect_to=resolver,
-        limits=CRAWL_LIMITS,
-        dns=dns,
-    )
-    # Certificates pinned in the crawl's database on first use; a changed one is refused.
-    gemini = GeminiClient(
-        connect_to=resolver,
-        limits=CRAWL_LIMITS,
-        known_hosts=StoreKnownHosts(store, clock.now),
-        strict_tofu=True,
-        dns=dns,
-    )
-    crawler = Crawler(
-        store,
-        ProtocolFetcher(gemini=gemini_fetch(gemini), web=web),
-        options,
-        clock=clock,
-        archive=archive,
-        on_progress=display,
-        address_of=address_of(resolver, dns),
-        lease=lease,
-    )
-    return crawler, web
-
-
 async def _run(
     args: argparse.Namespace,
-    db: Path,
-    label: str,
-    conn: Any,
+    database: Database,
     seeds: list[str],
     options: CrawlOptions,
     resolver: Resolver,
@@ -596,13 +451,27 @@ async def _run(
     wall_clock: Callable[[], float] = time.time,
 ) -> int:
     from geminibot.crawl.clock import TrioWallClock
-    from geminibot.crawl.display import Display
-    from geminibot.crawl.runrecord import record_run
-    from geminibot.store.crawlstore import SqliteStore
 
     clock = TrioWallClock(wall_clock)
-    shared = is_postgres(args.db)
-    store = conn if shared else SqliteStore(conn, clock.now, options.limits, batch=True)
+    with database.crawl_store(clock.now, options.limits) as store:
+        return await _run_on(args, database.name, store, seeds, options, resolver, stopper, clock)
+
+
+async def _run_on(
+    args: argparse.Namespace,
+    label: str,
+    store: CrawlStore,
+    seeds: list[str],
+    options: CrawlOptions,
+    resolver: Resolver,
+    stopper: Stopper,
+    clock: TrioWallClock,
+) -> int:
+    """One crawl run on ``store`` (its database named ``label`` in messages)."""
+    from geminibot.crawl.build import Network, build_crawler
+    from geminibot.crawl.display import Display
+    from geminibot.crawl.runrecord import record_run
+
     try:
         check_settings(store, options)
     except ConfigMismatch as exc:
@@ -611,14 +480,23 @@ async def _run(
     lease = new_lease()  # this process among those sharing the store; the WARC run's name
     archive = None
     if options.role == "archiver":
-        archive = _warc_archive(args, db, lease)
+        archive = _warc_archive(args, Path(args.db), lease)
     elif args.warc_dir:
         raise CommandError("--warc-dir is for --as archiver only")
     display = Display(sys.stderr)
-    crawler, web = _crawler(args, options, store, clock, resolver, lease, archive, display)
+    network = Network(resolver, tuple(args.allow_address), args.contact)
+    crawler = build_crawler(
+        store,
+        options,
+        clock,
+        network=network,
+        archive=archive,
+        on_progress=display,
+        lease=lease,
+    )
     try:
         crawler.seed(seeds)
-        progress, interrupted = await _crawl(crawler, web, stopper)
+        progress, interrupted = await _crawl(crawler, stopper)
     finally:
         display.end()
         if archive is not None:
@@ -629,7 +507,7 @@ async def _run(
     if progress.pages == 0 and progress.errors and not progress.limit:
         # Nothing fetched, and why is an error: say so rather than succeed silently.
         print(
-            f"geminibot crawl: nothing fetched: {progress.errors} requests failed "
+            f"geminibot crawl: nothing fetched: {counted(progress.errors, 'request')} failed "
             f"({terminal_safe(progress.last_error or 'see the skipped hosts above')})",
             file=sys.stderr,
         )
@@ -640,7 +518,7 @@ async def _run(
         skipped = sorted(progress.hosts_skipped.items())
         why = f"{skipped[0][0]}: {skipped[0][1]}" if skipped else "no host may be asked now"
         print(
-            f"geminibot crawl: nothing fetched: {progress.queued} URLs queued, no request "
+            f"geminibot crawl: nothing fetched: {counted(progress.queued, 'URL')} queued, no request "
             f"made ({terminal_safe(why)}); run again later",
             file=sys.stderr,
         )

@@ -23,11 +23,14 @@ from __future__ import annotations
 
 import signal
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import trio
 
 from geminibot.crawl.clock import TrioWallClock
+
+if TYPE_CHECKING:
+    from geminibot.store.database import Database
 
 #: Shortest pause between two runs (seconds): a store whose next work is due at once
 #: (a clock gone backwards, a URL whose host cannot be asked) does not spin.
@@ -42,16 +45,14 @@ QUEUE_POLL = 30.0
 QUEUED_RECHECK = 300.0
 
 
-def next_due(conn: Any, now: float) -> float | None:
+def next_due(database: Database, now: float) -> float | None:
     """When the store's next work is due (``None``: nothing ever will be, until new
-    seeds come), on an sqlite3 or psycopg connection."""
+    seeds come)."""
     from geminibot.store import statements as q
-    from geminibot.store.engines import engine_of
 
-    sql = engine_of(conn).sql
-    row = conn.execute(sql[q.NEXT_DUE], {"now": now}).fetchone()
+    row = database.run(q.NEXT_DUE, now=now).fetchone()
     due = None if row is None or row[0] is None else float(row[0])
-    if conn.execute(sql[q.ANY_QUEUED], {}).fetchone()[0]:
+    if database.run(q.ANY_QUEUED).fetchone()[0]:
         recheck = now + QUEUED_RECHECK
         due = recheck if due is None else min(due, recheck)
     return due

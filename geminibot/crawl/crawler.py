@@ -16,28 +16,26 @@ a stopped crawl resumes where it was (:mod:`~geminibot.store.frontier`).
 from __future__ import annotations
 
 import math
-import sqlite3
-import time
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable
+from contextlib import AbstractAsyncContextManager, nullcontext
+from dataclasses import dataclass
 
 import trio
 
-from geminibot import __version__
-from geminibot.crawl.adapters import Fetch
-from geminibot.crawl.clock import Clock, TrioWallClock
+from geminibot.crawl.clock import Clock
 from geminibot.crawl.downloader import Downloader
 from geminibot.crawl.policy_files import Later, PolicyFiles, Skip
 from geminibot.crawl.progress import Progress
 from geminibot.crawl.scheduler import Scheduler
 from geminibot.crawl.scope import CrawlScope
-from geminibot.crawl.settings import ROLE_CATEGORIES, CrawlOptions, check_settings, new_lease
-from geminibot.crawl.visit import Archive, Visited, Visitor
-from geminibot.policy.site_policy import Bot, SitePolicy
-from geminibot.store.crawlstore import CrawlStore, SqliteStore
+from geminibot.crawl.settings import CrawlOptions, check_settings
+from geminibot.crawl.visit import Visited, Visitor
+from geminibot.policy.site_policy import SitePolicy
+from geminibot.store.crawlstore import CrawlStore
 from geminibot.store.freshness import DAY, LOG_RETENTION_DAYS
 
-__all__ = ["Crawler", "sqlite_crawler"]
+__all__ = ["CrawlParts", "Crawler"]
 
 #: Bytes of policy files whose site policies are kept in memory between a host's turns
 #: (beyond it, the least recently used are parsed again from the store's cache at their
@@ -58,21 +56,36 @@ async def _own_address(host: str) -> str:
     return host
 
 
+@dataclass(frozen=True)
+class CrawlParts:
+    """The parts a crawler moves work between (built by
+    :func:`geminibot.crawl.build.build_crawler`), sharing one lease and one set of
+    counters."""
+
+    lease: str  # this process among those sharing the store; the WARC run's name
+    progress: Progress
+    scheduler: Scheduler
+    scope: CrawlScope
+    downloader: Downloader
+    visitor: Visitor
+    policy_files: PolicyFiles
+
+
 class Crawler:
     """The crawl engine: workers that take hosts from the scheduler, read each host's
-    site policy, and visit its URLs one request at a time."""
+    site policy, and visit its URLs one request at a time; ``clients`` (the network
+    clients, if the crawl opens them) are open while it runs."""
 
     def __init__(
         self,
         store: CrawlStore,
-        fetch: Fetch,
         options: CrawlOptions,
+        parts: CrawlParts,
         *,
         clock: Clock,
-        archive: Archive | None = None,
         on_progress: Callable[[Progress], None] | None = None,
         address_of: Callable[[str], Awaitable[str]] | None = None,
-        lease: str | None = None,
+        clients: AbstractAsyncContextManager[object] | None = None,
     ) -> None:
         self.store = store
         self.options = options
@@ -80,29 +93,15 @@ class Crawler:
         #: Where a host key's requests go (``address port N``): hosts that share one are
         #: paced as one as well (see :mod:`geminibot.crawl.scheduler`).
         self.address_of = address_of if address_of is not None else _own_address
+        self.clients = clients
         self._clock = clock
-        self.lease = lease if lease is not None else new_lease()
-        self.progress = Progress(started=clock.now())
-        self.scheduler = Scheduler(
-            clock, test_range=options.test_range, min_delay=options.min_delay
-        )
-        self.scope = CrawlScope(options.allow_hosts, options.exclude, options.follow)
-        bot = Bot(
-            options.agent,
-            (options.role,),
-            ROLE_CATEGORIES.get(options.role),
-            options.strict,
-            __version__,
-        )
-        self.downloader = Downloader(
-            fetch, self.scheduler, store, clock, bot, self.lease, self.progress
-        )
-        self.visitor = Visitor(
-            self.downloader, store, self.scope, bot, options.role, self.progress, archive
-        )
-        self.policy_files = PolicyFiles(
-            store, clock.now, self.downloader.policy_request, self._slowed
-        )
+        self.lease = parts.lease
+        self.progress = parts.progress
+        self.scheduler = parts.scheduler
+        self.scope = parts.scope
+        self.downloader = parts.downloader
+        self.visitor = parts.visitor
+        self.policy_files = parts.policy_files
         self._leased: set[str] = set()  # hosts this process works on (leased)
         self._addressed: set[str] = set()  # hosts whose address the scheduler knows
         self._capped = False  # hosts were left out for --max-hosts: look again later
@@ -135,7 +134,8 @@ class Crawler:
         store holds back is committed however the run ends (see
         :class:`~geminibot.store.crawlstore.SqliteStore`)."""
         try:
-            return await self._run()
+            async with self.clients if self.clients is not None else nullcontext():
+                return await self._run()
         finally:
             self.store.end_run()
 
@@ -233,9 +233,6 @@ class Crawler:
         waiting = self.scheduler.next_due()
         now = self.clock()
         p.next_request = None if waiting is None else (waiting[0], max(0.0, waiting[1] - now))
-
-    def _slowed(self) -> None:
-        self.progress.slow_downs += 1
 
     def _skip(self, host: str, reason: str) -> None:
         self._skipped[host] = reason
@@ -403,29 +400,3 @@ class Crawler:
             self._skip(host, read.reason or self.scheduler.skipped(host) or "skipped")
             return None
         return read
-
-
-def sqlite_crawler(
-    conn: sqlite3.Connection,
-    fetch: Fetch,
-    options: CrawlOptions,
-    *,
-    wall_clock: Callable[[], float] = time.time,
-    clock: Clock | None = None,
-    archive: Archive | None = None,
-    on_progress: Callable[[Progress], None] | None = None,
-    address_of: Callable[[str], Awaitable[str]] | None = None,
-) -> Crawler:
-    """A crawler on an SQLite crawl database: the store batched, on the crawl's clock
-    (``clock``, or wall-clock time from ``wall_clock`` advanced by trio's clock)."""
-    clock = clock if clock is not None else TrioWallClock(wall_clock)
-    store = SqliteStore(conn, clock.now, options.limits, batch=True)
-    return Crawler(
-        store,
-        fetch,
-        options,
-        clock=clock,
-        archive=archive,
-        on_progress=on_progress,
-        address_of=address_of,
-    )

@@ -18,7 +18,7 @@ from collections import deque
 from collections.abc import Callable
 from typing import TextIO
 
-from geminibot.cliutil import LINE_WIDTH, clipped, human_duration, terminal_safe
+from geminibot.cliutil import LINE_WIDTH, clipped, counted, human_duration, terminal_safe
 from geminibot.crawl.progress import Progress
 
 #: Seconds between two progress log lines when standard error is not a terminal.
@@ -55,7 +55,7 @@ class RecentRate:
 def status_parts(p: Progress, rate: float, width: int = LINE_WIDTH) -> list[str]:
     """The status line's parts, most important first (what the crawl waits for is third,
     its host name cut so that the first three fit in ``width``)."""
-    head = [f"{p.pages} pages", f"{rate:.1f}/s"]
+    head = [counted(p.pages, "page"), f"{rate:.1f}/s"]
     if p.in_flight:
         doing = f"{p.in_flight} in flight"
     elif p.next_request is not None:

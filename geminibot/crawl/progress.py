@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from geminibot.cliutil import human_duration, wrapped
+from geminibot.cliutil import counted, human_duration, wrapped
 from geminibot.store.freshness import DAY, VANISHED_AFTER
 
 if TYPE_CHECKING:
@@ -81,32 +81,34 @@ def summary_lines(
     the counts' digits and the database's name (the hosts' names and reasons servers gave
     are escaped, and wrapped: a Gemini server's reason is 1024 bytes at most)."""
     lines = [
-        f"crawled {p.pages} pages ({p.requests} requests) in {human_duration(p.elapsed)}, "
-        f"{p.rate:.1f} pages/s",
-        f"{p.refused} refused by policy, {p.errors} errors, {p.slow_downs} slow-downs obeyed",
+        f"crawled {counted(p.pages, 'page')} ({counted(p.requests, 'request')}) in "
+        f"{human_duration(p.elapsed)}, {p.rate:.1f} pages/s",
+        f"{p.refused} refused by policy, {counted(p.errors, 'error')}, "
+        f"{counted(p.slow_downs, 'slow-down')} obeyed",
     ]
     if p.revisits:
         lines.append(
-            f"revisited: {p.revisits} URLs due again, {p.unchanged} pages unchanged "
+            f"revisited: {counted(p.revisits, 'URL')} due again, "
+            f"{counted(p.unchanged, 'page')} unchanged "
             "(not re-indexed)"
         )
-        lines.append(f"gone (51/52): {p.gone} pages out of the index")
+        lines.append(f"gone (51/52): {counted(p.gone, 'page')} out of the index")
     if p.vanished:
         lines.append(
-            f"vanished hosts: {p.vanished} pages out of the index (no answer for "
+            f"vanished hosts: {counted(p.vanished, 'page')} out of the index (no answer for "
             f"{VANISHED_AFTER / DAY:g} days)"
         )
     if p.excluded:
-        lines.append(f"excluded by --exclude: {p.excluded} URLs")
+        lines.append(f"excluded by --exclude: {counted(p.excluded, 'URL')}")
     for host, reason in sorted(p.hosts_skipped.items()):
         lines += wrapped(f"skipped for now: {host}: {reason}", "", "  ")
     if archive is not None:
-        lines.append(f"WARC: {archive.path} ({archive.records} records)")
+        lines.append(f"WARC: {archive.path} ({counted(archive.records, 'record')})")
     if interrupted:
-        lines.append(f"stopped: {p.queued} URLs queued; run the same command to resume")
+        lines.append(f"stopped: {counted(p.queued, 'URL')} queued; run the same command to resume")
     elif p.limit:
-        lines.append(f"stopped at {p.limit}: {p.queued} URLs queued; run again to go on")
+        lines.append(f"stopped at {p.limit}: {counted(p.queued, 'URL')} queued; run again to go on")
     elif p.queued:
-        lines.append(f"{p.queued} URLs left in the queue (hosts skipped for now)")
+        lines.append(f"{counted(p.queued, 'URL')} left in the queue (hosts skipped for now)")
     lines.append(f"index: {db}  (geminibot search QUERY --db {db})")
     return lines

@@ -11,21 +11,17 @@ import uuid
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from geminibot import defaults
 from geminibot.store.traps import FrontierLimits
 from geminibot.urls import Scheme
 
 if TYPE_CHECKING:
     from geminibot.store.crawlstore import CrawlStore
 
-#: Requests in flight across all hosts, by default. Each host still gets one request at a
-#: time (and each server address one), so this bounds how many hosts are asked at once.
-#: At a real round trip of 100 ms a Gemini request takes about 225 ms (TCP, a TLS 1.3
-#: handshake, the request): 16 in flight cap a crawl at about 71 requests/s, 128 at about
-#: 270/s, and Geminispace has some 4,400 capsules to spread them over. 128 sockets stay far
-#: below the usual 1,024 open files.
-DEFAULT_CONCURRENCY = 128
+#: Requests in flight across all hosts, by default (:mod:`geminibot.defaults`).
+DEFAULT_CONCURRENCY = defaults.CRAWL_CONCURRENCY
 #: Roles the crawler can declare (virtual user agents it acts as).
-ROLES = ("indexer", "archiver", "researcher")
+ROLES = defaults.CRAWL_ROLES
 #: The crawler's own product token.
 DEFAULT_AGENT = "geminibot"
 #: robots2.txt category each role declares (project decision; None: global directives only).

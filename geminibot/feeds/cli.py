@@ -11,8 +11,6 @@ from __future__ import annotations
 import argparse
 import sys
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
 from datetime import UTC, datetime
 from typing import Any
 
@@ -28,7 +26,7 @@ from geminibot.cliutil import (
     positive_int,
     terminal_safe,
 )
-from geminibot.store.errors import DatabaseError
+from geminibot.store.database import open_database
 from geminibot.store.feedstore import KnownFeed, NewEntry, known_feeds, new_entries
 from geminibot.urls import InvalidURL, host_key
 
@@ -86,28 +84,6 @@ def _since(text: str) -> float:
             f"{text!r}: expected more than 0 to {human_duration(MAX_SINCE)}"
         )
     return seconds
-
-
-@contextmanager
-def reading(db: str) -> Iterator[Any]:
-    """A connection to the existing crawl database ``db`` (never created here)."""
-    from geminibot.store import pg
-
-    try:
-        if pg.is_postgres(db):
-            pg_conn = pg.connect(db)
-            with pg_conn:
-                yield pg_conn
-            return
-        from geminibot.store.db import connect
-
-        conn = connect(db, create=False)
-    except DatabaseError as exc:
-        raise pg.command_error(exc) from None
-    try:
-        yield conn
-    finally:
-        conn.close()
 
 
 def day(when: float | None) -> str:
@@ -174,12 +150,12 @@ def entry_line(entry: NewEntry) -> str:
 def run_feeds(args: argparse.Namespace) -> int:
     if args.since is not None and not args.new:
         raise CommandError("feeds: --since goes with --new")
-    with reading(args.db) as conn:
+    with open_database(args.db) as database:
         if args.new:
             since = time.time() - (args.since or DEFAULT_SINCE)
-            entries = new_entries(conn, since, args.limit)
+            entries = new_entries(database, since, args.limit)
         else:
-            feeds = known_feeds(conn, args.limit)
+            feeds = known_feeds(database, args.limit)
     if args.new:
         for entry in entries:
             emit_json(entry_json(entry)) if args.json else print(entry_line(entry))

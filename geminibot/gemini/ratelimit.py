@@ -7,7 +7,8 @@ MAX_TRACKED_CLIENTS = 10_000
 
 
 class RateLimiter:
-    """``burst`` requests at once, refilled at ``per_second``; ``take`` says how long to wait."""
+    """``burst`` requests (or units of work) at once, refilled at ``per_second``; ``take``
+    says how long to wait."""
 
     def __init__(self, burst: int, per_second: float) -> None:
         if burst < 1 or per_second <= 0:
@@ -16,17 +17,19 @@ class RateLimiter:
         self.per_second = per_second
         self._buckets: dict[str, tuple[float, float]] = {}  # client: (tokens, when)
 
-    def take(self, client: str, now: float) -> float | None:
-        """Spend one token for ``client``: None if allowed, else seconds until one is free."""
+    def take(self, client: str, now: float, cost: float = 1.0) -> float | None:
+        """Spend ``cost`` tokens (one request; at most ``burst``) for ``client``: None if
+        allowed, else seconds until that many are free."""
+        cost = min(cost, float(self.burst))
         tokens, when = self._buckets.get(client, (float(self.burst), now))
         tokens = min(float(self.burst), tokens + (now - when) * self.per_second)
-        if tokens >= 1.0:
-            self._buckets[client] = (tokens - 1.0, now)
+        if tokens >= cost:
+            self._buckets[client] = (tokens - cost, now)
             if len(self._buckets) > MAX_TRACKED_CLIENTS:
                 self._prune(now)
             return None
         self._buckets[client] = (tokens, now)
-        return (1.0 - tokens) / self.per_second
+        return (cost - tokens) / self.per_second
 
     def _prune(self, now: float) -> None:
         full = [

@@ -15,6 +15,7 @@ from typing import Any, TextIO, TypeVar
 
 import trio
 
+from geminibot import defaults
 from geminibot.cliutil import (
     EXIT_NEGATIVE,
     EXIT_OK,
@@ -34,7 +35,7 @@ from geminibot.gemini.server import (
 from geminibot.gemini.urls import DEFAULT_PORT, parse_url
 from geminibot.urls import InvalidURL
 
-DEFAULT_HOST = "127.0.0.1"
+DEFAULT_HOST = defaults.LISTEN_HOST
 """The address a serving command listens on unless ``--host`` says."""
 
 

@@ -172,12 +172,6 @@ def _context(info: CertInfo) -> ssl.SSLContext:
     return ctx
 
 
-#: The client of the request a handler answers (its :func:`client_key`), for a handler
-#: with limits of its own per client (the search capsule's ``/submit``); set by the
-#: server in each connection's task before it calls the handler.
-REQUEST_CLIENT: ContextVar[str] = ContextVar("REQUEST_CLIENT", default="")
-
-
 def client_key(address: str) -> str:
     """What the per-address limits count: an IPv4 address as is, an IPv4-mapped IPv6
     address as IPv4, any other IPv6 address as its /64 network (one host or home usually
@@ -191,6 +185,11 @@ def client_key(address: str) -> str:
             return str(ip.ipv4_mapped)
         return str(ipaddress.IPv6Network((ip.packed, 64), strict=False))
     return address
+
+
+#: The client whose request a handler is answering (its :func:`client_key`; "" outside
+#: a request), for a handler's own limits per client (the search capsule's work budget).
+CURRENT_CLIENT: ContextVar[str] = ContextVar("geminibot_client", default="")
 
 
 async def open_listeners(hosts: Sequence[str], port: int) -> list[trio.SocketListener]:
@@ -480,8 +479,8 @@ class GeminiServer:
         # 1965 is always accepted: the server may sit behind a forward from it.
         if url.port not in (DEFAULT_PORT, local_port):
             return Resolution(Status.PROXY_REQUEST_REFUSED, "This server does not serve that port")
+        CURRENT_CLIENT.set(client_key(record.client))
         try:
-            REQUEST_CLIENT.set(client_key(record.client))
             answer = handler(url)
             return await answer if inspect.isawaitable(answer) else answer
         except Exception as exc:  # a handler's bug must not take the server down

@@ -24,10 +24,14 @@ import math
 import sqlite3
 import time
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
+from geminibot.cliutil import counted
 from geminibot.index.stats import Connection
+
+if TYPE_CHECKING:
+    from geminibot.store.statements import Compiled
 from geminibot.store.db import set_setting, transaction
 
 #: PageRank's damping factor (the chance a reader follows a link instead of jumping).
@@ -127,7 +131,7 @@ def rank_hosts(
     trust = sorted({number[h] for h in map(_host, trusted or ()) if h in number})
     if trusted and not trust:
         say("none of the trusted URLs' hosts is in the index: every host is trusted")
-    say(f"ranking {len(hosts)} hosts over {len(edges)} host-to-host links")
+    say(f"ranking {counted(len(hosts), 'host')} over {counted(len(edges), 'host-to-host link')}")
     sources = [s for s, _ in edges]
     targets = [t for _, t in edges]
     rank = pagerank(len(hosts), sources, targets, trust) if hosts else []
@@ -182,14 +186,13 @@ def _in_chunks(conn: sqlite3.Connection, keys: str, change: str, last: int | str
         last = found[-1][0]
 
 
-def replace_authority(conn: Any, ranks: list[tuple[str, float, float]]) -> None:
+def replace_authority(conn: Any, ranks: list[tuple[str, float, float]], sql: Compiled) -> None:
     """Every page's authority replaced by its host's (score, weight), inside the caller's
     transaction, which holds the temporary table ``host_rank`` (host, score, weight): the
-    PostgreSQL store's way (its readers and writers never wait for it)."""
+    PostgreSQL store's way (its readers and writers never wait for it); ``sql``: the
+    statements compiled for ``conn``'s engine."""
     from geminibot.store import statements as q
-    from geminibot.store.engines import engine_of
 
-    sql = engine_of(conn).sql
     rows = [{"host": host, "score": score, "weight": weight} for host, score, weight in ranks]
     conn.cursor().executemany(sql[q.ADD_HOST_RANK], rows)
     conn.execute(sql[q.CLEAR_AUTHORITY], {})
@@ -197,13 +200,14 @@ def replace_authority(conn: Any, ranks: list[tuple[str, float, float]]) -> None:
     conn.execute(sql[q.SET_SETTING], {"key": COMPUTED_AT, "value": str(time.time())})
 
 
-def last_computed(conn: Any) -> float | None:
-    """When authority was last computed into the store, either store's connection
-    (Unix seconds; None: never)."""
-    from geminibot.store import statements as q
-    from geminibot.store.engines import engine_of
+#: When authority was last computed: the same text on both engines (no parameter).
+LAST_COMPUTED = f"SELECT value FROM settings WHERE key = '{COMPUTED_AT}'"
 
-    row = conn.execute(engine_of(conn).sql[q.SETTING], {"key": COMPUTED_AT}).fetchone()
+
+def last_computed(conn: Any) -> float | None:
+    """When authority was last computed into the store, on either store's connection or a
+    :class:`~geminibot.store.database.Database` (Unix seconds; None: never)."""
+    row = conn.execute(LAST_COMPUTED).fetchone()
     try:
         return None if row is None else float(row[0])
     except ValueError:
@@ -240,8 +244,10 @@ def compute_authority(
 def write_postgres(conn: Any, ranks: list[tuple[str, float, float]]) -> None:
     """The PostgreSQL store's :data:`~geminibot.index.authority.Writer`: every page's
     authority replaced in one transaction (searches see the old scores or the new)."""
+    from geminibot.store.pg_sql import ENGINE
+
     with conn.transaction():
         conn.execute(
             "CREATE TEMP TABLE host_rank (host TEXT, score FLOAT8, weight FLOAT8) ON COMMIT DROP"
         )
-        replace_authority(conn, ranks)
+        replace_authority(conn, ranks, ENGINE.sql)

@@ -7,17 +7,23 @@ searches apply them from their next query, and no document is re-added. PostgreS
 search reads the ``authority`` table at each query, so there the new weights apply as
 their transaction commits. :func:`schedule` calls a job every ``interval`` seconds on an
 injected clock, the first time when the store's last computation is that old
-(``geminibot index authority --every SECONDS``; the service's ``authority_every``).
+(``geminibot index authority --every SECONDS``; the service's ``authority_every``); on a
+store never ranked, once the crawl has been round the seeds' reach (:class:`Reach`:
+ranking the first hosts fetched would favour them until the next computation), and
+sooner than the interval when the store has grown several-fold since the last.
 """
 
 from __future__ import annotations
 
-import sqlite3
 import time
 from collections.abc import Callable
-from typing import Any
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from geminibot.index.authority import compute_authority
+
+if TYPE_CHECKING:
+    from geminibot.store.database import Database
 
 #: Seconds before a job that found nothing to do (no pages yet) is tried again, when the
 #: interval is longer.
@@ -25,24 +31,25 @@ IDLE_RETRY = 60.0
 
 
 def refresh(
-    conn: Any, trusted: list[str] | None, progress: Callable[[str], None] | None = None
+    database: Database, trusted: list[str] | None, progress: Callable[[str], None] | None = None
 ) -> dict[str, object] | None:
-    """Compute authority into the store of ``conn`` (either store's connection) and
-    apply it to search; a summary (pages, hosts, host links, trusted hosts, where it
-    was applied, seconds), or None when the store has no page with text yet."""
-    pages = int(conn.execute("SELECT count(*) FROM pages WHERE text_indexed").fetchone()[0])
+    """Compute authority into ``database`` and apply it to search; a summary (pages,
+    hosts, host links, trusted hosts, where it was applied, seconds), or None when the
+    store has no page with text yet."""
+    pages = int(database.execute("SELECT count(*) FROM pages WHERE text_indexed").fetchone()[0])
     if not pages:
         return None
-    if isinstance(conn, sqlite3.Connection):
+    conn = database.sqlite
+    if conn is not None:  # the derived tantivy index beside the file reads the weights
         from geminibot.index.tantivy_index import apply_weights
 
         summary = compute_authority(conn, trusted, progress)
         hosts = apply_weights(conn)
         applied = "no search index yet" if hosts is None else "search index"
-    else:
+    else:  # PostgreSQL's own index
         from geminibot.index.authority import write_postgres
 
-        summary = compute_authority(conn, trusted, progress, write_postgres)
+        summary = compute_authority(database.connection, trusted, progress, write_postgres)
         applied = "postgresql"
     return {
         "pages": pages,
@@ -54,6 +61,63 @@ def refresh(
     }
 
 
+@dataclass(frozen=True)
+class Reach:
+    """What the store holds, for :func:`schedule` to judge whether link authority is worth
+    computing now: its pages, the pages the last computation ranked (the ``authority``
+    table's rows), the hosts the crawl knows and those of them that still have a URL
+    waiting for its first visit (None when not asked: once computed, only growth counts)."""
+
+    pages: int
+    ranked: int
+    hosts: int = 0
+    waiting_hosts: int | None = None
+
+    def first_pass_over(self) -> bool:
+        """Whether the crawl has been round the seeds' reach: no known host has a URL
+        waiting for its first visit, or :data:`READY_SHARE` of them have none."""
+        if self.waiting_hosts is None or self.hosts == 0:
+            return self.waiting_hosts is None
+        return (
+            self.waiting_hosts == 0 or self.hosts - self.waiting_hosts >= READY_SHARE * self.hosts
+        )
+
+    def grown(self) -> bool:
+        """Whether the store holds :data:`GROWTH` times the pages last ranked."""
+        return self.ranked > 0 and self.pages >= GROWTH * self.ranked
+
+
+#: Seconds between two looks at whether the crawl's first pass is over (a scan of the
+#: URLs queued, made only until authority is first computed), at least; and the share of
+#: the time those looks may take at most (a longer scan on a large store is made less often).
+FIRST_PASS_POLL = 5.0
+POLL_SHARE = 0.05
+#: Share of the known hosts whose URLs have all been visited once after which the first
+#: computation runs although a few hosts (unreachable, slow) still have URLs waiting.
+READY_SHARE = 0.9
+#: How many times the pages last ranked the store must hold for authority to be computed
+#: again before its interval is up.
+GROWTH = 4.0
+
+
+def store_reach(database: Database, first: bool) -> Reach:
+    """The store's :class:`Reach`; the hosts (a scan of the URLs queued) only when
+    ``first`` (authority never computed)."""
+
+    def count(sql: str) -> int:
+        return int(database.execute(sql).fetchone()[0])
+
+    pages = count("SELECT count(*) FROM pages")
+    ranked = count("SELECT count(*) FROM authority")
+    if not first:
+        return Reach(pages, ranked)
+    waiting = count(
+        "SELECT count(DISTINCT host) FROM urls"
+        " WHERE state IN ('queued', 'leased') AND next_visit IS NULL"
+    )
+    return Reach(pages, ranked, count("SELECT count(*) FROM hosts"), waiting)
+
+
 def schedule(
     job: Callable[[], bool],
     interval: float,
@@ -61,22 +125,41 @@ def schedule(
     stopping: Callable[[], bool],
     wait: Callable[[float], object],
     clock: Callable[[], float] = time.time,
+    reach: Callable[[bool], Reach] | None = None,
 ) -> int:
     """Call ``job()`` every ``interval`` seconds of ``clock`` until ``stopping()``; returns
     how many times it ran. The first call is due ``interval`` after ``last`` (the store's
-    last computation; at once when None, and never later than ``interval`` from now);
+    last computation, and never later than ``interval`` from now); when there is none, as
+    soon as ``reach(True)`` says the crawl's first pass is over (asked every
+    :data:`FIRST_PASS_POLL` seconds, or less often when the answer takes more than
+    :data:`POLL_SHARE` of that; at once without ``reach``). Between two calls, ``reach(False)``
+    is asked every :data:`IDLE_RETRY` seconds: a store grown :data:`GROWTH`-fold gets the
+    next call then.
     ``wait(seconds)`` sleeps (a stop may cut it short). A job that returns False (it
     found nothing to do) is tried again after at most :data:`IDLE_RETRY` seconds."""
     now = clock()
+    computed = last is not None
     due = now if last is None else min(last + interval, now + interval)
+    ran = now - IDLE_RETRY
     runs = 0
+    looked = 0.0  # seconds the last look at the first pass took
     while not stopping():
-        left = due - clock()
-        if left > 0:
-            wait(left)
+        now = clock()
+        if not computed:
+            ready = now >= due and (reach is None or reach(True).first_pass_over())
+            looked = clock() - now
+        else:
+            ready = now >= due or (
+                reach is not None and now - ran >= IDLE_RETRY and reach(False).grown()
+            )
+        if not ready:
+            left = due - now if due > now else IDLE_RETRY
+            poll = IDLE_RETRY if computed else max(FIRST_PASS_POLL, looked / POLL_SHARE)
+            wait(left if reach is None else min(left, poll))
             continue
-        started = clock()
+        ran = clock()
         done = job()
         runs += 1
-        due = started + (interval if done else min(interval, IDLE_RETRY))
+        computed = computed or done
+        due = ran + (interval if done else min(interval, IDLE_RETRY))
     return runs

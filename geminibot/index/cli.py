@@ -14,17 +14,18 @@ from geminibot.cliutil import (
     EXIT_OK,
     CommandError,
     StopSignals,
+    counted,
     emit_json,
     human_duration,
     positive_float,
     terminal_safe,
 )
 from geminibot.index.authority import compute_authority, crawl_seeds, last_computed
-from geminibot.index.authority_job import refresh, schedule
+from geminibot.index.authority_job import Reach, refresh, schedule, store_reach
+from geminibot.index.stats import Connection
 from geminibot.index.tantivy_index import IndexUnavailable, index_dir, rebuild, status
 from geminibot.index.updater import COMMIT_INTERVAL, IndexUpdater, follow, verify
-from geminibot.store import pg
-from geminibot.store.db import DatabaseError, connect
+from geminibot.store.database import Database, open_database
 
 #: Seconds between two progress lines.
 PROGRESS_INTERVAL = 2.0
@@ -60,7 +61,9 @@ def register(commands: Any) -> None:
             "index's searches read the new weights from their next query, without "
             "rebuilding or re-adding a page; PostgreSQL's search reads them from the "
             "database. With --every, keep doing so every SECONDS (the first time when the "
-            "last computation is that old) until SIGTERM or SIGINT, one line per run."
+            "last computation is that old; on a store never ranked, once the crawl has been "
+            "round its seeds' reach; sooner when the store has grown fourfold) until "
+            "SIGTERM or SIGINT, one line per run."
         ),
     )
     rank.add_argument("--db", required=True, metavar="PATH|URL", help=DB_HELP)
@@ -121,11 +124,15 @@ def _usage(parser: argparse.ArgumentParser) -> int:
     return 2
 
 
-def _open(path: str) -> sqlite3.Connection:
-    try:
-        return connect(path, create=False)
-    except DatabaseError as exc:
-        raise CommandError(str(exc)) from None
+def _sqlite_only(action: str, database: Database) -> sqlite3.Connection:
+    """The SQLite connection of ``database``: the tantivy index is built beside a file."""
+    conn = database.sqlite
+    if conn is None:
+        raise CommandError(
+            f"index {action}: a PostgreSQL database has no tantivy index "
+            "(its search uses its own GIN index, always current)"
+        )
+    return conn
 
 
 def _progress(quiet: bool) -> Any:
@@ -140,29 +147,29 @@ def _progress(quiet: bool) -> Any:
     return say
 
 
-def _trusted_and_pages(args: argparse.Namespace, conn: Any) -> tuple[list[str], int]:
-    """The hosts to trust and the pages with text (either store's connection)."""
+def _trusted_and_pages(args: argparse.Namespace, conn: sqlite3.Connection) -> list[str]:
+    """The hosts to trust; a command error when no page has text yet."""
     trusted = _trusted(args, conn)
     pages = int(conn.execute("SELECT count(*) FROM pages WHERE text_indexed").fetchone()[0])
     if not pages:
-        raise CommandError(f"{pg.display(args.db)}: no pages with text to index yet", EXIT_NEGATIVE)
-    return trusted, pages
+        raise CommandError(f"{args.db}: no pages with text to index yet", EXIT_NEGATIVE)
+    return trusted
 
 
 def run_rebuild(args: argparse.Namespace) -> int:
     if args.trust and args.trust_all:
         raise CommandError("--trust and --trust-all exclude each other")
-    if pg.is_postgres(args.db):  # authority only: PostgreSQL searches its own index
-        args.every = None
-        return run_authority(args)
-    conn = _open(args.db)
-    say = _progress(args.json)
-    trusted, _pages = _trusted_and_pages(args, conn)
-    try:
-        authority = compute_authority(conn, trusted, say)
-        built = rebuild(conn, say)
-    except (IndexUnavailable, OSError, ValueError) as exc:
-        raise CommandError(f"index rebuild: {exc}", EXIT_NEGATIVE) from None
+    with open_database(args.db) as database:
+        conn = database.sqlite
+        if conn is None:  # authority only: PostgreSQL searches its own index
+            return _authority_once(args, database)
+        say = _progress(args.json)
+        trusted = _trusted_and_pages(args, conn)
+        try:
+            authority = compute_authority(conn, trusted, say)
+            built = rebuild(conn, say)
+        except (IndexUnavailable, OSError, ValueError) as exc:
+            raise CommandError(f"index rebuild: {exc}", EXIT_NEGATIVE) from None
     seconds = float(authority["seconds"]) + float(str(built["seconds"]))
     summary: dict[str, object] = {
         "pages": built["pages"],
@@ -178,67 +185,65 @@ def run_rebuild(args: argparse.Namespace) -> int:
     else:
         mib = int(str(built["bytes"])) / 2**20
         print(
-            f"indexed {summary['pages']} pages; authority over {summary['hosts']} hosts "
-            f"({summary['host_links']} links between them, trusted: "
-            f"{summary['trusted_hosts']}); {summary['index']} ({mib:.1f} MiB) "
+            f"indexed {counted(int(str(summary['pages'])), 'page')}; authority over "
+            f"{_hosts_and_links(summary)}; {summary['index']} ({mib:.1f} MiB) "
             f"in {seconds:.1f} s"
         )
     return EXIT_OK
 
 
-def _trusted(args: argparse.Namespace, conn: Any) -> list[str]:
-    """The URLs whose hosts to trust (either store's connection)."""
+def _hosts_and_links(summary: dict[str, object]) -> str:
+    """``12 hosts (30 links between them, trusted: 2)``, right for one of each."""
+    hosts, links = int(str(summary["hosts"])), int(str(summary["host_links"]))
+    between = "between them" if hosts != 1 else "to itself"
+    return (
+        f"{counted(hosts, 'host')} ({counted(links, 'link')} {between}, trusted: "
+        f"{summary['trusted_hosts']})"
+    )
+
+
+def _trusted(args: argparse.Namespace, conn: Connection) -> list[str]:
+    """The URLs whose hosts to trust."""
     return [] if args.trust_all else (args.trust or crawl_seeds(conn))
-
-
-def _connect(db: str) -> Any:
-    """Either store's connection to ``db``."""
-    if not pg.is_postgres(db):
-        return _open(db)
-    try:
-        return pg.connect(db)
-    except DatabaseError as exc:
-        raise pg.command_error(exc) from None
 
 
 def run_authority(args: argparse.Namespace) -> int:
     if args.trust and args.trust_all:
         raise CommandError("--trust and --trust-all exclude each other")
-    conn = _connect(args.db)
-    try:
+    with open_database(args.db) as database:
         if args.every is None:
-            summary = refresh(conn, _trusted(args, conn), _progress(args.json))
-            if summary is None:
-                raise CommandError(
-                    f"{pg.display(args.db)}: no pages with text to rank yet", EXIT_NEGATIVE
-                )
-            _report_authority(args, summary)
-            return EXIT_OK
+            return _authority_once(args, database)
         with StopSignals() as stop:
             schedule(
-                lambda: scheduled_run(args, conn),
+                lambda: scheduled_run(args, database),
                 args.every,
-                last_computed(conn),
+                last_computed(database),
                 stop.is_set,
                 stop.wait,
+                reach=lambda first: _reach(database, first),
             )
         return EXIT_OK
-    finally:
-        conn.close()
 
 
-def scheduled_run(args: argparse.Namespace, conn: Any) -> bool:
+def _authority_once(args: argparse.Namespace, database: Database) -> int:
+    summary = refresh(database, _trusted(args, database), _progress(args.json))
+    if summary is None:
+        raise CommandError(f"{database.name}: no pages with text to rank yet", EXIT_NEGATIVE)
+    _report_authority(args, summary)
+    return EXIT_OK
+
+
+def scheduled_run(args: argparse.Namespace, database: Database) -> bool:
     """One run of ``index authority --every``: reported on one line, a failure too (the
     next run is at the next interval; a connection lost ends the command, with exit 1,
     for its supervisor to start it again)."""
-    errors = _store_errors(args.db)
     try:
-        summary = refresh(conn, _trusted(args, conn), _progress(True))
-    except errors as exc:
+        summary = refresh(database, _trusted(args, database), _progress(True))
+    except database.errors as exc:
         _report_authority(args, {"error": terminal_safe(str(exc))})
-        if not isinstance(conn, sqlite3.Connection) and conn.closed:
-            raise CommandError(f"{pg.display(args.db)}: connection lost", EXIT_NEGATIVE) from None
-        _rollback(conn)
+        if database.lost:
+            raise CommandError(f"{database.name}: connection lost", EXIT_NEGATIVE) from None
+        database.rollback()
         return True
     if summary is None:
         _report_authority(args, {"skipped": "no pages with text yet"})
@@ -247,18 +252,16 @@ def scheduled_run(args: argparse.Namespace, conn: Any) -> bool:
     return True
 
 
-def _store_errors(db: str) -> tuple[type[BaseException], ...]:
-    """What a store's connection raises when a statement fails (locked, lost, full)."""
-    if pg.is_postgres(db):
-        import psycopg
-
-        return (psycopg.Error, OSError)
-    return (sqlite3.Error, OSError)
-
-
-def _rollback(conn: Any) -> None:
-    if not isinstance(conn, sqlite3.Connection) or conn.in_transaction:
-        conn.rollback()
+def _reach(database: Database, first: bool) -> Reach:
+    """The store's :class:`Reach`; a store that cannot be read now (locked, lost) reads
+    as one not ready, not grown (the run itself reports a failure)."""
+    try:
+        return store_reach(database, first)
+    except database.errors:
+        return Reach(0, 0, 1, 1) if first else Reach(0, 0)
+    finally:
+        if not database.lost:
+            database.rollback()
 
 
 def _report_authority(args: argparse.Namespace, summary: dict[str, object]) -> None:
@@ -270,28 +273,23 @@ def _report_authority(args: argparse.Namespace, summary: dict[str, object]) -> N
         print(f"authority: skipped: {summary['skipped']}")
     else:
         print(
-            f"authority of {summary['pages']} pages over {summary['hosts']} hosts "
-            f"({summary['host_links']} links between them, trusted: "
-            f"{summary['trusted_hosts']}) in {summary['seconds']} s; applied to "
+            f"authority of {counted(int(str(summary['pages'])), 'page')} over "
+            f"{_hosts_and_links(summary)} in {summary['seconds']} s; applied to "
             f"{summary['applied_to']}"
         )
     sys.stdout.flush()
 
 
-def _sqlite_only(action: str, db: str) -> None:
-    if pg.is_postgres(db):
-        raise CommandError(
-            f"index {action}: a PostgreSQL database has no tantivy index "
-            "(its search uses its own GIN index, always current)"
-        )
-
-
 def _state(data: dict[str, Any]) -> str:
+    """Whether the index is current, and if not whether an updater runs (its lock held)."""
     if data["current"]:
-        return "current"
+        return "current" + (", an updater follows the store" if data["following"] else "")
+    changes = counted(data["pending"], "change")
     if data["following"]:
-        return f"{data['pending']} changes pending, an updater is applying them"
-    return f"stale ({data['pending']} changes pending): FTS5 is used"
+        return f"{changes} pending, an updater is applying them"
+    left = float(data.get("index_searched_for") or 0.0)
+    fts5 = f"searches use FTS5 in {human_duration(left)}" if left else "searches use FTS5"
+    return f"stale ({changes} pending, no updater runs): {fts5}"
 
 
 def _authority_state(data: dict[str, Any], now: float) -> str:
@@ -301,7 +299,7 @@ def _authority_state(data: dict[str, Any], now: float) -> str:
         return "link authority: never computed ('geminibot index authority'): text ranks alone"
     ago = human_duration(max(0.0, now - float(computed)))
     if data["current"]:
-        return f"link authority: computed {ago} ago, applied to search ({data['hosts']} hosts)"
+        return f"link authority: computed {ago} ago, applied to search ({counted(data['hosts'], 'host')})"
     if data["applied_at"] is None:
         return f"link authority: computed {ago} ago, not applied: search ranks by text alone"
     older = human_duration(max(0.0, now - float(data["applied_at"])))
@@ -309,17 +307,17 @@ def _authority_state(data: dict[str, Any], now: float) -> str:
 
 
 def run_status(args: argparse.Namespace) -> int:
-    _sqlite_only("status", args.db)
-    conn = _open(args.db)
-    data: dict[str, Any] = status(conn)
-    if data["built"] and args.verify:
-        data["verify"] = verify(conn)
+    with open_database(args.db) as database:
+        conn = _sqlite_only("status", database)
+        data: dict[str, Any] = status(conn)
+        if data["built"] and args.verify:
+            data["verify"] = verify(conn)
     if args.json:
         emit_json(data)
     elif not data["built"]:
         print(f"no search index at {data['path']}: 'geminibot search' uses FTS5")
     else:
-        print(f"{data['path']}: {data['pages']} pages, {_state(data)}")
+        print(f"{data['path']}: {counted(data['pages'], 'page')}, {_state(data)}")
         print(_authority_state(data["authority"], time.time()))
         if args.verify:
             _print_verify(data["verify"])
@@ -329,45 +327,51 @@ def run_status(args: argparse.Namespace) -> int:
 
 def _print_verify(check: dict[str, Any]) -> None:
     if check["agree"]:
-        print(f"verified: the index and the store both hold {check['store_pages']} pages")
+        pages = counted(check["store_pages"], "page")
+        print(f"verified: the index and the store both hold {pages}")
         return
-    print(f"differ: store {check['store_pages']} pages, index {check['index_pages']}")
+    print(
+        f"differ: the store holds {counted(check['store_pages'], 'page')}, the index "
+        f"{check['index_pages']}"
+    )
     for key, what in (
         ("missing", "in the store, not the index"),
         ("extra", "in the index, not the store"),
     ):
         if check[f"{key}_count"]:
             ids = ", ".join(str(i) for i in check[key])
-            print(f"  {check[key + '_count']} {what} (page ids {ids}...)")
+            print(f"  {counted(check[key + '_count'], 'page')} {what} (ids {ids}...)")
     if check["duplicated"]:
-        print(f"  {check['duplicated']} documents twice in the index")
+        print(f"  {counted(check['duplicated'], 'document')} twice in the index")
     print("repair: 'geminibot index update --db PATH', or 'geminibot index rebuild'")
 
 
 def run_update(args: argparse.Namespace) -> int:
-    _sqlite_only("update", args.db)
-    conn = _open(args.db)
-    say = _progress(args.json)
-    stop = StopSignals()
-    started = time.monotonic()
-    try:
-        with stop, IndexUpdater(conn, say) as updater:
-            applied = updater.catch_up()
-            if args.follow:
-                applied += follow(updater, stop.is_set, stop.wait)
-            summary = {
-                "applied": applied,
-                "pages": updater.manifest["pages"],
-                "pending": updater.pending(),
-                "seconds": round(time.monotonic() - started, 2),
-            }
-    except (IndexUnavailable, OSError, ValueError) as exc:
-        raise CommandError(f"index update: {exc}", EXIT_NEGATIVE) from None
+    with open_database(args.db) as database:
+        conn = _sqlite_only("update", database)
+        say = _progress(args.json)
+        stop = StopSignals()
+        started = time.monotonic()
+        try:
+            with stop, IndexUpdater(conn, say) as updater:
+                applied = updater.catch_up()
+                if args.follow:
+                    applied += follow(updater, stop.is_set, stop.wait)
+                summary = {
+                    "applied": applied,
+                    "pages": updater.manifest["pages"],
+                    "pending": updater.pending(),
+                    "seconds": round(time.monotonic() - started, 2),
+                }
+        except (IndexUnavailable, OSError, ValueError) as exc:
+            raise CommandError(f"index update: {exc}", EXIT_NEGATIVE) from None
     if args.json:
         emit_json(summary)
     else:
         print(
-            f"applied {summary['applied']} changes; the index holds {summary['pages']} pages"
-            f" ({summary['pending']} changes pending) after {summary['seconds']} s"
+            f"applied {counted(int(str(summary['applied'])), 'change')}; the index holds "
+            f"{counted(int(str(summary['pages'])), 'page')} "
+            f"({counted(int(str(summary['pending'])), 'change')} pending) after "
+            f"{summary['seconds']} s"
         )
     return EXIT_OK

@@ -25,9 +25,14 @@ import tantivy
 from geminibot.index.languages import STEMMERS, page_language
 from geminibot.index.text import url_words
 from geminibot.index.weights import host_key
+from geminibot.store.pages import indexed_text
 
 #: bm25 boosts per field (FTS5's column weights, plus anchor text).
 FIELD_BOOSTS = {"title": 10.0, "headings": 5.0, "anchors": 1.0, "body": 1.0, "url": 2.0}
+#: The boosts a page of a host with no trust path is re-scored with (search spam): its
+#: title, headings and URL count as its body, and link text to it counts for nothing, so
+#: that none of them puts it first by itself (:mod:`geminibot.index.tantivy_index`).
+UNTRUSTED_BOOSTS = {"title": 1.0, "headings": 1.0, "anchors": 0.0, "body": 1.0, "url": 1.0}
 #: The fields holding the page's own words (not others' link text, nor its URL).
 OWN_FIELDS = ("title", "headings", "body")
 
@@ -148,7 +153,9 @@ def register(index: tantivy.Index, analyzer: tantivy.TextAnalyzer) -> None:
 def anchor_table(conn: sqlite3.Connection, targets: list[str] | None = None) -> None:
     """A temporary table: target URL -> text of links to it from other hosts (an
     unlabeled link's text: the words of the target's URL, :func:`url_words`); of every
-    target, or of ``targets`` only (read through the ``links_target`` index)."""
+    target, or of ``targets`` only (read through the ``links_target`` index). Once link
+    authority has been computed, only from pages with a trust path (a score above 0):
+    a farm of hosts nothing trusted links to gives no page its words (search spam)."""
     only = "" if targets is None else f" AND l.target IN ({', '.join('?' * len(targets))})"
     conn.execute("DROP TABLE IF EXISTS temp.anchor_text")
     conn.create_function("geminibot_url_words", 1, url_words, deterministic=True)
@@ -161,6 +168,8 @@ def anchor_table(conn: sqlite3.Connection, targets: list[str] | None = None) -> 
         "   FROM links l JOIN pages p ON p.id = l.page_id"
         "   WHERE l.target NOT LIKE 'gemini://' || p.host || '/%'"
         f"   AND l.target != 'gemini://' || p.host{only}"
+        "   AND (NOT EXISTS (SELECT 1 FROM authority)"
+        "    OR EXISTS (SELECT 1 FROM authority a WHERE a.url = p.url AND a.score > 0))"
         "  ) WHERE label != ''"
         " ) GROUP BY target",
         (MAX_ANCHOR_CHARS, *(targets or ())),
@@ -189,6 +198,8 @@ def page_document(builder: DocumentBuilder, row: PageRow) -> tantivy.Document:
     """The index's document of one page, from a row of :func:`page_rows`: the one place
     that says what a document holds, for a rebuild and for an updater alike."""
     page_id, title, headings, anchors, body, url, host, mime_lang = row
+    # A store written before the bound holds longer texts: the index takes what it allows.
+    headings, body = indexed_text(headings or ""), indexed_text(body or "")
     doc = tantivy.Document()
     doc.add_unsigned("id", int(page_id))
     own: list[str] = []  # the page's own words: title, headings, body

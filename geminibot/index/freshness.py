@@ -17,6 +17,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from geminibot.cliutil import counted
+
 DAY = 86_400.0
 _LIVE = " FROM pages p JOIN urls u ON u.url = p.url WHERE u.state = 'done'"
 
@@ -70,5 +72,5 @@ def format_freshness(data: dict[str, Any]) -> list[str]:
         f"  past revisit time    {data['past_revisit']} ({100 * data['past_revisit_share']:.1f}%)",
         f"  fetched last 24 h    {data['fetched_last_day']}",
         f"  changed last 24 h    {data['changed_last_day']}, gone: {data['gone_last_day']}",
-        f"  index lag            {'-' if lag is None else f'{lag} changes'}",
+        f"  index lag            {'-' if lag is None else counted(lag, 'change')}",
     ]

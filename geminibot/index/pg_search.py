@@ -1,6 +1,7 @@
 """Full-text search of a PostgreSQL crawl database: the ``tsvector`` column of ``pages``
-(:mod:`geminibot.store.pg`) ranked with ``ts_rank_cd``, snippets cut with ``ts_headline``;
-the same :class:`~geminibot.index.search.SearchResult` and query syntax as the SQLite
+(:mod:`geminibot.store.pg`) ranked with ``ts_rank_cd``, snippets cut with ``ts_headline``
+over the first :data:`~geminibot.index.search.SNIPPET_SCAN_CHARS` characters of the text
+(the whole of a long page would take ``ts_headline`` seconds); the same :class:`~geminibot.index.search.SearchResult` and query syntax as the SQLite
 search."""
 
 from __future__ import annotations
@@ -9,7 +10,7 @@ import re
 from typing import TYPE_CHECKING, Any
 
 from geminibot.index.query import QueryError, Term, parse_query
-from geminibot.index.search import MAX_LIMIT, SearchResult, result_from_row
+from geminibot.index.search import MAX_LIMIT, SNIPPET_SCAN_CHARS, SearchResult, result_from_row
 from geminibot.index.stats import host_like
 from geminibot.index.text import MARK, unmarked
 
@@ -21,6 +22,10 @@ SNIPPET_WORDS = 16
 #: ``ts_rank_cd`` weights {D, C, B, A}: body 1, URL 2, headings 5, title 10 (the SQLite
 #: bm25 column weights, scaled to at most 1).
 RANK_WEIGHTS = "{0.1, 0.2, 0.5, 1.0}"
+#: ``ts_rank_cd`` weights of a page of a host with no trust path (authority computed and
+#: the page's score 0): title, headings and URL weigh as its body (search spam, as
+#: :data:`~geminibot.index.search.UNTRUSTED_WEIGHTS`).
+UNTRUSTED_RANK_WEIGHTS = "{0.1, 0.1, 0.1, 0.1}"
 #: ``ts_rank_cd`` normalization 32: rank / (rank + 1). The order by text alone is the
 #: same, but it saturates as bm25 does, so that a page repeating a word fifty times is
 #: not fifty times as relevant and the link-authority weight (at most a few times) can
@@ -76,42 +81,61 @@ def search(
         raise QueryError(f"limit must be between 1 and {MAX_LIMIT}, got {limit}")
     expr = to_tsquery(query)
     by_host: str = ""
-    hosts: tuple[str, ...] = ()
+    hosts: dict[str, str] = {}
     if host is not None:
-        like = host_like(host)
-        by_host, hosts = " AND (p.host LIKE %s OR p.host LIKE '%%://' || %s)", (like, like)
+        by_host = " AND (p.host LIKE %(host)s OR p.host LIKE '%%://' || %(host)s)"
+        hosts["host"] = host_like(host)
     lang = parse_query(query).lang
     if lang is not None:  # the MIME type's language: the store knows no other
-        by_host += " AND (lower(p.lang) = %s OR lower(p.lang) LIKE %s || '-%%')"
-        hosts = (*hosts, lang, lang)
+        by_host += " AND (lower(p.lang) = %(lang)s OR lower(p.lang) LIKE %(lang)s || '-%%')"
+        hosts["lang"] = lang
     options = (
         f"StartSel={MARK[0]}, StopSel={MARK[1]}, MaxWords={SNIPPET_WORDS},"
         f" MinWords={SNIPPET_WORDS // 2},"
         " ShortWord=0, MaxFragments=1, FragmentDelimiter=…"
     )
-    weight = (
-        " * coalesce((SELECT a.weight FROM authority a WHERE a.url = p.url), 1.0)"
-        if authority
-        else ""
-    )
+    rank = "ts_rank_cd(%(weights)s::float4[], p.tsv, q.q, %(norm)s)"
+    if authority:
+        untrusted = rank.replace("%(weights)s", "%(untrusted)s")
+        rank = (
+            "CASE WHEN q.computed AND coalesce(a.score, 0) <= 0"
+            f" THEN {untrusted} ELSE {rank} END * coalesce(a.weight, 1.0)"
+        )
     rows = conn.execute(
-        "WITH q AS (SELECT to_tsquery('simple', %s) AS q)"
+        "WITH q AS (SELECT to_tsquery('simple', %(expr)s) AS q,"
+        " EXISTS (SELECT 1 FROM authority) AS computed)"
         " SELECT p.url, p.title, p.mime, p.lang, p.size, p.fetched_at,"
-        " ts_headline('simple', coalesce(p.body, ''), q.q, %s),"
-        " ts_headline('simple', coalesce(p.headings, ''), q.q, %s),"
-        f" coalesce(p.body, ''), -ts_rank_cd(%s::float4[], p.tsv, q.q, %s){weight} AS score"
-        f" FROM pages p, q WHERE p.tsv @@ q.q{by_host} ORDER BY score, p.id LIMIT %s OFFSET %s",
-        (expr, options, options, RANK_WEIGHTS, RANK_NORMALIZATION, *hosts, limit, offset),
+        " ts_headline('simple', left(coalesce(p.body, ''), %(scan)s), q.q, %(options)s),"
+        " ts_headline('simple', left(coalesce(p.headings, ''), %(scan)s), q.q, %(options)s),"
+        " left(coalesce(p.body, ''), %(scan)s), char_length(p.body) > %(scan)s,"
+        f" -{rank} AS score"
+        " FROM pages p CROSS JOIN q LEFT JOIN authority a ON a.url = p.url"
+        f" WHERE p.tsv @@ q.q{by_host} ORDER BY score, p.id LIMIT %(limit)s OFFSET %(offset)s",
+        {
+            "expr": expr,
+            "scan": SNIPPET_SCAN_CHARS,
+            "options": options,
+            "weights": RANK_WEIGHTS,
+            "untrusted": UNTRUSTED_RANK_WEIGHTS,
+            "norm": RANK_NORMALIZATION,
+            **hosts,
+            "limit": limit,
+            "offset": offset,
+        },
     ).fetchall()
-    return [result_from_row((*row[:6], _cut_marks(row[6], row[8]), row[7]), row[9]) for row in rows]
+    return [
+        result_from_row((*row[:6], _cut_marks(row[6], row[8], bool(row[9])), row[7]), row[10])
+        for row in rows
+    ]
 
 
-def _cut_marks(headline: str, body: str) -> str:
-    """``…`` where the snippet cuts the body, as FTS5's ``snippet()`` marks it."""
+def _cut_marks(headline: str, body: str, longer: bool) -> str:
+    """``…`` where the snippet cuts the body (the first characters of it, ``longer``
+    when it goes on), as FTS5's ``snippet()`` marks it."""
     plain = unmarked(headline)
     at = body.find(plain) if plain else -1
     if at < 0:
         return headline
     before = "…" if body[:at].strip() else ""
-    after = "…" if body[at + len(plain) :].strip() else ""
+    after = "…" if longer or body[at + len(plain) :].strip() else ""
     return before + headline + after

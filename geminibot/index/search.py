@@ -9,7 +9,19 @@ User queries are never passed to FTS5 as they are (its syntax turns ``-``, ``:``
 - ``-word`` (or ``-"a phrase"``) excludes pages that contain it;
 - ``a OR b`` matches either side.
 
-Anything that leaves nothing to search for is a :class:`QueryError` with a clear message.
+Anything that leaves nothing to search for is a :class:`QueryError` with a clear message,
+and a query over the query budget (:mod:`geminibot.index.query`) a
+:class:`~geminibot.index.query.QueryTooCostly`.
+
+A search costs what its results cost, not what their pages weigh: a page puts at most
+:data:`~geminibot.store.pages.MAX_INDEXED_CHARS` characters of text in the index, and a
+result's snippet is found in the first :data:`SNIPPET_SCAN_CHARS` characters of its body
+and of its headings (:func:`snippet_of`), read from the store as that much and no more.
+
+Search spam: a page of a host with no trust path (link authority computed, and the host
+scoring 0: no trusted host's links lead to it) is ranked with every column weighted as
+its body (:data:`UNTRUSTED_WEIGHTS`), so that words it puts in its title or headings do
+not put it first by themselves.
 """
 
 from __future__ import annotations
@@ -52,6 +64,11 @@ MAX_OFFSET = 100_000
 SNIPPET_TOKENS = 16
 #: bm25 column weights: title, headings, body, url.
 COLUMN_WEIGHTS = (10.0, 5.0, 1.0, 2.0)
+#: bm25 column weights of a page of a host with no trust path (see the module docstring).
+UNTRUSTED_WEIGHTS = (1.0, 1.0, 1.0, 1.0)
+#: Characters of a result's body (and of its headings) searched for a snippet: a page
+#: whose searched words come later (or only in its title) shows its first words instead.
+SNIPPET_SCAN_CHARS = 16_384
 #: Characters of page text shown for a page that matched through link text only.
 PLAIN_SNIPPET_CHARS = 120
 #: How a terminal shows a searched word in a snippet: bold (ANSI SGR 1, then 22).
@@ -154,70 +171,101 @@ def search(
     if engine == "tantivy" and host is not None:
         raise QueryError("--host needs the fts5 engine (the tantivy index has no host field)")
     parsed = parse_query(query)
-    expr = to_fts_query(parsed)
-    where, params = host_filter(host, "p.host")
-    if parsed.lang:
-        # The store knows a page's language from its MIME type only; the tantivy index
-        # knows the detected ones too.
-        where += " AND (lower(p.lang) = ? OR lower(p.lang) LIKE ? || '-%')"
-        params = (*params, parsed.lang, parsed.lang)
     index = None if engine == "fts5" or host is not None else open_current(conn)
     if engine == "tantivy" and index is None:
         raise QueryError("no current tantivy index: run 'geminibot index rebuild --db PATH'")
     if index is not None:
         hits = index.search(parsed, limit, offset=offset, authority=authority)
         return _read_back(conn, parsed, hits)
-    weights = ", ".join(str(w) for w in COLUMN_WEIGHTS)
-    score = f"bm25(pages_fts, {weights})"
+    return _fts5_search(conn, parsed, limit, offset, host, authority)
+
+
+def _fts5_search(
+    conn: sqlite3.Connection,
+    parsed: ParsedQuery,
+    limit: int,
+    offset: int,
+    host: str | None,
+    authority: bool,
+) -> list[SearchResult]:
+    """:func:`search` by FTS5's bm25."""
+    where, params = host_filter(host, "p.host")
+    if parsed.lang:
+        # The store knows a page's language from its MIME type only; the tantivy index
+        # knows the detected ones too.
+        where += " AND (lower(p.lang) = ? OR lower(p.lang) LIKE ? || '-%')"
+        params = (*params, parsed.lang, parsed.lang)
+    score = _bm25(COLUMN_WEIGHTS)
     if authority and has_authority(conn):
         # bm25 is negative (lower is better): a weight above 1 makes it better still.
-        score += " * coalesce((SELECT weight FROM authority a WHERE a.url = p.url), 1.0)"
+        trusted = "coalesce((SELECT a.score FROM authority a WHERE a.url = p.url), 0) > 0"
+        score = (
+            f"CASE WHEN {trusted} THEN {score} ELSE {_bm25(UNTRUSTED_WEIGHTS)} END"
+            " * coalesce((SELECT weight FROM authority a WHERE a.url = p.url), 1.0)"
+        )
     sql = (
-        "SELECT p.url, p.title, p.mime, p.lang, p.size, p.fetched_at,"
-        f" snippet(pages_fts, 2, '{MARK[0]}', '{MARK[1]}', '…', {SNIPPET_TOKENS}),"
-        f" snippet(pages_fts, 1, '{MARK[0]}', '{MARK[1]}', '…', {SNIPPET_TOKENS}),"
+        "SELECT p.id, p.url, p.title, p.mime, p.lang, p.size, p.fetched_at,"
         f" {score} AS score"
         " FROM pages_fts JOIN pages p ON p.id = pages_fts.rowid"
         f" WHERE pages_fts MATCH ?{where} ORDER BY score, p.id LIMIT ? OFFSET ?"
     )
     try:
-        rows = conn.execute(sql, (expr, *params, limit, offset)).fetchall()
+        rows = conn.execute(sql, (to_fts_query(parsed), *params, limit, offset)).fetchall()
     except sqlite3.OperationalError as exc:  # should not happen after to_fts_query; be safe
         raise QueryError(f"cannot run this query: {exc}") from None
-    return [result_from_row(tuple(row[:-1]), row[-1]) for row in rows]
+    texts = _texts(conn, [int(row[0]) for row in rows])
+    results = []
+    for row in rows:
+        body, headings = texts.get(int(row[0]), ("", ""))
+        results.append(result_from_row((*row[1:7], snippet_of(body, headings, parsed), ""), row[7]))
+    return results
+
+
+def _bm25(weights: tuple[float, ...]) -> str:
+    return f"bm25(pages_fts, {', '.join(str(w) for w in weights)})"
+
+
+def _texts(conn: sqlite3.Connection, ids: list[int]) -> dict[int, tuple[str, str]]:
+    """The first :data:`SNIPPET_SCAN_CHARS` characters of the body and of the headings
+    of each page of ``ids``, by page id (never more of them)."""
+    if not ids:
+        return {}
+    marks = ", ".join("?" * len(ids))
+    rows = conn.execute(
+        "SELECT rowid, substr(body, 1, ?), substr(headings, 1, ?) FROM pages_fts"
+        f" WHERE rowid IN ({marks})",
+        (SNIPPET_SCAN_CHARS, SNIPPET_SCAN_CHARS, *ids),
+    )
+    return {int(i): (body or "", headings or "") for i, body, headings in rows}
 
 
 def _read_back(
     conn: sqlite3.Connection, parsed: ParsedQuery, hits: list[Hit]
 ) -> list[SearchResult]:
-    """Results for tantivy's (page id, score) hits, read from the store in one query.
-
-    Snippets come from :func:`text_snippet` over the stored text: FTS5's ``snippet()``
-    would run the whole MATCH again for each result (for ``prefix*`` queries, merging every
-    matching word's postings ten times over). Scores are negated so that, as with FTS5's
-    bm25, lower is better."""
+    """Results for tantivy's (page id, score) hits, read from the store in one query, their
+    snippets from :func:`snippet_of` (FTS5's ``snippet()`` would run the whole MATCH again
+    for each result, and tokenize each page's whole text). Scores are negated so that, as
+    with FTS5's bm25, lower is better."""
     if not hits:
         return []
     marks = ", ".join("?" * len(hits))
     rows = {
         row[0]: row[1:]
         for row in conn.execute(
-            "SELECT f.rowid, p.url, p.title, p.mime, p.lang, p.size, p.fetched_at, f.body,"
-            " f.headings FROM pages_fts f JOIN pages p ON p.id = f.rowid"
-            f" WHERE f.rowid IN ({marks})",
+            "SELECT p.id, p.url, p.title, p.mime, p.lang, p.size, p.fetched_at FROM pages p"
+            f" WHERE p.id IN ({marks})",
             [hit.page_id for hit in hits],
         )
     }
-    words = [t for group in parsed.groups for t in group]
+    texts = _texts(conn, [hit.page_id for hit in hits])
     results = []
     for hit in hits:
         row = rows.get(hit.page_id)
-        if row is None:  # deleted from the store since the index was built
+        text = texts.get(hit.page_id)
+        if row is None or text is None:  # deleted from the store since the index was built
             continue
-        body, headings = split_front_matter(row[6] or "")[1], row[7] or ""
-        snippet = text_snippet(body, words) or text_snippet(headings, words)
-        url, title, mime, lang, size, fetched_at = row[:6]
-        shown = snippet or body[:PLAIN_SNIPPET_CHARS]
+        url, title, mime, lang, size, fetched_at = row
+        shown = snippet_of(*text, parsed)
         results.append(
             result_from_row(
                 (url, title, mime, hit.lang or lang, size, fetched_at, shown, ""), -hit.score
@@ -226,17 +274,39 @@ def _read_back(
     return results
 
 
+def snippet_of(body: str, headings: str, parsed: ParsedQuery) -> str:
+    """A result's snippet from the first characters of its body and headings (at most
+    :data:`SNIPPET_SCAN_CHARS` of each are read): around the first searched word of the
+    body, else of the headings, else the body's first :data:`PLAIN_SNIPPET_CHARS`."""
+    words = [t for group in parsed.groups for t in group]
+    body = split_front_matter(body[:SNIPPET_SCAN_CHARS])[1]
+    return (
+        text_snippet(body, words)
+        or text_snippet(headings[:SNIPPET_SCAN_CHARS], words)
+        or body[:PLAIN_SNIPPET_CHARS]
+    )
+
+
 def text_snippet(text: str, terms: list[Term], tokens: int = SNIPPET_TOKENS) -> str:
-    """About ``tokens`` words of ``text`` around the first searched word, searched words
-    between the :data:`~geminibot.index.text.MARK` characters as FTS5's snippet marks
-    them; "" when none occurs."""
-    wanted = [_fold(w) for t in terms for w in _WORD.findall(t.text)]
-    prefixes = [_fold(t.text) for t in terms if t.prefix]
-    words = text.split()
+    """About ``tokens`` words of ``text`` (of its first :data:`SNIPPET_SCAN_CHARS`
+    characters) around the first searched word, searched words between the
+    :data:`~geminibot.index.text.MARK` characters as FTS5's snippet marks them; "" when
+    none occurs."""
+    wanted = {_fold(w) for t in terms for w in _WORD.findall(t.text)}
+    prefixes = tuple(_fold(t.text) for t in terms if t.prefix)
+    scanned = text[:SNIPPET_SCAN_CHARS]
+    if scanned.isascii() and not _any_of(wanted.union(prefixes)).search(scanned):
+        return ""  # not even as part of a word: no need to look at each
+    words = scanned.split()
+    seen: dict[str, bool] = {}
 
     def hit(word: str) -> bool:
-        folded = [_fold(w) for w in _WORD.findall(word)]
-        return any(w in wanted or w.startswith(tuple(prefixes)) for w in folded if w)
+        found = seen.get(word)
+        if found is None:
+            folded = [_fold(w) for w in _WORD.findall(word)]
+            found = any(w in wanted or (prefixes and w.startswith(prefixes)) for w in folded)
+            seen[word] = found
+        return found
 
     first = next((n for n, w in enumerate(words) if hit(w)), None)
     if first is None:
@@ -244,7 +314,13 @@ def text_snippet(text: str, terms: list[Term], tokens: int = SNIPPET_TOKENS) -> 
     start = max(0, first - tokens // 4)
     window = words[start : start + tokens]
     shown = " ".join(f"{MARK[0]}{w}{MARK[1]}" if hit(w) else w for w in window)
-    return ("…" if start else "") + shown + ("…" if start + tokens < len(words) else "")
+    more = start + tokens < len(words) or len(text) > SNIPPET_SCAN_CHARS
+    return ("…" if start else "") + shown + ("…" if more else "")
+
+
+def _any_of(words: set[str]) -> re.Pattern[str]:
+    """Any of ``words`` anywhere, in any case (for ASCII text: folding is lowering)."""
+    return re.compile("|".join(re.escape(w) for w in sorted(words) if w), re.IGNORECASE)
 
 
 def _fold(word: str) -> str:

@@ -16,8 +16,7 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from geminibot.cliutil import (
@@ -30,13 +29,17 @@ from geminibot.cliutil import (
     positive_int,
     terminal_safe,
 )
-from geminibot.index.query import QueryError
+from geminibot.index.query import (
+    MAX_PHRASE_WORDS,
+    MAX_PREFIXES,
+    MAX_TERMS,
+    MIN_PREFIX_CHARS,
+    QueryError,
+)
 from geminibot.index.search import MAX_LIMIT, MAX_OFFSET, SearchResult, search
 from geminibot.index.stats import URL_STATES, format_stats, list_urls, stats, status_filter
 from geminibot.index.tantivy_index import index_lag
-from geminibot.store.db import DatabaseError, connect
-from geminibot.store.pg import command_error as pg_error
-from geminibot.store.pg import is_postgres
+from geminibot.store.database import Database, open_database
 
 #: The language assumed for a reader whose locale names none (``C``, ``POSIX``, unset).
 DEFAULT_READER_LANGUAGE = "en"
@@ -92,7 +95,10 @@ def register(commands: Any) -> None:
             "one of the options below is part of the query, -word included, wherever it "
             "stands (search -haiku beos --db x.db; -- is accepted and skipped: search -- "
             "-haiku beos --db x.db). A page in "
-            "another language than the locale's ($LANG) is marked with its code: [de]."
+            "another language than the locale's ($LANG) is marked with its code: [de]. "
+            f"At most {MAX_TERMS} terms, {MAX_PREFIXES} prefixes of {MIN_PREFIX_CHARS} "
+            f"letters or more and phrases of {MAX_PHRASE_WORDS} words: a query over them "
+            "is refused with what to change (exit 2)."
         ),
     )
     find.__class__ = QueryParser  # argparse makes the parser; its reading of words is ours
@@ -153,36 +159,10 @@ def register(commands: Any) -> None:
     numbers.set_defaults(run=run_stats)
 
 
-@contextmanager
-def reading(
-    db: str, *, any_thread: bool = False
-) -> Iterator[tuple[Any, Callable[..., list[SearchResult]]]]:
-    """An existing crawl database to read: (connection, its search function); the same
-    statistics SQL runs on both connections. With ``any_thread`` an SQLite connection may
-    be used by one thread after another (a PostgreSQL one always may)."""
-    if is_postgres(db):
-        from geminibot.store import pg
-
-        try:
-            pg_conn = pg.connect(db)
-        except DatabaseError as exc:
-            raise pg_error(exc) from None
-        with pg_conn:
-            yield pg_conn, search_function(db)
-        return
-    try:
-        conn = connect(db, create=False, any_thread=any_thread)
-    except DatabaseError as exc:
-        raise pg_error(exc) from None
-    try:
-        yield conn, search_function(db)
-    finally:
-        conn.close()
-
-
-def search_function(db: str) -> Callable[..., list[SearchResult]]:
-    """The search of the crawl database ``db``: PostgreSQL's or SQLite's."""
-    return _pg_search if is_postgres(db) else search
+def search_function(database: Database) -> Callable[..., list[SearchResult]]:
+    """The search of ``database``'s engine: FTS5 or the tantivy index on SQLite,
+    PostgreSQL's own text search."""
+    return _SEARCHES[database.dialect]
 
 
 def _pg_search(
@@ -191,6 +171,12 @@ def _pg_search(
     from geminibot.index import pg_search
 
     return pg_search.search(conn, query, limit, offset=offset, host=host)
+
+
+_SEARCHES: dict[str, Callable[..., list[SearchResult]]] = {
+    "sqlite": search,
+    "postgresql": _pg_search,
+}
 
 
 def reader_language(environ: dict[str, str] | None = None) -> str:
@@ -209,9 +195,12 @@ def run_search(args: argparse.Namespace) -> int:
     query = " ".join(args.query)
     if not query.strip():
         raise CommandError("search: give a query")
-    with reading(args.db) as (conn, find):
+    with open_database(args.db) as database:
+        find = search_function(database)
         try:
-            results = find(conn, query, args.limit, offset=args.offset, host=args.host)
+            results = find(
+                database.connection, query, args.limit, offset=args.offset, host=args.host
+            )
         except QueryError as exc:
             raise CommandError(f"search: {exc}") from None
     reader = reader_language()
@@ -234,10 +223,10 @@ def run_stats(args: argparse.Namespace) -> int:
             status_filter(args.status)
         except ValueError as exc:
             raise CommandError(f"stats: {exc}") from None
-    with reading(args.db) as (conn, _):
+    with open_database(args.db) as database:
         if args.urls:
-            return _list_urls(conn, args)
-        data = stats(conn, lag=index_lag(conn))
+            return _list_urls(database, args)
+        data = stats(database, lag=index_lag(database))
     if args.json:
         emit_json(data)
     else:
@@ -245,9 +234,9 @@ def run_stats(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def _list_urls(conn: Any, args: argparse.Namespace) -> int:
-    """``stats --urls`` on either store (an sqlite3 or a psycopg connection)."""
-    rows = list_urls(conn, status=args.status, host=args.host, limit=args.limit)
+def _list_urls(database: Database, args: argparse.Namespace) -> int:
+    """``stats --urls``."""
+    rows = list_urls(database, status=args.status, host=args.host, limit=args.limit)
     for row in rows:
         if args.json:
             emit_json(row.as_json())

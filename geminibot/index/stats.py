@@ -5,11 +5,15 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
-from geminibot.cliutil import LINE_WIDTH, clipped, terminal_safe
+from geminibot.cliutil import LINE_WIDTH, clipped, counted, terminal_safe
 from geminibot.index.freshness import format_freshness, freshness
-from geminibot.store.feedstore import feed_formats
+from geminibot.store.feedstore import FEED_FORMATS
+from geminibot.store.traps import TRAP_REASON_PREFIX
+
+if TYPE_CHECKING:
+    from geminibot.store.database import Database
 
 #: Longest list of per-host refusal counts reported.
 TOP_REFUSING_HOSTS = 10
@@ -21,6 +25,9 @@ AGE_BUCKETS: tuple[tuple[str, float], ...] = (
     ("7-30 days", 30 * 86_400.0),
     ("over 30 days", float("inf")),
 )
+#: A refusal by the site's policy, as SQL over ``decisions``: not a trap bound's.
+_POLICY_REFUSAL = f"NOT allowed AND reason NOT LIKE '{TRAP_REASON_PREFIX}%'"
+
 #: The states a URL of the frontier can be in (``stats --urls --status``).
 URL_STATES = ("queued", "leased", "done", "refused", "failed", "gone", "trapped")
 
@@ -75,7 +82,7 @@ def host_like(pattern: str) -> str:
 
 
 def list_urls(
-    conn: Any,
+    database: Database,
     *,
     status: str | None = None,
     host: str | None = None,
@@ -84,9 +91,7 @@ def list_urls(
 ) -> list[ListedUrl]:
     """The crawl's URLs in the order they were found, filtered by ``status`` (see
     :func:`status_filter`) and ``host`` (a shell pattern: the key itself, or the host
-    name of a web origin), on either store's connection."""
-    from geminibot.store.engines import engine_of
-
+    name of a web origin)."""
     by_status, params = status_filter(status)
     by_host = ""
     if host is not None:
@@ -99,8 +104,8 @@ def list_urls(
         f" LEFT JOIN pages p ON p.url = u.url WHERE true{by_status}{by_host}"
         f" ORDER BY u.id{limited}"
     )
-    rows = conn.execute(
-        engine_of(conn).sql.once(sql), {**params, "limit": limit, "offset": offset}
+    rows = database.execute(
+        database.sql.once(sql), {**params, "limit": limit, "offset": offset}
     ).fetchall()
     return [ListedUrl(str(r[0]), str(r[1]), str(r[2]), r[3], r[4]) for r in rows]
 
@@ -180,11 +185,18 @@ def stats(conn: Connection, now: float | None = None, lag: int | None = None) ->
             "SELECT reason, count(*) FROM urls WHERE state = 'trapped'"
             " GROUP BY 1 ORDER BY 2 DESC, 1",
         ),
-        "refusals": int(one("SELECT count(*) FROM decisions WHERE NOT allowed").fetchone()[0]),
-        "feeds": feed_formats(conn),
+        "refusals": int(
+            one(f"SELECT count(DISTINCT url) FROM decisions WHERE {_POLICY_REFUSAL}").fetchone()[0]
+        ),
+        "trap_refusals": int(
+            one(
+                f"SELECT count(DISTINCT url) FROM decisions WHERE NOT allowed AND NOT ({_POLICY_REFUSAL})"
+            ).fetchone()[0]
+        ),
+        "feeds": _counts(conn, str(FEED_FORMATS)),
         "refusals_by_host": _counts(
             conn,
-            "SELECT host, count(*) FROM decisions WHERE NOT allowed"
+            f"SELECT host, count(DISTINCT url) FROM decisions WHERE {_POLICY_REFUSAL}"
             f" GROUP BY host ORDER BY 2 DESC, 1 LIMIT {TOP_REFUSING_HOSTS}",
         ),
     }
@@ -195,11 +207,16 @@ def format_stats(data: dict[str, Any]) -> str:
     lines = [
         f"hosts      {data['hosts']} ({data['hosts_skipped']} skipped for now)",
         f"pages      {data['pages']} ({data['pages_with_text']} with searchable text, "
-        f"{data['duplicates']} duplicates)",
+        f"{counted(data['duplicates'], 'duplicate')})",
         f"links      {data['links']}",
         f"bytes      {data['bytes']}",
         f"requests   {data['requests']}",
-        f"refusals   {data['refusals']} URLs refused by site policy",
+        f"refusals   {counted(data['refusals'], 'URL')} refused by site policy"
+        + (
+            f", {data['trap_refusals']} more stopped by trap bounds"
+            if data["trap_refusals"]
+            else ""
+        ),
     ]
     for title, key in (
         ("status", "status"),

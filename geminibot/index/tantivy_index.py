@@ -14,7 +14,11 @@ Ranking is in two stages (:meth:`TantivyIndex.search`): tantivy's collector keep
 best :data:`RERANK_WINDOW` pages by text alone, with block-max pruning intact, then those
 are re-ranked by text score × their host's link-authority weight ``log2(2 + authority)``
 × a keyword-stuffing penalty (:data:`~geminibot.index.documents.STUFFED_SHARE`) outside
-the collector. The weights are not in the documents but in the folder's weights file
+the collector; the window's pages of hosts with no trust path (authority computed, and
+their host's weight that of a score of 0) are first scored again with
+:data:`~geminibot.index.documents.UNTRUSTED_BOOSTS` (search spam: their title, headings
+and incoming link text do not lift them by themselves), by one more search over those
+pages alone. The weights are not in the documents but in the folder's weights file
 (:mod:`geminibot.index.weights`), replaced whenever authority is computed again and read
 by the next search: new weights never rebuild or re-add a document. Weighting
 inside the collector (``weight_by_field``) made every matching page's score depend on a
@@ -41,13 +45,16 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import tantivy
 
+from geminibot.cliutil import counted
 from geminibot.index.authority import last_computed
 from geminibot.index.documents import (
     FIELD_BOOSTS,
     PAIR_FIELDS,
+    UNTRUSTED_BOOSTS,
     DocumentBuilder,
     anchor_table,
     page_document,
@@ -69,6 +76,9 @@ from geminibot.index.weights import (
     write_weights,
 )
 from geminibot.store.db import transaction
+
+if TYPE_CHECKING:
+    from geminibot.store.database import Database
 
 #: Index format of this module (a folder written by another is rebuilt, not read).
 FORMAT = 5
@@ -175,8 +185,10 @@ class TantivyIndex:
             ]
             weights = self.weights.current()
             if weights is not None and weights.by_key:
-                hosts = searcher.fast_field_values("host", addresses)
-                factors = [f * weights.of(int(h or 0)) for f, h in zip(factors, hosts, strict=True)]
+                hosts = [int(h or 0) for h in searcher.fast_field_values("host", addresses)]
+                factors = [f * weights.of(h) for f, h in zip(factors, hosts, strict=True)]
+                untrusted = [n for n, h in enumerate(hosts[:window]) if not weights.trusted(h)]
+                ranked = self._untrusted_rescored(searcher, parsed, ranked, untrusted)
             scored = [(s * f, addr) for (s, addr), f in zip(ranked, factors, strict=True)]
             head = sorted(scored[:window], key=lambda hit: -hit[0])  # stable: text order
             ranked = head + scored[window:]
@@ -186,6 +198,36 @@ class TantivyIndex:
             Hit(int(i or 0), float(score), _stored_lang(searcher.doc(addr)))
             for i, (score, addr) in zip(ids, page, strict=True)
         ]
+
+    def _untrusted_rescored(
+        self,
+        searcher: tantivy.Searcher,
+        parsed: ParsedQuery,
+        ranked: list[tuple[float, tantivy.DocAddress]],
+        untrusted: list[int],
+    ) -> list[tuple[float, tantivy.DocAddress]]:
+        """``ranked`` with the pages at the positions ``untrusted`` scored as the query
+        with :data:`~geminibot.index.documents.UNTRUSTED_BOOSTS` scores them (never
+        above their score), by one search restricted to those pages."""
+        if not untrusted:
+            return ranked
+        query = self._query(parsed, UNTRUSTED_BOOSTS)
+        ids = searcher.fast_field_values("id", [ranked[n][1] for n in untrusted])
+        if query is None:
+            return ranked
+        only = tantivy.Query.const_score_query(
+            tantivy.Query.term_set_query(self.schema, "id", [int(i or 0) for i in ids]), 0.0
+        )
+        restricted = tantivy.Query.boolean_query(
+            [(tantivy.Occur.Must, query), (tantivy.Occur.Must, only)]
+        )
+        found = searcher.search(restricted, len(untrusted), count=False).hits
+        flat = {(a.segment_ord, a.doc): score for score, a in found}
+        rescored = list(ranked)
+        for n in untrusted:
+            score, addr = ranked[n]
+            rescored[n] = (min(score, flat.get((addr.segment_ord, addr.doc), 0.0)), addr)
+        return rescored
 
     def _stems(self, word: str, lang: str | None) -> list[tantivy.Query]:
         """Term queries for ``word``'s stem in each language searched (``lang``, else every
@@ -203,14 +245,16 @@ class TantivyIndex:
             for stem in sorted(stems)
         ]
 
-    def _term(self, term: Term, lang: str | None = None) -> tantivy.Query | None:
+    def _term(
+        self, term: Term, lang: str | None = None, boosts: dict[str, float] = FIELD_BOOSTS
+    ) -> tantivy.Query | None:
         words: list[str | tuple[int, str]] = list(self.analyzer.analyze(term.text))
         if not words:
             return None
         per_field = []
         if not term.prefix and len(words) == 1:
             per_field += [(tantivy.Occur.Should, q) for q in self._stems(term.text, lang)]
-        for name, boost in FIELD_BOOSTS.items():
+        for name, boost in boosts.items():
             if not term.prefix and len(words) > 1:
                 q = self._phrase(name, words)
             elif term.prefix and len(words) == 1:
@@ -240,10 +284,12 @@ class TantivyIndex:
             [(tantivy.Occur.Must, q) for q in pairs] + [(tantivy.Occur.Must, exact)]
         )
 
-    def _query(self, parsed: ParsedQuery) -> tantivy.Query | None:
+    def _query(
+        self, parsed: ParsedQuery, boosts: dict[str, float] = FIELD_BOOSTS
+    ) -> tantivy.Query | None:
         groups = []
         for group in parsed.groups:
-            terms = [self._term(t, parsed.lang) for t in group]
+            terms = [self._term(t, parsed.lang, boosts) for t in group]
             if any(t is None for t in terms):
                 continue  # a required word the index can never contain
             groups.append(
@@ -334,10 +380,11 @@ def pending(conn: sqlite3.Connection, applied: int) -> int:
     )
 
 
-def index_lag(conn: object) -> int | None:
+def index_lag(database: Database) -> int | None:
     """Changes of the store the derived index has not applied (None: no index of this
     format, or not an SQLite store: PostgreSQL's own index never lags)."""
-    if not isinstance(conn, sqlite3.Connection):
+    conn = database.sqlite
+    if conn is None:
         return None
     db = db_path_of(conn)
     manifest = read_manifest(index_dir(db)) if db is not None else None
@@ -394,7 +441,10 @@ def open_current(conn: sqlite3.Connection) -> TantivyIndex | None:
 
 def status(conn: sqlite3.Connection) -> dict[str, object]:
     """Whether the derived index exists and is current, for people (``index status``):
-    ``pending`` changes of the store not yet applied, ``following`` while an updater is."""
+    ``pending`` changes of the store not yet applied; ``following`` while an updater (or
+    a rebuild) holds the index (:func:`is_written`: a lock, not a guess); and, when
+    changes are pending and none does, ``index_searched_for``: the seconds searches
+    still keep to the index (:data:`FOLLOW_GRACE` after its last commit) before FTS5."""
     db = db_path_of(conn)
     folder = index_dir(db) if db is not None else None
     if folder is None or not folder.is_dir():
@@ -403,12 +453,17 @@ def status(conn: sqlite3.Connection) -> dict[str, object]:
     if opened is None:
         return {"built": False, "current": False, "path": str(folder), "unreadable": True}
     waiting = pending(conn, opened.applied)
+    following = is_written(db) if db is not None else False
+    now = time.time()
+    updated = opened.manifest.get("updated_at")
+    left = FOLLOW_GRACE - (now - float(updated)) if isinstance(updated, float | int) else 0.0
     return {
         **opened.manifest,
         "built": True,
         "current": waiting == 0,
         "pending": waiting,
-        "following": is_followed(opened.manifest, time.time()),
+        "following": following,
+        "index_searched_for": round(max(0.0, left), 1) if waiting and not following else 0.0,
         "path": str(folder),
         "authority": authority_status(conn, folder),
     }
@@ -441,11 +496,31 @@ def apply_weights(conn: sqlite3.Connection) -> int | None:
         return write_weights(conn, folder) if read_manifest(folder) is not None else None
 
 
+def _lock_file(db: Path) -> Path:
+    return db.with_name(db.name + ".search.lock")
+
+
+def is_written(db: Path) -> bool:
+    """Whether a process (an updater, a rebuild) holds :func:`writing` of ``db``'s index
+    now: the lock is asked for, not the manifest's age (a process killed holds none)."""
+    try:
+        fd = os.open(_lock_file(db), os.O_RDONLY)
+    except OSError:
+        return False  # never written, or unreadable: no writer to say of
+    try:
+        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return True
+    finally:
+        os.close(fd)  # and any lock taken with it
+    return False
+
+
 @contextmanager
 def writing(db: Path) -> Iterator[None]:
     """Hold the right to write ``db``'s derived index (a lock file beside it) for the
     block: one rebuild or updater at a time; :class:`IndexUnavailable` if another has it."""
-    lock = db.with_name(db.name + ".search.lock")
+    lock = _lock_file(db)
     with lock.open("a") as held:
         try:
             fcntl.flock(held, fcntl.LOCK_EX | fcntl.LOCK_NB)
@@ -501,7 +576,7 @@ def rebuild_locked(
             for row in batch:
                 writer.add_document(page_document(builder, row))
             count += len(batch)
-            say(f"indexed {count} pages")
+            say(f"indexed {counted(count, 'page')}")
         writer.commit()
         writer.wait_merging_threads()
         conn.execute("DROP TABLE IF EXISTS temp.anchor_text")

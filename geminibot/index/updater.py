@@ -187,7 +187,8 @@ def follow(
     interval: float = COMMIT_INTERVAL,
 ) -> int:
     """Apply the store's changes as they come until ``stopping()``: all there are, then
-    ``wait(interval)`` (a sleep that a stop may cut short); returns the changes applied.
+    ``wait(interval)`` (a sleep that a stop may cut short); once stopped, every change
+    committed by then (a stop leaves the index current); returns the changes applied.
     It says it follows (:meth:`IndexUpdater.beat`) when it starts, so that the first
     changes after a rebuild or a restart keep searches on the index until their commit,
     then whenever it had nothing to apply for :data:`HEARTBEAT` seconds."""
@@ -205,7 +206,7 @@ def follow(
             beat = now
         if done < COMMIT_PAGES:
             wait(interval)
-    return total
+    return total + updater.catch_up()
 
 
 def verify(conn: sqlite3.Connection) -> dict[str, object]:

@@ -27,10 +27,12 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
-from geminibot.index.authority import last_computed
+from geminibot.index.authority import last_computed, weight_of
 
 #: The weights file in the index's folder.
 WEIGHTS_FILE = "weights.json"
+#: The weight of a host's score of 0 (``log2(2 + 0)``): a host with no trust path.
+UNTRUSTED_WEIGHT = weight_of(0.0)
 #: Format of the weights file (another is ignored: search ranks by text until the next
 #: computation writes this one).
 FORMAT = 1
@@ -51,6 +53,12 @@ class Weights:
     def of(self, key: int) -> float:
         """The weight of the host with ``key`` (1.0 when unknown)."""
         return self.by_key.get(key, 1.0)
+
+    def trusted(self, key: int) -> bool:
+        """Whether the host with ``key`` has a trust path: a weight above that of a
+        score of 0 (which a host no trusted host's links lead to has, and a host the
+        computation did not know is given)."""
+        return self.by_key.get(key, UNTRUSTED_WEIGHT) > UNTRUSTED_WEIGHT
 
 
 def store_weights(conn: sqlite3.Connection) -> dict[str, float]:

@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import argparse
+import functools
 import os
 import re
 import sys
+import tomllib
 from datetime import UTC, datetime
+from importlib import resources
 from typing import Any
 
 from geminibot.cliutil import (
@@ -15,18 +18,19 @@ from geminibot.cliutil import (
     CommandError,
     Parser,
     bounded_number,
+    counted,
     emit_json,
     read_source,
     say,
     terminal_safe,
 )
-from geminibot.policy.agents_txt import NOT_THIS_DIALECT, parse_agents
+from geminibot.policy.agents_txt import NOT_THIS_DIALECT
 from geminibot.policy.diagnostics import Diagnostic, has_errors
-from geminibot.policy.ext20 import parse_ext20
+from geminibot.policy.lint import lint_policy
 from geminibot.policy.render import FORMATS, PolicyError, load_policy, render
-from geminibot.policy.robots2 import CATEGORIES, parse_robots2
+from geminibot.policy.robots2 import CATEGORIES
 from geminibot.policy.robots_model import VIRTUAL_AGENTS
-from geminibot.policy.robots_parse import MAX_ROBOTS_BYTES, own_token, parse_robots
+from geminibot.policy.robots_parse import MAX_ROBOTS_BYTES, own_token
 from geminibot.policy.site_policy import (
     DIALECT_FILES,
     Bot,
@@ -35,8 +39,10 @@ from geminibot.policy.site_policy import (
     detect_dialect,
     looks_like_policy,
 )
+from geminibot.policy.textlines import not_text
 
-#: A further argument is a policy file only if its name says which policy it is.
+#: Where the classify registry of known bots is (package, file).
+REGISTRY_RESOURCE = ("geminibot", "data/bots.toml")
 #: How much of a further argument's file is read to tell a policy file by its content.
 SNIFF_BYTES = 64 * 1024
 _POLICY_FILE_NAME = re.compile(r"(robots|agents)[^/\\]*$", re.IGNORECASE)
@@ -80,10 +86,15 @@ error.
 """
 
 LINT_EPILOG = """\
-Each finding is printed as FILE:LINE: level: message [code]. Levels: error (a
-line the parser ignores or cannot read as intended), warning (read, but
-probably not as meant), info (worth knowing). Exit status: 0 no errors, 1
-errors found, 2 a file could not be read.
+Each finding is printed as FILE:LINE: level: message [code], and under a
+warning or an error a hint on what to do. Levels: error (a line the parser
+ignores or cannot read as intended), warning (read, but probably not as meant:
+a User-agent cut inside its name such as AI2Bot read as AI, a template left in
+such as $DOMAIN, a User-agent close to a known crawler's token such as Google,
+'$' inside a pattern, a robots2 spec-version not implemented), info (worth
+knowing, changes nothing: Name/1.0 read as Name). A file that is not text is
+not a policy file. Exit status: 0 no errors, 1 errors found, 2 a file could not
+be read or is not text.
 """
 
 
@@ -142,7 +153,8 @@ def register(commands: Any) -> None:
         dest="virtual_agents",
         default="",
         metavar="VA,...",
-        help=f"the Gemini virtual agents the bot acts as: {', '.join(VIRTUAL_AGENTS)}",
+        help="the Gemini virtual agents the bot acts as, comma-separated: "
+        f"{', '.join(VIRTUAL_AGENTS)} (default none: only its own token and '*')",
     )
     check.add_argument(
         "--strict", action="store_true", help="apply own, virtual and * groups together"
@@ -163,7 +175,8 @@ def register(commands: Any) -> None:
         "--protocol",
         choices=("auto", "gemini", "http"),
         default="auto",
-        help="the host's protocol (robots2 'ask' counts as 'no' on Gemini); default from the URLs",
+        help="the protocol of the host the policy files are from (on Gemini, robots2.txt's "
+        "'ask' counts as 'no'); auto: http if a URL is http(s)://, else gemini",
     )
     check.add_argument(
         "--last-duration",
@@ -280,12 +293,23 @@ def _file_notes(name: str, data: bytes) -> list[str]:
     return notes
 
 
+def read_policy_file(source: str) -> tuple[str, bytes]:
+    """:func:`read_source` for a policy file: (display name, bytes); a file that is not
+    text (an executable, an image, mostly control bytes) is a usage error, one line."""
+    name, data = read_source(source)
+    what = not_text(data)
+    if what is not None:
+        raise CommandError(f"{name} is not a policy file: not text ({what})")
+    return name, data
+
+
 def load_sources(sources: list[str]) -> dict[Dialect, tuple[str, bytes]]:
-    """Read policy files and sort them by dialect (by name, else by content):
-    dialect -> (display name, bytes). Two files of one dialect are a usage error."""
+    """Read policy files (:func:`read_policy_file`) and sort them by dialect (by name,
+    else by content): dialect -> (display name, bytes). Two files of one dialect are a
+    usage error."""
     loaded: dict[Dialect, tuple[str, bytes]] = {}
     for source in sources:
-        name, data = read_source(source)
+        name, data = read_policy_file(source)
         dialect = detect_dialect(name, data)
         if dialect in loaded:
             raise CommandError(
@@ -369,33 +393,29 @@ def run_check(args: argparse.Namespace) -> int:
     return EXIT_NEGATIVE if any_refused else EXIT_OK
 
 
+@functools.cache
+def known_crawler_tokens() -> frozenset[str]:
+    """The product tokens of the crawlers in the classify registry (geminibot/data/bots.toml,
+    which ``geminibot.classify.registry`` reads and checks; the policy layer cannot import
+    it, and needs only this field)."""
+    package, name = REGISTRY_RESOURCE
+    table = tomllib.loads(resources.files(package).joinpath(name).read_text("utf-8"))
+    return frozenset(
+        bot["token"] for bot in table.get("bot", ()) if isinstance(bot.get("token"), str)
+    )
+
+
 def lint_file(name: str, data: bytes) -> tuple[Diagnostic, ...]:
-    dialect = detect_dialect(name, data)
-    if dialect == "agents":
-        return parse_agents(data).diagnostics
-    if dialect == "robots2":
-        return parse_robots2(data).diagnostics
-    rfc9309 = parse_robots(data)
-    diags = list(rfc9309.diagnostics)
-    v2 = parse_ext20(data, rfc9309)
-    if v2.has_version_lines or any(s.rates or s.visit_times for s in v2.sets):
-        # A 2.0 set's rules are read by the 2.0 engine: what RFC 9309 would make of them
-        # (a regex "does not start with '/'") is not what happens.
-        v2_lines = {r.line for s in v2.sets if s.kind == "2.0" for r in s.rules}
-        diags = [d for d in diags if d.line not in v2_lines or d.code != "pattern-no-slash"]
-        seen = {(d.line, d.code) for d in diags}
-        diags.extend(
-            d for d in v2.diagnostics if d.code != "unknown-field" and (d.line, d.code) not in seen
-        )
-        diags.sort(key=lambda d: d.line)
-    return tuple(diags)
+    """``policy lint``'s findings about one file (:func:`lint_policy`, with the known
+    crawlers of the registry)."""
+    return lint_policy(name, data, known_crawler_tokens())
 
 
 def run_lint(args: argparse.Namespace) -> int:
     found_errors = False
     counts = {"error": 0, "warning": 0, "info": 0}
     for source in args.files:
-        name, data = read_source(source)
+        name, data = read_policy_file(source)
         dialect = DIALECT_FILES[detect_dialect(name, data)]
         diagnostics = lint_file(name, data)
         for diag in diagnostics:
@@ -403,11 +423,13 @@ def run_lint(args: argparse.Namespace) -> int:
             if args.json:
                 emit_json({"file": name, "dialect": dialect, **diag.as_dict()})
             else:
-                print(terminal_safe(diag.format(name)))
+                print(terminal_safe(diag.format(name)))  # whole: FILE:LINE to copy
+                if diag.hint:
+                    say(sys.stdout, f"hint: {diag.hint}", "  ", "        ")
         found_errors = found_errors or has_errors(diagnostics)
     if not args.json:
-        summary = ", ".join(f"{n} {level}{'s' if n != 1 else ''}" for level, n in counts.items())
-        print(f"{len(args.files)} file(s): {summary}", file=sys.stderr)
+        summary = ", ".join(counted(n, level) for level, n in counts.items())
+        print(f"{counted(len(args.files), 'file')}: {summary}", file=sys.stderr)
     return EXIT_NEGATIVE if found_errors else EXIT_OK
 
 

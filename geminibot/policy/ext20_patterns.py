@@ -16,7 +16,9 @@ import re2
 
 from geminibot.policy.diagnostics import Diagnostic
 from geminibot.policy.robots_match import match_length
+from geminibot.policy.robots_model import ROBOTS_FILE, rule_dict
 from geminibot.policy.textlines import pattern_text
+from geminibot.urls import normalise_escapes
 
 
 class RegexLike(Protocol):
@@ -142,13 +144,11 @@ class Ext20Rule:
     def describe(self) -> str:
         return f"'{self.text()}' (line {self.line}, {self.kind})"
 
-    def as_dict(self) -> dict[str, object]:
-        return {
-            "line": self.line,
-            "directive": self.directive,
-            "pattern": self.pattern,
-            "kind": self.kind,
-        }
+    def as_dict(self, file: str = ROBOTS_FILE, group: str | None = None) -> dict[str, object]:
+        """The rule's one JSON shape (:func:`~geminibot.policy.robots_model.rule_dict`);
+        a regex's pattern keeps its ``~ `` prefix, as in the file."""
+        shown = f"{REGEX_PREFIX} {self.pattern}" if self.kind == "regex" else self.pattern
+        return rule_dict(file, self.line, self.directive, shown, group)
 
 
 def make_rule(
@@ -188,11 +188,15 @@ def _regex_rule(line: int, allow: bool, value: str, diags: list[Diagnostic]) -> 
     return Ext20Rule(line, allow, source, "regex", default_deny, compiled, False, with_query)
 
 
+#: The characters of a 2.0 glob that are syntax, not path characters to escape.
+GLOB_SYNTAX = "[]^\\"
+
+
 def _glob_rule(line: int, allow: bool, value: str, diags: list[Diagnostic]) -> Ext20Rule:
     """A shell glob (an explicit path if it has no glob characters)."""
     with_query = "?" in value
     # A literal '#' can only appear in a URL path escaped, as %23.
-    pattern = pattern_text(value).replace("#", "%23")
+    pattern = pattern_text(value, GLOB_SYNTAX)
     _note_glob_ambiguities(line, value, diags)
     if not _GLOB_CHARS.intersection(pattern):
         if pattern.endswith("/"):
@@ -298,11 +302,19 @@ def _glob_expression(glob: str) -> str:
 _HEX_ESCAPE = re.compile(r"%[0-9a-f]{2}", re.IGNORECASE)
 
 
+def _path_escape(match: re.Match[str]) -> str:
+    """One ``%xx`` of a regex as paths read it: an unreserved character decoded (and
+    escaped for the regex), else upper-case hex digits."""
+    decoded = normalise_escapes(match.group(0))
+    return re.escape(decoded) if len(decoded) == 1 else decoded
+
+
 def _regex_for_paths(source: str) -> str:
     """A regex as it must read to match normalised paths: each non-ASCII character as its
     UTF-8 percent-encoding (in a group, so a quantifier after it still applies to the whole
-    character), ``%xx`` escapes with upper-case hex digits, as in the paths."""
-    source = _HEX_ESCAPE.sub(lambda m: m.group(0).upper(), source)
+    character), ``%xx`` escapes as the paths have them (an unreserved character decoded,
+    others with upper-case hex digits)."""
+    source = _HEX_ESCAPE.sub(_path_escape, source)
     if source.isascii():
         return source
     return "".join(

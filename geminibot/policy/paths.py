@@ -2,56 +2,38 @@
 
 The extraction follows Google's reference parser (``GetPathParamsQuery``): scheme and
 authority are dropped, path, params and query are kept, the fragment is dropped, and the
-result always starts with ``/``. On top of that, and unlike Google's parser (which leaves
-it to its caller), the result is percent-encoding normalised as RFC 9309 asks: octets
-outside ASCII are percent-encoded as UTF-8, and existing escapes get upper-case hex digits.
-Patterns from policy files get the same normalisation (:func:`normalise_pattern`), so the
-two sides are compared like with like.
+result always starts with ``/``. The result is then normalised by the one routine the
+crawler uses for the URLs it fetches (:func:`geminibot.urls.normalise_path_query`), so
+that every tool decides a URL as the crawl does: escapes of unreserved characters are
+decoded (``%7E`` is ``~``, as RFC 9309 section 2.2.2 asks), other escapes get upper-case
+hex digits (``%2F`` stays ``%2F``), characters that may not appear in a URL (non-ASCII,
+space...) are percent-encoded as UTF-8, and dot segments are removed. Patterns from
+policy files get the same escape normalisation (:func:`normalise_pattern`), so the two
+sides are compared like with like. docs/policy.md lists where this differs from Google's
+parser, which compares the URL as its caller gives it.
 """
 
 from __future__ import annotations
 
 import re
 
-_HEX_ESCAPE = re.compile(r"%([0-9a-fA-F]{2})")
-_HEX_ESCAPE_BYTES = re.compile(rb"%[0-9a-fA-F]{2}")
+from geminibot.urls import normalise_escapes, normalise_path_query
 
 
-def _upper_escape(match: re.Match[str]) -> str:
-    return "%" + match.group(1).upper()
+def normalise_pattern(raw: bytes, keep: str = "") -> str:
+    """Normalise a rule pattern as paths are normalised (:func:`normalise_escapes`).
 
-
-def normalise_pattern(raw: bytes) -> str:
-    """Normalise a rule pattern as Google's ``MaybeEscapePattern`` does.
-
-    Octets with the high bit set become ``%XX``; ``%xx`` escapes get upper-case hex.
-    Works on raw bytes so that a file in another encoding is still matched octet for
-    octet. The result is pure ASCII.
+    Works on raw bytes: an octet with the high bit set becomes ``%XX`` octet for octet
+    (as Google's ``MaybeEscapePattern`` does), so that a file in another encoding is
+    still matched octet for octet. ``keep``: ASCII characters a pattern language needs
+    as they are (a glob's ``[`` and ``]``). The result is pure ASCII. Dot segments are
+    not removed: a pattern is not a URL.
     """
     if raw.isascii():
         text = raw.decode("ascii")
-        return _HEX_ESCAPE.sub(_upper_escape, text) if "%" in text else text
-    out: list[str] = []
-    i = 0
-    n = len(raw)
-    while i < n:
-        b = raw[i]
-        if b == 0x25 and _HEX_ESCAPE_BYTES.match(raw, i):
-            out.append("%" + raw[i + 1 : i + 3].decode("ascii").upper())
-            i += 3
-            continue
-        out.append(f"%{b:02X}" if b & 0x80 else chr(b))
-        i += 1
-    return "".join(out)
-
-
-def normalise_path(path: str) -> str:
-    """Percent-encoding normalisation of a path taken from a URL (see module docstring)."""
-    if not path.isascii():
-        path = normalise_pattern(path.encode("utf-8", "surrogatepass"))
-    elif "%" in path:
-        path = _HEX_ESCAPE.sub(_upper_escape, path)
-    return path
+    else:
+        text = "".join(f"%{b:02X}" if b & 0x80 else chr(b) for b in raw)
+    return normalise_escapes(text, keep)
 
 
 _PATH_START = re.compile(r"[/?;]")
@@ -75,11 +57,7 @@ def path_of(url: str) -> str:
         path = url if hash_pos == -1 else url[:hash_pos]
     else:
         path = _general_path(url)
-    if path[:1] != "/":
-        path = "/" + path
-    if path.isascii() and "%" not in path:
-        return path
-    return normalise_path(path)
+    return normalise_path_query(path)
 
 
 def _general_path(url: str) -> str:

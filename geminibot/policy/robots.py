@@ -228,8 +228,9 @@ def _explain(
 ) -> str:
     verdict = "allowed" if allowed else "disallowed"
     if not applied:
-        names = ", ".join([agent, *vas, "*"])
-        return f"allowed: no group names any of {names}, so nothing is disallowed"
+        names = list(dict.fromkeys([agent.lower(), *(v.lower() for v in vas)]))
+        named = names[0] if len(names) == 1 else f"any of {', '.join(names)}"
+        return f"allowed: no group names {named} or '*', so nothing is disallowed"
     if len(applied) == 1:
         group = applied[0]
         if group.rule is None:

@@ -32,6 +32,9 @@ from geminibot.policy.textlines import numbered_lines, whole_lines_within
 from geminibot.urls import resolve_reference
 
 SPEC_VERSION = "0.2.1"
+#: The ``# meta: spec-version:`` values this engine reads as written: the document's own
+#: version, and the ``2.0`` its example file declares. Any other is linted (``spec-version``).
+IMPLEMENTED_SPEC_VERSIONS = (SPEC_VERSION, "2.0")
 
 #: Allowed values of each directive, from least to most restrictive. ``rate`` and the free
 #: text ``market`` are handled apart.
@@ -325,7 +328,18 @@ class _Robots2Reader:
 
     def _meta(self, number: int, key: str, value: str) -> None:
         self.meta.append((number, key, value))
-        if key not in META_KEYS:
+        if key == "spec-version" and value.lower().lstrip("v") not in IMPLEMENTED_SPEC_VERSIONS:
+            self.diags.append(
+                Diagnostic(
+                    number,
+                    "warning",
+                    "spec-version",
+                    f"spec-version {value!r} is not the one this engine implements "
+                    f"(v{SPEC_VERSION}, whose example declares 2.0): every directive is "
+                    f"read as v{SPEC_VERSION} defines it",
+                )
+            )
+        elif key not in META_KEYS:
             self.diags.append(
                 Diagnostic(number, "info", "unknown-meta", f"meta key {key!r} is not in the spec")
             )

@@ -11,6 +11,7 @@ from typing import Protocol
 
 from geminibot.policy.paths import SCHEME_AND_AUTHORITY, path_of
 from geminibot.policy.robots_model import Rule
+from geminibot.urls import PLAIN_CHARACTERS
 
 #: A rule list of at most this many rules is matched by one compiled expression
 #: (:class:`_ExpressionMatcher`); a longer one by the head index (:class:`_IndexedMatcher`).
@@ -96,6 +97,10 @@ def _left_most(segment: str) -> str:
 #: Before the rules, to match a URL as it stands: its scheme and authority as
 #: :func:`path_of` drops them, then a path that starts with ``/``.
 _URL_HEAD = SCHEME_AND_AUTHORITY + "(?=/)"
+#: ... and before that, that the URL is already normalised but for dot segments (which
+#: the caller looks for): only characters that normalisation leaves as they are, so no
+#: escape, no fragment, nothing to escape (:func:`geminibot.urls.is_normalised`).
+_PLAIN = rf"(?={PLAIN_CHARACTERS}*\Z)"
 
 
 class _ExpressionMatcher:
@@ -106,28 +111,29 @@ class _ExpressionMatcher:
     (None: no rule matched). Branches start with their literal head, so ``re`` rejects
     most of them after a character or two.
 
-    A plain URL (ASCII, nothing to normalise, no fragment, not scheme-relative) is matched
-    as it stands, by a second expression that first skips its scheme and authority, so
-    the common call costs one ``re`` match. Anything else, and a URL whose authority is
+    A plain URL (nothing to normalise, no fragment, not scheme-relative) is matched
+    as it stands, by a second expression that first checks its characters and skips its
+    scheme and authority, so the common call costs one ``re`` match. Anything else, and a URL whose authority is
     not followed by ``/``, is matched on :func:`path_of`.
     """
 
-    __slots__ = ("_in_path", "_in_url", "_rules")
+    __slots__ = ("_in_path", "_in_plain_path", "_in_url", "_rules")
 
     def __init__(self, ranked: Sequence[Rule]) -> None:
         branches = "|".join(_expression(rule.pattern) + "()" for rule in ranked)
         rules = f"(?:{branches})?" if ranked else ""
         self._in_path = re.compile(rules, re.DOTALL).match
-        self._in_url = re.compile(_URL_HEAD + rules, re.DOTALL).match
+        self._in_plain_path = re.compile(_PLAIN + rules, re.DOTALL).match
+        self._in_url = re.compile(_PLAIN + _URL_HEAD + rules, re.DOTALL).match
         #: Group n closes branch n; there is no group 0.
         self._rules: tuple[Rule | None, ...] = (None, *ranked)
 
     def best(self, url: str) -> Rule | None:
         found = None
-        if url.isascii() and "%" not in url and "#" not in url:
+        if "/." not in url:  # no dot segment; the expressions check the characters
             found = self._in_url(url)
             if found is None and url[:1] == "/" and url[1:2] != "/":
-                found = self._in_path(url)  # a bare path, not scheme-relative
+                found = self._in_plain_path(url)  # a bare path, not scheme-relative
         if found is None:
             found = self._in_path(path_of(url))
         return self._rules[found.lastindex or 0] if found is not None else None

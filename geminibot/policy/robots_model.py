@@ -14,6 +14,39 @@ ROBOTS_PATH = "/robots.txt"
 
 Mode = Literal["precedence", "strict"]
 Role = Literal["own", "virtual", "default"]
+#: The file a robots.txt rule comes from, as every ``--json`` output names it.
+ROBOTS_FILE = "robots.txt"
+
+
+def rule_dict(
+    file: str, line: int, directive: str, pattern: str | None, group: str | None
+) -> dict[str, object]:
+    """A policy rule as every command's ``--json`` shows it: one object with these five
+    keys, whatever the file. ``file`` is the policy file's well-known name (robots.txt,
+    robots2.txt, agents.txt), ``directive`` the field in canonical case (``Disallow``,
+    ``Visit-time``, ``crawl``...), ``pattern`` a path rule's pattern, percent-encoding
+    normalised (None for a rule that is not a path rule: ``crawl: no``, ``Visit-time``,
+    ``rate``), ``group`` the token of the group it sits in (``*`` for the global group, a
+    robots2.txt category for an ``[agent: ...]`` block; None for a file without groups)."""
+    return {"file": file, "line": line, "directive": directive, "pattern": pattern, "group": group}
+
+
+def rule_from_text(
+    file: str, line: int, text: str, group: str | None = None
+) -> dict[str, object] | None:
+    """A rule as it reads (``Disallow: /x``, ``crawl: no``, agents.txt's ``/x DISALLOW
+    limit=5``) in its one JSON shape (:func:`rule_dict`); None for "" (no rule)."""
+    if not text:
+        return None
+    if file == "agents.txt":  # "PATH ALLOW|DISALLOW [params]"
+        path, _, rest = text.partition(" ")
+        return rule_dict(
+            file, line, "Allow" if rest.startswith("ALLOW") else "Disallow", path, group
+        )
+    directive, _, value = text.partition(": ")
+    if directive in ("Allow", "Disallow"):
+        return rule_dict(file, line, directive, value, group)
+    return rule_dict(file, line, directive, None, group)
 
 
 @dataclass(frozen=True, slots=True)
@@ -39,18 +72,9 @@ class Rule:
             text += f", read as '{self.pattern}' by Google's index.html rule"
         return text + ")"
 
-    def as_dict(self, file: str | None = None, group: str | None = None) -> dict[str, object]:
-        """The rule as JSON: line, directive, pattern; given ``file`` (the policy file it is
-        in) or ``group`` (the token of its group), the whole rule object of every ``--json``
-        output: file, line, directive, pattern, group."""
-        out: dict[str, object] = {
-            "line": self.line,
-            "directive": self.directive,
-            "pattern": self.pattern,
-        }
-        if file is None and group is None:
-            return out
-        return {"file": file, **out, "group": group}
+    def as_dict(self, file: str = ROBOTS_FILE, group: str | None = None) -> dict[str, object]:
+        """The rule's one JSON shape (:func:`rule_dict`)."""
+        return rule_dict(file, self.line, self.directive, self.pattern, group)
 
 
 class DecidingRule(Protocol):
@@ -73,7 +97,9 @@ class DecidingRule(Protocol):
         """The rule and its line, quoted for an explanation."""
         ...
 
-    def as_dict(self) -> dict[str, object]: ...
+    def as_dict(self, file: str = ROBOTS_FILE, group: str | None = None) -> dict[str, object]:
+        """The rule's one JSON shape (:func:`rule_dict`)."""
+        ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -138,7 +164,7 @@ class AppliedGroup:
             "role": self.role,
             "lines": list(self.lines),
             "allowed": self.allowed,
-            "rule": self.rule.as_dict() if self.rule else None,
+            "rule": self.rule.as_dict(group=self.token) if self.rule else None,
             **({"reason": self.reason} if self.reason else {}),
         }
 
@@ -163,10 +189,18 @@ class Decision:
             "path": self.path,
             "allowed": self.allowed,
             "reason": self.reason,
-            "rule": self.rule.as_dict() if self.rule else None,
+            "rule": self._rule_dict(),
             "mode": self.mode,
             "groups": [g.as_dict() for g in self.groups],
         }
+
+    def _rule_dict(self) -> dict[str, object] | None:
+        return None if self.rule is None else self.rule.as_dict(group=self.rule_group)
+
+    @property
+    def rule_group(self) -> str | None:
+        """The token of the group the deciding rule sits in (None without a rule)."""
+        return next((g.token for g in self.groups if g.rule is self.rule), None)
 
     @property
     def deciding(self) -> AppliedGroup | None:

@@ -31,6 +31,12 @@ MAX_LINE_BYTES = 2083 * 8 - 1
 _LINE_BREAK = re.compile(rb"\r\n|\r|\n")
 _PRODUCT_TOKEN = re.compile(rb"[A-Za-z_-]*")
 _PRODUCT_TOKEN_TEXT = re.compile(r"[A-Za-z_-]*")
+#: A template placeholder such as ``$DOMAIN`` (lint reports it as ``template-left``).
+_TEMPLATE_VARIABLE = re.compile(r"\$\{?[A-Z][A-Z0-9_]{2,}")
+#: What may follow a product token on a User-agent line without changing which crawler
+#: it names: a version (``/1.0``), words after a space (``Kangaroo Bot``), a domain
+#: suffix (``quillbot.com``). Anything else (``AI2Bot``: a digit) cuts the name itself.
+_HARMLESS_SUFFIX = re.compile(r"/|\s|\.[A-Za-z]{2,}(?:\.[A-Za-z]{2,})*\Z")
 _WHITESPACE = b" \t"
 _BOM = b"\xef\xbb\xbf"
 
@@ -130,13 +136,25 @@ class _Collector:
                 f"User-agent '{value}' has no product token (letters, '-', '_'): it matches no crawler",
             )
         elif len(token) != len(raw):
-            self.note(
-                line,
-                "warning",
-                "agent-token-cut",
-                f"User-agent '{value}' matches crawlers as '{match.group(0).decode() if match else ''}' "
-                "(a product token is letters, '-' and '_' only)",
-            )
+            read_as = match.group(0).decode() if match else ""
+            rest = value[len(read_as) :]
+            if _HARMLESS_SUFFIX.match(rest):
+                self.note(
+                    line,
+                    "info",
+                    "agent-token-suffix",
+                    f"User-agent '{value}' is read as '{read_as}' (what follows the "
+                    "product token is ignored, as intended)",
+                )
+            else:
+                self.note(
+                    line,
+                    "warning",
+                    "agent-token-cut",
+                    f"User-agent '{value}' is read as '{read_as}' (a product token is "
+                    f"letters, '-' and '_' only): this group names every crawler called "
+                    f"'{read_as}', not only '{value}'",
+                )
         self._agents.append(AgentLine(line, value, token))
 
     def rule(self, line: int, allow: bool, raw: bytes) -> None:
@@ -160,6 +178,15 @@ class _Collector:
             )
         if not pattern and not allow:
             self.note(line, "info", "empty-disallow", "empty Disallow: allows everything")
+        body = pattern[:-1]
+        if "$" in body and not _TEMPLATE_VARIABLE.search(pattern):
+            self.note(
+                line,
+                "warning",
+                "dollar-inside",
+                f"'$' inside {directive} pattern '{pattern}' is a plain character: only a "
+                "'$' at the very end anchors",
+            )
         self._rules.append(Rule(line, allow, pattern))
         if allow:
             slash = pattern.rfind("/")

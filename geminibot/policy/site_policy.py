@@ -43,7 +43,7 @@ from geminibot.policy.robots2 import (
     resolve_chain,
 )
 from geminibot.policy.robots2_ask import AskLedger, AskRequest, agent_identity, ask_request
-from geminibot.policy.robots_model import VIRTUAL_AGENTS, Decision, Rule
+from geminibot.policy.robots_model import VIRTUAL_AGENTS, Decision, rule_from_text
 from geminibot.policy.textlines import numbered_lines
 from geminibot.urls import Scheme
 
@@ -102,28 +102,13 @@ class Reason:
         """The rule as the one object of every ``--json`` output (file, line, directive,
         pattern, group; the pattern None for a rule that is not a path rule, such as
         ``crawl: no`` or ``Visit-time``), or None when no rule decided."""
-        if not self.rule:
-            return None
-        group = self.group or None
-        if self.file == AGENTS:  # "PATH ALLOW|DISALLOW [params]"
-            path, _, rest = self.rule.partition(" ")
-            return Rule(self.line, rest.startswith("ALLOW"), path).as_dict(self.file, group)
-        directive, _, value = self.rule.partition(": ")
-        if directive in ("Allow", "Disallow"):
-            return Rule(self.line, directive == "Allow", value).as_dict(self.file, group)
-        return {
-            "file": self.file,
-            "line": self.line,
-            "directive": directive,
-            "pattern": None,
-            "group": group,
-        }
+        return rule_from_text(self.file, self.line, self.rule, self.group or None)
 
     def as_dict(self) -> dict[str, object]:
         return {
             "file": self.file,
             "line": self.line,
-            "rule": self.rule,
+            "rule": self.rule_object(),
             "allowed": self.allowed,
             "reason": self.text,
             "group": self.group,
@@ -143,12 +128,15 @@ class FetchDecision:
 
     @property
     def reason(self) -> str:
+        """``FILE: verdict ...`` alike for both verdicts: the first refusing file's reason,
+        else every file's (each starts with its verdict, ``allowed: ...``, ``allowed by
+        ...``)."""
         for r in self.reasons:
             if not r.allowed:
                 return f"{r.file}: {r.text}"
         if not self.reasons:
             return "allowed: no policy file applies"
-        return "allowed by " + "; ".join(f"{r.file}: {r.text}" for r in self.reasons)
+        return "; ".join(f"{r.file}: {r.text}" for r in self.reasons)
 
     def as_dict(self) -> dict[str, object]:
         return {
@@ -175,7 +163,13 @@ class DelayAnswer:
     between_starts: bool = False
 
     def as_dict(self) -> dict[str, object]:
-        return {"seconds": self.seconds, "file": self.file, "line": self.line, "rule": self.rule}
+        return {
+            "seconds": self.seconds,
+            "file": self.file,
+            "line": self.line,
+            "rule": rule_from_text(self.file, self.line, self.rule, None) if self.file else None,
+            "basis": self.rule,
+        }
 
 
 @dataclass(frozen=True, slots=True)
@@ -494,10 +488,8 @@ _ROBOTS_LINE = re.compile(r"\s*(user-?agent|allow|disallow|sitemap|crawl-delay)\
 
 def _group_of(decision: Decision) -> str:
     """The token of the group whose rule decided, else of the group that decided."""
-    if decision.rule is not None:
-        for group in decision.groups:
-            if group.rule is decision.rule:
-                return group.token
+    if decision.rule_group is not None:
+        return decision.rule_group
     deciding = decision.deciding
     return deciding.token if deciding is not None else ""
 

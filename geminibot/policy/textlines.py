@@ -12,6 +12,37 @@ import re
 from geminibot.policy.paths import normalise_pattern
 
 _LINE_BREAK = re.compile(r"\r\n|\r|\n")
+#: How much of a file :func:`not_text` looks at.
+TEXT_SNIFF_BYTES = 64 * 1024
+#: A file whose first :data:`TEXT_SNIFF_BYTES` are more than this share of control bytes
+#: (NUL and the C0 controls but tab, line breaks, form feed and ESC) is not text.
+MAX_CONTROL_SHARE = 0.10
+_CONTROL_BYTES = bytes([*range(0x00, 0x09), *range(0x0E, 0x1B), *range(0x1C, 0x20)])
+#: Leading bytes of binary formats, and what they are called.
+_MAGIC = (
+    (b"\x7fELF", "an ELF executable"),
+    (b"\x1f\x8b", "gzip data"),
+    (b"PK\x03\x04", "a zip archive"),
+    (b"\x89PNG", "a PNG image"),
+    (b"\xff\xd8\xff", "a JPEG image"),
+    (b"MZ", "a Windows executable"),
+)
+
+
+def not_text(data: bytes) -> str | None:
+    """What ``data`` is if it is not text (so not a policy file of any dialect): a known
+    binary format by its leading bytes, or a file of which over 10% of the first 64 KiB are
+    control bytes; None for text (a stray NUL in a text file is a lint finding, not this)."""
+    for magic, what in _MAGIC:
+        if data.startswith(magic) and (magic != b"MZ" or b"\x00" in data[:64]):
+            return what
+    sample = data[:TEXT_SNIFF_BYTES]
+    if not sample:
+        return None
+    controls = len(sample) - len(sample.translate(None, _CONTROL_BYTES))
+    if controls > MAX_CONTROL_SHARE * len(sample):
+        return f"binary data: {controls * 100 // len(sample)}% control bytes"
+    return None
 
 
 def decode(data: bytes | str) -> str:
@@ -46,6 +77,7 @@ def numbered_lines(data: bytes | str) -> list[tuple[int, str]]:
     return list(enumerate(parts, start=1))
 
 
-def pattern_text(value: str) -> str:
-    """A pattern from a file, percent-normalised like the paths it is matched against."""
-    return normalise_pattern(value.encode("utf-8", "surrogateescape"))
+def pattern_text(value: str, keep: str = "") -> str:
+    """A pattern from a file, percent-normalised like the paths it is matched against;
+    ``keep``: characters of the pattern language left as they are."""
+    return normalise_pattern(value.encode("utf-8", "surrogateescape"), keep)

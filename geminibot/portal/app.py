@@ -39,7 +39,6 @@ from geminibot.gemini.client import Response
 from geminibot.gemini.server import client_key
 from geminibot.gemini.status import Family
 from geminibot.gemini.urls import parse_url
-from geminibot.index.reads import ReadsBusy
 from geminibot.net.errors import BodyTooLarge, FetchError
 from geminibot.portal.cache import PageCache
 from geminibot.portal.limits import ClientBuckets
@@ -47,6 +46,7 @@ from geminibot.portal.pages import COMMON_HEADERS, HTTPResponse, Pages
 from geminibot.portal.render import Strip, esc, notice
 from geminibot.portal.upstream import WEB_CLIENT, Busy, NotReachable, Refused, Upstream
 from geminibot.portal.whatsnew import WhatsNew
+from geminibot.store.reads import ReadsBusy
 from geminibot.urls import URL, InvalidURL
 from geminibot.why import BadTarget
 from geminibot.why.reads import CheckReads

@@ -14,21 +14,22 @@ import trio
 from hypercorn.config import Config, Sockets
 from hypercorn.trio import serve
 
+from geminibot import defaults
 from geminibot.cliutil import EXIT_OK, CommandError, port_number
 from geminibot.gemini.tofu import FileKnownHosts, KnownHosts, MemoryKnownHosts
 from geminibot.gemini.urls import parse_url
-from geminibot.index.search_cli import reading
 from geminibot.net.connect import add_connect_to_option, connect_rules
 from geminibot.policy.site_policy import Bot
 from geminibot.portal import limits as L
 from geminibot.portal.app import PortalApp
 from geminibot.portal.pages import COMMON_HEADERS
 from geminibot.portal.upstream import DEFAULT_AGENT, VIRTUAL_AGENT, Upstream, UpstreamGuard
+from geminibot.store.database import open_database
 from geminibot.urls import InvalidURL
 from geminibot.why.reads import CheckReads
 
-DEFAULT_HOST = "127.0.0.1"
-DEFAULT_PORT = 8965
+DEFAULT_HOST = defaults.LISTEN_HOST
+DEFAULT_PORT = defaults.PORTAL_PORT
 #: The limits (:class:`~geminibot.portal.limits.PortalLimits` fields, their defaults
 #: and types its own) an option sets: option, field, metavar, help ({} is the default).
 LIMIT_OPTIONS = (
@@ -171,7 +172,7 @@ def hypercorn_config(host: str, port: int, send_timeout: float = L.SEND_TIMEOUT)
 def run_portal(args: argparse.Namespace) -> int:
     app, guard = build(args)
     if args.db:
-        with reading(args.db):  # (a database that cannot be read is told at start)
+        with open_database(args.db):  # (a database that cannot be read is told at start)
             pass
         app.checks = CheckReads.of(args.db)
     trio.run(_serve_until_signal, app, guard, args.host, args.port, _announce(args))

@@ -1,8 +1,9 @@
 """The portal's pages of what is new (docs/feeds.md), from a crawl database: the search
 capsule's ``/feeds``, ``/new`` (``/new?q=QUERY``), ``/newest`` and ``/random`` as HTML,
 and ``/new.atom``, the week's entries as an Atom 1.0 feed (RFC 4287) for web feed
-readers (:class:`WhatsNew` answers them). Each is one read of the database (``conn``,
-either engine), run off the event loop on the reads of ``/check``; every text from the network is escaped
+readers (:class:`WhatsNew` answers them). Each is one read of the database (a
+:class:`~geminibot.store.database.Database` of either engine), run off the event loop on
+the reads of ``/check``; every text from the network is escaped
 (:func:`~geminibot.portal.render.esc`; the Atom document is written by ElementTree).
 
 The spans and bounds are those of :mod:`geminibot.store.feedstore`, shared with the
@@ -15,17 +16,15 @@ import random
 import re
 from collections.abc import Callable
 from datetime import UTC, datetime
-from typing import Any
 from urllib.parse import parse_qs
 from xml.etree.ElementTree import Element, SubElement, tostring
 
 from geminibot import __version__
 from geminibot.index import QueryError
-from geminibot.index.reads import Reads, ReadsBusy
-from geminibot.index.search import search
+from geminibot.index.search_cli import search_function
 from geminibot.portal.pages import HTTPResponse, Pages
 from geminibot.portal.render import esc, notice
-from geminibot.store.engines import engine_of
+from geminibot.store.database import Database
 from geminibot.store.feedstore import (
     FEEDS_LISTED,
     NEW_MATCHES,
@@ -38,6 +37,7 @@ from geminibot.store.feedstore import (
     random_live_page,
 )
 from geminibot.store.feedstore import week as week_of
+from geminibot.store.reads import Reads, ReadsBusy
 from geminibot.urls import InvalidURL, host_key, host_url
 from geminibot.why.render import one_line
 
@@ -72,10 +72,10 @@ def _link(url: str, text: str, href: Href) -> str:
     return f'<a href="{esc(href(url) or url)}">{esc(one_line(text, MAX_TITLE) or url)}</a>'
 
 
-def feeds_html(conn: Any, href: Href) -> Html:
+def feeds_html(database: Database, href: Href) -> Html:
     """/feeds: the known feeds by format, latest entry first in each."""
-    counts = feed_formats(conn)
-    feeds = known_feeds(conn, FEEDS_LISTED)
+    counts = feed_formats(database)
+    feeds = known_feeds(database, FEEDS_LISTED)
     parts = ["<h1>Known feeds</h1>"]
     if not feeds:
         parts.append("<p>The crawl has found no feed yet.</p>")
@@ -89,18 +89,13 @@ def feeds_html(conn: Any, href: Href) -> Html:
     return "Known feeds", "\n".join(parts)
 
 
-def week(conn: Any, now: float, query: str | None = None) -> list[NewEntry]:
+def week(database: Database, now: float, query: str | None = None) -> list[NewEntry]:
     """The entries of the past week, newest first (``query``: only those whose page the
     search finds); raises :class:`~geminibot.index.QueryError` for a query that is none."""
     if query is None:
-        return week_of(conn, now)
-    if engine_of(conn).name == "sqlite":
-        found = search(conn, query, NEW_MATCHES)
-    else:
-        from geminibot.index import pg_search
-
-        found = pg_search.search(conn, query, NEW_MATCHES)
-    return week_of(conn, now, {result.url for result in found})
+        return week_of(database, now)
+    found = search_function(database)(database.connection, query, NEW_MATCHES)
+    return week_of(database, now, {result.url for result in found})
 
 
 def new_html(entries: list[NewEntry], href: Href, query: str | None) -> Html:
@@ -124,9 +119,9 @@ def new_html(entries: list[NewEntry], href: Href, query: str | None) -> Html:
     return title, "\n".join(parts)
 
 
-def newest_html(conn: Any, now: float, href: Href) -> Html:
+def newest_html(database: Database, now: float, href: Href) -> Html:
     """/newest: the capsules first seen in the last 30 days."""
-    hosts = newest_hosts(conn, now - NEWEST_SPAN, NEWEST_LISTED)
+    hosts = newest_hosts(database, now - NEWEST_SPAN, NEWEST_LISTED)
     parts = ["<h1>New capsules</h1>", "<p>Capsules the crawl first met in the last 30 days.</p>"]
     if not hosts:
         parts.append("<p>None lately.</p>")
@@ -194,7 +189,10 @@ class WhatsNew:
         now = self.wall_clock()
         asked = parse_qs(query or "").get("q", [""])[0].strip() or None
         try:
-            return await self.reads.run(lambda conn: self._read(path, asked, conn, now))
+            answer: HTTPResponse = await self.reads.run(
+                lambda database: self._read(path, asked, database, now)
+            )
+            return answer
         except ReadsBusy as exc:
             wait = f"Try again in {exc.retry_after} seconds."
             return self.pages.html(
@@ -202,20 +200,20 @@ class WhatsNew:
                 retry_after=exc.retry_after,
             )  # fmt: skip
 
-    def _read(self, path: str, query: str | None, conn: Any, now: float) -> HTTPResponse:
+    def _read(self, path: str, query: str | None, database: Database, now: float) -> HTTPResponse:
         href = self.pages.href
         if path == "/feeds":
-            return self.pages.html(200, *feeds_html(conn, href))
+            return self.pages.html(200, *feeds_html(database, href))
         if path == "/newest":
-            return self.pages.html(200, *newest_html(conn, now, href))
+            return self.pages.html(200, *newest_html(database, now, href))
         if path == "/random":
-            url = random_live_page(conn, self.pick)
+            url = random_live_page(database, self.pick)
             if url is None:
                 return self.pages.html(404, "Nothing yet", notice("Nothing yet", ["No page yet."]))
             where = href(url) or url
             return HTTPResponse(303, b"", [(b"location", where.encode("ascii", "replace"))])
         try:
-            entries = week(conn, now, None if path == "/new.atom" else query)
+            entries = week(database, now, None if path == "/new.atom" else query)
         except QueryError as exc:
             return self.pages.html(
                 400, "Cannot search that", notice("Cannot search that", [esc(str(exc))])

@@ -6,7 +6,7 @@ gemtext body) out. The server does TLS, certificates, the request line, limits a
 access log; the only I/O here is reading the crawl database it is given (either store),
 always off the event loop: every page that reads it (``/search``, ``/backlinks``,
 ``/hosts``, ``/stats``, ``/about``) runs its read on a worker thread with a connection
-of its own (:class:`geminibot.index.reads.Reads`), at most :data:`SEARCH_READS` at once;
+of its own (:class:`geminibot.store.reads.Reads`), at most :data:`SEARCH_READS` at once;
 a request that finds them all taken waits at most :data:`SEARCH_WAIT` seconds for one,
 then gets ``44``. ``/check`` has reads of its own (:mod:`geminibot.why.reads`). So one
 slow query holds one read slot, never the other clients.
@@ -37,10 +37,20 @@ Bad input is refused: a query that is not UTF-8 or longer than
 not one, gets ``59``; a path not listed (or a page number out of range) gets ``51``. A
 query with nothing to search for (only symbols or excluded words) is asked again (``10``)
 with the reason, so that the user can correct it.
+
+Work is bounded per query and per client: a query over the query budget
+(:mod:`geminibot.index.query`: too many terms or prefixes, a prefix too short, a phrase
+too long) gets ``59`` with what to change, before any read; an accepted one costs
+:func:`~geminibot.index.query.query_cost` units from its client's budget
+(:data:`CLIENT_BUDGET` units, refilled at :data:`CLIENT_BUDGET_PER_SECOND`; the client
+is the server's :data:`~geminibot.gemini.server.CURRENT_CLIENT`), and a client whose
+budget cannot pay for it gets ``44`` with the seconds until it can, whatever its
+request rate.
 """
 
 from __future__ import annotations
 
+import math
 import random
 import re
 import time
@@ -51,12 +61,14 @@ from typing import Any, Protocol
 from urllib.parse import quote, unquote_to_bytes
 
 from geminibot import __version__
+from geminibot.cliutil import counted, with_article
 from geminibot.crawl.politeness import MAX_RATE, MAX_WAIT, START_DELAY
 from geminibot.crawl.settings import ROLE_CATEGORIES, CrawlOptions
-from geminibot.gemini.server import Resolution
+from geminibot.gemini.ratelimit import RateLimiter
+from geminibot.gemini.server import CURRENT_CLIENT, Resolution
 from geminibot.gemini.status import Status
-from geminibot.index import QueryError, SearchResult, search
-from geminibot.index.reads import Reads, ReadsBusy
+from geminibot.index import QueryError, SearchResult
+from geminibot.index.query import QueryTooCostly, parse_query, query_cost
 from geminibot.index.search import MAX_QUERY_LENGTH
 from geminibot.index.search_cli import search_function
 from geminibot.index.stats import format_stats, stats
@@ -67,9 +79,10 @@ from geminibot.policy.site_policy import AGENTS, ROBOTS, ROBOTS2
 from geminibot.searchcap import whatsnew
 from geminibot.searchcap.submit import PER_CLIENT, SUBMIT_PROMPT, Submissions
 from geminibot.store import statements as q
-from geminibot.store.engines import engine_of
+from geminibot.store.database import Database
 from geminibot.store.feedstore import NEW_MATCHES
 from geminibot.store.freshness import FEED_MIN_REVISIT
+from geminibot.store.reads import Reads, ReadsBusy
 from geminibot.store.traps import FrontierLimits
 from geminibot.urls import URL, InvalidURL, host_key, host_url, normalise
 from geminibot.why import BadTarget
@@ -97,6 +110,13 @@ STATS_SECONDS = 60.0
 SEARCH_READS = 4
 #: Seconds a page waits for a read slot before it is answered ``44``.
 SEARCH_WAIT = 5.0
+
+#: Units of search work (:func:`~geminibot.index.query.query_cost`: about one per word
+#: searched) a client may spend at once, and how many it gets back each second: forty
+#: two-word searches at once and three a second after that, or a query at every limit of
+#: the query budget (85 units) every 8.5 seconds.
+CLIENT_BUDGET = 120
+CLIENT_BUDGET_PER_SECOND = 10.0
 
 GEMTEXT = "text/gemini; charset=utf-8"
 SEARCH_PROMPT = 'Search for (words, "a phrase", word*, -word, a OR b, lang:de)'
@@ -161,14 +181,14 @@ def when(seconds: float | None) -> str:
 class SearchCapsule:
     """The handler: call it with a request URL (see the module docstring for the routes).
 
-    ``reads`` gives either store's connections (sqlite3 ones, or psycopg ones with
-    ``find`` = :func:`geminibot.index.pg_search.search`): the statements are compiled for the
-    connection's engine. ``checks`` answers ``/check`` (without it, 51)."""
+    ``reads`` gives the crawl database (either engine), searched by ``find`` (by default
+    its engine's search: :func:`geminibot.index.search_cli.search_function`) on its
+    connection. ``checks`` answers ``/check`` (without it, 51)."""
 
     def __init__(
         self,
         reads: Reads,
-        find: SearchFunction = search,
+        find: SearchFunction | None = None,
         *,
         title: str = "geminibot search",
         clock: Callable[[], float] = time.monotonic,
@@ -177,8 +197,11 @@ class SearchCapsule:
         checks: CheckReads | None = None,
         pick: Callable[[int, int], int] = random.randint,
         submissions: Submissions | None = None,
+        budget: RateLimiter | None = None,
     ) -> None:
         self.reads = reads
+        #: Each client's units of search work (see the module docstring).
+        self.budget = budget or RateLimiter(CLIENT_BUDGET, CLIENT_BUDGET_PER_SECOND)
         self.wall_clock = wall_clock
         self.find = find
         self.title = title
@@ -196,10 +219,10 @@ class SearchCapsule:
             "/stats": self.stats,
             "/about": self.about,
             "/check": self.check,
-            "/feeds": lambda url: self._read(lambda conn: page(whatsnew.feeds_page(conn))),
+            "/feeds": lambda url: self._read(lambda db: page(whatsnew.feeds_page(db))),
             "/new": self.new,
             "/newest": lambda url: self._read(
-                lambda conn: page(whatsnew.newest_page(conn, self.wall_clock()))
+                lambda db: page(whatsnew.newest_page(db, self.wall_clock()))
             ),
             "/random": lambda url: self._read(self._random),
             "/submit": self.submit,
@@ -210,8 +233,7 @@ class SearchCapsule:
         """The capsule of the crawl database ``db`` (an SQLite file or a
         ``postgresql://`` URL, searched with its store's search), its reads bounded by
         :data:`SEARCH_READS` and :data:`SEARCH_WAIT`."""
-        reads = Reads.of(db, limit=SEARCH_READS, wait=SEARCH_WAIT)
-        return cls(reads, search_function(db), **options)
+        return cls(Reads.of(db, limit=SEARCH_READS, wait=SEARCH_WAIT), **options)
 
     def close(self) -> None:
         """Close the connections the reads hold."""
@@ -258,8 +280,8 @@ class SearchCapsule:
             ]
         )
 
-    async def _read(self, read: Callable[[Any], Resolution]) -> Resolution:
-        """``read(connection)``'s page, read off the event loop; ``44`` when no read slot
+    async def _read(self, read: Callable[[Database], Resolution]) -> Resolution:
+        """``read(database)``'s page, read off the event loop; ``44`` when no read slot
         was free within :data:`SEARCH_WAIT`."""
         try:
             return await self.reads.run(read)
@@ -270,13 +292,32 @@ class SearchCapsule:
         query = decoded_query(url)
         if query is None:
             return Resolution(Status.INPUT, SEARCH_PROMPT)
-        if len(query) > MAX_QUERY_LENGTH:
-            raise BadInput(f"Query too long: {len(query)} characters, at most {MAX_QUERY_LENGTH}")
+        slow = self._spend(query)
+        if slow is not None:
+            return slow
         return self._read(partial(self._results, query, number))
 
-    def _results(self, query: str, number: int, conn: Any) -> Resolution:
+    def _spend(self, query: str) -> Resolution | None:
+        """Take ``query``'s cost from its client's budget: a ``44`` when the client has
+        spent it (None: go on); raises :class:`BadInput` for a query too long or too
+        costly."""
+        if len(query) > MAX_QUERY_LENGTH:
+            raise BadInput(f"Query too long: {len(query)} characters, at most {MAX_QUERY_LENGTH}")
         try:
-            results, more = run_search(self.find, conn, query, number)
+            cost = query_cost(parse_query(query))
+        except QueryTooCostly as exc:
+            raise BadInput(f"Query too costly: {one_line(str(exc), 200)}") from None
+        except QueryError:  # asked again by _results, with the reason
+            cost = 1
+        wait = self.budget.take(CURRENT_CLIENT.get(), self.clock(), cost)
+        if wait is not None:
+            return Resolution(Status.SLOW_DOWN, str(max(1, math.ceil(wait))))
+        return None
+
+    def _results(self, query: str, number: int, database: Database) -> Resolution:
+        find = self.find or search_function(database)
+        try:
+            results, more = run_search(find, database.connection, query, number)
         except QueryError as exc:
             return Resolution(Status.INPUT, f"{one_line(str(exc), 200)}. {SEARCH_PROMPT}")
         encoded = quote(query, safe="")
@@ -312,10 +353,9 @@ class SearchCapsule:
             raise BadInput(f"Not a URL this crawler follows: {one_line(str(exc), 200)}") from None
         return self._read(partial(self._backlinks, target, text.strip()))
 
-    def _backlinks(self, target: str, given: str, conn: Any) -> Resolution:
-        rows = conn.execute(
-            engine_of(conn).sql[q.BACKLINKS],
-            {"target": target, "given": given, "limit": MAX_BACKLINKS + 1},
+    def _backlinks(self, target: str, given: str, database: Database) -> Resolution:
+        rows = database.run(
+            q.BACKLINKS, target=target, given=given, limit=MAX_BACKLINKS + 1
         ).fetchall()
         lines = [f"# Links to {target}", ""]
         if not rows:
@@ -343,22 +383,25 @@ class SearchCapsule:
             return Resolution(Status.SLOW_DOWN, str(exc.retry_after))
         return page(gemtext_page(answer))
 
-    def new(self, url: URL) -> Awaitable[Resolution]:
-        """/new, and /new?QUERY: only the entries whose page the search finds."""
+    def new(self, url: URL) -> Resolution | Awaitable[Resolution]:
+        """/new, and /new?QUERY: only the entries whose page the search finds (a search:
+        its cost taken from the client's budget)."""
         query = decoded_query(url)
-        if query is not None and len(query) > MAX_QUERY_LENGTH:
-            raise BadInput(f"Query too long: {len(query)} characters, at most {MAX_QUERY_LENGTH}")
+        slow = None if query is None else self._spend(query)
+        if slow is not None:
+            return slow
         return self._read(partial(self._new, query))
 
-    def _new(self, query: str | None, conn: Any) -> Resolution:
+    def _new(self, query: str | None, database: Database) -> Resolution:
         matches = None
         if query is not None:
+            find = self.find or search_function(database)
             try:
-                found = self.find(conn, query, NEW_MATCHES)
+                found = find(database.connection, query, NEW_MATCHES)
             except QueryError as exc:
                 return Resolution(Status.INPUT, f"{one_line(str(exc), 200)}. {SEARCH_PROMPT}")
             matches = {result.url for result in found}
-        return page(whatsnew.new_page(conn, self.wall_clock(), query, matches))
+        return page(whatsnew.new_page(database, self.wall_clock(), query, matches))
 
     async def submit(self, url: URL) -> Resolution:
         """/submit: a URL to fetch soon (:mod:`geminibot.searchcap.submit`)."""
@@ -374,8 +417,8 @@ class SearchCapsule:
         except ReadsBusy as exc:
             return Resolution(Status.SLOW_DOWN, str(exc.retry_after))
 
-    def _random(self, conn: Any) -> Resolution:
-        url = whatsnew.random_page(conn, self.pick)
+    def _random(self, database: Database) -> Resolution:
+        url = whatsnew.random_page(database, self.pick)
         if url is None:
             return Resolution(Status.NOT_FOUND, "No page indexed yet")
         return Resolution(Status.REDIRECT_TEMPORARY, url)
@@ -383,11 +426,9 @@ class SearchCapsule:
     def hosts(self, number: int) -> Awaitable[Resolution]:
         return self._read(partial(self._hosts, number))
 
-    def _hosts(self, number: int, conn: Any) -> Resolution:
+    def _hosts(self, number: int, database: Database) -> Resolution:
         offset = (number - 1) * HOSTS_PER_PAGE
-        rows = conn.execute(
-            engine_of(conn).sql[q.HOSTS_PAGE], {"limit": HOSTS_PER_PAGE + 1, "offset": offset}
-        ).fetchall()
+        rows = database.run(q.HOSTS_PAGE, limit=HOSTS_PER_PAGE + 1, offset=offset).fetchall()
         if number > 1 and not rows:
             return Resolution(Status.NOT_FOUND, "Not found (no hosts on that page)")
         lines = ["# Known capsules", ""]
@@ -395,7 +436,9 @@ class SearchCapsule:
             lines += ["The crawl has not met any capsule yet.", ""]
         for host, last, skipped, pages in rows[:HOSTS_PER_PAGE]:
             note = f"; skipped for now: {one_line(skipped, 100)}" if skipped else ""
-            lines.append(f"=> {host_url(host)} {host}: last seen {when(last)}, {pages} pages{note}")
+            lines.append(
+                f"=> {host_url(host)} {host}: last seen {when(last)}, {counted(pages, 'page')}{note}"
+            )
         lines.append("")
         if len(rows) > HOSTS_PER_PAGE:
             lines.append(f"=> /hosts/{number + 1} Next page")
@@ -417,14 +460,14 @@ class SearchCapsule:
         return self._read(_about)
 
 
-def _count(conn: Any, at: float) -> Resolution:
+def _count(database: Database, at: float) -> Resolution:
     """/stats, its figures counted at the wall-clock time ``at``."""
     return page(
         [
             "# What the index holds",
             "",
             "```",
-            format_stats(stats(conn, at, index_lag(conn))),
+            format_stats(stats(database, at, index_lag(database))),
             "```",
             "",
             "=> / Home",
@@ -432,16 +475,11 @@ def _count(conn: Any, at: float) -> Resolution:
     )
 
 
-def _setting(conn: Any, key: str) -> str | None:
-    row = conn.execute(engine_of(conn).sql[q.SETTING], {"key": key}).fetchone()
-    return None if row is None else str(row[0])
-
-
-def _about(conn: Any) -> Resolution:
+def _about(database: Database) -> Resolution:
     """/about, from the crawler's defaults and the database's settings."""
     defaults = CrawlOptions()
-    role = _setting(conn, "role") or defaults.role
-    agent = _setting(conn, "agent") or defaults.agent
+    role = database.setting("role") or defaults.role
+    agent = database.setting("agent") or defaults.agent
     category = ROLE_CATEGORIES.get(role)
     trap = FrontierLimits()
     lines = [
@@ -454,7 +492,7 @@ def _about(conn: Any) -> Resolution:
         "",
         "## Keeping it out",
         "",
-        f'Every crawler acting as a {role}, this one included (the "{role}" virtual '
+        f'Every crawler acting as {with_article(role)}, this one included (the "{role}" virtual '
         "agent of the robots.txt companion specification):",
         "```",
         f"User-agent: {role}",

@@ -13,6 +13,7 @@ from contextlib import closing
 from pathlib import Path
 from typing import Any
 
+from geminibot import defaults
 from geminibot.gemini.servecmd import (
     HelpWithDefaults,
     add_listen_options,
@@ -23,15 +24,15 @@ from geminibot.gemini.servecmd import (
 )
 from geminibot.gemini.server import GeminiServer
 from geminibot.gemini.urls import DEFAULT_PORT
-from geminibot.index.search_cli import reading
 from geminibot.searchcap.app import SearchCapsule
 from geminibot.searchcap.submit import Submissions
+from geminibot.store.database import open_database
 from geminibot.why.reads import CheckReads
 
 #: The host name served (and named in its certificate) unless ``--hostname`` says.
-DEFAULT_HOSTNAME = "localhost"
+DEFAULT_HOSTNAME = defaults.SEARCH_HOSTNAME
 #: Certificates are kept here, relative to the working directory, unless ``--certs`` says.
-DEFAULT_CERT_DIR = Path("var/serve-search/certs")
+DEFAULT_CERT_DIR = Path(defaults.SEARCH_CERTS)
 
 
 def register(commands: Any) -> None:
@@ -72,7 +73,7 @@ def capsule_url(hostname: str, port: int, path: str = "/") -> str:
 def run_serve_search(args: argparse.Namespace) -> int:
     names = [host_name(n) for n in args.hostname or [DEFAULT_HOSTNAME]]
     cert_dir = cert_folder(args.certs)
-    with reading(args.db) as _:  # the database is there and current (else one line, exit)
+    with open_database(args.db):  # the database is there and current (else one line, exit)
         pass
     checks = CheckReads.of(args.db)
     capsule = SearchCapsule.of(args.db, checks=checks, submissions=Submissions(args.db, checks))

@@ -14,7 +14,7 @@ happen, in ``why``'s words (:mod:`geminibot.why`):
   soon, as any queued URL, through its address guard, the capsule's policy (read again
   if it is old) and the capsule's pace.
 
-The client is the server's :data:`~geminibot.gemini.server.REQUEST_CLIENT`. The counts
+The client is the server's :data:`~geminibot.gemini.server.CURRENT_CLIENT`. The counts
 are kept in memory, for at most :data:`MAX_CLIENTS` clients.
 """
 
@@ -27,7 +27,7 @@ from urllib.parse import quote
 
 import trio
 
-from geminibot.gemini.server import REQUEST_CLIENT
+from geminibot.gemini.server import CURRENT_CLIENT
 from geminibot.store.errors import DatabaseError
 from geminibot.store.submissions import submit
 from geminibot.urls import InvalidURL, host_key, normalise
@@ -73,13 +73,13 @@ class Submissions:
     async def answer(self, text: str) -> list[str]:
         """The page's lines for the submission of ``text``; raises
         :class:`~geminibot.why.BadTarget` for no URL, and
-        :class:`~geminibot.index.reads.ReadsBusy`."""
+        :class:`~geminibot.store.reads.ReadsBusy`."""
         try:
             url = normalise(text.strip())
             host = host_key(url)
         except (InvalidURL, ValueError) as exc:
             raise BadTarget(f"Not a URL the crawler follows: {one_line(str(exc), 200)}") from None
-        client = REQUEST_CLIENT.get()
+        client = CURRENT_CLIENT.get()
         limited = self._limited(client)
         if limited is not None:
             return _page(url, "Refused", limited)
@@ -127,7 +127,7 @@ class Submissions:
         answer = await self.checks.answer(url, self.wall_clock())
         if isinstance(answer, Answer) and answer.code in REFUSED_CODES:
             return f"{answer.headline}: {answer.reason}"
-        run = await self.checks.reads.run(lambda conn: Reader(conn).settings().run)
+        run = await self.checks.reads.run(lambda database: Reader(database).settings().run)
         if run is None:
             return "the crawl has not run yet: it has no scope to take the URL into"
         outside = out_of_scope(run, url, host)

@@ -1,5 +1,5 @@
 """The search capsule's pages of what is new (docs/feeds.md): each one read of the crawl
-database (``conn``, either engine) to the lines of one gemtext page, run off the event
+database (a :class:`~geminibot.store.database.Database`) to the lines of one gemtext page, run off the event
 loop by :class:`~geminibot.searchcap.app.SearchCapsule`.
 
 - ``/feeds``: the feeds the crawl found, by format;
@@ -18,9 +18,9 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from datetime import UTC, datetime
-from typing import Any
 
 from geminibot.feeds.parse import FORMATS
+from geminibot.store.database import Database
 from geminibot.store.feedstore import (
     FEEDS_LISTED,
     NEWEST_LISTED,
@@ -49,10 +49,10 @@ def capsule(url: str) -> str:
         return ""
 
 
-def feeds_page(conn: Any) -> list[str]:
+def feeds_page(database: Database) -> list[str]:
     """/feeds: the known feeds, by format, latest entry first in each."""
-    counts = feed_formats(conn)
-    feeds = known_feeds(conn, FEEDS_LISTED)
+    counts = feed_formats(database)
+    feeds = known_feeds(database, FEEDS_LISTED)
     lines = ["# Known feeds", ""]
     if not feeds:
         lines += ["The crawl has found no feed yet.", ""]
@@ -71,11 +71,11 @@ def feeds_page(conn: Any) -> list[str]:
 
 
 def new_page(
-    conn: Any, now: float, query: str | None = None, matches: set[str] | None = None
+    database: Database, now: float, query: str | None = None, matches: set[str] | None = None
 ) -> list[str]:
     """/new (``query``: /new?QUERY, its entries only those in ``matches``): the entries
     of the past week as a gemsub page (a date at the start of each link's label)."""
-    entries = week(conn, now, matches)
+    entries = week(database, now, matches)
     title = "What is new in Geminispace" if query is None else f"What is new: {line(query, 100)}"
     lines = [f"# {title}", ""]
     lines.append("The entries of the past week in the feeds the crawl knows, newest first.")
@@ -91,9 +91,9 @@ def new_page(
     return lines
 
 
-def newest_page(conn: Any, now: float) -> list[str]:
+def newest_page(database: Database, now: float) -> list[str]:
     """/newest: the capsules first seen in the last 30 days, newest first."""
-    hosts = newest_hosts(conn, now - NEWEST_SPAN, NEWEST_LISTED)
+    hosts = newest_hosts(database, now - NEWEST_SPAN, NEWEST_LISTED)
     lines = ["# New capsules", "", "Capsules the crawl first met in the last 30 days.", ""]
     if not hosts:
         lines += ["None lately.", ""]
@@ -103,6 +103,6 @@ def newest_page(conn: Any, now: float) -> list[str]:
     return lines
 
 
-def random_page(conn: Any, pick: Callable[[int, int], int]) -> str | None:
+def random_page(database: Database, pick: Callable[[int, int], int]) -> str | None:
     """/random: the URL of a random searchable, live page (None: none yet)."""
-    return random_live_page(conn, pick)
+    return random_live_page(database, pick)

@@ -11,12 +11,13 @@ flag). Logs: one JSON object a line on standard output, per component.
 from __future__ import annotations
 
 import argparse
+import re
 import sys
 import time
 from pathlib import Path
 from typing import Any
 
-from geminibot.cliutil import EXIT_OK, CommandError
+from geminibot.cliutil import EXIT_OK, EXIT_USAGE, CommandError
 from geminibot.index.authority import last_computed
 from geminibot.index.freshness import freshness
 from geminibot.index.tantivy_index import index_lag
@@ -32,9 +33,12 @@ from geminibot.service.config import (
     text,
 )
 from geminibot.service.supervisor import Component, JsonLog, Supervisor
-from geminibot.store import pg as pg_store
-from geminibot.store.db import connect
+from geminibot.store.database import open_database
 from geminibot.store.errors import DatabaseError
+
+#: How a command's usage error begins ("geminibot: ", "geminibot crawl: "): the
+#: service's line names the component instead.
+_OWN_PROG = re.compile(r"^geminibot(?: [a-z-]+)?: ")
 
 
 def register(commands: Any) -> None:
@@ -62,49 +66,54 @@ def register(commands: Any) -> None:
 
 
 def _python(*argv: str) -> tuple[str, ...]:
-    return (sys.executable, "-m", "geminibot", *argv)
+    """A command of this geminibot in a child process: this interpreter, in safe-path
+    mode (``-P``: neither the working directory nor the script's folder comes first on
+    ``sys.path``), so that a folder named ``geminibot`` where the service was started
+    cannot take the place of the installed package."""
+    return (sys.executable, "-P", "-m", "geminibot", *argv)
+
+
+def _reach(settings: Settings) -> list[str]:
+    """The options of the crawl and the portal that say which addresses they may reach."""
+    argv = []
+    for rule in strings(settings, "crawl", "connect_to"):
+        argv += ["--connect-to", rule]
+    if settings["crawl"]["test_range"]:
+        argv.append("--test-range")
+    return argv
 
 
 def _crawl(settings: Settings, db: str, nice: int) -> Component:
-    seeds = strings(settings, "crawl", "seeds")
-    if not seeds:
-        raise CommandError("serve: crawl.seeds is empty (set it, or crawl.enabled = false)")
-    argv = ["crawl", *seeds, "--db", db, "--forever", "--json"]
+    argv = ["crawl", *strings(settings, "crawl", "seeds"), "--db", db, "--forever", "--json"]
     argv += ["--as", text(settings, "crawl", "role")]
     argv += ["--concurrency", text(settings, "crawl", "concurrency")]
     argv += ["--min-delay", text(settings, "crawl", "min_delay")]
     for pattern in strings(settings, "crawl", "allow_hosts"):
         argv += ["--allow-host", pattern]
-    for rule in strings(settings, "crawl", "connect_to"):
-        argv += ["--connect-to", rule]
-    if settings["crawl"]["test_range"]:
-        argv.append("--test-range")
+    for network in strings(settings, "crawl", "allow_addresses"):
+        argv += ["--allow-address", network]
+    argv += _reach(settings)
     argv += strings(settings, "crawl", "args")
     return Component("crawl", _python(*argv), nice)
-
-
-def _background(settings: Settings) -> int:
-    """The niceness of the components that work in the background."""
-    nice = int(number(settings, "service", "background_nice"))
-    if not 0 <= nice <= 19:
-        raise CommandError(f"serve: service.background_nice must be 0 to 19, not {nice}")
-    return nice
 
 
 def _listening(settings: Settings, section: str) -> list[str]:
     return ["--host", text(settings, section, "host"), "--port", text(settings, section, "port")]
 
 
-def components(settings: Settings) -> list[Component]:
-    """The child processes ``settings`` ask for."""
+def components(settings: Settings, *, shared: bool = False) -> list[Component]:
+    """The child processes ``settings`` (checked whole: :func:`~.config.load`) ask for,
+    on a database that ``shared`` says is PostgreSQL's (which searches its own index: no
+    tantivy index to keep)."""
     db = text(settings, "service", "db")
-    background = _background(settings)
+    background = int(number(settings, "service", "background_nice"))
     out = []
     if enabled(settings, "crawl"):
         out.append(_crawl(settings, db, background))
-    if enabled(settings, "index") and not pg_store.is_postgres(db):
+    if enabled(settings, "index") and not shared:
         argv = ["index", "update", "--db", db, "--follow"]
-        out.append(Component("index", _python(*argv), background))
+        # Stopped once the crawl has ended, so that it applies the crawl's last pages.
+        out.append(Component("index", _python(*argv), background, stop_after=("crawl",)))
     every = number(settings, "index", "authority_every")
     if enabled(settings, "index") and every > 0:
         argv = ["index", "authority", "--db", db, "--every", f"{every:g}", "--json"]
@@ -115,44 +124,35 @@ def components(settings: Settings) -> list[Component]:
         argv += ["--certs", text(settings, "search", "certs")]
         out.append(Component("search", _python(*argv, *strings(settings, "search", "args"))))
     if enabled(settings, "portal"):
-        argv = ["portal", *_listening(settings, "portal"), "--db", db]
+        argv = ["portal", *_listening(settings, "portal"), "--db", db, *_reach(settings)]
         out.append(Component("portal", _python(*argv, *strings(settings, "portal", "args"))))
-    if not out:
-        raise CommandError("serve: every component is disabled: nothing to run")
     return out
 
 
-def _prepare(db: str) -> None:
-    """Create or upgrade the database before any component opens it."""
+def _prepare(db: str) -> bool:
+    """Create or upgrade the database before any component opens it; whether several
+    processes may share it (PostgreSQL)."""
     try:
-        if pg_store.is_postgres(db):
-            pg_store.connect(db).close()
-        else:
-            Path(db).parent.mkdir(parents=True, exist_ok=True)
-            connect(db).close()
+        with open_database(db, write=True, make_folder=True) as database:
+            return database.shared
     except DatabaseError as exc:
-        raise CommandError(f"serve: {exc}") from None
-    except OSError as exc:
-        raise CommandError(f"serve: {db}: {exc.strerror}") from None
+        raise DatabaseError(f"serve: {exc}") from None
 
 
 def store_reader(db: str) -> Any:
     """What the metrics read from the store, on a connection of their own each time."""
 
     def read() -> dict[str, Any]:
-        conn: Any = pg_store.connect(db) if pg_store.is_postgres(db) else connect(db, create=False)
-        try:
+        with open_database(db) as database:
             now = time.time()
-            data = freshness(conn, now, index_lag(conn))
-            computed = last_computed(conn)
+            data = freshness(database, now, index_lag(database))
+            computed = last_computed(database)
             data["authority_age_seconds"] = None if computed is None else now - computed
-            data["pages"] = int(conn.execute("SELECT count(*) FROM pages").fetchone()[0])
+            data["pages"] = int(database.execute("SELECT count(*) FROM pages").fetchone()[0])
             data["queued"] = int(
-                conn.execute("SELECT count(*) FROM urls WHERE state = 'queued'").fetchone()[0]
+                database.execute("SELECT count(*) FROM urls WHERE state = 'queued'").fetchone()[0]
             )
             return data
-        finally:
-            conn.close()
 
     return read
 
@@ -166,8 +166,7 @@ def run_serve(args: argparse.Namespace) -> int:
     except ConfigError as exc:
         raise CommandError(f"serve: {exc}") from None
     db = text(settings, "service", "db")
-    children = components(settings)
-    _prepare(db)
+    children = components(settings, shared=_prepare(db))
     log = JsonLog(sys.stdout)
     supervisor = Supervisor(
         children,
@@ -190,6 +189,10 @@ def run_serve(args: argparse.Namespace) -> int:
     import trio
 
     trio.run(_supervise, supervisor)
+    if supervisor.failed is not None:
+        name, line = supervisor.failed
+        log.write("service", message=f"stopped: {name} cannot start", exit=EXIT_USAGE)
+        raise CommandError(f"serve: {name}: {_OWN_PROG.sub('', line)}")
     log.write("service", message="stopped")
     return EXIT_OK
 

@@ -7,7 +7,14 @@ when the line is one); a component that ends while the service runs is logged an
 again after ``restart_delay`` seconds, doubled at each death in a row up to
 ``restart_max`` (back to the first delay once it has run :data:`HEALTHY_AFTER` seconds).
 When :meth:`Supervisor.stop` is called (SIGTERM, SIGINT), each child gets SIGTERM, and
-SIGKILL if it has not ended within ``stop_timeout`` seconds.
+SIGKILL if it has not ended within ``stop_timeout`` seconds; a component that consumes
+what another writes (the index updater, the crawl's pages) gets its SIGTERM once that one
+has ended (``stop_after``, at most ``stop_timeout`` later), so that it takes the last of it.
+
+A component that exits with a usage error (exit 2: what it was given cannot work, and
+will not on the next start either) :data:`USAGE_EXITS` times in a row is not started
+again: the service stops, and :attr:`Supervisor.failed` holds the component and the last
+line it wrote on standard error (its message).
 
 The children die with the supervisor (``PR_SET_PDEATHSIG`` on Linux): a ``kill -9`` of
 the service leaves no orphan holding the database or a port; each component's own crash
@@ -32,6 +39,11 @@ import trio
 #: Seconds a component must have run for its next death to be restarted after the first
 #: delay again.
 HEALTHY_AFTER = 60.0
+#: Exits with a usage error in a row after which a component is not started again (more
+#: than one: a port that a component killed a moment ago still holds is no mistake).
+USAGE_EXITS = 3
+#: A component's exit code that says it was given what cannot work.
+EXIT_USAGE = 2
 #: Longest line of a component's output logged whole (bytes); the rest is cut.
 MAX_LINE = 64 * 1024
 _PR_SET_PDEATHSIG = 1
@@ -45,6 +57,8 @@ class Component:
     argv: tuple[str, ...]
     #: Added to the process's niceness (``os.nice``): background work yields the CPU.
     nice: int = 0
+    #: On a stop, the components that must have ended before this one gets SIGTERM.
+    stop_after: tuple[str, ...] = ()
 
 
 @dataclass
@@ -55,6 +69,8 @@ class ComponentState:
     starts: int = 0
     restarts: int = 0
     last_exit: int | None = None
+    #: The last line it wrote on standard error (a usage error's message).
+    last_error: str = ""
     process: Child | None = field(default=None, repr=False)
 
 
@@ -196,13 +212,23 @@ class Supervisor:
         self.env = {**os.environ, "PYTHONUNBUFFERED": "1", **(env or {})}
         self.state = {c.name: ComponentState() for c in components}
         self.stopping = False
+        #: The component that exited with usage errors and the last line it wrote, when
+        #: that stopped the service.
+        self.failed: tuple[str, str] | None = None
         self._wakeup = trio.Event()
+        self._ended = {c.name: trio.Event() for c in components}
 
     async def run(self) -> None:
         """Run every component until :meth:`stop`; returns once all have ended."""
         async with trio.open_nursery() as nursery:
             for component in self.components:
-                nursery.start_soon(self._keep, component)
+                nursery.start_soon(self._ended_after, component)
+
+    async def _ended_after(self, component: Component) -> None:
+        try:
+            await self._keep(component)
+        finally:
+            self._ended[component.name].set()
 
     def stop(self) -> None:
         """Stop every component (SIGTERM, then SIGKILL after ``stop_timeout``)."""
@@ -211,6 +237,7 @@ class Supervisor:
 
     async def _keep(self, component: Component) -> None:
         delay = self.restart_delay
+        usage_errors = 0
         state = self.state[component.name]
         while not self.stopping:
             started = time.monotonic()
@@ -220,6 +247,18 @@ class Supervisor:
                 return
             if time.monotonic() - started >= HEALTHY_AFTER:
                 delay = self.restart_delay
+                usage_errors = 0
+            usage_errors = usage_errors + 1 if code == EXIT_USAGE else 0
+            if usage_errors >= USAGE_EXITS:
+                self.log.write(
+                    component.name,
+                    message=f"exited with {code} (a usage error) {usage_errors} times in a "
+                    "row; not restarted: stopping the service",
+                    exit=code,
+                )
+                self.failed = (component.name, state.last_error)
+                self.stop()
+                return
             state.restarts += 1
             self.log.write(
                 component.name,
@@ -246,9 +285,9 @@ class Supervisor:
             async with trio.open_nursery() as nursery:
                 for name, stream in process.streams.items():
                     nursery.start_soon(
-                        _pump, stream, lambda raw, n=name: self.log.line(component.name, n, raw)
+                        _pump, stream, lambda raw, n=name: self._line(component.name, n, raw)
                     )
-                nursery.start_soon(self._reap, process)
+                nursery.start_soon(self._reap, component, process)
         finally:
             state.running = False
             if process.returncode is None:  # cancelled: do not leave it behind
@@ -259,13 +298,23 @@ class Supervisor:
         state.last_exit = process.returncode
         return int(process.returncode or 0)
 
-    async def _reap(self, process: Child) -> None:
-        """Wait for the process to end; once the service stops, SIGTERM it, and SIGKILL
-        it after ``stop_timeout``."""
+    def _line(self, component: str, stream: str, raw: bytes) -> None:
+        if stream == "stderr" and raw.strip():
+            self.state[component].last_error = raw.decode("utf-8", "replace").strip()
+        self.log.line(component, stream, raw)
+
+    async def _reap(self, component: Component, process: Child) -> None:
+        """Wait for the process to end; once the service stops (and the components of
+        ``stop_after`` have ended, or ``stop_timeout`` has passed), SIGTERM it, and
+        SIGKILL it after ``stop_timeout``."""
         async with trio.open_nursery() as nursery:
 
             async def on_stop() -> None:
                 await self._wakeup.wait()
+                with trio.move_on_after(self.stop_timeout):
+                    for name in component.stop_after:
+                        if name in self._ended:
+                            await self._ended[name].wait()
                 self.log.write("service", message="stopping", pid=process.pid)
                 process.send_signal(signal.SIGTERM)
                 with trio.move_on_after(self.stop_timeout):

@@ -192,40 +192,16 @@ class CrawlStore(Protocol):
 
 
 class SqliteStore(SqlStore, Frontier):
-    """:class:`CrawlStore` on an SQLite crawl database (see :mod:`geminibot.store.db`):
-    the logic of :class:`~geminibot.store.sqlstore.SqlStore`, the frontier's one URL at a
-    time (:class:`~geminibot.store.frontier.Frontier`), and batched commits.
-
-    Batched commits (``batch=True``, as the crawl loop opens it; otherwise each write is
-    committed when it ends): the writes of the crawl loop's hot path (a claim, its
-    request's attempt, a URL closed as fetched, refused, failed or slowed down, a fetch
-    logged, a policy file cached) go into one open write transaction, committed when it
-    holds :data:`BATCH_URLS` closed URLs, when its first write is :data:`BATCH_SECONDS`
-    old (checked at each write and before each request), by every other write
-    (settings, seeds, recovery, revisits, skips, pins: committed at once, with what
-    waits) and by :meth:`end_run` (the crawl loop calls it when its run ends, however it
-    ends, an exception included). A write
-    that fails rolls the open batch back with it (as a kill would: see below) and leaves
-    the run marked open, so the next one is careful. Each commit writes the
-    b-tree pages its rows touched once, and FTS5 flushes its pending terms into one
-    segment for the whole batch, instead of once per page (docs/benchmarks.md).
-
-    What a ``kill -9`` (or a power cut) repeats: the last batch (at most
-    :data:`BATCH_URLS` URLs, of at most :data:`BATCH_SECONDS`): its pages are fetched
-    again, its claims went back with it (``queued``, not ``leased``); nothing committed is
-    lost and the index never holds half a page. Another process reading the database
-    (``geminibot search`` during a crawl) sees a page at most :data:`BATCH_SECONDS` after
-    its fetch, and waits up to that long for the write lock.
-
-    Careful mode: a request whose attempt is not committed does not count towards
-    :data:`~geminibot.store.frontier.MAX_URL_ATTEMPTS`, so a page that kills the process
-    outright (not an exception: those end the run, which commits) would be fetched again
-    by every resume. So a run that finds the one before it did not end (:data:`RUN_OPEN`
-    still "1", or URLs left ``leased`` by an older geminibot) commits each write when it
-    ends, as an unbatched store does (a request's attempt before it is sent): after
-    MAX_URL_ATTEMPTS such kills the URL is given up, and a kill repeats only the requests
-    on the wire. A run that ends clears the mark, and the next run batches again.
-    """
+    """:class:`CrawlStore` on an SQLite crawl database: the logic of
+    :class:`~geminibot.store.sqlstore.SqlStore` and the :class:`~geminibot.store.frontier.
+    Frontier`, with the crawl loop's writes batched (``batch=True``): committed every
+    :data:`BATCH_URLS` closed URLs or :data:`BATCH_SECONDS`, by any other write and by
+    :meth:`end_run`; a failed write rolls its batch back. A ``kill -9`` repeats at most
+    the open batch, and the run after a run that did not end commits each write (careful
+    mode), so that a page that kills the process is given up after
+    :data:`~geminibot.store.frontier.MAX_URL_ATTEMPTS` kills
+    (``tests/store/test_store_batch.py``, ``tests/store/test_store_attempts.py``; the
+    figures: docs/benchmarks.md)."""
 
     engine = ENGINE
 

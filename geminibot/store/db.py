@@ -60,9 +60,10 @@ def connect(
     """Open (and create or migrate) a geminibot database; raise :class:`DatabaseError`.
 
     The connection is in autocommit mode: writes go through :func:`transaction`.
-    With ``create=False`` a missing file is an error (for read-only commands).
+    With ``create=False`` a missing file or one without tables is an error, and the file
+    is not touched (for read-only commands: see :func:`geminibot.store.database.open_database`).
     With ``any_thread`` it may be used by one thread after another, never by two at once
-    (a pool of worker threads' connections, :mod:`geminibot.index.reads`).
+    (a pool of worker threads' connections, :mod:`geminibot.store.reads`).
     """
     path = Path(path)
     if not create and not path.exists():
@@ -76,10 +77,15 @@ def connect(
     except sqlite3.Error as exc:
         raise DatabaseError(f"{path}: cannot open: {exc}") from None
     try:
+        version = sqlite_version(conn)  # (before anything that could write the file)
+        if version is None and not create:
+            raise DatabaseError(f"{path}: no crawl in this database (it has no tables)")
+        if version == 0:
+            raise DatabaseError(f"{path}: an SQLite database, but not a geminibot one")
         conn.execute("PRAGMA journal_mode = WAL")
         conn.execute("PRAGMA synchronous = NORMAL")
         conn.execute("PRAGMA foreign_keys = ON")
-        _migrate(conn, path)
+        _migrate(conn, path, version)
     except sqlite3.DatabaseError as exc:
         conn.close()
         raise DatabaseError(f"{path}: not a usable geminibot database: {exc}") from None
@@ -110,16 +116,13 @@ def _connect_read_only(path: Path, any_thread: bool) -> sqlite3.Connection:
     return conn
 
 
-def _migrate(conn: sqlite3.Connection, path: Path) -> None:
-    version = sqlite_version(conn)
+def _migrate(conn: sqlite3.Connection, path: Path, version: int | None) -> None:
     if version == SCHEMA_VERSION:
         return
     if version is None:
         with suppress(OSError):  # (else no temporary folder: migrate the file)
             _create(conn)
             return
-    if version == 0:
-        raise DatabaseError(f"{path}: an SQLite database, but not a geminibot one")
     check_version(str(path), version or 0)
     upgrade(lambda: _open(path), "sqlite")
 

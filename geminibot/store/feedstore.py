@@ -11,19 +11,19 @@ live again). Entries are keyed by feed and URL: the same page listed by two feed
 rows, and the aggregator (:func:`new_entries`) shows it once.
 
 Statements are written once for both engines, as :mod:`geminibot.store.statements`'
-are; the reads take a DBAPI connection of either engine
-(:func:`~geminibot.store.engines.engine_of`).
+are; the reads take an open :class:`~geminibot.store.database.Database` of either.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 import sqlalchemy as sa
 
-from geminibot.store.engines import engine_of
+if TYPE_CHECKING:
+    from geminibot.store.database import Database
 
 #: Feeds a face lists (``/feeds``).
 FEEDS_LISTED = 500
@@ -181,51 +181,51 @@ class NewEntry:
     feed: str
 
 
-def _rows(conn: Any, statement: sa.TextClause, params: dict[str, Any]) -> list[Any]:
-    return list(conn.execute(engine_of(conn).sql[statement], params).fetchall())
+def _rows(database: Database, statement: sa.TextClause, params: dict[str, Any]) -> list[Any]:
+    return list(database.run(statement, **params).fetchall())
 
 
-def known_feeds(conn: Any, limit: int) -> list[KnownFeed]:
+def known_feeds(database: Database, limit: int) -> list[KnownFeed]:
     """The known feeds, latest entry first, at most ``limit``."""
-    return [KnownFeed(*row) for row in _rows(conn, KNOWN_FEEDS, {"limit": limit})]
+    return [KnownFeed(*row) for row in _rows(database, KNOWN_FEEDS, {"limit": limit})]
 
 
-def new_entries(conn: Any, since: float, limit: int) -> list[NewEntry]:
+def new_entries(database: Database, since: float, limit: int) -> list[NewEntry]:
     """The live entries dated at or after ``since``, newest first, each URL once."""
-    rows = _rows(conn, NEW_ENTRIES, {"since": since, "limit": limit})
+    rows = _rows(database, NEW_ENTRIES, {"since": since, "limit": limit})
     return [NewEntry(str(u), str(t), float(p), float(s), str(f)) for u, t, p, s, f in rows]
 
 
-def week(conn: Any, now: float, matches: set[str] | None = None) -> list[NewEntry]:
+def week(database: Database, now: float, matches: set[str] | None = None) -> list[NewEntry]:
     """The faces' ``/new``: the entries of the :data:`NEW_SPAN` before ``now``, newest
     first, at most :data:`NEW_LISTED`; with ``matches`` (the URLs a search found), only
     those among the first :data:`NEW_MATCHES`."""
     if matches is None:
-        return new_entries(conn, now - NEW_SPAN, NEW_LISTED)
-    listed = new_entries(conn, now - NEW_SPAN, NEW_MATCHES)
+        return new_entries(database, now - NEW_SPAN, NEW_LISTED)
+    listed = new_entries(database, now - NEW_SPAN, NEW_MATCHES)
     return [e for e in listed if e.url in matches][:NEW_LISTED]
 
 
-def feed_formats(conn: Any) -> dict[str, int]:
+def feed_formats(database: Database) -> dict[str, int]:
     """How many feeds of each format the database knows."""
-    return {str(fmt): int(n) for fmt, n in _rows(conn, FEED_FORMATS, {})}
+    return {str(fmt): int(n) for fmt, n in _rows(database, FEED_FORMATS, {})}
 
 
-def newest_hosts(conn: Any, since: float, limit: int) -> list[tuple[str, float, int]]:
+def newest_hosts(database: Database, since: float, limit: int) -> list[tuple[str, float, int]]:
     """The capsules first seen at or after ``since`` (and reached): host, when, pages."""
-    rows = _rows(conn, NEWEST_HOSTS, {"since": since, "limit": limit})
+    rows = _rows(database, NEWEST_HOSTS, {"since": since, "limit": limit})
     return [(str(host), float(first), int(pages)) for host, first, pages in rows]
 
 
-def random_live_page(conn: Any, pick: Callable[[int, int], int]) -> str | None:
+def random_live_page(database: Database, pick: Callable[[int, int], int]) -> str | None:
     """A searchable, live page chosen by ``pick(low, high)`` (a random integer in the
     range, both ends included: :meth:`random.Random.randint`) among the pages' row ids;
     None when there is none. Two reads by the primary key, whatever the index's size."""
-    low, high = _rows(conn, PAGE_IDS, {})[0]
+    low, high = _rows(database, PAGE_IDS, {})[0]
     if low is None:
         return None
     for start in (pick(int(low), int(high)), int(low)):  # past the last live one: the first
-        found = _rows(conn, LIVE_PAGE_FROM, {"id": start})
+        found = _rows(database, LIVE_PAGE_FROM, {"id": start})
         if found:
             return str(found[0][0])
     return None

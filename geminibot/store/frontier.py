@@ -1,49 +1,20 @@
-"""The frontier and visited set, kept in the crawl database (table ``urls``).
+"""The frontier and visited set of an SQLite crawl database (table ``urls``): one row per
+normalised URL the crawl ever met, ``queued``, ``leased`` (claimed), ``done``, ``refused``,
+``failed``, ``gone`` or ``trapped``; a finished URL is queued again when it is due for a
+revisit (:mod:`geminibot.store.freshness`).
 
-Every normalised URL the crawl ever meets has one row, so "seen before" is one indexed
-lookup and survives restarts. A row moves through these states:
+What holds, each by its tests:
 
-``queued`` -> ``leased`` (claimed by a worker, in one transaction) -> ``done`` (the page,
-its links and the rows for those links committed in one transaction) or ``refused``
-(site policy said no) or ``failed`` (network/TLS error) or ``gone`` (it answered 51/52).
-A URL the trap bounds reject is stored as ``trapped`` with the bound it broke, and never
-fetched. A finished URL goes back to ``queued`` when it is due for a revisit
-(:mod:`geminibot.store.freshness`).
-
-Crash safety: a ``kill -9`` can only leave rows ``leased``. :meth:`Frontier.recover`, run
-once at start, puts them back to ``queued``; nothing else needs repair because every other
-change is a committed transaction. A URL whose request was on the wire when the process
-died is fetched again (at most once per kill): a server cannot be part of our transaction.
-The crawl loop's SQLite store commits in batches (:class:`geminibot.store.crawlstore.SqliteStore`):
-a kill then also repeats the URLs of the batch it cut, claims included (back to
-``queued``), and the run after it is careful (each write committed at once, as here).
-
-Attempts (column ``attempts``): the requests at a URL since it last got an answer. A
-claim counts one attempt when its first request is about to be sent (the store's
-``hold_host``, right before it, after every wait: a robots2 ask or the URL's own
-request), not when it is claimed: a claim given back unsent (a cancelled visit, a policy
-file's wait, the host skipped or lost) leaves the attempts as they were, and a claim left
-leased unsent by a dead process harmed nothing, so it never counts. A sent claim given
-back (44 SLOW DOWN, a request cut short by the run's end, an ask to come back later) gives
-its attempt back; an answer (``done``, ``refused``, ``gone``) sets them to 0; a failed
-request keeps its attempt (the retry back-off of :mod:`geminibot.store.freshness` is
-computed from it), and so does a sent claim that ended neither way (the process died, or
-the URL's processing raised, while holding it). A URL left leased with
-:data:`MAX_URL_ATTEMPTS` attempts is recorded ``failed`` (and not retried) by
-:meth:`Frontier.recover` instead of being queued again, so one hostile page cannot stop
-every resume of a crawl.
-
-Trap bounds (named, documented, tested at their edges) stop link mazes and calendars:
-:data:`~geminibot.store.traps.MAX_URL_LENGTH`, :data:`~geminibot.store.traps.MAX_QUERIES_PER_PATH`,
-:data:`~geminibot.store.traps.DEFAULT_MAX_DEPTH`, :data:`~geminibot.store.traps.MAX_URLS_PER_HOST`,
-and the shapes of :mod:`geminibot.store.traps`. A trapped URL's reason is also recorded as a
-refusing decision (:func:`~geminibot.store.traps.trap_decision`: ``trap: <bound>``),
-so ``decisions`` says why a URL was never fetched as it does for a policy's refusal. The
-deep URLs a host has (the bound :data:`~geminibot.store.traps.MAX_DEEP_URLS_PER_HOST`) are
-kept in ``hosts.deep_urls``: NULL until the host first needs the count, then counted once
-from its rows (:data:`DEEP_PATHS`, :func:`count_deep`) and kept up to date as URLs are
-queued. Both stores (SQLite here, PostgreSQL in :mod:`geminibot.store.pgstore`) apply these
-bounds through :func:`~geminibot.store.traps.trap_reason` and record them alike.
+- a ``kill -9`` leaves only ``leased`` rows to repair: :meth:`Frontier.recover` queues
+  them again (``tests/store/test_store_frontier.py``, ``tests/crawl/test_crawl_kill.py``);
+- ``attempts`` counts the requests sent since the URL's last answer, a claim given back
+  unsent counting none; a URL left leased after :data:`MAX_URL_ATTEMPTS` is given up as
+  ``failed``, so one hostile page cannot stop every resume
+  (``tests/store/test_store_attempts.py``);
+- the trap bounds of :mod:`geminibot.store.traps` record a rejected URL as ``trapped``
+  and a refusing decision (``trap: <bound>``), alike on both stores, the deep URLs of a
+  host counted in ``hosts.deep_urls`` (``tests/store/test_store_traps.py``, the edges in
+  ``tests/store/test_store_frontier.py``).
 """
 
 from __future__ import annotations

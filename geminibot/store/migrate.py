@@ -16,9 +16,8 @@ import sys
 from typing import Any
 
 from geminibot.cliutil import EXIT_OK, CommandError, emit_json
-from geminibot.store.databases import is_postgres, pg_error
-from geminibot.store.db import connect
-from geminibot.store.errors import DatabaseError
+from geminibot.store.database import open_database
+from geminibot.store.pg import is_postgres
 
 #: Rows copied between two progress lines.
 PROGRESS_ROWS = 50_000
@@ -102,14 +101,8 @@ def run_migrate(args: argparse.Namespace) -> int:
         raise CommandError("--from is an SQLite crawl database (a file)")
     if not is_postgres(args.target):
         raise CommandError("--to is a PostgreSQL database (postgresql://USER@HOST/DB)")
-    try:
-        source = connect(args.source, create=False)
-    except DatabaseError as exc:
-        raise CommandError(str(exc)) from None
-    try:
-        moved = migrate(source, args.target)
-    finally:
-        source.close()
+    with open_database(args.source) as source:
+        moved = migrate(source.connection, args.target)
     if args.json:
         emit_json(moved)
     else:
@@ -124,10 +117,7 @@ def migrate(source: sqlite3.Connection, target: str) -> dict[str, int]:
 
     from geminibot.store import pg
 
-    try:
-        conn = pg.connect(target)
-    except DatabaseError as exc:
-        raise pg_error(exc) from None
+    conn = pg.connect(target)
     name = pg.display(target)
     moved: dict[str, int] = {}
     try:

@@ -3,7 +3,10 @@
 A :class:`Page` is what the crawler learned from one response, already extracted (title,
 headings, text, links). :func:`store_page` writes it: metadata always, outgoing links
 always, and the searchable text only when the page is text and the role allows it
-(``researcher`` keeps statistics and links, never page text).
+(``researcher`` keeps statistics and links, never page text), at most
+:data:`MAX_INDEXED_CHARS` characters of its body and of its headings
+(:func:`indexed_text`: a page may be megabytes long; what it puts in the index, and so
+what any search may have to read of it, is bounded).
 
 :func:`store_page` runs inside the caller's transaction, so a page, its links and the
 frontier rows for those links commit together or not at all. Writing the same page twice
@@ -17,6 +20,10 @@ from dataclasses import dataclass, field
 
 #: Roles whose index keeps page text (title, headings, body) for search.
 TEXT_ROLES = frozenset({"indexer", "archiver"})
+#: Most characters of a page's text (its body; its headings too) that go into the index:
+#: the text beyond them is neither stored for search nor searched. 256 Ki characters
+#: hold a long essay or a book's chapter; a page of megabytes is cut, at a word.
+MAX_INDEXED_CHARS = 262_144
 #: A page entering the searchable text, for the derived index (SQLite).
 LOG_CHANGE = "INSERT INTO index_changes (page_id) VALUES (?)"
 
@@ -50,6 +57,20 @@ class Page:
     redirect_to: str | None = None
     changed_at: float | None = None  # its content last changed (None: not since first seen)
     gone_at: float | None = None  # it went away (None: live)
+
+
+def indexed_text(text: str) -> str:
+    """The part of ``text`` that goes into the index: all of it up to
+    :data:`MAX_INDEXED_CHARS` characters, else its first characters up to that limit, cut
+    before a partial word."""
+    if len(text) <= MAX_INDEXED_CHARS:
+        return text
+    cut = text[:MAX_INDEXED_CHARS]
+    if not text[MAX_INDEXED_CHARS].isspace():
+        space = max(cut.rfind(" "), cut.rfind("\n"))
+        if space > MAX_INDEXED_CHARS // 2:
+            cut = cut[:space]
+    return cut
 
 
 def page_row(page: Page, role: str) -> dict[str, object]:
@@ -106,7 +127,13 @@ def store_page(conn: sqlite3.Connection, page: Page, role: str) -> int:
     if keep_text:
         conn.execute(
             "INSERT INTO pages_fts (rowid, title, headings, body, url) VALUES (?, ?, ?, ?, ?)",
-            (page_id, page.title, "\n".join(page.headings), page.text, page.url),
+            (
+                page_id,
+                page.title,
+                indexed_text("\n".join(page.headings)),
+                indexed_text(page.text or ""),
+                page.url,
+            ),
         )
         conn.execute(LOG_CHANGE, (page_id,))
     return page_id

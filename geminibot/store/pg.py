@@ -20,9 +20,8 @@ from __future__ import annotations
 import re
 from typing import TYPE_CHECKING, Any
 
-from geminibot.cliutil import EXIT_NEGATIVE, EXIT_USAGE, CommandError
 from geminibot.store.errors import DatabaseError
-from geminibot.store.pages import Page, page_row
+from geminibot.store.pages import Page, indexed_text, page_row
 from geminibot.store.upgrade import (
     PG_LEGACY_VERSIONS,
     SCHEMA_VERSION,
@@ -41,18 +40,6 @@ CONNECT_TIMEOUT = 10
 _URL_SCHEMES = ("postgresql://", "postgres://")
 
 
-class UnreachableDatabase(DatabaseError):
-    """The PostgreSQL server cannot be reached or refused us (not the user's syntax)."""
-
-
-def command_error(exc: DatabaseError) -> CommandError:
-    """The command's one line for ``exc``: a server we cannot reach or that refuses us
-    is an error found (exit 1); anything else (the connection string, the schema) is
-    the user's input (exit 2)."""
-    code = EXIT_NEGATIVE if isinstance(exc, UnreachableDatabase) else EXIT_USAGE
-    return CommandError(str(exc), code)
-
-
 def is_postgres(db: str) -> bool:
     """Whether a ``--db`` value names a PostgreSQL database (a libpq URI)."""
     return db.startswith(_URL_SCHEMES)
@@ -63,10 +50,11 @@ def display(conninfo: str) -> str:
     return re.sub(r"(://[^:/@]*):[^@/]*@", r"\1:***@", conninfo)
 
 
-def connect(conninfo: str) -> psycopg.Connection[Any]:
-    """Open one connection, create or upgrade the schema; raise :class:`DatabaseError`
-    (malformed string, newer schema, not a geminibot database) or
-    :class:`UnreachableDatabase`."""
+def connect(conninfo: str, *, create: bool = True) -> psycopg.Connection[Any]:
+    """Open one connection, upgrade the schema, and create it in an empty database unless
+    ``create`` is false; raise :class:`DatabaseError` (a malformed string, a server
+    unreachable or refusing us, an empty database not to create, a newer schema, not a
+    geminibot database)."""
     import psycopg
     from psycopg.conninfo import conninfo_to_dict
 
@@ -80,9 +68,9 @@ def connect(conninfo: str) -> psycopg.Connection[Any]:
         conn = psycopg.connect(conninfo, connect_timeout=CONNECT_TIMEOUT, autocommit=True)
     except psycopg.Error as exc:
         reason = " ".join(str(exc).split())
-        raise UnreachableDatabase(f"{name}: cannot connect: {reason}") from None
+        raise DatabaseError(f"{name}: cannot connect: {reason}") from None
     try:
-        migrate(conn, conninfo)
+        migrate(conn, conninfo, create=create)
     except BaseException:
         conn.close()
         raise
@@ -107,15 +95,17 @@ def schema_version(conn: psycopg.Connection[Any]) -> int | None:
     return 0 if row[2] else None
 
 
-def migrate(conn: psycopg.Connection[Any], conninfo: str) -> None:
-    """Create the schema, or upgrade it in place, or refuse a newer one or a foreign
-    database."""
+def migrate(conn: psycopg.Connection[Any], conninfo: str, *, create: bool = True) -> None:
+    """Create the schema (with ``create``), or upgrade it in place, or refuse a newer one
+    or a foreign database."""
     import psycopg
 
     name = display(conninfo)
     version = schema_version(conn)
     if version == SCHEMA_VERSION:
         return
+    if version is None and not create:
+        raise DatabaseError(f"{name}: no crawl in this database (it has no tables)")
     if version == 0:
         raise DatabaseError(f"{name}: this database has tables but is not a geminibot database")
     check_version(name, version or 0)
@@ -135,7 +125,7 @@ def store_page(cur: psycopg.Cursor[Any], page: Page, role: str) -> int:
     row = page_row(page, role)
     keep_text = bool(row["keep"])
     cur.execute("DELETE FROM pages WHERE url = %s", (page.url,))
-    headings = "\n".join(page.headings) if keep_text else None
+    headings = indexed_text("\n".join(page.headings)) if keep_text else None
     cur.execute(
         "INSERT INTO pages (url, host, status, meta, mime, lang, size, content_hash,"
         " fetched_at, title, duplicate_of, redirect_to, text_indexed, changed_at, gone_at,"
@@ -143,7 +133,7 @@ def store_page(cur: psycopg.Cursor[Any], page: Page, role: str) -> int:
         " VALUES (%(url)s, %(host)s, %(status)s, %(meta)s, %(mime)s, %(lang)s, %(size)s,"
         " %(hash)s, %(at)s, %(title)s, %(dup)s, %(redirect)s, %(keep)s, %(changed)s,"
         " %(gone)s, %(headings)s, %(body)s) RETURNING id",
-        {**row, "headings": headings, "body": page.text if keep_text else None},
+        {**row, "headings": headings, "body": indexed_text(page.text or "") if keep_text else None},
     )
     added = cur.fetchone()
     assert added is not None

@@ -15,33 +15,24 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
+from geminibot.store.database import open_database
 from geminibot.store.traps import FrontierLimits
 
 
 @contextmanager
 def crawl_store(db: str, clock: Callable[[], float]) -> Iterator[Any]:
-    """The crawl store of ``db`` (an SQLite file, or a ``postgresql://`` URL), closed at
-    the end; raises :class:`~geminibot.store.errors.DatabaseError`."""
-    from geminibot.store import pg
+    """The crawl store of ``db`` (an SQLite file, or a ``postgresql://`` URL) for one
+    submission, closed at the end; raises :class:`~geminibot.store.errors.DatabaseError`.
+    An SQLite file is written over a connection of its own, each write committed, beside
+    the crawl that holds it (it does not take the crawl's lock)."""
+    with open_database(db) as database:
+        if database.sqlite is None:
+            with database.crawl_store(clock, FrontierLimits()) as store:
+                yield store
+            return
+        from geminibot.store.crawlstore import SqliteStore
 
-    limits = FrontierLimits()
-    if pg.is_postgres(db):
-        from geminibot.store.pgstore import open_store
-
-        store = open_store(db, clock, limits)
-        try:
-            yield store
-        finally:
-            store.close()
-        return
-    from geminibot.store.crawlstore import SqliteStore
-    from geminibot.store.db import connect
-
-    conn = connect(db, create=False)
-    try:
-        yield SqliteStore(conn, clock, limits)
-    finally:
-        conn.close()
+        yield SqliteStore(database.sqlite, clock, FrontierLimits())
 
 
 def submit(db: str, url: str, clock: Callable[[], float]) -> str:

@@ -262,6 +262,10 @@ def trap_reason(
     return deep_trap(url.path, deep_on_host, lim.max_deep_urls_per_host)
 
 
+#: How a trap bound's refusing decision is worded: a refusal so worded is not the site's policy.
+TRAP_REASON_PREFIX = "trap: "
+
+
 def trap_decision(reason: str) -> str:
     """The reason of the refusing decision recorded for a URL trapped by ``reason``."""
-    return f"trap: {reason}"
+    return f"{TRAP_REASON_PREFIX}{reason}"

@@ -10,8 +10,7 @@ only render its answer (:mod:`geminibot.why.render`), so they never disagree.
 
 from __future__ import annotations
 
-from typing import Any
-
+from geminibot.store.database import Database
 from geminibot.store.traps import MAX_URL_LENGTH
 from geminibot.urls import InvalidURL, host_key, normalise
 from geminibot.why.explain import Answer, explain_url
@@ -46,11 +45,11 @@ def parse_target(text: str) -> tuple[str, str, bool]:
     return (url if as_url else host), host, as_url
 
 
-def check(conn: Any, text: str, now: float) -> Answer | HostAnswer:
+def check(database: Database, text: str, now: float) -> Answer | HostAnswer:
     """The answer for a URL, or the summary of a host (``text``: what the owner typed),
-    from the crawl database ``conn`` (either store's connection), at ``now``."""
+    from the crawl database ``database``, at ``now``."""
     target, host, is_url = parse_target(text)
-    reader = Reader(conn)
+    reader = Reader(database)
     if is_url:
         return explain_url(reader.url(target, host, text.strip()), now)
     return explain_host(reader.host(host), now)

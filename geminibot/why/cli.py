@@ -9,7 +9,7 @@ import time
 from typing import Any
 
 from geminibot.cliutil import EXIT_NEGATIVE, EXIT_OK, CommandError, emit_json
-from geminibot.index.search_cli import reading
+from geminibot.store.database import open_database
 from geminibot.why import Answer, BadTarget, check
 from geminibot.why.render import text_lines
 
@@ -41,9 +41,9 @@ def register(commands: Any) -> None:
 
 
 def run_why(args: argparse.Namespace) -> int:
-    with reading(args.db) as (conn, _):
+    with open_database(args.db) as database:
         try:
-            answer = check(conn, args.target, time.time())
+            answer = check(database, args.target, time.time())
         except BadTarget as exc:
             raise CommandError(f"{args.target!r}: {exc}") from None
     if args.json:

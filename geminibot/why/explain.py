@@ -17,9 +17,11 @@ from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from typing import Literal
 
+from geminibot.cliutil import counted, with_article
 from geminibot.crawl.runrecord import RunOptions
 from geminibot.gemini.status import Status
 from geminibot.policy import VIRTUAL_AGENTS
+from geminibot.policy.robots_model import rule_from_text
 from geminibot.policy.site_policy import ROBOTS, Bot, SitePolicy
 from geminibot.store.traps import CAP_REASON
 from geminibot.urls import host_name, host_protocol
@@ -80,7 +82,7 @@ class PolicyLine:
         return {
             "file": self.file,
             "line": self.line,
-            "rule": self.rule,
+            "rule": rule_from_text(self.file, self.line, self.rule, self.group),
             "group": self.group,
             "group_kind": self.group_kind,
             "mode": self.mode,
@@ -285,7 +287,8 @@ def _queued(answer: Answer, records: UrlRecords, now: float) -> Answer:
             next_visit=records.host_row.not_before if records.host_row else None,
         )
     host = records.host_row
-    waiting = f"{records.queued_before} URLs of the capsule are ahead of it"
+    ahead = records.queued_before
+    waiting = f"{counted(ahead, 'URL')} of the capsule {'is' if ahead == 1 else 'are'} ahead of it"
     when = None
     if host is not None:
         # roughly: the host's next turn, then one delay per URL ahead of it
@@ -335,7 +338,7 @@ def _fetched(answer: Answer, records: UrlRecords) -> Answer:
     elif not 20 <= page.status < 30 and page.status != 200:
         why = f"it answered {page.status} {page.meta}".rstrip()
     elif records.settings.role not in ("indexer", "archiver"):
-        why = f"the crawl keeps no text as a {records.settings.role}"
+        why = f"the crawl keeps no text as {with_article(records.settings.role)}"
     else:
         why = f"no text to index ({page.mime or 'no type'}), or the capsule asks not to store it"
     return replace(answer, code="not_text", reason=why)

@@ -3,7 +3,7 @@
 Each read runs on a worker thread with a connection of its own (:class:`geminibot.index.
 reads.Reads`: never the connection the face answers other requests with), at most
 :data:`CHECK_READS` at once. A ``/check`` that finds them all taken waits its turn for up
-to :data:`CHECK_WAIT` seconds, then :class:`~geminibot.index.reads.ReadsBusy` (the faces
+to :data:`CHECK_WAIT` seconds, then :class:`~geminibot.store.reads.ReadsBusy` (the faces
 answer ``44`` or ``503``). So one slow read never stalls the other requests.
 """
 
@@ -13,7 +13,8 @@ from collections.abc import Callable
 from functools import partial
 from typing import Any
 
-from geminibot.index.reads import Opener, Reads, opened
+from geminibot.store.database import Database
+from geminibot.store.reads import Opener, Reads, opened
 from geminibot.why import check, parse_target
 from geminibot.why.explain import Answer
 from geminibot.why.host import HostAnswer
@@ -23,7 +24,7 @@ CHECK_READS = 2
 #: Seconds a ``/check`` waits for a read to end before it is answered "busy".
 CHECK_WAIT = 5.0
 
-Read = Callable[[Any, str, float], Answer | HostAnswer]
+Read = Callable[[Database, str, float], Answer | HostAnswer]
 
 
 class CheckReads:
@@ -45,13 +46,13 @@ class CheckReads:
 
     @classmethod
     def of(cls, db: str, **options: Any) -> CheckReads:
-        """The reads of the crawl database ``db`` (see :func:`~geminibot.index.reads.
+        """The reads of the crawl database ``db`` (see :func:`~geminibot.store.reads.
         opened`)."""
         return cls(partial(opened, db), **options)
 
     async def answer(self, text: str, now: float) -> Answer | HostAnswer:
         """What :func:`geminibot.why.check` answers for ``text`` at ``now``; raises its
         :class:`~geminibot.why.BadTarget`, and
-        :class:`~geminibot.index.reads.ReadsBusy`."""
+        :class:`~geminibot.store.reads.ReadsBusy`."""
         parse_target(text)  # a bad target is told at once, without a read
         return await self.reads.run(lambda conn: self.read(conn, text, now))

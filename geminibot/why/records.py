@@ -2,8 +2,8 @@
 :mod:`geminibot.why`. Every read is bounded (the last :data:`HISTORY` answers, the first
 :data:`LINKERS` pages linking to a URL, ...) and written once for both stores, as the
 stores' own statements are (:mod:`geminibot.store.statements`): a SQLAlchemy Core text
-with named parameters, compiled for the connection's engine
-(:func:`geminibot.store.engines.engine_of`).
+with named parameters, compiled for the database's engine
+(:class:`geminibot.store.database.Database`).
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from geminibot.crawl.settings import DEFAULT_AGENT
 from geminibot.policy.outcomes import FetchOutcome, Kind
 from geminibot.policy.site_policy import Fetched
 from geminibot.store import statements as q
-from geminibot.store.engines import engine_of
+from geminibot.store.database import Database
 from geminibot.urls import host_url
 
 #: Answers to a URL shown (its last requests, newest first).
@@ -198,11 +198,11 @@ WAITS = sa.text(
 
 
 class Reader:
-    """Reads the records from either store's connection (an sqlite3 or a psycopg one)."""
+    """Reads the records from a crawl database of either engine."""
 
-    def __init__(self, conn: Any) -> None:
-        self.conn = conn
-        self.sql = engine_of(conn).sql
+    def __init__(self, database: Database) -> None:
+        self.conn = database
+        self.sql = database.sql
 
     def _rows(self, statement: sa.TextClause, **params: object) -> list[Any]:
         return list(self.conn.execute(self.sql[statement], params).fetchall())

@@ -77,7 +77,8 @@ def _host_facts(answer: HostAnswer) -> list[Fact]:
         url = host_url(answer.host, "/" + f.name) if "/" not in f.name else None
         out.append(Fact("policy file", text, url))
         for d in f.findings:
-            out.append(Fact("lint", f"{f.name} line {d.line}: {d.level}: {d.message}"))
+            hint = f" (hint: {d.hint})" if d.hint else ""
+            out.append(Fact("lint", f"{f.name} line {d.line}: {d.level}: {d.message}{hint}"))
     out += [Fact("virtual agent", p.words()) for p in answer.permissions]
     if answer.delay is not None:
         out.append(Fact("delay", f"{answer.delay:g} s between requests ({answer.delay_rule})"))

@@ -94,7 +94,7 @@ BAD_INPUT = [
     (["certs", "--make", "M"], "capsule-server: M: not a folder"),
     (["certs", "--make", "F"], "capsule-server: F: not a folder"),
     (["certs", "--certs", "F"], "capsule-server: F: not a folder (--certs names the certificate folder)"),
-    (["serve", "--bogus"], "capsule-server: unrecognized arguments: --bogus"),
+    (["serve", "--bogus"], "capsule-server serve: unrecognized arguments: --bogus"),
 ]  # fmt: skip
 
 

@@ -15,6 +15,7 @@ import pytest
 import trio
 import trio.testing
 from capsule_fixtures import bundled_policies, serving_on_trio_time
+from crawlers import sqlite_crawler
 
 from capsule_server import report as report_command
 from capsule_server.cli import main
@@ -22,7 +23,6 @@ from capsule_server.compliance_range import Scorecards, idle_warning, watch_idle
 from capsule_server.files import load_capsules
 from capsule_server.judge import HostPolicy, identities, load_policies
 from capsule_server.sessions import MAX_HELD_WAIT, Session, told_wait
-from geminibot.crawl.crawler import sqlite_crawler
 from geminibot.crawl.fetcher import gemini_fetch
 from geminibot.crawl.settings import CrawlOptions
 from geminibot.gemini.accesslog import AccessRecord, JsonLinesLog

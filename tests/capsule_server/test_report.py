@@ -209,7 +209,9 @@ def test_report_input_errors(tmp_path: Path, capsys: pytest.CaptureFixture[str])
     (other / "z.test").mkdir(parents=True)
     assert main(["report", str(log), "--capsules", str(other)]) == 2
     assert "no request for any of these capsules" in one_error_line(capsys)
-    assert main(["report", str(log), "--as", "nobody"]) == 2
+    assert main(["report", str(log), "--detail", "nobody"]) == 2
+    assert "unknown identity 'nobody'" in one_error_line(capsys)
+    assert main(["report", str(log), "--as", "nobody"]) == 2  # the old spelling
     assert "unknown identity 'nobody'" in one_error_line(capsys)
 
 

@@ -19,6 +19,7 @@ import pytest
 import trio
 import trio.testing
 from capsule_fixtures import bundled_policies, serving_on_trio_time
+from crawlers import sqlite_crawler
 
 from capsule_server import report as report_command
 from capsule_server.cli import main
@@ -26,7 +27,6 @@ from capsule_server.files import load_capsules
 from capsule_server.judge import HostPolicy, load_policies
 from capsule_server.server import CapsuleServer
 from capsule_server.testing import raw_request
-from geminibot.crawl.crawler import sqlite_crawler
 from geminibot.crawl.fetcher import gemini_fetch
 from geminibot.crawl.settings import CrawlOptions
 from geminibot.gemini.accesslog import JsonLinesLog

@@ -19,10 +19,10 @@ from typing import Any
 
 import trio
 from capsule_fixtures import policies_of, serving_on_trio_time
+from crawlers import sqlite_crawler
 
 from capsule_server.judge import ClientReport, build_report
 from capsule_server.server import CapsuleServer
-from geminibot.crawl.crawler import sqlite_crawler
 from geminibot.crawl.fetcher import gemini_fetch
 from geminibot.crawl.progress import Progress
 from geminibot.crawl.settings import CrawlOptions

@@ -18,10 +18,10 @@ from pathlib import Path
 
 import pytest
 from crawl_fakes import FakeSite, generated_site, gmi
+from crawlers import sqlite_crawler
 
 from geminibot.cliutil import human_duration
 from geminibot.crawl.adapters import FetchResult
-from geminibot.crawl.crawler import sqlite_crawler
 from geminibot.crawl.display import RATE_WINDOW, Display
 from geminibot.crawl.progress import Progress, summary_lines
 from geminibot.crawl.settings import CrawlOptions
@@ -241,3 +241,23 @@ def test_the_closing_summary_fits_80_columns() -> None:
     wanted = "skipped for now: h0001.example.test: " + reason.replace("\x1b", "\\x1b")
     assert " ".join(" ".join(shown).split()) == " ".join(wanted.split())
     assert len(lines) == 11
+
+
+def test_the_summary_counts_right_for_one_and_for_many() -> None:
+    one = Progress(started=0.0, pages=1, requests=1, errors=1, slow_downs=1, queued=1)
+    one.revisits, one.unchanged, one.gone, one.excluded = 1, 1, 1, 1
+    text = "\n".join(summary_lines(one, "c.db", True, None))
+    for words in (
+        "crawled 1 page (1 request)",
+        "1 error, 1 slow-down obeyed",
+        "revisited: 1 URL due again, 1 page unchanged",
+        "gone (51/52): 1 page out",
+        "excluded by --exclude: 1 URL",
+        "stopped: 1 URL queued",
+    ):
+        assert words in text
+    many = busy(revisits=2, unchanged=2, gone=2, excluded=2)
+    text = "\n".join(summary_lines(many, "c.db", False, None))
+    for words in ("crawled 123456 pages (234567 requests)", "3456 errors, 56 slow-downs"):
+        assert words in text
+    assert "1 pages" not in "\n".join(summary_lines(one, "c.db", False, None))

@@ -93,16 +93,16 @@ def test_an_ipv6_literal_seed_is_crawled(tmp_path: Path) -> None:
         proc = geminibot("crawl", f"gemini://[::1]:{port}/", "--db", str(db), "--test-range")
     assert proc.returncode == 0, proc.stderr
     # the server serves named capsules only: it answers 53 for [::1], and the crawl says so
-    assert first_line(proc.stdout).startswith("crawled 1 pages (4 requests)")
+    assert first_line(proc.stdout).startswith("crawled 1 page (4 requests)")
     assert rows(db, "SELECT url, status FROM pages") == [(f"gemini://[::1]:{port}/", 53)]
 
 
 def test_a_crawl_of_unreachable_hosts_fails(tmp_path: Path) -> None:
     proc = geminibot("crawl", "gemini://127.0.0.1:1/", "--db", str(tmp_path / "u.db"))
     assert proc.returncode == 1
-    assert first_line(proc.stdout).startswith("crawled 0 pages (1 requests)")
+    assert first_line(proc.stdout).startswith("crawled 0 pages (1 request)")
     line = one_line(proc.stderr)
-    assert line.startswith("geminibot crawl: nothing fetched: 1 requests failed (")
+    assert line.startswith("geminibot crawl: nothing fetched: 1 request failed (")
     assert "gemini://127.0.0.1:1/robots.txt: ConnectionFailed" in line
 
 
@@ -115,7 +115,7 @@ def test_a_second_crawl_that_makes_no_request_fails(tmp_path: Path) -> None:
     assert proc.returncode == 1
     assert first_line(proc.stdout).startswith("crawled 0 pages (0 requests)")
     line = one_line(proc.stderr)
-    assert line.startswith("geminibot crawl: nothing fetched: 1 URLs queued, no request made (")
+    assert line.startswith("geminibot crawl: nothing fetched: 1 URL queued, no request made (")
     assert line.endswith("); run again later")
 
 

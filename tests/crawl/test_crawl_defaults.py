@@ -5,9 +5,9 @@ from pathlib import Path
 
 import trio
 from crawl_fakes import FakeSite, generated_site
+from crawlers import sqlite_crawler
 
 from geminibot.cli import build_parser
-from geminibot.crawl.crawler import sqlite_crawler
 from geminibot.crawl.settings import DEFAULT_CONCURRENCY, CrawlOptions
 from geminibot.store.db import connect
 

@@ -10,9 +10,9 @@ from pathlib import Path
 
 import trio
 from crawl_fakes import FakeSite, gmi
+from crawlers import sqlite_crawler
 
 from geminibot.crawl.adapters import FetchResult
-from geminibot.crawl.crawler import sqlite_crawler
 from geminibot.crawl.progress import Progress
 from geminibot.crawl.settings import CrawlOptions
 from geminibot.index import search, stats

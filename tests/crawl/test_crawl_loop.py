@@ -8,9 +8,10 @@ from pathlib import Path
 import pytest
 import trio
 from crawl_fakes import FakeSite, generated_site, gmi
+from crawlers import sqlite_crawler
 
 from geminibot.crawl.adapters import FetchResult
-from geminibot.crawl.crawler import Crawler, sqlite_crawler
+from geminibot.crawl.crawler import Crawler
 from geminibot.crawl.politeness import RATE_STEP, START_DELAY
 from geminibot.crawl.settings import ConfigMismatch, CrawlOptions
 from geminibot.index import search, stats

@@ -14,11 +14,11 @@ import trio
 import trio.testing
 from capsule_crawl import Hit, check_slow_downs_obeyed, serving
 from crawl_fakes import FakeSite, gmi
+from crawlers import sqlite_crawler
 from served_capsules import generate
 
 from geminibot.crawl.adapters import FetchResult
-from geminibot.crawl.cli import address_of
-from geminibot.crawl.crawler import sqlite_crawler
+from geminibot.crawl.build import lookup_address
 from geminibot.crawl.fetcher import gemini_fetch
 from geminibot.crawl.politeness import MAX_RATE
 from geminibot.crawl.settings import CrawlOptions
@@ -140,7 +140,7 @@ async def test_capsules_on_one_server_are_paced_as_one_polite_client(
             gemini_fetch(GeminiClient(connect_to=resolver)),
             CrawlOptions(),
             wall_clock=mock_wall_clock,
-            address_of=address_of(resolver),
+            address_of=lookup_address(resolver),
         )
         crawler.seed(seeds["a"] + seeds["b"])
         progress = await crawler.run()

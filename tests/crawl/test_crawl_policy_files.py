@@ -9,9 +9,9 @@ from pathlib import Path
 import pytest
 import trio
 from crawl_fakes import Answer, FakeSite, gmi
+from crawlers import sqlite_crawler
 
 from geminibot.crawl.adapters import FetchResult
-from geminibot.crawl.crawler import sqlite_crawler
 from geminibot.crawl.settings import CrawlOptions
 from geminibot.store.db import connect
 

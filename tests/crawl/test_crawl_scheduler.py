@@ -14,11 +14,12 @@ import pytest
 import trio
 import trio.testing
 from crawl_fakes import Answer, FakeSite, gmi
+from crawlers import sqlite_crawler
 
 from geminibot.crawl import crawler as crawler_module
 from geminibot.crawl.adapters import FetchResult
 from geminibot.crawl.clock import TrioWallClock
-from geminibot.crawl.crawler import Crawler, sqlite_crawler
+from geminibot.crawl.crawler import Crawler
 from geminibot.crawl.scheduler import REQUEST_COST_FLOOR, Scheduler
 from geminibot.crawl.settings import CrawlOptions
 from geminibot.store.db import connect

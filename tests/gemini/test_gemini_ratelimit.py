@@ -38,3 +38,13 @@ def test_memory_is_bounded(monkeypatch: pytest.MonkeyPatch) -> None:
         for _ in range(5):
             limiter.take(f"10.0.0.{i}", float(i) * 0.001)
     assert len(limiter._buckets) <= 10
+
+
+def test_a_costly_take_spends_its_cost_and_waits_for_all_of_it() -> None:
+    limiter = RateLimiter(burst=10, per_second=2.0)
+    assert limiter.take("a", 0.0, cost=10) is None  # the whole burst at once
+    assert limiter.take("a", 0.0, cost=4) == pytest.approx(2.0)
+    assert limiter.take("a", 1.99, cost=4) == pytest.approx(0.01)
+    assert limiter.take("a", 2.0, cost=4) is None
+    assert limiter.take("b", 0.0, cost=1000) is None  # at most the burst
+    assert limiter.take("b", 0.0, cost=1) == pytest.approx(0.5)

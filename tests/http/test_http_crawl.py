@@ -11,9 +11,10 @@ from pathlib import Path
 
 import pytest
 from clocks import JumpClock
+from crawlers import sqlite_crawler
 from webserver import Page, WebServer, html, redirect, serve, system_tls, text
 
-from geminibot.crawl.crawler import Crawler, sqlite_crawler
+from geminibot.crawl.crawler import Crawler
 from geminibot.crawl.fetcher import ProtocolFetcher
 from geminibot.crawl.settings import CrawlOptions
 from geminibot.crawl.warc import WarcArchive

@@ -16,7 +16,17 @@ from pages import gemtext_page
 
 from geminibot.index import search
 from geminibot.index.authority import compute_authority, last_computed
-from geminibot.index.authority_job import IDLE_RETRY, refresh, schedule
+from geminibot.index.authority_job import (
+    FIRST_PASS_POLL,
+    GROWTH,
+    IDLE_RETRY,
+    POLL_SHARE,
+    READY_SHARE,
+    Reach,
+    refresh,
+    schedule,
+    store_reach,
+)
 from geminibot.index.tantivy_index import (
     apply_weights,
     index_dir,
@@ -26,6 +36,7 @@ from geminibot.index.tantivy_index import (
 )
 from geminibot.index.updater import IndexUpdater
 from geminibot.index.weights import WEIGHTS_FILE, HostWeights, host_key, read_weights
+from geminibot.store.database import open_database
 from geminibot.store.db import connect, transaction
 from geminibot.store.pages import Link, store_page
 
@@ -45,6 +56,12 @@ def db(tmp_path: Path) -> sqlite3.Connection:
     for n in range(3):
         put(conn, f"gemini://fan{n}.test/", "a fan page", ("gemini://b.test/",))
     return conn
+
+
+def refresh_on(conn: sqlite3.Connection) -> dict[str, object] | None:
+    """:func:`refresh` (plain PageRank) on the database of ``conn``."""
+    with open_database(str(conn.execute("PRAGMA database_list").fetchone()[2])) as database:
+        return refresh(database, [])
 
 
 def urls(conn: sqlite3.Connection, query: str = "kettle") -> list[str]:
@@ -69,7 +86,7 @@ def test_new_weights_reorder_results_without_touching_the_text_index(
     assert urls(db) == ["gemini://a.test/", "gemini://b.test/"]
     opened = open_current(db)
     before = index_files(db)
-    summary = refresh(db, [])  # plain PageRank: b.test is linked, a.test is not
+    summary = refresh_on(db)  # plain PageRank: b.test is linked, a.test is not
     assert summary is not None and summary["applied_to"] == "search index"
     assert urls(db) == ["gemini://b.test/", "gemini://a.test/"]
     assert index_files(db) == before  # not one document re-added: same commit, same files
@@ -86,7 +103,7 @@ def test_new_weights_reorder_results_without_touching_the_text_index(
 
 def test_a_page_the_updater_adds_has_its_hosts_current_weight(db: sqlite3.Connection) -> None:
     rebuild(db)
-    refresh(db, [])
+    refresh_on(db)
     put(db, "gemini://b.test/more.gmi", "kettle kettle steam steam")
     with IndexUpdater(db) as updater:
         assert updater.catch_up() == 1
@@ -109,7 +126,7 @@ def test_status_says_when_authority_was_computed_and_whether_search_applies_it(
         "hosts": 0,
         "current": False,
     }
-    refresh(db, [])
+    refresh_on(db)
     state = status(db)["authority"]
     assert isinstance(state, dict)
     assert state["current"] and state["hosts"] == 5
@@ -151,6 +168,88 @@ def test_the_schedule_fires_at_its_interval_on_a_fake_clock() -> None:
     start = now[0]
     schedule(job, 3600.0, start + 1e6, after(1), wait, lambda: now[0])
     assert ran == [start + 3600.0]  # a last time in the future waits one interval only
+
+
+def test_the_first_computation_waits_for_the_crawls_first_pass() -> None:
+    """Never computed: not while hosts the crawl knows still wait for their first visit
+    (the first hosts fetched would rank high until the next run), asked each
+    FIRST_PASS_POLL on a fake clock; then on schedule, and at the next look (each
+    IDLE_RETRY) when the store grows GROWTH-fold."""
+    now = [0.0]
+    ran: list[float] = []
+    store = {"hosts": 29, "waiting": 28, "pages": 10, "ranked": 0}
+    asked: list[bool] = []
+
+    def reach(first: bool) -> Reach:
+        asked.append(first)
+        if not first:
+            return Reach(store["pages"], store["ranked"])
+        return Reach(store["pages"], store["ranked"], store["hosts"], store["waiting"])
+
+    def wait(seconds: float) -> None:
+        now[0] += seconds
+        if now[0] >= 300.0 and store["waiting"] > 1:  # round all but one host of 29
+            store["waiting"], store["pages"] = 1, 400
+
+    def job() -> bool:
+        ran.append(now[0])
+        store["ranked"] = store["pages"]
+        if len(ran) == 2:  # the crawl takes in a capsule four times the store's size
+            store["pages"] *= int(GROWTH)
+        return True
+
+    schedule(job, 3600.0, None, lambda: len(ran) >= 3, wait, lambda: now[0], reach)
+    assert ran[0] == 300.0  # 28 of 29 hosts: past READY_SHARE, not before
+    assert ran[1] == 3900.0  # then at its interval
+    assert ran[2] == 3900.0 + IDLE_RETRY  # grown fourfold: at the next look, not an hour on
+    polls = int(300.0 / FIRST_PASS_POLL) + 1
+    assert asked[:polls] == [True] * polls and not any(asked[polls:])  # until the first only
+
+
+def test_a_slow_look_at_the_first_pass_is_made_less_often() -> None:
+    """A look that takes 1 s (a large store's scan of its queue) is made every 20 s, so
+    that the looks take POLL_SHARE of the time at most."""
+    now = [0.0]
+    looks: list[float] = []
+
+    def reach(first: bool) -> Reach:
+        looks.append(now[0])
+        now[0] += 1.0
+        return Reach(10, 0, 10, 5)
+
+    def wait(seconds: float) -> None:
+        now[0] += seconds
+
+    schedule(lambda: True, 3600.0, None, lambda: len(looks) >= 3, wait, lambda: now[0], reach)
+    assert looks == [0.0, 21.0, 42.0] and POLL_SHARE == 0.05
+
+
+def test_reach_read_from_a_store(db: sqlite3.Connection, tmp_path: Path) -> None:
+    """The hosts known (``hosts``) and those with a URL queued that was never visited
+    (``next_visit`` is NULL until the first visit)."""
+    with transaction(db):
+        for n in range(10):
+            db.execute("INSERT INTO hosts (host, first_seen) VALUES (?, 0)", (f"h{n}.test",))
+        for url, host, visit in (
+            ("gemini://h0.test/new", "h0.test", None),
+            ("gemini://h1.test/new", "h1.test", None),
+            ("gemini://h1.test/two", "h1.test", None),
+            ("gemini://h2.test/again", "h2.test", 5.0),  # a revisit: not a first pass
+        ):
+            db.execute(
+                "INSERT INTO urls (url, host, path, has_query, depth, state, updated_at,"
+                " next_visit) VALUES (?, ?, '/', 0, 0, 'queued', 0, ?)",
+                (url, host, visit),
+            )
+    with open_database(str(tmp_path / "crawl.db")) as database:
+        reach = store_reach(database, True)
+        assert (reach.hosts, reach.waiting_hosts, reach.pages, reach.ranked) == (10, 2, 5, 0)
+        assert not reach.first_pass_over()  # 8 of 10 < READY_SHARE
+        assert Reach(5, 0, 10, 1).first_pass_over() and READY_SHARE == 0.9
+        assert store_reach(database, False) == Reach(5, 0)
+        compute_authority(db)
+        ranked = store_reach(database, False)
+        assert ranked.ranked == 5 and not ranked.grown()
 
 
 def test_host_weights_follow_the_file_as_it_is_replaced(tmp_path: Path) -> None:

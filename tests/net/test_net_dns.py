@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from geminibot.crawl.cli import address_of
+from geminibot.crawl.build import lookup_address
 from geminibot.net.connect import Resolver
 from geminibot.net.dns import DNS_CACHE_NAMES, DNS_TTL, DnsCache, system_lookup
 
@@ -86,7 +86,7 @@ async def test_system_resolver_localhost() -> None:
 async def test_crawl_address_lookup_uses_the_shared_cache() -> None:
     names = Names()
     cache = DnsCache(lookup=names)
-    lookup = address_of(Resolver(()), cache)
+    lookup = lookup_address(Resolver(()), cache)
     assert await lookup("h5.test") == "10.0.0.5 port 1965"
     assert await lookup("h5.test") == "10.0.0.5 port 1965"
     assert names.asked == ["h5.test"]

@@ -18,7 +18,7 @@ from capsule_fixtures import capsules_dir, cert_dir
 from certs import cert_pair
 
 from capsule_server.testing import running_server
-from geminibot.crawl.cli import address_of
+from geminibot.crawl.build import lookup_address
 from geminibot.gemini import client as client_module
 from geminibot.gemini import server as server_module
 from geminibot.gemini.client import GeminiClient
@@ -248,7 +248,7 @@ async def test_space_on_several_loopback_addresses() -> None:
         for i in (0, 1):
             assert (await client.fetch(f"gemini://{SPACE.host(i)}/")).status == 20
         rules = [parse_connect_to(r) for r in address_rules(port, 2)]
-        lookup = address_of(Resolver(rules, loopback_only=True))
+        lookup = lookup_address(Resolver(rules, loopback_only=True))
         where = [await lookup(SPACE.host(i)) for i in range(12)]
         assert where == [f"127.0.1.{address_number(i, 2)} port {port}" for i in range(12)]
         assert len(set(where)) == 2

@@ -59,12 +59,25 @@ def test_check_three_files_json(host: dict[str, Path], capsys: pytest.CaptureFix
     records = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
     assert [r["allowed"] for r in records] == [True, False, False]
     assert records[1]["reasons"][-1]["file"] == "agents.txt"
-    assert records[2]["rule"] == {"line": 2, "directive": "Disallow", "pattern": "/private/"}
+    assert records[2]["rule"] == {
+        "file": "robots.txt",
+        "line": 2,
+        "directive": "Disallow",
+        "pattern": "/private/",
+        "group": "*",
+    }
     assert records[0]["delay"] == {
         "seconds": 10.0,
         "file": "robots2.txt",
         "line": 3,
-        "rule": "rate: 6",
+        "rule": {
+            "file": "robots2.txt",
+            "line": 3,
+            "directive": "rate",
+            "pattern": None,
+            "group": None,
+        },
+        "basis": "rate: 6",
     }
     assert records[0]["at"] == "2026-11-23T07:00:00+00:00"
     usage = {u["directive"]: (u["value"], u["line"]) for u in records[0]["usage"]}

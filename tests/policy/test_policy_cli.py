@@ -47,7 +47,13 @@ def test_check_json_fields(robots_file: Path, capsys: pytest.CaptureFixture[str]
     assert code == 1
     lines = [json.loads(x) for x in capsys.readouterr().out.splitlines()]
     assert [(x["url"], x["allowed"]) for x in lines] == [("/drafts/a", False), ("/private/a", True)]
-    assert lines[0]["rule"] == {"line": 5, "directive": "Disallow", "pattern": "/drafts/"}
+    assert lines[0]["rule"] == {
+        "file": "robots.txt",
+        "line": 5,
+        "directive": "Disallow",
+        "pattern": "/drafts/",
+        "group": "indexer",
+    }
     assert lines[1]["rule"] is None
     assert all(isinstance(x["reason"], str) and x["reason"] for x in lines)
 
@@ -86,7 +92,9 @@ def test_lint(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     out = capsys.readouterr().out.splitlines()
     assert out == [
         f"{bad}:2: warning: 'Disalow' is read as 'Disallow' [typo-accepted]",
+        "  hint: fix the spelling: Google's parser accepts it, other crawlers may not",
         f"{bad}:3: error: 'nonsense' is not 'field: value'; ignored [no-separator]",
+        "  hint: write the line as 'Field: value', or make it a comment with '#'",
     ]
     good = tmp_path / "good.txt"
     good.write_bytes(ROBOTS)
@@ -184,7 +192,8 @@ def test_lint_escapes_terminal_control_characters(
     assert main(["policy", "lint", str(path)]) == 0
     out = capsys.readouterr().out
     assert not any(c in out for c in "\x1b\x07\x9b")
-    assert _first(out).startswith(f"{path}:2: warning: Disallow pattern '\\x1b]0;owned\\x07'")
+    # The pattern as matched: its control characters percent-encoded, like a URL's.
+    assert _first(out).startswith(f"{path}:2: warning: Disallow pattern '%1B%5D0;owned%07'")
     assert "unknown field 'Foo\\x1b[2J\\x9b'" in out
     assert main(["policy", "check", str(path), "--agent", "b", "/\x1b[2J"]) == 0
     assert "\x1b" not in capsys.readouterr().out
@@ -277,7 +286,7 @@ def test_compare_text_escapes_the_files_and_fits_80_columns(
     assert main(["compare", "--web", str(web), "--gemini", str(gemini)]) == 1
     out = capsys.readouterr().out
     assert "\x1b" not in out and "\x07" not in out
-    assert "/a\\x1b]0;owned\\x07: Gemini forbids it, the web allows it" in out
+    assert "/a%1B%5D0;owned%07: Gemini forbids it, the web allows it" in out
     body = out.splitlines()[2:]  # after the two lines naming the files (whole, to copy)
     assert body and max(len(line) for line in body) <= 80
 

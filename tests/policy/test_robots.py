@@ -205,7 +205,12 @@ class TestParsing:
     def test_product_token_is_the_leading_letters(self) -> None:
         robots = parse_robots(b"User-agent: geminibot/1.0 (+gemini://x)\nDisallow: /\n")
         assert not robots.allowed("/x", "geminibot")
-        assert any(d.code == "agent-token-cut" for d in robots.diagnostics)
+        # A version after the token is the harmless, intended form: an info.
+        assert [(d.level, d.code) for d in robots.diagnostics] == [("info", "agent-token-suffix")]
+        # A cut inside the name changes which crawlers the group names: a warning.
+        cut = parse_robots(b"User-agent: AI2Bot\nDisallow: /\n").diagnostics
+        assert [(d.level, d.code) for d in cut] == [("warning", "agent-token-cut")]
+        assert "'AI'" in cut[0].message
         # '* text' still means '*'.
         assert not parse_robots(b"User-agent: * everyone\nDisallow: /\n").allowed("/x", "bot")
 

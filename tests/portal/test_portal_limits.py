@@ -22,6 +22,7 @@ from geminibot.portal.app import PortalApp
 from geminibot.portal.limits import ClientBuckets, PortalLimits
 from geminibot.portal.pages import HTTPResponse
 from geminibot.portal.upstream import Upstream, UpstreamGuard, UpstreamRefused
+from geminibot.store.database import Database
 from geminibot.why.reads import CheckReads
 
 
@@ -309,8 +310,9 @@ async def test_a_fault_of_the_portal_is_a_page_and_one_line(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """A crawl database closed under /check: the portal's own fault, still a page."""
-    db = sqlite3.connect(tmp_path / "crawl.db", check_same_thread=False)
-    db.close()
+    conn = sqlite3.connect(tmp_path / "crawl.db", check_same_thread=False)
+    conn.close()
+    db = Database("crawl.db", conn, path=tmp_path / "crawl.db")
     app = offline_app(PortalLimits())
     app.checks = CheckReads(lambda: contextlib.nullcontext(db))
     async with browser(app) as web:

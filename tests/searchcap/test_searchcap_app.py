@@ -15,7 +15,6 @@ from geminibot.crawl.politeness import START_DELAY
 from geminibot.gemini.server import Resolution
 from geminibot.gemini.urls import parse_request
 from geminibot.index import SearchResult, search
-from geminibot.index.reads import Reads
 from geminibot.index.search import MAX_QUERY_LENGTH
 from geminibot.index.tantivy_index import db_path_of, rebuild
 from geminibot.searchcap import SearchCapsule
@@ -30,6 +29,7 @@ from geminibot.searchcap.app import (
 )
 from geminibot.store.db import connect, set_setting, transaction
 from geminibot.store.pages import Link, Page, store_page
+from geminibot.store.reads import Reads
 from geminibot.store.traps import FrontierLimits
 
 GEMTEXT = "text/gemini; charset=utf-8"
@@ -215,7 +215,7 @@ def test_backlinks_are_bounded(conn: sqlite3.Connection) -> None:
 def test_hosts_say_when_each_was_last_seen(conn: sqlite3.Connection) -> None:
     body = text(ask(conn, "/hosts"))
     assert "=> gemini://garden.test/ garden.test: last seen 2023-11-14 22:13 UTC, 25 pages" in body
-    assert "=> gemini://hub.test/ hub.test: last seen never fetched, 1 pages" in body
+    assert "=> gemini://hub.test/ hub.test: last seen never fetched, 1 page" in body
 
 
 def test_hosts_page(conn: sqlite3.Connection) -> None:
@@ -256,6 +256,7 @@ def test_about_names_the_token_and_virtual_agent_from_the_database(
 ) -> None:
     body = text(ask(conn, "/about"))
     assert "```\nUser-agent: indexer\nDisallow: /\n```" in body
+    assert "Every crawler acting as an indexer, this one included" in body
     assert "```\nUser-agent: mybot\nDisallow: /\n```" in body
     assert 'declares the category "search-indexer"' in body
     assert f"one request every {START_DELAY:g} seconds" in body
@@ -289,3 +290,25 @@ def test_highlights_are_not_confused_with_brackets(tmp_path: Path) -> None:
             conn, stored("gemini://a.test/", "Ports", '["OpenJDK] port and ⟦x⟧ too', ()), "indexer"
         )
     assert 'a.test · ["OpenJDK] ⟦port⟧ and x too' in text(ask(conn, "/search?port"))
+
+
+def test_a_client_budget_pays_for_searches_at_its_edge(conn: sqlite3.Connection) -> None:
+    """Each search costs its units (:func:`query_cost`): a budget that pays for exactly
+    two is answered twice, then ``44`` with the seconds until it pays for one more."""
+    from geminibot.gemini.ratelimit import RateLimiter
+    from geminibot.index.query import parse_query, query_cost
+
+    now = [0.0]
+    cost = query_cost(parse_query("tomat* basil"))
+    budget = RateLimiter(2 * cost, 1.0)
+    url = parse_request(b"gemini://search.test/search?tomat*%20basil\r\n")
+    with closing(SearchCapsule(reads_of(conn), clock=lambda: now[0], budget=budget)) as capsule:
+        assert [answer_of(capsule, url).status for _ in range(2)] == [20, 20]
+        refused = answer_of(capsule, url)
+        assert (refused.status, refused.meta) == (44, str(cost))
+        now[0] = cost - 0.01
+        assert answer_of(capsule, url).status == 44
+        now[0] = float(cost)
+        assert answer_of(capsule, url).status == 20
+        too_costly = parse_request(b"gemini://search.test/search?a*\r\n")
+        assert answer_of(capsule, too_costly).status == 59  # refused before it costs

@@ -19,8 +19,8 @@ from geminibot.gemini.server import Resolution
 from geminibot.gemini.status import Status
 from geminibot.gemini.urls import parse_request
 from geminibot.index import SearchResult, search
-from geminibot.index.reads import Reads
 from geminibot.searchcap.app import SEARCH_READS, SEARCH_WAIT, SearchCapsule
+from geminibot.store.reads import Reads
 from geminibot.why.reads import CheckReads
 
 HELD = "held"

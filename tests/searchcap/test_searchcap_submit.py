@@ -14,11 +14,11 @@ from commands import answer_of
 from geminibot.crawl.runrecord import RUN_OPTIONS, RunOptions
 from geminibot.gemini.server import Resolution
 from geminibot.gemini.urls import parse_request
-from geminibot.index.reads import Reads
 from geminibot.searchcap import SearchCapsule
 from geminibot.searchcap.submit import PER_CLIENT, Submissions
 from geminibot.store.crawlstore import SqliteStore
 from geminibot.store.db import connect, set_setting, transaction
+from geminibot.store.reads import Reads
 from geminibot.store.traps import FrontierLimits
 
 KNOWN = "gemini://a.test/known.gmi"

@@ -16,10 +16,10 @@ from whatsnew_db import ATOM, DAY, LOG, NOW, whatsnew_db
 from geminibot.feeds.parse import read_feed
 from geminibot.gemini.server import Resolution
 from geminibot.gemini.urls import parse_request
-from geminibot.index.reads import Reads
 from geminibot.index.search import MAX_QUERY_LENGTH
 from geminibot.searchcap import SearchCapsule
 from geminibot.store.db import connect
+from geminibot.store.reads import Reads
 
 
 @pytest.fixture

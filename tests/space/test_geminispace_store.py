@@ -12,6 +12,7 @@ from geminispace.store import crawl_ready, fill_store
 
 from geminibot.crawl.continuous import next_due
 from geminibot.store.crawlstore import SqliteStore
+from geminibot.store.database import open_database
 from geminibot.store.db import connect
 from geminibot.store.freshness import INITIAL_REVISIT
 
@@ -28,7 +29,8 @@ def test_a_filled_store_is_revisited_once_due(tmp_path: Path) -> None:
         assert conn.execute("SELECT DISTINCT state FROM urls").fetchall() == [("done",)]
         hosts = conn.execute("SELECT count(DISTINCT host) FROM pages").fetchone()[0]
         assert conn.execute("SELECT count(*) FROM hosts").fetchone()[0] == hosts
-        assert next_due(conn, FETCHED) == FETCHED + INITIAL_REVISIT
+        with open_database(str(tmp_path / "filled.db")) as database:
+            assert next_due(database, FETCHED) == FETCHED + INITIAL_REVISIT
         store = SqliteStore(conn, clock=lambda: FETCHED)
         assert store.revisit(FETCHED + INITIAL_REVISIT - 1) == 0
         assert store.revisit(FETCHED + INITIAL_REVISIT) == pages

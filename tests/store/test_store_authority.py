@@ -11,13 +11,15 @@ import json
 from typing import Any
 
 import pytest
+from db_rows import reading
 from test_store import decision
 
 from geminibot.cli import main
 from geminibot.index.authority import compute_authority, last_computed, write_postgres, write_sqlite
-from geminibot.index.authority_job import refresh, schedule
-from geminibot.index.search_cli import reading
+from geminibot.index.authority_job import Reach, refresh, schedule, store_reach
+from geminibot.index.search_cli import search_function
 from geminibot.store.crawlstore import CrawlStore, FetchedPage, FetchRecord, HostState
+from geminibot.store.database import open_database
 from geminibot.store.pages import Link, Page
 from geminibot.store.pg import is_postgres
 
@@ -106,10 +108,13 @@ def test_cli_rebuild_trusts_the_seeds(
     assert capsys.readouterr().out.splitlines()[1] == f"   {GOOD}"
 
 
-def test_pg_index_status_is_one_clear_line(pg_db: str, capsys: pytest.CaptureFixture[str]) -> None:
-    assert main(["index", "status", "--db", pg_db]) == 2
+@pytest.mark.parametrize("action", ["status", "update"])
+def test_pg_has_no_tantivy_index_in_one_clear_line(
+    action: str, pg_db: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["index", action, "--db", pg_db]) == 2
     err = capsys.readouterr().err
-    assert "no tantivy index" in err and len(err.splitlines()) == 1, err
+    assert "no tantivy index" in err and "GIN index" in err and len(err.splitlines()) == 1, err
 
 
 def test_authority_is_computed_again_at_its_interval_on_both_stores(
@@ -120,14 +125,15 @@ def test_authority_is_computed_again_at_its_interval_on_both_stores(
     runs: list[tuple[float, float | None]] = []
 
     def job() -> bool:
-        done = refresh(conn, [SEED]) is not None
-        runs.append((now[0], last_computed(conn)))
+        done = refresh(database, [SEED]) is not None
+        runs.append((now[0], last_computed(database)))
         return done
 
     def wait(seconds: float) -> None:
         now[0] += seconds
 
-    with reading(db) as (conn, search):
+    with open_database(db) as database:
+        conn, search = database.connection, search_function(database)
         assert last_computed(conn) is None
         assert search(conn, "casino", 10)[0].url in FARM
         schedule(job, 600.0, None, lambda: len(runs) == 3, wait, lambda: now[0])
@@ -162,18 +168,36 @@ def test_a_scheduled_run_that_fails_says_so_and_a_lost_connection_ends_it(
 
     farm(store)
     args = argparse.Namespace(db=db, trust=[], trust_all=True, json=True)
-    with reading(db) as (conn, _):
-        assert scheduled_run(args, conn)
+    with open_database(db) as database:
+        conn = database.connection
+        assert scheduled_run(args, database)
         assert json.loads(capsys.readouterr().out)["hosts"] == 7
-        if not is_postgres(db):
+        if database.sqlite is not None:
             conn.execute("ALTER TABLE links RENAME TO links_away")  # a statement fails
-            assert scheduled_run(args, conn)  # reported; the next run is at the interval
+            assert scheduled_run(args, database)  # reported; the next run is at the interval
             assert "no such table: links" in json.loads(capsys.readouterr().out)["error"]
             conn.execute("ALTER TABLE links_away RENAME TO links")
             return
         with psycopg.connect(db, autocommit=True) as other:
             other.execute("SELECT pg_terminate_backend(%s)", (conn.info.backend_pid,))
         with pytest.raises(CommandError, match="connection lost") as lost:
-            scheduled_run(args, conn)
+            scheduled_run(args, database)
         assert lost.value.exit_code == 1
         assert "error" in json.loads(capsys.readouterr().out)
+
+
+def test_the_crawls_first_pass_is_read_alike_from_both_stores(store: CrawlStore, db: str) -> None:
+    """The schedule's :class:`Reach` of either store: hosts known, those with a URL still
+    waiting for its first visit, pages, and the pages the last computation ranked."""
+    store.seed([SEED, GOOD])
+    put(store, SEED, "Seed", "start", [GOOD])
+    with open_database(db) as database:
+        reach = store_reach(database, True)
+        assert (reach.hosts, reach.waiting_hosts, reach.pages, reach.ranked) == (2, 1, 1, 0)
+        assert not reach.first_pass_over()
+        database.rollback()
+    put(store, GOOD, "Casino guide", "casino history, once", [])
+    with open_database(db) as database:
+        assert store_reach(database, True).first_pass_over()
+        refresh(database, [SEED])
+        assert store_reach(database, False) == Reach(2, 2)

@@ -18,11 +18,12 @@ from typing import Any
 import pytest
 import trio
 from capsule_fixtures import TEST_LIMITS, cert_dir
+from db_rows import reading
 
 from capsule_server.testing import running_server
 from geminibot.cli import main
+from geminibot.crawl.build import build_crawler
 from geminibot.crawl.clock import TrioWallClock
-from geminibot.crawl.crawler import Crawler
 from geminibot.crawl.fetcher import gemini_fetch
 from geminibot.crawl.progress import Progress
 from geminibot.crawl.settings import CrawlOptions
@@ -30,12 +31,9 @@ from geminibot.gemini.client import GeminiClient
 from geminibot.gemini.urls import parse_request
 from geminibot.index import stats
 from geminibot.index.freshness import DAY
-from geminibot.index.search_cli import reading
 from geminibot.net.connect import ConnectRule, Resolver
 from geminibot.searchcap import SearchCapsule
-from geminibot.store.crawlstore import SqliteStore
-from geminibot.store.db import connect
-from geminibot.store.pgstore import PgStore
+from geminibot.store.database import open_database
 
 __all__ = ["cert_dir"]  # the fixture, used by name
 
@@ -62,22 +60,14 @@ async def crawl(kind: str, db: str, port: int, start: float) -> Progress:
     fetch = gemini_fetch(GeminiClient(connect_to=resolver))
     clock = TrioWallClock(lambda: start)
     options = CrawlOptions(test_range=True, refresh=True)
-    if kind == "sqlite":
-        conn = connect(db)
-        try:
-            store = SqliteStore(conn, clock.now, options.limits, batch=True)
-            crawler = Crawler(store, fetch, options, clock=clock)
-            crawler.seed([HOME])
-            return await crawler.run()
-        finally:
-            conn.close()
-    pg_store = PgStore(db, clock.now, options.limits, lease_seconds=30)
-    try:
-        crawler = Crawler(pg_store, fetch, options, clock=clock)
+    lease_seconds = 30.0 if kind == "postgresql" else None
+    with (
+        open_database(db, write=True, lease_seconds=lease_seconds) as database,
+        database.crawl_store(clock.now, options.limits) as store,
+    ):
+        crawler = build_crawler(store, options, clock, fetch=fetch)
         crawler.seed([HOME])
         return await crawler.run()
-    finally:
-        pg_store.close()
 
 
 async def stats_page(db: str, now: float) -> str:

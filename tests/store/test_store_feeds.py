@@ -12,6 +12,7 @@ from test_store import claim, decision, fetch, page
 
 from geminibot.feeds.parse import Entry, Feed
 from geminibot.store.crawlstore import CrawlStore, FetchedPage
+from geminibot.store.database import open_database
 from geminibot.store.feedstore import feed_formats, known_feeds, new_entries
 
 LOG, OTHER = "gemini://a.test/log/", "gemini://a.test/other.gmi"
@@ -64,11 +65,11 @@ def test_a_feed_and_its_entries_follow_its_fetches(
     store.revisit(clock.now, everything=True)
     commit(store, LOG, gemsub(0, 1, 2), at=300.0)
     assert entries(kind, db)[POSTS[0]] == ("Post 0", 100.0, None)  # listed again: live
-    with opened(kind, db) as (conn, _):
-        [feed] = known_feeds(conn, 10)
+    with open_database(db) as database:
+        [feed] = known_feeds(database, 10)
         assert (feed.url, feed.format, feed.title, feed.entries) == (LOG, "gemsub", "A log", 3)
         assert (feed.last_entry, feed.first_seen, feed.fetched_at) == (2 * 86400.0, 100.0, 300.0)
-        assert feed_formats(conn) == {"gemsub": 1}
+        assert feed_formats(database) == {"gemsub": 1}
     store.revisit(clock.now, everything=True)
     claimed = claim(store)
     assert claimed is not None
@@ -79,8 +80,8 @@ def test_a_feed_and_its_entries_follow_its_fetches(
             "indexer", [], unchanged=True, was_feed=True,
         )
     )  # fmt: skip
-    with opened(kind, db) as (conn, _):
-        assert known_feeds(conn, 10)[0].fetched_at == 400.0
+    with open_database(db) as database:
+        assert known_feeds(database, 10)[0].fetched_at == 400.0
 
 
 def test_the_aggregator_shows_an_entry_of_two_feeds_once(
@@ -90,11 +91,11 @@ def test_the_aggregator_shows_an_entry_of_two_feeds_once(
     commit(store, LOG, gemsub(0, 1, 3), at=100.0)
     atom = Feed("atom", "Other", "Ann", (Entry(POSTS[3], "Post three", 3 * 86400.0),))
     commit(store, OTHER, atom, at=100.0)
-    with opened(kind, db) as (conn, _):
-        found = new_entries(conn, since=86400.0, limit=10)
+    with open_database(db) as database:
+        found = new_entries(database, since=86400.0, limit=10)
         assert [e.url for e in found] == [POSTS[3], POSTS[1]]  # newest first, each once
-        assert new_entries(conn, since=0.0, limit=1)[0].url == POSTS[3]
-        assert feed_formats(conn) == {"atom": 1, "gemsub": 1}
+        assert new_entries(database, since=0.0, limit=1)[0].url == POSTS[3]
+        assert feed_formats(database) == {"atom": 1, "gemsub": 1}
 
 
 def test_a_submission_is_queued_or_queued_again(store: CrawlStore, db: str) -> None:

@@ -48,3 +48,5 @@ def test_ages_share_past_revisit_and_the_last_day(kind: str, db: str) -> None:
     assert "  age median, p90      4.0 h, 8.0 h" in lines
     assert "  changed last 24 h    1, gone: 1" in lines
     assert all(len(line) <= 80 for line in lines)
+    for lag, words in ((1, "1 change"), (2, "2 changes")):
+        assert f"  index lag            {words}" in format_freshness({**data, "index_lag": lag})

@@ -14,8 +14,9 @@ from store_helpers import LIMITS, Clock
 from test_store import A, B, decision, fetch, page
 
 from geminibot.crawl.adapters import FetchResult
+from geminibot.crawl.build import build_crawler
 from geminibot.crawl.clock import TrioWallClock
-from geminibot.crawl.crawler import HELD_BACKOFF, Crawler
+from geminibot.crawl.crawler import HELD_BACKOFF
 from geminibot.crawl.settings import CrawlOptions
 from geminibot.store.crawlstore import FetchedPage, HostState
 from geminibot.store.pgstore import PgStore
@@ -132,7 +133,7 @@ async def test_a_host_taken_over_while_it_waited_for_its_turn_is_not_asked_twice
     other = PgStore(pg_db, wall, LIMITS, lease_seconds=60)
     robots = FetchResult(20, "text/plain", f"User-agent: *\nCrawl-delay: {delay}\n".encode())
     site = FakeSite({"gemini://a.test/robots.txt": robots, A: gmi("# A\n")})
-    crawler = Crawler(mine, site.fetch, CrawlOptions(), clock=TrioWallClock(wall))
+    crawler = build_crawler(mine, CrawlOptions(), TrioWallClock(wall), fetch=site.fetch)
 
     def waiting() -> bool:
         due = crawler.scheduler.next_due()
@@ -183,7 +184,9 @@ async def test_a_process_with_only_held_hosts_backs_off(pg_db: str, autojump_clo
     mine.looks = []
     other = PgStore(pg_db, wall, LIMITS, lease_seconds=600)
     site = FakeSite({A: gmi("# A\n")})
-    crawler = Crawler(mine, site.fetch, CrawlOptions(test_range=True), clock=TrioWallClock(wall))
+    crawler = build_crawler(
+        mine, CrawlOptions(test_range=True), TrioWallClock(wall), fetch=site.fetch
+    )
     let_go = 2.5 * HELD_BACKOFF
 
     async def hold_then_let_go() -> None:

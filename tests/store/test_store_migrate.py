@@ -6,13 +6,13 @@ from pathlib import Path
 
 import psycopg
 import pytest
+from db_rows import reading
 from store_helpers import LIMITS, Clock
 from test_store import A, B
 from test_store_search import fill
 
 from geminibot.cli import main
 from geminibot.index import stats
-from geminibot.index.search_cli import reading
 from geminibot.store.crawlstore import SqliteStore
 from geminibot.store.db import connect
 from geminibot.store.pgstore import PgStore

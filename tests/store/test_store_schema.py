@@ -255,7 +255,7 @@ def test_foreign_database_refused(pg_url: str) -> None:
 @pytest.mark.parametrize(
     ("url", "code", "says"),
     [
-        ("postgresql://u@127.0.0.1:1/db", 1, "cannot connect"),  # nothing listens on port 1
+        ("postgresql://u@127.0.0.1:1/db", 2, "cannot connect"),  # nothing listens on port 1
         ("postgresql://u@[bad/db", 2, "not a valid PostgreSQL connection string"),
         ("postgresql://u@127.0.0.1:1/db?nonsense=1", 2, "not a valid PostgreSQL connection"),
     ],

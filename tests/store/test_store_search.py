@@ -4,11 +4,11 @@ parametrised: SQLite and PostgreSQL), and the command line prints them the same 
 from __future__ import annotations
 
 import pytest
+from db_rows import reading
 from test_store import A, decision, fetch, page
 
 from geminibot.cli import main
 from geminibot.index import QueryError
-from geminibot.index.search_cli import reading
 from geminibot.index.stats import format_stats
 from geminibot.index.text import MARK
 from geminibot.store.crawlstore import CrawlStore, FetchedPage

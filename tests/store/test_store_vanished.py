@@ -8,10 +8,10 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any
 
+from db_rows import reading
 from store_helpers import Clock
 from test_store import page
 
-from geminibot.index.search_cli import reading
 from geminibot.store.crawlstore import (
     CrawlStore,
     DecisionRecord,

@@ -19,13 +19,14 @@ import pytest
 import trio
 import trio.testing
 from commands import answer_of, crawl_in_trio, run_main
+from db_rows import reading
 from postgres_cluster import new_database
 
 from capsule_server.testing import running_server
 from geminibot.gemini.status import Status
 from geminibot.gemini.urls import parse_request
-from geminibot.index.search_cli import reading
 from geminibot.searchcap.app import SearchCapsule
+from geminibot.store.database import open_database
 from geminibot.why.reads import CheckReads
 from geminibot.why.render import facts
 
@@ -56,6 +57,9 @@ GROUPS = {
     "gemini://why.test/not-for-geminibot/a.gmi": ("geminibot", "this crawler's product token"),
     "gemini://why.test/private/a.gmi": ("*", "every robot"),
 }
+
+#: The keys of a rule object, in order, in every command's --json.
+RULE_KEYS = ["file", "line", "directive", "pattern", "group"]
 
 
 @pytest.fixture(scope="module", params=["sqlite", "postgresql"])
@@ -131,6 +135,10 @@ def test_every_face_gives_the_right_reason(crawled: str, url: str) -> None:
         assert f"{policy['file']} line {policy['line']}" == line
         assert (policy["group"], policy["group_kind"]) == GROUPS[url]
         assert policy["mode"] == "strict"
+        rule = policy["rule"]  # the one shape of a rule in every --json
+        assert isinstance(rule, dict) and list(rule) == RULE_KEYS
+        assert f"{rule['file']} line {rule['line']}" == line
+        assert rule["directive"] == "Disallow" and rule["group"] == GROUPS[url][0]
     gemtext = capsule_check(crawled, url)
     status, page = trio.run(portal_check, crawled, url)
     assert status == 200
@@ -148,8 +156,8 @@ def test_the_faces_render_the_same_facts(crawled: str) -> None:
     from geminibot.why import check
 
     for url in ("gemini://why.test/private/a.gmi", HOST):
-        with reading(crawled) as (conn, _):
-            answer = check(conn, url, 2e9)
+        with open_database(crawled) as database:
+            answer = check(database, url, 2e9)
         gemtext = capsule_check(crawled, url)
         _, page = trio.run(portal_check, crawled, url)
         for fact in facts(answer):
@@ -197,6 +205,8 @@ def test_a_host_summary_matches_stats_and_policy_check(crawled: str, tmp_path: P
             argv[3] = f"gemini://{HOST}{path}"
             checked = json.loads(run_main(argv).stdout)
             assert not checked["allowed"] and f"(line {rule.split()[2][:-1]})" in checked["reason"]
+            assert list(checked["rule"]) == RULE_KEYS
+            assert checked["rule"]["line"] == int(rule.split()[2][:-1])
     indexer_strict = [p for p in permissions if (p["agent"], p["mode"]) == ("indexer", "strict")]
     assert len(indexer_strict[0]["refused"]) == 3
     linted = run_main(["policy", "lint", str(robots), "--json"])
@@ -205,7 +215,7 @@ def test_a_host_summary_matches_stats_and_policy_check(crawled: str, tmp_path: P
     assert isinstance(files, list)
     (robots_file,) = [f for f in files if f["name"] == "robots.txt"]
     assert robots_file["findings"] == [
-        {k: d[k] for k in ("line", "level", "code", "message")} for d in found
+        {k: d[k] for k in ("line", "level", "code", "message", "hint")} for d in found
     ]
     assert found and robots_file["status"] == 20 and robots_file["size"] == len(body)
 

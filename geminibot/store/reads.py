@@ -17,13 +17,15 @@ import threading
 from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager, ExitStack, contextmanager
 from functools import partial
-from typing import Any, TypeVar
+from typing import TypeVar
 
 import trio
 
+from geminibot.store.database import Database, open_database
+
 T = TypeVar("T")
-#: Opens one connection to the database (a context manager that closes it).
-Opener = Callable[[], AbstractContextManager[Any]]
+#: Opens the database on a connection of its own (a context manager that closes it).
+Opener = Callable[[], AbstractContextManager[Database]]
 
 
 class ReadsBusy(Exception):
@@ -36,13 +38,12 @@ class ReadsBusy(Exception):
 
 
 @contextmanager
-def opened(db: str) -> Iterator[Any]:
-    """A connection of its own to the crawl database ``db`` (an SQLite file or a
-    ``postgresql://`` URL) that worker threads may use one after another; closed after."""
-    from geminibot.index.search_cli import reading
-
-    with reading(db, any_thread=True) as (conn, _):
-        yield conn
+def opened(db: str) -> Iterator[Database]:
+    """The crawl database ``db`` (an SQLite file or a ``postgresql://`` URL) opened to
+    read, on a connection of its own that worker threads may use one after another;
+    closed after."""
+    with open_database(db, any_thread=True) as database:
+        yield database
 
 
 class Reads:
@@ -53,7 +54,7 @@ class Reads:
         self.open_db = open_db
         self.limiter = trio.CapacityLimiter(limit)
         self.wait = wait
-        self._idle: list[tuple[Any, ExitStack]] = []  # (connection, what closes it)
+        self._idle: list[tuple[Database, ExitStack]] = []  # (connection, what closes it)
         self._lock = threading.Lock()
         self._closed = False
 
@@ -62,8 +63,8 @@ class Reads:
         """The reads of the crawl database ``db`` (see :func:`opened`)."""
         return cls(partial(opened, db), limit=limit, wait=wait)
 
-    async def run(self, read: Callable[[Any], T]) -> T:
-        """``read(connection)`` on a worker thread; raises what it raises, and
+    async def run(self, read: Callable[[Database], T]) -> T:
+        """``read(database)`` on a worker thread; raises what it raises, and
         :class:`ReadsBusy` when no slot was free within the wait."""
         with trio.move_on_after(self.wait) as waited:
             await self.limiter.acquire()
@@ -74,7 +75,7 @@ class Reads:
         finally:
             self.limiter.release()
 
-    def _on_a_connection(self, read: Callable[[Any], T]) -> T:
+    def _on_a_connection(self, read: Callable[[Database], T]) -> T:
         with self._lock:
             held = self._idle.pop() if self._idle else None
         if held is None:
