@@ -27,7 +27,7 @@ from geminibot.cliutil import (
     terminal_safe,
 )
 from geminibot.store.database import open_database
-from geminibot.store.feedstore import KnownFeed, NewEntry, known_feeds, new_entries
+from geminibot.store.whatsnew import KnownFeed, NewEntry, known_feeds, new_entries
 from geminibot.urls import InvalidURL, host_key
 
 #: What ``feeds --new`` shows without ``--since``: the entries of the past week.

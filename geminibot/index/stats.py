@@ -9,8 +9,8 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from geminibot.cliutil import LINE_WIDTH, clipped, counted, terminal_safe
 from geminibot.index.freshness import format_freshness, freshness
-from geminibot.store.feedstore import FEED_FORMATS
 from geminibot.store.traps import TRAP_REASON_PREFIX
+from geminibot.store.whatsnew import FEED_FORMATS
 
 if TYPE_CHECKING:
     from geminibot.store.database import Database

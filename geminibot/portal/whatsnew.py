@@ -6,7 +6,7 @@ readers (:class:`WhatsNew` answers them). Each is one read of the database (a
 the reads of ``/check``; every text from the network is escaped
 (:func:`~geminibot.portal.render.esc`; the Atom document is written by ElementTree).
 
-The spans and bounds are those of :mod:`geminibot.store.feedstore`, shared with the
+The spans and bounds are those of :mod:`geminibot.store.whatsnew`, shared with the
 search capsule.
 """
 
@@ -25,7 +25,8 @@ from geminibot.index.search_cli import search_function
 from geminibot.portal.pages import HTTPResponse, Pages
 from geminibot.portal.render import esc, notice
 from geminibot.store.database import Database
-from geminibot.store.feedstore import (
+from geminibot.store.reads import Reads, ReadsBusy
+from geminibot.store.whatsnew import (
     FEEDS_LISTED,
     NEW_MATCHES,
     NEWEST_LISTED,
@@ -36,8 +37,7 @@ from geminibot.store.feedstore import (
     newest_hosts,
     random_live_page,
 )
-from geminibot.store.feedstore import week as week_of
-from geminibot.store.reads import Reads, ReadsBusy
+from geminibot.store.whatsnew import week as week_of
 from geminibot.urls import InvalidURL, host_key, host_url
 from geminibot.why.render import one_line
 

@@ -80,10 +80,10 @@ from geminibot.searchcap import whatsnew
 from geminibot.searchcap.submit import PER_CLIENT, SUBMIT_PROMPT, Submissions
 from geminibot.store import statements as q
 from geminibot.store.database import Database
-from geminibot.store.feedstore import NEW_MATCHES
 from geminibot.store.freshness import FEED_MIN_REVISIT
 from geminibot.store.reads import Reads, ReadsBusy
 from geminibot.store.traps import FrontierLimits
+from geminibot.store.whatsnew import NEW_MATCHES
 from geminibot.urls import URL, InvalidURL, host_key, host_url, normalise
 from geminibot.why import BadTarget
 from geminibot.why.reads import CheckReads

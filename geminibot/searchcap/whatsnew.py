@@ -11,7 +11,7 @@ loop by :class:`~geminibot.searchcap.app.SearchCapsule`.
 
 Text from the network (titles) is made one plain line
 (:func:`~geminibot.why.render.one_line`) before it goes into a page. The spans and
-bounds are those of :mod:`geminibot.store.feedstore`, shared with the portal.
+bounds are those of :mod:`geminibot.store.whatsnew`, shared with the portal.
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from datetime import UTC, datetime
 
 from geminibot.feeds.parse import FORMATS
 from geminibot.store.database import Database
-from geminibot.store.feedstore import (
+from geminibot.store.whatsnew import (
     FEEDS_LISTED,
     NEWEST_LISTED,
     NEWEST_SPAN,

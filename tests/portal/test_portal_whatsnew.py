@@ -92,7 +92,7 @@ def test_without_a_database_there_are_no_such_pages(tmp_path: Path) -> None:
 
 def test_atom_holds_only_what_xml_can() -> None:
     from geminibot.portal.whatsnew import new_atom
-    from geminibot.store.feedstore import NewEntry
+    from geminibot.store.whatsnew import NewEntry
 
     hostile = NewEntry("gemini://a.test/x?\x01", "a\x01b\ud800c\x1b<&>", NOW, NOW, LOG)
     root = fromstring(new_atom([hostile], NOW))
