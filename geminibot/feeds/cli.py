@@ -12,7 +12,7 @@ import argparse
 import sys
 import time
 from datetime import UTC, datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from geminibot.cliutil import (
     EXIT_NEGATIVE,
@@ -27,8 +27,10 @@ from geminibot.cliutil import (
     terminal_safe,
 )
 from geminibot.store.database import open_database
-from geminibot.store.whatsnew import KnownFeed, NewEntry, known_feeds, new_entries
 from geminibot.urls import InvalidURL, host_key
+
+if TYPE_CHECKING:
+    from geminibot.store.whatsnew import KnownFeed, NewEntry
 
 #: What ``feeds --new`` shows without ``--since``: the entries of the past week.
 DEFAULT_SINCE = 7 * 86400.0
@@ -150,6 +152,8 @@ def entry_line(entry: NewEntry) -> str:
 def run_feeds(args: argparse.Namespace) -> int:
     if args.since is not None and not args.new:
         raise CommandError("feeds: --since goes with --new")
+    from geminibot.store.whatsnew import known_feeds, new_entries
+
     with open_database(args.db) as database:
         if args.new:
             since = time.time() - (args.since or DEFAULT_SINCE)

@@ -10,7 +10,6 @@ from typing import TYPE_CHECKING, Any, Protocol
 from geminibot.cliutil import LINE_WIDTH, clipped, counted, terminal_safe
 from geminibot.index.freshness import format_freshness, freshness
 from geminibot.store.traps import TRAP_REASON_PREFIX
-from geminibot.store.whatsnew import FEED_FORMATS
 
 if TYPE_CHECKING:
     from geminibot.store.database import Database
@@ -193,13 +192,22 @@ def stats(conn: Connection, now: float | None = None, lag: int | None = None) ->
                 f"SELECT count(DISTINCT url) FROM decisions WHERE NOT allowed AND NOT ({_POLICY_REFUSAL})"
             ).fetchone()[0]
         ),
-        "feeds": _counts(conn, str(FEED_FORMATS)),
+        "feeds": _counts(conn, _feed_formats()),
         "refusals_by_host": _counts(
             conn,
             f"SELECT host, count(DISTINCT url) FROM decisions WHERE {_POLICY_REFUSAL}"
             f" GROUP BY host ORDER BY 2 DESC, 1 LIMIT {TOP_REFUSING_HOSTS}",
         ),
     }
+
+
+def _feed_formats() -> str:
+    """The feeds by format, the statement :mod:`geminibot.store.whatsnew` reads them with
+    (imported here, not with the module: ``search`` and ``stats --help`` start without
+    SQLAlchemy)."""
+    from geminibot.store.whatsnew import FEED_FORMATS
+
+    return str(FEED_FORMATS)
 
 
 def format_stats(data: dict[str, Any]) -> str:
