@@ -272,8 +272,8 @@ class PortalApp:
         return self.pages.html(200, "geminibot portal", body + self._about_text())
 
     def _about_text(self) -> str:
-        """How the portal behaves (its home page and ``/about``), and ``/check`` when it
-        has a crawl database."""
+        """How the portal behaves (its home page and ``/about``), and ``/check`` and the
+        pages of what is new when it has a crawl database."""
         text = (
             "<p>Before each page this portal reads the capsule's robots.txt (and "
             "robots2.txt, agents.txt) and obeys the rules for the <code>webproxy</code> "
@@ -285,6 +285,10 @@ class PortalApp:
             text += (
                 '\n<p><a href="/check">Why is a page in the search index, or not?</a> '
                 "What the crawl knows of a capsule, and the policy line behind each page.</p>"
+                '\n<p>What is new: <a href="/new">the past week\'s entries</a> of the feeds '
+                'the crawl found (<a href="/new.atom">Atom</a>), <a href="/feeds">the known '
+                'feeds</a>, <a href="/newest">new capsules</a>, <a href="/random">a random '
+                "page</a>.</p>"
             )
         return text
 

@@ -85,6 +85,12 @@ def test_newest_and_random(db: str) -> None:
     assert jump.status_code == 303 and jump.headers["location"].startswith("/gemini/log.test/")
 
 
+def test_about_links_them(db: str) -> None:
+    about = get(db, "/about").text
+    for path in ("/new", "/new.atom", "/feeds", "/newest", "/random"):
+        assert f'href="{path}"' in about
+
+
 def test_without_a_database_there_are_no_such_pages(tmp_path: Path) -> None:
     assert get(None, "/new").status_code != 200
     assert LOG and ATOM  # (the fixture's feeds)
