@@ -71,6 +71,14 @@ UPDATE_ENTRY = sa.text(
 REMOVE_ENTRY = sa.text(
     "UPDATE feed_entries SET removed_at = :now WHERE feed_id = :feed AND url = :url"
 )
+#: A page that was a feed and is no longer one (another content, or gone): its entries
+#: become history, the feed has none live.
+DROP_ENTRIES = sa.text(
+    "UPDATE feed_entries SET removed_at = :now WHERE removed_at IS NULL"
+    " AND feed_id = (SELECT id FROM feeds WHERE url = :url)"
+)
+EMPTY_FEED = sa.text("UPDATE feeds SET entries = 0, fetched_at = :now WHERE url = :url")
+
 Run = Callable[[Any, sa.TextClause, dict[str, Any]], Any]
 
 
@@ -106,3 +114,10 @@ def store_feed(run: Run, conn: Any, url: str, host: str, feed: FeedLike, now: fl
         if gone not in entries and removed_at is None:
             run(conn, REMOVE_ENTRY, {"feed": feed_id, "url": gone, "now": now})
     return added
+
+
+def drop_feed(run: Run, conn: Any, url: str, now: float) -> None:
+    """The page at ``url``, a feed until now, is no longer one (fetched at ``now``): its
+    entries are kept as history, none live (inside the caller's transaction)."""
+    run(conn, DROP_ENTRIES, {"url": url, "now": now})
+    run(conn, EMPTY_FEED, {"url": url, "now": now})

@@ -103,7 +103,8 @@ class FetchedPage:
     and of the host's live URLs. ``demote``: the canonical URL of the page's body until
     now, which becomes an alias of this page (see ``canonical_key``). ``feed``: the page
     read as a feed, written with it (:mod:`geminibot.store.feedstore`); ``was_feed``: the
-    URL was a feed at its last visit (fetched unchanged, the feed's fetch time moves)."""
+    URL was a feed at its last visit (fetched unchanged, the feed's fetch time moves;
+    changed and no longer a feed, or gone, its entries become history)."""
 
     decision: DecisionRecord
     fetch: FetchRecord

@@ -19,7 +19,7 @@ from typing import Any
 import sqlalchemy as sa
 
 from geminibot.store import statements as q
-from geminibot.store.feedstore import TOUCH_FEED, store_feed
+from geminibot.store.feedstore import TOUCH_FEED, drop_feed, store_feed
 from geminibot.store.freshness import VANISHED_AFTER, VANISHED_FAILURES, Visit
 from geminibot.store.pages import Page
 from geminibot.store.records import (
@@ -251,6 +251,8 @@ class SqlStore:
                 self._store_page(conn, page, fetched.role)
                 if fetched.feed is not None:
                     store_feed(self._run, conn, page.url, page.host, fetched.feed, page.fetched_at)
+                elif fetched.was_feed:
+                    drop_feed(self._run, conn, page.url, page.fetched_at)
                 changed = fetched.gone or (old is not None and old[0] != page.content_hash)
                 if old is not None and old[1] is None and changed:
                     woken.update(self._requeue_aliases(conn, page.url))

@@ -109,3 +109,19 @@ def test_a_submission_is_queued_or_queued_again(store: CrawlStore, db: str) -> N
     assert submit(db, LOG, lambda: 200.0) == "already queued"
     assert submit(db, POSTS[3], lambda: 200.0) == "queued"
     assert store.state_of(POSTS[3]) == ("queued", None)
+
+
+def test_a_page_that_stops_being_a_feed_keeps_its_entries_as_history(
+    store: CrawlStore, kind: str, db: str, clock: Clock
+) -> None:
+    store.seed([LOG])
+    commit(store, LOG, gemsub(0, 1), at=100.0)
+    store.revisit(clock.now, everything=True)
+    commit(store, LOG, None, at=200.0, was_feed=True)
+    assert entries(kind, db) == {
+        POSTS[0]: ("Post 0", 100.0, 200.0),
+        POSTS[1]: ("Post 1", 100.0, 200.0),
+    }
+    with open_database(db) as database:
+        assert known_feeds(database, 10)[0].entries == 0
+        assert new_entries(database, since=0.0, limit=10) == []
