@@ -1,8 +1,9 @@
 """The search capsule's ``/submit`` (Antenna-style push): a reader asks for a page or a
 feed to be fetched soon.
 
-``/submit`` asks for a URL (``10``); ``/submit?URL`` answers a page saying what will
-happen, in ``why``'s words (:mod:`geminibot.why`):
+``/submit`` asks for a URL (``10``); ``/submit?URL`` (a ``gemini://`` URL: ``59`` for
+anything else) answers a page saying what will happen, in ``why``'s words
+(:mod:`geminibot.why`):
 
 - refused when the crawl keeps the URL out: its last run's scope (not a seed's host nor
   an allowed one, or ``--exclude``: :func:`~geminibot.why.explain.out_of_scope`), the
@@ -79,6 +80,8 @@ class Submissions:
             host = host_key(url)
         except (InvalidURL, ValueError) as exc:
             raise BadTarget(f"Not a URL the crawler follows: {one_line(str(exc), 200)}") from None
+        if not url.startswith("gemini://"):
+            raise BadTarget("Only gemini:// URLs are taken: the capsule's crawl follows Gemini")
         client = CURRENT_CLIENT.get()
         limited = self._limited(client)
         if limited is not None:

@@ -70,6 +70,7 @@ def test_submissions_are_queued_refused_and_limited(db: str) -> None:
     with closing(capsule_of(db)) as capsule:
         assert ask(capsule, "/submit").status == 10
         assert ask(capsule, "/submit?not%20a%20url").status == 59
+        assert ask(capsule, "/submit?https://a.test/").status == 59
         new = said(ask(capsule, "/submit?" + quote("gemini://a.test/new.gmi", safe="")))
         assert "Queued: the crawler will fetch it soon, at the capsule's pace" in new
         assert state(db, "gemini://a.test/new.gmi") == "queued"
