@@ -17,7 +17,13 @@ source tree, run the same way, side by side):
 
 Every loop stops after ``--seconds``; every connection is to loopback.
 
+With ``--suite protocol`` (:mod:`portal_protocol_attacks`) it runs instead the attacks on
+the portal's HTTP: HTTP/2 rapid reset, zero flow-control windows, streams that never end,
+a SETTINGS/PING flood, request bodies that never end and idle connections, each against a
+fresh portal process whose descriptor limit is 1,024.
+
     .venv/bin/python bench/portal_attack.py [--seconds 60] [--old /path/to/old/tree]
+    .venv/bin/python bench/portal_attack.py --suite protocol [--seconds 15] [--old ...]
 """
 
 from __future__ import annotations
@@ -240,9 +246,27 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--seconds", type=float, default=60.0)
     parser.add_argument("--old", type=Path, help="another source tree's portal, beside")
+    parser.add_argument(
+        "--suite",
+        choices=("render", "protocol"),
+        default="render",
+        help="render: the page attacks, all at once (default); protocol: the HTTP attacks, "
+        "one after another",
+    )
+    parser.add_argument(
+        "--attack",
+        action="append",
+        metavar="NAME",
+        help="with --suite protocol: only this attack (again for more; 'rapid reset', ...)",
+    )
     args = parser.parse_args()
     capsules = bundled_capsules()
     assert capsules is not None
+    if args.suite == "protocol":
+        from portal_protocol_attacks import run_protocol_suite
+
+        run_protocol_suite(args.seconds, args.old, capsules, args.attack)
+        return
     results = []
     with tempfile.TemporaryDirectory() as tmp, capsule_server(capsules, Path(tmp)) as gport:
         runs: list[tuple[str, Path | None]] = [("this tree", None)]

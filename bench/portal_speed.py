@@ -1,7 +1,8 @@
 """The portal's speed on loopback, side by side with a plain Gemini fetch of the same pages.
 
 capsule-server serves the bundled capsules and ``geminibot portal --test-range`` stands in
-front of it (both real processes: hypercorn on trio, TLS on loopback). In one run:
+front of it (both real processes: the portal's HTTP/1.1 server on trio, TLS on
+loopback). In one run:
 
 - a cached page: requests/s through the portal (the page and the policy are in memory),
   sequential and with 8 clients at once, beside the plain Gemini client fetching the

@@ -23,7 +23,7 @@ FAST_MOVING = {
     "trio",
     "httpx",
     "httpcore",
-    "hypercorn",
+    "h11",
     "tantivy",
     "cryptography",
     "pytest",

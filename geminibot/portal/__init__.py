@@ -10,7 +10,9 @@
 - :mod:`geminibot.portal.upstream`: the Gemini side: address guard, per-host pacing and
   ``44`` back-off, upstream slots shared per client and per server, the policy cache,
   redirects;
-- :mod:`geminibot.portal.app`: the ASGI application (served by hypercorn on trio);
+- :mod:`geminibot.portal.app`: the ASGI application;
+- :mod:`geminibot.portal.server`: the HTTP/1.1 server (h11 on trio) that serves it, and
+  :mod:`geminibot.portal.connections`, its table of open connections (pure);
 - :mod:`geminibot.portal.cli`: the ``portal`` subcommand.
 
 docs/portal.md explains the behaviour and the choices.

@@ -1,4 +1,5 @@
-"""The portal as an ASGI application (hypercorn serves it on trio; tests call it directly).
+"""The portal as an ASGI application (:mod:`geminibot.portal.server` serves it; tests call it
+directly).
 
 Routes (see docs/portal.md):
 
@@ -91,7 +92,6 @@ class PortalApp:
         *,
         capsule: URL | None = None,
         clock: Callable[[], float] = trio.current_time,
-        common_headers: bool = True,
         checks: CheckReads | None = None,
         wall_clock: Callable[[], float] = time.time,
     ) -> None:
@@ -107,9 +107,8 @@ class PortalApp:
         self.renderers = trio.CapacityLimiter(limits.render_threads)
         #: Pages being fetched and rendered now, by URL: who asks meanwhile waits.
         self._fetching: dict[str, trio.Event] = {}
-        #: Headers the application adds to every answer (none when the HTTP server adds
-        #: them, as :func:`geminibot.portal.cli.hypercorn_config` does).
-        self.headers = list(COMMON_HEADERS) if common_headers else []
+        #: Headers the application adds to every answer.
+        self.headers = list(COMMON_HEADERS)
         #: The portal's own pages, by exact path, before any Gemini address.
         self.routes: dict[str, Handler] = {
             "/robots.txt": self._robots,
@@ -155,6 +154,10 @@ class PortalApp:
                 elif message["type"] == "lifespan.shutdown":
                     await send({"type": "lifespan.shutdown.complete"})
                     return
+        if scope["type"] == "websocket":  # another server's: refused (403)
+            await receive()
+            await send({"type": "websocket.close", "code": 1008})
+            return
         if scope["type"] != "http":
             return
         method = str(scope["method"]).upper()
@@ -204,10 +207,12 @@ class PortalApp:
             )
         if not path.startswith("/"):
             return self.pages.bad_request("This portal answers request targets of the form /PATH.")
+        if _upgrade(scope) == "websocket":
+            return self.pages.bad_request("This portal does not speak WebSocket.")
         form: dict[str, list[str]] = {}
         if method == "POST":
             body = await _read_body(receive, self.limits.max_form_bytes)
-            if body is None:
+            if body is TOO_LONG:
                 return self.pages.html(
                     413,
                     "Input too long",
@@ -216,6 +221,19 @@ class PortalApp:
                         [f"A form may send at most {self.limits.max_form_bytes} bytes."],
                     ),
                 )
+            if body is INCOMPLETE:
+                return self.pages.html(
+                    408,
+                    "Form not received",
+                    notice(
+                        "Form not received",
+                        [
+                            f"The form did not arrive within "
+                            f"{self.limits.body_timeout:g} seconds. Please send it again."
+                        ],
+                    ),
+                )
+            assert isinstance(body, bytes)
             form = parse_qs(body.decode("utf-8", "replace"), keep_blank_values=True)
         elif method not in ("GET", "HEAD"):
             response = self.pages.html(405, "Method not allowed", notice("Method not allowed", []))
@@ -432,18 +450,33 @@ def _ambiguous_framing(scope: Scope) -> bool:
     return b"content-length" in names and b"transfer-encoding" in names
 
 
-async def _read_body(receive: Receive, limit: int) -> bytes | None:
-    """The request body, or None when it is longer than ``limit`` bytes."""
+def _upgrade(scope: Scope) -> str:
+    """The protocol an HTTP/1.1 request asks to switch to (``Upgrade``), lower case, or
+    ''. The portal switches to none: the request is answered as it is."""
+    for name, value in scope.get("headers", []):
+        if bytes(name).lower() == b"upgrade":
+            return bytes(value).decode("latin-1").strip().lower()
+    return ""
+
+
+#: What :func:`_read_body` answers for a body over its limit, and for one that did not
+#: arrive in full (the server's ``body_timeout``, or the client gone).
+TOO_LONG = object()
+INCOMPLETE = object()
+
+
+async def _read_body(receive: Receive, limit: int) -> bytes | object:
+    """The request body, or :data:`TOO_LONG` or :data:`INCOMPLETE`."""
     chunks: list[bytes] = []
     size = 0
     while True:
         message = await receive()
         if message["type"] != "http.request":
-            return b"".join(chunks)
+            return INCOMPLETE
         data = bytes(message.get("body", b""))
         size += len(data)
         if size > limit:
-            return None
+            return TOO_LONG
         chunks.append(data)
         if not message.get("more_body", False):
             return b"".join(chunks)

@@ -1,18 +1,14 @@
-"""``geminibot portal``: serve Gemini capsules to web browsers over HTTP (hypercorn on trio)."""
+"""``geminibot portal``: serve Gemini capsules to web browsers over HTTP/1.1 (on trio)."""
 
 from __future__ import annotations
 
 import argparse
 import signal
-import socket
 import sys
 from collections.abc import Callable
-from functools import partial
 from typing import Any
 
 import trio
-from hypercorn.config import Config, Sockets
-from hypercorn.trio import serve
 
 from geminibot import defaults
 from geminibot.cliutil import EXIT_OK, CommandError, port_number
@@ -23,6 +19,7 @@ from geminibot.policy.site_policy import Bot
 from geminibot.portal import limits as L
 from geminibot.portal.app import PortalApp
 from geminibot.portal.pages import COMMON_HEADERS
+from geminibot.portal.server import PortalServer, connection_capacity, listen
 from geminibot.portal.upstream import DEFAULT_AGENT, VIRTUAL_AGENT, Upstream, UpstreamGuard
 from geminibot.store.database import open_database
 from geminibot.urls import InvalidURL
@@ -45,6 +42,13 @@ LIMIT_OPTIONS = (
     ("--max-wait", "max_wait", "S", "longest wait for a capsule's turn before 503 ({:g} s)"),
     ("--max-body", "max_body_bytes", "BYTES", "largest Gemini body read ({})"),
     ("--send-timeout", "send_timeout", "S", "drop a client that reads nothing for S s ({:g})"),
+    ("--body-timeout", "body_timeout", "S", "longest a form body may take to arrive ({:g} s)"),
+    (
+        "--descriptor-reserve",
+        "descriptor_reserve",
+        "N",
+        "file descriptors kept from web clients for the portal's own work ({})",
+    ),
 )
 
 
@@ -134,39 +138,7 @@ def build(args: argparse.Namespace) -> tuple[PortalApp, UpstreamGuard]:
         raise CommandError(f"{args.known_hosts}: cannot read: {exc.strerror}") from None
     guard = UpstreamGuard(rules, test_range=args.test_range)
     upstream = Upstream(limits, guard=guard, bot=bot, known_hosts=known)
-    return PortalApp(upstream, capsule=capsule, common_headers=False), guard
-
-
-class PortalConfig(Config):
-    """hypercorn's configuration, with the portal's :data:`COMMON_HEADERS` on every answer
-    (hypercorn's own 400, 431 and 500 too) and ``send_timeout`` on every connection: one
-    whose unread answer waits that long (the client's window closed) is dropped by the
-    kernel (``TCP_USER_TIMEOUT``, which accepted sockets take from the listening one)."""
-
-    send_timeout: float = L.SEND_TIMEOUT
-
-    def response_headers(self, protocol: str) -> list[tuple[bytes, bytes]]:
-        return [*super().response_headers(protocol), *COMMON_HEADERS]
-
-    def create_sockets(self) -> Sockets:
-        sockets = super().create_sockets()
-        option = getattr(socket, "TCP_USER_TIMEOUT", None)  # Linux only
-        if option is not None:
-            for sock in sockets.insecure_sockets:
-                sock.setsockopt(socket.IPPROTO_TCP, option, round(self.send_timeout * 1000))
-        return sockets
-
-
-def hypercorn_config(host: str, port: int, send_timeout: float = L.SEND_TIMEOUT) -> PortalConfig:
-    """How hypercorn serves the portal (serve an app made with ``common_headers=False``:
-    the server adds them)."""
-    config = PortalConfig()
-    config.bind = [f"[{host}]:{port}" if ":" in host else f"{host}:{port}"]
-    config.accesslog = None
-    config.errorlog = "-"
-    config.include_server_header = False
-    config.send_timeout = send_timeout
-    return config
+    return PortalApp(upstream, capsule=capsule), guard
 
 
 def run_portal(args: argparse.Namespace) -> int:
@@ -193,37 +165,25 @@ def _announce(args: argparse.Namespace) -> Callable[[str], None]:
 async def _serve_until_signal(
     app: PortalApp, guard: UpstreamGuard, host: str, port: int, say: Callable[[str], None]
 ) -> None:
-    config = hypercorn_config(host, port, app.limits.send_timeout)
-    asgi: Any = app  # hypercorn's own ASGI types, which PortalApp satisfies
+    limits = app.limits
+    try:
+        listeners = listen(host, port, limits.send_timeout)
+    except OSError as exc:
+        raise CommandError(f"cannot listen on {host}:{port}: {exc.strerror}") from None
+    asgi: Any = app  # the server's ASGI types, which PortalApp satisfies
+    capacity = connection_capacity(limits.descriptor_reserve)
+    server = PortalServer(asgi, limits, headers=list(COMMON_HEADERS), capacity=capacity)
     stop = trio.Event()
-    started = False
-    failed: OSError | None = None
-
-    async def until_stopped() -> None:
-        await stop.wait()
-
     with trio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
-        try:
-            async with trio.open_nursery() as nursery:
-                binds = await nursery.start(
-                    partial(serve, asgi, config, shutdown_trigger=until_stopped)
-                )
-                started = True
-                for bind in binds:
-                    address, _, bound = bind.rpartition(":")
-                    guard.own.add((address.split("//")[-1].strip("[]"), int(bound)))
-                say(binds[0])
-                async for signum in signals:
-                    name = signal.Signals(signum).name
-                    print(f"geminibot portal: {name}, stopping", file=sys.stderr, flush=True)
-                    stop.set()
-                    break
-        except* OSError as group:
-            if started:
-                raise
-            leaf: BaseException = group
-            while isinstance(leaf, BaseExceptionGroup):  # hypercorn's own nursery nests one
-                leaf = leaf.exceptions[0]
-            failed = leaf if isinstance(leaf, OSError) else OSError(str(leaf))
-    if failed is not None:
-        raise CommandError(f"cannot listen on {host}:{port}: {failed.strerror}")
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(server.serve, listeners, stop)
+            for listener in listeners:
+                address, bound = listener.socket.getsockname()[:2]
+                guard.own.add((address, bound))
+            address, bound = listeners[0].socket.getsockname()[:2]
+            say(f"http://[{address}]:{bound}" if ":" in address else f"http://{address}:{bound}")
+            async for signum in signals:
+                name = signal.Signals(signum).name
+                print(f"geminibot portal: {name}, stopping", file=sys.stderr, flush=True)
+                stop.set()
+                break

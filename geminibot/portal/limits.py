@@ -50,6 +50,21 @@ SEND_CHUNK_BYTES = 64 * 1024
 #: Seconds an answer may stay unread (the client's window closed) before the connection
 #: is dropped (TCP_USER_TIMEOUT on the listening socket, Linux).
 SEND_TIMEOUT = 30.0
+#: Bytes of a request head (request line and header fields) read; a longer one gets 431.
+MAX_HEAD_BYTES = 16 * 1024
+#: Seconds a connection may wait, with no request in hand, for a request's first byte ...
+KEEP_ALIVE_TIMEOUT = 5.0
+#: ... and a request's head may take from its first byte to its end (then it is closed).
+HEAD_TIMEOUT = 10.0
+#: Seconds a request body (a form) may take to arrive in full once its head has; then 408.
+BODY_TIMEOUT = 10.0
+#: Requests answered on one connection before it is closed.
+MAX_REQUESTS_PER_CONNECTION = 1000
+#: File descriptors kept for the portal's own work (Gemini requests, the crawl database,
+#: threads, logs): connections may use the descriptor limit (``ulimit -n``) less these.
+DESCRIPTOR_RESERVE = 128
+#: Seconds requests in hand may take to be answered once the portal is told to stop.
+SHUTDOWN_GRACE = 5.0
 #: Capsules whose pacing (last request, 44 back-off) is remembered; least recently used
 #: idle ones are forgotten first.
 PACED_HOSTS = 10_000
@@ -81,13 +96,31 @@ class PortalLimits:
     send_chunk_bytes: int = SEND_CHUNK_BYTES
     send_timeout: float = SEND_TIMEOUT
     paced_hosts: int = PACED_HOSTS
+    max_head_bytes: int = MAX_HEAD_BYTES
+    keep_alive_timeout: float = KEEP_ALIVE_TIMEOUT
+    head_timeout: float = HEAD_TIMEOUT
+    body_timeout: float = BODY_TIMEOUT
+    max_requests_per_connection: int = MAX_REQUESTS_PER_CONNECTION
+    descriptor_reserve: int = DESCRIPTOR_RESERVE
+    shutdown_grace: float = SHUTDOWN_GRACE
 
     def __post_init__(self) -> None:
-        for name in ("rate_per_second", "max_wait", "page_cache_seconds", "send_timeout"):
+        for name in (
+            "rate_per_second",
+            "max_wait",
+            "page_cache_seconds",
+            "send_timeout",
+            "keep_alive_timeout",
+            "head_timeout",
+            "body_timeout",
+            "shutdown_grace",
+        ):
             if getattr(self, name) <= 0:
                 raise ValueError(f"{name} must be positive")
         if self.min_host_delay < 0:
             raise ValueError("min_host_delay must not be negative")
+        if self.descriptor_reserve < 0:
+            raise ValueError("descriptor_reserve must not be negative")
         for name in (
             "rate_burst",
             "max_clients",
@@ -101,6 +134,8 @@ class PortalLimits:
             "render_threads",
             "send_chunk_bytes",
             "paced_hosts",
+            "max_head_bytes",
+            "max_requests_per_connection",
         ):
             if getattr(self, name) < 1:
                 raise ValueError(f"{name} must be at least 1")

@@ -39,7 +39,7 @@ PROXY_PREFIX = "/gemini/"
 #: Types a browser may show inline; any other non-text type is offered as a download.
 INLINE_TYPES = re.compile(r"image/(png|jpeg|gif|webp|avif)|audio/[\w.+-]+|video/[\w.+-]+")
 #: Headers of every answer (added by the application, and by the HTTP server to the
-#: answers it makes itself: see :func:`geminibot.portal.cli.hypercorn_config`).
+#: answers it makes itself: :class:`geminibot.portal.server.PortalServer`).
 COMMON_HEADERS = [
     (b"x-robots-tag", b"noindex, nofollow"),
     (b"x-content-type-options", b"nosniff"),

@@ -60,6 +60,8 @@ from functools import partial
 from typing import Any, Protocol
 from urllib.parse import quote, unquote_to_bytes
 
+import trio
+
 from geminibot import __version__
 from geminibot.cliutil import counted, with_article
 from geminibot.crawl.politeness import MAX_RATE, MAX_WAIT, START_DELAY
@@ -211,6 +213,7 @@ class SearchCapsule:
         self.pick = pick  # a random integer in a range, both ends included (/random)
         self.submissions = submissions  # /submit (None: 51)
         self._stats: tuple[float, Resolution] | None = None  # (counted at, page)
+        self._counting: trio.Event | None = None  # /stats being counted now: set when done
         self._routes: dict[str, Callable[[URL], Resolution | Awaitable[Resolution]]] = {
             "/": self.home,
             "/search": lambda url: self.search(url, 1),
@@ -448,13 +451,22 @@ class SearchCapsule:
         return page(lines)
 
     async def stats(self, _url: URL) -> Resolution:
+        """The figures counted at most once a :data:`STATS_SECONDS`, and once for all the
+        requests that come while they are counted."""
+        if self._counting is not None:
+            await self._counting.wait()
         now = self.clock()
-        if self._stats is None or now - self._stats[0] >= STATS_SECONDS:
+        if self._stats is not None and now - self._stats[0] < STATS_SECONDS:
+            return self._stats[1]
+        self._counting = counting = trio.Event()
+        try:
             counted = await self._read(partial(_count, at=self.wall_clock()))
-            if counted.status != Status.SUCCESS:
-                return counted
-            self._stats = (now, counted)
-        return self._stats[1]
+            if counted.status == Status.SUCCESS:
+                self._stats = (now, counted)
+            return counted
+        finally:
+            self._counting = None
+            counting.set()
 
     def about(self, _url: URL) -> Awaitable[Resolution]:
         return self._read(_about)

@@ -13,15 +13,31 @@ Three sources:
   queued, and freshness (:mod:`geminibot.index.freshness`: page ages, share past their
   revisit time, fetched and gone in the last day, the index's lag, the age of link
   authority).
+
+The HTTP listener answers ``GET``/``HEAD /metrics`` only (any other path: 404), each
+scrape on a thread of its own, at most :data:`METRICS_THREADS` at once (a connection
+beyond them is closed at once), each given :data:`METRICS_TIMEOUT` seconds to send its
+request and read the answer; nothing is written per request.
 """
 
 from __future__ import annotations
 
+import socket
+import threading
 import time
 from collections.abc import Callable, Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
+from urllib.parse import urlsplit
 
-from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, start_http_server
+from prometheus_client import (
+    CONTENT_TYPE_LATEST,
+    CollectorRegistry,
+    Counter,
+    Gauge,
+    Histogram,
+    generate_latest,
+)
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 from prometheus_client.registry import Collector
 
@@ -33,6 +49,12 @@ STORE_TTL = 30.0
 SEARCH_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0)
 #: Fields of the crawl's run summary counted (``geminibot crawl --json``).
 CRAWL_COUNTS = ("pages", "requests", "errors", "refused", "revisits", "unchanged", "gone")
+#: Scrapes answered at once, each on a thread; a connection beyond them is closed at once.
+METRICS_THREADS = 4
+#: Seconds a scrape may take to send its request, and to read each part of the answer.
+METRICS_TIMEOUT = 10.0
+#: The one path answered.
+METRICS_PATH = "/metrics"
 
 
 class _StateCollector(Collector):
@@ -165,7 +187,82 @@ class Metrics:
         elif "error" in event:
             self.authority_runs.labels("failed").inc()
 
-    def serve(self, host: str, port: int) -> int:
+    def serve(
+        self,
+        host: str,
+        port: int,
+        *,
+        threads: int = METRICS_THREADS,
+        timeout: float = METRICS_TIMEOUT,
+    ) -> int:
         """Listen on ``host``:``port`` (a thread); returns the port (0 picks one)."""
-        server, _ = start_http_server(port, addr=host, registry=self.registry)
-        return int(server.server_port)
+        registry = self.registry
+
+        class Handler(_MetricsHandler):
+            """The handler of this registry, with this timeout."""
+
+        Handler.registry = registry
+        Handler.timeout = timeout
+        server = _BoundedServer((host, port), Handler, threads)
+        threading.Thread(target=server.serve_forever, name="metrics", daemon=True).start()
+        return int(server.server_address[1])
+
+
+class _MetricsHandler(BaseHTTPRequestHandler):
+    """``/metrics`` in the Prometheus text format; 404 for any other path."""
+
+    registry: CollectorRegistry
+    timeout = METRICS_TIMEOUT
+    server_version = "geminibot-metrics"
+    sys_version = ""
+
+    def do_GET(self) -> None:
+        self._answer(body=True)
+
+    def do_HEAD(self) -> None:
+        self._answer(body=False)
+
+    def _answer(self, *, body: bool) -> None:
+        if urlsplit(self.path).path != METRICS_PATH:
+            status, content, kind = 404, b"Not found: metrics are at /metrics\n", "text/plain"
+        else:
+            status, content, kind = 200, generate_latest(self.registry), CONTENT_TYPE_LATEST
+        self.send_response(status)
+        self.send_header("Content-Type", kind)
+        self.send_header("Content-Length", str(len(content)))
+        self.end_headers()
+        if body:
+            self.wfile.write(content)
+
+    def log_message(self, format: str, *args: Any) -> None:
+        """Nothing per request (a scrape every few seconds; a client's bytes never)."""
+
+
+class _BoundedServer(ThreadingHTTPServer):
+    """A thread per connection, at most ``threads`` at once: a connection beyond them is
+    closed unanswered."""
+
+    daemon_threads = True
+
+    def __init__(
+        self, address: tuple[str, int], handler: type[_MetricsHandler], threads: int
+    ) -> None:
+        self.address_family = socket.AF_INET6 if ":" in address[0] else socket.AF_INET
+        self._slots = threading.BoundedSemaphore(threads)
+        super().__init__(address, handler)
+
+    def process_request(self, request: Any, client_address: Any) -> None:
+        if not self._slots.acquire(blocking=False):
+            self.shutdown_request(request)
+            return
+        try:
+            super().process_request(request, client_address)
+        except BaseException:
+            self._slots.release()
+            raise
+
+    def process_request_thread(self, request: Any, client_address: Any) -> None:
+        try:
+            super().process_request_thread(request, client_address)
+        finally:
+            self._slots.release()

@@ -156,7 +156,6 @@ def make_app(
     capsule: str | None = None,
     test_range: bool = True,
     strict: bool = False,
-    common_headers: bool = True,
 ) -> PortalApp:
     guard = UpstreamGuard(
         [parse_connect_to(f"*.test:1965:127.0.0.1:{port}")], test_range=test_range
@@ -173,7 +172,6 @@ def make_app(
     return PortalApp(
         upstream,
         capsule=parse_url(capsule) if capsule else None,
-        common_headers=common_headers,
     )
 
 

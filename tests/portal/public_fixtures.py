@@ -29,7 +29,6 @@ from pathlib import Path
 import certs
 import h2.config
 import h2.connection
-import h2.events
 import trio
 from loopback import read_request, tcp_server
 
@@ -42,6 +41,12 @@ SMALL = b"20 text/gemini\r\n# A small page\nHello.\n"
 #: Seconds the portal may take to start or stop (a bound, not a measure).
 BOUND = 60.0
 GEMINIBOT = str(Path(sys.executable).with_name("geminibot"))
+
+
+def evil_args(port: int, *more: str) -> tuple[str, ...]:
+    """``geminibot portal`` options that send every ``*.test`` capsule to the hostile
+    server on ``port``."""
+    return ("--test-range", "--connect-to", f"*.test:1965:127.0.0.1:{port}", *more)
 
 
 def links_body(count: int = LINKS) -> bytes:
@@ -113,13 +118,16 @@ class Portal:
 
 
 @contextmanager
-def portal_process(log: Path, *args: str) -> Iterator[Portal]:
-    """``geminibot portal --port 0 ARGS`` until the block ends (then SIGINT); its stderr
-    goes to ``log``."""
+def portal_process(log: Path, *args: str, files: int | None = None) -> Iterator[Portal]:
+    """``geminibot portal --port 0 ARGS`` until the block ends (then SIGINT, unless it has
+    stopped already); its stderr goes to ``log``; with ``files`` its descriptor limit
+    (``ulimit -n``)."""
+
+    argv = [GEMINIBOT, "portal", "--port", "0", *args]
+    if files is not None:  # the shell sets the limit, then becomes the portal
+        argv = ["/bin/sh", "-c", f'ulimit -n {files} && exec "$0" "$@"', *argv]
     with log.open("wb") as err:
-        proc = subprocess.Popen(
-            [GEMINIBOT, "portal", "--port", "0", *args], stdout=subprocess.DEVNULL, stderr=err
-        )
+        proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=err)
     try:
         deadline = time.monotonic() + BOUND
         while True:
@@ -131,7 +139,8 @@ def portal_process(log: Path, *args: str) -> Iterator[Portal]:
             time.sleep(0.05)
         yield Portal(proc, found.group(1), log)
     finally:
-        proc.send_signal(2)
+        if proc.poll() is None:
+            proc.send_signal(2)
         try:
             proc.wait(BOUND)
         except subprocess.TimeoutExpired:
@@ -147,13 +156,16 @@ def rss_mib(pid: int) -> tuple[float, float]:
     return (int(fields["VmRSS"].split()[0]) / 1024, int(fields["VmHWM"].split()[0]) / 1024)
 
 
-async def raw_http(port: int, request: bytes, bound: int = 1 << 20) -> bytes:
-    """Send ``request`` as it is to 127.0.0.1:``port``; everything answered until the
-    server closes (or ``bound`` bytes, or :data:`BOUND` seconds)."""
+async def raw_http(port: int, request: bytes, bound: int = 1 << 20, *, eof: bool = False) -> bytes:
+    """Send ``request`` as it is to 127.0.0.1:``port`` (then end the sending side with
+    ``eof``); everything answered until the server closes (or ``bound`` bytes, or
+    :data:`BOUND` seconds)."""
     with trio.move_on_after(BOUND):
         stream = await trio.open_tcp_stream("127.0.0.1", port)
         async with stream:
             await stream.send_all(request)
+            if eof:
+                await stream.send_eof()
             data = b""
             while len(data) < bound:
                 try:
@@ -167,26 +179,30 @@ async def raw_http(port: int, request: bytes, bound: int = 1 << 20) -> bytes:
     raise AssertionError(f"no end of the answer to {request[:60]!r} within {BOUND} s")
 
 
-async def h2_get(port: int, path: bytes) -> int | None:
-    """The status of ``GET path`` over cleartext HTTP/2 (prior knowledge), ``:path`` sent
-    as it is; None if the stream was reset."""
+def header(answer: bytes, name: bytes) -> list[bytes]:
+    """The values of the header field ``name`` (lower case) in an HTTP/1.1 answer."""
+    head = answer.split(b"\r\n\r\n", 1)[0].lower()
+    return [
+        line.split(b":", 1)[1].strip()
+        for line in head.split(b"\r\n")[1:]
+        if line.split(b":", 1)[0] == name
+    ]
+
+
+def h2_client_bytes(paths: list[bytes], *, reset: bool = False) -> bytes:
+    """What an HTTP/2 client sends over cleartext (prior knowledge): the preface, its
+    SETTINGS, a GET for each of ``paths`` (``:path`` as it is), each reset at once with
+    ``reset`` (rapid reset, CVE-2023-44487), and a PING."""
     config = h2.config.H2Configuration(
         client_side=True, validate_outbound_headers=False, normalize_outbound_headers=False
     )
     conn = h2.connection.H2Connection(config=config)
     conn.initiate_connection()
-    headers = [(b":method", b"GET"), (b":scheme", b"http"), (b":authority", b"p"), (b":path", path)]
-    conn.send_headers(1, headers, end_stream=True)
-    status: int | None = None
-    with trio.move_on_after(BOUND):
-        stream = await trio.open_tcp_stream("127.0.0.1", port)
-        async with stream:
-            await stream.send_all(conn.data_to_send())
-            while data := await stream.receive_some(65536):
-                for event in conn.receive_data(data):
-                    if isinstance(event, h2.events.ResponseReceived):
-                        status = int(dict(event.headers)[b":status"])
-                    elif isinstance(event, h2.events.StreamEnded | h2.events.StreamReset):
-                        return status
-                await stream.send_all(conn.data_to_send())
-    raise AssertionError(f"no end of the HTTP/2 answer for {path!r} within {BOUND} s")
+    for n, path in enumerate(paths):
+        stream = 1 + 2 * n
+        headers = [(b":method", b"GET"), (b":scheme", b"http"), (b":authority", b"p")]
+        conn.send_headers(stream, [*headers, (b":path", path)], end_stream=True)
+        if reset:
+            conn.reset_stream(stream)
+    conn.ping(b"12345678")
+    return conn.data_to_send()

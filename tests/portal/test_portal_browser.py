@@ -1,5 +1,5 @@
 """A real browser: headless Chromium (Debian's ``chromium``, installed by ``make browser``)
-loads the portal served by hypercorn on trio, in front of capsule_server on loopback.
+loads the portal served by its own HTTP/1.1 server on trio, in front of capsule_server on loopback.
 
 The test asserts on the DOM Chromium built (--dump-dom) and takes screenshots of a
 rendered capsule page and of a refusal page, light and dark. With GEMINIBOT_SCREENSHOTS=DIR
@@ -12,7 +12,6 @@ from __future__ import annotations
 import os
 import re
 import shutil
-from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -20,7 +19,9 @@ import pytest
 import trio
 from portal_fixtures import make_app, serving
 
-from geminibot.portal.cli import hypercorn_config
+from geminibot.portal.limits import PortalLimits
+from geminibot.portal.pages import COMMON_HEADERS
+from geminibot.portal.server import PortalServer, listen
 
 #: Seconds one Chromium run may take before the test gives up (a bound, not a measure).
 BROWSER_BOUND = 120.0
@@ -55,14 +56,13 @@ async def test_chromium_renders_the_portal(tmp_path: Path) -> None:
     shots = tmp_path / "shots"
     shots.mkdir()
     async with serving(tmp_path / "c", tmp_path / "certs") as served:
-        app: Any = make_app(served.port, common_headers=False)  # hypercorn adds them
-        config = hypercorn_config("127.0.0.1", 0)
+        app: Any = make_app(served.port)
+        server = PortalServer(app, PortalLimits(), headers=list(COMMON_HEADERS), capacity=64)
+        listeners = listen("127.0.0.1", 0, 30.0)
         async with trio.open_nursery() as nursery:
-            from hypercorn.trio import serve
-
             stop = trio.Event()
-            binds = await nursery.start(partial(serve, app, config, shutdown_trigger=stop.wait))
-            base = binds[0]
+            nursery.start_soon(server.serve, listeners, stop)
+            base = f"http://127.0.0.1:{listeners[0].socket.getsockname()[1]}"
             page = f"{base}/gemini/input.test/"
             readme = f"{base}/gemini/va-groups.test/README.gmi"
             refused = f"{base}/gemini/va-groups.test/proxy-no/a.gmi"

@@ -1,4 +1,4 @@
-"""``geminibot portal`` as a person runs it: a real process serving HTTP with hypercorn."""
+"""``geminibot portal`` as a person runs it: a real process serving HTTP/1.1."""
 
 from __future__ import annotations
 

@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import trio
 from commands import answer_of
 from pages import gemtext_page
 
@@ -249,6 +250,33 @@ def test_stats_are_counted_at_most_once_a_period(conn: sqlite3.Connection) -> No
     assert "pages      26 " in text(answer_of(capsule, url))
     now[0] += 0.001
     assert "pages      27 " in text(answer_of(capsule, url))
+
+
+class CountingReads(Reads):
+    """The real reads, counting the reads run."""
+
+    runs = 0
+
+    async def run(self, read: Any) -> Any:
+        self.runs += 1
+        return await super().run(read)
+
+
+async def test_stats_are_counted_once_for_requests_at_once(conn: sqlite3.Connection) -> None:
+    reads = CountingReads.of(str(db_path_of(conn)), limit=SEARCH_READS, wait=SEARCH_WAIT)
+    capsule = SearchCapsule(reads)
+    url = parse_request(b"gemini://search.test/stats\r\n")
+    answers: list[Resolution] = []
+
+    async def ask_stats() -> None:
+        answers.append(await capsule.stats(url))
+
+    async with trio.open_nursery() as nursery:
+        for _ in range(8):
+            nursery.start_soon(ask_stats)
+    assert reads.runs == 1
+    assert len(answers) == 8
+    assert all("pages      26 " in text(answer) for answer in answers)
 
 
 def test_about_names_the_token_and_virtual_agent_from_the_database(

@@ -3,6 +3,7 @@ systemd unit is valid and hardened (systemd's own verifier and exposure score)."
 
 from __future__ import annotations
 
+import re
 import shutil
 import subprocess
 import sys
@@ -10,6 +11,8 @@ from pathlib import Path
 
 import pytest
 
+from geminibot.gemini.server import MAX_OPEN
+from geminibot.portal.limits import DESCRIPTOR_RESERVE
 from geminibot.service.config import default_config, read_file
 
 DEPLOY = Path(__file__).resolve().parents[2] / "deploy"
@@ -48,3 +51,12 @@ def test_the_systemd_unit_is_valid_and_hardened(tmp_path: Path) -> None:
         check=False,
     )
     assert security.returncode == 0, security.stdout[-2000:]
+
+
+def test_the_descriptor_limit_is_what_the_servers_need() -> None:
+    # the search capsule's connections, its database's and index's files, and a margin
+    need = MAX_OPEN + DESCRIPTOR_RESERVE
+    unit = re.search(r"^LimitNOFILE=(\d+)$", (DEPLOY / "geminibot.service").read_text(), re.M)
+    assert unit is not None and int(unit.group(1)) > need
+    run = re.search(r"--ulimit nofile=(\d+):(\d+)", (DEPLOY / "Containerfile").read_text())
+    assert run is not None and min(int(run.group(1)), int(run.group(2))) > need

@@ -7,8 +7,10 @@ from __future__ import annotations
 
 import os
 import signal
+import socket
 import subprocess
 import tomllib
+import urllib.error
 import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
@@ -179,3 +181,26 @@ def test_background_nice_is_taken_at_both_ends() -> None:
         niceness = {c.name: c.nice for c in components(settings)}
         assert niceness["crawl"] == niceness["index"] == niceness["authority"] == nice
         assert niceness["search"] == 0
+
+
+def test_the_metrics_listener_answers_metrics_only_within_its_threads_and_time() -> None:
+    metrics = Metrics({}, lambda: {"pages": 3})
+    port = metrics.serve("127.0.0.1", 0, threads=2, timeout=0.5)
+    base = f"http://127.0.0.1:{port}"
+    scraped = urllib.request.urlopen(f"{base}/metrics", timeout=DEADLINE).read().decode()
+    assert "geminibot_pages 3.0" in scraped
+    for path in ("/", "/metrics/x", "/favicon.ico", "/../metrics"):
+        with pytest.raises(urllib.error.HTTPError) as refused:
+            urllib.request.urlopen(f"{base}{path}", timeout=DEADLINE)
+        assert refused.value.code == 404, path
+    # two clients that send nothing hold both threads; a third is closed at once, and the
+    # two are closed when their time is up: then a scrape is answered again
+    silent = [socket.create_connection(("127.0.0.1", port)) for _ in range(3)]
+    for sock in silent:
+        sock.settimeout(DEADLINE)
+    closed = [sock.recv(1) for sock in reversed(silent)]
+    for sock in silent:
+        sock.close()
+    assert closed == [b"", b"", b""]
+    again = urllib.request.urlopen(f"{base}/metrics", timeout=DEADLINE).read().decode()
+    assert "geminibot_pages 3.0" in again
