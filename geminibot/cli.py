@@ -76,8 +76,20 @@ def _index() -> Register:
     return cli.register
 
 
+def _census() -> Register:
+    from geminibot.census import cli
+
+    return cli.register
+
+
 def _why() -> Register:
     from geminibot.why import cli
+
+    return cli.register
+
+
+def _export() -> Register:
+    from geminibot.export import cli
 
     return cli.register
 
@@ -138,6 +150,7 @@ COMMANDS: tuple[Module, ...] = (
             ("stats", "what a crawl database holds"),
         ),
     ),
+    Module(_census, (("census", "figures of Geminispace as a crawl saw it"),)),
     Module(
         _compare,
         (("compare", "where a host's web and Gemini policies disagree, and for which bots"),),
@@ -153,7 +166,14 @@ COMMANDS: tuple[Module, ...] = (
     ),
     Module(
         _why,
-        (("why", "why a page is in a crawl's index or not, or what it knows of a host"),),
+        (
+            ("why", "why a page is in a crawl's index or not, or what it knows of a host"),
+            ("recheck", "fetch a page, or every page of a host, again soon, at the capsule's pace"),
+        ),
+    ),
+    Module(
+        _export,
+        (("export", "a crawl database as open data: Parquet files in Common Crawl's columns"),),
     ),
     Module(
         _feeds,

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from typing import ClassVar, Protocol
 
 from geminibot.crawl.page import Extracted, extract, extract_web
+from geminibot.gemini.client import TLSSeen
 from geminibot.gemini.urls import MAX_REQUEST_BYTES
 from geminibot.net.errors import FetchError
 from geminibot.net.redirects import RedirectRules, next_hop
@@ -47,13 +48,16 @@ class FetchResult:
     #: The body was cut at the fetcher's size limit (``error`` says so): a policy file is
     #: read in part, a page counts as a failed fetch.
     cut: bool = False
+    #: What the connection showed of its TLS and certificate (Gemini).
+    tls: TLSSeen | None = None
 
     def header(self, name: str) -> str | None:
         low = name.lower()
         return next((v for k, v in self.headers if k.lower() == low), None)
 
 
-#: ``fetch(url)``; for web URLs also ``fetch(url, method=..., headers=...)``.
+#: ``fetch(url, max_body=N)`` (``N``: the bytes of the body read at most, the rest cut
+#: off; None: the fetcher's own limit); for web URLs also ``method=`` and ``headers=``.
 Fetch = Callable[..., Awaitable[FetchResult]]
 Headers = tuple[tuple[str, str], ...]
 
@@ -65,10 +69,18 @@ class Adapter(Protocol):
     protocol: ClassVar[Scheme]
 
     async def send(
-        self, fetch: Fetch, url: str, *, method: str, headers: Headers, announce: Headers
+        self,
+        fetch: Fetch,
+        url: str,
+        *,
+        method: str,
+        headers: Headers,
+        announce: Headers,
+        max_body: int | None = None,
     ) -> FetchResult:
         """One request; ``announce`` is what the bot says about itself when the site
-        asks it to (robots2.txt ``announce: yes``), for protocols that carry headers."""
+        asks it to (robots2.txt ``announce: yes``), for protocols that carry headers;
+        ``max_body`` the bytes of the body read at most (None: the fetcher's limit)."""
         ...
 
     def slows_down(self, status: int | None) -> bool: ...
@@ -124,9 +136,16 @@ class GeminiAdapter(_Shared):
     protocol: ClassVar[Scheme] = "gemini"
 
     async def send(
-        self, fetch: Fetch, url: str, *, method: str, headers: Headers, announce: Headers
+        self,
+        fetch: Fetch,
+        url: str,
+        *,
+        method: str,
+        headers: Headers,
+        announce: Headers,
+        max_body: int | None = None,
     ) -> FetchResult:
-        return await fetch(url)
+        return await fetch(url, max_body=max_body)
 
     def slows_down(self, status: int | None) -> bool:
         return status == 44
@@ -145,11 +164,18 @@ class WebAdapter(_Shared):
     protocol: ClassVar[Scheme] = "http"
 
     async def send(
-        self, fetch: Fetch, url: str, *, method: str, headers: Headers, announce: Headers
+        self,
+        fetch: Fetch,
+        url: str,
+        *,
+        method: str,
+        headers: Headers,
+        announce: Headers,
+        max_body: int | None = None,
     ) -> FetchResult:
         given = {name.lower() for name, _ in headers}
         sent = headers + tuple(h for h in announce if h[0].lower() not in given)
-        return await fetch(url, method=method, headers=sent)
+        return await fetch(url, method=method, headers=sent, max_body=max_body)
 
     def slows_down(self, status: int | None) -> bool:
         return status in WEB_SLOW_DOWN

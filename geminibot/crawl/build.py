@@ -20,13 +20,15 @@ from geminibot.crawl.adapters import Fetch
 from geminibot.crawl.clock import Clock
 from geminibot.crawl.crawler import Crawler, CrawlParts
 from geminibot.crawl.downloader import Downloader
-from geminibot.crawl.policy_files import PolicyFiles
+from geminibot.crawl.policy_files import PolicyFiles, researcher_security_txt
 from geminibot.crawl.progress import Progress
 from geminibot.crawl.scheduler import Scheduler
 from geminibot.crawl.scope import CrawlScope
 from geminibot.crawl.settings import ROLE_CATEGORIES, CrawlOptions, new_lease
+from geminibot.crawl.tlsfacts import TLSRecorder
 from geminibot.crawl.visit import Archive, Visitor
 from geminibot.http.urls import DEFAULT_INFO_URL
+from geminibot.net.addresses import address_key
 from geminibot.net.connect import Resolver, is_loopback
 from geminibot.net.guard import IPNetwork
 from geminibot.policy.site_policy import Bot
@@ -62,11 +64,14 @@ def build_crawler(
     on_progress: Callable[[Progress], None] | None = None,
     address_of: Callable[[str], Awaitable[str]] | None = None,
     lease: str | None = None,
+    poll_due: float | None = None,
 ) -> Crawler:
     """The crawler ``options`` ask for on ``store``, on the crawl's ``clock``: fetching
     with ``fetch`` when given, else with the clients of ``network`` (which the crawl opens
     and closes); its hosts paced by server address (``address_of``; by default, with the
-    clients, the address ``network`` connects to; with a given fetch, the host itself)."""
+    clients, the address ``network`` connects to; with a given fetch, the host itself);
+    ``poll_due``: a continuous crawl's seconds between two looks for URLs come due during
+    a run (:attr:`Crawler.poll_due`)."""
     network = network if network is not None else Network()
     clients = None
     if fetch is None:
@@ -78,7 +83,8 @@ def build_crawler(
     scope = CrawlScope(options.allow_hosts, options.exclude, options.follow)
     role = options.role
     bot = Bot(options.agent, (role,), ROLE_CATEGORIES.get(role), options.strict, __version__)
-    downloader = Downloader(fetch, scheduler, store, clock, bot, lease, progress)
+    tls = TLSRecorder.trusting(store, options.trust_ca)
+    downloader = Downloader(fetch, scheduler, store, clock, bot, lease, progress, tls)
 
     def slowed() -> None:
         progress.slow_downs += 1
@@ -90,7 +96,13 @@ def build_crawler(
         scope=scope,
         downloader=downloader,
         visitor=Visitor(downloader, store, scope, bot, role, progress, archive),
-        policy_files=PolicyFiles(store, clock.now, downloader.policy_request, slowed),
+        policy_files=PolicyFiles(
+            store,
+            clock.now,
+            downloader.policy_request,
+            slowed,
+            researcher_security_txt(bot, clock.now) if role == "researcher" else None,
+        ),
     )
     return Crawler(
         store,
@@ -100,6 +112,7 @@ def build_crawler(
         on_progress=on_progress,
         address_of=address_of,
         clients=clients,
+        poll_due=poll_due,
     )
 
 
@@ -144,8 +157,10 @@ def lookup_address(
     """For the crawler: where a host key's requests go, ``address port N`` (the
     --connect-to rule applied, the name resolved through ``dns``, the cache the Gemini
     client shares, bounded by :data:`RESOLVE_TIMEOUT`), so that hosts on one server are
-    paced as one. A name that does not resolve is its own address (its requests will
-    fail on their own)."""
+    paced as one; an IPv6 address as its /64, as the portal and the servers count
+    clients (:func:`geminibot.net.addresses.address_key`: one machine or home usually
+    holds a whole /64). A name that does not resolve is its own address (its requests
+    will fail on their own)."""
     import trio
 
     from geminibot.net.dns import DnsCache
@@ -156,10 +171,10 @@ def lookup_address(
         url = parse_url(host_url(host))
         address, port = resolver.address(url.host, url.port)
         if resolver.loopback_only and not is_loopback(address):
-            return f"{address} port {port}"  # refused anyway: no lookup
+            return f"{address_key(address)} port {port}"  # refused anyway: no lookup
         with trio.move_on_after(RESOLVE_TIMEOUT):
             with contextlib.suppress(OSError):
                 address = await cache.resolve(address, port)
-        return f"{address} port {port}"
+        return f"{address_key(address)} port {port}"
 
     return lookup

@@ -13,7 +13,7 @@ import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from geminibot import defaults
 from geminibot.cliutil import (
@@ -45,6 +45,8 @@ from geminibot.policy.cli import agent_option
 from geminibot.store.database import Database, open_database
 from geminibot.store.traps import DEFAULT_MAX_DEPTH, MAX_URLS_PER_HOST, FrontierLimits
 from geminibot.urls import SCHEMES, normalise, parse_url
+
+_T = TypeVar("_T")
 
 if TYPE_CHECKING:
     from geminibot.crawl.clock import TrioWallClock
@@ -136,7 +138,8 @@ def register(commands: Any) -> None:
         choices=ROLES,
         default=defaults.CRAWL_ROLE,
         help="the Gemini virtual agent the crawler acts as, as in 'policy check --as': "
-        "indexer, archiver or researcher (default indexer)",
+        "indexer, archiver or researcher (default indexer); a researcher also reads "
+        "each capsule's /.well-known/security.txt (RFC 9116) when its policy allows",
     )
     crawl.add_argument(
         "--agent",
@@ -145,6 +148,17 @@ def register(commands: Any) -> None:
         help=f"product token (default {DEFAULT_AGENT})",
     )
     crawl.add_argument("--strict", action="store_true", help="strict virtual-agent mode")
+    crawl.add_argument(
+        "--trust-ca",
+        action="append",
+        default=[],
+        type=Path,
+        metavar="PEM",
+        help="also count certificates issued by the CAs in this PEM file as CA-issued in "
+        "the TLS facts the crawl keeps for 'geminibot census' (beside the system's CA "
+        "bundle; repeatable). Certificates are still pinned on first use, never refused "
+        "for their issuer",
+    )
     crawl.add_argument(
         "--max-pages",
         type=positive_int,
@@ -296,8 +310,23 @@ def _options(args: argparse.Namespace) -> tuple[list[str], CrawlOptions, Resolve
         max_hosts=args.max_hosts,
         follow=tuple(args.follow),
         refresh=args.refresh,
+        trust_ca=_trusted_cas(args.trust_ca),
     )
     return seeds, options, resolver
+
+
+def _trusted_cas(paths: list[Path]) -> tuple[Path, ...]:
+    """``--trust-ca`` files, each checked to hold at least one PEM certificate."""
+    from geminibot.gemini.certfacts import TrustStore
+
+    for path in paths:
+        try:
+            TrustStore.load((path,), system=False)
+        except OSError as exc:
+            raise CommandError(f"--trust-ca {path}: cannot read it ({exc.strerror})") from None
+        except ValueError:
+            raise CommandError(f"--trust-ca {path}: not a PEM certificate file") from None
+    return tuple(paths)
 
 
 def _warc_archive(args: argparse.Namespace, db: Path, run_id: str) -> WarcArchive:
@@ -403,18 +432,21 @@ async def _crawl_stoppable(args: argparse.Namespace, stopper: Stopper) -> int:
 async def _run_forever(args: argparse.Namespace, database: Database, stopper: Stopper) -> int:
     """Crawl runs one after the other, each when work is due (:mod:`.continuous`), until
     ``stopper`` stops them: exit 0."""
-    from geminibot.crawl.continuous import keep_going, next_due
+    from geminibot.crawl.continuous import any_due, keep_going, newest_url, next_due
 
     async def run_once(wall_clock: Callable[[], float]) -> None:
         seeds, options, resolver = _options(args)
         await _run(args, database, seeds, options, resolver, stopper, wall_clock)
         args.refresh = False  # --refresh: the first run only
 
-    def due(now: float) -> float | None:
-        if not database.shared:
-            return next_due(database, now)
-        with open_database(args.db) as fresh:  # (a connection idle for hours may be gone)
-            return next_due(fresh, now)
+    def reading(read: Callable[[Database, float], _T]) -> Callable[[float], _T]:
+        def on_store(now: float) -> _T:
+            if not database.shared:
+                return read(database, now)
+            with open_database(args.db) as fresh:  # (a connection idle for hours may be gone)
+                return read(fresh, now)
+
+        return on_store
 
     def on_sleep(seconds: float, when: float | None) -> None:
         what = "nothing due" if when is None else "the next URL is due"
@@ -425,19 +457,11 @@ async def _run_forever(args: argparse.Namespace, database: Database, stopper: St
             flush=True,
         )
 
-    def queued() -> int:
-        from geminibot.store import statements as q
+    def watching(since: float) -> Callable[[float], bool]:
+        newest = reading(newest_url)(since)  # (a URL queued after it: a /submit)
+        return reading(lambda db, now: any_due(db, now, newest))
 
-        def count(db: Database) -> int:
-            row = db.run(q.COUNT_QUEUED).fetchone()
-            return int(row[0]) if row else 0
-
-        if not database.shared:
-            return count(database)
-        with open_database(args.db) as fresh:
-            return count(fresh)
-
-    await keep_going(run_once, due, stopper, on_sleep, queued)
+    await keep_going(run_once, reading(next_due), stopper, on_sleep, watching)
     return EXIT_OK
 
 
@@ -471,6 +495,7 @@ async def _run_on(
     from geminibot.crawl.build import Network, build_crawler
     from geminibot.crawl.display import Display
     from geminibot.crawl.runrecord import record_run
+    from geminibot.store.recheck import DUE_POLL
 
     try:
         check_settings(store, options)
@@ -493,6 +518,7 @@ async def _run_on(
         archive=archive,
         on_progress=display,
         lease=lease,
+        poll_due=DUE_POLL if args.forever else None,
     )
     try:
         crawler.seed(seeds)

@@ -9,10 +9,12 @@ URLs still queued (their host skipped for now) the host's back-off (``hosts.not_
 or its cached policy files' expiry (``robots.expires_at``, a robots.txt's 24 hours; a
 visit window or an unreachable host is looked at again after :data:`QUEUED_RECHECK`).
 The loop sleeps until then, at least :data:`MIN_PAUSE` and at most :data:`MAX_SLEEP` (so
-that URLs queued by others, on a shared PostgreSQL store, are taken within that time);
-told how many URLs are queued (``queued``), it looks every :data:`QUEUE_POLL` seconds of
-its sleep and wakes when more are than when it fell asleep: a URL submitted to the search
-capsule (``/submit``) is taken within that time.
+that URLs queued by others, on a shared PostgreSQL store, are taken within that time),
+and looks every :data:`~geminibot.store.recheck.DUE_POLL` seconds whether a URL has
+become due meanwhile (:func:`any_due`: made due by ``geminibot recheck`` or the search
+capsule's ``/submit``, or by a link to a page not found; or a URL new to the store queued
+since the sleep began, a ``/submit`` of a URL never met): it then runs at once. A run looks as often too (the crawler's
+``poll_due``), so a recheck is taken within that time whether the crawl runs or sleeps.
 
 :class:`Stopper` stops it: the run in progress (its requests in flight go back to the
 queue, as Ctrl-C does a single crawl) or the sleep. Every stop resumes: the store is the
@@ -28,6 +30,7 @@ from typing import TYPE_CHECKING, Any
 import trio
 
 from geminibot.crawl.clock import TrioWallClock
+from geminibot.store.recheck import DUE_POLL
 
 if TYPE_CHECKING:
     from geminibot.store.database import Database
@@ -37,9 +40,6 @@ if TYPE_CHECKING:
 MIN_PAUSE = 1.0
 #: Longest sleep between two runs (seconds).
 MAX_SLEEP = 3600.0
-#: Seconds between two looks at the queue during a sleep (a URL submitted meanwhile wakes
-#: the loop).
-QUEUE_POLL = 30.0
 #: When URLs are still queued after a run (their host skipped for now: a visit window,
 #: no answer), how soon they are tried again at the latest (seconds).
 QUEUED_RECHECK = 300.0
@@ -56,6 +56,23 @@ def next_due(database: Database, now: float) -> float | None:
         recheck = now + QUEUED_RECHECK
         due = recheck if due is None else min(due, recheck)
     return due
+
+
+def newest_url(database: Database, now: float) -> int:
+    """The highest id of the store's URLs (``now`` unused): a sleep's mark for
+    :func:`any_due`."""
+    from geminibot.store import statements as q
+
+    row = database.run(q.NEWEST_URL).fetchone()
+    return 0 if row is None or row[0] is None else int(row[0])
+
+
+def any_due(database: Database, now: float, newest: int | None = None) -> bool:
+    """Whether a finished URL is due at ``now``, or (``newest``: :func:`newest_url` when
+    the sleep began) a URL new to the store was queued since (a ``/submit``)."""
+    from geminibot.store import statements as q
+
+    return bool(database.run(q.ANY_DUE, now=now, newest=newest).fetchone()[0])
 
 
 def pause(now: float, due: float | None) -> float:
@@ -94,29 +111,26 @@ class Stopper:
                 self.stop()
                 return
 
-    async def sleep(self, seconds: float, queued: Callable[[], int] | None = None) -> None:
-        """Sleep ``seconds``, or until :meth:`stop`, or (``queued``: how many URLs are
-        queued, looked at every :data:`QUEUE_POLL` seconds) until more are queued than
-        when it began."""
+    async def sleep_unless(
+        self, seconds: float, woken: Callable[[], bool], every: float = DUE_POLL
+    ) -> None:
+        """Sleep ``seconds``, or until :meth:`stop`, or until ``woken()`` (asked every
+        ``every`` seconds) says there is work."""
+        clock = trio.current_time
+        end = clock() + seconds
+        while not self.stopped and clock() < end:
+            await self.sleep(min(every, end - clock()))
+            if not self.stopped and clock() < end and woken():
+                return
+
+    async def sleep(self, seconds: float) -> None:
+        """Sleep ``seconds``, or until :meth:`stop`."""
         if self.stopped:
             return
         with trio.CancelScope() as scope:
             self._sleep = scope
-            if queued is None:
-                await trio.sleep(seconds)
-            else:
-                await _sleep_watching(seconds, queued)
+            await trio.sleep(seconds)
         self._sleep = None
-
-
-async def _sleep_watching(seconds: float, queued: Callable[[], int]) -> None:
-    """Sleep ``seconds``, or until more URLs are queued than at the start."""
-    before = queued()
-    end = trio.current_time() + seconds
-    while (left := end - trio.current_time()) > 0:
-        await trio.sleep(min(QUEUE_POLL, left))
-        if queued() > before:
-            return
 
 
 async def keep_going(
@@ -124,15 +138,17 @@ async def keep_going(
     due: Callable[[float], float | None],
     stopper: Stopper,
     on_sleep: Callable[[float, float | None], None] | None = None,
-    queued: Callable[[], int] | None = None,
+    woken: Callable[[float], Callable[[float], bool]] | None = None,
 ) -> int:
     """Run ``run_once(wall_clock)`` (one crawl, its clock the loop's), then sleep until
     ``due(now)``, again and again until ``stopper`` stops it; returns the runs made.
+    ``woken(now)``, called as a sleep begins, gives the test asked every
+    :data:`~geminibot.store.recheck.DUE_POLL` seconds of it (``test(now)``): it ends the
+    sleep early when it says work is due (:func:`any_due`).
 
     The wall clock is the time at the start advanced by trio's clock (under trio's mock
     clock a test sleeps through days at once); ``on_sleep(seconds, due)`` is told of each
-    sleep; ``queued()``, how many URLs are queued, lets a sleep end early when more are
-    (:meth:`Stopper.sleep`)."""
+    sleep."""
     clock = TrioWallClock()
     clock.start()
     runs = 0
@@ -146,5 +162,13 @@ async def keep_going(
         seconds = pause(now, when)
         if on_sleep is not None:
             on_sleep(seconds, when)
-        await stopper.sleep(seconds, queued)
+        if woken is None:
+            await stopper.sleep(seconds)
+        else:
+            await stopper.sleep_unless(seconds, _asking(woken(now), clock.now))
     return runs
+
+
+def _asking(test: Callable[[float], bool], clock: Callable[[], float]) -> Callable[[], bool]:
+    """``test`` asked at ``clock``'s time."""
+    return lambda: test(clock())

@@ -86,8 +86,13 @@ class Crawler:
         on_progress: Callable[[Progress], None] | None = None,
         address_of: Callable[[str], Awaitable[str]] | None = None,
         clients: AbstractAsyncContextManager[object] | None = None,
+        poll_due: float | None = None,
     ) -> None:
         self.store = store
+        #: Seconds between two looks at the store for URLs that became due during the run
+        #: (a continuous crawl's: ``geminibot recheck``); None: the run takes only those due
+        #: at its start.
+        self.poll_due = poll_due
         self.options = options
         self.on_progress = on_progress
         #: Where a host key's requests go (``address port N``): hosts that share one are
@@ -116,6 +121,7 @@ class Crawler:
         self._queued = 0  # URLs queued, kept up to date in memory for the display
         self._pages_before = 0
         self._cancel: trio.CancelScope | None = None
+        self._due_added = False  # URLs came due during this round of workers
 
     def clock(self) -> float:
         """Wall-clock seconds (by default advanced by trio's clock once the crawl runs)."""
@@ -155,12 +161,9 @@ class Crawler:
                 self._cancel = nursery.cancel_scope
                 if self.on_progress is not None:
                     nursery.start_soon(self._report_progress, self.on_progress)
-                while not self._stopping and not self._limit_met():
-                    async with trio.open_nursery() as workers:
-                        for _ in range(self.options.concurrency):
-                            workers.start_soon(self._worker)
-                    if not await self._await_held_work():
-                        break
+                if self.poll_due is not None:
+                    nursery.start_soon(self._take_due, self.poll_due)
+                await self._rounds()
                 nursery.cancel_scope.cancel()
         for host in self._leased:
             self.store.release_host(host, self.lease)
@@ -175,6 +178,40 @@ class Crawler:
         self.progress.queued = self.store.queued()
         self.progress.hosts_seen = self.store.count_hosts()
         return self.progress
+
+    async def _rounds(self) -> None:
+        """The workers, until no host has work (here, elsewhere, or come due meanwhile
+        with ``poll_due``), a limit is met or the crawl is stopped."""
+        while not self._stopping and not self._limit_met():
+            self._due_added = False
+            async with trio.open_nursery() as workers:
+                for _ in range(self.options.concurrency):
+                    workers.start_soon(self._worker)
+            if self.poll_due is not None:
+                self._queue_due()  # (what came due as the last host ended)
+            if self._due_added:
+                continue
+            if not await self._await_held_work():
+                return
+
+    async def _take_due(self, every: float) -> None:
+        """Every ``every`` seconds, queue the URLs that became due during the run (made
+        due by ``geminibot recheck``, or their revisit time come) and hand their hosts to
+        the scheduler, which paces them as any."""
+        while not self._stopping:
+            await trio.sleep(every)
+            self._queue_due()
+
+    def _queue_due(self) -> None:
+        """Queue the URLs due now and give their hosts to the scheduler."""
+        if self._stopping:
+            return
+        woken = self.store.revisit_due(self.clock())
+        if woken:
+            self._due_added = True
+            self.progress.revisits += sum(woken.values())
+            self._queued += sum(woken.values())
+            self.scheduler.add_work(woken)
 
     async def _await_held_work(self) -> bool:
         """No host has work here: wait for work that other crawl processes sharing the

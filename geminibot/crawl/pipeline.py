@@ -1,8 +1,9 @@
 """What to commit for an answer: the crawl's item pipeline, as Scrapy has one (pure: no
 I/O, no clock; the store's answers and the time are passed in).
 
-For a page fetched, one small step each (:func:`page_item`): whether it is *gone* (51/52,
-404/410: out of the index), *unchanged* since the last visit (the same status, body and
+For a page fetched, one small step each (:func:`page_item`): whether it is *not found*
+(51, 404: asked again later, out of the index once it stays missing: :func:`not_found_item`),
+*gone* (52, 410: out of the index), *unchanged* since the last visit (the same status, body and
 canonical URL: only its fetch time is updated), a *duplicate* of a page with the same
 body (the URL with the smaller :func:`~geminibot.store.freshness.canonical_key` is the
 canonical one; the other becomes its alias, and its links are not followed), when it is
@@ -28,8 +29,11 @@ from geminibot.store.crawlstore import DecisionRecord, FetchedPage, FetchRecord,
 from geminibot.store.freshness import (
     Visit,
     canonical_key,
+    delisted,
     is_gone,
+    is_not_found,
     next_interval,
+    not_found_delay,
     retry_delay,
 )
 from geminibot.store.pages import Page
@@ -75,6 +79,8 @@ def page_item(
     """What to commit for a fetched page (``follow``: the links of it the crawl takes)."""
     page, links = answer.extracted.page, answer.extracted.links
     previous, original = answer.previous, answer.original
+    if is_not_found(answer.protocol, page.status):
+        return not_found_item(answer, now)
     gone = is_gone(answer.protocol, page.status)
     unchanged = (
         not gone
@@ -90,7 +96,7 @@ def page_item(
         else:
             page, links = replace(page, duplicate_of=original, links=()), ()
     feed = None if unchanged or gone else page_feed(page, answer.body, now)
-    was_feed = previous is not None and previous.feed
+    was_feed = previous is not None and bool(previous.feed)
     if feed is not None:
         links = tuple(dict.fromkeys((*links, *(entry.url for entry in feed.entries))))
     interval = next_interval(
@@ -110,12 +116,55 @@ def page_item(
         page,
         answer.role,
         () if unchanged or gone else follow(links),
-        revisit=None if gone else Revisit(now + interval, interval),
+        revisit=Revisit(None, previous.interval if previous else None)
+        if gone
+        else Revisit(now + interval, interval),
         unchanged=unchanged,
         gone=gone,
         demote=demote,
         feed=feed if answer.keeps_copies else None,
         was_feed=was_feed,
+    )
+
+
+def not_found_item(answer: PageAnswer, now: float) -> FetchedPage:
+    """What to commit for a "not found" answer (51, 404): the URL is asked again after
+    :func:`~geminibot.store.freshness.not_found_delay`; a page in the index keeps its last
+    live answer there until it has stayed missing
+    (:func:`~geminibot.store.freshness.delisted`), then the answer replaces it (out of
+    the index, gone at ``now``); a URL never live (a broken link) is stored as the answer
+    it gave, never counted gone."""
+    page, previous = answer.extracted.page, answer.previous
+    misses = (previous.misses if previous else 0) + 1
+    since = now if previous is None or previous.missing_since is None else previous.missing_since
+    live = (
+        previous is not None
+        and previous.status is not None
+        and previous.gone_at is None
+        and not is_not_found(answer.protocol, previous.status)
+        and not is_gone(answer.protocol, previous.status)
+    )
+    listed = live and not delisted(misses, since, now)
+    same = (
+        previous is not None
+        and previous.status == page.status
+        and previous.content_hash == page.content_hash
+    )
+    if previous is not None and previous.status is not None:
+        # (a page that stayed missing leaves the index now: it went away now)
+        gone_at = now if live else previous.gone_at
+        page = replace(page, changed_at=previous.changed_at, gone_at=gone_at)
+    delay = not_found_delay(misses)
+    return FetchedPage(
+        answer.decision,
+        answer.fetch,
+        page,
+        answer.role,
+        (),
+        revisit=Revisit(now + delay, previous.interval if previous else None),
+        unchanged=same and not live,
+        not_found=True,
+        listed=listed,
     )
 
 

@@ -25,7 +25,8 @@ class Progress:
     slow_downs: int = 0
     revisits: int = 0  # finished URLs queued again when the run started (due, or --refresh)
     unchanged: int = 0  # revisited pages found unchanged (not re-indexed)
-    gone: int = 0  # URLs that answered 51/52 (out of the index)
+    gone: int = 0  # URLs that answered 52/410 (out of the index)
+    not_found: int = 0  # URLs that answered 51/404 (asked again later)
     vanished: int = 0  # pages out of the index at the end: their host vanished (freshness)
     queued: int = 0
     hosts_active: int = 0
@@ -62,6 +63,7 @@ def summary(p: Progress, db: str, interrupted: bool, archive: WarcArchive | None
         "revisits": p.revisits,
         "unchanged": p.unchanged,
         "gone": p.gone,
+        "not_found": p.not_found,
         "vanished": p.vanished,
         "queued": p.queued,
         "hosts": p.hosts_seen,
@@ -92,7 +94,11 @@ def summary_lines(
             f"{counted(p.unchanged, 'page')} unchanged "
             "(not re-indexed)"
         )
-        lines.append(f"gone (51/52): {counted(p.gone, 'page')} out of the index")
+    if p.not_found or p.gone:
+        lines.append(
+            f"not found (51/404): {counted(p.not_found, 'URL')}, asked again later; "
+            f"gone (52/410): {counted(p.gone, 'URL')}"
+        )
     if p.vanished:
         lines.append(
             f"vanished hosts: {counted(p.vanished, 'page')} out of the index (no answer for "

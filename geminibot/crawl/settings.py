@@ -9,6 +9,7 @@ import os
 import socket
 import uuid
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from geminibot import defaults
@@ -50,6 +51,9 @@ class CrawlOptions:
     follow: tuple[Scheme, ...] = ()  # protocols followed beyond the seeds' own
     refresh: bool = False  # revisit every finished URL now, due or not
     max_hosts: int | None = None  # hosts worked on at once (None: every host with work)
+    #: PEM files of certificate authorities trusted beside the system's (--trust-ca), for
+    #: the certificate facts the crawl keeps (a crawl checks no certificate against CAs).
+    trust_ca: tuple[Path, ...] = ()
 
 
 class ConfigMismatch(Exception):

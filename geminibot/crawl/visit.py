@@ -204,8 +204,9 @@ class Visitor:
             self.archive.write(claim.url, response, record.started)
         woken = self.store.fetched(item)
         self.progress.pages += 1
-        self.progress.unchanged += item.unchanged
+        self.progress.unchanged += item.unchanged and not item.not_found
         self.progress.gone += item.gone
+        self.progress.not_found += item.not_found
         for host, urls in woken.items():
             self._woken[host] = self._woken.get(host, 0) + urls
 

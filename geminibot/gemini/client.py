@@ -91,6 +91,18 @@ class _Kept:
 
 
 @dataclass(frozen=True, slots=True)
+class TLSSeen:
+    """What one connection showed of its TLS: the protocol version and cipher suite as
+    OpenSSL names them (``TLSv1.3``, ``TLS_AES_256_GCM_SHA384``), the server's certificate
+    (DER) and its SHA-256 fingerprint (as :attr:`Response.certificate`)."""
+
+    version: str
+    cipher: str
+    der: bytes
+    fingerprint: str
+
+
+@dataclass(frozen=True, slots=True)
 class Response:
     """A Gemini response as the client returns it: header, body, the certificate seen and its
     trust, and the redirects followed to reach it."""
@@ -110,6 +122,8 @@ class Response:
     """The body ended without TLS close_notify: the server may have been cut off."""
     resumed: bool = False
     """The TLS handshake resumed an earlier session (a session ticket)."""
+    tls: TLSSeen | None = None
+    """The TLS version, cipher and certificate of the connection that gave this response."""
 
     @property
     def status(self) -> int:
@@ -295,10 +309,11 @@ class GeminiClient:
             body, truncated = await _read_body(conn, reader, limits.idle_timeout, cut)
             resumed = conn.session_reused
             self._after_handshake(session_key, kept, conn, resumed)
+            tls = TLSSeen(conn.tls.version() or "", conn.cipher_name(), der, seen)
         finally:
             if conn is not None:
                 conn.close()  # our close_notify, without waiting for the peer's
-        return Response(url, header, body, seen, trust, previous, followed, truncated, resumed)
+        return Response(url, header, body, seen, trust, previous, followed, truncated, resumed, tls)
 
     def _after_handshake(
         self, key: tuple[str, str, int, int], kept: _Kept | None, conn: TLSConnection, resumed: bool

@@ -243,6 +243,29 @@ def text_codec(charset: str | None) -> str:
     return info.name
 
 
+def decodes_as_declared(body: bytes, text: str, mime: MimeType | None) -> bool:
+    """Whether ``body`` decodes by the charset ``mime`` declares (UTF-8 when none):
+    False for a charset that names no text encoding, or bytes that are not in it.
+    ``text`` is :func:`decode_text`'s reading of ``body``: a body whose reading has no
+    replacement character is decoded again only when it has one (a scan, not a decode,
+    for most pages)."""
+    charset = mime.charset if mime is not None else None
+    codec = text_codec(charset)
+    if charset and codec == "utf-8":
+        try:
+            if codecs.lookup(charset).name != "utf-8":
+                return False  # a codec, but no text encoding
+        except (LookupError, ValueError):
+            return False  # no codec at all
+    if "\ufffd" not in text:
+        return True
+    try:
+        body.decode(codec)
+    except (UnicodeError, LookupError, ValueError):
+        return False
+    return True
+
+
 def _is_text_encoding(name: str) -> bool:
     """Whether codec ``name`` encodes text to bytes: ``str.encode`` takes only those and
     answers LookupError for the rest (``base64``, ``rot13``, ``zlib``...), even for "",

@@ -115,6 +115,11 @@ class TLSConnection:
         """The handshake resumed the session offered."""
         return bool(self.tls.session_reused)
 
+    def cipher_name(self) -> str:
+        """The cipher suite in use, as OpenSSL names it ("" before the handshake)."""
+        cipher = self.tls.cipher()
+        return "" if cipher is None else cipher[0]
+
     def peer_certificate(self) -> bytes | None:
         """The peer's certificate (DER), None if it sent none."""
         return self.tls.getpeercert(binary_form=True)

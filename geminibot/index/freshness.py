@@ -6,8 +6,10 @@
 - the share of them past their revisit time (``urls.next_visit``): a crawl that keeps up
   holds it near 0;
 - pages fetched, pages changed (a fetch found a status or body other than the last one)
-  and pages gone (51/52, 404/410, or their host vanished) in the last day
-  (``pages.changed_at``, ``pages.gone_at``);
+  and pages gone out of the index (52/410, not found for long enough, or their host
+  vanished) in the last day (``pages.changed_at``, ``pages.gone_at``), and the URLs that
+  began to answer "not found" (51/404) in the last day (``urls.missing_since``: a first
+  crawl's broken links are counted here, not as gone);
 - on SQLite, the index lag, given by the caller: pages fetched, changed or gone that the
   tantivy index does not hold yet; PostgreSQL's own index is written with each page, it
   never lags.
@@ -45,6 +47,9 @@ def freshness(conn: Any, now: float, lag: int | None = None) -> dict[str, Any]:
         int(conn.execute(f"SELECT count(*) FROM pages WHERE {column} >= {since!r}").fetchone()[0])
         for column in ("fetched_at", "changed_at", "gone_at")
     )
+    (not_found,) = conn.execute(
+        f"SELECT count(*) FROM urls WHERE state = 'not_found' AND missing_since >= {since!r}"
+    ).fetchone()
     return {
         "live_pages": live,
         "age_median_seconds": _age_at(conn, now, (live - 1) // 2) if live else None,
@@ -54,6 +59,7 @@ def freshness(conn: Any, now: float, lag: int | None = None) -> dict[str, Any]:
         "fetched_last_day": fetched,
         "changed_last_day": changed,
         "gone_last_day": gone,
+        "not_found_last_day": int(not_found),
         "index_lag": lag,
     }
 
@@ -71,6 +77,7 @@ def format_freshness(data: dict[str, Any]) -> list[str]:
         f"{hours(data['age_p90_seconds'])}",
         f"  past revisit time    {data['past_revisit']} ({100 * data['past_revisit_share']:.1f}%)",
         f"  fetched last 24 h    {data['fetched_last_day']}",
-        f"  changed last 24 h    {data['changed_last_day']}, gone: {data['gone_last_day']}",
+        f"  changed last 24 h    {data['changed_last_day']}, gone: {data['gone_last_day']},"
+        f" not found: {data['not_found_last_day']}",
         f"  index lag            {'-' if lag is None else counted(lag, 'change')}",
     ]

@@ -28,7 +28,7 @@ AGE_BUCKETS: tuple[tuple[str, float], ...] = (
 _POLICY_REFUSAL = f"NOT allowed AND reason NOT LIKE '{TRAP_REASON_PREFIX}%'"
 
 #: The states a URL of the frontier can be in (``stats --urls --status``).
-URL_STATES = ("queued", "leased", "done", "refused", "failed", "gone", "trapped")
+URL_STATES = ("queued", "leased", "done", "refused", "failed", "not_found", "gone", "trapped")
 
 
 @dataclass(frozen=True)
@@ -107,16 +107,6 @@ def list_urls(
         database.sql.once(sql), {**params, "limit": limit, "offset": offset}
     ).fetchall()
     return [ListedUrl(str(r[0]), str(r[1]), str(r[2]), r[3], r[4]) for r in rows]
-
-
-def host_filter(pattern: str | None, column: str) -> tuple[str, tuple[str, ...]]:
-    """SQL (`` AND ...``) and parameters keeping rows whose host key in ``column`` matches
-    the shell pattern ``pattern`` (the key itself, or the host name of a web origin, so
-    ``*.example.org`` covers both protocols); no condition when ``pattern`` is None."""
-    if pattern is None:
-        return "", ()
-    glob = pattern.strip().lower()
-    return f" AND ({column} GLOB ? OR {column} GLOB '*://' || ?)", (glob, glob)
 
 
 class Connection(Protocol):

@@ -37,14 +37,16 @@ import trio
 
 from geminibot.cliutil import say
 from geminibot.gemini.client import Response
-from geminibot.gemini.server import client_key
 from geminibot.gemini.status import Family
 from geminibot.gemini.urls import parse_url
+from geminibot.index.query import QueryError, parse_query
+from geminibot.net.addresses import address_key
 from geminibot.net.errors import BodyTooLarge, FetchError
 from geminibot.portal.cache import PageCache
 from geminibot.portal.limits import ClientBuckets
 from geminibot.portal.pages import COMMON_HEADERS, HTTPResponse, Pages
 from geminibot.portal.render import Strip, esc, notice
+from geminibot.portal.search import MAX_PAGE, find_page, results_html, search_form
 from geminibot.portal.upstream import WEB_CLIENT, Busy, NotReachable, Refused, Upstream
 from geminibot.portal.whatsnew import WhatsNew
 from geminibot.store.reads import ReadsBusy
@@ -128,11 +130,13 @@ class PortalApp:
     def checks(self, checks: CheckReads | None) -> None:
         self._checks = checks
         new = None if checks is None else WhatsNew(self.pages, checks.reads, self.wall_clock)
-        for path in ("/check", *WhatsNew.PATHS):
+        for path in ("/check", "/search", *WhatsNew.PATHS):
             if new is None:
                 self.routes.pop(path, None)
             elif path == "/check":
                 self.routes[path] = self._check
+            elif path == "/search":
+                self.routes[path] = self._search
             else:
                 self.routes[path] = partial(_whatsnew, new, path)
 
@@ -190,7 +194,7 @@ class PortalApp:
         query_bytes = bytes(scope.get("query_string") or b"")
         query = query_bytes.decode("latin-1") if query_bytes else None
         client = scope.get("client")
-        who = client_key(str(client[0])) if client else "?"
+        who = address_key(str(client[0])) if client else "?"
         wait = self.buckets.take(who, self.clock())
         if wait is not None:
             return self.pages.html(
@@ -287,6 +291,8 @@ class PortalApp:
             '<input id="url" name="url" type="url" placeholder="gemini://example.org/" '
             'required>\n<button type="submit">Go</button>\n</form>\n'
         )
+        if self.checks is not None:
+            body += "<p>Or search the pages the crawler has indexed:</p>\n" + search_form() + "\n"
         return self.pages.html(200, "geminibot portal", body + self._about_text())
 
     def _about_text(self) -> str:
@@ -337,6 +343,34 @@ class PortalApp:
             )
         body = "<h1>Check</h1>\n" + html_form(asked) + "\n" + html_fragment(answer, self.href)
         return self.pages.html(200, "Check", body)
+
+    async def _search(self, request: Request) -> HTTPResponse:
+        """``/search?q=QUERY&p=N``: the crawl database searched (:mod:`.search`)."""
+        params = parse_qs(request.query or "")
+        asked = params.get("q", [""])[0].strip()
+        page = params.get("p", ["1"])[0]
+        if not asked:
+            return self.pages.html(200, "Search", "<h1>Search</h1>\n" + search_form())
+        try:
+            number = int(page) if page.isdigit() else 0
+            if not 1 <= number <= MAX_PAGE:
+                raise QueryError(f"no page {page[:20]}: pages go from 1 to {MAX_PAGE}")
+            parse_query(asked)
+        except QueryError as exc:
+            body = search_form(asked) + notice("Cannot search for that", [esc(str(exc))])
+            return self.pages.html(400, "Cannot search for that", body)
+        assert self.checks is not None  # (routed only with them)
+        try:
+            found, more = await self.checks.reads.run(partial(find_page, asked, number))
+        except QueryError as exc:
+            body = search_form(asked) + notice("Cannot search for that", [esc(str(exc))])
+            return self.pages.html(400, "Cannot search for that", body)
+        except ReadsBusy as exc:
+            wait = f"Try again in {exc.retry_after} seconds."
+            body = search_form(asked) + notice("Please wait", [esc(str(exc)), wait])
+            return self.pages.html(503, "Please wait", body, retry_after=exc.retry_after)
+        body = results_html(asked, found, number, more, self.href)
+        return self.pages.html(200, f"Search: {asked}", body)
 
     # -- showing a page ----------------------------------------------------------------
 

@@ -16,13 +16,21 @@ Routes:
 - ``/``: the home page;
 - ``/search``: ``10`` asks for a query; ``/search?QUERY`` answers the first
   :data:`PAGE_SIZE` results (title, URL, host, snippet), ``/search/N?QUERY`` page ``N``
-  (at most :data:`MAX_PAGE`);
+  (at most :data:`MAX_PAGE`); the query may hold operators (``site:``, ``intitle:``,
+  ``mime:``, ``size:<10k``...: :mod:`geminibot.index.query`);
+- ``/v/search`` (``/v/search/N``): the same, verbose: under each result how its score is
+  made (text fields, link text, authority, stuffing penalty), when the page was fetched,
+  its type and size;
+- ``/lucky?QUERY``: ``30`` to the first result ("I'm feeling lucky"), ``51`` when there
+  is none; ``10`` asks for a query;
 - ``/backlinks``: ``10`` asks for a URL; ``/backlinks?URL`` lists the pages that link to
   it (at most :data:`MAX_BACKLINKS`);
 - ``/hosts`` (``/hosts/N``): the capsules the crawl knows and when each was last fetched,
   :data:`HOSTS_PER_PAGE` a page;
 - ``/stats``: what the index holds (``geminibot stats``), counted at most once every
   :data:`STATS_SECONDS`;
+- ``/census``: the crawl's census (``geminibot census --gemtext``), taken at most once
+  every :data:`CENSUS_SECONDS`;
 - ``/check``: ``10`` asks for a URL or a host; ``/check?URL`` says why that page is in the
   index or not, ``/check?HOST`` what the crawl knows of the capsule (:mod:`geminibot.why`);
 - ``/about``: how the crawler behaves and how to keep it out, from the crawler's own
@@ -40,7 +48,8 @@ with the reason, so that the user can correct it.
 
 Work is bounded per query and per client: a query over the query budget
 (:mod:`geminibot.index.query`: too many terms or prefixes, a prefix too short, a phrase
-too long) gets ``59`` with what to change, before any read; an accepted one costs
+too long) or with an operator written wrong (``size:10k``) gets ``59`` with what to
+change, before any read; an accepted one costs
 :func:`~geminibot.index.query.query_cost` units from its client's budget
 (:data:`CLIENT_BUDGET` units, refilled at :data:`CLIENT_BUDGET_PER_SECOND`; the client
 is the server's :data:`~geminibot.gemini.server.CURRENT_CLIENT`), and a client whose
@@ -63,6 +72,9 @@ from urllib.parse import quote, unquote_to_bytes
 import trio
 
 from geminibot import __version__
+from geminibot.census.figures import take_census
+from geminibot.census.history import agent_of, kept_censuses
+from geminibot.census.render import as_gemtext
 from geminibot.cliutil import counted, with_article
 from geminibot.crawl.politeness import MAX_RATE, MAX_WAIT, START_DELAY
 from geminibot.crawl.settings import ROLE_CATEGORIES, CrawlOptions
@@ -70,7 +82,7 @@ from geminibot.gemini.ratelimit import RateLimiter
 from geminibot.gemini.server import CURRENT_CLIENT, Resolution
 from geminibot.gemini.status import Status
 from geminibot.index import QueryError, SearchResult
-from geminibot.index.query import QueryTooCostly, parse_query, query_cost
+from geminibot.index.query import QueryMalformed, QueryTooCostly, parse_query, query_cost
 from geminibot.index.search import MAX_QUERY_LENGTH
 from geminibot.index.search_cli import search_function
 from geminibot.index.stats import format_stats, stats
@@ -106,6 +118,8 @@ MAX_TEXT = 300
 CAPSULE_HIGHLIGHT = ("⟦", "⟧")
 #: Seconds the /stats page is reused: counting a large database takes a while.
 STATS_SECONDS = 60.0
+#: Seconds the /census page is reused (a census reads every table).
+CENSUS_SECONDS = 600.0
 #: Reads of the crawl database at once for the capsule's pages (each on a worker thread
 #: with its own connection); ``/check`` has its own (:data:`~geminibot.why.reads.
 #: CHECK_READS`).
@@ -121,9 +135,12 @@ CLIENT_BUDGET = 120
 CLIENT_BUDGET_PER_SECOND = 10.0
 
 GEMTEXT = "text/gemini; charset=utf-8"
-SEARCH_PROMPT = 'Search for (words, "a phrase", word*, -word, a OR b, lang:de)'
+SEARCH_PROMPT = (
+    'Search for (words, "a phrase", word*, -word, a OR b, site:, intitle:, mime:, size:<10k,'
+    " lang:de; see /about)"
+)
 BACKLINKS_PROMPT = "URL of the page (who links to it?)"
-_PAGED = re.compile(r"/(search|hosts)/([1-9][0-9]{0,5})")
+_PAGED = re.compile(r"/(search|v/search|hosts)/([1-9][0-9]{0,5})")
 _SPACES = re.compile(r"[\s\x00-\x1f\x7f]+")
 
 
@@ -136,18 +153,22 @@ class SearchFunction(Protocol):
     (:func:`geminibot.index.search`, :func:`geminibot.index.pg_search.search`)."""
 
     def __call__(
-        self, conn: Any, query: str, limit: int, *, offset: int = ...
+        self, conn: Any, query: str, limit: int, *, offset: int = ..., explain: bool = ...
     ) -> list[SearchResult]: ...
 
 
 def run_search(
-    find: SearchFunction, conn: Any, query: str, page: int
+    find: SearchFunction, conn: Any, query: str, page: int, *, explain: bool = False
 ) -> tuple[list[SearchResult], bool]:
     """Page ``page`` of the results for ``query`` and whether there are more: the one place
     the capsule calls the index's search. Only that page is asked for (and one result past
     it, to know whether a next page exists): the results before it are neither read back
-    from the store nor given snippets."""
-    results = find(conn, query, PAGE_SIZE + 1, offset=(page - 1) * PAGE_SIZE)
+    from the store nor given snippets. ``explain``: with their score's parts."""
+    offset = (page - 1) * PAGE_SIZE
+    if explain:
+        results = find(conn, query, PAGE_SIZE + 1, offset=offset, explain=True)
+    else:  # (a search function may know no explain)
+        results = find(conn, query, PAGE_SIZE + 1, offset=offset)
     return results[:PAGE_SIZE], len(results) > PAGE_SIZE
 
 
@@ -212,14 +233,17 @@ class SearchCapsule:
         self.checks = checks  # /check's reads, off the event loop (None: no /check)
         self.pick = pick  # a random integer in a range, both ends included (/random)
         self.submissions = submissions  # /submit (None: 51)
-        self._stats: tuple[float, Resolution] | None = None  # (counted at, page)
-        self._counting: trio.Event | None = None  # /stats being counted now: set when done
+        self._stats = _Periodic(STATS_SECONDS, self.clock)  # /stats
+        self._census = _Periodic(CENSUS_SECONDS, self.clock)  # /census
         self._routes: dict[str, Callable[[URL], Resolution | Awaitable[Resolution]]] = {
             "/": self.home,
             "/search": lambda url: self.search(url, 1),
+            "/v/search": lambda url: self.search(url, 1, verbose=True),
+            "/lucky": lambda url: self.search(url, 1, lucky=True),
             "/backlinks": self.backlinks,
             "/hosts": lambda url: self.hosts(1),
             "/stats": self.stats,
+            "/census": self.census,
             "/about": self.about,
             "/check": self.check,
             "/feeds": lambda url: self._read(lambda db: page(whatsnew.feeds_page(db))),
@@ -254,8 +278,8 @@ class SearchCapsule:
             paged = _PAGED.fullmatch(url.path)
             if paged is not None:
                 number = int(paged.group(2))
-                if paged.group(1) == "search" and number <= MAX_PAGE:
-                    return self.search(url, number)
+                if paged.group(1).endswith("search") and number <= MAX_PAGE:
+                    return self.search(url, number, verbose=paged.group(1) == "v/search")
                 if paged.group(1) == "hosts":
                     return self.hosts(number)
             return Resolution(Status.NOT_FOUND, "Not found")
@@ -270,9 +294,12 @@ class SearchCapsule:
                 "Full-text search over the pages a polite crawler has indexed.",
                 "",
                 "=> /search Search",
+                "=> /v/search Search, showing why each result ranks where it does",
+                "=> /lucky I'm feeling lucky: straight to the first result",
                 "=> /backlinks Who links to a page",
                 "=> /hosts Known capsules",
                 "=> /stats What the index holds",
+                "=> /census Geminispace in figures: the crawl's census",
                 "=> /new What is new: the entries of the feeds of the past week",
                 "=> /feeds Known feeds",
                 "=> /newest New capsules",
@@ -291,14 +318,18 @@ class SearchCapsule:
         except ReadsBusy as exc:
             return Resolution(Status.SLOW_DOWN, str(exc.retry_after))
 
-    def search(self, url: URL, number: int) -> Resolution | Awaitable[Resolution]:
+    def search(
+        self, url: URL, number: int, *, verbose: bool = False, lucky: bool = False
+    ) -> Resolution | Awaitable[Resolution]:
         query = decoded_query(url)
         if query is None:
             return Resolution(Status.INPUT, SEARCH_PROMPT)
         slow = self._spend(query)
         if slow is not None:
             return slow
-        return self._read(partial(self._results, query, number))
+        if lucky:
+            return self._read(partial(self._lucky, query))
+        return self._read(partial(self._results, query, number, verbose))
 
     def _spend(self, query: str) -> Resolution | None:
         """Take ``query``'s cost from its client's budget: a ``44`` when the client has
@@ -310,6 +341,8 @@ class SearchCapsule:
             cost = query_cost(parse_query(query))
         except QueryTooCostly as exc:
             raise BadInput(f"Query too costly: {one_line(str(exc), 200)}") from None
+        except QueryMalformed as exc:
+            raise BadInput(f"Malformed query: {one_line(str(exc), 200)}") from None
         except QueryError:  # asked again by _results, with the reason
             cost = 1
         wait = self.budget.take(CURRENT_CLIENT.get(), self.clock(), cost)
@@ -317,10 +350,21 @@ class SearchCapsule:
             return Resolution(Status.SLOW_DOWN, str(max(1, math.ceil(wait))))
         return None
 
-    def _results(self, query: str, number: int, database: Database) -> Resolution:
+    def _lucky(self, query: str, database: Database) -> Resolution:
+        """``30`` to the first result for ``query``, ``51`` when there is none."""
         find = self.find or search_function(database)
         try:
-            results, more = run_search(find, database.connection, query, number)
+            results, _ = run_search(find, database.connection, query, 1)
+        except QueryError as exc:
+            return Resolution(Status.INPUT, f"{one_line(str(exc), 200)}. {SEARCH_PROMPT}")
+        if not results:
+            return Resolution(Status.NOT_FOUND, f"No results for {one_line(query, 100)}")
+        return Resolution(Status.REDIRECT_TEMPORARY, results[0].url)
+
+    def _results(self, query: str, number: int, verbose: bool, database: Database) -> Resolution:
+        find = self.find or search_function(database)
+        try:
+            results, more = run_search(find, database.connection, query, number, explain=verbose)
         except QueryError as exc:
             return Resolution(Status.INPUT, f"{one_line(str(exc), 200)}. {SEARCH_PROMPT}")
         encoded = quote(query, safe="")
@@ -336,14 +380,21 @@ class SearchCapsule:
             lines += [
                 f"=> {result.url} {one_line(result.title) or result.url}"
                 + result.language_note(self.reader),
-                f"{_host(result.url)} · {_snippet(result.snippet)}",
-                "",
+                f"{_host(result.url)} · "
+                + ("" if (result.mime or "text/").startswith("text/") else f"{result.kind()} · ")
+                + _snippet(result.snippet),
             ]
+            if verbose:
+                lines.append(" · ".join([*result.explanation(), result.kind()]))
+            lines.append("")
+        route = "/v/search" if verbose else "/search"
         if more and number < MAX_PAGE:
-            lines.append(f"=> /search/{number + 1}?{encoded} Next page")
+            lines.append(f"=> {route}/{number + 1}?{encoded} Next page")
         if number > 1:
-            lines.append(f"=> /search/{number - 1}?{encoded} Previous page")
-        lines += ["=> /search New search", "=> / Home"]
+            lines.append(f"=> {route}/{number - 1}?{encoded} Previous page")
+        other = "/search" if verbose else "/v/search"
+        lines.append(f"=> {other}?{encoded} " + ("Plain" if verbose else "Why each ranks there"))
+        lines += [f"=> {route} New search", "=> / Home"]
         return page(lines)
 
     def backlinks(self, url: URL) -> Resolution | Awaitable[Resolution]:
@@ -453,20 +504,14 @@ class SearchCapsule:
     async def stats(self, _url: URL) -> Resolution:
         """The figures counted at most once a :data:`STATS_SECONDS`, and once for all the
         requests that come while they are counted."""
-        if self._counting is not None:
-            await self._counting.wait()
-        now = self.clock()
-        if self._stats is not None and now - self._stats[0] < STATS_SECONDS:
-            return self._stats[1]
-        self._counting = counting = trio.Event()
-        try:
-            counted = await self._read(partial(_count, at=self.wall_clock()))
-            if counted.status == Status.SUCCESS:
-                self._stats = (now, counted)
-            return counted
-        finally:
-            self._counting = None
-            counting.set()
+        return await self._stats.get(lambda: self._read(partial(_count, at=self.wall_clock())))
+
+    async def census(self, _url: URL) -> Resolution:
+        """The census taken at most once a :data:`CENSUS_SECONDS`, and once for all the
+        requests that come while it is taken."""
+        return await self._census.get(
+            lambda: self._read(partial(_take_census, at=self.wall_clock()))
+        )
 
     def about(self, _url: URL) -> Awaitable[Resolution]:
         return self._read(_about)
@@ -487,6 +532,42 @@ def _count(database: Database, at: float) -> Resolution:
     )
 
 
+class _Periodic:
+    """A page read at most once every ``seconds`` (on ``clock``), and once for all the
+    requests that come while it is read; a failed read (``44``) is not kept."""
+
+    def __init__(self, seconds: float, clock: Callable[[], float]) -> None:
+        self.seconds = seconds
+        self.clock = clock
+        self._kept: tuple[float, Resolution] | None = None  # (read at, page)
+        self._reading: trio.Event | None = None  # being read now: set when done
+
+    async def get(self, read: Callable[[], Awaitable[Resolution]]) -> Resolution:
+        if self._reading is not None:
+            await self._reading.wait()
+        now = self.clock()
+        if self._kept is not None and now - self._kept[0] < self.seconds:
+            return self._kept[1]
+        self._reading = reading = trio.Event()
+        try:
+            answer = await read()
+            if answer.status == Status.SUCCESS:
+                self._kept = (now, answer)
+            return answer
+        finally:
+            self._reading = None
+            reading.set()
+
+
+def _take_census(database: Database, at: float) -> Resolution:
+    """/census: the crawl's census (``geminibot census --gemtext``) taken at ``at``."""
+    previous = kept_censuses(database, 1)
+    census = take_census(
+        database, at, agent=agent_of(database), previous=previous[-1] if previous else None
+    )
+    return page([*as_gemtext(census).splitlines(), "", "=> / Home"])
+
+
 def _about(database: Database) -> Resolution:
     """/about, from the crawler's defaults and the database's settings."""
     defaults = CrawlOptions()
@@ -496,6 +577,8 @@ def _about(database: Database) -> Resolution:
     trap = FrontierLimits()
     lines = [
         "# About this search capsule and its crawler",
+        "",
+        *SEARCH_HELP,
         "",
         f"The pages here were crawled by geminibot {__version__}, as the product token "
         f'"{agent}" acting as the Gemini virtual agent "{role}". Before any other '
@@ -558,6 +641,21 @@ def _about(database: Database) -> Resolution:
         "=> / Home",
     ]
     return page(lines)
+
+
+#: How to search, on /about (docs/search.md, "Query operators").
+SEARCH_HELP = (
+    "## Searching",
+    "",
+    'Every word is required; "a phrase", prefix*, -excluded, a OR b. Operators narrow '
+    "a search, and alone list the pages in their scope:",
+    "* site:example.org, site:*.example.org (its subdomains), -site:example.org",
+    '* intitle:word, intitle:"a phrase"; inurl:word',
+    "* mime:image, mime:text/gemini, filetype:pdf (the type of an extension); -mime:",
+    "* size:<10k, size:>1m (bytes; k = 1024)",
+    "* lang:de (an ISO 639-1 code)",
+    "A malformed operator is answered with the right form.",
+)
 
 
 def _snippet(snippet: str) -> str:

@@ -11,8 +11,8 @@ anything else) answers a page saying what will happen, in ``why``'s words
 - refused when the client has submitted :data:`PER_CLIENT` URLs in the last
   :data:`WINDOW` seconds, or all clients :data:`IN_ALL` (the queue of submissions is
   bounded);
-- otherwise queued (:func:`geminibot.store.submissions.submit`): the crawl fetches it
-  soon, as any queued URL, through its address guard, the capsule's policy (read again
+- otherwise made due now if the crawl knows it (the store's ``recheck``), or queued
+  (:func:`geminibot.store.submissions.submit`): the crawl fetches it soon, as any queued URL, through its address guard, the capsule's policy (read again
   if it is old) and the capsule's pace.
 
 The client is the server's :data:`~geminibot.gemini.server.CURRENT_CLIENT`. The counts

@@ -48,7 +48,16 @@ STORE_TTL = 30.0
 #: Latency buckets of a search request (seconds): the target is 0.1 at the 95th percentile.
 SEARCH_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0)
 #: Fields of the crawl's run summary counted (``geminibot crawl --json``).
-CRAWL_COUNTS = ("pages", "requests", "errors", "refused", "revisits", "unchanged", "gone")
+CRAWL_COUNTS = (
+    "pages",
+    "requests",
+    "errors",
+    "refused",
+    "revisits",
+    "unchanged",
+    "not_found",
+    "gone",
+)
 #: Scrapes answered at once, each on a thread; a connection beyond them is closed at once.
 METRICS_THREADS = 4
 #: Seconds a scrape may take to send its request, and to read each part of the answer.
@@ -108,7 +117,8 @@ class _StoreCollector(Collector):
             ("past_revisit_share", "Share of live pages past their revisit time"),
             ("fetched_last_day", "Pages fetched in the last 24 hours"),
             ("changed_last_day", "Pages whose content changed in the last 24 hours"),
-            ("gone_last_day", "Pages gone (51/52, 404/410, host vanished) in the last 24 hours"),
+            ("gone_last_day", "Pages out of the index (gone, missing, host vanished), last 24 h"),
+            ("not_found_last_day", "URLs that began to answer not found (51/404), last 24 h"),
             ("index_lag", "Store changes the search index has not applied yet"),
             ("authority_age_seconds", "Time since link authority was last computed"),
         ):

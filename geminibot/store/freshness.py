@@ -14,8 +14,19 @@ The rules (docs/crawl.md, "Keeping the index fresh"):
   :data:`MAX_ATTEMPTS` attempts in a row; then it stays ``failed`` and is not retried
   (``crawl --refresh`` tries it once more). The attempts are the frontier's
   ``urls.attempts`` (:mod:`geminibot.store.frontier`): requests since the last answer.
-- A URL that answers "not found" or "gone" (Gemini ``51``/``52``, HTTP ``404``/``410``)
-  leaves the index and the frontier's live URLs: its state becomes ``gone``.
+- A URL that answers "gone" (Gemini ``52``, HTTP ``410``) leaves the index and the
+  frontier's live URLs: its state becomes ``gone``, and it is not asked again (but by
+  ``geminibot recheck``).
+- A URL that answers "not found" (Gemini ``51``, HTTP ``404``: it may come back) is
+  ``not_found``: asked again after :data:`NOT_FOUND_FIRST`, the interval doubling at each
+  not-found answer in a row (``urls.misses``, since ``urls.missing_since``) up to
+  :data:`NOT_FOUND_MAX`, for as long as it stays missing. A page that was in the index
+  stays there with its last answer until it has stayed missing: at its
+  :data:`NOT_FOUND_DELIST_MISSES`-th not-found answer in a row, and
+  :data:`NOT_FOUND_DELIST_AFTER` after the first (:func:`delisted`); then it leaves the
+  index. A link to it found again (on a page new or changed) makes it due at most
+  :data:`NOT_FOUND_FIRST` after its last answer. A first crawl's broken links are
+  ``not_found``, not ``gone``. Any other answer ends the run of misses.
 - A host *vanishes* when every request to it has gone unanswered (network, DNS, TLS: no
   status) for at least :data:`VANISHED_AFTER` and at least :data:`VANISHED_FAILURES`
   requests in a row (``hosts.failures``, since ``hosts.failing_since``; any answer ends
@@ -54,11 +65,25 @@ VANISHED_FAILURES = 5
 #: Days of the ``fetches`` and ``decisions`` logs kept; older rows are pruned when a crawl
 #: starts.
 LOG_RETENTION_DAYS = 30
-#: Statuses saying a URL no longer exists, per protocol.
+#: Statuses saying a URL is gone for good, per protocol.
 GONE_STATUSES: dict[Scheme, frozenset[int]] = {
-    "gemini": frozenset({51, 52}),
-    "http": frozenset({404, 410}),
+    "gemini": frozenset({52}),
+    "http": frozenset({410}),
 }
+#: Statuses saying a URL is not found (it may come back), per protocol.
+NOT_FOUND_STATUSES: dict[Scheme, frozenset[int]] = {
+    "gemini": frozenset({51}),
+    "http": frozenset({404}),
+}
+#: Interval before a URL that answered "not found" once is asked again.
+NOT_FOUND_FIRST = 1 * DAY
+#: Longest interval between two asks of a URL that stays not found.
+NOT_FOUND_MAX = 32 * DAY
+#: Not-found answers in a row after which a page leaves the index (and at least
+#: NOT_FOUND_DELIST_AFTER after the first).
+NOT_FOUND_DELIST_MISSES = 3
+#: Seconds from a page's first not-found answer in a row before it may leave the index.
+NOT_FOUND_DELIST_AFTER = 3 * DAY
 
 
 @dataclass(frozen=True)
@@ -72,6 +97,8 @@ class Visit:
     attempts: int  # requests since the last answer (urls.attempts): failures in a row
     changed_at: float | None = None  # when its page's content last changed (pages.changed_at)
     gone_at: float | None = None  # when its page went away (pages.gone_at; None: live)
+    misses: int = 0  # its not-found answers in a row (urls.misses)
+    missing_since: float | None = None  # the first of them (urls.missing_since)
     feed: bool = False  # it was read as a feed (a row in ``feeds``)
 
 
@@ -93,7 +120,26 @@ def retry_delay(attempts: int) -> float | None:
 
 
 def is_gone(protocol: Scheme, status: int | None) -> bool:
+    """Whether ``status`` says the URL is gone for good (52, 410)."""
     return status is not None and status in GONE_STATUSES[protocol]
+
+
+def is_not_found(protocol: Scheme, status: int | None) -> bool:
+    """Whether ``status`` says the URL is not found (51, 404)."""
+    return status is not None and status in NOT_FOUND_STATUSES[protocol]
+
+
+def not_found_delay(misses: int) -> float:
+    """Seconds before asking again a URL that has now answered "not found" ``misses``
+    times in a row: :data:`NOT_FOUND_FIRST`, doubled at each further one, at most
+    :data:`NOT_FOUND_MAX`."""
+    return min(NOT_FOUND_MAX, NOT_FOUND_FIRST * 2.0 ** max(0, min(misses, 64) - 1))
+
+
+def delisted(misses: int, since: float, now: float) -> bool:
+    """Whether a page not found ``misses`` times in a row, the first at ``since``, has
+    stayed missing long enough to leave the index at ``now``."""
+    return misses >= NOT_FOUND_DELIST_MISSES and now - since >= NOT_FOUND_DELIST_AFTER
 
 
 def canonical_key(url: str) -> tuple[int, str]:

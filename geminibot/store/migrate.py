@@ -36,9 +36,9 @@ _TABLES: tuple[tuple[str, str, str], ...] = (
         "urls",
         "SELECT id, url, host, path, has_query != 0, depth, parent,"
         " CASE state WHEN 'leased' THEN 'queued' ELSE state END, reason, NULL, updated_at,"
-        " attempts, next_visit, revisit_interval FROM urls ORDER BY id",
+        " attempts, next_visit, revisit_interval, misses, missing_since FROM urls ORDER BY id",
         "id, url, host, path, has_query, depth, parent, state, reason, lease, updated_at, attempts,"
-        " next_visit, revisit_interval",
+        " next_visit, revisit_interval, misses, missing_since",
     ),
     (
         "robots",
@@ -59,10 +59,24 @@ _TABLES: tuple[tuple[str, str, str], ...] = (
         "pages",
         "SELECT p.id, p.url, p.host, p.status, p.meta, p.mime, p.lang, p.size,"
         " p.content_hash, p.fetched_at, p.title, p.duplicate_of, p.redirect_to,"
-        " p.text_indexed != 0, p.changed_at, p.gone_at, f.headings, f.body FROM pages p"
-        " LEFT JOIN pages_fts f ON f.rowid = p.id ORDER BY p.id",
+        " p.text_indexed != 0, p.changed_at, p.gone_at, p.charset_ok != 0, f.headings,"
+        " f.body FROM pages p LEFT JOIN pages_fts f ON f.rowid = p.id ORDER BY p.id",
         "id, url, host, status, meta, mime, lang, size, content_hash, fetched_at, title,"
-        " duplicate_of, redirect_to, text_indexed, changed_at, gone_at, headings, body",
+        " duplicate_of, redirect_to, text_indexed, changed_at, gone_at, charset_ok, headings,"
+        " body",
+    ),
+    (
+        "tls_history",
+        "SELECT host, sha256, tls_version, cipher, first_seen, last_seen, spki_sha256,"
+        " subject, issuer, sans, trust, key_type, key_bits, not_before, not_after,"
+        " name_matches != 0, parsed != 0 FROM tls_history",
+        "host, sha256, tls_version, cipher, first_seen, last_seen, spki_sha256, subject,"
+        " issuer, sans, trust, key_type, key_bits, not_before, not_after, name_matches, parsed",
+    ),
+    (
+        "censuses",
+        "SELECT id, taken_at, figures FROM censuses ORDER BY id",
+        "id, taken_at, figures",
     ),
     (
         "pins",
@@ -75,7 +89,7 @@ _TABLES: tuple[tuple[str, str, str], ...] = (
         "page_id, position, target, label",
     ),
 )
-_IDENTITIES = ("urls", "decisions", "fetches", "pages")
+_IDENTITIES = ("urls", "decisions", "fetches", "pages", "censuses")
 
 
 def register(commands: Any) -> None:

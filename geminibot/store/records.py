@@ -99,12 +99,15 @@ class FetchedPage:
     ``role`` keeps pages) and its links to queue (url, depth, parent).
 
     ``unchanged``: the same status and body as last time: only its fetch time is updated
-    (nothing re-indexed, no links queued). ``gone``: it answered 51/52: out of the index
-    and of the host's live URLs. ``demote``: the canonical URL of the page's body until
-    now, which becomes an alias of this page (see ``canonical_key``). ``feed``: the page
-    read as a feed, written with it (:mod:`geminibot.store.feedstore`); ``was_feed``: the
-    URL was a feed at its last visit (fetched unchanged, the feed's fetch time moves;
-    changed and no longer a feed, or gone, its entries become history)."""
+    (nothing re-indexed, no links queued). ``gone``: it answered 52/410: out of the index
+    and of the host's live URLs. ``not_found``: it answered 51/404: its URL is
+    ``not_found``, asked again later; ``listed``: its last live answer stays in the index
+    (the page is not written; see :mod:`geminibot.store.freshness`). ``demote``: the
+    canonical URL of the page's body until now, which becomes an alias of this page (see
+    ``canonical_key``). ``feed``: the page read as a feed, written with it
+    (:mod:`geminibot.store.feedstore`); ``was_feed``: the URL was a feed at its last visit
+    (fetched unchanged, the feed's fetch time moves; changed and no longer a feed, or
+    written gone or not found, its entries become history)."""
 
     decision: DecisionRecord
     fetch: FetchRecord
@@ -114,6 +117,8 @@ class FetchedPage:
     revisit: Revisit | None = None
     unchanged: bool = False
     gone: bool = False
+    not_found: bool = False
+    listed: bool = False
     demote: str | None = None
     feed: FeedLike | None = None
     was_feed: bool = False
@@ -165,3 +170,47 @@ class Lease:
     process left it in, when the host changed hands (None: nothing to adopt)."""
 
     state: HostState | None
+
+
+@dataclass(frozen=True)
+class TLSRecord:
+    """A host's TLS version, cipher and certificate facts, seen at ``seen`` (a row of
+    ``tls_history``: a new one when any of them changes, else its ``last_seen`` moves)."""
+
+    host: str
+    tls_version: str
+    cipher: str
+    sha256: str
+    spki_sha256: str
+    subject: str
+    issuer: str
+    sans: tuple[str, ...]
+    trust: str
+    key_type: str
+    key_bits: int | None
+    not_before: float | None
+    not_after: float | None
+    name_matches: bool
+    parsed: bool
+    seen: float
+
+    def params(self) -> dict[str, object]:
+        """The parameters of :data:`~geminibot.store.statements.SAW_TLS`."""
+        return {
+            "host": self.host,
+            "sha256": self.sha256,
+            "tls_version": self.tls_version,
+            "cipher": self.cipher,
+            "seen": self.seen,
+            "spki_sha256": self.spki_sha256,
+            "subject": self.subject,
+            "issuer": self.issuer,
+            "sans": "\n".join(self.sans),
+            "trust": self.trust,
+            "key_type": self.key_type,
+            "key_bits": self.key_bits,
+            "not_before": self.not_before,
+            "not_after": self.not_after,
+            "name_matches": self.name_matches,
+            "parsed": self.parsed,
+        }

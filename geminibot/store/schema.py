@@ -122,11 +122,47 @@ def metadata(dialect: str) -> sa.MetaData:
         sa.Column("fingerprint", sa.Text, nullable=False),
         sa.Column("first_seen", Real, nullable=False),
     )
+    _census(meta)
     return meta
 
 
+def _census(meta: sa.MetaData) -> None:
+    """What a census reads beyond the crawl's own tables: each host's TLS and certificate
+    as history (a row per distinct version, cipher and certificate seen, from
+    ``first_seen`` to ``last_seen``), and each census taken (its figures as JSON)."""
+    sa.Table(
+        "tls_history",
+        meta,
+        sa.Column("host", sa.Text, primary_key=True),
+        sa.Column("sha256", sa.Text, primary_key=True),
+        sa.Column("tls_version", sa.Text, primary_key=True),
+        sa.Column("cipher", sa.Text, primary_key=True),
+        sa.Column("first_seen", Real, nullable=False),
+        sa.Column("last_seen", Real, nullable=False),
+        sa.Column("spki_sha256", sa.Text, nullable=False),
+        sa.Column("subject", sa.Text, nullable=False),
+        sa.Column("issuer", sa.Text, nullable=False),
+        sa.Column("sans", sa.Text, nullable=False),
+        sa.Column("trust", sa.Text, nullable=False),
+        sa.Column("key_type", sa.Text, nullable=False),
+        sa.Column("key_bits", sa.Integer),
+        sa.Column("not_before", Real),
+        sa.Column("not_after", Real),
+        sa.Column("name_matches", Flag, nullable=False),
+        sa.Column("parsed", Flag, nullable=False),
+    )
+    sa.Table(
+        "censuses",
+        meta,
+        _id(),
+        sa.Column("taken_at", Real, nullable=False),
+        sa.Column("figures", sa.Text, nullable=False),
+    )
+
+
 def _urls(meta: sa.MetaData, pg: bool) -> None:
-    """The frontier and visited set: one row per normalised URL ever seen."""
+    """The frontier and visited set: one row per normalised URL ever seen. ``misses``:
+    its "not found" answers in a row (51, 404), the first at ``missing_since``."""
     urls = sa.Table(
         "urls",
         meta,
@@ -144,6 +180,8 @@ def _urls(meta: sa.MetaData, pg: bool) -> None:
         sa.Column("attempts", sa.Integer, nullable=False, server_default=sa.text("0")),
         sa.Column("next_visit", Real),
         sa.Column("revisit_interval", Real),
+        sa.Column("misses", sa.Integer, nullable=False, server_default=sa.text("0")),
+        sa.Column("missing_since", Real),
     )
     sa.Index("urls_host_state", urls.c.host, urls.c.state, urls.c.id)
     sa.Index("urls_state", urls.c.state)
@@ -197,7 +235,9 @@ def _index(meta: sa.MetaData, pg: bool) -> None:
     A page's ``changed_at`` is when a fetch last found its content (status or body)
     different from the one before (NULL: never since its first fetch, or not known, in a
     row from before version 9); ``gone_at`` is when it went away (answered 51/52 or
-    404/410, or its host vanished), NULL while it is live."""
+    404/410, or its host vanished), NULL while it is live. ``charset_ok`` says whether a
+    text page's body decodes by its declared charset (NULL: not a text page, or not
+    known, in a row from before version 12)."""
     text_columns = (
         [
             sa.Column("headings", sa.Text),
@@ -226,6 +266,7 @@ def _index(meta: sa.MetaData, pg: bool) -> None:
         sa.Column("text_indexed", Flag, nullable=False, server_default=sa.false()),
         sa.Column("changed_at", Real),
         sa.Column("gone_at", Real),
+        sa.Column("charset_ok", Flag),
         *text_columns,
     )
     sa.Index("pages_hash", pages.c.content_hash)

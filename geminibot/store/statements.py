@@ -1,6 +1,9 @@
 """Every statement both crawl stores run, written once, and the engines they compile for.
 
-A statement is a SQLAlchemy Core text construct with named parameters (``:url``). Each
+A statement is a SQLAlchemy Core text construct with named parameters (``:url``), or,
+where the engines' SQL differs only in dialect (a list parameter, :class:`InList`; a
+row lock, ``FOR UPDATE SKIP LOCKED``, which SQLite, one writer, leaves out; a flag's
+literal), a Core expression on the schema's tables (:data:`TABLES`). Each
 engine compiles it once, on first use (:class:`Compiled`): SQLite to its ``:name``
 placeholders, psycopg to ``%(name)s`` (SQLAlchemy doubles a literal ``%`` there); the
 stores run the compiled text on their DBAPI connection with a dict of parameters, so the
@@ -10,18 +13,27 @@ hot path costs a dictionary lookup, not SQLAlchemy's execution machinery
 The statements use what both engines read alike: ``false``/``true`` (SQLite's since
 3.23), ``CASE`` for ``max``/``greatest``, ``ON CONFLICT`` upserts, ``RETURNING``. What
 truly differs lives in one module per engine, :mod:`geminibot.store.sqlite_sql` and
-:mod:`geminibot.store.pg_sql`, each an :class:`Engine`: the full-text index (FTS5 or the
-``tsvector`` columns), the batched link inserts and host leases of PostgreSQL.
+:mod:`geminibot.store.pg_sql`, each an :class:`Engine`: the full-text index (FTS5 rows or
+the ``tsvector`` columns); PostgreSQL's host leases are :mod:`geminibot.store.pgstore`'s.
 """
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
+from typing import Any
 
 import sqlalchemy as sa
+from sqlalchemy.ext.compiler import compiles
+from sqlalchemy.sql.compiler import SQLCompiler
+
+from geminibot.store.schema import metadata
+
+#: A statement: text with named parameters, or a Core expression on :data:`TABLES`.
+Statement = sa.ClauseElement
 
 
-class Compiled(dict[sa.TextClause, str]):
+class Compiled(dict[Statement, str]):
     """The statements compiled for one engine: ``compiled[STATEMENT]`` is its SQL text
     (parameters are passed as a dict), compiled on first use. (A dict: a statement is
     hashed by identity, and the lookup costs the hot path no Python call.)"""
@@ -30,7 +42,7 @@ class Compiled(dict[sa.TextClause, str]):
         super().__init__()
         self.dialect = dialect
 
-    def __missing__(self, statement: sa.TextClause) -> str:
+    def __missing__(self, statement: Statement) -> str:
         sql = self[statement] = str(statement.compile(dialect=self.dialect))
         return sql
 
@@ -50,6 +62,48 @@ class Engine:
     drop_text: sa.TextClause
     #: Clear every host's skip of the last run.
     clear_skips: sa.TextClause
+    #: The kept text of every page whose text is searchable, in row order: its URL,
+    #: host, title, headings and body.
+    page_text: sa.TextClause
+    #: Insert a page's row, its text in the columns of the engine's text index if it
+    #: keeps it there (``:headings``, ``:body``).
+    add_page: sa.TextClause
+    #: Put a page's text in the engine's text index, if it keeps it beside the row
+    #: (``:id``, ``:title``, ``:headings``, ``:body``, ``:url``).
+    add_text: tuple[sa.TextClause, ...] = ()
+
+
+#: The schema's tables (:mod:`geminibot.store.schema`), which the Core expressions below
+#: are written on; the runtime source of truth the migrations are checked against.
+TABLES = metadata("postgresql").tables
+_urls, _hosts = TABLES["urls"], TABLES["hosts"]
+
+
+class InList(sa.ColumnElement[Any]):
+    """``column`` is one of the list parameter ``name`` (a JSON array on SQLite, read with
+    ``json_each``; an array on PostgreSQL): a list of any length, one compiled text."""
+
+    inherit_cache = True
+
+    def __init__(self, column: sa.ColumnElement[Any], name: str) -> None:
+        self.column = column
+        self.name = name
+
+
+@compiles(InList, "sqlite")
+def _in_json(element: InList, compiler: SQLCompiler, **kw: Any) -> str:
+    column = compiler.process(element.column, **kw)
+    return f"{column} IN (SELECT value FROM json_each({compiler.process(sa.bindparam(element.name), **kw)}))"
+
+
+@compiles(InList, "postgresql")
+def _in_array(element: InList, compiler: SQLCompiler, **kw: Any) -> str:
+    column = compiler.process(element.column, **kw)
+    return f"{column} = ANY({compiler.process(sa.bindparam(element.name), **kw)})"
+
+
+def _const(sql: str) -> sa.ColumnElement[Any]:
+    return sa.literal_column(sql)
 
 
 # --- settings ---
@@ -68,11 +122,23 @@ SET_SETTING = sa.text(
 HOST_STATES = sa.text(
     "SELECT host, last_fetch_at, coalesce(last_duration, 0), not_before, slow_downs FROM hosts"
 )
+#: One host's politeness state (:class:`~geminibot.store.records.HostState`).
+HOST_STATE = sa.text(
+    "SELECT last_fetch_at, coalesce(last_duration, 0), not_before, slow_downs FROM hosts"
+    " WHERE host = :host"
+)
 #: Hosts with queued URLs, oldest work first, with how many each.
 HOSTS_WITH_WORK = sa.text(
     "SELECT host, count(*) FROM urls WHERE state = 'queued' GROUP BY host ORDER BY min(id)"
 )
 COUNT_PAGES = sa.text("SELECT count(*) FROM pages")
+COUNT_SEARCHABLE = sa.text("SELECT count(*) FROM pages WHERE text_indexed")
+COUNT_RANKED = sa.text("SELECT count(*) FROM authority")
+#: The hosts with URLs waiting for their first visit (queued or leased, never due again).
+COUNT_HOSTS_WAITING = sa.text(
+    "SELECT count(DISTINCT host) FROM urls"
+    " WHERE state IN ('queued', 'leased') AND next_visit IS NULL"
+)
 COUNT_HOSTS = sa.text("SELECT count(*) FROM hosts")
 SKIP_HOST = sa.text("UPDATE hosts SET skipped_reason = :reason WHERE host = :host")
 #: The host's row after a request: its politeness state and its unanswered requests in a
@@ -111,6 +177,19 @@ SET_PIN = sa.text(
     " first_seen = excluded.first_seen"
 )
 
+# --- TLS and certificates (tls_history) ---
+
+SAW_TLS = sa.text(
+    "INSERT INTO tls_history (host, sha256, tls_version, cipher, first_seen, last_seen,"
+    " spki_sha256, subject, issuer, sans, trust, key_type, key_bits, not_before, not_after,"
+    " name_matches, parsed) VALUES (:host, :sha256, :tls_version, :cipher, :seen, :seen,"
+    " :spki_sha256, :subject, :issuer, :sans, :trust, :key_type, :key_bits, :not_before,"
+    " :not_after, :name_matches, :parsed)"
+    " ON CONFLICT (host, sha256, tls_version, cipher) DO UPDATE SET last_seen ="
+    " CASE WHEN excluded.last_seen > tls_history.last_seen THEN excluded.last_seen"
+    " ELSE tls_history.last_seen END"
+)
+
 # --- the logs ---
 
 LOG_FETCH = sa.text(
@@ -138,10 +217,37 @@ MARK_SENT = sa.text(
     "UPDATE urls SET attempts = attempts + 1"
     " WHERE url = :url AND state = 'leased' AND lease = :lease"
 )
-#: A leased URL closed; only a failure keeps its attempts counted.
+#: A leased URL closed; only a failure keeps its attempts counted; a "not found" counts
+#: one miss more (since the first), a failure keeps them, any other answer ends them.
 FINISH = sa.text(
     "UPDATE urls SET state = :state, reason = :reason, lease = NULL, updated_at = :now,"
-    " attempts = CASE WHEN :failed THEN attempts ELSE 0 END WHERE url = :url"
+    " attempts = CASE WHEN :failed THEN attempts ELSE 0 END,"
+    " misses = CASE WHEN :not_found THEN misses + 1 WHEN :failed THEN misses ELSE 0 END,"
+    " missing_since = CASE WHEN :not_found THEN coalesce(missing_since, :now)"
+    " WHEN :failed THEN missing_since END"
+    " WHERE url = :url"
+)
+
+
+def finish_params(url: str, state: str, reason: str | None, now: float) -> dict[str, object]:
+    """The parameters of :data:`FINISH` closing ``url`` as ``state`` at ``now``."""
+    return {
+        "url": url,
+        "state": state,
+        "reason": reason,
+        "now": now,
+        "failed": state == "failed",
+        "not_found": state == "not_found",
+    }
+
+
+#: A link to a not-found URL found again: due at most ``:after`` seconds after its last
+#: answer (now, if that is past), unless it is due sooner already.
+LINKED_AGAIN = sa.text(
+    "UPDATE urls SET next_visit = CASE WHEN updated_at + :after > :now"
+    " THEN updated_at + :after ELSE :now END"
+    " WHERE url = :url AND state = 'not_found' AND (next_visit IS NULL OR next_visit >"
+    " CASE WHEN updated_at + :after > :now THEN updated_at + :after ELSE :now END)"
 )
 #: A leased URL given back to the queue; ``:sent`` (its request was sent): the attempt
 #: that request counted goes back with it.
@@ -154,6 +260,71 @@ RELEASE = sa.text(
 REQUEUE_CAPPED = sa.text(
     "UPDATE urls SET state = 'queued', reason = NULL, updated_at = :now WHERE url = :url"
 )
+#: A host's row, made when a URL of it is first met.
+ADD_HOST = sa.text(
+    "INSERT INTO hosts (host, first_seen) VALUES (:host, :now) ON CONFLICT (host) DO NOTHING"
+)
+#: The rows of the hosts ``:hosts``, locked in host order until the transaction ends
+#: (PostgreSQL: every transaction that adds URLs to a host holds its row; SQLite has one
+#: writer and no row locks): their live and deep URLs.
+LOCK_HOSTS = (
+    sa.select(_hosts.c.host, _hosts.c.urls_total, _hosts.c.deep_urls)
+    .where(InList(_hosts.c.host, "hosts"))
+    .order_by(_hosts.c.host)
+    .with_for_update()
+)
+SET_HOST_COUNTS = sa.text(
+    "UPDATE hosts SET urls_total = :total, deep_urls = :deep WHERE host = :host"
+)
+#: The state and reason of those of the URLs ``:urls`` the frontier holds.
+URL_STATES = sa.select(_urls.c.url, _urls.c.state, _urls.c.reason).where(
+    InList(_urls.c.url, "urls")
+)
+ADD_URL = sa.text(
+    "INSERT INTO urls (url, host, path, has_query, depth, parent, state, reason, updated_at)"
+    " VALUES (:url, :host, :path, :has_query, :depth, :parent, :state, :reason, :now)"
+    " ON CONFLICT (url) DO NOTHING"
+)
+#: Query strings already on a (host, path), not trapped (read through the partial index
+#: ``urls_query_path``, whose condition each engine writes its own way).
+QUERIES_ON_PATH = sa.select(sa.func.count()).where(
+    _urls.c.host == sa.bindparam("host"),
+    _urls.c.path == sa.bindparam("path"),
+    _urls.c.has_query == sa.true(),
+    _urls.c.state != _const("'trapped'"),
+)
+#: A host's oldest queued URL, locked (one another process holds is passed over).
+CLAIM = (
+    sa.select(_urls.c.url, _urls.c.depth)
+    .where(_urls.c.host == sa.bindparam("host"), _urls.c.state == _const("'queued'"))
+    .order_by(_urls.c.id)
+    .limit(_const("1"))
+    .offset(_const("0"))
+    .with_for_update(skip_locked=True)
+)
+
+
+@functools.cache
+def give_up(scope: str) -> sa.TextClause:
+    """Record failed the leased URLs in ``scope`` (a condition on ``urls u``) whose
+    attempts reached ``:max``."""
+    return sa.text(
+        "UPDATE urls SET state = 'failed', lease = NULL, updated_at = :now, next_visit = NULL,"
+        " reason = 'given up: ' || attempts || ' attempts ended abnormally'"
+        f" WHERE url IN (SELECT url FROM urls u WHERE u.state = 'leased' AND {scope})"
+        " AND attempts >= :max"
+    )
+
+
+@functools.cache
+def requeue_leased(scope: str) -> sa.TextClause:
+    """Queue again the leased URLs in ``scope`` (a condition on ``urls u``)."""
+    return sa.text(
+        "UPDATE urls SET state = 'queued', lease = NULL"
+        f" WHERE url IN (SELECT url FROM urls u WHERE u.state = 'leased' AND {scope})"
+    )
+
+
 #: The paths a host's deep-URL count is taken from (its URLs not trapped).
 DEEP_PATHS = sa.text("SELECT path FROM urls WHERE host = :host AND state != 'trapped'")
 
@@ -164,27 +335,43 @@ SCHEDULE = sa.text(
 )
 PREVIOUS = sa.text(
     "SELECT p.status, p.content_hash, p.duplicate_of, u.revisit_interval, u.attempts,"
-    " p.changed_at, p.gone_at, EXISTS (SELECT 1 FROM feeds f WHERE f.url = u.url)"
+    " p.changed_at, p.gone_at, u.misses, u.missing_since,"
+    " EXISTS (SELECT 1 FROM feeds f WHERE f.url = u.url)"
     " FROM urls u LEFT JOIN pages p ON p.url = u.url WHERE u.url = :url"
 )
+#: The states of a URL whose visit is over: asked again when its ``next_visit`` comes
+#: (a ``gone`` URL's is NULL, but after ``geminibot recheck``).
+FINISHED_STATES = ("done", "refused", "failed", "not_found", "gone")
+FINISHED = "(" + ", ".join(f"'{state}'" for state in FINISHED_STATES) + ")"
+#: The finished URLs due at ``:now`` queued again.
 REVISIT_DUE = sa.text(
     "UPDATE urls SET state = 'queued', lease = NULL"
-    " WHERE state IN ('done', 'refused', 'failed') AND next_visit <= :now"
+    f" WHERE state IN {FINISHED} AND next_visit <= :now"
 )
+#: The hosts of the finished URLs due at ``:now``, with how many each.
+DUE_HOSTS = sa.text(
+    f"SELECT host, count(*) FROM urls WHERE state IN {FINISHED} AND next_visit <= :now"
+    " GROUP BY host"
+)
+#: ``crawl --refresh``: every finished URL queued again, but those gone.
 REVISIT_ALL = sa.text(
-    "UPDATE urls SET state = 'queued', lease = NULL WHERE state IN ('done', 'refused', 'failed')"
+    "UPDATE urls SET state = 'queued', lease = NULL"
+    " WHERE state IN ('done', 'refused', 'failed', 'not_found')"
 )
+#: Whether a finished URL is due at ``:now``, or a URL newer than ``:newest`` (an id;
+#: NULL: none) is queued (a continuous crawl looks every DUE_POLL).
+ANY_DUE = sa.text(
+    f"SELECT EXISTS (SELECT 1 FROM urls WHERE next_visit <= :now AND state IN {FINISHED})"
+    " OR EXISTS (SELECT 1 FROM urls WHERE id > :newest AND state = 'queued')"
+)
+#: The highest id of the URLs (a continuous crawl's mark as it falls asleep).
+NEWEST_URL = sa.text("SELECT max(id) FROM urls")
 #: The aliases of a canonical URL queued again now (their body is no longer its body);
 #: their hosts, one per URL.
 REQUEUE_ALIASES = sa.text(
     "UPDATE urls SET state = 'queued', lease = NULL, next_visit = NULL"
     " WHERE state IN ('done', 'refused', 'failed')"
     " AND url IN (SELECT url FROM pages WHERE duplicate_of = :url) RETURNING host"
-)
-#: A known, finished URL queued again now (a submission), its revisit time cleared.
-REQUEUE = sa.text(
-    "UPDATE urls SET state = 'queued', lease = NULL, next_visit = NULL, reason = NULL"
-    " WHERE url = :url AND state IN ('done', 'refused', 'failed', 'gone')"
 )
 #: The pages still in the search index (text, or a hash to be found by) of the hosts
 #: vanished at a time (:mod:`geminibot.store.freshness`): id and URL.
@@ -200,7 +387,7 @@ VANISHED_PAGES = sa.text(
 NEXT_DUE = sa.text(
     "SELECT min(due) FROM ("
     " SELECT min(next_visit) AS due FROM urls WHERE next_visit IS NOT NULL"
-    "  AND state IN ('done', 'refused', 'failed')"
+    f"  AND state IN {FINISHED}"
     " UNION ALL"
     " SELECT min(h.not_before) FROM hosts h WHERE h.not_before > :now"
     "  AND EXISTS (SELECT 1 FROM urls u WHERE u.host = h.host AND u.state = 'queued')"
@@ -211,6 +398,34 @@ NEXT_DUE = sa.text(
 )
 #: Whether any URL is queued (waiting for a host skipped for now).
 ANY_QUEUED = sa.text("SELECT EXISTS (SELECT 1 FROM urls WHERE state = 'queued')")
+
+# --- recheck (geminibot.store.recheck): a URL, or a host's URLs (``:url``, ``:host``) ---
+
+#: The states of the URL, with how many (one).
+URL_STATES_OF = sa.text("SELECT state, count(*) FROM urls WHERE url = :url GROUP BY state")
+#: The states of the host's URLs, with how many each.
+HOST_STATES_OF = sa.text("SELECT state, count(*) FROM urls WHERE host = :host GROUP BY state")
+#: The URL, if gone and not due yet, live again: its host counts it (HOST_URL_GONE undoes it
+#: if it answers gone again).
+URL_GONE_BACK = sa.text(
+    "UPDATE hosts SET urls_total = urls_total + (SELECT count(*) FROM urls"
+    " WHERE url = :url AND state = 'gone' AND next_visit IS NULL) WHERE host = :host"
+)
+#: The host's gone URLs not due yet live again, as URL_GONE_BACK.
+HOST_GONE_BACK = sa.text(
+    "UPDATE hosts SET urls_total = urls_total + (SELECT count(*) FROM urls"
+    " WHERE host = :host AND state = 'gone' AND next_visit IS NULL) WHERE host = :host"
+)
+#: The URL, if finished, due at ``:now``.
+URL_DUE_NOW = sa.text(
+    f"UPDATE urls SET next_visit = :now WHERE url = :url AND state IN {FINISHED}"
+    " AND (next_visit IS NULL OR next_visit > :now)"
+)
+#: The host's finished URLs due at ``:now``.
+HOST_DUE_NOW = sa.text(
+    f"UPDATE urls SET next_visit = :now WHERE host = :host AND state IN {FINISHED}"
+    " AND (next_visit IS NULL OR next_visit > :now)"
+)
 
 # --- pages ---
 
@@ -235,8 +450,44 @@ DELIST_PAGE = sa.text(
     " gone_at = coalesce(gone_at, :now) WHERE id = :id"
 )
 DELETE_LINKS = sa.text("DELETE FROM links WHERE page_id = :id")
+DELETE_PAGE = sa.text("DELETE FROM pages WHERE id = :id")
+#: The labels of the links to a file, by target (``links_target``).
+FILE_LABELS = sa.text(
+    "SELECT DISTINCT label FROM links WHERE target = :url AND label != '' LIMIT :limit"
+)
+#: A page's row (``:text`` names the engine's text columns, if it keeps the text there).
+PAGE_COLUMNS = (
+    "url, host, status, meta, mime, lang, size, content_hash, fetched_at, title,"
+    " duplicate_of, redirect_to, text_indexed, changed_at, gone_at, charset_ok"
+)
+PAGE_VALUES = (
+    ":url, :host, :status, :meta, :mime, :lang, :size, :hash, :at, :title, :dup, :redirect,"
+    " :keep, :changed, :gone, :charset_ok"
+)
 
-# --- link authority (into the temporary table ``host_rank`` of the transaction) ---
+
+def add_page(text_columns: tuple[str, ...] = ()) -> sa.TextClause:
+    """Insert a page's row (with ``text_columns``, each from the parameter of its name).
+    Its id is read after (:data:`PAGE_ID`): on SQLite, ``RETURNING`` makes FTS5 write a
+    segment per page instead of one per transaction (``tests/index/test_index_updater.py``)."""
+    columns = "".join(f", {name}" for name in text_columns)
+    values = "".join(f", :{name}" for name in text_columns)
+    return sa.text(f"INSERT INTO pages ({PAGE_COLUMNS}{columns}) VALUES ({PAGE_VALUES}{values})")
+
+
+ADD_LINK = sa.text(
+    "INSERT INTO links (page_id, position, target, label) VALUES (:id, :position, :target, :label)"
+)
+
+
+# --- link authority (through the temporary table ``host_rank``) ---
+
+#: Each host's authority, for the statements below to read (the writer's session only).
+HOST_RANK_TABLE = sa.text(
+    "CREATE TEMP TABLE host_rank"
+    " (host TEXT PRIMARY KEY, score DOUBLE PRECISION, weight DOUBLE PRECISION)"
+)
+DROP_HOST_RANK = sa.text("DROP TABLE IF EXISTS host_rank")
 
 ADD_HOST_RANK = sa.text(
     "INSERT INTO host_rank (host, score, weight) VALUES (:host, :score, :weight)"

@@ -1,12 +1,13 @@
-"""A URL submitted to be fetched soon (the search capsule's ``/submit``, Antenna-style): put
-in the frontier as the crawl puts a seed, or queued again now if the crawl knows it.
+"""A URL submitted to be fetched soon (the search capsule's ``/submit``, Antenna-style).
 
-A new URL goes through the frontier's own path (:meth:`CrawlStore.seed`: normalised,
-the trap bounds applied, its host's row made); a known one finished (``done``,
-``refused``, ``failed``, ``gone``) is queued again at once, its revisit time cleared. The
-crawl then fetches it as any queued URL: through the address guard, the capsule's policy
-and its pace. (A stand-in for the store's ``recheck`` routine being written beside it;
-``/submit`` takes that one when it lands.)
+A URL the store holds is made due now by the store's one routine for that,
+:func:`geminibot.store.recheck.recheck` (as ``geminibot recheck`` does: a finished URL,
+even a gone one, is asked again; one queued or being fetched is left as it is; a trapped
+one is never fetched). A URL the store does not hold is put in the frontier as the crawl
+puts a seed (:meth:`CrawlStore.seed`: normalised, the trap bounds applied, its host's row
+made). A continuous crawl takes either within :data:`~geminibot.store.recheck.DUE_POLL`
+seconds, asleep or running (:func:`geminibot.crawl.continuous.any_due`), and fetches it
+as any queued URL: through the address guard, the capsule's policy and its pace.
 """
 
 from __future__ import annotations
@@ -15,36 +16,44 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from geminibot.store.database import open_database
+from geminibot.store.database import Database, open_database
+from geminibot.store.errors import DatabaseError
+from geminibot.store.recheck import recheck
 from geminibot.store.traps import FrontierLimits
+from geminibot.urls import host_key, normalise
 
 
 @contextmanager
-def crawl_store(db: str, clock: Callable[[], float]) -> Iterator[Any]:
-    """The crawl store of ``db`` (an SQLite file, or a ``postgresql://`` URL) for one
-    submission, closed at the end; raises :class:`~geminibot.store.errors.DatabaseError`.
-    An SQLite file is written over a connection of its own, each write committed, beside
-    the crawl that holds it (it does not take the crawl's lock)."""
-    with open_database(db) as database:
-        if database.sqlite is None:
-            with database.crawl_store(clock, FrontierLimits()) as store:
-                yield store
-            return
-        from geminibot.store.crawlstore import SqliteStore
+def _crawl_store(database: Database, clock: Callable[[], float]) -> Iterator[Any]:
+    """The crawl store of ``database`` for one submission: an SQLite file is written over
+    its own connection, each write committed (it does not take the crawl's lock)."""
+    if database.sqlite is None:
+        with database.crawl_store(clock, FrontierLimits()) as store:
+            yield store
+        return
+    from geminibot.store.crawlstore import SqliteStore
 
-        yield SqliteStore(database.sqlite, clock, FrontierLimits())
+    yield SqliteStore(database.sqlite, clock, FrontierLimits())
 
 
 def submit(db: str, url: str, clock: Callable[[], float]) -> str:
-    """Queue ``url`` (normalised) in the crawl database ``db``: what became of it,
-    ``queued`` (new), ``queued again``, ``already queued`` (or being fetched), or
-    ``trapped: REASON`` (a trap bound of the frontier refused it)."""
-    with crawl_store(db, clock) as store:
-        known = store.state_of(url)
-        if known is None:
-            return str(store.seed([url])[url])
-        if known[0] in ("queued", "leased"):
-            return "already queued"
-        if known[0] == "trapped":
-            return f"trapped: {known[1]}"
-        return "queued again" if store.requeue(url) else "already queued"
+    """Fetch ``url`` soon, in the crawl database ``db`` (an SQLite file, written beside
+    the crawl that holds it, or a ``postgresql://`` URL): what became of it, ``queued``
+    (new), ``due now`` (known, finished), ``already queued`` (or being fetched), or
+    ``trapped: REASON`` (a trap bound keeps it out); raises
+    :class:`~geminibot.store.errors.DatabaseError`."""
+    url = normalise(url)
+    with open_database(db) as database:
+        try:
+            done = recheck(database, url, host_key(url), is_url=True, now=clock())
+            if done.due:
+                return "due now"
+            if done.waiting:
+                return "already queued"
+            with _crawl_store(database, clock) as store:
+                if done.kept_out:
+                    known = store.state_of(url)
+                    return f"trapped: {known[1] if known else 'a trap bound'}"
+                return str(store.seed([url])[url])
+        except database.errors as exc:  # a database we may not write, locked too long
+            raise DatabaseError(f"{database.name}: cannot write: {exc}") from None

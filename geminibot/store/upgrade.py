@@ -31,7 +31,7 @@ if TYPE_CHECKING:
 #: The query of a database's version (where ``alembic_version`` exists).
 VERSION_QUERY = "SELECT version_num FROM alembic_version"
 #: The schema version this geminibot reads and writes (the last revision of the history).
-SCHEMA_VERSION = 12
+SCHEMA_VERSION = 13
 #: The advisory lock key a PostgreSQL upgrade holds.
 MIGRATION_LOCK = 0x67656D69
 #: PostgreSQL's versions before the history (``geminibot_schema``) and the version each is.
@@ -46,6 +46,19 @@ def revision_of(version: int) -> str:
 def version_of(revision: str) -> int:
     """The schema version of an Alembic revision; a revision of another history is -1."""
     return int(revision) if revision.isdigit() else -1
+
+
+def database_version(conn: Any, tables: str, legacy: Callable[[set[str]], int]) -> int | None:
+    """The schema version of the database of DBAPI connection ``conn``: Alembic's stamp if
+    it has one; else the version its marker from before the history says (``legacy``,
+    given the database's table names; 0: none); else 0 for a database with tables (of
+    another application), None for an empty one. ``tables`` lists its table names."""
+    names = {str(row[0]) for row in conn.execute(tables).fetchall()}
+    if "alembic_version" in names:
+        stored = conn.execute(VERSION_QUERY).fetchone()
+        return version_of(str(stored[0])) if stored else 0
+    found = legacy(names)
+    return found if found or names else None
 
 
 def check_version(name: str, version: int) -> None:

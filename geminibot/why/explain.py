@@ -4,7 +4,7 @@ records in, the answer out; the time is a parameter).
 :func:`explain_url` names one reason, in words a capsule owner understands, from every
 way a page stays out: a policy line (file, line, group, mode), a policy file the crawl
 could not read (``41``, ``44``, ``5x``), a trap bound, the depth or per-host bound, a
-duplicate, failed requests, gone (``51``/``52``), the operator's ``--exclude``, a host the
+duplicate, failed requests, not found (``51``, asked again) or gone (``52``), the operator's ``--exclude``, a host the
 crawl was not told to visit, not reached yet, never linked. It never recomputes a recorded
 decision from today's files: only for a URL the crawl never met does it say what the
 files it holds *would* decide, and says so.
@@ -15,6 +15,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
+from functools import lru_cache
 from typing import Literal
 
 from geminibot.cliutil import counted, with_article
@@ -23,6 +24,7 @@ from geminibot.gemini.status import Status
 from geminibot.policy import VIRTUAL_AGENTS
 from geminibot.policy.robots_model import rule_from_text
 from geminibot.policy.site_policy import ROBOTS, Bot, SitePolicy
+from geminibot.store.freshness import DAY, NOT_FOUND_DELIST_AFTER, NOT_FOUND_DELIST_MISSES
 from geminibot.store.traps import CAP_REASON
 from geminibot.urls import host_name, host_protocol
 from geminibot.why.records import FetchRow, PolicyFileRow, UrlRecords
@@ -37,12 +39,16 @@ Code = Literal[
     "duplicate",
     "failed",
     "gone",
+    "not_found",
     "excluded",
     "host_not_allowed",
     "queued",
     "not_linked",
     "not_text",
 ]
+
+#: Hosts whose parsed policy is kept for the next answer (in each process).
+POLICIES_KEPT = 8
 
 #: What each reason is called, for a capsule owner.
 HEADLINES: dict[str, str] = {
@@ -55,6 +61,7 @@ HEADLINES: dict[str, str] = {
     "duplicate": "not searchable: the same page as another URL",
     "failed": "not searchable: the requests for it failed",
     "gone": "not searchable: the capsule says it is gone",
+    "not_found": "not searchable: the capsule says it is not found",
     "excluded": "kept out by the crawl's operator (--exclude)",
     "host_not_allowed": "kept out: the crawl was not told to visit this capsule",
     "queued": "not reached yet: waiting in the crawl's queue",
@@ -225,13 +232,40 @@ def explain_url(records: UrlRecords, now: float) -> Answer:
         return replace(
             base,
             code="gone",
-            reason=f"it answered {status if status is not None else '51/52'}"
-            f" ({'gone' if status == 52 else 'not found'}); the crawl does not ask again",
-            next_visit=None,
+            reason=f"it answered {status if status is not None else 52} (gone) on "
+            f"{day(row.updated_at)}; the crawl does not ask again unless told to "
+            "(geminibot recheck)",
+            next_visit=row.next_visit,
         )
+    if row.state == "not_found":
+        return _not_found(base, records)
     if row.state in ("queued", "leased") or page is None:
         return _queued(base, records, now)
     return _fetched(base, records)
+
+
+def _not_found(answer: Answer, records: UrlRecords) -> Answer:
+    """A URL that answered "not found" (51, 404), asked again later: out of the index, or
+    still in it with its last live answer until it has stayed missing."""
+    row, page = records.row, records.page
+    assert row is not None
+    last = next((f.status for f in records.history if f.status is not None), None)
+    since = row.missing_since if row.missing_since is not None else row.updated_at
+    times = "once" if row.misses <= 1 else f"{row.misses} times in a row"
+    said = (
+        f"it answered {last if last is not None else 'not found'} (not found) {times} "
+        f"since {day(since)}"
+    )
+    if row.next_visit is not None:
+        said += f"; the crawl asks again on {day(row.next_visit)}"
+    if page is not None and page.text_indexed:
+        kept = (
+            f"in the index as {page.title!r}, its last answer before; {said}; it leaves the "
+            f"index once it has stayed missing ({NOT_FOUND_DELIST_MISSES} answers in a "
+            f"row, over {NOT_FOUND_DELIST_AFTER / DAY:g} days)"
+        )
+        return replace(answer, code="searchable", reason=kept)
+    return replace(answer, code="not_found", reason=said)
 
 
 def _with_page(answer: Answer, records: UrlRecords) -> Answer:
@@ -388,8 +422,11 @@ def crawl_bot(records_agent: str, role: str, strict: bool) -> Bot:
     return Bot(records_agent, (role,) if role in VIRTUAL_AGENTS else (), None, strict)
 
 
+@lru_cache(maxsize=POLICIES_KEPT)
 def site_policy(host: str, files: tuple[PolicyFileRow, ...]) -> SitePolicy | None:
-    """The host's policy from the files the crawl holds (None: it holds none)."""
+    """The host's policy from the files the crawl holds (None: it holds none); the last
+    :data:`POLICIES_KEPT` are kept, so that asking again about a host, or about another
+    of its URLs, does not parse its files again until they are fetched again."""
     named = {f.name: f.fetched() for f in files}
     if not named:
         return None

@@ -13,7 +13,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from urllib.parse import quote
 
-from geminibot.cliutil import terminal_safe, wrapped
+from geminibot.cliutil import counted, terminal_safe, wrapped
+from geminibot.store.recheck import DUE_POLL, Recheck
 from geminibot.urls import host_url
 from geminibot.why.explain import Answer, day
 from geminibot.why.host import HostAnswer
@@ -79,6 +80,11 @@ def _host_facts(answer: HostAnswer) -> list[Fact]:
         for d in f.findings:
             hint = f" (hint: {d.hint})" if d.hint else ""
             out.append(Fact("lint", f"{f.name} line {d.line}: {d.level}: {d.message}{hint}"))
+        if f.more_findings:
+            kinds = ", ".join(f"{n} {code}" for code, n in f.more_findings)
+            more = sum(n for _, n in f.more_findings)
+            text = f"{f.name}: {more} more findings ({kinds}): geminibot policy lint lists all"
+            out.append(Fact("lint", text))
     out += [Fact("virtual agent", p.words()) for p in answer.permissions]
     if answer.delay is not None:
         out.append(Fact("delay", f"{answer.delay:g} s between requests ({answer.delay_rule})"))
@@ -171,3 +177,27 @@ def html_form(asked: str = "") -> str:
         'placeholder="gemini://example.org/page.gmi" required>\n'
         '<button type="submit">Check</button>\n</form>'
     )
+
+
+def recheck_lines(done: Recheck, what: str) -> list[str]:
+    """What :func:`geminibot.store.recheck.recheck` did, in words for a person
+    (``geminibot recheck``; ``what``: the URL or host, escaped for the face)."""
+    if done.is_url:
+        if done.due:
+            lines = [f"queued {what} for a fetch at its capsule's pace"]
+        elif done.waiting:
+            lines = [f"{what} is already queued (or being fetched): nothing to do"]
+        else:
+            return [f"{what} is kept out by a trap bound: not queued (geminibot why says which)"]
+    else:
+        lines = [f"queued {counted(done.due, 'page')} of {what} for a fetch at its pace"]
+        if done.waiting or done.kept_out:
+            lines.append(
+                f"({counted(done.waiting, 'URL')} already queued, "
+                f"{counted(done.kept_out, 'URL')} kept out by trap bounds)"
+            )
+    if done.due:
+        them = "it" if done.due == 1 else "them"
+        lines.append(f"a running crawl (geminibot serve, crawl --forever) takes {them}")
+        lines.append(f"within {DUE_POLL:g} s; otherwise the next geminibot crawl does")
+    return lines

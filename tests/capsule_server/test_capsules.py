@@ -38,6 +38,8 @@ SCENARIOS = {
     "large-file.test",
     "why.test",
     "feeds.test",
+    "ops.test",
+    "de.ops.test",
 }
 
 

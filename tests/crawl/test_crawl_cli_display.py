@@ -246,18 +246,23 @@ def test_the_closing_summary_fits_80_columns() -> None:
 def test_the_summary_counts_right_for_one_and_for_many() -> None:
     one = Progress(started=0.0, pages=1, requests=1, errors=1, slow_downs=1, queued=1)
     one.revisits, one.unchanged, one.gone, one.excluded = 1, 1, 1, 1
+    one.not_found = 1
     text = "\n".join(summary_lines(one, "c.db", True, None))
     for words in (
         "crawled 1 page (1 request)",
         "1 error, 1 slow-down obeyed",
         "revisited: 1 URL due again, 1 page unchanged",
-        "gone (51/52): 1 page out",
+        "not found (51/404): 1 URL, asked again later; gone (52/410): 1 URL",
         "excluded by --exclude: 1 URL",
         "stopped: 1 URL queued",
     ):
         assert words in text
-    many = busy(revisits=2, unchanged=2, gone=2, excluded=2)
+    many = busy(revisits=2, unchanged=2, gone=2, excluded=2, not_found=966)
     text = "\n".join(summary_lines(many, "c.db", False, None))
-    for words in ("crawled 123456 pages (234567 requests)", "3456 errors, 56 slow-downs"):
+    for words in (
+        "crawled 123456 pages (234567 requests)",
+        "3456 errors, 56 slow-downs",
+        "not found (51/404): 966 URLs, asked again later; gone (52/410): 2 URLs",
+    ):
         assert words in text
     assert "1 pages" not in "\n".join(summary_lines(one, "c.db", False, None))

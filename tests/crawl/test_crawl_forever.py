@@ -6,28 +6,40 @@ from __future__ import annotations
 import json
 import os
 import signal
+import time
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 import trio
 import trio.testing
 from commands import crawl_in_trio
+from crawl_fakes import FakeSite, gmi
 from db_rows import rows
 from served_capsules import generate
 
 from capsule_server.testing import running_server
+from geminibot.crawl.adapters import FetchResult
+from geminibot.crawl.build import build_crawler
+from geminibot.crawl.clock import TrioWallClock
 from geminibot.crawl.continuous import (
     MAX_SLEEP,
     MIN_PAUSE,
-    QUEUE_POLL,
     Stopper,
     keep_going,
     pause,
 )
+from geminibot.crawl.settings import CrawlOptions
 from geminibot.gemini.server import ServerLimits
+from geminibot.store.crawlstore import SqliteStore
+from geminibot.store.database import Database, open_database
+from geminibot.store.db import connect
 from geminibot.store.freshness import DAY
+from geminibot.store.recheck import DUE_POLL, recheck
+from geminibot.store.submissions import submit
 
 TIMEOUT = 120.0
+A = "gemini://a.test/"
 
 
 async def wait_for(db: Path, sql: str, step: float = 600.0, most: int = 1000) -> None:
@@ -116,26 +128,127 @@ async def test_a_stop_ends_the_run_or_the_sleep(
     assert trio.current_time() < DAY  # the sleep did not last
 
 
-async def test_a_url_queued_during_the_sleep_wakes_it_within_a_poll(
+async def test_a_sleep_ends_when_its_test_says_work_came_due(
     autojump_clock: trio.testing.MockClock,
 ) -> None:
-    """A URL submitted (queued by another process) while the loop sleeps a day is taken
-    at the next look at the queue, QUEUE_POLL seconds at most."""
+    """``woken(since)`` is called as each sleep begins; its test, asked every DUE_POLL
+    seconds, ends a day's sleep at the first look after work came due."""
     stopper = Stopper()
     starts: list[float] = []
-    queue = [0]
+    asleep: list[float] = []
 
     async def run_once(clock: object) -> None:
         starts.append(trio.current_time())
         if len(starts) == 2:
             stopper.stop()
 
-    async def submit_later() -> None:
-        await trio.sleep(100.0)
-        queue[0] += 1
+    def woken(since: float) -> Callable[[float], bool]:
+        asleep.append(since)
+        return lambda now: trio.current_time() - starts[0] > 100.0
 
-    async with trio.open_nursery() as nursery:
-        nursery.start_soon(submit_later)
-        runs = await keep_going(run_once, lambda now: now + DAY, stopper, queued=lambda: queue[0])
-    assert runs == 2
-    assert 100.0 < starts[1] - starts[0] <= 100.0 + QUEUE_POLL
+    runs = await keep_going(run_once, lambda now: now + DAY, stopper, woken=woken)
+    assert runs == 2 and len(asleep) == 1
+    assert 100.0 < starts[1] - starts[0] <= 100.0 + DUE_POLL
+
+
+async def test_a_submitted_url_wakes_the_sleeping_crawl_within_the_poll(
+    tmp_path: Path, in_process_clock: trio.testing.MockClock
+) -> None:
+    """A URL the store never met, submitted (``/submit``'s store routine) while the crawl
+    sleeps a day, is fetched within DUE_POLL: it was queued after the sleep began."""
+    capsules = tmp_path / "capsules"
+    seeds = generate(capsules, 1, 4)
+    db = tmp_path / "f.db"
+    argv = [*seeds, "--forever", "--json", "--db", str(db), "--test-range"]
+    (capsules / "host00.test" / "submitted.gmi").write_text("# Submitted\n\nwombat\n")
+    async with running_server(
+        capsules, tmp_path / "certs", ServerLimits(), None, trio.current_time
+    ) as s:
+        argv += ["--connect-to", f"*.test:1965:127.0.0.1:{s.port}"]
+        with trio.fail_after(TIMEOUT * DAY):
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(crawl_in_trio, argv)
+                await wait_for(db, "SELECT 1 FROM settings WHERE key = 'run_open' AND value = '0'")
+                url = seeds[0] + "submitted.gmi"
+                what = await trio.to_thread.run_sync(submit, str(db), url, time.time)
+                assert what == "queued"
+                asked = trio.current_time()
+                await wait_for(
+                    db,
+                    "SELECT 1 FROM pages_fts f JOIN pages p ON p.id = f.rowid"
+                    " WHERE p.url LIKE '%/submitted.gmi' AND f.body LIKE '%wombat%'",
+                    step=0.5,
+                )
+                assert trio.current_time() - asked <= DUE_POLL + 5  # not a day, nor an hour
+                os.kill(os.getpid(), signal.SIGTERM)
+
+
+async def test_a_recheck_wakes_the_sleeping_crawl_within_the_poll(
+    tmp_path: Path, in_process_clock: trio.testing.MockClock
+) -> None:
+    """After its run the crawl sleeps until the next URL is due (a day); a page made due
+    by ``geminibot recheck`` is fetched within DUE_POLL (trio's mock seconds)."""
+    capsules = tmp_path / "capsules"
+    seeds = generate(capsules, 1, 4)
+    db = tmp_path / "f.db"
+    argv = [*seeds, "--forever", "--json", "--db", str(db), "--test-range"]
+    page_url = seeds[0] + "p1.gmi"
+    async with running_server(
+        capsules, tmp_path / "certs", ServerLimits(), None, trio.current_time
+    ) as s:
+        argv += ["--connect-to", f"*.test:1965:127.0.0.1:{s.port}"]
+        with trio.fail_after(TIMEOUT * DAY):
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(crawl_in_trio, argv)
+                # the first run has ended (its batch committed, the run marked ended)
+                await wait_for(db, "SELECT 1 FROM settings WHERE key = 'run_open' AND value = '0'")
+                (capsules / "host00.test" / "p1.gmi").write_text("# Changed\n\nquokka\n")
+
+                def look_again() -> None:
+                    with open_database(str(db)) as database:  # as geminibot recheck does
+                        done = recheck(
+                            database, page_url, "host00.test", is_url=True, now=time.time()
+                        )
+                    assert done.due == 1
+
+                await trio.to_thread.run_sync(look_again)
+                asked = trio.current_time()
+                await wait_for(
+                    db,
+                    "SELECT 1 FROM pages_fts f JOIN pages p ON p.id = f.rowid"
+                    " WHERE p.url LIKE '%/p1.gmi' AND f.body LIKE '%quokka%'",
+                    step=0.5,
+                )
+                assert trio.current_time() - asked <= DUE_POLL + 5  # not a day, nor an hour
+                os.kill(os.getpid(), signal.SIGTERM)
+
+
+async def test_a_recheck_during_a_run_is_taken_by_that_run(
+    tmp_path: Path, autojump_clock: trio.testing.MockClock
+) -> None:
+    """A continuous crawl's run looks for URLs come due every ``poll_due`` seconds: a
+    page fetched early in a long run and rechecked is fetched again before the run ends."""
+    pages: dict[str, FetchResult | list[FetchResult]] = {
+        "gemini://a.test/robots.txt": FetchResult(20, "text/plain", b"User-agent: *\n"),
+        "gemini://a.test/": gmi("# Home\n" + "".join(f"=> /{i}.gmi\n" for i in range(20))),
+        **{f"gemini://a.test/{i}.gmi": gmi(f"# Page {i}\n") for i in range(20)},
+    }
+    fake = FakeSite(pages, latency=2.0)  # a run of ~45 mock seconds, one request at a time
+    conn = connect(tmp_path / "c.db")
+    database = Database("c.db", conn, path=tmp_path / "c.db")  # (the crawl's connection)
+    options = CrawlOptions(test_range=True, concurrency=1)
+    clock = TrioWallClock(lambda: 1.7e9)
+    store = SqliteStore(conn, clock.now, options.limits)  # (each write committed)
+    crawler = build_crawler(store, options, clock, fetch=fake.fetch, poll_due=5.0)
+    crawler.seed(["gemini://a.test/"])
+    done: list[int] = []
+
+    def rechecked(url: str) -> None:
+        if url.endswith("/10.gmi"):  # home fetched long ago: made due again
+            done.append(recheck(database, A, "a.test", is_url=True, now=1.7e9).due)
+
+    fake.on_request = rechecked
+    progress = await crawler.run()
+    conn.close()
+    assert done == [1]
+    assert fake.urls().count(A) == 2 and progress.revisits == 1

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import sqlite3
 from pathlib import Path
+from typing import Any
 
 import trio
 from crawl_fakes import FakeSite, gmi
@@ -18,6 +19,7 @@ from geminibot.crawl.settings import CrawlOptions
 from geminibot.index import search, stats
 from geminibot.policy.outcomes import MAX_CACHE_SECONDS
 from geminibot.store.crawlstore import SqliteStore
+from geminibot.store.database import Database
 from geminibot.store.db import connect
 from geminibot.store.freshness import (
     DAY,
@@ -26,12 +28,14 @@ from geminibot.store.freshness import (
     MAX_ATTEMPTS,
     MAX_REVISIT,
     MIN_REVISIT,
+    NOT_FOUND_FIRST,
     RETRY_BASE,
     VANISHED_AFTER,
     VANISHED_FAILURES,
     next_interval,
     retry_delay,
 )
+from geminibot.store.recheck import recheck
 from geminibot.store.traps import FrontierLimits
 
 T0 = 1.7e9
@@ -82,7 +86,7 @@ def test_interval_rule_at_its_bounds() -> None:
     assert retry_delay(MAX_ATTEMPTS - 1) is not None and retry_delay(MAX_ATTEMPTS) is None
 
 
-async def test_revisit_reindexes_changed_skips_unchanged_and_51_removes(
+async def test_revisit_reindexes_changed_skips_unchanged_and_52_removes(
     tmp_path: Path, autojump_clock: object
 ) -> None:
     pages, now, db = site(), FakeTime(), tmp_path / "c.db"
@@ -99,9 +103,9 @@ async def test_revisit_reindexes_changed_skips_unchanged_and_51_removes(
     assert progress.revisits == 0 and fake.urls() == []
     conn.close()
 
-    # A day later every page is due: one changed, one answers 51, the rest are the same.
+    # A day later every page is due: one changed, one answers 52, the rest are the same.
     pages["gemini://a.test/moving.gmi"] = gmi("# Moving\nsecond draft, revised\n")
-    pages["gemini://a.test/doomed.gmi"] = FetchResult(51, "not found")
+    pages["gemini://a.test/doomed.gmi"] = FetchResult(52, "gone")
     now.offset = INITIAL_REVISIT + 1
     fake.log.clear()
     progress, conn = await crawl(db, fake, ["gemini://a.test/"], now)
@@ -112,13 +116,13 @@ async def test_revisit_reindexes_changed_skips_unchanged_and_51_removes(
     assert after["gemini://a.test/"] == before["gemini://a.test/"]
     assert after["gemini://a.test/moving.gmi"] != before["gemini://a.test/moving.gmi"]
     assert [r.url for r in search(conn, "revised")] == ["gemini://a.test/moving.gmi"]
-    assert search(conn, "mayfly") == []  # 51: out of the index
+    assert search(conn, "mayfly") == []  # 52: out of the index
     assert search(conn, "granite")  # unchanged: still found
     intervals = dict(conn.execute("SELECT url, revisit_interval FROM urls").fetchall())
     assert intervals["gemini://a.test/stable.gmi"] == 2 * INITIAL_REVISIT  # unchanged: doubled
     assert intervals["gemini://a.test/moving.gmi"] == INITIAL_REVISIT / 2  # changed: halved
     store = SqliteStore(conn, now)
-    assert store.state_of("gemini://a.test/doomed.gmi") == ("gone", "status 51")
+    assert store.state_of("gemini://a.test/doomed.gmi") == ("gone", "status 52")
     (total,) = conn.execute("SELECT urls_total FROM hosts WHERE host = 'a.test'").fetchone()
     assert total == 3  # the gone URL no longer counts against the per-host cap
     fetched = dict(conn.execute("SELECT url, fetched_at FROM pages").fetchall())
@@ -132,6 +136,65 @@ async def test_revisit_reindexes_changed_skips_unchanged_and_51_removes(
     progress, conn = await crawl(db, fake, ["gemini://a.test/"], now, refresh=True)
     assert progress.revisits == 3 and "gemini://a.test/doomed.gmi" not in fake.urls()
     assert progress.unchanged == 3
+
+
+async def test_51_is_asked_again_growing_leaves_the_index_late_and_comes_back(
+    tmp_path: Path, autojump_clock: object
+) -> None:
+    pages, now, db = site(), FakeTime(), tmp_path / "c.db"
+    fake = FakeSite(pages)
+    doomed, moving = "gemini://a.test/doomed.gmi", "gemini://a.test/moving.gmi"
+    _, conn = await crawl(db, fake, ["gemini://a.test/"], now)
+    conn.close()
+
+    async def at(day: float, **kw: object) -> tuple[Progress, sqlite3.Connection, Any]:
+        now.offset = day * DAY
+        fake.log.clear()
+        progress, conn = await crawl(db, fake, ["gemini://a.test/"], now, **kw)
+        row = conn.execute(
+            "SELECT state, misses, next_visit FROM urls WHERE url = ?", (doomed,)
+        ).fetchone()
+        return progress, conn, row
+
+    def asked() -> list[str]:  # the pages asked (not the policy files)
+        return [url for url in fake.urls() if not url.endswith(".txt")]
+
+    def near(when: float, day: float) -> bool:  # (trio's clock runs on a little)
+        return abs(when - (T0 + day * DAY)) < 3600
+
+    # Day 1: it answers 51. Not found, not gone: still searchable, asked again in a day.
+    pages[doomed] = FetchResult(51, "not found")
+    progress, conn, row = await at(1)
+    assert (progress.not_found, progress.gone) == (1, 0)
+    assert row[:2] == ("not_found", 1) and near(row[2], 1 + NOT_FOUND_FIRST / DAY)
+    assert [r.url for r in search(conn, "mayfly")] == [doomed]
+    (total,) = conn.execute("SELECT urls_total FROM hosts WHERE host = 'a.test'").fetchone()
+    assert total == 4  # still a live URL of the host
+    conn.close()
+    # Day 2: missing again, still in the index; the interval doubles.
+    _, conn, row = await at(2)
+    assert asked() == [doomed]
+    assert row[:2] == ("not_found", 2) and near(row[2], 4)
+    assert search(conn, "mayfly")
+    conn.close()
+    # Day 4: the third answer in a row, 3 days after the first: out of the index.
+    _, conn, row = await at(4)
+    assert row[:2] == ("not_found", 3) and near(row[2], 8) and fake.urls().count(doomed) == 1
+    assert search(conn, "mayfly") == []
+    # A link to it found again (on a page that changed, rechecked here) makes it due a
+    # day after its last answer, not 4 days after.
+    pages[moving] = gmi("# Moving\n=> /doomed.gmi the mayfly again\n")
+    database = Database(str(db), conn, path=db)  # (the crawl's connection, between runs)
+    assert recheck(database, moving, "a.test", is_url=True, now=now()).due == 1
+    conn.close()
+    _, conn, row = await at(4.5)
+    assert asked() == [moving] and row[0] == "not_found" and near(row[2], 5)
+    conn.close()
+    # It is back (and --refresh asks a not-found URL too): searchable, the misses over.
+    pages[doomed] = gmi("# Doomed\nephemeral mayfly returns\n")
+    _, conn, row = await at(4.6, refresh=True)
+    assert row[:2] == ("done", 0) and [r.url for r in search(conn, "returns")] == [doomed]
+    conn.close()
 
 
 async def test_failures_are_retried_with_back_off_then_given_up(

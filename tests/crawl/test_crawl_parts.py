@@ -4,13 +4,24 @@ unchanged, duplicate, revisit, robots2 store)."""
 
 from __future__ import annotations
 
-import pytest
+from dataclasses import replace
 
 from geminibot.crawl.page import extract
 from geminibot.crawl.pipeline import PageAnswer, failed_revisit, page_item, refused_revisit
 from geminibot.crawl.scope import CrawlScope
 from geminibot.store.crawlstore import DecisionRecord, FetchRecord, HostState
-from geminibot.store.freshness import INITIAL_REVISIT, MIN_REVISIT, RETRY_BASE, Visit
+from geminibot.store.freshness import (
+    DAY,
+    INITIAL_REVISIT,
+    MIN_REVISIT,
+    NOT_FOUND_DELIST_AFTER,
+    NOT_FOUND_DELIST_MISSES,
+    NOT_FOUND_FIRST,
+    NOT_FOUND_MAX,
+    RETRY_BASE,
+    Visit,
+    not_found_delay,
+)
 
 NOW = 1.7e9
 URL = "gemini://a.test/page.gmi"
@@ -94,10 +105,54 @@ def test_an_unchanged_page_queues_nothing_and_waits_twice_as_long() -> None:
     assert item.revisit is not None and item.revisit.interval == 4 * MIN_REVISIT
 
 
-@pytest.mark.parametrize("status", [51, 52])
-def test_a_gone_page_leaves_the_index_and_is_not_revisited(status: int) -> None:
-    item = page_item(answer("", status=status), NOW, every_link)
-    assert item.gone and item.revisit is None and list(item.links) == []
+def test_a_gone_page_leaves_the_index_and_is_not_revisited() -> None:
+    item = page_item(answer("", status=52), NOW, every_link)
+    assert item.gone and not item.not_found and list(item.links) == []
+    assert item.revisit is not None and item.revisit.next_visit is None  # never due
+
+
+def test_a_broken_link_is_not_found_not_gone_and_asked_again_in_a_day() -> None:
+    item = page_item(answer("", status=51), NOW, every_link)
+    assert item.not_found and not item.gone and not item.listed and list(item.links) == []
+    assert item.page.gone_at is None  # never in the index: it did not go away
+    assert item.revisit is not None and item.revisit.next_visit == NOW + NOT_FOUND_FIRST
+
+
+def test_on_the_web_404_is_not_found_and_410_gone() -> None:
+    def on_web(status: int) -> PageAnswer:
+        gemini = answer("", status=status)
+        return replace(gemini, protocol="http")
+
+    assert page_item(on_web(404), NOW, every_link).not_found
+    assert page_item(on_web(410), NOW, every_link).gone
+    assert not page_item(on_web(51), NOW, every_link).not_found  # (a Gemini status)
+
+
+def test_the_not_found_interval_grows_from_a_day_to_its_bound() -> None:
+    delays = [not_found_delay(misses) for misses in range(1, 9)]
+    assert delays == [DAY, 2 * DAY, 4 * DAY, 8 * DAY, 16 * DAY, 32 * DAY, 32 * DAY, 32 * DAY]
+    assert NOT_FOUND_MAX == 32 * DAY and not_found_delay(10**9) == NOT_FOUND_MAX
+
+
+def test_a_page_not_found_stays_in_the_index_until_it_stays_missing() -> None:
+    live = Visit(20, "h", None, INITIAL_REVISIT, 0)
+    first = page_item(answer("", status=51, previous=live), NOW, every_link)
+    assert first.not_found and first.listed  # its last live answer stays searchable
+    missing = Visit(20, "h", None, INITIAL_REVISIT, 0, misses=1, missing_since=NOW)
+    before = NOT_FOUND_DELIST_MISSES - 1
+    # The third answer in a row, but too soon: still listed (geminibot recheck cannot
+    # take a page out by asking three times in a minute).
+    soon = Visit(20, "h", None, INITIAL_REVISIT, 0, misses=before, missing_since=NOW)
+    assert page_item(answer("", status=51, previous=soon), NOW + 60, every_link).listed
+    second = page_item(answer("", status=51, previous=missing), NOW + DAY, every_link)
+    assert second.listed and second.revisit is not None
+    assert second.revisit.next_visit == NOW + DAY + 2 * DAY  # the interval grows
+    later = NOW + NOT_FOUND_DELIST_AFTER
+    out = page_item(answer("", status=51, previous=soon), later, every_link)
+    assert out.not_found and not out.listed and not out.gone  # out of the index now
+    assert out.page.gone_at == later and out.page.text is None
+    back = page_item(answer("# Back\n", previous=soon), later, every_link)
+    assert not back.not_found and not back.listed  # any other answer: live again
 
 
 def test_a_page_changed_when_its_status_or_body_differs_and_gone_when_it_first_went() -> None:
@@ -111,14 +166,16 @@ def test_a_page_changed_when_its_status_or_body_differs_and_gone_when_it_first_w
     assert (same.changed_at, same.gone_at) == (None, None)
     changed = fetched("# Two\n", same, NOW + 2)
     assert (changed.changed_at, changed.gone_at) == (NOW + 2, None)
-    gone = fetched("", changed, NOW + 3, status=51)
+    gone = fetched("", changed, NOW + 3, status=52)
     assert (gone.changed_at, gone.gone_at) == (NOW + 2, NOW + 3)  # its last change kept
-    still = fetched("", gone, NOW + 4, status=51)
+    still = fetched("", gone, NOW + 4, status=52)
     assert (still.changed_at, still.gone_at) == (NOW + 2, NOW + 3)  # gone since it first went
     back = fetched("# Two\n", still, NOW + 5)
     assert (back.changed_at, back.gone_at) == (NOW + 5, None)  # answering again is a change
-    never = fetched("", Visit(None, None, None, None, 1), NOW + 6, status=51)
+    never = fetched("", Visit(None, None, None, None, 1), NOW + 6, status=52)
     assert (never.changed_at, never.gone_at) == (None, NOW + 6)  # a URL that failed before
+    broken = fetched("", Visit(None, None, None, None, 1), NOW + 6, status=51)
+    assert (broken.changed_at, broken.gone_at) == (None, None)  # not found: never went
 
 
 def test_a_duplicate_under_a_longer_url_becomes_an_alias_of_the_canonical_one() -> None:

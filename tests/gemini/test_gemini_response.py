@@ -219,3 +219,19 @@ def test_a_charset_that_is_no_text_encoding_decodes_as_utf8(charset: str) -> Non
 )
 def test_text_encodings_are_kept(charset: str | None, codec: str) -> None:
     assert text_codec(charset) == codec
+
+
+def test_decodes_as_declared() -> None:
+    from geminibot.gemini.response import decode_text, decodes_as_declared, parse_mime
+
+    def check(body: bytes, meta: str) -> bool:
+        mime = parse_mime(meta)
+        return decodes_as_declared(body, decode_text(body, mime), mime)
+
+    assert check("café".encode(), "text/gemini")
+    assert not check("café".encode("latin-1"), "text/gemini")
+    assert not check("café".encode("latin-1"), "text/gemini; charset=utf-8")
+    assert check("café".encode("latin-1"), "text/gemini; charset=iso-8859-1")
+    assert check("\ufffd".encode(), "text/gemini")  # a replacement character of its own
+    assert not check(b"plain", "text/gemini; charset=no-such-charset")
+    assert not check(b"plain", "text/gemini; charset=rot13")

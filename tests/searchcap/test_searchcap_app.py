@@ -87,7 +87,7 @@ def text(answer: Resolution) -> str:
 
 def test_home_links_every_page(conn: sqlite3.Connection) -> None:
     body = text(ask(conn, "/"))
-    for path in ("/search", "/backlinks", "/hosts", "/stats", "/about"):
+    for path in ("/search", "/backlinks", "/hosts", "/stats", "/census", "/about"):
         assert f"=> {path} " in body
     assert text(ask(conn, "")) == body
 
@@ -237,6 +237,15 @@ def test_stats(conn: sqlite3.Connection) -> None:
     body = text(ask(conn, "/stats"))
     assert "pages      26 (26 with searchable text" in body
     assert body.count("```") == 2
+
+
+def test_census(conn: sqlite3.Connection) -> None:
+    body = text(ask(conn, "/census"))
+    assert body.startswith("# Census of Geminispace as crawled\n")
+    assert "* capsules known (host and port) (the crawl's window): 2\n" in body
+    assert "```capsules.largest\ngarden.test" in body
+    assert body.count("```") % 2 == 0
+    assert body.endswith("=> / Home\n")
 
 
 def test_stats_are_counted_at_most_once_a_period(conn: sqlite3.Connection) -> None:

@@ -1,9 +1,10 @@
 """The search capsule's /submit, without a network: a URL in the crawl's scope is queued
-(or queued again, if known), one out of it or trapped is refused in ``why``'s words, a
+(or made due now, if known), one out of it or trapped is refused in ``why``'s words, a
 client may submit PER_CLIENT an hour, and every answer says what will happen."""
 
 from __future__ import annotations
 
+import time
 from contextlib import closing
 from pathlib import Path
 from urllib.parse import quote
@@ -66,6 +67,16 @@ def state(db: str, url: str) -> str | None:
     return None if row is None else str(row[0])
 
 
+def due(db: str, url: str) -> bool:
+    """Whether ``url`` is due now (made so by the store's recheck routine)."""
+    conn = connect(db)
+    try:
+        row = conn.execute("SELECT next_visit FROM urls WHERE url = ?", (url,)).fetchone()
+    finally:
+        conn.close()
+    return row is not None and row[0] is not None and row[0] <= time.time()
+
+
 def test_submissions_are_queued_refused_and_limited(db: str) -> None:
     with closing(capsule_of(db)) as capsule:
         assert ask(capsule, "/submit").status == 10
@@ -75,7 +86,7 @@ def test_submissions_are_queued_refused_and_limited(db: str) -> None:
         assert "Queued: the crawler will fetch it soon, at the capsule's pace" in new
         assert state(db, "gemini://a.test/new.gmi") == "queued"
         again = said(ask(capsule, "/submit?" + quote(KNOWN, safe="")))
-        assert "Queued again:" in again and state(db, KNOWN) == "queued"
+        assert "Due now: the crawler will fetch it soon" in again and due(db, KNOWN)
         other = said(ask(capsule, "/submit?gemini://b.test/"))
         assert "Refused: kept out: the crawl was not told to visit this capsule:" in other
         assert "b.test is neither a seed's host nor named by --allow-host" in other

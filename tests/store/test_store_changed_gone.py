@@ -1,7 +1,8 @@
 """Pages changed and gone in the last day, end to end on both stores: a capsule served
 over TLS on loopback is crawled at day 0; it then changes one page and removes another,
 and is crawled again at day 0.5: ``geminibot stats`` (text and ``--json``) and the search
-capsule's ``/stats`` say 1 changed and 1 gone; at day 2 (a fake clock), 0 and 0.
+capsule's ``/stats`` say 1 changed, 0 gone and 1 not found (the removed page answers 51,
+which is not "gone"); at day 2 (a fake clock), 0, 0 and 0.
 
 The crawls run on trio's mock clock from a fake wall-clock start; day 0.5 is the real
 present, so that ``geminibot stats``, which reads the real clock, counts at it (12 hours
@@ -78,14 +79,14 @@ async def stats_page(db: str, now: float) -> str:
     return str(answer.read_body().decode("utf-8"))
 
 
-def counted(db: str, now: float) -> tuple[int, int]:
+def counted(db: str, now: float) -> tuple[int, int, int]:
     with reading(db) as (conn, _):
         figures = stats(conn, now)["freshness"]
-    return figures["changed_last_day"], figures["gone_last_day"]
+    return figures["changed_last_day"], figures["gone_last_day"], figures["not_found_last_day"]
 
 
-def line(changed: int, gone: int) -> str:
-    return f"  changed last 24 h    {changed}, gone: {gone}"
+def line(changed: int, gone: int, not_found: int) -> str:
+    return f"  changed last 24 h    {changed}, gone: {gone}, not found: {not_found}"
 
 
 async def test_changed_and_gone_in_the_last_day(
@@ -104,21 +105,23 @@ async def test_changed_and_gone_in_the_last_day(
         assert server.port is not None
         first = await crawl(kind, db, server.port, day0)
         assert first.pages == 4
-        assert counted(db, day0 + 60) == (0, 0)  # first fetches are no change
+        assert counted(db, day0 + 60) == (0, 0, 0)  # first fetches are no change
         (folder / "moving.gmi").write_text("# Moving\nsecond draft, revised\n")
         (folder / "doomed.gmi").unlink()
         again = await crawl(kind, db, server.port, day0 + DAY / 2)
-    assert (again.unchanged, again.gone) == (2, 1)
+    # The removed page answers 51: not found (asked again later), not gone.
+    assert (again.unchanged, again.gone, again.not_found) == (2, 0, 1)
 
-    assert counted(db, day0 + DAY / 2 + 60) == (1, 1)
-    assert line(1, 1) in await stats_page(db, day0 + DAY / 2 + 60)
+    assert counted(db, day0 + DAY / 2 + 60) == (1, 0, 1)
+    assert line(1, 0, 1) in await stats_page(db, day0 + DAY / 2 + 60)
     assert main(["stats", "--db", db]) == 0
     text = capsys.readouterr().out
-    assert line(1, 1) in text.splitlines()
+    assert line(1, 0, 1) in text.splitlines()
     assert all(len(row) <= 80 for row in text.splitlines())
     assert main(["stats", "--db", db, "--json"]) == 0
     figures = json.loads(capsys.readouterr().out)["freshness"]
-    assert (figures["changed_last_day"], figures["gone_last_day"]) == (1, 1)
+    assert (figures["changed_last_day"], figures["gone_last_day"]) == (1, 0)
+    assert figures["not_found_last_day"] == 1
 
-    assert counted(db, day0 + 2 * DAY) == (0, 0)
-    assert line(0, 0) in await stats_page(db, day0 + 2 * DAY)
+    assert counted(db, day0 + 2 * DAY) == (0, 0, 0)
+    assert line(0, 0, 0) in await stats_page(db, day0 + 2 * DAY)

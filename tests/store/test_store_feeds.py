@@ -98,17 +98,35 @@ def test_the_aggregator_shows_an_entry_of_two_feeds_once(
         assert feed_formats(database) == {"atom": 1, "gemsub": 1}
 
 
-def test_a_submission_is_queued_or_queued_again(store: CrawlStore, db: str) -> None:
+def test_a_submission_is_made_due_or_queued(store: CrawlStore, db: str) -> None:
+    """A known URL is made due now by the store's recheck routine (the crawl queues it
+    as any URL due); an unknown one is queued as a seed."""
     from geminibot.store.submissions import submit
 
     store.seed([LOG])
     commit(store, LOG, gemsub(0), at=100.0)
     assert store.state_of(LOG) == ("done", None)
-    assert submit(db, LOG, lambda: 200.0) == "queued again"
-    assert store.state_of(LOG) == ("queued", None)
+    assert submit(db, LOG, lambda: 200.0) == "due now"
+    assert store.revisit(200.0) == 1 and store.state_of(LOG) == ("queued", None)
     assert submit(db, LOG, lambda: 200.0) == "already queued"
     assert submit(db, POSTS[3], lambda: 200.0) == "queued"
     assert store.state_of(POSTS[3]) == ("queued", None)
+
+
+def test_a_new_url_submitted_during_a_sleep_is_due_work(store: CrawlStore, db: str) -> None:
+    """A continuous crawl marks the newest URL as it falls asleep; a URL submitted after
+    it (queued: new to the store) is work due, one met before the mark is not."""
+    from geminibot.crawl.continuous import any_due, newest_url
+    from geminibot.store.submissions import submit
+
+    store.seed([LOG])
+    with open_database(db) as database:
+        mark = newest_url(database, 100.0)
+        assert not any_due(database, 100.0, mark) and not any_due(database, 100.0)
+    assert submit(db, POSTS[0], lambda: 100.0) == "queued"
+    with open_database(db) as database:
+        assert any_due(database, 100.0, mark) and not any_due(database, 100.0)
+        assert not any_due(database, 100.0, newest_url(database, 100.0))
 
 
 def test_a_page_that_stops_being_a_feed_keeps_its_entries_as_history(

@@ -20,7 +20,7 @@ def visit(store: CrawlStore, url: str, text: str, **kw: object) -> dict[str, int
     assert claimed is not None and claimed.url == url, claimed
     p = page(url, "T", text, content_hash=f"h-{text}")
     if kw.get("gone"):
-        p = replace(p, status=51, meta="not found", text=None, content_hash=None)
+        p = replace(p, status=52, meta="gone", text=None, content_hash=None)
     fields: dict[str, object] = {"revisit": Revisit(1_000_000.0 + DAY, DAY)} | kw
     return store.fetched(FetchedPage(decision(url), fetch(url), p, "indexer", [], **fields))  # type: ignore[arg-type]
 
@@ -38,7 +38,7 @@ def test_due_urls_come_back_and_unchanged_pages_stay(store: CrawlStore) -> None:
     visit(store, A, "home", unchanged=True)
     visit(store, A + "x", "body", gone=True)
     assert store.state_of(A) == ("done", None)
-    assert store.state_of(A + "x") == ("gone", "status 51")
+    assert store.state_of(A + "x") == ("gone", "status 52")
     assert store.revisit(0.0, everything=True) == 1  # the gone URL never
     assert store.prune_logs(11.0) > 0  # every log row was written at 10 s
 

@@ -46,7 +46,7 @@ def test_ages_share_past_revisit_and_the_last_day(kind: str, db: str) -> None:
     assert data["index_lag"] is None  # no tantivy index (PostgreSQL: never one)
     lines = format_freshness(data)
     assert "  age median, p90      4.0 h, 8.0 h" in lines
-    assert "  changed last 24 h    1, gone: 1" in lines
+    assert "  changed last 24 h    1, gone: 1, not found: 0" in lines
     assert all(len(line) <= 80 for line in lines)
     for lag, words in ((1, "1 change"), (2, "2 changes")):
         assert f"  index lag            {words}" in format_freshness({**data, "index_lag": lag})

@@ -15,9 +15,14 @@ def test_next_due_is_the_earliest_revisit_or_a_queued_hosts_turn(kind: str, db: 
             "INSERT INTO urls (url, host, path, has_query, depth, state, updated_at, next_visit)"
             " VALUES ('gemini://a.test/', 'a.test', '/', false, 0, 'done', 0, 5000),"
             " ('gemini://a.test/x', 'a.test', '/x', false, 1, 'failed', 0, 4000),"
-            " ('gemini://a.test/y', 'a.test', '/y', false, 1, 'gone', 0, 10)"
+            " ('gemini://a.test/y', 'a.test', '/y', false, 1, 'gone', 0, NULL),"
+            " ('gemini://a.test/z', 'a.test', '/z', false, 1, 'not_found', 0, 4500)"
         )
-        assert next_due(database, 1000.0) == 4000.0  # the retry (a gone URL is never due)
+        # the retry (a not-found URL is asked again later; a gone one never, but rechecked)
+        assert next_due(database, 1000.0) == 4000.0
+        conn.execute("UPDATE urls SET next_visit = 3000 WHERE url = 'gemini://a.test/y'")
+        assert next_due(database, 1000.0) == 3000.0  # (geminibot recheck made it due)
+        conn.execute("UPDATE urls SET next_visit = NULL WHERE url = 'gemini://a.test/y'")
         conn.execute(
             "INSERT INTO urls (url, host, path, has_query, depth, state, updated_at)"
             " VALUES ('gemini://b.test/', 'b.test', '/', false, 0, 'queued', 0)"

@@ -391,3 +391,46 @@ def test_an_older_page_keeps_when_it_went_away(kind: str, db: str, old: int) -> 
         ("gemini://a.test/", None, None),
         ("gemini://a.test/gone", None, 2000.0),
     ]
+
+
+@pytest.mark.parametrize(("kind", "old"), [("sqlite", 6), ("postgresql", 5)])
+def test_an_older_not_found_url_is_asked_again(kind: str, db: str, old: int) -> None:
+    """Version 11: a URL an older geminibot recorded gone for a 51 (or 404) is
+    ``not_found``, out of the index already (3 misses), due a day after its last answer,
+    a live URL of its host again; a 52 stays gone, never due."""
+    make_old(kind, db, old)
+    rows = (
+        ("gemini://a.test/missing", "gone", 51, 2000.0),
+        ("gemini://a.test/gone", "gone", 52, 3000.0),
+        ("gemini://a.test/", "done", 20, 1000.0),
+    )
+    run(
+        kind,
+        db,
+        (
+            "INSERT INTO hosts (host, first_seen, urls_total) VALUES ('a.test', 0, 1)",
+            *(
+                statement
+                for url, state, status, at in rows
+                for statement in (
+                    "INSERT INTO urls (url, host, path, has_query, depth, state, updated_at,"
+                    f" next_visit) VALUES ('{url}', 'a.test', '/', false, 0, '{state}', {at},"
+                    f" {at + 50})",
+                    "INSERT INTO pages (url, host, status, meta, size, fetched_at)"
+                    f" VALUES ('{url}', 'a.test', {status}, '', 0, {at - 10})",
+                )
+            ),
+        ),
+    )
+    open_db(kind, db)
+    with inspected(kind, db) as connection:
+        got = connection.exec_driver_sql(
+            "SELECT url, state, misses, missing_since, next_visit FROM urls ORDER BY url"
+        ).fetchall()
+        total = connection.exec_driver_sql("SELECT urls_total FROM hosts").scalar()
+    assert [tuple(r) for r in got] == [
+        ("gemini://a.test/", "done", 0, None, 1050.0),
+        ("gemini://a.test/gone", "gone", 0, None, None),
+        ("gemini://a.test/missing", "not_found", 3, 2000.0, 2000.0 + 86_400.0),
+    ]
+    assert total == 2

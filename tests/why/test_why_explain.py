@@ -63,6 +63,21 @@ def test_a_queued_url_says_how_many_are_ahead_and_when_the_host_is_free() -> Non
     assert answer.next_visit == NOW + 90
 
 
+def test_a_page_not_found_says_since_when_and_when_it_is_asked_again() -> None:
+    history = tuple(FetchRow(URL, 51, "not found", None, NOW - i * 86_400, 0.1) for i in (0, 1))
+    missing = UrlRow(7, "not_found", "status 51", 1, None, NOW, NOW + 2 * 86_400, 0, 2, NOW)
+    kept = PageRow(20, "text/gemini", "text/gemini", NOW - 3 * 86_400, None, None, True, "A")
+    listed = explain_url(records(row=missing, page=kept, history=history), NOW)
+    assert listed.code == "searchable" and listed.searchable  # still in, with its last answer
+    assert "answered 51 (not found) 2 times in a row since" in listed.reason
+    assert "leaves the index once it has stayed missing (3 answers" in listed.reason
+    out = PageRow(51, "not found", None, NOW, None, None, False, "")
+    gone_from_index = explain_url(records(row=missing, page=out, history=history), NOW)
+    assert gone_from_index.code == "not_found" and not gone_from_index.searchable
+    assert "the crawl asks again on" in gone_from_index.reason
+    assert gone_from_index.next_visit == NOW + 2 * 86_400
+
+
 def test_a_redirect_is_fetched_but_not_searchable() -> None:
     page = PageRow(31, "/b.gmi", None, NOW - 10, None, "gemini://h.test/b.gmi", False, "")
     answer = explain_url(records(row=row("done"), page=page), NOW)

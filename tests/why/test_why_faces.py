@@ -45,7 +45,7 @@ EXPECTED: dict[str, tuple[str, str | None]] = {
     "gemini://robots-41.test/a.gmi": ("policy_file", None),
     "gemini://why.test/loop/loop/loop/loop/a.gmi": ("trap", None),
     "gemini://why.test/copy-of-copy.gmi": ("duplicate", None),
-    "gemini://why.test/missing.gmi": ("gone", None),
+    "gemini://why.test/missing.gmi": ("not_found", None),
     "gemini://why.test/deep/3.gmi": ("depth", None),
     "gemini://why.test/drafts/a.gmi": ("excluded", None),
     "gemini://elsewhere.test/": ("host_not_allowed", None),

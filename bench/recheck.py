@@ -1,0 +1,307 @@
+"""Seconds from ``geminibot recheck`` to searchable, with ``geminibot serve`` running on
+real capsules (issue 56, point 5).
+
+    .venv/bin/python bench/recheck.py /work/shared/real-capsules [--capsules 29]
+        [--pages 10] [--seed 56] [--work DIR]
+
+1. Copies the capsules (``CORPUS/capsules/HOST/``, the first ``--capsules`` of them; the
+   copy is the benchmark's, in a temporary folder, never the repository) and serves them
+   with ``capsule-server`` on loopback (its rate limit raised: this measures the service,
+   not the server's limit).
+2. Starts ``geminibot serve`` on them (the crawl that keeps going, the index updater; no
+   search capsule, metrics or link authority: they are not what is measured) and waits
+   until its crawl sleeps after its first run and the index has caught up.
+3. For ``--pages`` gemtext pages the crawl indexed, one capsule each, in turn (each after a
+   random wait of up to DUE_POLL, so the rechecks fall anywhere in the crawl's look
+   cycle): appends a paragraph with a word found nowhere else to the page's file, runs ``geminibot recheck
+   URL --db DB`` (the command, its start-up included) and polls the search (every 0.25 s,
+   ``geminibot.index.search`` on a connection of its own: the search capsule's code) until
+   the word finds the page. Reports each page's seconds from the command's start to its
+   re-fetch (``pages.fetched_at``) and to searchable; beside them, the baseline: when the
+   crawl would have asked for the page again without the recheck (``urls.next_visit``,
+   its revisit interval).
+4. Then one capsule as a host (``recheck HOST``): one page of it changed, the seconds until
+   that page is searchable and until every page of the host has been fetched again (at
+   the capsule's pace: one request at a time).
+
+Prints one JSON object. Loopback only; every wait is bounded (``--deadline`` seconds).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import shutil
+import signal
+import sqlite3
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+from machine import cpu_model
+from real_search import BIN, serve
+
+from geminibot.index import search
+from geminibot.index.tantivy_index import index_lag
+from geminibot.store.database import open_database
+from geminibot.store.recheck import DUE_POLL
+
+#: Seconds between two searches for a rechecked page.
+POLL = 0.25
+
+
+class Served:
+    """``geminibot serve`` in a child process; its JSON log lines collected by a thread."""
+
+    def __init__(self, config: Path) -> None:
+        argv = [str(BIN / "geminibot"), "serve", "--config", str(config)]
+        argv += ["--no-search-enabled", "--no-metrics-enabled", "--index-authority-every", "0"]
+        self.proc = subprocess.Popen(argv, stdout=subprocess.PIPE, text=True)
+        self.records: list[dict[str, Any]] = []
+        threading.Thread(target=self._read, daemon=True).start()
+
+    def _read(self) -> None:
+        assert self.proc.stdout is not None
+        for line in self.proc.stdout:
+            self.records.append(json.loads(line))
+
+    def said(self, component: str, start: str) -> bool:
+        return any(
+            r["component"] == component and str(r.get("message", "")).startswith(start)
+            for r in list(self.records)
+        )
+
+    def stop(self) -> None:
+        self.proc.send_signal(signal.SIGTERM)
+        self.proc.wait(timeout=120)
+
+
+def wait(found: Any, what: str, deadline: float, every: float = POLL) -> float:
+    """Seconds until ``found()`` is true (SystemExit after ``deadline`` seconds)."""
+    started = time.monotonic()
+    while time.monotonic() - started < deadline:
+        if found():
+            return time.monotonic() - started
+        time.sleep(every)
+    raise SystemExit(f"never within {deadline:g} s: {what}")
+
+
+def searchable(db: Path, word: str, url: str) -> bool:
+    try:
+        with open_database(str(db)) as database:
+            assert database.sqlite is not None
+            return url in {r.url for r in search(database.sqlite, word, limit=10)}
+    except sqlite3.OperationalError:  # the store busy for longer than its timeout
+        return False
+
+
+def one(db: Path, sql: str, *params: object) -> Any:
+    conn = sqlite3.connect(db, timeout=30)
+    try:
+        return conn.execute(sql, params).fetchone()
+    finally:
+        conn.close()
+
+
+def index_caught_up(db: Path) -> bool:
+    """Whether the search index holds every change of the store."""
+    try:
+        with open_database(str(db)) as database:
+            return index_lag(database) == 0
+    except sqlite3.OperationalError:
+        return False
+
+
+def recheck(db: Path, target: str) -> float:
+    """Runs ``geminibot recheck TARGET``; returns when it started (monotonic)."""
+    started = time.monotonic()
+    subprocess.run(
+        [str(BIN / "geminibot"), "recheck", target, "--db", str(db)],
+        check=True,
+        stdout=subprocess.DEVNULL,
+    )
+    return started
+
+
+def fetched_at(db: Path, url: str) -> float:
+    return float(one(db, "SELECT fetched_at FROM pages WHERE url = ?", url)[0])
+
+
+def file_of(capsules: Path, url: str) -> Path:
+    host, _, path = url.removeprefix("gemini://").partition("/")
+    file = capsules / host / path
+    return file / "index.gmi" if url.endswith("/") else file
+
+
+def pick(db: Path, capsules: Path, count: int, seed: int) -> list[str]:
+    """``count`` searchable gemtext pages whose file is in the copy, one capsule each."""
+    conn = sqlite3.connect(db)
+    rows = conn.execute(
+        "SELECT url, host FROM pages WHERE text_indexed AND mime = 'text/gemini'"
+        " AND duplicate_of IS NULL ORDER BY url"
+    ).fetchall()
+    conn.close()
+    by_host: dict[str, list[str]] = {}
+    for url, host in rows:
+        if "?" not in url and file_of(capsules, url).is_file():
+            by_host.setdefault(host, []).append(url)
+    rng = random.Random(seed)
+    hosts = sorted(by_host)
+    rng.shuffle(hosts)
+    return [rng.choice(by_host[h]) for h in hosts[:count]]
+
+
+def change(capsules: Path, url: str, word: str) -> None:
+    with file_of(capsules, url).open("a", encoding="utf-8") as f:
+        f.write(f"\n{word} appears here since the recheck benchmark\n")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("corpus", type=Path, help="the real-capsules folder")
+    parser.add_argument("--capsules", type=int, default=29, help="how many (first by name)")
+    parser.add_argument("--pages", type=int, default=10, help="pages rechecked one by one")
+    parser.add_argument("--seed", type=int, default=56)
+    parser.add_argument("--deadline", type=float, default=1800.0, help="bound on each wait (s)")
+    parser.add_argument("--work", type=Path, help="keep the work here (else a temporary one)")
+    args = parser.parse_args()
+    work = args.work or Path(tempfile.mkdtemp(prefix="recheck-bench-"))
+    work.mkdir(parents=True, exist_ok=True)
+    try:
+        print(json.dumps(run(args, work), indent=2))
+    finally:
+        if args.work is None:
+            shutil.rmtree(work, ignore_errors=True)
+
+
+def run(args: argparse.Namespace, work: Path) -> dict[str, Any]:
+    capsules = work / "capsules"
+    names = sorted(p.name for p in (args.corpus / "capsules").iterdir() if p.is_dir())
+    for name in names[: args.capsules]:
+        shutil.copytree(args.corpus / "capsules" / name, capsules / name, dirs_exist_ok=True)
+    hosts = sorted(p.name for p in capsules.iterdir())
+    db = work / "engine.db"
+    server, port = serve(capsules, work)
+    config = work / "engine.toml"
+    config.write_text(
+        f'[service]\ndb = "{db}"\n\n[crawl]\nseeds = {json.dumps([f"gemini://{h}/" for h in hosts])}\n'
+        "test_range = true\n"
+        f'connect_to = ["*.capsule.test:1965:127.0.0.1:{port}"]\n'
+    )
+    service = Served(config)
+    try:
+        first = wait(
+            lambda: service.said("crawl", "geminibot crawl: sleeping"), "first crawl", args.deadline
+        )
+        wait(lambda: index_caught_up(db), "the index caught up", args.deadline, every=2.0)
+        (pages,) = one(db, "SELECT count(*) FROM pages")
+        result: dict[str, Any] = {
+            "machine": f"nproc {os.cpu_count()}, {cpu_model()}, load {os.getloadavg()[0]:.1f}",
+            "capsules": len(hosts),
+            "first_crawl_seconds": round(first, 1),
+            "pages": pages,
+        }
+        result["pages_rechecked"] = one_by_one(args, db, capsules)
+        result["host_rechecked"] = a_host(args, db, capsules)
+        result["load_at_end"] = round(os.getloadavg()[0], 1)
+        return result
+    finally:
+        service.stop()
+        server.terminate()
+        server.wait(timeout=30)
+
+
+def one_by_one(args: argparse.Namespace, db: Path, capsules: Path) -> dict[str, Any]:
+    rows = []
+    phase = random.Random(args.seed)
+    for n, url in enumerate(pick(db, capsules, args.pages, args.seed)):
+        # Each recheck at a random moment of the crawl's look cycle, not right after the
+        # look that took the previous one (which would make every wait the longest).
+        time.sleep(phase.uniform(0, DUE_POLL))
+        word = f"zqrecheck{n}x"
+        (next_visit,) = one(db, "SELECT next_visit FROM urls WHERE url = ?", url)
+        before = fetched_at(db, url)
+        change(capsules, url, word)
+        wall = time.time()
+        started = recheck(db, url)
+        wait(lambda url=url, before=before: fetched_at(db, url) > before, url, args.deadline)
+        fetched = time.monotonic() - started
+        wait(lambda url=url, word=word: searchable(db, word, url), url, args.deadline)
+        rows.append(
+            {
+                "url": url,
+                "to_fetched": round(fetched, 2),
+                "to_searchable": round(time.monotonic() - started, 2),
+                "without_recheck_hours": round((next_visit - wall) / 3600, 1),
+            }
+        )
+    searchable_s = [r["to_searchable"] for r in rows]
+    return {
+        "pages": rows,
+        "to_searchable_median": statistics.median(searchable_s),
+        "to_searchable_max": max(searchable_s),
+        "to_fetched_median": statistics.median(r["to_fetched"] for r in rows),
+        "without_recheck_hours_median": statistics.median(r["without_recheck_hours"] for r in rows),
+    }
+
+
+def a_host(args: argparse.Namespace, db: Path, capsules: Path) -> dict[str, Any]:
+    """The capsule of median size among those with a searchable page: one page changed,
+    the host rechecked."""
+    conn = sqlite3.connect(db)
+    sizes = conn.execute(
+        "SELECT host, count(*) FROM urls WHERE state = 'done' GROUP BY host ORDER BY 2, 1"
+    ).fetchall()
+    conn.close()
+    host = sizes[len(sizes) // 2][0]
+    (url,) = pick_on(db, capsules, host)
+    word = "zqrecheckhostx"
+    change(capsules, url, word)
+    wall = time.time()
+    started = recheck(db, host)
+    found = wait(lambda: searchable(db, word, url), url, args.deadline)
+    (done,) = one(db, "SELECT count(*) FROM urls WHERE host = ? AND state = 'done'", host)
+    every = wait(
+        lambda: (
+            one(
+                db,
+                "SELECT count(*) FROM urls u JOIN pages p ON p.url = u.url WHERE u.host = ?"
+                " AND u.state IN ('done', 'not_found', 'refused') AND p.fetched_at < ?",
+                host,
+                wall,
+            )[0]
+            == 0
+        ),
+        f"every page of {host} fetched again",
+        args.deadline,
+    )
+    return {
+        "host": host,
+        "pages_done": done,
+        "changed_page_searchable": round(found, 2),
+        "all_fetched_again": round(time.monotonic() - started, 2),
+        "all_fetched_after_searchable": round(every, 2),
+    }
+
+
+def pick_on(db: Path, capsules: Path, host: str) -> list[str]:
+    conn = sqlite3.connect(db)
+    rows = conn.execute(
+        "SELECT url FROM pages WHERE host = ? AND text_indexed AND mime = 'text/gemini'"
+        " AND duplicate_of IS NULL ORDER BY url",
+        (host,),
+    ).fetchall()
+    conn.close()
+    urls = [str(r[0]) for r in rows if "?" not in r[0] and file_of(capsules, r[0]).is_file()]
+    return urls[len(urls) // 2 : len(urls) // 2 + 1]
+
+
+if __name__ == "__main__":
+    sys.exit(main())

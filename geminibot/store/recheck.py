@@ -1,0 +1,80 @@
+"""Look again now: a URL, or every URL of a host, made due at once in the frontier
+(``geminibot recheck``; the search capsule's ``/submit`` takes the same routine), on a
+:class:`~geminibot.store.database.Database` of either engine.
+
+:func:`recheck` sets the ``next_visit`` of the finished URLs it names (done, refused,
+failed, not found, gone) to now, and nothing more: the crawl queues them as it queues
+every URL due (``crawl`` at its start; a continuous crawl, ``crawl --forever`` and
+``geminibot serve``, within :data:`DUE_POLL` seconds, running
+or asleep) and fetches them at each capsule's pace, its policy asked again as for any
+URL. A URL already queued or being fetched is left as it is; a trapped one is never
+fetched (the trap bounds hold). A ``gone`` URL (52, 410) is asked once more, and stays
+gone if it answers so again.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from geminibot.store import statements as q
+
+if TYPE_CHECKING:
+    from geminibot.store.database import Database
+
+#: Seconds between two looks of a continuous crawl (``crawl --forever``, ``geminibot
+#: serve``) at the frontier for URLs due, while it runs and while it sleeps: a recheck is
+#: taken within this long (then fetched at the capsule's pace).
+DUE_POLL = 15.0
+#: The states of a URL that will be fetched anyway (queued, or being fetched).
+WAITING_STATES = frozenset({"queued", "leased"})
+
+
+@dataclass(frozen=True)
+class Recheck:
+    """What :func:`recheck` did: of the URLs named (one URL, or a host's), how many it
+    made due now, how many were queued or being fetched already, and how many a trap
+    bound keeps out (never fetched)."""
+
+    target: str  # the normalised URL, or the host key
+    is_url: bool
+    due: int
+    waiting: int
+    kept_out: int
+
+    @property
+    def known(self) -> bool:
+        """Whether the crawl database holds the URL (or any URL of the host)."""
+        return self.due + self.waiting + self.kept_out > 0
+
+    def as_dict(self) -> dict[str, object]:
+        return {
+            "target": self.target,
+            "kind": "url" if self.is_url else "host",
+            "known": self.known,
+            "due_now": self.due,
+            "already_queued": self.waiting,
+            "kept_out": self.kept_out,
+        }
+
+
+def recheck(database: Database, target: str, host: str, *, is_url: bool, now: float) -> Recheck:
+    """Make the normalised URL ``target`` (``is_url``), or every URL of the host key
+    ``target``, due at ``now``, in one transaction; ``host``: the target's host key."""
+    params = {"url": target, "host": host, "now": now}
+    states, gone_back, due_now = (
+        (q.URL_STATES_OF, q.URL_GONE_BACK, q.URL_DUE_NOW)
+        if is_url
+        else (q.HOST_STATES_OF, q.HOST_GONE_BACK, q.HOST_DUE_NOW)
+    )
+    with database.transaction():
+        counts = {str(s): int(n) for s, n in database.run(states, **params).fetchall()}
+        database.run(gone_back, **params)
+        database.run(due_now, **params)
+    return Recheck(
+        target,
+        is_url,
+        due=sum(n for s, n in counts.items() if s in q.FINISHED_STATES),
+        waiting=sum(n for s, n in counts.items() if s in WAITING_STATES),
+        kept_out=counts.get("trapped", 0),
+    )

@@ -1,0 +1,327 @@
+"""A researcher's crawl of capsules with known facts, then ``census --json``: every count
+exact, on SQLite and on PostgreSQL (one crawled store per engine, shared by the module).
+
+The capsules, each served over TLS on loopback by a server of its own:
+
+- ``tls12.test``: TLS 1.2 only, self-signed EC P-256; robots.txt with a group per virtual
+  agent, ``archiver`` closed out entirely, ``researcher`` in part; pages in English and
+  French; a well-formed security.txt; over http too, the same robots.txt;
+- ``ca.test``: TLS 1.3, RSA 2048 signed by a test CA (given to the crawl as trusted);
+  robots.txt (refusing security.txt: it is never read) and a robots2.txt; a German page,
+  one page in ISO-8859-1 declared as UTF-8; over http too, a robots.txt and a robots2.txt
+  that differ in a path, the wait and an AI usage answer;
+- ``expired.test``: TLS 1.3, self-signed EC, expired; an agents.txt; a security.txt
+  expired; over http too, no robots.txt;
+- ``mismatch.test``: TLS 1.3, self-signed RSA 2048 for ``other.test``; no policy file; a
+  security.txt without Expires (not well-formed).
+
+The web sides are one plain http server in the test's trio run (so the mock clock never
+jumps while a request waits on a thread), answering by the Host header.
+"""
+
+from __future__ import annotations
+
+import json
+import socket
+import ssl
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import trio
+import trio.testing
+from census_certs import certificate
+from commands import run_main
+from cryptography import x509
+from cryptography.hazmat.primitives import serialization
+from cryptography.hazmat.primitives.asymmetric import ec, rsa
+from postgres_cluster import new_database
+
+from geminibot.crawl.build import build_crawler
+from geminibot.crawl.clock import TrioWallClock
+from geminibot.crawl.fetcher import CRAWL_LIMITS, ProtocolFetcher, gemini_fetch
+from geminibot.crawl.settings import CrawlOptions
+from geminibot.gemini.client import GeminiClient
+from geminibot.gemini.tls import TLSConnection
+from geminibot.http.client import WebClient
+from geminibot.net.connect import ConnectRule, Resolver
+from geminibot.store.crawlstore import CrawlStore, SqliteStore
+from geminibot.store.db import connect
+from geminibot.store.pgstore import PgStore
+from geminibot.store.traps import FrontierLimits
+
+GMI = "text/gemini"
+ROBOTS_ALL_AGENTS = (
+    b"User-agent: archiver\nDisallow: /\n\n"
+    b"User-agent: indexer\nDisallow: /drafts/\n\n"
+    b"User-agent: researcher\nDisallow: /private/\n\n"
+    b"User-agent: webproxy\nAllow: /\n"
+)
+Files = dict[str, tuple[str, bytes]]
+SECURITY = "/.well-known/security.txt"
+WEB_SITES: dict[str, Files] = {
+    "tls12.test": {"/robots.txt": ("text/plain", ROBOTS_ALL_AGENTS)},
+    "ca.test": {
+        "/robots.txt": (
+            "text/plain",
+            b"User-agent: *\nDisallow: /private/\nDisallow: /drafts/\nCrawl-delay: 20\n",
+        ),
+        "/robots2.txt": ("text/plain", b"version: 1\ntrain: no\n"),
+    },
+    "expired.test": {"/": ("text/plain", b"no robots.txt here")},
+}
+
+
+def _context(cert: x509.Certificate, key: Any, tls12_only: bool) -> ssl.SSLContext:
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    context.minimum_version = ssl.TLSVersion.TLSv1_2
+    context.maximum_version = ssl.TLSVersion.TLSv1_2 if tls12_only else ssl.TLSVersion.TLSv1_3
+    with tempfile.TemporaryDirectory() as tmp:
+        cert_path, key_path = Path(tmp) / "c.pem", Path(tmp) / "k.pem"
+        cert_path.write_bytes(cert.public_bytes(serialization.Encoding.PEM))
+        key_path.write_bytes(
+            key.private_bytes(
+                serialization.Encoding.PEM,
+                serialization.PrivateFormat.PKCS8,
+                serialization.NoEncryption(),
+            )
+        )
+        context.load_cert_chain(cert_path, key_path)
+    return context
+
+
+def capsules(ca_file: Path) -> dict[str, tuple[ssl.SSLContext, Files]]:
+    ca_key = ec.generate_private_key(ec.SECP256R1())
+    ca_cert = certificate("Census Test CA", ca_key, ca=True)
+    ca_file.write_bytes(ca_cert.public_bytes(serialization.Encoding.PEM))
+    ec_key = ec.generate_private_key(ec.SECP256R1())
+    rsa_key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
+    rsa_key2 = rsa.generate_private_key(public_exponent=65537, key_size=2048)
+    ec_key2 = ec.generate_private_key(ec.SECP256R1())
+    return {
+        "tls12.test": (
+            _context(certificate("tls12.test", ec_key), ec_key, tls12_only=True),
+            {
+                "/robots.txt": ("text/plain", ROBOTS_ALL_AGENTS),
+                "/": (f"{GMI}; lang=en", b"# Home\n=> /fr.gmi French\n=> gemini://ca.test/ CA\n"),
+                "/fr.gmi": (f"{GMI}; lang=fr", "# Bonjour\nUne page en français.\n".encode()),
+                SECURITY: (
+                    "text/plain",
+                    b"Contact: mailto:security@tls12.test\nExpires: 2099-01-01T00:00:00Z\n",
+                ),
+            },
+        ),
+        "ca.test": (
+            _context(
+                certificate("ca.test", rsa_key, issuer=("Census Test CA", ca_key)), rsa_key, False
+            ),
+            {
+                "/robots.txt": (
+                    "text/plain",
+                    b"User-agent: *\nDisallow: /private/\nDisallow: /.well-known/security.txt\n",
+                ),
+                "/robots2.txt": ("text/plain", b"version: 1\n"),
+                SECURITY: (
+                    "text/plain",
+                    b"Contact: mailto:a@ca.test\nExpires: 2099-01-01T00:00:00Z\n",
+                ),
+                "/": (f"{GMI}; lang=de", b"# Hallo\n=> /latin.gmi Latin\n"),
+                "/latin.gmi": (f"{GMI}; charset=utf-8", "# Café\n".encode("latin-1")),
+            },
+        ),
+        "expired.test": (
+            _context(certificate("expired.test", ec_key2, expired=True), ec_key2, False),
+            {
+                "/agents.txt": ("text/plain", b"# agents.txt\n"),
+                SECURITY: (
+                    "text/plain",
+                    b"Contact: mailto:old@expired.test\nExpires: 2021-01-01T00:00:00Z\n",
+                ),
+                "/": (f"{GMI}; lang=en", b"# Old\n=> gemini://tls12.test/ tls12\n"),
+            },
+        ),
+        "mismatch.test": (
+            _context(certificate("other.test", rsa_key2), rsa_key2, False),
+            {
+                "/": (f"{GMI}; lang=en", b"# Elsewhere\n=> gemini://tls12.test/ tls12\n"),
+                SECURITY: ("text/plain", b"Contact: mailto:me@mismatch.test\n"),
+            },
+        ),
+    }
+
+
+async def _answer(conn: TLSConnection, files: Files) -> None:
+    line = b""
+    while not line.endswith(b"\r\n") and len(line) < 1100:
+        data = await conn.receive_some(1100)
+        if not data:
+            return
+        line += data
+    path = line.decode("utf-8", "replace").strip().split("/", 3)[-1]
+    found = files.get("/" + path)
+    if found is None:
+        await conn.send_all(b"51 not found\r\n")
+    else:
+        await conn.send_all(f"20 {found[0]}\r\n".encode() + found[1])
+
+
+async def serve(context: ssl.SSLContext, files: Files, listener: socket.socket) -> None:
+    async with trio.open_nursery() as nursery:
+        while True:
+            await trio.lowlevel.wait_readable(listener)
+            try:
+                sock, _ = listener.accept()
+            except BlockingIOError:
+                continue
+
+            async def handle(sock: socket.socket = sock) -> None:
+                conn = TLSConnection(sock, context)
+                try:
+                    with trio.move_on_after(10):
+                        await conn.do_handshake()
+                        await _answer(conn, files)
+                except OSError:
+                    pass
+                finally:
+                    conn.close()
+
+            nursery.start_soon(handle)
+
+
+async def _answer_http(stream: trio.SocketStream) -> None:
+    """One HTTP/1.1 request on ``stream`` answered from :data:`WEB_SITES` by its Host."""
+    head = b""
+    with trio.move_on_after(10):
+        while b"\r\n\r\n" not in head and len(head) < 8192:
+            data = await stream.receive_some(4096)
+            if not data:
+                break
+            head += data
+        lines = head.decode("latin-1").split("\r\n")
+        path = lines[0].split(" ")[1] if lines[0].count(" ") == 2 else "/"
+        host = next(
+            (v for k, _, v in (h.partition(": ") for h in lines) if k.lower() == "host"), ""
+        )
+        found = WEB_SITES.get(host.strip(), {}).get(path)
+        status = "200 OK" if found else "404 Not Found"
+        mime, body = found or ("text/plain", b"not found")
+        await stream.send_all(
+            f"HTTP/1.1 {status}\r\nContent-Type: {mime}\r\nContent-Length: {len(body)}\r\n"
+            "Connection: close\r\n\r\n".encode()
+            + body
+        )
+    await stream.aclose()
+
+
+async def crawl(store: CrawlStore, ca_file: Path) -> None:
+    rules = []
+    served = capsules(ca_file)
+    async with trio.open_nursery() as nursery:
+        for host, (context, files) in served.items():
+            listener = socket.socket()
+            listener.bind(("127.0.0.1", 0))
+            listener.listen(16)
+            listener.setblocking(False)
+            rules.append(ConnectRule(host, 1965, "127.0.0.1", listener.getsockname()[1]))
+            nursery.start_soon(serve, context, files, listener)
+        web_listeners = await trio.open_tcp_listeners(0, host="127.0.0.1")
+        web_port = web_listeners[0].socket.getsockname()[1]
+        rules += [ConnectRule(host, 80, "127.0.0.1", web_port) for host in WEB_SITES]
+        nursery.start_soon(trio.serve_listeners, _answer_http, web_listeners)
+        resolver = Resolver(rules, loopback_only=True)
+        async with WebClient(connect_to=resolver, limits=CRAWL_LIMITS) as web:
+            fetch = ProtocolFetcher(gemini=gemini_fetch(GeminiClient(connect_to=resolver)), web=web)
+            options = CrawlOptions(role="researcher", test_range=True, trust_ca=(ca_file,))
+            crawler = build_crawler(store, options, TrioWallClock(), fetch=fetch)
+            crawler.seed(
+                [f"gemini://{host}/" for host in served] + [f"http://{h}/" for h in WEB_SITES]
+            )
+            with trio.fail_after(600):
+                await crawler.run()
+        nursery.cancel_scope.cancel()
+
+
+def crawled(store: CrawlStore, ca_file: Path) -> None:
+    trio.run(crawl, store, ca_file, clock=trio.testing.MockClock(autojump_threshold=0))
+
+
+@pytest.fixture(scope="module", params=["sqlite", "postgresql"])
+def census_db(request: Any, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    folder = tmp_path_factory.mktemp("census")
+    ca_file = folder / "ca.pem"
+    limits = FrontierLimits()
+    if request.param == "sqlite":
+        db = str(folder / "crawl.db")
+        conn = connect(db)
+        store: Any = SqliteStore(conn, TrioWallClock().now, limits, batch=True)
+        crawled(store, ca_file)
+        store.end_run()
+        conn.close()
+    else:
+        db = new_database(request.getfixturevalue("pg_cluster"))
+        store = PgStore(db, TrioWallClock().now, limits, lease_seconds=30)
+        crawled(store, ca_file)
+        store.close()
+    yield db
+
+
+def census(db: str, *args: str) -> dict[str, Any]:
+    result = run_main(["census", "--db", db, "--json", *args])
+    assert result.returncode == 0, result.stderr
+    data: dict[str, Any] = json.loads(result.stdout)
+    return {key: figure["value"] for key, figure in data["figures"].items()}
+
+
+def test_census_counts_each_known_fact(census_db: str) -> None:
+    got = census(census_db)
+    assert got["capsules.known"] == 4
+    assert got["capsules.reachable"] == 4
+    assert got["tls.versions"] == {"TLSv1.3": 3, "TLSv1.2": 1}
+    assert got["certs.trust"] == {"self-signed": 3, "known CA": 1}
+    assert got["certs.issuers"] == {"Census Test CA": 1}
+    assert got["certs.keys"] == {"EC secp256r1 256": 2, "RSA 2048": 2}
+    assert got["certs.expired"] == 1
+    assert got["certs.expiring"] == 0
+    assert got["certs.name_mismatch"] == 1
+    assert got["content.languages"] == {"en": 3, "de": 1, "fr": 1, "none declared": 1}
+    assert got["content.charsets"] == {"utf-8 (default)": 5, "utf-8": 1}
+    assert got["content.charset_undecodable"] == 1
+    assert got["content.charset_undecodable_share"] == round(1 / 6, 4)
+    assert got["uris.ok"] == 6
+    assert got["uris.gemtext_share"] == 1.0
+    assert got["uris.no_answer"] == 0
+    assert got["robots.present"] == 2
+    assert got["robots.naming"] == {"archiver": 1, "indexer": 1, "researcher": 1, "webproxy": 1}
+    assert got["refused.archiver"] == {"entirely": 1, "in part": 1, "not at all": 2}
+    assert got["refused.researcher"] == {"entirely": 0, "in part": 2, "not at all": 2}
+    assert got["refused.webproxy"] == {"entirely": 0, "in part": 1, "not at all": 3}
+    for va in ("archiver", "indexer", "researcher", "webproxy"):  # no group is strict-only
+        assert got[f"refused_strict.{va}"] == got[f"refused.{va}"]
+    assert got["robots2.present"] == 1
+    assert got["agents.present"] == 1
+    assert got["capsules.inlinks"] == {"tls12.test": 2, "ca.test": 1}
+    assert got["security.present"] == 3  # ca.test's robots.txt refuses it: never read
+    assert got["security.not_read"] == 1
+    assert got["security.well_formed"] == 2
+    assert got["security.expired"] == 1
+    assert got["web.hosts"] == 3
+    assert got["web.both_robots"] == 2
+    assert got["web.compared"] == 2
+    assert got["web.compared_in_part"] == 0
+    assert got["web.policies"] == {"identical in effect": 1, "differing": 1}
+    assert got["web.differences"] == {"path": 1, "wait": 1, "usage": 1}
+
+
+def test_census_of_one_host_and_history(census_db: str) -> None:
+    mine = census(census_db, "--host", "expired.test")
+    assert mine["host.cert.days_left"] < 0
+    assert mine["host.robots.fetched"] == "never" or mine["host.robots.status"] == 51
+    result = run_main(["census", "--db", census_db, "--keep"])
+    assert result.returncode == 0, result.stderr
+    assert all(len(line) <= 80 for line in result.stdout.splitlines())
+    history = run_main(["census", "--db", census_db, "--history", "--json"])
+    kept = json.loads(history.stdout)
+    assert len(kept) >= 1
+    assert kept[-1]["figures"]["capsules.known"]["value"] == 4
