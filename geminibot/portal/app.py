@@ -17,10 +17,10 @@ Routes (see docs/portal.md):
 Only origin-form request targets (``/...``) are answered. A ``POST`` to a page address
 answers a ``10``/``11`` prompt: the form's ``input`` becomes the Gemini query.
 
-A page is fetched, rendered (:class:`~geminibot.portal.pages.Pages`, in a worker thread
-when the body is big) and kept rendered in the :class:`~geminibot.portal.cache.PageCache`;
-an answer is handed to the server in slices of ``send_chunk_bytes``. Every failure is a
-page; a fault of the portal itself is a 500 page and one message on stderr.
+A Gemini page is shown by the :class:`~geminibot.portal.proxy.PageProxy` (fetched once
+for all who ask for it at once, rendered, kept rendered in the page cache); an answer is
+handed to the server in slices of ``send_chunk_bytes``. Every failure is a page; a fault
+of the portal itself is a 500 page and one message on stderr.
 """
 
 from __future__ import annotations
@@ -36,18 +36,15 @@ from urllib.parse import parse_qs, quote
 import trio
 
 from geminibot.cliutil import say
-from geminibot.gemini.client import Response
-from geminibot.gemini.status import Family
 from geminibot.gemini.urls import parse_url
 from geminibot.index.query import QueryError, parse_query
 from geminibot.net.addresses import address_key
-from geminibot.net.errors import BodyTooLarge, FetchError
-from geminibot.portal.cache import PageCache
 from geminibot.portal.limits import ClientBuckets
 from geminibot.portal.pages import COMMON_HEADERS, HTTPResponse, Pages
-from geminibot.portal.render import Strip, esc, notice
+from geminibot.portal.proxy import PageProxy
+from geminibot.portal.render import esc, notice
 from geminibot.portal.search import MAX_PAGE, find_page, results_html, search_form
-from geminibot.portal.upstream import WEB_CLIENT, Busy, NotReachable, Refused, Upstream
+from geminibot.portal.upstream import Upstream
 from geminibot.portal.whatsnew import WhatsNew
 from geminibot.store.reads import ReadsBusy
 from geminibot.urls import URL, InvalidURL
@@ -64,9 +61,6 @@ PORTAL_ROBOTS = (
     b"# geminibot portal: proxied Gemini content is not for web crawlers.\n"
     b"User-agent: *\nDisallow: /\n"
 )
-#: Bodies up to this size are rendered on the event loop (a few milliseconds at most);
-#: bigger ones in a worker thread.
-INLINE_RENDER_BYTES = 64 * 1024
 
 
 @dataclass(frozen=True)
@@ -104,11 +98,9 @@ class PortalApp:
         limits = upstream.limits
         self.limits = limits
         self.pages = Pages(limits, capsule)
-        self.cache = PageCache(limits.page_cache_bytes, limits.page_cache_seconds)
         self.buckets = ClientBuckets(limits.rate_per_second, limits.rate_burst, limits.max_clients)
-        self.renderers = trio.CapacityLimiter(limits.render_threads)
-        #: Pages being fetched and rendered now, by URL: who asks meanwhile waits.
-        self._fetching: dict[str, trio.Event] = {}
+        #: Gemini pages shown: fetched once for all who ask, rendered, cached.
+        self.proxy = PageProxy(upstream, self.pages, clock)
         #: Headers the application adds to every answer.
         self.headers = list(COMMON_HEADERS)
         #: The portal's own pages, by exact path, before any Gemini address.
@@ -256,7 +248,7 @@ class PortalApp:
             return target
         if request.method == "POST":
             return await self._answer_prompt(target, request)
-        return await self.show(target, request.client)
+        return await self.proxy.show(target, request.client)
 
     async def _robots(self, request: Request) -> HTTPResponse:
         return HTTPResponse(200, PORTAL_ROBOTS, [(b"content-type", b"text/plain; charset=utf-8")])
@@ -383,88 +375,12 @@ class PortalApp:
             return target
         if not sensitive:
             return _see_other(self.href(str(target)) or "/")
-        return await self.show(target, request.client, hide_query=True)
-
-    async def show(self, url: URL, client: str = "", *, hide_query: bool = False) -> HTTPResponse:
-        """The page for ``url``; with ``hide_query`` (the answer to an ``11`` prompt)
-        neither shown nor cached."""
-        token = WEB_CLIENT.set(client)  # whose share of the upstream slots it takes
-        try:
-            return await self._show(url, hide_query)
-        finally:
-            WEB_CLIENT.reset(token)
-
-    async def _show(self, url: URL, hide_query: bool) -> HTTPResponse:
-        shown = _without_query(url) if hide_query else str(url)
-        try:
-            if hide_query:
-                return await self._fresh(url, hide_query=True)
-            await self.upstream.allowed(url)  # the rules first, even for a cached page
-            return await self._shared(url)
-        except Refused as refused:
-            hop = parse_url(_without_query(refused.url)) if hide_query else refused.url
-            return self.pages.refusal(hop, refused.decision, refused.files)
-        except Busy as busy:
-            return self.pages.busy(busy.reason, busy.retry_after, shown)
-        except NotReachable as exc:
-            return self.pages.not_reachable(exc.url, shown)
-        except BodyTooLarge as exc:
-            return self.pages.too_large(str(exc), shown)
-        except (FetchError, InvalidURL) as exc:
-            return self.pages.fetch_failed(type(exc).__name__, str(exc), shown)
-
-    async def _shared(self, url: URL) -> HTTPResponse:
-        """The page from the cache, else fetched and rendered once for all who ask for it
-        meanwhile (they wait up to ``max_wait`` for the first, then try themselves)."""
-        key = str(url)
-        first = self._fetching.get(key)
-        if first is not None:
-            with trio.move_on_after(self.limits.max_wait):
-                await first.wait()
-        hit = self.cache.get(key, self.clock())
-        if hit is not None:
-            return hit
-        mine = self._fetching[key] = trio.Event()
-        try:
-            return await self._fresh(url, hide_query=False)
-        finally:
-            mine.set()
-            if self._fetching.get(key) is mine:
-                del self._fetching[key]
-
-    async def _fresh(self, url: URL, *, hide_query: bool) -> HTTPResponse:
-        """Fetched and rendered now (and kept in the cache when it may be)."""
-        response = await self.upstream.page(url)
-        final = _without_query(response.url) if hide_query else str(response.url)
-        strip = Strip(
-            final, response.certificate, response.trust.value, response.previous_certificate
-        )
-        result = await self._render(response, strip)
-        if hide_query:  # nothing of the answer to an 11 prompt kept by the browser
-            result.headers.append((b"cache-control", b"no-store"))
-        elif (
-            response.family is Family.SUCCESS
-            and not response.possibly_truncated
-            and self.upstream.storable(response)
-        ):
-            self.cache.put(str(url), result, self.clock())
-        return result
-
-    async def _render(self, response: Response, strip: Strip) -> HTTPResponse:
-        if len(response.body) <= INLINE_RENDER_BYTES:
-            return self.pages.response(response, strip)
-        return await trio.to_thread.run_sync(
-            partial(self.pages.response, response, strip), limiter=self.renderers
-        )
+        return await self.proxy.show(target, request.client, hide_query=True)
 
 
 def _target(scope: Scope) -> str:
     raw = scope.get("raw_path") or str(scope.get("path", "/")).encode()
     return bytes(raw).decode("latin-1")
-
-
-def _without_query(url: URL) -> str:
-    return str(url).split("?", 1)[0]
 
 
 async def _whatsnew(pages: WhatsNew, path: str, request: Request) -> HTTPResponse:

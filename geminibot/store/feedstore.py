@@ -3,12 +3,13 @@ read by the faces (``geminibot feeds``, the search capsule, the portal) through
 :mod:`geminibot.store.whatsnew`.
 
 A fetched page that is a feed (:mod:`geminibot.feeds.parse` reads it; the store takes
-anything shaped as :class:`FeedLike`) is written in the page's transaction
-(:func:`store_feed`): its ``feeds`` row is created or updated, an entry not known yet
-is added (``first_seen`` = the fetch), a known one takes the feed's title and date, and
-one the feed no longer lists stays as history with ``removed_at`` (listed again, it is
-live again). Entries are keyed by feed and URL: the same page listed by two feeds is two
-rows, and the aggregator (:func:`new_entries`) shows it once.
+anything shaped as :class:`~geminibot.store.records.FeedLike`) is written in the page's
+transaction (:func:`visit_feed`, :func:`store_feed`): its ``feeds`` row is created or
+updated, an entry not known yet is added (``first_seen`` = the fetch), a known one takes
+the feed's title and date, and one the feed no longer lists stays as history with
+``removed_at`` (listed again, it is live again). Entries are keyed by feed and URL: the
+same page listed by two feeds is two rows, and the aggregator
+(:func:`geminibot.store.whatsnew.new_entries`) shows it once.
 
 Statements are written once for both engines, as :mod:`geminibot.store.statements`'
 are.
@@ -16,35 +17,12 @@ are.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
-from typing import Any, Protocol
+from collections.abc import Callable
+from typing import Any
 
 import sqlalchemy as sa
 
-
-class EntryLike(Protocol):
-    """What the store keeps of a feed's entry."""
-
-    @property
-    def url(self) -> str: ...
-    @property
-    def title(self) -> str: ...
-    @property
-    def published(self) -> float: ...
-
-
-class FeedLike(Protocol):
-    """What the store keeps of a feed (:class:`geminibot.feeds.parse.Feed` is one)."""
-
-    @property
-    def format(self) -> str: ...
-    @property
-    def title(self) -> str: ...
-    @property
-    def author(self) -> str | None: ...
-    @property
-    def entries(self) -> Sequence[EntryLike]: ...
-
+from geminibot.store.records import FeedLike, FetchedPage
 
 #: A feed's row created or updated by a fetch (its live entries counted by the caller).
 SAVE_FEED = sa.text(
@@ -80,6 +58,22 @@ DROP_ENTRIES = sa.text(
 EMPTY_FEED = sa.text("UPDATE feeds SET entries = 0, fetched_at = :now WHERE url = :url")
 
 Run = Callable[[Any, sa.TextClause, dict[str, Any]], Any]
+
+
+def visit_feed(run: Run, conn: Any, fetched: FetchedPage) -> None:
+    """The feed side of a visit (:class:`~geminibot.store.records.FetchedPage`), inside
+    the caller's transaction: the feed it read is stored; a page that was a feed moves its
+    feed's fetch time when fetched unchanged, and drops its entries when written as no
+    longer one (a ``listed`` not-found answer keeps the page, and its feed, as they were)."""
+    page = fetched.page
+    if fetched.listed or (fetched.unchanged and not fetched.was_feed):
+        return
+    if fetched.unchanged:
+        run(conn, TOUCH_FEED, {"at": page.fetched_at, "url": page.url})
+    elif fetched.feed is not None:
+        store_feed(run, conn, page.url, page.host, fetched.feed, page.fetched_at)
+    elif fetched.was_feed:
+        drop_feed(run, conn, page.url, page.fetched_at)
 
 
 def store_feed(run: Run, conn: Any, url: str, host: str, feed: FeedLike, now: float) -> int:

@@ -5,10 +5,9 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 from geminibot.policy import FetchOutcome
-from geminibot.store.feedstore import FeedLike
 from geminibot.store.pages import Page
 
 
@@ -91,6 +90,30 @@ class Revisit:
 
     next_visit: float | None
     interval: float | None = None
+
+
+class EntryLike(Protocol):
+    """What the store keeps of a feed's entry."""
+
+    @property
+    def url(self) -> str: ...
+    @property
+    def title(self) -> str: ...
+    @property
+    def published(self) -> float: ...
+
+
+class FeedLike(Protocol):
+    """What the store keeps of a feed (:class:`geminibot.feeds.parse.Feed` is one)."""
+
+    @property
+    def format(self) -> str: ...
+    @property
+    def title(self) -> str: ...
+    @property
+    def author(self) -> str | None: ...
+    @property
+    def entries(self) -> Sequence[EntryLike]: ...
 
 
 @dataclass(frozen=True)

@@ -15,7 +15,7 @@ from typing import Any, Protocol
 
 from geminibot.store import records
 from geminibot.store import statements as q
-from geminibot.store.feedstore import TOUCH_FEED, drop_feed, store_feed
+from geminibot.store.feedstore import visit_feed
 from geminibot.store.freshness import VANISHED_AFTER, VANISHED_FAILURES, Visit
 from geminibot.store.frontier import Claim, Frontier, give_up_params
 from geminibot.store.pages import write_page
@@ -324,9 +324,8 @@ class SqlStore:
         return None if row is None else str(row[0])
 
     def fetched(self, fetched: FetchedPage) -> dict[str, int]:
-        """Commit a page, its decision and fetch, its links into the frontier, and the
-        feed it is (if it is one: :func:`~geminibot.store.feedstore.store_feed`); returns
-        the hosts that got newly queued URLs, with how many."""
+        """Commit a page, its decision and fetch, its links into the frontier and its feed
+        (:func:`~geminibot.store.feedstore.visit_feed`); the hosts woken, how many each."""
         page, url = fetched.page, fetched.decision.url
         woken: Counter[str] = Counter()
         with self._writing(closes=True) as conn:
@@ -343,17 +342,11 @@ class SqlStore:
             if fetched.unchanged:
                 params = {"at": page.fetched_at, "meta": page.meta, "url": page.url}
                 self._run(conn, q.TOUCH_PAGE, params)
-                if fetched.was_feed:
-                    self._run(conn, TOUCH_FEED, {"at": page.fetched_at, "url": page.url})
             elif not fetched.listed:  # (listed: not found, its last live answer kept)
                 old = self._run(conn, q.PAGE_HASH, {"url": page.url}).fetchone()
                 self.frontier.admit(conn, batch)
                 woken.update(batch.woken)
                 write_page(conn, self.engine.dialect, page, fetched.role)
-                if fetched.feed is not None:
-                    store_feed(self._run, conn, page.url, page.host, fetched.feed, page.fetched_at)
-                elif fetched.was_feed:
-                    drop_feed(self._run, conn, page.url, page.fetched_at)
                 changed = missing or (old is not None and old[0] != page.content_hash)
                 if old is not None and old[1] is None and changed:
                     woken.update(self._requeue_aliases(conn, page.url))
@@ -361,6 +354,7 @@ class SqlStore:
                     self._demote(conn, fetched.demote, page.url)
                 if fetched.gone:
                     self._run(conn, q.HOST_URL_GONE, {"host": fetched.fetch.host})
+            visit_feed(self._run, conn, fetched)
             self._finish(conn, url, state, reason)
             self._schedule(conn, url, fetched.revisit)
         return dict(woken)
