@@ -11,7 +11,8 @@ Routes (see docs/portal.md):
 - with ``capsule``: ``/PATH[?QUERY]`` shows that path of the one capsule, as Kineto does;
 - with a crawl database (``checks``, its reads off the event loop): ``/check`` is a form, ``/check?q=URL|HOST`` says why
   a page is in the crawl's index or not, or what it knows of a capsule
-  (:mod:`geminibot.why`).
+  (:mod:`geminibot.why`); ``/feeds``, ``/new`` (``/new?q=QUERY``), ``/newest``,
+  ``/random`` and ``/new.atom`` say what is new (:class:`~geminibot.portal.whatsnew.WhatsNew`).
 
 Only origin-form request targets (``/...``) are answered. A ``POST`` to a page address
 answers a ``10``/``11`` prompt: the form's ``input`` becomes the Gemini query.
@@ -44,6 +45,7 @@ from geminibot.portal.proxy import PageProxy
 from geminibot.portal.render import esc, notice
 from geminibot.portal.search import MAX_PAGE, find_page, results_html, search_form
 from geminibot.portal.upstream import Upstream
+from geminibot.portal.whatsnew import WhatsNew
 from geminibot.store.reads import ReadsBusy
 from geminibot.urls import URL, InvalidURL
 from geminibot.why import BadTarget
@@ -119,12 +121,16 @@ class PortalApp:
     @checks.setter
     def checks(self, checks: CheckReads | None) -> None:
         self._checks = checks
-        if checks is None:
-            self.routes.pop("/check", None)
-            self.routes.pop("/search", None)
-        else:
-            self.routes["/check"] = self._check
-            self.routes["/search"] = self._search
+        new = None if checks is None else WhatsNew(self.pages, checks.reads, self.wall_clock)
+        for path in ("/check", "/search", *WhatsNew.PATHS):
+            if new is None:
+                self.routes.pop(path, None)
+            elif path == "/check":
+                self.routes[path] = self._check
+            elif path == "/search":
+                self.routes[path] = self._search
+            else:
+                self.routes[path] = partial(_whatsnew, new, path)
 
     @property
     def home(self) -> str:
@@ -282,8 +288,8 @@ class PortalApp:
         return self.pages.html(200, "geminibot portal", body + self._about_text())
 
     def _about_text(self) -> str:
-        """How the portal behaves (its home page and ``/about``), and ``/check`` when it
-        has a crawl database."""
+        """How the portal behaves (its home page and ``/about``), and ``/check`` and the
+        pages of what is new when it has a crawl database."""
         text = (
             "<p>Before each page this portal reads the capsule's robots.txt (and "
             "robots2.txt, agents.txt) and obeys the rules for the <code>webproxy</code> "
@@ -295,6 +301,10 @@ class PortalApp:
             text += (
                 '\n<p><a href="/check">Why is a page in the search index, or not?</a> '
                 "What the crawl knows of a capsule, and the policy line behind each page.</p>"
+                '\n<p>What is new: <a href="/new">the past week\'s entries</a> of the feeds '
+                'the crawl found (<a href="/new.atom">Atom</a>), <a href="/feeds">the known '
+                'feeds</a>, <a href="/newest">new capsules</a>, <a href="/random">a random '
+                "page</a>.</p>"
             )
         return text
 
@@ -371,6 +381,10 @@ class PortalApp:
 def _target(scope: Scope) -> str:
     raw = scope.get("raw_path") or str(scope.get("path", "/")).encode()
     return bytes(raw).decode("latin-1")
+
+
+async def _whatsnew(pages: WhatsNew, path: str, request: Request) -> HTTPResponse:
+    return await pages.answer(path, request.query)
 
 
 def _see_other(where: str) -> HTTPResponse:

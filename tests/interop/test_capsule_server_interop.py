@@ -98,6 +98,11 @@ EXPECTED: list[tuple[str, str, int, str, Body]] = [
     ("va-groups.test", "/nope.gmi", 51, "Not found", None),
     ("ops.test", "/notes.txt", 20, TXT + "; lang=en", "notes.txt"),
     ("de.ops.test", "/gedichte.gmi", 20, GMI + "; lang=de", "gedichte.gmi"),
+    ("feeds.test", "/robots.txt", 20, TXT, "robots.txt"),
+    ("feeds.test", "/log/index.gmi", 20, GMI, "log/index.gmi"),
+    ("feeds.test", "/atom.xml", 20, "application/atom+xml; charset=utf-8", "atom.xml"),
+    ("feeds.test", "/rss.xml", 20, "application/rss+xml; charset=utf-8", "rss.xml"),
+    ("feeds.test", "/twtxt.txt", 20, TXT, "twtxt.txt"),
 ]
 HOSTS = sorted({host for host, *_ in EXPECTED} - {"no-such-host.test"})
 #: Capsules whose pages say their language in the MIME type (the search operators' pair).
