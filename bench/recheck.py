@@ -34,89 +34,20 @@ import json
 import os
 import random
 import shutil
-import signal
 import sqlite3
 import statistics
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 from pathlib import Path
 from typing import Any
 
 from machine import cpu_model
-from real_search import BIN, serve
+from real_search import BIN
+from service_bench import fetched_at, file_of, one, real_service, searchable, wait
 
-from geminibot.index import search
-from geminibot.index.tantivy_index import index_lag
-from geminibot.store.database import open_database
 from geminibot.store.recheck import DUE_POLL
-
-#: Seconds between two searches for a rechecked page.
-POLL = 0.25
-
-
-class Served:
-    """``geminibot serve`` in a child process; its JSON log lines collected by a thread."""
-
-    def __init__(self, config: Path) -> None:
-        argv = [str(BIN / "geminibot"), "serve", "--config", str(config)]
-        argv += ["--no-search-enabled", "--no-metrics-enabled", "--index-authority-every", "0"]
-        self.proc = subprocess.Popen(argv, stdout=subprocess.PIPE, text=True)
-        self.records: list[dict[str, Any]] = []
-        threading.Thread(target=self._read, daemon=True).start()
-
-    def _read(self) -> None:
-        assert self.proc.stdout is not None
-        for line in self.proc.stdout:
-            self.records.append(json.loads(line))
-
-    def said(self, component: str, start: str) -> bool:
-        return any(
-            r["component"] == component and str(r.get("message", "")).startswith(start)
-            for r in list(self.records)
-        )
-
-    def stop(self) -> None:
-        self.proc.send_signal(signal.SIGTERM)
-        self.proc.wait(timeout=120)
-
-
-def wait(found: Any, what: str, deadline: float, every: float = POLL) -> float:
-    """Seconds until ``found()`` is true (SystemExit after ``deadline`` seconds)."""
-    started = time.monotonic()
-    while time.monotonic() - started < deadline:
-        if found():
-            return time.monotonic() - started
-        time.sleep(every)
-    raise SystemExit(f"never within {deadline:g} s: {what}")
-
-
-def searchable(db: Path, word: str, url: str) -> bool:
-    try:
-        with open_database(str(db)) as database:
-            assert database.sqlite is not None
-            return url in {r.url for r in search(database.sqlite, word, limit=10)}
-    except sqlite3.OperationalError:  # the store busy for longer than its timeout
-        return False
-
-
-def one(db: Path, sql: str, *params: object) -> Any:
-    conn = sqlite3.connect(db, timeout=30)
-    try:
-        return conn.execute(sql, params).fetchone()
-    finally:
-        conn.close()
-
-
-def index_caught_up(db: Path) -> bool:
-    """Whether the search index holds every change of the store."""
-    try:
-        with open_database(str(db)) as database:
-            return index_lag(database) == 0
-    except sqlite3.OperationalError:
-        return False
 
 
 def recheck(db: Path, target: str) -> float:
@@ -128,16 +59,6 @@ def recheck(db: Path, target: str) -> float:
         stdout=subprocess.DEVNULL,
     )
     return started
-
-
-def fetched_at(db: Path, url: str) -> float:
-    return float(one(db, "SELECT fetched_at FROM pages WHERE url = ?", url)[0])
-
-
-def file_of(capsules: Path, url: str) -> Path:
-    host, _, path = url.removeprefix("gemini://").partition("/")
-    file = capsules / host / path
-    return file / "index.gmi" if url.endswith("/") else file
 
 
 def pick(db: Path, capsules: Path, count: int, seed: int) -> list[str]:
@@ -182,40 +103,19 @@ def main() -> None:
 
 
 def run(args: argparse.Namespace, work: Path) -> dict[str, Any]:
-    capsules = work / "capsules"
-    names = sorted(p.name for p in (args.corpus / "capsules").iterdir() if p.is_dir())
-    for name in names[: args.capsules]:
-        shutil.copytree(args.corpus / "capsules" / name, capsules / name, dirs_exist_ok=True)
-    hosts = sorted(p.name for p in capsules.iterdir())
-    db = work / "engine.db"
-    server, port = serve(capsules, work)
-    config = work / "engine.toml"
-    config.write_text(
-        f'[service]\ndb = "{db}"\n\n[crawl]\nseeds = {json.dumps([f"gemini://{h}/" for h in hosts])}\n'
-        "test_range = true\n"
-        f'connect_to = ["*.capsule.test:1965:127.0.0.1:{port}"]\n'
-    )
-    service = Served(config)
-    try:
-        first = wait(
-            lambda: service.said("crawl", "geminibot crawl: sleeping"), "first crawl", args.deadline
-        )
-        wait(lambda: index_caught_up(db), "the index caught up", args.deadline, every=2.0)
+    with real_service(args.corpus, args.capsules, work, args.deadline) as real:
+        db = real.db
         (pages,) = one(db, "SELECT count(*) FROM pages")
         result: dict[str, Any] = {
             "machine": f"nproc {os.cpu_count()}, {cpu_model()}, load {os.getloadavg()[0]:.1f}",
-            "capsules": len(hosts),
-            "first_crawl_seconds": round(first, 1),
+            "capsules": len(real.hosts),
+            "first_crawl_seconds": round(real.first_crawl_seconds, 1),
             "pages": pages,
         }
-        result["pages_rechecked"] = one_by_one(args, db, capsules)
-        result["host_rechecked"] = a_host(args, db, capsules)
+        result["pages_rechecked"] = one_by_one(args, db, real.capsules)
+        result["host_rechecked"] = a_host(args, db, real.capsules)
         result["load_at_end"] = round(os.getloadavg()[0], 1)
         return result
-    finally:
-        service.stop()
-        server.terminate()
-        server.wait(timeout=30)
 
 
 def one_by_one(args: argparse.Namespace, db: Path, capsules: Path) -> dict[str, Any]:
