@@ -33,19 +33,17 @@ import argparse
 import json
 import os
 import random
-import shutil
 import sqlite3
 import statistics
 import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
 from typing import Any
 
 from machine import cpu_model
 from real_search import BIN
-from service_bench import fetched_at, file_of, one, real_service, searchable, wait
+from service_bench import fetched_at, file_of, one, real_service, searchable, wait, work_folder
 
 from geminibot.store.recheck import DUE_POLL
 
@@ -93,13 +91,8 @@ def main() -> None:
     parser.add_argument("--deadline", type=float, default=1800.0, help="bound on each wait (s)")
     parser.add_argument("--work", type=Path, help="keep the work here (else a temporary one)")
     args = parser.parse_args()
-    work = args.work or Path(tempfile.mkdtemp(prefix="recheck-bench-"))
-    work.mkdir(parents=True, exist_ok=True)
-    try:
+    with work_folder(args.work, "recheck-bench-") as work:
         print(json.dumps(run(args, work), indent=2))
-    finally:
-        if args.work is None:
-            shutil.rmtree(work, ignore_errors=True)
 
 
 def run(args: argparse.Namespace, work: Path) -> dict[str, Any]:

@@ -14,6 +14,7 @@ import shutil
 import signal
 import sqlite3
 import subprocess
+import tempfile
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -58,6 +59,18 @@ class Served:
     def stop(self) -> None:
         self.proc.send_signal(signal.SIGTERM)
         self.proc.wait(timeout=120)
+
+
+@contextmanager
+def work_folder(kept: Path | None, prefix: str) -> Iterator[Path]:
+    """``kept`` (created if need be), else a temporary folder removed on leaving."""
+    work = kept or Path(tempfile.mkdtemp(prefix=prefix))
+    work.mkdir(parents=True, exist_ok=True)
+    try:
+        yield work
+    finally:
+        if kept is None:
+            shutil.rmtree(work, ignore_errors=True)
 
 
 @dataclass
