@@ -2,7 +2,7 @@
 with ``geminibot serve`` running on real capsules and the index ``/submit``-ted (issue
 57, "Done when", second point).
 
-    .venv/bin/python bench/feeds_service.py /work/shared/real-capsules [--posts 3]
+    .venv/bin/python bench/feeds_service.py /work/shared/real-capsules [--posts 3] [--skip 0]
         [--capsules 29] [--deadline 600] [--work DIR]
 
 1. ``geminibot serve`` on a copy of the capsules, with its search capsule on loopback
@@ -61,9 +61,9 @@ def gemini(port: int, path_query: str) -> tuple[int, str]:
     return trio.run(ask)
 
 
-def gemsub_indexes(db: Path, capsules: Path, count: int) -> list[str]:
+def gemsub_indexes(db: Path, capsules: Path, count: int, skip: int) -> list[str]:
     """``count`` gemsub feeds whose file is in the copy, one capsule each, the ones with the
-    most entries first (the gemlogs' indexes)."""
+    most entries first (the gemlogs' indexes), after the first ``skip``."""
     out = subprocess.run(
         [str(BIN / "geminibot"), "feeds", "--db", str(db), "--json", "--limit", "1000"],
         check=True,
@@ -79,7 +79,7 @@ def gemsub_indexes(db: Path, capsules: Path, count: int) -> list[str]:
         fits = feed["format"] == "gemsub" and "?" not in url and host not in chosen
         if fits and file_of(capsules, url).is_file():
             chosen[host] = url
-    return list(chosen.values())[:count]
+    return list(chosen.values())[skip : skip + count]
 
 
 def post(capsules: Path, index: str, n: int, word: str) -> str:
@@ -110,6 +110,7 @@ def main() -> None:
     parser.add_argument("corpus", type=Path, help="the real-capsules folder")
     parser.add_argument("--capsules", type=int, default=29, help="how many (first by name)")
     parser.add_argument("--posts", type=int, default=PER_CLIENT, help="posts, one by one")
+    parser.add_argument("--skip", type=int, default=0, help="take the feeds after the first N")
     parser.add_argument("--deadline", type=float, default=600.0, help="bound on each wait (s)")
     parser.add_argument("--work", type=Path, help="keep the work here (else a temporary one)")
     args = parser.parse_args()
@@ -135,9 +136,10 @@ def run(args: argparse.Namespace, work: Path) -> dict[str, Any]:
             "gemsub_feeds": one(real.db, "SELECT count(*) FROM feeds WHERE format = 'gemsub'")[0],
         }
         rows = []
-        for n, index in enumerate(gemsub_indexes(real.db, real.capsules, args.posts)):
+        for n, index in enumerate(gemsub_indexes(real.db, real.capsules, args.posts, args.skip)):
             word = f"zqfeedpost{n}x"
             before = fetched_at(real.db, index)
+            (next_visit,) = one(real.db, "SELECT next_visit FROM urls WHERE url = ?", index)
             url = post(real.capsules, index, n, word)
             submitted = time.time()
             status, answer = gemini(port, "/submit?" + quote(index, safe=""))
@@ -156,6 +158,7 @@ def run(args: argparse.Namespace, work: Path) -> dict[str, Any]:
                     "submit_to_refetched": round(refetched - submitted, 2),
                     "refetched_to_new": round(listed - refetched, 2),
                     "refetched_to_searchable": round(found - refetched, 2),
+                    "without_submit_hours": round((next_visit - submitted) / 3600, 1),
                 }
             )
         result["posts"] = rows
