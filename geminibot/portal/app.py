@@ -11,7 +11,8 @@ Routes (see docs/portal.md):
 - with ``capsule``: ``/PATH[?QUERY]`` shows that path of the one capsule, as Kineto does;
 - with a crawl database (``checks``, its reads off the event loop): ``/check`` is a form, ``/check?q=URL|HOST`` says why
   a page is in the crawl's index or not, or what it knows of a capsule
-  (:mod:`geminibot.why`).
+  (:mod:`geminibot.why`); ``/census``, the latest census kept, charts inline
+  (:mod:`geminibot.portal.census`).
 
 Only origin-form request targets (``/...``) are answered. A ``POST`` to a page address
 answers a ``10``/``11`` prompt: the form's ``input`` becomes the Gemini query.
@@ -41,11 +42,12 @@ from geminibot.gemini.status import Family
 from geminibot.gemini.urls import parse_url
 from geminibot.net.errors import BodyTooLarge, FetchError
 from geminibot.portal.cache import PageCache
+from geminibot.portal.census import CENSUS_SECONDS, census_page
 from geminibot.portal.limits import ClientBuckets
 from geminibot.portal.pages import COMMON_HEADERS, HTTPResponse, Pages
 from geminibot.portal.render import Strip, esc, notice
 from geminibot.portal.upstream import WEB_CLIENT, Busy, NotReachable, Refused, Upstream
-from geminibot.store.reads import ReadsBusy
+from geminibot.store.reads import Periodic, ReadsBusy
 from geminibot.urls import URL, InvalidURL
 from geminibot.why import BadTarget
 from geminibot.why.reads import CheckReads
@@ -115,6 +117,7 @@ class PortalApp:
         if capsule is None:
             self.routes["/"] = self._home
             self.routes["/about"] = self._about
+        self._census_page = Periodic(CENSUS_SECONDS, self.clock, _succeeded)
         self.checks = checks
 
     @property
@@ -127,8 +130,10 @@ class PortalApp:
         self._checks = checks
         if checks is None:
             self.routes.pop("/check", None)
+            self.routes.pop("/census", None)
         else:
             self.routes["/check"] = self._check
+            self.routes["/census"] = self._census
 
     @property
     def home(self) -> str:
@@ -297,6 +302,7 @@ class PortalApp:
             text += (
                 '\n<p><a href="/check">Why is a page in the search index, or not?</a> '
                 "What the crawl knows of a capsule, and the policy line behind each page.</p>"
+                '\n<p><a href="/census">Geminispace in figures</a>: the crawl\'s census.</p>'
             )
         return text
 
@@ -327,6 +333,18 @@ class PortalApp:
             )
         body = "<h1>Check</h1>\n" + html_form(asked) + "\n" + html_fragment(answer, self.href)
         return self.pages.html(200, "Check", body)
+
+    async def _census(self, request: Request) -> HTTPResponse:
+        """The latest census kept, with its history, drawn at most once a
+        :data:`~geminibot.portal.census.CENSUS_SECONDS`."""
+        assert self.checks is not None  # (routed only with them)
+        reads = self.checks.reads
+        try:
+            return await self._census_page.get(
+                lambda: census_page(self.pages, reads, self.renderers)
+            )
+        except ReadsBusy as exc:
+            return self.pages.busy(str(exc), exc.retry_after, "/census")
 
     # -- showing a page ----------------------------------------------------------------
 
@@ -466,3 +484,8 @@ async def _read_body(receive: Receive, limit: int) -> bytes | object:
         chunks.append(data)
         if not message.get("more_body", False):
             return b"".join(chunks)
+
+
+def _succeeded(response: HTTPResponse) -> bool:
+    """Whether a page is kept by a :class:`~geminibot.store.reads.Periodic`."""
+    return response.status == 200
