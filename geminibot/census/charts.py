@@ -134,6 +134,7 @@ def series_chart(key: str, title: str, points: Sequence[tuple[float, float]]) ->
     with _DRAWING, _rc():
         from matplotlib.dates import AutoDateLocator, ConciseDateFormatter
         from matplotlib.figure import Figure
+        from matplotlib.ticker import MaxNLocator
 
         figure = Figure(figsize=(7.2, 2.6), layout="constrained")
         axes = figure.subplots()
@@ -142,7 +143,10 @@ def series_chart(key: str, title: str, points: Sequence[tuple[float, float]]) ->
         locator = AutoDateLocator()  # type: ignore[no-untyped-call]
         axes.xaxis.set_major_locator(locator)
         axes.xaxis.set_major_formatter(ConciseDateFormatter(locator))  # type: ignore[no-untyped-call]
-        axes.set_ylim(bottom=0)
+        top = max(v for _, v in kept)
+        axes.set_ylim(bottom=0, top=None if top > 0 else 1)
+        if all(float(v).is_integer() for _, v in kept):
+            axes.yaxis.set_major_locator(MaxNLocator(integer=True))
         axes.grid(axis="y", color="#dddddd")
         _plain(axes)
         axes.set_title(_wrapped(title), loc="left")

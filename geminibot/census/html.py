@@ -20,6 +20,7 @@ from pathlib import Path
 from geminibot.census.charts import Chart, census_charts, history_charts
 from geminibot.census.model import Census, Figure, Section, Value
 from geminibot.census.render import when
+from geminibot.cliutil import counted
 
 #: The folder of ``DIR`` that holds the chart files.
 CHARTS = "charts"
@@ -84,7 +85,7 @@ def report_body(report: Report, src: Callable[[Chart], str] = chart_file) -> str
         f"<h1>{esc(title_of(census))}</h1>",
         f"<p>Taken {esc(when(census.taken_at))}, over the crawl's window from "
         f"{esc(when(census.window_start))} to {esc(when(census.window_end))}. "
-        f"{report.kept} censuses kept in the store.</p>",
+        f"{counted(report.kept, 'census', 'censuses')} kept in the store.</p>",
     ]
     for section in census.sections:
         parts.append(_section(section, report, src))
@@ -143,7 +144,8 @@ def _section(section: Section, report: Report, src: Callable[[Chart], str]) -> s
 
 def _distribution(figure: Figure, chart: Chart | None, src: Callable[[Chart], str]) -> str:
     assert isinstance(figure.value, dict)
-    caption = f'{esc(figure.what)} <span class="window">({esc(figure.window)})</span>'
+    window = f'<span class="window">({esc(figure.window)})</span>'
+    caption = f"{esc(figure.what)} {window}"
     rows = "\n".join(
         f'<tr><td>{esc(label)}</td><td class="n">{esc(_shown("", n))}</td></tr>'
         for label, n in figure.value.items()
@@ -153,7 +155,7 @@ def _distribution(figure: Figure, chart: Chart | None, src: Callable[[Chart], st
         return f'<figure id="{esc(figure.key)}">\n<figcaption>{caption}</figcaption>\n{table}\n</figure>'
     return (
         f'<figure id="{esc(figure.key)}">\n<img src="{esc(src(chart))}" alt="{esc(chart.alt)}">\n'
-        f"<figcaption>{caption}</figcaption>\n"
+        f"<figcaption>{window}</figcaption>\n"
         f"<details><summary>The numbers</summary>\n{table}\n</details>\n</figure>"
     )
 
@@ -162,14 +164,14 @@ def _history(report: Report, src: Callable[[Chart], str]) -> str:
     parts = ["<section>\n<h2>History</h2>"]
     if not report.series:
         parts.append(
-            f"<p>{report.kept} censuses kept: a figure is drawn over time from two on "
+            f"<p>{counted(report.kept, 'census', 'censuses')} kept: a figure is drawn over time from two on "
             "('geminibot census --keep' keeps one).</p>"
         )
     for chart in report.series:
         parts.append(
             f'<figure id="history-{esc(chart.key)}">\n<img src="{esc(src(chart))}" '
-            f'alt="{esc(chart.alt)}">\n<figcaption>{esc(chart.title)} over the '
-            f"{report.kept} censuses kept</figcaption>\n</figure>"
+            f'alt="{esc(chart.alt)}">\n<figcaption>over the '
+            f"{counted(report.kept, 'census', 'censuses')} kept</figcaption>\n</figure>"
         )
     parts.append("</section>")
     return "\n".join(parts)
