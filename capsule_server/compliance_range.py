@@ -3,7 +3,7 @@
 A bot author points their bot at the range and reads the result. The range serves the
 capsules like ``serve`` and keeps each client's requests for the whole run (every record
 also goes to ``--log``, if given). A client is :data:`~capsule_server.judge.CLIENT_IS`
-(:func:`geminibot.gemini.server.client_key`, as the server's limits count clients). Its
+(:func:`geminibot.net.addresses.address_key`, as the server's limits count clients). Its
 scorecard is :func:`~capsule_server.judge.build_report` over all its requests so far, the
 routine ``capsule-server report`` runs on the log, so the two always agree. It is written
 to the scorecards folder as ``CLIENT.txt``, ``CLIENT.gmi`` and ``CLIENT.json`` when the
@@ -68,7 +68,8 @@ from geminibot.cliutil import (
 )
 from geminibot.gemini.accesslog import AccessRecord, JsonLinesLog
 from geminibot.gemini.servecmd import cert_folder, close_log, make_server, open_log
-from geminibot.gemini.server import RATE_BURST, RATE_PER_SECOND, ServerLimits, client_key
+from geminibot.gemini.server import RATE_BURST, RATE_PER_SECOND, ServerLimits
+from geminibot.net.addresses import address_key
 
 #: Seconds with no request, once every wait told is over, after which a client's session
 #: ends and its scorecard is written (default of --idle).
@@ -146,7 +147,7 @@ class Scorecards:
     def add(self, record: AccessRecord) -> None:
         if record.host is None or record.path is None:
             return  # no request was read: nothing to judge
-        client = client_key(record.client)
+        client = address_key(record.client)
         if client in self.closed:
             self.closed[client] += 1
             self.closed.move_to_end(client)

@@ -57,14 +57,14 @@ from capsule_server.files import load_capsules
 from geminibot.crawl.settings import ROLE_CATEGORIES
 from geminibot.gemini.accesslog import AccessRecord
 from geminibot.gemini.gemtext import resolve_link
-from geminibot.gemini.server import client_key
+from geminibot.net.addresses import address_key
 from geminibot.net.limits import MAX_REDIRECTS
 from geminibot.policy import VIRTUAL_AGENTS, RobotsFile
 from geminibot.policy.site_policy import Bot, FetchDecision, SitePolicy
 
 POLICY_FILES = ("/robots.txt", "/robots2.txt", "/agents.txt")
 #: How clients are told apart, as the server's per-address limits count them
-#: (:func:`geminibot.gemini.server.client_key`).
+#: (:func:`geminibot.net.addresses.address_key`).
 CLIENT_IS = "an IPv4 address or an IPv6 /64 network"
 NO_VIRTUAL_AGENT = "*"
 #: The product token of the ``*`` identity: one no policy file names.
@@ -522,7 +522,7 @@ def build_report(
     agent: str = "geminibot",
     judge_as: str | None = None,
 ) -> list[ClientReport]:
-    """One report per client (:data:`CLIENT_IS`: :func:`client_key` of the record's
+    """One report per client (:data:`CLIENT_IS`: :func:`address_key` of the record's
     address), in order of first appearance."""
     idents = identities(agent)
     names = [i.name for i in idents]
@@ -533,7 +533,7 @@ def build_report(
     for record in sorted(records, key=lambda r: record_time(r) or 0.0):
         if record.host is None or record.path is None:
             continue  # no request was read (timeout, TLS failure, malformed line)
-        client = client_key(record.client)
+        client = address_key(record.client)
         judge = judges.get(client)
         if judge is None:
             judge = judges[client] = _Judge(client, policies, idents)

@@ -66,6 +66,17 @@ async def open_tls(
     return tls
 
 
+async def open_stalled(
+    port: int, *, host: str = "127.0.0.1", local_address: str | None = None
+) -> trio.SocketStream:
+    """A TCP connection that has sent the first byte of a TLS hello and nothing more: an
+    idle client the server has accepted (it hands over no connection before the client
+    has spoken: Linux's ``TCP_DEFER_ACCEPT``)."""
+    stream = await trio.open_tcp_stream(host, port, local_address=local_address)
+    await stream.send_all(b"\x16")
+    return stream
+
+
 RAW_RESPONSE_LIMIT = 64 * 1024 * 1024
 """raw_request stops reading after this many bytes."""
 

@@ -181,14 +181,27 @@ async def crawl_in_trio(argv: Sequence[str]) -> subprocess.CompletedProcess[str]
     )
 
 
+#: Runs ``python -m geminibot ARGS...`` with its descriptor limit (soft) set to argv[1].
+_WITH_NOFILE = (
+    "import os, resource, sys; "
+    "resource.setrlimit(resource.RLIMIT_NOFILE, "
+    "(int(sys.argv[1]), resource.getrlimit(resource.RLIMIT_NOFILE)[1])); "
+    "os.execv(sys.executable, [sys.executable, '-m', 'geminibot', *sys.argv[2:]])"
+)
+
+
 def start_serve_search(
-    db: Path | str, certs: Path, *options: str
+    db: Path | str, certs: Path, *options: str, nofile: int | None = None
 ) -> tuple[subprocess.Popen[str], int, str]:
     """``geminibot serve-search --db DB --port 0 --certs CERTS OPTIONS...`` in a child
-    process, once it listens: the process (standard error a pipe, read past its first line),
-    the port it chose and that first line (``serve-search: serving NAMES on ADDRESS:PORT``).
-    A server that does not start is killed: RuntimeError with what it said."""
-    argv = [sys.executable, "-m", "geminibot", "serve-search", "--db", str(db), "--port", "0"]
+    process (its descriptor limit ``nofile`` if given), once it listens: the process
+    (standard error a pipe, read past its first line), the port it chose and that first
+    line (``serve-search: serving NAMES on ADDRESS:PORT``). A server that does not start
+    is killed: RuntimeError with what it said."""
+    python = [sys.executable, "-m", "geminibot"]
+    if nofile is not None:
+        python = [sys.executable, "-c", _WITH_NOFILE, str(nofile)]
+    argv = [*python, "serve-search", "--db", str(db), "--port", "0"]
     proc = subprocess.Popen(
         [*argv, "--certs", str(certs), *options], stderr=subprocess.PIPE, text=True
     )

@@ -56,7 +56,8 @@ class FetchResult:
         return next((v for k, v in self.headers if k.lower() == low), None)
 
 
-#: ``fetch(url)``; for web URLs also ``fetch(url, method=..., headers=...)``.
+#: ``fetch(url, max_body=N)`` (``N``: the bytes of the body read at most, the rest cut
+#: off; None: the fetcher's own limit); for web URLs also ``method=`` and ``headers=``.
 Fetch = Callable[..., Awaitable[FetchResult]]
 Headers = tuple[tuple[str, str], ...]
 
@@ -68,10 +69,18 @@ class Adapter(Protocol):
     protocol: ClassVar[Scheme]
 
     async def send(
-        self, fetch: Fetch, url: str, *, method: str, headers: Headers, announce: Headers
+        self,
+        fetch: Fetch,
+        url: str,
+        *,
+        method: str,
+        headers: Headers,
+        announce: Headers,
+        max_body: int | None = None,
     ) -> FetchResult:
         """One request; ``announce`` is what the bot says about itself when the site
-        asks it to (robots2.txt ``announce: yes``), for protocols that carry headers."""
+        asks it to (robots2.txt ``announce: yes``), for protocols that carry headers;
+        ``max_body`` the bytes of the body read at most (None: the fetcher's limit)."""
         ...
 
     def slows_down(self, status: int | None) -> bool: ...
@@ -127,9 +136,16 @@ class GeminiAdapter(_Shared):
     protocol: ClassVar[Scheme] = "gemini"
 
     async def send(
-        self, fetch: Fetch, url: str, *, method: str, headers: Headers, announce: Headers
+        self,
+        fetch: Fetch,
+        url: str,
+        *,
+        method: str,
+        headers: Headers,
+        announce: Headers,
+        max_body: int | None = None,
     ) -> FetchResult:
-        return await fetch(url)
+        return await fetch(url, max_body=max_body)
 
     def slows_down(self, status: int | None) -> bool:
         return status == 44
@@ -148,11 +164,18 @@ class WebAdapter(_Shared):
     protocol: ClassVar[Scheme] = "http"
 
     async def send(
-        self, fetch: Fetch, url: str, *, method: str, headers: Headers, announce: Headers
+        self,
+        fetch: Fetch,
+        url: str,
+        *,
+        method: str,
+        headers: Headers,
+        announce: Headers,
+        max_body: int | None = None,
     ) -> FetchResult:
         given = {name.lower() for name, _ in headers}
         sent = headers + tuple(h for h in announce if h[0].lower() not in given)
-        return await fetch(url, method=method, headers=sent)
+        return await fetch(url, method=method, headers=sent, max_body=max_body)
 
     def slows_down(self, status: int | None) -> bool:
         return status in WEB_SLOW_DOWN

@@ -28,6 +28,7 @@ from geminibot.crawl.settings import ROLE_CATEGORIES, CrawlOptions, new_lease
 from geminibot.crawl.tlsfacts import TLSRecorder
 from geminibot.crawl.visit import Archive, Visitor
 from geminibot.http.urls import DEFAULT_INFO_URL
+from geminibot.net.addresses import address_key
 from geminibot.net.connect import Resolver, is_loopback
 from geminibot.net.guard import IPNetwork
 from geminibot.policy.site_policy import Bot
@@ -150,8 +151,10 @@ def lookup_address(
     """For the crawler: where a host key's requests go, ``address port N`` (the
     --connect-to rule applied, the name resolved through ``dns``, the cache the Gemini
     client shares, bounded by :data:`RESOLVE_TIMEOUT`), so that hosts on one server are
-    paced as one. A name that does not resolve is its own address (its requests will
-    fail on their own)."""
+    paced as one; an IPv6 address as its /64, as the portal and the servers count
+    clients (:func:`geminibot.net.addresses.address_key`: one machine or home usually
+    holds a whole /64). A name that does not resolve is its own address (its requests
+    will fail on their own)."""
     import trio
 
     from geminibot.net.dns import DnsCache
@@ -162,10 +165,10 @@ def lookup_address(
         url = parse_url(host_url(host))
         address, port = resolver.address(url.host, url.port)
         if resolver.loopback_only and not is_loopback(address):
-            return f"{address} port {port}"  # refused anyway: no lookup
+            return f"{address_key(address)} port {port}"  # refused anyway: no lookup
         with trio.move_on_after(RESOLVE_TIMEOUT):
             with contextlib.suppress(OSError):
                 address = await cache.resolve(address, port)
-        return f"{address} port {port}"
+        return f"{address_key(address)} port {port}"
 
     return lookup

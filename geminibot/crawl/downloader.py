@@ -25,6 +25,7 @@ from geminibot.crawl.policy_files import Later, Sent
 from geminibot.crawl.progress import Progress
 from geminibot.crawl.scheduler import Scheduler
 from geminibot.crawl.tlsfacts import TLSRecorder
+from geminibot.policy.discovery import POLICY_FETCH_BYTES
 from geminibot.policy.site_policy import Bot, SitePolicy
 from geminibot.store.crawlstore import CrawlStore, FetchRecord
 
@@ -66,6 +67,7 @@ class Downloader:
         headers: Headers = (),
         claimed: str | None = None,
         wait: bool = False,
+        max_body: int | None = None,
     ) -> Sent | Later | Lost | None:
         """Fetch ``url`` in ``host``'s turn. None: the host is skipped for now;
         :class:`Later`: its turn has not come (``wait``: waited for instead); ``"lost"``:
@@ -73,7 +75,10 @@ class Downloader:
         claimed for the request, which must still be its claim).
 
         ``policy`` sets the pace (with none, the default delay applies: the policy files
-        themselves are fetched before it is known) and whether to announce the bot."""
+        themselves are fetched before it is known) and whether to announce the bot.
+        ``max_body``: the bytes of the body read at most (a policy file's), the rest cut
+        off without counting as an error (None: the fetcher's own limit, past which a
+        page counts as failed)."""
         if policy is not None:
             last_duration = self.scheduler.last_duration(host)
             now = datetime.fromtimestamp(self.clock.now(), UTC)
@@ -85,7 +90,7 @@ class Downloader:
         while True:
             due = self.scheduler.ready_at(host)
             if due is not None and due <= self.clock.now():
-                return await self._send(host, url, policy, method, headers, claimed)
+                return await self._send(host, url, policy, method, headers, claimed, max_body)
             if due is None:
                 return None
             if not wait:
@@ -99,7 +104,9 @@ class Downloader:
         that starts a file's fetch (``resumable``: its read can stop there, the files
         before it are cached) gives the host back when its turn has not come, the others
         (a redirect, a 44 sat out) wait for it."""
-        sent = await self.request(host, url, policy, wait=not resumable)
+        sent = await self.request(
+            host, url, policy, wait=not resumable, max_body=POLICY_FETCH_BYTES
+        )
         return None if sent == "lost" else sent
 
     async def _send(
@@ -110,6 +117,7 @@ class Downloader:
         method: str,
         headers: Headers,
         claimed: str | None,
+        max_body: int | None,
     ) -> Sent | Lost:
         """:meth:`request` once it is the host's turn."""
         # Is the host (and the claim) still ours? If so the claim's attempt is counted
@@ -123,7 +131,12 @@ class Downloader:
         response: FetchResult | None = None
         try:
             response = await adapter.send(
-                self.fetch, url, method=method, headers=headers, announce=self._announce(policy)
+                self.fetch,
+                url,
+                method=method,
+                headers=headers,
+                announce=self._announce(policy),
+                max_body=max_body,
             )
         except Exception as exc:  # a fetcher should not raise; count it as a failure
             response = FetchResult(None, error=f"{type(exc).__name__}: {exc}")
@@ -137,7 +150,7 @@ class Downloader:
         self.progress.requests += 1
         if response.tls is not None:
             self.tls.seen(host, response.tls, started)
-        if response.status is None or response.cut:
+        if response.status is None or (response.cut and max_body is None):
             self.progress.errors += 1
             self.progress.last_error = f"{url}: {response.error}"
         record = FetchRecord(

@@ -7,6 +7,7 @@ address overrides (``--connect-to``) and the loopback guard (``--test-range``) a
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import replace
 
 from geminibot.crawl.adapters import WEB_SLOW_DOWN, Fetch, FetchResult
 from geminibot.gemini.client import GeminiClient
@@ -15,9 +16,15 @@ from geminibot.net.errors import FetchError
 from geminibot.net.limits import Limits
 from geminibot.urls import InvalidURL, scheme_of
 
-#: The crawl's clients cut a body at their size limit instead of failing, so that a policy
-#: file is still read in part (its first 500 KiB); a page cut there counts as failed.
+#: The crawl's clients cut a body at their size limit instead of failing; a page cut there
+#: counts as failed. A policy file's fetch sets a lower limit of its own (``max_body``:
+#: :data:`~geminibot.policy.discovery.POLICY_FETCH_BYTES`, one byte past what is kept).
 CRAWL_LIMITS = Limits(cut_body=True)
+
+
+def body_limits(limits: Limits, max_body: int | None) -> Limits:
+    """``limits``, the body cut at ``max_body`` bytes when given."""
+    return limits if max_body is None else replace(limits, max_body_size=max_body, cut_body=True)
 
 
 def _cut(body: bytes, limits: Limits) -> str | None:
@@ -28,14 +35,16 @@ def _cut(body: bytes, limits: Limits) -> str | None:
 
 
 def gemini_fetch(client: GeminiClient) -> Fetch:
-    """The client as a crawler fetcher: one request, redirects returned, not followed."""
+    """The client as a crawler fetcher: one request, redirects returned, not followed; the
+    body read up to ``max_body`` bytes when given."""
 
-    async def fetch(url: str) -> FetchResult:
+    async def fetch(url: str, *, max_body: int | None = None) -> FetchResult:
+        limits = body_limits(client.limits, max_body)
         try:
-            response = await client.fetch(url, follow_redirects=False)
+            response = await client.fetch(url, follow_redirects=False, limits=limits)
         except (FetchError, InvalidURL) as exc:
             return FetchResult(None, error=f"{type(exc).__name__}: {exc}")
-        cut = _cut(response.body, client.limits)
+        cut = _cut(response.body, limits)
         return FetchResult(
             response.status,
             response.meta,
@@ -74,7 +83,12 @@ class ProtocolFetcher:
         self.web = web
 
     async def __call__(
-        self, url: str, *, method: str = "GET", headers: Sequence[tuple[str, str]] = ()
+        self,
+        url: str,
+        *,
+        method: str = "GET",
+        headers: Sequence[tuple[str, str]] = (),
+        max_body: int | None = None,
     ) -> FetchResult:
         try:
             protocol = scheme_of(url)
@@ -83,14 +97,17 @@ class ProtocolFetcher:
         if protocol == "gemini":
             if self.gemini is None:
                 return FetchResult(None, error="this crawl has no Gemini client")
-            return await self.gemini(url)
+            return await self.gemini(url, max_body=max_body)
         if self.web is None:
             return FetchResult(None, error="this crawl has no http(s) client")
+        limits = body_limits(self.web.limits, max_body)
         try:
-            w = await self.web.fetch(url, method=method, headers=headers, follow_redirects=False)
+            w = await self.web.fetch(
+                url, method=method, headers=headers, follow_redirects=False, limits=limits
+            )
         except (FetchError, InvalidURL) as exc:
             return FetchResult(None, error=f"{type(exc).__name__}: {exc}")
-        cut = _cut(w.body, self.web.limits)
+        cut = _cut(w.body, limits)
         return FetchResult(
             w.status, web_meta(w), w.body, cut, headers=w.headers, cut=cut is not None
         )

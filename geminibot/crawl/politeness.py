@@ -3,8 +3,9 @@
 Three paces hold at once, and a request waits for all of them:
 
 - **The address's pace**, learned from its answers. Hosts put in one group
-  (:meth:`Politeness.set_group`: the hosts on one address; a host not put in one is its
-  own) share it. One request at a time goes to the address; between the end of one and
+  (:meth:`Politeness.set_group`: the hosts on one address, an IPv6 server's whole /64
+  as one, as :func:`geminibot.crawl.cli.address_of` names it; a host not put in one is
+  its own) share it. One request at a time goes to the address; between the end of one and
   the start of the next it waits ``1 / rate`` seconds. The rate starts at the rule of
   thumb of the robots 2.0 document (one request per :data:`START_DELAY`) and adapts as
   TCP's congestion window does, additive increase and multiplicative decrease: each

@@ -7,16 +7,33 @@ query as the URL parser normalised them, still percent-encoded), ``status`` (the
 bytes sent), ``duration`` (seconds from accept to close). Optional: ``meta`` (the meta of a
 non-20 answer), ``limited`` (``rate`` or ``busy`` for a 44 the server chose), ``error`` (why
 a connection ended without an answer), ``request`` (the start of a malformed request line).
+
+What one client can add to the log is bounded (:class:`LogBudget`): the connections the
+per-client rate lets through are each logged; the others (connections that sent no
+request, malformed lines, refusals, ``44`` for the rate) are logged up to
+:data:`LOG_BURST` at once and :data:`LOG_PER_MINUTE` a minute per client, and the rest
+are counted into one record a minute per client (``error``: ``N more connections not
+logged: ...``).
 """
 
 from __future__ import annotations
 
 import datetime as dt
 import json
+from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TextIO
+
+from geminibot.gemini.ratelimit import MAX_TRACKED_CLIENTS, RateLimiter
+
+#: Records of connections the rate does not bound logged at once per client.
+LOG_BURST = 100
+#: Such records logged a minute per client once its burst is spent.
+LOG_PER_MINUTE = 60
+#: Seconds between the records that count what was not logged.
+SUMMARY_SECONDS = 60.0
 
 
 @dataclass(slots=True)
@@ -71,6 +88,35 @@ class AccessRecord:
             request=opt_str("request"),
             time=str(obj.get("time", "")),
         )
+
+
+class LogBudget:
+    """Which records of connections the rate does not bound are written: ``burst`` per
+    client at once, refilled at ``per_minute``; the others are counted, and
+    :meth:`summaries` gives one record per client for them (the clock is passed in)."""
+
+    def __init__(self, burst: int = LOG_BURST, per_minute: float = LOG_PER_MINUTE) -> None:
+        self._bucket = RateLimiter(burst, per_minute / 60.0)
+        self._unlogged: Counter[str] = Counter()
+
+    def admits(self, client: str, now: float) -> bool:
+        """Whether a record of ``client`` (its rate key) is written; if not, it is counted."""
+        if self._bucket.take(client, now) is None:
+            return True
+        if client in self._unlogged or len(self._unlogged) < MAX_TRACKED_CLIENTS:
+            self._unlogged[client] += 1
+        else:
+            self._unlogged["(other clients)"] += 1
+        return False
+
+    def summaries(self) -> list[AccessRecord]:
+        """One record for each client with records not written since the last call."""
+        out = [
+            AccessRecord(client, error=f"{n} more connections not logged: over the log budget")
+            for client, n in self._unlogged.items()
+        ]
+        self._unlogged.clear()
+        return out
 
 
 def now_iso() -> str:

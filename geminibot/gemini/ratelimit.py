@@ -1,4 +1,10 @@
-"""Per-client-address rate limit: a token bucket, with the clock passed in (no I/O)."""
+"""Per-client-address rate limit: a token bucket, with the clock passed in (no I/O).
+
+A request that is answered spends a token (:meth:`RateLimiter.take`); what costs the
+server without asking anything (a handshake with no request, a malformed line) is
+charged too (:meth:`RateLimiter.charge`), into a debt of at most one burst. A client
+whose debt is full is :meth:`~RateLimiter.exhausted`: the server closes its new
+connections before TLS until a token has come back."""
 
 from __future__ import annotations
 
@@ -21,8 +27,7 @@ class RateLimiter:
         """Spend ``cost`` tokens (one request; at most ``burst``) for ``client``: None if
         allowed, else seconds until that many are free."""
         cost = min(cost, float(self.burst))
-        tokens, when = self._buckets.get(client, (float(self.burst), now))
-        tokens = min(float(self.burst), tokens + (now - when) * self.per_second)
+        tokens = self._refilled(client, now)
         if tokens >= cost:
             self._buckets[client] = (tokens - cost, now)
             if len(self._buckets) > MAX_TRACKED_CLIENTS:
@@ -30,6 +35,22 @@ class RateLimiter:
             return None
         self._buckets[client] = (tokens, now)
         return (cost - tokens) / self.per_second
+
+    def charge(self, client: str, now: float) -> None:
+        """Spend one token for ``client`` even when none is left: the bucket goes into debt,
+        down to minus one burst."""
+        tokens = self._refilled(client, now)
+        self._buckets[client] = (max(-float(self.burst), tokens - 1.0), now)
+        if len(self._buckets) > MAX_TRACKED_CLIENTS:
+            self._prune(now)
+
+    def exhausted(self, client: str, now: float) -> bool:
+        """Whether ``client``'s debt is full (a whole burst charged beyond its tokens)."""
+        return client in self._buckets and self._refilled(client, now) <= -self.burst
+
+    def _refilled(self, client: str, now: float) -> float:
+        tokens, when = self._buckets.get(client, (float(self.burst), now))
+        return min(float(self.burst), tokens + (now - when) * self.per_second)
 
     def _prune(self, now: float) -> None:
         full = [

@@ -9,10 +9,18 @@ module does the network, TLS, certificates, limits and the access log around it.
 
 One connection carries one request. The flow of a connection:
 
+0. The listeners hand over no connection before the client has spoken (``TCP_DEFER_ACCEPT``
+   for up to ``ServerLimits.header_timeout``): one that never does waits in the kernel.
 1. More than ``ServerLimits.max_per_address`` connections open from the client's address (an
-   IPv6 client's /64): closed before TLS (no answer). More than ``ServerLimits.max_open``
-   connections open in all: the oldest connection that has not yet sent its request is
-   closed to make room, or, if every one has, the new one is closed before TLS.
+   IPv6 client's /64), or a client whose rate is spent by a whole burst of connections
+   that sent no request (see 5): closed before TLS (no answer). More than
+   ``ServerLimits.max_open`` connections open in all, or all the descriptors the process
+   may open but ``ServerLimits.descriptor_reserve`` taken by connections: if the client's
+   address holds less than its share of them, the oldest connection that has sent
+   nothing yet (not even its TLS hello), else the oldest that has not sent its request,
+   is closed to make room; otherwise, or if every one has sent its request, the new one
+   is closed before TLS. An ``accept`` that fails for want of descriptors closes the
+   oldest such connection too, and is logged once a minute.
 2. TLS handshake; the ``sni_callback`` picks the context (certificate) of the host the client
    named, or the ``localhost`` fallback certificate for a missing or unknown name. The server
    sends :data:`SESSION_TICKETS` TLS 1.3 session ticket; a client offering it resumes
@@ -24,7 +32,9 @@ One connection carries one request. The flow of a connection:
    that climb above the root): 59 malformed, 53 another scheme.
 5. The client address over its rate (a token bucket of ``ServerLimits.rate_burst`` requests
    refilled at ``ServerLimits.rate_per_second``), or more than ``ServerLimits.max_connections``
-   requests being answered at once: ``44 SECONDS``.
+   requests being answered at once: ``44 SECONDS``. A connection that ends without a
+   valid request line (no request, a TLS failure, a timeout, a malformed line, a
+   refusal) is charged to the client's rate too, into a debt of at most one burst.
 6. 53 for a host not served, a host other than the SNI name, or a port that is neither
    1965 nor the one the client connected to.
 7. The host's handler: a file, a body, a generated body, or any other status (a handler
@@ -33,14 +43,17 @@ One connection carries one request. The flow of a connection:
 
 Every connection that got as far as TCP gives one access-log record
 (:mod:`geminibot.gemini.accesslog`); its ``status`` is the status actually sent (null when
-no header went out).
+no header went out). Those the rate does not bound (the ones charged above, and ``44``
+for the rate) are written within the client's :class:`~geminibot.gemini.accesslog.
+LogBudget`, the rest counted into one record a minute.
 """
 
 from __future__ import annotations
 
+import errno
 import inspect
-import ipaddress
 import math
+import resource
 import socket
 import ssl
 import time
@@ -54,13 +67,21 @@ from typing import Protocol
 
 import trio
 
-from geminibot.gemini.accesslog import AccessRecord, now_iso
+from geminibot.gemini.accesslog import (
+    LOG_BURST,
+    LOG_PER_MINUTE,
+    SUMMARY_SECONDS,
+    AccessRecord,
+    LogBudget,
+    now_iso,
+)
 from geminibot.gemini.certs import FALLBACK_HOST, CertInfo, ensure_certificate
 from geminibot.gemini.ratelimit import RateLimiter
 from geminibot.gemini.status import Status
 from geminibot.gemini.tls import InvalidServerName, TLSConnection
-from geminibot.gemini.urls import DEFAULT_PORT, MAX_REQUEST_BYTES, parse_request
-from geminibot.urls import REFERENCE, URL, InvalidURL, UnsupportedScheme
+from geminibot.gemini.urls import DEFAULT_PORT, MAX_REQUEST_BYTES, climbs_above_root, parse_request
+from geminibot.net.addresses import address_key
+from geminibot.urls import URL, InvalidURL, UnsupportedScheme
 
 HEADER_TIMEOUT = 10.0
 """Seconds a client has, from TCP accept, to finish TLS and send its request line."""
@@ -75,6 +96,11 @@ Connections that have not sent their request yet do not count."""
 MAX_OPEN = 4096
 """Connections open at once (served, waiting for their request or being refused); at this
 many, the oldest one that has not sent its request is closed for a new one."""
+
+DESCRIPTOR_RESERVE = 128
+"""Descriptors the process may open (its ``RLIMIT_NOFILE``) kept from connections, for its
+other work: database connections, index files, worker processes, the log. Connections get
+the rest, at most ``MAX_OPEN``."""
 
 MAX_PER_ADDRESS = 32
 """Connections open at once from one client address (an IPv6 client's /64); more are
@@ -95,7 +121,6 @@ SHUTDOWN_GRACE = 5.0
 MAX_REQUEST_LINE = MAX_REQUEST_BYTES + 2
 """The longest request line: a 1024-byte URL and CRLF."""
 
-READ_CHUNK = 4096
 FILE_CHUNK = 64 * 1024
 SMALL_FILE = 256 * 1024
 """Files up to this size are read at once and sent with the header in one write."""
@@ -104,7 +129,8 @@ SMALL_FILE = 256 * 1024
 @dataclass(frozen=True, slots=True)
 class ServerLimits:
     """What the Gemini server allows each client and itself: timeouts, connections (in all,
-    open, per address), the per-address request rate, the grace period at shutdown."""
+    open, per address), the descriptors kept for other work, the per-address request
+    rate, the access log's budget per client, the grace period at shutdown."""
 
     header_timeout: float = HEADER_TIMEOUT
     send_timeout: float = SEND_TIMEOUT
@@ -115,6 +141,9 @@ class ServerLimits:
     rate_burst: int = RATE_BURST
     rate_per_second: float = RATE_PER_SECOND
     shutdown_grace: float = SHUTDOWN_GRACE
+    descriptor_reserve: int = DESCRIPTOR_RESERVE
+    log_burst: int = LOG_BURST
+    log_per_minute: float = LOG_PER_MINUTE
 
 
 class Chunks(Protocol):
@@ -172,23 +201,21 @@ def _context(info: CertInfo) -> ssl.SSLContext:
     return ctx
 
 
-def client_key(address: str) -> str:
-    """What the per-address limits count: an IPv4 address as is, an IPv4-mapped IPv6
-    address as IPv4, any other IPv6 address as its /64 network (one host or home usually
-    holds a whole /64, so counting single addresses would not limit anyone)."""
-    try:
-        ip = ipaddress.ip_address(address)
-    except ValueError:
-        return address
-    if isinstance(ip, ipaddress.IPv6Address):
-        if ip.ipv4_mapped is not None:
-            return str(ip.ipv4_mapped)
-        return str(ipaddress.IPv6Network((ip.packed, 64), strict=False))
-    return address
+#: What ``accept`` fails with when the process or the system is out of descriptors.
+OUT_OF_DESCRIPTORS = {errno.EMFILE, errno.ENFILE, errno.ENOBUFS, errno.ENOMEM}
 
 
-#: The client whose request a handler is answering (its :func:`client_key`; "" outside
-#: a request), for a handler's own limits per client (the search capsule's work budget).
+def connection_budget(max_open: int, reserve: int) -> int:
+    """Connections the server holds open at most: ``max_open``, or fewer when the
+    process's descriptor limit less ``reserve`` is lower (at least one)."""
+    soft, _ = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft == resource.RLIM_INFINITY:
+        return max_open
+    return max(1, min(max_open, soft - reserve))
+
+
+#: The client whose request a handler is answering (its :func:`~geminibot.net.addresses.
+#: address_key`; "" outside a request), for a handler's own limits per client.
 CURRENT_CLIENT: ContextVar[str] = ContextVar("geminibot_client", default="")
 
 
@@ -215,13 +242,15 @@ async def open_listeners(hosts: Sequence[str], port: int) -> list[trio.SocketLis
 
 
 class _Waiting:
-    """A connection that has not sent its request line yet (it may be closed for room)."""
+    """A connection that has not sent its request line yet (it may be closed for room);
+    ``heard``: it has sent something (its TLS hello)."""
 
-    __slots__ = ("evicted", "scope")
+    __slots__ = ("evicted", "heard", "scope")
 
     def __init__(self, scope: trio.CancelScope) -> None:
         self.scope = scope
         self.evicted = False
+        self.heard = False
 
 
 class GeminiServer:
@@ -244,6 +273,10 @@ class GeminiServer:
         self._log = log
         self._clock = clock
         self._rate = RateLimiter(self.limits.rate_burst, self.limits.rate_per_second)
+        self._log_budget = LogBudget(self.limits.log_burst, self.limits.log_per_minute)
+        self._accept_failures: Counter[str] = Counter()  # not logged yet, by reason
+        self._accept_logged_at: float | None = None
+        self._max_open = connection_budget(self.limits.max_open, self.limits.descriptor_reserve)
         self._open = 0
         self._answering = 0
         self._per_address: Counter[str] = Counter()
@@ -266,6 +299,12 @@ class GeminiServer:
     def open_connections(self) -> int:
         """Connections open now (waiting for their request, being answered or refused)."""
         return self._open
+
+    @property
+    def max_open(self) -> int:
+        """Connections held open at most: ``ServerLimits.max_open``, or fewer when the
+        descriptor limit less ``ServerLimits.descriptor_reserve`` is lower."""
+        return self._max_open
 
     @property
     def answering(self) -> int:
@@ -297,16 +336,23 @@ class GeminiServer:
         task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED,
     ) -> None:
         """Accept on ``listeners`` until :meth:`shutdown`; then let connections finish."""
+        self._max_open = connection_budget(self.limits.max_open, self.limits.descriptor_reserve)
+        for listener in listeners:  # a client speaks first: hand over none that has not
+            with suppress(OSError, AttributeError):  # (Linux's TCP_DEFER_ACCEPT)
+                defer = math.ceil(self.limits.header_timeout)
+                listener.socket.setsockopt(socket.IPPROTO_TCP, socket.TCP_DEFER_ACCEPT, defer)
         async with trio.open_nursery() as handlers:
             with self._accept_scope:
                 async with trio.open_nursery() as acceptors:
                     for listener in listeners:
                         acceptors.start_soon(self._accept_loop, listener, handlers)
+                    acceptors.start_soon(self._summarise)
                     task_status.started()
             for listener in listeners:
                 with suppress(trio.ClosedResourceError, OSError):
                     await listener.aclose()
             handlers.cancel_scope.deadline = trio.current_time() + self.limits.shutdown_grace
+        self._write_summaries()
 
     def shutdown(self) -> None:
         """Stop accepting; connections in flight get ``ServerLimits.shutdown_grace`` seconds."""
@@ -317,24 +363,29 @@ class GeminiServer:
         while True:
             try:
                 accepted, address = await listener.socket.accept()
-            except OSError as exc:  # EMFILE and friends: back off instead of spinning
-                self._emit(AccessRecord("", error=f"accept: {exc.strerror}"))
-                await trio.sleep(0.1)
+            except OSError as exc:  # EMFILE and friends: make room, or back off
+                self._accept_failed(exc)
+                room = exc.errno in OUT_OF_DESCRIPTORS and self._make_room()
+                await trio.sleep(0.01 if room else 0.1)
                 continue
             # From here on OpenSSL drives the socket itself (see geminibot.gemini.tls).
             sock = socket.socket(
                 accepted.family, accepted.type, accepted.proto, fileno=accepted.detach()
             )
             client = str(address[0]) if isinstance(address, tuple) else ""
-            key = client_key(client)
+            key = address_key(client)
+            now = self._clock()
             refusal = None
             if self._per_address[key] >= self.limits.max_per_address:
                 refusal = "over the per-address connection limit"
-            elif self._open >= self.limits.max_open and not self._make_room():
+            elif self._rate.exhausted(key, now):
+                refusal = "over the rate (connections that sent no request)"
+            elif self._open >= self._max_open and not self._room_for(key):
                 refusal = "over the open connection limit"
             if refusal is not None:
                 sock.close()
-                self._emit(AccessRecord(client, error=refusal))
+                self._rate.charge(key, now)
+                self._log_connection(AccessRecord(client, error=refusal), key)
                 continue
             with suppress(OSError):
                 sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
@@ -342,15 +393,59 @@ class GeminiServer:
             self._per_address[key] += 1
             handlers.start_soon(self._handle, sock, client, key)
 
+    def _room_for(self, key: str) -> bool:
+        """At the connection budget, whether a newcomer from ``key`` gets in: only if its
+        address holds less than its share of the budget (over the addresses holding
+        connections), by closing the oldest idle connection. So clients that hold many
+        do not take turns evicting one another: each of their newcomers is closed
+        before TLS, which costs the server little."""
+        share = self._max_open / max(1, len(self._per_address))
+        return self._per_address[key] < share and self._make_room()
+
     def _make_room(self) -> bool:
-        """Close the oldest connection that has not sent its request; False if none has."""
-        oldest = next(iter(self._waiting), None)
+        """Close the oldest connection that has sent nothing, else the oldest that has
+        not sent its request; False if there is none."""
+        oldest = next((n for n, w in self._waiting.items() if not w.heard), None)
+        if oldest is None:
+            oldest = next(iter(self._waiting), None)
         if oldest is None:
             return False
         waiting = self._waiting.pop(oldest)
         waiting.evicted = True
         waiting.scope.cancel()
         return True
+
+    def _accept_failed(self, exc: OSError) -> None:
+        """Log a failed ``accept`` at once if none was logged for a minute, else count it
+        (:meth:`_write_summaries` says how many)."""
+        reason = f"accept: {exc.strerror or type(exc).__name__}"
+        now = self._clock()
+        if self._accept_logged_at is None or now - self._accept_logged_at >= SUMMARY_SECONDS:
+            self._accept_logged_at = now
+            self._emit(AccessRecord("", error=reason))
+        else:
+            self._accept_failures[reason] += 1
+
+    async def _summarise(self) -> None:
+        while True:
+            await trio.sleep(SUMMARY_SECONDS)
+            self._write_summaries()
+
+    def _write_summaries(self) -> None:
+        """The records that count what was not logged since the last ones."""
+        for reason, n in self._accept_failures.items():
+            self._emit(AccessRecord("", error=f"{reason} ({n} more times)"))
+        self._accept_failures.clear()
+        for record in self._log_budget.summaries():
+            self._emit(record)
+
+    def _log_connection(self, record: AccessRecord, key: str) -> None:
+        """Log ``record`` of client ``key``; one the rate does not bound (no valid
+        request, or refused for the rate) within the client's log budget."""
+        unbounded = record.host is None or record.limited == "rate"
+        if unbounded and not self._log_budget.admits(key, self._clock()):
+            return
+        self._emit(record)
 
     async def _handle(self, sock: socket.socket, client: str, key: str) -> None:
         started, accepted_at = self._clock(), now_iso()
@@ -363,8 +458,11 @@ class GeminiServer:
             self._per_address[key] -= 1
             if not self._per_address[key]:
                 del self._per_address[key]
-            record.duration = self._clock() - started
-            self._emit(record)
+            ended = self._clock()
+            if record.host is None:  # no valid request: charged to the client's rate
+                self._rate.charge(key, ended)
+            record.duration = ended - started
+            self._log_connection(record, key)
 
     async def _converse(self, sock: socket.socket, record: AccessRecord) -> None:
         try:
@@ -416,6 +514,8 @@ class GeminiServer:
         with trio.move_on_after(self.limits.header_timeout) as header_scope:
             waiting = self._waiting[number] = _Waiting(header_scope)
             try:
+                await trio.lowlevel.wait_readable(conn.tls)  # the client's hello
+                waiting.heard = True
                 await conn.do_handshake()
             except InvalidServerName as exc:
                 record.error = f"tls: {exc}"
@@ -465,7 +565,7 @@ class GeminiServer:
             return Resolution(Status.BAD_REQUEST, "Dot segments climb above the root")
         record.host = url.host
         record.path = url.path_query
-        wait = self._rate.take(client_key(record.client), self._clock())
+        wait = self._rate.take(address_key(record.client), self._clock())
         if wait is not None:
             record.limited = "rate"
             return Resolution(Status.SLOW_DOWN, str(max(1, math.ceil(wait))))
@@ -479,7 +579,7 @@ class GeminiServer:
         # 1965 is always accepted: the server may sit behind a forward from it.
         if url.port not in (DEFAULT_PORT, local_port):
             return Resolution(Status.PROXY_REQUEST_REFUSED, "This server does not serve that port")
-        CURRENT_CLIENT.set(client_key(record.client))
+        CURRENT_CLIENT.set(address_key(record.client))
         try:
             answer = handler(url)
             return await answer if inspect.isawaitable(answer) else answer
@@ -510,28 +610,6 @@ class _NoLineEnd(Exception):
     """TCP closed (without a TLS close_notify) before the request line ended."""
 
 
-def climbs_above_root(url: str) -> bool:
-    """True if the path of the absolute URL ``url`` has more ``..`` segments (``%2E`` is a
-    dot, as RFC 3986 says) than there are segments above them to remove.
-
-    Normalisation (RFC 3986 5.2.4) would quietly keep such a path at the root
-    (``/../../`` is ``/``); the server refuses it instead, as gemini-diagnostics expects
-    ("a URL should not be able to escape the root")."""
-    match = REFERENCE.fullmatch(url)
-    if match is None:
-        return False
-    depth = 0
-    for segment in match.group(3).split("/")[1:]:
-        name = segment.replace("%2e", ".").replace("%2E", ".")
-        if name == "..":
-            if depth == 0:
-                return True
-            depth -= 1
-        elif name != ".":
-            depth += 1
-    return False
-
-
 def _record_sent(record: AccessRecord, resolution: Resolution, sent: int) -> None:
     """Status, meta and body bytes as far as they were sent (nothing if the header was not)."""
     header = len(resolution.header)
@@ -557,7 +635,7 @@ def _excerpt(line: bytes | bytearray) -> str:
 
 async def _read_request_line(stream: TLSConnection, buf: bytearray) -> bytes:
     """Bytes up to and including the first CRLF (a bare LF is not a line end), read into
-    ``buf``; stops early past ``MAX_REQUEST_BYTES``.
+    ``buf``; never more than ``MAX_REQUEST_LINE + 1`` bytes are read.
 
     A line longer than the limit is returned truncated to ``MAX_REQUEST_LINE + 1`` bytes.
     A close_notify before CRLF returns what came (the server answers 59); a TCP close
@@ -565,7 +643,7 @@ async def _read_request_line(stream: TLSConnection, buf: bytearray) -> bytes:
     answered).
     """
     while True:
-        data = await stream.receive_some(READ_CHUNK)
+        data = await stream.receive_some(MAX_REQUEST_LINE + 1 - len(buf))
         if not data:
             if not buf:
                 raise _ClientClosed

@@ -75,3 +75,25 @@ def parse_request(line: bytes) -> URL:
     if match.group(5) is not None:
         raise FragmentInRequest("request URL has a fragment")
     return parse_url(text)
+
+
+def climbs_above_root(url: str) -> bool:
+    """True if the path of the absolute URL ``url`` has more ``..`` segments (``%2E`` is a
+    dot, as RFC 3986 says) than there are segments above them to remove.
+
+    Normalisation (RFC 3986 5.2.4) would quietly keep such a path at the root
+    (``/../../`` is ``/``); the server refuses it instead, as gemini-diagnostics expects
+    ("a URL should not be able to escape the root")."""
+    match = REFERENCE.fullmatch(url)
+    if match is None:
+        return False
+    depth = 0
+    for segment in match.group(3).split("/")[1:]:
+        name = segment.replace("%2e", ".").replace("%2E", ".")
+        if name == "..":
+            if depth == 0:
+                return True
+            depth -= 1
+        elif name != ".":
+            depth += 1
+    return False

@@ -37,9 +37,9 @@ import trio
 
 from geminibot.cliutil import say
 from geminibot.gemini.client import Response
-from geminibot.gemini.server import client_key
 from geminibot.gemini.status import Family
 from geminibot.gemini.urls import parse_url
+from geminibot.net.addresses import address_key
 from geminibot.net.errors import BodyTooLarge, FetchError
 from geminibot.portal.cache import PageCache
 from geminibot.portal.census import CENSUS_SECONDS, census_page
@@ -189,7 +189,7 @@ class PortalApp:
         query_bytes = bytes(scope.get("query_string") or b"")
         query = query_bytes.decode("latin-1") if query_bytes else None
         client = scope.get("client")
-        who = client_key(str(client[0])) if client else "?"
+        who = address_key(str(client[0])) if client else "?"
         wait = self.buckets.take(who, self.clock())
         if wait is not None:
             return self.pages.html(

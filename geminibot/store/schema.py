@@ -236,7 +236,7 @@ def _index(meta: sa.MetaData, pg: bool) -> None:
     row from before version 9); ``gone_at`` is when it went away (answered 51/52 or
     404/410, or its host vanished), NULL while it is live. ``charset_ok`` says whether a
     text page's body decodes by its declared charset (NULL: not a text page, or not
-    known, in a row from before version 14)."""
+    known, in a row from before version 12)."""
     text_columns = (
         [
             sa.Column("headings", sa.Text),

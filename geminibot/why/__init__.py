@@ -15,9 +15,17 @@ from geminibot.store.traps import MAX_URL_LENGTH
 from geminibot.urls import InvalidURL, host_key, normalise
 from geminibot.why.explain import Answer, explain_url
 from geminibot.why.host import HostAnswer, explain_host
-from geminibot.why.records import Reader
+from geminibot.why.records import HostRecords, Reader, UrlRecords
 
-__all__ = ["MAX_TARGET_LENGTH", "Answer", "BadTarget", "HostAnswer", "check"]
+__all__ = [
+    "MAX_TARGET_LENGTH",
+    "Answer",
+    "BadTarget",
+    "HostAnswer",
+    "check",
+    "explain",
+    "read_records",
+]
 
 #: Longest URL or host asked about, in UTF-8 bytes: the longest URL the crawl queues.
 MAX_TARGET_LENGTH = MAX_URL_LENGTH
@@ -45,11 +53,25 @@ def parse_target(text: str) -> tuple[str, str, bool]:
     return (url if as_url else host), host, as_url
 
 
-def check(database: Database, text: str, now: float) -> Answer | HostAnswer:
-    """The answer for a URL, or the summary of a host (``text``: what the owner typed),
-    from the crawl database ``database``, at ``now``."""
+def read_records(database: Database, text: str) -> UrlRecords | HostRecords:
+    """What the crawl database ``database`` holds about the URL or host ``text`` (what
+    the owner typed): the I/O of :func:`check`."""
     target, host, is_url = parse_target(text)
     reader = Reader(database)
     if is_url:
-        return explain_url(reader.url(target, host, text.strip()), now)
-    return explain_host(reader.host(host), now)
+        return reader.url(target, host, text.strip())
+    return reader.host(host)
+
+
+def explain(records: UrlRecords | HostRecords, now: float) -> Answer | HostAnswer:
+    """The answer for a URL, or the summary of a host, from its records at ``now``: the
+    work of :func:`check` (pure)."""
+    if isinstance(records, UrlRecords):
+        return explain_url(records, now)
+    return explain_host(records, now)
+
+
+def check(database: Database, text: str, now: float) -> Answer | HostAnswer:
+    """The answer for a URL, or the summary of a host (``text``: what the owner typed),
+    from the crawl database ``database``, at ``now``."""
+    return explain(read_records(database, text), now)

@@ -15,6 +15,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
+from functools import lru_cache
 from typing import Literal
 
 from geminibot.cliutil import counted, with_article
@@ -44,6 +45,9 @@ Code = Literal[
     "not_linked",
     "not_text",
 ]
+
+#: Hosts whose parsed policy is kept for the next answer (in each process).
+POLICIES_KEPT = 8
 
 #: What each reason is called, for a capsule owner.
 HEADLINES: dict[str, str] = {
@@ -409,8 +413,11 @@ def crawl_bot(records_agent: str, role: str, strict: bool) -> Bot:
     return Bot(records_agent, (role,) if role in VIRTUAL_AGENTS else (), None, strict)
 
 
+@lru_cache(maxsize=POLICIES_KEPT)
 def site_policy(host: str, files: tuple[PolicyFileRow, ...]) -> SitePolicy | None:
-    """The host's policy from the files the crawl holds (None: it holds none)."""
+    """The host's policy from the files the crawl holds (None: it holds none); the last
+    :data:`POLICIES_KEPT` are kept, so that asking again about a host, or about another
+    of its URLs, does not parse its files again until they are fetched again."""
     named = {f.name: f.fetched() for f in files}
     if not named:
         return None

@@ -1,8 +1,10 @@
 """What the crawl knows of a host, for its owner (pure: the records in, the summary out).
 
-The policy files as fetched (when, status, size), the lint findings on them, what each
+The policy files as fetched (when, status, size), the lint findings on them (the first
+:data:`MAX_FINDINGS` of each file, the others counted by kind), what each
 Gemini virtual agent may do at the host's root in both modes (the policy core's
-decision, as ``geminibot policy check`` gives it on the same files), the delay between
+decision, as ``geminibot policy check`` gives it on the same files, with the first
+:data:`MAX_REFUSED` rules that keep it out of other paths), the delay between
 requests and the longest wait sat out, the host's URLs by what became of them (the
 frontier's states, as ``geminibot stats`` counts them), and where the crawl also saw
 the host's web policy, where the two differ (``geminibot compare``).
@@ -10,8 +12,10 @@ the host's web policy, where the two differ (``geminibot compare``).
 
 from __future__ import annotations
 
+from collections import Counter
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from functools import lru_cache
 
 from geminibot.policy import VIRTUAL_AGENTS
 from geminibot.policy.candidates import candidate_paths
@@ -28,12 +32,19 @@ MODES = ("precedence", "strict")
 #: Paths decided for each virtual agent and mode (of the candidates the host's rules
 #: name, shortest first: :func:`geminibot.policy.candidates.candidate_paths`).
 MAX_PATHS = 100
+#: Lint findings shown for each policy file; the others are counted by kind (code).
+MAX_FINDINGS = 20
+#: Rules shown that keep one virtual agent out of paths; the others are counted.
+MAX_REFUSED = 10
+#: Policy files whose lint findings are kept for the next answer (in each process).
+LINTS_KEPT = 8
 
 
 @dataclass(frozen=True)
 class FileSummary:
     """One policy file of a host as the crawl fetched it: when, its status, what became
-    of it, and its lint findings."""
+    of it, and its lint findings (the first :data:`MAX_FINDINGS`; ``more_findings``
+    counts the others by code)."""
 
     name: str
     fetched_at: float
@@ -42,6 +53,7 @@ class FileSummary:
     reason: str
     size: int
     findings: tuple[Diagnostic, ...] = ()
+    more_findings: tuple[tuple[str, int], ...] = ()
 
     def as_dict(self) -> dict[str, object]:
         return {
@@ -52,6 +64,7 @@ class FileSummary:
             "reason": self.reason,
             "size": self.size,
             "findings": [d.as_dict() for d in self.findings],
+            "more_findings": dict(self.more_findings),
         }
 
 
@@ -59,13 +72,15 @@ class FileSummary:
 class Permission:
     """What one virtual agent may do on the host in one mode: whether it may crawl the
     root (and the policy core's reason), and the rules that keep it out of other paths,
-    each with the shortest path it refuses (``/private/ (robots.txt line 9: ...)``)."""
+    each with the shortest path it refuses (``/private/ (robots.txt line 9: ...)``), the
+    first :data:`MAX_REFUSED` of them (``more_refused`` counts the others)."""
 
     agent: str
     mode: str
     allowed: bool
     reason: str
     refused: tuple[str, ...] = ()
+    more_refused: int = 0
 
     def as_dict(self) -> dict[str, object]:
         return {
@@ -74,12 +89,17 @@ class Permission:
             "allowed": self.allowed,
             "reason": self.reason,
             "refused": list(self.refused),
+            "more_refused": self.more_refused,
         }
 
     def words(self) -> str:
         said = "may crawl /" if self.allowed else f"may not crawl /: {self.reason}"
         out = f"{self.agent}, {self.mode} mode: {said}"
-        return out + (f"; kept out of {', '.join(self.refused)}" if self.refused else "")
+        if not self.refused:
+            return out
+        rules = len(self.refused) + self.more_refused
+        shown = ", ".join(self.refused) + (", …" if self.more_refused else "")
+        return out + f"; kept out of paths by {rules} rule{'s' * (rules > 1)}: {shown}"
 
 
 @dataclass(frozen=True)
@@ -127,11 +147,19 @@ def counts(records: HostRecords) -> dict[str, int]:
     return out
 
 
+@lru_cache(maxsize=LINTS_KEPT)
+def _lint(name: str, body: bytes) -> tuple[tuple[Diagnostic, ...], tuple[tuple[str, int], ...]]:
+    """The first :data:`MAX_FINDINGS` findings on a file, and the others counted by code."""
+    findings = lint_file(name, body)
+    more = Counter(d.code for d in findings[MAX_FINDINGS:])
+    return findings[:MAX_FINDINGS], tuple(more.most_common())
+
+
 def _file(row: PolicyFileRow) -> FileSummary:
     body = row.body or b""
-    findings = lint_file(row.name, body) if row.outcome == "success" and body else ()
+    findings, more = _lint(row.name, body) if row.outcome == "success" and body else ((), ())
     return FileSummary(
-        row.name, row.fetched_at, row.status, row.outcome, row.reason, len(body), findings
+        row.name, row.fetched_at, row.status, row.outcome, row.reason, len(body), findings, more
     )
 
 
@@ -165,7 +193,8 @@ def explain_host(records: HostRecords, now: float) -> HostAnswer:
                 bot = Bot(s.agent, (agent,), None, mode == "strict")
                 d = policy.may_fetch(root, bot, at)
                 refused = _refused(policy, bot, records.host, paths, at)
-                permissions.append(Permission(agent, mode, d.allowed, d.reason, refused))
+                shown, more = refused[:MAX_REFUSED], len(refused[MAX_REFUSED:])
+                permissions.append(Permission(agent, mode, d.allowed, d.reason, shown, more))
         strict = s.run.strict if s.run else False
         last = records.host_row.last_duration if records.host_row else None
         answer = policy.delay(crawl_bot(s.agent, s.role, strict), at, last)

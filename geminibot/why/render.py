@@ -80,6 +80,11 @@ def _host_facts(answer: HostAnswer) -> list[Fact]:
         for d in f.findings:
             hint = f" (hint: {d.hint})" if d.hint else ""
             out.append(Fact("lint", f"{f.name} line {d.line}: {d.level}: {d.message}{hint}"))
+        if f.more_findings:
+            kinds = ", ".join(f"{n} {code}" for code, n in f.more_findings)
+            more = sum(n for _, n in f.more_findings)
+            text = f"{f.name}: {more} more findings ({kinds}): geminibot policy lint lists all"
+            out.append(Fact("lint", text))
     out += [Fact("virtual agent", p.words()) for p in answer.permissions]
     if answer.delay is not None:
         out.append(Fact("delay", f"{answer.delay:g} s between requests ({answer.delay_rule})"))

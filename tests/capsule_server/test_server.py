@@ -12,9 +12,17 @@ import trio
 
 from capsule_server.files import binary_sha256, large_robots
 from capsule_server.server import CapsuleServer
-from capsule_server.testing import client_hello, open_tls, raw_request, running_server
+from capsule_server.testing import (
+    client_hello,
+    open_stalled,
+    open_tls,
+    raw_request,
+    running_server,
+)
 from geminibot.gemini.accesslog import AccessRecord
-from geminibot.gemini.server import MAX_PER_ADDRESS, ServerLimits, client_key, climbs_above_root
+from geminibot.gemini.server import MAX_PER_ADDRESS, ServerLimits
+from geminibot.gemini.urls import climbs_above_root
+from geminibot.net.addresses import address_key
 
 
 def split(response: bytes) -> tuple[str, bytes]:
@@ -193,7 +201,7 @@ async def test_idle_connections_do_not_make_the_server_busy(
         assert srv.port is not None
         idle: list[trio.abc.AsyncResource] = []
         for _ in range(6):
-            idle.append(await trio.open_tcp_stream("127.0.0.1", srv.port))
+            idle.append(await open_stalled(srv.port))
             idle.append(await open_tls(srv.port, "maze.test"))
         with trio.fail_after(10):
             while srv.open_connections < 12:
@@ -214,7 +222,7 @@ async def test_connections_per_address_are_capped(
     limits = ServerLimits(max_per_address=5)
     async with running_server(capsules_dir, cert_dir, limits, access_log.append) as srv:
         assert srv.port is not None
-        idle = [await trio.open_tcp_stream("127.0.0.1", srv.port) for _ in range(5)]
+        idle = [await open_stalled(srv.port) for _ in range(5)]
         with trio.fail_after(10):
             while srv.open_connections < 5:
                 await trio.sleep(0.01)
@@ -235,11 +243,11 @@ async def test_connections_per_address_are_capped(
 
 
 def test_ipv6_clients_are_counted_by_their_slash_64() -> None:
-    assert client_key("2001:db8:1:2:aaaa::1") == client_key("2001:db8:1:2:bbbb::9")
-    assert client_key("2001:db8:1:2::1") == "2001:db8:1:2::/64"
-    assert client_key("2001:db8:1:3::1") != client_key("2001:db8:1:2::1")
-    assert client_key("::ffff:127.0.0.5") == "127.0.0.5"
-    assert client_key("127.0.0.5") == "127.0.0.5"
+    assert address_key("2001:db8:1:2:aaaa::1") == address_key("2001:db8:1:2:bbbb::9")
+    assert address_key("2001:db8:1:2::1") == "2001:db8:1:2::/64"
+    assert address_key("2001:db8:1:3::1") != address_key("2001:db8:1:2::1")
+    assert address_key("::ffff:127.0.0.5") == "127.0.0.5"
+    assert address_key("127.0.0.5") == "127.0.0.5"
 
 
 async def test_at_max_open_the_oldest_silent_connection_makes_room(
@@ -250,10 +258,7 @@ async def test_at_max_open_the_oldest_silent_connection_makes_room(
     limits = ServerLimits(max_open=4)
     async with running_server(capsules_dir, cert_dir, limits, access_log.append) as srv:
         assert srv.port is not None
-        idle = [
-            await trio.open_tcp_stream("127.0.0.1", srv.port, local_address=f"127.0.0.{n}")
-            for n in range(3, 7)
-        ]
+        idle = [await open_stalled(srv.port, local_address=f"127.0.0.{n}") for n in range(3, 7)]
         with trio.fail_after(10):
             while srv.open_connections < 4:
                 await trio.sleep(0.01)
@@ -317,7 +322,7 @@ async def test_shutdown_grace_cuts_idle_connections(capsules_dir: Path, cert_dir
     with trio.fail_after(10):  # far less than the header timeout: the grace period ended it
         async with running_server(capsules_dir, cert_dir, limits) as srv:
             assert srv.port is not None
-            idle = await trio.open_tcp_stream("127.0.0.1", srv.port)
+            idle = await open_stalled(srv.port)
             await trio.sleep(0.05)
         assert await idle.receive_some(10) == b""
 
@@ -373,10 +378,12 @@ async def test_256_idle_connections_from_one_address_shut_out_no_one(
     capsules_dir: Path, cert_dir: Path, access_log: list[AccessRecord]
 ) -> None:
     """256 idle TCP connections from one address at the
-    default limits made the server answer 44 to everyone else."""
-    async with running_server(capsules_dir, cert_dir, log=access_log.append) as srv:
+    default limits made the server answer 44 to everyone else. (Every refusal is logged
+    here: the log budget is lifted.)"""
+    limits = ServerLimits(log_burst=1000)
+    async with running_server(capsules_dir, cert_dir, limits, access_log.append) as srv:
         assert srv.port is not None
-        idle = [await trio.open_tcp_stream("127.0.0.1", srv.port) for _ in range(256)]
+        idle = [await open_stalled(srv.port) for _ in range(256)]
         with trio.fail_after(10):
             while len(access_log) < 256 - MAX_PER_ADDRESS:
                 await trio.sleep(0.01)
@@ -387,7 +394,7 @@ async def test_256_idle_connections_from_one_address_shut_out_no_one(
             assert answer.startswith(b"20 ")
         for stream in idle:
             await stream.aclose()
-    refused = [r for r in access_log if r.error == "over the per-address connection limit"]
+    refused = [r for r in access_log if r.error and r.error.startswith("over the ")]
     assert len(refused) == 256 - MAX_PER_ADDRESS
 
 

@@ -7,6 +7,7 @@ the smallest honest server there is. End-to-end tests use the real capsule serve
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import replace
 
 import trio
 
@@ -25,7 +26,7 @@ class FakeSite:
         self.max_in_flight = 0  # across hosts
         self.on_request: Callable[[str], None] | None = None
 
-    async def fetch(self, url: str) -> FetchResult:
+    async def fetch(self, url: str, *, max_body: int | None = None) -> FetchResult:
         host = url.split("/")[2]
         self.log.append((trio.current_time(), url))
         if self.on_request is not None:
@@ -38,7 +39,9 @@ class FakeSite:
                 await trio.sleep(self.latency)
             answer = self.pages.get(url, FetchResult(51, "not found"))
             if isinstance(answer, list):
-                return answer.pop(0) if len(answer) > 1 else answer[0]
+                answer = answer.pop(0) if len(answer) > 1 else answer[0]
+            if max_body is not None and len(answer.body) >= max_body:  # as a client cuts it
+                return replace(answer, body=answer.body[:max_body], cut=True, error="cut")
             return answer
         finally:
             self.in_flight[host] -= 1

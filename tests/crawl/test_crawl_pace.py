@@ -25,6 +25,7 @@ from geminibot.crawl.settings import CrawlOptions
 from geminibot.gemini.client import GeminiClient
 from geminibot.gemini.server import ServerLimits
 from geminibot.net.connect import ConnectRule, Resolver
+from geminibot.net.dns import DnsCache
 from geminibot.store.db import connect
 
 
@@ -79,6 +80,37 @@ async def test_a_policy_file_s_44_is_waited_out_and_the_capsule_crawled(
     assert all(b - a >= 3.0 for a, b in itertools.pairwise(robots))  # each 44 sat out
     assert len([u for u in site.urls() if u == "gemini://b.test/agents.txt"]) == 5
     assert site.max_in_flight == 1  # one address: one request at a time, policy files too
+
+
+#: Where each capsule's name resolves: a.test and b.test on one IPv6 /64, c.test another.
+SIXES = {"a.test": "2001:db8:1:2::1", "b.test": "2001:db8:1:2:ffff::9", "c.test": "2001:db8:1:3::1"}
+
+
+async def six_lookup(name: str, port: int) -> list[str]:
+    return [SIXES[name]]
+
+
+async def test_capsules_on_one_ipv6_slash_64_are_paced_as_one_address(
+    tmp_path: Path, autojump_clock: object
+) -> None:
+    """Two capsules on two addresses of one IPv6 /64 (one machine or home, as the
+    portal and the servers count clients) are paced as one address: one request at a
+    time between them. Another /64 is another address."""
+    lookup = lookup_address(Resolver(()), DnsCache(lookup=six_lookup))
+    assert await lookup("a.test") == await lookup("b.test") == "2001:db8:1:2::/64 port 1965"
+    assert await lookup("c.test") == "2001:db8:1:3::/64 port 1965"
+    site = FakeSite({**capsule("a.test"), **capsule("b.test")}, latency=0.5)
+    crawler = sqlite_crawler(
+        connect(tmp_path / "c.db"),
+        site.fetch,
+        CrawlOptions(test_range=True),
+        wall_clock=mock_wall_clock,
+        address_of=lookup,
+    )
+    crawler.seed(["gemini://a.test/", "gemini://b.test/"])
+    progress = await crawler.run()
+    assert progress.pages == 6
+    assert site.max_in_flight == 1
 
 
 def generated_capsules(root: Path, prefix: str, hosts: int, pages: int) -> list[str]:

@@ -1,4 +1,5 @@
-"""The crawler's policy files: redirects across hosts, and a database of the old format."""
+"""The crawler's policy files: redirects across hosts, an endless robots.txt from a real
+capsule server, and a database of the old format."""
 
 from __future__ import annotations
 
@@ -8,15 +9,25 @@ from pathlib import Path
 
 import pytest
 import trio
+import trio.testing
+from capsule_crawl import serving
 from crawl_fakes import Answer, FakeSite, gmi
 from crawlers import sqlite_crawler
+from db_rows import rows
 
 from geminibot.crawl.adapters import FetchResult
+from geminibot.crawl.fetcher import CRAWL_LIMITS, gemini_fetch
 from geminibot.crawl.settings import CrawlOptions
+from geminibot.gemini.client import GeminiClient
+from geminibot.gemini.server import ServerLimits
+from geminibot.net.connect import ConnectRule, Resolver
+from geminibot.net.limits import DEFAULT_MAX_BODY_SIZE
+from geminibot.policy.discovery import POLICY_FETCH_BYTES
 from geminibot.store.db import connect
 
 ROBOTS = b"User-agent: *\nDisallow: /private/\n"
 T0 = 1.7e9
+FAST = ServerLimits(rate_burst=10_000, rate_per_second=10_000.0)
 
 
 def mock_wall_clock() -> float:
@@ -163,3 +174,44 @@ async def test_a_database_of_the_old_format_resumes(tmp_path: Path, autojump_clo
     assert progress.pages == 3 and progress.hosts_skipped == {}
     (total,) = conn.execute("SELECT urls_total FROM hosts WHERE host = 'a.test'").fetchone()
     assert total == 5
+
+
+#: A robots.txt far longer than the crawl's largest body (DEFAULT_MAX_BODY_SIZE, 16 MiB):
+#: without a bound of its own, the crawler would read it all the way to that limit.
+ENDLESS = 64 * 1024 * 1024
+
+
+async def test_an_endless_robots_txt_is_read_only_as_far_as_is_kept(
+    tmp_path: Path, loopback_clock: trio.testing.MockClock
+) -> None:
+    """A real capsule server sends a 64 MiB robots.txt: the crawler stops reading it one
+    byte past what it keeps (POLICY_FETCH_BYTES), so the server sent far less than
+    the 16 MiB a page may have; the first 500 KiB are obeyed, and the capsule crawled."""
+    source = tmp_path / "source" / "endless.test"
+    source.mkdir(parents=True)
+    (source / "index.gmi").write_text("# Endless\n=> /ok.gmi fine\n")
+    (source / "ok.gmi").write_text("# ok\n")
+    (source / "serve.toml").write_text(
+        f'[[generated]]\npath = "/robots.txt"\nkind = "large-robots"\nsize = {ENDLESS}\n'
+    )
+    read: dict[str, int] = {}
+    async with serving(
+        ["endless.test"], tmp_path / "capsules", tmp_path / "certs", FAST, tmp_path / "source"
+    ) as served:
+        resolver = Resolver([ConnectRule("*", 1965, "127.0.0.1", served.port)], loopback_only=True)
+        fetch = gemini_fetch(GeminiClient(connect_to=resolver, limits=CRAWL_LIMITS))
+
+        async def counted(url: str, *, max_body: int | None = None) -> FetchResult:
+            answer = await fetch(url, max_body=max_body)
+            read[url] = len(answer.body)
+            return answer
+
+        crawler = sqlite_crawler(connect(tmp_path / "c.db"), counted, CrawlOptions(test_range=True))
+        crawler.seed(["gemini://endless.test/"])
+        await crawler.run()
+    assert read["gemini://endless.test/robots.txt"] == POLICY_FETCH_BYTES
+    [sent] = [r for r in served.records if r.path == "/robots.txt"]
+    assert sent.bytes < DEFAULT_MAX_BODY_SIZE  # the rest never left the server's buffers
+    assert "gemini://endless.test/ok.gmi" in read
+    [(kept,)] = rows(tmp_path / "c.db", "SELECT length(body) FROM robots WHERE name = 'robots.txt'")
+    assert kept == POLICY_FETCH_BYTES  # what is kept, and the byte that says there is more

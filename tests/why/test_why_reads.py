@@ -23,20 +23,19 @@ from geminibot.portal.app import PortalApp
 from geminibot.portal.limits import PortalLimits
 from geminibot.portal.upstream import Upstream, UpstreamGuard
 from geminibot.searchcap.app import SearchCapsule
-from geminibot.why import check
-from geminibot.why.explain import Answer
-from geminibot.why.host import HostAnswer
+from geminibot.why import read_records
 from geminibot.why.reads import CHECK_WAIT, CheckReads
+from geminibot.why.records import HostRecords, UrlRecords
 
 TARGET = "gemini://a.test/page.gmi"
 
 
 class HeldRead(Hold):
-    """The real read (:func:`geminibot.why.check`), held until :meth:`release`."""
+    """The real read (:func:`geminibot.why.read_records`), held until :meth:`release`."""
 
-    def __call__(self, conn: Any, text: str, now: float) -> Answer | HostAnswer:
+    def __call__(self, conn: Any, text: str) -> UrlRecords | HostRecords:
         self.hold()
-        return check(conn, text, now)
+        return read_records(conn, text)
 
 
 @pytest.fixture

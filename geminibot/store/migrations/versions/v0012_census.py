@@ -1,4 +1,4 @@
-"""Version 14: what a census reads beyond the crawl's own tables (``tls_history``: each
+"""Version 12: what a census reads beyond the crawl's own tables (``tls_history``: each
 host's TLS version, cipher and certificate facts, a row per distinct set with when it was
 first and last seen) and the censuses taken (``censuses``: each one's figures as JSON, for
 ``census --history``); and whether a text page's body decodes by its declared charset
@@ -11,7 +11,7 @@ from alembic import op
 
 from geminibot.store.schema import BigInt, Flag, Real
 
-revision = "0014"
+revision = "0012"
 down_revision = "0011"
 
 
