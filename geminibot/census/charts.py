@@ -124,7 +124,7 @@ def bar_chart(key: str, title: str, distribution: dict[str, int | float]) -> Cha
         axes.xaxis.set_visible(False)
         axes.set_title(_wrapped(title), loc="left")
         svg = _svg(figure)
-    alt = f"{title}: " + "; ".join(f"{k} {_count(v)}" for k, v in bars.items())
+    alt = f"{title}: " + "; ".join(f"{k} {_count(v)}" for k, v in zip(labels, values, strict=True))
     return Chart(key, title, alt, svg)
 
 

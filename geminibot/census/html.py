@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import base64
 import html
+import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -22,6 +23,7 @@ from geminibot.census.model import Census, Figure, Section, Value
 from geminibot.census.render import when
 from geminibot.cliutil import counted
 
+_CONTROLS = re.compile(r"[\x00-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
 #: The folder of ``DIR`` that holds the chart files.
 CHARTS = "charts"
 #: The report's own style sheet (a page of its own; the portal uses its own).
@@ -59,8 +61,10 @@ def build_report(census: Census, history: Sequence[Census] = ()) -> Report:
 
 
 def esc(text: str) -> str:
-    """``text`` for HTML content or a quoted attribute (a lone surrogate becomes ``?``)."""
-    return html.escape(text.encode("utf-8", "replace").decode("utf-8"), quote=True)
+    """``text`` for HTML content or a quoted attribute: markup escaped, control characters
+    (escape sequences, line breaks) shown as U+FFFD, a lone surrogate as ``?``."""
+    text = _CONTROLS.sub("\ufffd", text.encode("utf-8", "replace").decode("utf-8"))
+    return html.escape(text, quote=True)
 
 
 def data_uri(chart: Chart) -> str:
