@@ -12,7 +12,7 @@ from geminibot.census.figures import take_census
 from geminibot.census.history import keep
 from geminibot.store.crawlstore import SqliteStore
 from geminibot.store.db import connect, transaction
-from geminibot.store.pages import Page, store_page
+from geminibot.store.pages import Link, Page, store_page
 from geminibot.store.records import TLSRecord
 from geminibot.store.traps import FrontierLimits
 
@@ -61,6 +61,11 @@ def _pages(week: int) -> list[Page]:
                     mime=HOSTILE if (h, n) == (4, 0) else mime if status == 20 else None,
                     lang=("en", "fr", "de")[(n + h) % 3] if mime == "text/gemini" else None,
                     charset_ok=True if mime.startswith("text/") else None,
+                    links=tuple(
+                        Link(f"gemini://{other}/0.gmi") for other in HOSTS[: h + 1] if other != host
+                    )
+                    if n == 0
+                    else (),
                 )
             )
     return pages
@@ -93,5 +98,10 @@ def fill(db: Path, weeks: int = 4) -> None:
         with transaction(conn):
             for page in _pages(week):
                 store_page(conn, page, "researcher")
+                conn.execute(
+                    "INSERT OR IGNORE INTO urls (url, host, path, has_query, depth, state,"
+                    " updated_at) VALUES (?, ?, ?, 0, 1, 'done', ?)",
+                    (page.url, page.host, page.url.split("/", 3)[3], page.fetched_at),
+                )
         keep(conn, take_census(conn, START + week * WEEK + 3600))
     conn.close()

@@ -38,7 +38,9 @@ def store(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 def test_bars_capped_at_the_limit_the_rest_as_other() -> None:
     exactly = {f"k{i}": i + 1 for i in range(MAX_BARS)}
-    assert capped(exactly) == {k: float(v) for k, v in sorted(exactly.items(), key=lambda kv: -kv[1])}
+    assert capped(exactly) == {
+        k: float(v) for k, v in sorted(exactly.items(), key=lambda kv: -kv[1])
+    }
     over = {f"k{i}": i + 1 for i in range(MAX_BARS + 5)}
     bars = capped(over)
     assert len(bars) == MAX_BARS and list(bars)[-1] == OTHER
@@ -78,9 +80,7 @@ def test_hostile_labels_escaped_in_svg_and_page(store: Path) -> None:
     assert "<script" not in page and "\x1b" not in page
     assert "text/x-&lt;script&gt;alert(&quot;$1$&quot;)&lt;/script&gt;" in page
     assert "Let&#x27;s &lt;Encrypt&gt;" in page
-    assert page.count('src="data:image/svg+xml;base64,') == len(report.charts) + len(
-        report.series
-    )
+    assert page.count('src="data:image/svg+xml;base64,') == len(report.charts) + len(report.series)
 
 
 def test_census_html_writes_the_report(store: Path, tmp_path: Path) -> None:
