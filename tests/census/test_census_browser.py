@@ -18,9 +18,9 @@ from pathlib import Path
 
 import pytest
 import trio
+from census_report_store import fill
 from chromium import PNG, run_chromium
 from PIL import Image
-from report_store import fill
 
 from geminibot.census.charts import _BAR
 from geminibot.census.history import kept_censuses

@@ -8,8 +8,8 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import pytest
+from census_report_store import HOSTILE, fill
 from commands import run_main
-from report_store import HOSTILE, fill
 
 from geminibot.census.charts import (
     LABEL_CHARS,
