@@ -88,6 +88,12 @@ def _why() -> Register:
     return cli.register
 
 
+def _export() -> Register:
+    from geminibot.export import cli
+
+    return cli.register
+
+
 def _service() -> Register:
     from geminibot.service import cli
 
@@ -158,6 +164,10 @@ COMMANDS: tuple[Module, ...] = (
             ("why", "why a page is in a crawl's index or not, or what it knows of a host"),
             ("recheck", "fetch a page, or every page of a host, again soon, at the capsule's pace"),
         ),
+    ),
+    Module(
+        _export,
+        (("export", "a crawl database as open data: Parquet files in Common Crawl's columns"),),
     ),
     Module(_searchcap, (("serve-search", "serve a crawl's index as a Gemini search capsule"),)),
     Module(

@@ -32,6 +32,7 @@ LAYERS = {
     "geminibot.why": 5,
     "geminibot.portal": 6,
     "geminibot.searchcap": 6,
+    "geminibot.export": 6,
     "geminibot.cli": 7,
     "geminibot.__main__": 8,
     "capsule_server": 9,

@@ -20,6 +20,7 @@ that opens it would) and a newer one refused.
 from __future__ import annotations
 
 import fcntl
+import itertools
 import sqlite3
 from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager, contextmanager
@@ -113,6 +114,9 @@ def _cannot_write(path: Path, exc: OSError) -> DatabaseError:
         return DatabaseError(f"{path}: cannot create the database there: no folder {folder}")
     return DatabaseError(f"{path}: cannot create the database there: {exc.strerror}")
 
+
+#: Numbers the server-side cursors of :meth:`Database.batches`.
+_cursors = itertools.count()
 
 #: The first bytes of every SQLite 3 file.
 SQLITE_HEADER = b"SQLite format 3\x00"
@@ -210,6 +214,39 @@ class Database:
     def run(self, statement: sa.TextClause, **params: object) -> Any:
         """The cursor of one of :mod:`geminibot.store.statements`' statements."""
         return self.connection.execute(self.sql[statement], params)
+
+    @contextmanager
+    def snapshot(self) -> Iterator[None]:
+        """A read-only transaction for the ``with`` block: every read in it sees the
+        database as it was when the block began, whatever a crawl writes meanwhile (for a
+        long read of several tables that must agree, such as an export)."""
+        if self.path is not None:
+            self.connection.execute("BEGIN")
+            try:
+                yield
+            finally:
+                self.connection.execute("ROLLBACK")
+            return
+        with self.connection.transaction(force_rollback=True):
+            self.connection.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
+            yield
+
+    def batches(
+        self, statement: sa.TextClause, size: int = 10_000, **params: object
+    ) -> Iterator[list[Any]]:
+        """The rows of ``statement`` in lists of at most ``size``, never all at once:
+        SQLite steps through them, PostgreSQL sends them from a server-side cursor (so
+        read them inside :meth:`snapshot`, its transaction)."""
+        if self.path is None:
+            cursor = self.connection.cursor(name=f"batches_{next(_cursors)}")
+        else:
+            cursor = self.connection.cursor()
+        try:
+            cursor.execute(self.sql[statement], params)
+            while rows := cursor.fetchmany(size):
+                yield rows
+        finally:
+            cursor.close()
 
     def setting(self, key: str) -> str | None:
         from geminibot.store import statements as q

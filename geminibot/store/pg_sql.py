@@ -23,4 +23,7 @@ ENGINE = Engine(
     sql=Compiled(psycopg.dialect()),  # type: ignore[no-untyped-call]  # (untyped __init__)
     drop_text=sa.text("UPDATE pages SET headings = NULL, body = NULL WHERE id = :id"),
     clear_skips=CLEAR_SKIPS,
+    page_text=sa.text(
+        "SELECT url, host, title, headings, body FROM pages WHERE text_indexed ORDER BY id"
+    ),
 )

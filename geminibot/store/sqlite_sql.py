@@ -18,4 +18,8 @@ ENGINE = Engine(
     sql=Compiled(sqlite.dialect(paramstyle="named")),
     drop_text=sa.text("DELETE FROM pages_fts WHERE rowid = :id"),
     clear_skips=CLEAR_SKIPS,
+    page_text=sa.text(
+        "SELECT p.url, p.host, p.title, f.headings, f.body FROM pages p"
+        " JOIN pages_fts f ON f.rowid = p.id WHERE p.text_indexed ORDER BY p.id"
+    ),
 )

@@ -50,6 +50,9 @@ class Engine:
     drop_text: sa.TextClause
     #: Clear every host's skip of the last run.
     clear_skips: sa.TextClause
+    #: The kept text of every page whose text is searchable, in row order: its URL,
+    #: host, title, headings and body.
+    page_text: sa.TextClause
 
 
 # --- settings ---
