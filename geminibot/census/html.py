@@ -88,8 +88,9 @@ def report_body(report: Report, src: Callable[[Chart], str] = chart_file) -> str
     parts = [
         f"<h1>{esc(title_of(census))}</h1>",
         f"<p>Taken {esc(when(census.taken_at))}, over the crawl's window from "
-        f"{esc(when(census.window_start))} to {esc(when(census.window_end))}. "
-        f"{counted(report.kept, 'census', 'censuses')} kept in the store.</p>",
+        f"{esc(when(census.window_start))} to {esc(when(census.window_end))}."
+        + ("" if census.host else f" {counted(report.kept, 'census', 'censuses')} kept.")
+        + "</p>",
     ]
     for section in census.sections:
         parts.append(_section(section, report, src))
@@ -166,7 +167,9 @@ def _distribution(figure: Figure, chart: Chart | None, src: Callable[[Chart], st
 
 def _history(report: Report, src: Callable[[Chart], str]) -> str:
     parts = ["<section>\n<h2>History</h2>"]
-    if not report.series:
+    if report.census.host is not None:
+        parts.append("<p>A capsule's census is not kept: its figures have no history.</p>")
+    elif not report.series:
         parts.append(
             f"<p>{counted(report.kept, 'census', 'censuses')} kept: a figure is drawn over time from two on "
             "('geminibot census --keep' keeps one).</p>"

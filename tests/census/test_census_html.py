@@ -98,6 +98,11 @@ def test_census_html_writes_the_report(store: Path, tmp_path: Path) -> None:
     for name in charts:
         assert f'src="charts/{name}"' in index
     assert "<script" not in index and "4 censuses kept" in index
+    host = run_main(["census", "--db", str(store), "--host", "beta.test", "--html", str(out)])
+    assert host.returncode == 0, host.stderr
+    index = (out / "index.html").read_text()
+    assert "Census of beta.test" in index and "have no history" in index
+    assert not (out / "charts" / "content.mime.svg").exists()  # the earlier report's
 
 
 def test_census_html_refusals(store: Path, tmp_path: Path) -> None:
