@@ -18,12 +18,14 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from geminibot.census.charts import Chart, census_charts, history_charts
+from geminibot.census.charts import NOT_CATEGORIES, Chart, census_charts, history_charts
 from geminibot.census.model import Census, Figure, Section, Value
 from geminibot.census.render import when
 from geminibot.cliutil import counted
 
 _CONTROLS = re.compile(r"[\x00-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
+#: The order of a measure's rows (the sizes of ``uris.size_bytes``).
+MEASURES = {name: i for i, name in enumerate(("mean", "p50", "p90", "p99", "max"))}
 #: The folder of ``DIR`` that holds the chart files.
 CHARTS = "charts"
 #: The report's own style sheet (a page of its own; the portal uses its own).
@@ -153,7 +155,7 @@ def _distribution(figure: Figure, chart: Chart | None, src: Callable[[Chart], st
     caption = f"{esc(figure.what)} {window}"
     rows = "\n".join(
         f'<tr><td>{esc(label)}</td><td class="n">{esc(_shown("", n))}</td></tr>'
-        for label, n in figure.value.items()
+        for label, n in _in_order(figure.key, figure.value)
     )
     table = f"<table>\n{rows}\n</table>" if rows else "<p>(none)</p>"
     if chart is None:
@@ -182,6 +184,14 @@ def _history(report: Report, src: Callable[[Chart], str]) -> str:
         )
     parts.append("</section>")
     return "\n".join(parts)
+
+
+def _in_order(key: str, value: dict[str, int | float]) -> list[tuple[str, int | float]]:
+    """A distribution's rows largest first (a census read back from the store has its
+    labels in alphabetical order); a measure's (sizes) as :data:`MEASURES` lists them."""
+    if key in NOT_CATEGORIES:
+        return sorted(value.items(), key=lambda kv: MEASURES.get(kv[0], len(MEASURES)))
+    return sorted(value.items(), key=lambda kv: (-kv[1], kv[0]))
 
 
 def _shown(key: str, value: Value) -> str:

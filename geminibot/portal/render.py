@@ -73,7 +73,7 @@ button{font:inherit;padding:.4rem 1rem;border-radius:4px;border:1px solid var(--
 background:var(--strip);color:var(--fg);cursor:pointer}
 figure{margin:1rem 0}figure img{max-width:100%;height:auto;border:1px solid var(--line)}
 figcaption,.window{color:var(--muted);font-size:.85rem}
-td,th{padding:.1rem .5rem;border-bottom:1px solid var(--line);text-align:left}
+table{border-collapse:collapse}td,th{padding:.1rem .5rem;border-bottom:1px solid var(--line);text-align:left}
 td.n{text-align:right;white-space:nowrap}
 """.strip()
 _CSS_HASH = base64.b64encode(hashlib.sha256(CSS.encode()).digest()).decode()
