@@ -35,6 +35,8 @@ sys.path.insert(0, str(HERE.parent / "tests"))
 
 from machine import cpu_model, fresh_peak_file, measured_argv, peak_rss_kib  # noqa: E402
 
+from geminibot.census.history import MAX_HISTORY  # noqa: E402
+
 #: Seconds a child run may take before the benchmark stops it.
 LIMIT = 1_800
 #: The settings key that says the TLS facts were added to a store.
@@ -69,6 +71,26 @@ def floor(db: str) -> None:
     print(conn.execute("SELECT count(*), sum(size) FROM pages").fetchone())
     print(conn.execute("SELECT count(*) FROM links").fetchone())
     conn.close()
+
+
+def history_report(census_json: str, count: int, out: str) -> None:
+    """The report of ``count`` censuses kept (copies of one, a week apart, each number
+    grown by 1%): the most the portal's page and ``--html`` draw."""
+    from geminibot.census.html import build_report, write_report
+    from geminibot.census.model import Census
+
+    data = json.loads(Path(census_json).read_text())
+    kept = []
+    for i in range(count):
+        grown = json.loads(json.dumps(data))
+        grown["taken_at"] = data["taken_at"] - (count - i) * 7 * 86_400
+        for figure in grown["figures"].values():
+            if isinstance(figure["value"], int) and not isinstance(figure["value"], bool):
+                figure["value"] = round(figure["value"] * (1 + i / 100))
+        kept.append(Census.from_json(grown))
+    report = build_report(kept[-1], kept)
+    write_report(report, Path(out))
+    print(len(report.charts) + len(report.series))
 
 
 def add_tls_facts(db: Path) -> int:
@@ -139,9 +161,14 @@ def main() -> None:
     parser.add_argument("--store-dir", type=Path, help="where the filled store is kept")
     parser.add_argument("--postgres", action="store_true", help="also on PostgreSQL")
     parser.add_argument("--floor", help=argparse.SUPPRESS)
+    parser.add_argument("--history-report", nargs=3, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.floor:
         floor(args.floor)
+        return
+    if args.history_report:
+        census_json, count, out = args.history_report
+        history_report(census_json, int(count), out)
         return
     from search_engines import filled_store, space_of
 
@@ -158,6 +185,13 @@ def main() -> None:
         "geminibot", ["census", "--db", str(db), "--html", str(work / "html")], work, "html"
     )
     base, _ = measured("census_speed", ["--floor", str(db)], work, "floor")
+    (work / "census.json").write_text(out)
+    drawn, drawn_out = measured(
+        "census_speed",
+        ["--history-report", str(work / "census.json"), str(MAX_HISTORY), str(work / "kept")],
+        work,
+        "kept",
+    )
     charts = len(list((work / "html" / "charts").glob("*.svg")))
     print(
         f"\n### {args.urls:,} URLs ({hosts} hosts); {made}\n\nMachine: nproc "
@@ -168,6 +202,13 @@ def main() -> None:
     print(row("`geminibot census --json`", ours))
     print(row(f"`geminibot census --html` ({charts} charts)", html))
     print(row("floor: one pass over pages and links", base))
+    print(
+        row(
+            f"report of {MAX_HISTORY:,} censuses kept ({drawn_out.strip()} charts, "
+            "the portal's page at most)",
+            drawn,
+        )
+    )
     if args.postgres:
         pg, pg_out, moved = postgres_run(db, work)
         print(row("`geminibot census --json` on PostgreSQL", pg))

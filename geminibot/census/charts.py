@@ -134,7 +134,7 @@ def series_chart(key: str, title: str, points: Sequence[tuple[float, float]]) ->
     with _DRAWING, _rc():
         from matplotlib.dates import AutoDateLocator, ConciseDateFormatter
         from matplotlib.figure import Figure
-        from matplotlib.ticker import MaxNLocator
+        from matplotlib.ticker import MaxNLocator, StrMethodFormatter
 
         figure = Figure(figsize=(7.2, 2.6), layout="constrained")
         axes = figure.subplots()
@@ -147,6 +147,9 @@ def series_chart(key: str, title: str, points: Sequence[tuple[float, float]]) ->
         axes.set_ylim(bottom=0, top=None if top > 0 else 1)
         if all(float(v).is_integer() for _, v in kept):
             axes.yaxis.set_major_locator(MaxNLocator(integer=True))
+            axes.yaxis.set_major_formatter(StrMethodFormatter("{x:,.0f}"))
+        else:
+            axes.ticklabel_format(axis="y", useOffset=False)
         axes.grid(axis="y", color="#dddddd")
         _plain(axes)
         axes.set_title(_wrapped(title), loc="left")
