@@ -268,7 +268,7 @@ def main() -> None:
         db = work / "crawl.db"
         if not db.exists():
             crawl(capsules, db, work)
-        conn = sqlite3.connect(db)
+        conn = sqlite3.connect(db, isolation_level=None)  # the store's transactions are its own
         compute_authority(conn, crawl_seeds(conn))  # as geminibot index rebuild does
         built = rebuild(conn)
         print(f"index: {built['pages']} pages in {built['seconds']} s", file=sys.stderr)

@@ -26,9 +26,11 @@ def register(commands: Any) -> None:
         description="Figures of Geminispace as a crawl store saw it: URIs, capsules, sizes, "
         "MIME types, languages, charsets, status codes, in-links from other capsules, TLS "
         "versions and ciphers, certificates, and how capsules use robots.txt, the virtual "
-        "agents, robots2.txt and agents.txt. Each figure says what it counts and over which "
-        "window. Crawl with 'geminibot crawl --as researcher' to gather them without keeping "
-        "page text. Reads the store; writes only with --keep.",
+        "agents, robots2.txt, agents.txt and security.txt, and how a capsule's policy "
+        "differs from its host's web policy (when the crawl reached both). Each figure says "
+        "what it counts and over which window. Crawl with 'geminibot crawl --as researcher' "
+        "to gather them without keeping page text (a researcher's crawl alone reads "
+        "security.txt). Reads the store; writes only with --keep.",
     )
     census.add_argument(
         "--db", required=True, metavar="PATH|URL", help="crawl database (file or postgresql://)"

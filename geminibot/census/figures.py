@@ -14,8 +14,9 @@ from collections import Counter
 from typing import Any
 
 from geminibot.census.model import Census, Figure, Section, Value
-from geminibot.census.policies import policy_figures
+from geminibot.census.policies import policy_figures, security_figures
 from geminibot.census.sql import StoreConnection, counted, execute, has_table, one, run
+from geminibot.census.web import web_figures
 from geminibot.gemini.certfacts import KNOWN_CA, SELF_SIGNED
 from geminibot.gemini.response import parse_mime
 
@@ -110,6 +111,8 @@ def take_census(
         _content(conn, scope, crawl),
         _tls(conn, scope, now, previous),
         Section("Policies", tuple(policy_figures(conn, scope.where, scope.params, agent))),
+        Section("security.txt", tuple(security_figures(conn, scope.where, scope.params, now))),
+        _web(conn, scope, now),
     ]
     feeds = _feeds(conn, scope)
     if feeds is not None:
@@ -421,6 +424,14 @@ def _short_name(rfc4514: str) -> str:
     """An issuer's O (else CN, else the whole name), for grouping."""
     parts = dict(p.split("=", 1) for p in rfc4514.split(",") if "=" in p)
     return parts.get("O") or parts.get("CN") or rfc4514 or "-"
+
+
+def _web(conn: StoreConnection, scope: _Scope, now: float) -> Section:
+    """Capsules also crawled over the web: their two policies compared."""
+    capsules = [
+        str(r[0]) for r in run(conn, f"SELECT host FROM hosts WHERE {scope.where}", scope.params)
+    ]
+    return Section("Web and Gemini policies", tuple(web_figures(conn, capsules, now)))
 
 
 def _feeds(conn: StoreConnection, scope: _Scope) -> Section | None:

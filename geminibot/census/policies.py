@@ -8,12 +8,16 @@ token acting as that virtual agent (most-restrictive combination), in each mode:
 closed entirely (``/`` disallowed), in part (``/`` allowed, some path a rule of its groups
 names disallowed), not at all (no rule disallows it anything; also a capsule without a
 robots.txt).
+
+security.txt (RFC 9116) is read where a ``crawl --as researcher`` fetched it: well-formed
+when it has a Contact URI and one RFC 3339 Expires, expired or not.
 """
 
 from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Iterator
+from datetime import UTC, datetime
 from typing import Any
 
 from geminibot.census.model import Figure
@@ -21,6 +25,7 @@ from geminibot.census.sql import run
 from geminibot.policy import VIRTUAL_AGENTS, RobotsFile, has_errors, parse_robots
 from geminibot.policy.ext20 import parse_ext20
 from geminibot.policy.lint import lint_policy
+from geminibot.policy.security_txt import SECURITY_TXT, parse_security_txt
 
 #: The policy files a crawl fetches, as the ``robots`` table names them.
 ROBOTS, ROBOTS2, AGENTS = "robots.txt", "robots2.txt", "agents.txt"
@@ -165,6 +170,47 @@ def policy_figures(conn: Any, where: str, params: dict[str, Any], agent: str) ->
         "lint warnings and errors in policy files, by file and kind",
         dict(sorted(lint.items(), key=lambda kv: (-kv[1], kv[0]))),
         _WINDOW,
+    )
+
+
+def security_figures(conn: Any, where: str, params: dict[str, Any], now: float) -> Iterator[Figure]:
+    """How many capsules ``where`` selects publish a security.txt, well-formed, expired
+    at ``now``."""
+    at = datetime.fromtimestamp(now, UTC)
+    capsules = int(run(conn, f"SELECT count(*) FROM hosts WHERE {where}", params)[0][0])
+    present = well_formed = expired = read_files = 0
+    for outcome, body in run(
+        conn,
+        f"SELECT outcome, body FROM robots WHERE {where} AND name = :security_txt",
+        {**params, "security_txt": SECURITY_TXT},
+    ):
+        read_files += 1
+        if outcome == "success":
+            present += 1
+            read = parse_security_txt(bytes(body or b""))
+            well_formed += read.well_formed
+            expired += read.well_formed and read.expired(at)
+    not_read = capsules - read_files
+    window = "each capsule's last fetch of /.well-known/security.txt"
+    yield Figure("security.present", "capsules with a security.txt (answered 20)", present, window)
+    yield Figure(
+        "security.well_formed",
+        "security.txt files well-formed (a Contact URI, one RFC 3339 Expires)",
+        well_formed,
+        window,
+    )
+    yield Figure(
+        "security.expired",
+        "well-formed security.txt files expired at the census",
+        expired,
+        window,
+    )
+    yield Figure(
+        "security.not_read",
+        "capsules whose security.txt the crawl did not read (not a researcher's crawl;"
+        " robots.txt refused it or was not read)",
+        not_read,
+        window,
     )
 
 

@@ -20,7 +20,7 @@ from geminibot.crawl.adapters import Fetch
 from geminibot.crawl.clock import Clock
 from geminibot.crawl.crawler import Crawler, CrawlParts
 from geminibot.crawl.downloader import Downloader
-from geminibot.crawl.policy_files import PolicyFiles
+from geminibot.crawl.policy_files import PolicyFiles, researcher_security_txt
 from geminibot.crawl.progress import Progress
 from geminibot.crawl.scheduler import Scheduler
 from geminibot.crawl.scope import CrawlScope
@@ -96,7 +96,13 @@ def build_crawler(
         scope=scope,
         downloader=downloader,
         visitor=Visitor(downloader, store, scope, bot, role, progress, archive),
-        policy_files=PolicyFiles(store, clock.now, downloader.policy_request, slowed),
+        policy_files=PolicyFiles(
+            store,
+            clock.now,
+            downloader.policy_request,
+            slowed,
+            researcher_security_txt(bot, clock.now) if role == "researcher" else None,
+        ),
     )
     return Crawler(
         store,

@@ -151,7 +151,8 @@ def register(commands: Any) -> None:
         choices=ROLES,
         default=defaults.CRAWL_ROLE,
         help="the Gemini virtual agent the crawler acts as, as in 'policy check --as': "
-        "indexer, archiver or researcher (default indexer)",
+        "indexer, archiver or researcher (default indexer); a researcher also reads "
+        "each capsule's /.well-known/security.txt (RFC 9116) when its policy allows",
     )
     crawl.add_argument(
         "--agent",

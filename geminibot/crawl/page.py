@@ -85,13 +85,46 @@ def extract(
         return Extracted(replace(base, size=len(body), content_hash=content_hash(body)), ())
     base = replace(base, size=len(body), content_hash=content_hash(body), mime=mime.essence)
     if not mime.essence.startswith("text/"):
-        return Extracted(base, ())
+        return Extracted(file_page(base, url) if is_file_type(mime.essence) else base, ())
     decoded = decode_text(body, mime)
     base = replace(base, charset_ok=decodes_as_declared(body, decoded, mime))
     text = unmarked(decoded)
     if not mime.is_gemtext:
         return Extracted(_text_page(base, text, url, mime.essence), ())
     return _gemtext_page(base, mime, text, url)
+
+
+#: Non-text answers made searchable by their links: these major types, and these types.
+FILE_MAJOR_TYPES = frozenset({"image", "audio", "video"})
+FILE_TYPES = frozenset(
+    {
+        "application/pdf",
+        "application/epub+zip",
+        "application/zip",
+        "application/gzip",
+        "application/x-gzip",
+        "application/x-tar",
+        "application/x-bzip2",
+        "application/x-xz",
+        "application/x-7z-compressed",
+        "application/vnd.rar",
+        "application/x-rar-compressed",
+    }
+)
+
+
+def is_file_type(essence: str) -> bool:
+    """Whether answers of the MIME type ``essence`` are files found by their links."""
+    return essence in FILE_TYPES or essence.split("/", 1)[0] in FILE_MAJOR_TYPES
+
+
+def file_page(base: Page, url: str) -> Page:
+    """A file (image, audio, video, PDF, archive) as a searchable document, its body never
+    read: its text the words of its path and file name and its MIME type, its title its
+    file name; the store adds the labels of the links to it
+    (:func:`geminibot.store.pages.with_labels`)."""
+    essence = base.mime or ""
+    return replace(base, title=name_title(url), text=f"{url_words(url)}\n{essence}")
 
 
 def _text_page(base: Page, text: str, url: str, essence: str) -> Page:

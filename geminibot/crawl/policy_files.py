@@ -13,17 +13,24 @@ stop before a file whose turn has not come (:class:`Later`: the crawler gives th
 back to its scheduler), a file asked again after a slow-down included, and start again
 at the host's next turn, the files read so far then from the cache; a redirect is sat
 out.
+
+A crawl that asks for it (``security_txt``: ``crawl --as researcher``, on Gemini
+capsules) also reads the host's ``/.well-known/security.txt`` (RFC 9116) once its policy
+is known and allows it: through the same path (the cache, the host's pace, the policy
+files' size limit, the fetch log), read with the same outcomes, never part of the policy.
 """
 
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
+from datetime import UTC, datetime
 
 from geminibot.crawl.adapters import FetchResult, adapter_for
 from geminibot.crawl.politeness import MAX_WAIT
-from geminibot.policy.discovery import PolicyDiscovery, PolicyRequest
-from geminibot.policy.site_policy import Fetched, SitePolicy
+from geminibot.policy.discovery import PolicyAnswer, PolicyDiscovery, PolicyRequest, read_answer
+from geminibot.policy.security_txt import SECURITY_TXT
+from geminibot.policy.site_policy import Bot, Fetched, SitePolicy
 from geminibot.store.crawlstore import CachedFile, CrawlStore, FetchRecord, cache_expiry
 from geminibot.urls import URL, host_key, host_protocol, host_url, parse_url
 
@@ -51,6 +58,21 @@ class Later:
 #: again at the host's next turn, those files then taken from the cache; otherwise the
 #: request waits for its turn.
 Request = Callable[[str, str, SitePolicy | None, bool], Awaitable[Sent | Later | None]]
+#: ``wanted(host, policy)``: whether to read the host's security.txt, its policy known.
+SecurityTxtWanted = Callable[[str, SitePolicy], bool]
+
+
+def researcher_security_txt(bot: Bot, clock: Callable[[], float]) -> SecurityTxtWanted:
+    """A researcher's reading of security.txt: on Gemini capsules (the census reports
+    them; a web origin's is not read), when the capsule's policy lets ``bot`` fetch it."""
+
+    def wanted(host: str, policy: SitePolicy) -> bool:
+        if host_protocol(host) != "gemini":
+            return False
+        at = datetime.fromtimestamp(clock(), UTC)
+        return policy.may_fetch(host_url(host, "/" + SECURITY_TXT), bot, at).allowed
+
+    return wanted
 
 
 @dataclass(frozen=True)
@@ -71,11 +93,13 @@ class PolicyFiles:
         clock: Callable[[], float],
         request: Request,
         on_slow_down: Callable[[], None],
+        security_txt: SecurityTxtWanted | None = None,
     ) -> None:
         self.store = store
         self.clock = clock
         self.request = request
         self.on_slow_down = on_slow_down
+        self.security_txt = security_txt
         #: host -> when the first of the files its policy was read from expires
         self.expires: dict[str, float] = {}
         #: host -> the bytes of the files its policy was last read from
@@ -100,7 +124,8 @@ class PolicyFiles:
             if cached is None:
                 # the read may stop before this file while those before it stay cached
                 resumable = expires >= self.clock() + MAX_WAIT
-                got = await self._fetch(host, name, request, discovery, known, resumable)
+                read = discovery.receive
+                got = await self._fetch(host, name, request.url, read, known, resumable)
                 if got is None:
                     return Skip()
                 if isinstance(got, Later):
@@ -118,23 +143,47 @@ class PolicyFiles:
                         f"{request.name} unreachable ({cached.outcome.reason}): retry later"
                     )
                 known = discovery.result
-        return discovery.result
+        policy = discovery.result
+        if self.security_txt is not None and self.security_txt(host, policy):
+            got = await self._security_txt(host, policy, expires >= self.clock() + MAX_WAIT)
+            if got is None:
+                return Skip()
+            if isinstance(got, Later):
+                return got
+        return policy
+
+    async def _security_txt(
+        self, host: str, policy: SitePolicy, resumable: bool
+    ) -> CachedFile | Later | None:
+        """The host's security.txt, from the cache or fetched now (not part of its policy:
+        whatever came of it, the policy stands)."""
+        cached = self.store.load_policy_file(host, SECURITY_TXT, self.clock())
+        if cached is not None:
+            return cached
+        protocol = host_protocol(host)
+
+        def read(answer: PolicyAnswer) -> Fetched:
+            return read_answer(protocol, answer)
+
+        url = host_url(host, "/" + SECURITY_TXT)
+        return await self._fetch(host, SECURITY_TXT, url, read, policy, resumable)
 
     async def _fetch(
         self,
         host: str,
         name: str,
-        request: PolicyRequest,
-        discovery: PolicyDiscovery,
+        url: str,
+        read: Callable[[PolicyAnswer], Fetched],
         known: SitePolicy | None,
         resumable: bool,
     ) -> CachedFile | Later | None:
-        """Fetch one policy file, hand it to ``discovery`` and cache what it made of it."""
-        got = await self._follow(host, request.url, known, resumable)
+        """Fetch one file at ``url``, ``read`` the answer (the discovery's reading, for a
+        policy file) and cache what it made of it under ``name``."""
+        got = await self._follow(host, url, known, resumable)
         if got is None or isinstance(got, Later):
             return got
         sent, hops = got
-        fetched = discovery.receive(adapter_for(host).policy_answer(sent.response, hops))
+        fetched = read(adapter_for(host).policy_answer(sent.response, hops))
         body = fetched.body if isinstance(fetched.body, bytes) else None
         now = self.clock()
         outcome, status = fetched.outcome, sent.response.status

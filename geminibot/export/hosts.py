@@ -212,7 +212,12 @@ POLICY_FILES = Dataset(
     "a policy file of a host, as last fetched",
     (
         Column("url_host_key", STRING, "the crawl's host key"),
-        Column("file", STRING, "robots.txt, robots2.txt or agents.txt"),
+        Column(
+            "file",
+            STRING,
+            "robots.txt, robots2.txt, agents.txt, a robots2.txt chain link, or"
+            " .well-known/security.txt (read by a researcher's crawl)",
+        ),
         Column("url", STRING, "the URL the crawl asked for"),
         Column("fetch_time", TIME, "when it was fetched"),
         Column("expires_time", TIME, "when the crawl's copy expires"),

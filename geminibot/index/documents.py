@@ -9,9 +9,12 @@ url, each scored by bm25 and summed with :data:`FIELD_BOOSTS`; beside each, a **
 field** (``body_pairs``...) holding every two neighbouring words of it as one token
 (``ba_babore``), so that a phrase becomes term lookups (:func:`word_pairs`); **stems**,
 the page's own words stemmed in its language (:mod:`geminibot.index.languages`);
-**lang**, the page's language, which ``lang:CODE`` requires; and, as fast fields read by
-the re-rank, the page's keyword **stuffing** share and its **host** key, by which the
-link-authority weights are looked up (:mod:`geminibot.index.weights`).
+**lang**, the page's language, which ``lang:CODE`` requires; the fields the other operators of a
+query filter on (:mod:`geminibot.index.query`): **site**, the host key in lower case
+(``site:``), **mime**, the MIME type and its major type (``mime:image``), **size** in
+bytes; and, as fast fields read by the re-rank, the page's keyword **stuffing** share
+and its **host** key, by which the link-authority weights are looked up
+(:mod:`geminibot.index.weights`).
 """
 
 from __future__ import annotations
@@ -109,6 +112,15 @@ def stuffing_factor(share: float) -> float:
     return STUFFED_SHARE / share if share > STUFFED_SHARE else 1.0
 
 
+#: The index's fields in the order :func:`schema` adds them: tantivy numbers them so
+#: (an explanation of a score names a field by that number).
+FIELD_ORDER = (
+    "id",
+    *[name for text in FIELD_BOOSTS for name in (text, PAIR_FIELDS[text])],
+    *("stems", "lang", "site", "mime", "size", "host", "stuffing"),
+)
+
+
 def schema() -> tantivy.Schema:
     """The index's fields (see the module's docstring)."""
     builder = tantivy.SchemaBuilder()
@@ -123,6 +135,9 @@ def schema() -> tantivy.Schema:
         )
     builder.add_text_field("stems", tokenizer_name=_PAIR_TOKENIZER, index_option="freq")
     builder.add_text_field("lang", stored=True, tokenizer_name=_RAW_TOKENIZER)
+    builder.add_text_field("site", tokenizer_name=_RAW_TOKENIZER)
+    builder.add_text_field("mime", tokenizer_name=_RAW_TOKENIZER)
+    builder.add_unsigned_field("size", indexed=True, fast=True)
     builder.add_unsigned_field("host", fast=True)
     builder.add_float_field("stuffing", fast=True)
     return builder.build()
@@ -180,9 +195,10 @@ def anchor_table(conn: sqlite3.Connection, targets: list[str] | None = None) -> 
 def page_rows(where: str) -> str:
     """The query of pages as :func:`page_document` takes them: id, title, headings, link
     text (from :func:`anchor_table`, which must exist), body, url, host, the MIME type's
-    lang parameter; for the pages with text matching ``where``."""
+    lang parameter, the MIME type, the size; for the pages with text matching ``where``."""
     return (
-        "SELECT p.id, f.title, f.headings, coalesce(t.text, ''), f.body, f.url, p.host, p.lang"
+        "SELECT p.id, f.title, f.headings, coalesce(t.text, ''), f.body, f.url, p.host, p.lang,"
+        " p.mime, p.size"
         " FROM pages p JOIN pages_fts f ON f.rowid = p.id"
         " LEFT JOIN temp.anchor_text t ON t.target = p.url"
         f" WHERE p.text_indexed AND {where}"
@@ -190,14 +206,15 @@ def page_rows(where: str) -> str:
 
 
 #: One page as :func:`page_rows` reads it: id, title, headings, link text from other
-#: hosts, body, URL, host (as ``pages.host`` spells it), the MIME type's lang parameter.
-PageRow = tuple[int, str, str, str, str, str, str, "str | None"]
+#: hosts, body, URL, host (as ``pages.host`` spells it), the MIME type's lang parameter,
+#: the MIME type (without parameters), the size in bytes.
+PageRow = tuple[int, str, str, str, str, str, str, "str | None", "str | None", int]
 
 
 def page_document(builder: DocumentBuilder, row: PageRow) -> tantivy.Document:
     """The index's document of one page, from a row of :func:`page_rows`: the one place
     that says what a document holds, for a rebuild and for an updater alike."""
-    page_id, title, headings, anchors, body, url, host, mime_lang = row
+    page_id, title, headings, anchors, body, url, host, mime_lang, mime, size = row
     # A store written before the bound holds longer texts: the index takes what it allows.
     headings, body = indexed_text(headings or ""), indexed_text(body or "")
     doc = tantivy.Document()
@@ -222,6 +239,11 @@ def page_document(builder: DocumentBuilder, row: PageRow) -> tantivy.Document:
         if lang in STEMMERS:
             own_text = "\n".join((title or "", headings or "", body or ""))
             doc.add_text("stems", " ".join(builder.stemmer(lang).analyze(own_text)))
+    doc.add_text("site", host.lower())
+    if mime:
+        doc.add_text("mime", mime.lower())
+        doc.add_text("mime", mime.lower().split("/", 1)[0])
+    doc.add_unsigned("size", max(0, int(size or 0)))
     doc.add_unsigned("host", host_key(host))
     doc.add_float("stuffing", stuffing(own))
     return doc

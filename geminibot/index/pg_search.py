@@ -7,11 +7,19 @@ search."""
 from __future__ import annotations
 
 import re
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
-from geminibot.index.query import QueryError, Term, parse_query
-from geminibot.index.search import MAX_LIMIT, SNIPPET_SCAN_CHARS, SearchResult, result_from_row
-from geminibot.index.stats import host_like
+from geminibot.index.explain import AUTHORITY, SHOWN, ScoreParts, scaled, with_factors
+from geminibot.index.query import ParsedQuery, QueryError, Term, parse_query, with_site
+from geminibot.index.scope import psycopg_mark, scope_where
+from geminibot.index.search import (
+    MAX_LIMIT,
+    SNIPPET_SCAN_CHARS,
+    SearchResult,
+    result_from_row,
+    snippet_of,
+)
 from geminibot.index.text import MARK, unmarked
 
 if TYPE_CHECKING:
@@ -31,9 +39,12 @@ UNTRUSTED_RANK_WEIGHTS = "{0.1, 0.1, 0.1, 0.1}"
 #: not fifty times as relevant and the link-authority weight (at most a few times) can
 #: outweigh it.
 RANK_NORMALIZATION = 32
+#: The ``tsvector`` weight of each field a term may be kept to (``intitle:``, ``inurl:``;
+#: :data:`geminibot.store.schema`'s ``tsv``).
+FIELD_WEIGHTS = {"title": "A", "url": "C"}
 
 
-def to_tsquery(query: str) -> str:
+def to_tsquery(query: str | ParsedQuery) -> str:
     """Rewrite a user query (the syntax of :mod:`geminibot.index.query`)
     into ``to_tsquery('simple', ...)`` input: only word characters reach it."""
 
@@ -41,11 +52,14 @@ def to_tsquery(query: str) -> str:
         words = re.findall(r"\w+", t.text.lower())
         if not words:
             return None
+        weight = FIELD_WEIGHTS[t.field] if t.field else ""
+        marks = [weight] * len(words)
         if t.prefix:
-            words[-1] += ":*"
+            marks[-1] = "*" + weight
+        words = [w + (":" + m if m else "") for w, m in zip(words, marks, strict=True)]
         return words[0] if len(words) == 1 else "(" + " <-> ".join(words) + ")"
 
-    parsed = parse_query(query)
+    parsed = parse_query(query) if isinstance(query, str) else query
     ors = []
     for group in parsed.groups:
         terms = [t for t in (term(item) for item in group) if t]
@@ -70,25 +84,23 @@ def search(
     offset: int = 0,
     host: str | None = None,
     authority: bool = True,
+    explain: bool = False,
 ) -> list[SearchResult]:
     """Ranked results for ``query`` (best first), each with a snippet around the matches:
     ``limit`` of them from the ``offset``-th on, only from hosts matching ``host`` (a shell
     pattern, the key itself or a web origin's host name) when given. ``score`` is the
     negated ``ts_rank_cd`` (saturated, see :data:`RANK_NORMALIZATION`), so that lower is
     better as with bm25; ``authority``: times the page's link-authority weight (1 for a
-    page without one), as the SQLite search does."""
+    page without one), as the SQLite search does; ``explain``: each result's score in
+    parts (:mod:`geminibot.index.explain`)."""
     if not 1 <= limit <= MAX_LIMIT:
         raise QueryError(f"limit must be between 1 and {MAX_LIMIT}, got {limit}")
-    expr = to_tsquery(query)
-    by_host: str = ""
-    hosts: dict[str, str] = {}
-    if host is not None:
-        by_host = " AND (p.host LIKE %(host)s OR p.host LIKE '%%://' || %(host)s)"
-        hosts["host"] = host_like(host)
-    lang = parse_query(query).lang
-    if lang is not None:  # the MIME type's language: the store knows no other
-        by_host += " AND (lower(p.lang) = %(lang)s OR lower(p.lang) LIKE %(lang)s || '-%%')"
-        hosts["lang"] = lang
+    parsed = with_site(parse_query(query), host)
+    by_host, hosts = scope_where(parsed, psycopg_mark)
+    if parsed.scope_only:
+        listed = _scope_listing(conn, parsed, by_host, hosts, limit, offset, authority)
+        return [replace(r, parts={AUTHORITY: -r.score}) for r in listed] if explain else listed
+    expr = to_tsquery(parsed)
     options = (
         f"StartSel={MARK[0]}, StopSel={MARK[1]}, MaxWords={SNIPPET_WORDS},"
         f" MinWords={SNIPPET_WORDS // 2},"
@@ -101,6 +113,12 @@ def search(
             "CASE WHEN q.computed AND coalesce(a.score, 0) <= 0"
             f" THEN {untrusted} ELSE {rank} END * coalesce(a.weight, 1.0)"
         )
+    columns = ""
+    if explain:  # the weight, whether trusted, each field's rank alone (A, B, C, D)
+        alone = [f"ts_rank_cd('{ALONE[n]}'::float4[], p.tsv, q.q, %(norm)s)" for n in range(4)]
+        weight = "coalesce(a.weight, 1.0)" if authority else "1.0"
+        trusted = "NOT (q.computed AND coalesce(a.score, 0) <= 0)" if authority else "TRUE"
+        columns = f", {weight}, {trusted}, " + ", ".join(alone)
     rows = conn.execute(
         "WITH q AS (SELECT to_tsquery('simple', %(expr)s) AS q,"
         " EXISTS (SELECT 1 FROM authority) AS computed)"
@@ -108,7 +126,7 @@ def search(
         " ts_headline('simple', left(coalesce(p.body, ''), %(scan)s), q.q, %(options)s),"
         " ts_headline('simple', left(coalesce(p.headings, ''), %(scan)s), q.q, %(options)s),"
         " left(coalesce(p.body, ''), %(scan)s), char_length(p.body) > %(scan)s,"
-        f" -{rank} AS score"
+        f" -{rank} AS score{columns}"
         " FROM pages p CROSS JOIN q LEFT JOIN authority a ON a.url = p.url"
         f" WHERE p.tsv @@ q.q{by_host} ORDER BY score, p.id LIMIT %(limit)s OFFSET %(offset)s",
         {
@@ -123,8 +141,56 @@ def search(
             "offset": offset,
         },
     ).fetchall()
-    return [
+    results = [
         result_from_row((*row[:6], _cut_marks(row[6], row[8], bool(row[9])), row[7]), row[10])
+        for row in rows
+    ]
+    if explain:
+        results = [replace(r, parts=_parts(row)) for r, row in zip(results, rows, strict=True)]
+    return results
+
+
+#: ``ts_rank_cd`` weights {D, C, B, A} keeping one field each: title (A), headings (B),
+#: url (C), body (D).
+ALONE = ("{0, 0, 0, 1}", "{0, 0, 1, 0}", "{0, 1, 0, 0}", "{1, 0, 0, 0}")
+
+
+def _parts(row: Any) -> ScoreParts:
+    """The parts of an explained row's score (columns 10 on: score, weight, trusted, and
+    the rank of each field alone), each field's share scaled to the text score."""
+    score, weight, trusted, *alone = row[10:]
+    weights = [
+        float(w)
+        for w in (RANK_WEIGHTS if trusted else UNTRUSTED_RANK_WEIGHTS).strip("{}").split(",")
+    ]
+    by_field = dict(zip(("title", "headings", "url", "body"), alone, strict=True))
+    field_weight = dict(zip(("body", "url", "headings", "title"), weights, strict=True))
+    text = -float(score) / float(weight)
+    shares = {SHOWN[name]: float(rank) * field_weight[name] for name, rank in by_field.items()}
+    return with_factors(scaled(shares, text), (AUTHORITY, float(weight)))
+
+
+def _scope_listing(
+    conn: psycopg.Connection[Any],
+    parsed: ParsedQuery,
+    where: str,
+    params: dict[str, object],
+    limit: int,
+    offset: int,
+    authority: bool,
+) -> list[SearchResult]:
+    """The pages in the scope of a query of operators alone, by link-authority weight
+    (as the SQLite search lists them), each with its first words as snippet."""
+    weight = "coalesce(a.weight, 1.0)" if authority else "1.0"
+    rows = conn.execute(
+        "SELECT p.url, p.title, p.mime, p.lang, p.size, p.fetched_at,"
+        " left(coalesce(p.body, ''), %(scan)s), left(coalesce(p.headings, ''), %(scan)s),"
+        f" -{weight} AS score FROM pages p LEFT JOIN authority a ON a.url = p.url"
+        f" WHERE p.text_indexed{where} ORDER BY score, p.id LIMIT %(limit)s OFFSET %(offset)s",
+        {**params, "scan": SNIPPET_SCAN_CHARS, "limit": limit, "offset": offset},
+    ).fetchall()
+    return [
+        result_from_row((*row[:6], snippet_of(row[6], row[7], parsed, row[3]), ""), row[8])
         for row in rows
     ]
 

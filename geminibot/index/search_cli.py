@@ -28,6 +28,7 @@ from geminibot.cliutil import (
     emit_json,
     positive_int,
     terminal_safe,
+    wrapped,
 )
 from geminibot.index.query import (
     MAX_PHRASE_WORDS,
@@ -90,8 +91,12 @@ def register(commands: Any) -> None:
         "search",
         help="search a crawl's index",
         description=(
-            'QUERY: words (all required), "a phrase", prefix*, -excluded, a OR b, lang:CODE '
-            "(pages in that language, an ISO 639-1 code: lang:de). Every word that is not "
+            'QUERY: words (all required), "a phrase", prefix*, -excluded, a OR b, and '
+            "operators: site:HOST (site:*.example.org, -site:), intitle:WORD, inurl:WORD, "
+            "mime:TYPE (mime:image, mime:text/gemini), filetype:EXT (filetype:pdf), "
+            "size:<10k / size:>1m, lang:CODE (an ISO 639-1 code: lang:de); operators alone "
+            "list the pages in their scope, a malformed one is refused with its right "
+            "form (exit 2). Every word that is not "
             "one of the options below is part of the query, -word included, wherever it "
             "stands (search -haiku beos --db x.db; -- is accepted and skipped: search -- "
             "-haiku beos --db x.db). A page in "
@@ -124,6 +129,13 @@ def register(commands: Any) -> None:
         "--host",
         metavar="PATTERN",
         help="only pages of hosts matching this shell pattern (example.org, *.example.org)",
+    )
+    find.add_argument(
+        "--explain",
+        action="store_true",
+        help="under each result, how its score is made (text fields, link text, "
+        "authority, stuffing penalty) and when the page was fetched; --json gives "
+        "score_parts",
     )
     find.add_argument("--json", action="store_true", help="one JSON object per result")
     find.set_defaults(run=run_search)
@@ -166,11 +178,17 @@ def search_function(database: Database) -> Callable[..., list[SearchResult]]:
 
 
 def _pg_search(
-    conn: Any, query: str, limit: int, *, offset: int = 0, host: str | None = None
+    conn: Any,
+    query: str,
+    limit: int,
+    *,
+    offset: int = 0,
+    host: str | None = None,
+    explain: bool = False,
 ) -> list[SearchResult]:
     from geminibot.index import pg_search
 
-    return pg_search.search(conn, query, limit, offset=offset, host=host)
+    return pg_search.search(conn, query, limit, offset=offset, host=host, explain=explain)
 
 
 _SEARCHES: dict[str, Callable[..., list[SearchResult]]] = {
@@ -199,7 +217,12 @@ def run_search(args: argparse.Namespace) -> int:
         find = search_function(database)
         try:
             results = find(
-                database.connection, query, args.limit, offset=args.offset, host=args.host
+                database.connection,
+                query,
+                args.limit,
+                offset=args.offset,
+                host=args.host,
+                explain=args.explain or args.json,
             )
         except QueryError as exc:
             raise CommandError(f"search: {exc}") from None
@@ -210,6 +233,9 @@ def run_search(args: argparse.Namespace) -> int:
             emit_json(r.as_json())
         else:
             print(r.as_text(n, highlight=highlight, reader=reader))
+            if args.explain:
+                for line in r.explanation():
+                    print("\n".join(wrapped(line, "   ", "     ")))
     if not results and not args.json:
         print("no results", file=sys.stderr)
     return EXIT_OK if results else EXIT_NEGATIVE

@@ -109,16 +109,6 @@ def list_urls(
     return [ListedUrl(str(r[0]), str(r[1]), str(r[2]), r[3], r[4]) for r in rows]
 
 
-def host_filter(pattern: str | None, column: str) -> tuple[str, tuple[str, ...]]:
-    """SQL (`` AND ...``) and parameters keeping rows whose host key in ``column`` matches
-    the shell pattern ``pattern`` (the key itself, or the host name of a web origin, so
-    ``*.example.org`` covers both protocols); no condition when ``pattern`` is None."""
-    if pattern is None:
-        return "", ()
-    glob = pattern.strip().lower()
-    return f" AND ({column} GLOB ? OR {column} GLOB '*://' || ?)", (glob, glob)
-
-
 class Connection(Protocol):
     """What the statistics need of a connection: an sqlite3 or a psycopg one (the same SQL
     runs on both)."""

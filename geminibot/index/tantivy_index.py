@@ -53,6 +53,7 @@ from geminibot.cliutil import counted
 from geminibot.index.authority import last_computed
 from geminibot.index.documents import (
     FIELD_BOOSTS,
+    FIELD_ORDER,
     PAIR_FIELDS,
     UNTRUSTED_BOOSTS,
     DocumentBuilder,
@@ -66,8 +67,16 @@ from geminibot.index.documents import (
     text_analyzer,
     word_pairs,
 )
+from geminibot.index.explain import (
+    AUTHORITY,
+    STUFFING,
+    ScoreParts,
+    field_parts,
+    scaled,
+    with_factors,
+)
 from geminibot.index.languages import STEMMERS
-from geminibot.index.query import ParsedQuery, Term
+from geminibot.index.query import ParsedQuery, Scope, Term
 from geminibot.index.weights import (
     WEIGHTS_FILE,
     HostWeights,
@@ -81,13 +90,22 @@ if TYPE_CHECKING:
     from geminibot.store.database import Database
 
 #: Index format of this module (a folder written by another is rebuilt, not read).
-FORMAT = 5
+FORMAT = 6
 #: bm25 boost of the stems field (the page's own words stemmed in its language), matched
 #: by a query word's stems: a page saying "gardens" is found by "garden", and ranked by
 #: its other words. At 0 a stem finds pages without lifting them: on real capsules any
 #: weight on stems let pages sharing a rare word's stem outrank the page that has the
 #: word (known-item MRR 0.988 at 1.0, 0.991 at 0.25, 0.992 at 0; docs/benchmarks.md).
 STEM_BOOST = 0.0
+#: Two words of a query typed side by side (``machine learning``) that a page holds so,
+#: in a field, count PAIR_BOOST times that field's boost: in a body as much as a word of
+#: the title and its heading together, so that the words side by side in a body outrank
+#: one of them in a title ("The Machine Stops"), and in a title more still. Each pair is
+#: one term of the field's pair field, an optional clause: pages without it are found
+#: all the same. On the real capsules: heading MRR 1.000 and rare-word 0.995 at 15, as
+#: without it; a boost of 15 in every field instead lost one heading query to a page
+#: repeating its words ("the midi kit") in its body (docs/benchmarks.md).
+PAIR_BOOST = 15.0
 #: Pages ranked by text alone that are then re-ranked by text × authority: the first
 #: stage keeps tantivy's top-k pruning; a page outside this window is never lifted into it
 #: by its authority (those beyond it follow, in text order).
@@ -120,11 +138,13 @@ def db_path_of(conn: sqlite3.Connection) -> Path | None:
 
 @dataclass(frozen=True)
 class Hit:
-    """One page found: its id in the store, its score, its language (None: unknown)."""
+    """One page found: its id in the store, its score, its language (None: unknown),
+    and when asked for, the parts its score adds up from (:mod:`geminibot.index.explain`)."""
 
     page_id: int
     score: float
     lang: str | None
+    parts: ScoreParts | None = None
 
 
 @dataclass
@@ -162,6 +182,7 @@ class TantivyIndex:
         offset: int = 0,
         authority: bool = True,
         window: int = RERANK_WINDOW,
+        explain: bool = False,
     ) -> list[Hit]:
         """The ``limit`` pages from the ``offset``-th on, best first.
 
@@ -169,7 +190,8 @@ class TantivyIndex:
         their host's weight (the newest :class:`~geminibot.index.weights.HostWeights`;
         1.0 without any) × :func:`~geminibot.index.documents.stuffing_factor`, and any asked for beyond them follow in text order, so
         that pages of results never overlap or skip; scores are text × those factors
-        throughout. Without it: text relevance alone."""
+        throughout. Without it: text relevance alone. With ``explain``, each hit's
+        score in parts (text fields from tantivy's explanation, then the factors)."""
         query = self._query(parsed)
         if query is None:
             return []
@@ -177,27 +199,63 @@ class TantivyIndex:
         wanted = offset + limit
         hits = searcher.search(query, max(wanted, window) if authority else wanted, count=False)
         ranked: list[tuple[float, tantivy.DocAddress]] = hits.hits
+        # Per document: its text score and the factors applied to it, by address.
+        applied: dict[tuple[int, int], tuple[float, list[tuple[str, float]]]] = {}
         if authority and ranked:
             addresses = [addr for _, addr in ranked]
-            factors = [
+            stuffed = [
                 stuffing_factor(float(share or 0.0))
                 for share in searcher.fast_field_values("stuffing", addresses)
             ]
+            lifted = [1.0] * len(ranked)
             weights = self.weights.current()
             if weights is not None and weights.by_key:
                 hosts = [int(h or 0) for h in searcher.fast_field_values("host", addresses)]
-                factors = [f * weights.of(h) for f, h in zip(factors, hosts, strict=True)]
+                lifted = [weights.of(h) for h in hosts]
                 untrusted = [n for n, h in enumerate(hosts[:window]) if not weights.trusted(h)]
                 ranked = self._untrusted_rescored(searcher, parsed, ranked, untrusted)
-            scored = [(s * f, addr) for (s, addr), f in zip(ranked, factors, strict=True)]
+            scored = []
+            for (s, addr), f, w in zip(ranked, stuffed, lifted, strict=True):
+                scored.append((s * f * w, addr))
+                if explain:
+                    applied[_key(addr)] = (s, [(STUFFING, f), (AUTHORITY, w)])
             head = sorted(scored[:window], key=lambda hit: -hit[0])  # stable: text order
             ranked = head + scored[window:]
         page = ranked[offset:wanted]
         ids = searcher.fast_field_values("id", [addr for _, addr in page])
         return [
-            Hit(int(i or 0), float(score), _stored_lang(searcher.doc(addr)))
+            Hit(
+                int(i or 0),
+                float(score),
+                _stored_lang(searcher.doc(addr)),
+                self._parts(searcher, parsed, addr, score, applied) if explain else None,
+            )
             for i, (score, addr) in zip(ids, page, strict=True)
         ]
+
+    def _parts(
+        self,
+        searcher: tantivy.Searcher,
+        parsed: ParsedQuery,
+        addr: tantivy.DocAddress,
+        score: float,
+        applied: dict[tuple[int, int], tuple[float, list[tuple[str, float]]]],
+    ) -> ScoreParts:
+        """The parts of the hit at ``addr``'s ``score``: its text score by field, from
+        the explanation of the query that gave it (the untrusted boosts' when that
+        re-score lowered it), then its factors."""
+        text, factors = applied.get(_key(addr), (score, []))
+        if parsed.scope_only:
+            return {AUTHORITY: score}
+        query = self._query(parsed)
+        if query is None:
+            return {}
+        parts = field_parts(query.explain(searcher, addr).to_json(), FIELD_ORDER)
+        if abs(sum(parts.values()) - text) > 1e-3 * max(1.0, text):
+            untrusted = self._query(parsed, UNTRUSTED_BOOSTS)
+            if untrusted is not None:
+                parts = field_parts(untrusted.explain(searcher, addr).to_json(), FIELD_ORDER)
+        return with_factors(scaled(parts, text), *factors)
 
     def _untrusted_rescored(
         self,
@@ -252,7 +310,9 @@ class TantivyIndex:
         if not words:
             return None
         per_field = []
-        if not term.prefix and len(words) == 1:
+        if term.field is not None:  # intitle:, inurl:
+            boosts = {term.field: boosts[term.field]}
+        elif not term.prefix and len(words) == 1:
             per_field += [(tantivy.Occur.Should, q) for q in self._stems(term.text, lang)]
         for name, boost in boosts.items():
             if not term.prefix and len(words) > 1:
@@ -266,6 +326,25 @@ class TantivyIndex:
                 q = tantivy.Query.term_query(self.schema, name, words[0])
             per_field.append((tantivy.Occur.Should, tantivy.Query.boost_query(q, boost)))
         return tantivy.Query.boolean_query(per_field)
+
+    def _side_by_side(
+        self, run: tuple[str, ...], boosts: dict[str, float]
+    ) -> list[tuple[tantivy.Occur, tantivy.Query]]:
+        """Optional clauses scoring each two words of ``run`` (as typed) that a page
+        holds side by side, in each field (:data:`PAIR_BOOST` times its boost)."""
+        words = [str(w) for w in self.analyzer.analyze(" ".join(run))] if run else []
+        return [
+            (
+                tantivy.Occur.Should,
+                tantivy.Query.boost_query(
+                    tantivy.Query.term_query(self.schema, PAIR_FIELDS[name], pair),
+                    boost * PAIR_BOOST,
+                ),
+            )
+            for pair in word_pairs(words)
+            for name, boost in boosts.items()
+            if boost
+        ]
 
     def _phrase(self, field: str, words: list[str | tuple[int, str]]) -> tantivy.Query:
         """The phrase ``words`` in ``field``, through its pair field: one term for two
@@ -287,14 +366,19 @@ class TantivyIndex:
     def _query(
         self, parsed: ParsedQuery, boosts: dict[str, float] = FIELD_BOOSTS
     ) -> tantivy.Query | None:
-        groups = []
-        for group in parsed.groups:
+        # Operators alone: every page in their scope, each scoring 1 (then its authority).
+        groups = (
+            []
+            if parsed.groups
+            else [tantivy.Query.const_score_query(tantivy.Query.all_query(), 1.0)]
+        )
+        for n, group in enumerate(parsed.groups):
             terms = [self._term(t, parsed.lang, boosts) for t in group]
             if any(t is None for t in terms):
                 continue  # a required word the index can never contain
-            groups.append(
-                tantivy.Query.boolean_query([(tantivy.Occur.Must, t) for t in terms if t])
-            )
+            run = parsed.runs[n] if n < len(parsed.runs) else ()
+            clauses = [(tantivy.Occur.Must, t) for t in terms if t]
+            groups.append(tantivy.Query.boolean_query(clauses + self._side_by_side(run, boosts)))
         if not groups:
             return None
         top = groups[0]
@@ -305,12 +389,66 @@ class TantivyIndex:
             clauses = [(tantivy.Occur.Must, top)]
             clauses += [(tantivy.Occur.MustNot, q) for q in excluded]
             top = tantivy.Query.boolean_query(clauses)
+        filters = self._scope(parsed.scope)
         if parsed.lang:
-            language = tantivy.Query.term_query(self.schema, "lang", parsed.lang)
-            top = tantivy.Query.boolean_query(
-                [(tantivy.Occur.Must, top), (tantivy.Occur.Must, language)]
+            filters.append(
+                (tantivy.Occur.Must, tantivy.Query.term_query(self.schema, "lang", parsed.lang))
             )
+        if filters:
+            top = tantivy.Query.boolean_query([(tantivy.Occur.Must, top), *filters])
         return top
+
+    def _scope(self, scope: Scope) -> list[tuple[tantivy.Occur, tantivy.Query]]:
+        """The clauses keeping the pages in ``scope`` (scoring nothing)."""
+        clauses: list[tuple[tantivy.Occur, tantivy.Query]] = []
+
+        def either(queries: list[tantivy.Query]) -> tantivy.Query:
+            if len(queries) == 1:
+                return queries[0]
+            return tantivy.Query.boolean_query([(tantivy.Occur.Should, q) for q in queries])
+
+        if scope.sites:
+            clauses.append((tantivy.Occur.Must, either([self._site(s) for s in scope.sites])))
+        clauses += [(tantivy.Occur.MustNot, self._site(s)) for s in scope.excluded_sites]
+        if scope.mimes:
+            types = [tantivy.Query.term_query(self.schema, "mime", m) for m in scope.mimes]
+            clauses.append((tantivy.Occur.Must, either(types)))
+        clauses += [
+            (tantivy.Occur.MustNot, tantivy.Query.term_query(self.schema, "mime", m))
+            for m in scope.excluded_mimes
+        ]
+        if scope.larger_than is not None or scope.smaller_than is not None:
+            sizes = tantivy.Query.range_query(
+                self.schema,
+                "size",
+                tantivy.FieldType.Unsigned,
+                scope.larger_than,
+                scope.smaller_than,
+                include_lower=scope.larger_than is None,
+                include_upper=scope.smaller_than is None,
+            )
+            clauses.append((tantivy.Occur.Must, sizes))
+        return [
+            (occur, tantivy.Query.const_score_query(q, 0.0) if occur == tantivy.Occur.Must else q)
+            for occur, q in clauses
+        ]
+
+    def _site(self, pattern: str) -> tantivy.Query:
+        """The pages whose host key matches the shell ``pattern``, or whose web origin's
+        host name does (as :mod:`geminibot.index.scope`)."""
+        if "*" not in pattern and "?" not in pattern:
+            return tantivy.Query.term_set_query(
+                self.schema,
+                "site",
+                [pattern, f"gemini://{pattern}", f"https://{pattern}", f"http://{pattern}"],
+            )
+        wild = {"*": ".*", "?": "."}
+        body = "".join(wild.get(c) or (c if c.isalnum() else "\\" + c) for c in pattern)
+        return tantivy.Query.regex_query(self.schema, "site", f"([a-z]+://)?{body}")
+
+
+def _key(addr: tantivy.DocAddress) -> tuple[int, int]:
+    return (addr.segment_ord, addr.doc)
 
 
 def _stored_lang(doc: tantivy.Document) -> str | None:

@@ -39,15 +39,17 @@ from geminibot.cliutil import say
 from geminibot.gemini.client import Response
 from geminibot.gemini.status import Family
 from geminibot.gemini.urls import parse_url
+from geminibot.index.query import QueryError, parse_query
 from geminibot.net.addresses import address_key
 from geminibot.net.errors import BodyTooLarge, FetchError
 from geminibot.portal.cache import PageCache
-from geminibot.portal.census import CENSUS_SECONDS, census_page
+from geminibot.portal.census import CensusPage
 from geminibot.portal.limits import ClientBuckets
 from geminibot.portal.pages import COMMON_HEADERS, HTTPResponse, Pages
 from geminibot.portal.render import Strip, esc, notice
+from geminibot.portal.search import MAX_PAGE, find_page, results_html, search_form
 from geminibot.portal.upstream import WEB_CLIENT, Busy, NotReachable, Refused, Upstream
-from geminibot.store.reads import Periodic, ReadsBusy
+from geminibot.store.reads import ReadsBusy
 from geminibot.urls import URL, InvalidURL
 from geminibot.why import BadTarget
 from geminibot.why.reads import CheckReads
@@ -117,7 +119,7 @@ class PortalApp:
         if capsule is None:
             self.routes["/"] = self._home
             self.routes["/about"] = self._about
-        self._census_page = Periodic(CENSUS_SECONDS, self.clock, _succeeded)
+        self._census_page = CensusPage(self.pages, self.renderers, self.clock)
         self.checks = checks
 
     @property
@@ -130,10 +132,12 @@ class PortalApp:
         self._checks = checks
         if checks is None:
             self.routes.pop("/check", None)
+            self.routes.pop("/search", None)
             self.routes.pop("/census", None)
         else:
             self.routes["/check"] = self._check
-            self.routes["/census"] = self._census
+            self.routes["/search"] = self._search
+            self.routes["/census"] = partial(self._census_page.answer, checks.reads)
 
     @property
     def home(self) -> str:
@@ -286,6 +290,8 @@ class PortalApp:
             '<input id="url" name="url" type="url" placeholder="gemini://example.org/" '
             'required>\n<button type="submit">Go</button>\n</form>\n'
         )
+        if self.checks is not None:
+            body += "<p>Or search the pages the crawler has indexed:</p>\n" + search_form() + "\n"
         return self.pages.html(200, "geminibot portal", body + self._about_text())
 
     def _about_text(self) -> str:
@@ -334,17 +340,33 @@ class PortalApp:
         body = "<h1>Check</h1>\n" + html_form(asked) + "\n" + html_fragment(answer, self.href)
         return self.pages.html(200, "Check", body)
 
-    async def _census(self, request: Request) -> HTTPResponse:
-        """The latest census kept, with its history, drawn at most once a
-        :data:`~geminibot.portal.census.CENSUS_SECONDS`."""
-        assert self.checks is not None  # (routed only with them)
-        reads = self.checks.reads
+    async def _search(self, request: Request) -> HTTPResponse:
+        """``/search?q=QUERY&p=N``: the crawl database searched (:mod:`.search`)."""
+        params = parse_qs(request.query or "")
+        asked = params.get("q", [""])[0].strip()
+        page = params.get("p", ["1"])[0]
+        if not asked:
+            return self.pages.html(200, "Search", "<h1>Search</h1>\n" + search_form())
         try:
-            return await self._census_page.get(
-                lambda: census_page(self.pages, reads, self.renderers)
-            )
+            number = int(page) if page.isdigit() else 0
+            if not 1 <= number <= MAX_PAGE:
+                raise QueryError(f"no page {page[:20]}: pages go from 1 to {MAX_PAGE}")
+            parse_query(asked)
+        except QueryError as exc:
+            body = search_form(asked) + notice("Cannot search for that", [esc(str(exc))])
+            return self.pages.html(400, "Cannot search for that", body)
+        assert self.checks is not None  # (routed only with them)
+        try:
+            found, more = await self.checks.reads.run(partial(find_page, asked, number))
+        except QueryError as exc:
+            body = search_form(asked) + notice("Cannot search for that", [esc(str(exc))])
+            return self.pages.html(400, "Cannot search for that", body)
         except ReadsBusy as exc:
-            return self.pages.busy(str(exc), exc.retry_after, "/census")
+            wait = f"Try again in {exc.retry_after} seconds."
+            body = search_form(asked) + notice("Please wait", [esc(str(exc)), wait])
+            return self.pages.html(503, "Please wait", body, retry_after=exc.retry_after)
+        body = results_html(asked, found, number, more, self.href)
+        return self.pages.html(200, f"Search: {asked}", body)
 
     # -- showing a page ----------------------------------------------------------------
 
@@ -484,8 +506,3 @@ async def _read_body(receive: Receive, limit: int) -> bytes | object:
         chunks.append(data)
         if not message.get("more_body", False):
             return b"".join(chunks)
-
-
-def _succeeded(response: HTTPResponse) -> bool:
-    """Whether a page is kept by a :class:`~geminibot.store.reads.Periodic`."""
-    return response.status == 200

@@ -8,6 +8,7 @@ the page is kept :data:`CENSUS_SECONDS` and made once for all who ask meanwhile.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from functools import partial
 
 import trio
@@ -16,16 +17,10 @@ from geminibot.census.history import kept_censuses
 from geminibot.census.html import build_report, data_uri, report_body
 from geminibot.census.model import Census
 from geminibot.portal.pages import HTTPResponse, Pages
-from geminibot.store.database import Database
-from geminibot.store.reads import Reads
+from geminibot.store.reads import Periodic, Reads, ReadsBusy
 
 #: Seconds the page is kept (as the search capsule's ``/census``).
 CENSUS_SECONDS = 600.0
-
-
-def read_censuses(database: Database) -> list[Census]:
-    """The whole-crawl censuses kept in ``database``, oldest first."""
-    return kept_censuses(database)
 
 
 def census_html(censuses: list[Census]) -> str | None:
@@ -43,11 +38,32 @@ NONE_KEPT = (
 )
 
 
-async def census_page(pages: Pages, reads: Reads, drawers: trio.CapacityLimiter) -> HTTPResponse:
-    """The page: the censuses read with ``reads``, the charts drawn in a worker thread
-    (one of ``drawers``). Raises :class:`~geminibot.store.reads.ReadsBusy`."""
-    censuses = await reads.run(read_censuses)
-    body = await trio.to_thread.run_sync(partial(census_html, censuses), limiter=drawers)
-    if body is None:
-        return pages.html(200, "Census", NONE_KEPT)
-    return pages.html(200, "Census of Geminispace", body, inline_images=True)
+class CensusPage:
+    """``/census`` of a portal: its :class:`~geminibot.portal.pages.Pages`, the worker
+    threads that draw (``drawers``), its clock for the period."""
+
+    def __init__(
+        self, pages: Pages, drawers: trio.CapacityLimiter, clock: Callable[[], float]
+    ) -> None:
+        self.pages = pages
+        self.drawers = drawers
+        self._kept: Periodic[HTTPResponse] = Periodic(CENSUS_SECONDS, clock, _succeeded)
+
+    async def answer(self, reads: Reads, _request: object) -> HTTPResponse:
+        """The page (kept for the period), or 503 when no database read slot was free."""
+        try:
+            return await self._kept.get(lambda: self._fresh(reads))
+        except ReadsBusy as exc:
+            return self.pages.busy(str(exc), exc.retry_after, "/census")
+
+    async def _fresh(self, reads: Reads) -> HTTPResponse:
+        censuses = await reads.run(kept_censuses)
+        body = await trio.to_thread.run_sync(partial(census_html, censuses), limiter=self.drawers)
+        if body is None:
+            return self.pages.html(200, "Census", NONE_KEPT)
+        return self.pages.html(200, "Census of Geminispace", body, inline_images=True)
+
+
+def _succeeded(page: HTTPResponse) -> bool:
+    """Whether a page is kept for the period (a failure is not)."""
+    return page.status == 200

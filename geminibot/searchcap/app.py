@@ -16,7 +16,13 @@ Routes:
 - ``/``: the home page;
 - ``/search``: ``10`` asks for a query; ``/search?QUERY`` answers the first
   :data:`PAGE_SIZE` results (title, URL, host, snippet), ``/search/N?QUERY`` page ``N``
-  (at most :data:`MAX_PAGE`);
+  (at most :data:`MAX_PAGE`); the query may hold operators (``site:``, ``intitle:``,
+  ``mime:``, ``size:<10k``...: :mod:`geminibot.index.query`);
+- ``/v/search`` (``/v/search/N``): the same, verbose: under each result how its score is
+  made (text fields, link text, authority, stuffing penalty), when the page was fetched,
+  its type and size;
+- ``/lucky?QUERY``: ``30`` to the first result ("I'm feeling lucky"), ``51`` when there
+  is none; ``10`` asks for a query;
 - ``/backlinks``: ``10`` asks for a URL; ``/backlinks?URL`` lists the pages that link to
   it (at most :data:`MAX_BACKLINKS`);
 - ``/hosts`` (``/hosts/N``): the capsules the crawl knows and when each was last fetched,
@@ -38,7 +44,8 @@ with the reason, so that the user can correct it.
 
 Work is bounded per query and per client: a query over the query budget
 (:mod:`geminibot.index.query`: too many terms or prefixes, a prefix too short, a phrase
-too long) gets ``59`` with what to change, before any read; an accepted one costs
+too long) or with an operator written wrong (``size:10k``) gets ``59`` with what to
+change, before any read; an accepted one costs
 :func:`~geminibot.index.query.query_cost` units from its client's budget
 (:data:`CLIENT_BUDGET` units, refilled at :data:`CLIENT_BUDGET_PER_SECOND`; the client
 is the server's :data:`~geminibot.gemini.server.CURRENT_CLIENT`), and a client whose
@@ -68,7 +75,7 @@ from geminibot.gemini.ratelimit import RateLimiter
 from geminibot.gemini.server import CURRENT_CLIENT, Resolution
 from geminibot.gemini.status import Status
 from geminibot.index import QueryError, SearchResult
-from geminibot.index.query import QueryTooCostly, parse_query, query_cost
+from geminibot.index.query import QueryMalformed, QueryTooCostly, parse_query, query_cost
 from geminibot.index.search import MAX_QUERY_LENGTH
 from geminibot.index.search_cli import search_function
 from geminibot.index.stats import format_stats, stats
@@ -117,9 +124,12 @@ CLIENT_BUDGET = 120
 CLIENT_BUDGET_PER_SECOND = 10.0
 
 GEMTEXT = "text/gemini; charset=utf-8"
-SEARCH_PROMPT = 'Search for (words, "a phrase", word*, -word, a OR b, lang:de)'
+SEARCH_PROMPT = (
+    'Search for (words, "a phrase", word*, -word, a OR b, site:, intitle:, mime:, size:<10k,'
+    " lang:de; see /about)"
+)
 BACKLINKS_PROMPT = "URL of the page (who links to it?)"
-_PAGED = re.compile(r"/(search|hosts)/([1-9][0-9]{0,5})")
+_PAGED = re.compile(r"/(search|v/search|hosts)/([1-9][0-9]{0,5})")
 _SPACES = re.compile(r"[\s\x00-\x1f\x7f]+")
 
 
@@ -132,18 +142,22 @@ class SearchFunction(Protocol):
     (:func:`geminibot.index.search`, :func:`geminibot.index.pg_search.search`)."""
 
     def __call__(
-        self, conn: Any, query: str, limit: int, *, offset: int = ...
+        self, conn: Any, query: str, limit: int, *, offset: int = ..., explain: bool = ...
     ) -> list[SearchResult]: ...
 
 
 def run_search(
-    find: SearchFunction, conn: Any, query: str, page: int
+    find: SearchFunction, conn: Any, query: str, page: int, *, explain: bool = False
 ) -> tuple[list[SearchResult], bool]:
     """Page ``page`` of the results for ``query`` and whether there are more: the one place
     the capsule calls the index's search. Only that page is asked for (and one result past
     it, to know whether a next page exists): the results before it are neither read back
-    from the store nor given snippets."""
-    results = find(conn, query, PAGE_SIZE + 1, offset=(page - 1) * PAGE_SIZE)
+    from the store nor given snippets. ``explain``: with their score's parts."""
+    offset = (page - 1) * PAGE_SIZE
+    if explain:
+        results = find(conn, query, PAGE_SIZE + 1, offset=offset, explain=True)
+    else:  # (a search function may know no explain)
+        results = find(conn, query, PAGE_SIZE + 1, offset=offset)
     return results[:PAGE_SIZE], len(results) > PAGE_SIZE
 
 
@@ -209,6 +223,8 @@ class SearchCapsule:
         self._routes: dict[str, Callable[[URL], Resolution | Awaitable[Resolution]]] = {
             "/": self.home,
             "/search": lambda url: self.search(url, 1),
+            "/v/search": lambda url: self.search(url, 1, verbose=True),
+            "/lucky": lambda url: self.search(url, 1, lucky=True),
             "/backlinks": self.backlinks,
             "/hosts": lambda url: self.hosts(1),
             "/stats": self.stats,
@@ -240,8 +256,8 @@ class SearchCapsule:
             paged = _PAGED.fullmatch(url.path)
             if paged is not None:
                 number = int(paged.group(2))
-                if paged.group(1) == "search" and number <= MAX_PAGE:
-                    return self.search(url, number)
+                if paged.group(1).endswith("search") and number <= MAX_PAGE:
+                    return self.search(url, number, verbose=paged.group(1) == "v/search")
                 if paged.group(1) == "hosts":
                     return self.hosts(number)
             return Resolution(Status.NOT_FOUND, "Not found")
@@ -256,6 +272,8 @@ class SearchCapsule:
                 "Full-text search over the pages a polite crawler has indexed.",
                 "",
                 "=> /search Search",
+                "=> /v/search Search, showing why each result ranks where it does",
+                "=> /lucky I'm feeling lucky: straight to the first result",
                 "=> /backlinks Who links to a page",
                 "=> /hosts Known capsules",
                 "=> /stats What the index holds",
@@ -273,7 +291,9 @@ class SearchCapsule:
         except ReadsBusy as exc:
             return Resolution(Status.SLOW_DOWN, str(exc.retry_after))
 
-    def search(self, url: URL, number: int) -> Resolution | Awaitable[Resolution]:
+    def search(
+        self, url: URL, number: int, *, verbose: bool = False, lucky: bool = False
+    ) -> Resolution | Awaitable[Resolution]:
         query = decoded_query(url)
         if query is None:
             return Resolution(Status.INPUT, SEARCH_PROMPT)
@@ -283,17 +303,32 @@ class SearchCapsule:
             cost = query_cost(parse_query(query))
         except QueryTooCostly as exc:
             raise BadInput(f"Query too costly: {one_line(str(exc), 200)}") from None
+        except QueryMalformed as exc:
+            raise BadInput(f"Malformed query: {one_line(str(exc), 200)}") from None
         except QueryError:  # asked again by _results, with the reason
             cost = 1
         wait = self.budget.take(CURRENT_CLIENT.get(), self.clock(), cost)
         if wait is not None:
             return Resolution(Status.SLOW_DOWN, str(max(1, math.ceil(wait))))
-        return self._read(partial(self._results, query, number))
+        if lucky:
+            return self._read(partial(self._lucky, query))
+        return self._read(partial(self._results, query, number, verbose))
 
-    def _results(self, query: str, number: int, database: Database) -> Resolution:
+    def _lucky(self, query: str, database: Database) -> Resolution:
+        """``30`` to the first result for ``query``, ``51`` when there is none."""
         find = self.find or search_function(database)
         try:
-            results, more = run_search(find, database.connection, query, number)
+            results, _ = run_search(find, database.connection, query, 1)
+        except QueryError as exc:
+            return Resolution(Status.INPUT, f"{one_line(str(exc), 200)}. {SEARCH_PROMPT}")
+        if not results:
+            return Resolution(Status.NOT_FOUND, f"No results for {one_line(query, 100)}")
+        return Resolution(Status.REDIRECT_TEMPORARY, results[0].url)
+
+    def _results(self, query: str, number: int, verbose: bool, database: Database) -> Resolution:
+        find = self.find or search_function(database)
+        try:
+            results, more = run_search(find, database.connection, query, number, explain=verbose)
         except QueryError as exc:
             return Resolution(Status.INPUT, f"{one_line(str(exc), 200)}. {SEARCH_PROMPT}")
         encoded = quote(query, safe="")
@@ -309,14 +344,21 @@ class SearchCapsule:
             lines += [
                 f"=> {result.url} {one_line(result.title) or result.url}"
                 + result.language_note(self.reader),
-                f"{_host(result.url)} · {_snippet(result.snippet)}",
-                "",
+                f"{_host(result.url)} · "
+                + ("" if (result.mime or "text/").startswith("text/") else f"{result.kind()} · ")
+                + _snippet(result.snippet),
             ]
+            if verbose:
+                lines.append(" · ".join([*result.explanation(), result.kind()]))
+            lines.append("")
+        route = "/v/search" if verbose else "/search"
         if more and number < MAX_PAGE:
-            lines.append(f"=> /search/{number + 1}?{encoded} Next page")
+            lines.append(f"=> {route}/{number + 1}?{encoded} Next page")
         if number > 1:
-            lines.append(f"=> /search/{number - 1}?{encoded} Previous page")
-        lines += ["=> /search New search", "=> / Home"]
+            lines.append(f"=> {route}/{number - 1}?{encoded} Previous page")
+        other = "/search" if verbose else "/v/search"
+        lines.append(f"=> {other}?{encoded} " + ("Plain" if verbose else "Why each ranks there"))
+        lines += [f"=> {route} New search", "=> / Home"]
         return page(lines)
 
     def backlinks(self, url: URL) -> Resolution | Awaitable[Resolution]:
@@ -438,6 +480,8 @@ def _about(database: Database) -> Resolution:
     lines = [
         "# About this search capsule and its crawler",
         "",
+        *SEARCH_HELP,
+        "",
         f"The pages here were crawled by geminibot {__version__}, as the product token "
         f'"{agent}" acting as the Gemini virtual agent "{role}". Before any other '
         f"request to a capsule it reads the capsule's policy: {ROBOTS}, {ROBOTS2} "
@@ -482,6 +526,21 @@ def _about(database: Database) -> Resolution:
         "=> / Home",
     ]
     return page(lines)
+
+
+#: How to search, on /about (docs/search.md, "Query operators").
+SEARCH_HELP = (
+    "## Searching",
+    "",
+    'Every word is required; "a phrase", prefix*, -excluded, a OR b. Operators narrow '
+    "a search, and alone list the pages in their scope:",
+    "* site:example.org, site:*.example.org (its subdomains), -site:example.org",
+    '* intitle:word, intitle:"a phrase"; inurl:word',
+    "* mime:image, mime:text/gemini, filetype:pdf (the type of an extension); -mime:",
+    "* size:<10k, size:>1m (bytes; k = 1024)",
+    "* lang:de (an ISO 639-1 code)",
+    "A malformed operator is answered with the right form.",
+)
 
 
 def _snippet(snippet: str) -> str:

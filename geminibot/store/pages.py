@@ -16,7 +16,7 @@ replaces the first copy (idempotent).
 from __future__ import annotations
 
 import sqlite3
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 #: Roles whose index keeps page text (title, headings, body) for search.
 TEXT_ROLES = frozenset({"indexer", "archiver"})
@@ -24,6 +24,14 @@ TEXT_ROLES = frozenset({"indexer", "archiver"})
 #: the text beyond them is neither stored for search nor searched. 256 Ki characters
 #: hold a long essay or a book's chapter; a page of megabytes is cut, at a word.
 MAX_INDEXED_CHARS = 262_144
+#: Most labels of the links to a file (image, PDF...) that its text takes, each once; and
+#: their characters in all. The labels are those of the pages stored before the file
+#: (the crawler stores a page, then fetches what it links to); a page that links to it
+#: later gives it its label when the file is fetched again.
+MAX_FILE_LABELS = 50
+MAX_FILE_LABEL_CHARS = 4_000
+#: The labels of the links to a file, by target (``links_target``); {mark}: a placeholder.
+FILE_LABELS = "SELECT DISTINCT label FROM links WHERE target = {mark} AND label != '' LIMIT {mark}"
 #: A page entering the searchable text, for the derived index (SQLite).
 LOG_CHANGE = "INSERT INTO index_changes (page_id) VALUES (?)"
 
@@ -99,11 +107,30 @@ def page_row(page: Page, role: str) -> dict[str, object]:
     }
 
 
+def is_file(page: Page) -> bool:
+    """Whether ``page`` is a file searchable by its links (a non-text answer with text:
+    :func:`geminibot.crawl.page.file_page`)."""
+    return page.text is not None and page.mime is not None and not page.mime.startswith("text/")
+
+
+def with_labels(page: Page, labels: list[str]) -> Page:
+    """A file's page with the ``labels`` of the links to it: its title the first (else its
+    file name), its text theirs, at most :data:`MAX_FILE_LABEL_CHARS` characters, then its
+    own (name and path words, MIME type)."""
+    if not labels:
+        return page
+    shown = " | ".join(labels)[:MAX_FILE_LABEL_CHARS]
+    return replace(page, title=labels[0][:200], text=f"{shown}\n{page.text or ''}")
+
+
 def store_page(conn: sqlite3.Connection, page: Page, role: str) -> int:
     """Insert or replace ``page``; return its row id. Call inside a transaction.
 
     A page entering the searchable text is logged in ``index_changes`` here, not by a
     trigger (the version 10 migration says why); its deletion is logged by a trigger."""
+    if is_file(page):
+        sql = FILE_LABELS.format(mark="?")
+        page = with_labels(page, [r[0] for r in conn.execute(sql, (page.url, MAX_FILE_LABELS))])
     row = page_row(page, role)
     keep_text = bool(row["keep"])
     old = conn.execute("SELECT id FROM pages WHERE url = ?", (page.url,)).fetchone()

@@ -21,7 +21,15 @@ import re
 from typing import TYPE_CHECKING, Any
 
 from geminibot.store.errors import DatabaseError
-from geminibot.store.pages import Page, indexed_text, page_row
+from geminibot.store.pages import (
+    FILE_LABELS,
+    MAX_FILE_LABELS,
+    Page,
+    indexed_text,
+    is_file,
+    page_row,
+    with_labels,
+)
 from geminibot.store.upgrade import (
     PG_LEGACY_VERSIONS,
     SCHEMA_VERSION,
@@ -122,6 +130,9 @@ def migrate(conn: psycopg.Connection[Any], conninfo: str, *, create: bool = True
 def store_page(cur: psycopg.Cursor[Any], page: Page, role: str) -> int:
     """Insert or replace ``page`` (links and text as :func:`geminibot.store.pages.store_page`);
     return its row id. Call inside a transaction."""
+    if is_file(page):
+        cur.execute(FILE_LABELS.format(mark="%s"), (page.url, MAX_FILE_LABELS))
+        page = with_labels(page, [r[0] for r in cur.fetchall()])
     row = page_row(page, role)
     keep_text = bool(row["keep"])
     cur.execute("DELETE FROM pages WHERE url = %s", (page.url,))

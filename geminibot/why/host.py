@@ -22,6 +22,7 @@ from geminibot.policy.candidates import candidate_paths
 from geminibot.policy.cli import lint_file
 from geminibot.policy.compare import bot_classes, compare
 from geminibot.policy.diagnostics import Diagnostic
+from geminibot.policy.security_txt import SECURITY_TXT
 from geminibot.policy.site_policy import Bot, SitePolicy
 from geminibot.urls import host_url
 from geminibot.why.explain import crawl_bot, site_policy
@@ -157,7 +158,9 @@ def _lint(name: str, body: bytes) -> tuple[tuple[Diagnostic, ...], tuple[tuple[s
 
 def _file(row: PolicyFileRow) -> FileSummary:
     body = row.body or b""
-    findings, more = _lint(row.name, body) if row.outcome == "success" and body else ((), ())
+    policy_file = row.name != SECURITY_TXT  # security.txt is read, not linted as a policy
+    linted = row.outcome == "success" and body and policy_file
+    findings, more = _lint(row.name, body) if linted else ((), ())
     return FileSummary(
         row.name, row.fetched_at, row.status, row.outcome, row.reason, len(body), findings, more
     )

@@ -37,6 +37,8 @@ SCENARIOS = {
     "non-utf8.test",
     "large-file.test",
     "why.test",
+    "ops.test",
+    "de.ops.test",
 }
 
 

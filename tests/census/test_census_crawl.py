@@ -5,11 +5,18 @@ The capsules, each served over TLS on loopback by a server of its own:
 
 - ``tls12.test``: TLS 1.2 only, self-signed EC P-256; robots.txt with a group per virtual
   agent, ``archiver`` closed out entirely, ``researcher`` in part; pages in English and
-  French;
+  French; a well-formed security.txt; over http too, the same robots.txt;
 - ``ca.test``: TLS 1.3, RSA 2048 signed by a test CA (given to the crawl as trusted);
-  robots.txt and a robots2.txt; a German page, one page in ISO-8859-1 declared as UTF-8;
-- ``expired.test``: TLS 1.3, self-signed EC, expired; an agents.txt;
-- ``mismatch.test``: TLS 1.3, self-signed RSA 2048 for ``other.test``; no policy file.
+  robots.txt (refusing security.txt: it is never read) and a robots2.txt; a German page,
+  one page in ISO-8859-1 declared as UTF-8; over http too, a robots.txt and a robots2.txt
+  that differ in a path, the wait and an AI usage answer;
+- ``expired.test``: TLS 1.3, self-signed EC, expired; an agents.txt; a security.txt
+  expired; over http too, no robots.txt;
+- ``mismatch.test``: TLS 1.3, self-signed RSA 2048 for ``other.test``; no policy file; a
+  security.txt without Expires (not well-formed).
+
+The web sides are one plain http server in the test's trio run (so the mock clock never
+jumps while a request waits on a thread), answering by the Host header.
 """
 
 from __future__ import annotations
@@ -34,10 +41,11 @@ from postgres_cluster import new_database
 
 from geminibot.crawl.build import build_crawler
 from geminibot.crawl.clock import TrioWallClock
-from geminibot.crawl.fetcher import gemini_fetch
+from geminibot.crawl.fetcher import CRAWL_LIMITS, ProtocolFetcher, gemini_fetch
 from geminibot.crawl.settings import CrawlOptions
 from geminibot.gemini.client import GeminiClient
 from geminibot.gemini.tls import TLSConnection
+from geminibot.http.client import WebClient
 from geminibot.net.connect import ConnectRule, Resolver
 from geminibot.store.crawlstore import CrawlStore, SqliteStore
 from geminibot.store.db import connect
@@ -52,6 +60,18 @@ ROBOTS_ALL_AGENTS = (
     b"User-agent: webproxy\nAllow: /\n"
 )
 Files = dict[str, tuple[str, bytes]]
+SECURITY = "/.well-known/security.txt"
+WEB_SITES: dict[str, Files] = {
+    "tls12.test": {"/robots.txt": ("text/plain", ROBOTS_ALL_AGENTS)},
+    "ca.test": {
+        "/robots.txt": (
+            "text/plain",
+            b"User-agent: *\nDisallow: /private/\nDisallow: /drafts/\nCrawl-delay: 20\n",
+        ),
+        "/robots2.txt": ("text/plain", b"version: 1\ntrain: no\n"),
+    },
+    "expired.test": {"/": ("text/plain", b"no robots.txt here")},
+}
 
 
 def _context(cert: x509.Certificate, key: Any, tls12_only: bool) -> ssl.SSLContext:
@@ -87,6 +107,10 @@ def capsules(ca_file: Path) -> dict[str, tuple[ssl.SSLContext, Files]]:
                 "/robots.txt": ("text/plain", ROBOTS_ALL_AGENTS),
                 "/": (f"{GMI}; lang=en", b"# Home\n=> /fr.gmi French\n=> gemini://ca.test/ CA\n"),
                 "/fr.gmi": (f"{GMI}; lang=fr", "# Bonjour\nUne page en français.\n".encode()),
+                SECURITY: (
+                    "text/plain",
+                    b"Contact: mailto:security@tls12.test\nExpires: 2099-01-01T00:00:00Z\n",
+                ),
             },
         ),
         "ca.test": (
@@ -94,8 +118,15 @@ def capsules(ca_file: Path) -> dict[str, tuple[ssl.SSLContext, Files]]:
                 certificate("ca.test", rsa_key, issuer=("Census Test CA", ca_key)), rsa_key, False
             ),
             {
-                "/robots.txt": ("text/plain", b"User-agent: *\nDisallow: /private/\n"),
+                "/robots.txt": (
+                    "text/plain",
+                    b"User-agent: *\nDisallow: /private/\nDisallow: /.well-known/security.txt\n",
+                ),
                 "/robots2.txt": ("text/plain", b"version: 1\n"),
+                SECURITY: (
+                    "text/plain",
+                    b"Contact: mailto:a@ca.test\nExpires: 2099-01-01T00:00:00Z\n",
+                ),
                 "/": (f"{GMI}; lang=de", b"# Hallo\n=> /latin.gmi Latin\n"),
                 "/latin.gmi": (f"{GMI}; charset=utf-8", "# Café\n".encode("latin-1")),
             },
@@ -104,12 +135,19 @@ def capsules(ca_file: Path) -> dict[str, tuple[ssl.SSLContext, Files]]:
             _context(certificate("expired.test", ec_key2, expired=True), ec_key2, False),
             {
                 "/agents.txt": ("text/plain", b"# agents.txt\n"),
+                SECURITY: (
+                    "text/plain",
+                    b"Contact: mailto:old@expired.test\nExpires: 2021-01-01T00:00:00Z\n",
+                ),
                 "/": (f"{GMI}; lang=en", b"# Old\n=> gemini://tls12.test/ tls12\n"),
             },
         ),
         "mismatch.test": (
             _context(certificate("other.test", rsa_key2), rsa_key2, False),
-            {"/": (f"{GMI}; lang=en", b"# Elsewhere\n=> gemini://tls12.test/ tls12\n")},
+            {
+                "/": (f"{GMI}; lang=en", b"# Elsewhere\n=> gemini://tls12.test/ tls12\n"),
+                SECURITY: ("text/plain", b"Contact: mailto:me@mismatch.test\n"),
+            },
         ),
     }
 
@@ -152,6 +190,31 @@ async def serve(context: ssl.SSLContext, files: Files, listener: socket.socket) 
             nursery.start_soon(handle)
 
 
+async def _answer_http(stream: trio.SocketStream) -> None:
+    """One HTTP/1.1 request on ``stream`` answered from :data:`WEB_SITES` by its Host."""
+    head = b""
+    with trio.move_on_after(10):
+        while b"\r\n\r\n" not in head and len(head) < 8192:
+            data = await stream.receive_some(4096)
+            if not data:
+                break
+            head += data
+        lines = head.decode("latin-1").split("\r\n")
+        path = lines[0].split(" ")[1] if lines[0].count(" ") == 2 else "/"
+        host = next(
+            (v for k, _, v in (h.partition(": ") for h in lines) if k.lower() == "host"), ""
+        )
+        found = WEB_SITES.get(host.strip(), {}).get(path)
+        status = "200 OK" if found else "404 Not Found"
+        mime, body = found or ("text/plain", b"not found")
+        await stream.send_all(
+            f"HTTP/1.1 {status}\r\nContent-Type: {mime}\r\nContent-Length: {len(body)}\r\n"
+            "Connection: close\r\n\r\n".encode()
+            + body
+        )
+    await stream.aclose()
+
+
 async def crawl(store: CrawlStore, ca_file: Path) -> None:
     rules = []
     served = capsules(ca_file)
@@ -163,12 +226,20 @@ async def crawl(store: CrawlStore, ca_file: Path) -> None:
             listener.setblocking(False)
             rules.append(ConnectRule(host, 1965, "127.0.0.1", listener.getsockname()[1]))
             nursery.start_soon(serve, context, files, listener)
-        fetch = gemini_fetch(GeminiClient(connect_to=Resolver(rules, loopback_only=True)))
-        options = CrawlOptions(role="researcher", test_range=True, trust_ca=(ca_file,))
-        crawler = build_crawler(store, options, TrioWallClock(), fetch=fetch)
-        crawler.seed([f"gemini://{host}/" for host in served])
-        with trio.fail_after(600):
-            await crawler.run()
+        web_listeners = await trio.open_tcp_listeners(0, host="127.0.0.1")
+        web_port = web_listeners[0].socket.getsockname()[1]
+        rules += [ConnectRule(host, 80, "127.0.0.1", web_port) for host in WEB_SITES]
+        nursery.start_soon(trio.serve_listeners, _answer_http, web_listeners)
+        resolver = Resolver(rules, loopback_only=True)
+        async with WebClient(connect_to=resolver, limits=CRAWL_LIMITS) as web:
+            fetch = ProtocolFetcher(gemini=gemini_fetch(GeminiClient(connect_to=resolver)), web=web)
+            options = CrawlOptions(role="researcher", test_range=True, trust_ca=(ca_file,))
+            crawler = build_crawler(store, options, TrioWallClock(), fetch=fetch)
+            crawler.seed(
+                [f"gemini://{host}/" for host in served] + [f"http://{h}/" for h in WEB_SITES]
+            )
+            with trio.fail_after(600):
+                await crawler.run()
         nursery.cancel_scope.cancel()
 
 
@@ -231,6 +302,16 @@ def test_census_counts_each_known_fact(census_db: str) -> None:
     assert got["robots2.present"] == 1
     assert got["agents.present"] == 1
     assert got["capsules.inlinks"] == {"tls12.test": 2, "ca.test": 1}
+    assert got["security.present"] == 3  # ca.test's robots.txt refuses it: never read
+    assert got["security.not_read"] == 1
+    assert got["security.well_formed"] == 2
+    assert got["security.expired"] == 1
+    assert got["web.hosts"] == 3
+    assert got["web.both_robots"] == 2
+    assert got["web.compared"] == 2
+    assert got["web.compared_in_part"] == 0
+    assert got["web.policies"] == {"identical in effect": 1, "differing": 1}
+    assert got["web.differences"] == {"path": 1, "wait": 1, "usage": 1}
 
 
 def test_census_of_one_host_and_history(census_db: str) -> None:

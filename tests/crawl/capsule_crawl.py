@@ -34,6 +34,9 @@ from geminibot.store.db import connect
 
 CAPSULES = Path(__file__).resolve().parents[2] / "capsules"
 POLICY_FILES = ("/robots.txt", "/robots2.txt", "/agents.txt")
+#: Read by a researcher's crawl where the policy allows it (docs/crawl.md): like robots2.txt
+#: and agents.txt, a file a compliant crawl may or may not request.
+SECURITY_TXT = "/.well-known/security.txt"
 #: Where the access log's clock starts: the crawls' night-time wall clock, since the report
 #: judges Visit-time on the log's own times.
 EPOCH = datetime(2026, 11, 23, 23, 0, tzinfo=UTC).timestamp()
@@ -125,7 +128,7 @@ def check_fetched(hits: list[Hit], expect: dict[str, Any], role: str) -> None:
     table = expect["crawl"][role]
     honeypots = expect["capsule"].get("honeypots", [])
     # the policy files a compliant reader may fetch: robots2.txt's chain too
-    policy_files = {*POLICY_FILES, *expect.get("robots2", {}).get("chain", [])}
+    policy_files = {*POLICY_FILES, SECURITY_TXT, *expect.get("robots2", {}).get("chain", [])}
     paths = [h.path for h in hits]
     assert paths, "nothing was fetched"
     assert paths[0] == "/robots.txt", "robots.txt must come first"

@@ -17,7 +17,7 @@ import time
 from pathlib import Path
 
 import pytest
-from capsule_crawl import CAPSULES, POLICY_FILES, expectation
+from capsule_crawl import CAPSULES, POLICY_FILES, SECURITY_TXT, expectation
 from commands import run_main
 from jetforce_peer import running_jetforce
 from warcio.archiveiterator import ArchiveIterator
@@ -52,7 +52,7 @@ def fetched_paths(db: Path) -> set[str]:
     conn = sqlite3.connect(db)
     paths = {u.split(HOST, 1)[1] for (u,) in conn.execute("SELECT url FROM fetches")}
     conn.close()
-    return paths - set(POLICY_FILES[1:])
+    return paths - {*POLICY_FILES[1:], SECURITY_TXT}
 
 
 def index(db: Path) -> list[tuple[object, ...]]:

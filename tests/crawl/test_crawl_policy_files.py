@@ -215,3 +215,36 @@ async def test_an_endless_robots_txt_is_read_only_as_far_as_is_kept(
     assert "gemini://endless.test/ok.gmi" in read
     [(kept,)] = rows(tmp_path / "c.db", "SELECT length(body) FROM robots WHERE name = 'robots.txt'")
     assert kept == POLICY_FETCH_BYTES  # what is kept, and the byte that says there is more
+
+
+@pytest.mark.parametrize(
+    ("role", "robots", "read"),
+    [
+        ("researcher", ROBOTS, True),
+        ("indexer", ROBOTS, False),
+        ("researcher", b"User-agent: researcher\nDisallow: /.well-known/\n", False),
+    ],
+)
+async def test_a_researcher_reads_security_txt_once_when_the_policy_allows(
+    tmp_path: Path, autojump_clock: object, role: str, robots: bytes, read: bool
+) -> None:
+    security = "gemini://a.test/.well-known/security.txt"
+    site = {
+        **pages(),
+        "gemini://a.test/robots.txt": FetchResult(20, "text/plain", robots),
+        security: FetchResult(20, "text/plain", b"Contact: mailto:a@a.test\n"),
+    }
+    fake = FakeSite(site)
+    crawler = sqlite_crawler(
+        connect(tmp_path / "c.db"),
+        fake.fetch,
+        CrawlOptions(role=role, test_range=True),
+        wall_clock=mock_wall_clock,
+    )
+    crawler.seed(["gemini://a.test/"])
+    await crawler.run()
+    assert fake.urls().count(security) == (1 if read else 0)
+    cached = rows(
+        tmp_path / "c.db", "SELECT name, outcome FROM robots WHERE name LIKE '%security%'"
+    )
+    assert cached == ([(".well-known/security.txt", "success")] if read else [])

@@ -6,11 +6,12 @@ from __future__ import annotations
 import sqlite3
 from pathlib import Path
 
+import pytest
 from pages import gemtext_page
 
 from geminibot.index import search
 from geminibot.index.languages import MIN_DETECT_CHARS, detect, page_language, primary
-from geminibot.index.query import parse_query
+from geminibot.index.query import QueryMalformed, parse_query
 from geminibot.index.tantivy_index import open_current, rebuild
 from geminibot.index.updater import IndexUpdater
 from geminibot.store.db import connect, transaction
@@ -43,7 +44,8 @@ def test_too_short_a_text_has_no_language() -> None:
 def test_query_lang() -> None:
     assert parse_query("lang:DE-at garten").lang == "de"
     assert parse_query("garten lang:fr").lang == "fr"
-    assert parse_query("garten -lang:fr").lang is None  # an excluded word, not a filter
+    with pytest.raises(QueryMalformed, match="not -lang:"):  # one language is kept
+        parse_query("garten -lang:fr")
     assert parse_query("language: garten").lang is None
 
 

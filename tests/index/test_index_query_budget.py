@@ -90,3 +90,17 @@ def test_a_snippet_is_looked_for_in_the_first_characters_only() -> None:
     outside = "a " * (SNIPPET_SCAN_CHARS // 2) + "needle"
     assert text_snippet(outside, term) == ""
     assert text_snippet("é " * (SNIPPET_SCAN_CHARS // 2) + "needle", term) == ""  # not ASCII
+
+
+def test_operators_count_in_the_budget() -> None:
+    """Each operator is a term; a site: pattern with a wildcard is a prefix; each costs."""
+    sites = " ".join(f"site:h{n}.test" for n in range(MAX_TERMS - 1))
+    parse_query("tomato " + sites)
+    with pytest.raises(QueryTooCostly, match="operators included"):
+        parse_query("tomato lang:de " + sites)
+    patterns = " ".join(f"site:*.h{n}.test" for n in range(MAX_PREFIXES))
+    parse_query(patterns)
+    with pytest.raises(QueryTooCostly, match="site patterns"):
+        parse_query("tomat* " + patterns)
+    assert query_cost(parse_query("tomato site:a.test size:<1k")) == 1 + 1 + 2
+    assert query_cost(parse_query("site:*.a.test")) == 1 + PREFIX_COST
