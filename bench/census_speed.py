@@ -6,10 +6,11 @@ pass over the ``pages`` and ``links`` tables (``count(*)``, ``sum(size)``).
 
 The store is the synthetic space's (``bench/geminispace``) filled as a perfect crawl of
 day 0 would fill it (``search_engines.filled_store``: reused from ``--store-dir`` when
-there, else filled, which takes far longer than a census), with what the crawl's TLS
-recorder would have kept added once: one certificate per host (self-signed EC for most,
-RSA from a known CA for one in ten, TLS 1.2 for one in twenty, a few expired or not
-matching). Every run is a child process, measured alike: wall seconds, CPU seconds,
+there, else filled, which takes far longer than a census), with what a crawl records
+beside its pages added once: each host's policy files and its refused ``/private/``
+page (``export_speed.add_policy_and_refusals``), and what the crawl's TLS recorder
+keeps: one certificate per host (self-signed EC for most, RSA from a known CA for one
+in ten, TLS 1.2 for one in twenty, a few expired or not matching). Every run is a child process, measured alike: wall seconds, CPU seconds,
 peak RSS (``VmHWM``). ``census --html`` draws the charts too. With ``--postgres`` the
 store is moved into a PostgreSQL cluster of its own (``geminibot db migrate``), its
 census taken there and its figures compared with SQLite's (they must be the same).
@@ -170,12 +171,16 @@ def main() -> None:
         census_json, count, out = args.history_report
         history_report(census_json, int(count), out)
         return
+    from export_speed import add_policy_and_refusals
     from search_engines import filled_store, space_of
 
-    hosts, _ = space_of(args.urls)
+    hosts, space = space_of(args.urls)
     folder = args.store_dir or Path(tempfile.mkdtemp(prefix="census-bench-"))
     folder.mkdir(parents=True, exist_ok=True)
     db, made = filled_store(args.urls, folder)
+    policies = add_policy_and_refusals(space, db)
+    if policies:
+        made += f"; {policies:,} policy files and refused URLs added"
     added = add_tls_facts(db)
     if added:
         made += f"; TLS facts of {added:,} hosts added"
