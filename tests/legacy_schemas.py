@@ -6,6 +6,25 @@ were, version N at index N - 1. The SQLite ``authority`` table and ``links_targe
 were made outside any version, by the commands that needed them (:data:`SQLITE_EXTRAS`).
 """
 
+from geminibot.store.migrations.versions.v0006_index_changes import TRIGGERS
+
+#: The indexes on ``urls`` of both engines' version 1.
+URLS_V1_INDEXES = (
+    "CREATE INDEX urls_host_state ON urls (host, state, id)",
+    "CREATE INDEX urls_state ON urls (state)",
+    "CREATE INDEX urls_host_path ON urls (host, path, has_query)",
+)
+
+#: The columns of ``pages`` written alike in both engines' version 1.
+PAGES_V1_COLUMNS = """\
+        url TEXT NOT NULL UNIQUE,
+        host TEXT NOT NULL,
+        status INTEGER NOT NULL,
+        meta TEXT NOT NULL,
+        mime TEXT,
+        lang TEXT,
+"""
+
 SQLITE_V1 = (
     # Crawl settings that a resumed run must agree with (role, agent).
     "CREATE TABLE settings (key TEXT PRIMARY KEY, value TEXT NOT NULL)",
@@ -35,9 +54,7 @@ SQLITE_V1 = (
         lease TEXT,
         updated_at REAL NOT NULL
     )""",
-    "CREATE INDEX urls_host_state ON urls (host, state, id)",
-    "CREATE INDEX urls_state ON urls (state)",
-    "CREATE INDEX urls_host_path ON urls (host, path, has_query)",
+    *URLS_V1_INDEXES,
     # Policy files per host (robots.txt, robots2.txt, agents.txt) and how their fetch went.
     """CREATE TABLE robots (
         host TEXT NOT NULL,
@@ -74,13 +91,9 @@ SQLITE_V1 = (
     # The index: one row per fetched URL (including redirects and failures).
     """CREATE TABLE pages (
         id INTEGER PRIMARY KEY,
-        url TEXT NOT NULL UNIQUE,
-        host TEXT NOT NULL,
-        status INTEGER NOT NULL,
-        meta TEXT NOT NULL,
-        mime TEXT,
-        lang TEXT,
-        size INTEGER NOT NULL,
+"""
+    + PAGES_V1_COLUMNS
+    + """        size INTEGER NOT NULL,
         content_hash TEXT,
         fetched_at REAL NOT NULL,
         title TEXT NOT NULL DEFAULT '',
@@ -155,15 +168,10 @@ SQLITE_V5 = (
 # (``text_indexed``): written, replaced, delisted, deleted. Its sequence never reuses a
 # number (AUTOINCREMENT), so the index records the last one it applied; the index's
 # updater deletes the rows it has applied.
+# (its triggers: those the history's version 6 makes)
 SQLITE_V6 = (
     "CREATE TABLE index_changes (seq INTEGER PRIMARY KEY AUTOINCREMENT, page_id INTEGER NOT NULL)",
-    "CREATE TRIGGER pages_text_added AFTER INSERT ON pages WHEN new.text_indexed"
-    " BEGIN INSERT INTO index_changes (page_id) VALUES (new.id); END",
-    "CREATE TRIGGER pages_text_removed AFTER DELETE ON pages WHEN old.text_indexed"
-    " BEGIN INSERT INTO index_changes (page_id) VALUES (old.id); END",
-    "CREATE TRIGGER pages_text_changed AFTER UPDATE OF text_indexed, title ON pages"
-    " WHEN old.text_indexed OR new.text_indexed"
-    " BEGIN INSERT INTO index_changes (page_id) VALUES (new.id); END",
+    *TRIGGERS,
 )
 
 
@@ -201,9 +209,7 @@ PG_V1 = (
         lease TEXT,
         updated_at DOUBLE PRECISION NOT NULL
     )""",
-    "CREATE INDEX urls_host_state ON urls (host, state, id)",
-    "CREATE INDEX urls_state ON urls (state)",
-    "CREATE INDEX urls_host_path ON urls (host, path, has_query)",
+    *URLS_V1_INDEXES,
     """CREATE TABLE robots (
         host TEXT NOT NULL,
         name TEXT NOT NULL,
@@ -236,13 +242,9 @@ PG_V1 = (
     )""",
     r"""CREATE TABLE pages (
         id BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
-        url TEXT NOT NULL UNIQUE,
-        host TEXT NOT NULL,
-        status INTEGER NOT NULL,
-        meta TEXT NOT NULL,
-        mime TEXT,
-        lang TEXT,
-        size BIGINT NOT NULL,
+"""
+    + PAGES_V1_COLUMNS
+    + r"""        size BIGINT NOT NULL,
         content_hash TEXT,
         fetched_at DOUBLE PRECISION NOT NULL,
         title TEXT NOT NULL DEFAULT '',

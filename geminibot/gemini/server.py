@@ -275,6 +275,7 @@ class GeminiServer:
         self._rate = RateLimiter(self.limits.rate_burst, self.limits.rate_per_second)
         self._log_budget = LogBudget(self.limits.log_burst, self.limits.log_per_minute)
         self._accept_failures: Counter[str] = Counter()  # not logged yet, by reason
+        self._held_back = trio.Event()  # set when a record was counted, not logged
         self._accept_logged_at: float | None = None
         self._max_open = connection_budget(self.limits.max_open, self.limits.descriptor_reserve)
         self._open = 0
@@ -425,10 +426,15 @@ class GeminiServer:
             self._emit(AccessRecord("", error=reason))
         else:
             self._accept_failures[reason] += 1
+            self._held_back.set()
 
     async def _summarise(self) -> None:
+        """A minute after a record is first held back, the records that count what was
+        held back; no timer runs while nothing is (an idle server sleeps)."""
         while True:
+            await self._held_back.wait()
             await trio.sleep(SUMMARY_SECONDS)
+            self._held_back = trio.Event()
             self._write_summaries()
 
     def _write_summaries(self) -> None:
@@ -444,6 +450,7 @@ class GeminiServer:
         request, or refused for the rate) within the client's log budget."""
         unbounded = record.host is None or record.limited == "rate"
         if unbounded and not self._log_budget.admits(key, self._clock()):
+            self._held_back.set()
             return
         self._emit(record)
 

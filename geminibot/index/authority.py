@@ -148,10 +148,11 @@ def write_sqlite(conn: sqlite3.Connection, ranks: list[tuple[str, float, float]]
     that a crawl writing meanwhile waits for one chunk at most, never for the whole table
     (SQLite has one writer at a time). A search in between reads some pages' new weights
     and others' old ones; the tantivy index's weights file is written after the last."""
-    conn.execute("DROP TABLE IF EXISTS temp.host_rank")
-    conn.execute("CREATE TEMP TABLE host_rank (host TEXT PRIMARY KEY, score REAL, weight REAL)")
+    from geminibot.store import statements as q
+    from geminibot.store.sqlite_sql import ENGINE
+
+    _host_rank(conn, ranks, ENGINE.sql)
     try:
-        conn.executemany("INSERT INTO temp.host_rank VALUES (?, ?, ?)", ranks)
         _in_chunks(
             conn,
             "SELECT id FROM pages WHERE id > ? ORDER BY id LIMIT ?",
@@ -170,7 +171,7 @@ def write_sqlite(conn: sqlite3.Connection, ranks: list[tuple[str, float, float]]
         with transaction(conn):
             set_setting(conn, COMPUTED_AT, str(time.time()))
     finally:
-        conn.execute("DROP TABLE IF EXISTS temp.host_rank")
+        conn.execute(ENGINE.sql[q.DROP_HOST_RANK])
 
 
 def _in_chunks(conn: sqlite3.Connection, keys: str, change: str, last: int | str) -> None:
@@ -186,15 +187,23 @@ def _in_chunks(conn: sqlite3.Connection, keys: str, change: str, last: int | str
         last = found[-1][0]
 
 
-def replace_authority(conn: Any, ranks: list[tuple[str, float, float]], sql: Compiled) -> None:
+def _host_rank(conn: Any, ranks: list[tuple[str, float, float]], sql: Compiled) -> None:
+    """The temporary table ``host_rank`` made afresh and filled with ``ranks``."""
+    from geminibot.store import statements as q
+
+    conn.execute(sql[q.DROP_HOST_RANK])
+    conn.execute(sql[q.HOST_RANK_TABLE])
+    rows = [{"host": host, "score": score, "weight": weight} for host, score, weight in ranks]
+    conn.cursor().executemany(sql[q.ADD_HOST_RANK], rows)
+
+
+def replace_authority(conn: Any, sql: Compiled) -> None:
     """Every page's authority replaced by its host's (score, weight), inside the caller's
     transaction, which holds the temporary table ``host_rank`` (host, score, weight): the
     PostgreSQL store's way (its readers and writers never wait for it); ``sql``: the
     statements compiled for ``conn``'s engine."""
     from geminibot.store import statements as q
 
-    rows = [{"host": host, "score": score, "weight": weight} for host, score, weight in ranks]
-    conn.cursor().executemany(sql[q.ADD_HOST_RANK], rows)
     conn.execute(sql[q.CLEAR_AUTHORITY], {})
     conn.execute(sql[q.FILL_AUTHORITY], {})
     conn.execute(sql[q.SET_SETTING], {"key": COMPUTED_AT, "value": str(time.time())})
@@ -244,10 +253,10 @@ def compute_authority(
 def write_postgres(conn: Any, ranks: list[tuple[str, float, float]]) -> None:
     """The PostgreSQL store's :data:`~geminibot.index.authority.Writer`: every page's
     authority replaced in one transaction (searches see the old scores or the new)."""
+    from geminibot.store import statements as q
     from geminibot.store.pg_sql import ENGINE
 
     with conn.transaction():
-        conn.execute(
-            "CREATE TEMP TABLE host_rank (host TEXT, score FLOAT8, weight FLOAT8) ON COMMIT DROP"
-        )
-        replace_authority(conn, ranks, ENGINE.sql)
+        _host_rank(conn, ranks, ENGINE.sql)
+        replace_authority(conn, ENGINE.sql)
+        conn.execute(ENGINE.sql[q.DROP_HOST_RANK])

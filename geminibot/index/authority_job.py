@@ -23,6 +23,8 @@ from typing import TYPE_CHECKING
 from geminibot.index.authority import compute_authority
 
 if TYPE_CHECKING:
+    import sqlalchemy as sa
+
     from geminibot.store.database import Database
 
 #: Seconds before a job that found nothing to do (no pages yet) is tried again, when the
@@ -36,7 +38,9 @@ def refresh(
     """Compute authority into ``database`` and apply it to search; a summary (pages,
     hosts, host links, trusted hosts, where it was applied, seconds), or None when the
     store has no page with text yet."""
-    pages = int(database.execute("SELECT count(*) FROM pages WHERE text_indexed").fetchone()[0])
+    from geminibot.store import statements as q
+
+    pages = int(database.run(q.COUNT_SEARCHABLE).fetchone()[0])
     if not pages:
         return None
     conn = database.sqlite
@@ -104,18 +108,15 @@ def store_reach(database: Database, first: bool) -> Reach:
     """The store's :class:`Reach`; the hosts (a scan of the URLs queued) only when
     ``first`` (authority never computed)."""
 
-    def count(sql: str) -> int:
-        return int(database.execute(sql).fetchone()[0])
+    from geminibot.store import statements as q
 
-    pages = count("SELECT count(*) FROM pages")
-    ranked = count("SELECT count(*) FROM authority")
+    def count(statement: sa.TextClause) -> int:
+        return int(database.run(statement).fetchone()[0])
+
+    pages, ranked = count(q.COUNT_PAGES), count(q.COUNT_RANKED)
     if not first:
         return Reach(pages, ranked)
-    waiting = count(
-        "SELECT count(DISTINCT host) FROM urls"
-        " WHERE state IN ('queued', 'leased') AND next_visit IS NULL"
-    )
-    return Reach(pages, ranked, count("SELECT count(*) FROM hosts"), waiting)
+    return Reach(pages, ranked, count(q.COUNT_HOSTS), count(q.COUNT_HOSTS_WAITING))
 
 
 def schedule(

@@ -150,7 +150,10 @@ def _progress(quiet: bool) -> Any:
 def _trusted_and_pages(args: argparse.Namespace, conn: sqlite3.Connection) -> list[str]:
     """The hosts to trust; a command error when no page has text yet."""
     trusted = _trusted(args, conn)
-    pages = int(conn.execute("SELECT count(*) FROM pages WHERE text_indexed").fetchone()[0])
+    from geminibot.store import statements as q
+    from geminibot.store.sqlite_sql import ENGINE
+
+    pages = int(conn.execute(ENGINE.sql[q.COUNT_SEARCHABLE]).fetchone()[0])
     if not pages:
         raise CommandError(f"{args.db}: no pages with text to index yet", EXIT_NEGATIVE)
     return trusted

@@ -148,10 +148,10 @@ def store_reader(db: str) -> Any:
             data = freshness(database, now, index_lag(database))
             computed = last_computed(database)
             data["authority_age_seconds"] = None if computed is None else now - computed
-            data["pages"] = int(database.execute("SELECT count(*) FROM pages").fetchone()[0])
-            data["queued"] = int(
-                database.execute("SELECT count(*) FROM urls WHERE state = 'queued'").fetchone()[0]
-            )
+            from geminibot.store import statements as q
+
+            data["pages"] = int(database.run(q.COUNT_PAGES).fetchone()[0])
+            data["queued"] = int(database.run(q.COUNT_QUEUED).fetchone()[0])
             return data
 
     return read

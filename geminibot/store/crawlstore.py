@@ -1,31 +1,31 @@
-"""Everything a crawl keeps: one interface (:class:`CrawlStore`), the SQLite implementation.
+"""Everything a crawl keeps: one interface (:class:`CrawlStore`), and SQLite's strategy.
 
 The crawl loop, its scheduler and its adapters hold no SQL: they call the methods below,
 each one transaction (on SQLite, the crawl loop's are batched: several committed as one,
-see :class:`SqliteStore`): a page, its links and the new frontier rows are committed
-together or not at all; so are a refusal and its decision. Another engine (PostgreSQL)
-implements the same :class:`CrawlStore` (:mod:`geminibot.store.pgstore`); both share
-their logic and statements (:mod:`geminibot.store.sqlstore`). The records they keep and
-hand back are :mod:`geminibot.store.records`'.
+see :class:`SqliteEngine`): a page, its links and the new frontier rows are committed
+together or not at all; so are a refusal and its decision. One class implements them
+for both engines (:class:`~geminibot.store.sqlstore.SqlStore`), over :class:`SqliteEngine`
+here or :class:`~geminibot.store.pgstore.PgEngine`. The records they keep and hand back
+are :mod:`geminibot.store.records`'.
 
 Times are wall-clock seconds from the injected clock.
 """
 
 from __future__ import annotations
 
+import json
 import sqlite3
 import time
-from collections import Counter
 from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager, contextmanager, nullcontext
 from typing import Protocol
 
 from geminibot.policy import FetchOutcome
 from geminibot.policy.outcomes import MAX_CACHE_SECONDS
+from geminibot.store import statements as q
 from geminibot.store.db import get_setting, set_setting
 from geminibot.store.freshness import Visit
-from geminibot.store.frontier import Claim, Frontier
-from geminibot.store.pages import Page, store_page
+from geminibot.store.frontier import Claim
 from geminibot.store.records import (
     CachedFile,
     DecisionRecord,
@@ -37,7 +37,7 @@ from geminibot.store.records import (
     TLSRecord,
 )
 from geminibot.store.sqlite_sql import ENGINE
-from geminibot.store.sqlstore import Links, SqlStore
+from geminibot.store.sqlstore import SqlStore
 from geminibot.store.traps import FrontierLimits
 
 __all__ = [
@@ -202,47 +202,45 @@ class CrawlStore(Protocol):
         ...
 
 
-class SqliteStore(SqlStore, Frontier):
-    """:class:`CrawlStore` on an SQLite crawl database: the logic of
-    :class:`~geminibot.store.sqlstore.SqlStore` and the :class:`~geminibot.store.frontier.
-    Frontier`, with the crawl loop's writes batched (``batch=True``): committed every
-    :data:`BATCH_URLS` closed URLs or :data:`BATCH_SECONDS`, by any other write and by
-    :meth:`end_run`; a failed write rolls its batch back. A ``kill -9`` repeats at most
-    the open batch, and the run after a run that did not end commits each write (careful
-    mode), so that a page that kills the process is given up after
-    :data:`~geminibot.store.frontier.MAX_URL_ATTEMPTS` kills
-    (``tests/store/test_store_batch.py``, ``tests/store/test_store_attempts.py``; the
-    figures: docs/benchmarks.md)."""
+class SqliteEngine:
+    """The SQLite strategy of :class:`~geminibot.store.sqlstore.SqlStore`: one process per
+    database (a lock file), so every host is ours and there are no leases; the crawl
+    loop's writes batched (``batch=True``): committed every :data:`BATCH_URLS` closed URLs
+    or :data:`BATCH_SECONDS`, by any other write and by :meth:`end_run`; a failed write
+    rolls its batch back. A ``kill -9`` repeats at most the open batch, and the run after
+    a run that did not end commits each write (careful mode), so that a page that kills
+    the process is given up after :data:`~geminibot.store.frontier.MAX_URL_ATTEMPTS`
+    kills (``tests/store/test_store_batch.py``, ``tests/store/test_store_attempts.py``)."""
 
-    engine = ENGINE
+    dialect = ENGINE
+    orphaned = "true"  # (every leased URL: the process that leased it is gone)
+    exclusive = True
 
     def __init__(
         self,
         conn: sqlite3.Connection,
-        clock: Callable[[], float],
-        limits: FrontierLimits | None = None,
         *,
         batch: bool = False,
         monotonic: Callable[[], float] = time.monotonic,
         cache_kib: int = CACHE_KIB,
     ) -> None:
-        super().__init__(conn, clock, limits)
         conn.execute(f"PRAGMA cache_size = -{int(cache_kib)}")
         conn.execute(f"PRAGMA wal_autocheckpoint = {CHECKPOINT_PAGES}")
+        self.conn = conn
         self.batch = batch
         self._monotonic = monotonic
         self._opened = 0.0  # when the open batch's first write began (monotonic)
         self._closed = 0  # URLs closed in the open batch
         self._lost = False  # a failed write rolled a batch back in this run
-        self._sent: set[str] = set()
-        #: Commit each write when it ends (until :meth:`recover` finds the run before
+        #: Commit each write when it ends (until :meth:`recovering` finds the run before
         #: ended).
         self.careful = True
 
-    # -- the batch --
+    def array(self, values: list[str]) -> str:
+        return json.dumps(values)
 
     @contextmanager
-    def _batched(self, closes: bool = False) -> Iterator[sqlite3.Connection]:
+    def writing(self, closes: bool = False) -> Iterator[sqlite3.Connection]:
         """One write of the hot path, into the open batch (opened if none is);
         ``closes``: it closes a claimed URL (counts towards :data:`BATCH_URLS`)."""
         conn = self.conn
@@ -263,11 +261,14 @@ class SqliteStore(SqlStore, Frontier):
             self._flush_if_old()
 
     @contextmanager
-    def _tx(self) -> Iterator[sqlite3.Connection]:
+    def committing(self) -> Iterator[sqlite3.Connection]:
         """A write committed when it ends, with the batch that waits."""
-        with self._batched():
+        with self.writing():
             yield self.conn
         self.flush()
+
+    def reading(self) -> AbstractContextManager[sqlite3.Connection]:
+        return nullcontext(self.conn)
 
     def _flush_if_old(self) -> None:
         if self.conn.in_transaction and self._monotonic() - self._opened >= BATCH_SECONDS:
@@ -276,17 +277,16 @@ class SqliteStore(SqlStore, Frontier):
     def end_run(self) -> None:
         self.flush()
         if self.batch and not self._lost:
-            with self._tx():
+            with self.committing():
                 set_setting(self.conn, RUN_OPEN, "0")
 
-    def recover(self) -> int:
-        with self._tx():
-            ended = get_setting(self.conn, RUN_OPEN) != "1"
-            left = self.conn.execute("SELECT 1 FROM urls WHERE state = 'leased' LIMIT 1")
-            self.careful = not ended or left.fetchone() is not None
-            if self.batch:
-                set_setting(self.conn, RUN_OPEN, "1")
-            return self._recover()
+    def recovering(self, conn: sqlite3.Connection) -> None:
+        """Careful mode when the run before did not end (or left claims)."""
+        ended = get_setting(conn, RUN_OPEN) != "1"
+        left = conn.execute(self.dialect.sql[q.LEASED]).fetchone()
+        self.careful = not ended or left is not None
+        if self.batch:
+            set_setting(conn, RUN_OPEN, "1")
 
     def flush(self) -> None:
         """Commit the open batch, if there is one (one that cannot be committed, a full
@@ -305,48 +305,33 @@ class SqliteStore(SqlStore, Frontier):
         self._lost = True
         self._closed = 0
 
-    def _reading(self) -> AbstractContextManager[sqlite3.Connection]:
-        return nullcontext(self.conn)
+    def close(self) -> None:
+        """(The connection is the caller's.)"""
 
-    def _writing(self, closes: bool = False) -> AbstractContextManager[sqlite3.Connection]:
-        return self._batched(closes)
+    # -- hosts: every host is this process's --
 
-    def _committing(self) -> AbstractContextManager[sqlite3.Connection]:
-        return self._tx()
-
-    def _page_links(self, conn: sqlite3.Connection, fetched: FetchedPage) -> Links:
-        return list(fetched.links)
-
-    def _queue(self, conn: sqlite3.Connection, links: Links) -> Counter[str]:
-        woken: Counter[str] = Counter()
-        for link, depth, parent in links:
-            added, host = self._add(link, depth, parent)
-            if added == "queued":
-                woken[host] += 1
-        return woken
-
-    def _store_page(self, conn: sqlite3.Connection, page: Page, role: str) -> None:
-        store_page(conn, page, role)
-
-    # -- hosts: one process per SQLite database (a lock file), so every host is ours --
-
-    def lease_host(self, host: str, lease: str) -> Lease | None:
+    def lease_host(self, host: str, lease: str, now: float) -> Lease:
         return Lease(None)
 
-    def hold_host(self, host: str, lease: str, claimed: str | None) -> bool:
-        """Always True (every host is this process's). The claim's first request counts
-        its attempt, a write into the open batch: on disk before the request is sent when
-        each write is committed (careful mode, or ``batch=False``); otherwise with the
-        batch's commit (:data:`BATCH_URLS`, :data:`BATCH_SECONDS`, another write that
-        commits, :meth:`end_run`): a kill before it loses the count (and the claim too,
-        unless a commit came between them), so the URL is queued again uncounted and the
-        next run, careful, commits each count before its request."""
-        if claimed is None or claimed in self._sent:
+    @contextmanager
+    def holding(
+        self, host: str, lease: str, claimed: str | None, first: bool
+    ) -> Iterator[tuple[bool, sqlite3.Connection | None]]:
+        """Always held. A claim's first request counts its attempt, a write into the open
+        batch: on disk before the request is sent when each write is committed (careful
+        mode, or ``batch=False``); otherwise with the batch's commit: a kill before it
+        loses the count (and the claim too, unless a commit came between them), so the
+        URL is queued again uncounted and the next run, careful, commits each count
+        before its request."""
+        if not first:
             self._flush_if_old()
-        else:
-            with self._batched() as conn:
-                self._count_attempt(conn, claimed, lease)
-        return True
+            yield True, None
+            return
+        with self.writing() as conn:
+            yield True, conn
+
+    def claiming(self, host: str, lease: str) -> AbstractContextManager[sqlite3.Connection]:
+        return self.writing()
 
     def release_host(self, host: str, lease: str) -> None:
         pass
@@ -354,12 +339,29 @@ class SqliteStore(SqlStore, Frontier):
     def work_elsewhere(self, lease: str) -> dict[str, float]:
         return {}
 
-    def claim(self, host: str, lease: str) -> Claim | None:
-        with self._batched():
-            claim = self._claim(host, lease)
-        if claim is not None:
-            self._sent.discard(claim.url)  # a new claim: nothing sent yet
-        return claim
+
+class SqliteStore(SqlStore):
+    """:class:`CrawlStore` on an SQLite crawl database (:class:`SqliteEngine`)."""
+
+    engine: SqliteEngine
+
+    def __init__(
+        self,
+        conn: sqlite3.Connection,
+        clock: Callable[[], float],
+        limits: FrontierLimits | None = None,
+        *,
+        batch: bool = False,
+        monotonic: Callable[[], float] = time.monotonic,
+        cache_kib: int = CACHE_KIB,
+    ) -> None:
+        engine = SqliteEngine(conn, batch=batch, monotonic=monotonic, cache_kib=cache_kib)
+        super().__init__(engine, clock, limits)
+        self.conn = conn
+
+    def flush(self) -> None:
+        """Commit the open batch (:meth:`SqliteEngine.flush`)."""
+        self.engine.flush()
 
 
 class StoreKnownHosts:

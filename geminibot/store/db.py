@@ -31,8 +31,8 @@ from geminibot.store.upgrade import (
     SCHEMA_VERSION,
     VERSION_QUERY,
     check_version,
+    database_version,
     upgrade,
-    version_of,
 )
 
 __all__ = ["SCHEMA_VERSION", "DatabaseError", "connect", "transaction"]
@@ -44,14 +44,11 @@ BUSY_TIMEOUT_MS = 10_000
 def sqlite_version(conn: sqlite3.Connection) -> int | None:
     """The schema version of an SQLite crawl database (see :mod:`geminibot.store.upgrade`):
     None for an empty file, 0 for a file of another application."""
-    row = conn.execute(
-        "SELECT count(*), count(CASE WHEN name = 'alembic_version' THEN 1 END) FROM sqlite_master"
-    ).fetchone()
-    if row[1]:
-        stored = conn.execute(VERSION_QUERY).fetchone()
-        return version_of(str(stored[0])) if stored else 0
-    legacy = int(conn.execute("PRAGMA user_version").fetchone()[0])
-    return legacy if legacy or row[0] else None
+    return database_version(
+        conn,
+        "SELECT name FROM sqlite_master WHERE type = 'table'",
+        lambda _: int(conn.execute("PRAGMA user_version").fetchone()[0]),
+    )
 
 
 def connect(

@@ -1,48 +1,43 @@
-"""The frontier and visited set of an SQLite crawl database (table ``urls``): one row per
-normalised URL the crawl ever met, ``queued``, ``leased`` (claimed), ``done``, ``refused``,
-``failed``, ``not_found`` (51/404: asked again later), ``gone`` (52/410) or ``trapped``; a
-finished URL is queued again when it is due for a revisit (:mod:`geminibot.store.freshness`),
-or made due at once by ``geminibot recheck`` (:mod:`geminibot.store.recheck`); a link met
-again to a ``not_found`` URL makes it due sooner (:func:`linked_again`).
+"""The frontier and visited set (table ``urls``): one row per normalised URL the crawl ever
+met, ``queued``, ``leased`` (claimed), ``done``, ``refused``, ``failed``, ``not_found``
+(51/404: asked again later), ``gone`` (52/410) or ``trapped``; a finished URL is queued
+again when it is due for a revisit (:mod:`geminibot.store.freshness`), or made due at once
+by ``geminibot recheck`` (:mod:`geminibot.store.recheck`); a link met again to a
+``not_found`` URL makes it due sooner (:func:`linked_again`).
 
-What holds, each by its tests:
-
-- a ``kill -9`` leaves only ``leased`` rows to repair: :meth:`Frontier.recover` queues
-  them again (``tests/store/test_store_frontier.py``, ``tests/crawl/test_crawl_kill.py``);
-- ``attempts`` counts the requests sent since the URL's last answer, a claim given back
-  unsent counting none; a URL left leased after :data:`MAX_URL_ATTEMPTS` is given up as
-  ``failed``, so one hostile page cannot stop every resume
-  (``tests/store/test_store_attempts.py``);
-- the trap bounds of :mod:`geminibot.store.traps` record a rejected URL as ``trapped``
-  and a refusing decision (``trap: <bound>``), alike on both stores, the deep URLs of a
-  host counted in ``hosts.deep_urls`` (``tests/store/test_store_traps.py``, the edges in
-  ``tests/store/test_store_frontier.py``).
+:class:`Frontier` admits URLs in batches, written once for both engines: the hosts a batch
+touches are locked in host order first (PostgreSQL; SQLite has one writer), so the trap
+bounds of :mod:`geminibot.store.traps` are counted exactly across processes and no two
+transactions deadlock. What holds, each by its tests: a ``kill -9`` leaves only ``leased``
+rows to repair (``tests/store/test_store_frontier.py``, ``tests/crawl/test_crawl_kill.py``);
+a URL left leased after :data:`MAX_URL_ATTEMPTS` is given up as ``failed``
+(``tests/store/test_store_attempts.py``); a trapped URL is recorded with a refusing
+decision, alike on both engines (``tests/store/test_store_traps.py``).
 """
 
 from __future__ import annotations
 
-import sqlite3
-from collections.abc import Callable, Collection, Iterable, Sequence
-from contextlib import AbstractContextManager
-from dataclasses import dataclass
+from collections import Counter
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
 from datetime import UTC, date, datetime
+from typing import Any
 
 from geminibot.store import statements as q
 from geminibot.store import traps
-from geminibot.store.db import transaction
 from geminibot.store.freshness import NOT_FOUND_FIRST
-from geminibot.store.sqlite_sql import ENGINE
+from geminibot.store.statements import Engine
 from geminibot.store.traps import CAP_REASON, FrontierLimits, trap_decision, trap_reason
 from geminibot.urls import URL, host_key, host_of, parse_url
 
-__all__ = ["Claim", "Frontier", "host_key"]
-
-#: The statements compiled for SQLite.
-SQL = ENGINE.sql
+__all__ = ["MAX_URL_ATTEMPTS", "Claim", "Frontier", "host_key"]
 
 #: Attempts at one URL (requests sent) cut short (by a crash, or an error while processing
 #: it) before the URL is given up and recorded failed.
 MAX_URL_ATTEMPTS = 3
+
+#: Links to admit: (URL, depth, parent).
+Links = Iterable[tuple[str, int, str | None]]
 
 
 @dataclass(frozen=True)
@@ -54,13 +49,10 @@ class Claim:
     depth: int
 
 
-#: Query strings already on a (host, path), not trapped (searched in ``urls_query_path``,
-#: which holds the URLs with a query string only).
-QUERIES_ON_PATH = (
-    "SELECT count(*) FROM urls WHERE host = ? AND path = ? AND has_query = 1 AND state != 'trapped'"
-)
-#: A host's oldest queued URL.
-CLAIM = "SELECT url, depth FROM urls WHERE host = ? AND state = 'queued' ORDER BY id LIMIT 1"
+def give_up_params(now: float, **params: object) -> dict[str, object]:
+    """The parameters of a :func:`~geminibot.store.statements.give_up` statement at
+    ``now`` (with its scope's): URLs given up after :data:`MAX_URL_ATTEMPTS`."""
+    return {**params, "now": now, "max": MAX_URL_ATTEMPTS}
 
 
 def linked_again(url: str, now: float) -> dict[str, object]:
@@ -80,186 +72,232 @@ def utc_date(timestamp: float) -> date:
     return datetime.fromtimestamp(timestamp, UTC).date()
 
 
+#: The parameters of :data:`~geminibot.store.statements.ADD_URL`.
+_URL_ROW = ("url", "host", "path", "has_query", "depth", "parent", "state", "reason", "now")
+
+
+@dataclass
+class _Counts:
+    """A host's live URLs (``urls_total``) and deep URLs (``deep_urls``, None: not counted
+    yet) while a batch is admitted (its row locked), and the counts it was read with."""
+
+    total: int
+    deep: int | None
+
+    def __post_init__(self) -> None:
+        self.was = (self.total, self.deep)
+
+    def queued(self, path: str) -> None:
+        """One more live URL, at ``path``."""
+        self.total += 1
+        if self.deep is not None and traps.is_deep(path):
+            self.deep += 1
+
+
+def _capped(known: tuple[str, str | None]) -> bool:
+    """Whether a URL's (state, reason) says the per-host cap trapped it."""
+    state, reason = known
+    return state == "trapped" and str(reason).endswith(CAP_REASON)
+
+
+def _wakes(known: tuple[str, str | None]) -> bool:
+    """Whether a link met again changes a known URL: one the per-host cap trapped (queued
+    again if its host has room), one not found (due sooner)."""
+    return known[0] == "not_found" or _capped(known)
+
+
+@dataclass
+class Batch:
+    """URLs on their way into the frontier (:meth:`Frontier.prepare`)."""
+
+    #: What happened to each URL met, by normalised URL (the known ones first).
+    result: dict[str, str] = field(default_factory=dict)
+    #: The URLs to admit (not known, or trapped by the per-host cap), normalised.
+    new: dict[str, tuple[URL, int, str | None]] = field(default_factory=dict)
+    #: Their hosts' counts, the rows locked.
+    counts: dict[str, _Counts] = field(default_factory=dict)
+    #: Those of them the table holds, with their state and reason.
+    known: dict[str, tuple[str, str | None]] = field(default_factory=dict)
+    #: The hosts that got newly queued URLs, with how many (:meth:`Frontier.admit`).
+    woken: Counter[str] = field(default_factory=Counter)
+
+
 class Frontier:
-    """Queue operations over the ``urls`` table; ``clock`` gives wall-clock seconds."""
+    """Admission of URLs into the ``urls`` table on one engine (``engine``'s statements;
+    ``array`` turns a list into the engine's list parameter; ``exclusive``: one process
+    writes the database, as on SQLite); ``clock`` gives wall-clock seconds."""
 
     def __init__(
         self,
-        conn: sqlite3.Connection,
+        engine: Engine,
+        array: Callable[[list[str]], object],
         clock: Callable[[], float],
-        limits: FrontierLimits | None = None,
+        limits: FrontierLimits,
+        *,
+        exclusive: bool = False,
     ) -> None:
-        self.conn = conn
+        self.sql = engine.sql
+        self.array = array
+        self.exclusive = exclusive
         self.clock = clock
-        self.limits = limits or FrontierLimits()
+        self.limits = limits
 
-    # --- writes that belong to a larger transaction (the caller holds it) ---
-
-    def add(self, url: str, depth: int, parent: str | None = None) -> str:
-        """Put a normalised ``gemini://`` or ``http(s)://`` URL in the frontier; call inside a
-        transaction.
-
-        Returns ``"queued"``, ``"known"`` (already seen, in any state) or
-        ``"trapped: <bound>"`` (recorded, never fetched).
-        """
-        return self._add(url, depth, parent)[0]
-
-    def _add(self, url: str, depth: int, parent: str | None) -> tuple[str, str]:
-        """:meth:`add`, and the URL's host key. A URL the table holds as it is given is
-        known without being parsed (the table holds normalised URLs only, and normalising
-        a normalised URL gives it back): most links of a page are."""
-        conn = self.conn
-        known = conn.execute(SQL[q.URL_STATE], {"url": url}).fetchone()
-        parsed = None
-        if known is None:
-            parsed = parse_url(url)
-            if str(parsed) != url:  # normalised (geminibot.urls, RFC 3986 6.2.2) first
-                url = str(parsed)
-                known = conn.execute(SQL[q.URL_STATE], {"url": url}).fetchone()
-        if known is not None:
-            if known[0] == "not_found":
-                conn.execute(SQL[q.LINKED_AGAIN], linked_again(url, self.clock()))
-            if known[0] == "trapped" and str(known[1]).endswith(CAP_REASON):
-                parsed = parse_url(url)
-                host = host_of(parsed)
-                if self._room(host):
-                    # the per-host cap counts live URLs: room again, so the URL is queued now
-                    conn.execute(SQL[q.REQUEUE_CAPPED], {"now": self.clock(), "url": url})
-                    self._count_queued(host, parsed.path)
-                    return "queued", host
-            return "known", ""
-        assert parsed is not None
-        host, path, has_query = host_of(parsed), parsed.path, parsed.query is not None
+    def lock_hosts(self, conn: Any, hosts: Iterable[str]) -> dict[str, _Counts]:
+        """Create the missing ``hosts`` rows and lock them all, in host order, until the
+        transaction ends (:data:`~geminibot.store.statements.LOCK_HOSTS`); each one's
+        counts. (``exclusive``: no other process writes, so only the missing rows are
+        made, after the others are read.)"""
+        ordered = sorted(set(hosts))
         now = self.clock()
-        conn.execute(
-            "INSERT INTO hosts (host, first_seen) VALUES (?, ?) ON CONFLICT (host) DO NOTHING",
-            (host, now),
-        )
-        reason = self._trap(parsed, host, depth)
-        state = "trapped" if reason else "queued"
-        conn.execute(
-            "INSERT INTO urls (url, host, path, has_query, depth, parent, state, reason,"
-            " updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-            (url, host, path, int(has_query), depth, parent, state, reason, now),
-        )
-        if reason:
-            decision = {"url": url, "host": host, "allowed": False, "at": now}
-            conn.execute(SQL[q.LOG_DECISION], {**decision, "reason": trap_decision(reason)})
-            return f"trapped: {reason}", host
-        self._count_queued(host, path)
-        return "queued", host
+        if not self.exclusive:
+            rows = [{"host": host, "now": now} for host in ordered]
+            conn.cursor().executemany(self.sql[q.ADD_HOST], rows)
+        rows = conn.execute(self.sql[q.LOCK_HOSTS], {"hosts": self.array(ordered)}).fetchall()
+        counts = {str(host): _Counts(int(total), deep) for host, total, deep in rows}
+        missing = [{"host": host, "now": now} for host in ordered if host not in counts]
+        if missing:
+            conn.cursor().executemany(self.sql[q.ADD_HOST], missing)
+            counts.update((str(row["host"]), _Counts(0, None)) for row in missing)
+        return counts
 
-    def _count_queued(self, host: str, path: str) -> None:
-        """One more live URL on ``host`` (a deep one counted as such, once counted)."""
-        self.conn.execute(
-            "UPDATE hosts SET urls_total = urls_total + 1, deep_urls = deep_urls + ?"
-            " WHERE host = ?",
-            (int(traps.is_deep(path)), host),
-        )
+    def add(self, conn: Any, links: Links) -> dict[str, str]:
+        """Put URLs in the frontier, in the caller's transaction (:meth:`prepare`, then
+        :meth:`admit`). What happened to each, by normalised URL: ``"queued"``,
+        ``"known"`` or ``"trapped: <bound>"``."""
+        return self.admit(conn, self.prepare(conn, links))
 
-    def _trap(self, url: URL, host: str, depth: int) -> str | None:
-        path = url.path
-        (total,) = self.conn.execute(
-            "SELECT urls_total FROM hosts WHERE host = ?", (host,)
-        ).fetchone()
-        queries = None
-        if url.query is not None:
-            (queries,) = self.conn.execute(QUERIES_ON_PATH, (host, path)).fetchone()
-        deep = self._deep_on(host) if traps.is_deep(path) else None
-        today = utc_date(self.clock())
-        known = self._known(traps.calendar_neighbours(url, today))
-        return trap_reason(
-            self.limits, url, depth, total, queries, today=today, deep_on_host=deep, known=known
-        )
+    def prepare(self, conn: Any, links: Links, also: str | None = None) -> Batch:
+        """The first half of :meth:`add`, before anything else is written in the
+        transaction: the URLs the table holds as given are known without being parsed
+        (most links of a page are); the others are normalised, and their hosts (with
+        ``also``, the page's own) created and locked in host order, and only then looked
+        up again (another process may have added one meanwhile; unless ``exclusive``)."""
+        given: dict[str, tuple[int, str | None]] = {}
+        for url, depth, parent in links:
+            given.setdefault(url, (depth, parent))
+        batch = Batch()
+        known = self._states(conn, list(given)) if given else {}
+        for url, (depth, parent) in given.items():
+            if url in known and not _wakes(known[url]):
+                batch.result.setdefault(url, "known")
+                continue
+            parsed = parse_url(url)
+            batch.new.setdefault(str(parsed), (parsed, depth, parent))
+        if batch.new:
+            hosts = [host_of(parsed) for parsed, _, _ in batch.new.values()]
+            batch.counts = self.lock_hosts(conn, [*hosts, *([also] if also else [])])
+            if self.exclusive:  # (what was read holds: look up only the names not given)
+                batch.known = {name: known[name] for name in batch.new if name in known}
+                unseen = [name for name in batch.new if name not in given]
+                batch.known.update(self._states(conn, unseen) if unseen else {})
+            else:
+                batch.known = self._states(conn, list(batch.new))
+        return batch
 
-    def _known(self, urls: Collection[str]) -> set[str]:
+    def admit(self, conn: Any, batch: Batch) -> dict[str, str]:
+        """The second half of :meth:`add`: the trap bounds applied to the new URLs in the
+        order met, a URL trapped by the per-host cap queued again once its host has room."""
+        result, counts, known = batch.result, batch.counts, batch.known
+        if not batch.new:
+            return result
+        now = self.clock()
+        today = utc_date(now)
+        queries: dict[tuple[str, str], int] = {}
+        rows: list[dict[str, object]] = []
+        for url, (parsed, depth, parent) in batch.new.items():
+            host, path, has_query = host_of(parsed), parsed.path, parsed.query is not None
+            if has_query and (host, path) not in queries:
+                queries[(host, path)] = self._count(conn, q.QUERIES_ON_PATH, host=host, path=path)
+            host_counts = counts[host]
+            if url in known:
+                what = self._met_again(conn, url, known[url], host_counts.total, now)
+            else:
+                near = traps.calendar_neighbours(parsed, today)
+                reason = trap_reason(
+                    self.limits,
+                    parsed,
+                    depth,
+                    host_counts.total,
+                    queries.get((host, path)),
+                    today=today,
+                    deep_on_host=self._deep(conn, host, host_counts, path),
+                    known=self._held(conn, near) | (near & result.keys()) if near else (),
+                )
+                what = "queued" if reason is None else f"trapped: {reason}"
+                state = "trapped" if reason else "queued"
+                rows.append(
+                    dict(
+                        zip(
+                            _URL_ROW,
+                            (url, host, path, has_query, depth, parent, state, reason, now),
+                            strict=True,
+                        )
+                    )
+                )
+            result[url] = what
+            if what == "queued":
+                batch.woken[host] += 1
+                host_counts.queued(path)
+                if has_query:
+                    queries[(host, path)] += 1
+        self._insert(conn, rows, now)
+        for host in sorted(counts):
+            one = counts[host]
+            if (one.total, one.deep) != one.was:
+                params = {"total": one.total, "deep": one.deep, "host": host}
+                conn.execute(self.sql[q.SET_HOST_COUNTS], params)
+        return result
+
+    def _count(self, conn: Any, statement: Any, **params: object) -> int:
+        row = conn.execute(self.sql[statement], params).fetchone()
+        return int(row[0]) if row else 0
+
+    def _states(self, conn: Any, urls: list[str]) -> dict[str, tuple[str, str | None]]:
+        """The state and reason of those of ``urls`` the table holds."""
+        rows = conn.execute(self.sql[q.URL_STATES], {"urls": self.array(urls)}).fetchall()
+        return {str(r[0]): (str(r[1]), r[2]) for r in rows}
+
+    def _held(self, conn: Any, urls: Iterable[str]) -> set[str]:
         """Those of ``urls`` the frontier holds (in any state)."""
-        if not urls:
-            return set()
-        marks = ",".join("?" * len(urls))
-        rows = self.conn.execute(f"SELECT url FROM urls WHERE url IN ({marks})", list(urls))
-        return {str(row[0]) for row in rows}
+        return set(self._states(conn, list(urls)))
 
-    def _deep_on(self, host: str) -> int:
-        """The host's deep URLs that are not trapped (``hosts.deep_urls``, counted from
-        its rows the first time)."""
-        (deep,) = self.conn.execute(
-            "SELECT deep_urls FROM hosts WHERE host = ?", (host,)
-        ).fetchone()
-        if deep is None:
-            deep = count_deep(self.conn.execute(SQL[q.DEEP_PATHS], {"host": host}))
-            self.conn.execute("UPDATE hosts SET deep_urls = ? WHERE host = ?", (deep, host))
-        return int(deep)
-
-    def _room(self, host: str) -> bool:
-        """Whether ``host`` has fewer live URLs (``hosts.urls_total``: queued, leased,
-        done, refused or failed; not trapped, not gone) than the per-host cap."""
-        row = self.conn.execute("SELECT urls_total FROM hosts WHERE host = ?", (host,)).fetchone()
-        return row is None or int(row[0]) < self.limits.max_urls_per_host
-
-    def finish(self, url: str, state: str, reason: str | None = None) -> None:
-        """Close a leased URL as done/refused/failed/not_found/gone; call inside a
-        transaction. Only a failure keeps the URL's attempts counted."""
-        self.conn.execute(SQL[q.FINISH], q.finish_params(url, state, reason, self.clock()))
-
-    # --- self-contained transactions ---
-
-    def _tx(self) -> AbstractContextManager[sqlite3.Connection]:
-        """The transaction a self-contained operation runs in (committed when it ends)."""
-        return transaction(self.conn)
-
-    def seed(self, urls: list[str]) -> dict[str, str]:
-        """Add seed URLs (depth 0) in one transaction; returns what happened to each."""
-        with self._tx():
-            return {url: self.add(url, 0) for url in urls}
-
-    def recover(self) -> int:
-        """Return leases left by a killed run to the queue, except those of URLs whose
-        attempts were cut short :data:`MAX_URL_ATTEMPTS` times (recorded failed); returns
-        how many went back to the queue."""
-        with self._tx():
-            return self._recover()
-
-    def _recover(self) -> int:
-        """:meth:`recover` inside the caller's transaction."""
-        self.conn.execute(
-            "UPDATE urls SET state = 'failed', lease = NULL, updated_at = ?, next_visit = NULL,"
-            " reason = 'given up: ' || attempts || ' attempts ended abnormally'"
-            " WHERE state = 'leased' AND attempts >= ?",
-            (self.clock(), MAX_URL_ATTEMPTS),
-        )
-        cur = self.conn.execute(
-            "UPDATE urls SET state = 'queued', lease = NULL WHERE state = 'leased'"
-        )
-        return cur.rowcount
-
-    def claim(self, host: str, lease: str) -> Claim | None:
-        """Lease the oldest queued URL of ``host`` (one transaction), or None if none."""
-        with self._tx():
-            return self._claim(host, lease)
-
-    def _claim(self, host: str, lease: str) -> Claim | None:
-        """:meth:`claim` inside the caller's transaction."""
-        row = self.conn.execute(CLAIM, (host,)).fetchone()
-        if row is None:
+    def _deep(self, conn: Any, host: str, counts: _Counts, path: str) -> int | None:
+        """The host's deep URLs not trapped, counted from its rows the first time (None:
+        ``path`` is not deep, and they are not counted)."""
+        if not traps.is_deep(path):
             return None
-        self.conn.execute(SQL[q.MARK_LEASED], {"lease": lease, "now": self.clock(), "url": row[0]})
-        return Claim(url=row[0], host=host, depth=int(row[1]))
+        if counts.deep is None:
+            counts.deep = count_deep(conn.execute(self.sql[q.DEEP_PATHS], {"host": host}))
+        return counts.deep
 
-    # --- reads ---
+    def _insert(self, conn: Any, rows: list[dict[str, object]], now: float) -> None:
+        """Insert new ``urls`` rows in the order met, and each trapped one's refusing
+        decision."""
+        if rows:
+            conn.cursor().executemany(self.sql[q.ADD_URL], rows)
+        trapped = [
+            {
+                "url": row["url"],
+                "host": row["host"],
+                "allowed": False,
+                "reason": trap_decision(str(row["reason"])),
+                "at": now,
+            }
+            for row in rows
+            if row["reason"]
+        ]
+        if trapped:
+            conn.cursor().executemany(self.sql[q.LOG_DECISION], trapped)
 
-    def hosts_with_work(self) -> dict[str, int]:
-        """Hosts with queued URLs, oldest work first, with how many each."""
-        rows = self.conn.execute(SQL[q.HOSTS_WITH_WORK]).fetchall()
-        return {str(r[0]): int(r[1]) for r in rows}
-
-    def queued(self) -> int:
-        return int(self.conn.execute(SQL[q.COUNT_QUEUED]).fetchone()[0])
-
-    def leased(self) -> list[str]:
-        rows = self.conn.execute(SQL[q.LEASED])
-        return [str(r[0]) for r in rows.fetchall()]
-
-    def state_of(self, url: str) -> tuple[str, str | None] | None:
-        row = self.conn.execute(SQL[q.URL_STATE], {"url": url}).fetchone()
-        return None if row is None else (str(row[0]), row[1])
+    def _met_again(
+        self, conn: Any, url: str, known: tuple[str, str | None], host_total: int, now: float
+    ) -> str:
+        """A known URL met again: ``queued`` again if the per-host cap trapped it and its
+        host has room now (the cap counts live URLs); otherwise ``known`` (one not found
+        made due sooner)."""
+        if known[0] == "not_found":
+            conn.execute(self.sql[q.LINKED_AGAIN], linked_again(url, now))
+        if not _capped(known) or host_total >= self.limits.max_urls_per_host:
+            return "known"
+        conn.execute(self.sql[q.REQUEUE_CAPPED], {"now": now, "url": url})
+        return "queued"

@@ -1,14 +1,14 @@
 """Writing fetched pages into the index.
 
 A :class:`Page` is what the crawler learned from one response, already extracted (title,
-headings, text, links). :func:`store_page` writes it: metadata always, outgoing links
+headings, text, links). :func:`write_page` writes it: metadata always, outgoing links
 always, and the searchable text only when the page is text and the role allows it
 (``researcher`` keeps statistics and links, never page text), at most
 :data:`MAX_INDEXED_CHARS` characters of its body and of its headings
 (:func:`indexed_text`: a page may be megabytes long; what it puts in the index, and so
 what any search may have to read of it, is bounded).
 
-:func:`store_page` runs inside the caller's transaction, so a page, its links and the
+:func:`write_page` runs inside the caller's transaction, so a page, its links and the
 frontier rows for those links commit together or not at all. Writing the same page twice
 replaces the first copy (idempotent).
 """
@@ -17,6 +17,10 @@ from __future__ import annotations
 
 import sqlite3
 from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from geminibot.store.statements import Engine
 
 #: Roles whose index keeps page text (title, headings, body) for search.
 TEXT_ROLES = frozenset({"indexer", "archiver"})
@@ -30,10 +34,6 @@ MAX_INDEXED_CHARS = 262_144
 #: later gives it its label when the file is fetched again.
 MAX_FILE_LABELS = 50
 MAX_FILE_LABEL_CHARS = 4_000
-#: The labels of the links to a file, by target (``links_target``); {mark}: a placeholder.
-FILE_LABELS = "SELECT DISTINCT label FROM links WHERE target = {mark} AND label != '' LIMIT {mark}"
-#: A page entering the searchable text, for the derived index (SQLite).
-LOG_CHANGE = "INSERT INTO index_changes (page_id) VALUES (?)"
 
 
 @dataclass(frozen=True)
@@ -123,49 +123,49 @@ def with_labels(page: Page, labels: list[str]) -> Page:
     return replace(page, title=labels[0][:200], text=f"{shown}\n{page.text or ''}")
 
 
-def store_page(conn: sqlite3.Connection, page: Page, role: str) -> int:
-    """Insert or replace ``page``; return its row id. Call inside a transaction.
+def write_page(conn: Any, engine: Engine, page: Page, role: str) -> int:
+    """Insert or replace ``page`` on ``engine``'s connection ``conn``: its row, its links,
+    its text in the engine's full-text index; its row id. Call inside a transaction."""
+    from geminibot.store import statements as q  # (SQLAlchemy: not for every Page user)
 
-    A page entering the searchable text is logged in ``index_changes`` here, not by a
-    trigger (the version 10 migration says why); its deletion is logged by a trigger."""
+    sql = engine.sql
     if is_file(page):
-        sql = FILE_LABELS.format(mark="?")
-        page = with_labels(page, [r[0] for r in conn.execute(sql, (page.url, MAX_FILE_LABELS))])
+        found = conn.execute(sql[q.FILE_LABELS], {"url": page.url, "limit": MAX_FILE_LABELS})
+        page = with_labels(page, [r[0] for r in found.fetchall()])
     row = page_row(page, role)
-    keep_text = bool(row["keep"])
-    old = conn.execute("SELECT id FROM pages WHERE url = ?", (page.url,)).fetchone()
+    keep = bool(row["keep"])
+    old = conn.execute(sql[q.PAGE_ID], {"url": page.url}).fetchone()
     if old is not None:
-        conn.execute("DELETE FROM pages_fts WHERE rowid = ?", (old[0],))
-        conn.execute("DELETE FROM pages WHERE id = ?", (old[0],))
-    cur = conn.execute(
-        "INSERT INTO pages (url, host, status, meta, mime, lang, size, content_hash, fetched_at,"
-        " title, duplicate_of, redirect_to, text_indexed, changed_at, gone_at, charset_ok)"
-        " VALUES (:url, :host, :status, :meta, :mime, :lang, :size, :hash, :at, :title, :dup,"
-        " :redirect, :keep, :changed, :gone, :charset_ok)",
-        row,
-    )
-    page_id = cur.lastrowid
-    assert page_id is not None
-    conn.executemany(
-        "INSERT INTO links (page_id, position, target, label) VALUES (?, ?, ?, ?)",
-        [
-            (page_id, i, link.target, link.label if keep_text else "")
+        conn.execute(sql[engine.drop_text], {"id": old[0]})
+        conn.execute(sql[q.DELETE_PAGE], {"id": old[0]})
+    text = {
+        "headings": indexed_text("\n".join(page.headings)) if keep else None,
+        "body": indexed_text(page.text or "") if keep else None,
+    }
+    added = conn.execute(sql[engine.add_page], {**row, **text})
+    page_id = getattr(added, "lastrowid", None)  # (sqlite3's; psycopg has none)
+    if page_id is None:
+        page_id = int(conn.execute(sql[q.PAGE_ID], {"url": page.url}).fetchone()[0])
+    if page.links:
+        links = [
+            {"id": page_id, "position": i, "target": link.target, "label": link.label}
+            if keep
+            else {"id": page_id, "position": i, "target": link.target, "label": ""}
             for i, link in enumerate(page.links)
-        ],
-    )
-    if keep_text:
-        conn.execute(
-            "INSERT INTO pages_fts (rowid, title, headings, body, url) VALUES (?, ?, ?, ?, ?)",
-            (
-                page_id,
-                page.title,
-                indexed_text("\n".join(page.headings)),
-                indexed_text(page.text or ""),
-                page.url,
-            ),
-        )
-        conn.execute(LOG_CHANGE, (page_id,))
+        ]
+        conn.cursor().executemany(sql[q.ADD_LINK], links)
+    if keep:
+        params = {"id": page_id, "title": page.title, "url": page.url, **text}
+        for statement in engine.add_text:
+            conn.execute(sql[statement], params)
     return page_id
+
+
+def store_page(conn: sqlite3.Connection, page: Page, role: str) -> int:
+    """:func:`write_page` on an SQLite connection."""
+    from geminibot.store.sqlite_sql import ENGINE
+
+    return write_page(conn, ENGINE, page, role)
 
 
 def find_by_hash(conn: sqlite3.Connection, content_hash: str, url: str) -> str | None:

@@ -1,4 +1,4 @@
-"""The crawl database on PostgreSQL: connection, schema by version, pages.
+"""The crawl database on PostgreSQL: connection and schema by version.
 
 The same tables as the SQLite file (:mod:`geminibot.store.db`), in PostgreSQL's types, plus
 what several crawl processes sharing one database need: ``host_leases`` (which process
@@ -21,22 +21,12 @@ import re
 from typing import TYPE_CHECKING, Any
 
 from geminibot.store.errors import DatabaseError
-from geminibot.store.pages import (
-    FILE_LABELS,
-    MAX_FILE_LABELS,
-    Page,
-    indexed_text,
-    is_file,
-    page_row,
-    with_labels,
-)
 from geminibot.store.upgrade import (
     PG_LEGACY_VERSIONS,
     SCHEMA_VERSION,
-    VERSION_QUERY,
     check_version,
+    database_version,
     upgrade,
-    version_of,
 )
 
 if TYPE_CHECKING:
@@ -88,19 +78,15 @@ def connect(conninfo: str, *, create: bool = True) -> psycopg.Connection[Any]:
 def schema_version(conn: psycopg.Connection[Any]) -> int | None:
     """The database's schema version (see :mod:`geminibot.store.upgrade`); None for an
     empty database, 0 for one of another application."""
-    row = conn.execute(
-        "SELECT to_regclass('alembic_version') IS NOT NULL,"
-        " to_regclass('geminibot_schema') IS NOT NULL,"
-        " (SELECT count(*) FROM pg_tables WHERE schemaname = current_schema())"
-    ).fetchone()
-    assert row is not None
-    if row[0]:
-        stored = conn.execute(VERSION_QUERY).fetchone()
-        return version_of(str(stored[0])) if stored else 0
-    if row[1]:
-        legacy = conn.execute("SELECT version FROM geminibot_schema").fetchone()
-        return PG_LEGACY_VERSIONS.get(legacy[0], legacy[0]) if legacy else 0
-    return 0 if row[2] else None
+
+    def legacy(tables: set[str]) -> int:
+        if "geminibot_schema" not in tables:
+            return 0
+        row = conn.execute("SELECT version FROM geminibot_schema").fetchone()
+        return PG_LEGACY_VERSIONS.get(row[0], row[0]) if row else 0
+
+    tables = "SELECT tablename FROM pg_tables WHERE schemaname = current_schema()"
+    return database_version(conn, tables, legacy)
 
 
 def migrate(conn: psycopg.Connection[Any], conninfo: str, *, create: bool = True) -> None:
@@ -122,42 +108,3 @@ def migrate(conn: psycopg.Connection[Any], conninfo: str, *, create: bool = True
     except psycopg.Error as exc:
         reason = " ".join(str(exc).split())
         raise DatabaseError(f"{name}: cannot set up the schema: {reason}") from None
-
-
-# --- pages ---
-
-
-def store_page(cur: psycopg.Cursor[Any], page: Page, role: str) -> int:
-    """Insert or replace ``page`` (links and text as :func:`geminibot.store.pages.store_page`);
-    return its row id. Call inside a transaction."""
-    if is_file(page):
-        cur.execute(FILE_LABELS.format(mark="%s"), (page.url, MAX_FILE_LABELS))
-        page = with_labels(page, [r[0] for r in cur.fetchall()])
-    row = page_row(page, role)
-    keep_text = bool(row["keep"])
-    cur.execute("DELETE FROM pages WHERE url = %s", (page.url,))
-    headings = indexed_text("\n".join(page.headings)) if keep_text else None
-    cur.execute(
-        "INSERT INTO pages (url, host, status, meta, mime, lang, size, content_hash,"
-        " fetched_at, title, duplicate_of, redirect_to, text_indexed, changed_at, gone_at,"
-        " charset_ok, headings, body)"
-        " VALUES (%(url)s, %(host)s, %(status)s, %(meta)s, %(mime)s, %(lang)s, %(size)s,"
-        " %(hash)s, %(at)s, %(title)s, %(dup)s, %(redirect)s, %(keep)s, %(changed)s,"
-        " %(gone)s, %(charset_ok)s, %(headings)s, %(body)s) RETURNING id",
-        {**row, "headings": headings, "body": indexed_text(page.text or "") if keep_text else None},
-    )
-    added = cur.fetchone()
-    assert added is not None
-    page_id = int(added[0])
-    if page.links:
-        cur.execute(
-            "INSERT INTO links (page_id, position, target, label)"
-            " SELECT %s, n - 1, t, l FROM unnest(%s::text[], %s::text[])"
-            " WITH ORDINALITY AS x (t, l, n)",
-            (
-                page_id,
-                [link.target for link in page.links],
-                [link.label if keep_text else "" for link in page.links],
-            ),
-        )
-    return page_id

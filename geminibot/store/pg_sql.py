@@ -9,7 +9,7 @@ from __future__ import annotations
 import sqlalchemy as sa
 from sqlalchemy.dialects.postgresql import psycopg
 
-from geminibot.store.statements import Compiled, Engine
+from geminibot.store.statements import Compiled, Engine, add_page
 
 #: Every host's skip of the last run cleared, the rows locked in host order (as every
 #: transaction that adds URLs locks them: no two deadlock).
@@ -26,4 +26,5 @@ ENGINE = Engine(
     page_text=sa.text(
         "SELECT url, host, title, headings, body FROM pages WHERE text_indexed ORDER BY id"
     ),
+    add_page=add_page(("headings", "body")),
 )

@@ -8,7 +8,7 @@ from __future__ import annotations
 import sqlalchemy as sa
 from sqlalchemy.dialects import sqlite
 
-from geminibot.store.statements import Compiled, Engine
+from geminibot.store.statements import Compiled, Engine, add_page
 
 #: Every host's skip of the last run cleared (one process per SQLite database).
 CLEAR_SKIPS = sa.text("UPDATE hosts SET skipped_reason = NULL")
@@ -21,5 +21,14 @@ ENGINE = Engine(
     page_text=sa.text(
         "SELECT p.url, p.host, p.title, f.headings, f.body FROM pages p"
         " JOIN pages_fts f ON f.rowid = p.id WHERE p.text_indexed ORDER BY p.id"
+    ),
+    add_page=add_page(),
+    add_text=(
+        sa.text(
+            "INSERT INTO pages_fts (rowid, title, headings, body, url)"
+            " VALUES (:id, :title, :headings, :body, :url)"
+        ),
+        # (logged here, not by a trigger: the version 10 migration says why)
+        sa.text("INSERT INTO index_changes (page_id) VALUES (:id)"),
     ),
 )

@@ -1,12 +1,9 @@
-"""The crawl store's logic, written once for both engines (:class:`SqlStore`).
-
-:class:`~geminibot.store.crawlstore.SqliteStore` and :class:`~geminibot.store.pgstore.PgStore`
-run the same methods on the same statements (:mod:`geminibot.store.statements`,
-compiled for their engine); each gives only what differs: how a call gets its connection
-and transaction (SQLite batches the crawl loop's writes, PostgreSQL takes a pooled
-connection per call), how a page's links enter the frontier (one by one, or in one
-batch with the hosts locked in order), how a page is written (FTS5 or ``tsvector``), and
-the claims and host leases.
+"""The crawl store, written once for both engines (:class:`SqlStore`), over an engine
+strategy (:class:`EngineStrategy`) that gives only what truly differs: the transaction
+policy (SQLite batches the crawl loop's writes, PostgreSQL takes a pooled connection per
+call), the host leases of several crawl processes (PostgreSQL), and the statements of its
+dialect (:mod:`geminibot.store.statements`). URL admission is the
+:class:`~geminibot.store.frontier.Frontier`'s, in batches on both engines.
 """
 
 from __future__ import annotations
@@ -14,71 +11,171 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Callable
 from contextlib import AbstractContextManager
-from typing import Any
+from typing import Any, Protocol
 
-import sqlalchemy as sa
-
+from geminibot.store import records
 from geminibot.store import statements as q
 from geminibot.store.freshness import VANISHED_AFTER, VANISHED_FAILURES, Visit
-from geminibot.store.pages import Page
-from geminibot.store.records import (
-    CachedFile,
-    DecisionRecord,
-    FetchedPage,
-    FetchRecord,
-    HostState,
-    Revisit,
-    TLSRecord,
-)
-from geminibot.store.statements import Engine
+from geminibot.store.frontier import Claim, Frontier, give_up_params
+from geminibot.store.pages import write_page
+from geminibot.store.records import CachedFile, FetchedPage, FetchRecord, HostState, Lease, Revisit
+from geminibot.store.records import DecisionRecord as Decision
+from geminibot.store.statements import Engine, Statement
 from geminibot.store.traps import FrontierLimits
-from geminibot.urls import host_key
+from geminibot.urls import normalise
 
-#: A page's links to queue: (URL, depth, parent).
-Links = list[tuple[str, int, str | None]]
+
+class EngineStrategy(Protocol):
+    """What differs between the engines under :class:`SqlStore`."""
+
+    #: The engine's compiled statements and its own few.
+    dialect: Engine
+    #: Recovery's scope: the leased URLs whose holder is gone (a condition on ``urls u``).
+    orphaned: str
+    #: Whether one process writes the database (no row locks needed).
+    exclusive: bool
+
+    def array(self, values: list[str]) -> object:
+        """A list as the engine's list parameter (:class:`~geminibot.store.statements.InList`)."""
+        ...
+
+    def reading(self) -> AbstractContextManager[Any]:
+        """A connection to read from."""
+        ...
+
+    def writing(self, closes: bool = False) -> AbstractContextManager[Any]:
+        """A write of the crawl loop's hot path (``closes``: it closes a claimed URL)."""
+        ...
+
+    def committing(self) -> AbstractContextManager[Any]:
+        """A write committed when it ends."""
+        ...
+
+    def recovering(self, conn: Any) -> None:
+        """Recovery is starting, in ``conn``'s transaction."""
+        ...
+
+    def end_run(self) -> None: ...
+    def close(self) -> None: ...
+
+    def lease_host(self, host: str, lease: str, now: float) -> Lease | None:
+        """Take or renew ``host`` (None: another process holds it); taken over from
+        another holder at ``now``, the claims it left are given up or queued again."""
+        ...
+
+    def holding(
+        self, host: str, lease: str, claimed: str | None, first: bool
+    ) -> AbstractContextManager[tuple[bool, Any]]:
+        """Whether ``host`` and ``claimed`` are still this process's right before a
+        request (the lease renewed), with a connection to count ``claimed``'s first
+        attempt in (``first``), else None."""
+        ...
+
+    def claiming(self, host: str, lease: str) -> AbstractContextManager[Any]:
+        """A transaction to claim a URL of ``host`` in; None: the host is not ours."""
+        ...
+
+    def release_host(self, host: str, lease: str) -> None: ...
+    def work_elsewhere(self, lease: str) -> dict[str, float]: ...
 
 
 class SqlStore:
-    """What both crawl stores do, over a DBAPI connection (sqlite3's or psycopg's)."""
+    """:class:`~geminibot.store.crawlstore.CrawlStore` over an engine strategy; every
+    method is one transaction (on SQLite, the crawl loop's are batched)."""
 
-    engine: Engine
-    clock: Callable[[], float]
-    limits: FrontierLimits
-    #: The URLs this process claimed whose request was sent (their attempt counted),
-    #: until the claim is closed or given back.
-    _sent: set[str]
+    def __init__(
+        self,
+        engine: EngineStrategy,
+        clock: Callable[[], float],
+        limits: FrontierLimits | None = None,
+    ) -> None:
+        self.engine = engine
+        self.clock = clock
+        self.limits = limits or FrontierLimits()
+        self.frontier = Frontier(
+            engine.dialect, engine.array, clock, self.limits, exclusive=engine.exclusive
+        )
+        self._sql = engine.dialect.sql
+        self._reading = engine.reading
+        self._writing = engine.writing
+        self._committing = engine.committing
+        #: The URLs this process claimed whose request was sent (their attempt
+        #: counted), until the claim is closed or given back.
+        self._sent: set[str] = set()
 
-    # -- what each engine gives --
-
-    def _reading(self) -> AbstractContextManager[Any]:
-        """A connection to read from."""
-        raise NotImplementedError
-
-    def _writing(self, closes: bool = False) -> AbstractContextManager[Any]:
-        """A write of the crawl loop's hot path (``closes``: it closes a claimed URL)."""
-        raise NotImplementedError
-
-    def _committing(self) -> AbstractContextManager[Any]:
-        """A write committed when it ends."""
-        raise NotImplementedError
-
-    def _page_links(self, conn: Any, fetched: FetchedPage) -> Links:
-        """The links of a page to queue, taken before anything else is written for it
-        (a page fetched unchanged, or gone, queues none)."""
-        raise NotImplementedError
-
-    def _queue(self, conn: Any, links: Links) -> Counter[str]:
-        """Put ``links`` in the frontier; the hosts that got newly queued URLs."""
-        raise NotImplementedError
-
-    def _store_page(self, conn: Any, page: Page, role: str) -> None:
-        raise NotImplementedError
-
-    def _run(
-        self, conn: Any, statement: sa.TextClause, params: dict[str, Any] | None = None
-    ) -> Any:
+    def _run(self, conn: Any, statement: Statement, params: dict[str, Any] | None = None) -> Any:
         """Run ``statement`` on ``conn``; its cursor."""
-        return conn.execute(self.engine.sql[statement], {} if params is None else params)
+        return conn.execute(self._sql[statement], {} if params is None else params)
+
+    def close(self) -> None:
+        self.engine.close()
+
+    def end_run(self) -> None:  # (what the engine holds back committed)
+        self.engine.end_run()
+
+    # -- the frontier --
+
+    def seed(self, urls: list[str]) -> dict[str, str]:
+        """Add seed URLs (depth 0) in one transaction; what happened to each, by the URL
+        as given (another name of one met before in the list is ``known``)."""
+        with self._committing() as conn:
+            added = self.frontier.add(conn, [(url, 0, None) for url in urls])
+        result: dict[str, str] = {}
+        met: set[str] = set()
+        for url in urls:
+            name = normalise(url)
+            result[url] = "known" if name in met else added[name]
+            met.add(name)
+        return result
+
+    def recover(self) -> int:
+        """Queue again the URLs left leased by a killed run (a live process's claims
+        stay theirs), except those whose attempts were cut short
+        :data:`~geminibot.store.frontier.MAX_URL_ATTEMPTS` times: recorded failed.
+        Returns how many went back to the queue."""
+        scope = self.engine.orphaned
+        with self._committing() as conn:
+            self.engine.recovering(conn)
+            self._run(conn, q.give_up(scope), give_up_params(self.clock()))
+            return int(self._run(conn, q.requeue_leased(scope)).rowcount)
+
+    def claim(self, host: str, lease: str) -> Claim | None:
+        """Lease the oldest queued URL of ``host`` (one another process holds is passed
+        over), or None if none (or the host is not ours)."""
+        row = None
+        with self.engine.claiming(host, lease) as conn:
+            if conn is not None:
+                row = self._run(conn, q.CLAIM, {"host": host}).fetchone()
+            if row is not None:
+                params = {"lease": lease, "now": self.clock(), "url": row[0]}
+                self._run(conn, q.MARK_LEASED, params)
+        if row is None:
+            return None
+        self._sent.discard(str(row[0]))  # a new claim: nothing sent yet
+        return Claim(url=str(row[0]), host=host, depth=int(row[1]))
+
+    # -- hosts shared between crawl processes --
+
+    def lease_host(self, host: str, lease: str) -> Lease | None:
+        return self.engine.lease_host(host, lease, self.clock())
+
+    def hold_host(self, host: str, lease: str, claimed: str | None) -> bool:
+        """Right before a request to ``host``: whether the host and ``claimed`` are still
+        this process's (renewing the lease); counts the claim's attempt at its first
+        request, in the same transaction."""
+        first = claimed is not None and claimed not in self._sent
+        with self.engine.holding(host, lease, claimed, first) as (held, conn):
+            if held and first and claimed is not None:
+                self._count_attempt(conn, claimed, lease)
+        if not held and claimed is not None:
+            self._sent.discard(claimed)  # the claim is another process's now
+        return bool(held)
+
+    def release_host(self, host: str, lease: str) -> None:
+        self.engine.release_host(host, lease)
+
+    def work_elsewhere(self, lease: str) -> dict[str, float]:
+        return self.engine.work_elsewhere(lease)
 
     # -- the run --
 
@@ -99,7 +196,7 @@ class SqlStore:
     def host_states(self) -> dict[str, HostState]:
         """Every host's persisted politeness state; clears the skips of the last run."""
         with self._committing() as conn:
-            self._run(conn, self.engine.clear_skips)
+            self._run(conn, self.engine.dialect.clear_skips)
             rows = self._run(conn, q.HOST_STATES).fetchall()
         return {str(r[0]): HostState(r[1], r[2], r[3], r[4]) for r in rows}
 
@@ -117,7 +214,7 @@ class SqlStore:
     def queued(self) -> int:
         return self._count(q.COUNT_QUEUED)
 
-    def _count(self, statement: sa.TextClause) -> int:
+    def _count(self, statement: Statement) -> int:
         with self._reading() as conn:
             row = self._run(conn, statement).fetchone()
         return int(row[0]) if row else 0
@@ -162,18 +259,14 @@ class SqlStore:
             params = {"host": host, "port": port, "fingerprint": fingerprint, "now": now}
             self._run(conn, q.SET_PIN, params)
 
-    def saw_tls(self, record: TLSRecord) -> None:
-        """Keep a host's TLS and certificate facts as seen (a new row of ``tls_history``
-        if any differs from every row of the host, else the row's ``last_seen`` moves)."""
+    def saw_tls(self, record: records.TLSRecord) -> None:
+        """Keep a host's TLS and certificate facts as seen (``tls_history``)."""
         with self._writing() as conn:
             self._run(conn, q.SAW_TLS, record.params())
 
     def _log_fetch(self, conn: Any, fetch: FetchRecord) -> None:
         self._run(conn, q.LOG_FETCH, fetch.params())
         self._run(conn, q.HOST_AFTER_FETCH, fetch.host_params())
-
-    def _record_decision(self, conn: Any, decision: DecisionRecord) -> None:
-        self._run(conn, q.LOG_DECISION, decision.params())
 
     # -- a claimed URL's attempt --
 
@@ -199,8 +292,7 @@ class SqlStore:
         self._sent.discard(url)
 
     def _finish(self, conn: Any, url: str, state: str, reason: str | None = None) -> None:
-        """Close a leased URL as done/refused/failed/not_found/gone: only a failure keeps
-        its attempts counted."""
+        """Close a leased URL (only a failure keeps its attempts counted)."""
         self._run(conn, q.FINISH, q.finish_params(url, state, reason, self.clock()))
         self._sent.discard(url)
 
@@ -210,17 +302,17 @@ class SqlStore:
             self._log_fetch(conn, fetch)
             self._release(conn, fetch.url)
 
-    def refused(self, decision: DecisionRecord, revisit: Revisit | None = None) -> None:
+    def refused(self, decision: Decision, revisit: Revisit | None = None) -> None:
         with self._writing(closes=True) as conn:
-            self._record_decision(conn, decision)
+            self._run(conn, q.LOG_DECISION, decision.params())
             self._finish(conn, decision.url, "refused", decision.reason)
             self._schedule(conn, decision.url, revisit)
 
     def failed(
-        self, decision: DecisionRecord, fetch: FetchRecord, revisit: Revisit | None = None
+        self, decision: Decision, fetch: FetchRecord, revisit: Revisit | None = None
     ) -> None:
         with self._writing(closes=True) as conn:
-            self._record_decision(conn, decision)
+            self._run(conn, q.LOG_DECISION, decision.params())
             self._log_fetch(conn, fetch)
             self._finish(conn, decision.url, "failed", fetch.error)
             self._schedule(conn, decision.url, revisit)
@@ -237,8 +329,10 @@ class SqlStore:
         woken: Counter[str] = Counter()
         with self._writing(closes=True) as conn:
             missing = fetched.gone or fetched.not_found
-            links = [] if fetched.unchanged or missing else self._page_links(conn, fetched)
-            self._record_decision(conn, fetched.decision)
+            links = [] if fetched.unchanged or missing else fetched.links
+            # (every host it touches locked first, in one order: no two deadlock)
+            batch = self.frontier.prepare(conn, links, also=fetched.fetch.host)
+            self._run(conn, q.LOG_DECISION, fetched.decision.params())
             self._log_fetch(conn, fetched.fetch)
             state, reason = "done", None
             if missing:
@@ -247,21 +341,19 @@ class SqlStore:
             if fetched.unchanged:
                 params = {"at": page.fetched_at, "meta": page.meta, "url": page.url}
                 self._run(conn, q.TOUCH_PAGE, params)
-                self._finish(conn, url, state, reason)
-            elif fetched.listed:  # not found, its last live answer kept in the index
-                self._finish(conn, url, state, reason)
-            else:
+            elif not fetched.listed:  # (listed: not found, its last live answer kept)
                 old = self._run(conn, q.PAGE_HASH, {"url": page.url}).fetchone()
-                woken.update(self._queue(conn, links))
-                self._store_page(conn, page, fetched.role)
+                self.frontier.admit(conn, batch)
+                woken.update(batch.woken)
+                write_page(conn, self.engine.dialect, page, fetched.role)
                 changed = missing or (old is not None and old[0] != page.content_hash)
                 if old is not None and old[1] is None and changed:
                     woken.update(self._requeue_aliases(conn, page.url))
                 if fetched.demote is not None:
                     self._demote(conn, fetched.demote, page.url)
-                self._finish(conn, url, state, reason)
                 if fetched.gone:
-                    self._run(conn, q.HOST_URL_GONE, {"host": host_key(url)})
+                    self._run(conn, q.HOST_URL_GONE, {"host": fetched.fetch.host})
+            self._finish(conn, url, state, reason)
             self._schedule(conn, url, fetched.revisit)
         return dict(woken)
 
@@ -285,7 +377,7 @@ class SqlStore:
 
     def _drop_text(self, conn: Any, page_id: int) -> None:
         """A page's text and links out of the index."""
-        self._run(conn, self.engine.drop_text, {"id": page_id})
+        self._run(conn, self.engine.dialect.drop_text, {"id": page_id})
         self._run(conn, q.DELETE_LINKS, {"id": page_id})
 
     # -- freshness --
@@ -300,13 +392,11 @@ class SqlStore:
         """Queue the finished URLs due at ``now`` (``everything``: all of them, due or
         not, but those gone; trapped ones never); returns how many."""
         with self._committing() as conn:
-            if everything:
-                return int(self._run(conn, q.REVISIT_ALL).rowcount)
-            return int(self._run(conn, q.REVISIT_DUE, {"now": now}).rowcount)
+            statement = q.REVISIT_ALL if everything else q.REVISIT_DUE
+            return int(self._run(conn, statement, {"now": now}).rowcount)
 
     def revisit_due(self, now: float) -> dict[str, int]:
-        """Queue the finished URLs due at ``now``; the hosts that got queued URLs, with
-        how many."""
+        """Queue the finished URLs due at ``now``; the hosts that got some, how many each."""
         with self._committing() as conn:
             hosts = self._run(conn, q.DUE_HOSTS, {"now": now}).fetchall()
             if hosts:

@@ -1,6 +1,9 @@
 """Every statement both crawl stores run, written once, and the engines they compile for.
 
-A statement is a SQLAlchemy Core text construct with named parameters (``:url``). Each
+A statement is a SQLAlchemy Core text construct with named parameters (``:url``), or,
+where the engines' SQL differs only in dialect (a list parameter, :class:`InList`; a
+row lock, ``FOR UPDATE SKIP LOCKED``, which SQLite, one writer, leaves out; a flag's
+literal), a Core expression on the schema's tables (:data:`TABLES`). Each
 engine compiles it once, on first use (:class:`Compiled`): SQLite to its ``:name``
 placeholders, psycopg to ``%(name)s`` (SQLAlchemy doubles a literal ``%`` there); the
 stores run the compiled text on their DBAPI connection with a dict of parameters, so the
@@ -10,18 +13,27 @@ hot path costs a dictionary lookup, not SQLAlchemy's execution machinery
 The statements use what both engines read alike: ``false``/``true`` (SQLite's since
 3.23), ``CASE`` for ``max``/``greatest``, ``ON CONFLICT`` upserts, ``RETURNING``. What
 truly differs lives in one module per engine, :mod:`geminibot.store.sqlite_sql` and
-:mod:`geminibot.store.pg_sql`, each an :class:`Engine`: the full-text index (FTS5 or the
-``tsvector`` columns), the batched link inserts and host leases of PostgreSQL.
+:mod:`geminibot.store.pg_sql`, each an :class:`Engine`: the full-text index (FTS5 rows or
+the ``tsvector`` columns); PostgreSQL's host leases are :mod:`geminibot.store.pgstore`'s.
 """
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
+from typing import Any
 
 import sqlalchemy as sa
+from sqlalchemy.ext.compiler import compiles
+from sqlalchemy.sql.compiler import SQLCompiler
+
+from geminibot.store.schema import metadata
+
+#: A statement: text with named parameters, or a Core expression on :data:`TABLES`.
+Statement = sa.ClauseElement
 
 
-class Compiled(dict[sa.TextClause, str]):
+class Compiled(dict[Statement, str]):
     """The statements compiled for one engine: ``compiled[STATEMENT]`` is its SQL text
     (parameters are passed as a dict), compiled on first use. (A dict: a statement is
     hashed by identity, and the lookup costs the hot path no Python call.)"""
@@ -30,7 +42,7 @@ class Compiled(dict[sa.TextClause, str]):
         super().__init__()
         self.dialect = dialect
 
-    def __missing__(self, statement: sa.TextClause) -> str:
+    def __missing__(self, statement: Statement) -> str:
         sql = self[statement] = str(statement.compile(dialect=self.dialect))
         return sql
 
@@ -53,6 +65,45 @@ class Engine:
     #: The kept text of every page whose text is searchable, in row order: its URL,
     #: host, title, headings and body.
     page_text: sa.TextClause
+    #: Insert a page's row, its text in the columns of the engine's text index if it
+    #: keeps it there (``:headings``, ``:body``).
+    add_page: sa.TextClause
+    #: Put a page's text in the engine's text index, if it keeps it beside the row
+    #: (``:id``, ``:title``, ``:headings``, ``:body``, ``:url``).
+    add_text: tuple[sa.TextClause, ...] = ()
+
+
+#: The schema's tables (:mod:`geminibot.store.schema`), which the Core expressions below
+#: are written on; the runtime source of truth the migrations are checked against.
+TABLES = metadata("postgresql").tables
+_urls, _hosts = TABLES["urls"], TABLES["hosts"]
+
+
+class InList(sa.ColumnElement[Any]):
+    """``column`` is one of the list parameter ``name`` (a JSON array on SQLite, read with
+    ``json_each``; an array on PostgreSQL): a list of any length, one compiled text."""
+
+    inherit_cache = True
+
+    def __init__(self, column: sa.ColumnElement[Any], name: str) -> None:
+        self.column = column
+        self.name = name
+
+
+@compiles(InList, "sqlite")
+def _in_json(element: InList, compiler: SQLCompiler, **kw: Any) -> str:
+    column = compiler.process(element.column, **kw)
+    return f"{column} IN (SELECT value FROM json_each({compiler.process(sa.bindparam(element.name), **kw)}))"
+
+
+@compiles(InList, "postgresql")
+def _in_array(element: InList, compiler: SQLCompiler, **kw: Any) -> str:
+    column = compiler.process(element.column, **kw)
+    return f"{column} = ANY({compiler.process(sa.bindparam(element.name), **kw)})"
+
+
+def _const(sql: str) -> sa.ColumnElement[Any]:
+    return sa.literal_column(sql)
 
 
 # --- settings ---
@@ -71,11 +122,23 @@ SET_SETTING = sa.text(
 HOST_STATES = sa.text(
     "SELECT host, last_fetch_at, coalesce(last_duration, 0), not_before, slow_downs FROM hosts"
 )
+#: One host's politeness state (:class:`~geminibot.store.records.HostState`).
+HOST_STATE = sa.text(
+    "SELECT last_fetch_at, coalesce(last_duration, 0), not_before, slow_downs FROM hosts"
+    " WHERE host = :host"
+)
 #: Hosts with queued URLs, oldest work first, with how many each.
 HOSTS_WITH_WORK = sa.text(
     "SELECT host, count(*) FROM urls WHERE state = 'queued' GROUP BY host ORDER BY min(id)"
 )
 COUNT_PAGES = sa.text("SELECT count(*) FROM pages")
+COUNT_SEARCHABLE = sa.text("SELECT count(*) FROM pages WHERE text_indexed")
+COUNT_RANKED = sa.text("SELECT count(*) FROM authority")
+#: The hosts with URLs waiting for their first visit (queued or leased, never due again).
+COUNT_HOSTS_WAITING = sa.text(
+    "SELECT count(DISTINCT host) FROM urls"
+    " WHERE state IN ('queued', 'leased') AND next_visit IS NULL"
+)
 COUNT_HOSTS = sa.text("SELECT count(*) FROM hosts")
 SKIP_HOST = sa.text("UPDATE hosts SET skipped_reason = :reason WHERE host = :host")
 #: The host's row after a request: its politeness state and its unanswered requests in a
@@ -197,6 +260,71 @@ RELEASE = sa.text(
 REQUEUE_CAPPED = sa.text(
     "UPDATE urls SET state = 'queued', reason = NULL, updated_at = :now WHERE url = :url"
 )
+#: A host's row, made when a URL of it is first met.
+ADD_HOST = sa.text(
+    "INSERT INTO hosts (host, first_seen) VALUES (:host, :now) ON CONFLICT (host) DO NOTHING"
+)
+#: The rows of the hosts ``:hosts``, locked in host order until the transaction ends
+#: (PostgreSQL: every transaction that adds URLs to a host holds its row; SQLite has one
+#: writer and no row locks): their live and deep URLs.
+LOCK_HOSTS = (
+    sa.select(_hosts.c.host, _hosts.c.urls_total, _hosts.c.deep_urls)
+    .where(InList(_hosts.c.host, "hosts"))
+    .order_by(_hosts.c.host)
+    .with_for_update()
+)
+SET_HOST_COUNTS = sa.text(
+    "UPDATE hosts SET urls_total = :total, deep_urls = :deep WHERE host = :host"
+)
+#: The state and reason of those of the URLs ``:urls`` the frontier holds.
+URL_STATES = sa.select(_urls.c.url, _urls.c.state, _urls.c.reason).where(
+    InList(_urls.c.url, "urls")
+)
+ADD_URL = sa.text(
+    "INSERT INTO urls (url, host, path, has_query, depth, parent, state, reason, updated_at)"
+    " VALUES (:url, :host, :path, :has_query, :depth, :parent, :state, :reason, :now)"
+    " ON CONFLICT (url) DO NOTHING"
+)
+#: Query strings already on a (host, path), not trapped (read through the partial index
+#: ``urls_query_path``, whose condition each engine writes its own way).
+QUERIES_ON_PATH = sa.select(sa.func.count()).where(
+    _urls.c.host == sa.bindparam("host"),
+    _urls.c.path == sa.bindparam("path"),
+    _urls.c.has_query == sa.true(),
+    _urls.c.state != _const("'trapped'"),
+)
+#: A host's oldest queued URL, locked (one another process holds is passed over).
+CLAIM = (
+    sa.select(_urls.c.url, _urls.c.depth)
+    .where(_urls.c.host == sa.bindparam("host"), _urls.c.state == _const("'queued'"))
+    .order_by(_urls.c.id)
+    .limit(_const("1"))
+    .offset(_const("0"))
+    .with_for_update(skip_locked=True)
+)
+
+
+@functools.cache
+def give_up(scope: str) -> sa.TextClause:
+    """Record failed the leased URLs in ``scope`` (a condition on ``urls u``) whose
+    attempts reached ``:max``."""
+    return sa.text(
+        "UPDATE urls SET state = 'failed', lease = NULL, updated_at = :now, next_visit = NULL,"
+        " reason = 'given up: ' || attempts || ' attempts ended abnormally'"
+        f" WHERE url IN (SELECT url FROM urls u WHERE u.state = 'leased' AND {scope})"
+        " AND attempts >= :max"
+    )
+
+
+@functools.cache
+def requeue_leased(scope: str) -> sa.TextClause:
+    """Queue again the leased URLs in ``scope`` (a condition on ``urls u``)."""
+    return sa.text(
+        "UPDATE urls SET state = 'queued', lease = NULL"
+        f" WHERE url IN (SELECT url FROM urls u WHERE u.state = 'leased' AND {scope})"
+    )
+
+
 #: The paths a host's deep-URL count is taken from (its URLs not trapped).
 DEEP_PATHS = sa.text("SELECT path FROM urls WHERE host = :host AND state != 'trapped'")
 
@@ -317,8 +445,44 @@ DELIST_PAGE = sa.text(
     " gone_at = coalesce(gone_at, :now) WHERE id = :id"
 )
 DELETE_LINKS = sa.text("DELETE FROM links WHERE page_id = :id")
+DELETE_PAGE = sa.text("DELETE FROM pages WHERE id = :id")
+#: The labels of the links to a file, by target (``links_target``).
+FILE_LABELS = sa.text(
+    "SELECT DISTINCT label FROM links WHERE target = :url AND label != '' LIMIT :limit"
+)
+#: A page's row (``:text`` names the engine's text columns, if it keeps the text there).
+PAGE_COLUMNS = (
+    "url, host, status, meta, mime, lang, size, content_hash, fetched_at, title,"
+    " duplicate_of, redirect_to, text_indexed, changed_at, gone_at, charset_ok"
+)
+PAGE_VALUES = (
+    ":url, :host, :status, :meta, :mime, :lang, :size, :hash, :at, :title, :dup, :redirect,"
+    " :keep, :changed, :gone, :charset_ok"
+)
 
-# --- link authority (into the temporary table ``host_rank`` of the transaction) ---
+
+def add_page(text_columns: tuple[str, ...] = ()) -> sa.TextClause:
+    """Insert a page's row (with ``text_columns``, each from the parameter of its name).
+    Its id is read after (:data:`PAGE_ID`): on SQLite, ``RETURNING`` makes FTS5 write a
+    segment per page instead of one per transaction (``tests/index/test_index_updater.py``)."""
+    columns = "".join(f", {name}" for name in text_columns)
+    values = "".join(f", :{name}" for name in text_columns)
+    return sa.text(f"INSERT INTO pages ({PAGE_COLUMNS}{columns}) VALUES ({PAGE_VALUES}{values})")
+
+
+ADD_LINK = sa.text(
+    "INSERT INTO links (page_id, position, target, label) VALUES (:id, :position, :target, :label)"
+)
+
+
+# --- link authority (through the temporary table ``host_rank``) ---
+
+#: Each host's authority, for the statements below to read (the writer's session only).
+HOST_RANK_TABLE = sa.text(
+    "CREATE TEMP TABLE host_rank"
+    " (host TEXT PRIMARY KEY, score DOUBLE PRECISION, weight DOUBLE PRECISION)"
+)
+DROP_HOST_RANK = sa.text("DROP TABLE IF EXISTS host_rank")
 
 ADD_HOST_RANK = sa.text(
     "INSERT INTO host_rank (host, score, weight) VALUES (:host, :score, :weight)"

@@ -48,6 +48,19 @@ def version_of(revision: str) -> int:
     return int(revision) if revision.isdigit() else -1
 
 
+def database_version(conn: Any, tables: str, legacy: Callable[[set[str]], int]) -> int | None:
+    """The schema version of the database of DBAPI connection ``conn``: Alembic's stamp if
+    it has one; else the version its marker from before the history says (``legacy``,
+    given the database's table names; 0: none); else 0 for a database with tables (of
+    another application), None for an empty one. ``tables`` lists its table names."""
+    names = {str(row[0]) for row in conn.execute(tables).fetchall()}
+    if "alembic_version" in names:
+        stored = conn.execute(VERSION_QUERY).fetchone()
+        return version_of(str(stored[0])) if stored else 0
+    found = legacy(names)
+    return found if found or names else None
+
+
 def check_version(name: str, version: int) -> None:
     """Refuse a database this geminibot cannot read (one line)."""
     if version > SCHEMA_VERSION:

@@ -18,6 +18,7 @@ from geminibot.crawl.runrecord import RUN_OPTIONS, RunOptions
 from geminibot.crawl.settings import DEFAULT_AGENT
 from geminibot.policy.outcomes import FetchOutcome, Kind
 from geminibot.policy.site_policy import Fetched
+from geminibot.store import lookups
 from geminibot.store import statements as q
 from geminibot.store.database import Database
 from geminibot.urls import host_url
@@ -154,51 +155,6 @@ class HostRecords:
     web_files: tuple[PolicyFileRow, ...] = ()
 
 
-URL_ROW = sa.text(
-    "SELECT id, state, reason, depth, parent, updated_at, next_visit, attempts, misses,"
-    " missing_since FROM urls WHERE url = :url"
-)
-PAGE_ROW = sa.text(
-    "SELECT status, meta, mime, fetched_at, duplicate_of, redirect_to, text_indexed, title"
-    " FROM pages WHERE url = :url"
-)
-HISTORY_ROWS = sa.text(
-    "SELECT url, status, meta, error, started_at, duration FROM fetches WHERE url = :url"
-    f" ORDER BY started_at DESC LIMIT {HISTORY}"
-)
-LAST_FETCH = sa.text(
-    "SELECT url, status, meta, error, started_at, duration FROM fetches WHERE url = :url"
-    " ORDER BY started_at DESC LIMIT 1"
-)
-ALIAS_ROWS = sa.text(
-    f"SELECT url FROM pages WHERE duplicate_of = :url ORDER BY url LIMIT {ALIASES}"
-)
-LINKER_ROWS = sa.text(
-    "SELECT DISTINCT p.url FROM links l JOIN pages p ON p.id = l.page_id"
-    f" WHERE l.target = :url ORDER BY p.url LIMIT {LINKERS}"
-)
-HOST_ROW = sa.text(
-    "SELECT last_fetch_at, last_duration, not_before, slow_downs, skipped_reason"
-    " FROM hosts WHERE host = :host"
-)
-FILE_ROWS = sa.text(
-    "SELECT name, outcome, reason, status, body, fetched_at, expires_at FROM robots"
-    " WHERE host = :host ORDER BY name"
-)
-QUEUED_BEFORE = sa.text(
-    "SELECT count(*) FROM urls WHERE host = :host AND state = 'queued' AND id < :id"
-)
-STATES = sa.text("SELECT state, count(*) FROM urls WHERE host = :host GROUP BY state")
-PAGE_COUNTS = sa.text(
-    "SELECT count(*), coalesce(sum(CASE WHEN text_indexed THEN 1 ELSE 0 END), 0),"
-    " count(duplicate_of) FROM pages WHERE host = :host"
-)
-WAITS = sa.text(
-    "SELECT started_at, duration FROM fetches WHERE host = :host"
-    f" ORDER BY started_at DESC LIMIT {WAIT_WINDOW}"
-)
-
-
 class Reader:
     """Reads the records from a crawl database of either engine."""
 
@@ -224,7 +180,7 @@ class Reader:
         )
 
     def host_row(self, host: str) -> HostRow | None:
-        row = self._one(HOST_ROW, host=host)
+        row = self._one(lookups.HOST_ROW, host=host)
         return None if row is None else HostRow(row[0], row[1], row[2], int(row[3]), row[4])
 
     def files(self, host: str) -> tuple[PolicyFileRow, ...]:
@@ -232,11 +188,11 @@ class Reader:
             PolicyFileRow(
                 str(r[0]), str(r[1]), str(r[2]), r[3], None if r[4] is None else bytes(r[4]), *r[5:]
             )
-            for r in self._rows(FILE_ROWS, host=host)
+            for r in self._rows(lookups.FILE_ROWS, host=host)
         )
 
     def page(self, url: str) -> PageRow | None:
-        r = self._one(PAGE_ROW, url=url)
+        r = self._one(lookups.PAGE_ROW, url=url)
         if r is None:
             return None
         return PageRow(int(r[0]), str(r[1]), r[2], float(r[3]), r[4], r[5], bool(r[6]), str(r[7]))
@@ -244,7 +200,7 @@ class Reader:
     def url(self, url: str, host: str, raw: str | None = None) -> UrlRecords:
         """The records of a normalised ``url`` on ``host`` (``raw``: the URL as given,
         which a page may link to as it is)."""
-        r = self._one(URL_ROW, url=url)
+        r = self._one(lookups.URL_ROW, url=url)
         row = (
             None
             if r is None
@@ -254,13 +210,15 @@ class Reader:
         )
         page = self.page(url)
         kept = self.page(page.duplicate_of) if page and page.duplicate_of else None
-        linkers = {str(x[0]) for x in self._rows(LINKER_ROWS, url=url)}
+        linkers = {str(x[0]) for x in self._rows(lookups.LINKER_ROWS, url=url, limit=LINKERS)}
         if raw is not None and raw != url:
-            linkers.update(str(x[0]) for x in self._rows(LINKER_ROWS, url=raw))
+            linkers.update(
+                str(x[0]) for x in self._rows(lookups.LINKER_ROWS, url=raw, limit=LINKERS)
+            )
         before, robots = 0, None
         if row is not None and row.state == "queued":
-            before = int(self._one(QUEUED_BEFORE, host=host, id=row.id)[0])
-            last = self._one(LAST_FETCH, url=host_url(host, "/robots.txt"))
+            before = int(self._one(lookups.QUEUED_BEFORE, host=host, id=row.id)[0])
+            last = self._one(lookups.LAST_FETCH, url=host_url(host, "/robots.txt"))
             robots = None if last is None else FetchRow(str(last[0]), *last[1:])
         return UrlRecords(
             url,
@@ -268,8 +226,11 @@ class Reader:
             self.settings(),
             row,
             page,
-            tuple(FetchRow(str(f[0]), *f[1:]) for f in self._rows(HISTORY_ROWS, url=url)),
-            tuple(str(a[0]) for a in self._rows(ALIAS_ROWS, url=url)),
+            tuple(
+                FetchRow(str(f[0]), *f[1:])
+                for f in self._rows(lookups.HISTORY_ROWS, url=url, limit=HISTORY)
+            ),
+            tuple(str(a[0]) for a in self._rows(lookups.ALIAS_ROWS, url=url, limit=ALIASES)),
             tuple(sorted(linkers)[:LINKERS]),
             self.host_row(host),
             self.files(host),
@@ -279,7 +240,7 @@ class Reader:
         )
 
     def host(self, host: str) -> HostRecords:
-        pages, searchable, duplicates = self._one(PAGE_COUNTS, host=host)
+        pages, searchable, duplicates = self._one(lookups.PAGE_COUNTS, host=host)
         web_host = web_files = None
         if "://" not in host:
             for key in (f"https://{host}", f"http://{host}"):
@@ -292,11 +253,11 @@ class Reader:
             self.settings(),
             self.host_row(host),
             self.files(host),
-            {str(s): int(n) for s, n in self._rows(STATES, host=host)},
+            {str(s): int(n) for s, n in self._rows(lookups.STATES, host=host)},
             int(pages),
             int(searchable),
             int(duplicates),
-            longest_wait(self._rows(WAITS, host=host)),
+            longest_wait(self._rows(lookups.WAITS, host=host, limit=WAIT_WINDOW)),
             web_host,
             web_files or (),
         )

@@ -80,10 +80,14 @@ EXPECTED: list[tuple[str, str, int, str, Body]] = [
     ("why.test", "/copy.gmi", 20, GMI, "copy.gmi"),
     ("no-such-host.test", "/", 53, "This server does not serve that host", None),
     ("va-groups.test", "/nope.gmi", 51, "Not found", None),
+    ("ops.test", "/notes.txt", 20, TXT + "; lang=en", "notes.txt"),
+    ("de.ops.test", "/gedichte.gmi", 20, GMI + "; lang=de", "gedichte.gmi"),
 ]
 HOSTS = sorted({host for host, *_ in EXPECTED} - {"no-such-host.test"})
-CASES = EXPECTED + [(h, "/", 20, GMI, "index.gmi") for h in HOSTS]
-README_CASES = [(h, "/README.gmi", 20, GMI, "README.gmi") for h in HOSTS]
+#: Capsules whose pages say their language in the MIME type (the search operators' pair).
+LANG = {"ops.test": "; lang=en", "de.ops.test": "; lang=de"}
+CASES = EXPECTED + [(h, "/", 20, GMI + LANG.get(h, ""), "index.gmi") for h in HOSTS]
+README_CASES = [(h, "/README.gmi", 20, GMI + LANG.get(h, ""), "README.gmi") for h in HOSTS]
 
 
 def expected_body(capsules_dir: Path, host: str, body: Body) -> bytes:

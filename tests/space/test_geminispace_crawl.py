@@ -77,11 +77,11 @@ async def test_crawl_of_a_small_space_day_0_then_day_1(
         (host,),
     ).fetchone()
     assert dups == (3, 2)
-    # Non-text files: metadata, no text.
+    # Non-text files: searchable by the words of their links and path (issue 58), no body.
     png = day0.execute(
         "SELECT mime, text_indexed FROM pages WHERE url = ?", (f"gemini://{host}/files/photo.png",)
     ).fetchone()
-    assert png == ("image/png", 0)
+    assert png == ("image/png", 1)
     # The rate-limited host answered 44 and was still crawled.
     limited = space.host(kind["rate-limited"])
     assert any(h == limited and s == 44 for h, _, s in served)

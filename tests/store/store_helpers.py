@@ -10,6 +10,7 @@ from typing import Any
 import psycopg
 
 from geminibot.store import pg as pg_schema
+from geminibot.store.crawlstore import SqliteStore
 from geminibot.store.db import connect
 from geminibot.store.traps import FrontierLimits
 
@@ -49,3 +50,18 @@ def database(kind: str, request: Any, tmp_path: Path, postgresql: str) -> str:
     if kind == "sqlite":
         return str(tmp_path / "crawl.db")
     return str(request.getfixturevalue(postgresql))
+
+
+class Frontier(SqliteStore):
+    """An SQLite store whose :meth:`add` puts one URL in the frontier as a page's link
+    enters it, in the caller's transaction (``transaction(conn)``)."""
+
+    def add(self, url: str, depth: int) -> str:
+        """``"queued"``, ``"known"`` or ``"trapped: <bound>"``."""
+        added = self.frontier.add(self.engine.conn, [(url, depth, None)])
+        (what,) = added.values()
+        return what
+
+    def finish(self, url: str, state: str) -> None:
+        """Close a leased URL, in the caller's transaction."""
+        self._finish(self.engine.conn, url, state)

@@ -83,7 +83,7 @@ def test_a_batch_commits_at_batch_urls(store: SqliteStore, db: Path) -> None:
     assert committed(db, "SELECT count(*) FROM pages") == BATCH_URLS
     fetch_one(store)  # a new batch
     assert committed(db, "SELECT count(*) FROM pages") == BATCH_URLS
-    store.flush()
+    store.engine.flush()
     assert committed(db, "SELECT count(*) FROM pages") == BATCH_URLS + 1
 
 
@@ -115,7 +115,7 @@ def test_careful_mode_only_after_a_run_that_did_not_end(db: Path) -> None:
     store = SqliteStore(conn, Clock(), batch=True)
     store.seed([url(i) for i in range(3)])
     store.recover()  # a new database: no run before it
-    assert not store.careful
+    assert not store.engine.careful
     claimed = store.claim(HOST, "me")
     assert claimed is not None
     store.hold_host(HOST, "me", claimed.url)
@@ -125,7 +125,7 @@ def test_careful_mode_only_after_a_run_that_did_not_end(db: Path) -> None:
     conn = connect(db)
     store = SqliteStore(conn, Clock(), batch=True)
     assert store.recover() == 0
-    assert store.careful
+    assert store.engine.careful
     claimed = store.claim(HOST, "me")  # committed when it ends: its attempt counts
     assert claimed is not None
     assert committed(db, state) == "leased"
@@ -137,7 +137,7 @@ def test_careful_mode_only_after_a_run_that_did_not_end(db: Path) -> None:
     conn = connect(db)
     store = SqliteStore(conn, Clock(), batch=True)
     assert store.recover() == 1  # left leased (by an older geminibot, say): careful
-    assert store.careful
+    assert store.engine.careful
     conn.close()
 
 
@@ -147,7 +147,7 @@ def test_a_kill_repeats_the_open_batch_only(db: Path, monotonic: Monotonic) -> N
     store.seed([url(i) for i in range(4)])
     store.recover()
     first = fetch_one(store)
-    store.flush()
+    store.engine.flush()
     fetch_one(store)
     claimed = store.claim(HOST, "me")
     assert claimed is not None
@@ -169,7 +169,7 @@ def test_a_failed_write_rolls_the_batch_back_and_the_next_run_is_careful(
 ) -> None:
     store.seed([url(0), url(1), url(2)])
     first = fetch_one(store)
-    store.flush()
+    store.engine.flush()
     fetch_one(store)
     claimed = store.claim(HOST, "me")
     assert claimed is not None
@@ -182,9 +182,9 @@ def test_a_failed_write_rolls_the_batch_back_and_the_next_run_is_careful(
     assert store.previous(first) is not None
     assert committed(db, f"SELECT state FROM urls WHERE url = '{u}'") == "queued"
     assert committed(db, "SELECT value FROM settings WHERE key = 'run_open'") == "1"
-    again = SqliteStore(store.conn, Clock(), batch=True)
+    again = SqliteStore(store.engine.conn, Clock(), batch=True)
     again.recover()
-    assert again.careful  # so the URL's attempts now count, each committed at once
+    assert again.engine.careful  # so the URL's attempts now count, each committed at once
 
 
 def test_unbatched_each_write_is_committed(db: Path) -> None:
@@ -202,10 +202,10 @@ def test_the_crawl_connection_has_its_own_cache_and_checkpoints(
     """CACHE_KIB and CHECKPOINT_PAGES on the store's connection (a bound: negative is KiB
     in SQLite); another connection to the same file (a search during the crawl) keeps
     SQLite's defaults."""
-    assert store.conn.execute("PRAGMA cache_size").fetchone()[0] == -CACHE_KIB
+    assert store.engine.conn.execute("PRAGMA cache_size").fetchone()[0] == -CACHE_KIB
     assert committed(db, "PRAGMA cache_size") == -2000
-    assert store.conn.execute("PRAGMA wal_autocheckpoint").fetchone()[0] == CHECKPOINT_PAGES
+    assert store.engine.conn.execute("PRAGMA wal_autocheckpoint").fetchone()[0] == CHECKPOINT_PAGES
     assert committed(db, "PRAGMA wal_autocheckpoint") == 1000
     small = SqliteStore(connect(db), Clock(), cache_kib=512)
-    assert small.conn.execute("PRAGMA cache_size").fetchone()[0] == -512
-    small.conn.close()
+    assert small.engine.conn.execute("PRAGMA cache_size").fetchone()[0] == -512
+    small.engine.conn.close()

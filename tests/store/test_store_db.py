@@ -9,9 +9,8 @@ import pytest
 
 from geminibot.store.db import SCHEMA_VERSION, _open, connect, get_setting, set_setting, transaction
 from geminibot.store.errors import DatabaseError
-from geminibot.store.frontier import CLAIM, QUERIES_ON_PATH
 from geminibot.store.sqlite_sql import ENGINE
-from geminibot.store.statements import DEEP_PATHS
+from geminibot.store.statements import CLAIM, DEEP_PATHS, QUERIES_ON_PATH, URL_STATES
 from geminibot.store.upgrade import upgrade
 
 
@@ -140,10 +139,10 @@ def test_frontier_queries_use_an_index(tmp_path: Path) -> None:
     """Every query the frontier runs per URL searches an index (none scans ``urls``)."""
     conn = connect(tmp_path / "crawl.db")
     queries = {
-        "SELECT state, reason FROM urls WHERE url = ?": "sqlite_autoindex_urls_1",
-        QUERIES_ON_PATH: "urls_query_path",
+        ENGINE.sql[URL_STATES]: "sqlite_autoindex_urls_1",
+        ENGINE.sql[QUERIES_ON_PATH]: "urls_query_path",
         ENGINE.sql[DEEP_PATHS]: "urls_host_state",
-        CLAIM: "urls_host_state",
+        ENGINE.sql[CLAIM]: "urls_host_state",
     }
     for sql, index in queries.items():
         plan = _plan(conn, sql)
@@ -153,7 +152,7 @@ def test_frontier_queries_use_an_index(tmp_path: Path) -> None:
 def test_a_pages_fetch_history_is_read_through_an_index(tmp_path: Path) -> None:
     """``why`` and ``/check`` read a URL's last answers through ``fetches_url``, not a
     scan of the log."""
-    from geminibot.why.records import HISTORY_ROWS
+    from geminibot.store.lookups import HISTORY_ROWS
 
     conn = connect(tmp_path / "crawl.db")
     plan = _plan(conn, ENGINE.sql[HISTORY_ROWS])

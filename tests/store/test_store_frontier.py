@@ -4,9 +4,10 @@ import sqlite3
 from pathlib import Path
 
 import pytest
+from store_helpers import Frontier
 
 from geminibot.store.db import connect, transaction
-from geminibot.store.frontier import Frontier, host_key
+from geminibot.store.frontier import host_key
 from geminibot.store.traps import (
     DEFAULT_MAX_DEPTH,
     MAX_QUERIES_PER_PATH,

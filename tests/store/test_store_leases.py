@@ -56,7 +56,7 @@ def test_expired_lease_taken_over_with_its_claims_and_pace(pg_db: str, clock: Cl
         # (the claim renews only a live lease: this one expired, so the claim fails)
         assert dying.claim("a.test", "dead") is None
         # A holder that was mid-request when it died: its URL is leased, its pace committed.
-        with dying.pool.connection() as conn:
+        with dying.engine.pool.connection() as conn:
             conn.execute("UPDATE urls SET state = 'leased', lease = 'dead' WHERE url = %s", (A,))
         dying.log_fetch(fetch(A + "robots.txt", at=50.0))
         lease = heir.lease_host("a.test", "heir")
@@ -116,7 +116,7 @@ def test_hold_host_right_before_a_request(two: tuple[PgStore, PgStore]) -> None:
 
 def expire(store: PgStore, host: str) -> None:
     """``host``'s lease runs out now (as after a wait longer than the lease)."""
-    with store.pool.connection() as conn:
+    with store.engine.pool.connection() as conn:
         conn.execute("UPDATE host_leases SET lease_until = 0 WHERE host = %s", (host,))
 
 

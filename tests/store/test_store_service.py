@@ -26,17 +26,13 @@ NAME = "pg.search.test"
 
 
 @pytest.fixture
-def names_resolve_to_loopback(monkeypatch: pytest.MonkeyPatch) -> None:
+def capsules(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple[list[str], int]]:
+    """The served capsules (seeds, port), :data:`NAME` resolving to loopback."""
     resolve_to_loopback(monkeypatch, NAME)
-
-
-@pytest.fixture
-def capsules(tmp_path: Path) -> Iterator[tuple[list[str], int]]:
     with served_capsules(tmp_path) as served:
         yield served
 
 
-@pytest.mark.usefixtures("names_resolve_to_loopback")
 def test_the_service_on_postgres(
     pg_db: str, tmp_path: Path, capsules: tuple[list[str], int]
 ) -> None:

@@ -6,10 +6,10 @@ from datetime import UTC, date, datetime
 from pathlib import Path
 
 import pytest
+from store_helpers import Frontier
 
 from geminibot.store import traps
 from geminibot.store.db import connect, transaction
-from geminibot.store.frontier import Frontier
 from geminibot.store.traps import MAX_URLS_PER_HOST, FrontierLimits
 from geminibot.urls import URL, normalise, parse_url
 

@@ -52,7 +52,7 @@ def open_store(kind: str, db: str, clock: Clock, limits: FrontierLimits) -> Craw
 
 def close(store: CrawlStore) -> None:
     if isinstance(store, SqliteStore):
-        store.conn.close()
+        store.engine.conn.close()
     else:
         assert isinstance(store, PgStore)
         store.close()
