@@ -105,9 +105,11 @@ def fill_postgres(url: str) -> None:
     :data:`SEED`."""
     from geminibot.index.authority import compute_authority, write_postgres
     from geminibot.store import pg
+    from geminibot.store.pages import write_page
+    from geminibot.store.pg_sql import ENGINE
 
     with pg.connect(url) as conn:
-        with conn.transaction(), conn.cursor() as cur:
+        with conn.transaction():
             for page in hostile_pages():
-                pg.store_page(cur, page, "indexer")
+                write_page(conn, ENGINE, page, "indexer")
         compute_authority(conn, [SEED], write=write_postgres)
