@@ -100,6 +100,12 @@ def _service() -> Register:
     return cli.register
 
 
+def _feeds() -> Register:
+    from geminibot.feeds import cli
+
+    return cli.register
+
+
 def _searchcap() -> Register:
     from geminibot.searchcap import cli
 
@@ -168,6 +174,10 @@ COMMANDS: tuple[Module, ...] = (
     Module(
         _export,
         (("export", "a crawl database as open data: Parquet files in Common Crawl's columns"),),
+    ),
+    Module(
+        _feeds,
+        (("feeds", "the feeds a crawl found (gemsub, Atom, RSS, twtxt), and what is new in them"),),
     ),
     Module(_searchcap, (("serve-search", "serve a crawl's index as a Gemini search capsule"),)),
     Module(

@@ -31,6 +31,21 @@ class CommandError(Exception):
         self.exit_code = exit_code
 
 
+_DURATION = re.compile(
+    r"(?:(\d+(?:\.\d+)?)d)?(?:(\d+(?:\.\d+)?)h)?(?:(\d+(?:\.\d+)?)m(?:in)?)?"
+    r"(?:(\d+(?:\.\d+)?)s?)?"
+)
+
+
+def parse_duration(text: str) -> float:
+    """``90``, ``90s``, ``5m``, ``1h30m``, ``2d`` -> seconds; raises ValueError."""
+    m = _DURATION.fullmatch(text.strip().lower().replace(" ", ""))
+    if m is None or not any(m.groups()):
+        raise ValueError(f"{text!r} is not a duration (examples: 90, 90s, 5m, 1h30m, 2d)")
+    d, h, mins, secs = (float(g) if g else 0.0 for g in m.groups())
+    return d * 86400 + h * 3600 + mins * 60 + secs
+
+
 def human_duration(seconds: float) -> str:
     """``0.4 s``, ``8 s``, ``1 min 30 s``, ``7 h 36 min``, ``2 d 3 h``: two units at most."""
     if seconds < 10:

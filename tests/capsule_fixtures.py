@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 import trio
 
+from capsule_server import report as report_command
 from capsule_server.files import bundled_capsules
 from capsule_server.judge import HostPolicy, load_policies
 from capsule_server.server import CapsuleServer
@@ -54,6 +55,20 @@ def bundled_policies() -> dict[str, HostPolicy]:
     found = bundled_capsules()
     assert found is not None
     return policies_of(found)
+
+
+@pytest.fixture
+def bundled_policies_read_once(monkeypatch: pytest.MonkeyPatch, capsules_dir: Path) -> None:
+    """``capsule-server report`` judges by the bundled capsules' policies as read once per
+    process (:func:`bundled_policies`; :func:`load_policies` itself, the first time): the
+    judge only reads them, and reading robots-large.test's 600 KB robots.txt is most of a
+    report's cost."""
+    bundled = capsules_dir.resolve()
+
+    def load(directory: Path) -> dict[str, HostPolicy]:
+        return bundled_policies() if directory.resolve() == bundled else load_policies(directory)
+
+    monkeypatch.setattr(report_command, "load_policies", load)
 
 
 @pytest.fixture(scope="session")

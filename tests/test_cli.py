@@ -124,6 +124,7 @@ SEARCH_NEEDS_NONE_OF = [
             ["geminibot.index.search_cli"],
             SEARCH_NEEDS_NONE_OF,
         ),
+        (["feeds", "--help"], ["geminibot.feeds.cli"], SEARCH_NEEDS_NONE_OF),
     ],
 )
 def test_a_command_imports_only_its_own_module(

@@ -21,14 +21,7 @@ from typing import cast
 from geminibot.census.model import Figure
 from geminibot.census.sql import StoreConnection, run
 from geminibot.policy.candidates import MAX_CANDIDATE_PATHS, candidate_paths
-from geminibot.policy.compare import (
-    Comparison,
-    PathDifference,
-    UsageDifferences,
-    WaitDifference,
-    bot_classes,
-    compare,
-)
+from geminibot.policy.compare import KINDS, Comparison, bot_classes, compare
 from geminibot.policy.outcomes import FetchOutcome, Kind
 from geminibot.policy.security_txt import SECURITY_TXT
 from geminibot.policy.site_policy import AGENTS, ROBOTS, ROBOTS2, Fetched, SitePolicy
@@ -41,8 +34,6 @@ MAX_COMPARED = 200
 #: census decides, all hosts together: a comparison's CPU grows with its paths (some
 #: 0.25 ms each), so a few hosts with huge files cannot make a census slow.
 MAX_COMPARED_PATHS = 50_000
-#: The kinds of difference, as ``compare`` reports them.
-KINDS = ("path", "wait", "usage")
 _WINDOW = "each side's last fetch of its policy files"
 #: Scheme preference when a host name has several web origins.
 _SCHEMES = ("https://", "http://")
@@ -106,16 +97,9 @@ def stored_policy(host: str, files: dict[str, Fetched]) -> SitePolicy:
 
 
 def difference_kinds(comparison: Comparison) -> set[str]:
-    """The kinds of difference (:data:`KINDS`) a comparison found."""
-    kinds = set()
-    for diff in comparison.differences:
-        if isinstance(diff, PathDifference):
-            kinds.add("path")
-        elif isinstance(diff, WaitDifference):
-            kinds.add("wait")
-        elif isinstance(diff, UsageDifferences):
-            kinds.add("usage")
-    return kinds
+    """The kinds of difference (:data:`~geminibot.policy.compare.KINDS`) a comparison
+    found."""
+    return {diff.kind for diff in comparison.differences}
 
 
 def compare_stored(web: SitePolicy, gemini: SitePolicy, at: datetime) -> Comparison:

@@ -12,9 +12,10 @@ method=..., headers=...)``.
 
 from __future__ import annotations
 
+from abc import ABC, abstractmethod
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import ClassVar, Protocol
+from typing import ClassVar
 
 from geminibot.crawl.page import Extracted, extract, extract_web
 from geminibot.gemini.client import TLSSeen
@@ -62,9 +63,11 @@ Fetch = Callable[..., Awaitable[FetchResult]]
 Headers = tuple[tuple[str, str], ...]
 
 
-class Adapter(Protocol):
+class Adapter(ABC):
     """What the crawler asks of a protocol: sending a request, reading its answer (a
-    redirect, a slow-down, a policy file, a page's text and links)."""
+    redirect, a slow-down, a policy file, a page's text and links). What both protocols
+    do alike is written here, given each one's ``protocol``, :meth:`request_options`,
+    :meth:`is_redirect`, :meth:`retry_after`, :meth:`slows_down` and :meth:`extract`."""
 
     protocol: ClassVar[Scheme]
 
@@ -81,28 +84,27 @@ class Adapter(Protocol):
         """One request; ``announce`` is what the bot says about itself when the site
         asks it to (robots2.txt ``announce: yes``), for protocols that carry headers;
         ``max_body`` the bytes of the body read at most (None: the fetcher's limit)."""
-        ...
+        return await fetch(
+            url, max_body=max_body, **self.request_options(method, headers, announce)
+        )
 
-    def slows_down(self, status: int | None) -> bool: ...
-    def redirect_target(
-        self, response: FetchResult, url: str, followed: list[URL]
-    ) -> URL | None: ...
-    def policy_answer(self, response: FetchResult, redirects: int) -> PolicyAnswer: ...
-    def extract(self, url: str, host: str, response: FetchResult, fetched_at: float) -> Extracted:
-        """The page and links of a response that has a status."""
-        ...
+    def request_options(
+        self, method: str, headers: Headers, announce: Headers
+    ) -> dict[str, object]:
+        """The fetcher's keywords besides the URL and ``max_body``: none for a protocol
+        without methods or headers."""
+        return {}
 
+    @abstractmethod
+    def slows_down(self, status: int | None) -> bool:
+        """Whether the answer asks the bot to slow down."""
 
-class _Shared:
-    """What both adapters do alike, given their ``protocol``, ``is_redirect`` and
-    ``retry_after``."""
-
-    protocol: ClassVar[Scheme]
-
+    @abstractmethod
     def is_redirect(self, status: int) -> bool:
-        raise NotImplementedError
+        """Whether the status is a redirect."""
 
     def retry_after(self, response: FetchResult) -> float | None:
+        """The seconds the answer asks the bot to wait (None: it names none)."""
         return None
 
     def redirect_target(self, response: FetchResult, url: str, followed: list[URL]) -> URL | None:
@@ -128,24 +130,16 @@ class _Shared:
             retry_after=self.retry_after(response),
         )
 
+    @abstractmethod
+    def extract(self, url: str, host: str, response: FetchResult, fetched_at: float) -> Extracted:
+        """The page and links of a response that has a status."""
 
-class GeminiAdapter(_Shared):
+
+class GeminiAdapter(Adapter):
     """The :class:`Adapter` for gemini:// URLs (44 is a slow-down, 3x a redirect, no
     headers)."""
 
     protocol: ClassVar[Scheme] = "gemini"
-
-    async def send(
-        self,
-        fetch: Fetch,
-        url: str,
-        *,
-        method: str,
-        headers: Headers,
-        announce: Headers,
-        max_body: int | None = None,
-    ) -> FetchResult:
-        return await fetch(url, max_body=max_body)
 
     def slows_down(self, status: int | None) -> bool:
         return status == 44
@@ -158,24 +152,19 @@ class GeminiAdapter(_Shared):
         return extract(url, host, response.status, response.meta, response.body, fetched_at)
 
 
-class WebAdapter(_Shared):
+class WebAdapter(Adapter):
     """http(s): ``meta`` holds the ``Location`` of a 3xx (see the crawl's fetcher)."""
 
     protocol: ClassVar[Scheme] = "http"
 
-    async def send(
-        self,
-        fetch: Fetch,
-        url: str,
-        *,
-        method: str,
-        headers: Headers,
-        announce: Headers,
-        max_body: int | None = None,
-    ) -> FetchResult:
+    def request_options(
+        self, method: str, headers: Headers, announce: Headers
+    ) -> dict[str, object]:
+        """The method, and the headers with what the bot announces that they do not
+        already name."""
         given = {name.lower() for name, _ in headers}
         sent = headers + tuple(h for h in announce if h[0].lower() not in given)
-        return await fetch(url, method=method, headers=sent, max_body=max_body)
+        return {"method": method, "headers": sent}
 
     def slows_down(self, status: int | None) -> bool:
         return status in WEB_SLOW_DOWN

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import argparse
 import errno
-import re
 import sqlite3
 import sys
 import time
@@ -24,6 +23,7 @@ from geminibot.cliutil import (
     counted,
     emit_json,
     human_duration,
+    parse_duration,
     positive_float,
     positive_int,
     terminal_safe,
@@ -64,19 +64,6 @@ EXIT_INTERRUPTED = 130
 EXIT_FAILED = 1
 #: Longest --max-time and --min-delay accepted (a week), in seconds.
 MAX_DURATION = 7 * 86400.0
-_DURATION = re.compile(
-    r"(?:(\d+(?:\.\d+)?)d)?(?:(\d+(?:\.\d+)?)h)?(?:(\d+(?:\.\d+)?)m(?:in)?)?"
-    r"(?:(\d+(?:\.\d+)?)s?)?"
-)
-
-
-def parse_duration(text: str) -> float:
-    """``90``, ``90s``, ``5m``, ``1h30m``, ``2d`` -> seconds; raises ValueError."""
-    m = _DURATION.fullmatch(text.strip().lower().replace(" ", ""))
-    if m is None or not any(m.groups()):
-        raise ValueError(f"{text!r} is not a duration (examples: 90, 90s, 5m, 1h30m, 2d)")
-    d, h, mins, secs = (float(g) if g else 0.0 for g in m.groups())
-    return d * 86400 + h * 3600 + mins * 60 + secs
 
 
 def _duration_option(name: str, *, zero: bool) -> Any:
@@ -445,7 +432,7 @@ async def _crawl_stoppable(args: argparse.Namespace, stopper: Stopper) -> int:
 async def _run_forever(args: argparse.Namespace, database: Database, stopper: Stopper) -> int:
     """Crawl runs one after the other, each when work is due (:mod:`.continuous`), until
     ``stopper`` stops them: exit 0."""
-    from geminibot.crawl.continuous import any_due, keep_going, next_due
+    from geminibot.crawl.continuous import any_due, keep_going, newest_url, next_due
 
     async def run_once(wall_clock: Callable[[], float]) -> None:
         seeds, options, resolver = _options(args)
@@ -470,7 +457,11 @@ async def _run_forever(args: argparse.Namespace, database: Database, stopper: St
             flush=True,
         )
 
-    await keep_going(run_once, reading(next_due), stopper, on_sleep, reading(any_due))
+    def watching(since: float) -> Callable[[float], bool]:
+        newest = reading(newest_url)(since)  # (a URL queued after it: a /submit)
+        return reading(lambda db, now: any_due(db, now, newest))
+
+    await keep_going(run_once, reading(next_due), stopper, on_sleep, watching)
     return EXIT_OK
 
 

@@ -11,8 +11,9 @@ visit window or an unreachable host is looked at again after :data:`QUEUED_RECHE
 The loop sleeps until then, at least :data:`MIN_PAUSE` and at most :data:`MAX_SLEEP` (so
 that URLs queued by others, on a shared PostgreSQL store, are taken within that time),
 and looks every :data:`~geminibot.store.recheck.DUE_POLL` seconds whether a URL has
-become due meanwhile (:func:`any_due`: made due by ``geminibot recheck``, or by a link to
-a page not found): it then runs at once. A run looks as often too (the crawler's
+become due meanwhile (:func:`any_due`: made due by ``geminibot recheck`` or the search
+capsule's ``/submit``, or by a link to a page not found; or a URL new to the store queued
+since the sleep began, a ``/submit`` of a URL never met): it then runs at once. A run looks as often too (the crawler's
 ``poll_due``), so a recheck is taken within that time whether the crawl runs or sleeps.
 
 :class:`Stopper` stops it: the run in progress (its requests in flight go back to the
@@ -57,11 +58,21 @@ def next_due(database: Database, now: float) -> float | None:
     return due
 
 
-def any_due(database: Database, now: float) -> bool:
-    """Whether a finished URL is due at ``now``."""
+def newest_url(database: Database, now: float) -> int:
+    """The highest id of the store's URLs (``now`` unused): a sleep's mark for
+    :func:`any_due`."""
     from geminibot.store import statements as q
 
-    return bool(database.run(q.ANY_DUE, now=now).fetchone()[0])
+    row = database.run(q.NEWEST_URL).fetchone()
+    return 0 if row is None or row[0] is None else int(row[0])
+
+
+def any_due(database: Database, now: float, newest: int | None = None) -> bool:
+    """Whether a finished URL is due at ``now``, or (``newest``: :func:`newest_url` when
+    the sleep began) a URL new to the store was queued since (a ``/submit``)."""
+    from geminibot.store import statements as q
+
+    return bool(database.run(q.ANY_DUE, now=now, newest=newest).fetchone()[0])
 
 
 def pause(now: float, due: float | None) -> float:
@@ -127,12 +138,13 @@ async def keep_going(
     due: Callable[[float], float | None],
     stopper: Stopper,
     on_sleep: Callable[[float, float | None], None] | None = None,
-    woken: Callable[[float], bool] | None = None,
+    woken: Callable[[float], Callable[[float], bool]] | None = None,
 ) -> int:
     """Run ``run_once(wall_clock)`` (one crawl, its clock the loop's), then sleep until
     ``due(now)``, again and again until ``stopper`` stops it; returns the runs made.
-    ``woken(now)``, asked every :data:`~geminibot.store.recheck.DUE_POLL` seconds of a
-    sleep, ends it early when it says work is due (:func:`any_due`).
+    ``woken(now)``, called as a sleep begins, gives the test asked every
+    :data:`~geminibot.store.recheck.DUE_POLL` seconds of it (``test(now)``): it ends the
+    sleep early when it says work is due (:func:`any_due`).
 
     The wall clock is the time at the start advanced by trio's clock (under trio's mock
     clock a test sleeps through days at once); ``on_sleep(seconds, due)`` is told of each
@@ -153,5 +165,10 @@ async def keep_going(
         if woken is None:
             await stopper.sleep(seconds)
         else:
-            await stopper.sleep_unless(seconds, lambda: woken(clock.now()))
+            await stopper.sleep_unless(seconds, _asking(woken(now), clock.now))
     return runs
+
+
+def _asking(test: Callable[[float], bool], clock: Callable[[], float]) -> Callable[[], bool]:
+    """``test`` asked at ``clock``'s time."""
+    return lambda: test(clock())

@@ -1,8 +1,9 @@
 """The crawl engine: a fixed set of trio workers that moves hosts and URLs between the
 crawl's parts, as Scrapy's engine does: the store (:mod:`~geminibot.store.crawlstore`), the
 scheduler (:mod:`~geminibot.crawl.scheduler`: which host is due next), the downloader
-(:mod:`~geminibot.crawl.downloader`), the site policy's files
-(:mod:`~geminibot.crawl.policy_files`), the scope (:mod:`~geminibot.crawl.scope`) and a
+(:mod:`~geminibot.crawl.downloader`), the hosts' site policies
+(:mod:`~geminibot.crawl.site_policies`, read from their files:
+:mod:`~geminibot.crawl.policy_files`), the scope (:mod:`~geminibot.crawl.scope`) and a
 claimed URL's visit (:mod:`~geminibot.crawl.visit`, committing what
 :mod:`~geminibot.crawl.pipeline` makes of the answer).
 
@@ -16,7 +17,6 @@ a stopped crawl resumes where it was (:mod:`~geminibot.store.frontier`).
 from __future__ import annotations
 
 import math
-from collections import OrderedDict
 from collections.abc import Awaitable, Callable
 from contextlib import AbstractAsyncContextManager, nullcontext
 from dataclasses import dataclass
@@ -30,6 +30,7 @@ from geminibot.crawl.progress import Progress
 from geminibot.crawl.scheduler import Scheduler
 from geminibot.crawl.scope import CrawlScope
 from geminibot.crawl.settings import CrawlOptions, check_settings
+from geminibot.crawl.site_policies import SitePolicies
 from geminibot.crawl.visit import Visited, Visitor
 from geminibot.policy.site_policy import SitePolicy
 from geminibot.store.crawlstore import CrawlStore
@@ -37,10 +38,6 @@ from geminibot.store.freshness import DAY, LOG_RETENTION_DAYS
 
 __all__ = ["CrawlParts", "Crawler"]
 
-#: Bytes of policy files whose site policies are kept in memory between a host's turns
-#: (beyond it, the least recently used are parsed again from the store's cache at their
-#: host's next turn: no request, but more CPU than a page). A capsule's are a few KiB.
-POLICY_CACHE_BYTES = 16 * 1024 * 1024
 #: Seconds between two progress reports.
 PROGRESS_INTERVAL = 0.5
 #: Seconds a crawl process with nothing to do waits before it looks again at the hosts
@@ -106,14 +103,10 @@ class Crawler:
         self.scope = parts.scope
         self.downloader = parts.downloader
         self.visitor = parts.visitor
-        self.policy_files = parts.policy_files
         self._leased: set[str] = set()  # hosts this process works on (leased)
         self._addressed: set[str] = set()  # hosts whose address the scheduler knows
         self._capped = False  # hosts were left out for --max-hosts: look again later
-        #: site policies of hosts between turns, least recently used first, with the
-        #: bytes of files each was read from (:data:`POLICY_CACHE_BYTES`)
-        self._policies: OrderedDict[str, tuple[SitePolicy, int]] = OrderedDict()
-        self._policy_bytes = 0
+        self._policies = SitePolicies(parts.policy_files)  # of hosts between turns
         self._skipped: dict[str, str] = {}
         self._stopping = False
         self._visiting = 0  # URLs being visited now (pages that may meet --max-pages)
@@ -313,19 +306,19 @@ class Crawler:
             return None
         if self.scheduler.slot_taken(host):  # another host of its address is out
             return self.clock()
-        cached = self._policies.pop(host, None)
-        if cached is not None:
-            self._policy_bytes -= cached[1]
         requests = self.progress.requests
-        policy = await self._current_policy(host, None if cached is None else cached[0])
-        if policy is None or isinstance(policy, Later):
-            return None if policy is None else policy.at
+        policy = await self._policies.for_turn(host)
+        if isinstance(policy, Skip):
+            self._skip(host, policy.reason or self.scheduler.skipped(host) or "skipped")
+            return None
+        if isinstance(policy, Later):
+            return policy.at
         # (the scheduler handed the host out due; a policy file fetched now used its turn)
         due = self._due(host) if self.progress.requests != requests else self.clock()
         if due is not None and due <= self.clock():
             due = await self._next_url(host, policy)
         if due is not None:
-            self._keep_policy(host, policy)
+            self._policies.keep(host, policy)
         return due
 
     def _due(self, host: str) -> float | None:
@@ -359,9 +352,7 @@ class Crawler:
         """``host`` is done for this run here: out of the schedule, its lease let go; the
         hosts left out for --max-hosts come in when there is room again."""
         self.scheduler.drop(host)
-        cached = self._policies.pop(host, None)
-        if cached is not None:
-            self._policy_bytes -= cached[1]
+        self._policies.drop(host)
         if host in self._leased:
             self._leased.discard(host)
             self.store.release_host(host, self.lease)
@@ -411,29 +402,3 @@ class Crawler:
             self._skip(host, skipped)
             return None
         return self._due(host)
-
-    def _keep_policy(self, host: str, policy: SitePolicy) -> None:
-        """Keep ``host``'s policy for its next turn, within :data:`POLICY_CACHE_BYTES`."""
-        size = self.policy_files.sizes.get(host, 0)
-        if size > POLICY_CACHE_BYTES:
-            return
-        self._policies[host] = (policy, size)
-        self._policy_bytes += size
-        while self._policy_bytes > POLICY_CACHE_BYTES:
-            _, (_, dropped) = self._policies.popitem(last=False)
-            self._policy_bytes -= dropped
-
-    async def _current_policy(
-        self, host: str, policy: SitePolicy | None
-    ) -> SitePolicy | Later | None:
-        """``policy``, or the host's policy read from its files when there is none yet or
-        one of the files it rests on has expired (RFC 9309 2.4: a cached copy is used for
-        at most 24 hours, also within one long run); :class:`Later`: the read goes on at
-        the host's next turn; None: the host is skipped."""
-        if policy is not None and not self.policy_files.expired(host):
-            return policy
-        read = await self.policy_files.site_policy(host)
-        if isinstance(read, Skip):
-            self._skip(host, read.reason or self.scheduler.skipped(host) or "skipped")
-            return None
-        return read

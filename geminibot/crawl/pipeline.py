@@ -10,7 +10,9 @@ canonical one; the other becomes its alias, and its links are not followed), whe
 due again (:func:`~geminibot.store.freshness.next_interval`), when its content last
 changed and when it went away (:func:`changed_and_gone`), and whether its content may
 be kept (robots2.txt ``store: no`` or ``session-only``: the index keeps its metadata and
-links only, and no WARC record). For a URL refused or failed, when it is asked again
+links only, and no WARC record), and whether it is a feed (:func:`page_feed`: read only
+where it may be one; its entries' pages are followed as its links are, and a feed is
+revisited down to :data:`~geminibot.store.freshness.FEED_MIN_REVISIT`). For a URL refused or failed, when it is asked again
 (:func:`refused_revisit`, :func:`failed_revisit`).
 """
 
@@ -21,6 +23,7 @@ from dataclasses import dataclass, replace
 
 from geminibot.crawl.page import Extracted
 from geminibot.crawl.scope import Link
+from geminibot.feeds.parse import Feed, read_feed, worth_reading
 from geminibot.policy.site_policy import Bot, SitePolicy
 from geminibot.store.crawlstore import DecisionRecord, FetchedPage, FetchRecord, Revisit
 from geminibot.store.freshness import (
@@ -57,6 +60,17 @@ class PageAnswer:
     original: str | None  # the canonical URL of another page with the same body, if any
     keeps_copies: bool  # :func:`may_store`
     role: str
+    body: bytes = b""  # the response's body (read as a feed where it may be one)
+
+
+def page_feed(page: Page, body: bytes, now: float) -> Feed | None:
+    """The feed a page fetched at ``now`` is, if it is one: a live page of its own (not an
+    alias), of a type and with links that may make a feed (:func:`worth_reading`)."""
+    if not 20 <= page.status <= 29 or page.duplicate_of is not None:
+        return None
+    if not worth_reading(page.mime, page.url, (link.label for link in page.links)):
+        return None
+    return read_feed(page.url, page.mime, body, now)
 
 
 def page_item(
@@ -81,7 +95,15 @@ def page_item(
             demote = original  # this URL is the better name of the body
         else:
             page, links = replace(page, duplicate_of=original, links=()), ()
-    interval = next_interval(previous.interval if previous else None, changed=not unchanged)
+    feed = None if unchanged or gone else page_feed(page, answer.body, now)
+    was_feed = previous is not None and bool(previous.feed)
+    if feed is not None:
+        links = tuple(dict.fromkeys((*links, *(entry.url for entry in feed.entries))))
+    interval = next_interval(
+        previous.interval if previous else None,
+        changed=not unchanged,
+        feed=feed is not None or (unchanged and was_feed),
+    )
     changed_at, gone_at = changed_and_gone(previous, page, gone, now)
     page = replace(page, changed_at=changed_at, gone_at=gone_at)
     if not answer.keeps_copies:
@@ -100,6 +122,8 @@ def page_item(
         unchanged=unchanged,
         gone=gone,
         demote=demote,
+        feed=feed if answer.keeps_copies else None,
+        was_feed=was_feed,
     )
 
 

@@ -195,6 +195,7 @@ class Visitor:
             original,
             keeps_copies,
             self.role,
+            response.body,
         )
         item = page_item(
             answer, self._now(), lambda links: self.scope.followed(links, claim.depth, claim.url)

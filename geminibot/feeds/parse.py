@@ -108,6 +108,17 @@ def may_be_feed(mime: str | None, url: str) -> bool:
     return kind == "text/plain" and url.rsplit("/", 1)[-1].lower().endswith("twtxt.txt")
 
 
+def worth_reading(mime: str | None, url: str, labels: Iterable[str]) -> bool:
+    """Whether a fetched page is worth :func:`read_feed`: it may be a feed by its type
+    and, gemtext, one of its link ``labels`` starts with a date (a page without one is no
+    gemsub feed: the crawl then parses nothing more of it)."""
+    if not may_be_feed(mime, url):
+        return False
+    if media_type(mime) != "text/gemini":
+        return True
+    return any(_GEMSUB_DATE.match(label) for label in labels)
+
+
 def read_feed(url: str, mime: str | None, body: bytes, now: float) -> Feed | None:
     """The feed this document is, or None: ``url`` is where it was fetched (entries resolve
     against it), ``now`` the fetch time (entries dated far after it are skipped)."""

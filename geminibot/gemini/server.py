@@ -75,8 +75,9 @@ from geminibot.gemini.accesslog import (
     LogBudget,
     now_iso,
 )
-from geminibot.gemini.certs import FALLBACK_HOST, CertInfo, ensure_certificate
+from geminibot.gemini.certs import CertInfo
 from geminibot.gemini.ratelimit import RateLimiter
+from geminibot.gemini.sni import HostContexts
 from geminibot.gemini.status import Status
 from geminibot.gemini.tls import InvalidServerName, TLSConnection
 from geminibot.gemini.urls import DEFAULT_PORT, MAX_REQUEST_BYTES, climbs_above_root, parse_request
@@ -283,13 +284,8 @@ class GeminiServer:
         self._per_address: Counter[str] = Counter()
         self._waiting: dict[int, _Waiting] = {}  # in accept order: the oldest first
         self._next_id = 0
-        self._certificates = {host: ensure_certificate(cert_dir, host) for host in self.sites}
-        self._contexts: dict[str, ssl.SSLContext] = {}
-        self._host_of: dict[int, str] = {}
-        fallback = ensure_certificate(cert_dir, FALLBACK_HOST)
-        self._unknown_name = _context(fallback)  # SNI names a host not served
-        self.ssl_context = _context(fallback)  # also used when there is no SNI
-        self.ssl_context.sni_callback = self._choose_context
+        self._tls = HostContexts(cert_dir, self.sites, _context)  # by SNI name
+        self.ssl_context = self._tls.default
         self._accept_scope = trio.CancelScope()
         self.port: int | None = None
         self.log_failure: str | None = None
@@ -311,24 +307,6 @@ class GeminiServer:
     def answering(self) -> int:
         """Requests being answered now (what ``ServerLimits.max_connections`` bounds)."""
         return self._answering
-
-    def _choose_context(
-        self, sslobj: ssl.SSLObject, server_name: str | None, _ctx: ssl.SSLContext
-    ) -> None:
-        if server_name is not None:
-            sslobj.context = self._context_for(server_name.lower().rstrip("."))
-
-    def _context_for(self, name: str) -> ssl.SSLContext:
-        """The TLS context of the served host ``name`` (built on its first use), or the
-        one for names not served."""
-        context = self._contexts.get(name)
-        if context is None:
-            certificate = self._certificates.get(name)
-            if certificate is None:
-                return self._unknown_name
-            context = self._contexts[name] = _context(certificate)
-            self._host_of[id(context)] = name
-        return context
 
     async def serve(
         self,
@@ -490,7 +468,7 @@ class GeminiServer:
                 return
             line, sni = request
             self._answering += 1
-            resolution = await self._answer(line, record, self._sni_host(sni), local_port)
+            resolution = await self._answer(line, record, self._tls.host_of(sni), local_port)
             with trio.move_on_after(self.limits.send_timeout) as send_scope:
                 await _send(conn, resolution)
             if send_scope.cancelled_caught:
@@ -542,12 +520,6 @@ class GeminiServer:
                 record.request = _excerpt(received)
             return None
         return line, sni
-
-    def _sni_host(self, context_id: int) -> str | None:
-        """The served host the client named in SNI; "" for an unknown name; None for none."""
-        if context_id == id(self._unknown_name):
-            return ""
-        return self._host_of.get(context_id)
 
     async def _answer(
         self, line: bytes, record: AccessRecord, sni_host: str | None, local_port: int

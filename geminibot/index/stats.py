@@ -182,12 +182,22 @@ def stats(conn: Connection, now: float | None = None, lag: int | None = None) ->
                 f"SELECT count(DISTINCT url) FROM decisions WHERE NOT allowed AND NOT ({_POLICY_REFUSAL})"
             ).fetchone()[0]
         ),
+        "feeds": _counts(conn, _feed_formats()),
         "refusals_by_host": _counts(
             conn,
             f"SELECT host, count(DISTINCT url) FROM decisions WHERE {_POLICY_REFUSAL}"
             f" GROUP BY host ORDER BY 2 DESC, 1 LIMIT {TOP_REFUSING_HOSTS}",
         ),
     }
+
+
+def _feed_formats() -> str:
+    """The feeds by format, the statement :mod:`geminibot.store.whatsnew` reads them with
+    (imported here, not with the module: ``search`` and ``stats --help`` start without
+    SQLAlchemy)."""
+    from geminibot.store.whatsnew import FEED_FORMATS
+
+    return str(FEED_FORMATS)
 
 
 def format_stats(data: dict[str, Any]) -> str:
@@ -214,6 +224,7 @@ def format_stats(data: dict[str, Any]) -> str:
         ("frontier", "frontier"),
         ("trap bounds hit", "traps"),
         ("refusals by host", "refusals_by_host"),
+        ("feeds by format", "feeds"),
     ):
         # Hosts and MIME types come from servers: escaped, and cut to half a line.
         rows = [(clipped(terminal_safe(k), LINE_WIDTH // 2), v) for k, v in data[key].items()]

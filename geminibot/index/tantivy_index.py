@@ -8,7 +8,8 @@ where FTS5's bm25 scores every matching page before sorting (see docs/benchmarks
 It lives in the folder ``DB.search/``, built whole from the store (:func:`rebuild`,
 ``geminibot index rebuild --db DB``) and then, while an updater follows the store
 (:mod:`geminibot.index.updater`), kept current page by page: deleting the folder loses
-nothing. What a document holds: :mod:`geminibot.index.documents`.
+nothing. What a document holds: :mod:`geminibot.index.documents`; the query a search
+runs: :mod:`geminibot.index.tantivy_query`.
 
 Ranking is in two stages (:meth:`TantivyIndex.search`): tantivy's collector keeps the
 best :data:`RERANK_WINDOW` pages by text alone, with block-max pruning intact, then those
@@ -54,7 +55,6 @@ from geminibot.index.authority import last_computed
 from geminibot.index.documents import (
     FIELD_BOOSTS,
     FIELD_ORDER,
-    PAIR_FIELDS,
     UNTRUSTED_BOOSTS,
     DocumentBuilder,
     anchor_table,
@@ -62,10 +62,8 @@ from geminibot.index.documents import (
     page_rows,
     register,
     schema,
-    stem_analyzer,
     stuffing_factor,
     text_analyzer,
-    word_pairs,
 )
 from geminibot.index.explain import (
     AUTHORITY,
@@ -76,7 +74,8 @@ from geminibot.index.explain import (
     with_factors,
 )
 from geminibot.index.languages import STEMMERS
-from geminibot.index.query import ParsedQuery, Scope, Term
+from geminibot.index.query import ParsedQuery
+from geminibot.index.tantivy_query import QueryBuilder
 from geminibot.index.weights import (
     WEIGHTS_FILE,
     HostWeights,
@@ -91,21 +90,6 @@ if TYPE_CHECKING:
 
 #: Index format of this module (a folder written by another is rebuilt, not read).
 FORMAT = 6
-#: bm25 boost of the stems field (the page's own words stemmed in its language), matched
-#: by a query word's stems: a page saying "gardens" is found by "garden", and ranked by
-#: its other words. At 0 a stem finds pages without lifting them: on real capsules any
-#: weight on stems let pages sharing a rare word's stem outrank the page that has the
-#: word (known-item MRR 0.988 at 1.0, 0.991 at 0.25, 0.992 at 0; docs/benchmarks.md).
-STEM_BOOST = 0.0
-#: Two words of a query typed side by side (``machine learning``) that a page holds so,
-#: in a field, count PAIR_BOOST times that field's boost: in a body as much as a word of
-#: the title and its heading together, so that the words side by side in a body outrank
-#: one of them in a title ("The Machine Stops"), and in a title more still. Each pair is
-#: one term of the field's pair field, an optional clause: pages without it are found
-#: all the same. On the real capsules: heading MRR 1.000 and rare-word 0.995 at 15, as
-#: without it; a boost of 15 in every field instead lost one heading query to a page
-#: repeating its words ("the midi kit") in its body (docs/benchmarks.md).
-PAIR_BOOST = 15.0
 #: Pages ranked by text alone that are then re-ranked by text × authority: the first
 #: stage keeps tantivy's top-k pruning; a page outside this window is never lifted into it
 #: by its authority (those beyond it follow, in text order).
@@ -257,6 +241,13 @@ class TantivyIndex:
                 parts = field_parts(untrusted.explain(searcher, addr).to_json(), FIELD_ORDER)
         return with_factors(scaled(parts, text), *factors)
 
+    def _query(
+        self, parsed: ParsedQuery, boosts: dict[str, float] = FIELD_BOOSTS
+    ) -> tantivy.Query | None:
+        """``parsed`` as a query of this index, stems searched in its languages."""
+        builder = QueryBuilder(self.schema, self.analyzer, self.languages, self._stemmers)
+        return builder.query(parsed, boosts)
+
     def _untrusted_rescored(
         self,
         searcher: tantivy.Searcher,
@@ -286,165 +277,6 @@ class TantivyIndex:
             score, addr = ranked[n]
             rescored[n] = (min(score, flat.get((addr.segment_ord, addr.doc), 0.0)), addr)
         return rescored
-
-    def _stems(self, word: str, lang: str | None) -> list[tantivy.Query]:
-        """Term queries for ``word``'s stem in each language searched (``lang``, else every
-        language of the index that has a stemmer)."""
-        codes = [lang] if lang in STEMMERS else [] if lang else list(self.languages)
-        stems: set[str] = set()
-        for code in codes:
-            if code not in self._stemmers:
-                self._stemmers[code] = stem_analyzer(code)
-            stems.update(self._stemmers[code].analyze(word))
-        return [
-            tantivy.Query.boost_query(
-                tantivy.Query.term_query(self.schema, "stems", stem), STEM_BOOST
-            )
-            for stem in sorted(stems)
-        ]
-
-    def _term(
-        self, term: Term, lang: str | None = None, boosts: dict[str, float] = FIELD_BOOSTS
-    ) -> tantivy.Query | None:
-        words: list[str | tuple[int, str]] = list(self.analyzer.analyze(term.text))
-        if not words:
-            return None
-        per_field = []
-        if term.field is not None:  # intitle:, inurl:
-            boosts = {term.field: boosts[term.field]}
-        elif not term.prefix and len(words) == 1:
-            per_field += [(tantivy.Occur.Should, q) for q in self._stems(term.text, lang)]
-        for name, boost in boosts.items():
-            if not term.prefix and len(words) > 1:
-                q = self._phrase(name, words)
-            elif term.prefix and len(words) == 1:
-                escaped = "".join(c if c.isalnum() else "\\" + c for c in str(words[0]))
-                q = tantivy.Query.regex_query(self.schema, name, escaped + ".*")
-            elif term.prefix:
-                q = tantivy.Query.phrase_prefix_query(self.schema, name, words)
-            else:
-                q = tantivy.Query.term_query(self.schema, name, words[0])
-            per_field.append((tantivy.Occur.Should, tantivy.Query.boost_query(q, boost)))
-        return tantivy.Query.boolean_query(per_field)
-
-    def _side_by_side(
-        self, run: tuple[str, ...], boosts: dict[str, float]
-    ) -> list[tuple[tantivy.Occur, tantivy.Query]]:
-        """Optional clauses scoring each two words of ``run`` (as typed) that a page
-        holds side by side, in each field (:data:`PAIR_BOOST` times its boost)."""
-        words = [str(w) for w in self.analyzer.analyze(" ".join(run))] if run else []
-        return [
-            (
-                tantivy.Occur.Should,
-                tantivy.Query.boost_query(
-                    tantivy.Query.term_query(self.schema, PAIR_FIELDS[name], pair),
-                    boost * PAIR_BOOST,
-                ),
-            )
-            for pair in word_pairs(words)
-            for name, boost in boosts.items()
-            if boost
-        ]
-
-    def _phrase(self, field: str, words: list[str | tuple[int, str]]) -> tantivy.Query:
-        """The phrase ``words`` in ``field``, through its pair field: one term for two
-        words; for more, every pair required and the positional phrase checked only on
-        the pages holding them all (scored by the pairs alone)."""
-        pairs = [
-            tantivy.Query.term_query(self.schema, PAIR_FIELDS[field], pair)
-            for pair in word_pairs([str(w) for w in words])
-        ]
-        if len(pairs) == 1:
-            return pairs[0]
-        exact = tantivy.Query.const_score_query(
-            tantivy.Query.phrase_query(self.schema, field, words), 0.0
-        )
-        return tantivy.Query.boolean_query(
-            [(tantivy.Occur.Must, q) for q in pairs] + [(tantivy.Occur.Must, exact)]
-        )
-
-    def _query(
-        self, parsed: ParsedQuery, boosts: dict[str, float] = FIELD_BOOSTS
-    ) -> tantivy.Query | None:
-        # Operators alone: every page in their scope, each scoring 1 (then its authority).
-        groups = (
-            []
-            if parsed.groups
-            else [tantivy.Query.const_score_query(tantivy.Query.all_query(), 1.0)]
-        )
-        for n, group in enumerate(parsed.groups):
-            terms = [self._term(t, parsed.lang, boosts) for t in group]
-            if any(t is None for t in terms):
-                continue  # a required word the index can never contain
-            run = parsed.runs[n] if n < len(parsed.runs) else ()
-            clauses = [(tantivy.Occur.Must, t) for t in terms if t]
-            groups.append(tantivy.Query.boolean_query(clauses + self._side_by_side(run, boosts)))
-        if not groups:
-            return None
-        top = groups[0]
-        if len(groups) > 1:
-            top = tantivy.Query.boolean_query([(tantivy.Occur.Should, g) for g in groups])
-        excluded = [q for q in (self._term(t) for t in parsed.excluded) if q is not None]
-        if excluded:
-            clauses = [(tantivy.Occur.Must, top)]
-            clauses += [(tantivy.Occur.MustNot, q) for q in excluded]
-            top = tantivy.Query.boolean_query(clauses)
-        filters = self._scope(parsed.scope)
-        if parsed.lang:
-            filters.append(
-                (tantivy.Occur.Must, tantivy.Query.term_query(self.schema, "lang", parsed.lang))
-            )
-        if filters:
-            top = tantivy.Query.boolean_query([(tantivy.Occur.Must, top), *filters])
-        return top
-
-    def _scope(self, scope: Scope) -> list[tuple[tantivy.Occur, tantivy.Query]]:
-        """The clauses keeping the pages in ``scope`` (scoring nothing)."""
-        clauses: list[tuple[tantivy.Occur, tantivy.Query]] = []
-
-        def either(queries: list[tantivy.Query]) -> tantivy.Query:
-            if len(queries) == 1:
-                return queries[0]
-            return tantivy.Query.boolean_query([(tantivy.Occur.Should, q) for q in queries])
-
-        if scope.sites:
-            clauses.append((tantivy.Occur.Must, either([self._site(s) for s in scope.sites])))
-        clauses += [(tantivy.Occur.MustNot, self._site(s)) for s in scope.excluded_sites]
-        if scope.mimes:
-            types = [tantivy.Query.term_query(self.schema, "mime", m) for m in scope.mimes]
-            clauses.append((tantivy.Occur.Must, either(types)))
-        clauses += [
-            (tantivy.Occur.MustNot, tantivy.Query.term_query(self.schema, "mime", m))
-            for m in scope.excluded_mimes
-        ]
-        if scope.larger_than is not None or scope.smaller_than is not None:
-            sizes = tantivy.Query.range_query(
-                self.schema,
-                "size",
-                tantivy.FieldType.Unsigned,
-                scope.larger_than,
-                scope.smaller_than,
-                include_lower=scope.larger_than is None,
-                include_upper=scope.smaller_than is None,
-            )
-            clauses.append((tantivy.Occur.Must, sizes))
-        return [
-            (occur, tantivy.Query.const_score_query(q, 0.0) if occur == tantivy.Occur.Must else q)
-            for occur, q in clauses
-        ]
-
-    def _site(self, pattern: str) -> tantivy.Query:
-        """The pages whose host key matches the shell ``pattern``, or whose web origin's
-        host name does (as :mod:`geminibot.index.scope`)."""
-        if "*" not in pattern and "?" not in pattern:
-            return tantivy.Query.term_set_query(
-                self.schema,
-                "site",
-                [pattern, f"gemini://{pattern}", f"https://{pattern}", f"http://{pattern}"],
-            )
-        wild = {"*": ".*", "?": "."}
-        body = "".join(wild.get(c) or (c if c.isalnum() else "\\" + c) for c in pattern)
-        return tantivy.Query.regex_query(self.schema, "site", f"([a-z]+://)?{body}")
 
 
 def _key(addr: tantivy.DocAddress) -> tuple[int, int]:

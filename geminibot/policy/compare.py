@@ -31,6 +31,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
+from typing import ClassVar
 
 from geminibot.policy.candidates import candidate_paths
 from geminibot.policy.robots import RobotsFile
@@ -131,6 +132,8 @@ class PathDifference:
     same group (for one class, or, in :attr:`Comparison.differences`, for every class
     named in ``classes``)."""
 
+    #: Its kind, one of :data:`KINDS` (the ``kind`` of :meth:`as_dict`).
+    kind: ClassVar[str] = "path"
     path: str
     web_allowed: bool
     gemini_allowed: bool
@@ -157,7 +160,7 @@ class PathDifference:
             }
 
         return {
-            "kind": "path",
+            "kind": self.kind,
             "path": self.path,
             "classes": list(self.classes),
             "candidates": self.candidates,
@@ -170,13 +173,15 @@ class PathDifference:
 class WaitDifference:
     """The waiting time between requests, different over the web and over Gemini."""
 
+    #: Its kind, one of :data:`KINDS` (the ``kind`` of :meth:`as_dict`).
+    kind: ClassVar[str] = "wait"
     web: DelayAnswer
     gemini: DelayAnswer
     classes: tuple[str, ...]
 
     def as_dict(self) -> dict[str, object]:
         return {
-            "kind": "wait",
+            "kind": self.kind,
             "classes": list(self.classes),
             "web": _delay_dict(self.web),
             "gemini": _delay_dict(self.gemini),
@@ -212,18 +217,22 @@ class UsageDifference:
 class UsageDifferences:
     """The robots2.txt usage answers that differ, the same for every class in ``classes``."""
 
+    #: Its kind, one of :data:`KINDS` (the ``kind`` of :meth:`as_dict`).
+    kind: ClassVar[str] = "usage"
     usage: tuple[UsageDifference, ...]
     classes: tuple[str, ...]
 
     def as_dict(self) -> dict[str, object]:
         return {
-            "kind": "usage",
+            "kind": self.kind,
             "classes": list(self.classes),
             "directives": [u.as_dict() for u in self.usage],
         }
 
 
 Difference = PathDifference | WaitDifference | UsageDifferences
+#: The kinds of difference, as :meth:`Comparison.as_dict` and the census name them.
+KINDS = (PathDifference.kind, WaitDifference.kind, UsageDifferences.kind)
 
 
 @dataclass(frozen=True)

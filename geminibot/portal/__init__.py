@@ -10,6 +10,8 @@
 - :mod:`geminibot.portal.upstream`: the Gemini side: address guard, per-host pacing and
   ``44`` back-off, upstream slots shared per client and per server, the policy cache,
   redirects;
+- :mod:`geminibot.portal.proxy`: a Gemini page shown: the rules asked, fetched once for all
+  who ask at once, rendered, cached;
 - :mod:`geminibot.portal.app`: the ASGI application;
 - :mod:`geminibot.portal.server`: the HTTP/1.1 server (h11 on trio) that serves it, and
   :mod:`geminibot.portal.connections`, its table of open connections (pure);

@@ -11,16 +11,17 @@ Routes (see docs/portal.md):
 - with ``capsule``: ``/PATH[?QUERY]`` shows that path of the one capsule, as Kineto does;
 - with a crawl database (``checks``, its reads off the event loop): ``/check`` is a form, ``/check?q=URL|HOST`` says why
   a page is in the crawl's index or not, or what it knows of a capsule
-  (:mod:`geminibot.why`); ``/census``, the latest census kept, charts inline
-  (:mod:`geminibot.portal.census`).
+  (:mod:`geminibot.why`); ``/feeds``, ``/new`` (``/new?q=QUERY``), ``/newest``,
+  ``/random`` and ``/new.atom`` say what is new (:class:`~geminibot.portal.whatsnew.WhatsNew`);
+  ``/census``, the latest census kept, charts inline (:mod:`geminibot.portal.census`).
 
 Only origin-form request targets (``/...``) are answered. A ``POST`` to a page address
 answers a ``10``/``11`` prompt: the form's ``input`` becomes the Gemini query.
 
-A page is fetched, rendered (:class:`~geminibot.portal.pages.Pages`, in a worker thread
-when the body is big) and kept rendered in the :class:`~geminibot.portal.cache.PageCache`;
-an answer is handed to the server in slices of ``send_chunk_bytes``. Every failure is a
-page; a fault of the portal itself is a 500 page and one message on stderr.
+A Gemini page is shown by the :class:`~geminibot.portal.proxy.PageProxy` (fetched once
+for all who ask for it at once, rendered, kept rendered in the page cache); an answer is
+handed to the server in slices of ``send_chunk_bytes``. Every failure is a page; a fault
+of the portal itself is a 500 page and one message on stderr.
 """
 
 from __future__ import annotations
@@ -36,19 +37,17 @@ from urllib.parse import parse_qs, quote
 import trio
 
 from geminibot.cliutil import say
-from geminibot.gemini.client import Response
-from geminibot.gemini.status import Family
 from geminibot.gemini.urls import parse_url
 from geminibot.index.query import QueryError, parse_query
 from geminibot.net.addresses import address_key
-from geminibot.net.errors import BodyTooLarge, FetchError
-from geminibot.portal.cache import PageCache
 from geminibot.portal.census import CensusPage
 from geminibot.portal.limits import ClientBuckets
 from geminibot.portal.pages import COMMON_HEADERS, HTTPResponse, Pages
-from geminibot.portal.render import Strip, esc, notice
+from geminibot.portal.proxy import PageProxy
+from geminibot.portal.render import esc, notice
 from geminibot.portal.search import MAX_PAGE, find_page, results_html, search_form
-from geminibot.portal.upstream import WEB_CLIENT, Busy, NotReachable, Refused, Upstream
+from geminibot.portal.upstream import Upstream
+from geminibot.portal.whatsnew import WhatsNew
 from geminibot.store.reads import ReadsBusy
 from geminibot.urls import URL, InvalidURL
 from geminibot.why import BadTarget
@@ -64,9 +63,6 @@ PORTAL_ROBOTS = (
     b"# geminibot portal: proxied Gemini content is not for web crawlers.\n"
     b"User-agent: *\nDisallow: /\n"
 )
-#: Bodies up to this size are rendered on the event loop (a few milliseconds at most);
-#: bigger ones in a worker thread.
-INLINE_RENDER_BYTES = 64 * 1024
 
 
 @dataclass(frozen=True)
@@ -104,11 +100,9 @@ class PortalApp:
         limits = upstream.limits
         self.limits = limits
         self.pages = Pages(limits, capsule)
-        self.cache = PageCache(limits.page_cache_bytes, limits.page_cache_seconds)
         self.buckets = ClientBuckets(limits.rate_per_second, limits.rate_burst, limits.max_clients)
-        self.renderers = trio.CapacityLimiter(limits.render_threads)
-        #: Pages being fetched and rendered now, by URL: who asks meanwhile waits.
-        self._fetching: dict[str, trio.Event] = {}
+        #: Gemini pages shown: fetched once for all who ask, rendered, cached.
+        self.proxy = PageProxy(upstream, self.pages, clock)
         #: Headers the application adds to every answer.
         self.headers = list(COMMON_HEADERS)
         #: The portal's own pages, by exact path, before any Gemini address.
@@ -119,7 +113,7 @@ class PortalApp:
         if capsule is None:
             self.routes["/"] = self._home
             self.routes["/about"] = self._about
-        self._census_page = CensusPage(self.pages, self.renderers, self.clock)
+        self._census_page = CensusPage(self.pages, self.proxy.renderers, self.clock)
         self.checks = checks
 
     @property
@@ -130,13 +124,19 @@ class PortalApp:
     @checks.setter
     def checks(self, checks: CheckReads | None) -> None:
         self._checks = checks
+        new = None if checks is None else WhatsNew(self.pages, checks.reads, self.wall_clock)
+        for path in ("/check", "/search", *WhatsNew.PATHS):
+            if new is None:
+                self.routes.pop(path, None)
+            elif path == "/check":
+                self.routes[path] = self._check
+            elif path == "/search":
+                self.routes[path] = self._search
+            else:
+                self.routes[path] = partial(_whatsnew, new, path)
         if checks is None:
-            self.routes.pop("/check", None)
-            self.routes.pop("/search", None)
             self.routes.pop("/census", None)
         else:
-            self.routes["/check"] = self._check
-            self.routes["/search"] = self._search
             self.routes["/census"] = partial(self._census_page.answer, checks.reads)
 
     @property
@@ -255,7 +255,7 @@ class PortalApp:
             return target
         if request.method == "POST":
             return await self._answer_prompt(target, request)
-        return await self.show(target, request.client)
+        return await self.proxy.show(target, request.client)
 
     async def _robots(self, request: Request) -> HTTPResponse:
         return HTTPResponse(200, PORTAL_ROBOTS, [(b"content-type", b"text/plain; charset=utf-8")])
@@ -295,8 +295,8 @@ class PortalApp:
         return self.pages.html(200, "geminibot portal", body + self._about_text())
 
     def _about_text(self) -> str:
-        """How the portal behaves (its home page and ``/about``), and ``/check`` when it
-        has a crawl database."""
+        """How the portal behaves (its home page and ``/about``), and ``/check`` and the
+        pages of what is new when it has a crawl database."""
         text = (
             "<p>Before each page this portal reads the capsule's robots.txt (and "
             "robots2.txt, agents.txt) and obeys the rules for the <code>webproxy</code> "
@@ -309,6 +309,10 @@ class PortalApp:
                 '\n<p><a href="/check">Why is a page in the search index, or not?</a> '
                 "What the crawl knows of a capsule, and the policy line behind each page.</p>"
                 '\n<p><a href="/census">Geminispace in figures</a>: the crawl\'s census.</p>'
+                '\n<p>What is new: <a href="/new">the past week\'s entries</a> of the feeds '
+                'the crawl found (<a href="/new.atom">Atom</a>), <a href="/feeds">the known '
+                'feeds</a>, <a href="/newest">new capsules</a>, <a href="/random">a random '
+                "page</a>.</p>"
             )
         return text
 
@@ -379,79 +383,7 @@ class PortalApp:
             return target
         if not sensitive:
             return _see_other(self.href(str(target)) or "/")
-        return await self.show(target, request.client, hide_query=True)
-
-    async def show(self, url: URL, client: str = "", *, hide_query: bool = False) -> HTTPResponse:
-        """The page for ``url``; with ``hide_query`` (the answer to an ``11`` prompt)
-        neither shown nor cached."""
-        token = WEB_CLIENT.set(client)  # whose share of the upstream slots it takes
-        try:
-            return await self._show(url, hide_query)
-        finally:
-            WEB_CLIENT.reset(token)
-
-    async def _show(self, url: URL, hide_query: bool) -> HTTPResponse:
-        shown = _without_query(url) if hide_query else str(url)
-        try:
-            if hide_query:
-                return await self._fresh(url, hide_query=True)
-            await self.upstream.allowed(url)  # the rules first, even for a cached page
-            return await self._shared(url)
-        except Refused as refused:
-            hop = parse_url(_without_query(refused.url)) if hide_query else refused.url
-            return self.pages.refusal(hop, refused.decision, refused.files)
-        except Busy as busy:
-            return self.pages.busy(busy.reason, busy.retry_after, shown)
-        except NotReachable as exc:
-            return self.pages.not_reachable(exc.url, shown)
-        except BodyTooLarge as exc:
-            return self.pages.too_large(str(exc), shown)
-        except (FetchError, InvalidURL) as exc:
-            return self.pages.fetch_failed(type(exc).__name__, str(exc), shown)
-
-    async def _shared(self, url: URL) -> HTTPResponse:
-        """The page from the cache, else fetched and rendered once for all who ask for it
-        meanwhile (they wait up to ``max_wait`` for the first, then try themselves)."""
-        key = str(url)
-        first = self._fetching.get(key)
-        if first is not None:
-            with trio.move_on_after(self.limits.max_wait):
-                await first.wait()
-        hit = self.cache.get(key, self.clock())
-        if hit is not None:
-            return hit
-        mine = self._fetching[key] = trio.Event()
-        try:
-            return await self._fresh(url, hide_query=False)
-        finally:
-            mine.set()
-            if self._fetching.get(key) is mine:
-                del self._fetching[key]
-
-    async def _fresh(self, url: URL, *, hide_query: bool) -> HTTPResponse:
-        """Fetched and rendered now (and kept in the cache when it may be)."""
-        response = await self.upstream.page(url)
-        final = _without_query(response.url) if hide_query else str(response.url)
-        strip = Strip(
-            final, response.certificate, response.trust.value, response.previous_certificate
-        )
-        result = await self._render(response, strip)
-        if hide_query:  # nothing of the answer to an 11 prompt kept by the browser
-            result.headers.append((b"cache-control", b"no-store"))
-        elif (
-            response.family is Family.SUCCESS
-            and not response.possibly_truncated
-            and self.upstream.storable(response)
-        ):
-            self.cache.put(str(url), result, self.clock())
-        return result
-
-    async def _render(self, response: Response, strip: Strip) -> HTTPResponse:
-        if len(response.body) <= INLINE_RENDER_BYTES:
-            return self.pages.response(response, strip)
-        return await trio.to_thread.run_sync(
-            partial(self.pages.response, response, strip), limiter=self.renderers
-        )
+        return await self.proxy.show(target, request.client, hide_query=True)
 
 
 def _target(scope: Scope) -> str:
@@ -459,8 +391,8 @@ def _target(scope: Scope) -> str:
     return bytes(raw).decode("latin-1")
 
 
-def _without_query(url: URL) -> str:
-    return str(url).split("?", 1)[0]
+async def _whatsnew(pages: WhatsNew, path: str, request: Request) -> HTTPResponse:
+    return await pages.answer(path, request.query)
 
 
 def _see_other(where: str) -> HTTPResponse:

@@ -34,7 +34,11 @@ Routes:
 - ``/check``: ``10`` asks for a URL or a host; ``/check?URL`` says why that page is in the
   index or not, ``/check?HOST`` what the crawl knows of the capsule (:mod:`geminibot.why`);
 - ``/about``: how the crawler behaves and how to keep it out, from the crawler's own
-  defaults and the database's settings (role, product token).
+  defaults and the database's settings (role, product token);
+- ``/feeds``, ``/new`` (``/new?QUERY``), ``/newest``, ``/random``: what is new, from the
+  feeds the crawl found (:mod:`geminibot.searchcap.whatsnew`, docs/feeds.md);
+- ``/submit``: ``10`` asks for a URL; ``/submit?URL`` queues it to be fetched soon, or
+  says why not (:mod:`geminibot.searchcap.submit`).
 
 Bad input is refused: a query that is not UTF-8 or longer than
 :data:`~geminibot.index.search.MAX_QUERY_LENGTH` characters, or a backlinks URL that is
@@ -56,6 +60,7 @@ request rate.
 from __future__ import annotations
 
 import math
+import random
 import re
 import time
 from collections.abc import Awaitable, Callable
@@ -83,10 +88,14 @@ from geminibot.index.tantivy_index import index_lag
 from geminibot.index.text import render_marks
 from geminibot.policy.outcomes import MAX_CACHE_SECONDS
 from geminibot.policy.site_policy import AGENTS, ROBOTS, ROBOTS2
+from geminibot.searchcap import whatsnew
+from geminibot.searchcap.submit import PER_CLIENT, SUBMIT_PROMPT, Submissions
 from geminibot.store import statements as q
 from geminibot.store.database import Database
+from geminibot.store.freshness import FEED_MIN_REVISIT
 from geminibot.store.reads import Periodic, Reads, ReadsBusy
 from geminibot.store.traps import FrontierLimits
+from geminibot.store.whatsnew import NEW_MATCHES
 from geminibot.urls import URL, InvalidURL, host_key, host_url, normalise
 from geminibot.why import BadTarget
 from geminibot.why.reads import CheckReads
@@ -207,6 +216,8 @@ class SearchCapsule:
         wall_clock: Callable[[], float] = time.time,
         reader: str = "en",
         checks: CheckReads | None = None,
+        pick: Callable[[int, int], int] = random.randint,
+        submissions: Submissions | None = None,
         budget: RateLimiter | None = None,
     ) -> None:
         self.reads = reads
@@ -218,6 +229,8 @@ class SearchCapsule:
         self.clock = clock
         self.reader = reader  # the searchers' language: others are shown beside titles
         self.checks = checks  # /check's reads, off the event loop (None: no /check)
+        self.pick = pick  # a random integer in a range, both ends included (/random)
+        self.submissions = submissions  # /submit (None: 51)
         self._stats = Periodic(STATS_SECONDS, self.clock, _succeeded)  # /stats
         self._census = Periodic(CENSUS_SECONDS, self.clock, _succeeded)  # /census
         self._routes: dict[str, Callable[[URL], Resolution | Awaitable[Resolution]]] = {
@@ -231,6 +244,13 @@ class SearchCapsule:
             "/census": self.census,
             "/about": self.about,
             "/check": self.check,
+            "/feeds": lambda url: self._read(lambda db: page(whatsnew.feeds_page(db))),
+            "/new": self.new,
+            "/newest": lambda url: self._read(
+                lambda db: page(whatsnew.newest_page(db, self.wall_clock()))
+            ),
+            "/random": lambda url: self._read(self._random),
+            "/submit": self.submit,
         }
 
     @classmethod
@@ -278,6 +298,11 @@ class SearchCapsule:
                 "=> /hosts Known capsules",
                 "=> /stats What the index holds",
                 "=> /census Geminispace in figures: the crawl's census",
+                "=> /new What is new: the entries of the feeds of the past week",
+                "=> /feeds Known feeds",
+                "=> /newest New capsules",
+                "=> /random A random page",
+                "=> /submit Ask for a page or a feed to be fetched soon",
                 "=> /check Why is a page in the index, or not? What is known of a capsule?",
                 "=> /about About the crawler: how it behaves, how to keep it out",
             ]
@@ -297,6 +322,17 @@ class SearchCapsule:
         query = decoded_query(url)
         if query is None:
             return Resolution(Status.INPUT, SEARCH_PROMPT)
+        slow = self._spend(query)
+        if slow is not None:
+            return slow
+        if lucky:
+            return self._read(partial(self._lucky, query))
+        return self._read(partial(self._results, query, number, verbose))
+
+    def _spend(self, query: str) -> Resolution | None:
+        """Take ``query``'s cost from its client's budget: a ``44`` when the client has
+        spent it (None: go on); raises :class:`BadInput` for a query too long or too
+        costly."""
         if len(query) > MAX_QUERY_LENGTH:
             raise BadInput(f"Query too long: {len(query)} characters, at most {MAX_QUERY_LENGTH}")
         try:
@@ -310,9 +346,7 @@ class SearchCapsule:
         wait = self.budget.take(CURRENT_CLIENT.get(), self.clock(), cost)
         if wait is not None:
             return Resolution(Status.SLOW_DOWN, str(max(1, math.ceil(wait))))
-        if lucky:
-            return self._read(partial(self._lucky, query))
-        return self._read(partial(self._results, query, number, verbose))
+        return None
 
     def _lucky(self, query: str, database: Database) -> Resolution:
         """``30`` to the first result for ``query``, ``51`` when there is none."""
@@ -400,6 +434,46 @@ class SearchCapsule:
         except ReadsBusy as exc:
             return Resolution(Status.SLOW_DOWN, str(exc.retry_after))
         return page(gemtext_page(answer))
+
+    def new(self, url: URL) -> Resolution | Awaitable[Resolution]:
+        """/new, and /new?QUERY: only the entries whose page the search finds (a search:
+        its cost taken from the client's budget)."""
+        query = decoded_query(url)
+        slow = None if query is None else self._spend(query)
+        if slow is not None:
+            return slow
+        return self._read(partial(self._new, query))
+
+    def _new(self, query: str | None, database: Database) -> Resolution:
+        matches = None
+        if query is not None:
+            find = self.find or search_function(database)
+            try:
+                found = find(database.connection, query, NEW_MATCHES)
+            except QueryError as exc:
+                return Resolution(Status.INPUT, f"{one_line(str(exc), 200)}. {SEARCH_PROMPT}")
+            matches = {result.url for result in found}
+        return page(whatsnew.new_page(database, self.wall_clock(), query, matches))
+
+    async def submit(self, url: URL) -> Resolution:
+        """/submit: a URL to fetch soon (:mod:`geminibot.searchcap.submit`)."""
+        text = decoded_query(url)
+        if text is None:
+            return Resolution(Status.INPUT, SUBMIT_PROMPT)
+        if self.submissions is None:
+            return Resolution(Status.NOT_FOUND, "This capsule takes no submissions")
+        try:
+            return page(await self.submissions.answer(text))
+        except BadTarget as exc:
+            return Resolution(Status.BAD_REQUEST, one_line(str(exc), 200))
+        except ReadsBusy as exc:
+            return Resolution(Status.SLOW_DOWN, str(exc.retry_after))
+
+    def _random(self, database: Database) -> Resolution:
+        url = whatsnew.random_page(database, self.pick)
+        if url is None:
+            return Resolution(Status.NOT_FOUND, "No page indexed yet")
+        return Resolution(Status.REDIRECT_TEMPORARY, url)
 
     def hosts(self, number: int) -> Awaitable[Resolution]:
         return self._read(partial(self._hosts, number))
@@ -521,6 +595,23 @@ def _about(database: Database) -> Resolution:
         f"most {trap.max_depth} steps from where it started, "
         f"{trap.max_queries_per_path} query strings per path, URLs up to "
         f"{trap.max_url_length} bytes.",
+        "",
+        "## What is new",
+        "",
+        "While crawling it reads the pages that are feeds: gemsub pages (links whose "
+        "label starts with a date, YYYY-MM-DD), Atom, RSS and twtxt. An entry's page not "
+        "yet known is fetched soon after, and a feed that changes is read again more "
+        f"often, down to every {FEED_MIN_REVISIT / 3600:g} hour, always at its capsule's "
+        "pace.",
+        "",
+        "=> /feeds Known feeds, by format",
+        "=> /new What is new: the entries of the past week, itself a gemsub page to "
+        "subscribe to (/new?words: only the entries whose page matches the search)",
+        "=> /newest Capsules first seen in the last 30 days",
+        "=> /random A random page",
+        f"=> /submit Ask for a page or a feed to be fetched soon (at most {PER_CLIENT} an "
+        "hour; it goes through the crawl's scope, the capsule's policy and pace like any "
+        "link)",
         "",
         "=> /check Why is my page in the index, or not? What is known of my capsule?",
         "=> / Home",

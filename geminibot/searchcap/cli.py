@@ -25,6 +25,7 @@ from geminibot.gemini.servecmd import (
 from geminibot.gemini.server import GeminiServer
 from geminibot.gemini.urls import DEFAULT_PORT
 from geminibot.searchcap.app import SearchCapsule
+from geminibot.searchcap.submit import Submissions
 from geminibot.store.database import open_database
 from geminibot.why.reads import CheckReads
 
@@ -40,7 +41,9 @@ def register(commands: Any) -> None:
         help="serve a crawl's index as a Gemini search capsule",
         description=(
             "Serve the index in --db over Gemini: /search (with paging), /backlinks, "
-            "/hosts, /stats and /about (how the crawler behaves and how to keep it out). "
+            "/hosts, /stats and /about (how the crawler behaves and how to keep it out); "
+            "what is new: /feeds, /new (a gemsub page), /newest, /random; /submit (a URL "
+            "to fetch soon, a few per client an hour). "
             "The database may be crawled into while it is served."
         ),
         formatter_class=HelpWithDefaults,
@@ -72,7 +75,8 @@ def run_serve_search(args: argparse.Namespace) -> int:
     cert_dir = cert_folder(args.certs)
     with open_database(args.db):  # the database is there and current (else one line, exit)
         pass
-    capsule = SearchCapsule.of(args.db, checks=CheckReads.of(args.db))
+    checks = CheckReads.of(args.db)
+    capsule = SearchCapsule.of(args.db, checks=checks, submissions=Submissions(args.db, checks))
     with closing(capsule):
         return _serve(args, names, cert_dir, capsule)
 

@@ -6,6 +6,9 @@ The rules (docs/crawl.md, "Keeping the index fresh"):
   sets :data:`INITIAL_REVISIT`; a revisit that finds the page changed halves the interval,
   one that finds it unchanged doubles it, always within [:data:`MIN_REVISIT`,
   :data:`MAX_REVISIT`]. "Changed" means another status or another body (SHA-256).
+  A feed (docs/feeds.md) follows the same rule down to :data:`FEED_MIN_REVISIT`: one
+  that keeps changing is read every hour or so, always at its capsule's pace (the
+  revisit only queues the URL; the host's politeness decides when it is fetched).
 - A URL whose request failed (network, TLS, a cut answer) is retried after
   :data:`RETRY_BASE` x 2^(attempts - 1), at most :data:`MAX_REVISIT`, for
   :data:`MAX_ATTEMPTS` attempts in a row; then it stays ``failed`` and is not retried
@@ -47,6 +50,8 @@ DAY = 86_400.0
 INITIAL_REVISIT = 1 * DAY
 #: Shortest revisit interval, however often a page changes.
 MIN_REVISIT = 6 * 3600.0
+#: Shortest revisit interval of a feed, however often it changes.
+FEED_MIN_REVISIT = 3600.0
 #: Longest revisit interval, however long a page stays the same.
 MAX_REVISIT = 32 * DAY
 #: First retry of a failed URL; each further failure doubles it (up to MAX_REVISIT).
@@ -94,14 +99,16 @@ class Visit:
     gone_at: float | None = None  # when its page went away (pages.gone_at; None: live)
     misses: int = 0  # its not-found answers in a row (urls.misses)
     missing_since: float | None = None  # the first of them (urls.missing_since)
+    feed: bool = False  # it was read as a feed (a row in ``feeds``)
 
 
-def next_interval(previous: float | None, changed: bool) -> float:
-    """The revisit interval after a visit that found the page ``changed`` (or not)."""
+def next_interval(previous: float | None, changed: bool, feed: bool = False) -> float:
+    """The revisit interval after a visit that found the page (a ``feed``, or not)
+    ``changed`` (or not)."""
     if previous is None:
         return INITIAL_REVISIT
     interval = previous / 2 if changed else previous * 2
-    return min(MAX_REVISIT, max(MIN_REVISIT, interval))
+    return min(MAX_REVISIT, max(FEED_MIN_REVISIT if feed else MIN_REVISIT, interval))
 
 
 def retry_delay(attempts: int) -> float | None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 from geminibot.policy import FetchOutcome
 from geminibot.store.pages import Page
@@ -92,6 +92,30 @@ class Revisit:
     interval: float | None = None
 
 
+class EntryLike(Protocol):
+    """What the store keeps of a feed's entry."""
+
+    @property
+    def url(self) -> str: ...
+    @property
+    def title(self) -> str: ...
+    @property
+    def published(self) -> float: ...
+
+
+class FeedLike(Protocol):
+    """What the store keeps of a feed (:class:`geminibot.feeds.parse.Feed` is one)."""
+
+    @property
+    def format(self) -> str: ...
+    @property
+    def title(self) -> str: ...
+    @property
+    def author(self) -> str | None: ...
+    @property
+    def entries(self) -> Sequence[EntryLike]: ...
+
+
 @dataclass(frozen=True)
 class FetchedPage:
     """A fetched URL to commit: its decision, its request, the page for the index (kept as
@@ -103,7 +127,10 @@ class FetchedPage:
     ``not_found``, asked again later; ``listed``: its last live answer stays in the index
     (the page is not written; see :mod:`geminibot.store.freshness`). ``demote``: the
     canonical URL of the page's body until now, which becomes an alias of this page (see
-    ``canonical_key``)."""
+    ``canonical_key``). ``feed``: the page read as a feed, written with it
+    (:mod:`geminibot.store.feedstore`); ``was_feed``: the URL was a feed at its last visit
+    (fetched unchanged, the feed's fetch time moves; changed and no longer a feed, or
+    written gone or not found, its entries become history)."""
 
     decision: DecisionRecord
     fetch: FetchRecord
@@ -116,6 +143,8 @@ class FetchedPage:
     not_found: bool = False
     listed: bool = False
     demote: str | None = None
+    feed: FeedLike | None = None
+    was_feed: bool = False
 
 
 @dataclass(frozen=True)

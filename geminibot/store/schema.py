@@ -105,6 +105,7 @@ def metadata(dialect: str) -> sa.MetaData:
     )
     _logs(meta)
     _index(meta, pg)
+    _feeds(meta)
     if not pg:
         sa.Table(
             "index_changes",
@@ -307,3 +308,43 @@ def _index(meta: sa.MetaData, pg: bool) -> None:
         sa.Column("weight", Real, nullable=False),
         sqlite_with_rowid=False,
     )
+
+
+def _feeds(meta: sa.MetaData) -> None:
+    """The feeds found while crawling (:mod:`geminibot.store.feedstore`) and their entries.
+
+    A feed is keyed by the URL it was fetched at; ``entries`` counts its live entries and
+    ``last_entry`` is the latest date among them. An entry is keyed by its feed and its URL
+    (resolved against the feed); one the feed no longer lists is kept as history, with
+    ``removed_at`` (NULL while the feed lists it)."""
+    sa.Table(
+        "feeds",
+        meta,
+        _id(),
+        sa.Column("url", sa.Text, nullable=False, unique=True),
+        sa.Column("host", sa.Text, nullable=False),
+        sa.Column("format", sa.Text, nullable=False),
+        sa.Column("title", sa.Text, nullable=False, server_default=""),
+        sa.Column("author", sa.Text),
+        sa.Column("first_seen", Real, nullable=False),
+        sa.Column("fetched_at", Real, nullable=False),
+        sa.Column("last_entry", Real),
+        sa.Column("entries", sa.Integer, nullable=False, server_default=sa.text("0")),
+    )
+    entries = sa.Table(
+        "feed_entries",
+        meta,
+        sa.Column(
+            "feed_id",
+            BigInt,
+            sa.ForeignKey("feeds.id", ondelete="CASCADE"),
+            primary_key=True,
+        ),
+        sa.Column("url", sa.Text, primary_key=True),
+        sa.Column("title", sa.Text, nullable=False, server_default=""),
+        sa.Column("published", Real, nullable=False),
+        sa.Column("first_seen", Real, nullable=False),
+        sa.Column("removed_at", Real),
+    )
+    sa.Index("feed_entries_published", entries.c.published)
+    sa.Index("feed_entries_url", entries.c.url)

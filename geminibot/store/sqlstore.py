@@ -15,6 +15,7 @@ from typing import Any, Protocol
 
 from geminibot.store import records
 from geminibot.store import statements as q
+from geminibot.store.feedstore import visit_feed
 from geminibot.store.freshness import VANISHED_AFTER, VANISHED_FAILURES, Visit
 from geminibot.store.frontier import Claim, Frontier, give_up_params
 from geminibot.store.pages import write_page
@@ -323,8 +324,8 @@ class SqlStore:
         return None if row is None else str(row[0])
 
     def fetched(self, fetched: FetchedPage) -> dict[str, int]:
-        """Commit a page, its decision and fetch, and its links into the frontier;
-        returns the hosts that got newly queued URLs, with how many."""
+        """Commit a page, its decision and fetch, its links into the frontier and its feed
+        (:func:`~geminibot.store.feedstore.visit_feed`); the hosts woken, how many each."""
         page, url = fetched.page, fetched.decision.url
         woken: Counter[str] = Counter()
         with self._writing(closes=True) as conn:
@@ -353,6 +354,7 @@ class SqlStore:
                     self._demote(conn, fetched.demote, page.url)
                 if fetched.gone:
                     self._run(conn, q.HOST_URL_GONE, {"host": fetched.fetch.host})
+            visit_feed(self._run, conn, fetched)
             self._finish(conn, url, state, reason)
             self._schedule(conn, url, fetched.revisit)
         return dict(woken)
@@ -386,7 +388,7 @@ class SqlStore:
         """What the last visit of ``url`` left (None: never visited)."""
         with self._reading() as conn:
             row = self._run(conn, q.PREVIOUS, {"url": url}).fetchone()
-        return None if row is None else Visit(*row)
+        return None if row is None else Visit(*row)  # (feed: EXISTS, 0/1 on SQLite)
 
     def revisit(self, now: float, everything: bool = False) -> int:
         """Queue the finished URLs due at ``now`` (``everything``: all of them, due or

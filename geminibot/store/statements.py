@@ -335,7 +335,8 @@ SCHEDULE = sa.text(
 )
 PREVIOUS = sa.text(
     "SELECT p.status, p.content_hash, p.duplicate_of, u.revisit_interval, u.attempts,"
-    " p.changed_at, p.gone_at, u.misses, u.missing_since"
+    " p.changed_at, p.gone_at, u.misses, u.missing_since,"
+    " EXISTS (SELECT 1 FROM feeds f WHERE f.url = u.url)"
     " FROM urls u LEFT JOIN pages p ON p.url = u.url WHERE u.url = :url"
 )
 #: The states of a URL whose visit is over: asked again when its ``next_visit`` comes
@@ -357,10 +358,14 @@ REVISIT_ALL = sa.text(
     "UPDATE urls SET state = 'queued', lease = NULL"
     " WHERE state IN ('done', 'refused', 'failed', 'not_found')"
 )
-#: Whether a finished URL is due at ``:now`` (a continuous crawl looks every DUE_POLL).
+#: Whether a finished URL is due at ``:now``, or a URL newer than ``:newest`` (an id;
+#: NULL: none) is queued (a continuous crawl looks every DUE_POLL).
 ANY_DUE = sa.text(
     f"SELECT EXISTS (SELECT 1 FROM urls WHERE next_visit <= :now AND state IN {FINISHED})"
+    " OR EXISTS (SELECT 1 FROM urls WHERE id > :newest AND state = 'queued')"
 )
+#: The highest id of the URLs (a continuous crawl's mark as it falls asleep).
+NEWEST_URL = sa.text("SELECT max(id) FROM urls")
 #: The aliases of a canonical URL queued again now (their body is no longer its body);
 #: their hosts, one per URL.
 REQUEUE_ALIASES = sa.text(

@@ -19,6 +19,7 @@ from functools import lru_cache
 from typing import Literal
 
 from geminibot.cliutil import counted, with_article
+from geminibot.crawl.runrecord import RunOptions
 from geminibot.gemini.status import Status
 from geminibot.policy import VIRTUAL_AGENTS
 from geminibot.policy.robots_model import rule_from_text
@@ -384,18 +385,9 @@ def _unknown(records: UrlRecords, answer: Answer, now: float) -> Answer:
     would = would_now(records, now)
     answer = replace(answer, would_now=would)
     if records.linked_from:
-        if run is not None:
-            scope = run.scope()
-            pattern = scope.excluded_by(records.url)
-            if pattern is not None:
-                return replace(answer, code="excluded", reason=f"it matches --exclude {pattern}")
-            if not scope.host_allowed(records.host):
-                return replace(
-                    answer,
-                    code="host_not_allowed",
-                    reason=f"{host_name(records.host)} is neither a seed's host nor named "
-                    "by --allow-host, so links to it are not followed",
-                )
+        outside = None if run is None else out_of_scope(run, records.url, records.host)
+        if outside is not None:
+            return replace(answer, code=outside[0], reason=outside[1])
         return replace(
             answer,
             code="host_not_allowed",
@@ -407,6 +399,23 @@ def _unknown(records: UrlRecords, answer: Answer, now: float) -> Answer:
         code="not_linked",
         reason="the crawl never met this URL: no page it fetched links to it",
     )
+
+
+def out_of_scope(run: RunOptions, url: str, host: str) -> tuple[Code, str] | None:
+    """Why the crawl's last ``run`` would not take ``url`` (on ``host``), as its code and
+    reason (None: it would): an ``--exclude`` pattern, or a host neither a seed's nor
+    allowed. ``why`` says it of a link never queued; ``/submit`` of a URL it refuses."""
+    scope = run.scope()
+    pattern = scope.excluded_by(url)
+    if pattern is not None:
+        return "excluded", f"it matches --exclude {pattern}"
+    if not scope.host_allowed(host):
+        return (
+            "host_not_allowed",
+            f"{host_name(host)} is neither a seed's host nor named by --allow-host, "
+            "so links to it are not followed",
+        )
+    return None
 
 
 def crawl_bot(records_agent: str, role: str, strict: bool) -> Bot:

@@ -37,6 +37,7 @@ SCENARIOS = {
     "non-utf8.test",
     "large-file.test",
     "why.test",
+    "feeds.test",
     "ops.test",
     "de.ops.test",
 }

@@ -9,6 +9,7 @@ import datetime as dt
 import json
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -17,11 +18,10 @@ import trio.testing
 from capsule_fixtures import bundled_policies, serving_on_trio_time
 from crawlers import sqlite_crawler
 
-from capsule_server import report as report_command
 from capsule_server.cli import main
 from capsule_server.compliance_range import Scorecards, idle_warning, watch_idle
 from capsule_server.files import load_capsules
-from capsule_server.judge import HostPolicy, identities, load_policies
+from capsule_server.judge import identities
 from capsule_server.sessions import MAX_HELD_WAIT, Session, told_wait
 from geminibot.crawl.fetcher import gemini_fetch
 from geminibot.crawl.settings import CrawlOptions
@@ -32,6 +32,8 @@ from geminibot.net.connect import ConnectRule, Resolver
 from geminibot.store.db import connect
 from geminibot.store.traps import FrontierLimits
 
+pytestmark = pytest.mark.usefixtures("bundled_policies_read_once")
+
 FAST = ServerLimits(rate_burst=100_000, rate_per_second=100_000.0)
 NIGHT = dt.datetime(2026, 11, 23, 23, 0, tzinfo=dt.UTC)  # inside robots-v2's window
 ROBOTS_44 = "gemini://robots-44.test/robots.txt"
@@ -39,75 +41,81 @@ ROBOTS_44 = "gemini://robots-44.test/robots.txt"
 MAZE_BOUND = 40
 
 
-@pytest.fixture(autouse=True)
-def bundled_policies_read_once(monkeypatch: pytest.MonkeyPatch, capsules_dir: Path) -> None:
-    """``capsule-server report`` judges by the bundled policies as read once per process."""
-    bundled = capsules_dir.resolve()
+@dataclass(frozen=True)
+class InProcessRange:
+    """The range as ``capsule-server range --idle IDLE --log`` runs it, in the test's trio
+    run, writing its log and scorecards in ``out``; and ``report`` of that log."""
 
-    def load(directory: Path) -> dict[str, HostPolicy]:
-        return bundled_policies() if directory.resolve() == bundled else load_policies(directory)
+    capsules_dir: Path
+    cert_dir: Path
+    out: Path
+    capsys: pytest.CaptureFixture[str]
 
-    monkeypatch.setattr(report_command, "load_policies", load)
+    @property
+    def log(self) -> Path:
+        return self.out / "access.jsonl"
+
+    @asynccontextmanager
+    async def run(self, idle: float, said: list[str]) -> AsyncIterator[tuple[int, Scorecards]]:
+        """The server, the scorecards and the idle watcher on trio's clock, the log's
+        times from ``NIGHT``; its port and scorecards."""
+        cards = Scorecards(
+            dict(bundled_policies()), self.out, "geminibot", None, trio.current_time, said.append
+        )
+        with self.log.open("w", encoding="utf-8") as fh:
+            writer = JsonLinesLog(fh)
+
+            def on_record(record: AccessRecord) -> None:
+                writer(record)
+                cards.add(record)
+
+            start = NIGHT.timestamp()
+            async with (
+                serving_on_trio_time(
+                    self.capsules_dir,
+                    self.cert_dir,
+                    FAST,
+                    on_record,
+                    start,
+                    timespec="milliseconds",
+                ) as srv,
+                trio.open_nursery() as nursery,
+            ):
+                stopped = trio.Event()
+                nursery.start_soon(watch_idle, cards, idle, stopped)
+                yield srv.port or 0, cards
+                stopped.set()
+                cards.wake.set()
+
+    def agrees_with_report(self) -> dict[str, object]:
+        """The scorecard of 127.0.0.1, after checking that ``report`` on the log says the
+        same in JSON and in text."""
+        card = json.loads((self.out / "127.0.0.1.json").read_text())
+        main(["report", str(self.log), "--json"])
+        assert json.loads(self.capsys.readouterr().out) == card
+        main(["report", str(self.log)])
+        assert self.capsys.readouterr().out == (self.out / "127.0.0.1.txt").read_text()
+        return card  # type: ignore[no-any-return]
 
 
-@asynccontextmanager
-async def range_in_process(
-    capsules_dir: Path, cert_dir: Path, tmp_path: Path, idle: float, said: list[str]
-) -> AsyncIterator[tuple[int, Scorecards]]:
-    """The range as ``capsule-server range --idle IDLE --log`` runs it (the server, the
-    scorecards and the idle watcher) on trio's clock, the log's times from ``NIGHT``;
-    its port and scorecards. The log is ``tmp_path/access.jsonl``."""
-    cards = Scorecards(
-        dict(bundled_policies()), tmp_path, "geminibot", None, trio.current_time, said.append
-    )
-    with (tmp_path / "access.jsonl").open("w", encoding="utf-8") as fh:
-        writer = JsonLinesLog(fh)
-
-        def on_record(record: AccessRecord) -> None:
-            writer(record)
-            cards.add(record)
-
-        start = NIGHT.timestamp()
-        async with (
-            serving_on_trio_time(
-                capsules_dir, cert_dir, FAST, on_record, start, timespec="milliseconds"
-            ) as srv,
-            trio.open_nursery() as nursery,
-        ):
-            stopped = trio.Event()
-            nursery.start_soon(watch_idle, cards, idle, stopped)
-            yield srv.port or 0, cards
-            stopped.set()
-            cards.wake.set()
+@pytest.fixture
+def in_process_range(
+    capsules_dir: Path, cert_dir: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> InProcessRange:
+    return InProcessRange(capsules_dir, cert_dir, tmp_path, capsys)
 
 
 def written(said: list[str]) -> list[str]:
     return [line for line in said if ", scorecard in " in line]
 
 
-def agrees_with_report(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> dict[str, object]:
-    """The scorecard of 127.0.0.1, after checking that ``report`` on the log says the same
-    in JSON and in text."""
-    card = json.loads((tmp_path / "127.0.0.1.json").read_text())
-    log = str(tmp_path / "access.jsonl")
-    main(["report", log, "--json"])
-    assert json.loads(capsys.readouterr().out) == card
-    main(["report", log])
-    assert capsys.readouterr().out == (tmp_path / "127.0.0.1.txt").read_text()
-    return card  # type: ignore[no-any-return]
-
-
 async def test_a_44_wait_broken_after_an_idle_gap_is_not_compliant(
-    capsules_dir: Path,
-    cert_dir: Path,
-    tmp_path: Path,
-    in_process_clock: trio.testing.MockClock,
-    capsys: pytest.CaptureFixture[str],
+    in_process_range: InProcessRange, in_process_clock: trio.testing.MockClock
 ) -> None:
     """Two fetches of robots-44.test's robots.txt (``44 60``) 8 s apart, --idle 5: the
     client is still in its session at the second, which is a breach."""
     said: list[str] = []
-    async with range_in_process(capsules_dir, cert_dir, tmp_path, 5.0, said) as (port, _):
+    async with in_process_range.run(5.0, said) as (port, _):
         resolver = Resolver([ConnectRule("*", 1965, "127.0.0.1", port)], loopback_only=True)
         client = GeminiClient(connect_to=resolver)
         first = await client.fetch(ROBOTS_44)
@@ -120,7 +128,7 @@ async def test_a_44_wait_broken_after_an_idle_gap_is_not_compliant(
         await trio.sleep(5.0)
         [line] = written(said)
     assert line.startswith("capsule-server: 127.0.0.1: not compliant, scorecard in ")
-    card = agrees_with_report(tmp_path, capsys)
+    card = in_process_range.agrees_with_report()
     assert not card["compliant"] and card["requests"] == 2
     assert card["scorecard"]["robots-44.test"].startswith(  # type: ignore[index]
         "fail: during 44 wait /robots.txt (44 at 23:00:00 asked for 60 s)"
@@ -128,19 +136,16 @@ async def test_a_44_wait_broken_after_an_idle_gap_is_not_compliant(
 
 
 async def test_a_crawl_that_waits_out_the_44s_gets_one_scorecard(
-    capsules_dir: Path,
-    cert_dir: Path,
-    tmp_path: Path,
-    in_process_clock: trio.testing.MockClock,
-    capsys: pytest.CaptureFixture[str],
+    in_process_range: InProcessRange, tmp_path: Path, in_process_clock: trio.testing.MockClock
 ) -> None:
     """geminibot's crawler over every bundled capsule through the range with --idle 10:
     it sits out robots-44.test's 44s (60 s, then doubling, about 73 minutes in all) and is
     scored once, when it is done, as ``report`` scores its log."""
+    capsules_dir = in_process_range.capsules_dir
     files = [f for f in capsules_dir.rglob("*") if f.is_file()]
     assert max(f.stat().st_size for f in files) < SMALL_FILE  # no file read on a thread
     said: list[str] = []
-    async with range_in_process(capsules_dir, cert_dir, tmp_path, 10.0, said) as (port, _):
+    async with in_process_range.run(10.0, said) as (port, _):
         resolver = Resolver([ConnectRule("*", 1965, "127.0.0.1", port)], loopback_only=True)
         t0 = trio.current_time()
         crawler = sqlite_crawler(
@@ -160,13 +165,11 @@ async def test_a_crawl_that_waits_out_the_44s_gets_one_scorecard(
         await trio.sleep(11.0)
     assert crawled > 60 * 60  # it did sit out the 44s
     [line] = written(said)
-    card = agrees_with_report(tmp_path, capsys)
+    card = in_process_range.agrees_with_report()
     assert card["compliant"] and line.split(": ")[2].startswith("compliant, scorecard in ")
-    robots_44 = [
-        r for r in map(json.loads, (tmp_path / "access.jsonl").open()) if r["status"] == 44
-    ]
+    robots_44 = [r for r in map(json.loads, in_process_range.log.open()) if r["status"] == 44]
     assert len(robots_44) == 12  # 60 s six times, then 64 s ... 2048 s; then skipped
-    logged = (tmp_path / "access.jsonl").read_text().splitlines()
+    logged = in_process_range.log.read_text().splitlines()
     assert card["requests"] == sum(1 for r in map(json.loads, logged) if r.get("path"))
 
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -18,13 +19,11 @@ from typing import Any
 import pytest
 import trio
 import trio.testing
-from capsule_fixtures import bundled_policies, serving_on_trio_time
+from capsule_fixtures import serving_on_trio_time
 from crawlers import sqlite_crawler
 
-from capsule_server import report as report_command
 from capsule_server.cli import main
 from capsule_server.files import load_capsules
-from capsule_server.judge import HostPolicy, load_policies
 from capsule_server.server import CapsuleServer
 from capsule_server.testing import raw_request
 from geminibot.crawl.fetcher import gemini_fetch
@@ -37,6 +36,8 @@ from geminibot.net.connect import ConnectRule, Resolver
 from geminibot.store.db import connect
 from geminibot.store.traps import FrontierLimits
 
+pytestmark = pytest.mark.usefixtures("bundled_policies_read_once")
+
 FAST = ServerLimits(rate_burst=100_000, rate_per_second=100_000.0)
 NIGHT = datetime(2026, 11, 23, 23, 0, tzinfo=UTC).timestamp()  # inside robots-v2's window
 NOON = datetime(2026, 11, 23, 12, 0, tzinfo=UTC).timestamp()  # outside it
@@ -47,54 +48,50 @@ MAZE_BOUND = 40
 NAIVE_PAGES = 12
 
 
-@pytest.fixture(autouse=True)
-def bundled_policies_read_once(monkeypatch: pytest.MonkeyPatch, capsules_dir: Path) -> None:
-    """``capsule-server report`` judges by the bundled capsules' policies as read once per
-    process (:func:`load_policies` itself, the first time): the judge only reads them, and
-    reading robots-large.test's 600 KB robots.txt is most of a report's cost."""
-    bundled = capsules_dir.resolve()
+@dataclass(frozen=True)
+class Logged:
+    """The bundled capsules served with an access log, and ``capsule-server report`` of
+    that log."""
 
-    def load(directory: Path) -> dict[str, HostPolicy]:
-        return bundled_policies() if directory.resolve() == bundled else load_policies(directory)
+    capsules_dir: Path
+    cert_dir: Path
+    log: Path
+    capsys: pytest.CaptureFixture[str]
 
-    monkeypatch.setattr(report_command, "load_policies", load)
+    @asynccontextmanager
+    async def serve(self, start: float) -> AsyncIterator[CapsuleServer]:
+        """The server, its log's clock starting at ``start``."""
+        with self.log.open("w", encoding="utf-8") as fh:
+            log = JsonLinesLog(fh)
+            async with serving_on_trio_time(
+                self.capsules_dir, self.cert_dir, FAST, log, start, timespec="milliseconds"
+            ) as srv:
+                yield srv
+
+    def report(self, *args: str) -> tuple[int, Any]:
+        """``capsule-server report LOG --json ARGS``: its exit code and its JSON."""
+        code = main(["report", str(self.log), "--json", *args])
+        [line] = self.capsys.readouterr().out.splitlines()
+        return code, json.loads(line)
 
 
-@asynccontextmanager
-async def logged_server(
-    capsules_dir: Path, cert_dir: Path, log_path: Path, start: float
-) -> AsyncIterator[CapsuleServer]:
-    """The bundled capsules served with a log whose clock starts at ``start``."""
-    with log_path.open("w", encoding="utf-8") as fh:
-        log = JsonLinesLog(fh)
-        async with serving_on_trio_time(
-            capsules_dir, cert_dir, FAST, log, start, timespec="milliseconds"
-        ) as srv:
-            yield srv
-
-
-def report(log: Path, capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, Any]:
-    code = main(["report", str(log), "--json", *args])
-    [line] = capsys.readouterr().out.splitlines()
-    return code, json.loads(line)
+@pytest.fixture
+def logged(
+    capsules_dir: Path, cert_dir: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> Logged:
+    return Logged(capsules_dir, cert_dir, tmp_path / "access.jsonl", capsys)
 
 
 @pytest.mark.parametrize("role", ["indexer", "archiver", "researcher"])
 async def test_geminibot_crawler_is_compliant(
-    role: str,
-    capsules_dir: Path,
-    cert_dir: Path,
-    tmp_path: Path,
-    in_process_clock: trio.testing.MockClock,
-    capsys: pytest.CaptureFixture[str],
+    role: str, logged: Logged, tmp_path: Path, in_process_clock: trio.testing.MockClock
 ) -> None:
     # The server and the crawler run in this trio run and neither waits on a thread (no
     # capsule file is large enough to be read in one): the clock may jump at once.
-    files = [f for f in capsules_dir.rglob("*") if f.is_file()]
+    files = [f for f in logged.capsules_dir.rglob("*") if f.is_file()]
     assert max(f.stat().st_size for f in files) < SMALL_FILE
-    log = tmp_path / "access.jsonl"
-    hosts = sorted(load_capsules(capsules_dir))
-    async with logged_server(capsules_dir, cert_dir, log, NIGHT) as srv:
+    hosts = sorted(load_capsules(logged.capsules_dir))
+    async with logged.serve(NIGHT) as srv:
         rule = ConnectRule("*", 1965, "127.0.0.1", srv.port or 0)
         resolver = Resolver([rule], loopback_only=True)
         t0 = trio.current_time()
@@ -108,7 +105,7 @@ async def test_geminibot_crawler_is_compliant(
         )
         crawler.seed([f"gemini://{host}/" for host in hosts])
         await crawler.run()
-    code, got = report(log, capsys, "--as", role)
+    code, got = logged.report("--as", role)
     assert code == 0, got
     assert got["compliant"] and role in got["consistent_with"], got["breaches"]
     assert got["verdict"].startswith("compliant as ")
@@ -125,16 +122,11 @@ async def get(port: int, client: str, host: str, path: str) -> tuple[str, bytes]
 
 
 async def test_naive_crawler_fails_where_expected(
-    capsules_dir: Path,
-    cert_dir: Path,
-    tmp_path: Path,
-    loopback_clock: trio.testing.MockClock,
-    capsys: pytest.CaptureFixture[str],
+    logged: Logged, loopback_clock: trio.testing.MockClock
 ) -> None:
     """Follows every link from each home page, never reads a policy, never waits."""
-    log = tmp_path / "access.jsonl"
-    hosts = sorted(load_capsules(capsules_dir))
-    async with logged_server(capsules_dir, cert_dir, log, NIGHT) as srv:
+    hosts = sorted(load_capsules(logged.capsules_dir))
+    async with logged.serve(NIGHT) as srv:
         for host in hosts:
             queue, seen = ["/"], {"/"}
             while queue and len(seen) <= NAIVE_PAGES:
@@ -149,7 +141,7 @@ async def test_naive_crawler_fails_where_expected(
                     if url.startswith(prefix) and (path := url[len(prefix) - 1 :]) not in seen:
                         seen.add(path)
                         queue.append(path)
-    code, got = report(log, capsys, "--as", "indexer")
+    code, got = logged.report("--as", "indexer")
     assert code == 1 and not got["compliant"] and got["consistent_with"] == []
     assert got["verdict"].startswith("not compliant: ")
     # it never read robots.txt anywhere: every capsule fails, first of all for that
@@ -168,15 +160,10 @@ async def test_naive_crawler_fails_where_expected(
 
 
 async def test_rude_bot_each_breach_reported_once(
-    capsules_dir: Path,
-    cert_dir: Path,
-    tmp_path: Path,
-    loopback_clock: trio.testing.MockClock,
-    capsys: pytest.CaptureFixture[str],
+    logged: Logged, loopback_clock: trio.testing.MockClock
 ) -> None:
     """Polite (robots.txt first, 30 s between requests) except for one breach of each rule."""
-    log = tmp_path / "access.jsonl"
-    async with logged_server(capsules_dir, cert_dir, log, NOON) as srv:
+    async with logged.serve(NOON) as srv:
         port = srv.port or 0
 
         async def pause(seconds: float) -> None:
@@ -210,7 +197,7 @@ async def test_rude_bot_each_breach_reported_once(
         await visit("robots-redirect.test", "/policy/robots.txt")
         await visit("robots-redirect.test", *(f"/hops/{hop}" for hop in range(1, 8)))
         await visit("large-file.test", "/robots.txt", "/files/big.bin", "/files/big.bin")
-    code, got = report(log, capsys, "--as", "indexer")
+    code, got = logged.report("--as", "indexer")
     assert code == 1 and got["consistent_with"] == []
     breaches = [(b["kind"], b["host"], b["file"], b["line"], b["count"]) for b in got["breaches"]]
     assert breaches == [
@@ -239,12 +226,12 @@ async def test_rude_bot_each_breach_reported_once(
     assert card["va-conflict.test"] == "not visited"
     assert card["honeypot.test"].startswith("fail: honeypot /trap/a.gmi (robots.txt:11 ")
     # the text and gemtext scorecards say the same, ending with a one-line verdict
-    assert main(["report", str(log), "--as", "indexer"]) == 1
-    text = capsys.readouterr().out.splitlines()
+    assert main(["report", str(logged.log), "--as", "indexer"]) == 1
+    text = logged.capsys.readouterr().out.splitlines()
     assert text[0] == "127.0.0.3: not compliant: 14 forbidden requests"
     assert text[-1] == "  verdict: not compliant"
     assert max(len(line) for line in text) <= 80
-    assert main(["report", str(log), "--as", "indexer", "--format", "gmi"]) == 1
-    gmi = capsys.readouterr().out.splitlines()
+    assert main(["report", str(logged.log), "--as", "indexer", "--format", "gmi"]) == 1
+    gmi = logged.capsys.readouterr().out.splitlines()
     assert gmi[0] == "# Scorecard for 127.0.0.3" and gmi[-1] == "Verdict: not compliant"
     assert "* robots-missing.test: not visited" in gmi

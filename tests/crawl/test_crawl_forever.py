@@ -7,6 +7,7 @@ import json
 import os
 import signal
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -35,6 +36,7 @@ from geminibot.store.database import Database, open_database
 from geminibot.store.db import connect
 from geminibot.store.freshness import DAY
 from geminibot.store.recheck import DUE_POLL, recheck
+from geminibot.store.submissions import submit
 
 TIMEOUT = 120.0
 A = "gemini://a.test/"
@@ -124,6 +126,61 @@ async def test_a_stop_ends_the_run_or_the_sleep(
     assert runs == 1
     assert stopped_runs == ([1] if during == "run" else [])
     assert trio.current_time() < DAY  # the sleep did not last
+
+
+async def test_a_sleep_ends_when_its_test_says_work_came_due(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    """``woken(since)`` is called as each sleep begins; its test, asked every DUE_POLL
+    seconds, ends a day's sleep at the first look after work came due."""
+    stopper = Stopper()
+    starts: list[float] = []
+    asleep: list[float] = []
+
+    async def run_once(clock: object) -> None:
+        starts.append(trio.current_time())
+        if len(starts) == 2:
+            stopper.stop()
+
+    def woken(since: float) -> Callable[[float], bool]:
+        asleep.append(since)
+        return lambda now: trio.current_time() - starts[0] > 100.0
+
+    runs = await keep_going(run_once, lambda now: now + DAY, stopper, woken=woken)
+    assert runs == 2 and len(asleep) == 1
+    assert 100.0 < starts[1] - starts[0] <= 100.0 + DUE_POLL
+
+
+async def test_a_submitted_url_wakes_the_sleeping_crawl_within_the_poll(
+    tmp_path: Path, in_process_clock: trio.testing.MockClock
+) -> None:
+    """A URL the store never met, submitted (``/submit``'s store routine) while the crawl
+    sleeps a day, is fetched within DUE_POLL: it was queued after the sleep began."""
+    capsules = tmp_path / "capsules"
+    seeds = generate(capsules, 1, 4)
+    db = tmp_path / "f.db"
+    argv = [*seeds, "--forever", "--json", "--db", str(db), "--test-range"]
+    (capsules / "host00.test" / "submitted.gmi").write_text("# Submitted\n\nwombat\n")
+    async with running_server(
+        capsules, tmp_path / "certs", ServerLimits(), None, trio.current_time
+    ) as s:
+        argv += ["--connect-to", f"*.test:1965:127.0.0.1:{s.port}"]
+        with trio.fail_after(TIMEOUT * DAY):
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(crawl_in_trio, argv)
+                await wait_for(db, "SELECT 1 FROM settings WHERE key = 'run_open' AND value = '0'")
+                url = seeds[0] + "submitted.gmi"
+                what = await trio.to_thread.run_sync(submit, str(db), url, time.time)
+                assert what == "queued"
+                asked = trio.current_time()
+                await wait_for(
+                    db,
+                    "SELECT 1 FROM pages_fts f JOIN pages p ON p.id = f.rowid"
+                    " WHERE p.url LIKE '%/submitted.gmi' AND f.body LIKE '%wombat%'",
+                    step=0.5,
+                )
+                assert trio.current_time() - asked <= DUE_POLL + 5  # not a day, nor an hour
+                os.kill(os.getpid(), signal.SIGTERM)
 
 
 async def test_a_recheck_wakes_the_sleeping_crawl_within_the_poll(

@@ -16,7 +16,7 @@ import trio.testing
 from crawl_fakes import Answer, FakeSite, gmi
 from crawlers import sqlite_crawler
 
-from geminibot.crawl import crawler as crawler_module
+from geminibot.crawl import site_policies
 from geminibot.crawl.adapters import FetchResult
 from geminibot.crawl.clock import TrioWallClock
 from geminibot.crawl.crawler import Crawler
@@ -349,7 +349,7 @@ async def test_policies_beyond_the_cache_are_read_again_from_the_store(
     """POLICY_CACHE_BYTES at its edge (one policy's files), and one byte under: the
     policies of hosts between turns beyond it are read again at the host's next turn
     from the store's cache of policy files, with no request; the cache stays bounded."""
-    monkeypatch.setattr(crawler_module, "POLICY_CACHE_BYTES", cache_bytes)
+    monkeypatch.setattr(site_policies, "POLICY_CACHE_BYTES", cache_bytes)
     hosts = [f"h{i}.test" for i in range(4)]
     pages: dict[str, Answer] = {}
     for host in hosts:

@@ -13,7 +13,7 @@ import hashlib
 import socket
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import cryptography.hazmat.primitives.serialization  # noqa: F401  (before ignition, see PEERS.md)
 import ignition
@@ -33,8 +33,24 @@ GMI = "text/gemini; charset=utf-8"
 TXT = "text/plain; charset=utf-8"
 BIG = 16 * 1024 * 1024
 
-# (host, path, status, meta, body): body is a file path in the capsule, bytes, or None (empty)
+#: A case's body: a file path in the capsule, bytes, or None (empty).
 Body = str | bytes | None
+
+
+class Case(NamedTuple):
+    """A request to the server and the answer both clients must get."""
+
+    host: str
+    path: str
+    status: int
+    meta: str
+    body: Body
+
+
+def case_id(case: Case) -> str:
+    return case.host + case.path
+
+
 EXPECTED: list[tuple[str, str, int, str, Body]] = [
     ("va-groups.test", "/robots.txt", 20, TXT, "robots.txt"),
     ("va-groups.test", "/public/a.gmi", 20, GMI, "public/a.gmi"),
@@ -82,12 +98,19 @@ EXPECTED: list[tuple[str, str, int, str, Body]] = [
     ("va-groups.test", "/nope.gmi", 51, "Not found", None),
     ("ops.test", "/notes.txt", 20, TXT + "; lang=en", "notes.txt"),
     ("de.ops.test", "/gedichte.gmi", 20, GMI + "; lang=de", "gedichte.gmi"),
+    ("feeds.test", "/robots.txt", 20, TXT, "robots.txt"),
+    ("feeds.test", "/log/index.gmi", 20, GMI, "log/index.gmi"),
+    ("feeds.test", "/atom.xml", 20, "application/atom+xml; charset=utf-8", "atom.xml"),
+    ("feeds.test", "/rss.xml", 20, "application/rss+xml; charset=utf-8", "rss.xml"),
+    ("feeds.test", "/twtxt.txt", 20, TXT, "twtxt.txt"),
 ]
 HOSTS = sorted({host for host, *_ in EXPECTED} - {"no-such-host.test"})
 #: Capsules whose pages say their language in the MIME type (the search operators' pair).
 LANG = {"ops.test": "; lang=en", "de.ops.test": "; lang=de"}
-CASES = EXPECTED + [(h, "/", 20, GMI + LANG.get(h, ""), "index.gmi") for h in HOSTS]
-README_CASES = [(h, "/README.gmi", 20, GMI + LANG.get(h, ""), "README.gmi") for h in HOSTS]
+CASES = [Case(*c) for c in EXPECTED] + [
+    Case(h, "/", 20, GMI + LANG.get(h, ""), "index.gmi") for h in HOSTS
+]
+README_CASES = [Case(h, "/README.gmi", 20, GMI + LANG.get(h, ""), "README.gmi") for h in HOSTS]
 
 
 def expected_body(capsules_dir: Path, host: str, body: Body) -> bytes:
@@ -139,42 +162,21 @@ def client_for(server: CapsuleServer) -> GeminiClient:
 
 
 @pytest.mark.usefixtures("dot_test_resolves_to_loopback", "ignition_hosts")
-@pytest.mark.parametrize(
-    ("host", "path", "status", "meta", "body"), CASES, ids=[f"{c[0]}{c[1]}" for c in CASES]
-)
-async def test_ignition(
-    server: CapsuleServer,
-    capsules_dir: Path,
-    host: str,
-    path: str,
-    status: int,
-    meta: str,
-    body: Body,
-) -> None:
-    url = f"gemini://{host}:{server.port}{path}"
+@pytest.mark.parametrize("case", CASES, ids=case_id)
+async def test_ignition(server: CapsuleServer, capsules_dir: Path, case: Case) -> None:
+    url = f"gemini://{case.host}:{server.port}{case.path}"
     response = await trio.to_thread.run_sync(lambda: ignition.request(url, timeout=10))
-    assert (int(response.status), response.meta) == (status, meta)
+    assert (int(response.status), response.meta) == (case.status, case.meta)
     got = response.raw_body or b""
-    assert got == expected_body(capsules_dir, host, body)
+    assert got == expected_body(capsules_dir, case.host, case.body)
 
 
-@pytest.mark.parametrize(
-    ("host", "path", "status", "meta", "body"),
-    CASES + README_CASES,
-    ids=[f"{c[0]}{c[1]}" for c in CASES + README_CASES],
-)
-async def test_geminibot_client(
-    server: CapsuleServer,
-    capsules_dir: Path,
-    host: str,
-    path: str,
-    status: int,
-    meta: str,
-    body: Body,
-) -> None:
-    response = await client_for(server).fetch(f"gemini://{host}{path}", follow_redirects=False)
-    assert (response.status, response.meta) == (status, meta)
-    assert response.body == expected_body(capsules_dir, host, body)
+@pytest.mark.parametrize("case", CASES + README_CASES, ids=case_id)
+async def test_geminibot_client(server: CapsuleServer, capsules_dir: Path, case: Case) -> None:
+    url = f"gemini://{case.host}{case.path}"
+    response = await client_for(server).fetch(url, follow_redirects=False)
+    assert (response.status, response.meta) == (case.status, case.meta)
+    assert response.body == expected_body(capsules_dir, case.host, case.body)
     assert not response.possibly_truncated  # the server ends with close_notify
 
 

@@ -131,7 +131,7 @@ async def test_sensitive_input_is_a_password_field_kept_out_of_the_address(
     assert "/secret?hunter2" in served.paths("input.test")
     assert "<h1>A page</h1>" in found.text
     assert "/page.gmi?hunter2" in served.paths("input.test")
-    assert not [key for key in app.cache if "hunter2" in key]  # not kept
+    assert not [key for key in app.proxy.cache if "hunter2" in key]  # not kept
 
 
 async def test_input_longer_than_a_gemini_request_is_refused(

@@ -14,9 +14,10 @@ from public_fixtures import hostile_capsule
 from geminibot.crawl.politeness import Politeness
 from geminibot.gemini.client import Response
 from geminibot.net.connect import ConnectRule, parse_connect_to
-from geminibot.portal.app import INLINE_RENDER_BYTES, PortalApp
+from geminibot.portal.app import PortalApp
 from geminibot.portal.limits import RENDER_THREADS, PortalLimits
 from geminibot.portal.pages import HTTPResponse, Pages
+from geminibot.portal.proxy import INLINE_RENDER_BYTES
 from geminibot.portal.render import Strip
 from geminibot.portal.upstream import Slots, Upstream, UpstreamGuard
 
@@ -157,7 +158,7 @@ async def test_a_page_asked_for_at_once_is_fetched_once(
                 nursery.start_soon(ask)
     assert statuses == [200] * 5
     assert evil.requests.count(("evil.test", "/small")) == 1
-    assert app._fetching == {}
+    assert app.proxy._fetching == {}
 
 
 class RecordingPages(Pages):
@@ -187,7 +188,7 @@ async def test_inline_render_bytes_edge_and_render_threads() -> None:
     worker thread, at most RENDER_THREADS at a time."""
     async with hostile_capsule() as evil:
         app = app_with([parse_connect_to(f"*.test:1965:127.0.0.1:{evil.port}")])
-        pages = app.pages = RecordingPages(app.limits)
+        pages = app.pages = app.proxy.pages = RecordingPages(app.limits)
         async with browser(app) as web:
             for size in (INLINE_RENDER_BYTES, INLINE_RENDER_BYTES + 1):
                 assert (await web.get(f"/gemini/evil.test/bytes/{size}")).status_code == 200

@@ -1,0 +1,145 @@
+"""Feeds written with their page, on both stores: a feed's row and entries created by its
+first fetch, updated by the next ones (an entry no longer listed kept as history, listed
+again live again), the same entry of two feeds shown once by the aggregator, a feed
+fetched unchanged only touched, and the URL's last visit saying it is a feed."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from store_helpers import Clock, opened
+from test_store import claim, decision, fetch, page
+
+from geminibot.feeds.parse import Entry, Feed
+from geminibot.store.crawlstore import CrawlStore, FetchedPage
+from geminibot.store.database import open_database
+from geminibot.store.whatsnew import feed_formats, known_feeds, new_entries
+
+LOG, OTHER = "gemini://a.test/log/", "gemini://a.test/other.gmi"
+POSTS = [f"gemini://a.test/log/{n}.gmi" for n in range(4)]
+
+
+def gemsub(*posts: int, title: str = "A log") -> Feed:
+    """A gemsub feed listing ``posts`` (post n dated day n)."""
+    return Feed(
+        "gemsub", title, None, tuple(Entry(POSTS[n], f"Post {n}", n * 86400.0) for n in posts)
+    )
+
+
+def commit(store: CrawlStore, url: str, feed: Feed | None, at: float, **kw: Any) -> None:
+    claimed = claim(store)
+    assert claimed is not None and claimed.url == url, claimed
+    p = page(url, "log", f"text {feed}", content_hash=f"h{feed}")
+    p = p.__class__(**{**p.__dict__, "fetched_at": at})
+    store.fetched(FetchedPage(decision(url), fetch(url, at=at), p, "indexer", [], feed=feed, **kw))
+
+
+def entries(kind: str, db: str) -> dict[str, Any]:
+    with opened(kind, db) as (conn, mark):
+        rows = conn.execute(
+            "SELECT e.url, e.title, e.first_seen, e.removed_at FROM feed_entries e"
+            f" JOIN feeds f ON f.id = e.feed_id WHERE f.url = {mark} ORDER BY e.url",
+            (LOG,),
+        ).fetchall()
+    return {r[0]: tuple(r[1:]) for r in rows}
+
+
+def test_a_feed_and_its_entries_follow_its_fetches(
+    store: CrawlStore, kind: str, db: str, clock: Clock
+) -> None:
+    store.seed([LOG])
+    commit(store, LOG, gemsub(0, 1), at=100.0)
+    visit = store.previous(LOG)
+    assert visit is not None and visit.feed
+    assert entries(kind, db) == {
+        POSTS[0]: ("Post 0", 100.0, None),
+        POSTS[1]: ("Post 1", 100.0, None),
+    }
+    store.revisit(clock.now, everything=True)
+    commit(store, LOG, gemsub(1, 2, title="Renamed"), at=200.0)
+    assert entries(kind, db) == {
+        POSTS[0]: ("Post 0", 100.0, 200.0),  # no longer listed: kept, flagged
+        POSTS[1]: ("Post 1", 100.0, None),
+        POSTS[2]: ("Post 2", 200.0, None),
+    }
+    store.revisit(clock.now, everything=True)
+    commit(store, LOG, gemsub(0, 1, 2), at=300.0)
+    assert entries(kind, db)[POSTS[0]] == ("Post 0", 100.0, None)  # listed again: live
+    with open_database(db) as database:
+        [feed] = known_feeds(database, 10)
+        assert (feed.url, feed.format, feed.title, feed.entries) == (LOG, "gemsub", "A log", 3)
+        assert (feed.last_entry, feed.first_seen, feed.fetched_at) == (2 * 86400.0, 100.0, 300.0)
+        assert feed_formats(database) == {"gemsub": 1}
+    store.revisit(clock.now, everything=True)
+    claimed = claim(store)
+    assert claimed is not None
+    same = page(LOG, "log", "same", content_hash="same")
+    store.fetched(
+        FetchedPage(
+            decision(LOG), fetch(LOG), same.__class__(**{**same.__dict__, "fetched_at": 400.0}),
+            "indexer", [], unchanged=True, was_feed=True,
+        )
+    )  # fmt: skip
+    with open_database(db) as database:
+        assert known_feeds(database, 10)[0].fetched_at == 400.0
+
+
+def test_the_aggregator_shows_an_entry_of_two_feeds_once(
+    store: CrawlStore, kind: str, db: str
+) -> None:
+    store.seed([LOG, OTHER])
+    commit(store, LOG, gemsub(0, 1, 3), at=100.0)
+    atom = Feed("atom", "Other", "Ann", (Entry(POSTS[3], "Post three", 3 * 86400.0),))
+    commit(store, OTHER, atom, at=100.0)
+    with open_database(db) as database:
+        found = new_entries(database, since=86400.0, limit=10)
+        assert [e.url for e in found] == [POSTS[3], POSTS[1]]  # newest first, each once
+        assert new_entries(database, since=0.0, limit=1)[0].url == POSTS[3]
+        assert feed_formats(database) == {"atom": 1, "gemsub": 1}
+
+
+def test_a_submission_is_made_due_or_queued(store: CrawlStore, db: str) -> None:
+    """A known URL is made due now by the store's recheck routine (the crawl queues it
+    as any URL due); an unknown one is queued as a seed."""
+    from geminibot.store.submissions import submit
+
+    store.seed([LOG])
+    commit(store, LOG, gemsub(0), at=100.0)
+    assert store.state_of(LOG) == ("done", None)
+    assert submit(db, LOG, lambda: 200.0) == "due now"
+    assert store.revisit(200.0) == 1 and store.state_of(LOG) == ("queued", None)
+    assert submit(db, LOG, lambda: 200.0) == "already queued"
+    assert submit(db, POSTS[3], lambda: 200.0) == "queued"
+    assert store.state_of(POSTS[3]) == ("queued", None)
+
+
+def test_a_new_url_submitted_during_a_sleep_is_due_work(store: CrawlStore, db: str) -> None:
+    """A continuous crawl marks the newest URL as it falls asleep; a URL submitted after
+    it (queued: new to the store) is work due, one met before the mark is not."""
+    from geminibot.crawl.continuous import any_due, newest_url
+    from geminibot.store.submissions import submit
+
+    store.seed([LOG])
+    with open_database(db) as database:
+        mark = newest_url(database, 100.0)
+        assert not any_due(database, 100.0, mark) and not any_due(database, 100.0)
+    assert submit(db, POSTS[0], lambda: 100.0) == "queued"
+    with open_database(db) as database:
+        assert any_due(database, 100.0, mark) and not any_due(database, 100.0)
+        assert not any_due(database, 100.0, newest_url(database, 100.0))
+
+
+def test_a_page_that_stops_being_a_feed_keeps_its_entries_as_history(
+    store: CrawlStore, kind: str, db: str, clock: Clock
+) -> None:
+    store.seed([LOG])
+    commit(store, LOG, gemsub(0, 1), at=100.0)
+    store.revisit(clock.now, everything=True)
+    commit(store, LOG, None, at=200.0, was_feed=True)
+    assert entries(kind, db) == {
+        POSTS[0]: ("Post 0", 100.0, 200.0),
+        POSTS[1]: ("Post 1", 100.0, 200.0),
+    }
+    with open_database(db) as database:
+        assert known_feeds(database, 10)[0].entries == 0
+        assert new_entries(database, since=0.0, limit=10) == []
