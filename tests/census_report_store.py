@@ -11,6 +11,7 @@ from pathlib import Path
 from geminibot.census.figures import take_census
 from geminibot.census.history import keep
 from geminibot.store.crawlstore import SqliteStore
+from geminibot.store.database import Database
 from geminibot.store.db import connect, transaction
 from geminibot.store.pages import Link, Page, store_page
 from geminibot.store.records import TLSRecord
@@ -103,5 +104,6 @@ def fill(db: Path, weeks: int = 4) -> None:
                     " updated_at) VALUES (?, ?, ?, 0, 1, 'done', ?)",
                     (page.url, page.host, page.url.split("/", 3)[3], page.fetched_at),
                 )
-        keep(conn, take_census(conn, START + week * WEEK + 3600))
+        database = Database(db.name, conn, path=db)
+        keep(database, take_census(database, START + week * WEEK + 3600))
     conn.close()

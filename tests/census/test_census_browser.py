@@ -30,6 +30,7 @@ from geminibot.portal.limits import PortalLimits
 from geminibot.portal.pages import COMMON_HEADERS
 from geminibot.portal.server import PortalServer, listen
 from geminibot.portal.upstream import Upstream, UpstreamGuard
+from geminibot.store.database import Database
 from geminibot.store.db import connect
 from geminibot.why.reads import CheckReads
 
@@ -67,7 +68,7 @@ def store(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 async def test_chromium_shows_the_reports_charts(store: Path, tmp_path: Path) -> None:
     conn = connect(store)
-    censuses = kept_censuses(conn)
+    censuses = kept_censuses(Database(store.name, conn, path=store))
     conn.close()
     report = build_report(censuses[-1], censuses)
     folder = tmp_path / "report"

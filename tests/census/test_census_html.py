@@ -24,6 +24,7 @@ from geminibot.census.charts import (
 )
 from geminibot.census.history import kept_censuses
 from geminibot.census.html import build_report, data_uri, report_document
+from geminibot.store.database import Database
 from geminibot.store.db import connect
 
 SVG = "{http://www.w3.org/2000/svg}"
@@ -67,7 +68,7 @@ def test_labels_cleaned_and_clipped() -> None:
 
 def test_hostile_labels_escaped_in_svg_and_page(store: Path) -> None:
     conn = connect(store)
-    censuses = kept_censuses(conn)
+    censuses = kept_censuses(Database(store.name, conn, path=store))
     conn.close()
     report = build_report(censuses[-1], censuses)
     mime = report.charts["content.mime"]

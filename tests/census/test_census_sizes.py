@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from geminibot.census.figures import QUANTILES, size_figures
+from geminibot.store.database import Database
 from geminibot.store.db import connect, transaction
 from geminibot.store.pages import Page, store_page
 
@@ -30,7 +31,8 @@ def reference(sizes: list[int]) -> dict[str, int | float]:
 def test_sizes_by_the_database(tmp_path: Path, count: int) -> None:
     rng = random.Random(count)
     sizes = [rng.randint(0, 5000) for _ in range(count)]
-    conn = connect(tmp_path / "crawl.db")
+    db = tmp_path / "crawl.db"
+    conn = connect(db)
     with transaction(conn):
         for i, size in enumerate(sizes):
             store_page(
@@ -39,5 +41,7 @@ def test_sizes_by_the_database(tmp_path: Path, count: int) -> None:
                 "researcher",
             )
         store_page(conn, Page("gemini://a.test/x", "a.test", 51, "Not found", 0.0), "researcher")
-    assert size_figures(conn, "host = :host", {"host": "a.test"}) == reference(sizes)
+    assert size_figures(
+        Database(db.name, conn, path=db), "host = :host", {"host": "a.test"}
+    ) == reference(sizes)
     conn.close()

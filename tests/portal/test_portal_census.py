@@ -18,6 +18,7 @@ from geminibot.portal.census import CENSUS_SECONDS
 from geminibot.portal.limits import PortalLimits
 from geminibot.portal.render import CSP
 from geminibot.portal.upstream import Upstream, UpstreamGuard
+from geminibot.store.database import Database
 from geminibot.store.db import connect
 from geminibot.why.reads import CheckReads
 
@@ -39,7 +40,8 @@ async def test_census_page_kept_for_its_period(
     async with browser(app) as web:
         first = await web.get("/census")
         conn = connect(db)
-        keep(conn, take_census(conn, START + 30 * 86_400))
+        database = Database(db.name, conn, path=db)
+        keep(database, take_census(database, START + 30 * 86_400))
         conn.close()
         again = await web.get("/census")
         await trio.sleep(CENSUS_SECONDS + 1)
