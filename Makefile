@@ -6,7 +6,7 @@ VENV   ?= .venv
 BIN     = $(VENV)/bin
 STAMP   = $(VENV)/.installed
 
-.PHONY: setup system-packages demo test lint typecheck pytest bench clean browser browser-test portal-screenshots
+.PHONY: setup system-packages demo test lint typecheck pytest bench clean browser browser-test portal-screenshots census-screenshot
 
 setup: $(STAMP)
 
@@ -90,6 +90,9 @@ browser-test: $(STAMP) system-packages
 
 portal-screenshots: $(STAMP) system-packages
 	GEMINIBOT_SCREENSHOTS=docs $(BIN)/python -m pytest tests/portal/test_portal_browser.py
+
+census-screenshot: $(STAMP) system-packages
+	GEMINIBOT_SCREENSHOTS=docs $(BIN)/python -m pytest -p no:xdist tests/census/test_census_browser.py
 
 # make fuzz: every fuzz target under atheris (libFuzzer) for FUZZ_SECONDS each, FUZZ_JOBS
 # at once, at the lowest CPU priority; executions per target are printed at the end.

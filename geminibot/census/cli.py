@@ -7,11 +7,13 @@ from __future__ import annotations
 import argparse
 import json
 import time
+from pathlib import Path
 from typing import Any
 
 from geminibot.census.figures import take_census
 from geminibot.census.history import agent_of, keep, kept_censuses
 from geminibot.census.host import host_census
+from geminibot.census.model import Census
 from geminibot.census.render import as_gemtext, as_json, as_text, history_text
 from geminibot.cliutil import EXIT_OK, CommandError
 from geminibot.store.database import open_database
@@ -36,6 +38,14 @@ def register(commands: Any) -> None:
     out = census.add_mutually_exclusive_group()
     out.add_argument("--json", action="store_true", help="one JSON object")
     out.add_argument("--gemtext", action="store_true", help="gemtext (tables preformatted)")
+    out.add_argument(
+        "--html",
+        metavar="DIR",
+        type=Path,
+        help="an HTML report into DIR (made if missing): index.html, and charts/*.svg "
+        "drawing each distribution and each figure over the censuses kept; no script, "
+        "readable offline",
+    )
     census.add_argument(
         "--host",
         metavar="HOST",
@@ -61,11 +71,18 @@ def register(commands: Any) -> None:
     census.set_defaults(run=run_census)
 
 
-def run_census(args: argparse.Namespace) -> int:
+def _check_options(args: argparse.Namespace) -> None:
+    """Refuse the options that do not go together."""
+    if args.history and args.html:
+        raise CommandError("census: --html draws the history already (no --history)")
     if args.history and (args.host or args.keep):
         raise CommandError("census: --history goes without --host and --keep")
     if args.keep and args.host:
         raise CommandError("census: --keep keeps whole-crawl censuses only (not with --host)")
+
+
+def run_census(args: argparse.Namespace) -> int:
+    _check_options(args)
     with open_database(args.db) as conn:
         if args.history:
             censuses = kept_censuses(conn)
@@ -87,10 +104,26 @@ def run_census(args: argparse.Namespace) -> int:
             )
             if args.keep:
                 keep(conn, census)
+        if args.html:
+            return _write_html(census, [] if args.host else kept_censuses(conn), args.html)
     if args.json:
         print(as_json(census))
     elif args.gemtext:
         print(as_gemtext(census), end="")
     else:
         print(as_text(census))
+    return EXIT_OK
+
+
+def _write_html(census: Census, history: list[Census], folder: Path) -> int:
+    from geminibot.census.html import build_report, write_report  # (draws with matplotlib)
+
+    if folder.exists() and not folder.is_dir():
+        raise CommandError(f"census: {folder}: not a directory")
+    report = build_report(census, history)
+    try:
+        written = write_report(report, folder)
+    except OSError as exc:
+        raise CommandError(f"census: {folder}: cannot write: {exc.strerror}") from None
+    print(f"census: wrote {written[0]} and {len(written) - 1} charts in {folder / 'charts'}")
     return EXIT_OK

@@ -11,7 +11,6 @@ window: the crawl's (from its first to its last recorded answer), or the last
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Sequence
 from typing import Any
 
 from geminibot.census.model import Census, Figure, Section, Value
@@ -34,12 +33,42 @@ _DAY = 86_400.0
 GEMINI_HOST = "host NOT LIKE '%://%'"
 
 
-def quantile(ordered: Sequence[int], q: float) -> int:
-    """The ``q`` quantile of an ascending list (nearest rank)."""
-    if not ordered:
-        return 0
-    rank = max(1, -(-int(q * len(ordered) * 1000) // 1000))
-    return ordered[min(len(ordered), rank) - 1]
+def nearest_rank(n: int, q: float) -> int:
+    """The rank (1 to ``n``) of the ``q`` quantile of ``n`` ordered values (nearest rank)."""
+    return min(n, max(1, -(-int(q * n * 1000) // 1000)))
+
+
+def size_figures(
+    conn: StoreConnection, where: str, params: dict[str, Any]
+) -> dict[str, int | float]:
+    """Mean, quantiles (:data:`QUANTILES`) and maximum of the sizes of the 20 answers
+    ``where`` selects, worked out by the database (the quantiles by ``row_number()`` over
+    the sizes in order, on both engines): nothing is held per page, so memory stays the
+    same whatever the store's size."""
+    n, total, biggest = run(
+        conn,
+        f"SELECT count(*), sum(size), max(size) FROM pages WHERE {where} AND status = 20",
+        params,
+    )[0]
+    n = int(n or 0)
+    ranks = {f"p{int(q * 100)}": nearest_rank(n, q) for q in QUANTILES}
+    at_rank: dict[int, int] = {}
+    if n:
+        wanted = ", ".join(str(r) for r in sorted(set(ranks.values())))
+        at_rank = {
+            int(r): int(size)
+            for r, size in run(
+                conn,
+                "SELECT r, size FROM (SELECT size, row_number() OVER (ORDER BY size) AS r"
+                f" FROM pages WHERE {where} AND status = 20) ranked WHERE r IN ({wanted})",
+                params,
+            )
+        }
+    return {
+        "mean": round(int(total) / n, 1) if n else 0,
+        **{name: at_rank.get(rank, 0) for name, rank in ranks.items()},
+        "max": int(biggest) if n else 0,
+    }
 
 
 def charset_of(meta: str) -> str:
@@ -106,15 +135,6 @@ def _uris(conn: StoreConnection, scope: _Scope, now: float, crawl: str) -> Secti
     gemtext = one(
         conn, f"SELECT count(*) FROM pages WHERE {w} AND status = 20 AND mime = 'text/gemini'", p
     )
-    sizes = [
-        int(r[0])
-        for r in run(conn, f"SELECT size FROM pages WHERE {w} AND status = 20 ORDER BY size", p)
-    ]
-    size_figures: dict[str, int | float] = {
-        "mean": round(sum(sizes) / len(sizes), 1) if sizes else 0,
-        **{f"p{int(q * 100)}": quantile(sizes, q) for q in QUANTILES},
-        "max": sizes[-1] if sizes else 0,
-    }
     return Section(
         "URIs",
         (
@@ -140,7 +160,12 @@ def _uris(conn: StoreConnection, scope: _Scope, now: float, crawl: str) -> Secti
                 one(conn, f"SELECT count(*) FROM urls WHERE {w} AND state = 'failed'", p),
                 crawl,
             ),
-            Figure("uris.size_bytes", "sizes of 20 answers' bodies (bytes)", size_figures, crawl),
+            Figure(
+                "uris.size_bytes",
+                "sizes of 20 answers' bodies (bytes)",
+                size_figures(conn, w, scope.params),
+                crawl,
+            ),
             Figure(
                 "uris.status",
                 "URIs by the status of their last answer",

@@ -12,7 +12,8 @@ Routes (see docs/portal.md):
 - with a crawl database (``checks``, its reads off the event loop): ``/check`` is a form, ``/check?q=URL|HOST`` says why
   a page is in the crawl's index or not, or what it knows of a capsule
   (:mod:`geminibot.why`); ``/feeds``, ``/new`` (``/new?q=QUERY``), ``/newest``,
-  ``/random`` and ``/new.atom`` say what is new (:class:`~geminibot.portal.whatsnew.WhatsNew`).
+  ``/random`` and ``/new.atom`` say what is new (:class:`~geminibot.portal.whatsnew.WhatsNew`);
+  ``/census``, the latest census kept, charts inline (:mod:`geminibot.portal.census`).
 
 Only origin-form request targets (``/...``) are answered. A ``POST`` to a page address
 answers a ``10``/``11`` prompt: the form's ``input`` becomes the Gemini query.
@@ -39,6 +40,7 @@ from geminibot.cliutil import say
 from geminibot.gemini.urls import parse_url
 from geminibot.index.query import QueryError, parse_query
 from geminibot.net.addresses import address_key
+from geminibot.portal.census import CensusPage
 from geminibot.portal.limits import ClientBuckets
 from geminibot.portal.pages import COMMON_HEADERS, HTTPResponse, Pages
 from geminibot.portal.proxy import PageProxy
@@ -111,6 +113,7 @@ class PortalApp:
         if capsule is None:
             self.routes["/"] = self._home
             self.routes["/about"] = self._about
+        self._census_page = CensusPage(self.pages, self.proxy.renderers, self.clock)
         self.checks = checks
 
     @property
@@ -131,6 +134,10 @@ class PortalApp:
                 self.routes[path] = self._search
             else:
                 self.routes[path] = partial(_whatsnew, new, path)
+        if checks is None:
+            self.routes.pop("/census", None)
+        else:
+            self.routes["/census"] = partial(self._census_page.answer, checks.reads)
 
     @property
     def home(self) -> str:
@@ -301,6 +308,7 @@ class PortalApp:
             text += (
                 '\n<p><a href="/check">Why is a page in the search index, or not?</a> '
                 "What the crawl knows of a capsule, and the policy line behind each page.</p>"
+                '\n<p><a href="/census">Geminispace in figures</a>: the crawl\'s census.</p>'
                 '\n<p>What is new: <a href="/new">the past week\'s entries</a> of the feeds '
                 'the crawl found (<a href="/new.atom">Atom</a>), <a href="/feeds">the known '
                 'feeds</a>, <a href="/newest">new capsules</a>, <a href="/random">a random '

@@ -20,6 +20,7 @@ from geminibot.policy.textlines import numbered_lines
 from geminibot.portal.limits import PortalLimits
 from geminibot.portal.render import (
     CSP,
+    CSP_INLINE_IMAGES,
     Budget,
     Rendered,
     Strip,
@@ -144,9 +145,13 @@ class Pages:
         strip: Strip | None = None,
         lang: str | None = None,
         retry_after: float | None = None,
+        inline_images: bool = False,
     ) -> HTTPResponse:
+        """A page; with ``inline_images`` its images may be ``data:`` URLs."""
         html = page(title, body, home=self.home, strip=strip, lang=lang)
         headers = list(_HTML)
+        if inline_images:
+            headers[1] = (b"content-security-policy", CSP_INLINE_IMAGES.encode())
         if retry_after is not None:
             headers.append((b"retry-after", str(max(1, round(retry_after))).encode()))
         return HTTPResponse(status, html.encode("utf-8"), headers)

@@ -71,6 +71,10 @@ input{flex:1;min-width:12rem;font:inherit;padding:.4rem;border:1px solid var(--l
 background:var(--bg);color:var(--fg);border-radius:4px}
 button{font:inherit;padding:.4rem 1rem;border-radius:4px;border:1px solid var(--line);
 background:var(--strip);color:var(--fg);cursor:pointer}
+figure{margin:1rem 0}figure img{max-width:100%;height:auto;border:1px solid var(--line)}
+figcaption,.window{color:var(--muted);font-size:.85rem}
+table{border-collapse:collapse}td,th{padding:.1rem .5rem;border-bottom:1px solid var(--line);text-align:left}
+td.n{text-align:right;white-space:nowrap}
 """.strip()
 _CSS_HASH = base64.b64encode(hashlib.sha256(CSS.encode()).digest()).decode()
 #: The Content-Security-Policy of every HTML page: no script at all, only the inline style
@@ -79,6 +83,9 @@ CSP = (
     f"default-src 'none'; style-src 'sha256-{_CSS_HASH}'; img-src 'self'; "
     "form-action 'self'; base-uri 'none'; frame-ancestors 'none'"
 )
+#: The CSP of a page with images inline (the census's charts): :data:`CSP`, and images
+#: from ``data:`` URLs.
+CSP_INLINE_IMAGES = CSP.replace("img-src 'self'", "img-src 'self' data:")
 _SURROGATE = re.compile("[\ud800-\udfff]")
 _LANG = re.compile(r"[A-Za-z]{1,8}(?:-[A-Za-z0-9]{1,8})*")
 

@@ -69,8 +69,6 @@ from functools import partial
 from typing import Any, Protocol
 from urllib.parse import quote, unquote_to_bytes
 
-import trio
-
 from geminibot import __version__
 from geminibot.census.figures import take_census
 from geminibot.census.history import agent_of, kept_censuses
@@ -95,7 +93,7 @@ from geminibot.searchcap.submit import PER_CLIENT, SUBMIT_PROMPT, Submissions
 from geminibot.store import statements as q
 from geminibot.store.database import Database
 from geminibot.store.freshness import FEED_MIN_REVISIT
-from geminibot.store.reads import Reads, ReadsBusy
+from geminibot.store.reads import Periodic, Reads, ReadsBusy
 from geminibot.store.traps import FrontierLimits
 from geminibot.store.whatsnew import NEW_MATCHES
 from geminibot.urls import URL, InvalidURL, host_key, host_url, normalise
@@ -233,8 +231,8 @@ class SearchCapsule:
         self.checks = checks  # /check's reads, off the event loop (None: no /check)
         self.pick = pick  # a random integer in a range, both ends included (/random)
         self.submissions = submissions  # /submit (None: 51)
-        self._stats = _Periodic(STATS_SECONDS, self.clock)  # /stats
-        self._census = _Periodic(CENSUS_SECONDS, self.clock)  # /census
+        self._stats = Periodic(STATS_SECONDS, self.clock, _succeeded)  # /stats
+        self._census = Periodic(CENSUS_SECONDS, self.clock, _succeeded)  # /census
         self._routes: dict[str, Callable[[URL], Resolution | Awaitable[Resolution]]] = {
             "/": self.home,
             "/search": lambda url: self.search(url, 1),
@@ -532,31 +530,9 @@ def _count(database: Database, at: float) -> Resolution:
     )
 
 
-class _Periodic:
-    """A page read at most once every ``seconds`` (on ``clock``), and once for all the
-    requests that come while it is read; a failed read (``44``) is not kept."""
-
-    def __init__(self, seconds: float, clock: Callable[[], float]) -> None:
-        self.seconds = seconds
-        self.clock = clock
-        self._kept: tuple[float, Resolution] | None = None  # (read at, page)
-        self._reading: trio.Event | None = None  # being read now: set when done
-
-    async def get(self, read: Callable[[], Awaitable[Resolution]]) -> Resolution:
-        if self._reading is not None:
-            await self._reading.wait()
-        now = self.clock()
-        if self._kept is not None and now - self._kept[0] < self.seconds:
-            return self._kept[1]
-        self._reading = reading = trio.Event()
-        try:
-            answer = await read()
-            if answer.status == Status.SUCCESS:
-                self._kept = (now, answer)
-            return answer
-        finally:
-            self._reading = None
-            reading.set()
+def _succeeded(answer: Resolution) -> bool:
+    """Whether a page of figures is kept (a failed read, ``44``, is not)."""
+    return answer.status == Status.SUCCESS
 
 
 def _take_census(database: Database, at: float) -> Resolution:

@@ -22,7 +22,7 @@ from __future__ import annotations
 import fcntl
 import itertools
 import sqlite3
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
 from types import TracebackType
@@ -214,6 +214,19 @@ class Database:
     def run(self, statement: sa.TextClause, **params: object) -> Any:
         """The cursor of one of :mod:`geminibot.store.statements`' statements."""
         return self.connection.execute(self.sql[statement], params)
+
+    def query(self, sql: str, params: Mapping[str, object] | None = None) -> Any:
+        """The cursor of an ad hoc read: SQL text with ``:name`` parameters, compiled for
+        this engine (a report's question, not one of the crawl's statements)."""
+        return self.connection.execute(self.sql.once(sql), dict(params or {}))
+
+    def has_table(self, name: str) -> bool:
+        """Whether the database holds a table ``name`` (one a later version added)."""
+        if self.path is not None:
+            sql = "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = :name"
+        else:
+            sql = "SELECT count(*) FROM information_schema.tables WHERE table_name = :name"
+        return bool(self.query(sql, {"name": name}).fetchone()[0])
 
     @contextmanager
     def snapshot(self) -> Iterator[None]:

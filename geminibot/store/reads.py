@@ -8,16 +8,19 @@ with the seconds to wait). So a slow read holds one slot and one connection, nev
 event loop: the server goes on answering, and never holds more than ``limit``
 connections. A connection is opened on first need and kept for the next read; one whose
 read failed is closed (it may be broken), and :meth:`Reads.close` closes the rest.
+
+:class:`Periodic` keeps a costly read's result (a page of figures) for a while, read once
+for all who ask meanwhile.
 """
 
 from __future__ import annotations
 
 import math
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Awaitable, Callable, Iterator
 from contextlib import AbstractContextManager, ExitStack, contextmanager
 from functools import partial
-from typing import TypeVar
+from typing import Generic, TypeVar
 
 import trio
 
@@ -99,3 +102,34 @@ class Reads:
             idle, self._idle, self._closed = self._idle, [], True
         for _, stack in idle:
             stack.close()
+
+
+class Periodic(Generic[T]):
+    """A result read at most once every ``seconds`` (on ``clock``), and once for all the
+    requests that come while it is read; a result ``keep`` refuses (a failed read's
+    answer), or an exception, is not kept."""
+
+    def __init__(
+        self, seconds: float, clock: Callable[[], float], keep: Callable[[T], bool]
+    ) -> None:
+        self.seconds = seconds
+        self.clock = clock
+        self.keep = keep
+        self._kept: tuple[float, T] | None = None  # (read at, result)
+        self._reading: trio.Event | None = None  # being read now: set when done
+
+    async def get(self, read: Callable[[], Awaitable[T]]) -> T:
+        if self._reading is not None:
+            await self._reading.wait()
+        now = self.clock()
+        if self._kept is not None and now - self._kept[0] < self.seconds:
+            return self._kept[1]
+        self._reading = reading = trio.Event()
+        try:
+            answer = await read()
+            if self.keep(answer):
+                self._kept = (now, answer)
+            return answer
+        finally:
+            self._reading = None
+            reading.set()

@@ -12,6 +12,7 @@ from commands import run_main
 from geminibot.census.figures import take_census
 from geminibot.census.render import as_text, history_text
 from geminibot.store.crawlstore import SqliteStore
+from geminibot.store.database import Database
 from geminibot.store.db import connect
 from geminibot.store.records import TLSRecord
 from geminibot.store.traps import FrontierLimits
@@ -44,13 +45,13 @@ def test_a_certificate_changed_since_the_last_census_kept(tmp_path: Path) -> Non
     store.saw_tls(SEEN)
     store.saw_tls(replace(SEEN, host="b.test"))
     store.flush()
-    first = take_census(conn, 2_000.0)
+    first = take_census(Database("crawl.db", conn, path=db), 2_000.0)
     assert first.value("certs.changed") is None  # no census before it
     assert "not known" in as_text(first)
     store.saw_tls(replace(SEEN, sha256="CC", seen=3_000.0))  # a.test renewed
     store.saw_tls(replace(SEEN, host="c.test", seen=3_000.0))  # a new capsule: no change
     store.flush()
-    second = take_census(conn, 4_000.0, previous=first)
+    second = take_census(Database("crawl.db", conn, path=db), 4_000.0, previous=first)
     assert second.value("certs.changed") == 1
     text = history_text([first, second])
     assert "capsules.known" in text and text.count("1970-01-01") >= 2

@@ -12,13 +12,14 @@ from geminibot.census import web
 from geminibot.census.web import web_figures, web_origins
 from geminibot.policy.candidates import candidate_paths
 from geminibot.policy.site_policy import SitePolicy
+from geminibot.store.database import Database
 from geminibot.store.db import connect
 
 NOW = 1.8e9
 SAME = b"User-agent: *\nDisallow: /private/\n"
 
 
-def _store(tmp_path: Path, files: list[tuple[str, str, bytes | None]]) -> object:
+def _store(tmp_path: Path, files: list[tuple[str, str, bytes | None]]) -> Database:
     conn = connect(tmp_path / "c.db")
     for host, outcome, body in files:
         conn.execute(
@@ -26,7 +27,7 @@ def _store(tmp_path: Path, files: list[tuple[str, str, bytes | None]]) -> object
             " body) VALUES (?, 'robots.txt', ?, ?, ?, '', ?, ?)",
             (host, NOW - 60, NOW + 3600, outcome, 20 if body else 51, body),
         )
-    return conn
+    return Database("c.db", conn, path=tmp_path / "c.db")
 
 
 def test_a_capsule_is_paired_with_its_host_names_web_origin(tmp_path: Path) -> None:

@@ -15,41 +15,13 @@ import shutil
 from pathlib import Path
 from typing import Any
 
-import pytest
 import trio
+from chromium import PNG, run_chromium
 from portal_fixtures import make_app, serving
 
 from geminibot.portal.limits import PortalLimits
 from geminibot.portal.pages import COMMON_HEADERS
 from geminibot.portal.server import PortalServer, listen
-
-#: Seconds one Chromium run may take before the test gives up (a bound, not a measure).
-BROWSER_BOUND = 120.0
-PNG = b"\x89PNG\r\n\x1a\n"
-
-
-def chromium() -> str:
-    for name in ("chromium", "chromium-browser"):
-        found = shutil.which(name)
-        if found:
-            return found
-    pytest.fail("headless Chromium is missing: run 'make browser' (Debian package chromium)")
-
-
-async def run_chromium(profile: Path, *args: str) -> bytes:
-    argv = [
-        chromium(),
-        "--headless",
-        "--no-sandbox",  # root in CI containers
-        "--disable-gpu",
-        "--hide-scrollbars",
-        "--no-first-run",
-        f"--user-data-dir={profile}",
-        *args,
-    ]
-    with trio.fail_after(BROWSER_BOUND):
-        done = await trio.run_process(argv, capture_stdout=True, capture_stderr=True)
-    return bytes(done.stdout)
 
 
 async def test_chromium_renders_the_portal(tmp_path: Path) -> None:
