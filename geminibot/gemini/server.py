@@ -242,16 +242,22 @@ async def open_listeners(hosts: Sequence[str], port: int) -> list[trio.SocketLis
     return listeners
 
 
+#: Seconds a connection must have been silent to count as one that "has sent nothing"
+#: when room is made: one just accepted has not been read yet, whatever it sent.
+SILENT_GRACE = 1.0
+
+
 class _Waiting:
     """A connection that has not sent its request line yet (it may be closed for room);
     ``heard``: it has sent something (its TLS hello)."""
 
-    __slots__ = ("evicted", "heard", "scope")
+    __slots__ = ("evicted", "heard", "scope", "since")
 
     def __init__(self, scope: trio.CancelScope) -> None:
         self.scope = scope
         self.evicted = False
         self.heard = False
+        self.since = trio.current_time()
 
 
 class GeminiServer:
@@ -382,9 +388,13 @@ class GeminiServer:
         return self._per_address[key] < share and self._make_room()
 
     def _make_room(self) -> bool:
-        """Close the oldest connection that has sent nothing, else the oldest that has
-        not sent its request; False if there is none."""
-        oldest = next((n for n, w in self._waiting.items() if not w.heard), None)
+        """Close the oldest connection that has sent nothing for :data:`SILENT_GRACE`,
+        else the oldest that has not sent its request; False if there is none."""
+        now = trio.current_time()
+        oldest = next(
+            (n for n, w in self._waiting.items() if not w.heard and now - w.since >= SILENT_GRACE),
+            None,
+        )
         if oldest is None:
             oldest = next(iter(self._waiting), None)
         if oldest is None:
