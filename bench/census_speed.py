@@ -22,9 +22,7 @@ import argparse
 import json
 import os
 import platform
-import resource
 import sqlite3
-import subprocess
 import sys
 import tempfile
 import time
@@ -34,36 +32,12 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 sys.path.insert(0, str(HERE.parent / "tests"))
 
-from machine import cpu_model, fresh_peak_file, measured_argv, peak_rss_kib  # noqa: E402
+from machine import cpu_model, measured, migrated  # noqa: E402
 
 from geminibot.census.history import MAX_HISTORY  # noqa: E402
 
-#: Seconds a child run may take before the benchmark stops it.
-LIMIT = 1_800
 #: The settings key that says the TLS facts were added to a store.
 TLS_ADDED = "bench_census_tls"
-
-
-def measured(module: str, args: list[str], work: Path, name: str) -> tuple[dict[str, float], str]:
-    """Run ``python -m module args`` from ``bench/``: wall and CPU seconds, peak MiB; and
-    its standard output."""
-    peak = fresh_peak_file(work / f"{name}.db")
-    before = resource.getrusage(resource.RUSAGE_CHILDREN)
-    started = time.perf_counter()
-    proc = subprocess.run(
-        [*measured_argv(module, peak), *args],
-        cwd=HERE,
-        capture_output=True,
-        text=True,
-        timeout=LIMIT,
-        check=False,
-    )
-    wall = time.perf_counter() - started
-    after = resource.getrusage(resource.RUSAGE_CHILDREN)
-    if proc.returncode != 0:
-        raise SystemExit(f"{module} {' '.join(args)}: exit {proc.returncode}\n{proc.stderr}")
-    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
-    return {"seconds": wall, "cpu": cpu, "peak_mib": peak_rss_kib(peak) / 1024}, proc.stdout
 
 
 def floor(db: str) -> None:
@@ -144,14 +118,7 @@ def postgres_run(db: Path, work: Path) -> tuple[dict[str, float], str, float]:
 
     with running_postgres() as cluster:
         url = new_database(cluster)
-        started = time.perf_counter()
-        subprocess.run(
-            [sys.executable, "-m", "geminibot", "db", "migrate", "--from", str(db), "--to", url],
-            check=True,
-            capture_output=True,
-            timeout=LIMIT,
-        )
-        moved = time.perf_counter() - started
+        moved = migrated(db, url)
         run, out = measured("geminibot", ["census", "--db", url, "--json"], work, "pg")
         return run, out, moved
 

@@ -20,13 +20,10 @@ import argparse
 import json
 import os
 import platform
-import resource
 import shutil
 import sqlite3
-import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -34,35 +31,10 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 sys.path.insert(0, str(HERE.parent / "tests"))
 
-from machine import cpu_model, fresh_peak_file, measured_argv, peak_rss_kib  # noqa: E402
+from machine import cpu_model, measured, migrated  # noqa: E402
 
 if TYPE_CHECKING:
     from geminispace.space import Space
-
-#: Seconds a child run may take before the benchmark stops it.
-LIMIT = 1_800
-
-
-def measured(module: str, args: list[str], work: Path, name: str) -> tuple[dict[str, float], str]:
-    """Run ``python -m module args`` from ``bench/``: wall and CPU seconds, peak MiB; and
-    its standard output."""
-    peak = fresh_peak_file(work / f"{name}.db")
-    before = resource.getrusage(resource.RUSAGE_CHILDREN)
-    started = time.perf_counter()
-    proc = subprocess.run(
-        [*measured_argv(module, peak), *args],
-        cwd=HERE,
-        capture_output=True,
-        text=True,
-        timeout=LIMIT,
-        check=False,
-    )
-    wall = time.perf_counter() - started
-    after = resource.getrusage(resource.RUSAGE_CHILDREN)
-    if proc.returncode != 0:
-        raise SystemExit(f"{module} {' '.join(args)}: exit {proc.returncode}\n{proc.stderr}")
-    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
-    return {"seconds": wall, "cpu": cpu, "peak_mib": peak_rss_kib(peak) / 1024}, proc.stdout
 
 
 def baseline(db: Path, out: Path) -> None:
@@ -151,14 +123,7 @@ def postgres_run(db: Path, work: Path) -> dict[str, object]:
 
     with running_postgres() as cluster:
         url = new_database(cluster)
-        started = time.perf_counter()
-        subprocess.run(
-            [sys.executable, "-m", "geminibot", "db", "migrate", "--from", str(db), "--to", url],
-            check=True,
-            capture_output=True,
-            timeout=LIMIT,
-        )
-        moved = time.perf_counter() - started
+        moved = migrated(db, url)
         run = export_run(url, work / "out-pg", work, "pg")
         return {**run, "migrate_seconds": moved}
 

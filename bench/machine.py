@@ -9,8 +9,16 @@ from __future__ import annotations
 import argparse
 import os
 import platform
+import resource
+import subprocess
 import sys
+import time
 from pathlib import Path
+
+#: The benchmarks' folder: a measured module runs from it, so it can import its siblings.
+BENCH = Path(__file__).resolve().parent
+#: Seconds a measured child run may take before the benchmark stops it.
+LIMIT = 1_800
 
 #: ``python -c`` code that runs ``python -m MODULE ARGS...`` (``sys.argv``: MODULE,
 #: PEAK_FILE, AHEAD, ARGS...) with ``time.time`` AHEAD seconds ahead (set before the
@@ -58,6 +66,40 @@ def peak_rss_kib(peak_file: Path) -> int:
         return int(peak_file.read_text())
     except (OSError, ValueError):
         return 0
+
+
+def measured(module: str, args: list[str], work: Path, name: str) -> tuple[dict[str, float], str]:
+    """Run ``python -m module args`` from ``bench/``: wall and CPU seconds, peak MiB; and
+    its standard output."""
+    peak = fresh_peak_file(work / f"{name}.db")
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    started = time.perf_counter()
+    proc = subprocess.run(
+        [*measured_argv(module, peak), *args],
+        cwd=BENCH,
+        capture_output=True,
+        text=True,
+        timeout=LIMIT,
+        check=False,
+    )
+    wall = time.perf_counter() - started
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    if proc.returncode != 0:
+        raise SystemExit(f"{module} {' '.join(args)}: exit {proc.returncode}\n{proc.stderr}")
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    return {"seconds": wall, "cpu": cpu, "peak_mib": peak_rss_kib(peak) / 1024}, proc.stdout
+
+
+def migrated(db: Path, url: str) -> float:
+    """Seconds ``geminibot db migrate`` takes to move the SQLite store ``db`` to ``url``."""
+    started = time.perf_counter()
+    subprocess.run(
+        [sys.executable, "-m", "geminibot", "db", "migrate", "--from", str(db), "--to", url],
+        check=True,
+        capture_output=True,
+        timeout=LIMIT,
+    )
+    return time.perf_counter() - started
 
 
 def cpu_model() -> str:
