@@ -15,10 +15,11 @@ from typing import Any
 
 from geminibot.census.model import Census, Figure, Section, Value
 from geminibot.census.policies import policy_figures, security_figures
-from geminibot.census.sql import StoreConnection, counted, execute, has_table, one, run
+from geminibot.census.sql import counted, one, run
 from geminibot.census.web import web_figures
 from geminibot.gemini.certfacts import KNOWN_CA, SELF_SIGNED
 from geminibot.gemini.response import parse_mime
+from geminibot.store.database import Database
 
 #: "Answering 20 recently": within this many days before the census (Lupa's window).
 RECENT_DAYS = 31
@@ -38,9 +39,7 @@ def nearest_rank(n: int, q: float) -> int:
     return min(n, max(1, -(-int(q * n * 1000) // 1000)))
 
 
-def size_figures(
-    conn: StoreConnection, where: str, params: dict[str, Any]
-) -> dict[str, int | float]:
+def size_figures(conn: Database, where: str, params: dict[str, Any]) -> dict[str, int | float]:
     """Mean, quantiles (:data:`QUANTILES`) and maximum of the sizes of the 20 answers
     ``where`` selects, worked out by the database (the quantiles by ``row_number()`` over
     the sizes in order, on both engines): nothing is held per page, so memory stays the
@@ -92,7 +91,7 @@ class _Scope:
 
 
 def take_census(
-    conn: StoreConnection,
+    conn: Database,
     now: float,
     *,
     host: str | None = None,
@@ -113,10 +112,8 @@ def take_census(
         Section("Policies", tuple(policy_figures(conn, scope.where, scope.params, agent))),
         Section("security.txt", tuple(security_figures(conn, scope.where, scope.params, now))),
         _web(conn, scope, now),
+        _feeds(conn, scope),
     ]
-    feeds = _feeds(conn, scope)
-    if feeds is not None:
-        sections.append(feeds)
     notes = (
         "Counts are of Gemini capsules (web origins left out); a capsule is a host and "
         "port. Certificates are the ones last seen per capsule.",
@@ -124,7 +121,7 @@ def take_census(
     return Census(now, start, end, tuple(sections), host, notes)
 
 
-def _uris(conn: StoreConnection, scope: _Scope, now: float, crawl: str) -> Section:
+def _uris(conn: Database, scope: _Scope, now: float, crawl: str) -> Section:
     w, p = scope.where, {**scope.params, "since": now - RECENT_DAYS * _DAY}
     known = one(conn, f"SELECT count(*) FROM urls WHERE {w}", p)
     answered = one(conn, f"SELECT count(*) FROM pages WHERE {w}", p)
@@ -178,7 +175,7 @@ def _uris(conn: StoreConnection, scope: _Scope, now: float, crawl: str) -> Secti
     )
 
 
-def _capsules(conn: StoreConnection, scope: _Scope, now: float, crawl: str) -> Section:
+def _capsules(conn: Database, scope: _Scope, now: float, crawl: str) -> Section:
     w, p = scope.where, {**scope.params, "since": now - RECENT_DAYS * _DAY}
     known = one(conn, f"SELECT count(*) FROM hosts WHERE {w}", p)
     reachable = one(conn, f"SELECT count(DISTINCT host) FROM pages WHERE {w}", p)
@@ -215,7 +212,7 @@ def _capsules(conn: StoreConnection, scope: _Scope, now: float, crawl: str) -> S
     )
 
 
-def _content(conn: StoreConnection, scope: _Scope, crawl: str) -> Section:
+def _content(conn: Database, scope: _Scope, crawl: str) -> Section:
     w, p = scope.where, scope.params
     charsets: Counter[str] = Counter()
     for meta, n in run(
@@ -286,13 +283,13 @@ def _content(conn: StoreConnection, scope: _Scope, crawl: str) -> Section:
     )
 
 
-def _share(conn: StoreConnection, part: str, whole: str, p: dict[str, Any]) -> float | None:
+def _share(conn: Database, part: str, whole: str, p: dict[str, Any]) -> float | None:
     """``part`` / ``whole`` (two counts) rounded to 4 places; None when ``whole`` is 0."""
     total = int(one(conn, whole, p) or 0)
     return None if total == 0 else round(int(one(conn, part, p) or 0) / total, 4)
 
 
-def _current_tls(conn: StoreConnection, scope: _Scope) -> list[dict[str, Any]]:
+def _current_tls(conn: Database, scope: _Scope) -> list[dict[str, Any]]:
     """Each capsule's TLS facts last seen (one row per capsule)."""
     columns = (
         "host", "sha256", "tls_version", "cipher", "first_seen", "last_seen", "spki_sha256",
@@ -312,7 +309,7 @@ def _current_tls(conn: StoreConnection, scope: _Scope) -> list[dict[str, Any]]:
     return list(latest.values())
 
 
-def tls_rows(conn: StoreConnection, host: str) -> list[dict[str, Any]]:
+def tls_rows(conn: Database, host: str) -> list[dict[str, Any]]:
     """Every TLS facts row of ``host``, newest first (its history)."""
     columns = ("sha256", "spki_sha256", "tls_version", "cipher", "first_seen", "last_seen",
                "subject", "issuer", "sans", "trust", "key_type", "key_bits", "not_before",
@@ -325,7 +322,7 @@ def tls_rows(conn: StoreConnection, host: str) -> list[dict[str, Any]]:
     return [dict(zip(columns, row, strict=True)) for row in rows]
 
 
-def _tls(conn: StoreConnection, scope: _Scope, now: float, previous: Census | None) -> Section:
+def _tls(conn: Database, scope: _Scope, now: float, previous: Census | None) -> Section:
     current = _current_tls(conn, scope)
     last = "each capsule's last connection"
     certs = [r for r in current if r["parsed"]]
@@ -426,7 +423,7 @@ def _short_name(rfc4514: str) -> str:
     return parts.get("O") or parts.get("CN") or rfc4514 or "-"
 
 
-def _web(conn: StoreConnection, scope: _Scope, now: float) -> Section:
+def _web(conn: Database, scope: _Scope, now: float) -> Section:
     """Capsules also crawled over the web: their two policies compared."""
     capsules = [
         str(r[0]) for r in run(conn, f"SELECT host FROM hosts WHERE {scope.where}", scope.params)
@@ -434,13 +431,8 @@ def _web(conn: StoreConnection, scope: _Scope, now: float) -> Section:
     return Section("Web and Gemini policies", tuple(web_figures(conn, capsules, now)))
 
 
-def _feeds(conn: StoreConnection, scope: _Scope) -> Section | None:
-    """Feeds by format, where the store has a ``feeds`` table with a ``format`` column."""
-    if not has_table(conn, "feeds"):
-        return None
-    columns = {d[0] for d in execute(conn, "SELECT * FROM feeds WHERE 1 = 0").description}
-    if not {"format", "host"} <= columns:
-        return None
+def _feeds(conn: Database, scope: _Scope) -> Section:
+    """Feeds by format."""
     rows = run(
         conn, f"SELECT format, count(*) FROM feeds WHERE {scope.where} GROUP BY 1", scope.params
     )

@@ -3,28 +3,28 @@
 from __future__ import annotations
 
 import json
-from typing import Any
 
 from geminibot.census.model import Census
-from geminibot.census.sql import execute, run
+from geminibot.census.sql import run
+from geminibot.store.database import Database
 
 #: Most censuses read back for ``--history`` (the newest).
 MAX_HISTORY = 1_000
 
 
-def kept_censuses(conn: Any, limit: int = MAX_HISTORY) -> list[Census]:
+def kept_censuses(conn: Database, limit: int = MAX_HISTORY) -> list[Census]:
     """The whole-crawl censuses kept in the store, oldest first."""
     rows = run(conn, f"SELECT figures FROM censuses ORDER BY taken_at DESC LIMIT {int(limit)}")
     return [Census.from_json(json.loads(str(r[0]))) for r in reversed(rows)]
 
 
-def keep(conn: Any, census: Census) -> None:
+def keep(conn: Database, census: Census) -> None:
     """Keep ``census`` in the store (``censuses``)."""
     params = {"at": census.taken_at, "figures": json.dumps(census.as_json(), sort_keys=True)}
-    execute(conn, "INSERT INTO censuses (taken_at, figures) VALUES (:at, :figures)", params)
+    conn.query("INSERT INTO censuses (taken_at, figures) VALUES (:at, :figures)", params)
 
 
-def agent_of(conn: Any, given: str | None = None) -> str:
+def agent_of(conn: Database, given: str | None = None) -> str:
     """The product token whose refusals a census counts: ``given``, else the crawl's own
     (its ``agent`` setting), else ``geminibot``."""
     if given:

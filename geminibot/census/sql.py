@@ -8,14 +8,6 @@ from typing import Any
 
 from geminibot.store.database import Database
 
-#: What the census reads from (kept as a name: the figures' modules say what they take).
-StoreConnection = Database
-
-
-def execute(db: Database, sql: str, params: dict[str, Any] | None = None) -> Any:
-    """``sql`` run on the database's engine; its cursor."""
-    return db.query(sql, params)
-
 
 def run(db: Database, sql: str, params: dict[str, Any] | None = None) -> list[Any]:
     """``sql`` on either engine; all its rows."""
@@ -25,10 +17,6 @@ def run(db: Database, sql: str, params: dict[str, Any] | None = None) -> list[An
 def one(db: Database, sql: str, params: dict[str, Any] | None = None) -> Any:
     rows = run(db, sql, params)
     return rows[0][0] if rows else None
-
-
-def has_table(db: Database, name: str) -> bool:
-    return db.has_table(name)
 
 
 def counted(rows: Iterable[Sequence[Any]], limit: int | None = None) -> dict[str, int | float]:

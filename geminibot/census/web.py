@@ -19,12 +19,13 @@ from datetime import UTC, datetime
 from typing import cast
 
 from geminibot.census.model import Figure
-from geminibot.census.sql import StoreConnection, run
+from geminibot.census.sql import run
 from geminibot.policy.candidates import MAX_CANDIDATE_PATHS, candidate_paths
 from geminibot.policy.compare import KINDS, Comparison, bot_classes, compare
 from geminibot.policy.outcomes import FetchOutcome, Kind
 from geminibot.policy.security_txt import SECURITY_TXT
 from geminibot.policy.site_policy import AGENTS, ROBOTS, ROBOTS2, Fetched, SitePolicy
+from geminibot.store.database import Database
 from geminibot.urls import host_name, host_protocol, host_url
 
 #: The most hosts whose two policies one census compares (each comparison decides up to
@@ -47,7 +48,7 @@ def _name(key: str) -> str:
     return name.rsplit(":", 1)[0] if ":" in name else name
 
 
-def web_origins(conn: StoreConnection) -> dict[str, str]:
+def web_origins(conn: Database) -> dict[str, str]:
     """Each host name the crawl reached over the web -> its origin: ``https://`` before
     ``http://``, the default port (the shortest key) before others."""
     origins: dict[str, str] = {}
@@ -62,7 +63,7 @@ def web_origins(conn: StoreConnection) -> dict[str, str]:
     return origins
 
 
-def _files(conn: StoreConnection, host: str) -> dict[str, Fetched]:
+def _files(conn: Database, host: str) -> dict[str, Fetched]:
     """The host's files as last fetched, by their cache name."""
     return {
         str(name): Fetched(
@@ -107,7 +108,7 @@ def compare_stored(web: SitePolicy, gemini: SitePolicy, at: datetime) -> Compari
     return compare(web, gemini, bot_classes((web, gemini)), at)
 
 
-def web_figures(conn: StoreConnection, capsules: list[str], now: float) -> Iterator[Figure]:
+def web_figures(conn: Database, capsules: list[str], now: float) -> Iterator[Figure]:
     """The figures of the ``capsules`` (host keys) also crawled over the web; the files
     of one pair at a time in memory. Hosts are compared in name order while both
     :data:`MAX_COMPARED` and :data:`MAX_COMPARED_PATHS` allow."""

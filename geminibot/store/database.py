@@ -220,14 +220,6 @@ class Database:
         this engine (a report's question, not one of the crawl's statements)."""
         return self.connection.execute(self.sql.once(sql), dict(params or {}))
 
-    def has_table(self, name: str) -> bool:
-        """Whether the database holds a table ``name`` (one a later version added)."""
-        if self.path is not None:
-            sql = "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = :name"
-        else:
-            sql = "SELECT count(*) FROM information_schema.tables WHERE table_name = :name"
-        return bool(self.query(sql, {"name": name}).fetchone()[0])
-
     @contextmanager
     def snapshot(self) -> Iterator[None]:
         """A read-only transaction for the ``with`` block: every read in it sees the
