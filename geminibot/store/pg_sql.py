@@ -27,4 +27,10 @@ ENGINE = Engine(
         "SELECT url, host, title, headings, body FROM pages WHERE text_indexed ORDER BY id"
     ),
     add_page=add_page(("headings", "body")),
+    text_of=sa.text("SELECT body FROM pages WHERE id = :id"),
+    replace_text=(
+        sa.text(
+            "UPDATE pages SET title = :title, headings = :headings, body = :body WHERE id = :id"
+        ),
+    ),
 )

@@ -68,6 +68,12 @@ class Engine:
     #: Insert a page's row, its text in the columns of the engine's text index if it
     #: keeps it there (``:headings``, ``:body``).
     add_page: sa.TextClause
+    #: A page's kept body (``:id``).
+    text_of: sa.TextClause
+    #: Replace the title and text of a page whose text is searchable (``:id``,
+    #: ``:title``, ``:headings``, ``:body``, ``:url``), logged as a change where the
+    #: engine logs them.
+    replace_text: tuple[sa.TextClause, ...]
     #: Put a page's text in the engine's text index, if it keeps it beside the row
     #: (``:id``, ``:title``, ``:headings``, ``:body``, ``:url``).
     add_text: tuple[sa.TextClause, ...] = ()
@@ -451,9 +457,18 @@ DELIST_PAGE = sa.text(
 )
 DELETE_LINKS = sa.text("DELETE FROM links WHERE page_id = :id")
 DELETE_PAGE = sa.text("DELETE FROM pages WHERE id = :id")
-#: The labels of the links to a file, by target (``links_target``).
+#: The labels of the links to a file, by target (``links_target``), each once, in the
+#: order of the pages written (a new label comes after those a file shows).
 FILE_LABELS = sa.text(
-    "SELECT DISTINCT label FROM links WHERE target = :url AND label != '' LIMIT :limit"
+    "SELECT label FROM links WHERE target = :url AND label != ''"
+    " GROUP BY label ORDER BY min(page_id), label LIMIT :limit"
+)
+#: The files (searchable answers not text) a page's labelled links point to, each once,
+#: in the order of its first link to it: id and URL.
+LINKED_FILES = sa.text(
+    "SELECT p.id, p.url FROM links l JOIN pages p ON p.url = l.target"
+    " WHERE l.page_id = :id AND l.label != '' AND p.text_indexed"
+    " AND p.mime NOT LIKE 'text/%' GROUP BY p.id, p.url ORDER BY min(l.position) LIMIT :limit"
 )
 #: A page's row (``:text`` names the engine's text columns, if it keeps the text there).
 PAGE_COLUMNS = (
