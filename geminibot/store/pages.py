@@ -182,11 +182,9 @@ def relabel_files(conn: Any, engine: Engine, page_id: int, links: tuple[Link, ..
     order, those that show none of the page's labels and have room for one; each
     rewritten in the engine's text index (on SQLite, logged for the derived index, whose
     updater builds its document again). How many files were rewritten."""
-    from geminibot.store import statements as q
-
     sql = engine.sql
     params = {"id": page_id, "limit": MAX_RELABELLED_FILES}
-    files = conn.execute(sql[q.LINKED_FILES], params).fetchall()
+    files = conn.execute(sql[engine.linked_files], params).fetchall()
     if not files:
         return 0
     given: dict[str, list[str]] = {}
@@ -194,9 +192,8 @@ def relabel_files(conn: Any, engine: Engine, page_id: int, links: tuple[Link, ..
         if link.label:
             given.setdefault(link.target, []).append(link.label)
     changed = 0
-    for file_id, url in files:
-        found = conn.execute(sql[engine.text_of], {"id": file_id}).fetchone()
-        body = "" if found is None else str(found[0] or "")
+    for file_id, url, found in files:
+        body = str(found or "")
         shown, own = split_file_text(body)
         labels = file_labels(conn, engine, url) if _has_room_for(shown, given.get(url, [])) else []
         if not labels:

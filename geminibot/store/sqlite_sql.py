@@ -8,7 +8,7 @@ from __future__ import annotations
 import sqlalchemy as sa
 from sqlalchemy.dialects import sqlite
 
-from geminibot.store.statements import Compiled, Engine, add_page
+from geminibot.store.statements import Compiled, Engine, add_page, linked_files
 
 #: Every host's skip of the last run cleared (one process per SQLite database).
 CLEAR_SKIPS = sa.text("UPDATE hosts SET skipped_reason = NULL")
@@ -33,7 +33,7 @@ ENGINE = Engine(
         " JOIN pages_fts f ON f.rowid = p.id WHERE p.text_indexed ORDER BY p.id"
     ),
     add_page=add_page(),
-    text_of=sa.text("SELECT body FROM pages_fts WHERE rowid = :id"),
+    linked_files=linked_files("(SELECT body FROM pages_fts WHERE rowid = p.id)"),
     replace_text=(
         # (a new title is logged by a trigger as well: the updater applies a page once)
         sa.text("UPDATE pages SET title = :title WHERE id = :id AND title != :title"),

@@ -68,8 +68,8 @@ class Engine:
     #: Insert a page's row, its text in the columns of the engine's text index if it
     #: keeps it there (``:headings``, ``:body``).
     add_page: sa.TextClause
-    #: A page's kept body (``:id``).
-    text_of: sa.TextClause
+    #: The files a page's labelled links point to, with their text (:func:`linked_files`).
+    linked_files: sa.TextClause
     #: Replace the title and text of a page whose text is searchable (``:id``,
     #: ``:title``, ``:headings``, ``:body``, ``:url``), logged as a change where the
     #: engine logs them.
@@ -463,13 +463,6 @@ FILE_LABELS = sa.text(
     "SELECT label FROM links WHERE target = :url AND label != ''"
     " GROUP BY label ORDER BY min(page_id), label LIMIT :limit"
 )
-#: The files (searchable answers not text) a page's labelled links point to, each once,
-#: in the order of its first link to it: id and URL.
-LINKED_FILES = sa.text(
-    "SELECT p.id, p.url FROM links l JOIN pages p ON p.url = l.target"
-    " WHERE l.page_id = :id AND l.label != '' AND p.text_indexed"
-    " AND p.mime NOT LIKE 'text/%' GROUP BY p.id, p.url ORDER BY min(l.position) LIMIT :limit"
-)
 #: A page's row (``:text`` names the engine's text columns, if it keeps the text there).
 PAGE_COLUMNS = (
     "url, host, status, meta, mime, lang, size, content_hash, fetched_at, title,"
@@ -488,6 +481,18 @@ def add_page(text_columns: tuple[str, ...] = ()) -> sa.TextClause:
     columns = "".join(f", {name}" for name in text_columns)
     values = "".join(f", :{name}" for name in text_columns)
     return sa.text(f"INSERT INTO pages ({PAGE_COLUMNS}{columns}) VALUES ({PAGE_VALUES}{values})")
+
+
+def linked_files(body: str) -> sa.TextClause:
+    """The files (searchable answers not text) the labelled links of page ``:id`` point
+    to, each once, in the order of its first link to it, at most ``:limit``: id, URL and
+    text, ``body`` being the engine's expression of the kept body of page ``p``."""
+    return sa.text(
+        f"SELECT p.id, p.url, {body} FROM links l JOIN pages p ON p.url = l.target"
+        " WHERE l.page_id = :id AND l.label != '' AND p.text_indexed"
+        " AND p.mime NOT LIKE 'text/%' GROUP BY p.id, p.url ORDER BY min(l.position)"
+        " LIMIT :limit"
+    )
 
 
 ADD_LINK = sa.text(

@@ -47,10 +47,11 @@ def writing(db: str) -> Iterator[Database]:
 
 def body_of(db: str, n: int) -> str:
     """The text of file ``n`` in the engine's text index."""
+    sql = "SELECT f.body FROM pages p JOIN pages_fts f ON f.rowid = p.id WHERE p.url = :url"
+    if db.startswith("postgresql:"):
+        sql = "SELECT body FROM pages WHERE url = :url"
     with open_database(db) as database:
-        found = database.query("SELECT id FROM pages WHERE url = :url", {"url": file_url(n)})
-        row = database.run(database.engine.text_of, id=found.fetchone()[0]).fetchone()
-    return str(row[0])
+        return str(database.query(sql, {"url": file_url(n)}).fetchone()[0])
 
 
 def logged(db: str, after: int = 0) -> set[str]:
