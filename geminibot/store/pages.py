@@ -176,12 +176,13 @@ def _has_room_for(shown: list[str], labels: list[str]) -> bool:
 
 
 def relabel_files(conn: Any, engine: Engine, page_id: int, links: tuple[Link, ...]) -> int:
-    """Give the files the store holds that the ``links`` of page ``page_id`` (just
-    written) point to with a label the labels of the links to them now
+    """Rewrite the text of the files the store holds that the labelled ``links`` of page
+    ``page_id`` (just written) point to, with the labels of the links to them now
     (:func:`file_labels`): of the first :data:`MAX_RELABELLED_FILES` such files in link
-    order, those that show none of the page's labels and have room for one; each
-    rewritten in the engine's text index (on SQLite, logged for the derived index, whose
-    updater builds its document again). How many files were rewritten."""
+    order, those that show none of this page's labels for them and have room for one.
+    A file's text is replaced in the engine's text index as a page's is written (on
+    SQLite, logged for the derived index, whose updater builds its document again).
+    Returns how many files were rewritten."""
     sql = engine.sql
     params = {"id": page_id, "limit": MAX_RELABELLED_FILES}
     files = conn.execute(sql[engine.linked_files], params).fetchall()
