@@ -486,10 +486,11 @@ def add_page(text_columns: tuple[str, ...] = ()) -> sa.TextClause:
 def linked_files(body: str) -> sa.TextClause:
     """The files (searchable answers not text) the labelled links of page ``:id`` point
     to, each once, in the order of its first link to it, at most ``:limit``: id, URL and
-    text, ``body`` being the engine's expression of the kept body of page ``p``."""
+    text, ``body`` being the engine's expression of the kept body of page ``p``. A link
+    whose label is the file's title (its first label, or its name) gives it nothing new."""
     return sa.text(
         f"SELECT p.id, p.url, {body} FROM links l JOIN pages p ON p.url = l.target"
-        " WHERE l.page_id = :id AND l.label != '' AND p.text_indexed"
+        " WHERE l.page_id = :id AND l.label != '' AND l.label != p.title AND p.text_indexed"
         " AND p.mime NOT LIKE 'text/%' GROUP BY p.id, p.url ORDER BY min(l.position)"
         " LIMIT :limit"
     )

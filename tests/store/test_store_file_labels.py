@@ -118,3 +118,9 @@ def test_a_label_shown_a_full_file_or_no_text_kept_rewrites_nothing(db: str) -> 
         page = linking(f"{HOST}/t", [Link(file_url(1), "Harrier")])
         write_page(database.connection, database.engine, page, "archiver")
     assert body_of(db, 1).startswith("Kestrel | Harrier\n")
+    before, two = last_change(db), body_of(db, 1)
+    with writing(db) as database:  # shown, though not its title: read, not rewritten
+        page = linking(f"{HOST}/u", [Link(file_url(1), "Harrier")])
+        write_page(database.connection, database.engine, page, "indexer")
+    assert body_of(db, 1) == two
+    assert logged(db, before) == ({f"{HOST}/u"} if "postgresql:" not in db else set())
