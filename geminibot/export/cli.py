@@ -22,11 +22,10 @@ from geminibot.cliutil import (
 from geminibot.export.readme import README
 from geminibot.export.writer import EXPORT_FILES, Written, export
 from geminibot.store.database import Database, open_database
+from geminibot.store.export_reads import HOLDS_URLS
 
 #: Seconds between two progress lines on standard error.
 PROGRESS_INTERVAL = 2.0
-
-COUNT_URLS = "SELECT (SELECT count(*) FROM urls) + (SELECT count(*) FROM pages)"
 
 
 def register(commands: Any) -> None:
@@ -109,7 +108,7 @@ def progress_lines(interval: float = PROGRESS_INTERVAL) -> Callable[[str], None]
 
 
 def _export(database: Database, args: argparse.Namespace) -> list[Written]:
-    if not int(database.execute(COUNT_URLS).fetchone()[0]):
+    if not int(database.run(HOLDS_URLS).fetchone()[0]):
         raise CommandError(
             f"{database.name}: the crawl holds no URLs yet: nothing to export", EXIT_NEGATIVE
         )
