@@ -24,11 +24,10 @@ import math
 import sqlite3
 import time
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 from urllib.parse import urlsplit
 
 from geminibot.cliutil import counted
-from geminibot.index.stats import Connection
 
 if TYPE_CHECKING:
     from geminibot.store.statements import Compiled
@@ -47,6 +46,13 @@ COMPUTED_AT = "authority_computed_at"
 #: chunk at most, not for the whole table, which at Geminispace scale can take longer
 #: than the crawl's busy timeout (docs/benchmarks.md).
 WRITE_CHUNK = 20_000
+
+
+class Connection(Protocol):
+    """What the reads of the link graph need of a connection: an sqlite3 or a psycopg one,
+    or a :class:`~geminibot.store.database.Database` (the same SQL runs on both)."""
+
+    def execute(self, query: Any, /) -> Any: ...
 
 
 def weight_of(score: float) -> float:

@@ -114,7 +114,7 @@ SHARED_CODE = (
     "store/statements.py",
     "store/sqlstore.py",
     "store/frontier.py",
-    "index/stats.py",
+    "store/statistics.py",
     "searchcap/app.py",
     "store/lookups.py",
     "store/export_reads.py",
