@@ -12,7 +12,6 @@ answers until Ctrl-C (or ``--seconds``). ``SIGUSR1`` moves it to the next day (i
 from __future__ import annotations
 
 import argparse
-import contextlib
 import datetime as dt
 import json
 import signal
@@ -115,8 +114,10 @@ def main() -> None:
         parser.error(f"--seconds must be in (0, {MAX_SECONDS:.0f}]")
     if not 0 <= args.addresses <= MAX_ADDRESSES:
         parser.error(f"--addresses must be 0 to {MAX_ADDRESSES}")
-    with contextlib.suppress(KeyboardInterrupt):
+    try:
         trio.run(serve, space, args.port, args.day, args.seconds, args.addresses)
+    except* KeyboardInterrupt:  # Ctrl-C (SIGINT): trio raises it inside a nursery's group
+        pass
 
 
 if __name__ == "__main__":
