@@ -121,7 +121,7 @@ SEARCH_NEEDS_NONE_OF = [
         ),
         (
             ["stats", "--help"],
-            ["geminibot.index.search_cli"],
+            ["geminibot.index.stats_cli"],
             SEARCH_NEEDS_NONE_OF,
         ),
         (["feeds", "--help"], ["geminibot.feeds.cli"], SEARCH_NEEDS_NONE_OF),
