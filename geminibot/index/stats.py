@@ -103,9 +103,7 @@ def list_urls(
         f" LEFT JOIN pages p ON p.url = u.url WHERE true{by_status}{by_host}"
         f" ORDER BY u.id{limited}"
     )
-    rows = database.execute(
-        database.sql.once(sql), {**params, "limit": limit, "offset": offset}
-    ).fetchall()
+    rows = database.query(sql, {**params, "limit": limit, "offset": offset}).fetchall()
     return [ListedUrl(str(r[0]), str(r[1]), str(r[2]), r[3], r[4]) for r in rows]
 
 
@@ -182,7 +180,7 @@ def stats(conn: Connection, now: float | None = None, lag: int | None = None) ->
                 f"SELECT count(DISTINCT url) FROM decisions WHERE NOT allowed AND NOT ({_POLICY_REFUSAL})"
             ).fetchone()[0]
         ),
-        "feeds": _counts(conn, _feed_formats()),
+        "feeds": feed_formats(conn),
         "refusals_by_host": _counts(
             conn,
             f"SELECT host, count(DISTINCT url) FROM decisions WHERE {_POLICY_REFUSAL}"
@@ -191,13 +189,10 @@ def stats(conn: Connection, now: float | None = None, lag: int | None = None) ->
     }
 
 
-def _feed_formats() -> str:
-    """The feeds by format, the statement :mod:`geminibot.store.whatsnew` reads them with
-    (imported here, not with the module: ``search`` and ``stats --help`` start without
-    SQLAlchemy)."""
-    from geminibot.store.whatsnew import FEED_FORMATS
-
-    return str(FEED_FORMATS)
+def feed_formats(conn: Connection) -> dict[str, int]:
+    """How many feeds of each format the database knows (``stats``, and the faces'
+    ``/feeds``)."""
+    return _counts(conn, "SELECT format, count(*) FROM feeds GROUP BY format ORDER BY format")
 
 
 def format_stats(data: dict[str, Any]) -> str:
