@@ -11,6 +11,7 @@ checks that the two agree, so the help reads the same as when every module is lo
 from __future__ import annotations
 
 import argparse
+import gc
 import sys
 from collections.abc import Callable, Sequence
 from typing import Any, NamedTuple
@@ -224,8 +225,15 @@ def build_parser(only: str | None = None, *, load_all: bool = True) -> argparse.
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    """Run the command ``argv`` names, by default the process's own command line. Run as
+    the process's command, it freezes what is left as it returns (:func:`gc.freeze`): the
+    interpreter's exit then does not walk every object start-up made, all freed with the
+    process anyway, for garbage (about a seventh of a search's CPU time)."""
     words = sys.argv[1:] if argv is None else list(argv)
-    return run_command(build_parser(chosen(words), load_all=False), words)
+    code = run_command(build_parser(chosen(words), load_all=False), words)
+    if argv is None:
+        gc.freeze()
+    return code
 
 
 if __name__ == "__main__":
