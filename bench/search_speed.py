@@ -236,7 +236,9 @@ def time_command(db: Path, runs: int, other: Path | None = None) -> None:
                 env = {**os.environ, "PYTHONPATH": str(tree)}
                 before = resource.getrusage(resource.RUSAGE_CHILDREN)
                 t0 = time.perf_counter()
-                subprocess.run(line, capture_output=True, check=True, env=env)
+                done = subprocess.run(line, check=False, capture_output=True, text=True, env=env)
+                if done.returncode > 1:  # (1: an answer, "not in the index")
+                    raise SystemExit(f"{name} ({tree}) failed: {done.stderr}")
                 walls[tree].append((time.perf_counter() - t0) * 1000)
                 after = resource.getrusage(resource.RUSAGE_CHILDREN)
                 used = after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime
