@@ -12,7 +12,6 @@ from fresh_python import run_python
 
 from geminibot.cli import ALL, COMMANDS, build_parser, main
 from geminibot.index.tantivy_index import rebuild
-from geminibot.store.database import open_database
 from geminibot.store.db import connect, transaction
 from geminibot.store.pages import Page, store_page
 
@@ -150,13 +149,8 @@ def test_a_command_imports_only_its_own_module(
 
 @pytest.fixture(scope="module")
 def crawl_db(tmp_path_factory: pytest.TempPathFactory) -> str:
-    """A crawl database of one URL and its page, its tantivy index built and current."""
+    """A crawl database of one page, its tantivy index built and current."""
     path = tmp_path_factory.mktemp("cli") / "crawl.db"
-    with (
-        open_database(str(path), write=True) as database,
-        database.crawl_store(lambda: 1.0) as store,
-    ):
-        store.seed(["gemini://a.test/orbit.gmi"])
     conn = connect(path)
     page = Page(
         url="gemini://a.test/orbit.gmi",
@@ -181,16 +175,13 @@ def crawl_db(tmp_path_factory: pytest.TempPathFactory) -> str:
     [
         (["search", "orbit", "--db", "DB"], ["geminibot.index.tantivy_index"]),
         (["search", "orbit", "--db", "DB", "--json", "--explain"], []),
-        (["stats", "--db", "DB"], ["geminibot.index.stats_cli"]),
-        (["stats", "--db", "DB", "--json"], []),
-        (["stats", "--urls", "--db", "DB"], []),
     ],
 )
-def test_a_read_of_a_crawl_imports_only_what_it_reads_with(
+def test_a_search_imports_only_what_it_searches_with(
     crawl_db: str, argv: list[str], wanted: list[str]
 ) -> None:
     """Run on a real database (not only its --help): a search through the tantivy index
-    and the statistics start without the crawler, SQLAlchemy and the network."""
+    starts without the crawler, SQLAlchemy, the network and the URL parser."""
     code = IMPORTED.replace("main(sys.argv[1:])", "assert main(sys.argv[1:]) == 0")
     loaded = json.loads(run_python(code, *[crawl_db if a == "DB" else a for a in argv]))
     assert all(m in loaded for m in wanted), loaded

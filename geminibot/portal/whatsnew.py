@@ -22,7 +22,6 @@ from xml.etree.ElementTree import Element, SubElement, tostring
 from geminibot import __version__
 from geminibot.index import QueryError
 from geminibot.index.search_cli import search_function
-from geminibot.index.stats import feed_formats
 from geminibot.portal.pages import HTTPResponse, Pages
 from geminibot.portal.render import esc, notice
 from geminibot.store.database import Database
@@ -33,6 +32,7 @@ from geminibot.store.whatsnew import (
     NEWEST_LISTED,
     NEWEST_SPAN,
     NewEntry,
+    feed_formats,
     known_feeds,
     newest_hosts,
     random_live_page,

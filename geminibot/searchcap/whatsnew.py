@@ -20,12 +20,12 @@ from collections.abc import Callable
 from datetime import UTC, datetime
 
 from geminibot.feeds.parse import FORMATS
-from geminibot.index.stats import feed_formats
 from geminibot.store.database import Database
 from geminibot.store.whatsnew import (
     FEEDS_LISTED,
     NEWEST_LISTED,
     NEWEST_SPAN,
+    feed_formats,
     known_feeds,
     newest_hosts,
     random_live_page,

@@ -217,11 +217,8 @@ class Database:
 
     def query(self, sql: str, params: Mapping[str, object] | None = None) -> Any:
         """The cursor of an ad hoc read: SQL text with ``:name`` parameters, compiled for
-        this engine (a report's question, not one of the crawl's statements). SQLite reads
-        ``:name`` itself: there the text runs as it is, without importing SQLAlchemy (a
-        read command starts faster)."""
-        text = sql if self.path is not None else self.sql.once(sql)
-        return self.connection.execute(text, dict(params or {}))
+        this engine (a report's question, not one of the crawl's statements)."""
+        return self.connection.execute(self.sql.once(sql), dict(params or {}))
 
     @contextmanager
     def snapshot(self) -> Iterator[None]:

@@ -45,6 +45,8 @@ NEW_ENTRIES = sa.text(
     " WHERE e.removed_at IS NULL AND e.published >= :since) AS listed"
     " WHERE n = 1 ORDER BY published DESC, first_seen DESC, url LIMIT :limit"
 )
+#: How many feeds of each format.
+FEED_FORMATS = sa.text("SELECT format, count(*) FROM feeds GROUP BY format ORDER BY format")
 
 #: The capsules first seen since a time that answered at least once, newest first, with
 #: their pages.
@@ -108,6 +110,11 @@ def week(database: Database, now: float, matches: set[str] | None = None) -> lis
         return new_entries(database, now - NEW_SPAN, NEW_LISTED)
     listed = new_entries(database, now - NEW_SPAN, NEW_MATCHES)
     return [e for e in listed if e.url in matches][:NEW_LISTED]
+
+
+def feed_formats(database: Database) -> dict[str, int]:
+    """How many feeds of each format the database knows."""
+    return {str(fmt): int(n) for fmt, n in _rows(database, FEED_FORMATS, {})}
 
 
 def newest_hosts(database: Database, since: float, limit: int) -> list[tuple[str, float, int]]:

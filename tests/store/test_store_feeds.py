@@ -11,10 +11,9 @@ from store_helpers import Clock, opened
 from test_store import claim, decision, fetch, page
 
 from geminibot.feeds.parse import Entry, Feed
-from geminibot.index.stats import feed_formats
 from geminibot.store.crawlstore import CrawlStore, FetchedPage
 from geminibot.store.database import open_database
-from geminibot.store.whatsnew import known_feeds, new_entries
+from geminibot.store.whatsnew import feed_formats, known_feeds, new_entries
 
 LOG, OTHER = "gemini://a.test/log/", "gemini://a.test/other.gmi"
 POSTS = [f"gemini://a.test/log/{n}.gmi" for n in range(4)]
