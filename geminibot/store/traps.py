@@ -40,10 +40,8 @@ import re
 from collections.abc import Collection
 from dataclasses import dataclass
 from datetime import date, timedelta
-from typing import TYPE_CHECKING
 
-if TYPE_CHECKING:
-    from geminibot.urls import URL
+from geminibot.urls import URL
 
 #: A path segment may occur this many times in one path; one more is a trap.
 MAX_SEGMENT_REPEATS = 3
