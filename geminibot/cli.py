@@ -228,7 +228,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Run the command ``argv`` names, by default the process's own command line. Run as
     the process's command, it freezes what is left as it returns (:func:`gc.freeze`): the
     interpreter's exit then does not walk every object start-up made, all freed with the
-    process anyway, for garbage (about a seventh of a search's CPU time)."""
+    process anyway, for garbage (about an eighth of a search's CPU time)."""
     words = sys.argv[1:] if argv is None else list(argv)
     code = run_command(build_parser(chosen(words), load_all=False), words)
     if argv is None:
