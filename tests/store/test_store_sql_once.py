@@ -117,6 +117,8 @@ SHARED_CODE = (
     "index/stats.py",
     "searchcap/app.py",
     "store/lookups.py",
+    "store/census_reads.py",
+    "store/policy_reads.py",
 )
 # ?, ?1, %s, %(name)s, {0}, {} (an f-string's value in place of a parameter)
 _ENGINE_PLACEHOLDER = re.compile(r"\?\d*|%\(\w+\)s|%s|\{\d*\}")
