@@ -15,15 +15,18 @@ import sqlalchemy as sa
 
 from geminibot.store import lookups
 from geminibot.store import statements as q
-from geminibot.store.census_reads import rows
+from geminibot.store.census_reads import GEMINI_HOSTS, rows
 from geminibot.store.records import CachedFile
 
 if TYPE_CHECKING:
     from geminibot.store.database import Database
 
 _FILE = "outcome, reason, status, body, fetched_at, expires_at"
-FILES = "SELECT host, name, " + _FILE + " FROM robots WHERE {where}"
-NAMED_FILES = "SELECT host, name, " + _FILE + " FROM robots WHERE {where} AND name = :name"
+#: The files of every Gemini capsule (one host's: :data:`~geminibot.store.lookups.FILE_ROWS`).
+FILES = sa.text(f"SELECT host, name, {_FILE} FROM robots WHERE {GEMINI_HOSTS}")
+NAMED_FILES = sa.text(
+    f"SELECT host, name, {_FILE} FROM robots WHERE {GEMINI_HOSTS} AND name = :name"
+)
 #: The fetches answered 20 of robots.txt, robots2.txt and agents.txt, oldest first.
 FILE_FETCHES = (
     "SELECT host, url, meta FROM fetches WHERE {where} AND status = 20"
@@ -38,11 +41,14 @@ HOSTS_WITH = sa.text("SELECT host FROM robots WHERE name = :name AND outcome = '
 
 def files(database: Database, host: str | None, name: str | None = None) -> list[CachedFile]:
     """The policy files of ``host`` (None: every Gemini capsule), all or those ``name``."""
+    if host is not None:
+        found = host_files(database, host)
+        return [f for f in found if name is None or f.name == name]
     if name is None:
-        found = rows(database, FILES, host)
+        every = database.run(FILES).fetchall()
     else:
-        found = rows(database, NAMED_FILES, host, name=name)
-    return [CachedFile.of(str(r[0]), str(r[1]), r[2:]) for r in found]
+        every = database.run(NAMED_FILES, name=name).fetchall()
+    return [CachedFile.of(str(r[0]), str(r[1]), r[2:]) for r in every]
 
 
 def host_files(database: Database, host: str) -> list[CachedFile]:
