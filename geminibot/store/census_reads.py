@@ -87,10 +87,10 @@ TEXT_METAS = (
 )
 
 
-def answered_window(database: Database, host: str | None) -> tuple[Any, Any]:
+def answered_window(database: Database, host: str | None) -> tuple[float | None, float | None]:
     """When the first and the last recorded answer came (None, None: no answer)."""
     first, last = rows(database, WINDOW, host)[0]
-    return first, last
+    return (None, None) if first is None else (float(first), float(last))
 
 
 class Answers(NamedTuple):
@@ -259,7 +259,7 @@ def tls_history(database: Database, host: str) -> list[TLSRecord]:
 
 def certificates_changed(database: Database, host: str | None, since: float) -> int:
     """How many hosts showed, after ``since``, a certificate other than an earlier one."""
-    return int(rows(database, CERTIFICATE_CHANGED, host, since=since)[0][0] or 0)
+    return int(rows(database, CERTIFICATE_CHANGED, host, since=since)[0][0])
 
 
 # --- the censuses kept ---
