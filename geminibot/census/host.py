@@ -17,7 +17,7 @@ from geminibot.policy.lint import lint_policy
 
 #: Error kinds, by the names of the client's errors a failed request records.
 ERROR_KINDS: tuple[tuple[str, tuple[str, ...]], ...] = (
-    ("DNS", ("name or service not known", "nodename nor servname", "no address", "resolve")),
+    ("DNS", ("name or service not known", "nodename nor servname", "no address", "resol")),
     ("TLS", ("tlsfailure", "certificate")),
     ("timeout", ("timeout", "deadlineexceeded")),
 )
@@ -122,11 +122,17 @@ def _robots(conn: Any, host: str) -> Section:
                 window,
             ),
             Figure("host.robots.outcome", "what it means for bots", str(outcome), window),
-            Figure("host.robots.mime", "its MIME type", str(meta or "-"), window),
+            Figure("host.robots.mime", "its MIME type (of a 20)", _mime(status, meta), window),
             Figure("host.robots.size", "its size (bytes)", len(data), window),
             Figure("host.robots.lint", "lint warnings and errors, by kind", dict(findings), window),
         ),
     )
+
+
+def _mime(status: Any, meta: Any) -> str:
+    """The MIME type of a robots.txt that answered ``2x`` (another's meta is no MIME
+    type: a ``51``'s is its error message)."""
+    return str(meta) if meta and status is not None and str(int(status))[0] == "2" else "-"
 
 
 def _certificate(conn: Any, host: str, now: float) -> Section:
