@@ -97,12 +97,13 @@ def _robots(conn: Any, host: str) -> Section:
         " AND name = 'robots.txt'",
         {"host": host},
     )
-    meta = one(
+    last = run(
         conn,
-        "SELECT meta FROM fetches WHERE host = :host AND url LIKE '%/robots.txt'"
+        "SELECT meta, error FROM fetches WHERE host = :host AND url LIKE '%/robots.txt'"
         " ORDER BY started_at DESC LIMIT 1",
         {"host": host},
     )
+    meta, error = last[0] if last else (None, None)
     window = "the crawl's last fetch of /robots.txt"
     if not rows:
         return Section(
@@ -122,6 +123,12 @@ def _robots(conn: Any, host: str) -> Section:
                 window,
             ),
             Figure("host.robots.outcome", "what it means for bots", str(outcome), window),
+            Figure(
+                "host.robots.error",
+                "the error its last request met, by kind (none: it was answered)",
+                f"{error_kind(str(error))}: {error}" if error else "none",
+                window,
+            ),
             Figure("host.robots.mime", "its MIME type (of a 20)", _mime(status, meta), window),
             Figure("host.robots.size", "its size (bytes)", len(data), window),
             Figure("host.robots.lint", "lint warnings and errors, by kind", dict(findings), window),
