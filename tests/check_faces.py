@@ -94,9 +94,9 @@ def read_items(items: list[str]) -> dict[str, int]:
     return out
 
 
-def gemtext_value(lines: list[str], what: str, items: bool) -> str | dict[str, int]:
+def gemtext_value(lines: list[str], what: str, counts: bool) -> str | dict[str, int]:
     """What a gemtext page says of the figure ``what``: a line ``what: value``, or
-    ``what:`` and its items, one a line (``* label: count``); ``items``: whether the
+    ``what:`` and its items, one a line (``* label: count``); ``counts``: whether the
     figure is a distribution (``none`` when empty)."""
     if f"{what}:" in lines:
         at = lines.index(f"{what}:") + 1
@@ -107,17 +107,17 @@ def gemtext_value(lines: list[str], what: str, items: bool) -> str | dict[str, i
         return read_items(items)
     (line,) = [line for line in lines if line.startswith(f"{what}: ")]
     text = line.removeprefix(f"{what}: ")
-    return {} if items and text == "none" else text
+    return {} if counts and text == "none" else text
 
 
-def html_value(page: str, what: str, items: bool) -> str | dict[str, int]:
+def html_value(page: str, what: str, counts: bool) -> str | dict[str, int]:
     """What an HTML page says of the figure ``what`` (a ``<dt>``): its ``<dd>``'s text, or
-    the items of its list (``items``: as :func:`gemtext_value`)."""
+    the items of its list (``counts``: as :func:`gemtext_value`)."""
     (said,) = re.findall(rf"<dt>{re.escape(html.escape(what))}</dt><dd>(.*?)</dd>", page)
     if said.startswith("<ul>"):
         return read_items([html.unescape(i) for i in re.findall(r"<li>(.*?)</li>", said)])
     text = html.unescape(said)
-    return {} if items and text == "none" else text
+    return {} if counts and text == "none" else text
 
 
 def census_sections(data: dict[str, Any]) -> list[tuple[str, list[tuple[str, Any]]]]:
@@ -160,7 +160,7 @@ def assert_census_shown(db: str, host: str) -> dict[str, Any]:
         assert gem.splitlines()[0] == title
         assert web.startswith(f"{html.escape(title)}</h3>")
         for what, value in rows:
-            items = isinstance(value, dict)
-            assert gemtext_value(gem.splitlines(), what, items) == value, (what, gem)
-            assert html_value(web, what, items) == value, (what, web)
+            counts = isinstance(value, dict)
+            assert gemtext_value(gem.splitlines(), what, counts) == value, (what, gem)
+            assert html_value(web, what, counts) == value, (what, web)
     return {key: figure["value"] for key, figure in data["figures"].items()}

@@ -31,7 +31,6 @@ import re
 import socket
 import ssl
 import tempfile
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -320,43 +319,35 @@ def crawled(store: CrawlStore, ca_file: Path, broken: bool = False) -> None:
     trio.run(crawl, store, ca_file, broken, clock=trio.testing.MockClock(autojump_threshold=0))
 
 
-@pytest.fixture(scope="module", params=["sqlite", "postgresql"])
-def census_db(request: Any, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    folder = tmp_path_factory.mktemp("census")
+def crawled_db(request: Any, folder: Path, broken: bool = False) -> str:
+    """The crawl (:func:`crawl`) into an SQLite file in ``folder`` or a new PostgreSQL
+    database, as the fixture's parameter says: what ``--db`` says."""
     ca_file = folder / "ca.pem"
-    limits = FrontierLimits()
-    if request.param == "sqlite":
-        db = str(folder / "crawl.db")
-        conn = connect(db)
-        store: Any = SqliteStore(conn, TrioWallClock().now, limits, batch=True)
-        crawled(store, ca_file)
-        store.end_run()
-        conn.close()
-    else:
-        db = new_database(request.getfixturevalue("pg_cluster"))
-        store = PgStore(db, TrioWallClock().now, limits, lease_seconds=30)
-        crawled(store, ca_file)
-        store.close()
-    yield db
-
-
-@pytest.fixture(scope="module", params=["sqlite", "postgresql"])
-def broken_db(request: Any, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    """An indexer's crawl of :func:`broken_capsules`, ``tls.test`` and ``closed.test``."""
-    folder = tmp_path_factory.mktemp("broken")
     if request.param == "sqlite":
         db = str(folder / "crawl.db")
         conn = connect(db)
         store: Any = SqliteStore(conn, TrioWallClock().now, FrontierLimits(), batch=True)
-        crawled(store, folder / "ca.pem", broken=True)
+        crawled(store, ca_file, broken)
         store.end_run()
         conn.close()
     else:
         db = new_database(request.getfixturevalue("pg_cluster"))
         store = PgStore(db, TrioWallClock().now, FrontierLimits(), lease_seconds=30)
-        crawled(store, folder / "ca.pem", broken=True)
+        crawled(store, ca_file, broken)
         store.close()
-    yield db
+    return db
+
+
+@pytest.fixture(scope="module", params=["sqlite", "postgresql"])
+def census_db(request: Any, tmp_path_factory: pytest.TempPathFactory) -> str:
+    """A researcher's crawl of :func:`capsules`."""
+    return crawled_db(request, tmp_path_factory.mktemp("census"))
+
+
+@pytest.fixture(scope="module", params=["sqlite", "postgresql"])
+def broken_db(request: Any, tmp_path_factory: pytest.TempPathFactory) -> str:
+    """An indexer's crawl of :func:`broken_capsules`, ``tls.test`` and ``closed.test``."""
+    return crawled_db(request, tmp_path_factory.mktemp("broken"), broken=True)
 
 
 def census(db: str, *args: str) -> dict[str, Any]:
