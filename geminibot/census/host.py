@@ -14,6 +14,7 @@ from geminibot.census.model import Census, Figure, Section
 from geminibot.census.sql import counted, one, run
 from geminibot.cliutil import CommandError
 from geminibot.policy.lint import lint_policy
+from geminibot.urls import host_url
 
 #: Error kinds, by the names of the client's errors a failed request records.
 ERROR_KINDS: tuple[tuple[str, tuple[str, ...]], ...] = (
@@ -97,11 +98,10 @@ def _robots(conn: Any, host: str) -> Section:
         " AND name = 'robots.txt'",
         {"host": host},
     )
-    last = run(
+    last = run(  # (by URL: the fetch log's index)
         conn,
-        "SELECT meta, error FROM fetches WHERE host = :host AND url LIKE '%/robots.txt'"
-        " ORDER BY started_at DESC LIMIT 1",
-        {"host": host},
+        "SELECT meta, error FROM fetches WHERE url = :url ORDER BY started_at DESC LIMIT 1",
+        {"url": host_url(host, "/robots.txt")},
     )
     meta, error = last[0] if last else (None, None)
     window = "the crawl's last fetch of /robots.txt"
