@@ -169,6 +169,17 @@ def test_a_target_too_long_is_refused_by_every_face(db: Path) -> None:
     assert page.status_code == 400 and "longer than" in page.text
 
 
+@pytest.mark.parametrize("target", ['"><script>x</script>', "bad.test\u202e<b>", "a b.test"])
+def test_a_hostile_host_asked_about_is_escaped_on_the_portal(db: Path, target: str) -> None:
+    """What is asked about comes back in the form and the refusal, escaped."""
+    (page,) = portal(db, target)
+    assert page.status_code == 400
+    assert "<script>" not in page.text and "<b>" not in page.text
+    assert html.escape(target, quote=True) in page.text  # the form's value, as asked
+    status, _, _ = capsule(db, target)
+    assert status == Status.BAD_REQUEST
+
+
 def test_what_is_not_a_url_is_refused(db: Path) -> None:
     proc = run_main(["why", "gemini://[oops/", "--db", str(db)])
     assert proc.returncode == 2 and "not a URL" in proc.stderr
