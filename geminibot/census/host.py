@@ -19,7 +19,7 @@ from geminibot.urls import host_url
 
 #: Error kinds, by the names of the client's errors a failed request records.
 ERROR_KINDS: tuple[tuple[str, tuple[str, ...]], ...] = (
-    ("DNS", ("name or service not known", "nodename nor servname", "no address", "resolve")),
+    ("DNS", ("name or service not known", "nodename nor servname", "no address", "resol")),
     ("TLS", ("tlsfailure", "certificate")),
     ("timeout", ("timeout", "deadlineexceeded")),
 )
@@ -86,7 +86,7 @@ def _answers(conn: Database, host: str, now: float) -> Section:
 
 def _robots(conn: Database, host: str) -> Section:
     file = policy_reads.host_file(conn, host, "robots.txt")
-    meta = policy_reads.last_meta(conn, host_url(host, "/robots.txt"))
+    meta, error = policy_reads.last_fetch(conn, host_url(host, "/robots.txt"))
     window = "the crawl's last fetch of /robots.txt"
     if file is None:
         return Section(
@@ -106,11 +106,23 @@ def _robots(conn: Database, host: str) -> Section:
                 window,
             ),
             Figure("host.robots.outcome", "what it means for bots", str(outcome), window),
-            Figure("host.robots.mime", "its MIME type", str(meta or "-"), window),
+            Figure(
+                "host.robots.error",
+                "the error its last request met, by kind (none: it was answered)",
+                f"{error_kind(str(error))}: {error}" if error else "none",
+                window,
+            ),
+            Figure("host.robots.mime", "its MIME type (of a 20)", _mime(status, meta), window),
             Figure("host.robots.size", "its size (bytes)", len(data), window),
             Figure("host.robots.lint", "lint warnings and errors, by kind", dict(findings), window),
         ),
     )
+
+
+def _mime(status: Any, meta: Any) -> str:
+    """The MIME type of a robots.txt that answered ``2x`` (another's meta is no MIME
+    type: a ``51``'s is its error message)."""
+    return str(meta) if meta and status is not None and str(int(status))[0] == "2" else "-"
 
 
 def _certificate(conn: Database, host: str, now: float) -> Section:

@@ -69,11 +69,11 @@ def file_fetches(database: Database, host: str | None) -> list[tuple[str, str, s
     return [(str(h), str(u), str(m)) for h, u, m in rows(database, FILE_FETCHES, host)]
 
 
-def last_meta(database: Database, url: str) -> str | None:
-    """The meta line (a MIME type, a reason) of the last fetch of ``url`` (None: not
-    fetched, or no answer)."""
+def last_fetch(database: Database, url: str) -> tuple[str | None, str | None]:
+    """The meta line (a MIME type, a reason) and the error (none: answered) of the last
+    request for ``url``, by URL through the fetch log's index (None, None: never asked)."""
     row = database.run(lookups.LAST_FETCH, url=url).fetchone()
-    return None if row is None or row[2] is None else str(row[2])
+    return (None, None) if row is None else (row[2], row[3])
 
 
 def web_origins(database: Database) -> list[str]:
