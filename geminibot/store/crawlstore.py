@@ -183,6 +183,15 @@ class CrawlStore(Protocol):
         how many."""
         ...
 
+    def newest_url(self) -> int:
+        """The highest URL id (0: none): a mark for :meth:`queued_since`."""
+        ...
+
+    def queued_since(self, newest: int) -> dict[str, int]:
+        """The hosts of the URLs queued with an id above the mark ``newest`` (new to the
+        store since: a ``/submit``, another process's links), how many each."""
+        ...
+
     def prune_logs(self, before: float) -> int:
         """Delete the fetch and decision log rows older than ``before``; returns how many."""
         ...

@@ -113,20 +113,28 @@ def test_a_submission_is_made_due_or_queued(store: CrawlStore, db: str) -> None:
     assert store.state_of(POSTS[3]) == ("queued", None)
 
 
-def test_a_new_url_submitted_during_a_sleep_is_due_work(store: CrawlStore, db: str) -> None:
-    """A continuous crawl marks the newest URL as it falls asleep; a URL submitted after
-    it (queued: new to the store) is work due, one met before the mark is not."""
-    from geminibot.crawl.continuous import any_due, newest_url
+def test_a_new_url_submitted_is_new_work_after_the_mark(store: CrawlStore, db: str) -> None:
+    """A continuous crawl marks the newest URL at each look (its run, every DUE_POLL; its
+    sleep, from the run's last look); a URL submitted after it (queued: new to the store)
+    is new work for its host, to the run and to the sleep; one met before the mark is not."""
+    from geminibot.crawl.continuous import any_due
     from geminibot.store.submissions import submit
 
+    assert store.newest_url() == 0  # (no URL yet)
     store.seed([LOG])
+    mark = store.newest_url()
+    assert store.queued_since(0) == {"a.test": 1} and store.queued_since(mark) == {}
     with open_database(db) as database:
-        mark = newest_url(database, 100.0)
         assert not any_due(database, 100.0, mark) and not any_due(database, 100.0)
     assert submit(db, POSTS[0], lambda: 100.0) == "queued"
+    assert submit(db, "gemini://other.test/new.gmi", lambda: 100.0) == "queued"
+    assert store.queued_since(mark) == {"a.test": 1, "other.test": 1}
+    assert store.queued_since(store.newest_url()) == {}
+    claim(store, "other.test")  # (being fetched: no longer new work)
+    assert store.queued_since(mark) == {"a.test": 1}
     with open_database(db) as database:
         assert any_due(database, 100.0, mark) and not any_due(database, 100.0)
-        assert not any_due(database, 100.0, newest_url(database, 100.0))
+        assert not any_due(database, 100.0, store.newest_url())
 
 
 def test_a_page_that_stops_being_a_feed_keeps_its_entries_as_history(
