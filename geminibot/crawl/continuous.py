@@ -58,18 +58,10 @@ def next_due(database: Database, now: float) -> float | None:
     return due
 
 
-def newest_url(database: Database, now: float) -> int:
-    """The highest id of the store's URLs (``now`` unused): a sleep's mark for
-    :func:`any_due`."""
-    from geminibot.store import statements as q
-
-    row = database.run(q.NEWEST_URL).fetchone()
-    return 0 if row is None or row[0] is None else int(row[0])
-
-
 def any_due(database: Database, now: float, newest: int | None = None) -> bool:
-    """Whether a finished URL is due at ``now``, or (``newest``: :func:`newest_url` when
-    the sleep began) a URL new to the store was queued since (a ``/submit``)."""
+    """Whether a finished URL is due at ``now``, or (``newest``: the newest URL id the
+    last run looked at, :attr:`~geminibot.crawl.progress.Progress.newest_url`) a URL new
+    to the store was queued since (a ``/submit``)."""
     from geminibot.store import statements as q
 
     return bool(database.run(q.ANY_DUE, now=now, newest=newest).fetchone()[0])
