@@ -23,7 +23,7 @@ from typing import Protocol
 from geminibot.policy import FetchOutcome
 from geminibot.policy.outcomes import MAX_CACHE_SECONDS
 from geminibot.store import statements as q
-from geminibot.store.db import get_setting, set_setting
+from geminibot.store.db import begin_write, get_setting, set_setting
 from geminibot.store.freshness import Visit
 from geminibot.store.frontier import Claim
 from geminibot.store.records import (
@@ -254,7 +254,7 @@ class SqliteEngine:
         ``closes``: it closes a claimed URL (counts towards :data:`BATCH_URLS`)."""
         conn = self.conn
         if not conn.in_transaction:
-            conn.execute("BEGIN IMMEDIATE")
+            begin_write(conn)
             self._opened = self._monotonic()
         try:
             yield conn
