@@ -65,7 +65,8 @@ def _figure_text(figure: Figure, shared: bool) -> list[str]:
     return [*wrapped(head, "  ", "    "), *_value_lines(figure.value, "    ")]
 
 
-def _shared_window(section: Section) -> str | None:
+def shared_window(section: Section) -> str | None:
+    """The window every figure of ``section`` counts over, or None when they differ."""
     windows = {f.window for f in section.figures}
     return windows.pop() if len(windows) == 1 else None
 
@@ -73,7 +74,7 @@ def _shared_window(section: Section) -> str | None:
 def as_text(census: Census) -> str:
     lines = _heading(census)
     for section in census.sections:
-        window = _shared_window(section)
+        window = shared_window(section)
         title = section.title.upper()
         lines += ["", *wrapped(f"{title} (over {window})" if window else title)]
         for figure in section.figures:

@@ -32,7 +32,8 @@ Routes:
 - ``/census``: the crawl's census (``geminibot census --gemtext``), taken at most once
   every :data:`CENSUS_SECONDS`;
 - ``/check``: ``10`` asks for a URL or a host; ``/check?URL`` says why that page is in the
-  index or not, ``/check?HOST`` what the crawl knows of the capsule (:mod:`geminibot.why`);
+  index or not, ``/check?HOST`` what the crawl knows of the capsule, its census
+  (``geminibot census --host``) with it (:mod:`geminibot.why`);
 - ``/about``: how the crawler behaves and how to keep it out, from the crawler's own
   defaults and the database's settings (role, product token);
 - ``/feeds``, ``/new`` (``/new?QUERY``), ``/newest``, ``/random``: what is new, from the
@@ -613,7 +614,10 @@ def _about(database: Database) -> Resolution:
         "hour; it goes through the crawl's scope, the capsule's policy and pace like any "
         "link)",
         "",
-        "=> /check Why is my page in the index, or not? What is known of my capsule?",
+        "=> /check Why is my page in the index, or not? What is known of my capsule: its "
+        "policy files as fetched, and its health as the crawl saw it (errors by kind, gone "
+        "pages, redirects, robots.txt, certificate, searchable pages and why the others "
+        "are out)",
         "=> / Home",
     ]
     return page(lines)

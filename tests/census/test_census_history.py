@@ -106,6 +106,10 @@ def test_errors_are_grouped_by_kind() -> None:
         )
         == "DNS"
     )
+    eai_again = (
+        "cannot connect to x.test port 1965: [Errno -3] Temporary failure in name resolution"
+    )
+    assert error_kind(eai_again) == "DNS"
     assert error_kind("TLSFailure: TLS handshake with x.test failed: ...") == "TLS"
     assert error_kind("HeaderTimeout: no header from x.test within 30 s") == "timeout"
     assert error_kind("ConnectTimeout: no TLS connection to x.test within 30 s") == "timeout"
