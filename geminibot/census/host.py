@@ -13,7 +13,7 @@ from geminibot.census.figures import tls_rows
 from geminibot.census.model import Census, Figure, Section
 from geminibot.census.sql import counted, one, run
 from geminibot.cliutil import CommandError
-from geminibot.policy.lint import lint_policy
+from geminibot.policy.cli import lint_file
 from geminibot.urls import host_url
 
 #: Error kinds, by the names of the client's errors a failed request records.
@@ -111,7 +111,7 @@ def _robots(conn: Any, host: str) -> Section:
         )
     fetched_at, status, outcome, body = rows[0]
     data = bytes(body or b"")
-    findings = Counter(d.code for d in lint_policy("robots.txt", data) if d.level != "info")
+    findings = Counter(d.code for d in lint_file("robots.txt", data) if d.level != "info")
     return Section(
         "robots.txt",
         (

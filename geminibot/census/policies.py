@@ -23,8 +23,8 @@ from typing import Any
 from geminibot.census.model import Figure
 from geminibot.census.sql import run
 from geminibot.policy import VIRTUAL_AGENTS, RobotsFile, has_errors, parse_robots
+from geminibot.policy.cli import lint_file
 from geminibot.policy.ext20 import parse_ext20
-from geminibot.policy.lint import lint_policy
 from geminibot.policy.security_txt import SECURITY_TXT, parse_security_txt
 
 #: The policy files a crawl fetches, as the ``robots`` table names them.
@@ -89,7 +89,7 @@ class _RobotsTally:
             self.present += 1
             self.mime[mime] += 1
             parsed = parse_robots(body)
-            findings = lint_policy(ROBOTS, body)
+            findings = lint_file(ROBOTS, body)
             self.well_formed += not has_errors(findings)
             self.lint.update(f"robots.txt {d.code}" for d in findings if d.level != "info")
             for va in VIRTUAL_AGENTS:
@@ -127,7 +127,7 @@ def policy_figures(conn: Any, where: str, params: dict[str, Any], agent: str) ->
     for (_, name), (outcome, _, body) in files.items():
         if name in others and outcome == "success":
             others[name] += 1
-            findings = lint_policy(name, body)
+            findings = lint_file(name, body)
             lint.update(f"{name} {d.code}" for d in findings if d.level != "info")
     yield Figure(
         "robots.capsules", "capsules whose policy files the census reads", len(capsules), _WINDOW
