@@ -193,3 +193,13 @@ def test_a_pages_fetch_history_is_read_through_an_index(tmp_path: Path) -> None:
     conn = connect(tmp_path / "crawl.db")
     plan = _plan(conn, ENGINE.sql[HISTORY_ROWS])
     assert plan.startswith("SEARCH fetches USING INDEX fetches_url "), plan
+
+
+def test_a_hosts_newest_requests_are_read_through_an_index(tmp_path: Path) -> None:
+    """``why`` and ``/check`` read a host's newest requests (the longest wait between two)
+    through ``fetches_host_started``, in its order: no scan of the log, no sort."""
+    from geminibot.store.lookups import WAITS
+
+    conn = connect(tmp_path / "crawl.db")
+    plan = _plan(conn, ENGINE.sql[WAITS])
+    assert plan == "SEARCH fetches USING INDEX fetches_host_started (host=?)", plan
