@@ -11,13 +11,20 @@ kept), without the census (``census_db=None``: today's answer) and with it (``of
 the faces' path: read on a worker thread, explained in the worker process. Every
 answer is local; nothing leaves the machine.
 
+``--index-cost NAME``: instead, the same ``/check`` (census included) on a copy of the
+store without the schema's index ``NAME`` and on the store with it, alternating; and
+``why``'s read of the host's newest requests (``lookups.WAITS``) alone, on each.
+
     .venv/bin/python bench/check_census.py [--hosts 2000] [--urls 600000] [--rounds 5]
+        [--index-cost fetches_host_started]
 """
 
 from __future__ import annotations
 
 import argparse
 import os
+import shutil
+import sqlite3
 import statistics
 import sys
 import tempfile
@@ -35,11 +42,14 @@ from geminibot.census.host import host_census
 from geminibot.store.crawlstore import SqliteStore
 from geminibot.store.database import open_database
 from geminibot.store.db import connect, transaction
+from geminibot.store.lookups import WAITS
 from geminibot.store.reads import opened
 from geminibot.store.records import TLSRecord
+from geminibot.store.sqlite_sql import ENGINE
 from geminibot.store.traps import FrontierLimits
 from geminibot.why.host import HostAnswer
 from geminibot.why.reads import CheckReads
+from geminibot.why.records import WAIT_WINDOW
 
 START = 1_790_000_000.0
 ROBOTS = b"User-agent: *\nDisallow: /private/\n" + b"".join(
@@ -115,11 +125,50 @@ async def answered(db: str, target: str, census: bool) -> tuple[float, HostAnswe
     return took, answer
 
 
+def waits_read(db: Path, target: str) -> float:
+    """Seconds of ``why``'s read of ``target``'s newest requests, alone."""
+    conn = sqlite3.connect(db)
+    try:
+        started = time.perf_counter()
+        conn.execute(ENGINE.sql[WAITS], {"host": target, "limit": WAIT_WINDOW}).fetchall()
+        return time.perf_counter() - started
+    finally:
+        conn.close()
+
+
+def compare_index(db: Path, name: str, targets: tuple[str, ...], rounds: int) -> None:
+    """``/check`` (census included) and the read of a host's newest requests, on a copy of
+    ``db`` without the index ``name`` and on ``db``, alternating ``rounds`` times."""
+    without = db.with_name("without.db")
+    shutil.copyfile(db, without)
+    with sqlite3.connect(without) as conn:
+        conn.execute(f"DROP INDEX {name}")
+    stores = {"without": without, "with": db}
+    trio.run(answered, str(db), targets[0], True)  # the worker process started
+    print(f"{'host':<20} {'index':<8} {'/check p50 / max s':>20} {'WAITS read p50 / max s':>24}")
+    for target in targets:
+        checks: dict[str, list[float]] = {label: [] for label in stores}
+        reads: dict[str, list[float]] = {label: [] for label in stores}
+        for _ in range(rounds):
+            for label, path in stores.items():
+                checks[label].append(trio.run(answered, str(path), target, True)[0])
+                reads[label].append(waits_read(path, target))
+        for label in stores:
+            c, r = checks[label], reads[label]
+            print(f"{target:<20} {label:<8} {statistics.median(c):>11.3f} / {max(c):.3f}"
+                  f" {statistics.median(r):>15.4f} / {max(r):.4f}")  # fmt: skip
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--hosts", type=int, default=2000)
     parser.add_argument("--urls", type=int, default=600_000)
     parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument(
+        "--index-cost",
+        metavar="NAME",
+        help="instead: /check without and with this index of the schema, alternating",
+    )
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as folder:
         db = Path(folder) / "crawl.db"
@@ -128,6 +177,11 @@ def main() -> None:
         print(f"store: {args.hosts} hosts, {args.urls:,} URLs, filled in "
               f"{time.perf_counter() - began:.0f} s", flush=True)  # fmt: skip
         targets = (host(0), host(args.hosts // 2), host(args.hosts - 1))
+        if args.index_cost:
+            compare_index(db, args.index_cost, targets, args.rounds)
+            print(f"{cpu_model()}, nproc {os.cpu_count()}, load average "
+                  f"{', '.join(f'{x:.1f}' for x in os.getloadavg())}")  # fmt: skip
+            return
         with open_database(str(db)) as database:  # the routine alone, in this process
             for target in targets:
                 began = time.perf_counter()

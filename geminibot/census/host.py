@@ -11,7 +11,7 @@ from typing import Any
 
 from geminibot.census.model import Census, Figure, Section, distribution
 from geminibot.cliutil import CommandError
-from geminibot.policy.lint import lint_policy
+from geminibot.policy.cli import lint_file
 from geminibot.store import census_reads as reads
 from geminibot.store import policy_reads
 from geminibot.store.database import Database
@@ -94,7 +94,7 @@ def _robots(conn: Database, host: str) -> Section:
         )
     fetched_at, status, outcome = file.fetched_at, file.status, file.outcome.kind
     data = file.body or b""
-    findings = Counter(d.code for d in lint_policy("robots.txt", data) if d.level != "info")
+    findings = Counter(d.code for d in lint_file("robots.txt", data) if d.level != "info")
     return Section(
         "robots.txt",
         (

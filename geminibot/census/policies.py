@@ -21,8 +21,8 @@ from datetime import UTC, datetime
 
 from geminibot.census.model import Figure
 from geminibot.policy import VIRTUAL_AGENTS, RobotsFile, has_errors, parse_robots
+from geminibot.policy.cli import lint_file
 from geminibot.policy.ext20 import parse_ext20
-from geminibot.policy.lint import lint_policy
 from geminibot.policy.security_txt import SECURITY_TXT, parse_security_txt
 from geminibot.store import census_reads, policy_reads
 from geminibot.store.database import Database
@@ -89,7 +89,7 @@ class _RobotsTally:
             self.present += 1
             self.mime[mime] += 1
             parsed = parse_robots(body)
-            findings = lint_policy(ROBOTS, body)
+            findings = lint_file(ROBOTS, body)
             self.well_formed += not has_errors(findings)
             self.lint.update(f"robots.txt {d.code}" for d in findings if d.level != "info")
             for va in VIRTUAL_AGENTS:
@@ -126,7 +126,7 @@ def policy_figures(conn: Database, host: str | None, agent: str) -> Iterator[Fig
     for (_, name), (outcome, _, body) in files.items():
         if name in others and outcome == "success":
             others[name] += 1
-            findings = lint_policy(name, body)
+            findings = lint_file(name, body)
             lint.update(f"{name} {d.code}" for d in findings if d.level != "info")
     yield Figure(
         "robots.capsules", "capsules whose policy files the census reads", len(capsules), _WINDOW

@@ -77,6 +77,7 @@ from geminibot.census.render import as_gemtext
 from geminibot.cliutil import counted, with_article
 from geminibot.crawl.politeness import MAX_RATE, MAX_WAIT, START_DELAY
 from geminibot.crawl.settings import ROLE_CATEGORIES, CrawlOptions
+from geminibot.gemini.gemtext import TOGGLE, preformatted_line
 from geminibot.gemini.ratelimit import RateLimiter
 from geminibot.gemini.server import CURRENT_CLIENT, Resolution
 from geminibot.gemini.status import Status
@@ -517,14 +518,16 @@ class SearchCapsule:
 
 
 def _count(database: Database, at: float) -> Resolution:
-    """/stats, its figures counted at the wall-clock time ``at``."""
+    """/stats, its figures counted at the wall-clock time ``at`` (hosts and MIME types
+    from the network kept inside the block)."""
+    figures = stats(database, at, index_lag(database))
     return page(
         [
             "# What the index holds",
             "",
-            "```",
-            format_stats(stats(database, at, index_lag(database))),
-            "```",
+            TOGGLE,
+            *map(preformatted_line, format_stats(figures).splitlines()),
+            TOGGLE,
             "",
             "=> / Home",
         ]
@@ -566,15 +569,15 @@ def _about(database: Database) -> Resolution:
         "",
         f'Every crawler acting as {with_article(role)}, this one included (the "{role}" virtual '
         "agent of the robots.txt companion specification):",
-        "```",
+        TOGGLE,
         f"User-agent: {role}",
         "Disallow: /",
-        "```",
+        TOGGLE,
         "This crawler only:",
-        "```",
+        TOGGLE,
         f"User-agent: {agent}",
         "Disallow: /",
-        "```",
+        TOGGLE,
     ]
     if category is not None:
         lines += [f'In {ROBOTS2} it declares the category "{category}".']

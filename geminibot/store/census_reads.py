@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 
 import sqlalchemy as sa
 
-from geminibot.store import lookups
+from geminibot.store import lookups, statements
 from geminibot.store.records import TLSRecord
 
 if TYPE_CHECKING:
@@ -181,7 +181,9 @@ def url_reasons(database: Database, host: str | None, state: str) -> Counts:
 
 def url_states(database: Database, host: str) -> dict[str, int]:
     """The host's URLs by crawl state."""
-    return {str(s): int(n) for s, n in database.run(lookups.STATES, host=host).fetchall()}
+    return {
+        str(s): int(n) for s, n in database.run(statements.HOST_STATES_OF, host=host).fetchall()
+    }
 
 
 def host_count(database: Database, host: str | None) -> int:

@@ -38,7 +38,7 @@ import pytest
 import trio
 import trio.testing
 from census_certs import certificate
-from check_faces import assert_census_shown
+from check_faces import assert_census_shown, capsule_check
 from commands import run_main
 from cryptography import x509
 from cryptography.hazmat.primitives import serialization
@@ -232,6 +232,11 @@ async def _answer_http(stream: trio.SocketStream) -> None:
     await stream.aclose()
 
 
+#: errors.test's robots.txt: an unknown field, and a group for a token one '-' away from
+#: a known crawler's (``GPTBot``: found only with the registry of known crawlers).
+ERRORS_ROBOTS = b"User-agent: *\nDisallow: /private/\nFrob: 1\n\nUser-agent: GPT-Bot\nDisallow: /\n"
+
+
 def broken_capsules() -> dict[str, tuple[ssl.SSLContext, Files]]:
     """Capsules a crawl fails on, for an indexer's crawl: ``errors.test`` (a robots.txt
     that lints and refuses ``/private/``; pages answering 20, 31, 42 and 52; two pages the
@@ -247,7 +252,7 @@ def broken_capsules() -> dict[str, tuple[ssl.SSLContext, Files]]:
         "errors.test": (
             _context(certificate("errors.test", key), key, False),
             {
-                "/robots.txt": ("text/plain", b"User-agent: *\nDisallow: /private/\nFrob: 1\n"),
+                "/robots.txt": ("text/plain", ERRORS_ROBOTS),
                 "/": (GMI, home),
                 "/a.gmi": page,
                 "/b.gmi": page,
@@ -438,7 +443,13 @@ def test_check_shows_each_capsules_errors_as_census_does(broken_db: str) -> None
     errors = assert_census_shown(broken_db, "errors.test")
     assert errors["host.errors"] == {"DNS": 0, "TLS": 0, "timeout": 0, "4x": 1, "5x": 1}
     assert errors["host.gone"] == 1 and errors["host.redirects"] == {"31": 1}
-    assert errors["host.robots.lint"] == {"unknown-field": 1}
+    assert errors["host.robots.lint"] == {"unknown-field": 1, "agent-near-known": 1}
+    # the page's policy part (why) lints robots.txt as the census does: the same findings
+    page = capsule_check(broken_db, "errors.test").splitlines()
+    linted = [line for line in page if line.startswith("lint: robots.txt line ")]
+    assert [line.split(": ")[2] for line in linted] == ["warning", "warning"], linted
+    lint = census(broken_db)["lint.findings"]  # and so does the census of the whole crawl
+    assert lint["robots.txt agent-near-known"] == lint["robots.txt unknown-field"] == 1
     assert errors["host.robots.error"] == "none"
     assert errors["host.searchable"] == 2 and errors["host.duplicates"] == 1
     assert errors["host.states"] == {"done": 5, "gone": 1, "refused": 1}
