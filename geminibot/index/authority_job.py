@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from geminibot.index.authority import compute_authority
+from geminibot.store.authority import authority_writer
 
 if TYPE_CHECKING:
     import sqlalchemy as sa
@@ -43,17 +44,15 @@ def refresh(
     pages = int(database.run(q.COUNT_SEARCHABLE).fetchone()[0])
     if not pages:
         return None
+    write = authority_writer(database)
+    summary = compute_authority(database.connection, trusted, progress, write)
     conn = database.sqlite
     if conn is not None:  # the derived tantivy index beside the file reads the weights
         from geminibot.index.tantivy_index import apply_weights
 
-        summary = compute_authority(conn, trusted, progress)
         hosts = apply_weights(conn)
         applied = "no search index yet" if hosts is None else "search index"
     else:  # PostgreSQL's own index
-        from geminibot.index.authority import write_postgres
-
-        summary = compute_authority(database.connection, trusted, progress, write_postgres)
         applied = "postgresql"
     return {
         "pages": pages,

@@ -227,6 +227,7 @@ def _logs(meta: sa.MetaData) -> None:
     )
     sa.Index("fetches_started", fetches.c.started_at)
     sa.Index("fetches_url", fetches.c.url)
+    sa.Index("fetches_host_started", fetches.c.host, fetches.c.started_at)
 
 
 def _index(meta: sa.MetaData, pg: bool) -> None:

@@ -364,8 +364,14 @@ ANY_DUE = sa.text(
     f"SELECT EXISTS (SELECT 1 FROM urls WHERE next_visit <= :now AND state IN {FINISHED})"
     " OR EXISTS (SELECT 1 FROM urls WHERE id > :newest AND state = 'queued')"
 )
-#: The highest id of the URLs (a continuous crawl's mark as it falls asleep).
+#: The highest id of the URLs (a continuous crawl's mark: as it falls asleep, as its run
+#: looks for work).
 NEWEST_URL = sa.text("SELECT max(id) FROM urls")
+#: The hosts of the URLs queued with an id above ``:newest`` (new to the store since a
+#: mark: a ``/submit``, another process's links), with how many each.
+QUEUED_SINCE = sa.text(
+    "SELECT host, count(*) FROM urls WHERE id > :newest AND state = 'queued' GROUP BY host"
+)
 #: The aliases of a canonical URL queued again now (their body is no longer its body);
 #: their hosts, one per URL.
 REQUEUE_ALIASES = sa.text(

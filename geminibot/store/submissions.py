@@ -6,8 +6,9 @@ even a gone one, is asked again; one queued or being fetched is left as it is; a
 one is never fetched). A URL the store does not hold is put in the frontier as the crawl
 puts a seed (:meth:`CrawlStore.seed`: normalised, the trap bounds applied, its host's row
 made). A continuous crawl takes either within :data:`~geminibot.store.recheck.DUE_POLL`
-seconds, asleep or running (:func:`geminibot.crawl.continuous.any_due`), and fetches it
-as any queued URL: through the address guard, the capsule's policy and its pace.
+seconds, asleep (:func:`geminibot.crawl.continuous.any_due`) or running (the crawler's
+``poll_due``), and fetches it as any queued URL: through the address guard, the
+capsule's policy (a host not asked yet: its policy files first) and its pace.
 """
 
 from __future__ import annotations

@@ -15,7 +15,7 @@ from commands import run_main
 from pages import gemtext_page
 
 from geminibot.index import search
-from geminibot.index.authority import compute_authority, last_computed
+from geminibot.index.authority import compute_authority
 from geminibot.index.authority_job import (
     FIRST_PASS_POLL,
     GROWTH,
@@ -36,6 +36,7 @@ from geminibot.index.tantivy_index import (
 )
 from geminibot.index.updater import IndexUpdater
 from geminibot.index.weights import WEIGHTS_FILE, HostWeights, host_key, read_weights
+from geminibot.store.authority import last_computed
 from geminibot.store.database import open_database
 from geminibot.store.db import connect, transaction
 from geminibot.store.pages import Link, store_page
@@ -310,7 +311,7 @@ def test_cli_authority_of_an_empty_store_says_so(tmp_path: Path) -> None:
 def test_sqlite_writes_authority_in_chunks_and_drops_the_rows_of_pages_gone(
     db: sqlite3.Connection, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from geminibot.index import authority
+    from geminibot.store import authority
 
     compute_authority(db, [])
     whole = dict(db.execute("SELECT url, weight FROM authority").fetchall())

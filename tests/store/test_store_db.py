@@ -2,6 +2,8 @@
 
 import re
 import sqlite3
+import threading
+import time
 from pathlib import Path
 
 import legacy_schemas
@@ -109,6 +111,40 @@ def _plan(conn: sqlite3.Connection, sql: str) -> str:
     return " | ".join(str(r[3]) for r in conn.execute(f"EXPLAIN QUERY PLAN {sql}", params))
 
 
+def test_a_writer_beside_a_crawl_asks_again_until_the_crawl_lets_go(tmp_path: Path) -> None:
+    """A crawl holds the write lock for batches and takes it again right after each commit:
+    a writer beside it (``/submit``, ``geminibot recheck``) asks for the lock again and
+    again (each try a ``BEGIN IMMEDIATE`` of its own, every LOCK_RETRY), not once with
+    SQLite's backing-off wait, and gets in once the crawl lets go."""
+    path = tmp_path / "c.db"
+    writer = connect(path)
+    writer.execute("PRAGMA busy_timeout = 5000")
+    tries: list[str] = []
+    writer.set_trace_callback(lambda sql: tries.append(sql) if sql.startswith("BEGIN") else None)
+    crawl = _open(path, any_thread=True)
+    crawl.execute("BEGIN IMMEDIATE")  # a batch, held
+    asked_again = threading.Event()
+
+    def let_go_once_asked_again() -> None:
+        deadline = time.monotonic() + 60.0
+        while len(tries) < 3 and time.monotonic() < deadline:
+            time.sleep(0.001)
+        asked_again.set()
+        crawl.execute("COMMIT")
+
+    thread = threading.Thread(target=let_go_once_asked_again)
+    thread.start()
+    try:
+        with transaction(writer):
+            set_setting(writer, "submitted", "1")
+    finally:
+        thread.join()
+        crawl.close()
+    assert asked_again.is_set() and len(tries) >= 3
+    assert writer.execute("PRAGMA busy_timeout").fetchone()[0] == 5000  # (as it was)
+    assert get_setting(writer, "submitted") == "1"
+
+
 def test_version_4_loses_the_indexes_no_query_reads(tmp_path: Path) -> None:
     """Version 5: ``decisions_url`` and ``urls_host_path`` go (each cost every insert),
     ``urls_query_path`` holds the URLs with a query string only; the rows stay."""
@@ -157,3 +193,13 @@ def test_a_pages_fetch_history_is_read_through_an_index(tmp_path: Path) -> None:
     conn = connect(tmp_path / "crawl.db")
     plan = _plan(conn, ENGINE.sql[HISTORY_ROWS])
     assert plan.startswith("SEARCH fetches USING INDEX fetches_url "), plan
+
+
+def test_a_hosts_newest_requests_are_read_through_an_index(tmp_path: Path) -> None:
+    """``why`` and ``/check`` read a host's newest requests (the longest wait between two)
+    through ``fetches_host_started``, in its order: no scan of the log, no sort."""
+    from geminibot.store.lookups import WAITS
+
+    conn = connect(tmp_path / "crawl.db")
+    plan = _plan(conn, ENGINE.sql[WAITS])
+    assert plan == "SEARCH fetches USING INDEX fetches_host_started (host=?)", plan
