@@ -1,4 +1,5 @@
-"""``geminibot crawl`` (``search`` and ``stats`` are :mod:`geminibot.index.search_cli`).
+"""``geminibot crawl`` (``search`` is :mod:`geminibot.index.search_cli`, ``stats``
+:mod:`geminibot.index.stats_cli`).
 
 The crawler and its network clients (trio, httpx) are imported when a crawl runs, not
 when this module is: every ``--help`` starts without them.
