@@ -614,8 +614,8 @@ def _about(database: Database) -> Resolution:
         "=> /newest Capsules first seen in the last 30 days",
         "=> /random A random page",
         f"=> /submit Ask for a page or a feed to be fetched soon (at most {PER_CLIENT} an "
-        "hour; it goes through the crawl's scope, the capsule's policy and pace like any "
-        "link)",
+        "hour; it goes before the capsule's other queued pages, through the crawl's "
+        "scope, the capsule's policy and pace like any link)",
         "",
         "=> /check Why is my page in the index, or not? What is known of my capsule: its "
         "policy files as fetched, and its health as the crawl saw it (errors by kind, gone "

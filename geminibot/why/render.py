@@ -279,9 +279,11 @@ def recheck_lines(done: Recheck, what: str) -> list[str]:
     (``geminibot recheck``; ``what``: the URL or host, escaped for the face)."""
     if done.is_url:
         if done.due:
-            lines = [f"queued {what} for a fetch at its capsule's pace"]
+            lines = [f"queued {what} for a fetch at its capsule's pace,"]
+            lines.append("before the capsule's other queued URLs")
         elif done.waiting:
-            lines = [f"{what} is already queued (or being fetched): nothing to do"]
+            lines = [f"{what} is already queued (or being fetched): it goes first"]
+            lines.append("among the capsule's queued URLs")
         else:
             return [f"{what} is kept out by a trap bound: not queued (geminibot why says which)"]
     else:

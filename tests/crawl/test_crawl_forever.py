@@ -277,7 +277,7 @@ async def test_a_url_submitted_during_a_run_is_fetched_by_that_run(
     clock, each of them 120 progress reports that cost 5 ms of real idleness): a URL the store never met, on a
     host the crawl has not asked yet (``--allow-host``), submitted during it is fetched by
     that run within DUE_POLL, its host's robots.txt first; one submitted on the slow host
-    is fetched by that run too, at that host's pace."""
+    is its next request, before the pages it had queued, at that host's pace."""
     capsules = tmp_path / "capsules"
     seeds = generate(capsules, 1, 8)  # host00.test: 8 pages
     slow = capsules / "host00.test"
@@ -340,3 +340,6 @@ async def test_a_url_submitted_during_a_run_is_fetched_by_that_run(
     ]
     assert len(slow_pages) == 8 + 1  # the pages, and the one submitted
     assert all(b - a >= 20.0 for a, b in itertools.pairwise(slow_pages))  # its pace held
+    submitted_at = asked[seeds[0] + "submitted.gmi"]
+    after = [p for at, p in served if p.startswith("host00.test/") and at > submitted_at]
+    assert after[0] == "host00.test/submitted.gmi" and len(after) > 1, after  # first

@@ -185,6 +185,50 @@ def test_frontier_queries_use_an_index(tmp_path: Path) -> None:
         assert plan.startswith("SEARCH urls USING") and f"INDEX {index} " in plan, (sql, plan)
 
 
+def test_the_claim_is_one_index_scan_in_its_order_on_both_engines(kind: str, db: str) -> None:
+    """A host's next URL (a submitted one first, then the oldest) is read from
+    ``urls_host_state`` in the claim's order, on a frontier of thousands of URLs with
+    the engine's statistics: no scan of ``urls``, no sort (SQLite: no temporary B-tree;
+    PostgreSQL: no Sort node)."""
+    from store_helpers import opened
+
+    from geminibot.store.pg_sql import ENGINE as PG
+
+    rows = [
+        (
+            f"gemini://h{n % 4}.test/{n}",
+            f"h{n % 4}.test",
+            f"/{n}",
+            False,
+            1,
+            state,
+            0.0,
+            int(n % 97 == 0),
+        )
+        for n in range(4000)
+        for state in ["queued" if n % 3 else "done"]
+    ]
+    with opened(kind, db) as (conn, mark):
+        insert = (
+            "INSERT INTO urls (url, host, path, has_query, depth, state, updated_at, priority)"
+            f" VALUES ({', '.join([mark] * 8)})"
+        )
+        if kind == "sqlite":
+            conn.executemany(insert, rows)
+            conn.commit()
+            conn.execute("ANALYZE")
+            plan = _plan(conn, ENGINE.sql[CLAIM])
+            assert plan == "SEARCH urls USING INDEX urls_host_state (host=? AND state=?)", plan
+            return
+        with conn.cursor() as cur:
+            cur.executemany(insert.encode(), rows)
+        conn.execute("ANALYZE urls")
+        explained = conn.execute(b"EXPLAIN " + PG.sql[CLAIM].encode(), {"host": "h1.test"})
+        plan = " | ".join(str(r[0]).strip() for r in explained)
+    assert "Index Scan using urls_host_state on urls" in plan, plan
+    assert "Sort" not in plan and "Seq Scan" not in plan, plan
+
+
 def test_a_pages_fetch_history_is_read_through_an_index(tmp_path: Path) -> None:
     """``why`` and ``/check`` read a URL's last answers through ``fetches_url``, not a
     scan of the log."""

@@ -217,3 +217,78 @@ async def test_a_run_takes_a_url_submitted_during_it(
         at for at, url in fake.log if url.startswith("gemini://a.test/") and ".txt" not in url
     ]
     assert all(b - a >= 30.0 for a, b in itertools.pairwise(a_pages))  # a.test's pace held
+
+
+async def test_a_url_submitted_or_rechecked_mid_run_is_its_hosts_next(
+    kind: str, db: str, autojump_clock: object
+) -> None:
+    """A host with a backlog (30 queued pages, ``Crawl-delay: 30``) being crawled: a URL
+    the store never met submitted mid-run, then one of the backlog's last URLs submitted
+    (already queued), then the home page rechecked (fetched: due now, queued by the run's
+    poll), are each the next URL fetched from the host, at its pace; the backlog then
+    goes on oldest first, and no URL keeps its priority once fetched."""
+    from crawl.crawl_fakes import FakeSite, gmi
+
+    from geminibot.crawl.adapters import FetchResult
+    from geminibot.crawl.build import build_crawler
+    from geminibot.crawl.clock import TrioWallClock
+    from geminibot.crawl.settings import CrawlOptions
+    from geminibot.store.crawlstore import SqliteStore
+    from geminibot.store.db import connect
+    from geminibot.store.pgstore import PgStore
+    from geminibot.store.recheck import DUE_POLL
+    from geminibot.store.submissions import submit
+    from geminibot.store.traps import FrontierLimits
+
+    home, new = "gemini://a.test/", "gemini://a.test/new.gmi"
+    backlog = [f"gemini://a.test/{i}.gmi" for i in range(30)]
+    fake = FakeSite(
+        {
+            "gemini://a.test/robots.txt": FetchResult(
+                20, "text/plain", b"User-agent: *\nCrawl-delay: 30\n"
+            ),
+            home: gmi("# Home\n" + "".join(f"=> /{i}.gmi\n" for i in range(30))),
+            **{url: gmi(f"# Page {url}\n") for url in backlog},
+            new: gmi("# New\n"),
+        }
+    )
+    clock = TrioWallClock(lambda: 1.7e9)
+    store: CrawlStore = (
+        SqliteStore(connect(db), clock.now, FrontierLimits())
+        if kind == "sqlite"
+        else PgStore(db, clock.now, FrontierLimits(), lease_seconds=60)
+    )
+    crawler = build_crawler(
+        store, CrawlOptions(test_range=True), clock, fetch=fake.fetch, poll_due=DUE_POLL
+    )
+    crawler.seed([home])
+    asked = {  # when this URL is requested: submit that one (and what it becomes)
+        backlog[2]: (new, "queued"),
+        new: (backlog[20], "already queued"),
+        backlog[20]: (home, "due now"),
+    }
+
+    def submitting(url: str) -> None:
+        if url in asked:
+            wanted, what = asked.pop(url)
+            assert submit(db, wanted, clock.now) == what
+
+    fake.on_request = submitting
+    await crawler.run()
+    try:
+        with open_database(db) as database:
+            (first,) = database.query("SELECT count(*) FROM urls WHERE priority != 0").fetchone()
+    finally:
+        store.close()
+    assert asked == {} and first == 0
+    pages = [(at, url) for at, url in fake.log if not url.endswith(".txt")]
+    assert [url for _, url in pages] == [
+        home,
+        *backlog[:3],
+        new,
+        backlog[20],
+        home,
+        *backlog[3:20],
+        *backlog[21:],
+    ]
+    assert all(b - a >= 30.0 for (a, _), (b, _) in itertools.pairwise(pages))  # its pace
