@@ -56,6 +56,21 @@ async def wait_for(db: Path, sql: str, step: float = 600.0, most: int = 1000) ->
     raise AssertionError(f"never: {sql}")
 
 
+async def searchable_within_the_poll(db: Path, page: str, word: str) -> None:
+    """Wait until ``page`` is searchable by ``word``: within DUE_POLL (and a few seconds
+    for the fetch) of trio's mock time from now, not a day nor an hour; then stop the
+    crawl."""
+    asked = trio.current_time()
+    await wait_for(
+        db,
+        "SELECT 1 FROM pages_fts f JOIN pages p ON p.id = f.rowid"
+        f" WHERE p.url LIKE '%/{page}' AND f.body LIKE '%{word}%'",
+        step=0.5,
+    )
+    assert trio.current_time() - asked <= DUE_POLL + 5
+    os.kill(os.getpid(), signal.SIGTERM)
+
+
 async def test_forever_revisits_when_due_and_stops_on_sigterm(
     tmp_path: Path, in_process_clock: trio.testing.MockClock
 ) -> None:
@@ -188,15 +203,7 @@ async def test_a_submitted_url_wakes_the_sleeping_crawl_within_the_poll(
                 url = seeds[0] + "submitted.gmi"
                 what = await trio.to_thread.run_sync(submit, str(db), url, time.time)
                 assert what == "queued"
-                asked = trio.current_time()
-                await wait_for(
-                    db,
-                    "SELECT 1 FROM pages_fts f JOIN pages p ON p.id = f.rowid"
-                    " WHERE p.url LIKE '%/submitted.gmi' AND f.body LIKE '%wombat%'",
-                    step=0.5,
-                )
-                assert trio.current_time() - asked <= DUE_POLL + 5  # not a day, nor an hour
-                os.kill(os.getpid(), signal.SIGTERM)
+                await searchable_within_the_poll(db, "submitted.gmi", "wombat")
 
 
 async def test_a_recheck_wakes_the_sleeping_crawl_within_the_poll(
@@ -228,15 +235,7 @@ async def test_a_recheck_wakes_the_sleeping_crawl_within_the_poll(
                     assert done.due == 1
 
                 await trio.to_thread.run_sync(look_again)
-                asked = trio.current_time()
-                await wait_for(
-                    db,
-                    "SELECT 1 FROM pages_fts f JOIN pages p ON p.id = f.rowid"
-                    " WHERE p.url LIKE '%/p1.gmi' AND f.body LIKE '%quokka%'",
-                    step=0.5,
-                )
-                assert trio.current_time() - asked <= DUE_POLL + 5  # not a day, nor an hour
-                os.kill(os.getpid(), signal.SIGTERM)
+                await searchable_within_the_poll(db, "p1.gmi", "quokka")
 
 
 async def test_a_recheck_during_a_run_is_taken_by_that_run(
