@@ -131,8 +131,9 @@ def schedule(
     how many times it ran. The first call is due ``interval`` after ``last`` (the store's
     last computation, and never later than ``interval`` from now); when there is none, as
     soon as ``reach(True)`` says the crawl's first pass is over (asked every
-    :data:`FIRST_PASS_POLL` seconds, or less often when the answer takes more than
-    :data:`POLL_SHARE` of that; at once without ``reach``). Between two calls, ``reach(False)``
+    :data:`FIRST_PASS_POLL` seconds, or less often when an answer after the first, which
+    pays for the process's start, takes more than :data:`POLL_SHARE` of that; at once
+    without ``reach``). Between two calls, ``reach(False)``
     is asked every :data:`IDLE_RETRY` seconds: a store grown :data:`GROWTH`-fold gets the
     next call then.
     ``wait(seconds)`` sleeps (a stop may cut it short). A job that returns False (it
@@ -142,12 +143,14 @@ def schedule(
     due = now if last is None else min(last + interval, now + interval)
     ran = now - IDLE_RETRY
     runs = 0
-    looked = 0.0  # seconds the last look at the first pass took
+    looked = 0.0  # seconds the last look at the first pass took (0 after the first look)
+    looks = 0
     while not stopping():
         now = clock()
         if not computed:
             ready = now >= due and (reach is None or reach(True).first_pass_over())
-            looked = clock() - now
+            looked = clock() - now if looks else 0.0
+            looks += 1
         else:
             ready = now >= due or (
                 reach is not None and now - ran >= IDLE_RETRY and reach(False).grown()

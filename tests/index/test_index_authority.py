@@ -209,7 +209,8 @@ def test_the_first_computation_waits_for_the_crawls_first_pass() -> None:
 
 def test_a_slow_look_at_the_first_pass_is_made_less_often() -> None:
     """A look that takes 1 s (a large store's scan of its queue) is made every 20 s, so
-    that the looks take POLL_SHARE of the time at most."""
+    that the looks take POLL_SHARE of the time at most; the first look, which pays for
+    the process's start (statements compiled, caches cold), does not count."""
     now = [0.0]
     looks: list[float] = []
 
@@ -222,7 +223,7 @@ def test_a_slow_look_at_the_first_pass_is_made_less_often() -> None:
         now[0] += seconds
 
     schedule(lambda: True, 3600.0, None, lambda: len(looks) >= 3, wait, lambda: now[0], reach)
-    assert looks == [0.0, 21.0, 42.0] and POLL_SHARE == 0.05
+    assert looks == [0.0, 6.0, 27.0] and POLL_SHARE == 0.05 and FIRST_PASS_POLL == 5.0
 
 
 def test_reach_read_from_a_store(db: sqlite3.Connection, tmp_path: Path) -> None:
