@@ -5,7 +5,7 @@ index ``/submit``-ted (issue 57, "Done when", second point, and item 2).
     .venv/bin/python bench/feeds_service.py /work/shared/real-capsules [--posts 3] [--skip 0]
         [--new-during-run 0] [--capsules 29] [--deadline 900] [--work DIR]
     .venv/bin/python bench/feeds_service.py --space [--hosts 300] [--urls 6000] [--posts 3]
-        [--skip 0] [--addresses 0] [--deadline 900] [--work DIR]
+        [--skip 0] [--addresses 100] [--deadline 900] [--work DIR]
 
 1. ``geminibot serve`` on a copy of the capsules, with its search capsule on loopback
    (``service_bench.real_service``: the copy in a temporary folder, never the
@@ -172,7 +172,13 @@ def main() -> None:
     space.add_argument("--space", action="store_true", help="run on bench/geminispace")
     space.add_argument("--hosts", type=int, default=300)
     space.add_argument("--urls", type=int, default=6000)
-    space.add_argument("--addresses", type=int, default=0, help="127.0.1.1 ... 127.0.1.K too")
+    space.add_argument(
+        "--addresses",
+        type=int,
+        default=100,
+        help="spread the hosts over 127.0.1.1 ... 127.0.1.K (0: all on 127.0.0.1, which the"
+        " crawl then asks one request at a time)",
+    )
     parser.set_defaults(seed=1965, change_rate=CHANGE_RATE, remove_rate=0.0)
     args = parser.parse_args()
     if not 0 <= args.posts <= PER_CLIENT or not 0 <= args.new_during_run <= PER_CLIENT:
