@@ -37,7 +37,7 @@ class EngineStrategy(Protocol):
     exclusive: bool
 
     def array(self, values: list[str]) -> object:
-        """A list as the engine's list parameter (:class:`~geminibot.store.statements.InList`)."""
+        """A list as the engine's list parameter (:class:`~geminibot.store.statements.Given`)."""
         ...
 
     def reading(self) -> AbstractContextManager[Any]:
