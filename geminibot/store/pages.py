@@ -148,9 +148,7 @@ def write_page(conn: Any, engine: Engine, page: Page, role: str) -> int:
         page_id = int(conn.execute(sql[q.PAGE_ID], {"url": page.url}).fetchone()[0])
     if page.links:
         links = [
-            {"id": page_id, "position": i, "target": link.target, "label": link.label}
-            if keep
-            else {"id": page_id, "position": i, "target": link.target, "label": ""}
+            (page_id, i, link.target, link.label if keep else "")
             for i, link in enumerate(page.links)
         ]
         conn.cursor().executemany(sql[q.ADD_LINK], links)

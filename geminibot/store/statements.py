@@ -33,17 +33,35 @@ from geminibot.store.schema import metadata
 Statement = sa.ClauseElement
 
 
-class Compiled(dict[Statement, str]):
-    """The statements compiled for one engine: ``compiled[STATEMENT]`` is its SQL text
-    (parameters are passed as a dict), compiled on first use. (A dict: a statement is
-    hashed by identity, and the lookup costs the hot path no Python call.)"""
+@dataclass(frozen=True, eq=False)
+class Rows:
+    """A statement run for many rows at once (``executemany``), each row a tuple of its
+    parameters ``names``, in that order: no dict built, then read by name, per row. It
+    compiles to positional placeholders (``?``, ``%s``), checked to follow ``names``."""
 
-    def __init__(self, dialect: sa.Dialect) -> None:
+    statement: sa.TextClause
+    names: tuple[str, ...]
+
+
+class Compiled(dict[Statement | Rows, str]):
+    """The statements compiled for one engine: ``compiled[STATEMENT]`` is its SQL text
+    (parameters are passed as a dict; a :class:`Rows`' as a tuple), compiled on first
+    use by ``dialect`` (``positional``: a :class:`Rows`'). (A dict: a statement is hashed
+    by identity, and the lookup costs the hot path no Python call.)"""
+
+    def __init__(self, dialect: sa.Dialect, positional: sa.Dialect) -> None:
         super().__init__()
         self.dialect = dialect
+        self.positional = positional
 
-    def __missing__(self, statement: Statement) -> str:
-        sql = self[statement] = str(statement.compile(dialect=self.dialect))
+    def __missing__(self, statement: Statement | Rows) -> str:
+        if isinstance(statement, Rows):
+            positional = statement.statement.compile(dialect=self.positional)
+            if tuple(positional.positiontup or ()) != statement.names:
+                raise ValueError(f"parameters {positional.positiontup} not {statement.names}")
+            sql = self[statement] = str(positional)
+        else:
+            sql = self[statement] = str(statement.compile(dialect=self.dialect))
         return sql
 
     def once(self, text: str) -> str:
@@ -264,8 +282,11 @@ REQUEUE_CAPPED = sa.text(
     "UPDATE urls SET state = 'queued', reason = NULL, updated_at = :now WHERE url = :url"
 )
 #: A host's row, made when a URL of it is first met.
-ADD_HOST = sa.text(
-    "INSERT INTO hosts (host, first_seen) VALUES (:host, :now) ON CONFLICT (host) DO NOTHING"
+ADD_HOST = Rows(
+    sa.text(
+        "INSERT INTO hosts (host, first_seen) VALUES (:host, :now) ON CONFLICT (host) DO NOTHING"
+    ),
+    ("host", "now"),
 )
 _given_hosts = Given("hosts")
 #: The rows of the hosts ``:hosts``, locked in host order until the transaction ends
@@ -285,10 +306,13 @@ _given_urls = Given("urls")
 URL_STATES = sa.select(_urls.c.url, _urls.c.state, _urls.c.reason).select_from(
     _given_urls.join(_urls, _urls.c.url == _given_urls.c.value)
 )
-ADD_URL = sa.text(
-    "INSERT INTO urls (url, host, path, has_query, depth, parent, state, reason, updated_at)"
-    " VALUES (:url, :host, :path, :has_query, :depth, :parent, :state, :reason, :now)"
-    " ON CONFLICT (url) DO NOTHING"
+ADD_URL = Rows(
+    sa.text(
+        "INSERT INTO urls (url, host, path, has_query, depth, parent, state, reason, updated_at)"
+        " VALUES (:url, :host, :path, :has_query, :depth, :parent, :state, :reason, :now)"
+        " ON CONFLICT (url) DO NOTHING"
+    ),
+    ("url", "host", "path", "has_query", "depth", "parent", "state", "reason", "now"),
 )
 #: Query strings already on a (host, path), not trapped (read through the partial index
 #: ``urls_query_path``, whose condition each engine writes its own way).
@@ -480,8 +504,12 @@ def add_page(text_columns: tuple[str, ...] = ()) -> sa.TextClause:
     return sa.text(f"INSERT INTO pages ({PAGE_COLUMNS}{columns}) VALUES ({PAGE_VALUES}{values})")
 
 
-ADD_LINK = sa.text(
-    "INSERT INTO links (page_id, position, target, label) VALUES (:id, :position, :target, :label)"
+ADD_LINK = Rows(
+    sa.text(
+        "INSERT INTO links (page_id, position, target, label)"
+        " VALUES (:id, :position, :target, :label)"
+    ),
+    ("id", "position", "target", "label"),
 )
 
 
