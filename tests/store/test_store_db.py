@@ -10,7 +10,13 @@ import pytest
 from geminibot.store.db import SCHEMA_VERSION, _open, connect, get_setting, set_setting, transaction
 from geminibot.store.errors import DatabaseError
 from geminibot.store.sqlite_sql import ENGINE
-from geminibot.store.statements import CLAIM, DEEP_PATHS, QUERIES_ON_PATH, URL_STATES
+from geminibot.store.statements import (
+    CLAIM,
+    DEEP_PATHS,
+    LOCK_HOSTS,
+    QUERIES_ON_PATH,
+    URL_STATES,
+)
 from geminibot.store.upgrade import upgrade
 
 
@@ -136,17 +142,23 @@ def test_version_4_loses_the_indexes_no_query_reads(tmp_path: Path) -> None:
 
 
 def test_frontier_queries_use_an_index(tmp_path: Path) -> None:
-    """Every query the frontier runs per URL searches an index (none scans ``urls``)."""
+    """Every query the frontier runs per URL searches an index (none scans ``urls`` or
+    ``hosts``); a list parameter is joined with, not made a temporary index at each run
+    (``LIST SUBQUERY``)."""
     conn = connect(tmp_path / "crawl.db")
     queries = {
-        ENGINE.sql[URL_STATES]: "sqlite_autoindex_urls_1",
-        ENGINE.sql[QUERIES_ON_PATH]: "urls_query_path",
-        ENGINE.sql[DEEP_PATHS]: "urls_host_state",
-        ENGINE.sql[CLAIM]: "urls_host_state",
+        URL_STATES: ("urls", "sqlite_autoindex_urls_1"),
+        LOCK_HOSTS: ("hosts", "sqlite_autoindex_hosts_1"),
+        QUERIES_ON_PATH: ("urls", "urls_query_path"),
+        DEEP_PATHS: ("urls", "urls_host_state"),
+        CLAIM: ("urls", "urls_host_state"),
     }
-    for sql, index in queries.items():
-        plan = _plan(conn, sql)
-        assert plan.startswith("SEARCH urls USING") and f"INDEX {index} " in plan, (sql, plan)
+    for statement, (table, index) in queries.items():
+        sql = ENGINE.sql[statement]
+        steps = _plan(conn, sql).split(" | ")
+        searches = [step for step in steps if step.startswith(f"SEARCH {table} USING")]
+        assert searches and f"INDEX {index} " in searches[0], (sql, steps)
+        assert not [s for s in steps if s.startswith(f"SCAN {table}") or "SUBQUERY" in s], steps
 
 
 def test_a_pages_fetch_history_is_read_through_an_index(tmp_path: Path) -> None:
