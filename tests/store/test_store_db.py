@@ -169,3 +169,15 @@ def test_a_pages_fetch_history_is_read_through_an_index(tmp_path: Path) -> None:
     conn = connect(tmp_path / "crawl.db")
     plan = _plan(conn, ENGINE.sql[HISTORY_ROWS])
     assert plan.startswith("SEARCH fetches USING INDEX fetches_url "), plan
+
+
+def test_null_and_flags_are_bound_as_they_are(tmp_path: Path) -> None:
+    """None and booleans are found in sqlite3's adapters' table (no AttributeErrors made
+    and cleared per parameter) and bound as without an entry: NULL, 1 and 0."""
+    assert sqlite3.adapters[(type(None), sqlite3.PrepareProtocol)](None) is None
+    assert sqlite3.adapters[(bool, sqlite3.PrepareProtocol)] is int
+    conn = connect(tmp_path / "crawl.db")
+    row = conn.execute(
+        "SELECT :a, typeof(:a), :t, typeof(:t), :f", {"a": None, "t": True, "f": False}
+    )
+    assert row.fetchone() == (None, "null", 1, "integer", 0)
