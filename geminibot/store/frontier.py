@@ -263,7 +263,7 @@ class Frontier:
         if rows:
             conn.cursor().executemany(self.sql[q.ADD_URL], rows)
         trapped = [
-            {"url": url, "host": host, "allowed": False, "reason": trap_decision(reason), "at": now}
+            (url, host, False, trap_decision(reason), now)  # (LOG_DECISION's row)
             for url, host, _, _, _, _, _, reason, _ in rows
             if reason
         ]

@@ -21,7 +21,7 @@ from geminibot.store.frontier import Claim, Frontier, give_up_params
 from geminibot.store.pages import write_page
 from geminibot.store.records import CachedFile, FetchedPage, FetchRecord, HostState, Lease, Revisit
 from geminibot.store.records import DecisionRecord as Decision
-from geminibot.store.statements import Engine, Statement
+from geminibot.store.statements import Engine, Rows, Statement
 from geminibot.store.traps import FrontierLimits
 from geminibot.urls import normalise
 
@@ -104,9 +104,12 @@ class SqlStore:
         #: counted), until the claim is closed or given back.
         self._sent: set[str] = set()
 
-    def _run(self, conn: Any, statement: Statement, params: dict[str, Any] | None = None) -> Any:
-        """Run ``statement`` on ``conn``; its cursor."""
-        return conn.execute(self._sql[statement], {} if params is None else params)
+    def _run(
+        self, conn: Any, statement: Statement | Rows, params: dict[str, Any] | tuple[Any, ...] = ()
+    ) -> Any:
+        """Run ``statement`` on ``conn`` (``params``: a :class:`Rows`' as a tuple); its
+        cursor."""
+        return conn.execute(self._sql[statement], params)
 
     def close(self) -> None:
         self.engine.close()

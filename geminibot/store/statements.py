@@ -35,9 +35,10 @@ Statement = sa.ClauseElement
 
 @dataclass(frozen=True, eq=False)
 class Rows:
-    """A statement run for many rows at once (``executemany``), each row a tuple of its
-    parameters ``names``, in that order: no dict built, then read by name, per row. It
-    compiles to positional placeholders (``?``, ``%s``), checked to follow ``names``."""
+    """A statement of the hot path that takes each row (once, or many with
+    ``executemany``) as a tuple of its parameters ``names``, in that order: no dict built
+    and then read by name (sqlite3 makes a string of each name to look it up). It compiles
+    to positional placeholders (``?``, ``%s``), checked to follow ``names``."""
 
     statement: sa.TextClause
     names: tuple[str, ...]
@@ -83,9 +84,9 @@ class Engine:
     #: The kept text of every page whose text is searchable, in row order: its URL,
     #: host, title, headings and body.
     page_text: sa.TextClause
-    #: Insert a page's row, its text in the columns of the engine's text index if it
-    #: keeps it there (``:headings``, ``:body``).
-    add_page: sa.TextClause
+    #: Insert a page's row (:data:`PAGE_ROW`), then its text in the columns of the
+    #: engine's text index if it keeps it there (``headings``, ``body``).
+    add_page: Rows
     #: Put a page's text in the engine's text index, if it keeps it beside the row
     #: (``:id``, ``:title``, ``:headings``, ``:body``, ``:url``).
     add_text: tuple[sa.TextClause, ...] = ()
@@ -213,13 +214,19 @@ SAW_TLS = sa.text(
 
 # --- the logs ---
 
-LOG_FETCH = sa.text(
-    "INSERT INTO fetches (url, host, status, meta, error, started_at, duration)"
-    " VALUES (:url, :host, :status, :meta, :error, :started, :duration)"
+LOG_FETCH = Rows(
+    sa.text(
+        "INSERT INTO fetches (url, host, status, meta, error, started_at, duration)"
+        " VALUES (:url, :host, :status, :meta, :error, :started, :duration)"
+    ),
+    ("url", "host", "status", "meta", "error", "started", "duration"),
 )
-LOG_DECISION = sa.text(
-    "INSERT INTO decisions (url, host, allowed, reason, at)"
-    " VALUES (:url, :host, :allowed, :reason, :at)"
+LOG_DECISION = Rows(
+    sa.text(
+        "INSERT INTO decisions (url, host, allowed, reason, at)"
+        " VALUES (:url, :host, :allowed, :reason, :at)"
+    ),
+    ("url", "host", "allowed", "reason", "at"),
 )
 PRUNE_FETCHES = sa.text("DELETE FROM fetches WHERE started_at < :before")
 PRUNE_DECISIONS = sa.text("DELETE FROM decisions WHERE at < :before")
@@ -484,24 +491,26 @@ DELETE_PAGE = sa.text("DELETE FROM pages WHERE id = :id")
 FILE_LABELS = sa.text(
     "SELECT DISTINCT label FROM links WHERE target = :url AND label != '' LIMIT :limit"
 )
-#: A page's row (``:text`` names the engine's text columns, if it keeps the text there).
+#: A page's row: its columns, and their parameters in that order.
 PAGE_COLUMNS = (
     "url, host, status, meta, mime, lang, size, content_hash, fetched_at, title,"
     " duplicate_of, redirect_to, text_indexed, changed_at, gone_at, charset_ok"
 )
-PAGE_VALUES = (
-    ":url, :host, :status, :meta, :mime, :lang, :size, :hash, :at, :title, :dup, :redirect,"
-    " :keep, :changed, :gone, :charset_ok"
+PAGE_ROW = (
+    *("url", "host", "status", "meta", "mime", "lang", "size", "hash", "at", "title"),
+    *("dup", "redirect", "keep", "changed", "gone", "charset_ok"),
 )
 
 
-def add_page(text_columns: tuple[str, ...] = ()) -> sa.TextClause:
-    """Insert a page's row (with ``text_columns``, each from the parameter of its name).
-    Its id is read after (:data:`PAGE_ID`): on SQLite, ``RETURNING`` makes FTS5 write a
-    segment per page instead of one per transaction (``tests/index/test_index_updater.py``)."""
+def add_page(text_columns: tuple[str, ...] = ()) -> Rows:
+    """Insert a page's row (:data:`PAGE_ROW`, then ``text_columns``, each from the
+    parameter of its name). Its id is read after (:data:`PAGE_ID`): on SQLite,
+    ``RETURNING`` makes FTS5 write a segment per page instead of one per transaction
+    (``tests/index/test_index_updater.py``)."""
+    names = (*PAGE_ROW, *text_columns)
     columns = "".join(f", {name}" for name in text_columns)
-    values = "".join(f", :{name}" for name in text_columns)
-    return sa.text(f"INSERT INTO pages ({PAGE_COLUMNS}{columns}) VALUES ({PAGE_VALUES}{values})")
+    values = ", ".join(f":{name}" for name in names)
+    return Rows(sa.text(f"INSERT INTO pages ({PAGE_COLUMNS}{columns}) VALUES ({values})"), names)
 
 
 ADD_LINK = Rows(

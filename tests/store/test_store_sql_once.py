@@ -187,7 +187,14 @@ def test_rows_tuples_follow_their_statements_placeholders() -> None:
     from geminibot.store.sqlite_sql import ENGINE as SQLITE
 
     for engine, placeholder in ((SQLITE, "?"), (PG, "%s")):
-        for rows in (q.ADD_URL, q.ADD_LINK, q.ADD_HOST):
+        for rows in (
+            q.ADD_URL,
+            q.ADD_LINK,
+            q.ADD_HOST,
+            q.LOG_FETCH,
+            q.LOG_DECISION,
+            engine.add_page,
+        ):
             sql = engine.sql[rows]
             assert sql.count(placeholder) == len(rows.names) and ":" not in sql, sql
         swapped = q.Rows(q.ADD_HOST.statement, ("now", "host"))
