@@ -3,7 +3,7 @@ with ``geminibot serve`` running on real capsules and the index ``/submit``-ted 
 57, "Done when", second point).
 
     .venv/bin/python bench/feeds_service.py /work/shared/real-capsules [--posts 3] [--skip 0]
-        [--capsules 29] [--deadline 600] [--work DIR]
+        [--new-during-run 0] [--capsules 29] [--deadline 600] [--work DIR]
 
 1. ``geminibot serve`` on a copy of the capsules, with its search capsule on loopback
    (``service_bench.real_service``: the copy in a temporary folder, never the
@@ -18,7 +18,19 @@ with ``geminibot serve`` running on real capsules and the index ``/submit``-ted 
    second once the re-fetch is seen);
    (c) re-fetch -> the post's page searchable (``geminibot.index.search``, the capsule's
    code, polled every 0.25 s).
-   A client may submit ``PER_CLIENT`` = 3 URLs an hour: ``--posts`` is at most that.
+3. ``--new-during-run N``: N times, a page the crawl never met (linked from nowhere) is
+   written on a capsule, a crawl run is started (the other capsules rechecked, the
+   store's ``recheck``: thousands of URLs due; every other time that capsule too, so that
+   the run is working it, its URLs queued ahead of the new one), and once the run is
+   under way (a page fetched after the recheck) the new page's URL is ``/submit``-ted;
+   then timed:
+   (d) submit -> the new page fetched (``pages.fetched_at``, the crawler's clock);
+   (e) fetch -> the page searchable;
+   with what shows the run was under way: the URLs queued at the submission and once the
+   page is fetched (as committed: the crawl commits every 2 s), and how long the crawl
+   went on fetching after it.
+   A client may submit ``PER_CLIENT`` = 3 URLs an hour: ``--posts`` and
+   ``--new-during-run`` together at most that.
 
 Prints one JSON object. Loopback only; every wait is bounded (``--deadline`` seconds).
 """
@@ -40,10 +52,21 @@ from urllib.parse import quote
 import trio
 from machine import cpu_model
 from real_search import BIN, free_port
-from service_bench import fetched_at, file_of, one, real_service, searchable, wait, work_folder
+from service_bench import (
+    RealService,
+    fetched_at,
+    file_of,
+    one,
+    real_service,
+    searchable,
+    wait,
+    work_folder,
+)
 
 from geminibot.gemini.client import GeminiClient
 from geminibot.searchcap.submit import PER_CLIENT
+from geminibot.store.database import open_database
+from geminibot.store.recheck import recheck
 
 #: Seconds between two requests for ``/new``.
 NEW_POLL = 1.0
@@ -111,11 +134,20 @@ def main() -> None:
     parser.add_argument("--capsules", type=int, default=29, help="how many (first by name)")
     parser.add_argument("--posts", type=int, default=PER_CLIENT, help="posts, one by one")
     parser.add_argument("--skip", type=int, default=0, help="take the feeds after the first N")
+    parser.add_argument(
+        "--new-during-run",
+        type=int,
+        default=0,
+        metavar="N",
+        help="also N pages never met, each submitted during a crawl run",
+    )
     parser.add_argument("--deadline", type=float, default=600.0, help="bound on each wait (s)")
     parser.add_argument("--work", type=Path, help="keep the work here (else a temporary one)")
     args = parser.parse_args()
-    if not 1 <= args.posts <= PER_CLIENT:
-        parser.error(f"--posts: 1 to {PER_CLIENT} (a client's submissions an hour)")
+    if not 0 <= args.posts <= PER_CLIENT or not 0 <= args.new_during_run <= PER_CLIENT:
+        parser.error(f"--posts, --new-during-run: 0 to {PER_CLIENT}")
+    if not 1 <= args.posts + args.new_during_run <= PER_CLIENT:
+        parser.error(f"--posts and --new-during-run: 1 to {PER_CLIENT} in all (a client's an hour)")
     with work_folder(args.work, "feeds-bench-") as work:
         print(json.dumps(run(args, work), indent=2))
 
@@ -162,11 +194,65 @@ def run(args: argparse.Namespace, work: Path) -> dict[str, Any]:
                 }
             )
         result["posts"] = rows
-        for key in ("submit_to_refetched", "refetched_to_new", "refetched_to_searchable"):
-            values = [r[key] for r in rows]
-            result[key] = [min(values), statistics.median(values), max(values)]
+        new = [new_during_run(real, port, n, args.deadline) for n in range(args.new_during_run)]
+        if new:
+            result["new_during_run"] = new
+        for key, found in (
+            ("submit_to_refetched", rows),
+            ("refetched_to_new", rows),
+            ("refetched_to_searchable", rows),
+            ("submit_to_fetched", new),
+            ("fetched_to_searchable", new),
+        ):
+            values = [r[key] for r in found]
+            if values:
+                result[key] = [min(values), statistics.median(values), max(values)]
         result["load_at_end"] = round(os.getloadavg()[0], 1)
         return result
+
+
+def new_during_run(real: RealService, port: int, n: int, deadline: float) -> dict[str, Any]:
+    """A page the crawl never met, submitted while a run re-fetches every capsule: the
+    seconds to its fetch and to searchable, and what shows the run was under way."""
+    host = real.hosts[n % len(real.hosts)]
+    worked = n % 2 == 1  # the run works the page's capsule too (its URLs queued first)
+    word = f"zqnewpage{n}x"
+    (real.capsules / host / f"feedsbench-new-{n}.gmi").write_text(
+        f"# A page never linked\n\n{word} is said on this page only.\n"
+    )
+    url = f"gemini://{host}/feedsbench-new-{n}.gmi"
+    started = time.time()
+    with open_database(str(real.db)) as database:  # a run: every capsule due now
+        for h in real.hosts:
+            if h != host or worked:
+                recheck(database, h, h, is_url=False, now=started)
+    wait(lambda: last_fetch(real.db) > started, "a run under way", deadline)
+    submitted = time.time()
+    status, answer = gemini(port, "/submit?" + quote(url, safe=""))
+    if status != 20 or not said(answer).startswith("Queued"):
+        raise SystemExit(f"/submit {url}: {status} {said(answer)}")
+    (queued,) = one(real.db, "SELECT count(*) FROM urls WHERE state = 'queued'")
+    wait(lambda: fetched_at(real.db, url) > 0, url, deadline)
+    fetched = fetched_at(real.db, url)  # the crawler's clock
+    (left,) = one(real.db, "SELECT count(*) FROM urls WHERE state = 'queued'")
+    wait(lambda: searchable(real.db, word, url), f"{url} searchable", deadline)
+    found = time.time()
+    return {
+        "url": url,
+        "its_capsule_in_the_run": worked,
+        "submit_answer": said(answer),
+        "queued_at_submit": queued,
+        "queued_once_fetched": left,
+        "submit_to_fetched": round(fetched - submitted, 2),
+        "fetched_to_searchable": round(found - fetched, 2),
+        "run_went_on_after": round(last_fetch(real.db) - fetched, 2),
+    }
+
+
+def last_fetch(db: Path) -> float:
+    """When the crawl last fetched a page (0 if never)."""
+    (at,) = one(db, "SELECT max(fetched_at) FROM pages")
+    return 0.0 if at is None else float(at)
 
 
 if __name__ == "__main__":

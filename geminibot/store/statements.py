@@ -245,10 +245,12 @@ MARK_SENT = sa.text(
     "UPDATE urls SET attempts = attempts + 1"
     " WHERE url = :url AND state = 'leased' AND lease = :lease"
 )
-#: A leased URL closed; only a failure keeps its attempts counted; a "not found" counts
-#: one miss more (since the first), a failure keeps them, any other answer ends them.
+#: A leased URL closed (fetched: a submitted URL's priority is spent); only a failure
+#: keeps its attempts counted; a "not found" counts one miss more (since the first), a
+#: failure keeps them, any other answer ends them.
 FINISH = sa.text(
     "UPDATE urls SET state = :state, reason = :reason, lease = NULL, updated_at = :now,"
+    " priority = 0,"
     " attempts = CASE WHEN :failed THEN attempts ELSE 0 END,"
     " misses = CASE WHEN :not_found THEN misses + 1 WHEN :failed THEN misses ELSE 0 END,"
     " missing_since = CASE WHEN :not_found THEN coalesce(missing_since, :now)"
@@ -329,11 +331,13 @@ QUERIES_ON_PATH = sa.select(sa.func.count()).where(
     _urls.c.has_query == sa.true(),
     _urls.c.state != _const("'trapped'"),
 )
-#: A host's oldest queued URL, locked (one another process holds is passed over).
+#: A host's next queued URL, locked (one another process holds is passed over): one
+#: submitted or rechecked by name first (``priority``), then the oldest; read in the
+#: order of ``urls_host_state``, no sort.
 CLAIM = (
     sa.select(_urls.c.url, _urls.c.depth)
     .where(_urls.c.host == sa.bindparam("host"), _urls.c.state == _const("'queued'"))
-    .order_by(_urls.c.id)
+    .order_by(_urls.c.priority.desc(), _urls.c.id)
     .limit(_const("1"))
     .offset(_const("0"))
     .with_for_update(skip_locked=True)
@@ -346,6 +350,7 @@ def give_up(scope: str) -> sa.TextClause:
     attempts reached ``:max``."""
     return sa.text(
         "UPDATE urls SET state = 'failed', lease = NULL, updated_at = :now, next_visit = NULL,"
+        " priority = 0,"
         " reason = 'given up: ' || attempts || ' attempts ended abnormally'"
         f" WHERE url IN (SELECT url FROM urls u WHERE u.state = 'leased' AND {scope})"
         " AND attempts >= :max"
@@ -400,8 +405,14 @@ ANY_DUE = sa.text(
     f"SELECT EXISTS (SELECT 1 FROM urls WHERE next_visit <= :now AND state IN {FINISHED})"
     " OR EXISTS (SELECT 1 FROM urls WHERE id > :newest AND state = 'queued')"
 )
-#: The highest id of the URLs (a continuous crawl's mark as it falls asleep).
+#: The highest id of the URLs (a continuous crawl's mark: as it falls asleep, as its run
+#: looks for work).
 NEWEST_URL = sa.text("SELECT max(id) FROM urls")
+#: The hosts of the URLs queued with an id above ``:newest`` (new to the store since a
+#: mark: a ``/submit``, another process's links), with how many each.
+QUEUED_SINCE = sa.text(
+    "SELECT host, count(*) FROM urls WHERE id > :newest AND state = 'queued' GROUP BY host"
+)
 #: The aliases of a canonical URL queued again now (their body is no longer its body);
 #: their hosts, one per URL.
 REQUEUE_ALIASES = sa.text(
@@ -456,6 +467,13 @@ HOST_GONE_BACK = sa.text(
 URL_DUE_NOW = sa.text(
     f"UPDATE urls SET next_visit = :now WHERE url = :url AND state IN {FINISHED}"
     " AND (next_visit IS NULL OR next_visit > :now)"
+)
+#: The URL, if it is to be fetched now (queued, being fetched, or finished and due at
+#: ``:now``), claimed before its host's other queued URLs (its ``priority``, spent when
+#: it is fetched: FINISH).
+URL_FIRST = sa.text(
+    "UPDATE urls SET priority = 1 WHERE url = :url AND priority = 0"
+    f" AND (state IN ('queued', 'leased') OR (state IN {FINISHED} AND next_visit <= :now))"
 )
 #: The host's finished URLs due at ``:now``.
 HOST_DUE_NOW = sa.text(
