@@ -48,17 +48,17 @@ class FetchRecord:
             "host": self.host,
         }
 
-    def params(self) -> dict[str, object]:
-        """The parameters of :data:`~geminibot.store.statements.LOG_FETCH`."""
-        return {
-            "url": self.url,
-            "host": self.host,
-            "status": self.status,
-            "meta": self.meta,
-            "error": self.error,
-            "started": self.started,
-            "duration": self.duration,
-        }
+    def params(self) -> tuple[object, ...]:
+        """The row of :data:`~geminibot.store.statements.LOG_FETCH`."""
+        return (
+            self.url,
+            self.host,
+            self.status,
+            self.meta,
+            self.error,
+            self.started,
+            self.duration,
+        )
 
 
 @dataclass(frozen=True)
@@ -71,15 +71,9 @@ class DecisionRecord:
     reason: str
     at: float
 
-    def params(self) -> dict[str, object]:
-        """The parameters of :data:`~geminibot.store.statements.LOG_DECISION`."""
-        return {
-            "url": self.url,
-            "host": self.host,
-            "allowed": self.allowed,
-            "reason": self.reason,
-            "at": self.at,
-        }
+    def params(self) -> tuple[object, ...]:
+        """The row of :data:`~geminibot.store.statements.LOG_DECISION`."""
+        return (self.url, self.host, self.allowed, self.reason, self.at)
 
 
 @dataclass(frozen=True)

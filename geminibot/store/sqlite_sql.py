@@ -15,7 +15,7 @@ CLEAR_SKIPS = sa.text("UPDATE hosts SET skipped_reason = NULL")
 
 ENGINE = Engine(
     name="sqlite",
-    sql=Compiled(sqlite.dialect(paramstyle="named")),
+    sql=Compiled(sqlite.dialect(paramstyle="named"), sqlite.dialect(paramstyle="qmark")),
     drop_text=sa.text("DELETE FROM pages_fts WHERE rowid = :id"),
     clear_skips=CLEAR_SKIPS,
     page_text=sa.text(

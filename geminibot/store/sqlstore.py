@@ -22,7 +22,7 @@ from geminibot.store.frontier import Claim, Frontier, give_up_params
 from geminibot.store.pages import write_page
 from geminibot.store.records import CachedFile, FetchedPage, FetchRecord, HostState, Lease, Revisit
 from geminibot.store.records import DecisionRecord as Decision
-from geminibot.store.statements import Engine, Statement
+from geminibot.store.statements import Engine, Rows, Statement
 from geminibot.store.traps import FrontierLimits
 from geminibot.urls import normalise
 
@@ -38,7 +38,7 @@ class EngineStrategy(Protocol):
     exclusive: bool
 
     def array(self, values: list[str]) -> object:
-        """A list as the engine's list parameter (:class:`~geminibot.store.statements.InList`)."""
+        """A list as the engine's list parameter (:class:`~geminibot.store.statements.Given`)."""
         ...
 
     def reading(self) -> AbstractContextManager[Any]:
@@ -90,9 +90,12 @@ class FrontierReads:
         self._sql = engine.dialect.sql
         self._reading = engine.reading
 
-    def _run(self, conn: Any, statement: Statement, params: dict[str, Any] | None = None) -> Any:
-        """Run ``statement`` on ``conn``; its cursor."""
-        return conn.execute(self._sql[statement], {} if params is None else params)
+    def _run(
+        self, conn: Any, statement: Statement | Rows, params: dict[str, Any] | tuple[Any, ...] = ()
+    ) -> Any:
+        """Run ``statement`` on ``conn`` (``params``: a :class:`Rows`' as a tuple); its
+        cursor."""
+        return conn.execute(self._sql[statement], params)
 
     def hosts_with_work(self) -> dict[str, int]:
         with self._reading() as conn:

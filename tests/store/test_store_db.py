@@ -12,7 +12,13 @@ import pytest
 from geminibot.store.db import SCHEMA_VERSION, _open, connect, get_setting, set_setting, transaction
 from geminibot.store.errors import DatabaseError
 from geminibot.store.sqlite_sql import ENGINE
-from geminibot.store.statements import CLAIM, DEEP_PATHS, QUERIES_ON_PATH, URL_STATES
+from geminibot.store.statements import (
+    CLAIM,
+    DEEP_PATHS,
+    LOCK_HOSTS,
+    QUERIES_ON_PATH,
+    URL_STATES,
+)
 from geminibot.store.upgrade import upgrade
 
 
@@ -172,17 +178,23 @@ def test_version_4_loses_the_indexes_no_query_reads(tmp_path: Path) -> None:
 
 
 def test_frontier_queries_use_an_index(tmp_path: Path) -> None:
-    """Every query the frontier runs per URL searches an index (none scans ``urls``)."""
+    """Every query the frontier runs per URL searches an index (none scans ``urls`` or
+    ``hosts``); a list parameter is joined with, not made a temporary index at each run
+    (``LIST SUBQUERY``)."""
     conn = connect(tmp_path / "crawl.db")
     queries = {
-        ENGINE.sql[URL_STATES]: "sqlite_autoindex_urls_1",
-        ENGINE.sql[QUERIES_ON_PATH]: "urls_query_path",
-        ENGINE.sql[DEEP_PATHS]: "urls_host_state",
-        ENGINE.sql[CLAIM]: "urls_host_state",
+        URL_STATES: ("urls", "sqlite_autoindex_urls_1"),
+        LOCK_HOSTS: ("hosts", "sqlite_autoindex_hosts_1"),
+        QUERIES_ON_PATH: ("urls", "urls_query_path"),
+        DEEP_PATHS: ("urls", "urls_host_state"),
+        CLAIM: ("urls", "urls_host_state"),
     }
-    for sql, index in queries.items():
-        plan = _plan(conn, sql)
-        assert plan.startswith("SEARCH urls USING") and f"INDEX {index} " in plan, (sql, plan)
+    for statement, (table, index) in queries.items():
+        sql = ENGINE.sql[statement]
+        steps = _plan(conn, sql).split(" | ")
+        searches = [step for step in steps if step.startswith(f"SEARCH {table} USING")]
+        assert searches and f"INDEX {index} " in searches[0], (sql, steps)
+        assert not [s for s in steps if s.startswith(f"SCAN {table}") or "SUBQUERY" in s], steps
 
 
 def test_the_claim_is_one_index_scan_in_its_order_on_both_engines(kind: str, db: str) -> None:
@@ -247,3 +259,15 @@ def test_a_hosts_newest_requests_are_read_through_an_index(tmp_path: Path) -> No
     conn = connect(tmp_path / "crawl.db")
     plan = _plan(conn, ENGINE.sql[WAITS])
     assert plan == "SEARCH fetches USING INDEX fetches_host_started (host=?)", plan
+
+
+def test_null_and_flags_are_bound_as_they_are(tmp_path: Path) -> None:
+    """None and booleans are found in sqlite3's adapters' table (no AttributeErrors made
+    and cleared per parameter) and bound as without an entry: NULL, 1 and 0."""
+    assert sqlite3.adapters[(type(None), sqlite3.PrepareProtocol)](None) is None
+    assert sqlite3.adapters[(bool, sqlite3.PrepareProtocol)] is int
+    conn = connect(tmp_path / "crawl.db")
+    row = conn.execute(
+        "SELECT :a, typeof(:a), :t, typeof(:t), :f", {"a": None, "t": True, "f": False}
+    )
+    assert row.fetchone() == (None, "null", 1, "integer", 0)

@@ -11,6 +11,8 @@ import re
 from collections.abc import Iterator
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[2] / "geminibot"
 
 #: The modules whose SQL runs on PostgreSQL only.
@@ -194,3 +196,27 @@ def test_the_search_modules_hold_sql() -> None:
     """Each module let write SQL does (the list names no module that no longer needs it)."""
     for name in SEARCH_MODULES:
         assert sql_literals(ROOT / "index" / name), name
+
+
+def test_rows_tuples_follow_their_statements_placeholders() -> None:
+    """A :class:`~geminibot.store.statements.Rows` statement compiles to one positional
+    placeholder per name, on both engines; one naming its parameters in another order
+    than its text is refused when compiled (its tuples would fill the wrong columns)."""
+    from geminibot.store import statements as q
+    from geminibot.store.pg_sql import ENGINE as PG
+    from geminibot.store.sqlite_sql import ENGINE as SQLITE
+
+    for engine, placeholder in ((SQLITE, "?"), (PG, "%s")):
+        for rows in (
+            q.ADD_URL,
+            q.ADD_LINK,
+            q.ADD_HOST,
+            q.LOG_FETCH,
+            q.LOG_DECISION,
+            engine.add_page,
+        ):
+            sql = engine.sql[rows]
+            assert sql.count(placeholder) == len(rows.names) and ":" not in sql, sql
+        swapped = q.Rows(q.ADD_HOST.statement, ("now", "host"))
+        with pytest.raises(ValueError, match="not"):
+            engine.sql[swapped]
