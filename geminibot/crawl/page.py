@@ -30,7 +30,7 @@ from geminibot.index.text import (
     unmarked,
     url_words,
 )
-from geminibot.store.pages import Link, Page
+from geminibot.store.pages import Link, Page, file_text
 
 #: Most links taken from one page, and whose URL words go into its text (the rest are
 #: ignored but for their labels; a trap bound).
@@ -124,7 +124,7 @@ def file_page(base: Page, url: str) -> Page:
     file name; the store adds the labels of the links to it
     (:func:`geminibot.store.pages.with_labels`)."""
     essence = base.mime or ""
-    return replace(base, title=name_title(url), text=f"{url_words(url)}\n{essence}")
+    return replace(base, title=name_title(url), text=file_text(url_words(url), essence))
 
 
 def _text_page(base: Page, text: str, url: str, essence: str) -> Page:

@@ -8,6 +8,11 @@ always, and the searchable text only when the page is text and the role allows i
 (:func:`indexed_text`: a page may be megabytes long; what it puts in the index, and so
 what any search may have to read of it, is bounded).
 
+A file (image, PDF...: :func:`is_file`) is searched by the labels of the links to it:
+written, it takes those the store holds (:func:`with_labels`); a page written later with
+a labelled link to a file the store holds gives it the new label at once
+(:func:`relabel_files`), at most :data:`MAX_RELABELLED_FILES` files per page.
+
 :func:`write_page` runs inside the caller's transaction, so a page, its links and the
 frontier rows for those links commit together or not at all. Writing the same page twice
 replaces the first copy (idempotent).
@@ -29,11 +34,14 @@ TEXT_ROLES = frozenset({"indexer", "archiver"})
 #: hold a long essay or a book's chapter; a page of megabytes is cut, at a word.
 MAX_INDEXED_CHARS = 262_144
 #: Most labels of the links to a file (image, PDF...) that its text takes, each once; and
-#: their characters in all. The labels are those of the pages stored before the file
-#: (the crawler stores a page, then fetches what it links to); a page that links to it
-#: later gives it its label when the file is fetched again.
+#: their characters in all.
 MAX_FILE_LABELS = 50
 MAX_FILE_LABEL_CHARS = 4_000
+#: Most files whose text one page written may change (:func:`relabel_files`): the first
+#: files the store holds that its labelled links point to, in link order. A page of a
+#: thousand links to files rewrites a hundred files' text at most; the others take its
+#: labels when they are fetched again.
+MAX_RELABELLED_FILES = 100
 
 
 @dataclass(frozen=True)
@@ -118,25 +126,102 @@ def is_file(page: Page) -> bool:
     return page.text is not None and page.mime is not None and not page.mime.startswith("text/")
 
 
+def file_text(path_words: str, mime: str) -> str:
+    """A file's own text (:func:`geminibot.crawl.page.file_page`): two lines, the words of
+    its path and file name, and its MIME type. The labels of the links to it go before
+    them (:func:`labelled_text`), so that its last two lines are its own text."""
+    return f"{' '.join(path_words.split())}\n{' '.join(mime.split())}"
+
+
+#: Joins the labels of a file's text.
+LABEL_JOINER = " | "
+
+
+def labelled_text(labels: list[str], own: str) -> tuple[str, str]:
+    """A file's title and text with the ``labels`` of the links to it (at least one): its
+    title the first, its text theirs, at most :data:`MAX_FILE_LABEL_CHARS` characters,
+    then its ``own`` (:func:`file_text`)."""
+    shown = LABEL_JOINER.join(labels)[:MAX_FILE_LABEL_CHARS]
+    return labels[0][:200], f"{shown}\n{own}"
+
+
+def split_file_text(text: str) -> tuple[list[str], str]:
+    """A file's text (:func:`labelled_text`) as the labels it shows (the last one maybe
+    cut) and its own text (:func:`file_text`)."""
+    lines = text.split("\n")
+    shown = "\n".join(lines[:-2])
+    return (shown.split(LABEL_JOINER) if shown else []), "\n".join(lines[-2:])
+
+
 def with_labels(page: Page, labels: list[str]) -> Page:
-    """A file's page with the ``labels`` of the links to it: its title the first (else its
-    file name), its text theirs, at most :data:`MAX_FILE_LABEL_CHARS` characters, then its
-    own (name and path words, MIME type)."""
+    """A file's page with the ``labels`` of the links to it (:func:`labelled_text`; none:
+    its title is its file name, its text its own)."""
     if not labels:
         return page
-    shown = " | ".join(labels)[:MAX_FILE_LABEL_CHARS]
-    return replace(page, title=labels[0][:200], text=f"{shown}\n{page.text or ''}")
+    title, text = labelled_text(labels, page.text or "")
+    return replace(page, title=title, text=text)
+
+
+def file_labels(conn: Any, engine: Engine, url: str) -> list[str]:
+    """The labels of the links to the file ``url``, each once, oldest page's first, at
+    most :data:`MAX_FILE_LABELS`."""
+    from geminibot.store import statements as q
+
+    found = conn.execute(engine.sql[q.FILE_LABELS], {"url": url, "limit": MAX_FILE_LABELS})
+    return [str(r[0]) for r in found.fetchall()]
+
+
+def _has_room_for(shown: list[str], labels: list[str]) -> bool:
+    """Whether a file showing the labels ``shown`` would take one of ``labels``: one not
+    shown, and room for it (fewer than :data:`MAX_FILE_LABELS` labels and
+    :data:`MAX_FILE_LABEL_CHARS` characters)."""
+    if len(shown) >= MAX_FILE_LABELS or len(LABEL_JOINER.join(shown)) >= MAX_FILE_LABEL_CHARS:
+        return False
+    return any(label not in shown for label in labels)
+
+
+def relabel_files(conn: Any, engine: Engine, page_id: int, links: tuple[Link, ...]) -> int:
+    """Rewrite the text of the files the store holds that the labelled ``links`` of page
+    ``page_id`` (just written) point to, with the labels of the links to them now
+    (:func:`file_labels`): of the first :data:`MAX_RELABELLED_FILES` such files in link
+    order, those that show none of this page's labels for them and have room for one.
+    A file's text is replaced in the engine's text index as a page's is written (on
+    SQLite, logged for the derived index, whose updater builds its document again).
+    Returns how many files were rewritten."""
+    sql = engine.sql
+    params = {"id": page_id, "limit": MAX_RELABELLED_FILES}
+    files = conn.execute(sql[engine.linked_files], params).fetchall()
+    if not files:
+        return 0
+    given: dict[str, list[str]] = {}
+    for link in links:
+        if link.label:
+            given.setdefault(link.target, []).append(link.label)
+    changed = 0
+    for file_id, url, found in files:
+        body = str(found or "")
+        shown, own = split_file_text(body)
+        labels = file_labels(conn, engine, url) if _has_room_for(shown, given.get(url, [])) else []
+        if not labels:
+            continue
+        title, text = labelled_text(labels, own)
+        if text != body:
+            new = {"id": file_id, "title": title, "headings": "", "body": text, "url": url}
+            for statement in engine.replace_text:
+                conn.execute(sql[statement], new)
+            changed += 1
+    return changed
 
 
 def write_page(conn: Any, engine: Engine, page: Page, role: str) -> int:
     """Insert or replace ``page`` on ``engine``'s connection ``conn``: its row, its links,
-    its text in the engine's full-text index; its row id. Call inside a transaction."""
+    its text in the engine's full-text index, and the labels its links give the files the
+    store holds (:func:`relabel_files`); its row id. Call inside a transaction."""
     from geminibot.store import statements as q  # (SQLAlchemy: not for every Page user)
 
     sql = engine.sql
     if is_file(page):
-        found = conn.execute(sql[q.FILE_LABELS], {"url": page.url, "limit": MAX_FILE_LABELS})
-        page = with_labels(page, [r[0] for r in found.fetchall()])
+        page = with_labels(page, file_labels(conn, engine, page.url))
     keep = keeps_text(page, role)
     old = conn.execute(sql[q.PAGE_ID], {"url": page.url}).fetchone()
     if old is not None:
@@ -163,6 +248,8 @@ def write_page(conn: Any, engine: Engine, page: Page, role: str) -> int:
         params = {"id": page_id, "title": page.title, "url": page.url, **text}
         for statement in engine.add_text:
             conn.execute(sql[statement], params)
+        if any(link.label for link in page.links):
+            relabel_files(conn, engine, page_id, page.links)
     return page_id
 
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 import sqlalchemy as sa
 from sqlalchemy.dialects.postgresql import psycopg
 
-from geminibot.store.statements import Compiled, Engine, add_page
+from geminibot.store.statements import Compiled, Engine, add_page, linked_files
 
 #: Every host's skip of the last run cleared, the rows locked in host order (as every
 #: transaction that adds URLs locks them: no two deadlock).
@@ -30,4 +30,10 @@ ENGINE = Engine(
         "SELECT url, host, title, headings, body FROM pages WHERE text_indexed ORDER BY id"
     ),
     add_page=add_page(("headings", "body")),
+    linked_files=linked_files("p.body"),
+    replace_text=(
+        sa.text(
+            "UPDATE pages SET title = :title, headings = :headings, body = :body WHERE id = :id"
+        ),
+    ),
 )

@@ -87,6 +87,12 @@ class Engine:
     #: Insert a page's row (:data:`PAGE_ROW`), then its text in the columns of the
     #: engine's text index if it keeps it there (``headings``, ``body``).
     add_page: Rows
+    #: The files a page's labelled links point to, with their text (:func:`linked_files`).
+    linked_files: sa.TextClause
+    #: Replace the title and text of a page whose text is searchable (``:id``,
+    #: ``:title``, ``:headings``, ``:body``, ``:url``), logged as a change where the
+    #: engine logs them.
+    replace_text: tuple[sa.TextClause, ...]
     #: Put a page's text in the engine's text index, if it keeps it beside the row
     #: (``:id``, ``:title``, ``:headings``, ``:body``, ``:url``).
     add_text: tuple[sa.TextClause, ...] = ()
@@ -505,9 +511,11 @@ DELIST_PAGE = sa.text(
 )
 DELETE_LINKS = sa.text("DELETE FROM links WHERE page_id = :id")
 DELETE_PAGE = sa.text("DELETE FROM pages WHERE id = :id")
-#: The labels of the links to a file, by target (``links_target``).
+#: The labels of the links to a file, by target (``links_target``), each once, in the
+#: order of the pages written (a new label comes after those a file shows).
 FILE_LABELS = sa.text(
-    "SELECT DISTINCT label FROM links WHERE target = :url AND label != '' LIMIT :limit"
+    "SELECT label FROM links WHERE target = :url AND label != ''"
+    " GROUP BY label ORDER BY min(page_id), label LIMIT :limit"
 )
 #: A page's row: its columns, and their parameters in that order.
 PAGE_COLUMNS = (
@@ -538,6 +546,19 @@ ADD_LINK = Rows(
     ),
     ("id", "position", "target", "label"),
 )
+
+
+def linked_files(body: str) -> sa.TextClause:
+    """The files (searchable answers not text) the labelled links of page ``:id`` point
+    to, each once, in the order of its first link to it, at most ``:limit``: id, URL and
+    text, ``body`` being the engine's expression of the kept body of page ``p``. A link
+    whose label is the file's title (its first label, or its name) gives it nothing new."""
+    return sa.text(
+        f"SELECT p.id, p.url, {body} FROM links l JOIN pages p ON p.url = l.target"
+        " WHERE l.page_id = :id AND l.label != '' AND l.label != p.title AND p.text_indexed"
+        " AND p.mime NOT LIKE 'text/%' GROUP BY p.id, p.url ORDER BY min(l.position)"
+        " LIMIT :limit"
+    )
 
 
 # --- link authority (through the temporary table ``host_rank``) ---

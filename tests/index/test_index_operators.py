@@ -1,7 +1,12 @@
 """The query operators on a real crawl of capsules/ops.test and de.ops.test (two hosts,
 two languages, pages of known sizes), the same exact result sets on every store: SQLite
 searched by FTS5 and by the tantivy index, and PostgreSQL (a real cluster); malformed
-operators refused with the right form, from the CLI (exit 2) and the capsule (59)."""
+operators refused with the right form, from the CLI (exit 2) and the capsule (59).
+
+The crawl runs twice: the second starts from a page nothing links to (``ATLAS``), whose
+link gives the image the first one fetched a new label, without fetching it again; on
+SQLite the tantivy index is built between the runs and brought up to date after, as an
+updater following the store does."""
 
 from __future__ import annotations
 
@@ -23,6 +28,7 @@ from geminibot.gemini.status import Status
 from geminibot.gemini.urls import parse_request
 from geminibot.index.search import SearchResult, search
 from geminibot.index.tantivy_index import open_current, rebuild
+from geminibot.index.updater import IndexUpdater
 from geminibot.searchcap.app import SearchCapsule
 
 CAPSULES = Path(__file__).resolve().parents[2] / "capsules"
@@ -38,14 +44,16 @@ HOME, README, NIGHT, TELESCOPE = (
     f"{EN}/telescope.gmi",
 )
 MEDIUM, BIG, NOTES = f"{EN}/medium.gmi", f"{EN}/big.gmi", f"{EN}/notes.txt"
+ATLAS = f"{EN}/atlas.gmi"  # linked from nowhere: the second crawl's seed
 DE_HOME, DE_README, GEDICHTE = f"{DE}/", f"{DE}/README.gmi", f"{DE}/gedichte.gmi"
-EN_PAGES = {HOME, README, NIGHT, TELESCOPE, MEDIUM, BIG, NOTES}
+EN_PAGES = {HOME, README, NIGHT, TELESCOPE, MEDIUM, BIG, NOTES, ATLAS}
 DE_PAGES = {DE_HOME, DE_README, GEDICHTE}
 PNG, PDF, TGZ = f"{EN}/files/nebula.png", f"{EN}/files/orbits.pdf", f"{EN}/files/logbook.tar.gz"
 FILES = {PNG, PDF, TGZ}
 
 
-def crawl(db: str, tmp: Path) -> None:
+def crawl(db: str, tmp: Path, between: Callable[[], object] = lambda: None) -> None:
+    """Crawl from the home page, call ``between``, crawl again from ``ATLAS``."""
     root = tmp / "capsules"
     root.mkdir()
     for host in HOSTS:
@@ -53,24 +61,33 @@ def crawl(db: str, tmp: Path) -> None:
 
     async def main() -> None:
         async with running_server(root, tmp / "certs", clock=trio.current_time) as server:
-            argv = ["gemini://ops.test/", "--db", db, "--test-range", "--json"]
-            argv += ["--connect-to", f"*.test:1965:127.0.0.1:{server.port}"]
-            argv += ["--allow-host", "de.ops.test"]
-            with trio.fail_after(TIMEOUT):
-                proc = await crawl_in_trio(argv)
-            assert proc.returncode == 0, proc.stderr
+            for seed in (HOME, ATLAS):
+                argv = [seed, "--db", db, "--test-range", "--json"]
+                argv += ["--connect-to", f"*.test:1965:127.0.0.1:{server.port}"]
+                argv += ["--allow-host", "de.ops.test"]
+                with trio.fail_after(TIMEOUT):
+                    proc = await crawl_in_trio(argv)
+                assert proc.returncode == 0, proc.stderr
+                if seed == HOME:
+                    between()
 
     trio.run(main, clock=trio.testing.MockClock(autojump_threshold=0.005))
 
 
 @pytest.fixture(scope="module")
 def sqlite_db(tmp_path_factory: pytest.TempPathFactory) -> str:
-    """The crawl in an SQLite file, with its tantivy index built."""
+    """The crawl in an SQLite file, its tantivy index built after the first run and
+    brought up to date by an updater after the second."""
     tmp = tmp_path_factory.mktemp("ops")
     db = str(tmp / "crawl.db")
-    crawl(db, tmp)
-    with closing(sqlite3.connect(db)) as conn:
-        rebuild(conn)
+
+    def index() -> None:
+        with closing(sqlite3.connect(db)) as conn:
+            rebuild(conn)
+
+    crawl(db, tmp, between=index)
+    with closing(sqlite3.connect(db)) as conn, IndexUpdater(conn) as updater:
+        assert updater.catch_up() > 0
     return db
 
 
@@ -123,6 +140,8 @@ EXPECTED: dict[str, set[str]] = {
     "mime:text -mime:text/gemini": {NOTES},
     "mime:image": {PNG},
     "crab nebula": {HOME, PNG},  # the words of the link to it (and the page linking)
+    "supernova remnant": {ATLAS, PNG},  # a label given after the image was fetched
+    "remnant in taurus mime:image": {PNG},
     "crab nebula mime:image": {PNG},
     "photograph -site:elsewhere.test": {HOME, PNG},
     "planetary orbits": {HOME, PDF},
@@ -151,6 +170,32 @@ EXPECTED: dict[str, set[str]] = {
 def test_each_operator_and_combination_finds_exactly_its_pages(find: Finder) -> None:
     found = {query: {r.url for r in find(query)} for query in EXPECTED}
     assert found == EXPECTED
+
+
+@pytest.mark.parametrize("store", ["sqlite_db", "pg_db"])
+def test_the_second_crawl_fetched_the_image_no_more(
+    request: pytest.FixtureRequest, store: str
+) -> None:
+    """The image fetched by the first crawl, the second's seed by the second, each once:
+    the label the image is found by on every engine (``EXPECTED``: ``supernova``) came
+    without a fetch of it."""
+    db = request.getfixturevalue(store)
+    query = "SELECT url, count(*) FROM fetches WHERE url IN ({0}, {0}) GROUP BY url"
+    if store == "pg_db":
+        from geminibot.store import pg
+
+        with pg.connect(db) as conn:
+            counts = conn.execute(query.format("%s"), (PNG, ATLAS)).fetchall()
+    else:
+        with closing(sqlite3.connect(db)) as conn:
+            counts = conn.execute(query.format("?"), (PNG, ATLAS)).fetchall()
+    assert {str(url): int(n) for url, n in counts} == {PNG: 1, ATLAS: 1}
+
+
+def test_a_label_given_later_follows_the_first(find: Finder) -> None:
+    """The image's title is still the label of the page that linked to it first."""
+    (image,) = find("supernova mime:image")
+    assert (image.url, image.title) == (PNG, "Photograph of the Crab Nebula")
 
 
 def test_operators_alone_list_the_scope_with_titles_and_snippets(find: Finder) -> None:
