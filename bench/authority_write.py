@@ -1,6 +1,6 @@
 """How long writing link authority holds SQLite's write lock: one transaction for every
-page (the old way, PostgreSQL's way: :func:`geminibot.index.authority.replace_authority`)
-against transactions of ``WRITE_CHUNK`` pages (:func:`geminibot.index.authority.
+page (the old way, PostgreSQL's way: :func:`geminibot.store.authority.replace_authority`)
+against transactions of ``WRITE_CHUNK`` pages (:func:`geminibot.store.authority.
 write_sqlite`), on tables shaped like the store's (``pages`` id, url, host; ``authority``
 url, score, weight; ``settings``) holding PAGES pages over HOSTS hosts, in a temporary
 file. A crawl's write waits as long as the longest transaction (its busy timeout is
@@ -22,7 +22,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from geminibot.index import authority
+from geminibot.store import authority
+from geminibot.store import statements as q
 from geminibot.store.db import transaction
 from geminibot.store.sqlite_sql import ENGINE
 
@@ -49,9 +50,11 @@ def tables(path: Path, pages: int, hosts: int) -> sqlite3.Connection:
 
 def one_transaction(conn: sqlite3.Connection, ranks: list[tuple[str, float, float]]) -> None:
     with timed(conn):
-        conn.execute("CREATE TEMP TABLE host_rank (host TEXT PRIMARY KEY, score REAL, weight REAL)")
-        authority.replace_authority(conn, ranks, ENGINE.sql)
-        conn.execute("DROP TABLE temp.host_rank")
+        conn.execute(ENGINE.sql[q.HOST_RANK_TABLE])
+        rows = [{"host": h, "score": s, "weight": w} for h, s, w in ranks]
+        conn.executemany(ENGINE.sql[q.ADD_HOST_RANK], rows)
+        authority.replace_authority(conn, ENGINE.sql)
+        conn.execute(ENGINE.sql[q.DROP_HOST_RANK])
 
 
 HELD: list[float] = []

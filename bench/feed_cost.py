@@ -6,8 +6,9 @@ cost of reading a feed page itself.
     nice -n 10 .venv/bin/python bench/feed_cost.py [--hosts 400] [--urls 20000]
         [--pages 5000] [--rounds 5] [--capsules ../shared/real-capsules/capsules]
 
-The pages are the synthetic space's (``bench/geminispace``, no feed among them: the
-common case, where only a scan of the link labels is added) and, with ``--capsules``, every
+The pages are the synthetic space's (``bench/geminispace``: mostly no feed, the common
+case, where only a scan of the link labels is added; one host in ten has a gemlog whose
+index is a gemsub feed) and, with ``--capsules``, every
 ``.gmi`` file of a folder of real capsules (several gemlog indexes among them: gemsub
 feeds, read in full). Only the pipeline is timed (``time.process_time``), not extraction:
 the crawl's whole CPU per page is ``bench/space_crawl.py``'s figure, to compare with.

@@ -96,11 +96,14 @@ def phrase(words: list[str], at: int = 0) -> str:
     return '"' + " ".join(words[at : at + PHRASE_WORDS]) + '"'
 
 
-def start_space(args: argparse.Namespace, day: int = 0) -> tuple[subprocess.Popen[str], int]:
+def start_space(
+    args: argparse.Namespace, day: int = 0, *extra: str
+) -> tuple[subprocess.Popen[str], int]:
+    """The space's server (``extra`` added to its options) and its port."""
     argv = [sys.executable, str(ROOT / "bench" / "geminispace"), "serve", "--day", str(day)]
     argv += ["--hosts", str(args.hosts), "--urls", str(args.urls), "--seed", str(args.seed)]
     argv += ["--change-rate", str(args.change_rate), "--remove-rate", str(args.remove_rate)]
-    argv += ["--addresses", str(args.addresses)]
+    argv += ["--addresses", str(args.addresses), *extra]
     proc = subprocess.Popen(argv, stdout=subprocess.PIPE, text=True)
     assert proc.stdout is not None
     first = proc.stdout.readline()
@@ -195,8 +198,15 @@ class CapsuleLoad:
 
 
 def start_service(
-    work: Path, space: Space, port: int, search_port: int, addresses: int = 0
+    work: Path,
+    space: Space,
+    port: int,
+    search_port: int,
+    addresses: int = 0,
+    search_args: tuple[str, ...] = (),
 ) -> subprocess.Popen[str]:
+    """``geminibot serve`` on the space (its search capsule's command line given
+    ``search_args``), its output in ``work/service.log``."""
     config = work / "engine.toml"
     config.write_text(
         f'[service]\ndb = "{work / "engine.db"}"\nrestart_delay = 0.2\n'
@@ -204,6 +214,7 @@ def start_service(
         f'min_delay = 0.0\nallow_hosts = ["*.{DOMAIN}"]\n'
         f"connect_to = {json.dumps(address_rules(port, addresses))}\n"
         f'[search]\nport = {search_port}\ncerts = "{work / "certs"}"\n'
+        f"args = {json.dumps(list(search_args))}\n"
         f"[metrics]\nport = {free_port()}\n"
     )
     log = (work / "service.log").open("a")

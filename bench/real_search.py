@@ -47,10 +47,11 @@ from pathlib import Path
 from urllib.parse import unquote, urlsplit
 
 from geminibot.index import search
-from geminibot.index.authority import compute_authority, crawl_seeds
+from geminibot.index.authority import compute_authority
 from geminibot.index.search import to_fts_query
 from geminibot.index.tantivy_index import rebuild
 from geminibot.index.text import MAX_TITLE_LENGTH
+from geminibot.store.authority import crawl_seeds
 
 BIN = Path(sys.executable).parent
 #: The server's rate limits, raised: this measures search, not the crawl's pacing.

@@ -24,7 +24,7 @@ crawler's politeness per resolved address is exercised), crawls it with ``gemini
   scheduler's heaps of hosts in memory, then the host's oldest URL by the
   ``(host, state, id)`` index), median and 99th percentile over :data:`CHOICES` choices;
 - day 1 (the space's ``--day 1``: :data:`~geminispace.space.CHANGE_RATE` of the ``/p/``
-  pages changed, the hosts that vanish gone), revisited twice from copies of the day-0
+  pages changed, a post added to some gemlogs, the hosts that vanish gone), revisited twice from copies of the day-0
   database: ``geminibot crawl`` as a daily run would (only what is due, its wall clock a
   day on: :data:`DAY_LATER`) and ``crawl --refresh`` (every page, now); then day 2 by a
   plain crawl on a copy of the first's database (its clock two days on: what is due now
@@ -236,26 +236,27 @@ def last_fetch(db: Path) -> int:
     return int(last or 0)
 
 
-def tree_page(space: Space, url: str) -> tuple[int, int] | None:
-    """(host, j) of a ``/p/j.gmi`` URL of the space (the only pages a day changes)."""
+def space_page(space: Space, url: str) -> tuple[int, str] | None:
+    """(host number, path with its query) of a URL of the space; None for another URL."""
+    if not url.startswith("gemini://"):
+        return None
     host, _, path = url.removeprefix("gemini://").partition("/")
     i = space.index_of(host)
-    number = path.removeprefix("p/").removesuffix(".gmi")
-    if i is None or not path.startswith("p/") or not number.isdigit() or path[-4:] != ".gmi":
-        return None
-    return i, int(number)
+    return None if i is None else (i, "/" + path)
 
 
-def held_revision(space: Space, i: int, j: int, day: int, digest: str | None) -> int | None:
-    """Which revision of ``/p/j`` on host ``i`` a database's copy is (``digest``: its
-    body's hash), among those the space served on days 0 ... ``day``; None: none of them.
-    A page the space never changed by ``day`` is revision 0, taken without hashing (a copy
-    can only be older than ``day`` where the page changed)."""
-    first_day = {space.revision(i, j, d): d for d in range(day, -1, -1)}
+def held_revision(space: Space, i: int, path: str, day: int, digest: str | None) -> int | None:
+    """Which revision of the page at ``path`` on host ``i`` a database's copy is
+    (``digest``: its body's hash), among those the space served on days 0 ... ``day``;
+    None: none of them. A page the space never changed by ``day`` (most are never
+    changed: only ``/p/`` pages and gemlog indexes are) is revision 0, taken without
+    hashing (a copy can only be older than ``day`` where the page changed)."""
+    first_day = {space.revision_of(i, path, d): d for d in range(day, -1, -1)}
     if len(first_day) == 1:
         return 0
+    host = space.host(i)
     for revision, first in sorted(first_day.items(), reverse=True):  # the newest first
-        if content_hash(space.tree_page(i, j, first).encode()) == digest:
+        if content_hash(space.respond(host, path, first).body) == digest:
             return revision
     return None
 
@@ -269,20 +270,21 @@ def path_kind(url: str) -> str:
 def changed_since_copy(
     space: Space, day: int, before: dict[str, Page]
 ) -> tuple[set[str], set[str], int]:
-    """The ``/p/`` pages of ``before`` (status 20) whose body on ``day`` is not the copy
-    held, those of them the space did not change on ``day`` itself (changed on an earlier
-    day), and how many copies are none of their page's revisions."""
+    """The pages of ``before`` (status 20) whose body on ``day`` is not the copy held
+    (``/p/`` pages and gemlog indexes: the space changes no other), those of them the
+    space did not change on ``day`` itself (changed on an earlier day), and how many
+    copies are none of their page's revisions."""
     changed, earlier, unknown = set(), set(), 0
     for url, page in before.items():
-        tree = tree_page(space, url)
-        if tree is None or page.status != 20:
+        where = space_page(space, url)
+        if where is None or page.status != 20:
             continue
-        held = held_revision(space, *tree, day, page.content_hash)
+        held = held_revision(space, *where, day, page.content_hash)
         if held is None:
             unknown += 1
-        elif held != space.revision(*tree, day):
+        elif held != space.revision_of(*where, day):
             changed.add(url)
-            if not space.changed(*tree, day):
+            if not space.changed_on(*where, day):
                 earlier.add(url)
     return changed, earlier, unknown
 
@@ -294,10 +296,10 @@ def compare_days(
     it ended): pages refetched, re-indexed, and re-indexed against the pages changed since
     the database's copy, each difference counted under its cause.
 
-    "Changed" is a ``/p/`` page (status 20) whose body on ``day`` is not the copy in
-    ``before``: changed that day, or on an earlier day that copy predates (a revisit that
-    day stopped before it, or it was not due); the latter are counted apart
-    (``changed_before_today``). A copy that is none of the page's revisions is counted in
+    "Changed" is a page (status 20: a ``/p/`` page or a gemlog's index, the pages the
+    days change) whose body on ``day`` is not the copy in ``before``: changed that day,
+    or on an earlier day that copy predates (a revisit that day stopped before it, or it
+    was not due); the latter are counted apart (``changed_before_today``). A copy that is none of the page's revisions is counted in
     ``copies_of_no_revision`` (a wrong hash: never expected)."""
 
     def rewritten(url: str) -> bool:
@@ -313,9 +315,9 @@ def compare_days(
     changed, earlier, unknown = changed_since_copy(space, day, before)
     missed: Counter[str] = Counter()  # changed, not re-indexed
     for url in changed - reindexed:
-        tree = tree_page(space, url)
-        assert tree is not None
-        if not space.answers(tree[0], day):
+        where = space_page(space, url)
+        assert where is not None
+        if not space.answers(where[0], day):
             missed[VANISHED] += 1
         elif url in refetched:
             missed["refetched, not re-indexed"] += 1

@@ -52,6 +52,7 @@ from geminibot.urls import host_name, normalise  # noqa: E402
 #: The indexes ``--index-cost`` weighs: what they serve (every new database has them).
 WEIGHED_INDEXES = {
     "fetches_url": "a URL's last answers (why, /check)",
+    "fetches_host_started": "a host's newest requests (why, /check: the longest wait)",
     "links_target": "a page's incoming links (/backlinks, anchor text, authority)",
 }
 

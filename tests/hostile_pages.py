@@ -103,8 +103,9 @@ def fill_sqlite(conn: Any) -> None:
 def fill_postgres(url: str) -> None:
     """The pages into the PostgreSQL database at ``url``, authority computed from
     :data:`SEED`."""
-    from geminibot.index.authority import compute_authority, write_postgres
+    from geminibot.index.authority import compute_authority
     from geminibot.store import pg
+    from geminibot.store.authority import write_postgres
     from geminibot.store.pages import write_page
     from geminibot.store.pg_sql import ENGINE
 

@@ -189,3 +189,39 @@ def served_on_a_thread(serve: Callable[[], AbstractAsyncContextManager[T]]) -> I
         thread.join(THREAD_BOUND)
     if failed:
         raise failed[0]
+
+
+class Held:
+    """A port of 127.0.0.1 whose connections are accepted and never answered: a client
+    routed there has a request in flight for as long as the block lasts. ``first`` is set
+    when the first connection is accepted."""
+
+    def __init__(self, port: int) -> None:
+        self.port = port
+        self.first = threading.Event()
+
+
+@contextmanager
+def held_connections() -> Iterator[Held]:
+    """A :class:`Held` port, its connections accepted on a thread and kept open (unread)
+    until the block ends."""
+    listener = socket.create_server(("127.0.0.1", 0))
+    held = Held(listener.getsockname()[1])
+    kept: list[socket.socket] = []
+
+    def accept() -> None:
+        with suppress(OSError):  # the listener closed: the block has ended
+            while True:
+                kept.append(listener.accept()[0])
+                held.first.set()
+
+    thread = threading.Thread(target=accept, name="held_connections", daemon=True)
+    thread.start()
+    try:
+        yield held
+    finally:
+        listener.shutdown(socket.SHUT_RDWR)
+        listener.close()
+        thread.join(THREAD_BOUND)
+        for sock in kept:
+            sock.close()

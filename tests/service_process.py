@@ -78,16 +78,25 @@ class Service:
 
 
 def config(
-    tmp_path: Path, seeds: list[str], port: int, db: str | None = None, name: str = NAME
+    tmp_path: Path,
+    seeds: list[str],
+    port: int,
+    db: str | None = None,
+    name: str = NAME,
+    background_nice: int = 0,
 ) -> tuple[Path, int, int]:
     """A settings file for the service over ``seeds`` served on ``port``: its path, the
-    search capsule's port and the metrics' port."""
+    search capsule's port and the metrics' port. Its background work runs at the test's
+    own niceness unless ``background_nice`` says otherwise: at the default 10, beside a
+    busy suite's workers at 0, the crawl and the index waited for the CPU far longer than
+    they used it."""
     search, metrics = free_port(), free_port()
     text = f"""
 [service]
 db = "{db or tmp_path / "engine.db"}"
 restart_delay = 0.2
 stop_timeout = 20.0
+background_nice = {background_nice}
 
 [crawl]
 seeds = {json.dumps(seeds)}

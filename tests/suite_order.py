@@ -6,20 +6,26 @@ from __future__ import annotations
 import pytest
 
 #: The modules that take longest (a few tests of real processes or long crawls each),
-#: longest first: they start first, one at the head of each worker's share, so that none
-#: of them is left to run alone at the end of the suite. ``tests/test_suite_order.py``
-#: holds each name to a real file.
+#: longest first (the service's, which mostly wait on its processes, ahead): they start
+#: first, one at the head of each worker's share, so that none of them is left to run
+#: alone at the end of the suite. ``tests/test_suite_order.py`` holds each name to a
+#: real file.
 LONGEST = (
     "tests/service/test_service_kill.py",
+    "tests/service/test_operating_doc.py",
+    "tests/service/test_service_recheck.py",
     "tests/store/test_store_processes.py",
     "tests/space/test_geminispace_crawl.py",
     "tests/capsule_server/test_report_bots.py",
     "tests/space/test_geminispace_fresh.py",
+    "tests/census/test_census_browser.py",
+    "tests/service/test_service.py",
     "tests/portal/test_portal_public.py",
     "tests/crawl/test_crawl_kill.py",
     "tests/crawl/test_crawl_cli.py",
     "tests/why/test_why_faces.py",
     "tests/crawl/test_crawl_cli_exits.py",
+    "tests/store/test_store_service.py",
     "tests/test_dependencies.py",
     "tests/test_bad_inputs.py",
 )

@@ -11,6 +11,9 @@ import pytest
 from fresh_python import run_python
 
 from geminibot.cli import ALL, COMMANDS, build_parser, main
+from geminibot.index.tantivy_index import rebuild
+from geminibot.store.db import connect, transaction
+from geminibot.store.pages import Page, store_page
 
 
 def test_help_lists_policy_command(capsys: pytest.CaptureFixture[str]) -> None:
@@ -82,19 +85,26 @@ print(json.dumps(sorted(sys.modules)))
 """
 
 
-#: What ``search`` and ``stats`` start without: the crawler, the policy engine, network
-#: clients, the language detector (an index build's), SQLAlchemy (the stores' writers').
-SEARCH_NEEDS_NONE_OF = [
+#: What ``search``, ``stats`` and ``feeds`` start without: the crawler, the policy engine,
+#: network clients and TLS, the language detector (an index build's), SQLAlchemy (the
+#: stores' writers'), the export's and the census's libraries.
+READS_NEED_NONE_OF = [
     "geminibot.crawl",
     "geminibot.policy",
     "geminibot.gemini",
     "trio",
     "httpx",
+    "cryptography",
+    "ssl",
     "py3langid",
     "numpy",
     "sqlalchemy",
     "psycopg",
+    "pyarrow",
+    "matplotlib",
 ]
+#: ... and ``search`` and ``stats`` without the URL parser (and its IDNA codec) too.
+SEARCH_NEEDS_NONE_OF = [*READS_NEED_NONE_OF, "geminibot.urls", "idna"]
 
 
 @pytest.mark.parametrize(
@@ -121,10 +131,10 @@ SEARCH_NEEDS_NONE_OF = [
         ),
         (
             ["stats", "--help"],
-            ["geminibot.index.search_cli"],
+            ["geminibot.index.stats_cli"],
             SEARCH_NEEDS_NONE_OF,
         ),
-        (["feeds", "--help"], ["geminibot.feeds.cli"], SEARCH_NEEDS_NONE_OF),
+        (["feeds", "--help"], ["geminibot.feeds.cli"], READS_NEED_NONE_OF),
     ],
 )
 def test_a_command_imports_only_its_own_module(
@@ -135,6 +145,48 @@ def test_a_command_imports_only_its_own_module(
     assert all(m in loaded for m in wanted), loaded
     for prefix in unwanted:
         assert not [m for m in loaded if m == prefix or m.startswith(prefix + ".")], loaded
+
+
+@pytest.fixture(scope="module")
+def crawl_db(tmp_path_factory: pytest.TempPathFactory) -> str:
+    """A crawl database of one page, its tantivy index built and current."""
+    path = tmp_path_factory.mktemp("cli") / "crawl.db"
+    conn = connect(path)
+    page = Page(
+        url="gemini://a.test/orbit.gmi",
+        host="a.test",
+        status=20,
+        meta="text/gemini",
+        fetched_at=1.0,
+        size=40,
+        mime="text/gemini",
+        title="Orbits",
+        text="a page about the orbit of a small moon",
+    )
+    with transaction(conn):
+        store_page(conn, page, "indexer")
+    rebuild(conn)
+    conn.close()
+    return str(path)
+
+
+@pytest.mark.parametrize(
+    ("argv", "wanted"),
+    [
+        (["search", "orbit", "--db", "DB"], ["geminibot.index.tantivy_index"]),
+        (["search", "orbit", "--db", "DB", "--json", "--explain"], []),
+    ],
+)
+def test_a_search_imports_only_what_it_searches_with(
+    crawl_db: str, argv: list[str], wanted: list[str]
+) -> None:
+    """Run on a real database (not only its --help): a search through the tantivy index
+    starts without the crawler, SQLAlchemy, the network and the URL parser."""
+    code = IMPORTED.replace("main(sys.argv[1:])", "assert main(sys.argv[1:]) == 0")
+    loaded = json.loads(run_python(code, *[crawl_db if a == "DB" else a for a in argv]))
+    assert all(m in loaded for m in wanted), loaded
+    for prefix in SEARCH_NEEDS_NONE_OF:
+        assert not [m for m in loaded if m == prefix or m.startswith(prefix + ".")], prefix
 
 
 def _every_parser(parser: argparse.ArgumentParser) -> list[argparse.ArgumentParser]:

@@ -1,7 +1,7 @@
 """Serve a synthetic Geminispace on loopback, or describe one.
 
     .venv/bin/python bench/geminispace serve --hosts 4400 --urls 600000 [--port N] [--day D]
-        [--addresses K]
+        [--addresses K] [--start YYYY-MM-DD]
     .venv/bin/python bench/geminispace describe --hosts 12 --urls 400
 
 ``serve`` prints the port and the ``geminibot crawl`` options that reach the space, then
@@ -12,7 +12,7 @@ answers until Ctrl-C (or ``--seconds``). ``SIGUSR1`` moves it to the next day (i
 from __future__ import annotations
 
 import argparse
-import contextlib
+import datetime as dt
 import json
 import signal
 import sys
@@ -25,6 +25,7 @@ if __package__ in (None, ""):  # run as ``python bench/geminispace``
 
 import trio
 
+from geminispace.gemlog import START
 from geminispace.server import MAX_ADDRESSES, SpaceServer, address_rules, loopback_address
 from geminispace.space import CHANGE_RATE, DOMAIN, Space
 
@@ -41,6 +42,8 @@ def describe(space: Space) -> dict[str, object]:
         "behaviours": dict(Counter(space.behaviour(i) for i in range(space.hosts))),
         "policies": dict(Counter(space.robots_kind(i) for i in range(space.hosts))),
         "planted_pages": len(space.plants),
+        "gemlogs": sum(space.gemlogs.has(i) for i in range(space.hosts)),
+        "gemlog_pages_day_0": sum(len(space.gemlogs.paths(i, 0)) for i in range(space.hosts)),
         "queries": len(space.queries()),
     }
 
@@ -80,6 +83,13 @@ def main() -> None:
     parser.add_argument(
         "--remove-rate", type=float, default=0.0, help="share of /p/ pages gone (51) from day 1"
     )
+    parser.add_argument(
+        "--start",
+        type=dt.date.fromisoformat,
+        default=START,
+        help=f"the date of day 0, YYYY-MM-DD (gemlog posts of day D are dated D days on;"
+        f" default {START})",
+    )
     parser.add_argument("--port", type=int, default=0)
     parser.add_argument("--seconds", type=float, default=MAX_SECONDS, help="stop after this")
     parser.add_argument(
@@ -93,6 +103,7 @@ def main() -> None:
             args.seed,
             change_rate=args.change_rate,
             remove_rate=args.remove_rate,
+            start=args.start,
         )
     except ValueError as exc:
         parser.error(str(exc))
@@ -103,8 +114,10 @@ def main() -> None:
         parser.error(f"--seconds must be in (0, {MAX_SECONDS:.0f}]")
     if not 0 <= args.addresses <= MAX_ADDRESSES:
         parser.error(f"--addresses must be 0 to {MAX_ADDRESSES}")
-    with contextlib.suppress(KeyboardInterrupt):
+    try:
         trio.run(serve, space, args.port, args.day, args.seconds, args.addresses)
+    except* KeyboardInterrupt:  # Ctrl-C (SIGINT): trio raises it inside a nursery's group
+        pass
 
 
 if __name__ == "__main__":

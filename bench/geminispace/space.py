@@ -23,10 +23,15 @@ Layout (host ``i`` of ``hosts``, named ``h0000.space.test`` ...):
   one at a time (the bigger ones are normal): a 15,000-URL host that answers once a
   second takes any polite crawler over four hours, which would measure that host, not
   the crawler.
+- **Gemlogs** (:mod:`geminispace.gemlog`): one host in ten keeps a journal whose index,
+  ``/gemlog/``, is a gemsub feed of dated links to its posts ``/gemlog/N.gmi``; its home
+  page links to it. These pages are over and above the ``urls`` the sizes add up to.
 - **Days.** On each day ``d >= 1`` a page ``/p/j`` changes with probability
   ``change_rate`` (decided by a hash, so which pages changed is known exactly:
-  :meth:`Space.changed`); other URLs never change. With ``remove_rate`` (0 by default), a
-  page ``/p/j`` answers ``51`` from day 1 on with that probability (:meth:`Space.removed`).
+  :meth:`Space.changed`), and a gemlog gains a post with probability ``post_rate`` (its
+  index changes: :meth:`Space.changed_on` says which page changed, for both); other URLs
+  never change. With ``remove_rate`` (0 by default), a page ``/p/j`` answers ``51`` from
+  day 1 on with that probability (:meth:`Space.removed`). Day 0 is the date ``start``.
 - **Planted pages** for relevance evaluation (:meth:`Space.queries`; a space too small
   to hold them without crowding, such as a test's dozen hosts, has none): topic pages with the query
   in title and headings, anchor-text targets whose own text never says the query but many
@@ -36,6 +41,7 @@ Layout (host ``i`` of ``hosts``, named ``h0000.space.test`` ...):
 from __future__ import annotations
 
 import bisect
+import datetime as dt
 import hashlib
 import itertools
 import random
@@ -45,6 +51,8 @@ from dataclasses import dataclass
 from functools import cached_property
 
 from geminibot.policy.agents_txt import content_hash
+
+from .gemlog import INDEX, POST_RATE, START, Gemlogs
 
 #: Domain all host names end in (one wildcard certificate covers them).
 DOMAIN = "space.test"
@@ -160,6 +168,8 @@ class Space:
         remove_rate: float = 0.0,
         slow_seconds: float = SLOW_SECONDS,
         plant: bool = True,
+        start: dt.date = START,
+        post_rate: float = POST_RATE,
     ) -> None:
         if hosts < 1:
             raise ValueError("a space needs at least one host")
@@ -182,6 +192,7 @@ class Space:
         )
         self.vocabulary = words
         self._word_cum = list(itertools.accumulate(1.0 / (r + 1) for r in range(len(words))))
+        self.gemlogs = Gemlogs(seed, start, post_rate, self._words)
 
     # -- hosts -------------------------------------------------------------------------
 
@@ -248,7 +259,7 @@ class Space:
         return self._sizes[i] - len(FIXED_PATHS)
 
     def paths(self, i: int) -> list[str]:
-        """Every finite URL path of host ``i``."""
+        """Every finite URL path of host ``i`` but its gemlog's (``gemlogs.paths``)."""
         return [*FIXED_PATHS, *(f"/p/{j}.gmi" for j in range(self.tree_size(i)))]
 
     # -- days --------------------------------------------------------------------------
@@ -263,6 +274,18 @@ class Space:
 
     def revision(self, i: int, j: int, day: int) -> int:
         return sum(self.changed(i, j, d) for d in range(1, day + 1))
+
+    def changed_on(self, i: int, path: str, day: int) -> bool:
+        """Whether the page at ``path`` of host ``i`` changed on ``day`` (a ``/p/`` page,
+        a gemlog's index; never another)."""
+        j = _tree_number(path, self.tree_size(i))
+        if j is not None:
+            return self.changed(i, j, day)
+        return path == INDEX and self.gemlogs.has(i) and self.gemlogs.posted(i, day)
+
+    def revision_of(self, i: int, path: str, day: int) -> int:
+        """How many times the page at ``path`` of host ``i`` changed by ``day``."""
+        return sum(self.changed_on(i, path, d) for d in range(1, day + 1))
 
     # -- planted evaluation pages ------------------------------------------------------
 
@@ -388,6 +411,8 @@ class Space:
         lines += ["=> /private/secret.gmi private", "=> /dup/a.gmi copy a", "=> /dup/b.gmi copy b"]
         lines += ["=> /dup/a.gmi?ref=home copy a again", "=> /files/photo.png a photo"]
         lines += ["=> /files/data.bin some data"]
+        if self.gemlogs.has(i):
+            lines.append(f"=> {INDEX} my gemlog")
         kind = self.behaviour(i)
         if kind == "maze":
             lines.append("=> /maze/ the maze")
@@ -436,12 +461,14 @@ class Space:
         fixed = self._fixed_answer(i, path)
         if fixed is not None:
             return fixed
-        if path.startswith("/p/") and path.endswith(".gmi") and path[3:-4].isdigit():
-            j = int(path[3:-4])
-            if j < self.tree_size(i) and path[3:-4] == str(j):
-                if self.removed(i, j, day):
-                    return Answer(51, "not found")
-                return Answer(20, gmi, self.tree_page(i, j, day).encode())
+        j = _tree_number(path, self.tree_size(i))
+        if j is not None:
+            if self.removed(i, j, day):
+                return Answer(51, "not found")
+            return Answer(20, gmi, self.tree_page(i, j, day).encode())
+        post = self.gemlogs.page(i, path, day)
+        if post is not None:
+            return Answer(20, gmi, post.encode())
         kind = self.behaviour(i)
         if kind == "maze" and path.startswith("/maze/"):
             rng = random.Random(f"{self.seed}:{i}:{path}")
@@ -475,6 +502,17 @@ class Space:
         if path == "/files/data.bin":
             return Answer(20, "application/octet-stream", zlib.compress(str(i).encode() * 64))
         return None
+
+
+def _tree_number(path: str, size: int) -> int | None:
+    """``j`` of a ``/p/j.gmi`` path of a host with ``size`` tree pages (spelt as the space
+    links it), else None."""
+    number = path[3:-4]
+    if path.startswith("/p/") and path.endswith(".gmi") and number.isdigit():
+        j = int(number)
+        if j < size and number == str(j):
+            return j
+    return None
 
 
 def _calendar_month(path: str) -> Answer | None:

@@ -4,7 +4,7 @@
 crawl can take the filled store over and revisit it.
 
 For benchmarks and relevance evaluation that need the index, not the network: every
-finite URL of every host that answers (policy-refused ``/private/`` pages left out), each
+finite URL of every host that answers (its gemlog's of that day included) (policy-refused ``/private/`` pages left out), each
 response extracted by the crawler's own :func:`geminibot.crawl.page.extract` and written by
 :func:`geminibot.store.pages.store_page`, duplicates marked as the crawler marks them.
 """
@@ -50,7 +50,7 @@ def _requests(space: Space, day: int) -> Iterator[tuple[str, str, str]]:
         if not space.answers(i, day):
             continue
         host = space.host(i)
-        for path in space.paths(i):
+        for path in [*space.paths(i), *space.gemlogs.paths(i, day)]:
             if path.startswith("/private/"):
                 continue
             yield host, path, f"gemini://{host}{path}"

@@ -9,15 +9,17 @@ from collections import Counter
 from datetime import UTC, datetime
 from typing import Any
 
-from geminibot.census.figures import tls_rows
-from geminibot.census.model import Census, Figure, Section
-from geminibot.census.sql import counted, one, run
+from geminibot.census.model import Census, Figure, Section, distribution
 from geminibot.cliutil import CommandError
-from geminibot.policy.lint import lint_policy
+from geminibot.policy.cli import lint_file
+from geminibot.store import census_reads as reads
+from geminibot.store import policy_reads
+from geminibot.store.database import Database
+from geminibot.urls import host_url
 
 #: Error kinds, by the names of the client's errors a failed request records.
 ERROR_KINDS: tuple[tuple[str, tuple[str, ...]], ...] = (
-    ("DNS", ("name or service not known", "nodename nor servname", "no address", "resolve")),
+    ("DNS", ("name or service not known", "nodename nor servname", "no address", "resol")),
     ("TLS", ("tlsfailure", "certificate")),
     ("timeout", ("timeout", "deadlineexceeded")),
 )
@@ -39,43 +41,35 @@ def _date(seconds: Any) -> str:
     return datetime.fromtimestamp(float(seconds), UTC).strftime("%Y-%m-%d")
 
 
-def host_census(conn: Any, host: str, now: float) -> Census:
+def host_census(conn: Database, host: str, now: float) -> Census:
     """The census of ``host`` (a host key: ``name`` or ``name:port``)."""
-    p = {"host": host}
-    if not one(conn, "SELECT count(*) FROM hosts WHERE host = :host", p):
+    if not reads.host_count(conn, host):
         raise CommandError(f"census: the crawl knows no host {host}")
-    start = one(conn, "SELECT min(fetched_at) FROM pages WHERE host = :host", p)
-    end = one(conn, "SELECT max(fetched_at) FROM pages WHERE host = :host", p)
+    start, end = reads.answered_window(conn, host)
     return Census(
         now,
         start,
         end,
-        (_answers(conn, p), _robots(conn, host), _certificate(conn, host, now), _index(conn, p)),
+        (
+            _answers(conn, host, now),
+            _robots(conn, host),
+            _certificate(conn, host, now),
+            _index(conn, host),
+        ),
         host,
     )
 
 
-def _answers(conn: Any, p: dict[str, Any]) -> Section:
+def _answers(conn: Database, host: str, now: float) -> Section:
     errors: Counter[str] = Counter({"DNS": 0, "TLS": 0, "timeout": 0, "4x": 0, "5x": 0})
-    for (reason,) in run(
-        conn, "SELECT coalesce(reason, '') FROM urls WHERE host = :host AND state = 'failed'", p
-    ):
-        errors[error_kind(str(reason))] += 1
-    for status, n in run(
-        conn, "SELECT status, count(*) FROM pages WHERE host = :host AND status >= 40 GROUP BY 1", p
-    ):
-        errors[
-            f"{int(status) // 10 % 10}x" if int(status) < 100 else f"{int(status) // 100}xx"
-        ] += int(n)
-    gone = one(conn, "SELECT count(*) FROM pages WHERE host = :host AND gone_at IS NOT NULL", p)
-    redirects = counted(
-        run(
-            conn,
-            "SELECT status, count(*) FROM pages WHERE host = :host AND status >= 30"
-            " AND status < 40 GROUP BY 1",
-            p,
-        )
-    )
+    for reason, n in reads.url_reasons(conn, host, "failed"):
+        errors[error_kind(reason or "")] += n
+    statuses = [(int(s), n) for s, n in reads.statuses(conn, host) if s is not None]
+    for status, n in statuses:
+        if status >= 40:
+            errors[f"{status // 10 % 10}x" if status < 100 else f"{status // 100}xx"] += n
+    gone = reads.answers(conn, host, now).gone
+    redirects = distribution((s, n) for s, n in statuses if 30 <= s < 40)
     return Section(
         "Answers",
         (
@@ -90,27 +84,17 @@ def _answers(conn: Any, p: dict[str, Any]) -> Section:
     )
 
 
-def _robots(conn: Any, host: str) -> Section:
-    rows = run(
-        conn,
-        "SELECT fetched_at, status, outcome, body FROM robots WHERE host = :host"
-        " AND name = 'robots.txt'",
-        {"host": host},
-    )
-    meta = one(
-        conn,
-        "SELECT meta FROM fetches WHERE host = :host AND url LIKE '%/robots.txt'"
-        " ORDER BY started_at DESC LIMIT 1",
-        {"host": host},
-    )
+def _robots(conn: Database, host: str) -> Section:
+    file = policy_reads.host_file(conn, host, "robots.txt")
+    meta, error = policy_reads.last_fetch(conn, host_url(host, "/robots.txt"))
     window = "the crawl's last fetch of /robots.txt"
-    if not rows:
+    if file is None:
         return Section(
             "robots.txt", (Figure("host.robots.fetched", "robots.txt fetched", "never", window),)
         )
-    fetched_at, status, outcome, body = rows[0]
-    data = bytes(body or b"")
-    findings = Counter(d.code for d in lint_policy("robots.txt", data) if d.level != "info")
+    fetched_at, status, outcome = file.fetched_at, file.status, file.outcome.kind
+    data = file.body or b""
+    findings = Counter(d.code for d in lint_file("robots.txt", data) if d.level != "info")
     return Section(
         "robots.txt",
         (
@@ -122,22 +106,34 @@ def _robots(conn: Any, host: str) -> Section:
                 window,
             ),
             Figure("host.robots.outcome", "what it means for bots", str(outcome), window),
-            Figure("host.robots.mime", "its MIME type", str(meta or "-"), window),
+            Figure(
+                "host.robots.error",
+                "the error its last request met, by kind (none: it was answered)",
+                f"{error_kind(str(error))}: {error}" if error else "none",
+                window,
+            ),
+            Figure("host.robots.mime", "its MIME type (of a 20)", _mime(status, meta), window),
             Figure("host.robots.size", "its size (bytes)", len(data), window),
             Figure("host.robots.lint", "lint warnings and errors, by kind", dict(findings), window),
         ),
     )
 
 
-def _certificate(conn: Any, host: str, now: float) -> Section:
-    rows = tls_rows(conn, host)
+def _mime(status: Any, meta: Any) -> str:
+    """The MIME type of a robots.txt that answered ``2x`` (another's meta is no MIME
+    type: a ``51``'s is its error message)."""
+    return str(meta) if meta and status is not None and str(int(status))[0] == "2" else "-"
+
+
+def _certificate(conn: Database, host: str, now: float) -> Section:
+    rows = reads.tls_history(conn, host)
     window = "the last connection"
     if not rows:
         return Section(
             "Certificate", (Figure("host.cert.sha256", "certificate SHA-256", None, window),)
         )
     last = rows[0]
-    not_after = last["not_after"]
+    not_after = last.not_after
     days = None if not_after is None else int((float(not_after) - now) // 86_400)
     return Section(
         "Certificate",
@@ -145,21 +141,21 @@ def _certificate(conn: Any, host: str, now: float) -> Section:
             Figure(
                 "host.cert.sha256",
                 "certificate SHA-256 (as TOFU clients show it)",
-                str(last["sha256"]),
+                last.sha256,
                 window,
             ),
             Figure(
                 "host.cert.spki_sha256",
                 "public key (SPKI) SHA-256",
-                str(last["spki_sha256"]),
+                last.spki_sha256,
                 window,
             ),
-            Figure("host.cert.subject", "subject", str(last["subject"]), window),
-            Figure("host.cert.issuer", f"issuer ({last['trust']})", str(last["issuer"]), window),
+            Figure("host.cert.subject", "subject", last.subject, window),
+            Figure("host.cert.issuer", f"issuer ({last.trust})", last.issuer, window),
             Figure(
                 "host.cert.key",
                 "key",
-                f"{last['key_type']} {last['key_bits'] or ''}".strip(),
+                f"{last.key_type} {last.key_bits or ''}".strip(),
                 window,
             ),
             Figure("host.cert.expires", "expires", _date(not_after), window),
@@ -169,39 +165,31 @@ def _certificate(conn: Any, host: str, now: float) -> Section:
             Figure(
                 "host.cert.name_matches",
                 "its names cover the host (1 yes, 0 no)",
-                int(bool(last["name_matches"])),
+                int(last.name_matches),
                 window,
             ),
             Figure(
                 "host.tls",
                 "TLS version and cipher",
-                f"{last['tls_version']} {last['cipher']}",
+                f"{last.tls_version} {last.cipher}",
                 window,
             ),
             Figure(
                 "host.cert.changes",
                 "certificates seen for the host (a change each after the first)",
-                len({r["sha256"] for r in rows}),
+                len({r.sha256 for r in rows}),
                 _CRAWL,
             ),
         ),
     )
 
 
-def _index(conn: Any, p: dict[str, Any]) -> Section:
-    searchable = one(conn, "SELECT count(*) FROM pages WHERE host = :host AND text_indexed", p)
-    states = counted(run(conn, "SELECT state, count(*) FROM urls WHERE host = :host GROUP BY 1", p))
-    refused = counted(
-        run(
-            conn,
-            "SELECT reason, count(*) FROM urls WHERE host = :host AND state IN ('refused',"
-            " 'trapped') GROUP BY 1",
-            p,
-        ),
+def _index(conn: Database, host: str) -> Section:
+    _, searchable, duplicates = reads.page_counts(conn, host)
+    states = distribution(reads.url_states(conn, host).items())
+    refused = distribution(
+        [*reads.url_reasons(conn, host, "refused"), *reads.url_reasons(conn, host, "trapped")],
         10,
-    )
-    duplicates = one(
-        conn, "SELECT count(*) FROM pages WHERE host = :host AND duplicate_of IS NOT NULL", p
     )
     return Section(
         "In and out of the index",

@@ -8,12 +8,26 @@ in this store), or a mapping of label to number (a distribution, in the order to
 
 from __future__ import annotations
 
+from collections import Counter
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
 #: A figure's value: a count or measure, a text (a fingerprint, a date), None (not known),
 #: or a labelled distribution.
 Value = int | float | str | None | dict[str, int | float]
+
+
+def distribution(
+    rows: Iterable[tuple[object, int]], limit: int | None = None
+) -> dict[str, int | float]:
+    """Rows of (label, count) as a distribution, largest first (ties by label), at most
+    ``limit`` labels; the counts of a label given twice add up."""
+    totals: Counter[str] = Counter()
+    for label, n in rows:
+        totals[str(label)] += int(n)
+    pairs = sorted(totals.items(), key=lambda kv: (-kv[1], kv[0]))
+    return dict(pairs[:limit] if limit is not None else pairs)
 
 
 @dataclass(frozen=True)

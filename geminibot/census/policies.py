@@ -18,14 +18,14 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Iterator
 from datetime import UTC, datetime
-from typing import Any
 
 from geminibot.census.model import Figure
-from geminibot.census.sql import run
 from geminibot.policy import VIRTUAL_AGENTS, RobotsFile, has_errors, parse_robots
+from geminibot.policy.cli import lint_file
 from geminibot.policy.ext20 import parse_ext20
-from geminibot.policy.lint import lint_policy
 from geminibot.policy.security_txt import SECURITY_TXT, parse_security_txt
+from geminibot.store import census_reads, policy_reads
+from geminibot.store.database import Database
 
 #: The policy files a crawl fetches, as the ``robots`` table names them.
 ROBOTS, ROBOTS2, AGENTS = "robots.txt", "robots2.txt", "agents.txt"
@@ -89,7 +89,7 @@ class _RobotsTally:
             self.present += 1
             self.mime[mime] += 1
             parsed = parse_robots(body)
-            findings = lint_policy(ROBOTS, body)
+            findings = lint_file(ROBOTS, body)
             self.well_formed += not has_errors(findings)
             self.lint.update(f"robots.txt {d.code}" for d in findings if d.level != "info")
             for va in VIRTUAL_AGENTS:
@@ -101,20 +101,19 @@ class _RobotsTally:
             counts[refusal(parsed, f"gemini://{host}", self.agent, va, strict)] += 1
 
 
-def policy_figures(conn: Any, where: str, params: dict[str, Any], agent: str) -> Iterator[Figure]:
-    """The policy section's figures over the capsules ``where`` selects."""
-    capsules = [str(r[0]) for r in run(conn, f"SELECT host FROM hosts WHERE {where}", params)]
-    files: dict[tuple[str, str], tuple[str, int | None, bytes]] = {}
-    for host, name, outcome, status, body in run(
-        conn, f"SELECT host, name, outcome, status, body FROM robots WHERE {where}", params
-    ):
-        files[(str(host), str(name))] = (str(outcome), status, bytes(body or b""))
-    mimes = _policy_mimes(conn, where, params)
+def policy_figures(conn: Database, host: str | None, agent: str) -> Iterator[Figure]:
+    """The policy section's figures over ``host`` (None: every Gemini capsule)."""
+    capsules = census_reads.hosts(conn, host)
+    files: dict[tuple[str, str], tuple[str, int | None, bytes]] = {
+        (f.host, f.name): (str(f.outcome.kind), f.status, f.body or b"")
+        for f in policy_reads.files(conn, host)
+    }
+    mimes = _policy_mimes(conn, host)
 
     tally = _RobotsTally(agent)
-    for host in capsules:
-        fetched = files.get((host, ROBOTS))
-        tally.add(host, fetched, mimes.get((host, ROBOTS), "-"))
+    for capsule in capsules:
+        fetched = files.get((capsule, ROBOTS))
+        tally.add(capsule, fetched, mimes.get((capsule, ROBOTS), "-"))
     robots_status, robots_mime, naming, refused, lint = (
         tally.status,
         tally.mime,
@@ -127,7 +126,7 @@ def policy_figures(conn: Any, where: str, params: dict[str, Any], agent: str) ->
     for (_, name), (outcome, _, body) in files.items():
         if name in others and outcome == "success":
             others[name] += 1
-            findings = lint_policy(name, body)
+            findings = lint_file(name, body)
             lint.update(f"{name} {d.code}" for d in findings if d.level != "info")
     yield Figure(
         "robots.capsules", "capsules whose policy files the census reads", len(capsules), _WINDOW
@@ -173,21 +172,17 @@ def policy_figures(conn: Any, where: str, params: dict[str, Any], agent: str) ->
     )
 
 
-def security_figures(conn: Any, where: str, params: dict[str, Any], now: float) -> Iterator[Figure]:
-    """How many capsules ``where`` selects publish a security.txt, well-formed, expired
-    at ``now``."""
+def security_figures(conn: Database, host: str | None, now: float) -> Iterator[Figure]:
+    """How many capsules of ``host`` (None: every Gemini capsule) publish a security.txt,
+    well-formed, expired at ``now``."""
     at = datetime.fromtimestamp(now, UTC)
-    capsules = int(run(conn, f"SELECT count(*) FROM hosts WHERE {where}", params)[0][0])
+    capsules = census_reads.host_count(conn, host)
     present = well_formed = expired = read_files = 0
-    for outcome, body in run(
-        conn,
-        f"SELECT outcome, body FROM robots WHERE {where} AND name = :security_txt",
-        {**params, "security_txt": SECURITY_TXT},
-    ):
+    for file in policy_reads.files(conn, host, SECURITY_TXT):
         read_files += 1
-        if outcome == "success":
+        if file.outcome.kind == "success":
             present += 1
-            read = parse_security_txt(bytes(body or b""))
+            read = parse_security_txt(file.body or b"")
             well_formed += read.well_formed
             expired += read.well_formed and read.expired(at)
     not_read = capsules - read_files
@@ -214,16 +209,10 @@ def security_figures(conn: Any, where: str, params: dict[str, Any], now: float) 
     )
 
 
-def _policy_mimes(conn: Any, where: str, params: dict[str, Any]) -> dict[tuple[str, str], str]:
+def _policy_mimes(conn: Database, host: str | None) -> dict[tuple[str, str], str]:
     """Each capsule's policy files' MIME type, from the last 20 answer that got them."""
     found: dict[tuple[str, str], str] = {}
-    for host, url, meta in run(
-        conn,
-        f"SELECT host, url, meta FROM fetches WHERE {where} AND status = 20"
-        " AND (url LIKE '%/robots.txt' OR url LIKE '%/robots2.txt' OR url LIKE '%/agents.txt')"
-        " ORDER BY started_at",
-        params,
-    ):
-        name = str(url).rsplit("/", 1)[-1]
-        found[(str(host), name)] = str(meta).split(";", 1)[0].strip().lower() or "-"
+    for key, url, meta in policy_reads.file_fetches(conn, host):
+        name = url.rsplit("/", 1)[-1]
+        found[(key, name)] = meta.split(";", 1)[0].strip().lower() or "-"
     return found

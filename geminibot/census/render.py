@@ -1,16 +1,19 @@
 """A census rendered: as text for a terminal (80 columns), as JSON for scripts, as gemtext
 (tables in preformatted blocks) for a capsule; and the history of censuses as series.
 Every label that came from the network (hosts, issuers, MIME types) is escaped for a
-terminal in text."""
+terminal in text, and in gemtext also kept inside its table's block
+(:func:`~geminibot.gemini.gemtext.preformatted_line`)."""
 
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any
 
 from geminibot.census.model import Census, Figure, Section, Value
 from geminibot.cliutil import LINE_WIDTH, clipped, terminal_safe, wrapped
+from geminibot.gemini.gemtext import TOGGLE, preformatted_line
 
 #: Width of a distribution's labels in a table (the count takes the rest).
 LABEL_WIDTH = 56
@@ -28,14 +31,22 @@ def _number(value: int | float | str) -> str:
     return f"{value:,}" if isinstance(value, int) else f"{value:,.1f}"
 
 
-def _table(value: dict[str, int | float], indent: str) -> list[str]:
+def _table(
+    value: dict[str, int | float], indent: str, escape: Callable[[str], str] = terminal_safe
+) -> list[str]:
+    """A distribution's lines, each label ``escape``-d then cut to fit 80 columns."""
     if not value:
         return [f"{indent}(none)"]
     width = LINE_WIDTH - len(indent) - 12
     return [
-        f"{indent}{clipped(terminal_safe(label), width):<{width}} {_number(n):>11}"
+        f"{indent}{clipped(escape(label), width):<{width}} {_number(n):>11}"
         for label, n in value.items()
     ]
+
+
+def _preformatted_label(label: str) -> str:
+    """A label escaped for a terminal and kept inside a gemtext preformatted block."""
+    return preformatted_line(terminal_safe(label))
 
 
 def _value_lines(value: Value, indent: str) -> list[str]:
@@ -65,7 +76,8 @@ def _figure_text(figure: Figure, shared: bool) -> list[str]:
     return [*wrapped(head, "  ", "    "), *_value_lines(figure.value, "    ")]
 
 
-def _shared_window(section: Section) -> str | None:
+def shared_window(section: Section) -> str | None:
+    """The window every figure of ``section`` counts over, or None when they differ."""
     windows = {f.window for f in section.figures}
     return windows.pop() if len(windows) == 1 else None
 
@@ -73,7 +85,7 @@ def _shared_window(section: Section) -> str | None:
 def as_text(census: Census) -> str:
     lines = _heading(census)
     for section in census.sections:
-        window = _shared_window(section)
+        window = shared_window(section)
         title = section.title.upper()
         lines += ["", *wrapped(f"{title} (over {window})" if window else title)]
         for figure in section.figures:
@@ -96,7 +108,8 @@ def as_gemtext(census: Census) -> str:
         for figure in section.figures:
             head = f"{figure.what} ({figure.window})" if figure.window else figure.what
             if isinstance(figure.value, dict):
-                lines += ["", head, f"```{figure.key}", *_table(figure.value, ""), "```"]
+                table = _table(figure.value, "", _preformatted_label)
+                lines += ["", head, f"{TOGGLE}{figure.key}", *table, TOGGLE]
             else:
                 lines.append(f"* {head}: {_value_lines(figure.value, '')[0]}")
     lines += ["", *census.notes]

@@ -16,15 +16,14 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Iterator
 from datetime import UTC, datetime
-from typing import cast
 
 from geminibot.census.model import Figure
-from geminibot.census.sql import run
 from geminibot.policy.candidates import MAX_CANDIDATE_PATHS, candidate_paths
 from geminibot.policy.compare import KINDS, Comparison, bot_classes, compare
-from geminibot.policy.outcomes import FetchOutcome, Kind
+from geminibot.policy.outcomes import FetchOutcome
 from geminibot.policy.security_txt import SECURITY_TXT
 from geminibot.policy.site_policy import AGENTS, ROBOTS, ROBOTS2, Fetched, SitePolicy
+from geminibot.store import policy_reads
 from geminibot.store.database import Database
 from geminibot.urls import host_name, host_protocol, host_url
 
@@ -53,8 +52,7 @@ def web_origins(conn: Database) -> dict[str, str]:
     ``http://``, the default port (the shortest key) before others."""
     origins: dict[str, str] = {}
     keys = sorted(
-        (str(r[0]) for r in run(conn, "SELECT DISTINCT host FROM robots WHERE host LIKE '%://%'")),
-        key=lambda k: (-len(k), k),
+        policy_reads.web_origins(conn), key=lambda k: (-len(k), k)
     )  # the preferred last: it is kept
     for scheme in reversed(_SCHEMES):
         for key in keys:
@@ -66,15 +64,10 @@ def web_origins(conn: Database) -> dict[str, str]:
 def _files(conn: Database, host: str) -> dict[str, Fetched]:
     """The host's files as last fetched, by their cache name."""
     return {
-        str(name): Fetched(
-            FetchOutcome(cast(Kind, str(outcome)), str(reason), None, 0.0),
-            None if body is None else bytes(body),
+        file.name: Fetched(
+            FetchOutcome(file.outcome.kind, file.outcome.reason, None, 0.0), file.body
         )
-        for name, outcome, reason, body in run(
-            conn,
-            "SELECT name, outcome, reason, body FROM robots WHERE host = :host",
-            {"host": host},
-        )
+        for file in policy_reads.host_files(conn, host)
     }
 
 
@@ -114,14 +107,7 @@ def web_figures(conn: Database, capsules: list[str], now: float) -> Iterator[Fig
     :data:`MAX_COMPARED` and :data:`MAX_COMPARED_PATHS` allow."""
     origins = web_origins(conn)
     pairs = sorted((c, origins[_name(c)]) for c in capsules if _name(c) in origins)
-    with_robots = {
-        str(r[0])
-        for r in run(
-            conn,
-            "SELECT host FROM robots WHERE name = :name AND outcome = 'success'",
-            {"name": ROBOTS},
-        )
-    }
+    with_robots = policy_reads.hosts_with(conn, ROBOTS)
     both = [(c, o) for c, o in pairs if c in with_robots and o in with_robots]
     at = datetime.fromtimestamp(now, UTC)
     verdicts: Counter[str] = Counter({"identical in effect": 0, "differing": 0})

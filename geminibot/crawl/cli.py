@@ -1,4 +1,5 @@
-"""``geminibot crawl`` (``search`` and ``stats`` are :mod:`geminibot.index.search_cli`).
+"""``geminibot crawl`` (``search`` is :mod:`geminibot.index.search_cli`, ``stats``
+:mod:`geminibot.index.stats_cli`).
 
 The crawler and its network clients (trio, httpx) are imported when a crawl runs, not
 when this module is: every ``--help`` starts without them.
@@ -432,11 +433,17 @@ async def _crawl_stoppable(args: argparse.Namespace, stopper: Stopper) -> int:
 async def _run_forever(args: argparse.Namespace, database: Database, stopper: Stopper) -> int:
     """Crawl runs one after the other, each when work is due (:mod:`.continuous`), until
     ``stopper`` stops them: exit 0."""
-    from geminibot.crawl.continuous import any_due, keep_going, newest_url, next_due
+    from geminibot.crawl.continuous import any_due, keep_going, next_due
+
+    newest = 0  # the newest URL id the last run looked at: a newer one queued is new work
+
+    def ran(progress: Progress) -> None:
+        nonlocal newest
+        newest = progress.newest_url
 
     async def run_once(wall_clock: Callable[[], float]) -> None:
         seeds, options, resolver = _options(args)
-        await _run(args, database, seeds, options, resolver, stopper, wall_clock)
+        await _run(args, database, seeds, options, resolver, stopper, wall_clock, ran)
         args.refresh = False  # --refresh: the first run only
 
     def reading(read: Callable[[Database, float], _T]) -> Callable[[float], _T]:
@@ -458,8 +465,8 @@ async def _run_forever(args: argparse.Namespace, database: Database, stopper: St
         )
 
     def watching(since: float) -> Callable[[float], bool]:
-        newest = reading(newest_url)(since)  # (a URL queued after it: a /submit)
-        return reading(lambda db, now: any_due(db, now, newest))
+        mark = newest  # (a URL queued after the run's last look: a /submit)
+        return reading(lambda db, now: any_due(db, now, mark))
 
     await keep_going(run_once, reading(next_due), stopper, on_sleep, watching)
     return EXIT_OK
@@ -473,12 +480,16 @@ async def _run(
     resolver: Resolver,
     stopper: Stopper,
     wall_clock: Callable[[], float] = time.time,
+    ran: Callable[[Progress], None] | None = None,
 ) -> int:
+    """One crawl run (``ran`` is told what it did, as it ends)."""
     from geminibot.crawl.clock import TrioWallClock
 
     clock = TrioWallClock(wall_clock)
     with database.crawl_store(clock.now, options.limits) as store:
-        return await _run_on(args, database.name, store, seeds, options, resolver, stopper, clock)
+        return await _run_on(
+            args, database.name, store, seeds, options, resolver, stopper, clock, ran
+        )
 
 
 async def _run_on(
@@ -490,8 +501,10 @@ async def _run_on(
     resolver: Resolver,
     stopper: Stopper,
     clock: TrioWallClock,
+    ran: Callable[[Progress], None] | None = None,
 ) -> int:
-    """One crawl run on ``store`` (its database named ``label`` in messages)."""
+    """One crawl run on ``store`` (its database named ``label`` in messages; ``ran`` is
+    told what it did, as it ends)."""
     from geminibot.crawl.build import Network, build_crawler
     from geminibot.crawl.display import Display
     from geminibot.crawl.runrecord import record_run
@@ -523,6 +536,8 @@ async def _run_on(
     try:
         crawler.seed(seeds)
         progress, interrupted = await _crawl(crawler, stopper)
+        if ran is not None:
+            ran(progress)
     finally:
         display.end()
         if archive is not None:

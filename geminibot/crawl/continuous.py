@@ -8,13 +8,15 @@ a failed request's retry back-off, a refusal asked again (``urls.next_visit``), 
 URLs still queued (their host skipped for now) the host's back-off (``hosts.not_before``)
 or its cached policy files' expiry (``robots.expires_at``, a robots.txt's 24 hours; a
 visit window or an unreachable host is looked at again after :data:`QUEUED_RECHECK`).
-The loop sleeps until then, at least :data:`MIN_PAUSE` and at most :data:`MAX_SLEEP` (so
-that URLs queued by others, on a shared PostgreSQL store, are taken within that time),
-and looks every :data:`~geminibot.store.recheck.DUE_POLL` seconds whether a URL has
-become due meanwhile (:func:`any_due`: made due by ``geminibot recheck`` or the search
-capsule's ``/submit``, or by a link to a page not found; or a URL new to the store queued
-since the sleep began, a ``/submit`` of a URL never met): it then runs at once. A run looks as often too (the crawler's
-``poll_due``), so a recheck is taken within that time whether the crawl runs or sleeps.
+The loop sleeps until then, at least :data:`MIN_PAUSE` and at most :data:`MAX_SLEEP`,
+and looks every :data:`~geminibot.store.recheck.DUE_POLL` seconds whether work has come
+meanwhile (:func:`any_due`): a URL made due (by ``geminibot recheck`` or the search
+capsule's ``/submit``, or by a link to a page not found), or a URL new to the store
+queued since the run's last look (a ``/submit`` of a URL never met, another process's
+links): it then runs at once. A run looks as often (the crawler's ``poll_due``): it
+queues the URLs come due and hands the scheduler their hosts and those of the URLs new
+to the store, paced and asked for their policy like any. So a recheck or a submission is
+taken within ``DUE_POLL`` whether the crawl runs, sleeps or is between the two.
 
 :class:`Stopper` stops it: the run in progress (its requests in flight go back to the
 queue, as Ctrl-C does a single crawl) or the sleep. Every stop resumes: the store is the
@@ -41,7 +43,7 @@ MIN_PAUSE = 1.0
 #: Longest sleep between two runs (seconds).
 MAX_SLEEP = 3600.0
 #: When URLs are still queued after a run (their host skipped for now: a visit window,
-#: no answer), how soon they are tried again at the latest (seconds).
+#: no answer; or a limit met), how soon they are tried again at the latest (seconds).
 QUEUED_RECHECK = 300.0
 
 
@@ -58,18 +60,10 @@ def next_due(database: Database, now: float) -> float | None:
     return due
 
 
-def newest_url(database: Database, now: float) -> int:
-    """The highest id of the store's URLs (``now`` unused): a sleep's mark for
-    :func:`any_due`."""
-    from geminibot.store import statements as q
-
-    row = database.run(q.NEWEST_URL).fetchone()
-    return 0 if row is None or row[0] is None else int(row[0])
-
-
 def any_due(database: Database, now: float, newest: int | None = None) -> bool:
-    """Whether a finished URL is due at ``now``, or (``newest``: :func:`newest_url` when
-    the sleep began) a URL new to the store was queued since (a ``/submit``)."""
+    """Whether a finished URL is due at ``now``, or (``newest``: the newest URL id the
+    last run looked at, :attr:`~geminibot.crawl.progress.Progress.newest_url`) a URL new
+    to the store was queued since (a ``/submit``)."""
     from geminibot.store import statements as q
 
     return bool(database.run(q.ANY_DUE, now=now, newest=newest).fetchone()[0])

@@ -115,6 +115,7 @@ class Crawler:
         self._pages_before = 0
         self._cancel: trio.CancelScope | None = None
         self._due_added = False  # URLs came due during this round of workers
+        self._newest = 0  # the newest URL id looked at (``poll_due``): a newer one is new
 
     def clock(self) -> float:
         """Wall-clock seconds (by default advanced by trio's clock once the crawl runs)."""
@@ -145,6 +146,8 @@ class Crawler:
         now = self.clock()
         self.store.prune_logs(now - LOG_RETENTION_DAYS * DAY)
         self.progress.revisits = self.store.revisit(now, self.options.refresh)
+        if self.poll_due is not None:  # (URLs queued by others after it: new work)
+            self._newest = self.store.newest_url()
         self.scheduler.restore(self.store.host_states(), self.store.hosts_with_work())
         self._pages_before = self.store.count_pages()
         self._queued = self.store.queued()
@@ -170,6 +173,7 @@ class Crawler:
         self._update_progress()
         self.progress.queued = self.store.queued()
         self.progress.hosts_seen = self.store.count_hosts()
+        self.progress.newest_url = self._newest
         return self.progress
 
     async def _rounds(self) -> None:
@@ -189,22 +193,28 @@ class Crawler:
 
     async def _take_due(self, every: float) -> None:
         """Every ``every`` seconds, queue the URLs that became due during the run (made
-        due by ``geminibot recheck``, or their revisit time come) and hand their hosts to
-        the scheduler, which paces them as any."""
+        due by ``geminibot recheck``, or their revisit time come), take the URLs new to
+        the store (``/submit``), and hand their hosts to the scheduler, which paces them
+        as any (a host not met yet: its policy files first)."""
         while not self._stopping:
             await trio.sleep(every)
             self._queue_due()
 
     def _queue_due(self) -> None:
-        """Queue the URLs due now and give their hosts to the scheduler."""
+        """Queue the URLs due now and give their hosts to the scheduler, with the hosts of
+        the URLs others queued since the last look (new to the store: a ``/submit``,
+        another process's links); each host's turn then asks its scope, lease and policy."""
         if self._stopping:
             return
         woken = self.store.revisit_due(self.clock())
+        newest = self.store.newest_url()  # (read first: a URL queued meanwhile is newer)
+        new = self.scheduler.add_new_hosts(self.store.queued_since(self._newest))
+        self._newest = newest
         if woken:
-            self._due_added = True
             self.progress.revisits += sum(woken.values())
-            self._queued += sum(woken.values())
             self.scheduler.add_work(woken)
+        self._queued += sum(woken.values()) + sum(new.values())
+        self._due_added = self._due_added or bool(woken or new)
 
     async def _await_held_work(self) -> bool:
         """No host has work here: wait for work that other crawl processes sharing the

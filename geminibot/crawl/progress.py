@@ -42,6 +42,9 @@ class Progress:
     next_request: tuple[str, float] | None = None
     #: Why the crawl ended before its queue was empty ("--max-pages", "--max-time"), if so.
     limit: str | None = None
+    #: The newest URL id the run looked at for URLs others queued (``poll_due``): a
+    #: continuous crawl's sleep takes a newer one at once (a ``/submit`` as the run ended).
+    newest_url: int = 0
 
     @property
     def rate(self) -> float:

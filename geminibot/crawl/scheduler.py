@@ -89,6 +89,14 @@ class Scheduler:
             if host not in self._placed and host not in self._out:
                 self._place(host, now)
 
+    def add_new_hosts(self, work: Mapping[str, int]) -> dict[str, int]:
+        """Hosts got queued URLs this crawl did not queue (a ``/submit``, another
+        process): those not in the schedule are placed, as :meth:`add_work` places them;
+        those in it claim the new URLs in their turns. Returns the hosts placed."""
+        new = {h: n for h, n in work.items() if h not in self._placed and h not in self._out}
+        self.add_work(new)
+        return new
+
     def claimed(self, host: str) -> None:
         """One of ``host``'s queued URLs was claimed."""
         if host in self._work:

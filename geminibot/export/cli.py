@@ -22,11 +22,10 @@ from geminibot.cliutil import (
 from geminibot.export.readme import README
 from geminibot.export.writer import EXPORT_FILES, Written, export
 from geminibot.store.database import Database, open_database
+from geminibot.store.export_reads import HOLDS_URLS
 
 #: Seconds between two progress lines on standard error.
 PROGRESS_INTERVAL = 2.0
-
-COUNT_URLS = "SELECT (SELECT count(*) FROM urls) + (SELECT count(*) FROM pages)"
 
 
 def register(commands: Any) -> None:
@@ -39,9 +38,10 @@ def register(commands: Any) -> None:
             "a row is): a columnar index in Common Crawl's columns (index.parquet), "
             "hosts with their TLS and certificate facts and history, certificate pins, "
             "policy files as fetched, permanent redirects, "
-            "the link graph between capsules, and the URLs kept out with their reasons. "
-            "Nothing of a page's text unless --text, and never for a page whose host's "
-            "robots2.txt forbids keeping it. The database is only read (one snapshot; "
+            "the link graph between capsules, the URLs kept out with their reasons, "
+            "and the feeds found with their entries. Nothing of a page's text (nor a "
+            "feed's title, author or entries' titles) unless --text, and never for a "
+            "host whose robots2.txt forbids keeping it. The database is only read (one snapshot; "
             "a crawl may go on meanwhile). Progress goes to standard error. Exit status: "
             "0 exported, 1 nothing to export or a failure while writing, 2 a bad --db "
             "or --out."
@@ -63,7 +63,8 @@ def register(commands: Any) -> None:
     p.add_argument(
         "--text",
         action="store_true",
-        help="also write page_text.parquet: the text kept of each searchable page",
+        help="also write page_text.parquet (the text kept of each searchable page) and "
+        "the titles of feeds and their entries",
     )
     p.add_argument(
         "--force",
@@ -109,7 +110,7 @@ def progress_lines(interval: float = PROGRESS_INTERVAL) -> Callable[[str], None]
 
 
 def _export(database: Database, args: argparse.Namespace) -> list[Written]:
-    if not int(database.execute(COUNT_URLS).fetchone()[0]):
+    if not int(database.run(HOLDS_URLS).fetchone()[0]):
         raise CommandError(
             f"{database.name}: the crawl holds no URLs yet: nothing to export", EXIT_NEGATIVE
         )

@@ -7,7 +7,6 @@ from __future__ import annotations
 from typing import Any
 
 import pyarrow as pa
-import sqlalchemy as sa
 
 from geminibot.export.model import (
     INT16,
@@ -22,19 +21,8 @@ from geminibot.export.model import (
     micros,
     parts_of,
 )
+from geminibot.store import export_reads as reads
 from geminibot.urls import host_url
-
-#: Each host with its counts and the TLS and certificate facts last seen on it (the
-#: newest row of its ``tls_history``).
-HOST_ROWS = sa.text(
-    "SELECT h.host, h.first_seen, h.last_fetch_at, h.last_duration, h.slow_downs,"
-    " h.urls_total, (SELECT count(*) FROM pages p WHERE p.host = h.host), h.failures,"
-    " h.failing_since, h.skipped_reason, t.tls_version, t.cipher, t.sha256, t.trust,"
-    " t.key_type, t.not_after, t.name_matches FROM hosts h LEFT JOIN ("
-    "  SELECT *, row_number() OVER (PARTITION BY host ORDER BY last_seen DESC, sha256) AS n"
-    "  FROM tls_history) t ON t.host = h.host AND t.n = 1"
-    " ORDER BY h.host"
-)
 
 
 def _host_row(row: Any) -> tuple[Any, ...]:
@@ -97,10 +85,8 @@ HOSTS = Dataset(
         Column("certificate_not_after_time", TIME, "when it expires"),
         Column("certificate_name_matches", pa.bool_(), "whether its names cover the host"),
     ),
-    converted(HOST_ROWS, _host_row),
+    converted(reads.HOST_ROWS, _host_row),
 )
-
-PIN_ROWS = sa.text("SELECT host, port, fingerprint, first_seen FROM pins ORDER BY host, port")
 
 
 def _pin_row(row: Any) -> tuple[Any, ...]:
@@ -119,13 +105,7 @@ PINS = Dataset(
         Column("certificate_sha256", STRING, "SHA-256 of the DER certificate, colon-separated hex"),
         Column("first_seen_time", TIME, "when the crawl pinned it"),
     ),
-    converted(PIN_ROWS, _pin_row),
-)
-
-TLS_ROWS = sa.text(
-    "SELECT host, tls_version, cipher, first_seen, last_seen, sha256, spki_sha256, subject,"
-    " issuer, sans, trust, key_type, key_bits, not_before, not_after, name_matches, parsed"
-    " FROM tls_history ORDER BY host, first_seen, sha256, tls_version, cipher"
+    converted(reads.PIN_ROWS, _pin_row),
 )
 
 
@@ -188,12 +168,7 @@ TLS = Dataset(
         Column("certificate_name_matches", pa.bool_(), "whether its names cover the host"),
         Column("certificate_parsed", pa.bool_(), "whether it could be read (else only hashed)"),
     ),
-    converted(TLS_ROWS, _tls_row),
-)
-
-POLICY_ROWS = sa.text(
-    "SELECT host, name, fetched_at, expires_at, outcome, reason, status, body"
-    " FROM robots ORDER BY host, name"
+    converted(reads.TLS_ROWS, _tls_row),
 )
 
 
@@ -231,5 +206,5 @@ POLICY_FILES = Dataset(
         Column("content_length", INT64, "the body's bytes (null: no body)"),
         Column("content", pa.binary(), "the body as fetched (null: no body)"),
     ),
-    converted(POLICY_ROWS, _policy_row),
+    converted(reads.POLICY_ROWS, _policy_row),
 )

@@ -8,7 +8,6 @@ from collections.abc import Iterator
 from typing import Any
 
 import pyarrow as pa
-import sqlalchemy as sa
 
 from geminibot.export.model import (
     INT16,
@@ -26,12 +25,8 @@ from geminibot.export.model import (
     parts_of,
     target_host,
 )
+from geminibot.store import export_reads as reads
 from geminibot.store.database import Database
-
-INDEX_ROWS = sa.text(
-    "SELECT url, host, status, meta, mime, lang, size, content_hash, fetched_at, redirect_to,"
-    " duplicate_of, text_indexed, changed_at, gone_at FROM pages ORDER BY id"
-)
 
 
 def _successful(status: int, gemini: bool) -> bool:
@@ -152,17 +147,11 @@ INDEX = Dataset(
         Column("fetch_gone_time", TIME, "geminibot: when the URL went away (null: live)"),
         Column("content_searchable", pa.bool_(), "geminibot: whether its text is searchable"),
     ),
-    converted(INDEX_ROWS, _index_row),
+    converted(reads.PAGE_ROWS, _index_row),
 )
 
 
 # --- redirects, the link graph, exclusions ----------------------------------------------
-
-#: Permanent redirects: Gemini's 31, HTTP's 301 and 308.
-REDIRECT_ROWS = sa.text(
-    "SELECT url, host, status, redirect_to, fetched_at FROM pages"
-    " WHERE redirect_to IS NOT NULL AND status IN (31, 301, 308) ORDER BY id"
-)
 
 
 def _redirect_row(row: Any) -> tuple[Any, ...]:
@@ -183,13 +172,7 @@ REDIRECTS = Dataset(
         Column("redirect_host_key", STRING, "the target's host key (null: not gemini or http(s))"),
         Column("fetch_time", TIME, "when the redirect was answered"),
     ),
-    converted(REDIRECT_ROWS, _redirect_row),
-)
-
-#: Each page's links with the page's host, a host's pages together.
-LINK_ROWS = sa.text(
-    "SELECT p.host, p.id, l.target FROM pages p JOIN links l ON l.page_id = p.id"
-    " ORDER BY p.host, p.id"
+    converted(reads.REDIRECT_ROWS, _redirect_row),
 )
 
 
@@ -215,7 +198,7 @@ class _HostLinks:
 def _host_links(database: Database, context: Context) -> Iterator[Rows]:
     out: Rows = []
     current: _HostLinks | None = None
-    for rows in database.batches(LINK_ROWS, context.batch):
+    for rows in database.batches(reads.LINK_ROWS, context.batch):
         for source, page, url in rows:
             target = target_host(url)
             if target is None or target == source:
@@ -249,11 +232,6 @@ HOST_LINKS = Dataset(
     _host_links,
 )
 
-EXCLUSION_ROWS = sa.text(
-    "SELECT url, host, state, reason, updated_at, depth, parent FROM urls"
-    " WHERE state IN ('refused', 'trapped') ORDER BY id"
-)
-
 
 def _exclusion_row(row: Any) -> tuple[Any, ...]:
     url, key, state, reason, at, depth, parent = row
@@ -275,7 +253,7 @@ EXCLUSIONS = Dataset(
         Column("depth", INT32, "links from a seed to the URL"),
         Column("linked_from", STRING, "the page the crawl found it on (null: a seed)"),
     ),
-    converted(EXCLUSION_ROWS, _exclusion_row),
+    converted(reads.EXCLUSION_ROWS, _exclusion_row),
 )
 
 

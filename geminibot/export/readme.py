@@ -27,9 +27,9 @@ These files are what one geminibot crawl database held when `geminibot export` r
 - Times are UTC timestamps (microseconds).
 - `url_host_key` is the crawl's name for a host: `host[:port]` for Gemini,
   `scheme://host[:port]` for the web; it joins the files.
-- Nothing of a page's text is here unless the export was asked for it (`--text`,
-  page_text.parquet), and never the text of a page whose host's robots2.txt forbids
-  keeping it.
+- Nothing of a page's text is here unless the export was asked for it (`--text`:
+  page_text.parquet, and the titles of feeds and their entries), and never the text of
+  a page whose host's robots2.txt forbids keeping it.
 - Each section below is one file: what it holds, what one row is, its rows, and its
   columns (name, Arrow type, meaning).
 """

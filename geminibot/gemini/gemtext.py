@@ -6,15 +6,26 @@ block's alt text; an unclosed block runs to the end), ``#``/``##``/``###`` headi
 list items and ``>`` quotes. Link URLs are resolved against the page's URL; a resolved
 ``gemini://`` URL is normalised (see :mod:`geminibot.gemini.urls`). The title is the text
 of the first heading of any level.
+
+For writing gemtext: :func:`preformatted_line`, text from the network made safe as a line
+inside a preformatted block.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 
 from geminibot.gemini.urls import parse_url
 from geminibot.urls import URL, InvalidURL, resolve_reference
+
+#: The preformatting toggle: a line whose first three characters these are opens or
+#: closes a preformatted block.
+TOGGLE = "```"
+#: What a reader might take for the end of a line: LF and CR (gemtext's), and the
+#: other breaks some clients honour (VT, FF, NEL, Unicode's line and paragraph separators).
+_BREAKS = re.compile(r"[\n\r\v\f\x85\u2028\u2029]+")
 
 
 @dataclass(frozen=True, slots=True)
@@ -109,7 +120,7 @@ def iter_gemtext(text: str, base: URL | str | None = None) -> Iterator[Line]:
     pre_alt: str | None = None
     pre_lines: list[str] = []
     for raw in _rows(text):
-        if raw.startswith("```"):
+        if raw.startswith(TOGGLE):
             if pre_alt is None:
                 pre_alt = raw[3:].strip()
                 pre_lines = []
@@ -145,7 +156,7 @@ def iter_links(
     taken = 0
     in_pre = False
     for raw in _rows(text):
-        if raw.startswith("```"):
+        if raw.startswith(TOGGLE):
             in_pre = not in_pre
         elif not in_pre and raw.startswith("=>"):
             line = _link(raw, base_text)
@@ -187,3 +198,12 @@ def resolve_link(raw_url: str, base: str | None) -> str:
         except InvalidURL:
             return url
     return url
+
+
+def preformatted_line(text: str) -> str:
+    """``text`` (which may come from the network) as one line that stays inside a
+    preformatted block: its line breaks as spaces, and a space before it when it starts
+    with the toggle (:data:`TOGGLE`), which would otherwise close the block and let what
+    follows be read as gemtext (links, headings). The text stays visible as it was."""
+    line = _BREAKS.sub(" ", text)
+    return " " + line if line.startswith(TOGGLE) else line

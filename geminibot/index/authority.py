@@ -9,9 +9,9 @@ seeds' hosts, which its operator chose. With every host trusted this is plain Pa
 which a link farm fools: hosts that link only to each other keep what they are given and
 gain more for every member (docs/benchmarks.md has figures of both).
 
-Each page gets its host's score, scaled so that 1.0 is the average host. The table
-``authority`` (created here when missing, so databases written before it keep working,
-and dropping it loses nothing the crawl cannot recompute) holds ``score`` and ``weight`` =
+Each page gets its host's score, scaled so that 1.0 is the average host. The store's
+table ``authority`` (read and written by :mod:`geminibot.store.authority`; dropping its
+rows loses nothing the crawl cannot recompute) holds ``score`` and ``weight`` =
 ``log2(2 + AUTHORITY_SCALE * score)``, the factor search multiplies text relevance by
 (:func:`weight_of`): FTS5 and PostgreSQL read it from the table at each query, the
 tantivy index from its weights file (:mod:`geminibot.index.weights`). It is computed
@@ -21,18 +21,12 @@ again on a schedule (:mod:`geminibot.index.authority_job`).
 from __future__ import annotations
 
 import math
-import sqlite3
 import time
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 from geminibot.cliutil import counted
-from geminibot.index.stats import Connection
-
-if TYPE_CHECKING:
-    from geminibot.store.statements import Compiled
-from geminibot.store.db import set_setting, transaction
+from geminibot.store.authority import Connection, Writer, host_links, page_hosts, write_sqlite
 
 #: PageRank's damping factor (the chance a reader follows a link instead of jumping).
 DAMPING = 0.85
@@ -41,21 +35,10 @@ MAX_ITERATIONS = 50
 TOLERANCE = 1e-6
 #: How strongly authority scales text relevance (0 turns it off).
 AUTHORITY_SCALE = 1.0
-#: The store's setting that records when authority was last computed (Unix seconds).
-COMPUTED_AT = "authority_computed_at"
-#: Pages whose authority SQLite writes per transaction: a crawl's write waits for one
-#: chunk at most, not for the whole table, which at Geminispace scale can take longer
-#: than the crawl's busy timeout (docs/benchmarks.md).
-WRITE_CHUNK = 20_000
 
 
 def weight_of(score: float) -> float:
     return math.log2(2.0 + AUTHORITY_SCALE * score)
-
-
-def has_authority(conn: sqlite3.Connection) -> bool:
-    """Whether authority has been computed (the ``authority`` table holds rows)."""
-    return conn.execute("SELECT 1 FROM authority LIMIT 1").fetchone() is not None
 
 
 def _host(url: str) -> str:
@@ -97,22 +80,13 @@ def pagerank(
     return rank
 
 
-def crawl_seeds(conn: Connection) -> list[str]:
-    """The URLs the crawl started from (depth 0 in its frontier)."""
-    return [str(u) for (u,) in conn.execute("SELECT url FROM urls WHERE depth = 0")]
-
-
 def host_graph(conn: Connection) -> tuple[list[str], set[tuple[str, str]]]:
-    """The crawl's hosts and the links between them, (source host, target host), read
-    with SQL that both stores run (an sqlite3 or a psycopg connection)."""
-    hosts = [str(h) for (h,) in conn.execute("SELECT DISTINCT host FROM pages ORDER BY host")]
+    """The crawl's hosts and the links between them, (source host, target host), from
+    either store's connection."""
+    hosts = page_hosts(conn)
     known = set(hosts)
     pairs: set[tuple[str, str]] = set()
-    rows = conn.execute(
-        "SELECT p.host, l.target FROM links l JOIN pages p ON p.id = l.page_id"
-        " WHERE p.duplicate_of IS NULL"
-    )
-    for source, target in rows:
+    for source, target in host_links(conn):
         host = _host(target)
         if source != host and host in known:
             pairs.add((str(source), host))
@@ -138,100 +112,15 @@ def rank_hosts(
     return [r * len(hosts) for r in rank], len(trust)
 
 
-#: Writes each host's (score, weight) to its pages' ``authority`` rows, replacing them all.
-Writer = Callable[[Any, list[tuple[str, float, float]]], None]
-
-
-def write_sqlite(conn: sqlite3.Connection, ranks: list[tuple[str, float, float]]) -> None:
-    """The SQLite store's :data:`Writer`: every page's row replaced by its host's, in
-    transactions of :data:`WRITE_CHUNK` pages, then the rows of pages gone deleted, so
-    that a crawl writing meanwhile waits for one chunk at most, never for the whole table
-    (SQLite has one writer at a time). A search in between reads some pages' new weights
-    and others' old ones; the tantivy index's weights file is written after the last."""
-    from geminibot.store import statements as q
-    from geminibot.store.sqlite_sql import ENGINE
-
-    _host_rank(conn, ranks, ENGINE.sql)
-    try:
-        _in_chunks(
-            conn,
-            "SELECT id FROM pages WHERE id > ? ORDER BY id LIMIT ?",
-            "INSERT OR REPLACE INTO authority (url, score, weight)"
-            " SELECT p.url, h.score, h.weight FROM pages p JOIN temp.host_rank h"
-            " ON h.host = p.host WHERE p.id > ? AND p.id <= ?",
-            0,
-        )
-        _in_chunks(
-            conn,
-            "SELECT url FROM authority WHERE url > ? ORDER BY url LIMIT ?",
-            "DELETE FROM authority WHERE url > ? AND url <= ?"
-            " AND NOT EXISTS (SELECT 1 FROM pages p WHERE p.url = authority.url)",
-            "",
-        )
-        with transaction(conn):
-            set_setting(conn, COMPUTED_AT, str(time.time()))
-    finally:
-        conn.execute(ENGINE.sql[q.DROP_HOST_RANK])
-
-
-def _in_chunks(conn: sqlite3.Connection, keys: str, change: str, last: int | str) -> None:
-    """Run ``change`` (parameters: a range of keys, low excluded) over the keys ``keys``
-    lists (parameters: after this key, at most this many) from after ``last``, one
-    transaction per :data:`WRITE_CHUNK` keys."""
-    while True:
-        with transaction(conn):
-            found = conn.execute(keys, (last, WRITE_CHUNK)).fetchall()
-            if not found:
-                return
-            conn.execute(change, (last, found[-1][0]))
-        last = found[-1][0]
-
-
-def _host_rank(conn: Any, ranks: list[tuple[str, float, float]], sql: Compiled) -> None:
-    """The temporary table ``host_rank`` made afresh and filled with ``ranks``."""
-    from geminibot.store import statements as q
-
-    conn.execute(sql[q.DROP_HOST_RANK])
-    conn.execute(sql[q.HOST_RANK_TABLE])
-    rows = [{"host": host, "score": score, "weight": weight} for host, score, weight in ranks]
-    conn.cursor().executemany(sql[q.ADD_HOST_RANK], rows)
-
-
-def replace_authority(conn: Any, sql: Compiled) -> None:
-    """Every page's authority replaced by its host's (score, weight), inside the caller's
-    transaction, which holds the temporary table ``host_rank`` (host, score, weight): the
-    PostgreSQL store's way (its readers and writers never wait for it); ``sql``: the
-    statements compiled for ``conn``'s engine."""
-    from geminibot.store import statements as q
-
-    conn.execute(sql[q.CLEAR_AUTHORITY], {})
-    conn.execute(sql[q.FILL_AUTHORITY], {})
-    conn.execute(sql[q.SET_SETTING], {"key": COMPUTED_AT, "value": str(time.time())})
-
-
-#: When authority was last computed: the same text on both engines (no parameter).
-LAST_COMPUTED = f"SELECT value FROM settings WHERE key = '{COMPUTED_AT}'"
-
-
-def last_computed(conn: Any) -> float | None:
-    """When authority was last computed into the store, on either store's connection or a
-    :class:`~geminibot.store.database.Database` (Unix seconds; None: never)."""
-    row = conn.execute(LAST_COMPUTED).fetchone()
-    try:
-        return None if row is None else float(row[0])
-    except ValueError:
-        return None
-
-
 def compute_authority(
-    conn: Any,
+    conn: Connection,
     trusted: list[str] | None = None,
     progress: Callable[[str], None] | None = None,
     write: Writer = write_sqlite,
 ) -> dict[str, float]:
     """Recompute ``authority`` for every page; returns a summary (hosts, links, trusted,
     seconds). ``conn`` is either store's connection, ``write`` that store's writer
-    (:func:`write_sqlite`, :func:`geminibot.index.authority.write_postgres`).
+    (:func:`geminibot.store.authority.authority_writer`).
 
     ``trusted``: URLs the random jump lands on (TrustRank: a link farm that no trusted
     page leads to gains nothing by linking to itself); None or empty: every page
@@ -248,15 +137,3 @@ def compute_authority(
         "trusted": trust,
         "seconds": time.perf_counter() - started,
     }
-
-
-def write_postgres(conn: Any, ranks: list[tuple[str, float, float]]) -> None:
-    """The PostgreSQL store's :data:`~geminibot.index.authority.Writer`: every page's
-    authority replaced in one transaction (searches see the old scores or the new)."""
-    from geminibot.store import statements as q
-    from geminibot.store.pg_sql import ENGINE
-
-    with conn.transaction():
-        _host_rank(conn, ranks, ENGINE.sql)
-        replace_authority(conn, ENGINE.sql)
-        conn.execute(ENGINE.sql[q.DROP_HOST_RANK])

@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from geminibot.index.authority import compute_authority
+from geminibot.store.authority import authority_writer
 
 if TYPE_CHECKING:
     import sqlalchemy as sa
@@ -43,17 +44,15 @@ def refresh(
     pages = int(database.run(q.COUNT_SEARCHABLE).fetchone()[0])
     if not pages:
         return None
+    write = authority_writer(database)
+    summary = compute_authority(database.connection, trusted, progress, write)
     conn = database.sqlite
     if conn is not None:  # the derived tantivy index beside the file reads the weights
         from geminibot.index.tantivy_index import apply_weights
 
-        summary = compute_authority(conn, trusted, progress)
         hosts = apply_weights(conn)
         applied = "no search index yet" if hosts is None else "search index"
     else:  # PostgreSQL's own index
-        from geminibot.index.authority import write_postgres
-
-        summary = compute_authority(database.connection, trusted, progress, write_postgres)
         applied = "postgresql"
     return {
         "pages": pages,
@@ -132,8 +131,9 @@ def schedule(
     how many times it ran. The first call is due ``interval`` after ``last`` (the store's
     last computation, and never later than ``interval`` from now); when there is none, as
     soon as ``reach(True)`` says the crawl's first pass is over (asked every
-    :data:`FIRST_PASS_POLL` seconds, or less often when the answer takes more than
-    :data:`POLL_SHARE` of that; at once without ``reach``). Between two calls, ``reach(False)``
+    :data:`FIRST_PASS_POLL` seconds, or less often when an answer after the first, which
+    pays for the process's start, takes more than :data:`POLL_SHARE` of that; at once
+    without ``reach``). Between two calls, ``reach(False)``
     is asked every :data:`IDLE_RETRY` seconds: a store grown :data:`GROWTH`-fold gets the
     next call then.
     ``wait(seconds)`` sleeps (a stop may cut it short). A job that returns False (it
@@ -143,12 +143,14 @@ def schedule(
     due = now if last is None else min(last + interval, now + interval)
     ran = now - IDLE_RETRY
     runs = 0
-    looked = 0.0  # seconds the last look at the first pass took
+    looked = 0.0  # seconds the last look at the first pass took (0 after the first look)
+    looks = 0
     while not stopping():
         now = clock()
         if not computed:
             ready = now >= due and (reach is None or reach(True).first_pass_over())
-            looked = clock() - now
+            looked = clock() - now if looks else 0.0
+            looks += 1
         else:
             ready = now >= due or (
                 reach is not None and now - ran >= IDLE_RETRY and reach(False).grown()

@@ -20,11 +20,11 @@ from geminibot.cliutil import (
     positive_float,
     terminal_safe,
 )
-from geminibot.index.authority import compute_authority, crawl_seeds, last_computed
+from geminibot.index.authority import compute_authority
 from geminibot.index.authority_job import Reach, refresh, schedule, store_reach
-from geminibot.index.stats import Connection
 from geminibot.index.tantivy_index import IndexUnavailable, index_dir, rebuild, status
 from geminibot.index.updater import COMMIT_INTERVAL, IndexUpdater, follow, verify
+from geminibot.store.authority import Connection, crawl_seeds, last_computed
 from geminibot.store.database import Database, open_database
 
 #: Seconds between two progress lines.

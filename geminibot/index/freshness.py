@@ -1,5 +1,6 @@
 """How fresh a crawl's index is, for an operator (``geminibot stats``, the search capsule's
-``/stats``, the service's metrics): the same SQL on SQLite and PostgreSQL.
+``/stats``, the service's metrics), from the store's counts
+(:mod:`geminibot.store.statistics`), on SQLite and PostgreSQL alike.
 
 - the age of the live pages (URLs in state ``done``): median and 90th percentile of the
   time since each was last fetched;
@@ -17,49 +18,38 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from geminibot.cliutil import counted
 
+if TYPE_CHECKING:
+    from geminibot.store.database import Database
+
 DAY = 86_400.0
-_LIVE = " FROM pages p JOIN urls u ON u.url = p.url WHERE u.state = 'done'"
 
 
-def _age_at(conn: Any, now: float, offset: int) -> float | None:
-    """The age of the ``offset``-th freshest live page (0: the freshest)."""
-    row = conn.execute(
-        f"SELECT {now!r} - p.fetched_at{_LIVE} ORDER BY p.fetched_at DESC LIMIT 1 OFFSET {offset}"
-    ).fetchone()
-    return None if row is None else round(float(row[0]), 1)
+def freshness(database: Database, now: float, lag: int | None = None) -> dict[str, Any]:
+    """The figures of the module docstring at ``now``, with the index's ``lag``
+    (:func:`geminibot.index.tantivy_index.index_lag`) when known."""
+    from geminibot.store.statistics import live_age, live_pages, recent
 
+    live, past = live_pages(database, now)
+    fetched, changed, gone, not_found = recent(database, now - DAY)
 
-def freshness(conn: Any, now: float, lag: int | None = None) -> dict[str, Any]:
-    """The figures of the module docstring at ``now`` (an sqlite3 or psycopg connection;
-    the numbers, ours, are written into the SQL so the same text runs on both), with the
-    index's ``lag`` (:func:`geminibot.index.tantivy_index.index_lag`) when known."""
-    live, past = conn.execute(
-        f"SELECT count(*), coalesce(sum(CASE WHEN u.next_visit < {now!r} THEN 1 ELSE 0 END), 0)"
-        f"{_LIVE}"
-    ).fetchone()
-    live, past = int(live), int(past)
-    since = now - DAY
-    fetched, changed, gone = (
-        int(conn.execute(f"SELECT count(*) FROM pages WHERE {column} >= {since!r}").fetchone()[0])
-        for column in ("fetched_at", "changed_at", "gone_at")
-    )
-    (not_found,) = conn.execute(
-        f"SELECT count(*) FROM urls WHERE state = 'not_found' AND missing_since >= {since!r}"
-    ).fetchone()
+    def age_at(offset: int) -> float | None:
+        age = live_age(database, now, offset) if live else None
+        return None if age is None else round(age, 1)
+
     return {
         "live_pages": live,
-        "age_median_seconds": _age_at(conn, now, (live - 1) // 2) if live else None,
-        "age_p90_seconds": _age_at(conn, now, (live - 1) * 9 // 10) if live else None,
+        "age_median_seconds": age_at((live - 1) // 2),
+        "age_p90_seconds": age_at((live - 1) * 9 // 10),
         "past_revisit": past,
         "past_revisit_share": round(past / live, 4) if live else 0.0,
         "fetched_last_day": fetched,
         "changed_last_day": changed,
         "gone_last_day": gone,
-        "not_found_last_day": int(not_found),
+        "not_found_last_day": not_found,
         "index_lag": lag,
     }
 

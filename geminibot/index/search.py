@@ -39,7 +39,6 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from geminibot.cliutil import terminal_safe, wrapped
-from geminibot.index.authority import has_authority
 from geminibot.index.documents import stem_analyzer
 from geminibot.index.explain import (
     AUTHORITY,
@@ -68,6 +67,7 @@ from geminibot.index.text import (
     render_marks,
     split_front_matter,
 )
+from geminibot.store.authority import has_authority
 
 __all__ = [
     "MAX_QUERY_LENGTH",

@@ -1,8 +1,8 @@
-"""``geminibot search`` and ``geminibot stats``: reading a crawl database, SQLite or
-PostgreSQL.
+"""``geminibot search``: searching a crawl database, SQLite or PostgreSQL.
 
-Only what they need is imported: the index, never the crawler, its network clients or
-the policy engine, so that a search answers in about the time Python takes to start.
+Only what it needs is imported: the index, never the crawler, its network clients, the
+policy engine or SQLAlchemy, so that a search answers in about the time Python takes to
+start (``geminibot stats`` is :mod:`geminibot.index.stats_cli`).
 
 A query is read as a query whatever it begins with: ``geminibot search -haiku beos``,
 ``geminibot search -- -haiku beos --db x.db`` and ``geminibot search --db x.db -- -haiku
@@ -26,8 +26,6 @@ from geminibot.cliutil import (
     Parser,
     bounded_number,
     emit_json,
-    positive_int,
-    terminal_safe,
     wrapped,
 )
 from geminibot.index.query import (
@@ -38,8 +36,6 @@ from geminibot.index.query import (
     QueryError,
 )
 from geminibot.index.search import MAX_LIMIT, MAX_OFFSET, SearchResult, search
-from geminibot.index.stats import URL_STATES, format_stats, list_urls, stats, status_filter
-from geminibot.index.tantivy_index import index_lag
 from geminibot.store.database import Database, open_database
 
 #: The language assumed for a reader whose locale names none (``C``, ``POSIX``, unset).
@@ -140,36 +136,6 @@ def register(commands: Any) -> None:
     find.add_argument("--json", action="store_true", help="one JSON object per result")
     find.set_defaults(run=run_search)
 
-    numbers = commands.add_parser(
-        "stats",
-        help="what a crawl database holds",
-        description="Counts of what a crawl database holds; with --urls, the URLs themselves "
-        "(filtered by --status and --host), one per line: state, status, URL, reason.",
-    )
-    numbers.add_argument(
-        "--db", required=True, metavar="PATH|URL", help="crawl database (file or postgresql://)"
-    )
-    numbers.add_argument(
-        "--urls", action="store_true", help="list the URLs instead of counting them"
-    )
-    numbers.add_argument(
-        "--status",
-        metavar="STATUS",
-        help="with --urls: a state (" + ", ".join(URL_STATES) + "), a status (51, 404) or a "
-        "class of them (5x)",
-    )
-    numbers.add_argument(
-        "--host", metavar="PATTERN", help="with --urls: hosts matching this shell pattern"
-    )
-    numbers.add_argument(
-        "--limit",
-        type=positive_int,
-        metavar="N",
-        help="with --urls: at most N URLs (default: all)",
-    )
-    numbers.add_argument("--json", action="store_true", help="one JSON object (per URL)")
-    numbers.set_defaults(run=run_stats)
-
 
 def search_function(database: Database) -> Callable[..., list[SearchResult]]:
     """The search of ``database``'s engine: FTS5 or the tantivy index on SQLite,
@@ -239,37 +205,3 @@ def run_search(args: argparse.Namespace) -> int:
     if not results and not args.json:
         print("no results", file=sys.stderr)
     return EXIT_OK if results else EXIT_NEGATIVE
-
-
-def run_stats(args: argparse.Namespace) -> int:
-    if not args.urls and (args.status or args.host or args.limit is not None):
-        raise CommandError("stats: --status, --host and --limit go with --urls")
-    if args.urls:
-        try:
-            status_filter(args.status)
-        except ValueError as exc:
-            raise CommandError(f"stats: {exc}") from None
-    with open_database(args.db) as database:
-        if args.urls:
-            return _list_urls(database, args)
-        data = stats(database, lag=index_lag(database))
-    if args.json:
-        emit_json(data)
-    else:
-        print(format_stats(data))
-    return EXIT_OK
-
-
-def _list_urls(database: Database, args: argparse.Namespace) -> int:
-    """``stats --urls``."""
-    rows = list_urls(database, status=args.status, host=args.host, limit=args.limit)
-    for row in rows:
-        if args.json:
-            emit_json(row.as_json())
-        else:
-            status = "-" if row.status is None else str(row.status)
-            reason = f"  {terminal_safe(row.reason)}" if row.reason else ""
-            print(f"{row.state:<8} {status:>3}  {terminal_safe(row.url)}{reason}")
-    if not rows and not args.json:
-        print("no URLs match", file=sys.stderr)
-    return EXIT_OK if rows else EXIT_NEGATIVE

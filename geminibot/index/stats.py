@@ -1,15 +1,16 @@
 """What a crawl database holds, in numbers: hosts, pages, statuses, MIME types, robots
-outcomes, policy refusals, and the state of the frontier."""
+outcomes, policy refusals, and the state of the frontier (``geminibot stats``, the search
+capsule's ``/stats``), made of the counts the store reads
+(:mod:`geminibot.store.statistics`); and the crawl's URLs listed (``stats --urls``)."""
 
 from __future__ import annotations
 
 import time
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any
 
 from geminibot.cliutil import LINE_WIDTH, clipped, counted, terminal_safe
 from geminibot.index.freshness import format_freshness, freshness
-from geminibot.store.traps import TRAP_REASON_PREFIX
 
 if TYPE_CHECKING:
     from geminibot.store.database import Database
@@ -24,9 +25,6 @@ AGE_BUCKETS: tuple[tuple[str, float], ...] = (
     ("7-30 days", 30 * 86_400.0),
     ("over 30 days", float("inf")),
 )
-#: A refusal by the site's policy, as SQL over ``decisions``: not a trap bound's.
-_POLICY_REFUSAL = f"NOT allowed AND reason NOT LIKE '{TRAP_REASON_PREFIX}%'"
-
 #: The states a URL of the frontier can be in (``stats --urls --status``).
 URL_STATES = ("queued", "leased", "done", "refused", "failed", "not_found", "gone", "trapped")
 
@@ -52,20 +50,21 @@ class ListedUrl:
         }
 
 
-def status_filter(status: str | None) -> tuple[str, dict[str, str | int]]:
-    """SQL (`` AND ...``, named parameters) for ``--status``: a frontier state
-    (``failed``), a status code (``51``) or a class of them (``5x``); raises ValueError
-    for anything else."""
+def status_filter(status: str | None) -> dict[str, Any]:
+    """What ``--status`` keeps: a frontier state (``failed``: ``{"state": ...}``), a
+    status code (``51``) or a class of them (``5x``: ``{"statuses": (low, high)}``), as
+    :func:`geminibot.store.statistics.url_rows` takes them; raises ValueError for anything
+    else."""
     if status is None:
-        return "", {}
+        return {}
     text = status.strip().lower()
     if text in URL_STATES:
-        return " AND u.state = :state", {"state": text}
+        return {"state": text}
     if len(text) in (2, 3) and text.isdigit():
-        return " AND p.status = :status", {"status": int(text)}
+        return {"statuses": (int(text), int(text))}
     if len(text) == 2 and text[0].isdigit() and text[1] == "x":
         low = int(text[0]) * 10
-        return " AND p.status BETWEEN :low AND :high", {"low": low, "high": low + 9}
+        return {"statuses": (low, low + 9)}
     raise ValueError(
         f"--status {status!r}: expected a state ({', '.join(URL_STATES)}), a status (51, 404) "
         "or a class of them (5x)"
@@ -91,113 +90,51 @@ def list_urls(
     """The crawl's URLs in the order they were found, filtered by ``status`` (see
     :func:`status_filter`) and ``host`` (a shell pattern: the key itself, or the host
     name of a web origin)."""
-    by_status, params = status_filter(status)
-    by_host = ""
-    if host is not None:
-        like = " LIKE :like ESCAPE '\\'"
-        by_host = f" AND (u.host{like} OR u.host LIKE '%://' || :like ESCAPE '\\')"
-        params["like"] = host_like(host)
-    limited = "" if limit is None else " LIMIT :limit OFFSET :offset"
-    sql = (
-        "SELECT u.url, u.host, u.state, p.status, u.reason FROM urls u"
-        f" LEFT JOIN pages p ON p.url = u.url WHERE true{by_status}{by_host}"
-        f" ORDER BY u.id{limited}"
-    )
-    rows = database.execute(
-        database.sql.once(sql), {**params, "limit": limit, "offset": offset}
-    ).fetchall()
+    from geminibot.store.statistics import url_rows
+
+    like = None if host is None else host_like(host)
+    chosen = status_filter(status)
+    rows = url_rows(database, **chosen, host_like=like, limit=limit, offset=offset)
     return [ListedUrl(str(r[0]), str(r[1]), str(r[2]), r[3], r[4]) for r in rows]
 
 
-class Connection(Protocol):
-    """What the statistics need of a connection: an sqlite3 or a psycopg one (the same SQL
-    runs on both)."""
-
-    def execute(self, query: Any, /) -> Any: ...
-
-
-def _counts(conn: Connection, sql: str) -> dict[str, int]:
-    return {str(k): int(v) for k, v in conn.execute(sql).fetchall()}
-
-
-def age_distribution(conn: Connection, now: float) -> dict[str, int]:
+def age_distribution(database: Database, now: float) -> dict[str, int]:
     """Pages by the time since they were last fetched (:data:`AGE_BUCKETS`)."""
-    ages = {label: 0 for label, _ in AGE_BUCKETS}
-    bounds = [b for _, b in AGE_BUCKETS[:-1]]
-    # numbers written into the SQL (floats, ours): the same text runs on SQLite and psycopg
-    case = " ".join(f"WHEN {now!r} - fetched_at < {b!r} THEN {i}" for i, b in enumerate(bounds))
-    rows = conn.execute(
-        f"SELECT CASE {case} ELSE {len(bounds)} END, count(*) FROM pages GROUP BY 1"
-    ).fetchall()
-    for bucket, n in rows:
-        ages[AGE_BUCKETS[int(bucket)][0]] = int(n)
-    return ages
+    from geminibot.store.statistics import age_counts
+
+    counts = age_counts(database, now, [bound for _, bound in AGE_BUCKETS[:-1]])
+    return {label: n for (label, _), n in zip(AGE_BUCKETS, counts, strict=True)}
 
 
-def stats(conn: Connection, now: float | None = None, lag: int | None = None) -> dict[str, Any]:
+def stats(database: Database, now: float | None = None, lag: int | None = None) -> dict[str, Any]:
     """A JSON-ready summary of the database (page ages counted at ``now``, by default
     the current time; ``lag``: the search index's, when known)."""
-    one = conn.execute
+    from geminibot.store.statistics import breakdowns, totals
+
     at = time.time() if now is None else now
+    found = totals(database)
+    counts = breakdowns(database, TOP_REFUSING_HOSTS)
     return {
-        "hosts": int(one("SELECT count(*) FROM hosts").fetchone()[0]),
-        "hosts_skipped": int(
-            one("SELECT count(*) FROM hosts WHERE skipped_reason IS NOT NULL").fetchone()[0]
-        ),
-        "pages": int(one("SELECT count(*) FROM pages").fetchone()[0]),
-        "pages_with_text": int(one("SELECT count(*) FROM pages WHERE text_indexed").fetchone()[0]),
-        "duplicates": int(
-            one("SELECT count(*) FROM pages WHERE duplicate_of IS NOT NULL").fetchone()[0]
-        ),
-        "links": int(one("SELECT count(*) FROM links").fetchone()[0]),
-        "age": age_distribution(conn, at),
-        "freshness": freshness(conn, at, lag),
-        "bytes": int(one("SELECT coalesce(sum(size), 0) FROM pages").fetchone()[0]),
-        "requests": int(one("SELECT count(*) FROM fetches").fetchone()[0]),
-        "status": _counts(
-            conn,
-            "SELECT coalesce(CAST(status AS TEXT), 'error'), count(*) FROM fetches"
-            " GROUP BY 1 ORDER BY 2 DESC, 1",
-        ),
-        "mime": _counts(
-            conn,
-            "SELECT mime, count(*) FROM pages WHERE mime IS NOT NULL"
-            " GROUP BY mime ORDER BY 2 DESC, 1",
-        ),
-        "robots": _counts(
-            conn,
-            "SELECT name || ' ' || outcome, count(*) FROM robots GROUP BY 1 ORDER BY 1",
-        ),
-        "frontier": _counts(conn, "SELECT state, count(*) FROM urls GROUP BY 1 ORDER BY 2 DESC, 1"),
-        "traps": _counts(
-            conn,
-            "SELECT reason, count(*) FROM urls WHERE state = 'trapped'"
-            " GROUP BY 1 ORDER BY 2 DESC, 1",
-        ),
-        "refusals": int(
-            one(f"SELECT count(DISTINCT url) FROM decisions WHERE {_POLICY_REFUSAL}").fetchone()[0]
-        ),
-        "trap_refusals": int(
-            one(
-                f"SELECT count(DISTINCT url) FROM decisions WHERE NOT allowed AND NOT ({_POLICY_REFUSAL})"
-            ).fetchone()[0]
-        ),
-        "feeds": _counts(conn, _feed_formats()),
-        "refusals_by_host": _counts(
-            conn,
-            f"SELECT host, count(DISTINCT url) FROM decisions WHERE {_POLICY_REFUSAL}"
-            f" GROUP BY host ORDER BY 2 DESC, 1 LIMIT {TOP_REFUSING_HOSTS}",
-        ),
+        "hosts": found["hosts"],
+        "hosts_skipped": found["hosts_skipped"],
+        "pages": found["pages"],
+        "pages_with_text": found["pages_with_text"],
+        "duplicates": found["duplicates"],
+        "links": found["links"],
+        "age": age_distribution(database, at),
+        "freshness": freshness(database, at, lag),
+        "bytes": found["bytes"],
+        "requests": found["requests"],
+        "status": counts["status"],
+        "mime": counts["mime"],
+        "robots": counts["robots"],
+        "frontier": counts["frontier"],
+        "traps": counts["traps"],
+        "refusals": found["refusals"],
+        "trap_refusals": found["trap_refusals"],
+        "feeds": counts["feeds"],
+        "refusals_by_host": counts["refusals_by_host"],
     }
-
-
-def _feed_formats() -> str:
-    """The feeds by format, the statement :mod:`geminibot.store.whatsnew` reads them with
-    (imported here, not with the module: ``search`` and ``stats --help`` start without
-    SQLAlchemy)."""
-    from geminibot.store.whatsnew import FEED_FORMATS
-
-    return str(FEED_FORMATS)
 
 
 def format_stats(data: dict[str, Any]) -> str:

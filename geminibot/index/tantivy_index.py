@@ -51,7 +51,6 @@ from typing import TYPE_CHECKING
 import tantivy
 
 from geminibot.cliutil import counted
-from geminibot.index.authority import last_computed
 from geminibot.index.documents import (
     FIELD_BOOSTS,
     FIELD_ORDER,
@@ -83,6 +82,7 @@ from geminibot.index.weights import (
     weights_lock,
     write_weights,
 )
+from geminibot.store.authority import last_computed
 from geminibot.store.db import transaction
 
 if TYPE_CHECKING:

@@ -27,7 +27,8 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
-from geminibot.index.authority import last_computed, weight_of
+from geminibot.index.authority import weight_of
+from geminibot.store.authority import last_computed
 
 #: The weights file in the index's folder.
 WEIGHTS_FILE = "weights.json"

@@ -10,8 +10,8 @@ Routes (see docs/portal.md):
   ``gemini://HOST[:PORT]/PATH[?QUERY]``;
 - with ``capsule``: ``/PATH[?QUERY]`` shows that path of the one capsule, as Kineto does;
 - with a crawl database (``checks``, its reads off the event loop): ``/check`` is a form, ``/check?q=URL|HOST`` says why
-  a page is in the crawl's index or not, or what it knows of a capsule
-  (:mod:`geminibot.why`); ``/feeds``, ``/new`` (``/new?q=QUERY``), ``/newest``,
+  a page is in the crawl's index or not, or what it knows of a capsule, its census
+  (``geminibot census --host``) with it (:mod:`geminibot.why`); ``/feeds``, ``/new`` (``/new?q=QUERY``), ``/newest``,
   ``/random`` and ``/new.atom`` say what is new (:class:`~geminibot.portal.whatsnew.WhatsNew`);
   ``/census``, the latest census kept, charts inline (:mod:`geminibot.portal.census`).
 
@@ -307,7 +307,10 @@ class PortalApp:
         if self.checks is not None:
             text += (
                 '\n<p><a href="/check">Why is a page in the search index, or not?</a> '
-                "What the crawl knows of a capsule, and the policy line behind each page.</p>"
+                "What the crawl knows of a capsule, and the policy line behind each page; "
+                "a capsule's health as the crawl saw it: errors by kind, gone pages, "
+                "redirects, robots.txt as fetched, its certificate, and its pages in and out "
+                "of the index.</p>"
                 '\n<p><a href="/census">Geminispace in figures</a>: the crawl\'s census.</p>'
                 '\n<p>What is new: <a href="/new">the past week\'s entries</a> of the feeds '
                 'the crawl found (<a href="/new.atom">Atom</a>), <a href="/feeds">the known '

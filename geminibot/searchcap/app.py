@@ -32,7 +32,8 @@ Routes:
 - ``/census``: the crawl's census (``geminibot census --gemtext``), taken at most once
   every :data:`CENSUS_SECONDS`;
 - ``/check``: ``10`` asks for a URL or a host; ``/check?URL`` says why that page is in the
-  index or not, ``/check?HOST`` what the crawl knows of the capsule (:mod:`geminibot.why`);
+  index or not, ``/check?HOST`` what the crawl knows of the capsule, its census
+  (``geminibot census --host``) with it (:mod:`geminibot.why`);
 - ``/about``: how the crawler behaves and how to keep it out, from the crawler's own
   defaults and the database's settings (role, product token);
 - ``/feeds``, ``/new`` (``/new?QUERY``), ``/newest``, ``/random``: what is new, from the
@@ -76,6 +77,7 @@ from geminibot.census.render import as_gemtext
 from geminibot.cliutil import counted, with_article
 from geminibot.crawl.politeness import MAX_RATE, MAX_WAIT, START_DELAY
 from geminibot.crawl.settings import ROLE_CATEGORIES, CrawlOptions
+from geminibot.gemini.gemtext import TOGGLE, preformatted_line
 from geminibot.gemini.ratelimit import RateLimiter
 from geminibot.gemini.server import CURRENT_CLIENT, Resolution
 from geminibot.gemini.status import Status
@@ -516,14 +518,16 @@ class SearchCapsule:
 
 
 def _count(database: Database, at: float) -> Resolution:
-    """/stats, its figures counted at the wall-clock time ``at``."""
+    """/stats, its figures counted at the wall-clock time ``at`` (hosts and MIME types
+    from the network kept inside the block)."""
+    figures = stats(database, at, index_lag(database))
     return page(
         [
             "# What the index holds",
             "",
-            "```",
-            format_stats(stats(database, at, index_lag(database))),
-            "```",
+            TOGGLE,
+            *map(preformatted_line, format_stats(figures).splitlines()),
+            TOGGLE,
             "",
             "=> / Home",
         ]
@@ -565,15 +569,15 @@ def _about(database: Database) -> Resolution:
         "",
         f'Every crawler acting as {with_article(role)}, this one included (the "{role}" virtual '
         "agent of the robots.txt companion specification):",
-        "```",
+        TOGGLE,
         f"User-agent: {role}",
         "Disallow: /",
-        "```",
+        TOGGLE,
         "This crawler only:",
-        "```",
+        TOGGLE,
         f"User-agent: {agent}",
         "Disallow: /",
-        "```",
+        TOGGLE,
     ]
     if category is not None:
         lines += [f'In {ROBOTS2} it declares the category "{category}".']
@@ -610,10 +614,13 @@ def _about(database: Database) -> Resolution:
         "=> /newest Capsules first seen in the last 30 days",
         "=> /random A random page",
         f"=> /submit Ask for a page or a feed to be fetched soon (at most {PER_CLIENT} an "
-        "hour; it goes through the crawl's scope, the capsule's policy and pace like any "
-        "link)",
+        "hour; it goes before the capsule's other queued pages, through the crawl's "
+        "scope, the capsule's policy and pace like any link)",
         "",
-        "=> /check Why is my page in the index, or not? What is known of my capsule?",
+        "=> /check Why is my page in the index, or not? What is known of my capsule: its "
+        "policy files as fetched, and its health as the crawl saw it (errors by kind, gone "
+        "pages, redirects, robots.txt, certificate, searchable pages and why the others "
+        "are out)",
         "=> / Home",
     ]
     return page(lines)

@@ -9,14 +9,19 @@ anything else) answers a page saying what will happen, in ``why``'s words
   an allowed one, or ``--exclude``: :func:`~geminibot.why.explain.out_of_scope`), the
   capsule's policy as the crawl last read it, a trap bound;
 - refused when the client has submitted :data:`PER_CLIENT` URLs in the last
-  :data:`WINDOW` seconds, or all clients :data:`IN_ALL` (the queue of submissions is
-  bounded);
+  :data:`WINDOW` seconds, all clients :data:`PER_CAPSULE` URLs of the same capsule, or
+  all clients :data:`IN_ALL` URLs (the queue of submissions is bounded);
 - otherwise made due now if the crawl knows it (the store's ``recheck``), or queued
-  (:func:`geminibot.store.submissions.submit`): the crawl fetches it soon, as any queued URL, through its address guard, the capsule's policy (read again
-  if it is old) and the capsule's pace.
+  (:func:`geminibot.store.submissions.submit`): the crawl fetches it soon, before the
+  capsule's other queued URLs, through its address guard, the capsule's policy (read
+  again if it is old) and at the capsule's pace.
+
+A submitted URL jumps its capsule's queue, so the bounds are what keeps submissions from
+starving a capsule's own crawl: at most :data:`PER_CAPSULE` of a capsule's requests an
+hour go first, whoever asks (docs/feeds.md, "``/submit``").
 
 The client is the server's :data:`~geminibot.gemini.server.CURRENT_CLIENT`. The counts
-are kept in memory, for at most :data:`MAX_CLIENTS` clients.
+are kept in memory, for at most :data:`MAX_CLIENTS` clients (and as many capsules).
 """
 
 from __future__ import annotations
@@ -40,11 +45,15 @@ from geminibot.why.render import one_line
 
 #: URLs one client may submit in :data:`WINDOW` seconds.
 PER_CLIENT = 3
+#: URLs of one capsule (host) all clients together may submit in :data:`WINDOW` seconds:
+#: how often its queue is jumped (a submitted URL is claimed before its other URLs).
+PER_CAPSULE = 10
 #: URLs all clients together may submit in :data:`WINDOW` seconds (the queue's bound).
 IN_ALL = 100
 #: The span the limits count over: an hour, in seconds.
 WINDOW = 3600.0
-#: Clients whose submissions are counted at once (the oldest is forgotten past it).
+#: Clients (and capsules) whose submissions are counted at once (the oldest is forgotten
+#: past it).
 MAX_CLIENTS = 10_000
 #: What ``why`` says of a known URL that a submission is refused for.
 REFUSED_CODES = frozenset({"policy", "policy_file", "trap", "excluded", "host_not_allowed"})
@@ -68,6 +77,7 @@ class Submissions:
         self.clock = clock
         self.wall_clock = wall_clock
         self._clients: OrderedDict[str, deque[float]] = OrderedDict()
+        self._capsules: OrderedDict[str, deque[float]] = OrderedDict()
         self._all: deque[float] = deque()
         self._writes = trio.CapacityLimiter(1)
 
@@ -83,7 +93,7 @@ class Submissions:
         if not url.startswith("gemini://"):
             raise BadTarget("Only gemini:// URLs are taken: the capsule's crawl follows Gemini")
         client = CURRENT_CLIENT.get()
-        limited = self._limited(client)
+        limited = self._limited(client, host)
         if limited is not None:
             return _page(url, "Refused", limited)
         refused = await self._refusal(url, host)
@@ -96,34 +106,35 @@ class Submissions:
                 return _page(url, "Not queued", f"the crawl database failed: {exc}")
         if what.startswith("trapped"):
             return _page(url, "Refused", f"{HEADLINES['trap']}: {what}")
-        self._count(client)
+        self._count(client, host)
         return _page(url, what.capitalize(), _QUEUED)
 
-    def _limited(self, client: str) -> str | None:
-        """Why ``client`` may not submit now (None: it may)."""
+    def _limited(self, client: str, host: str) -> str | None:
+        """Why ``client`` may not submit a URL of ``host`` now (None: it may)."""
         now = self.clock()
-        for times in (self._clients.get(client), self._all):
+        for times in (self._clients.get(client), self._capsules.get(host), self._all):
             while times and times[0] <= now - WINDOW:
                 times.popleft()
-        mine = self._clients.get(client, deque())
-        if len(mine) >= PER_CLIENT:
-            wait = int((mine[0] + WINDOW - now) // 60) + 1
-            return (
-                f"at most {PER_CLIENT} submissions an hour from one client; "
-                f"try again in {wait} minutes"
-            )
+        for times, most, whose in (
+            (self._clients.get(client), PER_CLIENT, "from one client"),
+            (self._capsules.get(host), PER_CAPSULE, "for one capsule"),
+        ):
+            if times is not None and len(times) >= most:
+                wait = int((times[0] + WINDOW - now) // 60) + 1
+                return f"at most {most} submissions an hour {whose}; try again in {wait} minutes"
         if len(self._all) >= IN_ALL:
             return f"the queue of submissions is full ({IN_ALL} an hour); try again later"
         return None
 
-    def _count(self, client: str) -> None:
+    def _count(self, client: str, host: str) -> None:
         now = self.clock()
         self._all.append(now)
-        times = self._clients.pop(client, deque())
-        times.append(now)
-        self._clients[client] = times  # the latest client last
-        while len(self._clients) > MAX_CLIENTS:
-            self._clients.popitem(last=False)
+        for counts, key in ((self._clients, client), (self._capsules, host)):
+            times = counts.pop(key, deque())
+            times.append(now)
+            counts[key] = times  # the latest last
+            while len(counts) > MAX_CLIENTS:
+                counts.popitem(last=False)
 
     async def _refusal(self, url: str, host: str) -> str | None:
         """Why the crawl would not take ``url``, in ``why``'s words (None: it would)."""
@@ -138,8 +149,9 @@ class Submissions:
 
 
 _QUEUED = (
-    "the crawler will fetch it soon, at the capsule's pace, if the capsule's policy "
-    "allows it and its address is a public one; a feed's new entries are queued with it"
+    "the crawler will fetch it soon, before the capsule's other queued pages and at its "
+    "pace, if the capsule's policy allows it and its address is a public one; a feed's "
+    "new entries are queued with it"
 )
 
 

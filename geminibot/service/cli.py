@@ -18,7 +18,6 @@ from pathlib import Path
 from typing import Any
 
 from geminibot.cliutil import EXIT_OK, EXIT_USAGE, CommandError
-from geminibot.index.authority import last_computed
 from geminibot.index.freshness import freshness
 from geminibot.index.tantivy_index import index_lag
 from geminibot.service.config import (
@@ -33,6 +32,7 @@ from geminibot.service.config import (
     text,
 )
 from geminibot.service.supervisor import Component, JsonLog, Supervisor
+from geminibot.store.authority import last_computed
 from geminibot.store.database import open_database
 from geminibot.store.errors import DatabaseError
 

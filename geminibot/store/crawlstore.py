@@ -23,7 +23,7 @@ from typing import Protocol
 from geminibot.policy import FetchOutcome
 from geminibot.policy.outcomes import MAX_CACHE_SECONDS
 from geminibot.store import statements as q
-from geminibot.store.db import get_setting, set_setting
+from geminibot.store.db import begin_write, get_setting, set_setting
 from geminibot.store.freshness import Visit
 from geminibot.store.frontier import Claim
 from geminibot.store.records import (
@@ -183,6 +183,15 @@ class CrawlStore(Protocol):
         how many."""
         ...
 
+    def newest_url(self) -> int:
+        """The highest URL id (0: none): a mark for :meth:`queued_since`."""
+        ...
+
+    def queued_since(self, newest: int) -> dict[str, int]:
+        """The hosts of the URLs queued with an id above the mark ``newest`` (new to the
+        store since: a ``/submit``, another process's links), how many each."""
+        ...
+
     def prune_logs(self, before: float) -> int:
         """Delete the fetch and decision log rows older than ``before``; returns how many."""
         ...
@@ -245,7 +254,7 @@ class SqliteEngine:
         ``closes``: it closes a claimed URL (counts towards :data:`BATCH_URLS`)."""
         conn = self.conn
         if not conn.in_transaction:
-            conn.execute("BEGIN IMMEDIATE")
+            begin_write(conn)
             self._opened = self._monotonic()
         try:
             yield conn

@@ -5,7 +5,8 @@ hosts and their politeness state, the robots cache, every policy decision, every
 the index itself (``pages``, ``links`` and the FTS5 table ``pages_fts``).
 
 Safety under ``kill -9`` comes from SQLite, not from recovery code of ours: WAL mode, short
-``BEGIN IMMEDIATE`` transactions (:func:`transaction`) and idempotent writes. With WAL,
+``BEGIN IMMEDIATE`` transactions (:func:`transaction`, :func:`begin_write`) and idempotent
+writes. With WAL,
 ``synchronous=NORMAL`` never loses a committed transaction when the *process* dies; only a
 power cut may drop the last few, which the crawler's lease protocol tolerates too.
 
@@ -22,6 +23,7 @@ import functools
 import os
 import sqlite3
 import tempfile
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager, suppress
 from pathlib import Path
@@ -39,6 +41,24 @@ __all__ = ["SCHEMA_VERSION", "DatabaseError", "connect", "transaction"]
 
 #: How long a connection waits for another writer before giving up (milliseconds).
 BUSY_TIMEOUT_MS = 10_000
+#: Seconds between two tries for the write lock while another connection holds it
+#: (:func:`begin_write`).
+LOCK_RETRY = 0.001
+
+
+def _null(value: None) -> None:
+    """NULL, bound as NULL."""
+    return value
+
+
+# sqlite3 (Python 3.11) looks a parameter that is not an exact int, float or str up in its
+# adapters' table and, when the table has no entry, asks the value and its protocol for an
+# adapter, formatting and clearing two AttributeErrors: thousands of instructions for each
+# NULL and each flag, 2% of the batched crawl store's (docs/benchmarks.md, "The one store's
+# CPU per page"). With these entries they are bound as they were without: None as NULL, a
+# flag (the statements both engines run take booleans) as its integer.
+sqlite3.register_adapter(type(None), _null)
+sqlite3.register_adapter(bool, int)
 
 
 def sqlite_version(conn: sqlite3.Connection) -> int | None:
@@ -176,10 +196,35 @@ def _open(path: Path, any_thread: bool = False) -> sqlite3.Connection:
     return conn
 
 
+def begin_write(conn: sqlite3.Connection) -> None:
+    """``BEGIN IMMEDIATE``: the write lock, asked for every :data:`LOCK_RETRY` seconds while
+    another connection holds it, for as long as ``conn``'s busy timeout. A running crawl
+    holds the lock for batches of writes (``BATCH_SECONDS``) and takes it again as soon as
+    its next write comes, milliseconds after each commit; SQLite's own wait, which backs
+    off to one try every 100 ms, all but never falls in that gap, where a ``geminibot
+    recheck`` or a ``/submit`` beside a busy crawl must get in."""
+    (timeout_ms,) = conn.execute("PRAGMA busy_timeout").fetchone()
+    deadline = time.monotonic() + timeout_ms / 1000
+    conn.execute("PRAGMA busy_timeout = 0")
+    try:
+        while True:
+            try:
+                conn.execute("BEGIN IMMEDIATE")
+                return
+            except sqlite3.OperationalError as exc:
+                busy = exc.sqlite_errorcode & 0xFF == sqlite3.SQLITE_BUSY
+                if not busy or time.monotonic() >= deadline:
+                    raise
+            time.sleep(LOCK_RETRY)
+    finally:
+        conn.execute(f"PRAGMA busy_timeout = {int(timeout_ms)}")
+
+
 @contextmanager
 def transaction(conn: sqlite3.Connection) -> Iterator[sqlite3.Connection]:
-    """One short write transaction: ``BEGIN IMMEDIATE`` ... ``COMMIT``, rolled back on error."""
-    conn.execute("BEGIN IMMEDIATE")
+    """One short write transaction: ``BEGIN IMMEDIATE`` (:func:`begin_write`) ... ``COMMIT``,
+    rolled back on error."""
+    begin_write(conn)
     try:
         yield conn
     except BaseException:

@@ -72,10 +72,6 @@ def utc_date(timestamp: float) -> date:
     return datetime.fromtimestamp(timestamp, UTC).date()
 
 
-#: The parameters of :data:`~geminibot.store.statements.ADD_URL`.
-_URL_ROW = ("url", "host", "path", "has_query", "depth", "parent", "state", "reason", "now")
-
-
 @dataclass
 class _Counts:
     """A host's live URLs (``urls_total``) and deep URLs (``deep_urls``, None: not counted
@@ -150,14 +146,13 @@ class Frontier:
         ordered = sorted(set(hosts))
         now = self.clock()
         if not self.exclusive:
-            rows = [{"host": host, "now": now} for host in ordered]
-            conn.cursor().executemany(self.sql[q.ADD_HOST], rows)
+            conn.cursor().executemany(self.sql[q.ADD_HOST], [(host, now) for host in ordered])
         rows = conn.execute(self.sql[q.LOCK_HOSTS], {"hosts": self.array(ordered)}).fetchall()
         counts = {str(host): _Counts(int(total), deep) for host, total, deep in rows}
-        missing = [{"host": host, "now": now} for host in ordered if host not in counts]
+        missing = [(host, now) for host in ordered if host not in counts]
         if missing:
             conn.cursor().executemany(self.sql[q.ADD_HOST], missing)
-            counts.update((str(row["host"]), _Counts(0, None)) for row in missing)
+            counts.update((host, _Counts(0, None)) for host, _ in missing)
         return counts
 
     def add(self, conn: Any, links: Links) -> dict[str, str]:
@@ -203,7 +198,7 @@ class Frontier:
         now = self.clock()
         today = utc_date(now)
         queries: dict[tuple[str, str], int] = {}
-        rows: list[dict[str, object]] = []
+        rows: list[tuple[Any, ...]] = []  # (ADD_URL's parameters)
         for url, (parsed, depth, parent) in batch.new.items():
             host, path, has_query = host_of(parsed), parsed.path, parsed.query is not None
             if has_query and (host, path) not in queries:
@@ -225,15 +220,7 @@ class Frontier:
                 )
                 what = "queued" if reason is None else f"trapped: {reason}"
                 state = "trapped" if reason else "queued"
-                rows.append(
-                    dict(
-                        zip(
-                            _URL_ROW,
-                            (url, host, path, has_query, depth, parent, state, reason, now),
-                            strict=True,
-                        )
-                    )
-                )
+                rows.append((url, host, path, has_query, depth, parent, state, reason, now))
             result[url] = what
             if what == "queued":
                 batch.woken[host] += 1
@@ -270,21 +257,15 @@ class Frontier:
             counts.deep = count_deep(conn.execute(self.sql[q.DEEP_PATHS], {"host": host}))
         return counts.deep
 
-    def _insert(self, conn: Any, rows: list[dict[str, object]], now: float) -> None:
-        """Insert new ``urls`` rows in the order met, and each trapped one's refusing
-        decision."""
+    def _insert(self, conn: Any, rows: list[tuple[Any, ...]], now: float) -> None:
+        """Insert new ``urls`` rows (:data:`~geminibot.store.statements.ADD_URL`'s
+        parameters) in the order met, and each trapped one's refusing decision."""
         if rows:
             conn.cursor().executemany(self.sql[q.ADD_URL], rows)
         trapped = [
-            {
-                "url": row["url"],
-                "host": row["host"],
-                "allowed": False,
-                "reason": trap_decision(str(row["reason"])),
-                "at": now,
-            }
-            for row in rows
-            if row["reason"]
+            (url, host, False, trap_decision(reason), now)  # (LOG_DECISION's row)
+            for url, host, _, _, _, _, _, reason, _ in rows
+            if reason
         ]
         if trapped:
             conn.cursor().executemany(self.sql[q.LOG_DECISION], trapped)

@@ -38,7 +38,6 @@ FILE_ROWS = sa.text(
 QUEUED_BEFORE = sa.text(
     "SELECT count(*) FROM urls WHERE host = :host AND state = 'queued' AND id < :id"
 )
-STATES = sa.text("SELECT state, count(*) FROM urls WHERE host = :host GROUP BY state")
 PAGE_COUNTS = sa.text(
     "SELECT count(*), coalesce(sum(CASE WHEN text_indexed THEN 1 ELSE 0 END), 0),"
     " count(duplicate_of) FROM pages WHERE host = :host"

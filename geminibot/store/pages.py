@@ -90,29 +90,34 @@ def indexed_text(text: str) -> str:
     return cut
 
 
-def page_row(page: Page, role: str) -> dict[str, object]:
-    """The ``pages`` row of ``page`` as either store writes it (named parameters): its
-    title and text kept (``keep``) only for a text page, not a duplicate, of a role that
-    keeps text."""
-    keep_text = role in TEXT_ROLES and page.text is not None and page.duplicate_of is None
-    return {
-        "url": page.url,
-        "host": page.host,
-        "status": page.status,
-        "meta": page.meta,
-        "mime": page.mime,
-        "lang": page.lang,
-        "size": page.size,
-        "hash": page.content_hash,
-        "at": page.fetched_at,
-        "title": page.title if keep_text else "",
-        "dup": page.duplicate_of,
-        "redirect": page.redirect_to,
-        "keep": keep_text,
-        "changed": page.changed_at,
-        "gone": page.gone_at,
-        "charset_ok": page.charset_ok,
-    }
+def keeps_text(page: Page, role: str) -> bool:
+    """Whether the index keeps ``page``'s title and text: a text page, not a duplicate,
+    of a role that keeps text."""
+    return role in TEXT_ROLES and page.text is not None and page.duplicate_of is None
+
+
+def page_row(page: Page, keep: bool) -> tuple[object, ...]:
+    """The ``pages`` row of ``page`` as either store writes it
+    (:data:`~geminibot.store.statements.PAGE_ROW`), its title only if its text is kept."""
+    title = page.title if keep else ""
+    return (
+        page.url,
+        page.host,
+        page.status,
+        page.meta,
+        page.mime,
+        page.lang,
+        page.size,
+        page.content_hash,
+        page.fetched_at,
+        title,
+        page.duplicate_of,
+        page.redirect_to,
+        keep,
+        page.changed_at,
+        page.gone_at,
+        page.charset_ok,
+    )
 
 
 def is_file(page: Page) -> bool:
@@ -217,8 +222,7 @@ def write_page(conn: Any, engine: Engine, page: Page, role: str) -> int:
     sql = engine.sql
     if is_file(page):
         page = with_labels(page, file_labels(conn, engine, page.url))
-    row = page_row(page, role)
-    keep = bool(row["keep"])
+    keep = keeps_text(page, role)
     old = conn.execute(sql[q.PAGE_ID], {"url": page.url}).fetchone()
     if old is not None:
         conn.execute(sql[engine.drop_text], {"id": old[0]})
@@ -227,15 +231,16 @@ def write_page(conn: Any, engine: Engine, page: Page, role: str) -> int:
         "headings": indexed_text("\n".join(page.headings)) if keep else None,
         "body": indexed_text(page.text or "") if keep else None,
     }
-    added = conn.execute(sql[engine.add_page], {**row, **text})
+    row = page_row(page, keep)
+    if in_row := engine.add_page.names[len(q.PAGE_ROW) :]:  # (the engine's text columns)
+        row += tuple(text[name] for name in in_row)
+    added = conn.execute(sql[engine.add_page], row)
     page_id = getattr(added, "lastrowid", None)  # (sqlite3's; psycopg has none)
     if page_id is None:
         page_id = int(conn.execute(sql[q.PAGE_ID], {"url": page.url}).fetchone()[0])
     if page.links:
         links = [
-            {"id": page_id, "position": i, "target": link.target, "label": link.label}
-            if keep
-            else {"id": page_id, "position": i, "target": link.target, "label": ""}
+            (page_id, i, link.target, link.label if keep else "")
             for i, link in enumerate(page.links)
         ]
         conn.cursor().executemany(sql[q.ADD_LINK], links)

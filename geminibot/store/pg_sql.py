@@ -20,7 +20,10 @@ CLEAR_SKIPS = sa.text(
 
 ENGINE = Engine(
     name="postgresql",
-    sql=Compiled(psycopg.dialect()),  # type: ignore[no-untyped-call]  # (untyped __init__)
+    sql=Compiled(
+        psycopg.dialect(),  # type: ignore[no-untyped-call]  # (untyped __init__)
+        psycopg.dialect(paramstyle="format"),  # type: ignore[no-untyped-call]
+    ),
     drop_text=sa.text("UPDATE pages SET headings = NULL, body = NULL WHERE id = :id"),
     clear_skips=CLEAR_SKIPS,
     page_text=sa.text(

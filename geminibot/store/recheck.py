@@ -3,13 +3,14 @@
 :class:`~geminibot.store.database.Database` of either engine.
 
 :func:`recheck` sets the ``next_visit`` of the finished URLs it names (done, refused,
-failed, not found, gone) to now, and nothing more: the crawl queues them as it queues
-every URL due (``crawl`` at its start; a continuous crawl, ``crawl --forever`` and
-``geminibot serve``, within :data:`DUE_POLL` seconds, running
-or asleep) and fetches them at each capsule's pace, its policy asked again as for any
-URL. A URL already queued or being fetched is left as it is; a trapped one is never
-fetched (the trap bounds hold). A ``gone`` URL (52, 410) is asked once more, and stays
-gone if it answers so again.
+failed, not found, gone) to now: the crawl queues them as it queues every URL due
+(``crawl`` at its start; a continuous crawl, ``crawl --forever`` and ``geminibot
+serve``, within :data:`DUE_POLL` seconds, running or asleep) and fetches them at each
+capsule's pace, its policy asked again as for any URL. A URL named (not a host's) is
+also claimed before its host's other queued URLs (:func:`put_first`), whether it was
+finished or queued already; one being fetched is left to its fetch; a trapped one is
+never fetched (the trap bounds hold). A ``gone`` URL (52, 410) is asked once more, and
+stays gone if it answers so again.
 """
 
 from __future__ import annotations
@@ -60,7 +61,9 @@ class Recheck:
 
 def recheck(database: Database, target: str, host: str, *, is_url: bool, now: float) -> Recheck:
     """Make the normalised URL ``target`` (``is_url``), or every URL of the host key
-    ``target``, due at ``now``, in one transaction; ``host``: the target's host key."""
+    ``target``, due at ``now``, in one transaction; ``host``: the target's host key. A
+    URL named is also put first in its host's queue (:func:`put_first`); a host's URLs
+    keep the claim's order (oldest first)."""
     params = {"url": target, "host": host, "now": now}
     states, gone_back, due_now = (
         (q.URL_STATES_OF, q.URL_GONE_BACK, q.URL_DUE_NOW)
@@ -71,6 +74,8 @@ def recheck(database: Database, target: str, host: str, *, is_url: bool, now: fl
         counts = {str(s): int(n) for s, n in database.run(states, **params).fetchall()}
         database.run(gone_back, **params)
         database.run(due_now, **params)
+        if is_url:
+            put_first(database, target, now)
     return Recheck(
         target,
         is_url,
@@ -78,3 +83,11 @@ def recheck(database: Database, target: str, host: str, *, is_url: bool, now: fl
         waiting=sum(n for s, n in counts.items() if s in WAITING_STATES),
         kept_out=counts.get("trapped", 0),
     )
+
+
+def put_first(database: Database, url: str, now: float) -> None:
+    """Have the normalised ``url``, if it is to be fetched now (queued, being fetched, or
+    finished and due at ``now``), claimed before its host's other queued URLs, once: its
+    ``urls.priority``, spent when it is fetched. The host's pace, scope, address guard
+    and policy hold for it as for any URL (docs/crawl.md, "Claim order")."""
+    database.run(q.URL_FIRST, url=url, now=now)

@@ -48,17 +48,17 @@ class FetchRecord:
             "host": self.host,
         }
 
-    def params(self) -> dict[str, object]:
-        """The parameters of :data:`~geminibot.store.statements.LOG_FETCH`."""
-        return {
-            "url": self.url,
-            "host": self.host,
-            "status": self.status,
-            "meta": self.meta,
-            "error": self.error,
-            "started": self.started,
-            "duration": self.duration,
-        }
+    def params(self) -> tuple[object, ...]:
+        """The row of :data:`~geminibot.store.statements.LOG_FETCH`."""
+        return (
+            self.url,
+            self.host,
+            self.status,
+            self.meta,
+            self.error,
+            self.started,
+            self.duration,
+        )
 
 
 @dataclass(frozen=True)
@@ -71,15 +71,9 @@ class DecisionRecord:
     reason: str
     at: float
 
-    def params(self) -> dict[str, object]:
-        """The parameters of :data:`~geminibot.store.statements.LOG_DECISION`."""
-        return {
-            "url": self.url,
-            "host": self.host,
-            "allowed": self.allowed,
-            "reason": self.reason,
-            "at": self.at,
-        }
+    def params(self) -> tuple[object, ...]:
+        """The row of :data:`~geminibot.store.statements.LOG_DECISION`."""
+        return (self.url, self.host, self.allowed, self.reason, self.at)
 
 
 @dataclass(frozen=True)
@@ -160,18 +154,24 @@ class CachedFile:
     expires_at: float
 
     @classmethod
-    def fresh(
-        cls, host: str, name: str, row: Sequence[Any] | None, now: float
-    ) -> CachedFile | None:
-        """The file from the row :data:`~geminibot.store.statements.POLICY_FILE` read (outcome, reason, status, body, fetched_at,
-        expires_at), as either store reads it (PostgreSQL's bytea comes back as memoryview),
-        if there is one and it is still fresh at ``now``."""
-        if row is None or row[5] <= now:
-            return None
+    def of(cls, host: str, name: str, row: Sequence[Any]) -> CachedFile:
+        """The file from a row of ``robots`` (outcome, reason, status, body, fetched_at,
+        expires_at: :data:`~geminibot.store.statements.POLICY_FILE`'s columns), as either
+        engine reads it (PostgreSQL's bytea comes back as memoryview)."""
         kind, reason, status, body, fetched_at, expires_at = row
         outcome = FetchOutcome(kind, reason, None, expires_at - fetched_at)
         body = None if body is None else bytes(body)
         return cls(host, name, outcome, status, body, fetched_at, expires_at)
+
+    @classmethod
+    def fresh(
+        cls, host: str, name: str, row: Sequence[Any] | None, now: float
+    ) -> CachedFile | None:
+        """The file of a :data:`~geminibot.store.statements.POLICY_FILE` row (see
+        :meth:`of`), if there is one and it is still fresh at ``now``."""
+        if row is None or row[5] <= now:
+            return None
+        return cls.of(host, name, row)
 
     def params(self) -> dict[str, object]:
         """The parameters of :data:`~geminibot.store.statements.SAVE_POLICY_FILE`."""
@@ -216,6 +216,31 @@ class TLSRecord:
     name_matches: bool
     parsed: bool
     seen: float
+
+    @classmethod
+    def of(cls, row: Sequence[Any]) -> TLSRecord:
+        """The record of a row of ``tls_history`` read in field order (``seen``: its
+        ``last_seen``), as either engine reads it (SQLite's flags are integers)."""
+        (host, version, cipher, sha256, spki, subject, issuer, sans, trust, key_type,
+         key_bits, not_before, not_after, matches, parsed, seen) = row  # fmt: skip
+        return cls(
+            host,
+            version,
+            cipher,
+            sha256,
+            spki,
+            subject,
+            issuer,
+            tuple(sans.split("\n")) if sans else (),
+            trust,
+            key_type,
+            key_bits,
+            not_before,
+            not_after,
+            bool(matches),
+            bool(parsed),
+            seen,
+        )
 
     def params(self) -> dict[str, object]:
         """The parameters of :data:`~geminibot.store.statements.SAW_TLS`."""

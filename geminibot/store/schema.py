@@ -162,7 +162,10 @@ def _census(meta: sa.MetaData) -> None:
 
 def _urls(meta: sa.MetaData, pg: bool) -> None:
     """The frontier and visited set: one row per normalised URL ever seen. ``misses``:
-    its "not found" answers in a row (51, 404), the first at ``missing_since``."""
+    its "not found" answers in a row (51, 404), the first at ``missing_since``.
+    ``priority``: 1 for a URL submitted or rechecked by name, claimed before its host's
+    other queued URLs (0 again once it is fetched); the claim reads a host's queued URLs
+    in that order, then oldest first, through ``urls_host_state``."""
     urls = sa.Table(
         "urls",
         meta,
@@ -182,8 +185,9 @@ def _urls(meta: sa.MetaData, pg: bool) -> None:
         sa.Column("revisit_interval", Real),
         sa.Column("misses", sa.Integer, nullable=False, server_default=sa.text("0")),
         sa.Column("missing_since", Real),
+        sa.Column("priority", sa.Integer, nullable=False, server_default=sa.text("0")),
     )
-    sa.Index("urls_host_state", urls.c.host, urls.c.state, urls.c.id)
+    sa.Index("urls_host_state", urls.c.host, urls.c.state, urls.c.priority.desc(), urls.c.id)
     sa.Index("urls_state", urls.c.state)
     sa.Index(
         "urls_query_path",
@@ -227,6 +231,7 @@ def _logs(meta: sa.MetaData) -> None:
     )
     sa.Index("fetches_started", fetches.c.started_at)
     sa.Index("fetches_url", fetches.c.url)
+    sa.Index("fetches_host_started", fetches.c.host, fetches.c.started_at)
 
 
 def _index(meta: sa.MetaData, pg: bool) -> None:

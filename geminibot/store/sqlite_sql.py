@@ -25,7 +25,7 @@ ADD_TEXT = (
 
 ENGINE = Engine(
     name="sqlite",
-    sql=Compiled(sqlite.dialect(paramstyle="named")),
+    sql=Compiled(sqlite.dialect(paramstyle="named"), sqlite.dialect(paramstyle="qmark")),
     drop_text=DROP_TEXT,
     clear_skips=CLEAR_SKIPS,
     page_text=sa.text(

@@ -3,7 +3,8 @@ strategy (:class:`EngineStrategy`) that gives only what truly differs: the trans
 policy (SQLite batches the crawl loop's writes, PostgreSQL takes a pooled connection per
 call), the host leases of several crawl processes (PostgreSQL), and the statements of its
 dialect (:mod:`geminibot.store.statements`). URL admission is the
-:class:`~geminibot.store.frontier.Frontier`'s, in batches on both engines.
+:class:`~geminibot.store.frontier.Frontier`'s, in batches on both engines; the reads of the
+frontier's state are :class:`FrontierReads`'.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from geminibot.store.frontier import Claim, Frontier, give_up_params
 from geminibot.store.pages import write_page
 from geminibot.store.records import CachedFile, FetchedPage, FetchRecord, HostState, Lease, Revisit
 from geminibot.store.records import DecisionRecord as Decision
-from geminibot.store.statements import Engine, Statement
+from geminibot.store.statements import Engine, Rows, Statement
 from geminibot.store.traps import FrontierLimits
 from geminibot.urls import normalise
 
@@ -37,7 +38,7 @@ class EngineStrategy(Protocol):
     exclusive: bool
 
     def array(self, values: list[str]) -> object:
-        """A list as the engine's list parameter (:class:`~geminibot.store.statements.InList`)."""
+        """A list as the engine's list parameter (:class:`~geminibot.store.statements.Given`)."""
         ...
 
     def reading(self) -> AbstractContextManager[Any]:
@@ -80,9 +81,66 @@ class EngineStrategy(Protocol):
     def work_elsewhere(self, lease: str) -> dict[str, float]: ...
 
 
-class SqlStore:
-    """:class:`~geminibot.store.crawlstore.CrawlStore` over an engine strategy; every
-    method is one transaction (on SQLite, the crawl loop's are batched)."""
+class FrontierReads:
+    """What the crawl reads of its frontier without writing, each one read over an engine
+    strategy: the hosts with work, counts, a URL's state, the URLs new since a mark."""
+
+    def __init__(self, engine: EngineStrategy) -> None:
+        self.engine = engine
+        self._sql = engine.dialect.sql
+        self._reading = engine.reading
+
+    def _run(
+        self, conn: Any, statement: Statement | Rows, params: dict[str, Any] | tuple[Any, ...] = ()
+    ) -> Any:
+        """Run ``statement`` on ``conn`` (``params``: a :class:`Rows`' as a tuple); its
+        cursor."""
+        return conn.execute(self._sql[statement], params)
+
+    def hosts_with_work(self) -> dict[str, int]:
+        with self._reading() as conn:
+            rows = self._run(conn, q.HOSTS_WITH_WORK).fetchall()
+        return {str(r[0]): int(r[1]) for r in rows}
+
+    def newest_url(self) -> int:
+        """The highest URL id (0: none): a mark for :meth:`queued_since`."""
+        return self._count(q.NEWEST_URL)
+
+    def queued_since(self, newest: int) -> dict[str, int]:
+        """The hosts of the URLs queued with an id above the mark ``newest`` (new to the
+        store since: a ``/submit``, another process's links), how many each."""
+        with self._reading() as conn:
+            rows = self._run(conn, q.QUEUED_SINCE, {"newest": newest}).fetchall()
+        return {str(host): int(n) for host, n in rows}
+
+    def count_pages(self) -> int:
+        return self._count(q.COUNT_PAGES)
+
+    def count_hosts(self) -> int:
+        return self._count(q.COUNT_HOSTS)
+
+    def queued(self) -> int:
+        return self._count(q.COUNT_QUEUED)
+
+    def _count(self, statement: Statement) -> int:
+        with self._reading() as conn:
+            row = self._run(conn, statement).fetchone()
+        return 0 if row is None or row[0] is None else int(row[0])
+
+    def leased(self) -> list[str]:
+        with self._reading() as conn:
+            return [str(r[0]) for r in self._run(conn, q.LEASED).fetchall()]
+
+    def state_of(self, url: str) -> tuple[str, str | None] | None:
+        with self._reading() as conn:
+            row = self._run(conn, q.URL_STATE, {"url": url}).fetchone()
+        return None if row is None else (str(row[0]), row[1])
+
+
+class SqlStore(FrontierReads):
+    """:class:`~geminibot.store.crawlstore.CrawlStore` over an engine strategy (its reads
+    :class:`FrontierReads`'); every method is one transaction (on SQLite, the crawl
+    loop's are batched)."""
 
     def __init__(
         self,
@@ -90,23 +148,17 @@ class SqlStore:
         clock: Callable[[], float],
         limits: FrontierLimits | None = None,
     ) -> None:
-        self.engine = engine
+        super().__init__(engine)
         self.clock = clock
         self.limits = limits or FrontierLimits()
         self.frontier = Frontier(
             engine.dialect, engine.array, clock, self.limits, exclusive=engine.exclusive
         )
-        self._sql = engine.dialect.sql
-        self._reading = engine.reading
         self._writing = engine.writing
         self._committing = engine.committing
         #: The URLs this process claimed whose request was sent (their attempt
         #: counted), until the claim is closed or given back.
         self._sent: set[str] = set()
-
-    def _run(self, conn: Any, statement: Statement, params: dict[str, Any] | None = None) -> Any:
-        """Run ``statement`` on ``conn``; its cursor."""
-        return conn.execute(self._sql[statement], {} if params is None else params)
 
     def close(self) -> None:
         self.engine.close()
@@ -200,34 +252,6 @@ class SqlStore:
             self._run(conn, self.engine.dialect.clear_skips)
             rows = self._run(conn, q.HOST_STATES).fetchall()
         return {str(r[0]): HostState(r[1], r[2], r[3], r[4]) for r in rows}
-
-    def hosts_with_work(self) -> dict[str, int]:
-        with self._reading() as conn:
-            rows = self._run(conn, q.HOSTS_WITH_WORK).fetchall()
-        return {str(r[0]): int(r[1]) for r in rows}
-
-    def count_pages(self) -> int:
-        return self._count(q.COUNT_PAGES)
-
-    def count_hosts(self) -> int:
-        return self._count(q.COUNT_HOSTS)
-
-    def queued(self) -> int:
-        return self._count(q.COUNT_QUEUED)
-
-    def _count(self, statement: Statement) -> int:
-        with self._reading() as conn:
-            row = self._run(conn, statement).fetchone()
-        return int(row[0]) if row else 0
-
-    def leased(self) -> list[str]:
-        with self._reading() as conn:
-            return [str(r[0]) for r in self._run(conn, q.LEASED).fetchall()]
-
-    def state_of(self, url: str) -> tuple[str, str | None] | None:
-        with self._reading() as conn:
-            row = self._run(conn, q.URL_STATE, {"url": url}).fetchone()
-        return None if row is None else (str(row[0]), row[1])
 
     # -- hosts, policy files and pins --
 

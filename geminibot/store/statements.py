@@ -1,7 +1,7 @@
 """Every statement both crawl stores run, written once, and the engines they compile for.
 
 A statement is a SQLAlchemy Core text construct with named parameters (``:url``), or,
-where the engines' SQL differs only in dialect (a list parameter, :class:`InList`; a
+where the engines' SQL differs only in dialect (a list parameter, :class:`Given`; a
 row lock, ``FOR UPDATE SKIP LOCKED``, which SQLite, one writer, leaves out; a flag's
 literal), a Core expression on the schema's tables (:data:`TABLES`). Each
 engine compiles it once, on first use (:class:`Compiled`): SQLite to its ``:name``
@@ -33,17 +33,36 @@ from geminibot.store.schema import metadata
 Statement = sa.ClauseElement
 
 
-class Compiled(dict[Statement, str]):
-    """The statements compiled for one engine: ``compiled[STATEMENT]`` is its SQL text
-    (parameters are passed as a dict), compiled on first use. (A dict: a statement is
-    hashed by identity, and the lookup costs the hot path no Python call.)"""
+@dataclass(frozen=True, eq=False)
+class Rows:
+    """A statement of the hot path that takes each row (once, or many with
+    ``executemany``) as a tuple of its parameters ``names``, in that order: no dict built
+    and then read by name (sqlite3 makes a string of each name to look it up). It compiles
+    to positional placeholders (``?``, ``%s``), checked to follow ``names``."""
 
-    def __init__(self, dialect: sa.Dialect) -> None:
+    statement: sa.TextClause
+    names: tuple[str, ...]
+
+
+class Compiled(dict[Statement | Rows, str]):
+    """The statements compiled for one engine: ``compiled[STATEMENT]`` is its SQL text
+    (parameters are passed as a dict; a :class:`Rows`' as a tuple), compiled on first
+    use by ``dialect`` (``positional``: a :class:`Rows`'). (A dict: a statement is hashed
+    by identity, and the lookup costs the hot path no Python call.)"""
+
+    def __init__(self, dialect: sa.Dialect, positional: sa.Dialect) -> None:
         super().__init__()
         self.dialect = dialect
+        self.positional = positional
 
-    def __missing__(self, statement: Statement) -> str:
-        sql = self[statement] = str(statement.compile(dialect=self.dialect))
+    def __missing__(self, statement: Statement | Rows) -> str:
+        if isinstance(statement, Rows):
+            positional = statement.statement.compile(dialect=self.positional)
+            if tuple(positional.positiontup or ()) != statement.names:
+                raise ValueError(f"parameters {positional.positiontup} not {statement.names}")
+            sql = self[statement] = str(positional)
+        else:
+            sql = self[statement] = str(statement.compile(dialect=self.dialect))
         return sql
 
     def once(self, text: str) -> str:
@@ -65,9 +84,9 @@ class Engine:
     #: The kept text of every page whose text is searchable, in row order: its URL,
     #: host, title, headings and body.
     page_text: sa.TextClause
-    #: Insert a page's row, its text in the columns of the engine's text index if it
-    #: keeps it there (``:headings``, ``:body``).
-    add_page: sa.TextClause
+    #: Insert a page's row (:data:`PAGE_ROW`), then its text in the columns of the
+    #: engine's text index if it keeps it there (``headings``, ``body``).
+    add_page: Rows
     #: The files a page's labelled links point to, with their text (:func:`linked_files`).
     linked_files: sa.TextClause
     #: Replace the title and text of a page whose text is searchable (``:id``,
@@ -85,27 +104,30 @@ TABLES = metadata("postgresql").tables
 _urls, _hosts = TABLES["urls"], TABLES["hosts"]
 
 
-class InList(sa.ColumnElement[Any]):
-    """``column`` is one of the list parameter ``name`` (a JSON array on SQLite, read with
-    ``json_each``; an array on PostgreSQL): a list of any length, one compiled text."""
+class Given(sa.TableClause):
+    """The values of the list parameter ``param``, a row each (column ``value``), to join
+    with a table: a JSON array read with ``json_each`` on SQLite, a text array
+    ``unnest``-ed on PostgreSQL; a list of any length, one compiled text. Each value is
+    given once. (A join: ``IN (SELECT ...)`` makes SQLite build a temporary index of the
+    list at each run; docs/benchmarks.md, "The one store's CPU per page".)"""
 
     inherit_cache = True
 
-    def __init__(self, column: sa.ColumnElement[Any], name: str) -> None:
-        self.column = column
-        self.name = name
+    def __init__(self, param: str) -> None:
+        super().__init__(f"given_{param}", sa.column("value", sa.Text))
+        self.param = param
 
 
-@compiles(InList, "sqlite")
-def _in_json(element: InList, compiler: SQLCompiler, **kw: Any) -> str:
-    column = compiler.process(element.column, **kw)
-    return f"{column} IN (SELECT value FROM json_each({compiler.process(sa.bindparam(element.name), **kw)}))"
+@compiles(Given, "sqlite")
+def _json_each(element: Given, compiler: SQLCompiler, **kw: Any) -> str:
+    values = compiler.process(sa.bindparam(element.param), **kw)
+    return f"json_each({values}) AS {element.name}"
 
 
-@compiles(InList, "postgresql")
-def _in_array(element: InList, compiler: SQLCompiler, **kw: Any) -> str:
-    column = compiler.process(element.column, **kw)
-    return f"{column} = ANY({compiler.process(sa.bindparam(element.name), **kw)})"
+@compiles(Given, "postgresql")
+def _unnest(element: Given, compiler: SQLCompiler, **kw: Any) -> str:
+    values = compiler.process(sa.bindparam(element.param), **kw)
+    return f"unnest(CAST({values} AS text[])) AS {element.name} (value)"
 
 
 def _const(sql: str) -> sa.ColumnElement[Any]:
@@ -198,13 +220,19 @@ SAW_TLS = sa.text(
 
 # --- the logs ---
 
-LOG_FETCH = sa.text(
-    "INSERT INTO fetches (url, host, status, meta, error, started_at, duration)"
-    " VALUES (:url, :host, :status, :meta, :error, :started, :duration)"
+LOG_FETCH = Rows(
+    sa.text(
+        "INSERT INTO fetches (url, host, status, meta, error, started_at, duration)"
+        " VALUES (:url, :host, :status, :meta, :error, :started, :duration)"
+    ),
+    ("url", "host", "status", "meta", "error", "started", "duration"),
 )
-LOG_DECISION = sa.text(
-    "INSERT INTO decisions (url, host, allowed, reason, at)"
-    " VALUES (:url, :host, :allowed, :reason, :at)"
+LOG_DECISION = Rows(
+    sa.text(
+        "INSERT INTO decisions (url, host, allowed, reason, at)"
+        " VALUES (:url, :host, :allowed, :reason, :at)"
+    ),
+    ("url", "host", "allowed", "reason", "at"),
 )
 PRUNE_FETCHES = sa.text("DELETE FROM fetches WHERE started_at < :before")
 PRUNE_DECISIONS = sa.text("DELETE FROM decisions WHERE at < :before")
@@ -223,10 +251,12 @@ MARK_SENT = sa.text(
     "UPDATE urls SET attempts = attempts + 1"
     " WHERE url = :url AND state = 'leased' AND lease = :lease"
 )
-#: A leased URL closed; only a failure keeps its attempts counted; a "not found" counts
-#: one miss more (since the first), a failure keeps them, any other answer ends them.
+#: A leased URL closed (fetched: a submitted URL's priority is spent); only a failure
+#: keeps its attempts counted; a "not found" counts one miss more (since the first), a
+#: failure keeps them, any other answer ends them.
 FINISH = sa.text(
     "UPDATE urls SET state = :state, reason = :reason, lease = NULL, updated_at = :now,"
+    " priority = 0,"
     " attempts = CASE WHEN :failed THEN attempts ELSE 0 END,"
     " misses = CASE WHEN :not_found THEN misses + 1 WHEN :failed THEN misses ELSE 0 END,"
     " missing_since = CASE WHEN :not_found THEN coalesce(missing_since, :now)"
@@ -267,29 +297,37 @@ REQUEUE_CAPPED = sa.text(
     "UPDATE urls SET state = 'queued', reason = NULL, updated_at = :now WHERE url = :url"
 )
 #: A host's row, made when a URL of it is first met.
-ADD_HOST = sa.text(
-    "INSERT INTO hosts (host, first_seen) VALUES (:host, :now) ON CONFLICT (host) DO NOTHING"
+ADD_HOST = Rows(
+    sa.text(
+        "INSERT INTO hosts (host, first_seen) VALUES (:host, :now) ON CONFLICT (host) DO NOTHING"
+    ),
+    ("host", "now"),
 )
+_given_hosts = Given("hosts")
 #: The rows of the hosts ``:hosts``, locked in host order until the transaction ends
 #: (PostgreSQL: every transaction that adds URLs to a host holds its row; SQLite has one
 #: writer and no row locks): their live and deep URLs.
 LOCK_HOSTS = (
     sa.select(_hosts.c.host, _hosts.c.urls_total, _hosts.c.deep_urls)
-    .where(InList(_hosts.c.host, "hosts"))
+    .select_from(_given_hosts.join(_hosts, _hosts.c.host == _given_hosts.c.value))
     .order_by(_hosts.c.host)
-    .with_for_update()
+    .with_for_update(of=_hosts)
 )
 SET_HOST_COUNTS = sa.text(
     "UPDATE hosts SET urls_total = :total, deep_urls = :deep WHERE host = :host"
 )
+_given_urls = Given("urls")
 #: The state and reason of those of the URLs ``:urls`` the frontier holds.
-URL_STATES = sa.select(_urls.c.url, _urls.c.state, _urls.c.reason).where(
-    InList(_urls.c.url, "urls")
+URL_STATES = sa.select(_urls.c.url, _urls.c.state, _urls.c.reason).select_from(
+    _given_urls.join(_urls, _urls.c.url == _given_urls.c.value)
 )
-ADD_URL = sa.text(
-    "INSERT INTO urls (url, host, path, has_query, depth, parent, state, reason, updated_at)"
-    " VALUES (:url, :host, :path, :has_query, :depth, :parent, :state, :reason, :now)"
-    " ON CONFLICT (url) DO NOTHING"
+ADD_URL = Rows(
+    sa.text(
+        "INSERT INTO urls (url, host, path, has_query, depth, parent, state, reason, updated_at)"
+        " VALUES (:url, :host, :path, :has_query, :depth, :parent, :state, :reason, :now)"
+        " ON CONFLICT (url) DO NOTHING"
+    ),
+    ("url", "host", "path", "has_query", "depth", "parent", "state", "reason", "now"),
 )
 #: Query strings already on a (host, path), not trapped (read through the partial index
 #: ``urls_query_path``, whose condition each engine writes its own way).
@@ -299,11 +337,13 @@ QUERIES_ON_PATH = sa.select(sa.func.count()).where(
     _urls.c.has_query == sa.true(),
     _urls.c.state != _const("'trapped'"),
 )
-#: A host's oldest queued URL, locked (one another process holds is passed over).
+#: A host's next queued URL, locked (one another process holds is passed over): one
+#: submitted or rechecked by name first (``priority``), then the oldest; read in the
+#: order of ``urls_host_state``, no sort.
 CLAIM = (
     sa.select(_urls.c.url, _urls.c.depth)
     .where(_urls.c.host == sa.bindparam("host"), _urls.c.state == _const("'queued'"))
-    .order_by(_urls.c.id)
+    .order_by(_urls.c.priority.desc(), _urls.c.id)
     .limit(_const("1"))
     .offset(_const("0"))
     .with_for_update(skip_locked=True)
@@ -316,6 +356,7 @@ def give_up(scope: str) -> sa.TextClause:
     attempts reached ``:max``."""
     return sa.text(
         "UPDATE urls SET state = 'failed', lease = NULL, updated_at = :now, next_visit = NULL,"
+        " priority = 0,"
         " reason = 'given up: ' || attempts || ' attempts ended abnormally'"
         f" WHERE url IN (SELECT url FROM urls u WHERE u.state = 'leased' AND {scope})"
         " AND attempts >= :max"
@@ -370,8 +411,14 @@ ANY_DUE = sa.text(
     f"SELECT EXISTS (SELECT 1 FROM urls WHERE next_visit <= :now AND state IN {FINISHED})"
     " OR EXISTS (SELECT 1 FROM urls WHERE id > :newest AND state = 'queued')"
 )
-#: The highest id of the URLs (a continuous crawl's mark as it falls asleep).
+#: The highest id of the URLs (a continuous crawl's mark: as it falls asleep, as its run
+#: looks for work).
 NEWEST_URL = sa.text("SELECT max(id) FROM urls")
+#: The hosts of the URLs queued with an id above ``:newest`` (new to the store since a
+#: mark: a ``/submit``, another process's links), with how many each.
+QUEUED_SINCE = sa.text(
+    "SELECT host, count(*) FROM urls WHERE id > :newest AND state = 'queued' GROUP BY host"
+)
 #: The aliases of a canonical URL queued again now (their body is no longer its body);
 #: their hosts, one per URL.
 REQUEUE_ALIASES = sa.text(
@@ -427,6 +474,13 @@ URL_DUE_NOW = sa.text(
     f"UPDATE urls SET next_visit = :now WHERE url = :url AND state IN {FINISHED}"
     " AND (next_visit IS NULL OR next_visit > :now)"
 )
+#: The URL, if it is to be fetched now (queued, being fetched, or finished and due at
+#: ``:now``), claimed before its host's other queued URLs (its ``priority``, spent when
+#: it is fetched: FINISH).
+URL_FIRST = sa.text(
+    "UPDATE urls SET priority = 1 WHERE url = :url AND priority = 0"
+    f" AND (state IN ('queued', 'leased') OR (state IN {FINISHED} AND next_visit <= :now))"
+)
 #: The host's finished URLs due at ``:now``.
 HOST_DUE_NOW = sa.text(
     f"UPDATE urls SET next_visit = :now WHERE host = :host AND state IN {FINISHED}"
@@ -463,24 +517,35 @@ FILE_LABELS = sa.text(
     "SELECT label FROM links WHERE target = :url AND label != ''"
     " GROUP BY label ORDER BY min(page_id), label LIMIT :limit"
 )
-#: A page's row (``:text`` names the engine's text columns, if it keeps the text there).
+#: A page's row: its columns, and their parameters in that order.
 PAGE_COLUMNS = (
     "url, host, status, meta, mime, lang, size, content_hash, fetched_at, title,"
     " duplicate_of, redirect_to, text_indexed, changed_at, gone_at, charset_ok"
 )
-PAGE_VALUES = (
-    ":url, :host, :status, :meta, :mime, :lang, :size, :hash, :at, :title, :dup, :redirect,"
-    " :keep, :changed, :gone, :charset_ok"
+PAGE_ROW = (
+    *("url", "host", "status", "meta", "mime", "lang", "size", "hash", "at", "title"),
+    *("dup", "redirect", "keep", "changed", "gone", "charset_ok"),
 )
 
 
-def add_page(text_columns: tuple[str, ...] = ()) -> sa.TextClause:
-    """Insert a page's row (with ``text_columns``, each from the parameter of its name).
-    Its id is read after (:data:`PAGE_ID`): on SQLite, ``RETURNING`` makes FTS5 write a
-    segment per page instead of one per transaction (``tests/index/test_index_updater.py``)."""
+def add_page(text_columns: tuple[str, ...] = ()) -> Rows:
+    """Insert a page's row (:data:`PAGE_ROW`, then ``text_columns``, each from the
+    parameter of its name). Its id is read after (:data:`PAGE_ID`): on SQLite,
+    ``RETURNING`` makes FTS5 write a segment per page instead of one per transaction
+    (``tests/index/test_index_updater.py``)."""
+    names = (*PAGE_ROW, *text_columns)
     columns = "".join(f", {name}" for name in text_columns)
-    values = "".join(f", :{name}" for name in text_columns)
-    return sa.text(f"INSERT INTO pages ({PAGE_COLUMNS}{columns}) VALUES ({PAGE_VALUES}{values})")
+    values = ", ".join(f":{name}" for name in names)
+    return Rows(sa.text(f"INSERT INTO pages ({PAGE_COLUMNS}{columns}) VALUES ({values})"), names)
+
+
+ADD_LINK = Rows(
+    sa.text(
+        "INSERT INTO links (page_id, position, target, label)"
+        " VALUES (:id, :position, :target, :label)"
+    ),
+    ("id", "position", "target", "label"),
+)
 
 
 def linked_files(body: str) -> sa.TextClause:
@@ -494,11 +559,6 @@ def linked_files(body: str) -> sa.TextClause:
         " AND p.mime NOT LIKE 'text/%' GROUP BY p.id, p.url ORDER BY min(l.position)"
         " LIMIT :limit"
     )
-
-
-ADD_LINK = sa.text(
-    "INSERT INTO links (page_id, position, target, label) VALUES (:id, :position, :target, :label)"
-)
 
 
 # --- link authority (through the temporary table ``host_rank``) ---

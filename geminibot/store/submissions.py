@@ -6,8 +6,10 @@ even a gone one, is asked again; one queued or being fetched is left as it is; a
 one is never fetched). A URL the store does not hold is put in the frontier as the crawl
 puts a seed (:meth:`CrawlStore.seed`: normalised, the trap bounds applied, its host's row
 made). A continuous crawl takes either within :data:`~geminibot.store.recheck.DUE_POLL`
-seconds, asleep or running (:func:`geminibot.crawl.continuous.any_due`), and fetches it
-as any queued URL: through the address guard, the capsule's policy and its pace.
+seconds, asleep (:func:`geminibot.crawl.continuous.any_due`) or running (the crawler's
+``poll_due``), and fetches it before its host's other queued URLs (:func:`put_first`),
+otherwise as any queued URL: through the address guard, the capsule's policy (a host not
+asked yet: its policy files first) and its pace.
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ from typing import Any
 
 from geminibot.store.database import Database, open_database
 from geminibot.store.errors import DatabaseError
-from geminibot.store.recheck import recheck
+from geminibot.store.recheck import put_first, recheck
 from geminibot.store.traps import FrontierLimits
 from geminibot.urls import host_key, normalise
 
@@ -54,6 +56,10 @@ def submit(db: str, url: str, clock: Callable[[], float]) -> str:
                 if done.kept_out:
                     known = store.state_of(url)
                     return f"trapped: {known[1] if known else 'a trap bound'}"
-                return str(store.seed([url])[url])
+                what = str(store.seed([url])[url])
+            if what == "queued":
+                with database.transaction():
+                    put_first(database, url, clock())
+            return what
         except database.errors as exc:  # a database we may not write, locked too long
             raise DatabaseError(f"{database.name}: cannot write: {exc}") from None

@@ -31,7 +31,7 @@ if TYPE_CHECKING:
 #: The query of a database's version (where ``alembic_version`` exists).
 VERSION_QUERY = "SELECT version_num FROM alembic_version"
 #: The schema version this geminibot reads and writes (the last revision of the history).
-SCHEMA_VERSION = 13
+SCHEMA_VERSION = 15
 #: The advisory lock key a PostgreSQL upgrade holds.
 MIGRATION_LOCK = 0x67656D69
 #: PostgreSQL's versions before the history (``geminibot_schema``) and the version each is.

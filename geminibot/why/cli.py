@@ -52,8 +52,8 @@ def register(commands: Any) -> None:
         "recheck",
         help="fetch a page, or every page of a host, again soon, at the capsule's pace",
         description=(
-            "Make a URL, or every URL of a host (no '/'), due now in the crawl's frontier: "
-            "the running crawl (geminibot serve, crawl --forever) fetches it within "
+            "Make a URL, or every URL of a host (no '/'), due now in the crawl's frontier "
+            "(a URL named goes first among its capsule's queued URLs): the running crawl (geminibot serve, crawl --forever) fetches it within "
             f"{DUE_POLL:g} s of its next look, else the next geminibot crawl does, at the "
             "capsule's pace and under its policy like any URL (nothing is fetched here). "
             "A page not found (51, 404) or gone (52, 410) is asked once more; a URL a "

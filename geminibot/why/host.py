@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from functools import lru_cache
 
+from geminibot.census.model import Census
 from geminibot.policy import VIRTUAL_AGENTS
 from geminibot.policy.candidates import candidate_paths
 from geminibot.policy.cli import lint_file
@@ -106,7 +107,9 @@ class Permission:
 @dataclass(frozen=True)
 class HostAnswer:
     """What the crawl knows of a host, for its owner: its policy files, what each
-    virtual agent may do, its delay, and its URLs counted by state."""
+    virtual agent may do, its delay, and its URLs counted by state; and the capsule's
+    census (``geminibot census --host``), which the faces' ``/check`` adds
+    (:mod:`geminibot.why.reads`; None: not taken)."""
 
     host: str
     root: str
@@ -121,8 +124,10 @@ class HostAnswer:
     web_host: str | None = None
     differences: str | None = None
     notes: tuple[str, ...] = field(default=())
+    census: Census | None = None
 
     def as_dict(self) -> dict[str, object]:
+        census = {} if self.census is None else {"census": self.census.as_json()}
         return {
             "host": self.host,
             "root": self.root,
@@ -137,6 +142,7 @@ class HostAnswer:
             "web_host": self.web_host,
             "differences": self.differences,
             "notes": list(self.notes),
+            **census,
         }
 
 

@@ -9,9 +9,11 @@ what the faces' other requests (a search) need:
   other requests with), at most :data:`CHECK_READS` at once;
 - the explanation (:func:`geminibot.why.explain`: parsing and linting the host's policy
   files, deciding for each virtual agent, up to a second of CPU for a 500 KiB robots.txt)
-  runs in a separate worker process at a lower priority (:data:`CHECK_NICENESS`), at most
-  :data:`CHECK_WORKERS` at once, so that it holds neither the face's interpreter (its
-  GIL) nor more than one core.
+  and, for a host, the capsule's census (:func:`geminibot.census.host.host_census`, as
+  ``geminibot census --host`` takes it: its counts read on a connection the worker opens
+  for it, its robots.txt linted) run in a separate worker process at a lower priority
+  (:data:`CHECK_NICENESS`), at most :data:`CHECK_WORKERS` at once, so that they hold
+  neither the face's interpreter (its GIL) nor more than one core.
 
 A ``/check`` that finds either part's slots all taken waits its turn for up to
 :data:`CHECK_WAIT` seconds, then :class:`CheckBusy` (the faces answer ``44`` or ``503``).
@@ -30,13 +32,17 @@ import os
 import time
 from collections import OrderedDict
 from collections.abc import Callable, Hashable
+from dataclasses import replace
 from functools import partial
 from typing import Any
 
 import trio
 import trio_parallel
 
-from geminibot.store.database import Database
+from geminibot.census.host import host_census
+from geminibot.census.model import Census
+from geminibot.cliutil import CommandError
+from geminibot.store.database import Database, open_database
 from geminibot.store.reads import Opener, Reads, ReadsBusy, opened
 from geminibot.why import explain, parse_target, read_records
 from geminibot.why.explain import Answer
@@ -72,11 +78,29 @@ class CheckBusy(ReadsBusy):
         self.args = (f"too many checks at once: try again in {retry_after} s",)
 
 
-def explain_niced(records: Records, now: float) -> Answer | HostAnswer:
-    """:func:`geminibot.why.explain`, in a worker process whose priority it lowers first."""
+def capsule_census(db: str, host: str, now: float) -> Census | None:
+    """The census of the capsule ``host`` at ``now`` (``geminibot census --host``), read
+    from the crawl database ``db`` on a connection of its own; None when the crawl knows
+    no such host."""
+    with open_database(db) as database:
+        try:
+            return host_census(database, host, now)
+        except CommandError:  # (census --host's "the crawl knows no host ...")
+            return None
+
+
+def explain_in_worker(
+    explain: Explain, db: str | None, records: Records, now: float
+) -> Answer | HostAnswer:
+    """A ``/check``'s work in its worker process, whose priority it lowers first:
+    ``explain(records, now)``, and for a host the capsule's census from ``db`` (None:
+    none)."""
     if os.getpriority(os.PRIO_PROCESS, 0) < CHECK_NICENESS:
         os.setpriority(os.PRIO_PROCESS, 0, CHECK_NICENESS)
-    return explain(records, now)
+    answer = explain(records, now)
+    if db is None or not isinstance(answer, HostAnswer):
+        return answer
+    return replace(answer, census=capsule_census(db, answer.host, now))
 
 
 def cache_key(records: Records) -> Hashable:
@@ -92,7 +116,9 @@ class CheckReads:
     with a connection from ``open_db`` (``limit`` reads at once) and explains in a worker
     process (``workers`` at once), each part waiting at most ``wait`` seconds for its turn.
     ``read`` is what runs on the connection (:func:`geminibot.why.read_records`);
-    ``explain`` what runs in the worker process (it must be a module's function)."""
+    ``explain`` what runs in the worker process (it must be a module's function), which
+    adds a host's census from ``census_db`` (the database's path or URL; None: no census).
+    """
 
     def __init__(
         self,
@@ -102,12 +128,14 @@ class CheckReads:
         wait: float = CHECK_WAIT,
         workers: int = CHECK_WORKERS,
         read: Read = read_records,
-        explain: Explain = explain_niced,
+        explain: Explain = explain,
+        census_db: str | None = None,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.reads = Reads(open_db, limit=limit, wait=wait)
         self.read = read
         self.explain = explain
+        self.census_db = census_db
         self.workers = trio.CapacityLimiter(workers)
         self.wait = wait
         self.clock = clock
@@ -117,8 +145,8 @@ class CheckReads:
     @classmethod
     def of(cls, db: str, **options: Any) -> CheckReads:
         """The reads of the crawl database ``db`` (see :func:`~geminibot.store.reads.
-        opened`)."""
-        return cls(partial(opened, db), **options)
+        opened`), a host's census with them."""
+        return cls(partial(opened, db), census_db=db, **options)
 
     async def answer(self, text: str, now: float) -> Answer | HostAnswer:
         """What :func:`geminibot.why.check` answers for ``text`` at ``now``; raises its
@@ -146,7 +174,13 @@ class CheckReads:
         done = self._pending[key] = trio.Event()
         try:
             answer: Answer | HostAnswer = await trio_parallel.run_sync(
-                self.explain, records, now, kill_on_cancel=True, limiter=_NO_LIMIT
+                explain_in_worker,
+                self.explain,
+                self.census_db,
+                records,
+                now,
+                kill_on_cancel=True,
+                limiter=_NO_LIMIT,
             )
             self._keep(key, answer)
             return answer

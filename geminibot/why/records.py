@@ -253,7 +253,7 @@ class Reader:
             self.settings(),
             self.host_row(host),
             self.files(host),
-            {str(s): int(n) for s, n in self._rows(lookups.STATES, host=host)},
+            {str(s): int(n) for s, n in self._rows(q.HOST_STATES_OF, host=host)},
             int(pages),
             int(searchable),
             int(duplicates),

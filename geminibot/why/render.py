@@ -2,7 +2,9 @@
 
 :func:`facts` turns an answer into labelled lines once; each face only formats them (and
 escapes what came from the network in its own way), so the faces say the same things.
-JSON is the answer's ``as_dict()``.
+JSON is the answer's ``as_dict()``. A host's ``/check`` adds the capsule's census
+(``geminibot census --host``) in sections (:func:`census_sections`): each figure a line,
+a distribution's first :data:`MAX_COUNTS` items a list, the others counted.
 """
 
 from __future__ import annotations
@@ -13,6 +15,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from urllib.parse import quote
 
+from geminibot.census.model import Census, Value
+from geminibot.census.render import shared_window, when
 from geminibot.cliutil import counted, terminal_safe, wrapped
 from geminibot.store.recheck import DUE_POLL, Recheck
 from geminibot.urls import host_url
@@ -23,6 +27,12 @@ from geminibot.why.host import HostAnswer
 MAX_FACT = 600
 #: Width of the labels of the terminal face.
 LABEL_WIDTH = 16
+#: Items shown of one distribution of a capsule's census (in the census's order: the
+#: largest first); the others are counted ("and 3 more").
+MAX_COUNTS = 10
+#: Longest label of such an item shown, in characters (a reason to be left out quotes a
+#: rule of the capsule's robots.txt).
+MAX_LABEL = 200
 _SPACES = re.compile(r"[\s\x00-\x1f\x7f\u2028\u2029]+")
 
 
@@ -100,6 +110,60 @@ def _host_facts(answer: HostAnswer) -> list[Fact]:
     return out
 
 
+@dataclass(frozen=True)
+class CensusRow:
+    """One figure of a capsule's census as ``/check`` shows it: what it counts, and its
+    value in words, or a distribution's first :data:`MAX_COUNTS` items (``label:
+    count``, the label cut at :data:`MAX_LABEL` characters) and how many more."""
+
+    what: str
+    text: str
+    items: tuple[str, ...] = ()
+    more: int = 0
+
+
+def census_row(what: str, value: Value) -> CensusRow:
+    """The figure ``what`` of value ``value`` (a distribution empty: ``none``)."""
+    if isinstance(value, dict):
+        items = tuple(
+            f"{one_line(label, MAX_LABEL)}: {_number(n)}"
+            for label, n in list(value.items())[:MAX_COUNTS]
+        )
+        return CensusRow(what, "" if items else "none", items, max(0, len(value) - MAX_COUNTS))
+    return CensusRow(what, "not known" if value is None else _number(value))
+
+
+def _number(value: int | float | str) -> str:
+    if isinstance(value, str):
+        return value
+    return f"{value:,}" if isinstance(value, int) else f"{value:,.1f}"
+
+
+def census_heading(census: Census) -> str:
+    """What the census of a capsule is and when it was taken (a paragraph)."""
+    return (
+        f"The capsule's census (as geminibot census --host gives it), taken "
+        f"{when(census.taken_at)}, over the crawl's answers from "
+        f"{when(census.window_start)} to {when(census.window_end)}."
+    )
+
+
+def census_sections(census: Census) -> list[tuple[str, list[CensusRow]]]:
+    """A capsule's census as titled sections of figures, in the census's order (the
+    window in the title when the section's figures share it, else after what each
+    counts)."""
+    out = []
+    for section in census.sections:
+        window = shared_window(section)
+        title = f"{section.title} (over {window})" if window else section.title
+        rows = []
+        for f in section.figures:
+            what = f.what if window or not f.window else f"{f.what} ({f.window})"
+            rows.append(census_row(what, f.value))
+        out.append((title, rows))
+    return out
+
+
 def one_line(text: str, limit: int = MAX_FACT) -> str:
     """``text`` as one line: control characters and line breaks as spaces, cut at
     ``limit`` characters."""
@@ -126,11 +190,23 @@ def _link_target(url: str) -> str:
 
 
 def gemtext_lines(answer: Answer | HostAnswer) -> list[str]:
-    """The gemtext face: each fact a line of text, or a link line when it names a URL."""
+    """The gemtext face: each fact a line of text, or a link line when it names a URL;
+    then a host's census, a heading per section."""
     lines = []
     for fact in facts(answer):
         text = one_line(f"{fact.label}: {fact.text}")
         lines.append(f"=> {_link_target(fact.url)} {text}" if fact.url else text)
+    census = answer.census if isinstance(answer, HostAnswer) else None
+    if census is not None:
+        lines += ["", "## Capsule health", "", census_heading(census)]
+        for title, rows in census_sections(census):
+            lines += ["", f"### {title}"]
+            for row in rows:
+                if not row.items:
+                    lines.append(one_line(f"{row.what}: {row.text}"))
+                    continue
+                more = [f"* and {row.more} more"] if row.more else []
+                lines += [f"{row.what}:", *(f"* {item}" for item in row.items), *more]
     return lines
 
 
@@ -147,6 +223,25 @@ def html_fragment(
         if target and target.lower().startswith(("gemini://", "http://", "https://", "/")):
             text = f'<a href="{html.escape(target, quote=True)}">{text}</a>'
         rows.append(f"<dt>{html.escape(fact.label)}</dt><dd>{text}</dd>")
+    out = '<dl class="why">\n' + "\n".join(rows) + "\n</dl>"
+    census = answer.census if isinstance(answer, HostAnswer) else None
+    if census is not None:
+        out += f"\n<h2>Capsule health</h2>\n<p>{html.escape(census_heading(census))}</p>"
+        for title, figures in census_sections(census):
+            out += f"\n<h3>{html.escape(title)}</h3>\n" + _census_list(figures)
+    return out
+
+
+def _census_list(figures: list[CensusRow]) -> str:
+    """A section's figures as a definition list, a distribution's items as a list."""
+    rows = []
+    for row in figures:
+        text = html.escape(one_line(row.text))
+        if row.items:
+            more = [f"and {row.more} more"] if row.more else []
+            items = "".join(f"<li>{html.escape(i)}</li>" for i in (*row.items, *more))
+            text = f"<ul>{items}</ul>"
+        rows.append(f"<dt>{html.escape(row.what)}</dt><dd>{text}</dd>")
     return '<dl class="why">\n' + "\n".join(rows) + "\n</dl>"
 
 
@@ -184,9 +279,11 @@ def recheck_lines(done: Recheck, what: str) -> list[str]:
     (``geminibot recheck``; ``what``: the URL or host, escaped for the face)."""
     if done.is_url:
         if done.due:
-            lines = [f"queued {what} for a fetch at its capsule's pace"]
+            lines = [f"queued {what} for a fetch at its capsule's pace,"]
+            lines.append("before the capsule's other queued URLs")
         elif done.waiting:
-            lines = [f"{what} is already queued (or being fetched): nothing to do"]
+            lines = [f"{what} is already queued (or being fetched): it goes first"]
+            lines.append("among the capsule's queued URLs")
         else:
             return [f"{what} is kept out by a trap bound: not queued (geminibot why says which)"]
     else:

@@ -17,15 +17,20 @@ The capsules, each served over TLS on loopback by a server of its own:
 
 The web sides are one plain http server in the test's trio run (so the mock clock never
 jumps while a request waits on a thread), answering by the Host header.
+
+A second crawl, an indexer's, fails on capsules in known ways (:func:`broken_capsules`:
+answers 31, 42 and 52, a page that never answers, a server that does not speak TLS, a
+closed port). For each capsule of both crawls, the search capsule's and the portal's
+``/check?HOST`` show what ``census --host HOST --json`` gives, figure for figure.
 """
 
 from __future__ import annotations
 
 import json
+import re
 import socket
 import ssl
 import tempfile
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -33,6 +38,7 @@ import pytest
 import trio
 import trio.testing
 from census_certs import certificate
+from check_faces import assert_census_shown, capsule_check
 from commands import run_main
 from cryptography import x509
 from cryptography.hazmat.primitives import serialization
@@ -47,12 +53,15 @@ from geminibot.gemini.client import GeminiClient
 from geminibot.gemini.tls import TLSConnection
 from geminibot.http.client import WebClient
 from geminibot.net.connect import ConnectRule, Resolver
+from geminibot.net.limits import DEFAULT_TOTAL_TIMEOUT
 from geminibot.store.crawlstore import CrawlStore, SqliteStore
 from geminibot.store.db import connect
 from geminibot.store.pgstore import PgStore
 from geminibot.store.traps import FrontierLimits
 
 GMI = "text/gemini"
+#: The capsules of :func:`capsules`, each with certificate facts of its own.
+TLS_HOSTS = ("tls12.test", "ca.test", "expired.test", "mismatch.test")
 ROBOTS_ALL_AGENTS = (
     b"User-agent: archiver\nDisallow: /\n\n"
     b"User-agent: indexer\nDisallow: /drafts/\n\n"
@@ -60,6 +69,10 @@ ROBOTS_ALL_AGENTS = (
     b"User-agent: webproxy\nAllow: /\n"
 )
 Files = dict[str, tuple[str, bytes]]
+#: A file's "MIME type" that makes the server answer nothing (the client times out).
+SILENT = "(silent)"
+#: Seconds a server holds a connection: past the client's timeouts.
+HOLD = 2 * DEFAULT_TOTAL_TIMEOUT
 SECURITY = "/.well-known/security.txt"
 WEB_SITES: dict[str, Files] = {
     "tls12.test": {"/robots.txt": ("text/plain", ROBOTS_ALL_AGENTS)},
@@ -163,6 +176,10 @@ async def _answer(conn: TLSConnection, files: Files) -> None:
     found = files.get("/" + path)
     if found is None:
         await conn.send_all(b"51 not found\r\n")
+    elif found[0][:2].isdigit():  # a whole header: an answer other than 20
+        await conn.send_all(f"{found[0]}\r\n".encode())
+    elif found[0] == SILENT:
+        await trio.sleep_forever()
     else:
         await conn.send_all(f"20 {found[0]}\r\n".encode() + found[1])
 
@@ -179,7 +196,7 @@ async def serve(context: ssl.SSLContext, files: Files, listener: socket.socket) 
             async def handle(sock: socket.socket = sock) -> None:
                 conn = TLSConnection(sock, context)
                 try:
-                    with trio.move_on_after(10):
+                    with trio.move_on_after(HOLD):
                         await conn.do_handshake()
                         await _answer(conn, files)
                 except OSError:
@@ -215,9 +232,58 @@ async def _answer_http(stream: trio.SocketStream) -> None:
     await stream.aclose()
 
 
-async def crawl(store: CrawlStore, ca_file: Path) -> None:
+#: errors.test's robots.txt: an unknown field, and a group for a token one '-' away from
+#: a known crawler's (``GPTBot``: found only with the registry of known crawlers).
+ERRORS_ROBOTS = b"User-agent: *\nDisallow: /private/\nFrob: 1\n\nUser-agent: GPT-Bot\nDisallow: /\n"
+
+
+def broken_capsules() -> dict[str, tuple[ssl.SSLContext, Files]]:
+    """Capsules a crawl fails on, for an indexer's crawl: ``errors.test`` (a robots.txt
+    that lints and refuses ``/private/``; pages answering 20, 31, 42 and 52; two pages the
+    same), ``silent.test`` (its robots.txt answered, its page never: a timeout);
+    :func:`crawl` adds ``tls.test``
+    (not TLS: a TLS failure) and ``closed.test`` (a closed port: refused)."""
+    key = ec.generate_private_key(ec.SECP256R1())
+    home = b"# Errors\n" + b"".join(
+        f"=> /{p}\n".encode() for p in ("a.gmi", "b.gmi", "moved", "cgi", "gone", "private/x")
+    )
+    page = (GMI, b"# A page\nwords of a page\n")
+    return {
+        "errors.test": (
+            _context(certificate("errors.test", key), key, False),
+            {
+                "/robots.txt": ("text/plain", ERRORS_ROBOTS),
+                "/": (GMI, home),
+                "/a.gmi": page,
+                "/b.gmi": page,
+                "/moved": ("31 gemini://errors.test/a.gmi", b""),
+                "/cgi": ("42 the script failed", b""),
+                "/gone": ("52 gone for good", b""),
+            },
+        ),
+        "silent.test": (
+            _context(certificate("silent.test", key), key, False),
+            {"/robots.txt": ("text/plain", b"User-agent: *\nAllow: /\n"), "/": (SILENT, b"")},
+        ),
+    }
+
+
+#: The capsules of :func:`crawl` without a server that speaks TLS.
+NOT_TLS, CLOSED = "tls.test", "closed.test"
+
+
+async def _not_tls(stream: trio.SocketStream) -> None:
+    """A server that is not a TLS one: a line of text, then the connection closed."""
+    with trio.move_on_after(10):
+        await stream.send_all(b"HTTP/1.0 400 Bad Request\r\n\r\n")
+    await stream.aclose()
+
+
+async def crawl(store: CrawlStore, ca_file: Path, broken: bool = False) -> None:
+    """A crawl of :func:`capsules` (a researcher's), or with ``broken`` of
+    :func:`broken_capsules` and the two without a server (an indexer's)."""
     rules = []
-    served = capsules(ca_file)
+    served = broken_capsules() if broken else capsules(ca_file)
     async with trio.open_nursery() as nursery:
         for host, (context, files) in served.items():
             listener = socket.socket()
@@ -230,41 +296,63 @@ async def crawl(store: CrawlStore, ca_file: Path) -> None:
         web_port = web_listeners[0].socket.getsockname()[1]
         rules += [ConnectRule(host, 80, "127.0.0.1", web_port) for host in WEB_SITES]
         nursery.start_soon(trio.serve_listeners, _answer_http, web_listeners)
+        seeds = [f"gemini://{host}/" for host in served] + [f"http://{h}/" for h in WEB_SITES]
+        options = CrawlOptions(role="researcher", test_range=True, trust_ca=(ca_file,))
+        if broken:
+            not_tls = await trio.open_tcp_listeners(0, host="127.0.0.1")
+            nursery.start_soon(trio.serve_listeners, _not_tls, not_tls)
+            with socket.socket() as closed:  # a port nothing listens on
+                closed.bind(("127.0.0.1", 0))
+                closed_port = closed.getsockname()[1]
+            rules += [
+                ConnectRule(NOT_TLS, 1965, "127.0.0.1", not_tls[0].socket.getsockname()[1]),
+                ConnectRule(CLOSED, 1965, "127.0.0.1", closed_port),
+            ]
+            seeds = [f"gemini://{host}/" for host in (*served, NOT_TLS, CLOSED)]
+            options = CrawlOptions(test_range=True)
         resolver = Resolver(rules, loopback_only=True)
         async with WebClient(connect_to=resolver, limits=CRAWL_LIMITS) as web:
             fetch = ProtocolFetcher(gemini=gemini_fetch(GeminiClient(connect_to=resolver)), web=web)
-            options = CrawlOptions(role="researcher", test_range=True, trust_ca=(ca_file,))
             crawler = build_crawler(store, options, TrioWallClock(), fetch=fetch)
-            crawler.seed(
-                [f"gemini://{host}/" for host in served] + [f"http://{h}/" for h in WEB_SITES]
-            )
+            crawler.seed(seeds)
             with trio.fail_after(600):
                 await crawler.run()
         nursery.cancel_scope.cancel()
 
 
-def crawled(store: CrawlStore, ca_file: Path) -> None:
-    trio.run(crawl, store, ca_file, clock=trio.testing.MockClock(autojump_threshold=0))
+def crawled(store: CrawlStore, ca_file: Path, broken: bool = False) -> None:
+    trio.run(crawl, store, ca_file, broken, clock=trio.testing.MockClock(autojump_threshold=0))
 
 
-@pytest.fixture(scope="module", params=["sqlite", "postgresql"])
-def census_db(request: Any, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    folder = tmp_path_factory.mktemp("census")
+def crawled_db(request: Any, folder: Path, broken: bool = False) -> str:
+    """The crawl (:func:`crawl`) into an SQLite file in ``folder`` or a new PostgreSQL
+    database, as the fixture's parameter says: what ``--db`` says."""
     ca_file = folder / "ca.pem"
-    limits = FrontierLimits()
     if request.param == "sqlite":
         db = str(folder / "crawl.db")
         conn = connect(db)
-        store: Any = SqliteStore(conn, TrioWallClock().now, limits, batch=True)
-        crawled(store, ca_file)
+        store: Any = SqliteStore(conn, TrioWallClock().now, FrontierLimits(), batch=True)
+        crawled(store, ca_file, broken)
         store.end_run()
         conn.close()
     else:
         db = new_database(request.getfixturevalue("pg_cluster"))
-        store = PgStore(db, TrioWallClock().now, limits, lease_seconds=30)
-        crawled(store, ca_file)
+        store = PgStore(db, TrioWallClock().now, FrontierLimits(), lease_seconds=30)
+        crawled(store, ca_file, broken)
         store.close()
-    yield db
+    return db
+
+
+@pytest.fixture(scope="module", params=["sqlite", "postgresql"])
+def census_db(request: Any, tmp_path_factory: pytest.TempPathFactory) -> str:
+    """A researcher's crawl of :func:`capsules`."""
+    return crawled_db(request, tmp_path_factory.mktemp("census"))
+
+
+@pytest.fixture(scope="module", params=["sqlite", "postgresql"])
+def broken_db(request: Any, tmp_path_factory: pytest.TempPathFactory) -> str:
+    """An indexer's crawl of :func:`broken_capsules`, ``tls.test`` and ``closed.test``."""
+    return crawled_db(request, tmp_path_factory.mktemp("broken"), broken=True)
 
 
 def census(db: str, *args: str) -> dict[str, Any]:
@@ -325,3 +413,51 @@ def test_census_of_one_host_and_history(census_db: str) -> None:
     kept = json.loads(history.stdout)
     assert len(kept) >= 1
     assert kept[-1]["figures"]["capsules.known"]["value"] == 4
+
+
+def test_check_shows_each_capsules_certificate_as_census_does(census_db: str) -> None:
+    """Both faces' ``/check?HOST`` show ``census --host HOST``'s figures word for word:
+    the certificate's fingerprints as TOFU clients show them, its standing, expiry and
+    names, the TLS version, robots.txt as fetched."""
+    got = {host: assert_census_shown(census_db, host) for host in (*TLS_HOSTS,)}
+    for figures in got.values():
+        for key in ("host.cert.sha256", "host.cert.spki_sha256"):
+            assert re.fullmatch(r"([0-9A-F]{2}:){31}[0-9A-F]{2}", figures[key]), figures[key]
+        assert figures["host.cert.changes"] == 1
+    assert got["tls12.test"]["host.tls"].startswith("TLSv1.2 ")
+    assert got["tls12.test"]["host.robots.mime"] == "text/plain"
+    assert got["tls12.test"]["host.robots.size"] == len(ROBOTS_ALL_AGENTS)
+    assert got["ca.test"]["host.cert.issuer"] == "CN=Census Test CA"
+    assert got["expired.test"]["host.cert.days_left"] < 0
+    assert got["expired.test"]["host.robots.status"] == 51
+    assert got["expired.test"]["host.robots.mime"] == "-"  # a 51's meta is no MIME type
+    assert got["mismatch.test"]["host.cert.name_matches"] == 0
+    assert got["mismatch.test"]["host.cert.subject"] == "CN=other.test"
+
+
+def test_check_shows_each_capsules_errors_as_census_does(broken_db: str) -> None:
+    """Both faces' ``/check?HOST`` of capsules the crawl failed on show ``census --host
+    HOST``'s figures word for word: errors by kind, gone pages, redirects, robots.txt's
+    lint findings and its last request's error, searchable pages beside the reasons to
+    be out."""
+    errors = assert_census_shown(broken_db, "errors.test")
+    assert errors["host.errors"] == {"DNS": 0, "TLS": 0, "timeout": 0, "4x": 1, "5x": 1}
+    assert errors["host.gone"] == 1 and errors["host.redirects"] == {"31": 1}
+    assert errors["host.robots.lint"] == {"unknown-field": 1, "agent-near-known": 1}
+    # the page's policy part (why) lints robots.txt as the census does: the same findings
+    page = capsule_check(broken_db, "errors.test").splitlines()
+    linted = [line for line in page if line.startswith("lint: robots.txt line ")]
+    assert [line.split(": ")[2] for line in linted] == ["warning", "warning"], linted
+    lint = census(broken_db)["lint.findings"]  # and so does the census of the whole crawl
+    assert lint["robots.txt agent-near-known"] == lint["robots.txt unknown-field"] == 1
+    assert errors["host.robots.error"] == "none"
+    assert errors["host.searchable"] == 2 and errors["host.duplicates"] == 1
+    assert errors["host.states"] == {"done": 5, "gone": 1, "refused": 1}
+    (reason,) = errors["host.out_reasons"]
+    assert reason.startswith("robots.txt: disallowed by 'Disallow: /private/' (line 2)")
+    silent = assert_census_shown(broken_db, "silent.test")
+    assert silent["host.errors"]["timeout"] == 1 and silent["host.states"] == {"failed": 1}
+    for host, kind in ((NOT_TLS, "TLS: TLSFailure: "), (CLOSED, "other (connection): ")):
+        unreached = assert_census_shown(broken_db, host)
+        assert unreached["host.robots.error"].startswith(kind), unreached
+        assert unreached["host.robots.outcome"] == "unreachable"

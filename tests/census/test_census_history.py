@@ -7,6 +7,7 @@ import json
 from dataclasses import replace
 from pathlib import Path
 
+from census_report_store import TLS
 from commands import run_main
 
 from geminibot.census.figures import take_census
@@ -14,26 +15,11 @@ from geminibot.census.render import as_text, history_text
 from geminibot.store.crawlstore import SqliteStore
 from geminibot.store.database import Database
 from geminibot.store.db import connect
-from geminibot.store.records import TLSRecord
 from geminibot.store.traps import FrontierLimits
 
-SEEN = TLSRecord(
-    host="a.test",
-    tls_version="TLSv1.3",
-    cipher="TLS_AES_128_GCM_SHA256",
-    sha256="AA",
-    spki_sha256="BB",
-    subject="CN=a.test",
-    issuer="CN=a.test",
-    sans=("a.test",),
-    trust="self-signed",
-    key_type="EC secp256r1",
-    key_bits=256,
-    not_before=0.0,
-    not_after=4_000_000_000.0,
-    name_matches=True,
-    parsed=True,
-    seen=1_000.0,
+#: A self-signed certificate of a.test, seen at 1,000 s.
+SEEN = replace(
+    TLS, host="a.test", subject="CN=a.test", issuer="CN=a.test", sans=("a.test",), seen=1_000.0
 )
 
 
@@ -106,6 +92,10 @@ def test_errors_are_grouped_by_kind() -> None:
         )
         == "DNS"
     )
+    eai_again = (
+        "cannot connect to x.test port 1965: [Errno -3] Temporary failure in name resolution"
+    )
+    assert error_kind(eai_again) == "DNS"
     assert error_kind("TLSFailure: TLS handshake with x.test failed: ...") == "TLS"
     assert error_kind("HeaderTimeout: no header from x.test within 30 s") == "timeout"
     assert error_kind("ConnectTimeout: no TLS connection to x.test within 30 s") == "timeout"

@@ -41,7 +41,5 @@ def test_sizes_by_the_database(tmp_path: Path, count: int) -> None:
                 "researcher",
             )
         store_page(conn, Page("gemini://a.test/x", "a.test", 51, "Not found", 0.0), "researcher")
-    assert size_figures(
-        Database(db.name, conn, path=db), "host = :host", {"host": "a.test"}
-    ) == reference(sizes)
+    assert size_figures(Database(db.name, conn, path=db), "a.test") == reference(sizes)
     conn.close()

@@ -3,9 +3,11 @@ changed page re-indexed, a new link followed), stops on SIGTERM with exit 0, res
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import signal
+import subprocess
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -30,6 +32,7 @@ from geminibot.crawl.continuous import (
     pause,
 )
 from geminibot.crawl.settings import CrawlOptions
+from geminibot.gemini.accesslog import AccessRecord
 from geminibot.gemini.server import ServerLimits
 from geminibot.store.crawlstore import SqliteStore
 from geminibot.store.database import Database, open_database
@@ -40,6 +43,8 @@ from geminibot.store.submissions import submit
 
 TIMEOUT = 120.0
 A = "gemini://a.test/"
+#: The URLs a crawl run still has to fetch.
+WAITING = "SELECT 1 FROM urls WHERE state IN ('queued', 'leased')"
 
 
 async def wait_for(db: Path, sql: str, step: float = 600.0, most: int = 1000) -> None:
@@ -49,6 +54,21 @@ async def wait_for(db: Path, sql: str, step: float = 600.0, most: int = 1000) ->
             return
         await trio.sleep(step)
     raise AssertionError(f"never: {sql}")
+
+
+async def searchable_within_the_poll(db: Path, page: str, word: str) -> None:
+    """Wait until ``page`` is searchable by ``word``: within DUE_POLL (and a few seconds
+    for the fetch) of trio's mock time from now, not a day nor an hour; then stop the
+    crawl."""
+    asked = trio.current_time()
+    await wait_for(
+        db,
+        "SELECT 1 FROM pages_fts f JOIN pages p ON p.id = f.rowid"
+        f" WHERE p.url LIKE '%/{page}' AND f.body LIKE '%{word}%'",
+        step=0.5,
+    )
+    assert trio.current_time() - asked <= DUE_POLL + 5
+    os.kill(os.getpid(), signal.SIGTERM)
 
 
 async def test_forever_revisits_when_due_and_stops_on_sigterm(
@@ -75,7 +95,18 @@ async def test_forever_revisits_when_due_and_stops_on_sigterm(
                 page = capsules / "host00.test" / "p1.gmi"
                 page.write_text("# Changed\n\nzeppelin\n=> /new.gmi a new page\n")
                 (capsules / "host00.test" / "new.gmi").write_text("# New\n\nlichen\n")
-                await wait_for(db, "SELECT 1 FROM pages WHERE url LIKE '%/new.gmi'")
+                new = "SELECT 1 FROM pages WHERE url LIKE '%/new.gmi'"
+                await wait_for(db, f"SELECT 1 WHERE NOT EXISTS ({WAITING})")
+                # The first run over, nothing is due for a day: the crawl's looks every
+                # DUE_POLL (5,760 a day) need no idle real time between them, only its
+                # requests do (the server reads files on a thread), so the clock jumps at
+                # once until an hour before anything can be due.
+                threshold = in_process_clock.autojump_threshold
+                in_process_clock.autojump_threshold = 0.0
+                await trio.sleep(started + DAY - MAX_SLEEP - trio.current_time())
+                in_process_clock.autojump_threshold = threshold
+                assert not rows(db, new)  # not revisited before it was due
+                await wait_for(db, new)
                 assert trio.current_time() - started >= DAY - MAX_SLEEP  # slept until due
                 os.kill(os.getpid(), signal.SIGTERM)
     (proc,) = done
@@ -172,15 +203,7 @@ async def test_a_submitted_url_wakes_the_sleeping_crawl_within_the_poll(
                 url = seeds[0] + "submitted.gmi"
                 what = await trio.to_thread.run_sync(submit, str(db), url, time.time)
                 assert what == "queued"
-                asked = trio.current_time()
-                await wait_for(
-                    db,
-                    "SELECT 1 FROM pages_fts f JOIN pages p ON p.id = f.rowid"
-                    " WHERE p.url LIKE '%/submitted.gmi' AND f.body LIKE '%wombat%'",
-                    step=0.5,
-                )
-                assert trio.current_time() - asked <= DUE_POLL + 5  # not a day, nor an hour
-                os.kill(os.getpid(), signal.SIGTERM)
+                await searchable_within_the_poll(db, "submitted.gmi", "wombat")
 
 
 async def test_a_recheck_wakes_the_sleeping_crawl_within_the_poll(
@@ -212,15 +235,7 @@ async def test_a_recheck_wakes_the_sleeping_crawl_within_the_poll(
                     assert done.due == 1
 
                 await trio.to_thread.run_sync(look_again)
-                asked = trio.current_time()
-                await wait_for(
-                    db,
-                    "SELECT 1 FROM pages_fts f JOIN pages p ON p.id = f.rowid"
-                    " WHERE p.url LIKE '%/p1.gmi' AND f.body LIKE '%quokka%'",
-                    step=0.5,
-                )
-                assert trio.current_time() - asked <= DUE_POLL + 5  # not a day, nor an hour
-                os.kill(os.getpid(), signal.SIGTERM)
+                await searchable_within_the_poll(db, "p1.gmi", "quokka")
 
 
 async def test_a_recheck_during_a_run_is_taken_by_that_run(
@@ -252,3 +267,78 @@ async def test_a_recheck_during_a_run_is_taken_by_that_run(
     conn.close()
     assert done == [1]
     assert fake.urls().count(A) == 2 and progress.revisits == 1
+
+
+async def test_a_url_submitted_during_a_run_is_fetched_by_that_run(
+    tmp_path: Path, in_process_clock: trio.testing.MockClock
+) -> None:
+    """A long run (a capsule asking ``Crawl-delay: 20``: about 3 minutes of the mock
+    clock, each of them 120 progress reports that cost 5 ms of real idleness): a URL the store never met, on a
+    host the crawl has not asked yet (``--allow-host``), submitted during it is fetched by
+    that run within DUE_POLL, its host's robots.txt first; one submitted on the slow host
+    is its next request, before the pages it had queued, at that host's pace."""
+    capsules = tmp_path / "capsules"
+    seeds = generate(capsules, 1, 8)  # host00.test: 8 pages
+    slow = capsules / "host00.test"
+    (slow / "robots.txt").write_text("User-agent: *\nDisallow: /private/\nCrawl-delay: 20\n")
+    (slow / "submitted.gmi").write_text("# Submitted\n\nnumbat\n")
+    (capsules / "late.test").mkdir()
+    (capsules / "late.test" / "robots.txt").write_text("User-agent: *\nDisallow: /private/\n")
+    (capsules / "late.test" / "new.gmi").write_text("# New\n\nwombat\n")
+    served: list[tuple[float, str]] = []  # (trio time, host and path), as the server ends each
+
+    def log(record: AccessRecord) -> None:
+        served.append((trio.current_time(), f"{record.host}{record.path}"))
+
+    def when(path: str) -> float | None:
+        return next((at for at, p in served if p == path), None)
+
+    db = tmp_path / "f.db"
+    argv = [*seeds, "--forever", "--json", "--db", str(db), "--test-range"]
+    argv += ["--allow-host", "late.test"]
+    done: list[subprocess.CompletedProcess[str]] = []
+    async with running_server(
+        capsules, tmp_path / "certs", ServerLimits(), log, trio.current_time
+    ) as s:
+        argv += ["--connect-to", f"*.test:1965:127.0.0.1:{s.port}"]
+
+        async def crawl() -> None:
+            done.append(await crawl_in_trio(argv))
+
+        with trio.fail_after(TIMEOUT * DAY):
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(crawl)
+                while when("host00.test/p1.gmi") is None:  # 20 s into a run of ~3 minutes
+                    await trio.sleep(1.0)
+                asked = {}
+                for url in ("gemini://late.test/new.gmi", seeds[0] + "submitted.gmi"):
+                    what = await trio.to_thread.run_sync(submit, str(db), url, time.time)
+                    assert what == "queued"
+                    asked[url] = trio.current_time()
+                while (
+                    when("late.test/new.gmi") is None or when("host00.test/submitted.gmi") is None
+                ):
+                    await trio.sleep(1.0)
+                await wait_for(db, "SELECT 1 FROM settings WHERE key = 'run_open' AND value = '0'")
+                os.kill(os.getpid(), signal.SIGTERM)
+    (proc,) = done
+    assert proc.returncode == 0, proc.stderr
+    runs = [json.loads(line) for line in proc.stdout.splitlines()]
+    assert runs[0]["pages"] == 8 + 2  # the first run took both
+    late = when("late.test/new.gmi")
+    assert late is not None and late - asked["gemini://late.test/new.gmi"] <= DUE_POLL + 5
+    policy_files = ["robots.txt", "robots2.txt", "agents.txt"]
+    assert [p for _, p in served if p.startswith("late.test")] == [
+        *(f"late.test/{name}" for name in policy_files),
+        "late.test/new.gmi",
+    ]
+    slow_pages = [
+        at
+        for at, p in served
+        if p.startswith("host00.test") and p.split("/", 1)[1] not in policy_files
+    ]
+    assert len(slow_pages) == 8 + 1  # the pages, and the one submitted
+    assert all(b - a >= 20.0 for a, b in itertools.pairwise(slow_pages))  # its pace held
+    submitted_at = asked[seeds[0] + "submitted.gmi"]
+    after = [p for at, p in served if p.startswith("host00.test/") and at > submitted_at]
+    assert after[0] == "host00.test/submitted.gmi" and len(after) > 1, after  # first

@@ -127,7 +127,7 @@ async def test_revisit_reindexes_changed_skips_unchanged_and_52_removes(
     assert total == 3  # the gone URL no longer counts against the per-host cap
     fetched = dict(conn.execute("SELECT url, fetched_at FROM pages").fetchall())
     assert fetched["gemini://a.test/stable.gmi"] >= T0 + INITIAL_REVISIT  # seen again
-    data = stats(conn, now=T0 + INITIAL_REVISIT + 2 * DAY)
+    data = stats(Database(str(db), conn, path=db), now=T0 + INITIAL_REVISIT + 2 * DAY)
     assert data["age"]["1-7 days"] == 4 and data["age"]["under 1 day"] == 0
     conn.close()
 
@@ -341,7 +341,7 @@ async def test_duplicates_collapse_under_the_canonical_url(
         "gemini://a.test/copy/of/twins.gmi",
         "gemini://a.test/twins.gmi?ref=x",
     ]
-    assert stats(conn)["duplicates"] == 2
+    assert stats(Database(str(db), conn, path=db))["duplicates"] == 2
     conn.close()
 
     # The canonical page changes: its aliases are fetched again the same run, and one of

@@ -15,6 +15,7 @@ from geminibot.crawl.crawler import Crawler
 from geminibot.crawl.politeness import RATE_STEP, START_DELAY
 from geminibot.crawl.settings import ConfigMismatch, CrawlOptions
 from geminibot.index import search, stats
+from geminibot.store.database import Database
 from geminibot.store.db import connect
 from geminibot.store.traps import FrontierLimits
 
@@ -86,7 +87,7 @@ async def test_crawl_obeys_robots_and_indexes(tmp_path: Path, autojump_clock: ob
         "SELECT status, redirect_to FROM pages WHERE url = 'gemini://a.test/moved'"
     ).fetchone()
     assert redirect == (31, "gemini://a.test/b2.gmi")
-    data = stats(conn)
+    data = stats(Database("c.db", conn, path=tmp_path / "c.db"))
     assert data["refusals"] == 1
     assert data["mime"]["image/png"] == 1
     assert data["robots"] == {
@@ -134,7 +135,8 @@ async def test_unreachable_robots_skips_host(tmp_path: Path, autojump_clock: obj
     assert site.urls() == ["gemini://a.test/robots.txt"]
     assert "unreachable" in crawler.progress.hosts_skipped["a.test"]
     assert crawler.store.queued() == 1  # the seed waits for a later run
-    assert stats(conn)["robots"] == {"robots.txt unreachable": 1}
+    database = Database("c.db", conn, path=tmp_path / "c.db")
+    assert stats(database)["robots"] == {"robots.txt unreachable": 1}
 
 
 async def test_missing_robots_allows_all(tmp_path: Path, autojump_clock: object) -> None:

@@ -110,16 +110,16 @@ def _copy(space: Space, i: int, j: int, day: int) -> str:
     return content_hash(space.tree_page(i, j, day).encode())
 
 
-def test_tree_page_and_path_kind() -> None:
+def test_space_page_and_path_kind() -> None:
     space = Space(12, 400, 7)
-    assert space_crawl.tree_page(space, _tree_url(space, 3, 17)) == (3, 17)
-    for url in (
-        f"gemini://{space.host(3)}/p/x.gmi",
-        f"gemini://{space.host(3)}/p/17.gmi?q",
-        f"gemini://{space.host(3)}/",
-        "gemini://elsewhere.test/p/1.gmi",
-    ):
-        assert space_crawl.tree_page(space, url) is None
+    assert space_crawl.space_page(space, _tree_url(space, 3, 17)) == (3, "/p/17.gmi")
+    assert space_crawl.space_page(space, f"gemini://{space.host(3)}/p/17.gmi?q") == (
+        3,
+        "/p/17.gmi?q",
+    )
+    assert space_crawl.space_page(space, f"gemini://{space.host(3)}/") == (3, "/")
+    for url in ("gemini://elsewhere.test/p/1.gmi", f"https://{space.host(3)}/"):
+        assert space_crawl.space_page(space, url) is None
     assert space_crawl.path_kind("gemini://h.test/maze/ab1/cd2/") == "/maze/"
     assert space_crawl.path_kind("gemini://h.test/dup/a.gmi?ref=home") == "/dup/"
     assert space_crawl.path_kind("gemini://h.test/") == "/"
@@ -316,5 +316,32 @@ def test_a_copy_older_than_an_earlier_days_change_is_changed() -> None:
     assert figures["changed_since_copy"] == figures["changed_and_reindexed"] == 1
     assert figures["changed_before_today"] == 1
     assert figures["copies_of_no_revision"] == 1
-    assert space_crawl.held_revision(space, up, day1_only[1], 2, before[fresh].content_hash) == 1
-    assert space_crawl.held_revision(space, up, day1_only[0], 2, before[old].content_hash) == 0
+    path = [f"/p/{j}.gmi" for j in day1_only[:2]]
+    assert space_crawl.held_revision(space, up, path[1], 2, before[fresh].content_hash) == 1
+    assert space_crawl.held_revision(space, up, path[0], 2, before[old].content_hash) == 0
+
+
+def test_a_gemlog_index_with_a_new_post_is_changed() -> None:
+    """A gemlog's index changes on the days its gemlog gains a post, and only then: its
+    copy re-indexed that day is a changed page; the new post is a new URL."""
+    space = Space(12, 400, 7)
+    blog = next(i for i in range(12) if space.gemlogs.has(i))
+    posting = next(d for d in range(1, 30) if space.gemlogs.posted(blog, d))
+    quiet = next(d for d in range(1, 30) if not space.gemlogs.posted(blog, d))
+    host = space.host(blog)
+    index, post = f"gemini://{host}/gemlog/", f"gemini://{host}/gemlog/"
+    post += f"{space.gemlogs.posts(blog, posting) - 1}.gmi"
+
+    def copy(day: int) -> str:
+        return content_hash(space.respond(host, "/gemlog/", day).body)
+
+    assert copy(posting) != copy(posting - 1) and copy(quiet) == copy(quiet - 1)
+    page = space_crawl.Page
+    before = {index: page(1, 10.0, 20, copy(posting - 1))}
+    after = {index: page(2, 20.0, 20, copy(posting)), post: page(3, 20.0, 20)}
+    figures = space_crawl.compare_days(space, posting, before, after)
+    assert figures["changed_since_copy"] == figures["changed_and_reindexed"] == 1
+    assert figures["reindexed_not_changed"] == {"new URL /gemlog/": 1}
+    assert space_crawl.held_revision(space, blog, "/gemlog/", posting, copy(posting - 1)) == (
+        space.revision_of(blog, "/gemlog/", posting) - 1
+    )

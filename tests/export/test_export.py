@@ -1,8 +1,9 @@
-"""``geminibot export`` end to end: two small capsules written for the purpose are crawled
-on loopback (into an SQLite file and into a PostgreSQL database of a real cluster), the
-export is read back by pyarrow, and each file's rows and columns are held to the store's
-and to the README's; nothing of a page's text leaves without --text, nor ever from a host
-whose robots2.txt says ``store: no``."""
+"""``geminibot export`` end to end: two small capsules written for the purpose and
+capsules/feeds.test (a feed of each format) are crawled on loopback (into an SQLite file
+and into a PostgreSQL database of a real cluster), the export is read back by pyarrow,
+and each file's rows and columns are held to the store's and to the README's; nothing of
+a page's text (nor a feed's titles) leaves without --text, nor ever from a host whose
+robots2.txt says ``store: no``."""
 
 from __future__ import annotations
 
@@ -25,6 +26,12 @@ from capsule_server.testing import running_server
 from geminibot.store.database import open_database
 from geminibot.urls import host_key
 
+#: The capsules of capsules/, one of which (feeds.test) the crawl reaches.
+SHARED_CAPSULES = Path(__file__).resolve().parents[2] / "capsules"
+FEEDS_HOST = "feeds.test"
+#: A feed's title and an entry's title of feeds.test (exported only with --text).
+FEED_TITLE = "Feed test Atom"
+ENTRY_TITLE = "A second post"
 TIMEOUT = 120.0
 #: A word of a page of nostore.test, whose robots2.txt forbids keeping anything.
 SECRET = "zanzibarquill"
@@ -40,7 +47,7 @@ CAPSULES: dict[str, dict[str, str]] = {
             "=> /private/a.gmi Private\n=> /loop/loop/loop/loop/a.gmi A loop\n"
             "=> /moved Moved for good\n=> /temp Moved for now\n=> /missing.gmi Missing\n"
             "=> gemini://nostore.test/ Elsewhere\n=> gemini://nostore.test/page.gmi A page\n"
-            "=> mailto:someone@example.org Mail\n"
+            "=> mailto:someone@example.org Mail\n=> gemini://feeds.test/ Feeds\n"
         ),
         "about.gmi": f"# About\nA {KEPT} keeps the light.\n=> gemini://nostore.test/ There\n",
         "fr.gmi": "# Le phare\nUn gardien de phare.\n",
@@ -70,6 +77,8 @@ FILES = {
     "redirects.parquet",
     "host_links.parquet",
     "exclusions.parquet",
+    "feeds.parquet",
+    "feed_entries.parquet",
 }
 
 
@@ -80,11 +89,13 @@ def write_capsules(root: Path) -> None:
             path.parent.mkdir(parents=True, exist_ok=True)
             encoding = "latin-1" if name == "latin1.gmi" else "utf-8"
             path.write_bytes(text.encode(encoding))
+    (root / FEEDS_HOST).symlink_to(SHARED_CAPSULES / FEEDS_HOST, target_is_directory=True)
 
 
 @pytest.fixture(scope="module", params=["sqlite", "postgresql"])
 def crawled(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> str:
-    """export.test and nostore.test crawled as an indexer: what ``--db`` says."""
+    """export.test, nostore.test and feeds.test crawled as an indexer: what ``--db``
+    says."""
     tmp = tmp_path_factory.mktemp("export")
     write_capsules(tmp / "capsules")
     db = str(tmp / "crawl.db")
@@ -95,7 +106,7 @@ def crawled(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFac
         async with running_server(tmp / "capsules", tmp / "certs", clock=trio.current_time) as s:
             argv = ["gemini://export.test/", "--db", db, "--test-range", "--json"]
             argv += ["--connect-to", f"*.test:1965:127.0.0.1:{s.port}"]
-            argv += ["--allow-host", "nostore.test"]
+            argv += ["--allow-host", "nostore.test", "--allow-host", FEEDS_HOST]
             with trio.fail_after(TIMEOUT):
                 proc = await crawl_in_trio(argv)
             assert proc.returncode == 0, proc.stderr
@@ -144,9 +155,12 @@ def test_row_counts_equal_the_stores(crawled: str, exported: tuple[Path, dict[st
         ),
         "page_text.parquet": one(crawled, "SELECT count(*) FROM pages WHERE text_indexed"),
         "host_links.parquet": len(host_pairs(crawled)),
+        "feeds.parquet": one(crawled, "SELECT count(*) FROM feeds"),
+        "feed_entries.parquet": one(crawled, "SELECT count(*) FROM feed_entries"),
     }
     assert got == store
-    assert got["index.parquet"] >= 9 and got["hosts.parquet"] == 2
+    assert got["index.parquet"] >= 9 and got["hosts.parquet"] == 3
+    assert got["feeds.parquet"] == 4 and got["feed_entries.parquet"] == 8
     assert got["redirects.parquet"] == 1 and got["exclusions.parquet"] == 2
     assert got["tls.parquet"] >= 2  # each host's connections seen
     assert summary["rows"] == sum(got.values())
@@ -242,6 +256,7 @@ def test_redirects_links_exclusions_policy_files(exported: tuple[Path, dict[str,
     # index.gmi links to two of its URLs, about.gmi to one (mailto: is not a host)
     assert links == {
         ("export.test", "nostore.test"): (3, 2),
+        ("export.test", "feeds.test"): (1, 1),
         ("nostore.test", "export.test"): (1, 1),
     }
     excluded = {r["url"]: r for r in rows_of(pq.read_table(out / "exclusions.parquet"))}
@@ -275,6 +290,35 @@ def test_redirects_links_exclusions_policy_files(exported: tuple[Path, dict[str,
         )
 
 
+def test_feeds_and_their_entries(exported: tuple[Path, dict[str, Any]]) -> None:
+    out, _ = exported
+    home = f"gemini://{FEEDS_HOST}/"
+    feeds = {r["url"]: r for r in rows_of(pq.read_table(out / "feeds.parquet"))}
+    assert {
+        url: (r["format"], r["title"], r["author"], r["entries"]) for url, r in feeds.items()
+    } == {
+        f"{home}log/index.gmi": ("gemsub", "Feed test gemlog", None, 3),
+        f"{home}atom.xml": ("atom", FEED_TITLE, "Ada Atom", 2),
+        f"{home}rss.xml": ("rss", "Feed test RSS", None, 1),
+        f"{home}twtxt.txt": ("twtxt", "feedtester", "feedtester", 2),
+    }
+    atom = feeds[f"{home}atom.xml"]
+    assert atom["url_host_key"] == FEEDS_HOST
+    assert atom["last_entry_time"].isoformat() == "2024-05-06T09:30:00+00:00"
+    assert atom["first_seen_time"] <= atom["last_fetch_time"]
+    entries = rows_of(pq.read_table(out / "feed_entries.parquet"))
+    for url, feed in feeds.items():
+        listed = [e for e in entries if e["feed_url"] == url]
+        assert len(listed) == feed["entries"], url
+        assert max(e["published_time"] for e in listed) == feed["last_entry_time"]
+    assert all(e["removed_time"] is None and e["feed_host_key"] == FEEDS_HOST for e in entries)
+    gemlog = {e["url"]: e for e in entries if e["feed_url"] == f"{home}log/index.gmi"}
+    second = gemlog[f"{home}log/second.gmi"]
+    assert second["title"] == ENTRY_TITLE
+    assert second["published_time"].isoformat() == "2024-05-03T12:00:00+00:00"
+    assert gemlog[f"{home}log/untitled.gmi"]["title"] == ""
+
+
 def strings(table: pa.Table) -> list[str]:
     """Every text and byte value of a table."""
     found = []
@@ -291,7 +335,7 @@ def test_text_only_when_asked_and_never_when_forbidden(
 ) -> None:
     out, _ = exported
     text = rows_of(pq.read_table(out / "page_text.parquet"))
-    assert {r["url_host_key"] for r in text} == {"export.test"}
+    assert {r["url_host_key"] for r in text} == {"export.test", FEEDS_HOST}
     assert any(KEPT in r["body"] for r in text)
     everything = [s for t in tables(out).values() for s in strings(t)]
     assert not any(SECRET in s for s in everything)
@@ -301,13 +345,16 @@ def test_text_only_when_asked_and_never_when_forbidden(
     assert {p.name for p in plain.iterdir()} == FILES | {"README.md"}
     everything = [s for t in tables(plain).values() for s in strings(t)]
     assert not any(KEPT in s or SECRET in s for s in everything)
+    assert not any(FEED_TITLE in s or ENTRY_TITLE in s for s in everything)
+    assert pq.read_table(plain / "feeds.parquet").column("title").null_count == 4
     assert "## page_text.parquet" not in _readme(plain)
     assert "exported" in proc.stdout and str(plain) in proc.stdout
 
 
 def test_text_left_out_where_the_policy_now_forbids_it(crawled: str, tmp_path: Path) -> None:
     """A host whose robots2.txt says ``store: no`` since its pages were kept: their text
-    is not exported either (the policy as the crawl last fetched it is asked)."""
+    is not exported either, nor its feeds' titles (the policy as the crawl last fetched
+    it is asked)."""
     if not Path(crawled).is_file():
         pytest.skip("one engine is enough: the check reads the policy through Database")
     db = tmp_path / "copy.db"
@@ -315,13 +362,22 @@ def test_text_left_out_where_the_policy_now_forbids_it(crawled: str, tmp_path: P
     with sqlite3.connect(db) as conn:
         changed = conn.execute(
             "UPDATE robots SET outcome = 'success', status = 20, body = ?"
-            " WHERE host = 'export.test' AND name = 'robots2.txt'",
+            " WHERE host IN ('export.test', 'feeds.test') AND name = 'robots2.txt'",
             (b"store: session-only\n",),
         )
-        assert changed.rowcount == 1
-    proc = run_main(["export", "--db", str(db), "--out", str(tmp_path / "o"), "--text"])
+        assert changed.rowcount == 2
+    out = tmp_path / "o"
+    proc = run_main(["export", "--db", str(db), "--out", str(out), "--text"])
     assert proc.returncode == 0, proc.stderr
-    assert pq.read_table(tmp_path / "o" / "page_text.parquet").num_rows == 0
+    assert pq.read_table(out / "page_text.parquet").num_rows == 0
+    feeds, entries = (
+        pq.read_table(out / "feeds.parquet"),
+        pq.read_table(out / "feed_entries.parquet"),
+    )
+    assert feeds.num_rows == 4 and entries.num_rows == 8
+    for table, texts in ((feeds, ("title", "author")), (entries, ("title",))):
+        for name in texts:
+            assert table.column(name).null_count == table.num_rows, name
 
 
 def test_refusals_are_one_line_and_exit_2(crawled: str, tmp_path: Path) -> None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any, SupportsIndex
 
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -17,6 +18,7 @@ from geminibot.gemini.gemtext import (
     iter_gemtext,
     iter_links,
     parse_gemtext,
+    preformatted_line,
 )
 from geminibot.gemini.urls import parse_url
 
@@ -89,6 +91,38 @@ def test_no_heading_no_title() -> None:
 @given(st.text(max_size=200))
 def test_any_text_parses(text: str) -> None:
     parse_gemtext(text, "gemini://h.test/a/b")
+
+
+@pytest.mark.parametrize(
+    ("text", "line"),
+    [
+        ("```", " ```"),  # exactly the toggle
+        ("```=> gemini://evil.test/ x", " ```=> gemini://evil.test/ x"),
+        ("````", " ````"),
+        ("``", "``"),  # two backticks toggle nothing
+        ("a```", "a```"),
+        (" ```", " ```"),  # not at the start: no toggle
+        ("a\n```", "a ```"),
+        ("\n```", " ```"),
+        ("a\r\n# b\u2028c", "a # b c"),
+        ("", ""),
+    ],
+)
+def test_preformatted_line_at_its_edges(text: str, line: str) -> None:
+    assert preformatted_line(text) == line
+
+
+@given(st.text(max_size=60))
+def test_a_preformatted_line_stays_inside_its_block(text: str) -> None:
+    """Whatever the text, the block holds it as its one line, nothing of it lost but its
+    line breaks, and nothing follows the block."""
+    doc = parse_gemtext(f"```alt\n{preformatted_line(text)}\n```\n")
+    assert len(doc.lines) == 1
+    block = doc.lines[0]
+    assert isinstance(block, Preformatted)
+    assert len(block.lines) == 1
+    kept = "".join(c for c in text if c not in "\n\r\v\f\x85\u2028\u2029 ")
+    assert block.lines[0].replace(" ", "") == kept
 
 
 def test_iter_gemtext_gives_the_lines_of_parse_gemtext() -> None:

@@ -15,7 +15,7 @@ from commands import run_main
 from pages import gemtext_page
 
 from geminibot.index import search
-from geminibot.index.authority import compute_authority, last_computed
+from geminibot.index.authority import compute_authority
 from geminibot.index.authority_job import (
     FIRST_PASS_POLL,
     GROWTH,
@@ -36,6 +36,7 @@ from geminibot.index.tantivy_index import (
 )
 from geminibot.index.updater import IndexUpdater
 from geminibot.index.weights import WEIGHTS_FILE, HostWeights, host_key, read_weights
+from geminibot.store.authority import last_computed
 from geminibot.store.database import open_database
 from geminibot.store.db import connect, transaction
 from geminibot.store.pages import Link, store_page
@@ -208,7 +209,8 @@ def test_the_first_computation_waits_for_the_crawls_first_pass() -> None:
 
 def test_a_slow_look_at_the_first_pass_is_made_less_often() -> None:
     """A look that takes 1 s (a large store's scan of its queue) is made every 20 s, so
-    that the looks take POLL_SHARE of the time at most."""
+    that the looks take POLL_SHARE of the time at most; the first look, which pays for
+    the process's start (statements compiled, caches cold), does not count."""
     now = [0.0]
     looks: list[float] = []
 
@@ -221,7 +223,7 @@ def test_a_slow_look_at_the_first_pass_is_made_less_often() -> None:
         now[0] += seconds
 
     schedule(lambda: True, 3600.0, None, lambda: len(looks) >= 3, wait, lambda: now[0], reach)
-    assert looks == [0.0, 21.0, 42.0] and POLL_SHARE == 0.05
+    assert looks == [0.0, 6.0, 27.0] and POLL_SHARE == 0.05 and FIRST_PASS_POLL == 5.0
 
 
 def test_reach_read_from_a_store(db: sqlite3.Connection, tmp_path: Path) -> None:
@@ -309,7 +311,7 @@ def test_cli_authority_of_an_empty_store_says_so(tmp_path: Path) -> None:
 def test_sqlite_writes_authority_in_chunks_and_drops_the_rows_of_pages_gone(
     db: sqlite3.Connection, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from geminibot.index import authority
+    from geminibot.store import authority
 
     compute_authority(db, [])
     whole = dict(db.execute("SELECT url, weight FROM authority").fetchall())

@@ -13,6 +13,7 @@ from geminibot.index import QueryError, search, stats
 from geminibot.index.search import MAX_LIMIT, MAX_QUERY_LENGTH, to_fts_query
 from geminibot.index.stats import format_stats
 from geminibot.index.text import MARK
+from geminibot.store.database import Database
 from geminibot.store.db import connect, transaction
 from geminibot.store.pages import Link, store_page
 
@@ -126,8 +127,8 @@ def test_store_is_idempotent(db: sqlite3.Connection) -> None:
     assert db.execute("SELECT count(*) FROM pages").fetchone()[0] == 3
 
 
-def test_stats(db: sqlite3.Connection) -> None:
-    data = stats(db)
+def test_stats(db: sqlite3.Connection, tmp_path: Path) -> None:
+    data = stats(Database("idx.db", db, path=tmp_path / "idx.db"))
     assert data["pages"] == 3
     assert data["pages_with_text"] == 2
     assert data["mime"] == {"text/gemini": 2, "image/png": 1}

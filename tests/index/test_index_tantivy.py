@@ -16,7 +16,7 @@ from commands import run_main
 from pages import gemtext_page
 
 from geminibot.index import QueryError, search
-from geminibot.index.authority import compute_authority, has_authority, pagerank, weight_of
+from geminibot.index.authority import compute_authority, pagerank, weight_of
 from geminibot.index.documents import (
     FIELD_BOOSTS,
     STUFFED_MIN_COUNT,
@@ -37,6 +37,7 @@ from geminibot.index.tantivy_index import (
     write_manifest,
 )
 from geminibot.index.text import MARK as M
+from geminibot.store.authority import has_authority
 from geminibot.store.db import connect, transaction
 from geminibot.store.pages import Link, Page, store_page
 

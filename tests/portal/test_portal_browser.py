@@ -39,19 +39,22 @@ async def test_chromium_renders_the_portal(tmp_path: Path) -> None:
             readme = f"{base}/gemini/va-groups.test/README.gmi"
             refused = f"{base}/gemini/va-groups.test/proxy-no/a.gmi"
             dom = (await run_chromium(tmp_path / "p1", "--dump-dom", page)).decode()
-            refusal_dom = (await run_chromium(tmp_path / "p2", "--dump-dom", refused)).decode()
+            shown = []  # one start of Chromium for each page and mode
             for name, url, extra in [
                 ("portal-page.png", readme, ()),
                 ("portal-page-dark.png", readme, ("--force-dark-mode",)),
-                ("portal-refusal.png", refused, ()),
+                ("portal-refusal.png", refused, ("--dump-dom",)),
             ]:
-                await run_chromium(
-                    tmp_path / "p3",
-                    "--window-size=900,900",
-                    *extra,
-                    f"--screenshot={shots / name}",
-                    url,
+                shown.append(
+                    await run_chromium(
+                        tmp_path / "p3",
+                        "--window-size=900,900",
+                        *extra,
+                        f"--screenshot={shots / name}",
+                        url,
+                    )
                 )
+            refusal_dom = shown[-1].decode()
             stop.set()
     # the DOM Chromium built from the rendered gemtext
     assert "<h1>Input &amp; &lt;tests&gt;</h1>" in dom

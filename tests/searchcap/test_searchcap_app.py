@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import re
 import sqlite3
 from contextlib import closing
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -13,6 +15,7 @@ from commands import answer_of
 from pages import gemtext_page
 
 from geminibot.crawl.politeness import START_DELAY
+from geminibot.gemini.gemtext import HeadingLine, Preformatted, parse_gemtext
 from geminibot.gemini.server import Resolution
 from geminibot.gemini.urls import parse_request
 from geminibot.index import SearchResult, search
@@ -246,6 +249,25 @@ def test_census(conn: sqlite3.Connection) -> None:
     assert "```capsules.largest\ngarden.test" in body
     assert body.count("```") % 2 == 0
     assert body.endswith("=> / Home\n")
+
+
+@pytest.mark.parametrize("path", ["/census", "/stats"])
+def test_a_hostile_mime_type_stays_inside_its_table(conn: sqlite3.Connection, path: str) -> None:
+    """MIME types come from servers: one that is exactly the toggle, one that starts with
+    it, one with a line break: each stays a line of the table's block, and the page has
+    no link or heading but its own."""
+    hostile = ["```", "```=> gemini://evil.test/ phish", "a/b\n=> gemini://evil.test/ x\n# H"]
+    with transaction(conn):
+        for n, mime in enumerate(hostile):
+            page = stored(f"gemini://bad.test/{n}", "Bad", "bad")
+            store_page(conn, replace(page, mime=mime, meta=mime), "indexer")
+    doc = parse_gemtext(text(ask(conn, path)))
+    assert not [link.url for link in doc.links if "evil" in link.url]
+    assert not [h for h in doc.lines if isinstance(h, HeadingLine) and h.text == "H"]
+    shown = "\n".join(line for b in doc.lines if isinstance(b, Preformatted) for line in b.lines)
+    assert re.search(r"^ +``` +1$", shown, re.MULTILINE)
+    assert " ```=> gemini://evil.test/ phish" in shown
+    assert "a/b\\x0a=> gemini://evil.test/ x\\x0a# H" in shown
 
 
 def test_stats_are_counted_at_most_once_a_period(conn: sqlite3.Connection) -> None:

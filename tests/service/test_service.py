@@ -34,6 +34,11 @@ from geminibot.service.cli import components
 from geminibot.service.config import OPTIONS, ConfigError, default_config, defaults, read_file
 from geminibot.service.metrics import Metrics
 
+#: The service's ``background_nice`` in the end-to-end test: another than the default
+#: (10, held by test_background_nice_is_taken_at_both_ends), and small, so that the crawl
+#: and the index are not left waiting for the CPU beside a busy suite's workers.
+BACKGROUND = 1
+
 
 @pytest.fixture
 def names_resolve_to_loopback(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -51,7 +56,7 @@ def test_the_service_crawls_serves_search_and_metrics_and_stops_on_sigterm(
     tmp_path: Path, capsules: tuple[list[str], int]
 ) -> None:
     seeds, port = capsules
-    path, search_port, metrics_port = config(tmp_path, seeds, port)
+    path, search_port, metrics_port = config(tmp_path, seeds, port, background_nice=BACKGROUND)
     ignition.set_default_hosts_file(str(tmp_path / "known_hosts"))
     service = Service(["--config", str(path)])
     try:
@@ -80,9 +85,9 @@ def test_the_service_crawls_serves_search_and_metrics_and_stops_on_sigterm(
         assert "geminibot_search_request_seconds_count" in metrics
         assert "geminibot_pages " in metrics and "geminibot_index_lag " in metrics
         assert "geminibot_changed_last_day 0.0" in metrics  # a first crawl changes nothing
-        # Background work runs at background_nice (10 by default), the capsule at 0.
+        # Background work runs at background_nice, the capsule at 0.
         ours = os.nice(0)  # the service inherits the test's own niceness
-        for name, nice in (("crawl", 10), ("index", 10), ("search", 0)):
+        for name, nice in (("crawl", BACKGROUND), ("index", BACKGROUND), ("search", 0)):
             (child,) = service.logged(name, "started")
             assert child["nice"] == nice
             stat = Path(f"/proc/{child['pid']}/stat").read_text()
@@ -177,6 +182,8 @@ def test_metrics_count_the_computations_of_link_authority() -> None:
 def test_background_nice_is_taken_at_both_ends() -> None:
     settings = defaults()
     settings["crawl"]["seeds"] = ["gemini://example.org/"]
+    niceness = {c.name: c.nice for c in components(settings)}
+    assert niceness["crawl"] == niceness["index"] == niceness["authority"] == 10  # default
     for nice in (0, 19):
         settings["service"]["background_nice"] = nice
         niceness = {c.name: c.nice for c in components(settings)}
@@ -184,15 +191,28 @@ def test_background_nice_is_taken_at_both_ends() -> None:
         assert niceness["search"] == 0
 
 
+def asked(url: str) -> str:
+    """GET ``url`` from the metrics listener; a thread gives its place back just after it
+    closes its client, so a request that meets no free thread (closed unanswered) is
+    asked again (50 times at most, 0.1 s apart). An HTTP error is raised."""
+    for _ in range(49):
+        try:
+            return urllib.request.urlopen(url, timeout=DEADLINE).read().decode()
+        except urllib.error.HTTPError:
+            raise
+        except (ConnectionError, urllib.error.URLError):
+            time.sleep(0.1)
+    return urllib.request.urlopen(url, timeout=DEADLINE).read().decode()
+
+
 def test_the_metrics_listener_answers_metrics_only_within_its_threads_and_time() -> None:
     metrics = Metrics({}, lambda: {"pages": 3})
     port = metrics.serve("127.0.0.1", 0, threads=2, timeout=0.5)
     base = f"http://127.0.0.1:{port}"
-    scraped = urllib.request.urlopen(f"{base}/metrics", timeout=DEADLINE).read().decode()
-    assert "geminibot_pages 3.0" in scraped
+    assert "geminibot_pages 3.0" in asked(f"{base}/metrics")
     for path in ("/", "/metrics/x", "/favicon.ico", "/../metrics"):
         with pytest.raises(urllib.error.HTTPError) as refused:
-            urllib.request.urlopen(f"{base}{path}", timeout=DEADLINE)
+            asked(f"{base}{path}")
         assert refused.value.code == 404, path
     # two clients that send nothing hold both threads; a third is closed at once, and the
     # two are closed when their time is up: then a scrape is answered again
@@ -203,11 +223,4 @@ def test_the_metrics_listener_answers_metrics_only_within_its_threads_and_time()
     for sock in silent:
         sock.close()
     assert closed == [b"", b"", b""]
-    # a thread gives its place back just after it closes its client: ask a few times
-    for _ in range(50):
-        try:
-            again = urllib.request.urlopen(f"{base}/metrics", timeout=DEADLINE).read().decode()
-            break
-        except (ConnectionError, urllib.error.URLError):
-            time.sleep(0.1)
-    assert "geminibot_pages 3.0" in again
+    assert "geminibot_pages 3.0" in asked(f"{base}/metrics")

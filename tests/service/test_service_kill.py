@@ -4,7 +4,9 @@ the index has caught up, ``index status --verify`` finds the index and the store
 
 Link authority, a component this property is not about, is configured off
 (``authority_every = 0``): one interpreter fewer at each of the eleven starts
-(test_service.py covers its start, restart and stop)."""
+(test_service.py covers its start, restart and stop). Its background work runs at the
+test's own niceness (``background_nice = 0``): at the default 10, beside a busy suite's
+workers, each start's crawl waited for the CPU far longer than it used it."""
 
 from __future__ import annotations
 
@@ -98,7 +100,7 @@ def test_kill_nine_of_the_service_loses_nothing(tmp_path: Path) -> None:
 
         def write_config(min_delay: float) -> None:
             config.write_text(
-                f'[service]\ndb = "{db}"\nrestart_delay = 0.2\n'
+                f'[service]\ndb = "{db}"\nrestart_delay = 0.2\nbackground_nice = 0\n'
                 f"[crawl]\nseeds = {json.dumps(seeds)}\ntest_range = true\n"
                 f'min_delay = {min_delay}\nconcurrency = 2\nallow_hosts = ["*.test"]\n'
                 f'connect_to = ["*.test:1965:127.0.0.1:{port}"]\n'

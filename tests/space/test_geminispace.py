@@ -3,13 +3,20 @@ policy file in place, and a day parameter that changes exactly the pages it says
 
 from __future__ import annotations
 
+import datetime as dt
+
 import pytest
 from geminispace import Space
+from geminispace.gemlog import GEMLOG_EVERY, INDEX, START
 from geminispace.space import BEHAVIOURS, FIXED_PATHS, MAX_HOST_URLS, ROBOTS_KINDS
 
+from geminibot.feeds.parse import read_feed
 from geminibot.policy.agents_txt import parse_agents
 from geminibot.policy.robots2 import parse_robots2
 from geminibot.policy.robots_parse import parse_robots
+
+#: A fetch time three days after the default start (entries dated after it are skipped).
+NOON_OF_DAY_3 = dt.datetime.combine(START + dt.timedelta(days=3), dt.time(12), dt.UTC).timestamp()
 
 
 def test_same_seed_same_space_other_seed_other_pages() -> None:
@@ -146,3 +153,76 @@ def test_planted_queries_have_their_answers() -> None:
 def test_a_small_space_plants_nothing_rather_than_crowd_itself() -> None:
     assert Space(12, 300).queries() == []
     assert Space(12, 300).plants == {}
+
+
+def test_gemlogs_are_gemsub_feeds_of_their_posts() -> None:
+    """One host in ten keeps a gemlog, linked from its home page; its index is a gemsub
+    feed (read by the crawl's own reader) listing every post, newest first, each post a
+    page that says a word no other page of the space says."""
+    space = Space(40, 3000)
+    blogs = [i for i in range(space.hosts) if space.gemlogs.has(i)]
+    assert len(blogs) == space.hosts // GEMLOG_EVERY
+    assert {space.behaviour(i) for i in blogs} == {"normal"}
+    words = {space.gemlogs.word(i, n) for i in blogs for n in range(space.gemlogs.posts(i, 3))}
+    assert len(words) == sum(space.gemlogs.posts(i, 3) for i in blogs)
+    assert not words & set(space.vocabulary)
+    for i in range(space.hosts):
+        host = space.host(i)
+        index = space.respond(host, INDEX)
+        if i not in blogs:
+            assert index.status == 51 and INDEX not in space.home(i)
+            continue
+        assert f"=> {INDEX} " in space.home(i)
+        url = f"gemini://{host}{INDEX}"
+        feed = read_feed(url, index.meta, index.body, NOON_OF_DAY_3)
+        assert feed is not None and feed.format == "gemsub"
+        assert feed.title == index.body.decode().splitlines()[0].removeprefix("# ")
+        posts = space.gemlogs.posts(i, 0)
+        assert [e.url for e in feed.entries] == [f"{url}{n}.gmi" for n in reversed(range(posts))]
+        dates = [dt.datetime.fromtimestamp(e.published, dt.UTC).date() for e in feed.entries]
+        assert dates == sorted(dates, reverse=True) and dates[0] < START
+        for n, entry in zip(reversed(range(posts)), feed.entries, strict=True):
+            post = space.respond(host, f"{INDEX}{n}.gmi").body.decode()
+            assert post.startswith(f"# {entry.title}\n") and space.gemlogs.word(i, n) in post
+            assert sum(w in post for w in words) == 1
+        assert space.respond(host, f"{INDEX}{posts}.gmi").status == 51  # not yet written
+        assert space.respond(host, f"{INDEX}01.gmi").status == 51  # one spelling per post
+
+
+def test_a_day_adds_posts_to_some_gemlogs_and_changes_only_their_index() -> None:
+    space = Space(40, 3000)
+    blogs = [i for i in range(space.hosts) if space.gemlogs.has(i)]
+    posted = 0
+    for i in blogs:
+        host = space.host(i)
+        for day in range(1, 8):
+            before, after = (space.respond(host, INDEX, d).body for d in (day - 1, day))
+            new = space.gemlogs.posted(i, day)
+            posted += new
+            assert (before != after) == new == space.changed_on(i, INDEX, day)
+            assert space.gemlogs.posts(i, day) == space.gemlogs.posts(i, day - 1) + new
+            if new:
+                n = space.gemlogs.posts(i, day) - 1
+                path = f"{INDEX}{n}.gmi"
+                assert space.respond(host, path, day - 1).status == 51
+                assert space.respond(host, path, day).status == 20
+                assert space.gemlogs.date(i, n) == START + dt.timedelta(days=day)
+                assert f"=> {n}.gmi {space.gemlogs.date(i, n).isoformat()} " in after.decode()
+            first = space.respond(host, f"{INDEX}0.gmi", day).body
+            assert first == space.respond(host, f"{INDEX}0.gmi", 0).body  # posts stay
+        assert space.revision_of(i, INDEX, 7) == space.gemlogs.posts(i, 7) - space.gemlogs.posts(
+            i, 0
+        )
+        assert not space.changed_on(i, "/", 1) and space.revision_of(i, "/", 7) == 0
+    assert 0 < posted < len(blogs) * 7
+
+
+def test_a_later_start_dates_the_posts_later() -> None:
+    """The space's ``start`` is the date of day 0 (a benchmark sets it so that day 1's
+    posts are today's); nothing but the dates moves."""
+    later = START + dt.timedelta(days=30)
+    a, b = Space(12, 300), Space(12, 300, start=later)
+    i = next(i for i in range(12) if a.gemlogs.has(i))
+    for n in (0, a.gemlogs.backlog(i)):  # a post of day 0's backlog, the first after it
+        assert b.gemlogs.date(i, n) - a.gemlogs.date(i, n) == dt.timedelta(days=30)
+    assert a.tree_page(i, 0) == b.tree_page(i, 0) and a.home(i) == b.home(i)

@@ -1,7 +1,7 @@
 """Today's crawler (``geminibot crawl``) over a small synthetic Geminispace served in the
 same process: policies obeyed, traps stopped, duplicates collapsed, non-text kept as
-metadata, 44s met, vanished hosts failing, and a second day's crawl changing exactly the
-pages the space says changed. The crawl runs in the test's trio run on a mock clock: the
+metadata, 44s met, vanished hosts failing, a gemlog read as a feed, and a second day's
+crawl changing exactly the pages the space says changed. The crawl runs in the test's trio run on a mock clock: the
 pacing and the 44 answers' waits take no real time, and the rate-limited host sees the
 same request times however loaded the machine is."""
 
@@ -14,6 +14,7 @@ import trio
 import trio.testing
 from commands import crawl_in_trio
 from geminispace import Space, SpaceServer, serving
+from geminispace.gemlog import INDEX
 from geminispace.space import DOMAIN
 
 #: Bound on one crawl (seconds on the mock clock): far more than it needs, far less than
@@ -86,6 +87,18 @@ async def test_crawl_of_a_small_space_day_0_then_day_1(
     limited = space.host(kind["rate-limited"])
     assert any(h == limited and s == 44 for h, _, s in served)
     assert pages(day0, limited)["/"][0] == 20
+
+    # The gemlog: its index read as a gemsub feed with every post of the day, the posts
+    # fetched (the newest first: the host's last URLs may be past MAX_HOST_URLS).
+    blog = next(i for i in range(space.hosts) if space.gemlogs.has(i))
+    assert space.gemlogs.posts(blog, 1) > space.gemlogs.posts(blog, 0)
+    for conn, day in ((day0, 0), (day1, 1)):
+        index = f"gemini://{space.host(blog)}{INDEX}"
+        feed = conn.execute("SELECT format, entries FROM feeds WHERE url = ?", (index,))
+        assert feed.fetchone() == ("gemsub", space.gemlogs.posts(blog, day))
+        posts = {p for p in pages(conn, space.host(blog)) if p.startswith(INDEX)}
+        assert posts <= set(space.gemlogs.paths(blog, day))
+        assert f"{INDEX}{space.gemlogs.posts(blog, day) - 1}.gmi" in posts
 
     # Day 1: the vanished host is gone; changed pages, and only they, have a new hash.
     assert not pages(day1, space.host(kind["vanishes"]))

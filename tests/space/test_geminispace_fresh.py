@@ -1,12 +1,13 @@
 """A revisit of the synthetic Geminispace on the same database (``geminibot crawl
 --refresh``, run in the test's trio run on a mock clock, beside the space's server): on
 day 1 exactly the pages the space says changed are re-indexed; the others are recognised
-by their hash and left as they were."""
+by their hash and left as they were; a gemlog's new post is found through its feed."""
 
 from __future__ import annotations
 
 import json
 import sqlite3
+from contextlib import closing
 from pathlib import Path
 from typing import Any
 
@@ -15,7 +16,10 @@ import trio
 import trio.testing
 from commands import crawl_in_trio
 from geminispace import Space, SpaceServer, serving
+from geminispace.gemlog import INDEX
 from geminispace.space import DOMAIN
+
+from geminibot.store.freshness import INITIAL_REVISIT
 
 #: Bound on one crawl (seconds on the mock clock): far more than it needs, far less than
 #: a hang.
@@ -75,6 +79,18 @@ async def test_a_second_day_reindexes_only_what_changed(
             assert (new_id, new_digest) == (row_id, digest), (host, j)  # not re-indexed
     assert changed > 5 and unchanged > 5
     assert summary["revisits"] > 0 and summary["unchanged"] >= unchanged
+    # The gemlog's post of day 1: its index re-read, the new post fetched, and the index,
+    # a feed that showed a new entry, due again sooner than a page seen once.
+    blog = next(i for i in range(space.hosts) if space.gemlogs.has(i))
+    assert space.gemlogs.posted(blog, 1)
+    index = f"gemini://{space.host(blog)}{INDEX}"
+    new = f"{index}{space.gemlogs.posts(blog, 1) - 1}.gmi"
+    with closing(sqlite3.connect(db)) as conn:
+        entries = conn.execute("SELECT entries FROM feeds WHERE url = ?", (index,)).fetchone()
+        assert entries == (space.gemlogs.posts(blog, 1),)
+        assert conn.execute("SELECT status FROM pages WHERE url = ?", (new,)).fetchone() == (20,)
+        interval = conn.execute("SELECT revisit_interval FROM urls WHERE url = ?", (index,))
+        assert interval.fetchone() == (INITIAL_REVISIT / 2,)
 
 
 #: Pages the day-1 revisit of the test below fetches before it stops (--max-pages).

@@ -15,9 +15,10 @@ from db_rows import reading
 from test_store import decision
 
 from geminibot.cli import main
-from geminibot.index.authority import compute_authority, last_computed, write_postgres, write_sqlite
+from geminibot.index.authority import compute_authority
 from geminibot.index.authority_job import Reach, refresh, schedule, store_reach
 from geminibot.index.search_cli import search_function
+from geminibot.store.authority import last_computed, write_postgres, write_sqlite
 from geminibot.store.crawlstore import CrawlStore, FetchedPage, FetchRecord, HostState
 from geminibot.store.database import open_database
 from geminibot.store.pages import Link, Page

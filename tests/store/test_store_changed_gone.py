@@ -19,7 +19,6 @@ from typing import Any
 import pytest
 import trio
 from capsule_fixtures import TEST_LIMITS, cert_dir
-from db_rows import reading
 
 from capsule_server.testing import running_server
 from geminibot.cli import main
@@ -80,8 +79,8 @@ async def stats_page(db: str, now: float) -> str:
 
 
 def counted(db: str, now: float) -> tuple[int, int, int]:
-    with reading(db) as (conn, _):
-        figures = stats(conn, now)["freshness"]
+    with open_database(db) as database:
+        figures = stats(database, now)["freshness"]
     return figures["changed_last_day"], figures["gone_last_day"], figures["not_found_last_day"]
 
 

@@ -5,9 +5,11 @@ fetched unchanged only touched, and the URL's last visit saying it is a feed."""
 
 from __future__ import annotations
 
+import itertools
 from typing import Any
 
-from store_helpers import Clock, opened
+import trio
+from store_helpers import LIMITS, Clock, opened
 from test_store import claim, decision, fetch, page
 
 from geminibot.feeds.parse import Entry, Feed
@@ -113,20 +115,28 @@ def test_a_submission_is_made_due_or_queued(store: CrawlStore, db: str) -> None:
     assert store.state_of(POSTS[3]) == ("queued", None)
 
 
-def test_a_new_url_submitted_during_a_sleep_is_due_work(store: CrawlStore, db: str) -> None:
-    """A continuous crawl marks the newest URL as it falls asleep; a URL submitted after
-    it (queued: new to the store) is work due, one met before the mark is not."""
-    from geminibot.crawl.continuous import any_due, newest_url
+def test_a_new_url_submitted_is_new_work_after_the_mark(store: CrawlStore, db: str) -> None:
+    """A continuous crawl marks the newest URL at each look (its run, every DUE_POLL; its
+    sleep, from the run's last look); a URL submitted after it (queued: new to the store)
+    is new work for its host, to the run and to the sleep; one met before the mark is not."""
+    from geminibot.crawl.continuous import any_due
     from geminibot.store.submissions import submit
 
+    assert store.newest_url() == 0  # (no URL yet)
     store.seed([LOG])
+    mark = store.newest_url()
+    assert store.queued_since(0) == {"a.test": 1} and store.queued_since(mark) == {}
     with open_database(db) as database:
-        mark = newest_url(database, 100.0)
         assert not any_due(database, 100.0, mark) and not any_due(database, 100.0)
     assert submit(db, POSTS[0], lambda: 100.0) == "queued"
+    assert submit(db, "gemini://other.test/new.gmi", lambda: 100.0) == "queued"
+    assert store.queued_since(mark) == {"a.test": 1, "other.test": 1}
+    assert store.queued_since(store.newest_url()) == {}
+    claim(store, "other.test")  # (being fetched: no longer new work)
+    assert store.queued_since(mark) == {"a.test": 1}
     with open_database(db) as database:
         assert any_due(database, 100.0, mark) and not any_due(database, 100.0)
-        assert not any_due(database, 100.0, newest_url(database, 100.0))
+        assert not any_due(database, 100.0, store.newest_url())
 
 
 def test_a_page_that_stops_being_a_feed_keeps_its_entries_as_history(
@@ -143,3 +153,142 @@ def test_a_page_that_stops_being_a_feed_keeps_its_entries_as_history(
     with open_database(db) as database:
         assert known_feeds(database, 10)[0].entries == 0
         assert new_entries(database, since=0.0, limit=10) == []
+
+
+async def test_a_run_takes_a_url_submitted_during_it(
+    kind: str, db: str, autojump_clock: object
+) -> None:
+    """A continuous crawl's run looks for new work every DUE_POLL (its ``poll_due``): a
+    URL the store never met, submitted mid-run on a host not asked yet, is fetched by that
+    run within the poll, its policy files first, while the slow host's pages go on at its
+    pace; the run's last look is the mark its sleep starts from."""
+    from crawl.crawl_fakes import FakeSite, gmi
+
+    from geminibot.crawl.adapters import FetchResult
+    from geminibot.crawl.build import build_crawler
+    from geminibot.crawl.clock import TrioWallClock
+    from geminibot.crawl.settings import CrawlOptions
+    from geminibot.store.crawlstore import SqliteStore
+    from geminibot.store.db import connect
+    from geminibot.store.pgstore import PgStore
+    from geminibot.store.recheck import DUE_POLL
+    from geminibot.store.submissions import submit
+
+    new = "gemini://b.test/new.gmi"
+    fake = FakeSite(
+        {
+            "gemini://a.test/robots.txt": FetchResult(
+                20, "text/plain", b"User-agent: *\nCrawl-delay: 30\n"
+            ),
+            "gemini://a.test/": gmi("# Home\n" + "".join(f"=> /{i}.gmi\n" for i in range(4))),
+            **{f"gemini://a.test/{i}.gmi": gmi(f"# Page {i}\n") for i in range(4)},
+            new: gmi("# New\n"),
+        }
+    )  # (b.test has no policy files: 51, all allowed)
+    clock = TrioWallClock(lambda: 1.7e9)
+    store: CrawlStore = (
+        SqliteStore(connect(db), clock.now, LIMITS)
+        if kind == "sqlite"
+        else PgStore(db, clock.now, LIMITS, lease_seconds=60)
+    )
+    options = CrawlOptions(test_range=True, allow_hosts=("b.test",))
+    crawler = build_crawler(store, options, clock, fetch=fake.fetch, poll_due=DUE_POLL)
+    crawler.seed(["gemini://a.test/"])
+    asked: list[float] = []
+
+    def submitting(url: str) -> None:
+        if url == "gemini://a.test/1.gmi":  # a minute into a run of three
+            assert submit(db, new, clock.now) == "queued"
+            asked.append(trio.current_time())
+
+    fake.on_request = submitting
+    progress = await crawler.run()
+    try:
+        assert progress.newest_url == store.newest_url()
+    finally:
+        store.close()
+    fetched = [url for _, url in fake.log]
+    b_test = [url for url in fetched if url.startswith("gemini://b.test/")]
+    assert b_test[-1] == new and len(b_test) == 4  # robots.txt, robots2.txt, agents.txt
+    assert fetched.index(new) < fetched.index("gemini://a.test/3.gmi")  # within the run
+    (at,) = [at for at, url in fake.log if url == new]
+    assert at - asked[0] <= DUE_POLL
+    a_pages = [
+        at for at, url in fake.log if url.startswith("gemini://a.test/") and ".txt" not in url
+    ]
+    assert all(b - a >= 30.0 for a, b in itertools.pairwise(a_pages))  # a.test's pace held
+
+
+async def test_a_url_submitted_or_rechecked_mid_run_is_its_hosts_next(
+    kind: str, db: str, autojump_clock: object
+) -> None:
+    """A host with a backlog (30 queued pages, ``Crawl-delay: 30``) being crawled: a URL
+    the store never met submitted mid-run, then one of the backlog's last URLs submitted
+    (already queued), then the home page rechecked (fetched: due now, queued by the run's
+    poll), are each the next URL fetched from the host, at its pace; the backlog then
+    goes on oldest first, and no URL keeps its priority once fetched."""
+    from crawl.crawl_fakes import FakeSite, gmi
+
+    from geminibot.crawl.adapters import FetchResult
+    from geminibot.crawl.build import build_crawler
+    from geminibot.crawl.clock import TrioWallClock
+    from geminibot.crawl.settings import CrawlOptions
+    from geminibot.store.crawlstore import SqliteStore
+    from geminibot.store.db import connect
+    from geminibot.store.pgstore import PgStore
+    from geminibot.store.recheck import DUE_POLL
+    from geminibot.store.submissions import submit
+    from geminibot.store.traps import FrontierLimits
+
+    home, new = "gemini://a.test/", "gemini://a.test/new.gmi"
+    backlog = [f"gemini://a.test/{i}.gmi" for i in range(30)]
+    fake = FakeSite(
+        {
+            "gemini://a.test/robots.txt": FetchResult(
+                20, "text/plain", b"User-agent: *\nCrawl-delay: 30\n"
+            ),
+            home: gmi("# Home\n" + "".join(f"=> /{i}.gmi\n" for i in range(30))),
+            **{url: gmi(f"# Page {url}\n") for url in backlog},
+            new: gmi("# New\n"),
+        }
+    )
+    clock = TrioWallClock(lambda: 1.7e9)
+    store: CrawlStore = (
+        SqliteStore(connect(db), clock.now, FrontierLimits())
+        if kind == "sqlite"
+        else PgStore(db, clock.now, FrontierLimits(), lease_seconds=60)
+    )
+    crawler = build_crawler(
+        store, CrawlOptions(test_range=True), clock, fetch=fake.fetch, poll_due=DUE_POLL
+    )
+    crawler.seed([home])
+    asked = {  # when this URL is requested: submit that one (and what it becomes)
+        backlog[2]: (new, "queued"),
+        new: (backlog[20], "already queued"),
+        backlog[20]: (home, "due now"),
+    }
+
+    def submitting(url: str) -> None:
+        if url in asked:
+            wanted, what = asked.pop(url)
+            assert submit(db, wanted, clock.now) == what
+
+    fake.on_request = submitting
+    await crawler.run()
+    try:
+        with open_database(db) as database:
+            (first,) = database.query("SELECT count(*) FROM urls WHERE priority != 0").fetchone()
+    finally:
+        store.close()
+    assert asked == {} and first == 0
+    pages = [(at, url) for at, url in fake.log if not url.endswith(".txt")]
+    assert [url for _, url in pages] == [
+        home,
+        *backlog[:3],
+        new,
+        backlog[20],
+        home,
+        *backlog[3:20],
+        *backlog[21:],
+    ]
+    assert all(b - a >= 30.0 for (a, _), (b, _) in itertools.pairwise(pages))  # its pace

@@ -6,13 +6,14 @@ from __future__ import annotations
 from store_helpers import opened
 
 from geminibot.index.freshness import DAY, format_freshness, freshness
+from geminibot.store.database import open_database
 
 NOW = 10 * DAY
 
 
 def test_ages_share_past_revisit_and_the_last_day(kind: str, db: str) -> None:
-    with opened(kind, db) as (conn, _):
-        assert freshness(conn, NOW)["live_pages"] == 0
+    with opened(kind, db) as (conn, _), open_database(db) as database:
+        assert freshness(database, NOW)["live_pages"] == 0
         for n in range(10):  # fetched 0..9 hours ago, due again 5 h after
             url = f"gemini://a.test/{n}"
             fetched = NOW - n * 3600
@@ -36,7 +37,7 @@ def test_ages_share_past_revisit_and_the_last_day(kind: str, db: str) -> None:
                 f" VALUES ('gemini://a.test/{name}', 'a.test', 51, 'gone', 0, {NOW - at},"
                 f" {NOW - at})"
             )
-        data = freshness(conn, NOW)
+        data = freshness(database, NOW)
     assert data["live_pages"] == 10
     assert data["age_median_seconds"] == 4 * 3600.0  # ages 0..9 h: the 5th freshest
     assert data["age_p90_seconds"] == 8 * 3600.0

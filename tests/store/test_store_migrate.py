@@ -14,6 +14,7 @@ from test_store_search import fill
 from geminibot.cli import main
 from geminibot.index import stats
 from geminibot.store.crawlstore import SqliteStore
+from geminibot.store.database import open_database
 from geminibot.store.db import connect
 from geminibot.store.pgstore import PgStore
 
@@ -43,8 +44,9 @@ def test_migrate_moves_everything(
     assert capsys.readouterr().out.startswith("moved 2 settings, 2 hosts, 6 urls")
     with psycopg.connect(pg_url) as pconn:
         assert [tuple(r) for r in pconn.execute(times).fetchall()] == kept
+    with open_database(str(db)) as lite_db, open_database(pg_url) as pg_db:
+        before, after = stats(lite_db), stats(pg_db)
     with reading(str(db)) as (lite, lite_search), reading(pg_url) as (pgc, pg_search):
-        before, after = stats(lite), stats(pgc)
         assert before["frontier"] == {"done": 4, "leased": 1, "queued": 1}
         assert after["frontier"] == {"done": 4, "queued": 2}  # the killed run's lease is back
         for key in ("hosts", "pages", "pages_with_text", "links", "requests", "status", "mime"):

@@ -34,7 +34,10 @@ def test_recheck_a_url_and_a_host(store: CrawlStore, db: str, clock: Clock) -> N
     done = run_main(["recheck", A, "--db", db])
     assert done.returncode == 0, done.stderr
     lines = done.stdout.splitlines()
-    assert lines[0] == f"queued {A} for a fetch at its capsule's pace"
+    assert lines[:2] == [
+        f"queued {A} for a fetch at its capsule's pace,",
+        "before the capsule's other queued URLs",
+    ]
     assert "a running crawl (geminibot serve, crawl --forever) takes it within 15 s" in (
         done.stdout.replace("\n", " ")
     )
@@ -58,7 +61,10 @@ def test_recheck_a_url_and_a_host(store: CrawlStore, db: str, clock: Clock) -> N
     store.revisit(clock.now + 10 * DAY)  # (the crawl queued them)
     queued = run_main(["recheck", MISSING, "--db", db])
     assert queued.returncode == 0
-    assert queued.stdout == f"{MISSING} is already queued (or being fetched): nothing to do\n"
+    assert queued.stdout.splitlines() == [
+        f"{MISSING} is already queued (or being fetched): it goes first",
+        "among the capsule's queued URLs",
+    ]
 
 
 def test_recheck_says_no_in_one_line(

@@ -12,6 +12,7 @@ from geminibot.index import QueryError
 from geminibot.index.stats import format_stats
 from geminibot.index.text import MARK
 from geminibot.store.crawlstore import CrawlStore, FetchedPage
+from geminibot.store.database import open_database
 from geminibot.store.pages import Link
 
 PAGES = [
@@ -87,10 +88,10 @@ def test_researcher_keeps_no_text(store: CrawlStore, db: str) -> None:
 
 def test_stats_alike(store: CrawlStore, db: str) -> None:
     fill(store)
-    with reading(db) as (conn, _):
-        from geminibot.index import stats
+    from geminibot.index import stats
 
-        data = stats(conn)
+    with open_database(db) as database:
+        data = stats(database)
     assert data["pages"] == 4 and data["pages_with_text"] == 3
     assert data["links"] == 4 and data["requests"] == 4
     assert data["frontier"] == {"done": 4}

@@ -8,7 +8,9 @@ from typing import Any
 
 from store_helpers import Clock, opened
 
+from geminibot.store import census_reads
 from geminibot.store.crawlstore import CrawlStore, SqliteStore
+from geminibot.store.database import open_database
 from geminibot.store.records import TLSRecord
 
 SEEN = TLSRecord(
@@ -68,3 +70,20 @@ def test_a_new_certificate_or_version_is_a_new_row(
         ("a.test", "EE:FF", "TLSv1.2", 400.0),
         ("b.test", "AA:BB", "TLSv1.3", 500.0),
     ]
+
+
+def test_the_records_read_back_as_written(
+    store: CrawlStore, kind: str, db: str, clock: Clock
+) -> None:
+    """A host's history, last seen first, and each host's last (``seen``: last seen)."""
+    newer = replace(SEEN, sha256="EE:FF", sans=(), key_bits=None, not_after=None, seen=350.0)
+    newer = replace(newer, name_matches=False, parsed=False)  # a certificate not read
+    web = replace(SEEN, host="https://a.test", seen=500.0)  # not a Gemini capsule
+    for record in (SEEN, replace(newer, seen=300.0), newer, web):
+        store.saw_tls(record)
+    if isinstance(store, SqliteStore):
+        store.flush()
+    with open_database(db) as database:
+        assert census_reads.tls_history(database, "a.test") == [newer, SEEN]
+        assert census_reads.current_tls(database, None) == [newer]
+        assert census_reads.current_tls(database, "https://a.test") == [web]

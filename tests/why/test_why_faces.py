@@ -12,22 +12,17 @@ import re
 import sqlite3
 from contextlib import closing
 from pathlib import Path
-from urllib.parse import quote
 
-import httpx
 import pytest
 import trio
 import trio.testing
-from commands import answer_of, crawl_in_trio, run_main
+from check_faces import assert_census_shown, capsule_check, plain, portal_check
+from commands import crawl_in_trio, run_main
 from db_rows import reading
 from postgres_cluster import new_database
 
 from capsule_server.testing import running_server
-from geminibot.gemini.status import Status
-from geminibot.gemini.urls import parse_request
-from geminibot.searchcap.app import SearchCapsule
 from geminibot.store.database import open_database
-from geminibot.why.reads import CheckReads
 from geminibot.why.render import facts
 
 CAPSULES = Path(__file__).resolve().parents[2] / "capsules"
@@ -98,31 +93,6 @@ def why_json(db: str, target: str) -> dict[str, object]:
     return data
 
 
-def capsule_check(db: str, target: str) -> str:
-    request = f"gemini://localhost/check?{quote(target, safe='')}"
-    with closing(SearchCapsule.of(db, checks=CheckReads.of(db))) as handler:
-        answer = answer_of(handler, parse_request(request.encode()))
-    assert answer.status == Status.SUCCESS, answer.meta
-    return answer.body.decode("utf-8")
-
-
-async def portal_check(db: str, target: str) -> tuple[int, str]:
-    from geminibot.portal.app import PortalApp
-    from geminibot.portal.limits import PortalLimits
-    from geminibot.portal.upstream import Upstream, UpstreamGuard
-
-    upstream = Upstream(PortalLimits(), guard=UpstreamGuard([], test_range=True))
-    app = PortalApp(upstream, checks=CheckReads.of(db))
-    transport = httpx.ASGITransport(app=app, client=("127.0.0.1", 50000))  # type: ignore[arg-type]
-    async with httpx.AsyncClient(transport=transport, base_url="http://portal.test") as web:
-        response = await web.get("/check", params={"q": target})
-    return response.status_code, response.text
-
-
-def _plain(page: str) -> str:
-    return html.unescape(re.sub(r"<[^>]+>", "", page))
-
-
 @pytest.mark.parametrize("url", sorted(EXPECTED))
 def test_every_face_gives_the_right_reason(crawled: str, url: str) -> None:
     code, line = EXPECTED[url]
@@ -142,7 +112,7 @@ def test_every_face_gives_the_right_reason(crawled: str, url: str) -> None:
     gemtext = capsule_check(crawled, url)
     status, page = trio.run(portal_check, crawled, url)
     assert status == 200
-    text = _plain(page)
+    text = plain(page)
     for face in (gemtext, text):
         assert f"verdict: {headline}" in face or f"verdict{headline}" in face
         assert reason.split(" (", maxsplit=1)[0][:60] in face
@@ -218,6 +188,23 @@ def test_a_host_summary_matches_stats_and_policy_check(crawled: str, tmp_path: P
         {k: d[k] for k in ("line", "level", "code", "message", "hint")} for d in found
     ]
     assert found and robots_file["status"] == 20 and robots_file["size"] == len(body)
+
+
+def test_a_host_check_shows_the_capsules_census(crawled: str) -> None:
+    """``/check?why.test`` on both faces shows every figure ``census --host why.test``
+    gives, word for word: its 5x answer (missing.gmi), robots.txt as fetched with its lint
+    findings, its certificate's fingerprint, and its searchable pages beside each reason
+    to be out."""
+    got = assert_census_shown(crawled, HOST)
+    assert got["host.errors"] == {"DNS": 0, "TLS": 0, "timeout": 0, "4x": 0, "5x": 1}
+    assert (got["host.robots.status"], got["host.robots.outcome"]) == (20, "success")
+    assert got["host.robots.mime"].startswith("text/plain")
+    assert re.fullmatch(r"([0-9A-F]{2}:){31}[0-9A-F]{2}", got["host.cert.sha256"])
+    assert got["host.searchable"] == 7 and got["host.duplicates"] == 1
+    assert got["host.states"] == {"done": 8, "not_found": 1, "refused": 3, "trapped": 2}
+    reasons = got["host.out_reasons"]
+    assert sum(reasons.values()) == 5 and "deeper than 2 links" in reasons
+    assert sum("robots.txt: disallowed by" in reason for reason in reasons) == 3
 
 
 #: A capsule whose robots.txt answers a permanent failure other than 51: "unavailable".
@@ -296,7 +283,7 @@ def test_a_robots_txt_answering_44_keeps_the_capsule_out(unreadable_robots: str)
         assert "nothing else of the capsule is fetched before robots.txt is read" in reason
         gemtext = capsule_check(unreadable_robots, url)
         _, page = trio.run(portal_check, unreadable_robots, url)
-        for face in (gemtext, _plain(page)):
+        for face in (gemtext, plain(page)):
             assert "robots.txt answered 44 " in face
 
 
@@ -315,5 +302,5 @@ def test_a_robots_txt_answering_5x_lets_the_capsule_in(unreadable_robots: str) -
     assert isinstance(permissions, list) and all(p["allowed"] for p in permissions)
     gemtext = capsule_check(unreadable_robots, ROBOTS_5X)
     _, page = trio.run(portal_check, unreadable_robots, ROBOTS_5X)
-    for face in (gemtext, _plain(page)):
+    for face in (gemtext, plain(page)):
         assert "robots.txt: 52 (unavailable)" in face

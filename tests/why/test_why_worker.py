@@ -131,6 +131,7 @@ def test_answers_are_explained_in_a_worker_process_and_kept_per_fetch(
     checks = CheckReads.of(str(db), explain=partial(noted, notes))
     with closing(SearchCapsule.of(str(db), checks=checks)) as capsule:
         first = check(capsule, HOST)
+        assert "## Capsule health" in first[2].splitlines()  # taken in the same worker
         check(capsule, f"gemini://{HOST}/p1/x")
         assert check(capsule, HOST) == first
         explained = notes.read_text().splitlines()
