@@ -3,13 +3,14 @@ changed page re-indexed, a new link followed), stops on SIGTERM with exit 0, res
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import json
 import os
 import signal
 import subprocess
 import time
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 
 import pytest
@@ -54,6 +55,25 @@ async def wait_for(db: Path, sql: str, step: float = 600.0, most: int = 1000) ->
             return
         await trio.sleep(step)
     raise AssertionError(f"never: {sql}")
+
+
+@contextlib.asynccontextmanager
+async def sleeping_after_its_first_run(
+    tmp_path: Path, seeds: list[str], db: Path
+) -> AsyncIterator[None]:
+    """``crawl --forever`` of ``seeds`` (served from ``tmp_path / "capsules"``), entered
+    once its first run has ended (its batch committed, the run marked ended) and it
+    sleeps; the body must stop it (SIGTERM), within a day of trio's mock time."""
+    argv = [*seeds, "--forever", "--json", "--db", str(db), "--test-range"]
+    async with running_server(
+        tmp_path / "capsules", tmp_path / "certs", ServerLimits(), None, trio.current_time
+    ) as s:
+        argv += ["--connect-to", f"*.test:1965:127.0.0.1:{s.port}"]
+        with trio.fail_after(TIMEOUT * DAY):
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(crawl_in_trio, argv)
+                await wait_for(db, "SELECT 1 FROM settings WHERE key = 'run_open' AND value = '0'")
+                yield
 
 
 async def searchable_within_the_poll(db: Path, page: str, word: str) -> None:
@@ -190,20 +210,12 @@ async def test_a_submitted_url_wakes_the_sleeping_crawl_within_the_poll(
     capsules = tmp_path / "capsules"
     seeds = generate(capsules, 1, 4)
     db = tmp_path / "f.db"
-    argv = [*seeds, "--forever", "--json", "--db", str(db), "--test-range"]
     (capsules / "host00.test" / "submitted.gmi").write_text("# Submitted\n\nwombat\n")
-    async with running_server(
-        capsules, tmp_path / "certs", ServerLimits(), None, trio.current_time
-    ) as s:
-        argv += ["--connect-to", f"*.test:1965:127.0.0.1:{s.port}"]
-        with trio.fail_after(TIMEOUT * DAY):
-            async with trio.open_nursery() as nursery:
-                nursery.start_soon(crawl_in_trio, argv)
-                await wait_for(db, "SELECT 1 FROM settings WHERE key = 'run_open' AND value = '0'")
-                url = seeds[0] + "submitted.gmi"
-                what = await trio.to_thread.run_sync(submit, str(db), url, time.time)
-                assert what == "queued"
-                await searchable_within_the_poll(db, "submitted.gmi", "wombat")
+    async with sleeping_after_its_first_run(tmp_path, seeds, db):
+        url = seeds[0] + "submitted.gmi"
+        what = await trio.to_thread.run_sync(submit, str(db), url, time.time)
+        assert what == "queued"
+        await searchable_within_the_poll(db, "submitted.gmi", "wombat")
 
 
 async def test_a_recheck_wakes_the_sleeping_crawl_within_the_poll(
@@ -214,28 +226,17 @@ async def test_a_recheck_wakes_the_sleeping_crawl_within_the_poll(
     capsules = tmp_path / "capsules"
     seeds = generate(capsules, 1, 4)
     db = tmp_path / "f.db"
-    argv = [*seeds, "--forever", "--json", "--db", str(db), "--test-range"]
     page_url = seeds[0] + "p1.gmi"
-    async with running_server(
-        capsules, tmp_path / "certs", ServerLimits(), None, trio.current_time
-    ) as s:
-        argv += ["--connect-to", f"*.test:1965:127.0.0.1:{s.port}"]
-        with trio.fail_after(TIMEOUT * DAY):
-            async with trio.open_nursery() as nursery:
-                nursery.start_soon(crawl_in_trio, argv)
-                # the first run has ended (its batch committed, the run marked ended)
-                await wait_for(db, "SELECT 1 FROM settings WHERE key = 'run_open' AND value = '0'")
-                (capsules / "host00.test" / "p1.gmi").write_text("# Changed\n\nquokka\n")
+    async with sleeping_after_its_first_run(tmp_path, seeds, db):
+        (capsules / "host00.test" / "p1.gmi").write_text("# Changed\n\nquokka\n")
 
-                def look_again() -> None:
-                    with open_database(str(db)) as database:  # as geminibot recheck does
-                        done = recheck(
-                            database, page_url, "host00.test", is_url=True, now=time.time()
-                        )
-                    assert done.due == 1
+        def look_again() -> None:
+            with open_database(str(db)) as database:  # as geminibot recheck does
+                done = recheck(database, page_url, "host00.test", is_url=True, now=time.time())
+            assert done.due == 1
 
-                await trio.to_thread.run_sync(look_again)
-                await searchable_within_the_poll(db, "p1.gmi", "quokka")
+        await trio.to_thread.run_sync(look_again)
+        await searchable_within_the_poll(db, "p1.gmi", "quokka")
 
 
 async def test_a_recheck_during_a_run_is_taken_by_that_run(
