@@ -43,6 +43,21 @@ def in_process_clock() -> trio.testing.MockClock:
     return trio.testing.MockClock(autojump_threshold=AUTOJUMP_IN_PROCESS)
 
 
+@pytest.fixture
+def ignition_hosts(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """ignition (a peer Gemini client, trust on first use) with a memory of certificates
+    of this test's own, kept in ``known_hosts`` in its ``tmp_path``. Its public
+    ``set_default_hosts_file`` only names another file: the certificates the process has
+    seen stay in memory, so a host name that an earlier test met with another certificate
+    is refused (``TofuCertificateRejection``, which a wait for a server takes for "not
+    answering yet", for ever). The process's store is replaced for the test instead."""
+    import cryptography.hazmat.primitives.serialization  # noqa: F401  (ignition uses it unimported)
+    import ignition
+    from ignition.ssl.cert_store import CertStore
+
+    monkeypatch.setattr(ignition, "__cert_store", CertStore(str(tmp_path / "known_hosts")))
+
+
 @pytest.hookimpl(optionalhook=True)
 def pytest_configure_node(node: Any) -> None:
     """pytest-xdist's controller tells each worker how it hands out the tests (a worker's

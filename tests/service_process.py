@@ -18,8 +18,9 @@ import pytest
 from crawl.served_capsules import capsule_server_thread, generate
 from loopback import free_port
 
-#: The search capsule's host name in these tests (resolved to 127.0.0.1 by the test); a
-#: test of another certificate takes another name (a Gemini client pins one per name).
+#: The search capsule's host name in these tests (resolved to 127.0.0.1 by the test; a
+#: Gemini client pins one certificate per name: ``ignition_hosts`` in tests/conftest.py
+#: gives each test's ignition a memory of its own).
 NAME = "search.test"
 #: Bounds (real seconds) on the service's start, its crawl, and its stop.
 DEADLINE = 300.0

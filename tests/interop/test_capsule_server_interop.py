@@ -147,11 +147,6 @@ def dot_test_resolves_to_loopback(monkeypatch: pytest.MonkeyPatch) -> Iterator[N
     yield
 
 
-@pytest.fixture
-def ignition_hosts(tmp_path: Path) -> None:
-    ignition.set_default_hosts_file(str(tmp_path / "known_hosts"))
-
-
 def client_for(server: CapsuleServer) -> GeminiClient:
     port = server.port
     assert port is not None

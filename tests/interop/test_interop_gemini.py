@@ -50,18 +50,13 @@ def jetforce_port(tmp_path_factory: pytest.TempPathFactory) -> Iterator[int]:
         yield port
 
 
-@pytest.fixture(autouse=True)
-def ignition_hosts_file(tmp_path: Path) -> None:
-    ignition.set_default_hosts_file(str(tmp_path / "ignition_known_hosts"))
-    ignition.set_default_timeout(10)
-
-
+@pytest.mark.usefixtures("ignition_hosts")
 @pytest.mark.parametrize("path", PATHS)
 async def test_same_answer_as_ignition(jetforce_port: int, path: str) -> None:
     url = f"gemini://{HOST}:{jetforce_port}{path}"
     with trio.fail_after(20):
         ours = await GeminiClient().fetch(url, follow_redirects=False)
-        theirs = await trio.to_thread.run_sync(ignition.request, url)
+        theirs = await trio.to_thread.run_sync(lambda: ignition.request(url, timeout=10))
     assert (str(ours.status), ours.meta, ours.body) == (
         theirs.status,
         theirs.meta,

@@ -64,10 +64,11 @@ def names_resolve_to_loopback(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 @pytest.fixture
-def served(tmp_path: Path) -> Iterator[tuple[subprocess.Popen[str], int, Path]]:
+def served(
+    tmp_path: Path, ignition_hosts: None
+) -> Iterator[tuple[subprocess.Popen[str], int, Path]]:
     """``geminibot serve-search`` on 127.0.0.1 and a free port, as ``NAME``."""
     make_index(tmp_path / "idx.db")
-    ignition.set_default_hosts_file(str(tmp_path / "known_hosts"))
     log = tmp_path / "access.jsonl"
     proc, port, banner = start_serve_search(
         tmp_path / "idx.db", tmp_path / "certs", "--log", str(log), "--hostname", NAME

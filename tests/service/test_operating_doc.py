@@ -96,6 +96,7 @@ def stop(service: Service) -> int:
     return code
 
 
+@pytest.mark.usefixtures("ignition_hosts")
 def test_the_test_range_as_written_from_a_folder_that_shadows_the_package(
     tmp_path: Path, capsules: int, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -115,7 +116,6 @@ def test_the_test_range_as_written_from_a_folder_that_shadows_the_package(
     every_host = ["--crawl-connect-to", f"*.test:1965:127.0.0.1:{capsules}"]
     last_host = f"host{HOSTS - 1:02d}.test"
     resolve_to_loopback(monkeypatch, "localhost")
-    ignition.set_default_hosts_file(str(tmp_path / "known_hosts"))
     db = opt / settings["service"]["db"]
 
     with held_connections() as held:  # the last host never answers: the crawl goes on
@@ -161,6 +161,7 @@ def _authority(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return [r["event"] for r in records if r["component"] == "authority" and "event" in r]
 
 
+@pytest.mark.usefixtures("ignition_hosts")
 def test_the_public_engine_as_written_comes_up_whole_and_stops(
     tmp_path: Path, capsules: int, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -176,7 +177,6 @@ def test_the_public_engine_as_written_comes_up_whole_and_stops(
         argv += ["--crawl-connect-to", f"{host}:1965:127.0.0.1:{capsules}"]
     name = settings["search"]["hostname"]
     resolve_to_loopback(monkeypatch, name)
-    ignition.set_default_hosts_file(str(tmp_path / "known_hosts"))
 
     def answered() -> bool:
         try:

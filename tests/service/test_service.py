@@ -51,13 +51,12 @@ def capsules(tmp_path: Path) -> Iterator[tuple[list[str], int]]:
         yield served
 
 
-@pytest.mark.usefixtures("names_resolve_to_loopback")
+@pytest.mark.usefixtures("names_resolve_to_loopback", "ignition_hosts")
 def test_the_service_crawls_serves_search_and_metrics_and_stops_on_sigterm(
     tmp_path: Path, capsules: tuple[list[str], int]
 ) -> None:
     seeds, port = capsules
     path, search_port, metrics_port = config(tmp_path, seeds, port, background_nice=BACKGROUND)
-    ignition.set_default_hosts_file(str(tmp_path / "known_hosts"))
     service = Service(["--config", str(path)])
     try:
         base = f"gemini://{NAME}:{search_port}"

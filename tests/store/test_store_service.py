@@ -21,7 +21,7 @@ from service_process import (
     served_capsules,
 )
 
-#: Not the name of tests/service's capsule: a client pins one certificate per name.
+#: The search capsule's host name (resolved to 127.0.0.1 by the test).
 NAME = "pg.search.test"
 
 
@@ -33,12 +33,12 @@ def capsules(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple[
         yield served
 
 
+@pytest.mark.usefixtures("ignition_hosts")
 def test_the_service_on_postgres(
     pg_db: str, tmp_path: Path, capsules: tuple[list[str], int]
 ) -> None:
     seeds, port = capsules
     path, search_port, metrics_port = config(tmp_path, seeds, port, db=pg_db, name=NAME)
-    ignition.set_default_hosts_file(str(tmp_path / "known_hosts"))
     service = Service(["--config", str(path)])
     try:
 
