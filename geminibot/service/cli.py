@@ -18,8 +18,6 @@ from pathlib import Path
 from typing import Any
 
 from geminibot.cliutil import EXIT_OK, EXIT_USAGE, CommandError
-from geminibot.index.freshness import freshness
-from geminibot.index.tantivy_index import index_lag
 from geminibot.service.config import (
     ConfigError,
     Settings,
@@ -32,7 +30,6 @@ from geminibot.service.config import (
     text,
 )
 from geminibot.service.supervisor import Component, JsonLog, Supervisor
-from geminibot.store.authority import last_computed
 from geminibot.store.database import open_database
 from geminibot.store.errors import DatabaseError
 
@@ -140,7 +137,12 @@ def _prepare(db: str) -> bool:
 
 
 def store_reader(db: str) -> Any:
-    """What the metrics read from the store, on a connection of their own each time."""
+    """What the metrics read from the store, on a connection of their own each time
+    (imported here: a service without metrics does not import the index at each start)."""
+    from geminibot.index.freshness import freshness
+    from geminibot.index.tantivy_index import index_lag
+    from geminibot.store import statements as q
+    from geminibot.store.authority import last_computed
 
     def read() -> dict[str, Any]:
         with open_database(db) as database:
@@ -148,8 +150,6 @@ def store_reader(db: str) -> Any:
             data = freshness(database, now, index_lag(database))
             computed = last_computed(database)
             data["authority_age_seconds"] = None if computed is None else now - computed
-            from geminibot.store import statements as q
-
             data["pages"] = int(database.run(q.COUNT_PAGES).fetchone()[0])
             data["queued"] = int(database.run(q.COUNT_QUEUED).fetchone()[0])
             return data

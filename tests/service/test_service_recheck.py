@@ -1,7 +1,9 @@
 """``geminibot recheck`` with the service running (``geminibot serve``, a real process):
 once its crawl sleeps after its first run, a page changed on the capsule and rechecked is
 searchable again within a minute (the crawl looks for URLs due every DUE_POLL seconds,
-asleep or running; the index updater follows the store)."""
+asleep or running; the index updater follows the store).
+
+Link authority, which this is not about, is configured off: one interpreter fewer."""
 
 from __future__ import annotations
 
@@ -9,6 +11,7 @@ import signal
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from commands import run_main
@@ -26,7 +29,8 @@ def serving(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Service,
     with served_capsules(tmp) as (_, port):
         seeds = ["gemini://host00.test/", "gemini://host01.test/"]
         path, _, _ = config(tmp, seeds, port)
-        service = Service(["--config", str(path), "--no-metrics-enabled"])
+        argv = ["--config", str(path), "--no-metrics-enabled", "--index-authority-every", "0"]
+        service = Service(argv)
         try:
             service.wait_for(
                 lambda: service.logged("crawl", "geminibot crawl: sleeping"), "a crawl asleep"
@@ -35,6 +39,11 @@ def serving(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Service,
         finally:
             service.proc.send_signal(signal.SIGTERM)
             service.proc.wait(timeout=DEADLINE)
+
+
+def runs(service: Service) -> list[dict[str, Any]]:
+    """The crawl's runs (the event each logs at its end)."""
+    return [r["event"] for r in service.records if r["component"] == "crawl" and "event" in r]
 
 
 def searchable(db: str, word: str, url: str) -> bool:
@@ -52,5 +61,9 @@ def test_a_rechecked_page_is_searchable_within_a_minute(
     asked = time.monotonic()
     done = run_main(["recheck", url, "--db", db])
     assert done.returncode == 0, done.stderr
+    # Searched once the crawl has logged the run that fetched it (a search a moment is
+    # CPU spent while the crawl waits for its next look at the URLs due).
+    service.wait_for(lambda: len(runs(service)) == 2, "a crawl run after the recheck")
+    assert runs(service)[1]["revisits"] == 1
     service.wait_for(lambda: searchable(db, "quokka", url), "the rechecked page searchable", 0.5)
     assert time.monotonic() - asked < WITHIN
