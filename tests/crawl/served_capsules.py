@@ -8,8 +8,9 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import ExitStack, contextmanager
 from pathlib import Path
 from typing import Any
@@ -18,7 +19,7 @@ from db_rows import rows
 from loopback import free_port, served_on_a_thread, wait_listening
 
 from capsule_server.testing import running_server
-from geminibot.gemini.accesslog import JsonLinesLog
+from geminibot.gemini.accesslog import AccessRecord, JsonLinesLog
 from geminibot.gemini.server import ServerLimits
 
 #: Seconds to wait for the server to listen.
@@ -90,23 +91,45 @@ def capsule_server_thread(
     rate: float = 1e6,
     host: str = "127.0.0.1",
     log: Path | None = None,
+    access: Callable[[AccessRecord], None] | None = None,
 ) -> Iterator[int]:
     """What :func:`capsule_server` serves (``ROOT``, certificates made in ``certs``, the
     same limits, the access log appended to ``log`` as ``--log`` does: a JSON line per
-    request, flushed), from a trio run on a thread of this process (``running_server`` in
-    ``loopback.served_on_a_thread``) on ``host`` and a free port; yields the port. A real
-    TLS server on loopback without the half second of CPU a new interpreter spends
-    importing it: for tests about the crawl, not about the server's process."""
+    request, flushed; or each request's record given to ``access``, a
+    :class:`RequestCount`), from a trio run on a thread of this process
+    (``running_server`` in ``loopback.served_on_a_thread``) on ``host`` and a free port;
+    yields the port. A real TLS server on loopback without the half second of CPU a new
+    interpreter spends importing it: for tests about the crawl, not about the server's
+    process."""
     limits = ServerLimits(rate_burst=int(rate), rate_per_second=rate)
     with ExitStack() as stack:
-        access = None
         if log is not None:
+            assert access is None, "a log or an access function, not both"
             access = JsonLinesLog(stack.enter_context(log.open("a", encoding="utf-8")))
         with served_on_a_thread(
             lambda: running_server(root, certs, limits, access, hosts=(host,))
         ) as server:
             assert server.port is not None
             yield server.port
+
+
+class RequestCount:
+    """The requests a server on a thread has logged (its ``access`` function), counted as
+    they come: a test waits for the next ones without reading a log again and again."""
+
+    def __init__(self) -> None:
+        self.count = 0
+        self._changed = threading.Condition()
+
+    def __call__(self, record: AccessRecord) -> None:
+        with self._changed:
+            self.count += 1
+            self._changed.notify_all()
+
+    def wait_for(self, count: int, within: float) -> bool:
+        """Whether ``count`` requests in all have been logged, within ``within`` seconds."""
+        with self._changed:
+            return self._changed.wait_for(lambda: self.count >= count, within)
 
 
 def log_records(log: Path, since: int = 0, until: int | None = None) -> list[dict[str, Any]]:

@@ -204,13 +204,13 @@ def test_the_public_engine_as_written_comes_up_whole_and_stops(
 def test_a_component_that_keeps_exiting_with_a_usage_error_stops_the_service(
     tmp_path: Path,
 ) -> None:
-    """Its message is the service's one line, exit 2, not a restart for ever."""
+    """Its message is the service's one line, exit 2, not a restart for ever. The crawl
+    here: it checks its arguments before it imports what it runs."""
     path = tmp_path / "engine.toml"
     path.write_text(
         f'[service]\ndb = "{tmp_path / "e.db"}"\nrestart_delay = 0.1\nrestart_max = 0.1\n'
-        "[crawl]\nenabled = false\n[index]\nenabled = false\n[search]\nenabled = false\n"
-        f'[portal]\nenabled = true\nport = {free_port()}\nargs = ["--capsule", "ftp://x/"]\n'
-        "[metrics]\nenabled = false\n"
+        '[crawl]\nseeds = ["gemini://a.test/"]\nargs = ["--concurrency", "0"]\n'
+        "[index]\nenabled = false\n[search]\nenabled = false\n[metrics]\nenabled = false\n"
     )
     service = Service(["--config", str(path)])
     code = service.proc.wait(timeout=DEADLINE)
@@ -218,6 +218,6 @@ def test_a_component_that_keeps_exiting_with_a_usage_error_stops_the_service(
     stderr = service.proc.stderr.read()  # type: ignore[union-attr]
     assert code == 2, stderr
     assert stderr.splitlines() == [
-        "geminibot: serve: portal: --capsule 'ftp://x/': expected a gemini:// URL"
+        "geminibot: serve: crawl: argument --concurrency: 0 must be 1 or more"
     ]
     assert len([r for r in service.records if r.get("message") == "started"]) == 3

@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import os
 import random
+import select
 import signal
 import subprocess
 import sys
@@ -20,7 +21,7 @@ import time
 from pathlib import Path
 
 from commands import run_main
-from crawl.served_capsules import capsule_server_thread, generate
+from crawl.served_capsules import RequestCount, capsule_server_thread, generate
 from db_rows import rows
 from loopback import free_port
 
@@ -39,10 +40,6 @@ HOSTS, PAGES = 3, 60
 #: Seconds between two requests to a host: the crawl lasts through the kills (the last
 #: start, which only has to finish the crawl, goes without it).
 MIN_DELAY = 0.05
-
-
-def served_requests(log: Path) -> int:
-    return len(log.read_text().splitlines()) if log.exists() else 0
 
 
 def start(config: Path) -> subprocess.Popen[str]:
@@ -70,18 +67,22 @@ def children_of(proc: subprocess.Popen[str]) -> list[int]:
     return found
 
 
-def gone(pids: list[int]) -> bool:
+def wait_gone(pids: list[int]) -> None:
+    """Return once each of ``pids`` has ended (at most DEADLINE seconds each): its pidfd
+    is readable once it has exited, reaped or not (a zombie holds no file)."""
     for pid in pids:
         try:
-            state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-        except OSError:
-            continue
-        if state != "Z":
-            return False
-    return True
+            pidfd = os.pidfd_open(pid)
+        except ProcessLookupError:
+            continue  # ended and reaped already
+        try:
+            ended, _, _ = select.select([pidfd], [], [], DEADLINE)
+            assert ended, f"the component {pid} outlives the service"
+        finally:
+            os.close(pidfd)
 
 
-def wait_until(check: object, what: str, every: float = 0.02) -> None:
+def wait_until(check: object, what: str, every: float) -> None:
     """Ask ``check`` every ``every`` seconds until it says yes (at most DEADLINE)."""
     deadline = time.monotonic() + DEADLINE
     while not check():  # type: ignore[operator]
@@ -92,10 +93,10 @@ def wait_until(check: object, what: str, every: float = 0.02) -> None:
 def test_kill_nine_of_the_service_loses_nothing(tmp_path: Path) -> None:
     rng = random.Random(20261127)
     seeds = generate(tmp_path / "capsules", HOSTS, PAGES)
-    db, log = tmp_path / "engine.db", tmp_path / "served.log"
-    config = tmp_path / "engine.toml"
+    db, config = tmp_path / "engine.db", tmp_path / "engine.toml"
+    served = RequestCount()
     # The capsule server on a thread of this process: the service is what is killed.
-    with capsule_server_thread(tmp_path / "capsules", tmp_path / "certs", log=log) as port:
+    with capsule_server_thread(tmp_path / "capsules", tmp_path / "certs", access=served) as port:
         search_port = free_port()
 
         def write_config(min_delay: float) -> None:
@@ -111,16 +112,16 @@ def test_kill_nine_of_the_service_loses_nothing(tmp_path: Path) -> None:
 
         write_config(MIN_DELAY)
         for _ in range(KILLS):
-            before = served_requests(log)
+            before = served.count
             proc = start(config)
             target = before + rng.randint(1, MOST_REQUESTS)
-            wait_until(lambda: served_requests(log) >= target, "the crawl goes on")  # noqa: B023
+            assert served.wait_for(target, DEADLINE), "the crawl does not go on"
             time.sleep(rng.uniform(0, PAUSE))
             children = children_of(proc)
             proc.send_signal(signal.SIGKILL)
             proc.wait()
             # The components die with it (no orphan keeps the database or the port).
-            wait_until(lambda: gone(children), "the components die with the service")  # noqa: B023
+            wait_gone(children)
         assert rows(db, "SELECT count(*) FROM urls WHERE state = 'queued'")[0][0] > 0
 
         write_config(0.0)
