@@ -135,7 +135,7 @@ class DevTools:
         while b"\0" not in self._unread:
             data = await self._replies.receive_some(1 << 16)
             if not data:
-                raise RuntimeError("Chromium closed its DevTools pipe")
+                raise RuntimeError("Chromium closed its DevTools pipe (see chromium.log)")
             self._unread += data
         message, self._unread = self._unread.split(b"\0", 1)
         parsed: dict[str, Any] = json.loads(message)
