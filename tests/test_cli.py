@@ -106,9 +106,12 @@ READS_NEED_NONE_OF = [
 #: ... and ``search`` and ``stats`` without the URL parser (and its IDNA codec) too.
 SEARCH_NEEDS_NONE_OF = [*READS_NEED_NONE_OF, "geminibot.urls", "idna"]
 #: What the search capsule and the portal start without (the service starts them at each
-#: of its starts): the census's figures, reads, report and charts, and the certificate
-#: facts, which their first /census or /check of a host imports.
+#: of its starts): SQLAlchemy (the statements of /check, /feeds, /backlinks... compile on
+#: first use), the census's figures, reads, report and charts, and the certificate facts,
+#: which their first /census or /check of a host imports.
 SERVERS_START_WITHOUT = [
+    "sqlalchemy",
+    "alembic",
     "geminibot.census.figures",
     "geminibot.census.policies",
     "geminibot.census.host",
