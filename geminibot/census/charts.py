@@ -11,7 +11,8 @@ types), and matplotlib's math notation (``$...$``) never interpreted.
 Each figure is laid out by :func:`_laid_out` and drawn once: the texts that stand out of
 its axes (tick labels, the title) are measured and the axes placed to leave them room.
 Matplotlib's constrained layout would do the same from the tight box of every artist,
-twice, in a full draw of the figure before the one written: three times the work.
+twice, in a full draw of the figure before the one written: twice the CPU
+(docs/benchmarks.md, "Census charts: CPU per report").
 """
 
 from __future__ import annotations
@@ -231,7 +232,7 @@ def _day(seconds: float) -> str:
     return datetime.fromtimestamp(seconds, UTC).strftime("%Y-%m-%d")
 
 
-def _wrapped(title: str, chars: int = TITLE_CHARS) -> str:
+def _wrapped(title: str, chars: int) -> str:
     """A chart's title (the census's own words) in lines of at most ``chars``."""
     return "\n".join(textwrap.wrap(title, chars)) or " "
 
