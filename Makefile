@@ -10,20 +10,25 @@ STAMP   = $(VENV)/.installed
 
 setup: $(STAMP)
 
-# The venv is made without pip and the interpreter's own pip installs a current pip into
-# it (1.4 s; venv's ensurepip compiles its bundled pip first: 4 s), falling back on
-# ensurepip where that interpreter has no pip. A new pip installs faster than Python
-# 3.11's bundled one (docs/benchmarks.md, "Test suite time"). Bytecode is compiled once,
-# on every core, after the install (pip compiles on one core; left to the suite, its
-# four workers compiled the same modules at once: 14 s more), but not for what the
-# suite never imports (pip, setuptools, the type checker, test folders of the packages).
-NOT_IMPORTED = '/site-packages/(pip|setuptools|pkg_resources|_distutils_hack|mypy|mypyc|pygments)/|/site-packages/.*/tests?/'
+# The venv is made without pip. uv (Astral's installer, from PyPI) installs the project,
+# its extras and a current pip into it: put into the venv by the interpreter's own pip
+# (2 s), it resolves, downloads and unpacks in parallel and installs in 3 s what pip
+# installed in 13 s (docs/benchmarks.md, "Test suite time"). Where uv cannot be had or
+# cannot reach PyPI, pip installs everything as before: a current pip first (1.4 s; the
+# interpreter's own, else ensurepip's), then the project. Bytecode is compiled once, on
+# every core, after the install (left to the suite, its four workers compiled the same
+# modules at once: 14 s more), but not for what the suite never imports (pip, uv,
+# setuptools, the type checker, test folders of the packages).
+NOT_IMPORTED = '/site-packages/(pip|uv|setuptools|pkg_resources|_distutils_hack|mypy|mypyc|pygments)/|/site-packages/.*/tests?/'
 $(STAMP): pyproject.toml
 	$(PYTHON) -c 'import sys; sys.exit("geminibot needs Python 3.11 or newer, found " + sys.version.split()[0]) if sys.version_info < (3, 11) else None'
 	test -x $(BIN)/python || $(PYTHON) -m venv --without-pip $(VENV)
-	$(PYTHON) -m pip --python $(BIN)/python install --quiet --no-compile --upgrade pip 2>/dev/null || \
-	  { $(BIN)/python -m ensurepip --default-pip && $(BIN)/python -m pip install --quiet --no-compile --upgrade pip; }
-	$(BIN)/python -m pip install --quiet --no-compile -e '.[test,dev]'
+	{ $(PYTHON) -m pip --python $(BIN)/python install --quiet --no-compile uv 2>/dev/null && \
+	  $(BIN)/uv pip install --quiet --python $(BIN)/python pip -e '.[test,dev]'; } || \
+	{ echo "uv did not install the project: pip installs it"; \
+	  $(PYTHON) -m pip --python $(BIN)/python install --quiet --no-compile --upgrade pip 2>/dev/null || \
+	  { $(BIN)/python -m ensurepip --default-pip && $(BIN)/python -m pip install --quiet --no-compile --upgrade pip; }; \
+	  $(BIN)/python -m pip install --quiet --no-compile -e '.[test,dev]'; }
 	$(BIN)/python -m compileall -q -j 0 -x $(NOT_IMPORTED) $(VENV)/lib >/dev/null
 	$(BIN)/python -m compileall -q -j 0 geminibot capsule_server tests >/dev/null
 	touch $(STAMP)

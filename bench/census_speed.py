@@ -27,6 +27,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
@@ -35,6 +36,9 @@ sys.path.insert(0, str(HERE.parent / "tests"))
 from machine import cpu_model, measured, migrated  # noqa: E402
 
 from geminibot.census.history import MAX_HISTORY  # noqa: E402
+
+if TYPE_CHECKING:
+    from geminibot.census.model import Census
 
 #: The settings key that says the TLS facts were added to a store.
 TLS_ADDED = "bench_census_tls"
@@ -48,13 +52,11 @@ def floor(db: str) -> None:
     conn.close()
 
 
-def history_report(census_json: str, count: int, out: str) -> None:
-    """The report of ``count`` censuses kept (copies of one, a week apart, each number
-    grown by 1%): the most the portal's page and ``--html`` draw."""
-    from geminibot.census.html import build_report, write_report
+def grown_history(data: dict[str, Any], count: int) -> list[Census]:
+    """``count`` censuses kept: copies of the census ``data`` (its JSON), a week apart,
+    each number grown by 1% a week (oldest first)."""
     from geminibot.census.model import Census
 
-    data = json.loads(Path(census_json).read_text())
     kept = []
     for i in range(count):
         grown = json.loads(json.dumps(data))
@@ -63,6 +65,15 @@ def history_report(census_json: str, count: int, out: str) -> None:
             if isinstance(figure["value"], int) and not isinstance(figure["value"], bool):
                 figure["value"] = round(figure["value"] * (1 + i / 100))
         kept.append(Census.from_json(grown))
+    return kept
+
+
+def history_report(census_json: str, count: int, out: str) -> None:
+    """The report of ``count`` censuses kept (:func:`grown_history`): the most the
+    portal's page and ``--html`` draw."""
+    from geminibot.census.html import build_report, write_report
+
+    kept = grown_history(json.loads(Path(census_json).read_text()), count)
     report = build_report(kept[-1], kept)
     write_report(report, Path(out))
     print(len(report.charts) + len(report.series))

@@ -143,8 +143,8 @@ def robots_txt(data: bytes) -> None:
     assert delay is None or delay >= 0, delay
     for path in _paths(_values_after_colon(data), cursor):
         url = "gemini://h.test" + path
-        decision = robots.decide(url, agent, vas, strict)
-        assert decision.allowed == robots.allowed(url, agent, vas, strict), url
+        decision = robots.decide(url, agent, vas, strict=strict)
+        assert decision.allowed == robots.allowed(url, agent, vas, strict=strict), url
         if path == "/robots.txt":
             assert decision.allowed
     _site_policy(SitePolicy.from_texts("gemini", robots=data), cursor)
@@ -161,7 +161,7 @@ def ext20(data: bytes) -> None:
     assert rate is None or rate.interval >= 0
     v2.visit_refusals(agent, vas, False, at)
     for path in _paths(_values_after_colon(data), cursor):
-        decision = v2.decide("gemini://h.test" + path, agent, vas, False, at)
+        decision = v2.decide("gemini://h.test" + path, agent, vas, at=at)
         if path == "/robots.txt":
             assert decision.allowed
         assert decision.allowed == all(g.allowed for g in decision.groups)

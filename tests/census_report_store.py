@@ -72,9 +72,9 @@ def _pages(week: int) -> list[Page]:
     return pages
 
 
-def fill(db: Path, weeks: int = 4) -> None:
+def fill(db: Path, weeks: int = 4, *, kept: bool = True) -> None:
     """``db``: the store as it was after ``weeks`` weekly crawls, a census kept after
-    each."""
+    each (none if not ``kept``)."""
     conn = connect(db)
     store = SqliteStore(conn, lambda: START, FrontierLimits())
     conn.executemany(
@@ -104,6 +104,7 @@ def fill(db: Path, weeks: int = 4) -> None:
                     " updated_at) VALUES (?, ?, ?, 0, 1, 'done', ?)",
                     (page.url, page.host, page.url.split("/", 3)[3], page.fetched_at),
                 )
-        database = Database(db.name, conn, path=db)
-        keep(database, take_census(database, START + week * WEEK + 3600))
+        if kept:
+            database = Database(db.name, conn, path=db)
+            keep(database, take_census(database, START + week * WEEK + 3600))
     conn.close()

@@ -105,6 +105,25 @@ READS_NEED_NONE_OF = [
 ]
 #: ... and ``search`` and ``stats`` without the URL parser (and its IDNA codec) too.
 SEARCH_NEEDS_NONE_OF = [*READS_NEED_NONE_OF, "geminibot.urls", "idna"]
+#: What the search capsule and the portal start without (the service starts them at each
+#: of its starts): SQLAlchemy (the statements of /check, /feeds, /backlinks... compile on
+#: first use), the census's figures, reads, report and charts, and the certificate facts,
+#: which their first /census or /check of a host imports.
+SERVERS_START_WITHOUT = [
+    "sqlalchemy",
+    "alembic",
+    "geminibot.census.figures",
+    "geminibot.census.policies",
+    "geminibot.census.host",
+    "geminibot.census.history",
+    "geminibot.census.html",
+    "geminibot.census.charts",
+    "geminibot.store.census_reads",
+    "geminibot.gemini.certfacts",
+    "matplotlib",
+    "numpy",
+    "pyarrow",
+]
 
 
 @pytest.mark.parametrize(
@@ -135,6 +154,8 @@ SEARCH_NEEDS_NONE_OF = [*READS_NEED_NONE_OF, "geminibot.urls", "idna"]
             SEARCH_NEEDS_NONE_OF,
         ),
         (["feeds", "--help"], ["geminibot.feeds.cli"], READS_NEED_NONE_OF),
+        (["serve-search", "--help"], ["geminibot.searchcap.app"], SERVERS_START_WITHOUT),
+        (["portal", "--help"], ["geminibot.portal.app"], SERVERS_START_WITHOUT),
     ],
 )
 def test_a_command_imports_only_its_own_module(

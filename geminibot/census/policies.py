@@ -53,10 +53,10 @@ def refusal(robots: RobotsFile, base: str, agent: str, virtual: str, strict: boo
     as ``virtual`` (in the ``strict`` mode or not) on the capsule at ``base`` (its URL
     without a path)."""
     acting = (virtual,)
-    if not robots.allowed(base + "/", agent, acting, strict):
+    if not robots.allowed(base + "/", agent, acting, strict=strict):
         return "entirely"
     for path in probe_paths(robots, {agent, virtual}):
-        if not robots.allowed(base + path, agent, acting, strict):
+        if not robots.allowed(base + path, agent, acting, strict=strict):
             return "in part"
     return "not at all"
 

@@ -217,7 +217,7 @@ def _verdict(
     allowed = all(d.allowed for d in decisions)
     bot = bots[0]
     robots_allowed = site.robots is None or site.robots.allowed(
-        path, bot.token, bot.virtual_agents, bot.strict
+        path, bot.token, bot.virtual_agents, strict=bot.strict
     )
     blocking = next((d for d in decisions if not d.allowed), decisions[0])
     refusing = tuple(r for r in blocking.reasons if not r.allowed)

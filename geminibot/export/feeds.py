@@ -13,7 +13,9 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from geminibot.export.model import INT32, STRING, TIME, Column, Context, Dataset, Rows, micros
+import pyarrow as pa
+
+from geminibot.export.model import STRING, TIME, Column, Context, Dataset, Rows, micros
 from geminibot.store import export_reads as reads
 from geminibot.store.database import Database
 
@@ -62,7 +64,7 @@ FEEDS = Dataset(
         Column("first_seen_time", TIME, "when the crawl first read the page as a feed"),
         Column("last_fetch_time", TIME, "when the crawl last fetched it"),
         Column("last_entry_time", TIME, "the latest date among its entries (null: none)"),
-        Column("entries", INT32, "the entries it listed at its last fetch"),
+        Column("entries", pa.int32(), "the entries it listed at its last fetch"),
     ),
     _feeds,
 )

@@ -35,7 +35,7 @@ from geminibot.urls import InvalidURL, host_key, parse_url
 BATCH = 20_000
 
 TIME = pa.timestamp("us", tz="UTC")
-STRING, INT16, INT32, INT64 = pa.string(), pa.int16(), pa.int32(), pa.int64()
+STRING = pa.string()
 #: A batch of rows, each a tuple in the order of its dataset's columns.
 Rows = list[tuple[Any, ...]]
 

@@ -10,9 +10,6 @@ from typing import Any
 import pyarrow as pa
 
 from geminibot.export.model import (
-    INT16,
-    INT32,
-    INT64,
     STRING,
     TIME,
     Column,
@@ -94,11 +91,11 @@ INDEX = Dataset(
         Column("url_host_5th_last_part", STRING, "its fifth last label"),
         Column("url_host_name_reversed", STRING, "the host name reversed: org.example.www"),
         Column("url_protocol", STRING, "gemini, http or https"),
-        Column("url_port", INT32, "the port, null when the scheme's default"),
+        Column("url_port", pa.int32(), "the port, null when the scheme's default"),
         Column("url_path", STRING, "the path"),
         Column("url_query", STRING, "the query, without '?' (null: none)"),
         Column("fetch_time", TIME, "when the answer came"),
-        Column("fetch_status", INT16, "the status: Gemini's two digits, HTTP's three"),
+        Column("fetch_status", pa.int16(), "the status: Gemini's two digits, HTTP's three"),
         Column("fetch_redirect", STRING, "a redirect's target, resolved"),
         Column(
             "content_digest",
@@ -132,7 +129,7 @@ INDEX = Dataset(
         ),
         Column("url_host_key", STRING, "geminibot: the crawl's host key (joins hosts.parquet)"),
         Column("fetch_meta", STRING, "geminibot: the answer's meta line (Gemini) or Content-Type"),
-        Column("content_length", INT64, "geminibot: the body's bytes"),
+        Column("content_length", pa.int64(), "geminibot: the body's bytes"),
         Column(
             "content_duplicate_of",
             STRING,
@@ -167,7 +164,7 @@ REDIRECTS = Dataset(
     (
         Column("url", STRING, "the URL that redirects"),
         Column("url_host_key", STRING, "its host key"),
-        Column("fetch_status", INT16, "31, 301 or 308"),
+        Column("fetch_status", pa.int16(), "31, 301 or 308"),
         Column("fetch_redirect", STRING, "the target, resolved"),
         Column("redirect_host_key", STRING, "the target's host key (null: not gemini or http(s))"),
         Column("fetch_time", TIME, "when the redirect was answered"),
@@ -226,8 +223,8 @@ HOST_LINKS = Dataset(
     (
         Column("source_host_key", STRING, "the host key of the linking pages"),
         Column("target_host_key", STRING, "the host key of the URLs linked to"),
-        Column("links", INT64, "links from the source's pages to the target's URLs"),
-        Column("pages", INT64, "pages of the source with at least one such link"),
+        Column("links", pa.int64(), "links from the source's pages to the target's URLs"),
+        Column("pages", pa.int64(), "pages of the source with at least one such link"),
     ),
     _host_links,
 )
@@ -250,7 +247,7 @@ EXCLUSIONS = Dataset(
         Column("state", STRING, "refused (by policy) or trapped (by a trap bound)"),
         Column("reason", STRING, "the reason, as the crawl recorded it"),
         Column("decided_time", TIME, "when the crawl decided"),
-        Column("depth", INT32, "links from a seed to the URL"),
+        Column("depth", pa.int32(), "links from a seed to the URL"),
         Column("linked_from", STRING, "the page the crawl found it on (null: a seed)"),
     ),
     converted(reads.EXCLUSION_ROWS, _exclusion_row),

@@ -356,7 +356,7 @@ def run_check(args: argparse.Namespace) -> int:
         if args.json:
             record: dict[str, object] = {"url": url, "allowed": decision.allowed}
             if robots is not None:
-                record.update(robots.decide(url, agent, vas, args.strict).as_dict())
+                record.update(robots.decide(url, agent, vas, strict=args.strict).as_dict())
             record.update(decision.as_dict())
             record.update(
                 {

@@ -205,8 +205,9 @@ class Ext20File:
         url: str,
         agent: str,
         virtual_agents: Iterable[str] = (),
-        strict: bool = False,
+        *,
         at: datetime | None = None,
+        strict: bool = False,
     ) -> Decision:
         """Allowed only if every applicable set allows; ``at`` (UTC) checks Visit-time.
 

@@ -91,6 +91,7 @@ class RobotsFile:
         url: str,
         agent: str,
         virtual_agents: Iterable[str] = (),
+        *,
         strict: bool = False,
     ) -> bool:
         """Whether ``agent`` (acting as ``virtual_agents``) may fetch ``url``."""
@@ -121,6 +122,7 @@ class RobotsFile:
         url: str,
         agent: str,
         virtual_agents: Iterable[str] = (),
+        *,
         strict: bool = False,
     ) -> Decision:
         """Like :meth:`allowed`, with the groups that applied, the deciding rule and why."""

@@ -169,6 +169,29 @@ class AppliedGroup:
         }
 
 
+class Verdict(Protocol):
+    """What every decision about a URL states: the URL, its path, the verdict and why."""
+
+    @property
+    def url(self) -> str: ...
+    @property
+    def path(self) -> str: ...
+    @property
+    def allowed(self) -> bool: ...
+    @property
+    def reason(self) -> str: ...
+
+
+def verdict_dict(verdict: Verdict) -> dict[str, object]:
+    """The keys every decision's JSON starts with."""
+    return {
+        "url": verdict.url,
+        "path": verdict.path,
+        "allowed": verdict.allowed,
+        "reason": verdict.reason,
+    }
+
+
 @dataclass(frozen=True, slots=True)
 class Decision:
     """Whether a URL may be fetched, which groups applied, which rule decided, and why."""
@@ -185,10 +208,7 @@ class Decision:
 
     def as_dict(self) -> dict[str, object]:
         return {
-            "url": self.url,
-            "path": self.path,
-            "allowed": self.allowed,
-            "reason": self.reason,
+            **verdict_dict(self),
             "rule": self._rule_dict(),
             "mode": self.mode,
             "groups": [g.as_dict() for g in self.groups],

@@ -43,7 +43,7 @@ from geminibot.policy.robots2 import (
     resolve_chain,
 )
 from geminibot.policy.robots2_ask import AskLedger, AskRequest, agent_identity, ask_request
-from geminibot.policy.robots_model import VIRTUAL_AGENTS, Decision, rule_from_text
+from geminibot.policy.robots_model import VIRTUAL_AGENTS, Decision, rule_from_text, verdict_dict
 from geminibot.policy.textlines import numbered_lines
 from geminibot.urls import Scheme
 
@@ -140,10 +140,7 @@ class FetchDecision:
 
     def as_dict(self) -> dict[str, object]:
         return {
-            "url": self.url,
-            "path": self.path,
-            "allowed": self.allowed,
-            "reason": self.reason,
+            **verdict_dict(self),
             "reasons": [r.as_dict() for r in self.reasons],
             "ask": self.ask.target if self.ask else None,
         }
@@ -286,7 +283,7 @@ class SitePolicy:
             )
         elif self.robots2 is not None:
             own = self.robots2.links[0].file
-            d = own.robots().decide(url, bot.token, bot.virtual_agents, bot.strict)
+            d = own.robots().decide(url, bot.token, bot.virtual_agents, strict=bot.strict)
             if d.rule is not None or not d.allowed:
                 line = d.rule.line if d.rule else 0
                 rule = f"{d.rule.directive}: {d.rule.pattern}" if d.rule else ""
@@ -334,7 +331,7 @@ class SitePolicy:
         out: list[Reason] = []
         v2 = self.ext20
         if v2 is not None and v2.has_version_lines:
-            d2 = v2.decide(url, bot.token, bot.virtual_agents, bot.strict, at)
+            d2 = v2.decide(url, bot.token, bot.virtual_agents, at=at, strict=bot.strict)
             for g in d2.groups:
                 out.append(
                     Reason(
@@ -350,7 +347,7 @@ class SitePolicy:
                 out.append(Reason(ROBOTS, 0, "", True, d2.reason))
             return out
         if self.robots is not None:
-            d = self.robots.decide(url, bot.token, bot.virtual_agents, bot.strict)
+            d = self.robots.decide(url, bot.token, bot.virtual_agents, strict=bot.strict)
             line = d.rule.line if d.rule else 0
             rule = d.rule.text() if d.rule else ""
             out.append(Reason(ROBOTS, line, rule, d.allowed, d.reason, _group_of(d)))
@@ -390,7 +387,9 @@ class SitePolicy:
         """Seconds between requests to this host: the most restrictive limit in force."""
         found: list[DelayAnswer] = []
         if self.robots is not None:
-            found_delay = self.robots.crawl_delay_rule(bot.token, bot.virtual_agents, bot.strict)
+            found_delay = self.robots.crawl_delay_rule(
+                bot.token, bot.virtual_agents, strict=bot.strict
+            )
             if found_delay is not None:
                 delay, line = found_delay
                 found.append(DelayAnswer(delay, ROBOTS, line, f"Crawl-delay: {delay:g}"))

@@ -13,8 +13,6 @@ from functools import partial
 
 import trio
 
-from geminibot.census.history import kept_censuses
-from geminibot.census.html import build_report, data_uri, report_body
 from geminibot.census.model import Census
 from geminibot.portal.pages import HTTPResponse, Pages
 from geminibot.store.reads import Periodic, Reads, ReadsBusy
@@ -28,6 +26,8 @@ def census_html(censuses: list[Census]) -> str | None:
     a portal page; None when no census is kept."""
     if not censuses:
         return None
+    from geminibot.census.html import build_report, data_uri, report_body  # (see _fresh)
+
     return report_body(build_report(censuses[-1], censuses), data_uri)
 
 
@@ -57,6 +57,10 @@ class CensusPage:
             return self.pages.busy(str(exc), exc.retry_after, "/census")
 
     async def _fresh(self, reads: Reads) -> HTTPResponse:
+        # The censuses' reads (SQLAlchemy) and their report: imported by the first /census,
+        # not at start (the portal starts fast).
+        from geminibot.census.history import kept_censuses
+
         censuses = await reads.run(kept_censuses)
         body = await trio.to_thread.run_sync(partial(census_html, censuses), limiter=self.drawers)
         if body is None:

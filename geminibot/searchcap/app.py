@@ -71,9 +71,6 @@ from typing import Any, Protocol
 from urllib.parse import quote, unquote_to_bytes
 
 from geminibot import __version__
-from geminibot.census.figures import take_census
-from geminibot.census.history import agent_of, kept_censuses
-from geminibot.census.render import as_gemtext
 from geminibot.cliutil import counted, with_article
 from geminibot.crawl.politeness import MAX_RATE, MAX_WAIT, START_DELAY
 from geminibot.crawl.settings import ROLE_CATEGORIES, CrawlOptions
@@ -92,7 +89,6 @@ from geminibot.policy.outcomes import MAX_CACHE_SECONDS
 from geminibot.policy.site_policy import AGENTS, ROBOTS, ROBOTS2
 from geminibot.searchcap import whatsnew
 from geminibot.searchcap.submit import PER_CLIENT, SUBMIT_PROMPT, Submissions
-from geminibot.store import statements as q
 from geminibot.store.database import Database
 from geminibot.store.freshness import FEED_MIN_REVISIT
 from geminibot.store.reads import Periodic, Reads, ReadsBusy
@@ -408,6 +404,8 @@ class SearchCapsule:
         return self._read(partial(self._backlinks, target, text.strip()))
 
     def _backlinks(self, target: str, given: str, database: Database) -> Resolution:
+        from geminibot.store import statements as q  # SQLAlchemy: not needed to search
+
         rows = database.run(
             q.BACKLINKS, target=target, given=given, limit=MAX_BACKLINKS + 1
         ).fetchall()
@@ -481,6 +479,8 @@ class SearchCapsule:
         return self._read(partial(self._hosts, number))
 
     def _hosts(self, number: int, database: Database) -> Resolution:
+        from geminibot.store import statements as q  # SQLAlchemy: not needed to search
+
         offset = (number - 1) * HOSTS_PER_PAGE
         rows = database.run(q.HOSTS_PAGE, limit=HOSTS_PER_PAGE + 1, offset=offset).fetchall()
         if number > 1 and not rows:
@@ -541,6 +541,11 @@ def _succeeded(answer: Resolution) -> bool:
 
 def _take_census(database: Database, at: float) -> Resolution:
     """/census: the crawl's census (``geminibot census --gemtext``) taken at ``at``."""
+    # The census's figures and SQLAlchemy reads: imported by the first /census (start fast).
+    from geminibot.census.figures import take_census
+    from geminibot.census.history import agent_of, kept_censuses
+    from geminibot.census.render import as_gemtext
+
     previous = kept_censuses(database, 1)
     census = take_census(
         database, at, agent=agent_of(database), previous=previous[-1] if previous else None

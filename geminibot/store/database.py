@@ -32,10 +32,8 @@ from geminibot.store.errors import DatabaseError
 from geminibot.store.pg import display, is_postgres
 
 if TYPE_CHECKING:
-    import sqlalchemy as sa
-
     from geminibot.store.crawlstore import CrawlStore
-    from geminibot.store.statements import Compiled, Engine
+    from geminibot.store.statements import Compiled, Engine, Statement
     from geminibot.store.traps import FrontierLimits
 
 __all__ = ["Database", "DatabaseError", "display", "open_database"]
@@ -211,7 +209,7 @@ class Database:
             return self.connection.execute(query)
         return self.connection.execute(query, params)
 
-    def run(self, statement: sa.TextClause, **params: object) -> Any:
+    def run(self, statement: Statement, **params: object) -> Any:
         """The cursor of one of :mod:`geminibot.store.statements`' statements."""
         return self.connection.execute(self.sql[statement], params)
 
@@ -237,7 +235,7 @@ class Database:
             yield
 
     def batches(
-        self, statement: sa.TextClause, size: int = 10_000, **params: object
+        self, statement: Statement, size: int = 10_000, **params: object
     ) -> Iterator[list[Any]]:
         """The rows of ``statement`` in lists of at most ``size``, never all at once:
         SQLite steps through them, PostgreSQL sends them from a server-side cursor (so

@@ -18,8 +18,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from geminibot.store import statements as q
-
 if TYPE_CHECKING:
     from geminibot.store.database import Database
 
@@ -64,6 +62,10 @@ def recheck(database: Database, target: str, host: str, *, is_url: bool, now: fl
     ``target``, due at ``now``, in one transaction; ``host``: the target's host key. A
     URL named is also put first in its host's queue (:func:`put_first`); a host's URLs
     keep the claim's order (oldest first)."""
+    # The frontier's statements (SQLAlchemy): imported by the first recheck, not by the
+    # servers that offer one (/submit) when they start.
+    from geminibot.store import statements as q
+
     params = {"url": target, "host": host, "now": now}
     states, gone_back, due_now = (
         (q.URL_STATES_OF, q.URL_GONE_BACK, q.URL_DUE_NOW)
@@ -90,4 +92,6 @@ def put_first(database: Database, url: str, now: float) -> None:
     finished and due at ``now``), claimed before its host's other queued URLs, once: its
     ``urls.priority``, spent when it is fetched. The host's pace, scope, address guard
     and policy hold for it as for any URL (docs/crawl.md, "Claim order")."""
+    from geminibot.store import statements as q  # (as in recheck)
+
     database.run(q.URL_FIRST, url=url, now=now)

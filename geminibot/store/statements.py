@@ -29,8 +29,11 @@ from sqlalchemy.sql.compiler import SQLCompiler
 
 from geminibot.store.schema import metadata
 
-#: A statement: text with named parameters, or a Core expression on :data:`TABLES`.
-Statement = sa.ClauseElement
+#: A statement: text with named parameters, or a Core expression on :data:`TABLES`; or
+#: text written as a plain string (``":url"`` parameters too), which a module that
+#: defines statements for the faces uses so that importing it costs no SQLAlchemy (the
+#: servers start fast: :mod:`geminibot.store.whatsnew`, :mod:`geminibot.store.lookups`).
+Statement = sa.ClauseElement | str
 
 
 @dataclass(frozen=True, eq=False)
@@ -48,7 +51,8 @@ class Compiled(dict[Statement | Rows, str]):
     """The statements compiled for one engine: ``compiled[STATEMENT]`` is its SQL text
     (parameters are passed as a dict; a :class:`Rows`' as a tuple), compiled on first
     use by ``dialect`` (``positional``: a :class:`Rows`'). (A dict: a statement is hashed
-    by identity, and the lookup costs the hot path no Python call.)"""
+    by identity, a string by its kept hash, and the lookup costs the hot path no Python
+    call.)"""
 
     def __init__(self, dialect: sa.Dialect, positional: sa.Dialect) -> None:
         super().__init__()
@@ -61,6 +65,8 @@ class Compiled(dict[Statement | Rows, str]):
             if tuple(positional.positiontup or ()) != statement.names:
                 raise ValueError(f"parameters {positional.positiontup} not {statement.names}")
             sql = self[statement] = str(positional)
+        elif isinstance(statement, str):
+            sql = self[statement] = self.once(statement)
         else:
             sql = self[statement] = str(statement.compile(dialect=self.dialect))
         return sql

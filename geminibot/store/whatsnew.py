@@ -2,7 +2,9 @@
 capsule, the portal): the known feeds, the entries of a span each URL once (the
 aggregator), the capsules first seen lately, a random live page; and the spans and bounds
 the faces share. The feeds are written by :mod:`geminibot.store.feedstore`. Each read
-takes an open :class:`~geminibot.store.database.Database` of either engine.
+takes an open :class:`~geminibot.store.database.Database` of either engine; the statements
+are plain strings (compiled on first use: :data:`geminibot.store.statements.Statement`),
+so that the servers start without SQLAlchemy.
 """
 
 from __future__ import annotations
@@ -10,8 +12,6 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
-
-import sqlalchemy as sa
 
 if TYPE_CHECKING:
     from geminibot.store.database import Database
@@ -31,13 +31,13 @@ NEWEST_LISTED = 200
 
 
 #: The known feeds, latest entry first.
-KNOWN_FEEDS = sa.text(
+KNOWN_FEEDS = (
     "SELECT url, format, title, author, entries, last_entry, first_seen, fetched_at"
     " FROM feeds ORDER BY last_entry DESC NULLS LAST, url LIMIT :limit"
 )
 #: The live entries dated since a time, each URL once (as the feed dating it latest
 #: lists it, then the feed that listed it first), newest first (then the latest found).
-NEW_ENTRIES = sa.text(
+NEW_ENTRIES = (
     "SELECT url, title, published, first_seen, feed FROM (SELECT e.url, e.title,"
     " e.published, e.first_seen, f.url AS feed, row_number() OVER (PARTITION BY e.url"
     " ORDER BY e.published DESC, e.first_seen, f.id) AS n"
@@ -46,18 +46,18 @@ NEW_ENTRIES = sa.text(
     " WHERE n = 1 ORDER BY published DESC, first_seen DESC, url LIMIT :limit"
 )
 #: How many feeds of each format.
-FEED_FORMATS = sa.text("SELECT format, count(*) FROM feeds GROUP BY format ORDER BY format")
+FEED_FORMATS = "SELECT format, count(*) FROM feeds GROUP BY format ORDER BY format"
 
 #: The capsules first seen since a time that answered at least once, newest first, with
 #: their pages.
-NEWEST_HOSTS = sa.text(
+NEWEST_HOSTS = (
     "SELECT h.host, h.first_seen, (SELECT count(*) FROM pages p WHERE p.host = h.host)"
     " FROM hosts h WHERE h.first_seen >= :since AND h.last_fetch_at IS NOT NULL"
     " ORDER BY h.first_seen DESC, h.host LIMIT :limit"
 )
-PAGE_IDS = sa.text("SELECT min(id), max(id) FROM pages")
+PAGE_IDS = "SELECT min(id), max(id) FROM pages"
 #: The first searchable, live page from a row id on (a random page: a random id).
-LIVE_PAGE_FROM = sa.text(
+LIVE_PAGE_FROM = (
     "SELECT url FROM pages WHERE id >= :id AND text_indexed AND gone_at IS NULL ORDER BY id LIMIT 1"
 )
 
@@ -87,7 +87,7 @@ class NewEntry:
     feed: str
 
 
-def _rows(database: Database, statement: sa.TextClause, params: dict[str, Any]) -> list[Any]:
+def _rows(database: Database, statement: str, params: dict[str, Any]) -> list[Any]:
     return list(database.run(statement, **params).fetchall())
 
 

@@ -39,7 +39,6 @@ from typing import Any
 import trio
 import trio_parallel
 
-from geminibot.census.host import host_census
 from geminibot.census.model import Census
 from geminibot.cliutil import CommandError
 from geminibot.store.database import Database, open_database
@@ -82,6 +81,9 @@ def capsule_census(db: str, host: str, now: float) -> Census | None:
     """The census of the capsule ``host`` at ``now`` (``geminibot census --host``), read
     from the crawl database ``db`` on a connection of its own; None when the crawl knows
     no such host."""
+    # The census's reads and policy lint: imported by the first host census (start fast).
+    from geminibot.census.host import host_census
+
     with open_database(db) as database:
         try:
             return host_census(database, host, now)

@@ -1,27 +1,27 @@
 """What the crawl database holds about one URL or one host: the only I/O of
 :mod:`geminibot.why`. Every read is bounded (the last :data:`HISTORY` answers, the first
 :data:`LINKERS` pages linking to a URL, ...) and written once for both stores, as the
-stores' own statements are (:mod:`geminibot.store.statements`): a SQLAlchemy Core text
-with named parameters, compiled for the database's engine
-(:class:`geminibot.store.database.Database`).
+stores' own statements are (:mod:`geminibot.store.statements`): text with named
+parameters (:mod:`geminibot.store.lookups`), compiled for the database's engine
+(:class:`geminibot.store.database.Database`) on first use.
 """
 
 from __future__ import annotations
 
 import itertools
 from dataclasses import dataclass, field
-from typing import Any, cast
-
-import sqlalchemy as sa
+from typing import TYPE_CHECKING, Any, cast
 
 from geminibot.crawl.runrecord import RUN_OPTIONS, RunOptions
 from geminibot.crawl.settings import DEFAULT_AGENT
 from geminibot.policy.outcomes import FetchOutcome, Kind
 from geminibot.policy.site_policy import Fetched
 from geminibot.store import lookups
-from geminibot.store import statements as q
 from geminibot.store.database import Database
 from geminibot.urls import host_url
+
+if TYPE_CHECKING:
+    from geminibot.store.statements import Statement
 
 #: Answers to a URL shown (its last requests, newest first).
 HISTORY = 5
@@ -162,17 +162,14 @@ class Reader:
         self.conn = database
         self.sql = database.sql
 
-    def _rows(self, statement: sa.TextClause, **params: object) -> list[Any]:
+    def _rows(self, statement: Statement, **params: object) -> list[Any]:
         return list(self.conn.execute(self.sql[statement], params).fetchall())
 
-    def _one(self, statement: sa.TextClause, **params: object) -> Any:
+    def _one(self, statement: Statement, **params: object) -> Any:
         return self.conn.execute(self.sql[statement], params).fetchone()
 
     def settings(self) -> Settings:
-        def get(key: str) -> str | None:
-            row = self._one(q.SETTING, key=key)
-            return None if row is None else str(row[0])
-
+        get = self.conn.setting
         return Settings(
             get("role") or "indexer",
             get("agent") or DEFAULT_AGENT,
@@ -240,6 +237,9 @@ class Reader:
         )
 
     def host(self, host: str) -> HostRecords:
+        # The frontier's statements (SQLAlchemy): imported by the first host asked about.
+        from geminibot.store import statements as q
+
         pages, searchable, duplicates = self._one(lookups.PAGE_COUNTS, host=host)
         web_host = web_files = None
         if "://" not in host:

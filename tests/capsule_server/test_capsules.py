@@ -73,10 +73,10 @@ def test_checks_hold_against_the_served_policy(host: str) -> None:
     robots = served_robots(cap)
     for check in load_expectation(cap.root).checks:
         for path in check.allowed:
-            decision = robots.decide(path, check.agent, check.virtual_agents, check.strict)
+            decision = robots.decide(path, check.agent, check.virtual_agents, strict=check.strict)
             assert decision.allowed, (check, path, decision.reason)
         for path in check.disallowed:
-            decision = robots.decide(path, check.agent, check.virtual_agents, check.strict)
+            decision = robots.decide(path, check.agent, check.virtual_agents, strict=check.strict)
             assert not decision.allowed, (check, path, decision.reason)
 
 

@@ -1,9 +1,14 @@
 """``census --html``: the report's charts bounded (bars capped with "other", series
 thinned, labels cleaned and clipped), every text from the network escaped in the page
-and in the SVG, the files written, the command's refusals."""
+and in the SVG, the files written, the command's refusals.
+
+The report of the whole crawl is drawn once, by the command, for the module
+(:func:`written`); the tests read its files."""
 
 from __future__ import annotations
 
+import base64
+import shutil
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
@@ -16,16 +21,14 @@ from geminibot.census.charts import (
     MAX_BARS,
     MAX_POINTS,
     OTHER,
+    Chart,
     bar_chart,
     capped,
     chart_label,
     series_chart,
     thinned,
 )
-from geminibot.census.history import kept_censuses
-from geminibot.census.html import build_report, data_uri, report_document
-from geminibot.store.database import Database
-from geminibot.store.db import connect
+from geminibot.census.html import data_uri
 
 SVG = "{http://www.w3.org/2000/svg}"
 
@@ -35,6 +38,18 @@ def store(tmp_path_factory: pytest.TempPathFactory) -> Path:
     db = tmp_path_factory.mktemp("report") / "crawl.db"
     fill(db)
     return db
+
+
+@pytest.fixture(scope="module")
+def written(store: Path, tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
+    """The folder ``census --html`` wrote the report of the whole crawl into (over a
+    chart file an earlier report left there), and what it printed."""
+    out = tmp_path_factory.mktemp("html") / "report"
+    (out / "charts").mkdir(parents=True)
+    (out / "charts" / "stale.svg").write_text("<svg/>")
+    done = run_main(["census", "--db", str(store), "--html", str(out)])
+    assert done.returncode == 0, done.stderr
+    return out, done.stdout
 
 
 def test_bars_capped_at_the_limit_the_rest_as_other() -> None:
@@ -66,39 +81,39 @@ def test_labels_cleaned_and_clipped() -> None:
     assert chart_label("x" * LABEL_CHARS) == "x" * LABEL_CHARS
 
 
-def test_hostile_labels_escaped_in_svg_and_page(store: Path) -> None:
-    conn = connect(store)
-    censuses = kept_censuses(Database(store.name, conn, path=store))
-    conn.close()
-    report = build_report(censuses[-1], censuses)
-    mime = report.charts["content.mime"]
-    root = ET.fromstring(mime.svg)  # well-formed XML: no raw control character, no markup
+def test_hostile_labels_escaped_in_svg_and_page(written: tuple[Path, str]) -> None:
+    out, _ = written
+    mime = (out / "charts" / "content.mime.svg").read_text()
+    root = ET.fromstring(mime)  # well-formed XML: no raw control character, no markup
     texts = ["".join(t.itertext()) for t in root.iter(f"{SVG}text")]
     shown = chart_label(HOSTILE)
     assert shown in texts  # the dollars kept as text, not set as math
-    assert "<script>" not in mime.svg and root.find(f".//{SVG}script") is None
-    page = report_document(report, data_uri)
+    assert "<script>" not in mime and root.find(f".//{SVG}script") is None
+    page = (out / "index.html").read_text()
     assert "<script" not in page and "\x1b" not in page
     assert "text/x-&lt;script&gt;alert(&quot;$1$&quot;)&lt;/script&gt;" in page
     assert "Let&#x27;s &lt;Encrypt&gt;" in page
-    assert page.count('src="data:image/svg+xml;base64,') == len(report.charts) + len(report.series)
+    # inline (the portal's page), a chart is its file's bytes
+    inline = Chart("content.mime", "20 answers by MIME type", "", mime)
+    assert base64.b64decode(data_uri(inline).split(",", 1)[1]).decode() == mime
 
 
-def test_census_html_writes_the_report(store: Path, tmp_path: Path) -> None:
-    out = tmp_path / "report"
-    (out / "charts").mkdir(parents=True)
-    (out / "charts" / "stale.svg").write_text("<svg/>")
-    done = run_main(["census", "--db", str(store), "--html", str(out)])
-    assert done.returncode == 0, done.stderr
-    assert done.stdout.startswith(f"census: wrote {out / 'index.html'} and ")
-    charts = sorted(p.name for p in (out / "charts").glob("*.svg"))
+def test_census_html_writes_the_report(
+    written: tuple[Path, str], store: Path, tmp_path: Path
+) -> None:
+    written_out, stdout = written
+    assert stdout.startswith(f"census: wrote {written_out / 'index.html'} and ")
+    charts = sorted(p.name for p in (written_out / "charts").glob("*.svg"))
     assert "stale.svg" not in charts
     assert "content.mime.svg" in charts and "tls.versions.svg" in charts
     assert "uris.answered.svg" in charts  # a series: four censuses kept
-    index = (out / "index.html").read_text()
+    index = (written_out / "index.html").read_text()
     for name in charts:
         assert f'src="charts/{name}"' in index
+    assert index.count("<img ") == len(charts)
     assert "<script" not in index and "4 censuses kept" in index
+    out = tmp_path / "report"
+    shutil.copytree(written_out, out)
     host = run_main(["census", "--db", str(store), "--host", "beta.test", "--html", str(out)])
     assert host.returncode == 0, host.stderr
     index = (out / "index.html").read_text()

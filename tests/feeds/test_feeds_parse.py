@@ -168,15 +168,24 @@ def test_entities_and_dtds_are_refused() -> None:
     assert read_feed(BASE, "application/atom+xml", EXTERNAL, NOW) is None
 
 
+def entry_lines(first: int, count: int) -> str:
+    """``count`` gemsub entries, each of its own page (``p{first}.gmi`` on)."""
+    return "".join(f"=> p{i}.gmi 2026-01-01 post {i}\n" for i in range(first, first + count))
+
+
 def test_hostile_feeds_are_bounded() -> None:
     tracemalloc.start()
-    many = "# Many\n" + "".join(f"=> p{i}.gmi 2026-01-01 post {i}\n" for i in range(200_000))
-    body = many.encode()
-    assert len(body) > MAX_FEED_BYTES
+    # twice the entries kept, text up to the byte bound, then a heading and more entries
+    # just past it: neither is read
+    head = entry_lines(0, 2 * MAX_ENTRIES)
+    filler = "x" * (MAX_FEED_BYTES - len(head) - 1) + "\n"
+    body = (head + filler + "# Past the bound\n" + entry_lines(2 * MAX_ENTRIES, 10)).encode()
+    assert body.index(b"# Past") == MAX_FEED_BYTES
     feed = read_feed(BASE, "text/gemini", body, NOW)
     _, peak = tracemalloc.get_traced_memory()
     tracemalloc.stop()
     assert feed is not None and len(feed.entries) == MAX_ENTRIES and feed.truncated
+    assert feed.title == "" and feed.entries[-1].url == f"{BASE}p{MAX_ENTRIES - 1}.gmi"
     assert peak < 40 * MAX_FEED_BYTES
 
     huge_title = b"# " + b"t" * 1_000_000 + b"\n=> a.gmi 2026-01-01 " + b"x" * 5000 + b"\n"

@@ -8,14 +8,13 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from geminibot.gemini import errors
+from geminibot.gemini import errors, response
 from geminibot.gemini.response import (
     DEFAULT_MIME,
     MAX_META_BYTES,
     NEED_DATA,
     Body,
     EndOfResponse,
-    MimeType,
     ResponseHeader,
     ResponseReader,
     decode_text,
@@ -208,7 +207,7 @@ NO_CHARSETS += ["unicode_escape", "raw-unicode-escape", "uu", "quopri", "nul\x00
 @pytest.mark.parametrize("charset", NO_CHARSETS)
 def test_a_charset_that_is_no_text_encoding_decodes_as_utf8(charset: str) -> None:
     body = "caf\u00e9 \\x41 uryyb \xff".encode("utf-8", "surrogateescape") + b"\xff"
-    mime = MimeType("text/plain", MappingProxyType({"charset": charset}))
+    mime = response.MimeType("text/plain", MappingProxyType({"charset": charset}))
     assert text_codec(charset) == "utf-8"
     assert decode_text(body, mime) == body.decode("utf-8", "replace")
 
@@ -222,11 +221,9 @@ def test_text_encodings_are_kept(charset: str | None, codec: str) -> None:
 
 
 def test_decodes_as_declared() -> None:
-    from geminibot.gemini.response import decode_text, decodes_as_declared, parse_mime
-
     def check(body: bytes, meta: str) -> bool:
         mime = parse_mime(meta)
-        return decodes_as_declared(body, decode_text(body, mime), mime)
+        return response.decodes_as_declared(body, decode_text(body, mime), mime)
 
     assert check("café".encode(), "text/gemini")
     assert not check("café".encode("latin-1"), "text/gemini")

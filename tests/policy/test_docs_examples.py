@@ -27,5 +27,5 @@ def test_worked_example(
 ) -> None:
     data = (resources.files("geminibot") / "data" / "example-robots.txt").read_bytes()
     robots = parse_robots(data)
-    assert robots.allowed(f"gemini://example.org{path}", agent, vas, strict) is allowed
+    assert robots.allowed(f"gemini://example.org{path}", agent, vas, strict=strict) is allowed
     assert robots.crawl_delay("geminibot", ("indexer",)) == 2

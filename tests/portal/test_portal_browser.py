@@ -1,7 +1,7 @@
 """A real browser: headless Chromium (Debian's ``chromium``, installed by ``make browser``)
 loads the portal served by its own HTTP/1.1 server on trio, in front of capsule_server on loopback.
 
-The test asserts on the DOM Chromium built (--dump-dom) and takes screenshots of a
+The test asserts on the DOM Chromium built and takes screenshots of a
 rendered capsule page and of a refusal page, light and dark. With GEMINIBOT_SCREENSHOTS=DIR
 (``make portal-screenshots``) they are copied into DIR (docs/ holds the ones
 docs/portal.md shows).
@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import trio
-from chromium import PNG, run_chromium
+from chromium import PNG, browser
 from portal_fixtures import make_app, serving
 
 from geminibot.portal.limits import PortalLimits
@@ -38,23 +38,14 @@ async def test_chromium_renders_the_portal(tmp_path: Path) -> None:
             page = f"{base}/gemini/input.test/"
             readme = f"{base}/gemini/va-groups.test/README.gmi"
             refused = f"{base}/gemini/va-groups.test/proxy-no/a.gmi"
-            dom = (await run_chromium(tmp_path / "p1", "--dump-dom", page)).decode()
-            shown = []  # one start of Chromium for each page and mode
-            for name, url, extra in [
-                ("portal-page.png", readme, ()),
-                ("portal-page-dark.png", readme, ("--force-dark-mode",)),
-                ("portal-refusal.png", refused, ("--dump-dom",)),
-            ]:
-                shown.append(
-                    await run_chromium(
-                        tmp_path / "p3",
-                        "--window-size=900,900",
-                        *extra,
-                        f"--screenshot={shots / name}",
-                        url,
-                    )
-                )
-            refusal_dom = shown[-1].decode()
+            async with browser(tmp_path / "profile") as tab:  # one Chromium for every page
+                dom = await tab.load(page)
+                await tab.load(readme)
+                (shots / "portal-page.png").write_bytes(await tab.screenshot())
+                await tab.load(readme, dark=True)
+                (shots / "portal-page-dark.png").write_bytes(await tab.screenshot())
+                refusal_dom = await tab.load(refused)
+                (shots / "portal-refusal.png").write_bytes(await tab.screenshot())
             stop.set()
     # the DOM Chromium built from the rendered gemtext
     assert "<h1>Input &amp; &lt;tests&gt;</h1>" in dom
@@ -69,6 +60,8 @@ async def test_chromium_renders_the_portal(tmp_path: Path) -> None:
     # the refusal page
     assert "Not shown here" in refusal_dom
     assert "<code>Disallow: /proxy-no/</code>" in refusal_dom
+    light, dark = (shots / name for name in ("portal-page.png", "portal-page-dark.png"))
+    assert light.read_bytes() != dark.read_bytes()  # the page has a dark colour scheme
     for shot in shots.iterdir():
         data = shot.read_bytes()
         assert data.startswith(PNG), shot

@@ -119,6 +119,7 @@ SHARED_CODE = (
     "store/statistics.py",
     "searchcap/app.py",
     "store/lookups.py",
+    "store/whatsnew.py",
     "store/export_reads.py",
     "store/census_reads.py",
     "store/policy_reads.py",
