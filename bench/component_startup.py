@@ -41,10 +41,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 
 from loopback import free_port
 from machine import cpu_model
-
-from geminibot.index.tantivy_index import rebuild
-from geminibot.store.db import connect, transaction
-from geminibot.store.pages import Page, store_page
+from pages import one_page_database
 
 #: Seconds a component that says nothing when up is given before its CPU is read.
 SETTLE = 2.0
@@ -107,26 +104,6 @@ port = {portal_port}
 """
 
 
-def make_database(path: Path) -> None:
-    """A crawl database of one page, its search index built."""
-    conn = connect(path)
-    page = Page(
-        url="gemini://a.test/orbit.gmi",
-        host="a.test",
-        status=20,
-        meta="text/gemini",
-        fetched_at=1.0,
-        size=40,
-        mime="text/gemini",
-        title="Orbits",
-        text="a page about the orbit of a small moon",
-    )
-    with transaction(conn):
-        store_page(conn, page, "indexer")
-    rebuild(conn)
-    conn.close()
-
-
 def cpu_seconds(pid: int) -> float:
     """The process's own user + system CPU so far (not its children's)."""
     fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
@@ -187,7 +164,7 @@ def main() -> int:
     seconds: dict[tuple[str, str], list[float]] = {}
     with tempfile.TemporaryDirectory(prefix="startup-") as scratch:
         folder = Path(scratch)
-        make_database(folder / "crawl.db")
+        one_page_database(folder / "crawl.db")
         (folder / "serve.toml").write_text(
             CONFIG.format(
                 db=folder / "crawl.db",

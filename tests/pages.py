@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
-from geminibot.store.pages import Page
+from geminibot.index.tantivy_index import rebuild
+from geminibot.store.db import connect, transaction
+from geminibot.store.pages import Page, store_page
 
 #: When a test page was fetched unless the test says (seconds since the epoch).
 FETCHED_AT = 1000.0
@@ -32,3 +35,20 @@ def gemtext_page(
         text=text,
         **fields,
     )
+
+
+def one_page_database(path: Path) -> None:
+    """A crawl database at ``path`` of one page (``gemini://a.test/orbit.gmi``, about the
+    orbit of a small moon), its tantivy index built and current."""
+    page = gemtext_page(
+        "gemini://a.test/orbit.gmi",
+        "Orbits",
+        "a page about the orbit of a small moon",
+        fetched_at=1.0,
+        size=40,
+    )
+    conn = connect(path)
+    with transaction(conn):
+        store_page(conn, page, "indexer")
+    rebuild(conn)
+    conn.close()

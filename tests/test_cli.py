@@ -9,11 +9,9 @@ import sys
 
 import pytest
 from fresh_python import run_python
+from pages import one_page_database
 
 from geminibot.cli import ALL, COMMANDS, build_parser, main
-from geminibot.index.tantivy_index import rebuild
-from geminibot.store.db import connect, transaction
-from geminibot.store.pages import Page, store_page
 
 
 def test_help_lists_policy_command(capsys: pytest.CaptureFixture[str]) -> None:
@@ -172,22 +170,7 @@ def test_a_command_imports_only_its_own_module(
 def crawl_db(tmp_path_factory: pytest.TempPathFactory) -> str:
     """A crawl database of one page, its tantivy index built and current."""
     path = tmp_path_factory.mktemp("cli") / "crawl.db"
-    conn = connect(path)
-    page = Page(
-        url="gemini://a.test/orbit.gmi",
-        host="a.test",
-        status=20,
-        meta="text/gemini",
-        fetched_at=1.0,
-        size=40,
-        mime="text/gemini",
-        title="Orbits",
-        text="a page about the orbit of a small moon",
-    )
-    with transaction(conn):
-        store_page(conn, page, "indexer")
-    rebuild(conn)
-    conn.close()
+    one_page_database(path)
     return str(path)
 
 
