@@ -157,7 +157,14 @@ def main() -> int:
     parser.add_argument("--runs", type=int, default=7, help="starts per component and tree")
     parser.add_argument("--only", action="append", help="only this component (repeat)")
     args = parser.parse_args()
-    trees = dict(tree.split("=", 1) for tree in args.tree)
+    trees = {}
+    for tree in args.tree:
+        name, _, python = tree.partition("=")
+        if not os.access(python, os.X_OK):
+            parser.error(f"--tree {tree!r}: no Python at {python!r}")
+        # Absolute, not resolved: the components start in another folder, and a
+        # virtualenv's python is a link that must stay itself.
+        trees[name] = str(Path(python).absolute())
     components = [c for c in COMPONENTS if not args.only or c.name in args.only]
     print(f"nproc {os.cpu_count()}, {cpu_model()}, Python {platform.python_version()}")
     print(f"load average before: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
